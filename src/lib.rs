@@ -1,0 +1,17 @@
+//! The xjob wire contract: generated protobuf messages, gRPC clients and servers, the protocol
+//! version checked in the executor handshake, and the descriptor set served by reflection.
+//!
+//! Nothing else lives here: the admin and the executor SDK each depend on this crate and never
+//! on each other.
+
+/// Generated code of package `xjob.v1`.
+pub mod pb {
+    #![allow(clippy::all, missing_docs)]
+    tonic::include_proto!("xjob.v1");
+}
+
+/// Protocol version an executor sends in `Register`; the admin refuses any other.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Encoded `FileDescriptorSet` of every xjob proto, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("xjob_descriptor");
