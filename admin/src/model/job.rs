@@ -1,0 +1,63 @@
+//! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
+
+use super::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
+
+/// Whether the schedule is active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    Stopped,
+    Running,
+}
+
+/// How long to wait before each retry of a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RetryBackoff {
+    pub initial_delay_ms: i64,
+    /// 1.0 (or 0) = fixed delay; above 1.0 = exponential.
+    pub factor: f64,
+    /// 0 = unbounded.
+    pub max_delay_ms: i64,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: i64,
+    pub group_id: i64,
+    pub name: String,
+    pub author: String,
+    pub alarm_email: String,
+    pub schedule_type: ScheduleType,
+    pub schedule_conf: String,
+    /// IANA zone name; empty = the admin's default zone.
+    pub time_zone: String,
+    pub misfire_strategy: MisfireStrategy,
+    pub route_strategy: RouteStrategy,
+    pub handler: String,
+    pub params: String,
+    pub block_strategy: BlockStrategy,
+    pub timeout_ms: i64,
+    pub fail_retry_count: i32,
+    pub retry_backoff: RetryBackoff,
+    pub glue_type: GlueType,
+    pub glue_source: String,
+    pub glue_remark: String,
+    pub glue_updated_ms: i64,
+    pub child_job_ids: Vec<i64>,
+    pub status: JobStatus,
+    /// Last scheduled fire time (ms), 0 if none.
+    pub trigger_last_ms: i64,
+    /// Next scheduled fire time (ms), 0 when stopped.
+    pub trigger_next_ms: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+impl Job {
+    /// Whether the schedule fields differ (a running job then gets a fresh next fire time).
+    pub fn schedule_differs(&self, other: &Job) -> bool {
+        self.schedule_type != other.schedule_type
+            || self.schedule_conf != other.schedule_conf
+            || self.time_zone != other.time_zone
+    }
+}

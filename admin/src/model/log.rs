@@ -1,0 +1,70 @@
+//! One run attempt (a log row): what was scheduled, where it went, how it ended.
+
+use super::{RunStatus, TriggerType};
+
+/// A run as stored in `xjob_log`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLog {
+    pub id: i64,
+    pub job_id: i64,
+    pub group_id: i64,
+    /// `{job_id}:{scheduled_at_ms}:{shard}:{attempt}` for scheduled fires; None for manual ones.
+    pub fire_key: Option<String>,
+    pub status: RunStatus,
+    pub trigger_type: TriggerType,
+    pub scheduled_at_ms: i64,
+    pub trigger_time_ms: i64,
+    pub trigger_code: i32,
+    pub trigger_msg: String,
+    pub handle_time_ms: i64,
+    pub handle_code: i32,
+    pub handle_msg: String,
+    pub executor_address: String,
+    pub handler: String,
+    pub params: String,
+    pub shard_index: i32,
+    pub shard_total: i32,
+    pub attempt: i32,
+    pub trace_id: String,
+    pub owner_node: String,
+    pub epoch: i64,
+}
+
+/// A run to insert: the scheduler's durable fire, a manual trigger, a skipped occurrence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    pub job_id: i64,
+    pub group_id: i64,
+    pub fire_key: Option<String>,
+    pub status: RunStatus,
+    pub trigger_type: TriggerType,
+    pub scheduled_at_ms: i64,
+    pub handler: String,
+    pub params: String,
+    pub shard_index: i32,
+    pub shard_total: i32,
+    pub attempt: i32,
+    /// Set for rows that are final at insert time (SKIPPED): the reason.
+    pub trigger_msg: String,
+    pub owner_node: String,
+    pub epoch: i64,
+}
+
+impl NewRun {
+    /// The scheduler's key for a fire: unique per job, scheduled instant, shard and attempt.
+    pub fn fire_key(job_id: i64, scheduled_at_ms: i64, shard_index: i32, attempt: i32) -> String {
+        format!("{job_id}:{scheduled_at_ms}:{shard_index}:{attempt}")
+    }
+}
+
+/// Filters of `ListLogs`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogFilter {
+    pub group_id: Option<i64>,
+    pub job_id: Option<i64>,
+    pub status: Option<RunStatus>,
+    pub from_ms: Option<i64>,
+    pub to_ms: Option<i64>,
+    pub offset: i64,
+    pub limit: i64,
+}

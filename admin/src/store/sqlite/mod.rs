@@ -1,0 +1,97 @@
+//! The embedded SQLite backend: one file under the data dir, WAL mode, migrations embedded.
+//!
+//! SQLite serializes writers, so `BEGIN IMMEDIATE` is the schedule lock; a busy timeout makes a
+//! second writer wait instead of failing.
+
+mod groups;
+mod jobs;
+mod logs;
+mod registry;
+mod rows;
+mod schedule;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+use super::{StoreError, StoreResult};
+
+/// Largest number of bound parameters one statement uses (SQLite allows 32 766).
+const MAX_BIND_PARAMS: usize = 30_000;
+
+/// A pool of connections to one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file and migrates it.
+    pub async fn connect(url: &str) -> StoreResult<SqliteStore> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|error| StoreError::InvalidUrl(format!("{url}: {error}")))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(false);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(StoreError::Unavailable)?;
+        sqlx::migrate!("migrations/sqlite")
+            .run(&pool)
+            .await
+            .map_err(StoreError::Migrate)?;
+        let store = SqliteStore { pool };
+        store.check_lock_row().await?;
+        Ok(store)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Refuses to run without the schedule lock row: without it admins would not exclude
+    /// each other (XXL-JOB silently loses mutual exclusion in that case).
+    async fn check_lock_row(&self) -> StoreResult<()> {
+        let found: Option<(String,)> =
+            sqlx::query_as("SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock'")
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(map_error)?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Schema(
+                "row 'schedule_lock' missing from xjob_lock; re-run migrations or insert it"
+                    .to_string(),
+            )),
+        }
+    }
+}
+
+/// Maps a driver error to the store's error: unique violations become `Conflict`.
+fn map_error(error: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(db_error) = &error
+        && db_error.is_unique_violation()
+    {
+        return StoreError::Conflict(db_error.message().to_string());
+    }
+    StoreError::Unavailable(error)
+}
+
+/// `?, ?, ?` with `count` placeholders.
+fn placeholders(count: usize) -> String {
+    let mut text = String::with_capacity(count * 3);
+    for index in 0..count {
+        if index > 0 {
+            text.push_str(", ");
+        }
+        text.push('?');
+    }
+    text
+}

@@ -1,0 +1,188 @@
+//! The schedule round under the lock, node leases, and the claim/adopt steps that make every
+//! scheduled fire run exactly once.
+
+use sqlx::{QueryBuilder, Row, Sqlite};
+
+use super::jobs::write_schedule_updates;
+use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
+use super::{SqliteStore, map_error, placeholders};
+use crate::model::{Job, NewRun, RunLog};
+use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+
+/// Rows per multi-row insert (14 parameters each keeps far below SQLite's limit).
+const INSERT_BATCH: usize = 500;
+
+impl SqliteStore {
+    pub async fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> {
+        sqlx::query_scalar(
+            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (?, 1, ?, ?) \
+             ON CONFLICT (node_id) DO UPDATE SET epoch = epoch + 1, \
+             lease_until_ms = excluded.lease_until_ms, started_ms = excluded.started_ms \
+             RETURNING epoch",
+        )
+        .bind(node_id)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_error)
+    }
+
+    pub async fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> {
+        let result = sqlx::query(
+            "UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?",
+        )
+        .bind(lease_until_ms)
+        .bind(node_id)
+        .bind(epoch)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    pub async fn run_schedule_round(
+        &self,
+        window_end_ms: i64,
+        limit: i64,
+        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
+    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
+        // BEGIN IMMEDIATE takes SQLite's write lock up front: the equivalent of
+        // SELECT … FOR UPDATE on the schedule_lock row in the server databases.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(map_error)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= ? \
+             ORDER BY trigger_next_ms LIMIT ?"
+        ))
+        .bind(window_end_ms)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        let jobs = rows.iter().map(job_from_row).collect::<StoreResult<Vec<Job>>>()?;
+        let job_count = jobs.len();
+        let decided = plan(jobs);
+        let inserted = insert_fires(&mut tx, &decided.new_runs).await?;
+        write_schedule_updates(&mut tx, &decided.job_updates).await?;
+        tx.commit().await.map_err(map_error)?;
+        Ok((job_count, inserted))
+    }
+
+    pub async fn adopt_orphan_runs(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(&format!(
+            "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE status = 'PENDING' AND ( \
+               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
+                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+             RETURNING {LOG_COLUMNS}"
+        ))
+        .bind(node_id)
+        .bind(epoch)
+        .bind(node_id)
+        .bind(epoch)
+        .bind(now_ms)
+        .bind(node_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    pub async fn claim_runs(
+        &self,
+        ids: &[i64],
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let mut claimed = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(super::MAX_BIND_PARAMS - 4) {
+            // The owner/epoch condition is the fence: a node that stalled past its lease and lost
+            // its fires to another node claims nothing here.
+            let sql = format!(
+                "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? \
+                 WHERE status = 'PENDING' AND owner_node = ? AND epoch = ? AND id IN ({}) \
+                 RETURNING {LOG_COLUMNS}",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(now_ms).bind(node_id).bind(epoch);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            let rows = query.fetch_all(&self.pool).await.map_err(map_error)?;
+            for row in &rows {
+                claimed.push(run_from_row(row)?);
+            }
+        }
+        Ok(claimed)
+    }
+
+    pub async fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> {
+        for chunk in ids.chunks(super::MAX_BIND_PARAMS - 4) {
+            let sql = format!(
+                "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
+                 WHERE status = 'PENDING' AND id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(reason).bind(now_ms);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            query.execute(&self.pool).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Inserts the round's fires; a `fire_key` already present is skipped, never duplicated.
+async fn insert_fires(
+    conn: &mut sqlx::SqliteConnection,
+    runs: &[NewRun],
+) -> StoreResult<Vec<InsertedRun>> {
+    let mut inserted = Vec::with_capacity(runs.len());
+    for chunk in runs.chunks(INSERT_BATCH) {
+        let mut query = new_run_insert(chunk);
+        query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key");
+        let rows = query.build().fetch_all(&mut *conn).await.map_err(map_error)?;
+        for row in rows {
+            let fire_key: Option<String> = row.try_get("fire_key").map_err(map_error)?;
+            inserted.push(InsertedRun {
+                log_id: row.try_get("id").map_err(map_error)?,
+                fire_key: fire_key.ok_or_else(|| {
+                    StoreError::Corrupt("scheduled fire inserted without fire_key".to_string())
+                })?,
+            });
+        }
+    }
+    Ok(inserted)
+}
+
+/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for a batch of new runs.
+pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Sqlite> {
+    let mut query = QueryBuilder::new(
+        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
+         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
+         owner_node, epoch) ",
+    );
+    query.push_values(runs, |mut row, run| {
+        row.push_bind(run.job_id)
+            .push_bind(run.group_id)
+            .push_bind(run.fire_key.as_deref())
+            .push_bind(run.status.as_str())
+            .push_bind(run.trigger_type.as_str())
+            .push_bind(run.scheduled_at_ms)
+            .push_bind(run.handler.as_str())
+            .push_bind(run.params.as_str())
+            .push_bind(run.shard_index)
+            .push_bind(run.shard_total)
+            .push_bind(run.attempt)
+            .push_bind(run.trigger_msg.as_str())
+            .push_bind(run.owner_node.as_str())
+            .push_bind(run.epoch);
+    });
+    query
+}

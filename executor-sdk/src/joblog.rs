@@ -1,0 +1,335 @@
+//! Run log files: one file per run at `{log_dir}/{yyyy-MM-dd}/{log_id}.log` (the date of the
+//! run's `log_date_ms` in the executor's local zone), written line by line by the runner and by
+//! `JobContext::log`, read back in bounded 1-based ranges for `ReadLog`, and swept daily once
+//! their date folder is older than the retention.
+//!
+//! Every line is written with one `write_all` on a file opened in append mode, so a line is
+//! visible to readers as soon as the call returns.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Local, NaiveDate, TimeZone};
+use tokio_util::sync::CancellationToken;
+use xjob_proto::pb;
+
+/// Most lines one `ReadLog` call returns.
+pub(crate) const MAX_LINES_PER_READ: usize = 1000;
+/// Most bytes of content one `ReadLog` call returns.
+pub(crate) const MAX_BYTES_PER_READ: usize = 1 << 20;
+/// Date folder format, as XXL-JOB.
+const DATE_DIR_FORMAT: &str = "%Y-%m-%d";
+
+/// The root of the run log files.
+#[derive(Clone, Debug)]
+pub(crate) struct JobLogStore {
+    root: PathBuf,
+}
+
+impl JobLogStore {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Returns the file of a run: `{root}/{date of log_date_ms, local}/{log_id}.log`.
+    pub(crate) fn path_for(&self, log_id: i64, log_date_ms: i64) -> PathBuf {
+        let date = Local
+            .timestamp_millis_opt(log_date_ms)
+            .single()
+            .unwrap_or_else(Local::now)
+            .format(DATE_DIR_FORMAT)
+            .to_string();
+        self.root.join(date).join(format!("{log_id}.log"))
+    }
+
+    /// Creates (or reopens for append) the file of a run.
+    pub(crate) fn create(&self, log_id: i64, log_date_ms: i64) -> io::Result<RunLog> {
+        let path = self.path_for(log_id, log_date_ms);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok(RunLog {
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Reads lines `[from_line, ..]` of a run's file, at most [`MAX_LINES_PER_READ`] lines and
+    /// [`MAX_BYTES_PER_READ`] bytes. `run_active` says whether the run is still queued or running
+    /// here: only a finished run can be at its end, and only its last line may lack a newline.
+    pub(crate) fn read(
+        &self,
+        log_id: i64,
+        log_date_ms: i64,
+        from_line: i32,
+        run_active: bool,
+    ) -> pb::ReadLogResponse {
+        let from_line = from_line.max(1);
+        let path = self.path_for(log_id, log_date_ms);
+        match read_lines(&path, from_line as usize, !run_active) {
+            Ok(chunk) => pb::ReadLogResponse {
+                from_line,
+                to_line: from_line - 1 + i32::try_from(chunk.line_count).unwrap_or(i32::MAX),
+                content: chunk.content,
+                is_end: !run_active && chunk.reached_end,
+            },
+            Err(error) => {
+                let content = if error.kind() == io::ErrorKind::NotFound {
+                    format!("log file not found: {}", path.display())
+                } else {
+                    format!("failed to read log file {}: {error}", path.display())
+                };
+                pb::ReadLogResponse {
+                    from_line,
+                    to_line: from_line - 1,
+                    content,
+                    is_end: !run_active,
+                }
+            }
+        }
+    }
+}
+
+/// The open log file of one run; shared by the runner and the handler's `JobContext`.
+#[derive(Debug)]
+pub(crate) struct RunLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl RunLog {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `"yyyy-MM-dd HH:mm:ss.SSS line\n"`; failures are logged, never raised.
+    pub(crate) fn append(&self, line: &str) {
+        let text = format_line(Local::now(), line);
+        let result = match self.file.lock() {
+            Ok(mut file) => file.write_all(text.as_bytes()),
+            Err(poisoned) => poisoned.into_inner().write_all(text.as_bytes()),
+        };
+        if let Err(error) = result {
+            tracing::warn!(path = %self.path.display(), %error, "failed to append to run log");
+        }
+    }
+}
+
+/// Formats one log line with its local timestamp.
+pub(crate) fn format_line(now: DateTime<Local>, line: &str) -> String {
+    format!("{} {line}\n", now.format("%Y-%m-%d %H:%M:%S%.3f"))
+}
+
+struct LogChunk {
+    content: String,
+    line_count: usize,
+    /// Whether the file has no line after the last one returned.
+    reached_end: bool,
+}
+
+fn read_lines(path: &Path, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut line = Vec::new();
+    let mut content = Vec::new();
+    let mut line_number = 0usize;
+    let mut line_count = 0usize;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let terminated = line.last() == Some(&b'\n');
+        // A line still being written is counted only once the run is over.
+        if !terminated && !include_unterminated {
+            break;
+        }
+        line_number += 1;
+        if line_number < from_line {
+            continue;
+        }
+        let over_budget = line_count == MAX_LINES_PER_READ
+            || (line_count > 0 && content.len() + line.len() > MAX_BYTES_PER_READ);
+        if over_budget {
+            return Ok(LogChunk {
+                content: String::from_utf8_lossy(&content).into_owned(),
+                line_count,
+                reached_end: false,
+            });
+        }
+        // A single line larger than the budget is cut rather than never returned.
+        line.truncate(MAX_BYTES_PER_READ - 1);
+        content.extend_from_slice(&line);
+        if content.last() != Some(&b'\n') {
+            content.push(b'\n');
+        }
+        line_count += 1;
+    }
+    Ok(LogChunk {
+        content: String::from_utf8_lossy(&content).into_owned(),
+        line_count,
+        reached_end: true,
+    })
+}
+
+/// Whether a folder of the log root is a date folder older than the retention: XXL-JOB's rule,
+/// `today 00:00 > folder date + retention days`. Other folders (`callbacklogs`) never expire.
+pub(crate) fn is_expired_dir(name: &str, today: NaiveDate, retention_days: u32) -> bool {
+    let Ok(date) = NaiveDate::parse_from_str(name, DATE_DIR_FORMAT) else {
+        return false;
+    };
+    date.checked_add_days(chrono::Days::new(u64::from(retention_days)))
+        .is_some_and(|expiry| expiry < today)
+}
+
+/// Removes the expired date folders under `root`; returns how many were removed.
+pub(crate) fn remove_expired(root: &Path, today: NaiveDate, retention_days: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !entry.path().is_dir() || !is_expired_dir(name, today, retention_days) {
+            continue;
+        }
+        match std::fs::remove_dir_all(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(error) => tracing::warn!(dir = name, %error, "failed to remove expired log dir"),
+        }
+    }
+    removed
+}
+
+/// Sweeps expired date folders now and then once a day until `stop` fires.
+pub(crate) async fn cleanup_loop(root: PathBuf, retention_days: u32, stop: CancellationToken) {
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+    loop {
+        let sweep_root = root.clone();
+        let today = Local::now().date_naive();
+        let sweep =
+            tokio::task::spawn_blocking(move || remove_expired(&sweep_root, today, retention_days));
+        match sweep.await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, retention_days, "removed expired run logs"),
+            Err(error) => tracing::warn!(%error, "run log cleanup failed"),
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(DAY) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with_lines(lines: &[String]) -> (tempfile::TempDir, JobLogStore) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let log = store.create(7, 0).expect("create log");
+        for line in lines {
+            log.append(line);
+        }
+        (dir, store)
+    }
+
+    #[test]
+    fn rolling_read_returns_new_lines_from_the_given_line() {
+        let lines: Vec<String> = (1..=5).map(|n| format!("line {n}")).collect();
+        let (_dir, store) = store_with_lines(&lines);
+
+        let first = store.read(7, 0, 0, true);
+        assert_eq!((first.from_line, first.to_line), (1, 5));
+        assert_eq!(first.content.lines().count(), 5);
+        assert!(first.content.lines().next().is_some_and(|l| l.ends_with(" line 1")));
+        assert!(!first.is_end, "an active run is never at its end");
+
+        let tail = store.read(7, 0, 3, true);
+        assert_eq!((tail.from_line, tail.to_line), (3, 5));
+        assert!(tail.content.lines().next().is_some_and(|l| l.ends_with(" line 3")));
+
+        let nothing_new = store.read(7, 0, 6, true);
+        assert_eq!((nothing_new.to_line, nothing_new.content.as_str()), (5, ""));
+
+        let finished = store.read(7, 0, 6, false);
+        assert!(finished.is_end);
+        let finished_from_start = store.read(7, 0, 1, false);
+        assert!(finished_from_start.is_end);
+    }
+
+    #[test]
+    fn read_is_bounded_by_lines_then_continues() {
+        let lines: Vec<String> = (1..=1500).map(|n| format!("line {n}")).collect();
+        let (_dir, store) = store_with_lines(&lines);
+        let first = store.read(7, 0, 1, false);
+        assert_eq!(first.to_line, 1000);
+        assert!(!first.is_end, "lines remain after a bounded read");
+        let second = store.read(7, 0, first.to_line + 1, false);
+        assert_eq!((second.from_line, second.to_line), (1001, 1500));
+        assert!(second.is_end);
+    }
+
+    #[test]
+    fn read_is_bounded_by_bytes() {
+        let big = "x".repeat(4000);
+        let lines = vec![big; 400];
+        let (_dir, store) = store_with_lines(&lines);
+        let first = store.read(7, 0, 1, false);
+        assert!(first.content.len() <= MAX_BYTES_PER_READ);
+        assert!(first.to_line > 0 && first.to_line < 400);
+        assert!(!first.is_end);
+        let second = store.read(7, 0, first.to_line + 1, false);
+        assert_eq!(second.to_line, 400);
+        assert!(second.is_end);
+    }
+
+    #[test]
+    fn missing_file_is_reported_and_at_its_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let response = store.read(99, 0, 4, false);
+        assert!(response.is_end);
+        assert_eq!((response.from_line, response.to_line), (4, 3));
+        assert!(response.content.starts_with("log file not found: "));
+        assert!(response.content.ends_with("99.log"));
+    }
+
+    #[test]
+    fn unterminated_last_line_is_returned_only_after_the_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let path = store.path_for(1, 0);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, "one\ntwo").expect("write");
+        assert_eq!(store.read(1, 0, 1, true).to_line, 1);
+        let done = store.read(1, 0, 1, false);
+        assert_eq!((done.to_line, done.content.as_str(), done.is_end), (2, "one\ntwo\n", true));
+    }
+
+    #[test]
+    fn date_folders_expire_after_the_retention() {
+        let today = NaiveDate::from_ymd_opt(2024, 3, 31).expect("date");
+        assert!(is_expired_dir("2024-03-20", today, 10));
+        assert!(!is_expired_dir("2024-03-21", today, 10));
+        assert!(!is_expired_dir("callbacklogs", today, 10));
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in ["2024-03-01", "2024-03-30", "callbacklogs"] {
+            std::fs::create_dir_all(dir.path().join(name)).expect("mkdir");
+        }
+        assert_eq!(remove_expired(dir.path(), today, 3), 1);
+        assert!(!dir.path().join("2024-03-01").exists());
+        assert!(dir.path().join("2024-03-30").exists());
+        assert!(dir.path().join("callbacklogs").exists());
+    }
+}

@@ -1,0 +1,630 @@
+//! The runner: one queue per job id, drained by one tokio task per job, one run at a time.
+//!
+//! ```text
+//! server Run ──submit──▶ JobSlot{queue, running} ──job task──▶ handler task ──▶ RunResult ─▶ callback
+//!            refusals: shutting down, duplicate log id, glue disabled, unknown handler, DISCARD_LATER
+//! server Kill / COVER_EARLY ──▶ drop queued runs (KILLED at once) + stop the running one
+//! ```
+//!
+//! A running run is stopped by cancelling its token (the handler sees it through
+//! `JobContext::cancelled`), waiting `kill_grace` for the handler to return, then aborting its
+//! task and awaiting the abort: the next queued run never starts while a stopped handler is still
+//! alive. Each handler runs in its own task so a panic becomes a FAILED result, not a dead queue.
+//! A job task ends after `idle_timeout` without work, and its slot goes with it.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+use tokio::task::{AbortHandle, JoinError, JoinHandle};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use xjob_proto::pb;
+
+use crate::context::JobContext;
+use crate::handler::{HandlerFn, HandlerRegistry, JobResult};
+use crate::joblog::{JobLogStore, RunLog};
+
+/// Handle codes kept from XXL-JOB.
+const CODE_SUCCESS: i32 = 200;
+const CODE_FAILED: i32 = 500;
+const CODE_TIMEOUT: i32 = 502;
+/// Longest handle message reported, in characters (XXL-JOB's cap).
+const MAX_MESSAGE_CHARS: usize = 50_000;
+/// How long a finished log id is still refused as a duplicate.
+const RECENT_RUN_TTL: Duration = Duration::from_secs(10 * 60);
+/// Most finished log ids remembered for duplicate detection.
+const RECENT_RUN_CAP: usize = 100_000;
+
+/// Timing settings of the runner.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunnerConfig {
+    /// A job task without work for this long ends.
+    pub(crate) idle_timeout: Duration,
+    /// How long a cancelled handler may take to return before its task is aborted.
+    pub(crate) kill_grace: Duration,
+}
+
+/// Why a run was not accepted; the text is the `RunResponse.message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    ShuttingDown,
+    Duplicate { log_id: i64 },
+    GlueDisabled { glue_type: String },
+    HandlerNotFound { handler: String },
+    DiscardLater { job_id: i64 },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ShuttingDown => write!(formatter, "executor is shutting down"),
+            Self::Duplicate { log_id } => write!(
+                formatter,
+                "duplicate run: log_id {log_id} already queued or running"
+            ),
+            Self::GlueDisabled { glue_type } => write!(
+                formatter,
+                "glue type {glue_type} is not enabled on this executor"
+            ),
+            Self::HandlerNotFound { handler } => write!(formatter, "job handler [{handler}] not found"),
+            Self::DiscardLater { job_id } => write!(
+                formatter,
+                "block strategy DISCARD_LATER: job {job_id} is running or queued"
+            ),
+        }
+    }
+}
+
+/// The outcome forced on a run that is stopped rather than finished.
+#[derive(Clone, Debug)]
+struct StopReason {
+    status: pb::RunStatus,
+    code: i32,
+    message: String,
+}
+
+impl StopReason {
+    fn killed(message: impl Into<String>) -> Self {
+        Self {
+            status: pb::RunStatus::Killed,
+            code: CODE_FAILED,
+            message: message.into(),
+        }
+    }
+
+    fn timeout(timeout_ms: i64) -> Self {
+        Self {
+            status: pb::RunStatus::Timeout,
+            code: CODE_TIMEOUT,
+            message: format!("job execute timeout after {timeout_ms} ms"),
+        }
+    }
+}
+
+/// Stops one running run: the first reason wins, then the token is cancelled.
+#[derive(Debug, Default)]
+struct StopSignal {
+    token: CancellationToken,
+    reason: Mutex<Option<StopReason>>,
+}
+
+impl StopSignal {
+    fn stop(&self, reason: StopReason) {
+        let mut reason_opt = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        reason_opt.get_or_insert(reason);
+        drop(reason_opt);
+        self.token.cancel();
+    }
+
+    fn reason(&self) -> Option<StopReason> {
+        self.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+struct QueuedRun {
+    request: pb::RunRequest,
+    handler: HandlerFn,
+}
+
+struct RunningRun {
+    log_id: i64,
+    stop: Arc<StopSignal>,
+}
+
+struct JobSlot {
+    queue: VecDeque<QueuedRun>,
+    running_opt: Option<RunningRun>,
+    wake: Arc<Notify>,
+    task_abort: AbortHandle,
+}
+
+impl JobSlot {
+    fn is_busy(&self) -> bool {
+        self.running_opt.is_some() || !self.queue.is_empty()
+    }
+}
+
+/// Log ids finished recently, still refused as duplicates for [`RECENT_RUN_TTL`].
+#[derive(Default)]
+struct RecentRuns {
+    order: VecDeque<(Instant, i64)>,
+    ids: HashSet<i64>,
+}
+
+impl RecentRuns {
+    fn insert(&mut self, log_id: i64, now: Instant) {
+        self.prune(now);
+        if self.ids.insert(log_id) {
+            self.order.push_back((now, log_id));
+        }
+        while self.order.len() > RECENT_RUN_CAP {
+            if let Some((_, oldest)) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    fn contains(&mut self, log_id: i64, now: Instant) -> bool {
+        self.prune(now);
+        self.ids.contains(&log_id)
+    }
+
+    fn prune(&mut self, now: Instant) {
+        while let Some(&(finished_at, log_id)) = self.order.front() {
+            if now.duration_since(finished_at) < RECENT_RUN_TTL {
+                break;
+            }
+            self.order.pop_front();
+            self.ids.remove(&log_id);
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    jobs: HashMap<i64, JobSlot>,
+    /// Log ids queued or running here.
+    active_log_ids: HashSet<i64>,
+    recent: RecentRuns,
+    closed: bool,
+}
+
+impl State {
+    /// Forgets a run that is over (finished or dropped from its queue).
+    fn retire(&mut self, log_id: i64) {
+        self.active_log_ids.remove(&log_id);
+        self.recent.insert(log_id, Instant::now());
+    }
+
+    /// Drops the job's queued runs and stops its running one; returns the dropped requests and
+    /// how many runs were stopped in all.
+    fn stop_job(&mut self, job_id: i64, reason: &StopReason) -> (Vec<pb::RunRequest>, usize) {
+        let Some(slot) = self.jobs.get_mut(&job_id) else {
+            return (Vec::new(), 0);
+        };
+        let dropped: Vec<pb::RunRequest> = slot.queue.drain(..).map(|run| run.request).collect();
+        let mut stopped = dropped.len();
+        if let Some(running) = &slot.running_opt {
+            running.stop.stop(reason.clone());
+            stopped += 1;
+        }
+        for request in &dropped {
+            self.retire(request.log_id);
+        }
+        (dropped, stopped)
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    handlers: HandlerRegistry,
+    joblog: JobLogStore,
+    results_tx: mpsc::UnboundedSender<pb::RunResult>,
+    config: RunnerConfig,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reports runs dropped from a queue: a line in their log file, then a result.
+    fn report_dropped(&self, dropped: Vec<pb::RunRequest>, reason: &StopReason) {
+        for request in dropped {
+            if let Ok(log) = self.joblog.create(request.log_id, request.log_date_ms) {
+                log.append(&format!("run not started: {}", reason.message));
+            }
+            let result = run_result(&request, reason.status, reason.code, &reason.message, 0);
+            // A closed channel means the executor crashed or stopped: nothing left to report to.
+            let _ = self.results_tx.send(result);
+        }
+    }
+}
+
+/// The runner; cheap to clone, shared by the server, the connection and the lifecycle.
+#[derive(Clone)]
+pub(crate) struct Runner {
+    shared: Arc<Shared>,
+}
+
+impl Runner {
+    pub(crate) fn new(
+        handlers: HandlerRegistry,
+        joblog: JobLogStore,
+        results_tx: mpsc::UnboundedSender<pb::RunResult>,
+        config: RunnerConfig,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::default()),
+                handlers,
+                joblog,
+                results_tx,
+                config,
+                tracker: TaskTracker::new(),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Enqueues a run, applying the job's block strategy, or says why it is refused.
+    pub(crate) fn submit(&self, request: pb::RunRequest) -> Result<(), Refusal> {
+        let (job_id, log_id) = (request.job_id, request.log_id);
+        let mut state = self.shared.lock();
+        if state.closed {
+            return Err(Refusal::ShuttingDown);
+        }
+        if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, Instant::now())
+        {
+            return Err(Refusal::Duplicate { log_id });
+        }
+        match pb::GlueType::try_from(request.glue_type) {
+            Ok(pb::GlueType::Bean | pb::GlueType::Unspecified) => {}
+            Ok(other) => {
+                let glue_type = other.as_str_name().to_owned();
+                return Err(Refusal::GlueDisabled { glue_type });
+            }
+            Err(_) => {
+                let glue_type = request.glue_type.to_string();
+                return Err(Refusal::GlueDisabled { glue_type });
+            }
+        }
+        let Some(handler) = self.shared.handlers.get(&request.handler) else {
+            let handler = request.handler.clone();
+            return Err(Refusal::HandlerNotFound { handler });
+        };
+        let strategy = pb::BlockStrategy::try_from(request.block_strategy)
+            .unwrap_or(pb::BlockStrategy::Unspecified);
+        let busy = state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);
+        let mut dropped = Vec::new();
+        let cover_reason = StopReason::killed(format!(
+            "block strategy COVER_EARLY: replaced by log {log_id}"
+        ));
+        match strategy {
+            pb::BlockStrategy::DiscardLater if busy => {
+                return Err(Refusal::DiscardLater { job_id });
+            }
+            pb::BlockStrategy::CoverEarly if busy => {
+                (dropped, _) = state.stop_job(job_id, &cover_reason);
+            }
+            _ => {}
+        }
+        state.active_log_ids.insert(log_id);
+        let slot = match state.jobs.entry(job_id) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let wake = Arc::new(Notify::new());
+                let task = self.shared.tracker.spawn(job_loop(
+                    Arc::clone(&self.shared),
+                    job_id,
+                    Arc::clone(&wake),
+                ));
+                entry.insert(JobSlot {
+                    queue: VecDeque::new(),
+                    running_opt: None,
+                    wake,
+                    task_abort: task.abort_handle(),
+                })
+            }
+        };
+        slot.queue.push_back(QueuedRun { request, handler });
+        slot.wake.notify_one();
+        drop(state);
+        self.shared.report_dropped(dropped, &cover_reason);
+        Ok(())
+    }
+
+    /// Stops every running and queued run of a job (each reported KILLED); returns whether
+    /// anything was stopped.
+    pub(crate) fn kill_job(&self, job_id: i64) -> bool {
+        let reason = StopReason::killed("killed by admin");
+        let (dropped, stopped) = self.shared.lock().stop_job(job_id, &reason);
+        self.shared.report_dropped(dropped, &reason);
+        stopped > 0
+    }
+
+    /// Returns whether the job has a running or queued run here.
+    pub(crate) fn is_job_busy(&self, job_id: i64) -> bool {
+        self.shared.lock().jobs.get(&job_id).is_some_and(JobSlot::is_busy)
+    }
+
+    /// Returns whether the run is queued or running here.
+    pub(crate) fn is_log_active(&self, log_id: i64) -> bool {
+        self.shared.lock().active_log_ids.contains(&log_id)
+    }
+
+    /// Returns the log ids running now, sorted (sent in heartbeats).
+    pub(crate) fn running_log_ids(&self) -> Vec<i64> {
+        let state = self.shared.lock();
+        let mut log_ids: Vec<i64> = state
+            .jobs
+            .values()
+            .filter_map(|slot| slot.running_opt.as_ref().map(|running| running.log_id))
+            .collect();
+        log_ids.sort_unstable();
+        log_ids
+    }
+
+    /// Returns how many runs wait behind running ones.
+    pub(crate) fn queued_count(&self) -> u32 {
+        let state = self.shared.lock();
+        let queued: usize = state.jobs.values().map(|slot| slot.queue.len()).sum();
+        u32::try_from(queued).unwrap_or(u32::MAX)
+    }
+
+    /// Returns how many job tasks are alive (tests watch idle tasks end).
+    #[cfg(test)]
+    pub(crate) fn job_task_count(&self) -> usize {
+        self.shared.lock().jobs.len()
+    }
+
+    /// Graceful stop: refuses new runs, reports queued runs KILLED, waits up to `grace` for the
+    /// running handlers, then stops the rest (KILLED) and waits for their tasks to end.
+    pub(crate) async fn shutdown(&self, grace: Duration) {
+        let reason = StopReason::killed("executor is shutting down");
+        let dropped = {
+            let mut state = self.shared.lock();
+            state.closed = true;
+            let job_ids: Vec<i64> = state.jobs.keys().copied().collect();
+            let mut dropped = Vec::new();
+            for job_id in job_ids {
+                let Some(slot) = state.jobs.get_mut(&job_id) else { continue };
+                let queued: Vec<pb::RunRequest> =
+                    slot.queue.drain(..).map(|run| run.request).collect();
+                for request in &queued {
+                    state.retire(request.log_id);
+                }
+                dropped.extend(queued);
+            }
+            dropped
+        };
+        self.shared.report_dropped(dropped, &reason);
+        self.shared.shutdown.cancel();
+        self.shared.tracker.close();
+        if tokio::time::timeout(grace, self.shared.tracker.wait()).await.is_err() {
+            let late_reason = StopReason::killed("executor shut down before the run finished");
+            for slot in self.shared.lock().jobs.values() {
+                if let Some(running) = &slot.running_opt {
+                    running.stop.stop(late_reason.clone());
+                }
+            }
+            self.shared.tracker.wait().await;
+        }
+    }
+
+    /// Crash stop: aborts every job task and handler at once, reporting nothing.
+    pub(crate) fn abort_all(&self) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        for (_, slot) in state.jobs.drain() {
+            slot.task_abort.abort();
+        }
+        state.active_log_ids.clear();
+        self.shared.shutdown.cancel();
+        self.shared.tracker.close();
+    }
+}
+
+/// Aborts the handler task when the job task is dropped (crash) or moves on.
+struct AbortOnDrop(JoinHandle<JobResult>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The job task: runs queued runs one by one; ends when idle for `idle_timeout` or at shutdown.
+async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
+    loop {
+        let next_opt = {
+            let mut state = shared.lock();
+            let Some(slot) = state.jobs.get_mut(&job_id) else {
+                return;
+            };
+            slot.queue.pop_front().map(|run| {
+                let stop = Arc::new(StopSignal::default());
+                let log_id = run.request.log_id;
+                let stop_for_slot = Arc::clone(&stop);
+                slot.running_opt = Some(RunningRun {
+                    log_id,
+                    stop: stop_for_slot,
+                });
+                (run, stop)
+            })
+        };
+        if let Some((run, stop)) = next_opt {
+            let log_id = run.request.log_id;
+            let result = execute_run(&shared, run, &stop).await;
+            {
+                let mut state = shared.lock();
+                if let Some(slot) = state.jobs.get_mut(&job_id) {
+                    slot.running_opt = None;
+                }
+                state.retire(log_id);
+            }
+            let _ = shared.results_tx.send(result);
+            continue;
+        }
+        let may_end = tokio::select! {
+            () = wake.notified() => false,
+            () = shared.shutdown.cancelled() => true,
+            () = tokio::time::sleep(shared.config.idle_timeout) => true,
+        };
+        if may_end {
+            let mut state = shared.lock();
+            if !state.jobs.get(&job_id).is_some_and(JobSlot::is_busy) {
+                state.jobs.remove(&job_id);
+                tracing::debug!(job_id, "job task ended");
+                return;
+            }
+        }
+    }
+}
+
+enum RunWake {
+    Finished(Result<JobResult, JoinError>),
+    Stopped,
+    TimedOut,
+}
+
+/// Runs one run to its result: log file, start line, handler task, timeout/kill, end line.
+async fn execute_run(shared: &Shared, run: QueuedRun, stop: &StopSignal) -> pb::RunResult {
+    let request = run.request;
+    let started_at_ms = now_ms();
+    let log_opt = match shared.joblog.create(request.log_id, request.log_date_ms) {
+        Ok(log) => Some(Arc::new(log)),
+        Err(error) => {
+            tracing::warn!(log_id = request.log_id, %error, "failed to create run log");
+            None
+        }
+    };
+    append_opt(&log_opt, &start_line(&request));
+    let context = JobContext::new(request.clone(), log_opt.clone(), stop.token.child_token());
+    let handler = run.handler;
+    // The handler is called inside its task, so even a panic while building its future is caught.
+    let mut handler_task = AbortOnDrop(tokio::spawn(async move { handler(context).await }));
+    let timeout_ms = request.timeout_ms;
+    let timeout = async {
+        match u64::try_from(timeout_ms) {
+            Ok(millis) if millis > 0 => tokio::time::sleep(Duration::from_millis(millis)).await,
+            _ => std::future::pending().await,
+        }
+    };
+    let wake = tokio::select! {
+        biased;
+        joined = &mut handler_task.0 => RunWake::Finished(joined),
+        () = stop.token.cancelled() => RunWake::Stopped,
+        () = timeout => RunWake::TimedOut,
+    };
+    let (status, code, message) = match wake {
+        RunWake::Finished(joined) => finished_outcome(joined),
+        RunWake::Stopped | RunWake::TimedOut => {
+            if matches!(wake, RunWake::TimedOut) {
+                stop.stop(StopReason::timeout(timeout_ms));
+            }
+            end_handler(&mut handler_task, shared.config.kill_grace, request.log_id).await;
+            let reason = stop.reason().unwrap_or_else(|| StopReason::killed("killed"));
+            (reason.status, reason.code, reason.message)
+        }
+    };
+    let result = run_result(&request, status, code, &message, started_at_ms);
+    append_opt(
+        &log_opt,
+        &format!("run end: status={} code={code} message={}", status.as_str_name(), result.message),
+    );
+    result
+}
+
+/// Gives a cancelled handler `grace` to return, then aborts its task and awaits the abort.
+async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i64) {
+    if tokio::time::timeout(grace, &mut handler_task.0).await.is_err() {
+        tracing::warn!(log_id, ?grace, "handler ignored cancellation, aborting it");
+        handler_task.0.abort();
+        let _ = (&mut handler_task.0).await;
+    }
+}
+
+fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32, String) {
+    match joined {
+        Ok(Ok(output)) => (pb::RunStatus::Success, CODE_SUCCESS, output.as_message().to_owned()),
+        Ok(Err(error)) => (pb::RunStatus::Failed, CODE_FAILED, error.message().to_owned()),
+        Err(join_error) => match join_error.try_into_panic() {
+            Ok(payload) => {
+                let text = if let Some(text) = payload.downcast_ref::<&str>() {
+                    (*text).to_owned()
+                } else if let Some(text) = payload.downcast_ref::<String>() {
+                    text.clone()
+                } else {
+                    "non-string panic payload".to_owned()
+                };
+                (pb::RunStatus::Failed, CODE_FAILED, format!("handler panicked: {text}"))
+            }
+            Err(_) => (pb::RunStatus::Failed, CODE_FAILED, "handler task was cancelled".to_owned()),
+        },
+    }
+}
+
+fn start_line(request: &pb::RunRequest) -> String {
+    let trigger = pb::TriggerType::try_from(request.trigger_type)
+        .map_or("TRIGGER_TYPE_UNKNOWN", |trigger| trigger.as_str_name());
+    format!(
+        "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}",
+        request.job_id,
+        request.log_id,
+        request.handler,
+        request.params,
+        request.shard_index,
+        request.shard_total,
+        request.attempt,
+        request.timeout_ms,
+    )
+}
+
+fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
+    if let Some(log) = log_opt {
+        log.append(line);
+    }
+}
+
+fn run_result(
+    request: &pb::RunRequest,
+    status: pb::RunStatus,
+    code: i32,
+    message: &str,
+    started_at_ms: i64,
+) -> pb::RunResult {
+    pb::RunResult {
+        log_id: request.log_id,
+        log_date_ms: request.log_date_ms,
+        status: status as i32,
+        code,
+        message: truncate_message(message),
+        finished_at_ms: now_ms(),
+        traceparent: String::new(),
+        started_at_ms,
+    }
+}
+
+/// Cuts a message to [`MAX_MESSAGE_CHARS`] characters, marking the cut with "...".
+fn truncate_message(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}...", &message[..cut]),
+        None => message.to_owned(),
+    }
+}
+
+/// Returns the wall clock in epoch milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests;
