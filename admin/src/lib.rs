@@ -1,1 +1,23 @@
-pub fn placeholder() {}
+//! The xjob admin (scheduling center): decides when and where jobs fire, tracks executors,
+//! records every run. `app::start`/`app::run` embed it (tests do); `main.rs` is the `xjob` CLI.
+//!
+//! Calls point downward: `api` → `schedule` / `trigger` / `registry` / `callback` → `model`
+//! → `store`. Only `store` speaks SQL.
+
+pub mod api;
+pub mod app;
+pub mod callback;
+pub mod config;
+pub mod context;
+#[cfg(feature = "demo")]
+pub mod demo;
+pub mod error;
+pub mod model;
+pub mod registry;
+pub mod schedule;
+pub mod store;
+pub mod trigger;
+
+pub use app::{RunningAdmin, run, start};
+pub use config::Config;
+pub use error::Error;

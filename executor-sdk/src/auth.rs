@@ -82,7 +82,9 @@ mod tests {
     fn server_auth_accepts_only_the_configured_bearer_token() {
         let mut auth = ServerAuth::new(bearer_value("secret"));
         assert_eq!(
-            auth.call(Request::new(())).map_err(|status| status.code()).err(),
+            auth.call(Request::new(()))
+                .map_err(|status| status.code())
+                .err(),
             Some(tonic::Code::Unauthenticated)
         );
         let mut client = ClientAuth::new(bearer_value("secret"));

@@ -159,7 +159,10 @@ impl HandlerRegistry {
 
 impl fmt::Debug for HandlerRegistry {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.debug_list().entries(self.handlers.keys()).finish()
+        formatter
+            .debug_list()
+            .entries(self.handlers.keys())
+            .finish()
     }
 }
 
@@ -174,7 +177,10 @@ mod tests {
     #[test]
     fn job_error_from_error_keeps_the_source_chain() {
         let error = Outer(std::io::Error::other("disk full"));
-        assert_eq!(JobError::from_error(error).message(), "outer failed: disk full");
+        assert_eq!(
+            JobError::from_error(error).message(),
+            "outer failed: disk full"
+        );
     }
 
     #[test]

@@ -251,12 +251,23 @@ mod tests {
         let first = store.read(7, 0, 0, true);
         assert_eq!((first.from_line, first.to_line), (1, 5));
         assert_eq!(first.content.lines().count(), 5);
-        assert!(first.content.lines().next().is_some_and(|l| l.ends_with(" line 1")));
+        assert!(
+            first
+                .content
+                .lines()
+                .next()
+                .is_some_and(|l| l.ends_with(" line 1"))
+        );
         assert!(!first.is_end, "an active run is never at its end");
 
         let tail = store.read(7, 0, 3, true);
         assert_eq!((tail.from_line, tail.to_line), (3, 5));
-        assert!(tail.content.lines().next().is_some_and(|l| l.ends_with(" line 3")));
+        assert!(
+            tail.content
+                .lines()
+                .next()
+                .is_some_and(|l| l.ends_with(" line 3"))
+        );
 
         let nothing_new = store.read(7, 0, 6, true);
         assert_eq!((nothing_new.to_line, nothing_new.content.as_str()), (5, ""));
@@ -313,7 +324,10 @@ mod tests {
         std::fs::write(&path, "one\ntwo").expect("write");
         assert_eq!(store.read(1, 0, 1, true).to_line, 1);
         let done = store.read(1, 0, 1, false);
-        assert_eq!((done.to_line, done.content.as_str(), done.is_end), (2, "one\ntwo\n", true));
+        assert_eq!(
+            (done.to_line, done.content.as_str(), done.is_end),
+            (2, "one\ntwo\n", true)
+        );
     }
 
     #[test]

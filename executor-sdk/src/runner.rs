@@ -71,7 +71,9 @@ impl fmt::Display for Refusal {
                 formatter,
                 "glue type {glue_type} is not enabled on this executor"
             ),
-            Self::HandlerNotFound { handler } => write!(formatter, "job handler [{handler}] not found"),
+            Self::HandlerNotFound { handler } => {
+                write!(formatter, "job handler [{handler}] not found")
+            }
             Self::DiscardLater { job_id } => write!(
                 formatter,
                 "block strategy DISCARD_LATER: job {job_id} is running or queued"
@@ -122,7 +124,10 @@ impl StopSignal {
     }
 
     fn reason(&self) -> Option<StopReason> {
-        self.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -254,6 +259,16 @@ pub(crate) struct Runner {
     shared: Arc<Shared>,
 }
 
+impl fmt::Debug for Runner {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Runner")
+            .field("handlers", &self.shared.handlers)
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Runner {
     pub(crate) fn new(
         handlers: HandlerRegistry,
@@ -281,8 +296,7 @@ impl Runner {
         if state.closed {
             return Err(Refusal::ShuttingDown);
         }
-        if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, Instant::now())
-        {
+        if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, Instant::now()) {
             return Err(Refusal::Duplicate { log_id });
         }
         match pb::GlueType::try_from(request.glue_type) {
@@ -352,7 +366,11 @@ impl Runner {
 
     /// Returns whether the job has a running or queued run here.
     pub(crate) fn is_job_busy(&self, job_id: i64) -> bool {
-        self.shared.lock().jobs.get(&job_id).is_some_and(JobSlot::is_busy)
+        self.shared
+            .lock()
+            .jobs
+            .get(&job_id)
+            .is_some_and(JobSlot::is_busy)
     }
 
     /// Returns whether the run is queued or running here.
@@ -395,7 +413,9 @@ impl Runner {
             let job_ids: Vec<i64> = state.jobs.keys().copied().collect();
             let mut dropped = Vec::new();
             for job_id in job_ids {
-                let Some(slot) = state.jobs.get_mut(&job_id) else { continue };
+                let Some(slot) = state.jobs.get_mut(&job_id) else {
+                    continue;
+                };
                 let queued: Vec<pb::RunRequest> =
                     slot.queue.drain(..).map(|run| run.request).collect();
                 for request in &queued {
@@ -408,7 +428,10 @@ impl Runner {
         self.shared.report_dropped(dropped, &reason);
         self.shared.shutdown.cancel();
         self.shared.tracker.close();
-        if tokio::time::timeout(grace, self.shared.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(grace, self.shared.tracker.wait())
+            .await
+            .is_err()
+        {
             let late_reason = StopReason::killed("executor shut down before the run finished");
             for slot in self.shared.lock().jobs.values() {
                 if let Some(running) = &slot.running_opt {
@@ -525,27 +548,40 @@ async fn execute_run(shared: &Shared, run: QueuedRun, stop: &StopSignal) -> pb::
         () = timeout => RunWake::TimedOut,
     };
     let (status, code, message) = match wake {
-        RunWake::Finished(joined) => finished_outcome(joined),
+        // A handler that returned after being stopped (it saw the cancellation) reports the stop.
+        RunWake::Finished(joined) => match stop.reason() {
+            Some(reason) => (reason.status, reason.code, reason.message),
+            None => finished_outcome(joined),
+        },
         RunWake::Stopped | RunWake::TimedOut => {
             if matches!(wake, RunWake::TimedOut) {
                 stop.stop(StopReason::timeout(timeout_ms));
             }
             end_handler(&mut handler_task, shared.config.kill_grace, request.log_id).await;
-            let reason = stop.reason().unwrap_or_else(|| StopReason::killed("killed"));
+            let reason = stop
+                .reason()
+                .unwrap_or_else(|| StopReason::killed("killed"));
             (reason.status, reason.code, reason.message)
         }
     };
     let result = run_result(&request, status, code, &message, started_at_ms);
     append_opt(
         &log_opt,
-        &format!("run end: status={} code={code} message={}", status.as_str_name(), result.message),
+        &format!(
+            "run end: status={} code={code} message={}",
+            status.as_str_name(),
+            result.message
+        ),
     );
     result
 }
 
 /// Gives a cancelled handler `grace` to return, then aborts its task and awaits the abort.
 async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i64) {
-    if tokio::time::timeout(grace, &mut handler_task.0).await.is_err() {
+    if tokio::time::timeout(grace, &mut handler_task.0)
+        .await
+        .is_err()
+    {
         tracing::warn!(log_id, ?grace, "handler ignored cancellation, aborting it");
         handler_task.0.abort();
         let _ = (&mut handler_task.0).await;
@@ -554,8 +590,16 @@ async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i6
 
 fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32, String) {
     match joined {
-        Ok(Ok(output)) => (pb::RunStatus::Success, CODE_SUCCESS, output.as_message().to_owned()),
-        Ok(Err(error)) => (pb::RunStatus::Failed, CODE_FAILED, error.message().to_owned()),
+        Ok(Ok(output)) => (
+            pb::RunStatus::Success,
+            CODE_SUCCESS,
+            output.as_message().to_owned(),
+        ),
+        Ok(Err(error)) => (
+            pb::RunStatus::Failed,
+            CODE_FAILED,
+            error.message().to_owned(),
+        ),
         Err(join_error) => match join_error.try_into_panic() {
             Ok(payload) => {
                 let text = if let Some(text) = payload.downcast_ref::<&str>() {
@@ -565,9 +609,17 @@ fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32
                 } else {
                     "non-string panic payload".to_owned()
                 };
-                (pb::RunStatus::Failed, CODE_FAILED, format!("handler panicked: {text}"))
+                (
+                    pb::RunStatus::Failed,
+                    CODE_FAILED,
+                    format!("handler panicked: {text}"),
+                )
             }
-            Err(_) => (pb::RunStatus::Failed, CODE_FAILED, "handler task was cancelled".to_owned()),
+            Err(_) => (
+                pb::RunStatus::Failed,
+                CODE_FAILED,
+                "handler task was cancelled".to_owned(),
+            ),
         },
     }
 }

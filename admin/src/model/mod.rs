@@ -6,6 +6,7 @@ pub mod executor;
 pub mod group;
 pub mod job;
 pub mod log;
+pub mod validate;
 
 pub use enums::{
     AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus,

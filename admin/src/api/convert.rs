@@ -1,0 +1,474 @@
+//! Every conversion between the wire contract (`xjob_proto::pb`) and the domain (`crate::model`)
+//! for the admin API. Protobuf types stop here: handlers convert a request into model types,
+//! work on those, and convert the result back.
+//!
+//! ```text
+//! pb::Job ──job_from_pb──▶ model::Job ──(validate, store, trigger)──▶ model::Job ──job_to_pb──▶ pb::Job
+//! ```
+//!
+//! Enums come in three flavours per type: `x_to_pb` (model → pb), `x_from_pb` (an i32 off the wire
+//! → `Option`, `None` for UNSPECIFIED or unknown values) and `pb_x` (the same, as an
+//! `InvalidArgument` naming the field). Paging tokens are converted here as well.
+
+use xjob_proto::pb;
+
+use crate::error::Error;
+use crate::model::validate::field_name;
+use crate::model::{
+    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, MisfireStrategy,
+    RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
+};
+
+/// Page size used when a list request leaves it at 0.
+pub const DEFAULT_PAGE_SIZE: i64 = 50;
+/// Largest page a list request gets, whatever it asks for.
+pub const MAX_PAGE_SIZE: i64 = 1000;
+
+/// Generates the three conversions of one enum pair; the match stays exhaustive both ways, so a
+/// value added to either side is a compile error here.
+macro_rules! enum_conversions {
+    (
+        $model:ident <-> pb::$wire:ident,
+        to: $to_pb:ident, from: $from_pb:ident, checked: $checked:ident,
+        { $($model_variant:ident <-> $wire_variant:ident),+ $(,)? }
+    ) => {
+        #[doc = concat!("Returns the wire value of a `", stringify!($model), "`.")]
+        pub fn $to_pb(value: $model) -> pb::$wire {
+            match value { $($model::$model_variant => pb::$wire::$wire_variant),+ }
+        }
+
+        #[doc = concat!("Reads a wire `", stringify!($wire), "`; `None` for UNSPECIFIED or an unknown value.")]
+        pub fn $from_pb(value: i32) -> Option<$model> {
+            match pb::$wire::try_from(value) {
+                $(Ok(pb::$wire::$wire_variant) => Some($model::$model_variant),)+
+                Ok(pb::$wire::Unspecified) | Err(_) => None,
+            }
+        }
+
+        #[doc = concat!("Reads a required wire `", stringify!($wire), "`; `InvalidArgument` naming `field` otherwise.")]
+        pub fn $checked(value: i32, field: &str) -> Result<$model, Error> {
+            $from_pb(value).ok_or_else(|| enum_error(value, field))
+        }
+    };
+}
+
+enum_conversions!(ScheduleType <-> pb::ScheduleType,
+    to: schedule_type_to_pb, from: schedule_type_from_pb, checked: pb_schedule_type,
+    { None <-> None, Cron <-> Cron, FixRate <-> FixRate, FixDelay <-> FixDelay });
+enum_conversions!(MisfireStrategy <-> pb::MisfireStrategy,
+    to: misfire_strategy_to_pb, from: misfire_strategy_from_pb, checked: pb_misfire_strategy,
+    { DoNothing <-> DoNothing, FireOnceNow <-> FireOnceNow });
+enum_conversions!(RouteStrategy <-> pb::RouteStrategy,
+    to: route_strategy_to_pb, from: route_strategy_from_pb, checked: pb_route_strategy,
+    {
+        First <-> First,
+        Last <-> Last,
+        Round <-> Round,
+        Random <-> Random,
+        ConsistentHash <-> ConsistentHash,
+        LeastFrequentlyUsed <-> LeastFrequentlyUsed,
+        LeastRecentlyUsed <-> LeastRecentlyUsed,
+        Failover <-> Failover,
+        Busyover <-> Busyover,
+        ShardingBroadcast <-> ShardingBroadcast,
+    });
+enum_conversions!(BlockStrategy <-> pb::BlockStrategy,
+    to: block_strategy_to_pb, from: block_strategy_from_pb, checked: pb_block_strategy,
+    { SerialExecution <-> SerialExecution, DiscardLater <-> DiscardLater, CoverEarly <-> CoverEarly });
+enum_conversions!(GlueType <-> pb::GlueType,
+    to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
+    {
+        Bean <-> Bean,
+        Shell <-> Shell,
+        Python <-> Python,
+        NodeJs <-> Nodejs,
+        Php <-> Php,
+        PowerShell <-> Powershell,
+    });
+enum_conversions!(TriggerType <-> pb::TriggerType,
+    to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
+    {
+        Cron <-> Cron,
+        Manual <-> Manual,
+        Retry <-> Retry,
+        Parent <-> Parent,
+        Api <-> Api,
+        Misfire <-> Misfire,
+    });
+enum_conversions!(RunStatus <-> pb::RunStatus,
+    to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,
+    {
+        Pending <-> Pending,
+        Running <-> Running,
+        Success <-> Success,
+        Failed <-> Failed,
+        Timeout <-> Timeout,
+        Killed <-> Killed,
+        Lost <-> Lost,
+        Skipped <-> Skipped,
+    });
+enum_conversions!(AddressType <-> pb::AddressType,
+    to: address_type_to_pb, from: address_type_from_pb, checked: pb_address_type,
+    { Auto <-> Auto, Manual <-> Manual });
+enum_conversions!(JobStatus <-> pb::JobStatus,
+    to: job_status_to_pb, from: job_status_from_pb, checked: pb_job_status,
+    { Stopped <-> Stopped, Running <-> Running });
+
+fn enum_error(value: i32, field: &str) -> Error {
+    if value == 0 {
+        Error::invalid(field, "must be set")
+    } else {
+        Error::invalid(field, format!("unknown value {value}"))
+    }
+}
+
+/// Reads an optional filter enum: 0 (UNSPECIFIED) means "any", an unknown value is an error.
+pub fn optional_filter<T>(
+    value: i32,
+    field: &str,
+    checked: impl FnOnce(i32, &str) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    if value == 0 { Ok(None) } else { checked(value, field).map(Some) }
+}
+
+/// Unwraps a required message field; `InvalidArgument` "FIELD: required" when it is absent.
+pub fn required<T>(message: Option<T>, field: &str) -> Result<T, Error> {
+    message.ok_or_else(|| Error::invalid(field, "required"))
+}
+
+// ---- jobs
+
+/// Converts a job off the wire. Output-only fields (status, fire times, timestamps) are left at
+/// their zero values for the handler to fill; enum fields must be set.
+pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
+    let field = |name: &str| field_name(prefix, name);
+    Ok(Job {
+        id: job.id,
+        group_id: job.group_id,
+        schedule_type: pb_schedule_type(job.schedule_type, &field("schedule_type"))?,
+        misfire_strategy: pb_misfire_strategy(job.misfire_strategy, &field("misfire_strategy"))?,
+        route_strategy: pb_route_strategy(job.route_strategy, &field("route_strategy"))?,
+        block_strategy: pb_block_strategy(job.block_strategy, &field("block_strategy"))?,
+        glue_type: pb_glue_type(job.glue_type, &field("glue_type"))?,
+        name: job.name,
+        author: job.author,
+        alarm_email: job.alarm_email,
+        schedule_conf: job.schedule_conf.trim().to_string(),
+        time_zone: job.time_zone.trim().to_string(),
+        handler: job.handler.trim().to_string(),
+        params: job.params,
+        timeout_ms: job.timeout_ms,
+        fail_retry_count: job.fail_retry_count,
+        retry_backoff: job.retry_backoff.map(retry_backoff_from_pb).unwrap_or_default(),
+        glue_source: job.glue_source,
+        glue_remark: job.glue_remark,
+        glue_updated_ms: 0,
+        child_job_ids: job.child_job_ids,
+        status: JobStatus::Stopped,
+        trigger_last_ms: 0,
+        trigger_next_ms: 0,
+        created_ms: 0,
+        updated_ms: 0,
+    })
+}
+
+/// Converts a stored job to the wire.
+pub fn job_to_pb(job: Job) -> pb::Job {
+    pb::Job {
+        id: job.id,
+        group_id: job.group_id,
+        name: job.name,
+        author: job.author,
+        alarm_email: job.alarm_email,
+        schedule_type: schedule_type_to_pb(job.schedule_type) as i32,
+        schedule_conf: job.schedule_conf,
+        time_zone: job.time_zone,
+        misfire_strategy: misfire_strategy_to_pb(job.misfire_strategy) as i32,
+        route_strategy: route_strategy_to_pb(job.route_strategy) as i32,
+        handler: job.handler,
+        params: job.params,
+        block_strategy: block_strategy_to_pb(job.block_strategy) as i32,
+        timeout_ms: job.timeout_ms,
+        fail_retry_count: job.fail_retry_count,
+        retry_backoff: Some(retry_backoff_to_pb(job.retry_backoff)),
+        glue_type: glue_type_to_pb(job.glue_type) as i32,
+        glue_source: job.glue_source,
+        glue_remark: job.glue_remark,
+        child_job_ids: job.child_job_ids,
+        status: job_status_to_pb(job.status) as i32,
+        last_fire_ms: job.trigger_last_ms,
+        next_fire_ms: job.trigger_next_ms,
+        glue_updated_ms: job.glue_updated_ms,
+        created_ms: job.created_ms,
+        updated_ms: job.updated_ms,
+    }
+}
+
+fn retry_backoff_from_pb(backoff: pb::RetryBackoff) -> RetryBackoff {
+    RetryBackoff {
+        initial_delay_ms: backoff.initial_delay_ms,
+        factor: backoff.factor,
+        max_delay_ms: backoff.max_delay_ms,
+    }
+}
+
+fn retry_backoff_to_pb(backoff: RetryBackoff) -> pb::RetryBackoff {
+    pb::RetryBackoff {
+        initial_delay_ms: backoff.initial_delay_ms,
+        factor: backoff.factor,
+        max_delay_ms: backoff.max_delay_ms,
+    }
+}
+
+// ---- groups
+
+/// Converts a group off the wire; addresses are trimmed, `online` (output only) is dropped.
+pub fn group_from_pb(group: pb::Group, prefix: &str) -> Result<Group, Error> {
+    Ok(Group {
+        id: group.id,
+        address_type: pb_address_type(group.address_type, &field_name(prefix, "address_type"))?,
+        app_name: group.app_name.trim().to_string(),
+        title: group.title.trim().to_string(),
+        addresses: group.addresses.iter().map(|address| address.trim().to_string()).collect(),
+        access_token: group.access_token,
+        updated_ms: 0,
+    })
+}
+
+/// Converts a stored group to the wire with the addresses of its live executors.
+pub fn group_to_pb(group: Group, online: Vec<String>) -> pb::Group {
+    pb::Group {
+        id: group.id,
+        app_name: group.app_name,
+        title: group.title,
+        address_type: address_type_to_pb(group.address_type) as i32,
+        addresses: group.addresses,
+        online,
+        access_token: group.access_token,
+    }
+}
+
+// ---- runs and executors
+
+/// Converts a run (log row) to the wire.
+pub fn log_to_pb(run: RunLog) -> pb::Log {
+    pb::Log {
+        id: run.id,
+        job_id: run.job_id,
+        group_id: run.group_id,
+        status: run_status_to_pb(run.status) as i32,
+        trigger_type: trigger_type_to_pb(run.trigger_type) as i32,
+        scheduled_at_ms: run.scheduled_at_ms,
+        trigger_time_ms: run.trigger_time_ms,
+        trigger_code: run.trigger_code,
+        trigger_msg: run.trigger_msg,
+        handle_time_ms: run.handle_time_ms,
+        handle_code: run.handle_code,
+        handle_msg: run.handle_msg,
+        executor_address: run.executor_address,
+        params: run.params,
+        shard_index: run.shard_index,
+        shard_total: run.shard_total,
+        attempt: run.attempt,
+        trace_id: run.trace_id,
+        handler: run.handler,
+    }
+}
+
+/// Converts a live executor to the wire.
+pub fn executor_to_pb(executor: ExecutorInfo) -> pb::Executor {
+    pb::Executor {
+        executor_id: executor.executor_id,
+        app_name: executor.app_name,
+        address: executor.address,
+        handlers: executor.handlers,
+        registered_ms: executor.registered_ms,
+        last_heartbeat_ms: executor.last_heartbeat_ms,
+        admin_node: executor.admin_node,
+        running_log_ids: executor.running_log_ids,
+    }
+}
+
+// ---- paging
+
+/// A page of a list request: skip `offset` rows, return at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub offset: i64,
+    pub limit: i64,
+}
+
+impl Page {
+    /// Reads `page_size` (0 = default, capped at the maximum, negative refused) and `page_token`
+    /// (the decimal offset of the page; empty = the first page).
+    pub fn from_request(page_size: i32, page_token: &str) -> Result<Page, Error> {
+        let limit = match i64::from(page_size) {
+            size if size < 0 => {
+                return Err(Error::invalid("page_size", format!("must be >= 0, got {size}")));
+            }
+            0 => DEFAULT_PAGE_SIZE,
+            size => size.min(MAX_PAGE_SIZE),
+        };
+        let offset = if page_token.is_empty() {
+            0
+        } else {
+            page_token
+                .parse::<i64>()
+                .ok()
+                .filter(|offset| *offset >= 0)
+                .ok_or_else(|| Error::invalid("page_token", "invalid"))?
+        };
+        Ok(Page { offset, limit })
+    }
+
+    /// Token of the page after one that returned `returned` items; empty when that was the last.
+    pub fn next_token(&self, returned: usize) -> String {
+        let returned = i64::try_from(returned).unwrap_or(i64::MAX);
+        if returned >= self.limit {
+            self.offset.saturating_add(returned).to_string()
+        } else {
+            String::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire_job() -> pb::Job {
+        pb::Job {
+            id: 7,
+            group_id: 1,
+            name: "nightly".into(),
+            schedule_type: pb::ScheduleType::Cron as i32,
+            schedule_conf: " 0 0 1 * * ? ".into(),
+            misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+            route_strategy: pb::RouteStrategy::First as i32,
+            block_strategy: pb::BlockStrategy::SerialExecution as i32,
+            glue_type: pb::GlueType::Bean as i32,
+            handler: "demoHandler".into(),
+            retry_backoff: Some(pb::RetryBackoff {
+                initial_delay_ms: 1000,
+                factor: 2.0,
+                max_delay_ms: 60_000,
+            }),
+            child_job_ids: vec![3, 4],
+            status: pb::JobStatus::Running as i32,
+            next_fire_ms: 123,
+            ..pb::Job::default()
+        }
+    }
+
+    fn message(error: Error) -> String {
+        error.to_string()
+    }
+
+    #[test]
+    fn every_enum_round_trips_through_the_wire() {
+        for value in RouteStrategy::ALL {
+            let wire = route_strategy_to_pb(*value) as i32;
+            assert_eq!(route_strategy_from_pb(wire), Some(*value));
+        }
+        for value in RunStatus::ALL {
+            let wire = run_status_to_pb(*value) as i32;
+            assert_eq!(run_status_from_pb(wire), Some(*value));
+            assert_eq!(pb_run_status(wire, "status").ok(), Some(*value));
+        }
+        for value in GlueType::ALL {
+            assert_eq!(glue_type_from_pb(glue_type_to_pb(*value) as i32), Some(*value));
+        }
+        for value in ScheduleType::ALL {
+            assert_eq!(schedule_type_from_pb(schedule_type_to_pb(*value) as i32), Some(*value));
+        }
+        for value in TriggerType::ALL {
+            assert_eq!(trigger_type_from_pb(trigger_type_to_pb(*value) as i32), Some(*value));
+        }
+        for value in [JobStatus::Stopped, JobStatus::Running] {
+            assert_eq!(job_status_from_pb(job_status_to_pb(value) as i32), Some(value));
+        }
+    }
+
+    #[test]
+    fn unspecified_and_unknown_enums_name_the_field() {
+        assert_eq!(run_status_from_pb(0), None);
+        assert_eq!(run_status_from_pb(42), None);
+        let unset = pb_route_strategy(0, "job.route_strategy").expect_err("unset");
+        assert_eq!(message(unset), "job.route_strategy: must be set");
+        let unknown = pb_route_strategy(42, "job.route_strategy").expect_err("unknown");
+        assert_eq!(message(unknown), "job.route_strategy: unknown value 42");
+    }
+
+    #[test]
+    fn job_from_wire_requires_every_enum_and_ignores_output_fields() {
+        let job = job_from_pb(wire_job(), "job").expect("valid job");
+        assert_eq!(job.schedule_type, ScheduleType::Cron);
+        assert_eq!(job.schedule_conf, "0 0 1 * * ?");
+        assert_eq!(job.status, JobStatus::Stopped);
+        assert_eq!(job.trigger_next_ms, 0);
+        assert_eq!(job.retry_backoff.factor, 2.0);
+
+        let missing_block = pb::Job { block_strategy: 0, ..wire_job() };
+        let error = job_from_pb(missing_block, "job").expect_err("unset block strategy");
+        assert!(matches!(error, Error::InvalidArgument(_)));
+        assert_eq!(message(error), "job.block_strategy: must be set");
+    }
+
+    #[test]
+    fn job_round_trips_editable_fields() {
+        let job = job_from_pb(wire_job(), "job").expect("valid job");
+        let back = job_to_pb(job.clone());
+        assert_eq!(job_from_pb(back, "job").expect("valid again"), job);
+    }
+
+    #[test]
+    fn group_requires_an_address_type_and_trims_addresses() {
+        let wire = pb::Group {
+            app_name: " demo-app ".into(),
+            title: "Demo".into(),
+            address_type: pb::AddressType::Manual as i32,
+            addresses: vec![" http://a:9999 ".into()],
+            online: vec!["ignored".into()],
+            ..pb::Group::default()
+        };
+        let group = group_from_pb(wire.clone(), "group").expect("valid group");
+        assert_eq!(group.app_name, "demo-app");
+        assert_eq!(group.addresses, vec!["http://a:9999".to_string()]);
+        let back = group_to_pb(group, vec!["http://b:1".into()]);
+        assert_eq!(back.online, vec!["http://b:1".to_string()]);
+
+        let unset = pb::Group { address_type: 0, ..wire };
+        let error = group_from_pb(unset, "group").expect_err("unset address type");
+        assert_eq!(message(error), "group.address_type: must be set");
+    }
+
+    #[test]
+    fn required_and_filters() {
+        let error = required::<pb::Job>(None, "job").expect_err("missing");
+        assert_eq!(message(error), "job: required");
+        assert_eq!(optional_filter(0, "status", pb_run_status).ok(), Some(None));
+        assert_eq!(
+            optional_filter(pb::RunStatus::Killed as i32, "status", pb_run_status).ok(),
+            Some(Some(RunStatus::Killed))
+        );
+        let error = optional_filter(99, "status", pb_run_status).expect_err("unknown");
+        assert_eq!(message(error), "status: unknown value 99");
+    }
+
+    #[test]
+    fn page_tokens_parse_and_advance() {
+        assert_eq!(Page::from_request(0, "").ok(), Some(Page { offset: 0, limit: 50 }));
+        assert_eq!(Page::from_request(5000, "120").ok(), Some(Page { offset: 120, limit: 1000 }));
+        assert_eq!(
+            message(Page::from_request(-1, "").expect_err("negative")),
+            "page_size: must be >= 0, got -1"
+        );
+        for garbage in ["abc", "-5", "1.5", " 3"] {
+            let error = Page::from_request(10, garbage).expect_err("garbage token");
+            assert_eq!(message(error), "page_token: invalid");
+        }
+        let page = Page { offset: 20, limit: 10 };
+        assert_eq!(page.next_token(10), "30");
+        assert_eq!(page.next_token(9), "");
+    }
+}

@@ -1,0 +1,183 @@
+//! Wiring only: opens the store, registers this node, builds the shared context, binds the
+//! port, and spawns every named background task under one `CancellationToken` and
+//! `TaskTracker`. Shutdown runs in order: stop the scan, stop the ring (its fires are durable),
+//! end executor sessions, stop the server, drain dispatches, flush the recorder.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, mpsc};
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::context::AdminContext;
+use crate::error::Error;
+use crate::model::now_ms;
+use crate::registry::Registry;
+use crate::schedule::Scheduler;
+use crate::store::Store;
+use crate::trigger::{NodeIdentity, Trigger};
+
+/// A started admin: its address and the handles to stop it.
+pub struct RunningAdmin {
+    local_addr: SocketAddr,
+    node: NodeIdentity,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+    dispatch_tracker: TaskTracker,
+    recorder_cancel: CancellationToken,
+    store: Store,
+}
+
+impl RunningAdmin {
+    /// The bound gRPC address, e.g. `127.0.0.1:8080`.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://host:port`, for clients and executors.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// This admin's node id and epoch.
+    pub fn node(&self) -> &NodeIdentity {
+        &self.node
+    }
+
+    /// Stops everything in order and waits (bounded) for the tasks to end.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        if tokio::time::timeout(Duration::from_secs(10), self.tracker.wait()).await.is_err() {
+            tracing::warn!("background tasks did not stop within 10s");
+        }
+        self.dispatch_tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.dispatch_tracker.wait()).await;
+        self.recorder_cancel.cancel();
+        self.store.close().await;
+        tracing::info!("admin stopped");
+    }
+}
+
+/// Starts an admin and runs it until `shutdown` resolves.
+pub async fn run(config: Config, shutdown: impl std::future::Future<Output = ()>) -> Result<(), Error> {
+    let admin = start(config).await?;
+    shutdown.await;
+    tracing::info!("shutting down");
+    admin.shutdown().await;
+    Ok(())
+}
+
+/// Starts an admin: returns once the port is bound and every task is running.
+pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
+    let config = Arc::new(config);
+    if config.database_url.starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir).map_err(|error| {
+            Error::Unavailable(format!("cannot create data dir {}: {error}", config.data_dir.display()))
+        })?;
+    }
+    let store = Store::connect(&config.database_url)
+        .await
+        .map_err(|error| Error::Unavailable(format!("cannot open database: {error}")))?;
+    let epoch = store
+        .register_node(&config.node_id, now_ms(), config.node_lease.as_millis() as i64)
+        .await?;
+    let node = NodeIdentity { node_id: config.node_id.clone(), epoch };
+    // Sessions of this node's previous life are gone with it.
+    store.delete_registry_of_node(&node.node_id).await?;
+
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let dispatch_tracker = TaskTracker::new();
+    let recorder_cancel = CancellationToken::new();
+    let (records_tx, records_rx) = mpsc::unbounded_channel();
+    let registry = Arc::new(Registry::default());
+    let trigger = Arc::new(Trigger::new(
+        store.clone(),
+        Arc::clone(&registry),
+        node.clone(),
+        config.executor_timeout,
+        config.dispatch_concurrency,
+        records_tx,
+        dispatch_tracker.clone(),
+    ));
+    let schedule_wake = Arc::new(Notify::new());
+    let ctx = Arc::new(AdminContext {
+        config: Arc::clone(&config),
+        store: store.clone(),
+        registry: Arc::clone(&registry),
+        trigger: Arc::clone(&trigger),
+        schedule_wake: Arc::clone(&schedule_wake),
+        node: node.clone(),
+    });
+    let scheduler = Arc::new(Scheduler::new(
+        store.clone(),
+        Arc::clone(&trigger),
+        Arc::clone(&config),
+        node.clone(),
+        schedule_wake,
+    ));
+
+    // Bind first: executors and clients can connect as soon as start() returns.
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|error| Error::Unavailable(format!("cannot listen on {}: {error}", config.listen)))?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|error| Error::Internal(format!("listener address: {error}")))?;
+    let routes = crate::api::routes(Arc::clone(&ctx), cancel.clone())
+        .await
+        .map_err(|error| Error::Internal(format!("reflection setup: {error}")))?;
+
+    tokio::spawn(crate::trigger::recorder::run_recorder(store.clone(), records_rx, recorder_cancel.clone()));
+    tracker.spawn(serve(routes, listener, cancel.clone()));
+    tracker.spawn(crate::schedule::run_scan(Arc::clone(&scheduler), cancel.clone()));
+    tracker.spawn(crate::schedule::run_ring(Arc::clone(&scheduler), cancel.clone()));
+    tracker.spawn(crate::schedule::run_recovery(Arc::clone(&scheduler), cancel.clone()));
+    tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
+    #[cfg(feature = "demo")]
+    if config.demo {
+        tracker.spawn(crate::demo::run_demo(Arc::clone(&ctx), format!("http://{local_addr}"), cancel.clone()));
+    }
+    tracker.close();
+    tracing::info!(address = %local_addr, node = %node.node_id, epoch, database = %redact(&config.database_url), "admin started");
+    Ok(RunningAdmin { local_addr, node, cancel, tracker, dispatch_tracker, recorder_cancel, store })
+}
+
+async fn serve(routes: tonic::service::Routes, listener: TcpListener, cancel: CancellationToken) {
+    let result = tonic::transport::Server::builder()
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), cancel.cancelled_owned())
+        .await;
+    if let Err(error) = result {
+        tracing::error!(%error, "grpc server failed");
+    }
+}
+
+/// Takes executors whose heartbeats stopped out of routing.
+async fn run_reaper(ctx: Arc<AdminContext>, cancel: CancellationToken) {
+    let lease_ms = ctx.config.executor_lease.as_millis() as i64;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        for expired in ctx.registry.expire(now_ms(), lease_ms) {
+            tracing::warn!(app = %expired.app_name, address = %expired.address, "executor lease expired");
+            ctx.trigger.evict_executor(&expired.address);
+            let _ = ctx.store.delete_registry(&expired.executor_id).await;
+        }
+    }
+}
+
+/// A database URL without its password, for logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => format!("{}://***{}", &url[..scheme_end], &url[at..]),
+        _ => url.to_string(),
+    }
+}

@@ -1,0 +1,155 @@
+//! `xjob serve --demo`: an in-process executor (app `xjob-demo`) and sample jobs that fire every
+//! few seconds, so a newcomer sees fires, results and run logs at once. It talks to the admin
+//! over gRPC on loopback exactly as a separate executor process would.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio_util::sync::CancellationToken;
+use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
+
+use crate::context::AdminContext;
+use crate::model::{
+    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, RetryBackoff,
+    RouteStrategy, ScheduleType, now_ms,
+};
+use crate::schedule::plan::next_fire_after;
+use crate::store::{JobFilter, JobScheduleUpdate};
+
+const DEMO_APP: &str = "xjob-demo";
+
+/// Starts the demo executor and makes sure the sample jobs exist and run.
+pub async fn run_demo(ctx: Arc<AdminContext>, admin_url: String, cancel: CancellationToken) {
+    let log_dir = ctx.config.data_dir.join("demo-executor-logs");
+    let executor = Executor::builder()
+        .app_name(DEMO_APP)
+        .admin_addrs([admin_url])
+        .bind("127.0.0.1:0")
+        .log_dir(log_dir)
+        .handler("demoHello", demo_hello)
+        .handler("demoCounter", demo_counter)
+        .handler("demoFlaky", demo_flaky)
+        .start()
+        .await;
+    let executor = match executor {
+        Ok(executor) => executor,
+        Err(error) => {
+            tracing::error!(%error, "demo executor failed to start");
+            return;
+        }
+    };
+    tracing::info!(address = executor.address(), "demo executor started");
+    if let Err(error) = ensure_sample_jobs(&ctx).await {
+        tracing::error!(%error, "creating demo jobs failed");
+    }
+    cancel.cancelled().await;
+    executor.shutdown().await;
+}
+
+async fn demo_hello(ctx: JobContext) -> JobResult {
+    ctx.log(format!("hello, {}! (log {}, scheduled at {})", ctx.params(), ctx.log_id(), ctx.scheduled_at_ms()));
+    Ok(JobOutput::message(format!("greeted {}", ctx.params())))
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+async fn demo_counter(ctx: JobContext) -> JobResult {
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    ctx.log(format!("this demo counter has run {count} times"));
+    Ok(JobOutput::message(format!("count {count}")))
+}
+
+async fn demo_flaky(ctx: JobContext) -> JobResult {
+    if ctx.log_id() % 2 == 0 {
+        ctx.log("even log id: failing on purpose to show a failed run");
+        return Err(JobError::new("failed on purpose (even log id)"));
+    }
+    ctx.log("odd log id: succeeding");
+    Ok(JobOutput::default())
+}
+
+async fn ensure_sample_jobs(ctx: &AdminContext) -> Result<(), crate::error::Error> {
+    let group = match ctx.store.get_group_by_app(DEMO_APP).await? {
+        Some(group) => group,
+        None => {
+            ctx.store
+                .insert_group(&Group {
+                    id: 0,
+                    app_name: DEMO_APP.to_string(),
+                    title: "xjob demo executor".to_string(),
+                    address_type: AddressType::Auto,
+                    addresses: vec![],
+                    access_token: String::new(),
+                    updated_ms: now_ms(),
+                })
+                .await?
+        }
+    };
+    let filter = JobFilter { group_id: Some(group.id), limit: 100, ..JobFilter::default() };
+    let existing = ctx.store.list_jobs(&filter).await?;
+    let samples = [
+        ("demo: hello every 3 seconds", ScheduleType::Cron, "*/3 * * * * ?", "demoHello", "world"),
+        ("demo: counter at a fixed rate of 5 s", ScheduleType::FixRate, "5", "demoCounter", ""),
+        ("demo: flaky job every 10 seconds", ScheduleType::Cron, "*/10 * * * * ?", "demoFlaky", ""),
+    ];
+    for (name, schedule_type, conf, handler, params) in samples {
+        let job = match existing.iter().find(|job| job.name == name) {
+            Some(job) => job.clone(),
+            None => ctx.store.insert_job(&sample_job(group.id, name, schedule_type, conf, handler, params)).await?,
+        };
+        if job.status == JobStatus::Stopped {
+            start_job(ctx, &job).await?;
+        }
+    }
+    ctx.schedule_wake.notify_one();
+    Ok(())
+}
+
+async fn start_job(ctx: &AdminContext, job: &Job) -> Result<(), crate::error::Error> {
+    // Like StartJob: the first fire is at least 5 s away, outside the current pre-read window.
+    let next = next_fire_after(job.schedule_type, &job.schedule_conf, ctx.config.default_time_zone(), now_ms() + 5000)
+        .map_err(crate::error::Error::InvalidArgument)?;
+    if let Some(next) = next {
+        ctx.store
+            .set_job_schedule(JobScheduleUpdate {
+                job_id: job.id,
+                trigger_last_ms: job.trigger_last_ms,
+                trigger_next_ms: next,
+                status: JobStatus::Running,
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+fn sample_job(group_id: i64, name: &str, schedule_type: ScheduleType, conf: &str, handler: &str, params: &str) -> Job {
+    let now = now_ms();
+    Job {
+        id: 0,
+        group_id,
+        name: name.to_string(),
+        author: "xjob".to_string(),
+        alarm_email: String::new(),
+        schedule_type,
+        schedule_conf: conf.to_string(),
+        time_zone: String::new(),
+        misfire_strategy: MisfireStrategy::DoNothing,
+        route_strategy: RouteStrategy::Round,
+        handler: handler.to_string(),
+        params: params.to_string(),
+        block_strategy: BlockStrategy::SerialExecution,
+        timeout_ms: 0,
+        fail_retry_count: 0,
+        retry_backoff: RetryBackoff::default(),
+        glue_type: GlueType::Bean,
+        glue_source: String::new(),
+        glue_remark: String::new(),
+        glue_updated_ms: now,
+        child_job_ids: vec![],
+        status: JobStatus::Stopped,
+        trigger_last_ms: 0,
+        trigger_next_ms: 0,
+        created_ms: now,
+        updated_ms: now,
+    }
+}

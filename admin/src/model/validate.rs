@@ -1,0 +1,384 @@
+//! Pure validation of jobs and groups as the admin API receives them (XXL-JOB's checks on job
+//! add/update, plus xjob's own limits). No I/O: whatever needs the database (the group exists,
+//! child jobs exist, app names are unique) is checked by the API handler after these pass.
+//!
+//! Every error names the field, prefixed as the caller asks (`job.schedule_conf`, or just
+//! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but this release does not
+//! run yet (FIX_DELAY, script glue) are `Unimplemented`, not `InvalidArgument`.
+
+use chrono_tz::Tz;
+
+use crate::error::Error;
+use crate::model::{AddressType, GlueType, Group, Job, ScheduleType};
+use crate::schedule::cron::{CronExpr, parse_time_zone};
+
+/// Shortest accepted app name, in characters.
+pub const APP_NAME_MIN_CHARS: usize = 4;
+/// Longest accepted app name, in characters.
+pub const APP_NAME_MAX_CHARS: usize = 64;
+/// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
+pub const MAX_INTERVAL_SECONDS: i64 = i32::MAX as i64;
+
+/// Limits a job is checked against, taken from the admin's configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct JobLimits {
+    pub max_params_bytes: usize,
+    /// Zone of jobs whose `time_zone` is empty.
+    pub default_time_zone: Tz,
+}
+
+/// Checks every field of a job that can be checked without the database.
+pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Error> {
+    let field = |name: &str| field_name(prefix, name);
+    if job.name.trim().is_empty() {
+        return Err(Error::invalid(&field("name"), "required"));
+    }
+    validate_schedule(job.schedule_type, &job.schedule_conf, prefix)?;
+    resolve_time_zone(&job.time_zone, limits.default_time_zone, &field("time_zone"))?;
+    validate_glue(job, prefix)?;
+    require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
+    require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
+    validate_retry_backoff(job, prefix)?;
+    check_params_size(&job.params, limits.max_params_bytes, &field("params"))?;
+    if job.id != 0 && job.child_job_ids.contains(&job.id) {
+        return Err(Error::invalid(
+            &field("child_job_ids"),
+            format!("job {} cannot be its own child", job.id),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a schedule type and its configuration: a Quartz cron for CRON, whole seconds ≥ 1 for
+/// FIX_RATE, anything for NONE.
+pub fn validate_schedule(
+    schedule_type: ScheduleType,
+    schedule_conf: &str,
+    prefix: &str,
+) -> Result<(), Error> {
+    let conf_field = field_name(prefix, "schedule_conf");
+    match schedule_type {
+        ScheduleType::None => Ok(()),
+        ScheduleType::Cron => match CronExpr::parse(schedule_conf) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(Error::invalid(
+                &conf_field,
+                format!("invalid cron '{schedule_conf}': {error}"),
+            )),
+        },
+        ScheduleType::FixRate => parse_interval_seconds(schedule_conf, &conf_field).map(|_| ()),
+        ScheduleType::FixDelay => Err(Error::Unimplemented(format!(
+            "{}: FIX_DELAY is not implemented yet",
+            field_name(prefix, "schedule_type")
+        ))),
+    }
+}
+
+/// Parses a FIX_RATE / FIX_DELAY interval: a whole number of seconds in 1..=`MAX_INTERVAL_SECONDS`.
+pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Error> {
+    let seconds = schedule_conf.trim().parse::<i64>().map_err(|_| {
+        Error::invalid(field, format!("'{schedule_conf}' is not a whole number of seconds"))
+    })?;
+    if !(1..=MAX_INTERVAL_SECONDS).contains(&seconds) {
+        return Err(Error::invalid(
+            field,
+            format!("{seconds} seconds is out of range 1-{MAX_INTERVAL_SECONDS}"),
+        ));
+    }
+    Ok(seconds)
+}
+
+/// Returns the zone a job's schedule runs in: `default` when `name` is empty, else the IANA zone.
+pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Error> {
+    if name.trim().is_empty() {
+        return Ok(default);
+    }
+    parse_time_zone(name).map_err(|_| Error::invalid(field, format!("unknown time zone '{name}'")))
+}
+
+/// Refuses params larger than `limit` bytes.
+pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), Error> {
+    if params.len() > limit {
+        return Err(Error::invalid(
+            field,
+            format!("{} bytes exceeds the limit of {limit}", params.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Removes repeated child ids, keeping the first occurrence of each.
+pub fn dedup_child_ids(ids: &[i64]) -> Vec<i64> {
+    let mut unique = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !unique.contains(id) {
+            unique.push(*id);
+        }
+    }
+    unique
+}
+
+/// Checks a group's app name, title and addresses.
+pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
+    validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
+    if group.title.trim().is_empty() {
+        return Err(Error::invalid(&field_name(prefix, "title"), "required"));
+    }
+    if group.address_type == AddressType::Manual {
+        validate_manual_addresses(&group.addresses, &field_name(prefix, "addresses"))?;
+    }
+    Ok(())
+}
+
+/// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
+pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
+    let length = app_name.chars().count();
+    if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "'{app_name}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
+                 has {length}"
+            ),
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+    if !app_name.chars().all(allowed) {
+        return Err(Error::invalid(
+            field,
+            format!("'{app_name}' may contain only letters, digits, '_', '.' and '-'"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
+    if addresses.is_empty() {
+        return Err(Error::invalid(field, "a MANUAL group needs at least one address"));
+    }
+    for (index, address) in addresses.iter().enumerate() {
+        if !(address.starts_with("http://") || address.starts_with("https://")) {
+            return Err(Error::invalid(
+                &format!("{field}[{index}]"),
+                format!("'{address}' must start with http:// or https://"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
+    match job.glue_type {
+        GlueType::Bean if job.handler.trim().is_empty() => {
+            Err(Error::invalid(&field_name(prefix, "handler"), "required for GLUE_TYPE_BEAN"))
+        }
+        GlueType::Bean => Ok(()),
+        other => Err(Error::Unimplemented(format!(
+            "{}: {other} is not implemented yet (only BEAN handlers run in this release)",
+            field_name(prefix, "glue_type")
+        ))),
+    }
+}
+
+fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Error> {
+    let backoff = &job.retry_backoff;
+    let field = |name: &str| field_name(prefix, &format!("retry_backoff.{name}"));
+    require_non_negative(backoff.initial_delay_ms, &field("initial_delay_ms"))?;
+    require_non_negative(backoff.max_delay_ms, &field("max_delay_ms"))?;
+    if !backoff.factor.is_finite() || backoff.factor < 0.0 {
+        return Err(Error::invalid(
+            &field("factor"),
+            format!("must be a finite number >= 0, got {}", backoff.factor),
+        ));
+    }
+    Ok(())
+}
+
+fn require_non_negative(value: i64, field: &str) -> Result<(), Error> {
+    if value < 0 {
+        return Err(Error::invalid(field, format!("must be >= 0, got {value}")));
+    }
+    Ok(())
+}
+
+/// Joins a field prefix and a field name: `("job", "name")` → `job.name`, `("", "name")` → `name`.
+pub fn field_name(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        BlockStrategy, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
+    };
+
+    const LIMITS: JobLimits =
+        JobLimits { max_params_bytes: 65536, default_time_zone: chrono_tz::UTC };
+
+    fn job() -> Job {
+        Job {
+            id: 0,
+            group_id: 1,
+            name: "nightly report".into(),
+            author: String::new(),
+            alarm_email: String::new(),
+            schedule_type: ScheduleType::Cron,
+            schedule_conf: "0 0 1 * * ?".into(),
+            time_zone: String::new(),
+            misfire_strategy: MisfireStrategy::DoNothing,
+            route_strategy: RouteStrategy::First,
+            handler: "demoHandler".into(),
+            params: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            fail_retry_count: 0,
+            retry_backoff: RetryBackoff::default(),
+            glue_type: GlueType::Bean,
+            glue_source: String::new(),
+            glue_remark: String::new(),
+            glue_updated_ms: 0,
+            child_job_ids: Vec::new(),
+            status: JobStatus::Stopped,
+            trigger_last_ms: 0,
+            trigger_next_ms: 0,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    fn invalid_message(job: Job) -> String {
+        match validate_job(&job, &LIMITS, "job") {
+            Err(Error::InvalidArgument(message)) => message,
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+
+    fn group(address_type: AddressType, addresses: &[&str]) -> Group {
+        Group {
+            id: 0,
+            app_name: "demo-app".into(),
+            title: "Demo".into(),
+            address_type,
+            addresses: addresses.iter().map(|address| address.to_string()).collect(),
+            access_token: String::new(),
+            updated_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_complete_bean_job_passes() {
+        assert!(validate_job(&job(), &LIMITS, "job").is_ok());
+        let fix_rate = Job { schedule_type: ScheduleType::FixRate, schedule_conf: "30".into(), ..job() };
+        assert!(validate_job(&fix_rate, &LIMITS, "job").is_ok());
+        let none = Job { schedule_type: ScheduleType::None, schedule_conf: String::new(), ..job() };
+        assert!(validate_job(&none, &LIMITS, "job").is_ok());
+    }
+
+    #[test]
+    fn schedule_errors_name_the_field() {
+        let message = invalid_message(Job { schedule_conf: "0 0 25 * * ?".into(), ..job() });
+        assert!(
+            message.starts_with("job.schedule_conf: invalid cron '0 0 25 * * ?': "),
+            "{message}"
+        );
+        for conf in ["0", "-3", "1.5", "ten"] {
+            let fix_rate = Job { schedule_type: ScheduleType::FixRate, schedule_conf: conf.into(), ..job() };
+            assert!(invalid_message(fix_rate).starts_with("job.schedule_conf: "));
+        }
+        let fix_delay = Job { schedule_type: ScheduleType::FixDelay, schedule_conf: "5".into(), ..job() };
+        match validate_job(&fix_delay, &LIMITS, "job") {
+            Err(Error::Unimplemented(message)) => {
+                assert_eq!(message, "job.schedule_type: FIX_DELAY is not implemented yet")
+            }
+            other => panic!("expected Unimplemented, got {other:?}"),
+        }
+        assert!(validate_schedule(ScheduleType::Cron, "bad", "").is_err_and(
+            |error| error.to_string().starts_with("schedule_conf: invalid cron 'bad'")
+        ));
+    }
+
+    #[test]
+    fn zones_default_when_empty_and_must_be_known() {
+        assert_eq!(resolve_time_zone("", chrono_tz::UTC, "time_zone").ok(), Some(chrono_tz::UTC));
+        assert_eq!(
+            resolve_time_zone("Asia/Shanghai", chrono_tz::UTC, "time_zone").ok(),
+            Some(chrono_tz::Asia::Shanghai)
+        );
+        let message = invalid_message(Job { time_zone: "Mars/Base".into(), ..job() });
+        assert_eq!(message, "job.time_zone: unknown time zone 'Mars/Base'");
+    }
+
+    #[test]
+    fn field_rules_name_the_field() {
+        assert_eq!(invalid_message(Job { name: " ".into(), ..job() }), "job.name: required");
+        assert_eq!(
+            invalid_message(Job { handler: String::new(), ..job() }),
+            "job.handler: required for GLUE_TYPE_BEAN"
+        );
+        assert_eq!(
+            invalid_message(Job { timeout_ms: -1, ..job() }),
+            "job.timeout_ms: must be >= 0, got -1"
+        );
+        assert_eq!(
+            invalid_message(Job { fail_retry_count: -2, ..job() }),
+            "job.fail_retry_count: must be >= 0, got -2"
+        );
+        let backoff = RetryBackoff { initial_delay_ms: -5, ..RetryBackoff::default() };
+        assert_eq!(
+            invalid_message(Job { retry_backoff: backoff, ..job() }),
+            "job.retry_backoff.initial_delay_ms: must be >= 0, got -5"
+        );
+        let backoff = RetryBackoff { factor: f64::NAN, ..RetryBackoff::default() };
+        assert!(invalid_message(Job { retry_backoff: backoff, ..job() })
+            .starts_with("job.retry_backoff.factor: "));
+        assert_eq!(
+            invalid_message(Job { params: "x".repeat(70000), ..job() }),
+            "job.params: 70000 bytes exceeds the limit of 65536"
+        );
+        assert_eq!(
+            invalid_message(Job { id: 9, child_job_ids: vec![3, 9], ..job() }),
+            "job.child_job_ids: job 9 cannot be its own child"
+        );
+    }
+
+    #[test]
+    fn script_glue_is_unimplemented() {
+        let shell = Job { glue_type: GlueType::Shell, handler: String::new(), ..job() };
+        assert!(matches!(validate_job(&shell, &LIMITS, "job"), Err(Error::Unimplemented(_))));
+    }
+
+    #[test]
+    fn child_ids_are_deduplicated_in_order() {
+        assert_eq!(dedup_child_ids(&[3, 1, 3, 2, 1]), vec![3, 1, 2]);
+    }
+
+    #[test]
+    fn groups_check_app_name_title_and_manual_addresses() {
+        assert!(validate_group(&group(AddressType::Auto, &[]), "group").is_ok());
+        assert!(validate_group(&group(AddressType::Manual, &["https://a:1"]), "group").is_ok());
+        let short = Group { app_name: "abc".into(), ..group(AddressType::Auto, &[]) };
+        assert_eq!(
+            validate_group(&short, "group").map_err(|error| error.to_string()),
+            Err("group.app_name: 'abc' must be 4-64 characters, has 3".to_string())
+        );
+        let spaced = Group { app_name: "my app".into(), ..group(AddressType::Auto, &[]) };
+        assert!(validate_group(&spaced, "group").is_err_and(|error| error
+            .to_string()
+            .starts_with("group.app_name: 'my app' may contain only")));
+        let untitled = Group { title: String::new(), ..group(AddressType::Auto, &[]) };
+        assert_eq!(
+            validate_group(&untitled, "group").map_err(|error| error.to_string()),
+            Err("group.title: required".to_string())
+        );
+        assert_eq!(
+            validate_group(&group(AddressType::Manual, &[]), "group").map_err(|e| e.to_string()),
+            Err("group.addresses: a MANUAL group needs at least one address".to_string())
+        );
+        assert_eq!(
+            validate_group(&group(AddressType::Manual, &["http://a:1", "a:2"]), "group")
+                .map_err(|error| error.to_string()),
+            Err("group.addresses[1]: 'a:2' must start with http:// or https://".to_string())
+        );
+    }
+}

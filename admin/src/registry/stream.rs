@@ -1,0 +1,207 @@
+//! One executor session: handshake, heartbeats, clean or abrupt end.
+//!
+//! Status codes the stream can end with:
+//! - `DEADLINE_EXCEEDED`: no `Register` within the handshake timeout;
+//! - `INVALID_ARGUMENT`: the first message is not `Register`, a field is missing or malformed,
+//!   or a second `Register` arrives;
+//! - `FAILED_PRECONDITION`: the executor speaks another protocol version;
+//! - `UNAUTHENTICATED`: the app's group has an access token and the session did not present it;
+//! - `UNAVAILABLE`: the admin is shutting down (the executor moves to another admin).
+//!
+//! However it ends, the executor leaves routing and its registry row is deleted at once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::{Status, Streaming};
+use xjob_proto::pb;
+use xjob_proto::pb::executor_message::Kind;
+
+use crate::context::AdminContext;
+use crate::model::{ExecutorInfo, now_ms};
+
+type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
+
+static SESSION_COUNTER: AtomicU64 = AtomicU64::new(1);
+
+/// Serves one `Registry.Session` stream until it ends.
+pub async fn serve_session(
+    ctx: Arc<AdminContext>,
+    mut inbound: Streaming<pb::ExecutorMessage>,
+    outbound: Outbound,
+    presented_token: Option<String>,
+    cancel: CancellationToken,
+) {
+    let register = match handshake(&ctx, &mut inbound).await {
+        Ok(register) => register,
+        Err(status) => {
+            tracing::warn!(code = ?status.code(), message = status.message(), "session handshake refused");
+            let _ = outbound.send(Err(status)).await;
+            return;
+        }
+    };
+    if let Err(status) = check_token(&ctx, &register.app_name, presented_token.as_deref()).await {
+        let _ = outbound.send(Err(status)).await;
+        return;
+    }
+    let info = executor_info(&ctx, register);
+    let executor_id = info.executor_id.clone();
+    open(&ctx, info.clone()).await;
+    let registered = pb::AdminMessage {
+        kind: Some(pb::admin_message::Kind::Registered(pb::Registered {
+            executor_id: executor_id.clone(),
+            heartbeat_interval_ms: ctx.config.heartbeat_interval.as_millis() as i64,
+            lease_ms: ctx.config.executor_lease.as_millis() as i64,
+        })),
+    };
+    if outbound.send(Ok(registered)).await.is_ok() {
+        session_loop(&ctx, &mut inbound, &outbound, &info, &cancel).await;
+    }
+    close(&ctx, &info).await;
+}
+
+/// Waits for the first message, which must be a valid `Register`.
+async fn handshake(
+    ctx: &AdminContext,
+    inbound: &mut Streaming<pb::ExecutorMessage>,
+) -> Result<pb::Register, Status> {
+    let timeout = ctx.config.handshake_timeout;
+    let first = tokio::time::timeout(timeout, inbound.message())
+        .await
+        .map_err(|_| Status::deadline_exceeded(format!("no Register within {timeout:?}")))??;
+    let Some(pb::ExecutorMessage { kind: Some(Kind::Register(register)) }) = first else {
+        return Err(Status::invalid_argument("the first message of a session must be Register"));
+    };
+    if register.protocol_version != xjob_proto::PROTOCOL_VERSION {
+        return Err(Status::failed_precondition(format!(
+            "register.protocol_version: {} is not supported; this admin speaks {}",
+            register.protocol_version,
+            xjob_proto::PROTOCOL_VERSION
+        )));
+    }
+    if register.app_name.trim().is_empty() {
+        return Err(Status::invalid_argument("register.app_name: required"));
+    }
+    if !(register.address.starts_with("http://") || register.address.starts_with("https://")) {
+        return Err(Status::invalid_argument(format!(
+            "register.address: '{}' must be an http:// or https:// URL",
+            register.address
+        )));
+    }
+    Ok(register)
+}
+
+/// Refuses the session when the app's group has a token the executor did not present.
+async fn check_token(ctx: &AdminContext, app_name: &str, presented: Option<&str>) -> Result<(), Status> {
+    let group = ctx
+        .store
+        .get_group_by_app(app_name)
+        .await
+        .map_err(|_| Status::unavailable("database unavailable"))?;
+    match group {
+        Some(group) if !group.access_token.is_empty() && presented != Some(group.access_token.as_str()) => {
+            Err(Status::unauthenticated(format!("wrong or missing access token for app '{app_name}'")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
+    let now = now_ms();
+    let mut handlers = register.handlers;
+    handlers.sort();
+    ExecutorInfo {
+        executor_id: format!(
+            "{}-{}-{}",
+            ctx.node.node_id,
+            ctx.node.epoch,
+            SESSION_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ),
+        app_name: register.app_name,
+        address: register.address.trim_end_matches('/').to_string(),
+        handlers,
+        registered_ms: now,
+        last_heartbeat_ms: now,
+        admin_node: ctx.node.node_id.clone(),
+        running_log_ids: Vec::new(),
+    }
+}
+
+async fn open(ctx: &AdminContext, info: ExecutorInfo) {
+    tracing::info!(app = %info.app_name, address = %info.address, executor_id = %info.executor_id, "executor registered");
+    if let Some(replaced) = ctx.registry.register(info.clone()) {
+        ctx.trigger.evict_executor(&replaced.address);
+        let _ = ctx.store.delete_registry(&replaced.executor_id).await;
+    }
+    if let Err(error) = ctx.store.upsert_registry(&info).await {
+        tracing::warn!(%error, "writing registry row failed");
+    }
+}
+
+async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
+    if ctx.registry.remove(&info.executor_id).is_some() {
+        ctx.trigger.evict_executor(&info.address);
+        tracing::info!(app = %info.app_name, address = %info.address, "executor left");
+    }
+    if let Err(error) = ctx.store.delete_registry(&info.executor_id).await {
+        tracing::warn!(%error, "deleting registry row failed");
+    }
+}
+
+async fn session_loop(
+    ctx: &AdminContext,
+    inbound: &mut Streaming<pb::ExecutorMessage>,
+    outbound: &Outbound,
+    info: &ExecutorInfo,
+    cancel: &CancellationToken,
+) {
+    loop {
+        let message = tokio::select! {
+            _ = cancel.cancelled() => {
+                let _ = outbound.send(Err(Status::unavailable("admin is shutting down"))).await;
+                return;
+            }
+            message = inbound.message() => message,
+        };
+        let kind = match message {
+            Ok(Some(pb::ExecutorMessage { kind })) => kind,
+            Ok(None) | Err(_) => return,
+        };
+        match kind {
+            Some(Kind::Heartbeat(heartbeat)) => heartbeat_received(ctx, info, heartbeat).await,
+            Some(Kind::Deregister(_)) => {
+                let reply = pb::admin_message::Kind::Deregistered(pb::Deregistered {});
+                let _ = outbound.send(Ok(pb::AdminMessage { kind: Some(reply) })).await;
+                return;
+            }
+            Some(Kind::Register(_)) => {
+                let status = Status::invalid_argument("Register may only be the first message");
+                let _ = outbound.send(Err(status)).await;
+                return;
+            }
+            None => {
+                let _ = outbound.send(Err(Status::invalid_argument("empty session message"))).await;
+                return;
+            }
+        }
+    }
+}
+
+async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
+    let now = now_ms();
+    if !ctx.registry.heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now) {
+        // The reaper expired it while heartbeats were late; the stream is alive, so re-add it.
+        let revived = ExecutorInfo {
+            last_heartbeat_ms: now,
+            running_log_ids: heartbeat.running_log_ids,
+            ..info.clone()
+        };
+        ctx.registry.register(revived);
+    }
+    let refreshed = ExecutorInfo { last_heartbeat_ms: now, ..info.clone() };
+    if let Err(error) = ctx.store.upsert_registry(&refreshed).await {
+        tracing::warn!(%error, "refreshing registry row failed");
+    }
+}

@@ -1,0 +1,169 @@
+//! WHEN jobs fire: XXL-JOB's scan → ring → trigger loop, with durable fires.
+//!
+//! ```text
+//! scan (each second, under the schedule lock)
+//!   read jobs due before now + pre_read ─▶ plan::plan_job ─▶ PENDING log rows + next times
+//!   commit ─▶ due now: Trigger::dispatch_scheduled      later: Ring::push
+//! ring (each second boundary) ─▶ Ring::drain_due ─▶ Trigger::dispatch_scheduled
+//! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs
+//! ```
+//! Fires are written before they are dispatched, so a crash loses none: the restarted admin (or
+//! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
+//! and `fire_key` is unique, so none runs twice.
+
+pub mod cron;
+pub mod plan;
+pub mod ring;
+mod scan;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::model::{Job, MisfireStrategy, RunLog, now_ms};
+use crate::store::Store;
+use crate::trigger::{NodeIdentity, Trigger};
+pub use ring::{Ring, RingEntry};
+
+/// The scheduler's shared state: the ring and what the loops need.
+pub struct Scheduler {
+    store: Store,
+    trigger: Arc<Trigger>,
+    ring: Mutex<Ring>,
+    config: Arc<Config>,
+    node: NodeIdentity,
+    wake: Arc<Notify>,
+}
+
+impl Scheduler {
+    pub fn new(
+        store: Store,
+        trigger: Arc<Trigger>,
+        config: Arc<Config>,
+        node: NodeIdentity,
+        wake: Arc<Notify>,
+    ) -> Scheduler {
+        Scheduler { store, trigger, ring: Mutex::new(Ring::default()), config, node, wake }
+    }
+
+    fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
+        // Ring operations are single Vec moves; a poisoned lock holds consistent data.
+        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Puts fires in the ring; those whose second already passed are dispatched now.
+    fn schedule_entries(self: &Arc<Self>, entries: Vec<RingEntry>) {
+        let now = now_ms();
+        let mut due_now = Vec::new();
+        {
+            let mut ring = self.ring();
+            for entry in entries {
+                if entry.scheduled_at_ms <= now {
+                    due_now.push(entry.log_id);
+                } else if let Some(returned) = ring.push(entry) {
+                    due_now.push(returned.log_id);
+                }
+            }
+        }
+        self.dispatch(due_now);
+    }
+
+    /// Hands log ids to the trigger pipeline without blocking the caller's loop.
+    fn dispatch(self: &Arc<Self>, log_ids: Vec<i64>) {
+        if log_ids.is_empty() {
+            return;
+        }
+        let trigger = Arc::clone(&self.trigger);
+        tokio::spawn(async move {
+            if let Err(error) = trigger.dispatch_scheduled(log_ids).await {
+                // The rows stay PENDING; recovery adopts them once this epoch is gone.
+                tracing::error!(%error, "dispatching scheduled fires failed");
+            }
+        });
+    }
+
+    /// Number of fires waiting in the ring.
+    pub fn ring_len(&self) -> usize {
+        self.ring().len()
+    }
+}
+
+/// Ring loop: wakes at every second boundary and dispatches what is due.
+pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
+    loop {
+        let now = now_ms();
+        let until_next_second = Duration::from_millis((1000 - now.rem_euclid(1000)) as u64);
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(until_next_second) => {}
+        }
+        let due = scheduler.ring().drain_due(now_ms());
+        scheduler.dispatch(due.into_iter().map(|entry| entry.log_id).collect());
+    }
+    let left = scheduler.ring_len();
+    if left > 0 {
+        // They are durable PENDING rows: the next start of this node adopts them.
+        tracing::info!(left, "ring stopped; pending fires are handed back to the database");
+    }
+}
+
+/// Recovery loop: renews this node's lease and adopts PENDING fires nobody else will dispatch.
+pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
+    let lease_ms = scheduler.config.node_lease.as_millis() as i64;
+    let period = (scheduler.config.node_lease / 3).max(Duration::from_millis(200));
+    loop {
+        let now = now_ms();
+        match scheduler.store.renew_node(&scheduler.node.node_id, scheduler.node.epoch, now + lease_ms).await {
+            Ok(true) => {}
+            Ok(false) => tracing::error!(node = %scheduler.node.node_id,
+                "node epoch was taken by another start with the same node id"),
+            Err(error) => tracing::warn!(%error, "renewing node lease failed"),
+        }
+        match scheduler.store.adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now).await {
+            Ok(runs) if !runs.is_empty() => recover_runs(&scheduler, runs).await,
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "adopting orphan fires failed"),
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(period) => {}
+        }
+    }
+}
+
+/// Dispatches adopted fires, or applies the misfire strategy to those too late.
+async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
+    let now = now_ms();
+    let threshold = scheduler.config.misfire_threshold.as_millis() as i64;
+    let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+    job_ids.sort_unstable();
+    job_ids.dedup();
+    let jobs: Vec<Job> = scheduler.store.get_jobs(&job_ids).await.unwrap_or_default();
+    let mut entries = Vec::new();
+    let mut skipped = Vec::new();
+    for run in &runs {
+        let misfired = run.scheduled_at_ms > 0 && now - run.scheduled_at_ms > threshold;
+        let strategy = jobs
+            .iter()
+            .find(|job| job.id == run.job_id)
+            .map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
+        if misfired && strategy == MisfireStrategy::DoNothing {
+            skipped.push(run.id);
+        } else {
+            entries.push(RingEntry { log_id: run.id, job_id: run.job_id, scheduled_at_ms: run.scheduled_at_ms });
+        }
+    }
+    tracing::info!(adopted = runs.len(), skipped = skipped.len(), "recovered pending fires");
+    if !skipped.is_empty() {
+        let reason = "misfire: adopted from a stopped admin too late; DO_NOTHING skips it";
+        if let Err(error) = scheduler.store.skip_runs(&skipped, reason, now).await {
+            tracing::warn!(%error, "recording skipped fires failed");
+        }
+    }
+    scheduler.schedule_entries(entries);
+}
+
+pub use scan::run_scan;

@@ -1,0 +1,107 @@
+//! The scan loop: one schedule round per second under the database lock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::plan::{ScanParams, plan_job};
+use super::{RingEntry, Scheduler};
+use crate::model::{RunStatus, now_ms};
+use crate::store::RoundPlan;
+
+/// Runs schedule rounds until cancelled.
+pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
+    let mut failures: u32 = 0;
+    loop {
+        let started = now_ms();
+        let pause = match scan_once(&scheduler, started).await {
+            Ok(found) => {
+                failures = 0;
+                pause_after_round(started, now_ms(), found, scheduler.config.pre_read)
+            }
+            Err(error) => {
+                failures += 1;
+                // Back off while the database is unreachable; the fires stay in the job rows.
+                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
+                tracing::warn!(%error, ?backoff, "schedule round failed; retrying");
+                backoff
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = scheduler.wake.notified() => {}
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+/// One round: lock, plan, write, commit; then hand the fires to the ring or dispatch.
+async fn scan_once(scheduler: &Arc<Scheduler>, now: i64) -> Result<usize, crate::store::StoreError> {
+    let config = &scheduler.config;
+    let params = ScanParams {
+        now_ms: now,
+        window_ms: config.pre_read.as_millis() as i64,
+        misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
+        default_tz: config.default_time_zone(),
+        node_id: scheduler.node.node_id.clone(),
+        epoch: scheduler.node.epoch,
+    };
+    let mut planned: HashMap<String, (i64, i64)> = HashMap::new();
+    let mut plan_round = |jobs: Vec<crate::model::Job>| {
+        let mut round = RoundPlan::default();
+        for job in &jobs {
+            let job_plan = plan_job(job, &params);
+            for run in &job_plan.runs {
+                if let (Some(key), RunStatus::Pending) = (&run.fire_key, run.status) {
+                    planned.insert(key.clone(), (run.job_id, run.scheduled_at_ms));
+                }
+            }
+            round.new_runs.extend(job_plan.runs);
+            round.job_updates.push(job_plan.update);
+        }
+        round
+    };
+    let (found, inserted) = scheduler
+        .store
+        .run_schedule_round(now + params.window_ms, config.pre_read_count, &mut plan_round)
+        .await?;
+    let entries: Vec<RingEntry> = inserted
+        .into_iter()
+        .filter_map(|run| {
+            planned.get(&run.fire_key).map(|&(job_id, scheduled_at_ms)| RingEntry {
+                log_id: run.log_id,
+                job_id,
+                scheduled_at_ms,
+            })
+        })
+        .collect();
+    scheduler.schedule_entries(entries);
+    Ok(found)
+}
+
+/// XXL-JOB's pacing: straight on after a slow round, to the next second when jobs were due,
+/// otherwise up to the pre-read period (a started job wakes the scan early).
+fn pause_after_round(started_ms: i64, finished_ms: i64, found: usize, pre_read: Duration) -> Duration {
+    if finished_ms - started_ms >= 1000 {
+        return Duration::ZERO;
+    }
+    let period_ms = if found > 0 { 1000 } else { pre_read.as_millis() as i64 };
+    let pause_ms = period_ms - finished_ms.rem_euclid(1000);
+    Duration::from_millis(pause_ms.max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacing_aligns_to_the_next_second_when_jobs_were_due() {
+        let pause = pause_after_round(10_000, 10_120, 3, Duration::from_secs(5));
+        assert_eq!(pause, Duration::from_millis(880));
+        let idle = pause_after_round(10_000, 10_120, 0, Duration::from_secs(5));
+        assert_eq!(idle, Duration::from_millis(4880));
+        assert_eq!(pause_after_round(10_000, 11_200, 3, Duration::from_secs(5)), Duration::ZERO);
+    }
+}

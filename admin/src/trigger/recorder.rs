@@ -1,0 +1,55 @@
+//! Writes dispatch outcomes of scheduled fires in batches: one transaction per burst instead of
+//! one per fire. A write that fails is retried, never dropped.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{DispatchRecord, Store};
+
+/// Most records written in one transaction.
+const BATCH: usize = 1000;
+
+/// Runs until the channel closes (every sender dropped) or `cancel` fires and the queue is empty.
+pub async fn run_recorder(
+    store: Store,
+    mut records_rx: mpsc::UnboundedReceiver<DispatchRecord>,
+    cancel: CancellationToken,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        let first = tokio::select! {
+            record = records_rx.recv() => record,
+            _ = cancel.cancelled() => records_rx.try_recv().ok(),
+        };
+        let Some(first) = first else { break };
+        batch.push(first);
+        while batch.len() < BATCH {
+            match records_rx.try_recv() {
+                Ok(record) => batch.push(record),
+                Err(_) => break,
+            }
+        }
+        write_with_retry(&store, &batch, &cancel).await;
+        batch.clear();
+    }
+}
+
+async fn write_with_retry(store: &Store, batch: &[DispatchRecord], cancel: &CancellationToken) {
+    let mut delay = Duration::from_millis(50);
+    loop {
+        match store.record_dispatches(batch).await {
+            Ok(()) => return,
+            Err(error) => {
+                tracing::warn!(%error, records = batch.len(), "writing dispatch outcomes failed; retrying");
+                if cancel.is_cancelled() && delay > Duration::from_secs(2) {
+                    tracing::error!(records = batch.len(), "giving up on dispatch outcomes at shutdown");
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}

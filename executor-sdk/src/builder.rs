@@ -1,0 +1,306 @@
+//! `Executor::builder()`: collects the executor's settings and handlers, validates them, and
+//! hands them to `RunningExecutor` to start (`start`) or to run until a shutdown signal (`run`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::admins::Admins;
+use crate::auth::{ClientAuth, bearer_value};
+use crate::context::JobContext;
+use crate::error::Error;
+use crate::handler::{HandlerRegistry, JobResult, boxed_handler};
+use crate::running::RunningExecutor;
+
+/// Entry point of the SDK: `Executor::builder()`.
+#[derive(Debug)]
+pub struct Executor;
+
+impl Executor {
+    /// Returns a builder with the defaults (bind `0.0.0.0:9999`, log dir
+    /// `./xjob-executor-logs`, 5 s shutdown grace).
+    pub fn builder() -> ExecutorBuilder {
+        ExecutorBuilder::default()
+    }
+}
+
+/// Builds and starts an executor.
+#[derive(Debug)]
+pub struct ExecutorBuilder {
+    app_name: String,
+    admin_addrs: Vec<String>,
+    bind: String,
+    advertise_address_opt: Option<String>,
+    access_token_opt: Option<String>,
+    log_dir: PathBuf,
+    labels: HashMap<String, String>,
+    shutdown_grace: Duration,
+    runner_idle_timeout: Duration,
+    kill_grace: Duration,
+    log_retention_days: u32,
+    callback_flush_timeout: Duration,
+    handlers: HandlerRegistry,
+    duplicate_handler_opt: Option<String>,
+}
+
+impl Default for ExecutorBuilder {
+    fn default() -> Self {
+        Self {
+            app_name: String::new(),
+            admin_addrs: Vec::new(),
+            bind: "0.0.0.0:9999".to_owned(),
+            advertise_address_opt: None,
+            access_token_opt: None,
+            log_dir: PathBuf::from("./xjob-executor-logs"),
+            labels: HashMap::new(),
+            shutdown_grace: Duration::from_secs(5),
+            runner_idle_timeout: Duration::from_secs(90),
+            kill_grace: Duration::from_secs(2),
+            log_retention_days: 30,
+            callback_flush_timeout: Duration::from_secs(3),
+            handlers: HandlerRegistry::default(),
+            duplicate_handler_opt: None,
+        }
+    }
+}
+
+impl ExecutorBuilder {
+    /// Sets the app name of the executor's group (required).
+    pub fn app_name(mut self, app_name: impl Into<String>) -> Self {
+        self.app_name = app_name.into();
+        self
+    }
+
+    /// Sets the admin addresses (`http://host:port`), tried in order; the next one is used when
+    /// one fails. At least one is required.
+    pub fn admin_addrs<I>(mut self, admin_addrs: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.admin_addrs = admin_addrs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the listen address (`"127.0.0.1:0"` or a `SocketAddr`); port 0 picks a free port.
+    pub fn bind(mut self, bind: impl ToString) -> Self {
+        self.bind = bind.to_string();
+        self
+    }
+
+    /// Sets the address the admins dial (for NAT and containers); by default
+    /// `http://{bound ip}:{bound port}`, with the outbound interface's IP when bound to all.
+    pub fn advertise_address(mut self, address: impl Into<String>) -> Self {
+        self.advertise_address_opt = Some(address.into());
+        self
+    }
+
+    /// Sets the access token required on incoming calls and sent on outgoing ones.
+    pub fn access_token(mut self, token: impl Into<String>) -> Self {
+        self.access_token_opt = Some(token.into());
+        self
+    }
+
+    /// Sets the run log directory (default `./xjob-executor-logs`).
+    pub fn log_dir(mut self, log_dir: impl Into<PathBuf>) -> Self {
+        self.log_dir = log_dir.into();
+        self
+    }
+
+    /// Adds a label announced at registration.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets how long a graceful shutdown waits for running handlers (default 5 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Sets how long a job's task lives without work (default 90 s).
+    pub fn runner_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.runner_idle_timeout = idle_timeout;
+        self
+    }
+
+    /// Sets how long a cancelled (killed, timed-out) handler may take to return before its task
+    /// is aborted (default 2 s).
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// Sets how many days of run logs are kept (default 30; cleanup is off below 3).
+    pub fn log_retention_days(mut self, days: u32) -> Self {
+        self.log_retention_days = days;
+        self
+    }
+
+    /// Sets how long a graceful shutdown tries to deliver pending results before spooling them
+    /// to `{log_dir}/callbacklogs/` (default 3 s).
+    pub fn callback_flush_timeout(mut self, timeout: Duration) -> Self {
+        self.callback_flush_timeout = timeout;
+        self
+    }
+
+    /// Registers a BEAN handler under `name`: an `async fn(JobContext) -> JobResult` or a closure
+    /// returning such a future. Names must be unique.
+    pub fn handler<F, Fut>(mut self, name: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        let name = name.into();
+        if !self.handlers.insert(name.clone(), boxed_handler(handler)) {
+            self.duplicate_handler_opt.get_or_insert(name);
+        }
+        self
+    }
+
+    /// Binds the server, starts serving, and registers with the admins in the background;
+    /// returns once the server is bound.
+    pub async fn start(self) -> Result<RunningExecutor, Error> {
+        RunningExecutor::launch(self.into_settings()?).await
+    }
+
+    /// Starts the executor, waits for `shutdown`, then shuts down gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+        let running = self.start().await?;
+        shutdown.await;
+        running.shutdown().await;
+        Ok(())
+    }
+
+    fn into_settings(self) -> Result<ExecutorSettings, Error> {
+        let invalid = |field: &'static str, message: &str| Error::InvalidConfig {
+            field,
+            message: message.to_owned(),
+        };
+        if self.app_name.trim().is_empty() {
+            return Err(invalid("app_name", "an app name is required"));
+        }
+        if let Some(name) = self.duplicate_handler_opt {
+            return Err(Error::InvalidConfig {
+                field: "handler",
+                message: format!("handler name {name:?} is registered twice"),
+            });
+        }
+        if self
+            .handlers
+            .names()
+            .iter()
+            .any(|name| name.trim().is_empty())
+        {
+            return Err(invalid("handler", "handler names must not be empty"));
+        }
+        if self.bind.trim().is_empty() {
+            return Err(invalid("bind", "a listen address is required"));
+        }
+        if self.log_dir.as_os_str().is_empty() {
+            return Err(invalid("log_dir", "a log directory is required"));
+        }
+        let token_opt = self.access_token_opt.filter(|token| !token.is_empty());
+        let header_opt = match &token_opt {
+            Some(token) => Some(bearer_value(token).ok_or_else(|| {
+                invalid(
+                    "access_token",
+                    "the token must be visible ascii without line breaks",
+                )
+            })?),
+            None => None,
+        };
+        let admins = Admins::new(&self.admin_addrs, ClientAuth::new(header_opt.clone()))?;
+        if let Some(address) = &self.advertise_address_opt
+            && !(address.starts_with("http://") || address.starts_with("https://"))
+        {
+            return Err(invalid(
+                "advertise_address",
+                "must start with http:// or https://",
+            ));
+        }
+        Ok(ExecutorSettings {
+            app_name: self.app_name,
+            admins,
+            bind: self.bind,
+            advertise_address_opt: self.advertise_address_opt,
+            auth_header_opt: header_opt,
+            log_dir: self.log_dir,
+            labels: self.labels,
+            shutdown_grace: self.shutdown_grace,
+            runner_idle_timeout: self.runner_idle_timeout,
+            kill_grace: self.kill_grace,
+            log_retention_days: self.log_retention_days,
+            callback_flush_timeout: self.callback_flush_timeout,
+            handlers: self.handlers,
+        })
+    }
+}
+
+/// Validated settings, consumed by `RunningExecutor::launch`.
+pub(crate) struct ExecutorSettings {
+    pub(crate) app_name: String,
+    pub(crate) admins: Admins,
+    pub(crate) bind: String,
+    pub(crate) advertise_address_opt: Option<String>,
+    pub(crate) auth_header_opt: Option<tonic::metadata::AsciiMetadataValue>,
+    pub(crate) log_dir: PathBuf,
+    pub(crate) labels: HashMap<String, String>,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) runner_idle_timeout: Duration,
+    pub(crate) kill_grace: Duration,
+    pub(crate) log_retention_days: u32,
+    pub(crate) callback_flush_timeout: Duration,
+    pub(crate) handlers: HandlerRegistry,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::JobOutput;
+
+    async fn noop(_context: JobContext) -> JobResult {
+        Ok(JobOutput::default())
+    }
+
+    fn field_of(builder: ExecutorBuilder) -> &'static str {
+        match builder.into_settings() {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(_) => panic!("expected an invalid config"),
+        }
+    }
+
+    #[test]
+    fn invalid_settings_name_their_field() {
+        let valid = || {
+            Executor::builder()
+                .app_name("orders")
+                .admin_addrs(["http://127.0.0.1:1"])
+        };
+        assert!(valid().handler("a", noop).into_settings().is_ok());
+        assert_eq!(
+            field_of(Executor::builder().admin_addrs(["http://a:1"])),
+            "app_name"
+        );
+        assert_eq!(
+            field_of(valid().admin_addrs(Vec::<String>::new())),
+            "admin_addrs"
+        );
+        assert_eq!(
+            field_of(valid().admin_addrs(["127.0.0.1:8080"])),
+            "admin_addrs"
+        );
+        assert_eq!(
+            field_of(valid().handler("a", noop).handler("a", noop)),
+            "handler"
+        );
+        assert_eq!(field_of(valid().access_token("bad\ntoken")), "access_token");
+        assert_eq!(
+            field_of(valid().advertise_address("10.0.0.5:9999")),
+            "advertise_address"
+        );
+    }
+}

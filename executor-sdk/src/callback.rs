@@ -1,0 +1,317 @@
+//! Callbacks: run results travel from the runner through an mpsc to one task that batches them
+//! (up to 100, or whatever arrives within 5 ms), calls `Registry.Callback` on the admins in
+//! order, drops the log ids the admin accepted and retries the rest with backoff.
+//!
+//! When no admin has taken a batch for `spool_after`, the unsent results are also written to
+//! `{log_dir}/callbacklogs/` as a prost-encoded `CallbackRequest` (one `.pb` file per spill) and
+//! kept in memory for retrying; a file is deleted once every result in it is accepted. Files
+//! found at start are loaded and re-sent. On graceful shutdown the task flushes within a bound
+//! and spools whatever is still unsent.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use xjob_proto::pb;
+
+use crate::admins::{AdminClient, Admins};
+use crate::backoff::Backoff;
+use crate::runner::now_ms;
+
+const MAX_BATCH: usize = 100;
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const SPOOL_EXTENSION: &str = "pb";
+
+/// Settings of the callback task.
+#[derive(Clone, Debug)]
+pub(crate) struct CallbackConfig {
+    /// `{log_dir}/callbacklogs`.
+    pub(crate) spool_dir: PathBuf,
+    /// How long batches may fail before their results are spooled to disk.
+    pub(crate) spool_after: Duration,
+    /// How long a graceful shutdown keeps trying before spooling the rest.
+    pub(crate) flush_timeout: Duration,
+}
+
+struct SpoolFile {
+    path: PathBuf,
+    remaining_log_ids: HashSet<i64>,
+}
+
+/// Results not yet accepted by an admin, and the spool files holding some of them.
+#[derive(Default)]
+struct Backlog {
+    pending: VecDeque<pb::RunResult>,
+    spooled_log_ids: HashSet<i64>,
+    spool_files: Vec<SpoolFile>,
+    spool_sequence: u64,
+}
+
+impl Backlog {
+    /// Loads the spool files left by an earlier process.
+    fn load(spool_dir: &Path) -> Self {
+        let mut backlog = Self::default();
+        let Ok(entries) = std::fs::read_dir(spool_dir) else {
+            return backlog;
+        };
+        for path in entries.flatten().map(|entry| entry.path()) {
+            if path.extension().and_then(|ext| ext.to_str()) != Some(SPOOL_EXTENSION) {
+                continue;
+            }
+            let decoded = std::fs::read(&path)
+                .map_err(|error| error.to_string())
+                .and_then(|bytes| {
+                    pb::CallbackRequest::decode(bytes.as_slice()).map_err(|e| e.to_string())
+                });
+            match decoded {
+                Ok(request) => {
+                    let remaining_log_ids = request.results.iter().map(|r| r.log_id).collect();
+                    for result in request.results {
+                        backlog.spooled_log_ids.insert(result.log_id);
+                        backlog.pending.push_back(result);
+                    }
+                    tracing::info!(path = %path.display(), "re-sending spooled callbacks");
+                    backlog.spool_files.push(SpoolFile {
+                        path,
+                        remaining_log_ids,
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "unreadable callback spool file, left in place");
+                }
+            }
+        }
+        backlog
+    }
+
+    /// Removes accepted results; the unaccepted rest of the batch moves to the back, so a result
+    /// an admin keeps refusing cannot block the ones behind it. Returns whether all were accepted.
+    fn settle(&mut self, batch_len: usize, accepted_log_ids: &[i64]) -> bool {
+        let accepted: HashSet<i64> = accepted_log_ids.iter().copied().collect();
+        let batch: Vec<pb::RunResult> = self.pending.drain(..batch_len).collect();
+        let mut all_accepted = true;
+        for result in batch {
+            if accepted.contains(&result.log_id) {
+                continue;
+            }
+            all_accepted = false;
+            self.pending.push_back(result);
+        }
+        for log_id in &accepted {
+            self.spooled_log_ids.remove(log_id);
+        }
+        self.spool_files.retain_mut(|file| {
+            file.remaining_log_ids.retain(|log_id| !accepted.contains(log_id));
+            if !file.remaining_log_ids.is_empty() {
+                return true;
+            }
+            if let Err(error) = std::fs::remove_file(&file.path) {
+                tracing::warn!(path = %file.path.display(), %error, "failed to delete callback spool file");
+            }
+            false
+        });
+        all_accepted
+    }
+
+    /// Writes every pending result not yet on disk to a new spool file.
+    fn spool_unspooled(&mut self, spool_dir: &Path) {
+        let results: Vec<pb::RunResult> = self
+            .pending
+            .iter()
+            .filter(|result| !self.spooled_log_ids.contains(&result.log_id))
+            .cloned()
+            .collect();
+        if results.is_empty() {
+            return;
+        }
+        self.spool_sequence += 1;
+        let name = format!(
+            "xjob-callback-{}-{}.{SPOOL_EXTENSION}",
+            now_ms(),
+            self.spool_sequence
+        );
+        let path = spool_dir.join(name);
+        let log_ids: HashSet<i64> = results.iter().map(|result| result.log_id).collect();
+        let bytes = pb::CallbackRequest { results }.encode_to_vec();
+        // Write then rename, so a crash never leaves a half-written file to load.
+        let temporary = path.with_extension("tmp");
+        let written = std::fs::create_dir_all(spool_dir)
+            .and_then(|()| std::fs::write(&temporary, &bytes))
+            .and_then(|()| std::fs::rename(&temporary, &path));
+        match written {
+            Ok(()) => {
+                tracing::warn!(path = %path.display(), count = log_ids.len(), "spooled callbacks no admin accepted");
+                self.spooled_log_ids.extend(log_ids.iter().copied());
+                self.spool_files.push(SpoolFile {
+                    path,
+                    remaining_log_ids: log_ids,
+                });
+            }
+            Err(error) => {
+                tracing::error!(path = %path.display(), %error, "failed to spool callbacks");
+            }
+        }
+    }
+}
+
+/// Sends one batch to the first admin that answers; returns the accepted log ids.
+async fn send_batch(
+    clients: &mut [(String, AdminClient)],
+    batch: &[pb::RunResult],
+) -> Option<Vec<i64>> {
+    for (address, client) in clients.iter_mut() {
+        let request = pb::CallbackRequest {
+            results: batch.to_vec(),
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, client.callback(request)).await {
+            Ok(Ok(response)) => return Some(response.into_inner().accepted_log_ids),
+            Ok(Err(status)) => {
+                tracing::debug!(admin = %address, code = ?status.code(), message = status.message(), "callback failed");
+            }
+            Err(_) => tracing::debug!(admin = %address, "callback timed out"),
+        }
+    }
+    None
+}
+
+/// The callback task: runs until `flush` fires (graceful shutdown), then flushes and spools.
+pub(crate) async fn callback_loop(
+    admins: Admins,
+    mut results_rx: mpsc::UnboundedReceiver<pb::RunResult>,
+    config: CallbackConfig,
+    flush: CancellationToken,
+) {
+    let mut clients = admins.lazy_clients();
+    let mut backlog = Backlog::load(&config.spool_dir);
+    let mut backoff = Backoff::default();
+    let mut failing_since_opt: Option<Instant> = None;
+    'deliver: loop {
+        if backlog.pending.is_empty() {
+            tokio::select! {
+                received = results_rx.recv() => match received {
+                    Some(result) => backlog.pending.push_back(result),
+                    None => break 'deliver,
+                },
+                () = flush.cancelled() => break 'deliver,
+            }
+            let window_end = Instant::now() + BATCH_WINDOW;
+            while backlog.pending.len() < MAX_BATCH {
+                match tokio::time::timeout_at(window_end, results_rx.recv()).await {
+                    Ok(Some(result)) => backlog.pending.push_back(result),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+        let batch_len = backlog.pending.len().min(MAX_BATCH);
+        let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
+        let all_accepted = match send_batch(&mut clients, &batch).await {
+            Some(accepted) => backlog.settle(batch_len, &accepted),
+            None => false,
+        };
+        if all_accepted {
+            backoff.reset();
+            failing_since_opt = None;
+            continue;
+        }
+        let failing_since = *failing_since_opt.get_or_insert_with(Instant::now);
+        if failing_since.elapsed() >= config.spool_after {
+            backlog.spool_unspooled(&config.spool_dir);
+        }
+        let retry_at = Instant::now() + backoff.next_delay();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(retry_at) => break,
+                () = flush.cancelled() => break 'deliver,
+                received = results_rx.recv() => match received {
+                    Some(result) => backlog.pending.push_back(result),
+                    None => break 'deliver,
+                },
+            }
+        }
+    }
+    flush_backlog(&mut clients, &mut backlog, &mut results_rx, &config).await;
+}
+
+/// Final delivery at shutdown: tries until `flush_timeout`, then spools the rest.
+async fn flush_backlog(
+    clients: &mut [(String, AdminClient)],
+    backlog: &mut Backlog,
+    results_rx: &mut mpsc::UnboundedReceiver<pb::RunResult>,
+    config: &CallbackConfig,
+) {
+    while let Ok(result) = results_rx.try_recv() {
+        backlog.pending.push_back(result);
+    }
+    let deadline = Instant::now() + config.flush_timeout;
+    let mut backoff = Backoff::default();
+    while !backlog.pending.is_empty() && Instant::now() < deadline {
+        let batch_len = backlog.pending.len().min(MAX_BATCH);
+        let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
+        let sent = tokio::time::timeout_at(deadline, send_batch(clients, &batch)).await;
+        let all_accepted = match sent {
+            Ok(Some(accepted)) => backlog.settle(batch_len, &accepted),
+            Ok(None) | Err(_) => false,
+        };
+        if !all_accepted {
+            tokio::time::sleep_until((Instant::now() + backoff.next_delay()).min(deadline)).await;
+        }
+    }
+    if !backlog.pending.is_empty() {
+        backlog.spool_unspooled(&config.spool_dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(log_id: i64) -> pb::RunResult {
+        pb::RunResult {
+            log_id,
+            status: pb::RunStatus::Success as i32,
+            code: 200,
+            message: format!("done {log_id}"),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn spooled_results_reload_and_files_go_once_accepted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut backlog = Backlog::default();
+        backlog.pending.extend([result(1), result(2)]);
+        backlog.spool_unspooled(dir.path());
+        backlog.spool_unspooled(dir.path());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "spooled once"
+        );
+
+        let mut reloaded = Backlog::load(dir.path());
+        assert_eq!(reloaded.pending, VecDeque::from([result(1), result(2)]));
+        assert!(!reloaded.settle(2, &[1]));
+        assert_eq!(reloaded.pending, VecDeque::from([result(2)]));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "log 2 still unsent"
+        );
+        assert!(reloaded.settle(1, &[2]));
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+
+    #[test]
+    fn refused_results_move_behind_the_others() {
+        let mut backlog = Backlog::default();
+        backlog.pending.extend([result(1), result(2), result(3)]);
+        assert!(!backlog.settle(2, &[2]));
+        let order: Vec<i64> = backlog.pending.iter().map(|r| r.log_id).collect();
+        assert_eq!(order, vec![3, 1]);
+    }
+}

@@ -1,0 +1,545 @@
+//! Runner scenarios driven through `Runner` directly, with a real results channel and handlers
+//! that report their start and their end (drop) as events. Time is paused: sleeps and timeouts
+//! advance a virtual clock, so timing assertions are exact and tests are fast.
+
+use super::*;
+use crate::handler::{JobError, JobOutput, boxed_handler};
+
+#[derive(Debug, PartialEq, Eq)]
+enum Event {
+    Started(i64),
+    /// The handler's future was dropped: it returned, panicked or was aborted.
+    Gone(i64),
+}
+
+struct GoneGuard {
+    log_id: i64,
+    events_tx: mpsc::UnboundedSender<Event>,
+}
+
+impl Drop for GoneGuard {
+    fn drop(&mut self) {
+        let _ = self.events_tx.send(Event::Gone(self.log_id));
+    }
+}
+
+/// A handler whose behaviour is its params: `ok:msg`, `fail:msg`, `panic:msg`, `sleep:ms`,
+/// `wait-cancel` (returns once cancelled) or `ignore-cancel` (sleeps an hour regardless).
+fn scripted_handler(events_tx: mpsc::UnboundedSender<Event>) -> HandlerFn {
+    boxed_handler(move |context: JobContext| {
+        let events_tx = events_tx.clone();
+        async move {
+            let _gone = GoneGuard {
+                log_id: context.log_id(),
+                events_tx: events_tx.clone(),
+            };
+            let _ = events_tx.send(Event::Started(context.log_id()));
+            let params = context.params().to_owned();
+            let (verb, argument) = params.split_once(':').unwrap_or((params.as_str(), ""));
+            match verb {
+                "ok" => Ok(JobOutput::message(argument)),
+                "fail" => Err(JobError::new(argument)),
+                "panic" => panic!("{argument}"),
+                "sleep" => {
+                    let millis = argument.parse().map_err(JobError::from_error)?;
+                    tokio::time::sleep(Duration::from_millis(millis)).await;
+                    Ok(JobOutput::message("slept"))
+                }
+                "wait-cancel" => {
+                    context.cancelled().await;
+                    Ok(JobOutput::message("saw cancel"))
+                }
+                "ignore-cancel" => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(JobOutput::default())
+                }
+                _ => Err(JobError::new("unknown verb")),
+            }
+        }
+    })
+}
+
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+struct Harness {
+    runner: Runner,
+    results_rx: mpsc::UnboundedReceiver<pb::RunResult>,
+    events_rx: mpsc::UnboundedReceiver<Event>,
+    _log_dir: tempfile::TempDir,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let log_dir = tempfile::tempdir().expect("tempdir");
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let mut handlers = HandlerRegistry::default();
+        assert!(handlers.insert("scripted".to_owned(), scripted_handler(events_tx)));
+        let config = RunnerConfig {
+            idle_timeout: Duration::from_secs(90),
+            kill_grace: KILL_GRACE,
+        };
+        let runner = Runner::new(
+            handlers,
+            JobLogStore::new(log_dir.path()),
+            results_tx,
+            config,
+        );
+        Self {
+            runner,
+            results_rx,
+            events_rx,
+            _log_dir: log_dir,
+        }
+    }
+
+    async fn next_result(&mut self) -> pb::RunResult {
+        tokio::time::timeout(Duration::from_secs(60), self.results_rx.recv())
+            .await
+            .expect("a result within 60 s")
+            .expect("results channel open")
+    }
+
+    async fn next_event(&mut self) -> Event {
+        tokio::time::timeout(Duration::from_secs(60), self.events_rx.recv())
+            .await
+            .expect("an event within 60 s")
+            .expect("events channel open")
+    }
+}
+
+fn run_request(job_id: i64, log_id: i64, params: &str) -> pb::RunRequest {
+    pb::RunRequest {
+        job_id,
+        log_id,
+        handler: "scripted".to_owned(),
+        params: params.to_owned(),
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        glue_type: pb::GlueType::Bean as i32,
+        log_date_ms: now_ms(),
+        shard_total: 1,
+        ..Default::default()
+    }
+}
+
+fn with_strategy(mut request: pb::RunRequest, strategy: pb::BlockStrategy) -> pb::RunRequest {
+    request.block_strategy = strategy as i32;
+    request
+}
+
+fn assert_result(
+    result: &pb::RunResult,
+    log_id: i64,
+    status: pb::RunStatus,
+    code: i32,
+    message: &str,
+) {
+    assert_eq!(
+        (
+            result.log_id,
+            result.status,
+            result.code,
+            result.message.as_str()
+        ),
+        (log_id, status as i32, code, message),
+        "unexpected result {result:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn serial_runs_execute_one_at_a_time_in_order() {
+    let mut harness = Harness::new();
+    for log_id in 1..=3 {
+        harness
+            .runner
+            .submit(run_request(1, log_id, "sleep:100"))
+            .expect("accepted");
+    }
+    assert_eq!(harness.runner.queued_count(), 3);
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    assert_eq!(harness.runner.running_log_ids(), vec![1]);
+    assert_eq!(harness.runner.queued_count(), 2);
+    assert!(harness.runner.is_job_busy(1));
+    for expected in [
+        Event::Gone(1),
+        Event::Started(2),
+        Event::Gone(2),
+        Event::Started(3),
+        Event::Gone(3),
+    ] {
+        assert_eq!(harness.next_event().await, expected);
+    }
+    for log_id in 1..=3 {
+        let result = harness.next_result().await;
+        assert_result(&result, log_id, pb::RunStatus::Success, 200, "slept");
+        assert!(result.started_at_ms > 0 && result.finished_at_ms >= result.started_at_ms);
+    }
+    assert!(!harness.runner.is_job_busy(1));
+    assert!(harness.runner.running_log_ids().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn discard_later_refuses_while_the_job_is_running() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "wait-cancel"))
+        .expect("accepted");
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    let refusal = harness
+        .runner
+        .submit(with_strategy(
+            run_request(1, 2, "ok:"),
+            pb::BlockStrategy::DiscardLater,
+        ))
+        .expect_err("refused");
+    assert_eq!(refusal, Refusal::DiscardLater { job_id: 1 });
+    assert_eq!(
+        refusal.to_string(),
+        "block strategy DISCARD_LATER: job 1 is running or queued"
+    );
+    // Another, idle job is not affected.
+    harness
+        .runner
+        .submit(with_strategy(
+            run_request(2, 3, "ok:other"),
+            pb::BlockStrategy::DiscardLater,
+        ))
+        .expect("idle job accepts");
+    assert_result(
+        &harness.next_result().await,
+        3,
+        pb::RunStatus::Success,
+        200,
+        "other",
+    );
+    assert!(harness.runner.kill_job(1));
+    assert_result(
+        &harness.next_result().await,
+        1,
+        pb::RunStatus::Killed,
+        500,
+        "killed by admin",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cover_early_kills_running_and_queued_runs_then_runs_the_new_one() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "wait-cancel"))
+        .expect("accepted");
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    harness
+        .runner
+        .submit(run_request(1, 2, "ok:queued"))
+        .expect("queued");
+    harness
+        .runner
+        .submit(with_strategy(
+            run_request(1, 3, "ok:done"),
+            pb::BlockStrategy::CoverEarly,
+        ))
+        .expect("accepted");
+    let replaced = "block strategy COVER_EARLY: replaced by log 3";
+    assert_result(
+        &harness.next_result().await,
+        2,
+        pb::RunStatus::Killed,
+        500,
+        replaced,
+    );
+    assert_result(
+        &harness.next_result().await,
+        1,
+        pb::RunStatus::Killed,
+        500,
+        replaced,
+    );
+    assert_result(
+        &harness.next_result().await,
+        3,
+        pb::RunStatus::Success,
+        200,
+        "done",
+    );
+    for expected in [Event::Gone(1), Event::Started(3), Event::Gone(3)] {
+        assert_eq!(harness.next_event().await, expected);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_reports_timeout_and_the_next_run_waits_for_the_handler_to_end() {
+    let mut harness = Harness::new();
+    let mut slow = run_request(1, 1, "ignore-cancel");
+    slow.timeout_ms = 1000;
+    let submitted_at = Instant::now();
+    harness.runner.submit(slow).expect("accepted");
+    harness
+        .runner
+        .submit(run_request(1, 2, "ok:next"))
+        .expect("queued");
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    assert_eq!(harness.next_event().await, Event::Gone(1));
+    // The handler ignored cancellation: it was aborted only after the kill grace.
+    assert!(submitted_at.elapsed() >= Duration::from_millis(1000) + KILL_GRACE);
+    assert_eq!(harness.next_event().await, Event::Started(2));
+    let timed_out = harness.next_result().await;
+    assert_result(
+        &timed_out,
+        1,
+        pb::RunStatus::Timeout,
+        502,
+        "job execute timeout after 1000 ms",
+    );
+    assert_result(
+        &harness.next_result().await,
+        2,
+        pb::RunStatus::Success,
+        200,
+        "next",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cooperative_handler_ends_at_the_timeout_without_waiting_for_the_grace() {
+    let mut harness = Harness::new();
+    let mut request = run_request(1, 1, "wait-cancel");
+    request.timeout_ms = 500;
+    let submitted_at = Instant::now();
+    harness.runner.submit(request).expect("accepted");
+    let result = harness.next_result().await;
+    assert_result(
+        &result,
+        1,
+        pb::RunStatus::Timeout,
+        502,
+        "job execute timeout after 500 ms",
+    );
+    assert!(submitted_at.elapsed() < Duration::from_millis(500) + KILL_GRACE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn kill_stops_the_running_and_every_queued_run() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "wait-cancel"))
+        .expect("accepted");
+    harness
+        .runner
+        .submit(run_request(1, 2, "ok:"))
+        .expect("queued");
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    assert!(harness.runner.kill_job(1));
+    assert_result(
+        &harness.next_result().await,
+        2,
+        pb::RunStatus::Killed,
+        500,
+        "killed by admin",
+    );
+    assert_result(
+        &harness.next_result().await,
+        1,
+        pb::RunStatus::Killed,
+        500,
+        "killed by admin",
+    );
+    assert_eq!(harness.next_event().await, Event::Gone(1));
+    assert!(!harness.runner.is_job_busy(1));
+    assert!(!harness.runner.kill_job(1), "nothing left to kill");
+    assert!(!harness.runner.kill_job(42), "unknown job");
+}
+
+#[tokio::test(start_paused = true)]
+async fn panicking_or_failing_handler_reports_failed_and_the_queue_goes_on() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "panic:boom"))
+        .expect("accepted");
+    harness
+        .runner
+        .submit(run_request(1, 2, "fail:bad input"))
+        .expect("queued");
+    harness
+        .runner
+        .submit(run_request(1, 3, "ok:fine"))
+        .expect("queued");
+    assert_result(
+        &harness.next_result().await,
+        1,
+        pb::RunStatus::Failed,
+        500,
+        "handler panicked: boom",
+    );
+    assert_result(
+        &harness.next_result().await,
+        2,
+        pb::RunStatus::Failed,
+        500,
+        "bad input",
+    );
+    assert_result(
+        &harness.next_result().await,
+        3,
+        pb::RunStatus::Success,
+        200,
+        "fine",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn duplicate_log_id_is_refused_while_active_and_recently_finished() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 7, "sleep:100"))
+        .expect("accepted");
+    let duplicate = harness
+        .runner
+        .submit(run_request(2, 7, "ok:"))
+        .expect_err("duplicate");
+    assert_eq!(
+        duplicate.to_string(),
+        "duplicate run: log_id 7 already queued or running"
+    );
+    assert!(harness.runner.is_log_active(7));
+    harness.next_result().await;
+    assert!(!harness.runner.is_log_active(7));
+    assert_eq!(
+        harness.runner.submit(run_request(1, 7, "ok:")),
+        Err(Refusal::Duplicate { log_id: 7 })
+    );
+    tokio::time::advance(RECENT_RUN_TTL + Duration::from_secs(1)).await;
+    harness
+        .runner
+        .submit(run_request(1, 7, "ok:again"))
+        .expect("forgotten after the ttl");
+    assert_result(
+        &harness.next_result().await,
+        7,
+        pb::RunStatus::Success,
+        200,
+        "again",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_handler_and_disabled_glue_types_are_refused() {
+    let harness = Harness::new();
+    let mut unknown = run_request(1, 1, "");
+    unknown.handler = "nope".to_owned();
+    assert_eq!(
+        harness
+            .runner
+            .submit(unknown)
+            .map_err(|refusal| refusal.to_string()),
+        Err("job handler [nope] not found".to_owned())
+    );
+    let mut shell = run_request(1, 2, "");
+    shell.glue_type = pb::GlueType::Shell as i32;
+    assert_eq!(
+        harness
+            .runner
+            .submit(shell)
+            .map_err(|refusal| refusal.to_string()),
+        Err("glue type GLUE_TYPE_SHELL is not enabled on this executor".to_owned())
+    );
+    assert!(!harness.runner.is_job_busy(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_job_task_ends_after_the_idle_timeout() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "ok:"))
+        .expect("accepted");
+    harness.next_result().await;
+    assert_eq!(harness.runner.job_task_count(), 1);
+    tokio::time::sleep(Duration::from_secs(89)).await;
+    assert_eq!(harness.runner.job_task_count(), 1);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(harness.runner.job_task_count(), 0);
+    // A new run starts a new task.
+    harness
+        .runner
+        .submit(run_request(1, 2, "ok:back"))
+        .expect("accepted");
+    assert_result(
+        &harness.next_result().await,
+        2,
+        pb::RunStatus::Success,
+        200,
+        "back",
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_kills_queued_runs_and_runs_that_outlive_the_grace() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(1, 1, "ignore-cancel"))
+        .expect("accepted");
+    harness
+        .runner
+        .submit(run_request(1, 2, "ok:"))
+        .expect("queued");
+    harness
+        .runner
+        .submit(run_request(2, 3, "sleep:500"))
+        .expect("accepted");
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    harness.runner.shutdown(Duration::from_secs(1)).await;
+    let mut results = Vec::new();
+    while let Ok(result) = harness.results_rx.try_recv() {
+        results.push(result);
+    }
+    results.sort_by_key(|result| result.log_id);
+    assert_eq!(results.len(), 3, "{results:?}");
+    let late = "executor shut down before the run finished";
+    assert_result(&results[0], 1, pb::RunStatus::Killed, 500, late);
+    assert_result(
+        &results[1],
+        2,
+        pb::RunStatus::Killed,
+        500,
+        "executor is shutting down",
+    );
+    assert_result(&results[2], 3, pb::RunStatus::Success, 200, "slept");
+    assert_eq!(
+        harness.runner.submit(run_request(3, 4, "ok:")),
+        Err(Refusal::ShuttingDown)
+    );
+    assert_eq!(harness.runner.job_task_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_log_has_start_handler_and_end_lines() {
+    let mut harness = Harness::new();
+    let request = run_request(1, 5, "ok:logged");
+    let path = JobLogStore::new(harness._log_dir.path()).path_for(5, request.log_date_ms);
+    harness.runner.submit(request).expect("accepted");
+    harness.next_result().await;
+    let text = std::fs::read_to_string(path).expect("log file");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0]
+            .contains("run start: job_id=1 log_id=5 handler=scripted params=ok:logged shard=0/1")
+    );
+    assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=logged"));
+}
+
+#[test]
+fn long_messages_are_truncated_to_50_000_chars() {
+    let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
+    let truncated = truncate_message(&long);
+    assert_eq!(truncated.chars().count(), MAX_MESSAGE_CHARS + 3);
+    assert!(truncated.ends_with("é..."));
+    assert_eq!(truncate_message("short"), "short");
+}

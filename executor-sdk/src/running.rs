@@ -1,0 +1,273 @@
+//! A started executor: spawns every background task in one place (server, connection,
+//! callbacks, log cleanup) and owns their ordered stop.
+//!
+//! Graceful `shutdown`: Deregister → runner stops accepting, waits for handlers up to the grace,
+//! kills the rest → callbacks flushed (or spooled) → server stopped. `crash` aborts everything
+//! at once, without Deregister or callbacks, as a killed process would.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::ServerAuth;
+use crate::builder::ExecutorSettings;
+use crate::callback::{CallbackConfig, callback_loop};
+use crate::connection::{Announcement, SessionState, connection_loop};
+use crate::error::Error;
+use crate::joblog::{JobLogStore, cleanup_loop};
+use crate::runner::{Runner, RunnerConfig};
+use crate::server::{ExecutorServer, serve};
+
+/// How long batches may fail before their results are spooled to disk.
+const CALLBACK_SPOOL_AFTER: Duration = Duration::from_secs(10);
+/// Bound on the Deregister exchange (the connection waits ≤ 2 s for the answer itself).
+const DEREGISTER_BOUND: Duration = Duration::from_secs(3);
+/// Bound on the server's graceful stop (open connections draining).
+const SERVER_STOP_BOUND: Duration = Duration::from_secs(5);
+/// Retention below this disables the log cleanup, as XXL-JOB.
+const MIN_RETENTION_DAYS: u32 = 3;
+
+/// A started executor. Dropping it leaves it running in the background; stop it with
+/// [`shutdown`](Self::shutdown) (or [`crash`](Self::crash) in tests).
+#[derive(Debug)]
+pub struct RunningExecutor {
+    address: String,
+    local_addr: SocketAddr,
+    runner: Runner,
+    session_rx: watch::Receiver<SessionState>,
+    shutdown_grace: Duration,
+    callback_flush_timeout: Duration,
+    crashed: Arc<AtomicBool>,
+    deregister: CancellationToken,
+    flush_callbacks: CancellationToken,
+    stop_server: CancellationToken,
+    stop_cleanup: CancellationToken,
+    server_task: JoinHandle<()>,
+    connection_task: JoinHandle<()>,
+    callback_task: JoinHandle<()>,
+    cleanup_task_opt: Option<JoinHandle<()>>,
+}
+
+impl RunningExecutor {
+    /// Binds first, then starts serving, delivering callbacks and registering.
+    pub(crate) async fn launch(settings: ExecutorSettings) -> Result<Self, Error> {
+        let log_dir = settings.log_dir;
+        let spool_dir = log_dir.join("callbacklogs");
+        std::fs::create_dir_all(&spool_dir).map_err(|source| Error::LogDir {
+            path: spool_dir.clone(),
+            source,
+        })?;
+        let listener = TcpListener::bind(settings.bind.as_str())
+            .await
+            .map_err(|source| Error::Bind {
+                address: settings.bind.clone(),
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
+            address: settings.bind.clone(),
+            source,
+        })?;
+        let address = settings
+            .advertise_address_opt
+            .unwrap_or_else(|| default_advertise_address(local_addr));
+
+        let joblog = JobLogStore::new(&log_dir);
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let runner_config = RunnerConfig {
+            idle_timeout: settings.runner_idle_timeout,
+            kill_grace: settings.kill_grace,
+        };
+        let announcement = Announcement {
+            app_name: settings.app_name,
+            address: address.clone(),
+            handlers: settings.handlers.names(),
+            labels: settings.labels,
+        };
+        let runner = Runner::new(settings.handlers, joblog.clone(), results_tx, runner_config);
+        let crashed = Arc::new(AtomicBool::new(false));
+
+        let stop_server = CancellationToken::new();
+        let server = ExecutorServer::new(runner.clone(), joblog.clone(), Arc::clone(&crashed));
+        let auth = ServerAuth::new(settings.auth_header_opt);
+        let server_task = tokio::spawn(serve(listener, server, auth, stop_server.clone()));
+
+        let flush_callbacks = CancellationToken::new();
+        let callback_config = CallbackConfig {
+            spool_dir,
+            spool_after: CALLBACK_SPOOL_AFTER,
+            flush_timeout: settings.callback_flush_timeout,
+        };
+        let callback_task = tokio::spawn(callback_loop(
+            settings.admins.clone(),
+            results_rx,
+            callback_config,
+            flush_callbacks.clone(),
+        ));
+
+        let deregister = CancellationToken::new();
+        let (state_tx, session_rx) = watch::channel(SessionState::Connecting);
+        let connection_task = tokio::spawn(connection_loop(
+            settings.admins,
+            announcement,
+            runner.clone(),
+            state_tx,
+            deregister.clone(),
+        ));
+
+        let stop_cleanup = CancellationToken::new();
+        let cleanup_task_opt = (settings.log_retention_days >= MIN_RETENTION_DAYS).then(|| {
+            let root = joblog.root().to_path_buf();
+            tokio::spawn(cleanup_loop(
+                root,
+                settings.log_retention_days,
+                stop_cleanup.clone(),
+            ))
+        });
+        tracing::info!(address = %address, local_addr = %local_addr, "executor started");
+        Ok(Self {
+            address,
+            local_addr,
+            runner,
+            session_rx,
+            shutdown_grace: settings.shutdown_grace,
+            callback_flush_timeout: settings.callback_flush_timeout,
+            crashed,
+            deregister,
+            flush_callbacks,
+            stop_server,
+            stop_cleanup,
+            server_task,
+            connection_task,
+            callback_task,
+            cleanup_task_opt,
+        })
+    }
+
+    /// Returns the advertised address (what the admins dial).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Returns the socket address the server is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Returns the executor id of the current admin session, when registered.
+    pub fn executor_id(&self) -> Option<String> {
+        match &*self.session_rx.borrow() {
+            SessionState::Registered { executor_id, .. } => Some(executor_id.clone()),
+            SessionState::Connecting | SessionState::Stopped => None,
+        }
+    }
+
+    /// Waits until an admin has answered `Registered` (at once when already registered).
+    pub async fn wait_registered(&self, timeout: Duration) -> Result<(), Error> {
+        let mut session_rx = self.session_rx.clone();
+        let waited = tokio::time::timeout(
+            timeout,
+            session_rx.wait_for(|state| !matches!(state, SessionState::Connecting)),
+        )
+        .await;
+        match waited {
+            Ok(Ok(state)) if matches!(*state, SessionState::Registered { .. }) => Ok(()),
+            Ok(_) => Err(Error::Stopped),
+            Err(_) => Err(Error::RegistrationTimeout(timeout)),
+        }
+    }
+
+    /// Graceful stop: Deregister first, stop accepting runs, wait for running handlers up to
+    /// the shutdown grace, report the rest KILLED, flush callbacks, stop the server.
+    pub async fn shutdown(self) {
+        tracing::info!(address = %self.address, "executor shutting down");
+        self.deregister.cancel();
+        join_bounded("connection", self.connection_task, DEREGISTER_BOUND).await;
+        self.runner.shutdown(self.shutdown_grace).await;
+        self.flush_callbacks.cancel();
+        let flush_bound = self.callback_flush_timeout + Duration::from_secs(2);
+        join_bounded("callback", self.callback_task, flush_bound).await;
+        self.stop_server.cancel();
+        join_bounded("server", self.server_task, SERVER_STOP_BOUND).await;
+        self.stop_cleanup.cancel();
+        if let Some(cleanup_task) = self.cleanup_task_opt {
+            cleanup_task.abort();
+        }
+        tracing::info!(address = %self.address, "executor stopped");
+    }
+
+    /// Simulates a process crash (for tests): aborts every task and handler, drops the session
+    /// without Deregister, stops the server and sends no callbacks.
+    pub fn crash(self) {
+        tracing::warn!(address = %self.address, "executor crashing on purpose");
+        self.crashed.store(true, Ordering::SeqCst);
+        self.runner.abort_all();
+        self.connection_task.abort();
+        self.callback_task.abort();
+        self.server_task.abort();
+        if let Some(cleanup_task) = self.cleanup_task_opt {
+            cleanup_task.abort();
+        }
+    }
+}
+
+/// Waits for a task up to `bound`, then aborts it.
+async fn join_bounded(name: &'static str, mut task: JoinHandle<()>, bound: Duration) {
+    if tokio::time::timeout(bound, &mut task).await.is_err() {
+        tracing::warn!(
+            task = name,
+            ?bound,
+            "task did not stop in time, aborting it"
+        );
+        task.abort();
+    }
+}
+
+/// `http://{ip}:{port}` of the bound socket; when bound to all interfaces, the IP of the
+/// interface that routes outward (found with an unsent UDP "connect"), else loopback.
+fn default_advertise_address(local_addr: SocketAddr) -> String {
+    let ip = if local_addr.ip().is_unspecified() {
+        outbound_ip(local_addr.is_ipv6()).unwrap_or(if local_addr.is_ipv6() {
+            IpAddr::V6(Ipv6Addr::LOCALHOST)
+        } else {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        })
+    } else {
+        local_addr.ip()
+    };
+    format!("http://{}", SocketAddr::new(ip, local_addr.port()))
+}
+
+fn outbound_ip(ipv6: bool) -> Option<IpAddr> {
+    let (bind, probe) = if ipv6 {
+        ("[::]:0", "[2001:4860:4860::8888]:53")
+    } else {
+        ("0.0.0.0:0", "8.8.8.8:53")
+    };
+    let socket = UdpSocket::bind(bind).ok()?;
+    socket.connect(probe).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified()).then_some(ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_advertise_address_uses_the_bound_ip() {
+        let bound: SocketAddr = "127.0.0.1:9999".parse().expect("addr");
+        assert_eq!(default_advertise_address(bound), "http://127.0.0.1:9999");
+        let v6: SocketAddr = "[::1]:80".parse().expect("addr");
+        assert_eq!(default_advertise_address(v6), "http://[::1]:80");
+        let any: SocketAddr = "0.0.0.0:9000".parse().expect("addr");
+        let advertised = default_advertise_address(any);
+        assert!(advertised.starts_with("http://") && advertised.ends_with(":9000"));
+        assert!(!advertised.contains("0.0.0.0"));
+    }
+}
