@@ -52,7 +52,10 @@ impl RunningAdmin {
     /// Stops everything in order and waits (bounded) for the tasks to end.
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        if tokio::time::timeout(Duration::from_secs(10), self.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(10), self.tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("background tasks did not stop within 10s");
         }
         self.dispatch_tracker.close();
@@ -64,7 +67,10 @@ impl RunningAdmin {
 }
 
 /// Starts an admin and runs it until `shutdown` resolves.
-pub async fn run(config: Config, shutdown: impl std::future::Future<Output = ()>) -> Result<(), Error> {
+pub async fn run(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
     let admin = start(config).await?;
     shutdown.await;
     tracing::info!("shutting down");
@@ -77,16 +83,26 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
     let config = Arc::new(config);
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
-            Error::Unavailable(format!("cannot create data dir {}: {error}", config.data_dir.display()))
+            Error::Unavailable(format!(
+                "cannot create data dir {}: {error}",
+                config.data_dir.display()
+            ))
         })?;
     }
     let store = Store::connect(&config.database_url)
         .await
         .map_err(|error| Error::Unavailable(format!("cannot open database: {error}")))?;
     let epoch = store
-        .register_node(&config.node_id, now_ms(), config.node_lease.as_millis() as i64)
+        .register_node(
+            &config.node_id,
+            now_ms(),
+            config.node_lease.as_millis() as i64,
+        )
         .await?;
-    let node = NodeIdentity { node_id: config.node_id.clone(), epoch };
+    let node = NodeIdentity {
+        node_id: config.node_id.clone(),
+        epoch,
+    };
     // Sessions of this node's previous life are gone with it.
     store.delete_registry_of_node(&node.node_id).await?;
 
@@ -123,9 +139,9 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
     ));
 
     // Bind first: executors and clients can connect as soon as start() returns.
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|error| Error::Unavailable(format!("cannot listen on {}: {error}", config.listen)))?;
+    let listener = TcpListener::bind(config.listen).await.map_err(|error| {
+        Error::Unavailable(format!("cannot listen on {}: {error}", config.listen))
+    })?;
     let local_addr = listener
         .local_addr()
         .map_err(|error| Error::Internal(format!("listener address: {error}")))?;
@@ -133,19 +149,44 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         .await
         .map_err(|error| Error::Internal(format!("reflection setup: {error}")))?;
 
-    tokio::spawn(crate::trigger::recorder::run_recorder(store.clone(), records_rx, recorder_cancel.clone()));
+    tokio::spawn(crate::trigger::recorder::run_recorder(
+        store.clone(),
+        records_rx,
+        recorder_cancel.clone(),
+    ));
     tracker.spawn(serve(routes, listener, cancel.clone()));
-    tracker.spawn(crate::schedule::run_scan(Arc::clone(&scheduler), cancel.clone()));
-    tracker.spawn(crate::schedule::run_ring(Arc::clone(&scheduler), cancel.clone()));
-    tracker.spawn(crate::schedule::run_recovery(Arc::clone(&scheduler), cancel.clone()));
+    tracker.spawn(crate::schedule::run_scan(
+        Arc::clone(&scheduler),
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::schedule::run_ring(
+        Arc::clone(&scheduler),
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::schedule::run_recovery(
+        Arc::clone(&scheduler),
+        cancel.clone(),
+    ));
     tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
     #[cfg(feature = "demo")]
     if config.demo {
-        tracker.spawn(crate::demo::run_demo(Arc::clone(&ctx), format!("http://{local_addr}"), cancel.clone()));
+        tracker.spawn(crate::demo::run_demo(
+            Arc::clone(&ctx),
+            format!("http://{local_addr}"),
+            cancel.clone(),
+        ));
     }
     tracker.close();
     tracing::info!(address = %local_addr, node = %node.node_id, epoch, database = %redact(&config.database_url), "admin started");
-    Ok(RunningAdmin { local_addr, node, cancel, tracker, dispatch_tracker, recorder_cancel, store })
+    Ok(RunningAdmin {
+        local_addr,
+        node,
+        cancel,
+        tracker,
+        dispatch_tracker,
+        recorder_cancel,
+        store,
+    })
 }
 
 async fn serve(routes: tonic::service::Routes, listener: TcpListener, cancel: CancellationToken) {
@@ -177,7 +218,9 @@ async fn run_reaper(ctx: Arc<AdminContext>, cancel: CancellationToken) {
 /// A database URL without its password, for logs.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => format!("{}://***{}", &url[..scheme_end], &url[at..]),
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://***{}", &url[..scheme_end], &url[at..])
+        }
         _ => url.to_string(),
     }
 }

@@ -112,7 +112,10 @@ impl Config {
     }
 
     /// Applies `XJOB_*` variables from `lookup` (the process environment in `main`).
-    pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+    pub fn apply_env(
+        &mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
         if let Some(value) = lookup("XJOB_LISTEN") {
             self.listen = parse_field("listen", &value)?;
         }
@@ -149,7 +152,10 @@ impl Config {
             self.time_zone = machine_time_zone();
         }
         if crate::schedule::cron::parse_time_zone(&self.time_zone).is_err() {
-            return Err(invalid("time_zone", format!("unknown time zone '{}'", self.time_zone)));
+            return Err(invalid(
+                "time_zone",
+                format!("unknown time zone '{}'", self.time_zone),
+            ));
         }
         if self.pre_read < Duration::from_secs(1) {
             return Err(invalid("pre_read", "must be at least 1s"));
@@ -158,7 +164,10 @@ impl Config {
             return Err(invalid("pre_read_count", "must be at least 1"));
         }
         if self.heartbeat_interval.is_zero() || self.executor_lease <= self.heartbeat_interval {
-            return Err(invalid("executor_lease", "must be longer than heartbeat_interval"));
+            return Err(invalid(
+                "executor_lease",
+                "must be longer than heartbeat_interval",
+            ));
         }
         if self.dispatch_concurrency == 0 {
             return Err(invalid("dispatch_concurrency", "must be at least 1"));
@@ -176,7 +185,10 @@ impl Config {
 }
 
 fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
-    ConfigError { field, message: message.into() }
+    ConfigError {
+        field,
+        message: message.into(),
+    }
 }
 
 fn parse_field<T: std::str::FromStr>(field: &'static str, value: &str) -> Result<T, ConfigError>
@@ -199,7 +211,8 @@ fn machine_time_zone() -> String {
         .ok()
         .and_then(|target| {
             let text = target.to_string_lossy().into_owned();
-            text.split_once("zoneinfo/").map(|(_, zone)| zone.to_string())
+            text.split_once("zoneinfo/")
+                .map(|(_, zone)| zone.to_string())
         })
         .filter(|zone| crate::schedule::cron::parse_time_zone(zone).is_ok())
         .unwrap_or_else(|| "UTC".to_string())
@@ -208,15 +221,23 @@ fn machine_time_zone() -> String {
 /// Parses `250ms`, `5s`, `2m`, `1h` (a bare number is seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split_at = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split_at = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split_at);
-    let value: u64 = number.parse().map_err(|_| format!("'{text}' is not a duration like 5s"))?;
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration like 5s"))?;
     let millis = match unit {
         "ms" => value,
         "" | "s" => value * 1000,
         "m" => value * 60_000,
         "h" => value * 3_600_000,
-        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s, m or h)")),
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
+            ));
+        }
     };
     Ok(Duration::from_millis(millis))
 }
@@ -258,9 +279,12 @@ mod tests {
     #[test]
     fn unknown_fields_and_zones_are_rejected() {
         assert!(Config::from_toml("lisen = \"x\"").is_err());
-        let error = Config { time_zone: "Mars/Base".into(), ..Config::default() }
-            .validate()
-            .expect_err("bad zone");
+        let error = Config {
+            time_zone: "Mars/Base".into(),
+            ..Config::default()
+        }
+        .validate()
+        .expect_err("bad zone");
         assert_eq!(error.field, "time_zone");
     }
 

@@ -47,7 +47,12 @@ pub async fn run_demo(ctx: Arc<AdminContext>, admin_url: String, cancel: Cancell
 }
 
 async fn demo_hello(ctx: JobContext) -> JobResult {
-    ctx.log(format!("hello, {}! (log {}, scheduled at {})", ctx.params(), ctx.log_id(), ctx.scheduled_at_ms()));
+    ctx.log(format!(
+        "hello, {}! (log {}, scheduled at {})",
+        ctx.params(),
+        ctx.log_id(),
+        ctx.scheduled_at_ms()
+    ));
     Ok(JobOutput::message(format!("greeted {}", ctx.params())))
 }
 
@@ -85,17 +90,50 @@ async fn ensure_sample_jobs(ctx: &AdminContext) -> Result<(), crate::error::Erro
                 .await?
         }
     };
-    let filter = JobFilter { group_id: Some(group.id), limit: 100, ..JobFilter::default() };
+    let filter = JobFilter {
+        group_id: Some(group.id),
+        limit: 100,
+        ..JobFilter::default()
+    };
     let existing = ctx.store.list_jobs(&filter).await?;
     let samples = [
-        ("demo: hello every 3 seconds", ScheduleType::Cron, "*/3 * * * * ?", "demoHello", "world"),
-        ("demo: counter at a fixed rate of 5 s", ScheduleType::FixRate, "5", "demoCounter", ""),
-        ("demo: flaky job every 10 seconds", ScheduleType::Cron, "*/10 * * * * ?", "demoFlaky", ""),
+        (
+            "demo: hello every 3 seconds",
+            ScheduleType::Cron,
+            "*/3 * * * * ?",
+            "demoHello",
+            "world",
+        ),
+        (
+            "demo: counter at a fixed rate of 5 s",
+            ScheduleType::FixRate,
+            "5",
+            "demoCounter",
+            "",
+        ),
+        (
+            "demo: flaky job every 10 seconds",
+            ScheduleType::Cron,
+            "*/10 * * * * ?",
+            "demoFlaky",
+            "",
+        ),
     ];
     for (name, schedule_type, conf, handler, params) in samples {
         let job = match existing.iter().find(|job| job.name == name) {
             Some(job) => job.clone(),
-            None => ctx.store.insert_job(&sample_job(group.id, name, schedule_type, conf, handler, params)).await?,
+            None => {
+                ctx.store
+                    .insert_job(&sample_job(
+                        group.id,
+                        name,
+                        schedule_type,
+                        conf,
+                        handler,
+                        params,
+                    ))
+                    .await?
+            }
         };
         if job.status == JobStatus::Stopped {
             start_job(ctx, &job).await?;
@@ -107,8 +145,13 @@ async fn ensure_sample_jobs(ctx: &AdminContext) -> Result<(), crate::error::Erro
 
 async fn start_job(ctx: &AdminContext, job: &Job) -> Result<(), crate::error::Error> {
     // Like StartJob: the first fire is at least 5 s away, outside the current pre-read window.
-    let next = next_fire_after(job.schedule_type, &job.schedule_conf, ctx.config.default_time_zone(), now_ms() + 5000)
-        .map_err(crate::error::Error::InvalidArgument)?;
+    let next = next_fire_after(
+        job.schedule_type,
+        &job.schedule_conf,
+        ctx.config.default_time_zone(),
+        now_ms() + 5000,
+    )
+    .map_err(crate::error::Error::InvalidArgument)?;
     if let Some(next) = next {
         ctx.store
             .set_job_schedule(JobScheduleUpdate {
@@ -122,7 +165,14 @@ async fn start_job(ctx: &AdminContext, job: &Job) -> Result<(), crate::error::Er
     Ok(())
 }
 
-fn sample_job(group_id: i64, name: &str, schedule_type: ScheduleType, conf: &str, handler: &str, params: &str) -> Job {
+fn sample_job(
+    group_id: i64,
+    name: &str,
+    schedule_type: ScheduleType,
+    conf: &str,
+    handler: &str,
+    params: &str,
+) -> Job {
     let now = now_ms();
     Job {
         id: 0,

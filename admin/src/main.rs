@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use xjob_admin::Config;
 
 #[derive(Parser)]
-#[command(name = "xjob", version, about = "xjob: a distributed job scheduler (XXL-JOB on gRPC)")]
+#[command(
+    name = "xjob",
+    version,
+    about = "xjob: a distributed job scheduler (XXL-JOB on gRPC)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -92,9 +96,13 @@ async fn shutdown_signal() {
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
 }
 
 #[tokio::main]

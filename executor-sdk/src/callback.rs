@@ -209,7 +209,13 @@ pub(crate) async fn callback_loop(
         }
         let batch_len = backlog.pending.len().min(MAX_BATCH);
         let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
-        let all_accepted = match send_batch(&mut clients, &batch).await {
+        // A send in flight when shutdown starts is abandoned (the admin is idempotent per log
+        // id), so the flush below keeps to its bound.
+        let sent = tokio::select! {
+            sent = send_batch(&mut clients, &batch) => sent,
+            () = flush.cancelled() => break 'deliver,
+        };
+        let all_accepted = match sent {
             Some(accepted) => backlog.settle(batch_len, &accepted),
             None => false,
         };
@@ -304,6 +310,44 @@ mod tests {
         );
         assert!(reloaded.settle(1, &[2]));
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+
+    #[tokio::test]
+    async fn results_no_admin_takes_are_spooled_after_the_delay_and_not_twice_at_flush() {
+        let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = format!("http://{}", unused.local_addr().expect("addr"));
+        drop(unused);
+        let admins = Admins::new(&[address], crate::auth::ClientAuth::new(None)).expect("admins");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = CallbackConfig {
+            spool_dir: dir.path().join("callbacklogs"),
+            spool_after: Duration::from_millis(200),
+            flush_timeout: Duration::from_millis(100),
+        };
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let flush = CancellationToken::new();
+        let task = tokio::spawn(callback_loop(
+            admins,
+            results_rx,
+            config.clone(),
+            flush.clone(),
+        ));
+        results_tx.send(result(1)).expect("send");
+        let spool_count =
+            || std::fs::read_dir(&config.spool_dir).map_or(0, |entries| entries.count());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while spool_count() == 0 {
+            assert!(Instant::now() < deadline, "no spool file within 10 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        flush.cancel();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("flush within its bound")
+            .expect("callback task");
+        assert_eq!(spool_count(), 1);
+        let reloaded = Backlog::load(&config.spool_dir);
+        assert_eq!(reloaded.pending, VecDeque::from([result(1)]));
     }
 
     #[test]

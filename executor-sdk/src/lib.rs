@@ -9,6 +9,30 @@
 //! The executor binds its server first and registers second; on shutdown it deregisters first,
 //! stops accepting runs, lets running handlers finish within a grace period, reports the rest
 //! killed, flushes results and stops the server.
+//!
+//! ```no_run
+//! use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
+//!
+//! async fn sync_orders(ctx: JobContext) -> JobResult {
+//!     ctx.log(format!("syncing shard {}/{}", ctx.shard_index(), ctx.shard_total()));
+//!     if ctx.params().is_empty() {
+//!         return Err(JobError::new("no region given"));
+//!     }
+//!     Ok(JobOutput::message(format!("synced {}", ctx.params())))
+//! }
+//!
+//! # async fn example() -> Result<(), xjob_executor::Error> {
+//! Executor::builder()
+//!     .app_name("orders")
+//!     .admin_addrs(["http://127.0.0.1:8080"])
+//!     .bind("0.0.0.0:9999")
+//!     .handler("syncOrders", sync_orders)
+//!     .run(async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await
+//! # }
+//! ```
 
 mod admins;
 mod auth;

@@ -19,23 +19,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
-use tokio::task::{AbortHandle, JoinError, JoinHandle};
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use xjob_proto::pb;
 
-use crate::context::JobContext;
-use crate::handler::{HandlerFn, HandlerRegistry, JobResult};
-use crate::joblog::{JobLogStore, RunLog};
+use crate::handler::{HandlerFn, HandlerRegistry};
+use crate::joblog::JobLogStore;
+use execution::{StopReason, StopSignal, execute_run, run_result};
 
-/// Handle codes kept from XXL-JOB.
-const CODE_SUCCESS: i32 = 200;
-const CODE_FAILED: i32 = 500;
-const CODE_TIMEOUT: i32 = 502;
-/// Longest handle message reported, in characters (XXL-JOB's cap).
-const MAX_MESSAGE_CHARS: usize = 50_000;
-/// How long a finished log id is still refused as a duplicate.
+pub(crate) use execution::now_ms;
+
 const RECENT_RUN_TTL: Duration = Duration::from_secs(10 * 60);
 /// Most finished log ids remembered for duplicate detection.
 const RECENT_RUN_CAP: usize = 100_000;
@@ -79,55 +74,6 @@ impl fmt::Display for Refusal {
                 "block strategy DISCARD_LATER: job {job_id} is running or queued"
             ),
         }
-    }
-}
-
-/// The outcome forced on a run that is stopped rather than finished.
-#[derive(Clone, Debug)]
-struct StopReason {
-    status: pb::RunStatus,
-    code: i32,
-    message: String,
-}
-
-impl StopReason {
-    fn killed(message: impl Into<String>) -> Self {
-        Self {
-            status: pb::RunStatus::Killed,
-            code: CODE_FAILED,
-            message: message.into(),
-        }
-    }
-
-    fn timeout(timeout_ms: i64) -> Self {
-        Self {
-            status: pb::RunStatus::Timeout,
-            code: CODE_TIMEOUT,
-            message: format!("job execute timeout after {timeout_ms} ms"),
-        }
-    }
-}
-
-/// Stops one running run: the first reason wins, then the token is cancelled.
-#[derive(Debug, Default)]
-struct StopSignal {
-    token: CancellationToken,
-    reason: Mutex<Option<StopReason>>,
-}
-
-impl StopSignal {
-    fn stop(&self, reason: StopReason) {
-        let mut reason_opt = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        reason_opt.get_or_insert(reason);
-        drop(reason_opt);
-        self.token.cancel();
-    }
-
-    fn reason(&self) -> Option<StopReason> {
-        self.reason
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 }
 
@@ -455,15 +401,6 @@ impl Runner {
     }
 }
 
-/// Aborts the handler task when the job task is dropped (crash) or moves on.
-struct AbortOnDrop(JoinHandle<JobResult>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// The job task: runs queued runs one by one; ends when idle for `idle_timeout` or at shutdown.
 async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
     loop {
@@ -485,7 +422,9 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
         };
         if let Some((run, stop)) = next_opt {
             let log_id = run.request.log_id;
-            let result = execute_run(&shared, run, &stop).await;
+            let kill_grace = shared.config.kill_grace;
+            let result =
+                execute_run(&shared.joblog, kill_grace, run.request, run.handler, &stop).await;
             {
                 let mut state = shared.lock();
                 if let Some(slot) = state.jobs.get_mut(&job_id) {
@@ -512,171 +451,6 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
     }
 }
 
-enum RunWake {
-    Finished(Result<JobResult, JoinError>),
-    Stopped,
-    TimedOut,
-}
-
-/// Runs one run to its result: log file, start line, handler task, timeout/kill, end line.
-async fn execute_run(shared: &Shared, run: QueuedRun, stop: &StopSignal) -> pb::RunResult {
-    let request = run.request;
-    let started_at_ms = now_ms();
-    let log_opt = match shared.joblog.create(request.log_id, request.log_date_ms) {
-        Ok(log) => Some(Arc::new(log)),
-        Err(error) => {
-            tracing::warn!(log_id = request.log_id, %error, "failed to create run log");
-            None
-        }
-    };
-    append_opt(&log_opt, &start_line(&request));
-    let context = JobContext::new(request.clone(), log_opt.clone(), stop.token.child_token());
-    let handler = run.handler;
-    // The handler is called inside its task, so even a panic while building its future is caught.
-    let mut handler_task = AbortOnDrop(tokio::spawn(async move { handler(context).await }));
-    let timeout_ms = request.timeout_ms;
-    let timeout = async {
-        match u64::try_from(timeout_ms) {
-            Ok(millis) if millis > 0 => tokio::time::sleep(Duration::from_millis(millis)).await,
-            _ => std::future::pending().await,
-        }
-    };
-    let wake = tokio::select! {
-        biased;
-        joined = &mut handler_task.0 => RunWake::Finished(joined),
-        () = stop.token.cancelled() => RunWake::Stopped,
-        () = timeout => RunWake::TimedOut,
-    };
-    let (status, code, message) = match wake {
-        // A handler that returned after being stopped (it saw the cancellation) reports the stop.
-        RunWake::Finished(joined) => match stop.reason() {
-            Some(reason) => (reason.status, reason.code, reason.message),
-            None => finished_outcome(joined),
-        },
-        RunWake::Stopped | RunWake::TimedOut => {
-            if matches!(wake, RunWake::TimedOut) {
-                stop.stop(StopReason::timeout(timeout_ms));
-            }
-            end_handler(&mut handler_task, shared.config.kill_grace, request.log_id).await;
-            let reason = stop
-                .reason()
-                .unwrap_or_else(|| StopReason::killed("killed"));
-            (reason.status, reason.code, reason.message)
-        }
-    };
-    let result = run_result(&request, status, code, &message, started_at_ms);
-    append_opt(
-        &log_opt,
-        &format!(
-            "run end: status={} code={code} message={}",
-            status.as_str_name(),
-            result.message
-        ),
-    );
-    result
-}
-
-/// Gives a cancelled handler `grace` to return, then aborts its task and awaits the abort.
-async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i64) {
-    if tokio::time::timeout(grace, &mut handler_task.0)
-        .await
-        .is_err()
-    {
-        tracing::warn!(log_id, ?grace, "handler ignored cancellation, aborting it");
-        handler_task.0.abort();
-        let _ = (&mut handler_task.0).await;
-    }
-}
-
-fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32, String) {
-    match joined {
-        Ok(Ok(output)) => (
-            pb::RunStatus::Success,
-            CODE_SUCCESS,
-            output.as_message().to_owned(),
-        ),
-        Ok(Err(error)) => (
-            pb::RunStatus::Failed,
-            CODE_FAILED,
-            error.message().to_owned(),
-        ),
-        Err(join_error) => match join_error.try_into_panic() {
-            Ok(payload) => {
-                let text = if let Some(text) = payload.downcast_ref::<&str>() {
-                    (*text).to_owned()
-                } else if let Some(text) = payload.downcast_ref::<String>() {
-                    text.clone()
-                } else {
-                    "non-string panic payload".to_owned()
-                };
-                (
-                    pb::RunStatus::Failed,
-                    CODE_FAILED,
-                    format!("handler panicked: {text}"),
-                )
-            }
-            Err(_) => (
-                pb::RunStatus::Failed,
-                CODE_FAILED,
-                "handler task was cancelled".to_owned(),
-            ),
-        },
-    }
-}
-
-fn start_line(request: &pb::RunRequest) -> String {
-    let trigger = pb::TriggerType::try_from(request.trigger_type)
-        .map_or("TRIGGER_TYPE_UNKNOWN", |trigger| trigger.as_str_name());
-    format!(
-        "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}",
-        request.job_id,
-        request.log_id,
-        request.handler,
-        request.params,
-        request.shard_index,
-        request.shard_total,
-        request.attempt,
-        request.timeout_ms,
-    )
-}
-
-fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
-    if let Some(log) = log_opt {
-        log.append(line);
-    }
-}
-
-fn run_result(
-    request: &pb::RunRequest,
-    status: pb::RunStatus,
-    code: i32,
-    message: &str,
-    started_at_ms: i64,
-) -> pb::RunResult {
-    pb::RunResult {
-        log_id: request.log_id,
-        log_date_ms: request.log_date_ms,
-        status: status as i32,
-        code,
-        message: truncate_message(message),
-        finished_at_ms: now_ms(),
-        traceparent: String::new(),
-        started_at_ms,
-    }
-}
-
-/// Cuts a message to [`MAX_MESSAGE_CHARS`] characters, marking the cut with "...".
-fn truncate_message(message: &str) -> String {
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}...", &message[..cut]),
-        None => message.to_owned(),
-    }
-}
-
-/// Returns the wall clock in epoch milliseconds.
-pub(crate) fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
+mod execution;
 #[cfg(test)]
 mod tests;

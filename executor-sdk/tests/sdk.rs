@@ -239,7 +239,11 @@ async fn client(address: &str) -> ExecutorServiceClient<Channel> {
 async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
     let log_dir = tempfile::tempdir().expect("tempdir");
     let (builder, mut started_rx) = test_executor(vec![unused_address().await], log_dir.path());
-    let executor = builder.start().await.expect("start");
+    let executor = builder
+        .callback_flush_timeout(Duration::from_millis(200))
+        .start()
+        .await
+        .expect("start");
     assert!(executor.address().starts_with("http://127.0.0.1:"));
     let mut client = client(executor.address()).await;
 

@@ -59,54 +59,54 @@ enum_conversions!(MisfireStrategy <-> pb::MisfireStrategy,
     to: misfire_strategy_to_pb, from: misfire_strategy_from_pb, checked: pb_misfire_strategy,
     { DoNothing <-> DoNothing, FireOnceNow <-> FireOnceNow });
 enum_conversions!(RouteStrategy <-> pb::RouteStrategy,
-    to: route_strategy_to_pb, from: route_strategy_from_pb, checked: pb_route_strategy,
-    {
-        First <-> First,
-        Last <-> Last,
-        Round <-> Round,
-        Random <-> Random,
-        ConsistentHash <-> ConsistentHash,
-        LeastFrequentlyUsed <-> LeastFrequentlyUsed,
-        LeastRecentlyUsed <-> LeastRecentlyUsed,
-        Failover <-> Failover,
-        Busyover <-> Busyover,
-        ShardingBroadcast <-> ShardingBroadcast,
-    });
+to: route_strategy_to_pb, from: route_strategy_from_pb, checked: pb_route_strategy,
+{
+    First <-> First,
+    Last <-> Last,
+    Round <-> Round,
+    Random <-> Random,
+    ConsistentHash <-> ConsistentHash,
+    LeastFrequentlyUsed <-> LeastFrequentlyUsed,
+    LeastRecentlyUsed <-> LeastRecentlyUsed,
+    Failover <-> Failover,
+    Busyover <-> Busyover,
+    ShardingBroadcast <-> ShardingBroadcast,
+});
 enum_conversions!(BlockStrategy <-> pb::BlockStrategy,
     to: block_strategy_to_pb, from: block_strategy_from_pb, checked: pb_block_strategy,
     { SerialExecution <-> SerialExecution, DiscardLater <-> DiscardLater, CoverEarly <-> CoverEarly });
 enum_conversions!(GlueType <-> pb::GlueType,
-    to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
-    {
-        Bean <-> Bean,
-        Shell <-> Shell,
-        Python <-> Python,
-        NodeJs <-> Nodejs,
-        Php <-> Php,
-        PowerShell <-> Powershell,
-    });
+to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
+{
+    Bean <-> Bean,
+    Shell <-> Shell,
+    Python <-> Python,
+    NodeJs <-> Nodejs,
+    Php <-> Php,
+    PowerShell <-> Powershell,
+});
 enum_conversions!(TriggerType <-> pb::TriggerType,
-    to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
-    {
-        Cron <-> Cron,
-        Manual <-> Manual,
-        Retry <-> Retry,
-        Parent <-> Parent,
-        Api <-> Api,
-        Misfire <-> Misfire,
-    });
+to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
+{
+    Cron <-> Cron,
+    Manual <-> Manual,
+    Retry <-> Retry,
+    Parent <-> Parent,
+    Api <-> Api,
+    Misfire <-> Misfire,
+});
 enum_conversions!(RunStatus <-> pb::RunStatus,
-    to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,
-    {
-        Pending <-> Pending,
-        Running <-> Running,
-        Success <-> Success,
-        Failed <-> Failed,
-        Timeout <-> Timeout,
-        Killed <-> Killed,
-        Lost <-> Lost,
-        Skipped <-> Skipped,
-    });
+to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,
+{
+    Pending <-> Pending,
+    Running <-> Running,
+    Success <-> Success,
+    Failed <-> Failed,
+    Timeout <-> Timeout,
+    Killed <-> Killed,
+    Lost <-> Lost,
+    Skipped <-> Skipped,
+});
 enum_conversions!(AddressType <-> pb::AddressType,
     to: address_type_to_pb, from: address_type_from_pb, checked: pb_address_type,
     { Auto <-> Auto, Manual <-> Manual });
@@ -128,7 +128,11 @@ pub fn optional_filter<T>(
     field: &str,
     checked: impl FnOnce(i32, &str) -> Result<T, Error>,
 ) -> Result<Option<T>, Error> {
-    if value == 0 { Ok(None) } else { checked(value, field).map(Some) }
+    if value == 0 {
+        Ok(None)
+    } else {
+        checked(value, field).map(Some)
+    }
 }
 
 /// Unwraps a required message field; `InvalidArgument` "FIELD: required" when it is absent.
@@ -159,7 +163,10 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
         params: job.params,
         timeout_ms: job.timeout_ms,
         fail_retry_count: job.fail_retry_count,
-        retry_backoff: job.retry_backoff.map(retry_backoff_from_pb).unwrap_or_default(),
+        retry_backoff: job
+            .retry_backoff
+            .map(retry_backoff_from_pb)
+            .unwrap_or_default(),
         glue_source: job.glue_source,
         glue_remark: job.glue_remark,
         glue_updated_ms: 0,
@@ -229,7 +236,11 @@ pub fn group_from_pb(group: pb::Group, prefix: &str) -> Result<Group, Error> {
         address_type: pb_address_type(group.address_type, &field_name(prefix, "address_type"))?,
         app_name: group.app_name.trim().to_string(),
         title: group.title.trim().to_string(),
-        addresses: group.addresses.iter().map(|address| address.trim().to_string()).collect(),
+        addresses: group
+            .addresses
+            .iter()
+            .map(|address| address.trim().to_string())
+            .collect(),
         access_token: group.access_token,
         updated_ms: 0,
     })
@@ -304,7 +315,10 @@ impl Page {
     pub fn from_request(page_size: i32, page_token: &str) -> Result<Page, Error> {
         let limit = match i64::from(page_size) {
             size if size < 0 => {
-                return Err(Error::invalid("page_size", format!("must be >= 0, got {size}")));
+                return Err(Error::invalid(
+                    "page_size",
+                    format!("must be >= 0, got {size}"),
+                ));
             }
             0 => DEFAULT_PAGE_SIZE,
             size => size.min(MAX_PAGE_SIZE),
@@ -376,16 +390,28 @@ mod tests {
             assert_eq!(pb_run_status(wire, "status").ok(), Some(*value));
         }
         for value in GlueType::ALL {
-            assert_eq!(glue_type_from_pb(glue_type_to_pb(*value) as i32), Some(*value));
+            assert_eq!(
+                glue_type_from_pb(glue_type_to_pb(*value) as i32),
+                Some(*value)
+            );
         }
         for value in ScheduleType::ALL {
-            assert_eq!(schedule_type_from_pb(schedule_type_to_pb(*value) as i32), Some(*value));
+            assert_eq!(
+                schedule_type_from_pb(schedule_type_to_pb(*value) as i32),
+                Some(*value)
+            );
         }
         for value in TriggerType::ALL {
-            assert_eq!(trigger_type_from_pb(trigger_type_to_pb(*value) as i32), Some(*value));
+            assert_eq!(
+                trigger_type_from_pb(trigger_type_to_pb(*value) as i32),
+                Some(*value)
+            );
         }
         for value in [JobStatus::Stopped, JobStatus::Running] {
-            assert_eq!(job_status_from_pb(job_status_to_pb(value) as i32), Some(value));
+            assert_eq!(
+                job_status_from_pb(job_status_to_pb(value) as i32),
+                Some(value)
+            );
         }
     }
 
@@ -408,7 +434,10 @@ mod tests {
         assert_eq!(job.trigger_next_ms, 0);
         assert_eq!(job.retry_backoff.factor, 2.0);
 
-        let missing_block = pb::Job { block_strategy: 0, ..wire_job() };
+        let missing_block = pb::Job {
+            block_strategy: 0,
+            ..wire_job()
+        };
         let error = job_from_pb(missing_block, "job").expect_err("unset block strategy");
         assert!(matches!(error, Error::InvalidArgument(_)));
         assert_eq!(message(error), "job.block_strategy: must be set");
@@ -437,7 +466,10 @@ mod tests {
         let back = group_to_pb(group, vec!["http://b:1".into()]);
         assert_eq!(back.online, vec!["http://b:1".to_string()]);
 
-        let unset = pb::Group { address_type: 0, ..wire };
+        let unset = pb::Group {
+            address_type: 0,
+            ..wire
+        };
         let error = group_from_pb(unset, "group").expect_err("unset address type");
         assert_eq!(message(error), "group.address_type: must be set");
     }
@@ -457,8 +489,20 @@ mod tests {
 
     #[test]
     fn page_tokens_parse_and_advance() {
-        assert_eq!(Page::from_request(0, "").ok(), Some(Page { offset: 0, limit: 50 }));
-        assert_eq!(Page::from_request(5000, "120").ok(), Some(Page { offset: 120, limit: 1000 }));
+        assert_eq!(
+            Page::from_request(0, "").ok(),
+            Some(Page {
+                offset: 0,
+                limit: 50
+            })
+        );
+        assert_eq!(
+            Page::from_request(5000, "120").ok(),
+            Some(Page {
+                offset: 120,
+                limit: 1000
+            })
+        );
         assert_eq!(
             message(Page::from_request(-1, "").expect_err("negative")),
             "page_size: must be >= 0, got -1"
@@ -467,7 +511,10 @@ mod tests {
             let error = Page::from_request(10, garbage).expect_err("garbage token");
             assert_eq!(message(error), "page_token: invalid");
         }
-        let page = Page { offset: 20, limit: 10 };
+        let page = Page {
+            offset: 20,
+            limit: 10,
+        };
         assert_eq!(page.next_token(10), "30");
         assert_eq!(page.next_token(9), "");
     }

@@ -25,8 +25,8 @@ use super::convert::{
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::validate::{
-    JobLimits, check_params_size, dedup_child_ids, resolve_time_zone, validate_group,
-    validate_job, validate_schedule,
+    JobLimits, check_params_size, dedup_child_ids, resolve_time_zone, validate_group, validate_job,
+    validate_schedule,
 };
 use crate::model::{
     AddressType, Group, Job, JobStatus, LogFilter, RunLog, RunStatus, ScheduleType, TriggerType,
@@ -116,7 +116,10 @@ impl JobAdminService {
             )));
         }
         if self.ctx.store.get_group(job.group_id).await?.is_none() {
-            return Err(Error::NotFound(format!("job.group_id: group {} not found", job.group_id)));
+            return Err(Error::NotFound(format!(
+                "job.group_id: group {} not found",
+                job.group_id
+            )));
         }
         job.child_job_ids = dedup_child_ids(&job.child_job_ids);
         let missing = self.ctx.store.missing_job_ids(&job.child_job_ids).await?;
@@ -130,7 +133,11 @@ impl JobAdminService {
 
     /// Next fire of `job` strictly after `from_ms`, in its zone; `None` when it never fires.
     fn next_fire(&self, job: &Job, from_ms: i64) -> Result<Option<i64>, Error> {
-        let zone = resolve_time_zone(&job.time_zone, self.limits().default_time_zone, "job.time_zone")?;
+        let zone = resolve_time_zone(
+            &job.time_zone,
+            self.limits().default_time_zone,
+            "job.time_zone",
+        )?;
         next_fire_after(job.schedule_type, &job.schedule_conf, zone, from_ms)
             .map_err(|message| Error::invalid("job.schedule_conf", message))
     }
@@ -160,12 +167,16 @@ impl JobAdminService {
         self.check_job(&mut incoming).await?;
         let now = now_ms();
         let mut updated = merge_update(&existing, incoming, now)?;
-        let reschedule = existing.status == JobStatus::Running && updated.schedule_differs(&existing);
+        let reschedule =
+            existing.status == JobStatus::Running && updated.schedule_differs(&existing);
         if reschedule {
             match self.next_fire(&updated, now + SCHEDULE_CHANGE_DELAY_MS)? {
                 Some(next) => updated.trigger_next_ms = next,
                 None => {
-                    tracing::info!(job_id = updated.id, "new schedule has no future fire; job stopped");
+                    tracing::info!(
+                        job_id = updated.id,
+                        "new schedule has no future fire; job stopped"
+                    );
                     updated.status = JobStatus::Stopped;
                     updated.trigger_next_ms = 0;
                 }
@@ -189,8 +200,14 @@ impl JobAdminService {
         }
         let next = self
             .next_fire(&job, now_ms() + SCHEDULE_CHANGE_DELAY_MS)?
-            .ok_or_else(|| Error::FailedPrecondition(format!("job {id} has no future fire time")))?;
-        let started = Job { status: JobStatus::Running, trigger_next_ms: next, ..job };
+            .ok_or_else(|| {
+                Error::FailedPrecondition(format!("job {id} has no future fire time"))
+            })?;
+        let started = Job {
+            status: JobStatus::Running,
+            trigger_next_ms: next,
+            ..job
+        };
         self.write_schedule(&started).await?;
         self.ctx.schedule_wake.notify_one();
         Ok(started)
@@ -198,7 +215,11 @@ impl JobAdminService {
 
     async fn stop_job_checked(&self, id: i64) -> Result<Job, Error> {
         let job = self.load_job(id).await?;
-        let stopped = Job { status: JobStatus::Stopped, trigger_next_ms: 0, ..job };
+        let stopped = Job {
+            status: JobStatus::Stopped,
+            trigger_next_ms: 0,
+            ..job
+        };
         self.write_schedule(&stopped).await?;
         Ok(stopped)
     }
@@ -226,7 +247,10 @@ impl JobAdminService {
         let from_ms = match request.from_ms {
             0 => now_ms(),
             from if from < 0 => {
-                return Err(Error::invalid("from_ms", format!("must be >= 0, got {from}")));
+                return Err(Error::invalid(
+                    "from_ms",
+                    format!("must be >= 0, got {from}"),
+                ));
             }
             from => from,
         };
@@ -275,7 +299,11 @@ pub fn merge_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, E
         trigger_last_ms: existing.trigger_last_ms,
         trigger_next_ms: existing.trigger_next_ms,
         created_ms: existing.created_ms,
-        glue_updated_ms: if glue_changed { now_ms } else { existing.glue_updated_ms },
+        glue_updated_ms: if glue_changed {
+            now_ms
+        } else {
+            existing.glue_updated_ms
+        },
         updated_ms: now_ms,
         ..incoming
     })
@@ -284,7 +312,10 @@ pub fn merge_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, E
 /// Reads `PreviewScheduleRequest.count`: 0 = the default, capped at the maximum.
 pub fn preview_count(count: i32) -> Result<usize, Error> {
     match usize::try_from(count) {
-        Err(_) => Err(Error::invalid("count", format!("must be >= 0, got {count}"))),
+        Err(_) => Err(Error::invalid(
+            "count",
+            format!("must be >= 0, got {count}"),
+        )),
         Ok(0) => Ok(DEFAULT_PREVIEW_COUNT),
         Ok(count) => Ok(count.min(MAX_PREVIEW_COUNT)),
     }
@@ -337,8 +368,15 @@ impl JobAdmin for JobAdminService {
         group.id = 0;
         self.check_group(&mut group).await?;
         group.updated_ms = now_ms();
-        let created = self.ctx.store.insert_group(&group).await.map_err(Error::from)?;
-        Ok(Response::new(pb::CreateGroupResponse { group: Some(self.group_with_online(created)) }))
+        let created = self
+            .ctx
+            .store
+            .insert_group(&group)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(pb::CreateGroupResponse {
+            group: Some(self.group_with_online(created)),
+        }))
     }
 
     async fn update_group(
@@ -354,10 +392,18 @@ impl JobAdmin for JobAdminService {
         }
         self.check_group(&mut group).await?;
         group.updated_ms = now_ms();
-        if !self.ctx.store.update_group(&group).await.map_err(Error::from)? {
+        if !self
+            .ctx
+            .store
+            .update_group(&group)
+            .await
+            .map_err(Error::from)?
+        {
             return Err(Error::NotFound(format!("group {} not found", group.id)).into());
         }
-        Ok(Response::new(pb::UpdateGroupResponse { group: Some(self.group_with_online(group)) }))
+        Ok(Response::new(pb::UpdateGroupResponse {
+            group: Some(self.group_with_online(group)),
+        }))
     }
 
     async fn delete_group(
@@ -365,7 +411,12 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::DeleteGroupRequest>,
     ) -> RpcResult<pb::DeleteGroupResponse> {
         let id = request.into_inner().id;
-        let job_count = self.ctx.store.count_jobs_in_group(id).await.map_err(Error::from)?;
+        let job_count = self
+            .ctx
+            .store
+            .count_jobs_in_group(id)
+            .await
+            .map_err(Error::from)?;
         if job_count > 0 {
             let message = format!("group {id} is used by {job_count} job(s); delete them first");
             return Err(Error::FailedPrecondition(message).into());
@@ -376,9 +427,14 @@ impl JobAdmin for JobAdminService {
         Ok(Response::new(pb::DeleteGroupResponse {}))
     }
 
-    async fn get_group(&self, request: Request<pb::GetGroupRequest>) -> RpcResult<pb::GetGroupResponse> {
+    async fn get_group(
+        &self,
+        request: Request<pb::GetGroupRequest>,
+    ) -> RpcResult<pb::GetGroupResponse> {
         let group = self.load_group(request.into_inner().id).await?;
-        Ok(Response::new(pb::GetGroupResponse { group: Some(self.group_with_online(group)) }))
+        Ok(Response::new(pb::GetGroupResponse {
+            group: Some(self.group_with_online(group)),
+        }))
     }
 
     async fn list_groups(
@@ -388,25 +444,47 @@ impl JobAdmin for JobAdminService {
         let request = request.into_inner();
         let page = Page::from_request(request.page_size, &request.page_token)?;
         let store = &self.ctx.store;
-        let groups = store.list_groups(&request.app_name, page.offset, page.limit).await.map_err(Error::from)?;
+        let groups = store
+            .list_groups(&request.app_name, page.offset, page.limit)
+            .await
+            .map_err(Error::from)?;
         let next_page_token = page.next_token(groups.len());
-        let groups = groups.into_iter().map(|group| self.group_with_online(group)).collect();
-        Ok(Response::new(pb::ListGroupsResponse { groups, next_page_token }))
+        let groups = groups
+            .into_iter()
+            .map(|group| self.group_with_online(group))
+            .collect();
+        Ok(Response::new(pb::ListGroupsResponse {
+            groups,
+            next_page_token,
+        }))
     }
 
-    async fn create_job(&self, request: Request<pb::CreateJobRequest>) -> RpcResult<pb::CreateJobResponse> {
+    async fn create_job(
+        &self,
+        request: Request<pb::CreateJobRequest>,
+    ) -> RpcResult<pb::CreateJobResponse> {
         let wire_job = required(request.into_inner().job, "job")?;
         let job = self.create_job_checked(wire_job).await?;
-        Ok(Response::new(pb::CreateJobResponse { job: Some(job_to_pb(job)) }))
+        Ok(Response::new(pb::CreateJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
     }
 
-    async fn update_job(&self, request: Request<pb::UpdateJobRequest>) -> RpcResult<pb::UpdateJobResponse> {
+    async fn update_job(
+        &self,
+        request: Request<pb::UpdateJobRequest>,
+    ) -> RpcResult<pb::UpdateJobResponse> {
         let wire_job = required(request.into_inner().job, "job")?;
         let job = self.update_job_checked(wire_job).await?;
-        Ok(Response::new(pb::UpdateJobResponse { job: Some(job_to_pb(job)) }))
+        Ok(Response::new(pb::UpdateJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
     }
 
-    async fn delete_job(&self, request: Request<pb::DeleteJobRequest>) -> RpcResult<pb::DeleteJobResponse> {
+    async fn delete_job(
+        &self,
+        request: Request<pb::DeleteJobRequest>,
+    ) -> RpcResult<pb::DeleteJobResponse> {
         let id = request.into_inner().id;
         if !self.ctx.store.delete_job(id).await.map_err(Error::from)? {
             return Err(Error::NotFound(format!("job {id} not found")).into());
@@ -416,27 +494,50 @@ impl JobAdmin for JobAdminService {
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> RpcResult<pb::GetJobResponse> {
         let job = self.load_job(request.into_inner().id).await?;
-        Ok(Response::new(pb::GetJobResponse { job: Some(job_to_pb(job)) }))
+        Ok(Response::new(pb::GetJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
     }
 
-    async fn list_jobs(&self, request: Request<pb::ListJobsRequest>) -> RpcResult<pb::ListJobsResponse> {
+    async fn list_jobs(
+        &self,
+        request: Request<pb::ListJobsRequest>,
+    ) -> RpcResult<pb::ListJobsResponse> {
         let request = request.into_inner();
         let page = Page::from_request(request.page_size, &request.page_token)?;
         let filter = job_filter(request, page)?;
-        let jobs = self.ctx.store.list_jobs(&filter).await.map_err(Error::from)?;
+        let jobs = self
+            .ctx
+            .store
+            .list_jobs(&filter)
+            .await
+            .map_err(Error::from)?;
         let next_page_token = page.next_token(jobs.len());
         let jobs = jobs.into_iter().map(job_to_pb).collect();
-        Ok(Response::new(pb::ListJobsResponse { jobs, next_page_token }))
+        Ok(Response::new(pb::ListJobsResponse {
+            jobs,
+            next_page_token,
+        }))
     }
 
-    async fn start_job(&self, request: Request<pb::StartJobRequest>) -> RpcResult<pb::StartJobResponse> {
+    async fn start_job(
+        &self,
+        request: Request<pb::StartJobRequest>,
+    ) -> RpcResult<pb::StartJobResponse> {
         let job = self.start_job_checked(request.into_inner().id).await?;
-        Ok(Response::new(pb::StartJobResponse { job: Some(job_to_pb(job)) }))
+        Ok(Response::new(pb::StartJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
     }
 
-    async fn stop_job(&self, request: Request<pb::StopJobRequest>) -> RpcResult<pb::StopJobResponse> {
+    async fn stop_job(
+        &self,
+        request: Request<pb::StopJobRequest>,
+    ) -> RpcResult<pb::StopJobResponse> {
         let job = self.stop_job_checked(request.into_inner().id).await?;
-        Ok(Response::new(pb::StopJobResponse { job: Some(job_to_pb(job)) }))
+        Ok(Response::new(pb::StopJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
     }
 
     async fn trigger_job(
@@ -463,22 +564,38 @@ impl JobAdmin for JobAdminService {
         Ok(Response::new(pb::PreviewScheduleResponse { fire_times_ms }))
     }
 
-    async fn list_logs(&self, request: Request<pb::ListLogsRequest>) -> RpcResult<pb::ListLogsResponse> {
+    async fn list_logs(
+        &self,
+        request: Request<pb::ListLogsRequest>,
+    ) -> RpcResult<pb::ListLogsResponse> {
         let request = request.into_inner();
         let page = Page::from_request(request.page_size, &request.page_token)?;
         let filter = log_filter(&request, page)?;
-        let logs = self.ctx.store.list_logs(&filter).await.map_err(Error::from)?;
+        let logs = self
+            .ctx
+            .store
+            .list_logs(&filter)
+            .await
+            .map_err(Error::from)?;
         let next_page_token = page.next_token(logs.len());
         let logs = logs.into_iter().map(log_to_pb).collect();
-        Ok(Response::new(pb::ListLogsResponse { logs, next_page_token }))
+        Ok(Response::new(pb::ListLogsResponse {
+            logs,
+            next_page_token,
+        }))
     }
 
     async fn get_log(&self, request: Request<pb::GetLogRequest>) -> RpcResult<pb::GetLogResponse> {
         let run = self.load_log(request.into_inner().id).await?;
-        Ok(Response::new(pb::GetLogResponse { log: Some(log_to_pb(run)) }))
+        Ok(Response::new(pb::GetLogResponse {
+            log: Some(log_to_pb(run)),
+        }))
     }
 
-    async fn kill_run(&self, request: Request<pb::KillRunRequest>) -> RpcResult<pb::KillRunResponse> {
+    async fn kill_run(
+        &self,
+        request: Request<pb::KillRunRequest>,
+    ) -> RpcResult<pb::KillRunResponse> {
         let (killed, message) = self.kill_run_checked(request.into_inner().log_id).await?;
         Ok(Response::new(pb::KillRunResponse { killed, message }))
     }
@@ -493,7 +610,11 @@ impl JobAdmin for JobAdminService {
             return Err(Error::invalid("from_line", message).into());
         }
         let run = self.load_log(request.log_id).await?;
-        let chunk = self.ctx.trigger.read_run_log(&run, request.from_line.max(1)).await?;
+        let chunk = self
+            .ctx
+            .trigger
+            .read_run_log(&run, request.from_line.max(1))
+            .await?;
         Ok(Response::new(pb::ReadRunLogResponse {
             from_line: chunk.from_line,
             to_line: chunk.to_line,
@@ -502,7 +623,10 @@ impl JobAdmin for JobAdminService {
         }))
     }
 
-    async fn clear_logs(&self, _request: Request<pb::ClearLogsRequest>) -> RpcResult<pb::ClearLogsResponse> {
+    async fn clear_logs(
+        &self,
+        _request: Request<pb::ClearLogsRequest>,
+    ) -> RpcResult<pb::ClearLogsResponse> {
         Err(Error::Unimplemented("ClearLogs is not implemented yet".to_string()).into())
     }
 
@@ -511,7 +635,13 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::ListExecutorsRequest>,
     ) -> RpcResult<pb::ListExecutorsResponse> {
         let app_filter = request.into_inner().app_name;
-        let executors = self.ctx.registry.list(&app_filter).into_iter().map(executor_to_pb).collect();
+        let executors = self
+            .ctx
+            .registry
+            .list(&app_filter)
+            .into_iter()
+            .map(executor_to_pb)
+            .collect();
         Ok(Response::new(pb::ListExecutorsResponse { executors }))
     }
 
@@ -592,12 +722,22 @@ mod tests {
     #[test]
     fn update_refuses_a_glue_type_change_and_stamps_glue_edits() {
         let existing = stored_job();
-        let shell = Job { glue_type: GlueType::Shell, ..existing.clone() };
+        let shell = Job {
+            glue_type: GlueType::Shell,
+            ..existing.clone()
+        };
         let error = merge_update(&existing, shell, 5_000).expect_err("glue type changed");
         assert!(matches!(error, Error::InvalidArgument(_)));
-        assert!(error.to_string().starts_with("job.glue_type: cannot change"));
+        assert!(
+            error
+                .to_string()
+                .starts_with("job.glue_type: cannot change")
+        );
 
-        let edited = Job { glue_remark: "v2".into(), ..existing.clone() };
+        let edited = Job {
+            glue_remark: "v2".into(),
+            ..existing.clone()
+        };
         let merged = merge_update(&existing, edited, 5_000).expect("same glue type");
         assert_eq!(merged.glue_updated_ms, 5_000);
     }
@@ -613,9 +753,19 @@ mod tests {
 
     #[test]
     fn list_filters_treat_zero_and_empty_as_any() {
-        let page = Page { offset: 0, limit: 50 };
+        let page = Page {
+            offset: 0,
+            limit: 50,
+        };
         let filter = job_filter(pb::ListJobsRequest::default(), page).expect("empty filter");
-        assert_eq!(filter, JobFilter { offset: 0, limit: 50, ..JobFilter::default() });
+        assert_eq!(
+            filter,
+            JobFilter {
+                offset: 0,
+                limit: 50,
+                ..JobFilter::default()
+            }
+        );
         let request = pb::ListJobsRequest {
             group_id: 3,
             status: pb::JobStatus::Running as i32,
@@ -636,7 +786,10 @@ mod tests {
         assert_eq!(filter.status, Some(RunStatus::Failed));
         assert_eq!(filter.job_id, Some(9));
         assert_eq!(filter.group_id, None);
-        let bad = pb::ListLogsRequest { status: 77, ..pb::ListLogsRequest::default() };
+        let bad = pb::ListLogsRequest {
+            status: 77,
+            ..pb::ListLogsRequest::default()
+        };
         assert_eq!(
             log_filter(&bad, page).map_err(|error| error.to_string()),
             Err("status: unknown value 77".to_string())

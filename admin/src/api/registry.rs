@@ -45,7 +45,13 @@ impl pb::registry_server::Registry for RegistryService {
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let ctx = Arc::clone(&self.ctx);
         let cancel = self.cancel.child_token();
-        tokio::spawn(crate::registry::stream::serve_session(ctx, inbound, outbound_tx, token, cancel));
+        tokio::spawn(crate::registry::stream::serve_session(
+            ctx,
+            inbound,
+            outbound_tx,
+            token,
+            cancel,
+        ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
     }
 

@@ -9,8 +9,8 @@ pub mod log;
 pub mod validate;
 
 pub use enums::{
-    AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus,
-    ScheduleType, TriggerType,
+    AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,
+    TriggerType,
 };
 pub use executor::ExecutorInfo;
 pub use group::Group;

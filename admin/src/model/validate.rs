@@ -34,7 +34,11 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
         return Err(Error::invalid(&field("name"), "required"));
     }
     validate_schedule(job.schedule_type, &job.schedule_conf, prefix)?;
-    resolve_time_zone(&job.time_zone, limits.default_time_zone, &field("time_zone"))?;
+    resolve_time_zone(
+        &job.time_zone,
+        limits.default_time_zone,
+        &field("time_zone"),
+    )?;
     validate_glue(job, prefix)?;
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
@@ -77,7 +81,10 @@ pub fn validate_schedule(
 /// Parses a FIX_RATE / FIX_DELAY interval: a whole number of seconds in 1..=`MAX_INTERVAL_SECONDS`.
 pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Error> {
     let seconds = schedule_conf.trim().parse::<i64>().map_err(|_| {
-        Error::invalid(field, format!("'{schedule_conf}' is not a whole number of seconds"))
+        Error::invalid(
+            field,
+            format!("'{schedule_conf}' is not a whole number of seconds"),
+        )
     })?;
     if !(1..=MAX_INTERVAL_SECONDS).contains(&seconds) {
         return Err(Error::invalid(
@@ -154,7 +161,10 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
 
 fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
     if addresses.is_empty() {
-        return Err(Error::invalid(field, "a MANUAL group needs at least one address"));
+        return Err(Error::invalid(
+            field,
+            "a MANUAL group needs at least one address",
+        ));
     }
     for (index, address) in addresses.iter().enumerate() {
         if !(address.starts_with("http://") || address.starts_with("https://")) {
@@ -169,9 +179,10 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
 
 fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
     match job.glue_type {
-        GlueType::Bean if job.handler.trim().is_empty() => {
-            Err(Error::invalid(&field_name(prefix, "handler"), "required for GLUE_TYPE_BEAN"))
-        }
+        GlueType::Bean if job.handler.trim().is_empty() => Err(Error::invalid(
+            &field_name(prefix, "handler"),
+            "required for GLUE_TYPE_BEAN",
+        )),
         GlueType::Bean => Ok(()),
         other => Err(Error::Unimplemented(format!(
             "{}: {other} is not implemented yet (only BEAN handlers run in this release)",
@@ -203,18 +214,22 @@ fn require_non_negative(value: i64, field: &str) -> Result<(), Error> {
 
 /// Joins a field prefix and a field name: `("job", "name")` → `job.name`, `("", "name")` → `name`.
 pub fn field_name(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{
-        BlockStrategy, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
-    };
+    use crate::model::{BlockStrategy, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy};
 
-    const LIMITS: JobLimits =
-        JobLimits { max_params_bytes: 65536, default_time_zone: chrono_tz::UTC };
+    const LIMITS: JobLimits = JobLimits {
+        max_params_bytes: 65536,
+        default_time_zone: chrono_tz::UTC,
+    };
 
     fn job() -> Job {
         Job {
@@ -260,7 +275,10 @@ mod tests {
             app_name: "demo-app".into(),
             title: "Demo".into(),
             address_type,
-            addresses: addresses.iter().map(|address| address.to_string()).collect(),
+            addresses: addresses
+                .iter()
+                .map(|address| address.to_string())
+                .collect(),
             access_token: String::new(),
             updated_ms: 0,
         }
@@ -269,83 +287,156 @@ mod tests {
     #[test]
     fn a_complete_bean_job_passes() {
         assert!(validate_job(&job(), &LIMITS, "job").is_ok());
-        let fix_rate = Job { schedule_type: ScheduleType::FixRate, schedule_conf: "30".into(), ..job() };
+        let fix_rate = Job {
+            schedule_type: ScheduleType::FixRate,
+            schedule_conf: "30".into(),
+            ..job()
+        };
         assert!(validate_job(&fix_rate, &LIMITS, "job").is_ok());
-        let none = Job { schedule_type: ScheduleType::None, schedule_conf: String::new(), ..job() };
+        let none = Job {
+            schedule_type: ScheduleType::None,
+            schedule_conf: String::new(),
+            ..job()
+        };
         assert!(validate_job(&none, &LIMITS, "job").is_ok());
     }
 
     #[test]
     fn schedule_errors_name_the_field() {
-        let message = invalid_message(Job { schedule_conf: "0 0 25 * * ?".into(), ..job() });
+        let message = invalid_message(Job {
+            schedule_conf: "0 0 25 * * ?".into(),
+            ..job()
+        });
         assert!(
             message.starts_with("job.schedule_conf: invalid cron '0 0 25 * * ?': "),
             "{message}"
         );
         for conf in ["0", "-3", "1.5", "ten"] {
-            let fix_rate = Job { schedule_type: ScheduleType::FixRate, schedule_conf: conf.into(), ..job() };
+            let fix_rate = Job {
+                schedule_type: ScheduleType::FixRate,
+                schedule_conf: conf.into(),
+                ..job()
+            };
             assert!(invalid_message(fix_rate).starts_with("job.schedule_conf: "));
         }
-        let fix_delay = Job { schedule_type: ScheduleType::FixDelay, schedule_conf: "5".into(), ..job() };
+        let fix_delay = Job {
+            schedule_type: ScheduleType::FixDelay,
+            schedule_conf: "5".into(),
+            ..job()
+        };
         match validate_job(&fix_delay, &LIMITS, "job") {
             Err(Error::Unimplemented(message)) => {
-                assert_eq!(message, "job.schedule_type: FIX_DELAY is not implemented yet")
+                assert_eq!(
+                    message,
+                    "job.schedule_type: FIX_DELAY is not implemented yet"
+                )
             }
             other => panic!("expected Unimplemented, got {other:?}"),
         }
-        assert!(validate_schedule(ScheduleType::Cron, "bad", "").is_err_and(
-            |error| error.to_string().starts_with("schedule_conf: invalid cron 'bad'")
-        ));
+        assert!(
+            validate_schedule(ScheduleType::Cron, "bad", "").is_err_and(|error| error
+                .to_string()
+                .starts_with("schedule_conf: invalid cron 'bad'"))
+        );
     }
 
     #[test]
     fn zones_default_when_empty_and_must_be_known() {
-        assert_eq!(resolve_time_zone("", chrono_tz::UTC, "time_zone").ok(), Some(chrono_tz::UTC));
+        assert_eq!(
+            resolve_time_zone("", chrono_tz::UTC, "time_zone").ok(),
+            Some(chrono_tz::UTC)
+        );
         assert_eq!(
             resolve_time_zone("Asia/Shanghai", chrono_tz::UTC, "time_zone").ok(),
             Some(chrono_tz::Asia::Shanghai)
         );
-        let message = invalid_message(Job { time_zone: "Mars/Base".into(), ..job() });
+        let message = invalid_message(Job {
+            time_zone: "Mars/Base".into(),
+            ..job()
+        });
         assert_eq!(message, "job.time_zone: unknown time zone 'Mars/Base'");
     }
 
     #[test]
     fn field_rules_name_the_field() {
-        assert_eq!(invalid_message(Job { name: " ".into(), ..job() }), "job.name: required");
         assert_eq!(
-            invalid_message(Job { handler: String::new(), ..job() }),
+            invalid_message(Job {
+                name: " ".into(),
+                ..job()
+            }),
+            "job.name: required"
+        );
+        assert_eq!(
+            invalid_message(Job {
+                handler: String::new(),
+                ..job()
+            }),
             "job.handler: required for GLUE_TYPE_BEAN"
         );
         assert_eq!(
-            invalid_message(Job { timeout_ms: -1, ..job() }),
+            invalid_message(Job {
+                timeout_ms: -1,
+                ..job()
+            }),
             "job.timeout_ms: must be >= 0, got -1"
         );
         assert_eq!(
-            invalid_message(Job { fail_retry_count: -2, ..job() }),
+            invalid_message(Job {
+                fail_retry_count: -2,
+                ..job()
+            }),
             "job.fail_retry_count: must be >= 0, got -2"
         );
-        let backoff = RetryBackoff { initial_delay_ms: -5, ..RetryBackoff::default() };
+        let backoff = RetryBackoff {
+            initial_delay_ms: -5,
+            ..RetryBackoff::default()
+        };
         assert_eq!(
-            invalid_message(Job { retry_backoff: backoff, ..job() }),
+            invalid_message(Job {
+                retry_backoff: backoff,
+                ..job()
+            }),
             "job.retry_backoff.initial_delay_ms: must be >= 0, got -5"
         );
-        let backoff = RetryBackoff { factor: f64::NAN, ..RetryBackoff::default() };
-        assert!(invalid_message(Job { retry_backoff: backoff, ..job() })
-            .starts_with("job.retry_backoff.factor: "));
+        let backoff = RetryBackoff {
+            factor: f64::NAN,
+            ..RetryBackoff::default()
+        };
+        assert!(
+            invalid_message(Job {
+                retry_backoff: backoff,
+                ..job()
+            })
+            .starts_with("job.retry_backoff.factor: ")
+        );
         assert_eq!(
-            invalid_message(Job { params: "x".repeat(70000), ..job() }),
+            invalid_message(Job {
+                params: "x".repeat(70000),
+                ..job()
+            }),
             "job.params: 70000 bytes exceeds the limit of 65536"
         );
         assert_eq!(
-            invalid_message(Job { id: 9, child_job_ids: vec![3, 9], ..job() }),
+            invalid_message(Job {
+                id: 9,
+                child_job_ids: vec![3, 9],
+                ..job()
+            }),
             "job.child_job_ids: job 9 cannot be its own child"
         );
     }
 
     #[test]
     fn script_glue_is_unimplemented() {
-        let shell = Job { glue_type: GlueType::Shell, handler: String::new(), ..job() };
-        assert!(matches!(validate_job(&shell, &LIMITS, "job"), Err(Error::Unimplemented(_))));
+        let shell = Job {
+            glue_type: GlueType::Shell,
+            handler: String::new(),
+            ..job()
+        };
+        assert!(matches!(
+            validate_job(&shell, &LIMITS, "job"),
+            Err(Error::Unimplemented(_))
+        ));
     }
 
     #[test]
@@ -357,16 +448,27 @@ mod tests {
     fn groups_check_app_name_title_and_manual_addresses() {
         assert!(validate_group(&group(AddressType::Auto, &[]), "group").is_ok());
         assert!(validate_group(&group(AddressType::Manual, &["https://a:1"]), "group").is_ok());
-        let short = Group { app_name: "abc".into(), ..group(AddressType::Auto, &[]) };
+        let short = Group {
+            app_name: "abc".into(),
+            ..group(AddressType::Auto, &[])
+        };
         assert_eq!(
             validate_group(&short, "group").map_err(|error| error.to_string()),
             Err("group.app_name: 'abc' must be 4-64 characters, has 3".to_string())
         );
-        let spaced = Group { app_name: "my app".into(), ..group(AddressType::Auto, &[]) };
-        assert!(validate_group(&spaced, "group").is_err_and(|error| error
-            .to_string()
-            .starts_with("group.app_name: 'my app' may contain only")));
-        let untitled = Group { title: String::new(), ..group(AddressType::Auto, &[]) };
+        let spaced = Group {
+            app_name: "my app".into(),
+            ..group(AddressType::Auto, &[])
+        };
+        assert!(validate_group(&spaced, "group").is_err_and(|error| {
+            error
+                .to_string()
+                .starts_with("group.app_name: 'my app' may contain only")
+        }));
+        let untitled = Group {
+            title: String::new(),
+            ..group(AddressType::Auto, &[])
+        };
         assert_eq!(
             validate_group(&untitled, "group").map_err(|error| error.to_string()),
             Err("group.title: required".to_string())

@@ -40,7 +40,10 @@ impl Registry {
     pub fn remove(&self, executor_id: &str) -> Option<ExecutorInfo> {
         let mut executors = self.write();
         for entries in executors.values_mut() {
-            if let Some(index) = entries.iter().position(|entry| entry.executor_id == executor_id) {
+            if let Some(index) = entries
+                .iter()
+                .position(|entry| entry.executor_id == executor_id)
+            {
                 return Some(entries.remove(index));
             }
         }
@@ -51,7 +54,10 @@ impl Registry {
     pub fn heartbeat(&self, executor_id: &str, running_log_ids: Vec<i64>, now_ms: i64) -> bool {
         let mut executors = self.write();
         for entries in executors.values_mut() {
-            if let Some(entry) = entries.iter_mut().find(|entry| entry.executor_id == executor_id) {
+            if let Some(entry) = entries
+                .iter_mut()
+                .find(|entry| entry.executor_id == executor_id)
+            {
                 entry.last_heartbeat_ms = now_ms;
                 entry.running_log_ids = running_log_ids;
                 return true;
@@ -106,11 +112,15 @@ impl Registry {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<ExecutorInfo>>> {
         // A panic while holding the lock cannot leave the map half-updated (every mutation is a
         // single Vec operation), so a poisoned lock is still safe to use.
-        self.executors.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.executors
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Vec<ExecutorInfo>>> {
-        self.executors.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.executors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -136,7 +146,10 @@ mod tests {
         let registry = Registry::default();
         registry.register(executor("b", "app", "http://h:2", 0));
         registry.register(executor("a", "app", "http://h:1", 0));
-        assert_eq!(registry.online_addresses("app"), vec!["http://h:1", "http://h:2"]);
+        assert_eq!(
+            registry.online_addresses("app"),
+            vec!["http://h:1", "http://h:2"]
+        );
         assert!(registry.remove("a").is_some());
         assert_eq!(registry.online_addresses("app"), vec!["http://h:2"]);
         assert!(registry.remove("a").is_none());

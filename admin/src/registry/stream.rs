@@ -71,8 +71,13 @@ async fn handshake(
     let first = tokio::time::timeout(timeout, inbound.message())
         .await
         .map_err(|_| Status::deadline_exceeded(format!("no Register within {timeout:?}")))??;
-    let Some(pb::ExecutorMessage { kind: Some(Kind::Register(register)) }) = first else {
-        return Err(Status::invalid_argument("the first message of a session must be Register"));
+    let Some(pb::ExecutorMessage {
+        kind: Some(Kind::Register(register)),
+    }) = first
+    else {
+        return Err(Status::invalid_argument(
+            "the first message of a session must be Register",
+        ));
     };
     if register.protocol_version != xjob_proto::PROTOCOL_VERSION {
         return Err(Status::failed_precondition(format!(
@@ -94,15 +99,23 @@ async fn handshake(
 }
 
 /// Refuses the session when the app's group has a token the executor did not present.
-async fn check_token(ctx: &AdminContext, app_name: &str, presented: Option<&str>) -> Result<(), Status> {
+async fn check_token(
+    ctx: &AdminContext,
+    app_name: &str,
+    presented: Option<&str>,
+) -> Result<(), Status> {
     let group = ctx
         .store
         .get_group_by_app(app_name)
         .await
         .map_err(|_| Status::unavailable("database unavailable"))?;
     match group {
-        Some(group) if !group.access_token.is_empty() && presented != Some(group.access_token.as_str()) => {
-            Err(Status::unauthenticated(format!("wrong or missing access token for app '{app_name}'")))
+        Some(group)
+            if !group.access_token.is_empty() && presented != Some(group.access_token.as_str()) =>
+        {
+            Err(Status::unauthenticated(format!(
+                "wrong or missing access token for app '{app_name}'"
+            )))
         }
         _ => Ok(()),
     }
@@ -173,7 +186,9 @@ async fn session_loop(
             Some(Kind::Heartbeat(heartbeat)) => heartbeat_received(ctx, info, heartbeat).await,
             Some(Kind::Deregister(_)) => {
                 let reply = pb::admin_message::Kind::Deregistered(pb::Deregistered {});
-                let _ = outbound.send(Ok(pb::AdminMessage { kind: Some(reply) })).await;
+                let _ = outbound
+                    .send(Ok(pb::AdminMessage { kind: Some(reply) }))
+                    .await;
                 return;
             }
             Some(Kind::Register(_)) => {
@@ -182,7 +197,9 @@ async fn session_loop(
                 return;
             }
             None => {
-                let _ = outbound.send(Err(Status::invalid_argument("empty session message"))).await;
+                let _ = outbound
+                    .send(Err(Status::invalid_argument("empty session message")))
+                    .await;
                 return;
             }
         }
@@ -191,7 +208,10 @@ async fn session_loop(
 
 async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
     let now = now_ms();
-    if !ctx.registry.heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now) {
+    if !ctx
+        .registry
+        .heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now)
+    {
         // The reaper expired it while heartbeats were late; the stream is alive, so re-add it.
         let revived = ExecutorInfo {
             last_heartbeat_ms: now,
@@ -200,7 +220,10 @@ async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: 
         };
         ctx.registry.register(revived);
     }
-    let refreshed = ExecutorInfo { last_heartbeat_ms: now, ..info.clone() };
+    let refreshed = ExecutorInfo {
+        last_heartbeat_ms: now,
+        ..info.clone()
+    };
     if let Err(error) = ctx.store.upsert_registry(&refreshed).await {
         tracing::warn!(%error, "refreshing registry row failed");
     }

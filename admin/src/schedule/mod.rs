@@ -46,12 +46,21 @@ impl Scheduler {
         node: NodeIdentity,
         wake: Arc<Notify>,
     ) -> Scheduler {
-        Scheduler { store, trigger, ring: Mutex::new(Ring::default()), config, node, wake }
+        Scheduler {
+            store,
+            trigger,
+            ring: Mutex::new(Ring::default()),
+            config,
+            node,
+            wake,
+        }
     }
 
     fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
         // Ring operations are single Vec moves; a poisoned lock holds consistent data.
-        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Puts fires in the ring; those whose second already passed are dispatched now.
@@ -106,7 +115,10 @@ pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     let left = scheduler.ring_len();
     if left > 0 {
         // They are durable PENDING rows: the next start of this node adopts them.
-        tracing::info!(left, "ring stopped; pending fires are handed back to the database");
+        tracing::info!(
+            left,
+            "ring stopped; pending fires are handed back to the database"
+        );
     }
 }
 
@@ -116,13 +128,25 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
     let period = (scheduler.config.node_lease / 3).max(Duration::from_millis(200));
     loop {
         let now = now_ms();
-        match scheduler.store.renew_node(&scheduler.node.node_id, scheduler.node.epoch, now + lease_ms).await {
+        match scheduler
+            .store
+            .renew_node(
+                &scheduler.node.node_id,
+                scheduler.node.epoch,
+                now + lease_ms,
+            )
+            .await
+        {
             Ok(true) => {}
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
                 "node epoch was taken by another start with the same node id"),
             Err(error) => tracing::warn!(%error, "renewing node lease failed"),
         }
-        match scheduler.store.adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now).await {
+        match scheduler
+            .store
+            .adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now)
+            .await
+        {
             Ok(runs) if !runs.is_empty() => recover_runs(&scheduler, runs).await,
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "adopting orphan fires failed"),
@@ -153,10 +177,18 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
         if misfired && strategy == MisfireStrategy::DoNothing {
             skipped.push(run.id);
         } else {
-            entries.push(RingEntry { log_id: run.id, job_id: run.job_id, scheduled_at_ms: run.scheduled_at_ms });
+            entries.push(RingEntry {
+                log_id: run.id,
+                job_id: run.job_id,
+                scheduled_at_ms: run.scheduled_at_ms,
+            });
         }
     }
-    tracing::info!(adopted = runs.len(), skipped = skipped.len(), "recovered pending fires");
+    tracing::info!(
+        adopted = runs.len(),
+        skipped = skipped.len(),
+        "recovered pending fires"
+    );
     if !skipped.is_empty() {
         let reason = "misfire: adopted from a stopped admin too late; DO_NOTHING skips it";
         if let Err(error) = scheduler.store.skip_runs(&skipped, reason, now).await {

@@ -63,7 +63,9 @@ pub fn next_fire_after(
 pub fn fix_rate_seconds(schedule_conf: &str) -> Result<i64, String> {
     match schedule_conf.trim().parse::<i64>() {
         Ok(seconds) if seconds >= 1 => Ok(seconds),
-        _ => Err(format!("fix rate must be a whole number of seconds >= 1, got '{schedule_conf}'")),
+        _ => Err(format!(
+            "fix rate must be a whole number of seconds >= 1, got '{schedule_conf}'"
+        )),
     }
 }
 
@@ -84,7 +86,8 @@ pub fn job_time_zone(job: &Job, default_tz: Tz) -> Tz {
 /// Decides one job's fires for this scan and its next scheduling state.
 pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
     let tz = job_time_zone(job, params.default_tz);
-    let next_after = |from_ms: i64| next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms);
+    let next_after =
+        |from_ms: i64| next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms);
     let now = params.now_ms;
     let window_end = now + params.window_ms;
     let mut runs = Vec::new();
@@ -96,7 +99,14 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         last = scheduled;
         next_after(now)
     } else if now >= scheduled {
-        runs.push(new_run(job, params, scheduled, TriggerType::Cron, RunStatus::Pending, ""));
+        runs.push(new_run(
+            job,
+            params,
+            scheduled,
+            TriggerType::Cron,
+            RunStatus::Pending,
+            "",
+        ));
         last = scheduled;
         next_after(now)
     } else {
@@ -107,7 +117,14 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         if at > window_end || runs.len() >= MAX_FIRES_PER_JOB {
             break;
         }
-        runs.push(new_run(job, params, at, TriggerType::Cron, RunStatus::Pending, ""));
+        runs.push(new_run(
+            job,
+            params,
+            at,
+            TriggerType::Cron,
+            RunStatus::Pending,
+            "",
+        ));
         last = at;
         next = next_after(at);
     }
@@ -142,11 +159,23 @@ fn misfire_run(job: &Job, params: &ScanParams, scheduled: i64) -> NewRun {
                 "misfire: fire at {scheduled} found {late_ms} ms late; DO_NOTHING skips it \
                  (and any later fire before now)"
             );
-            new_run(job, params, scheduled, TriggerType::Cron, RunStatus::Skipped, &reason)
+            new_run(
+                job,
+                params,
+                scheduled,
+                TriggerType::Cron,
+                RunStatus::Skipped,
+                &reason,
+            )
         }
-        MisfireStrategy::FireOnceNow => {
-            new_run(job, params, scheduled, TriggerType::Misfire, RunStatus::Pending, "")
-        }
+        MisfireStrategy::FireOnceNow => new_run(
+            job,
+            params,
+            scheduled,
+            TriggerType::Misfire,
+            RunStatus::Pending,
+            "",
+        ),
     }
 }
 
@@ -226,17 +255,26 @@ mod tests {
     }
 
     fn times(plan: &JobPlan) -> Vec<i64> {
-        plan.runs.iter().map(|run| run.scheduled_at_ms - T0).collect()
+        plan.runs
+            .iter()
+            .map(|run| run.scheduled_at_ms - T0)
+            .collect()
     }
 
     #[test]
     fn branch_c_plans_every_fire_in_the_window_from_the_scheduled_time() {
-        let plan = plan_job(&job(ScheduleType::Cron, "*/1 * * * * ?", T0 + 1000), &params(T0 + 200));
+        let plan = plan_job(
+            &job(ScheduleType::Cron, "*/1 * * * * ?", T0 + 1000),
+            &params(T0 + 200),
+        );
         assert_eq!(times(&plan), vec![1000, 2000, 3000, 4000, 5000]);
         assert_eq!(plan.update.trigger_next_ms, T0 + 6000);
         assert_eq!(plan.update.trigger_last_ms, T0 + 5000);
         assert!(plan.runs.iter().all(|run| run.status == RunStatus::Pending));
-        assert_eq!(plan.runs[0].fire_key.as_deref(), Some(&*format!("7:{}:0:0", T0 + 1000)));
+        assert_eq!(
+            plan.runs[0].fire_key.as_deref(),
+            Some(&*format!("7:{}:0:0", T0 + 1000))
+        );
         assert_eq!(plan.runs[0].epoch, 3);
     }
 
@@ -251,7 +289,10 @@ mod tests {
 
     #[test]
     fn branch_a_do_nothing_records_a_skipped_fire_and_restarts_from_now() {
-        let plan = plan_job(&job(ScheduleType::Cron, "0 * * * * ?", T0), &params(T0 + 70_300));
+        let plan = plan_job(
+            &job(ScheduleType::Cron, "0 * * * * ?", T0),
+            &params(T0 + 70_300),
+        );
         assert_eq!(plan.runs.len(), 1);
         assert_eq!(plan.runs[0].status, RunStatus::Skipped);
         assert!(plan.runs[0].trigger_msg.contains("70300 ms late"));
@@ -271,7 +312,10 @@ mod tests {
 
     #[test]
     fn a_cron_without_future_fires_stops_the_job() {
-        let plan = plan_job(&job(ScheduleType::Cron, "0 0 0 1 1 ? 2030", T0), &params(T0 + 100));
+        let plan = plan_job(
+            &job(ScheduleType::Cron, "0 0 0 1 1 ? 2030", T0),
+            &params(T0 + 100),
+        );
         assert_eq!(times(&plan), vec![0]);
         assert_eq!(plan.update.status, JobStatus::Stopped);
         assert_eq!(plan.update.trigger_next_ms, 0);
@@ -279,9 +323,18 @@ mod tests {
 
     #[test]
     fn fix_rate_rounds_up_to_whole_seconds_and_rejects_bad_periods() {
-        assert_eq!(next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0 + 1), Ok(Some(T0 + 6000)));
-        assert_eq!(next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0), Ok(Some(T0 + 5000)));
+        assert_eq!(
+            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0 + 1),
+            Ok(Some(T0 + 6000))
+        );
+        assert_eq!(
+            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0),
+            Ok(Some(T0 + 5000))
+        );
         assert!(next_fire_after(ScheduleType::FixRate, "0", chrono_tz::UTC, T0).is_err());
-        assert_eq!(next_fire_after(ScheduleType::None, "", chrono_tz::UTC, T0), Ok(None));
+        assert_eq!(
+            next_fire_after(ScheduleType::None, "", chrono_tz::UTC, T0),
+            Ok(None)
+        );
     }
 }

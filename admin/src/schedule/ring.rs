@@ -29,7 +29,11 @@ pub struct Ring {
 
 impl Default for Ring {
     fn default() -> Ring {
-        Ring { slots: vec![Vec::new(); SLOTS as usize], last_drained_second: None, len: 0 }
+        Ring {
+            slots: vec![Vec::new(); SLOTS as usize],
+            last_drained_second: None,
+            len: 0,
+        }
     }
 }
 
@@ -41,7 +45,10 @@ impl Ring {
     /// Adds a fire; returns it back when its second was already drained (dispatch it now).
     pub fn push(&mut self, entry: RingEntry) -> Option<RingEntry> {
         let second = entry.scheduled_at_ms.div_euclid(1000);
-        if self.last_drained_second.is_some_and(|drained| second <= drained) {
+        if self
+            .last_drained_second
+            .is_some_and(|drained| second <= drained)
+        {
             return Some(entry);
         }
         self.slots[slot_of(second)].push(entry);
@@ -60,13 +67,17 @@ impl Ring {
         for second in first..=now_second {
             let slot = &mut self.slots[slot_of(second)];
             // A slot can hold a later turn's fire only if a push came > 60 s early; keep it.
-            let (ready, later): (Vec<_>, Vec<_>) =
-                slot.drain(..).partition(|entry| entry.scheduled_at_ms.div_euclid(1000) <= now_second);
+            let (ready, later): (Vec<_>, Vec<_>) = slot
+                .drain(..)
+                .partition(|entry| entry.scheduled_at_ms.div_euclid(1000) <= now_second);
             *slot = later;
             due.extend(ready);
         }
         self.len -= due.len();
-        if self.last_drained_second.is_none_or(|drained| now_second > drained) {
+        if self
+            .last_drained_second
+            .is_none_or(|drained| now_second > drained)
+        {
             self.last_drained_second = Some(now_second);
         }
         let before = due.len();
@@ -96,7 +107,11 @@ mod tests {
     const T0: i64 = 1_800_000_000_000;
 
     fn entry(log_id: i64, at: i64) -> RingEntry {
-        RingEntry { log_id, job_id: 1, scheduled_at_ms: at }
+        RingEntry {
+            log_id,
+            job_id: 1,
+            scheduled_at_ms: at,
+        }
     }
 
     #[test]

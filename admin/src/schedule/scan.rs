@@ -38,7 +38,10 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
 }
 
 /// One round: lock, plan, write, commit; then hand the fires to the ring or dispatch.
-async fn scan_once(scheduler: &Arc<Scheduler>, now: i64) -> Result<usize, crate::store::StoreError> {
+async fn scan_once(
+    scheduler: &Arc<Scheduler>,
+    now: i64,
+) -> Result<usize, crate::store::StoreError> {
     let config = &scheduler.config;
     let params = ScanParams {
         now_ms: now,
@@ -65,16 +68,22 @@ async fn scan_once(scheduler: &Arc<Scheduler>, now: i64) -> Result<usize, crate:
     };
     let (found, inserted) = scheduler
         .store
-        .run_schedule_round(now + params.window_ms, config.pre_read_count, &mut plan_round)
+        .run_schedule_round(
+            now + params.window_ms,
+            config.pre_read_count,
+            &mut plan_round,
+        )
         .await?;
     let entries: Vec<RingEntry> = inserted
         .into_iter()
         .filter_map(|run| {
-            planned.get(&run.fire_key).map(|&(job_id, scheduled_at_ms)| RingEntry {
-                log_id: run.log_id,
-                job_id,
-                scheduled_at_ms,
-            })
+            planned
+                .get(&run.fire_key)
+                .map(|&(job_id, scheduled_at_ms)| RingEntry {
+                    log_id: run.log_id,
+                    job_id,
+                    scheduled_at_ms,
+                })
         })
         .collect();
     scheduler.schedule_entries(entries);
@@ -83,11 +92,20 @@ async fn scan_once(scheduler: &Arc<Scheduler>, now: i64) -> Result<usize, crate:
 
 /// XXL-JOB's pacing: straight on after a slow round, to the next second when jobs were due,
 /// otherwise up to the pre-read period (a started job wakes the scan early).
-fn pause_after_round(started_ms: i64, finished_ms: i64, found: usize, pre_read: Duration) -> Duration {
+fn pause_after_round(
+    started_ms: i64,
+    finished_ms: i64,
+    found: usize,
+    pre_read: Duration,
+) -> Duration {
     if finished_ms - started_ms >= 1000 {
         return Duration::ZERO;
     }
-    let period_ms = if found > 0 { 1000 } else { pre_read.as_millis() as i64 };
+    let period_ms = if found > 0 {
+        1000
+    } else {
+        pre_read.as_millis() as i64
+    };
     let pause_ms = period_ms - finished_ms.rem_euclid(1000);
     Duration::from_millis(pause_ms.max(0) as u64)
 }
@@ -102,6 +120,9 @@ mod tests {
         assert_eq!(pause, Duration::from_millis(880));
         let idle = pause_after_round(10_000, 10_120, 0, Duration::from_secs(5));
         assert_eq!(idle, Duration::from_millis(4880));
-        assert_eq!(pause_after_round(10_000, 11_200, 3, Duration::from_secs(5)), Duration::ZERO);
+        assert_eq!(
+            pause_after_round(10_000, 11_200, 3, Duration::from_secs(5)),
+            Duration::ZERO
+        );
     }
 }

@@ -74,11 +74,22 @@ pub struct InsertedRun {
     pub fire_key: String,
 }
 
+/// How a dispatch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchOutcome {
+    /// The executor accepted the run (or may have: a deadline after sending); it stays RUNNING.
+    Accepted,
+    /// Not delivered or refused: the run is FAILED.
+    Failed,
+    /// Deliberately not run (its job was stopped after the fire was planned): SKIPPED.
+    Skipped,
+}
+
 /// Outcome of dispatching one run, recorded on its log row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DispatchRecord {
     pub log_id: i64,
-    pub accepted: bool,
+    pub outcome: DispatchOutcome,
     pub trigger_code: i32,
     pub trigger_msg: String,
     pub executor_address: String,
@@ -189,6 +200,8 @@ delegate! {
     fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()>;
+    /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
+    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64>;
 
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.

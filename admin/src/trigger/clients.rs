@@ -16,7 +16,10 @@ pub struct ExecutorClients {
 
 impl ExecutorClients {
     pub fn new(request_timeout: Duration) -> ExecutorClients {
-        ExecutorClients { channels: RwLock::new(HashMap::new()), request_timeout }
+        ExecutorClients {
+            channels: RwLock::new(HashMap::new()),
+            request_timeout,
+        }
     }
 
     /// The channel for `address`, created on first use; an invalid address is an error text.
@@ -31,17 +34,28 @@ impl ExecutorClients {
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(30));
         let channel = endpoint.connect_lazy();
-        let mut channels = self.channels.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Ok(channels.entry(address.to_string()).or_insert(channel).clone())
+        let mut channels = self
+            .channels
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(channels
+            .entry(address.to_string())
+            .or_insert(channel)
+            .clone())
     }
 
     /// Drops the cached channel of an address.
     pub fn evict(&self, address: &str) {
-        let mut channels = self.channels.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut channels = self
+            .channels
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         channels.remove(address);
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Channel>> {
-        self.channels.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.channels
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -13,8 +13,10 @@ use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use super::Trigger;
 use super::route::RouteError;
 use crate::error::Error;
-use crate::model::{AddressType, BlockStrategy, GlueType, Group, Job, RunLog, TriggerType, now_ms};
-use crate::store::DispatchRecord;
+use crate::model::{
+    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, RunLog, TriggerType, now_ms,
+};
+use crate::store::{DispatchOutcome, DispatchRecord};
 
 /// XXL-JOB's trigger codes.
 const TRIGGER_ACCEPTED: i32 = 200;
@@ -41,7 +43,7 @@ impl Trigger {
     ) -> DispatchRecord {
         let failed = |message: String, address: &str| DispatchRecord {
             log_id: run.id,
-            accepted: false,
+            outcome: DispatchOutcome::Failed,
             trigger_code: TRIGGER_FAILED,
             trigger_msg: message,
             executor_address: address.to_string(),
@@ -50,8 +52,21 @@ impl Trigger {
         let Some(job) = job else {
             return failed(format!("job {} no longer exists", run.job_id), "");
         };
+        if job.status == JobStatus::Stopped
+            && matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire)
+        {
+            // Planned before the job was stopped: a stopped job fires no more.
+            return DispatchRecord {
+                outcome: DispatchOutcome::Skipped,
+                trigger_msg: format!("job {} was stopped after this fire was planned", job.id),
+                ..failed(String::new(), "")
+            };
+        }
         let Some(group) = group else {
-            return failed(format!("group {} of job {} not found", job.group_id, job.id), "");
+            return failed(
+                format!("group {} of job {} not found", job.group_id, job.id),
+                "",
+            );
         };
         let addresses = self.candidate_addresses(group, address_override);
         let address = match self.routes.pick(job.route_strategy, job.id, &addresses) {
@@ -71,7 +86,7 @@ impl Trigger {
         match self.send_run(&address, &group.access_token, request).await {
             Ok(response) if response.accepted => DispatchRecord {
                 log_id: run.id,
-                accepted: true,
+                outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_ACCEPTED,
                 trigger_msg: format!("route {}: accepted by {address}", job.route_strategy),
                 executor_address: address,
@@ -83,7 +98,7 @@ impl Trigger {
             ),
             Err(status) if maybe_delivered(&status) => DispatchRecord {
                 log_id: run.id,
-                accepted: true,
+                outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_UNKNOWN,
                 trigger_msg: format!(
                     "dispatch to {address} ended with {}: {}; the run may have been delivered",
@@ -94,7 +109,11 @@ impl Trigger {
                 finished_ms: now_ms(),
             },
             Err(status) => failed(
-                format!("dispatch to {address} failed: {}: {}", status.code(), status.message()),
+                format!(
+                    "dispatch to {address} failed: {}: {}",
+                    status.code(),
+                    status.message()
+                ),
                 &address,
             ),
         }
@@ -125,18 +144,27 @@ impl Trigger {
         &self,
         address: &str,
     ) -> Result<ExecutorServiceClient<tonic::transport::Channel>, tonic::Status> {
-        let channel = self.clients.channel(address).map_err(tonic::Status::invalid_argument)?;
+        let channel = self
+            .clients
+            .channel(address)
+            .map_err(tonic::Status::invalid_argument)?;
         Ok(ExecutorServiceClient::new(channel))
     }
 
     /// Asks the run's executor to stop the job's runs; returns (killed, message).
     pub async fn kill_run(&self, run: &RunLog, job: &Job) -> Result<(bool, String), Error> {
         if run.executor_address.is_empty() {
-            return Err(Error::FailedPrecondition(format!("log {} has no executor", run.id)));
+            return Err(Error::FailedPrecondition(format!(
+                "log {} has no executor",
+                run.id
+            )));
         }
         let token = self.group_token(job.group_id).await?;
         let mut client = self.client(&run.executor_address)?;
-        let request = pb::KillRequest { job_id: run.job_id, log_id: run.id };
+        let request = pb::KillRequest {
+            job_id: run.job_id,
+            log_id: run.id,
+        };
         let response = client
             .kill(authorized(request, &token)?)
             .await
@@ -151,7 +179,10 @@ impl Trigger {
             return Ok(RunLogChunk {
                 from_line,
                 to_line: from_line - 1,
-                content: format!("run {} never reached an executor: {}", run.id, run.trigger_msg),
+                content: format!(
+                    "run {} never reached an executor: {}",
+                    run.id, run.trigger_msg
+                ),
                 is_end: true,
             });
         }
@@ -192,12 +223,19 @@ impl From<tonic::Status> for Error {
 }
 
 fn executor_unavailable(address: &str, status: tonic::Status) -> Error {
-    Error::Unavailable(format!("executor {address}: {}: {}", status.code(), status.message()))
+    Error::Unavailable(format!(
+        "executor {address}: {}: {}",
+        status.code(),
+        status.message()
+    ))
 }
 
 /// Deadline or cancellation after the request may have reached the executor.
 fn maybe_delivered(status: &tonic::Status) -> bool {
-    matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled)
+    matches!(
+        status.code(),
+        tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+    )
 }
 
 /// Wraps a message with the group's bearer token when one is configured.
@@ -216,7 +254,11 @@ fn run_request(run: &RunLog, job: &Job) -> pb::RunRequest {
     pb::RunRequest {
         job_id: job.id,
         log_id: run.id,
-        handler: if run.handler.is_empty() { job.handler.clone() } else { run.handler.clone() },
+        handler: if run.handler.is_empty() {
+            job.handler.clone()
+        } else {
+            run.handler.clone()
+        },
         params: run.params.clone(),
         block_strategy: block_strategy_to_pb(job.block_strategy) as i32,
         timeout_ms: job.timeout_ms,

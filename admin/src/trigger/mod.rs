@@ -90,10 +90,14 @@ impl Trigger {
             let permit = Arc::clone(&self.permits).acquire_owned().await;
             let Ok(permit) = permit else { break };
             let job = jobs.get(&run.job_id).cloned();
-            let group = job.as_ref().and_then(|job| groups.get(&job.group_id).cloned());
+            let group = job
+                .as_ref()
+                .and_then(|job| groups.get(&job.group_id).cloned());
             let this = Arc::clone(self);
             self.tracker.spawn(async move {
-                let record = this.dispatch_one(&run, job.as_ref(), group.as_ref(), &[]).await;
+                let record = this
+                    .dispatch_one(&run, job.as_ref(), group.as_ref(), &[])
+                    .await;
                 drop(permit);
                 // The recorder outlives every dispatch task (app.rs stops it last).
                 let _ = this.recorder_tx.send(record);
@@ -126,12 +130,21 @@ impl Trigger {
             owner_node: self.node.node_id.clone(),
             epoch: self.node.epoch,
         };
-        let ids = self.store.insert_runs(std::slice::from_ref(&new_run)).await?;
-        let runs = self.store.claim_runs(&ids, &self.node.node_id, self.node.epoch, now_ms()).await?;
+        let ids = self
+            .store
+            .insert_runs(std::slice::from_ref(&new_run))
+            .await?;
+        let runs = self
+            .store
+            .claim_runs(&ids, &self.node.node_id, self.node.epoch, now_ms())
+            .await?;
         let group = self.store.get_group(job.group_id).await?;
         let mut records = Vec::with_capacity(runs.len());
         for run in &runs {
-            records.push(self.dispatch_one(run, Some(job), group.as_ref(), &addresses).await);
+            records.push(
+                self.dispatch_one(run, Some(job), group.as_ref(), &addresses)
+                    .await,
+            );
         }
         self.store.record_dispatches(&records).await?;
         Ok(ids)
@@ -144,8 +157,13 @@ impl Trigger {
         let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
-        let jobs: HashMap<i64, Job> =
-            self.store.get_jobs(&job_ids).await?.into_iter().map(|job| (job.id, job)).collect();
+        let jobs: HashMap<i64, Job> = self
+            .store
+            .get_jobs(&job_ids)
+            .await?
+            .into_iter()
+            .map(|job| (job.id, job))
+            .collect();
         let mut groups = HashMap::new();
         for job in jobs.values() {
             if !groups.contains_key(&job.group_id)

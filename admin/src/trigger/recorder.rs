@@ -44,7 +44,10 @@ async fn write_with_retry(store: &Store, batch: &[DispatchRecord], cancel: &Canc
             Err(error) => {
                 tracing::warn!(%error, records = batch.len(), "writing dispatch outcomes failed; retrying");
                 if cancel.is_cancelled() && delay > Duration::from_secs(2) {
-                    tracing::error!(records = batch.len(), "giving up on dispatch outcomes at shutdown");
+                    tracing::error!(
+                        records = batch.len(),
+                        "giving up on dispatch outcomes at shutdown"
+                    );
                     return;
                 }
                 tokio::time::sleep(delay).await;

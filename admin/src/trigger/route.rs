@@ -46,10 +46,19 @@ impl RouteState {
     /// XXL-JOB's ROUND: a per-job counter starting at a random offset below 100 (so jobs
     /// created together do not all start on the same executor), then +1 per run.
     fn next_round(&self, job_id: i64, len: usize) -> usize {
-        let mut counters = self.round_counters.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let counter = counters.entry(job_id).or_insert_with(|| fastrand::u64(..100));
+        let mut counters = self
+            .round_counters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let counter = counters
+            .entry(job_id)
+            .or_insert_with(|| fastrand::u64(..100));
         let index = (*counter % len as u64) as usize;
-        *counter = if *counter >= 1_000_000 { fastrand::u64(..100) } else { *counter + 1 };
+        *counter = if *counter >= 1_000_000 {
+            fastrand::u64(..100)
+        } else {
+            *counter + 1
+        };
         index
     }
 }
@@ -67,7 +76,11 @@ mod tests {
     use super::*;
 
     fn addresses() -> Vec<String> {
-        vec!["http://a:1".into(), "http://b:1".into(), "http://c:1".into()]
+        vec![
+            "http://a:1".into(),
+            "http://b:1".into(),
+            "http://c:1".into(),
+        ]
     }
 
     #[test]
@@ -82,9 +95,13 @@ mod tests {
     fn round_cycles_through_every_address_in_order() {
         let state = RouteState::default();
         let list = addresses();
-        let picks: Vec<&str> =
-            (0..6).map(|_| state.pick(RouteStrategy::Round, 7, &list).expect("pick")).collect();
-        let start = list.iter().position(|a| a == picks[0]).expect("known address");
+        let picks: Vec<&str> = (0..6)
+            .map(|_| state.pick(RouteStrategy::Round, 7, &list).expect("pick"))
+            .collect();
+        let start = list
+            .iter()
+            .position(|a| a == picks[0])
+            .expect("known address");
         for (offset, pick) in picks.iter().enumerate() {
             assert_eq!(*pick, list[(start + offset) % list.len()]);
         }
@@ -104,7 +121,10 @@ mod tests {
     #[test]
     fn empty_list_and_unsupported_strategies_are_errors() {
         let state = RouteState::default();
-        assert_eq!(state.pick(RouteStrategy::First, 1, &[]), Err(RouteError::NoAddress));
+        assert_eq!(
+            state.pick(RouteStrategy::First, 1, &[]),
+            Err(RouteError::NoAddress)
+        );
         assert_eq!(
             state.pick(RouteStrategy::Failover, 1, &addresses()),
             Err(RouteError::Unsupported(RouteStrategy::Failover))

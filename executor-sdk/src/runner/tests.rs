@@ -3,6 +3,7 @@
 //! advance a virtual clock, so timing assertions are exact and tests are fast.
 
 use super::*;
+use crate::context::JobContext;
 use crate::handler::{JobError, JobOutput, boxed_handler};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -533,13 +534,4 @@ async fn run_log_has_start_handler_and_end_lines() {
             .contains("run start: job_id=1 log_id=5 handler=scripted params=ok:logged shard=0/1")
     );
     assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=logged"));
-}
-
-#[test]
-fn long_messages_are_truncated_to_50_000_chars() {
-    let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
-    let truncated = truncate_message(&long);
-    assert_eq!(truncated.chars().count(), MAX_MESSAGE_CHARS + 3);
-    assert!(truncated.ends_with("é..."));
-    assert_eq!(truncate_message("short"), "short");
 }

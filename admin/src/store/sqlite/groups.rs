@@ -5,7 +5,8 @@ use super::{SqliteStore, map_error};
 use crate::model::Group;
 use crate::store::StoreResult;
 
-const GROUP_COLUMNS: &str = "id, app_name, title, address_type, addresses, access_token, updated_ms";
+const GROUP_COLUMNS: &str =
+    "id, app_name, title, address_type, addresses, access_token, updated_ms";
 
 impl SqliteStore {
     pub async fn insert_group(&self, group: &Group) -> StoreResult<Group> {
@@ -22,7 +23,10 @@ impl SqliteStore {
         .fetch_one(&self.pool)
         .await
         .map_err(map_error)?;
-        Ok(Group { id, ..group.clone() })
+        Ok(Group {
+            id,
+            ..group.clone()
+        })
     }
 
     pub async fn update_group(&self, group: &Group) -> StoreResult<bool> {
@@ -52,21 +56,24 @@ impl SqliteStore {
     }
 
     pub async fn get_group(&self, id: i64) -> StoreResult<Option<Group>> {
-        let row = sqlx::query(&format!("SELECT {GROUP_COLUMNS} FROM xjob_group WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_error)?;
+        let row = sqlx::query(&format!(
+            "SELECT {GROUP_COLUMNS} FROM xjob_group WHERE id = ?"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_error)?;
         row.as_ref().map(group_from_row).transpose()
     }
 
     pub async fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> {
-        let row =
-            sqlx::query(&format!("SELECT {GROUP_COLUMNS} FROM xjob_group WHERE app_name = ?"))
-                .bind(app_name)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_error)?;
+        let row = sqlx::query(&format!(
+            "SELECT {GROUP_COLUMNS} FROM xjob_group WHERE app_name = ?"
+        ))
+        .bind(app_name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_error)?;
         row.as_ref().map(group_from_row).transpose()
     }
 

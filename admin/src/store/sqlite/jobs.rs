@@ -150,12 +150,15 @@ impl SqliteStore {
     }
 
     pub async fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        let mut query = QueryBuilder::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE 1 = 1"));
+        let mut query =
+            QueryBuilder::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE 1 = 1"));
         if let Some(group_id) = filter.group_id {
             query.push(" AND group_id = ").push_bind(group_id);
         }
         if let Some(status) = filter.status {
-            query.push(" AND trigger_status = ").push_bind(status_value(status));
+            query
+                .push(" AND trigger_status = ")
+                .push_bind(status_value(status));
         }
         for (column, value) in [
             ("name", &filter.name),
@@ -163,12 +166,19 @@ impl SqliteStore {
             ("author", &filter.author),
         ] {
             if let Some(text) = value {
-                query.push(format!(" AND instr({column}, ")).push_bind(text.clone()).push(") > 0");
+                query
+                    .push(format!(" AND instr({column}, "))
+                    .push_bind(text.clone())
+                    .push(") > 0");
             }
         }
         query.push(" ORDER BY id LIMIT ").push_bind(filter.limit);
         query.push(" OFFSET ").push_bind(filter.offset);
-        let rows = query.build().fetch_all(&self.pool).await.map_err(map_error)?;
+        let rows = query
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_error)?;
         rows.iter().map(job_from_row).collect()
     }
 

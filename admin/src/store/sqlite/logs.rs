@@ -6,7 +6,7 @@ use super::rows::{LOG_COLUMNS, run_from_row};
 use super::schedule::new_run_insert;
 use super::{SqliteStore, map_error};
 use crate::model::{LogFilter, NewRun, RunLog};
-use crate::store::{DispatchRecord, RunCompletion, StoreResult};
+use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult};
 
 const INSERT_BATCH: usize = 500;
 
@@ -16,7 +16,11 @@ impl SqliteStore {
         for chunk in runs.chunks(INSERT_BATCH) {
             let mut query = new_run_insert(chunk);
             query.push(" RETURNING id");
-            let rows = query.build().fetch_all(&self.pool).await.map_err(map_error)?;
+            let rows = query
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_error)?;
             for row in rows {
                 ids.push(row.try_get::<i64, _>("id").map_err(map_error)?);
             }
@@ -27,7 +31,17 @@ impl SqliteStore {
     pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         for record in records {
-            if record.accepted {
+            if record.outcome == DispatchOutcome::Skipped {
+                sqlx::query(
+                    "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ? WHERE id = ? \
+                     AND handle_code = 0 AND status IN ('PENDING', 'RUNNING')",
+                )
+                .bind(&record.trigger_msg)
+                .bind(record.log_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_error)?;
+            } else if record.outcome == DispatchOutcome::Accepted {
                 // The status stays as it is: a fast executor's callback may already have
                 // finished the run, and that result must not be overwritten.
                 sqlx::query(
@@ -96,7 +110,8 @@ impl SqliteStore {
     }
 
     pub async fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> {
-        let mut query = QueryBuilder::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
+        let mut query =
+            QueryBuilder::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
         if let Some(group_id) = filter.group_id {
             query.push(" AND group_id = ").push_bind(group_id);
         }
@@ -112,9 +127,15 @@ impl SqliteStore {
         if let Some(to_ms) = filter.to_ms {
             query.push(" AND trigger_time_ms <= ").push_bind(to_ms);
         }
-        query.push(" ORDER BY id DESC LIMIT ").push_bind(filter.limit);
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(filter.limit);
         query.push(" OFFSET ").push_bind(filter.offset);
-        let rows = query.build().fetch_all(&self.pool).await.map_err(map_error)?;
+        let rows = query
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
     }
 }

@@ -4,8 +4,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
+    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, RetryBackoff,
+    RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -32,7 +32,8 @@ where
 
 fn parse_enum<T>(row: &SqliteRow, column: &str, parse: fn(&str) -> Option<T>) -> StoreResult<T> {
     let text: String = get(row, column)?;
-    parse(&text).ok_or_else(|| StoreError::Corrupt(format!("column {column}: unknown value '{text}'")))
+    parse(&text)
+        .ok_or_else(|| StoreError::Corrupt(format!("column {column}: unknown value '{text}'")))
 }
 
 /// Splits a comma-separated id list ("3,5") as stored in `child_job_ids`.
@@ -90,7 +91,11 @@ pub fn job_from_row(row: &SqliteRow) -> StoreResult<Job> {
         glue_remark: get(row, "glue_remark")?,
         glue_updated_ms: get(row, "glue_updated_ms")?,
         child_job_ids: parse_id_list(&child_text)?,
-        status: if trigger_status == 1 { JobStatus::Running } else { JobStatus::Stopped },
+        status: if trigger_status == 1 {
+            JobStatus::Running
+        } else {
+            JobStatus::Stopped
+        },
         trigger_last_ms: get(row, "trigger_last_ms")?,
         trigger_next_ms: get(row, "trigger_next_ms")?,
         created_ms: get(row, "created_ms")?,
@@ -137,4 +142,3 @@ pub fn run_from_row(row: &SqliteRow) -> StoreResult<RunLog> {
         epoch: get(row, "epoch")?,
     })
 }
-

@@ -13,7 +13,12 @@ use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
 const INSERT_BATCH: usize = 500;
 
 impl SqliteStore {
-    pub async fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> {
+    pub async fn register_node(
+        &self,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<i64> {
         sqlx::query_scalar(
             "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (?, 1, ?, ?) \
              ON CONFLICT (node_id) DO UPDATE SET epoch = epoch + 1, \
@@ -28,16 +33,20 @@ impl SqliteStore {
         .map_err(map_error)
     }
 
-    pub async fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> {
-        let result = sqlx::query(
-            "UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?",
-        )
-        .bind(lease_until_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
+    pub async fn renew_node(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        lease_until_ms: i64,
+    ) -> StoreResult<bool> {
+        let result =
+            sqlx::query("UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?")
+                .bind(lease_until_ms)
+                .bind(node_id)
+                .bind(epoch)
+                .execute(&self.pool)
+                .await
+                .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
     }
 
@@ -49,7 +58,11 @@ impl SqliteStore {
     ) -> StoreResult<(usize, Vec<InsertedRun>)> {
         // BEGIN IMMEDIATE takes SQLite's write lock up front: the equivalent of
         // SELECT … FOR UPDATE on the schedule_lock row in the server databases.
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(map_error)?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(map_error)?;
         let rows = sqlx::query(&format!(
             "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= ? \
              ORDER BY trigger_next_ms LIMIT ?"
@@ -59,7 +72,10 @@ impl SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(map_error)?;
-        let jobs = rows.iter().map(job_from_row).collect::<StoreResult<Vec<Job>>>()?;
+        let jobs = rows
+            .iter()
+            .map(job_from_row)
+            .collect::<StoreResult<Vec<Job>>>()?;
         let job_count = jobs.len();
         let decided = plan(jobs);
         let inserted = insert_fires(&mut tx, &decided.new_runs).await?;
@@ -121,6 +137,25 @@ impl SqliteStore {
         Ok(claimed)
     }
 
+    pub async fn skip_planned_fires(
+        &self,
+        job_id: i64,
+        reason: &str,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        let result = sqlx::query(
+            "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
+             WHERE job_id = ? AND status = 'PENDING' AND fire_key IS NOT NULL",
+        )
+        .bind(reason)
+        .bind(now_ms)
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected())
+    }
+
     pub async fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> {
         for chunk in ids.chunks(super::MAX_BIND_PARAMS - 4) {
             let sql = format!(
@@ -147,7 +182,11 @@ async fn insert_fires(
     for chunk in runs.chunks(INSERT_BATCH) {
         let mut query = new_run_insert(chunk);
         query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key");
-        let rows = query.build().fetch_all(&mut *conn).await.map_err(map_error)?;
+        let rows = query
+            .build()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_error)?;
         for row in rows {
             let fire_key: Option<String> = row.try_get("fire_key").map_err(map_error)?;
             inserted.push(InsertedRun {

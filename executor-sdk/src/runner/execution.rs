@@ -1,0 +1,267 @@
+//! One run, start to result: create the run log and write its start line, call the handler
+//! in its own task (so a panic becomes FAILED), race it against the timeout and the stop
+//! signal, and on timeout/kill give it `kill_grace` to return before aborting its task and
+//! awaiting the abort. Writes the end line and builds the `RunResult`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::task::{JoinError, JoinHandle};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use xjob_proto::pb;
+
+use crate::context::JobContext;
+use crate::handler::{HandlerFn, JobResult};
+use crate::joblog::{JobLogStore, RunLog};
+
+/// Handle codes kept from XXL-JOB.
+const CODE_SUCCESS: i32 = 200;
+const CODE_FAILED: i32 = 500;
+const CODE_TIMEOUT: i32 = 502;
+/// Longest handle message reported, in characters (XXL-JOB's cap).
+pub(crate) const MAX_MESSAGE_CHARS: usize = 50_000;
+
+/// The outcome forced on a run that is stopped rather than finished.
+#[derive(Clone, Debug)]
+pub(crate) struct StopReason {
+    pub(crate) status: pb::RunStatus,
+    pub(crate) code: i32,
+    pub(crate) message: String,
+}
+
+impl StopReason {
+    pub(crate) fn killed(message: impl Into<String>) -> Self {
+        Self {
+            status: pb::RunStatus::Killed,
+            code: CODE_FAILED,
+            message: message.into(),
+        }
+    }
+
+    fn timeout(timeout_ms: i64) -> Self {
+        Self {
+            status: pb::RunStatus::Timeout,
+            code: CODE_TIMEOUT,
+            message: format!("job execute timeout after {timeout_ms} ms"),
+        }
+    }
+}
+
+/// Stops one running run: the first reason wins, then the token is cancelled.
+#[derive(Debug, Default)]
+pub(crate) struct StopSignal {
+    token: CancellationToken,
+    reason: Mutex<Option<StopReason>>,
+}
+
+impl StopSignal {
+    pub(crate) fn stop(&self, reason: StopReason) {
+        let mut reason_opt = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        reason_opt.get_or_insert(reason);
+        drop(reason_opt);
+        self.token.cancel();
+    }
+
+    fn reason(&self) -> Option<StopReason> {
+        self.reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Aborts the handler task when the job task is dropped (crash) or moves on.
+struct AbortOnDrop(JoinHandle<JobResult>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+enum RunWake {
+    Finished(Result<JobResult, JoinError>),
+    Stopped,
+    TimedOut,
+}
+
+/// Runs one run to its result: log file, start line, handler task, timeout/kill, end line.
+pub(crate) async fn execute_run(
+    joblog: &JobLogStore,
+    kill_grace: Duration,
+    request: pb::RunRequest,
+    handler: HandlerFn,
+    stop: &StopSignal,
+) -> pb::RunResult {
+    let started_at_ms = now_ms();
+    let log_opt = match joblog.create(request.log_id, request.log_date_ms) {
+        Ok(log) => Some(Arc::new(log)),
+        Err(error) => {
+            tracing::warn!(log_id = request.log_id, %error, "failed to create run log");
+            None
+        }
+    };
+    append_opt(&log_opt, &start_line(&request));
+    let context = JobContext::new(request.clone(), log_opt.clone(), stop.token.child_token());
+    // The handler is called inside its task, so even a panic while building its future is caught.
+    let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
+    let handler_future = async move { handler(context).await }.instrument(span);
+    let mut handler_task = AbortOnDrop(tokio::spawn(handler_future));
+    let timeout_ms = request.timeout_ms;
+    let timeout = async {
+        match u64::try_from(timeout_ms) {
+            Ok(millis) if millis > 0 => tokio::time::sleep(Duration::from_millis(millis)).await,
+            _ => std::future::pending().await,
+        }
+    };
+    let wake = tokio::select! {
+        biased;
+        joined = &mut handler_task.0 => RunWake::Finished(joined),
+        () = stop.token.cancelled() => RunWake::Stopped,
+        () = timeout => RunWake::TimedOut,
+    };
+    let (status, code, message) = match wake {
+        // A handler that returned after being stopped (it saw the cancellation) reports the stop.
+        RunWake::Finished(joined) => match stop.reason() {
+            Some(reason) => (reason.status, reason.code, reason.message),
+            None => finished_outcome(joined),
+        },
+        RunWake::Stopped | RunWake::TimedOut => {
+            if matches!(wake, RunWake::TimedOut) {
+                stop.stop(StopReason::timeout(timeout_ms));
+            }
+            end_handler(&mut handler_task, kill_grace, request.log_id).await;
+            let reason = stop
+                .reason()
+                .unwrap_or_else(|| StopReason::killed("killed"));
+            (reason.status, reason.code, reason.message)
+        }
+    };
+    let result = run_result(&request, status, code, &message, started_at_ms);
+    append_opt(
+        &log_opt,
+        &format!(
+            "run end: status={} code={code} message={}",
+            status.as_str_name(),
+            result.message
+        ),
+    );
+    result
+}
+
+/// Gives a cancelled handler `grace` to return, then aborts its task and awaits the abort.
+async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i64) {
+    if tokio::time::timeout(grace, &mut handler_task.0)
+        .await
+        .is_err()
+    {
+        tracing::warn!(log_id, ?grace, "handler ignored cancellation, aborting it");
+        handler_task.0.abort();
+        let _ = (&mut handler_task.0).await;
+    }
+}
+
+fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32, String) {
+    match joined {
+        Ok(Ok(output)) => (
+            pb::RunStatus::Success,
+            CODE_SUCCESS,
+            output.as_message().to_owned(),
+        ),
+        Ok(Err(error)) => (
+            pb::RunStatus::Failed,
+            CODE_FAILED,
+            error.message().to_owned(),
+        ),
+        Err(join_error) => match join_error.try_into_panic() {
+            Ok(payload) => {
+                let text = if let Some(text) = payload.downcast_ref::<&str>() {
+                    (*text).to_owned()
+                } else if let Some(text) = payload.downcast_ref::<String>() {
+                    text.clone()
+                } else {
+                    "non-string panic payload".to_owned()
+                };
+                (
+                    pb::RunStatus::Failed,
+                    CODE_FAILED,
+                    format!("handler panicked: {text}"),
+                )
+            }
+            Err(_) => (
+                pb::RunStatus::Failed,
+                CODE_FAILED,
+                "handler task was cancelled".to_owned(),
+            ),
+        },
+    }
+}
+
+fn start_line(request: &pb::RunRequest) -> String {
+    let trigger = pb::TriggerType::try_from(request.trigger_type)
+        .map_or("TRIGGER_TYPE_UNKNOWN", |trigger| trigger.as_str_name());
+    format!(
+        "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}",
+        request.job_id,
+        request.log_id,
+        request.handler,
+        request.params,
+        request.shard_index,
+        request.shard_total,
+        request.attempt,
+        request.timeout_ms,
+    )
+}
+
+fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
+    if let Some(log) = log_opt {
+        log.append(line);
+    }
+}
+
+pub(crate) fn run_result(
+    request: &pb::RunRequest,
+    status: pb::RunStatus,
+    code: i32,
+    message: &str,
+    started_at_ms: i64,
+) -> pb::RunResult {
+    pb::RunResult {
+        log_id: request.log_id,
+        log_date_ms: request.log_date_ms,
+        status: status as i32,
+        code,
+        message: truncate_message(message),
+        finished_at_ms: now_ms(),
+        traceparent: String::new(),
+        started_at_ms,
+    }
+}
+
+/// Cuts a message to [`MAX_MESSAGE_CHARS`] characters, marking the cut with "...".
+pub(crate) fn truncate_message(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}...", &message[..cut]),
+        None => message.to_owned(),
+    }
+}
+
+/// Returns the wall clock in epoch milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_truncated_to_50_000_chars() {
+        let long = "é".repeat(MAX_MESSAGE_CHARS + 10);
+        let truncated = truncate_message(&long);
+        assert_eq!(truncated.chars().count(), MAX_MESSAGE_CHARS + 3);
+        assert!(truncated.ends_with("é..."));
+        assert_eq!(truncate_message("short"), "short");
+    }
+}

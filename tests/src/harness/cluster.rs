@@ -1,0 +1,272 @@
+//! `TestCluster`: one admin on a temporary SQLite file plus executors, all on loopback.
+//!
+//! ```ignore
+//! let cluster = TestCluster::builder().start().await?;
+//! let executor = cluster.executor("app").handler("echo", echo).start().await?;
+//! let group = cluster.create_group("app").await?;
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tonic::transport::Channel;
+use xjob_admin::{Config, RunningAdmin};
+use xjob_executor::{Executor, ExecutorBuilder, RunningExecutor};
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+
+use super::wait::wait_until;
+
+/// Builds a `TestCluster`.
+pub struct TestClusterBuilder {
+    data_dir: Option<tempfile::TempDir>,
+    node_id: String,
+    configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
+}
+
+impl TestClusterBuilder {
+    /// Changes the admin configuration before it starts.
+    pub fn configure(mut self, change: impl FnOnce(&mut Config) + Send + 'static) -> Self {
+        self.configure.push(Box::new(change));
+        self
+    }
+
+    /// Starts the admin and connects a JobAdmin client.
+    pub async fn start(self) -> anyhow::Result<TestCluster> {
+        let data_dir = match self.data_dir {
+            Some(dir) => dir,
+            None => tempfile::tempdir()?,
+        };
+        let admin =
+            start_admin(data_dir.path().to_path_buf(), &self.node_id, self.configure).await?;
+        let client = JobAdminClient::connect(admin.url()).await?;
+        let listen = admin.local_addr();
+        Ok(TestCluster {
+            admin: Some(admin),
+            listen,
+            data_dir,
+            node_id: self.node_id,
+            client,
+            executors: Vec::new(),
+        })
+    }
+}
+
+async fn start_admin(
+    data_dir: PathBuf,
+    node_id: &str,
+    configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
+) -> anyhow::Result<RunningAdmin> {
+    let mut config = Config::for_tests(data_dir);
+    config.node_id = node_id.to_string();
+    for change in configure {
+        change(&mut config);
+    }
+    Ok(xjob_admin::start(config.validate()?).await?)
+}
+
+/// A running admin with its data dir, a client, and the executors started through it.
+pub struct TestCluster {
+    admin: Option<RunningAdmin>,
+    listen: std::net::SocketAddr,
+    data_dir: tempfile::TempDir,
+    node_id: String,
+    client: JobAdminClient<Channel>,
+    executors: Vec<RunningExecutor>,
+}
+
+impl TestCluster {
+    pub fn builder() -> TestClusterBuilder {
+        TestClusterBuilder {
+            data_dir: None,
+            node_id: "test-admin".to_string(),
+            configure: Vec::new(),
+        }
+    }
+
+    /// The admin's `http://127.0.0.1:port`.
+    pub fn admin_url(&self) -> String {
+        self.admin
+            .as_ref()
+            .map(RunningAdmin::url)
+            .unwrap_or_default()
+    }
+
+    /// A JobAdmin client (cheap clone of one channel).
+    pub fn client(&self) -> JobAdminClient<Channel> {
+        self.client.clone()
+    }
+
+    /// The admin's data directory (the SQLite file lives there).
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir.path().to_path_buf()
+    }
+
+    /// An executor builder pointed at this admin, bound to a free loopback port, logging into
+    /// the cluster's data dir.
+    pub fn executor(&self, app_name: &str) -> ExecutorBuilder {
+        let log_dir = self
+            .data_dir
+            .path()
+            .join(format!("executor-logs-{app_name}-{}", self.executors.len()));
+        Executor::builder()
+            .app_name(app_name)
+            .admin_addrs([self.admin_url()])
+            .bind("127.0.0.1:0")
+            .log_dir(log_dir)
+            .shutdown_grace(Duration::from_secs(1))
+    }
+
+    /// Starts an executor and waits until the admin lists it.
+    pub async fn start_executor(&mut self, builder: ExecutorBuilder) -> anyhow::Result<String> {
+        let executor = builder.start().await?;
+        executor.wait_registered(Duration::from_secs(5)).await?;
+        let address = executor.address().to_string();
+        self.executors.push(executor);
+        Ok(address)
+    }
+
+    /// Takes an executor out of the cluster's care (to crash or stop it in a test).
+    pub fn take_executor(&mut self, address: &str) -> Option<RunningExecutor> {
+        let index = self
+            .executors
+            .iter()
+            .position(|executor| executor.address() == address)?;
+        Some(self.executors.remove(index))
+    }
+
+    /// Creates an AUTO group for `app_name`; returns its id.
+    pub async fn create_group(&self, app_name: &str) -> anyhow::Result<i64> {
+        let group = pb::Group {
+            app_name: app_name.to_string(),
+            title: format!("{app_name} executors"),
+            address_type: pb::AddressType::Auto as i32,
+            ..Default::default()
+        };
+        let response = self
+            .client()
+            .create_group(pb::CreateGroupRequest { group: Some(group) })
+            .await?;
+        response
+            .into_inner()
+            .group
+            .map(|group| group.id)
+            .ok_or_else(|| anyhow::anyhow!("no group returned"))
+    }
+
+    /// A valid BEAN job of `group_id` (stopped), ready to customise before `create_job`.
+    pub fn job(
+        group_id: i64,
+        handler: &str,
+        schedule_type: pb::ScheduleType,
+        conf: &str,
+    ) -> pb::Job {
+        pb::Job {
+            group_id,
+            name: format!("{handler} job"),
+            author: "tests".to_string(),
+            schedule_type: schedule_type as i32,
+            schedule_conf: conf.to_string(),
+            misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+            route_strategy: pb::RouteStrategy::First as i32,
+            handler: handler.to_string(),
+            block_strategy: pb::BlockStrategy::SerialExecution as i32,
+            glue_type: pb::GlueType::Bean as i32,
+            ..Default::default()
+        }
+    }
+
+    /// Creates a job; returns it as stored.
+    pub async fn create_job(&self, job: pb::Job) -> anyhow::Result<pb::Job> {
+        let response = self
+            .client()
+            .create_job(pb::CreateJobRequest { job: Some(job) })
+            .await?;
+        response
+            .into_inner()
+            .job
+            .ok_or_else(|| anyhow::anyhow!("no job returned"))
+    }
+
+    /// Starts a job; returns it with its first fire time.
+    pub async fn start_job(&self, id: i64) -> anyhow::Result<pb::Job> {
+        let response = self.client().start_job(pb::StartJobRequest { id }).await?;
+        response
+            .into_inner()
+            .job
+            .ok_or_else(|| anyhow::anyhow!("no job returned"))
+    }
+
+    /// Every log of a job (newest first).
+    pub async fn logs(&self, job_id: i64) -> anyhow::Result<Vec<pb::Log>> {
+        let request = pb::ListLogsRequest {
+            job_id,
+            page_size: 1000,
+            ..Default::default()
+        };
+        Ok(self.client().list_logs(request).await?.into_inner().logs)
+    }
+
+    /// Logs of a job with the given status.
+    pub async fn logs_with_status(
+        &self,
+        job_id: i64,
+        status: pb::RunStatus,
+    ) -> anyhow::Result<Vec<pb::Log>> {
+        Ok(self
+            .logs(job_id)
+            .await?
+            .into_iter()
+            .filter(|log| log.status == status as i32)
+            .collect())
+    }
+
+    /// Waits until a log is final (not PENDING/RUNNING); returns it.
+    pub async fn wait_log_final(&self, log_id: i64, timeout: Duration) -> anyhow::Result<pb::Log> {
+        let client = self.client();
+        wait_until(timeout, &format!("log {log_id} to finish"), || {
+            let mut client = client.clone();
+            async move {
+                let log = client
+                    .get_log(pb::GetLogRequest { id: log_id })
+                    .await
+                    .ok()?
+                    .into_inner()
+                    .log?;
+                let running = [pb::RunStatus::Pending as i32, pb::RunStatus::Running as i32];
+                (!running.contains(&log.status)).then_some(log)
+            }
+        })
+        .await
+    }
+
+    /// Stops the admin gracefully and starts a new one on the same data dir and node id.
+    pub async fn restart_admin(&mut self) -> anyhow::Result<()> {
+        if let Some(admin) = self.admin.take() {
+            admin.shutdown().await;
+        }
+        // Same port, so executors reconnect to the restarted admin on their own.
+        let listen = self.listen;
+        let change: Box<dyn FnOnce(&mut Config) + Send> =
+            Box::new(move |config| config.listen = listen);
+        let admin = start_admin(
+            self.data_dir.path().to_path_buf(),
+            &self.node_id,
+            vec![change],
+        )
+        .await?;
+        self.client = JobAdminClient::connect(admin.url()).await?;
+        self.admin = Some(admin);
+        Ok(())
+    }
+
+    /// Stops executors, then the admin.
+    pub async fn shutdown(mut self) {
+        for executor in self.executors.drain(..) {
+            executor.shutdown().await;
+        }
+        if let Some(admin) = self.admin.take() {
+            admin.shutdown().await;
+        }
+    }
+}

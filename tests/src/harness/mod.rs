@@ -1,0 +1,4 @@
+//! The `TestCluster` builder and the one way tests wait.
+
+pub mod cluster;
+pub mod wait;

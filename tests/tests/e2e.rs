@@ -1,0 +1,424 @@
+//! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
+//! admin's state in a real SQLite file.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
+use xjob_proto::pb;
+use xjob_tests::{TestCluster, wait_until};
+
+const APP: &str = "e2e-app";
+
+async fn ok_handler(ctx: JobContext) -> JobResult {
+    ctx.log(format!("ran with params '{}'", ctx.params()));
+    Ok(JobOutput::message("done"))
+}
+
+/// Records `(log_id, params)` of every run it starts.
+fn recording_handler(
+    seen: Arc<Mutex<Vec<(i64, String)>>>,
+) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
++ Send
++ Sync
++ 'static {
+    move |ctx: JobContext| {
+        let seen = Arc::clone(&seen);
+        Box::pin(async move {
+            seen.lock()
+                .map_err(|_| JobError::new("poisoned"))?
+                .push((ctx.log_id(), ctx.params().to_string()));
+            ctx.log(format!("handler saw params={}", ctx.params()));
+            ctx.log("second line from the handler");
+            Ok(JobOutput::message("recorded"))
+        })
+    }
+}
+
+async fn cluster_with_executor() -> anyhow::Result<(TestCluster, i64, String)> {
+    let mut cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("ok", ok_handler);
+    let address = cluster.start_executor(executor).await?;
+    Ok((cluster, group_id, address))
+}
+
+#[tokio::test]
+async fn every_second_cron_fires_three_times_within_four_seconds_on_whole_seconds()
+-> anyhow::Result<()> {
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let job = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "ok",
+            pb::ScheduleType::Cron,
+            "*/1 * * * * ?",
+        ))
+        .await?;
+    let started = cluster.start_job(job.id).await?;
+    let first_fire_ms = started.next_fire_ms;
+    assert!(
+        first_fire_ms > 0 && first_fire_ms % 1000 == 0,
+        "first fire on a whole second"
+    );
+
+    // Fires at first, first+1 s, first+2 s, first+3 s are all within 4 s of the first one.
+    let wait_for =
+        Duration::from_millis((first_fire_ms - xjob_admin::model::now_ms()).max(0) as u64)
+            + Duration::from_secs(4);
+    let successes = wait_until(wait_for, "3 successful fires", || async {
+        let logs = cluster
+            .logs_with_status(job.id, pb::RunStatus::Success)
+            .await
+            .ok()?;
+        (logs.len() >= 3).then_some(logs)
+    })
+    .await?;
+
+    let scheduled: HashSet<i64> = successes.iter().map(|log| log.scheduled_at_ms).collect();
+    assert_eq!(
+        scheduled.len(),
+        successes.len(),
+        "each fire has its own scheduled second"
+    );
+    for log in &successes {
+        assert_eq!(
+            log.scheduled_at_ms % 1000,
+            0,
+            "scheduled_at_ms {} is a whole second",
+            log.scheduled_at_ms
+        );
+        assert!(log.scheduled_at_ms >= first_fire_ms);
+        assert_eq!(log.handle_code, 200);
+        assert_eq!(log.trigger_code, 200);
+        assert_eq!(log.trigger_type, pb::TriggerType::Cron as i32);
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn manual_trigger_delivers_params_and_handler_log_lines_come_back() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP).await?;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let executor = cluster
+        .executor(APP)
+        .handler("record", recording_handler(Arc::clone(&seen)));
+    cluster.start_executor(executor).await?;
+    let job = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "record",
+            pb::ScheduleType::None,
+            "",
+        ))
+        .await?;
+
+    let request = pb::TriggerJobRequest {
+        id: job.id,
+        params: Some("order-42".into()),
+        addresses: vec![],
+    };
+    let log_ids = cluster
+        .client()
+        .trigger_job(request)
+        .await?
+        .into_inner()
+        .log_ids;
+    assert_eq!(log_ids.len(), 1);
+    let log = cluster
+        .wait_log_final(log_ids[0], Duration::from_secs(5))
+        .await?;
+    assert_eq!(log.status, pb::RunStatus::Success as i32);
+    assert_eq!(log.trigger_type, pb::TriggerType::Manual as i32);
+    assert_eq!(log.params, "order-42");
+    assert_eq!(
+        seen.lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .clone(),
+        vec![(log_ids[0], "order-42".to_string())]
+    );
+
+    let chunk = cluster
+        .client()
+        .read_run_log(pb::ReadRunLogRequest {
+            log_id: log_ids[0],
+            from_line: 1,
+        })
+        .await?
+        .into_inner();
+    assert!(
+        chunk.content.contains("handler saw params=order-42"),
+        "log was: {}",
+        chunk.content
+    );
+    assert!(chunk.content.contains("second line from the handler"));
+    assert!(chunk.to_line >= 2);
+    // Rolling read: from after the last line there is nothing new, and the run is over.
+    let rest = cluster
+        .client()
+        .read_run_log(pb::ReadRunLogRequest {
+            log_id: log_ids[0],
+            from_line: chunk.to_line + 1,
+        })
+        .await?
+        .into_inner();
+    assert!(rest.content.is_empty());
+    assert!(rest.is_end);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn stop_job_stops_firing() -> anyhow::Result<()> {
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let job = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "ok",
+            pb::ScheduleType::Cron,
+            "*/1 * * * * ?",
+        ))
+        .await?;
+    cluster.start_job(job.id).await?;
+    wait_until(
+        Duration::from_secs(10),
+        "a first successful fire",
+        || async {
+            let logs = cluster
+                .logs_with_status(job.id, pb::RunStatus::Success)
+                .await
+                .ok()?;
+            (!logs.is_empty()).then_some(())
+        },
+    )
+    .await?;
+
+    let stopped = cluster
+        .client()
+        .stop_job(pb::StopJobRequest { id: job.id })
+        .await?
+        .into_inner()
+        .job;
+    let stopped = stopped.ok_or_else(|| anyhow::anyhow!("no job"))?;
+    assert_eq!(stopped.status, pb::JobStatus::Stopped as i32);
+    assert_eq!(stopped.next_fire_ms, 0);
+    let dispatched = |logs: &[pb::Log]| {
+        let not_dispatched = [pb::RunStatus::Skipped as i32, pb::RunStatus::Pending as i32];
+        logs.iter()
+            .filter(|log| !not_dispatched.contains(&log.status))
+            .count()
+    };
+    let logs_at_stop = cluster.logs(job.id).await?;
+    assert!(
+        logs_at_stop
+            .iter()
+            .all(|log| log.status != pb::RunStatus::Pending as i32),
+        "StopJob skips the fires already planned"
+    );
+    let dispatched_at_stop = dispatched(&logs_at_stop);
+
+    // Fires already planned in the pre-read window are skipped, never dispatched. Watching a
+    // span longer than that window is the only way to show that nothing fires any more.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let logs = cluster.logs(job.id).await?;
+    assert_eq!(
+        dispatched(&logs),
+        dispatched_at_stop,
+        "no run after StopJob"
+    );
+    assert!(
+        logs.iter()
+            .all(|log| log.status != pb::RunStatus::Pending as i32)
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn invalid_cron_is_rejected_and_nothing_is_written() -> anyhow::Result<()> {
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let job = TestCluster::job(group_id, "ok", pb::ScheduleType::Cron, "61 * * * * ?");
+    let error = cluster
+        .client()
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await
+        .expect_err("a bad cron must be refused");
+    assert_eq!(error.code(), tonic::Code::InvalidArgument);
+    assert!(
+        error.message().contains("schedule_conf"),
+        "message names the field: {}",
+        error.message()
+    );
+    let listed = cluster
+        .client()
+        .list_jobs(pb::ListJobsRequest::default())
+        .await?
+        .into_inner()
+        .jobs;
+    assert!(listed.is_empty(), "no job was written");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unknown_handler_gives_a_failed_log_with_the_reason() -> anyhow::Result<()> {
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let job = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "noSuchHandler",
+            pb::ScheduleType::None,
+            "",
+        ))
+        .await?;
+    let request = pb::TriggerJobRequest {
+        id: job.id,
+        params: None,
+        addresses: vec![],
+    };
+    let log_ids = cluster
+        .client()
+        .trigger_job(request)
+        .await?
+        .into_inner()
+        .log_ids;
+    let log = cluster
+        .wait_log_final(log_ids[0], Duration::from_secs(5))
+        .await?;
+    assert_eq!(log.status, pb::RunStatus::Failed as i32);
+    assert_eq!(log.trigger_code, 500);
+    assert!(
+        log.trigger_msg.contains("noSuchHandler"),
+        "reason names the handler: {}",
+        log.trigger_msg
+    );
+    assert!(
+        log.trigger_msg.contains("not found"),
+        "reason: {}",
+        log.trigger_msg
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_dropped_executor_stream_leaves_routing_at_once() -> anyhow::Result<()> {
+    let (mut cluster, group_id, address) = cluster_with_executor().await?;
+    let listed = cluster
+        .client()
+        .list_executors(pb::ListExecutorsRequest::default())
+        .await?
+        .into_inner();
+    assert_eq!(listed.executors.len(), 1);
+
+    let executor = cluster
+        .take_executor(&address)
+        .ok_or_else(|| anyhow::anyhow!("executor"))?;
+    executor.crash();
+    // "At once": well under one heartbeat interval, and far below the lease.
+    let client = cluster.client();
+    wait_until(
+        Duration::from_millis(400),
+        "the executor to leave ListExecutors",
+        || {
+            let mut client = client.clone();
+            async move {
+                let listed = client
+                    .list_executors(pb::ListExecutorsRequest::default())
+                    .await
+                    .ok()?
+                    .into_inner();
+                listed.executors.is_empty().then_some(())
+            }
+        },
+    )
+    .await?;
+
+    let job = cluster
+        .create_job(TestCluster::job(group_id, "ok", pb::ScheduleType::None, ""))
+        .await?;
+    let request = pb::TriggerJobRequest {
+        id: job.id,
+        params: None,
+        addresses: vec![],
+    };
+    let log_ids = cluster
+        .client()
+        .trigger_job(request)
+        .await?
+        .into_inner()
+        .log_ids;
+    let log = cluster
+        .wait_log_final(log_ids[0], Duration::from_secs(5))
+        .await?;
+    assert_eq!(log.status, pb::RunStatus::Failed as i32);
+    assert!(
+        log.trigger_msg.contains("no online executor"),
+        "reason: {}",
+        log.trigger_msg
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_restarted_admin_continues_the_schedule_without_duplicates() -> anyhow::Result<()> {
+    let (mut cluster, group_id, _) = cluster_with_executor().await?;
+    let job = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "ok",
+            pb::ScheduleType::Cron,
+            "*/1 * * * * ?",
+        ))
+        .await?;
+    cluster.start_job(job.id).await?;
+    wait_until(
+        Duration::from_secs(10),
+        "2 fires before the restart",
+        || async {
+            let logs = cluster
+                .logs_with_status(job.id, pb::RunStatus::Success)
+                .await
+                .ok()?;
+            (logs.len() >= 2).then_some(())
+        },
+    )
+    .await?;
+
+    cluster.restart_admin().await?;
+    let before_restart = cluster
+        .logs_with_status(job.id, pb::RunStatus::Success)
+        .await?
+        .len();
+    wait_until(
+        Duration::from_secs(10),
+        "3 more fires after the restart",
+        || async {
+            let logs = cluster
+                .logs_with_status(job.id, pb::RunStatus::Success)
+                .await
+                .ok()?;
+            (logs.len() >= before_restart + 3).then_some(())
+        },
+    )
+    .await?;
+
+    let logs = cluster.logs(job.id).await?;
+    let ran: Vec<i64> = logs
+        .iter()
+        .filter(|log| log.status != pb::RunStatus::Skipped as i32)
+        .map(|log| log.scheduled_at_ms)
+        .collect();
+    let distinct: HashSet<i64> = ran.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        ran.len(),
+        "no scheduled second ran twice: {ran:?}"
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
