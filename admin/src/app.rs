@@ -103,8 +103,7 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         node_id: config.node_id.clone(),
         epoch,
     };
-    // Sessions of this node's previous life are gone with it.
-    store.delete_registry_of_node(&node.node_id).await?;
+    let previous_sessions = store.list_registry_of_node(&node.node_id).await?;
 
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -112,6 +111,7 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
     let recorder_cancel = CancellationToken::new();
     let (records_tx, records_rx) = mpsc::unbounded_channel();
     let registry = Arc::new(Registry::default());
+    restore_routes(&registry, previous_sessions);
     let trigger = Arc::new(Trigger::new(
         store.clone(),
         Arc::clone(&registry),
@@ -196,6 +196,21 @@ async fn serve(routes: tonic::service::Routes, listener: TcpListener, cancel: Ca
         .await;
     if let Err(error) = result {
         tracing::error!(%error, "grpc server failed");
+    }
+}
+
+/// Keeps routing to the executors this node served before it restarted, for one lease: they are
+/// most likely alive and reconnecting, and fires recovered at start should not fail meanwhile.
+/// Each entry is replaced as soon as its executor registers again, and expires otherwise.
+fn restore_routes(registry: &Registry, previous_sessions: Vec<crate::model::ExecutorInfo>) {
+    let now = now_ms();
+    for executor in previous_sessions {
+        tracing::info!(app = %executor.app_name, address = %executor.address,
+            "routing to an executor of this node's previous run until it reconnects");
+        registry.register(crate::model::ExecutorInfo {
+            last_heartbeat_ms: now,
+            ..executor
+        });
     }
 }
 

@@ -15,9 +15,10 @@ use xjob_proto::pb;
 use crate::error::Error;
 use crate::model::validate::field_name;
 use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
+    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, LogFilter,
+    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
 };
+use crate::store::JobFilter;
 
 /// Page size used when a list request leaves it at 0.
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -346,6 +347,59 @@ impl Page {
     }
 }
 
+// ---- list filters and other request fields
+
+/// Fire times `PreviewSchedule` returns when the request leaves `count` at 0.
+pub const DEFAULT_PREVIEW_COUNT: usize = 5;
+/// Most fire times one `PreviewSchedule` returns.
+pub const MAX_PREVIEW_COUNT: usize = 100;
+
+/// Reads `PreviewScheduleRequest.count`: 0 = the default, capped at the maximum.
+pub fn preview_count(count: i32) -> Result<usize, Error> {
+    match usize::try_from(count) {
+        Err(_) => Err(Error::invalid(
+            "count",
+            format!("must be >= 0, got {count}"),
+        )),
+        Ok(0) => Ok(DEFAULT_PREVIEW_COUNT),
+        Ok(count) => Ok(count.min(MAX_PREVIEW_COUNT)),
+    }
+}
+
+/// Reads the filters of `ListJobs`: 0, UNSPECIFIED and empty strings mean "any".
+pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter, Error> {
+    Ok(JobFilter {
+        group_id: non_zero(request.group_id),
+        status: optional_filter(request.status, "status", pb_job_status)?,
+        name: non_empty(request.name),
+        handler: non_empty(request.handler),
+        author: non_empty(request.author),
+        offset: page.offset,
+        limit: page.limit,
+    })
+}
+
+/// Reads the filters of `ListLogs`: 0 and UNSPECIFIED mean "any".
+pub fn log_filter(request: &pb::ListLogsRequest, page: Page) -> Result<LogFilter, Error> {
+    Ok(LogFilter {
+        group_id: non_zero(request.group_id),
+        job_id: non_zero(request.job_id),
+        status: optional_filter(request.status, "status", pb_run_status)?,
+        from_ms: non_zero(request.from_ms),
+        to_ms: non_zero(request.to_ms),
+        offset: page.offset,
+        limit: page.limit,
+    })
+}
+
+fn non_zero(value: i64) -> Option<i64> {
+    (value != 0).then_some(value)
+}
+
+fn non_empty(value: String) -> Option<String> {
+    (!value.is_empty()).then_some(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,5 +571,59 @@ mod tests {
         };
         assert_eq!(page.next_token(10), "30");
         assert_eq!(page.next_token(9), "");
+    }
+
+    #[test]
+    fn preview_count_defaults_caps_and_refuses_negative() {
+        assert_eq!(preview_count(0).ok(), Some(DEFAULT_PREVIEW_COUNT));
+        assert_eq!(preview_count(7).ok(), Some(7));
+        assert_eq!(preview_count(10_000).ok(), Some(MAX_PREVIEW_COUNT));
+        let error = preview_count(-1).expect_err("negative");
+        assert_eq!(error.to_string(), "count: must be >= 0, got -1");
+    }
+
+    #[test]
+    fn list_filters_treat_zero_and_empty_as_any() {
+        let page = Page {
+            offset: 0,
+            limit: 50,
+        };
+        let filter = job_filter(pb::ListJobsRequest::default(), page).expect("empty filter");
+        assert_eq!(
+            filter,
+            JobFilter {
+                offset: 0,
+                limit: 50,
+                ..JobFilter::default()
+            }
+        );
+        let request = pb::ListJobsRequest {
+            group_id: 3,
+            status: pb::JobStatus::Running as i32,
+            name: "night".into(),
+            ..pb::ListJobsRequest::default()
+        };
+        let filter = job_filter(request, page).expect("filter");
+        assert_eq!(filter.group_id, Some(3));
+        assert_eq!(filter.status, Some(JobStatus::Running));
+        assert_eq!(filter.name.as_deref(), Some("night"));
+
+        let request = pb::ListLogsRequest {
+            status: run_status_to_pb(RunStatus::Failed) as i32,
+            job_id: 9,
+            ..pb::ListLogsRequest::default()
+        };
+        let filter = log_filter(&request, page).expect("log filter");
+        assert_eq!(filter.status, Some(RunStatus::Failed));
+        assert_eq!(filter.job_id, Some(9));
+        assert_eq!(filter.group_id, None);
+        let bad = pb::ListLogsRequest {
+            status: 77,
+            ..pb::ListLogsRequest::default()
+        };
+        assert_eq!(
+            log_filter(&bad, page).map_err(|error| error.to_string()),
+            Err("status: unknown value 77".to_string())
+        );
     }
 }

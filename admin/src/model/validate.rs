@@ -53,6 +53,37 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
     Ok(())
 }
 
+/// Applies an update onto the stored job: editable fields come from `incoming`; status, fire
+/// times and creation time stay. The glue type cannot change after creation (XXL-JOB edits glue
+/// only in its IDE); an edited glue source or remark stamps `glue_updated_ms`.
+pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, Error> {
+    if incoming.glue_type != existing.glue_type {
+        return Err(Error::invalid(
+            "job.glue_type",
+            format!(
+                "cannot change after creation (is {}, got {})",
+                existing.glue_type, incoming.glue_type
+            ),
+        ));
+    }
+    let glue_changed = incoming.glue_source != existing.glue_source
+        || incoming.glue_remark != existing.glue_remark;
+    Ok(Job {
+        id: existing.id,
+        status: existing.status,
+        trigger_last_ms: existing.trigger_last_ms,
+        trigger_next_ms: existing.trigger_next_ms,
+        created_ms: existing.created_ms,
+        glue_updated_ms: if glue_changed {
+            now_ms
+        } else {
+            existing.glue_updated_ms
+        },
+        updated_ms: now_ms,
+        ..incoming
+    })
+}
+
 /// Checks a schedule type and its configuration: a Quartz cron for CRON, whole seconds ≥ 1 for
 /// FIX_RATE, anything for NONE.
 pub fn validate_schedule(
@@ -481,6 +512,55 @@ mod tests {
             validate_group(&group(AddressType::Manual, &["http://a:1", "a:2"]), "group")
                 .map_err(|error| error.to_string()),
             Err("group.addresses[1]: 'a:2' must start with http:// or https://".to_string())
+        );
+    }
+
+    #[test]
+    fn update_keeps_status_fire_times_and_creation_time() {
+        let existing = Job {
+            id: 4,
+            status: JobStatus::Running,
+            trigger_last_ms: 1_000,
+            trigger_next_ms: 2_000,
+            created_ms: 100,
+            glue_updated_ms: 100,
+            ..job()
+        };
+        let incoming = Job {
+            name: "renamed".into(),
+            status: JobStatus::Stopped,
+            trigger_next_ms: 0,
+            created_ms: 0,
+            ..existing.clone()
+        };
+        let merged = merge_job_update(&existing, incoming, 5_000).expect("same glue type");
+        assert_eq!(merged.name, "renamed");
+        assert_eq!(merged.status, JobStatus::Running);
+        assert_eq!(merged.trigger_next_ms, 2_000);
+        assert_eq!(merged.created_ms, 100);
+        assert_eq!(merged.updated_ms, 5_000);
+        assert_eq!(merged.glue_updated_ms, 100);
+
+        let edited = Job {
+            glue_remark: "v2".into(),
+            ..existing.clone()
+        };
+        let merged = merge_job_update(&existing, edited, 6_000).expect("same glue type");
+        assert_eq!(merged.glue_updated_ms, 6_000);
+    }
+
+    #[test]
+    fn update_refuses_a_glue_type_change() {
+        let shell = Job {
+            glue_type: GlueType::Shell,
+            ..job()
+        };
+        let error = merge_job_update(&job(), shell, 5_000).expect_err("glue type changed");
+        assert!(matches!(error, Error::InvalidArgument(_)));
+        assert!(
+            error
+                .to_string()
+                .starts_with("job.glue_type: cannot change")
         );
     }
 }

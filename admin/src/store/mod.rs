@@ -168,7 +168,8 @@ delegate! {
     // ---- jobs
     /// Inserts a job and returns it with its id.
     fn insert_job(&self, job: &Job) -> StoreResult<Job>;
-    /// Replaces a job's editable fields and scheduling state; false when it does not exist.
+    /// Replaces a job's editable fields (not its scheduling state, which only `set_job_schedule`
+    /// and the schedule round write); false when it does not exist.
     fn update_job(&self, job: &Job) -> StoreResult<bool>;
     /// Deletes a job and its log rows; false when it did not exist.
     fn delete_job(&self, id: i64) -> StoreResult<bool>;
@@ -217,6 +218,6 @@ delegate! {
     /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
     fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()>;
     fn delete_registry(&self, executor_id: &str) -> StoreResult<()>;
-    /// Removes every registry row owned by a node (at start: sessions of a previous life).
-    fn delete_registry_of_node(&self, node_id: &str) -> StoreResult<()>;
+    /// Registry rows owned by a node (at start: the sessions of this node's previous life).
+    fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>>;
 }

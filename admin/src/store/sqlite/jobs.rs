@@ -65,8 +65,7 @@ impl SqliteStore {
              route_strategy = ?, handler = ?, params = ?, block_strategy = ?, timeout_ms = ?, \
              fail_retry_count = ?, retry_initial_delay_ms = ?, retry_factor = ?, \
              retry_max_delay_ms = ?, glue_source = ?, glue_remark = ?, glue_updated_ms = ?, \
-             child_job_ids = ?, trigger_status = ?, trigger_last_ms = ?, trigger_next_ms = ?, \
-             updated_ms = ? WHERE id = ?",
+             child_job_ids = ?, updated_ms = ? WHERE id = ?",
         )
         .bind(job.group_id)
         .bind(&job.name)
@@ -89,9 +88,6 @@ impl SqliteStore {
         .bind(&job.glue_remark)
         .bind(job.glue_updated_ms)
         .bind(join_ids(&job.child_job_ids))
-        .bind(status_value(job.status))
-        .bind(job.trigger_last_ms)
-        .bind(job.trigger_next_ms)
         .bind(job.updated_ms)
         .bind(job.id)
         .execute(&self.pool)

@@ -1,5 +1,6 @@
 //! Registry rows: one per live executor session, owned by the admin node holding the stream.
 
+use super::rows::executor_from_row;
 use super::{SqliteStore, map_error};
 use crate::model::ExecutorInfo;
 use crate::store::StoreResult;
@@ -34,12 +35,15 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub async fn delete_registry_of_node(&self, node_id: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM xjob_registry WHERE owner_node = ?")
-            .bind(node_id)
-            .execute(&self.pool)
-            .await
-            .map_err(map_error)?;
-        Ok(())
+    pub async fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>> {
+        let rows = sqlx::query(
+            "SELECT executor_id, app_name, address, handlers, owner_node, registered_ms, \
+             heartbeat_ms FROM xjob_registry WHERE owner_node = ? ORDER BY app_name, address",
+        )
+        .bind(node_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter().map(executor_from_row).collect()
     }
 }

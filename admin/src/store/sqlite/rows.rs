@@ -4,8 +4,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, RetryBackoff,
-    RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
+    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, MisfireStrategy,
+    RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -140,5 +140,19 @@ pub fn run_from_row(row: &SqliteRow) -> StoreResult<RunLog> {
         trace_id: get(row, "trace_id")?,
         owner_node: get(row, "owner_node")?,
         epoch: get(row, "epoch")?,
+    })
+}
+
+pub fn executor_from_row(row: &SqliteRow) -> StoreResult<ExecutorInfo> {
+    let handlers: String = get(row, "handlers")?;
+    Ok(ExecutorInfo {
+        executor_id: get(row, "executor_id")?,
+        app_name: get(row, "app_name")?,
+        address: get(row, "address")?,
+        handlers: split_list(&handlers),
+        registered_ms: get(row, "registered_ms")?,
+        last_heartbeat_ms: get(row, "heartbeat_ms")?,
+        admin_node: get(row, "owner_node")?,
+        running_log_ids: Vec::new(),
     })
 }
