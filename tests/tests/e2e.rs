@@ -422,3 +422,219 @@ async fn a_restarted_admin_continues_the_schedule_without_duplicates() -> anyhow
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn invalid_job_input_is_refused_naming_the_field_and_nothing_is_written() -> anyhow::Result<()>
+{
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let valid = TestCluster::job(group_id, "ok", pb::ScheduleType::Cron, "0 * * * * ?");
+    type Mutation = Box<dyn Fn(&mut pb::Job)>;
+    let cases: Vec<(&str, Mutation, tonic::Code, &str)> = vec![
+        (
+            "invalid cron",
+            Box::new(|job| job.schedule_conf = "0 0 25 * * ?".into()),
+            tonic::Code::InvalidArgument,
+            "schedule_conf",
+        ),
+        (
+            "unknown zone",
+            Box::new(|job| job.time_zone = "Mars/Olympus".into()),
+            tonic::Code::InvalidArgument,
+            "time_zone",
+        ),
+        (
+            "unspecified enum",
+            Box::new(|job| job.route_strategy = 0),
+            tonic::Code::InvalidArgument,
+            "route_strategy",
+        ),
+        (
+            "unknown enum value",
+            Box::new(|job| job.block_strategy = 99),
+            tonic::Code::InvalidArgument,
+            "block_strategy",
+        ),
+        (
+            "empty BEAN handler",
+            Box::new(|job| job.handler = String::new()),
+            tonic::Code::InvalidArgument,
+            "handler",
+        ),
+        (
+            "unknown group",
+            Box::new(|job| job.group_id = 9999),
+            tonic::Code::NotFound,
+            "group_id",
+        ),
+        (
+            "negative timeout",
+            Box::new(|job| job.timeout_ms = -1),
+            tonic::Code::InvalidArgument,
+            "timeout_ms",
+        ),
+        (
+            "oversized params",
+            Box::new(|job| job.params = "x".repeat(64 * 1024 + 1)),
+            tonic::Code::InvalidArgument,
+            "params",
+        ),
+        (
+            "missing child job",
+            Box::new(|job| job.child_job_ids = vec![4242]),
+            tonic::Code::NotFound,
+            "child_job_ids",
+        ),
+    ];
+    for (name, mutate, code, field) in cases {
+        let mut job = valid.clone();
+        mutate(&mut job);
+        let error = cluster
+            .client()
+            .create_job(pb::CreateJobRequest { job: Some(job) })
+            .await
+            .expect_err(name);
+        assert_eq!(error.code(), code, "{name}: {}", error.message());
+        assert!(
+            error.message().contains(field),
+            "{name}: '{}' names {field}",
+            error.message()
+        );
+    }
+    let listed = cluster
+        .client()
+        .list_jobs(pb::ListJobsRequest::default())
+        .await?
+        .into_inner()
+        .jobs;
+    assert!(listed.is_empty(), "no invalid job was written");
+    // The valid job itself is accepted, so each case failed for its own reason.
+    cluster.create_job(valid).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// Opens a raw `Registry.Session`, sends `messages`, and returns the status it ends with.
+async fn session_outcome(
+    admin_url: &str,
+    messages: Vec<pb::ExecutorMessage>,
+    keep_open: bool,
+) -> anyhow::Result<tonic::Status> {
+    use pb::registry_client::RegistryClient;
+    let mut client = RegistryClient::connect(admin_url.to_string()).await?;
+    let (outbound_tx, outbound_rx) = tokio::sync::mpsc::channel(8);
+    for message in messages {
+        outbound_tx.send(message).await?;
+    }
+    let request_stream = tokio_stream::wrappers::ReceiverStream::new(outbound_rx);
+    let mut inbound = client.session(request_stream).await?.into_inner();
+    // Keeping the sender alive means the admin sees no end of stream: only its own rules end it.
+    let _sender = keep_open.then_some(outbound_tx);
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), inbound.message()).await? {
+            Ok(Some(_)) => continue,
+            Ok(None) => anyhow::bail!("stream ended without a status"),
+            Err(status) => return Ok(status),
+        }
+    }
+}
+
+fn register(protocol_version: u32) -> pb::ExecutorMessage {
+    pb::ExecutorMessage {
+        kind: Some(pb::executor_message::Kind::Register(pb::Register {
+            app_name: APP.to_string(),
+            address: "http://127.0.0.1:1".to_string(),
+            handlers: vec!["ok".to_string()],
+            protocol_version,
+            ..Default::default()
+        })),
+    }
+}
+
+#[tokio::test]
+async fn malformed_sessions_end_with_a_clear_status_and_leave_no_executor_behind()
+-> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let url = cluster.admin_url();
+    let heartbeat = pb::ExecutorMessage {
+        kind: Some(pb::executor_message::Kind::Heartbeat(
+            pb::Heartbeat::default(),
+        )),
+    };
+
+    let status = session_outcome(&url, vec![heartbeat.clone()], true).await?;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status.message().contains("first message"),
+        "{}",
+        status.message()
+    );
+
+    let status =
+        session_outcome(&url, vec![register(xjob_proto::PROTOCOL_VERSION + 1)], true).await?;
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        status.message().contains("protocol_version"),
+        "{}",
+        status.message()
+    );
+
+    let status = session_outcome(&url, vec![], true).await?;
+    assert_eq!(
+        status.code(),
+        tonic::Code::DeadlineExceeded,
+        "no Register within the handshake timeout"
+    );
+
+    let mut no_address = register(xjob_proto::PROTOCOL_VERSION);
+    if let Some(pb::executor_message::Kind::Register(register)) = &mut no_address.kind {
+        register.address = "not a url".to_string();
+    }
+    let status = session_outcome(&url, vec![no_address], true).await?;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status.message().contains("register.address"),
+        "{}",
+        status.message()
+    );
+
+    // Out of order: a valid Register, then a second one.
+    let twice = vec![
+        register(xjob_proto::PROTOCOL_VERSION),
+        register(xjob_proto::PROTOCOL_VERSION),
+    ];
+    let status = session_outcome(&url, twice, true).await?;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status.message().contains("first message"),
+        "{}",
+        status.message()
+    );
+
+    let client = cluster.client();
+    wait_until(
+        Duration::from_secs(2),
+        "no executor left registered",
+        || {
+            let mut client = client.clone();
+            async move {
+                let listed = client
+                    .list_executors(pb::ListExecutorsRequest::default())
+                    .await
+                    .ok()?
+                    .into_inner();
+                listed.executors.is_empty().then_some(())
+            }
+        },
+    )
+    .await?;
+    let store = xjob_admin::store::Store::connect(&format!(
+        "sqlite://{}",
+        cluster.data_dir().join("xjob.db").display()
+    ))
+    .await?;
+    let rows = store.list_registry_of_node("test-admin").await?;
+    assert!(rows.is_empty(), "registry rows left behind: {rows:?}");
+    store.close().await;
+    cluster.shutdown().await;
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! `TestCluster`: one admin on a temporary SQLite file plus executors, all on loopback.
 //!
-//! ```ignore
+//! ```text
 //! let cluster = TestCluster::builder().start().await?;
 //! let executor = cluster.executor("app").handler("echo", echo).start().await?;
 //! let group = cluster.create_group("app").await?;
@@ -17,11 +17,14 @@ use xjob_proto::pb::job_admin_client::JobAdminClient;
 
 use super::wait::wait_until;
 
+/// A change applied to the admin configuration before start.
+type ConfigChange = Box<dyn FnOnce(&mut Config) + Send>;
+
 /// Builds a `TestCluster`.
 pub struct TestClusterBuilder {
     data_dir: Option<tempfile::TempDir>,
     node_id: String,
-    configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
+    configure: Vec<ConfigChange>,
 }
 
 impl TestClusterBuilder {
@@ -55,7 +58,7 @@ impl TestClusterBuilder {
 async fn start_admin(
     data_dir: PathBuf,
     node_id: &str,
-    configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
+    configure: Vec<ConfigChange>,
 ) -> anyhow::Result<RunningAdmin> {
     let mut config = Config::for_tests(data_dir);
     config.node_id = node_id.to_string();
@@ -247,8 +250,7 @@ impl TestCluster {
         }
         // Same port, so executors reconnect to the restarted admin on their own.
         let listen = self.listen;
-        let change: Box<dyn FnOnce(&mut Config) + Send> =
-            Box::new(move |config| config.listen = listen);
+        let change: ConfigChange = Box::new(move |config| config.listen = listen);
         let admin = start_admin(
             self.data_dir.path().to_path_buf(),
             &self.node_id,
