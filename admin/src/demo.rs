@@ -180,6 +180,7 @@ fn sample_job(
         name: name.to_string(),
         author: "xjob".to_string(),
         alarm_email: String::new(),
+        alarm_on_every_failure: false,
         schedule_type,
         schedule_conf: conf.to_string(),
         time_zone: String::new(),

@@ -27,6 +27,8 @@ pub struct Job {
     pub name: String,
     pub author: String,
     pub alarm_email: String,
+    /// Alarm on every failed attempt instead of only the final one.
+    pub alarm_on_every_failure: bool,
     pub schedule_type: ScheduleType,
     pub schedule_conf: String,
     /// IANA zone name; empty = the admin's default zone.

@@ -28,6 +28,8 @@ pub struct RunLog {
     pub trace_id: String,
     pub owner_node: String,
     pub epoch: i64,
+    /// When a PENDING run may be dispatched (a retry's backoff); 0 = at once.
+    pub dispatch_at_ms: i64,
 }
 
 /// A run to insert: the scheduler's durable fire, a manual trigger, a skipped occurrence.
@@ -48,6 +50,8 @@ pub struct NewRun {
     pub trigger_msg: String,
     pub owner_node: String,
     pub epoch: i64,
+    /// When the run may be dispatched (a retry's backoff); 0 = at once.
+    pub dispatch_at_ms: i64,
 }
 
 impl NewRun {

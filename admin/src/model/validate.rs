@@ -269,6 +269,7 @@ mod tests {
             name: "nightly report".into(),
             author: String::new(),
             alarm_email: String::new(),
+            alarm_on_every_failure: false,
             schedule_type: ScheduleType::Cron,
             schedule_conf: "0 0 1 * * ?".into(),
             time_zone: String::new(),

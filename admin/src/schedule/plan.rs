@@ -202,6 +202,7 @@ fn new_run(
         trigger_msg: trigger_msg.to_string(),
         owner_node: params.node_id.clone(),
         epoch: params.epoch,
+        dispatch_at_ms: 0,
     }
 }
 
@@ -219,6 +220,7 @@ mod tests {
             name: "j".into(),
             author: String::new(),
             alarm_email: String::new(),
+            alarm_on_every_failure: false,
             schedule_type,
             schedule_conf: conf.into(),
             time_zone: String::new(),

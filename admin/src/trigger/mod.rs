@@ -129,6 +129,7 @@ impl Trigger {
             trigger_msg: String::new(),
             owner_node: self.node.node_id.clone(),
             epoch: self.node.epoch,
+            dispatch_at_ms: 0,
         };
         let ids = self
             .store

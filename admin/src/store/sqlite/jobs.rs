@@ -17,18 +17,20 @@ fn status_value(status: JobStatus) -> i64 {
 impl SqliteStore {
     pub async fn insert_job(&self, job: &Job) -> StoreResult<Job> {
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO xjob_job (group_id, name, author, alarm_email, schedule_type, \
+            "INSERT INTO xjob_job (group_id, name, author, alarm_email, alarm_on_every_failure, \
+             schedule_type, \
              schedule_conf, time_zone, misfire_strategy, route_strategy, handler, params, \
              block_strategy, timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, \
              retry_max_delay_ms, glue_type, glue_source, glue_remark, glue_updated_ms, \
              child_job_ids, trigger_status, trigger_last_ms, trigger_next_ms, created_ms, \
              updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \
-             ?, ?, ?, ?, ?, ?) RETURNING id",
+             ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(job.group_id)
         .bind(&job.name)
         .bind(&job.author)
         .bind(&job.alarm_email)
+        .bind(job.alarm_on_every_failure)
         .bind(job.schedule_type.as_str())
         .bind(&job.schedule_conf)
         .bind(&job.time_zone)
@@ -61,6 +63,7 @@ impl SqliteStore {
     pub async fn update_job(&self, job: &Job) -> StoreResult<bool> {
         let result = sqlx::query(
             "UPDATE xjob_job SET group_id = ?, name = ?, author = ?, alarm_email = ?, \
+             alarm_on_every_failure = ?, \
              schedule_type = ?, schedule_conf = ?, time_zone = ?, misfire_strategy = ?, \
              route_strategy = ?, handler = ?, params = ?, block_strategy = ?, timeout_ms = ?, \
              fail_retry_count = ?, retry_initial_delay_ms = ?, retry_factor = ?, \
@@ -71,6 +74,7 @@ impl SqliteStore {
         .bind(&job.name)
         .bind(&job.author)
         .bind(&job.alarm_email)
+        .bind(job.alarm_on_every_failure)
         .bind(job.schedule_type.as_str())
         .bind(&job.schedule_conf)
         .bind(&job.time_zone)

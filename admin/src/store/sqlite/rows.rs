@@ -10,7 +10,8 @@ use crate::model::{
 use crate::store::{StoreError, StoreResult};
 
 /// Columns of `xjob_job` in the order `job_from_row` reads them by name.
-pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, schedule_type, \
+pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on_every_failure, \
+    schedule_type, \
     schedule_conf, time_zone, misfire_strategy, route_strategy, handler, params, block_strategy, \
     timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, retry_max_delay_ms, \
     glue_type, glue_source, glue_remark, glue_updated_ms, child_job_ids, trigger_status, \
@@ -20,7 +21,7 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, schedule
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
     scheduled_at_ms, trigger_time_ms, trigger_code, trigger_msg, handle_time_ms, handle_code, \
     handle_msg, executor_address, handler, params, shard_index, shard_total, attempt, trace_id, \
-    owner_node, epoch";
+    owner_node, epoch, dispatch_at_ms";
 
 fn get<'r, T>(row: &'r SqliteRow, column: &str) -> StoreResult<T>
 where
@@ -71,6 +72,7 @@ pub fn job_from_row(row: &SqliteRow) -> StoreResult<Job> {
         name: get(row, "name")?,
         author: get(row, "author")?,
         alarm_email: get(row, "alarm_email")?,
+        alarm_on_every_failure: get(row, "alarm_on_every_failure")?,
         schedule_type: parse_enum(row, "schedule_type", ScheduleType::parse)?,
         schedule_conf: get(row, "schedule_conf")?,
         time_zone: get(row, "time_zone")?,
@@ -140,6 +142,7 @@ pub fn run_from_row(row: &SqliteRow) -> StoreResult<RunLog> {
         trace_id: get(row, "trace_id")?,
         owner_node: get(row, "owner_node")?,
         epoch: get(row, "epoch")?,
+        dispatch_at_ms: get(row, "dispatch_at_ms")?,
     })
 }
 

@@ -205,7 +205,7 @@ pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Sqlite> {
     let mut query = QueryBuilder::new(
         "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
          scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
-         owner_node, epoch) ",
+         owner_node, epoch, dispatch_at_ms) ",
     );
     query.push_values(runs, |mut row, run| {
         row.push_bind(run.job_id)
@@ -221,7 +221,8 @@ pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Sqlite> {
             .push_bind(run.attempt)
             .push_bind(run.trigger_msg.as_str())
             .push_bind(run.owner_node.as_str())
-            .push_bind(run.epoch);
+            .push_bind(run.epoch)
+            .push_bind(run.dispatch_at_ms);
     });
     query
 }

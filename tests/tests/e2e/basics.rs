@@ -1,5 +1,5 @@
-//! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
-//! admin's state in a real SQLite file.
+//! The foundation: cron fires, manual triggers, run logs, stop, bad input, sessions, restart.
+
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

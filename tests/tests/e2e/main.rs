@@ -1,0 +1,4 @@
+//! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
+//! admin's state in a real SQLite file. One test binary; one module per area.
+
+mod basics;
