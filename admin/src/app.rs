@@ -117,7 +117,7 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         Arc::clone(&registry),
         node.clone(),
         config.executor_timeout,
-        config.dispatch_concurrency,
+        config.fast_pool_size,
         records_tx,
         dispatch_tracker.clone(),
     ));

@@ -48,9 +48,24 @@ pub struct Config {
     pub node_lease: Duration,
     /// Largest accepted job or trigger params, in bytes.
     pub max_params_bytes: usize,
-    /// Dispatches in flight at once.
-    pub dispatch_concurrency: usize,
-    /// Days of run logs kept.
+    /// Dispatches in flight at once in the fast trigger pool.
+    pub fast_pool_size: usize,
+    /// Dispatches in flight at once in the slow pool (jobs with > 10 dispatches slower than
+    /// 500 ms in the current minute).
+    pub slow_pool_size: usize,
+    /// How long a fire waits for a pool slot before it is recorded as failed `overloaded`.
+    #[serde(with = "duration_text")]
+    pub pool_wait: Duration,
+    /// How often finished runs are followed up (retries, alarms, child jobs, FIX_DELAY).
+    #[serde(with = "duration_text")]
+    pub followup_interval: Duration,
+    /// How often the daily report rows (today and the 2 previous days) are refreshed.
+    #[serde(with = "duration_text")]
+    pub report_interval: Duration,
+    /// How often log rows older than `log_retention_days` are deleted.
+    #[serde(with = "duration_text")]
+    pub retention_interval: Duration,
+    /// Days of run logs kept; below 3 disables the clean-up (as XXL-JOB does).
     pub log_retention_days: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
@@ -73,7 +88,12 @@ impl Default for Config {
             executor_timeout: Duration::from_secs(3),
             node_lease: Duration::from_secs(10),
             max_params_bytes: 64 * 1024,
-            dispatch_concurrency: 256,
+            fast_pool_size: 256,
+            slow_pool_size: 64,
+            pool_wait: Duration::from_secs(1),
+            followup_interval: Duration::from_millis(200),
+            report_interval: Duration::from_secs(60),
+            retention_interval: Duration::from_secs(3600),
             log_retention_days: 30,
             demo: false,
         }
@@ -169,8 +189,20 @@ impl Config {
                 "must be longer than heartbeat_interval",
             ));
         }
-        if self.dispatch_concurrency == 0 {
-            return Err(invalid("dispatch_concurrency", "must be at least 1"));
+        if self.fast_pool_size == 0 {
+            return Err(invalid("fast_pool_size", "must be at least 1"));
+        }
+        if self.slow_pool_size == 0 {
+            return Err(invalid("slow_pool_size", "must be at least 1"));
+        }
+        if self.followup_interval.is_zero()
+            || self.report_interval.is_zero()
+            || self.retention_interval.is_zero()
+        {
+            return Err(invalid(
+                "followup_interval",
+                "intervals must be longer than 0",
+            ));
         }
         if self.max_params_bytes == 0 {
             return Err(invalid("max_params_bytes", "must be at least 1"));

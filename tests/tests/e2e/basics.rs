@@ -1,6 +1,5 @@
 //! The foundation: cron fires, manual triggers, run logs, stop, bad input, sessions, restart.
 
-
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
