@@ -324,13 +324,19 @@ impl Runner {
         self.shared.lock().active_log_ids.contains(&log_id)
     }
 
-    /// Returns the log ids running now, sorted (sent in heartbeats).
+    /// Returns the log ids running or queued now, sorted (sent in heartbeats: a queued run is as
+    /// alive as a running one, and the admin must not take it for lost).
     pub(crate) fn running_log_ids(&self) -> Vec<i64> {
         let state = self.shared.lock();
         let mut log_ids: Vec<i64> = state
             .jobs
             .values()
-            .filter_map(|slot| slot.running_opt.as_ref().map(|running| running.log_id))
+            .flat_map(|slot| {
+                let running = slot.running_opt.as_ref().map(|running| running.log_id);
+                running
+                    .into_iter()
+                    .chain(slot.queue.iter().map(|queued| queued.request.log_id))
+            })
             .collect();
         log_ids.sort_unstable();
         log_ids

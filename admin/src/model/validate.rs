@@ -101,11 +101,9 @@ pub fn validate_schedule(
                 format!("invalid cron '{schedule_conf}': {error}"),
             )),
         },
-        ScheduleType::FixRate => parse_interval_seconds(schedule_conf, &conf_field).map(|_| ()),
-        ScheduleType::FixDelay => Err(Error::Unimplemented(format!(
-            "{}: FIX_DELAY is not implemented yet",
-            field_name(prefix, "schedule_type")
-        ))),
+        ScheduleType::FixRate | ScheduleType::FixDelay => {
+            parse_interval_seconds(schedule_conf, &conf_field).map(|_| ())
+        }
     }
 }
 
@@ -356,15 +354,13 @@ mod tests {
             schedule_conf: "5".into(),
             ..job()
         };
-        match validate_job(&fix_delay, &LIMITS, "job") {
-            Err(Error::Unimplemented(message)) => {
-                assert_eq!(
-                    message,
-                    "job.schedule_type: FIX_DELAY is not implemented yet"
-                )
-            }
-            other => panic!("expected Unimplemented, got {other:?}"),
-        }
+        assert!(validate_job(&fix_delay, &LIMITS, "job").is_ok());
+        let bad_delay = Job {
+            schedule_type: ScheduleType::FixDelay,
+            schedule_conf: "0".into(),
+            ..job()
+        };
+        assert!(invalid_message(bad_delay).starts_with("job.schedule_conf: "));
         assert!(
             validate_schedule(ScheduleType::Cron, "bad", "").is_err_and(|error| error
                 .to_string()
