@@ -1,0 +1,75 @@
+//! The benchmark's remote executor: a no-op handler whose first statement records
+//! `(job_id, scheduled_at_ms, start_ms)`. Records stay in memory and are written to the file
+//! named on the command line when the process gets SIGTERM or Ctrl-C, so recording costs
+//! nothing measurable during the window.
+//!
+//! ```text
+//! xjob-bench-executor ADMIN_URL BIND_ADDR RECORDS_FILE
+//! ```
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use xjob_executor::{Executor, JobContext, JobOutput, JobResult};
+
+type Records = Arc<Mutex<Vec<(i64, i64, i64)>>>;
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+async fn shutdown_signal() {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => return std::future::pending().await,
+        };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+fn write_records(path: &str, records: &Records) -> std::io::Result<()> {
+    let records = records
+        .lock()
+        .map_err(|_| std::io::Error::other("records lock poisoned"))?;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for (job_id, scheduled_at_ms, start_ms) in records.iter() {
+        writeln!(file, "{job_id} {scheduled_at_ms} {start_ms}")?;
+    }
+    file.flush()
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [admin, bind, records_path] = args.as_slice() else {
+        anyhow::bail!("usage: xjob-bench-executor ADMIN_URL BIND_ADDR RECORDS_FILE");
+    };
+    let records: Records = Arc::new(Mutex::new(Vec::with_capacity(1 << 20)));
+    let recorded = Arc::clone(&records);
+    let handler = move |ctx: JobContext| {
+        let start_ms = now_ms();
+        if let Ok(mut records) = recorded.lock() {
+            records.push((ctx.job_id(), ctx.scheduled_at_ms(), start_ms));
+        }
+        async { JobResult::Ok(JobOutput::default()) }
+    };
+    let log_dir = std::env::temp_dir().join(format!("xjob-bench-executor-{}", std::process::id()));
+    Executor::builder()
+        .app_name("xjob-bench")
+        .admin_addrs([admin.clone()])
+        .bind(bind.clone())
+        .log_dir(&log_dir)
+        .handler("noop", handler)
+        .run(shutdown_signal())
+        .await?;
+    write_records(records_path, &records)?;
+    let _ = std::fs::remove_dir_all(&log_dir);
+    Ok(())
+}
