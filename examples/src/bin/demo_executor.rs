@@ -1,5 +1,6 @@
 //! A standalone demo executor: registers app `xjob-demo` with an admin and serves the same
-//! handlers as `xjob serve --demo`, from its own process.
+//! handlers as `xjob serve --demo` (plus `demoSharding` and `demoSleep`), from its own process,
+//! so it can share the demo's runs with the in-process executor.
 //!
 //! ```text
 //! cargo run -p xjob-examples --bin demo_executor -- http://127.0.0.1:8080 127.0.0.1:9999
@@ -10,6 +11,21 @@ use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 async fn demo_hello(ctx: JobContext) -> JobResult {
     ctx.log(format!("hello, {}! (log {})", ctx.params(), ctx.log_id()));
     Ok(JobOutput::message(format!("greeted {}", ctx.params())))
+}
+
+async fn demo_counter(ctx: JobContext) -> JobResult {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    ctx.log(format!("this executor's counter has run {count} times"));
+    Ok(JobOutput::message(format!("count {count}")))
+}
+
+async fn demo_flaky(ctx: JobContext) -> JobResult {
+    if ctx.log_id() % 2 == 0 {
+        ctx.log("even log id: failing on purpose to show a failed run");
+        return Err(JobError::new("failed on purpose (even log id)"));
+    }
+    Ok(JobOutput::default())
 }
 
 async fn demo_sharding(ctx: JobContext) -> JobResult {
@@ -47,6 +63,8 @@ async fn main() -> Result<(), xjob_executor::Error> {
         .admin_addrs([admin])
         .bind(bind)
         .handler("demoHello", demo_hello)
+        .handler("demoCounter", demo_counter)
+        .handler("demoFlaky", demo_flaky)
         .handler("demoSharding", demo_sharding)
         .handler("demoSleep", demo_sleep)
         .run(async {
