@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use crate::admins::Admins;
 use crate::auth::{ClientAuth, bearer_value};
+use crate::command::command_handler;
 use crate::context::JobContext;
 use crate::error::Error;
-use crate::handler::{HandlerRegistry, JobResult, boxed_handler};
+use crate::handler::{HandlerFn, HandlerRegistry, JobResult, boxed_handler};
 use crate::running::RunningExecutor;
 
 /// Entry point of the SDK: `Executor::builder()`.
@@ -148,13 +149,41 @@ impl ExecutorBuilder {
 
     /// Registers a BEAN handler under `name`: an `async fn(JobContext) -> JobResult` or a closure
     /// returning such a future. Names must be unique.
-    pub fn handler<F, Fut>(mut self, name: impl Into<String>, handler: F) -> Self
+    pub fn handler<F, Fut>(self, name: impl Into<String>, handler: F) -> Self
     where
         F: Fn(JobContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        let name = name.into();
-        if !self.handlers.insert(name.clone(), boxed_handler(handler)) {
+        self.register(name.into(), boxed_handler(handler))
+    }
+
+    /// Registers the built-in `command` handler under `name`: each run executes `argv` followed
+    /// by the run's params split on whitespace (when `argv` is empty, the params are the whole
+    /// command line), with `XJOB_*` variables describing the run in its environment. Its stdout
+    /// and stderr lines go to the run log as they arrive; exit status 0 is a success, anything
+    /// else a failure ("command exited with status N").
+    ///
+    /// The command leads its own process group: a timeout, a kill, COVER_EARLY or shutdown sends
+    /// SIGTERM to the whole group, then SIGKILL after half the `kill_grace`, so processes it
+    /// started are stopped too. Unix only; elsewhere its runs fail with a clear message.
+    ///
+    /// ```no_run
+    /// # use xjob_executor::Executor;
+    /// let builder = Executor::builder()
+    ///     .command_handler("backup", ["/usr/local/bin/backup.sh", "--quiet"])
+    ///     .command_handler("command", Vec::<String>::new());
+    /// ```
+    pub fn command_handler<I>(self, name: impl Into<String>, argv: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        let argv = argv.into_iter().map(Into::into).collect();
+        self.register(name.into(), command_handler(argv))
+    }
+
+    fn register(mut self, name: String, handler: HandlerFn) -> Self {
+        if !self.handlers.insert(name.clone(), handler) {
             self.duplicate_handler_opt.get_or_insert(name);
         }
         self

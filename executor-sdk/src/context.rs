@@ -1,9 +1,10 @@
 //! `JobContext`: what a handler knows about its run (ids, params, shard, attempt), its run log
-//! writer and its cancellation token. Cloning is cheap, so a handler can hand it to the tasks it
-//! spawns; they all log into the same run file.
+//! writer, its cancellation token and the grace it has to return once cancelled. Cloning is
+//! cheap, so a handler can hand it to the tasks it spawns; they all log into the same run file.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use xjob_proto::pb;
@@ -21,6 +22,7 @@ struct ContextInner {
     request: pb::RunRequest,
     log_opt: Option<Arc<RunLog>>,
     cancellation: CancellationToken,
+    stop_grace: Duration,
 }
 
 impl JobContext {
@@ -28,12 +30,14 @@ impl JobContext {
         request: pb::RunRequest,
         log_opt: Option<Arc<RunLog>>,
         cancellation: CancellationToken,
+        stop_grace: Duration,
     ) -> Self {
         Self {
             inner: Arc::new(ContextInner {
                 request,
                 log_opt,
                 cancellation,
+                stop_grace,
             }),
         }
     }
@@ -110,5 +114,11 @@ impl JobContext {
     /// Returns whether the run has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancellation.is_cancelled()
+    }
+
+    /// Returns how long the handler may take to return once cancelled before the runner aborts
+    /// its task (the executor's `kill_grace`): time to clean up, e.g. stop child processes.
+    pub fn stop_grace(&self) -> Duration {
+        self.inner.stop_grace
     }
 }

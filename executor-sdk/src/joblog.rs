@@ -346,4 +346,38 @@ mod tests {
         assert!(dir.path().join("2024-03-30").exists());
         assert!(dir.path().join("callbacklogs").exists());
     }
+
+    #[test]
+    fn cleanup_removes_only_date_folders_older_than_the_retention() {
+        let today = NaiveDate::from_ymd_opt(2024, 3, 1).expect("date");
+        let dir = tempfile::tempdir().expect("tempdir");
+        // 2024 is a leap year: 2024-02-23 + 7 days = 2024-03-01, today, so it is kept.
+        let expired = ["2024-02-22", "2023-12-31"];
+        let kept = [
+            "2024-02-23",
+            "2024-03-01",
+            "2024-03-02",
+            "gluesource",
+            "callbacklogs",
+            "2024-13-01",
+            "not-a-date",
+        ];
+        for name in expired.iter().chain(&kept) {
+            std::fs::create_dir_all(dir.path().join(name)).expect("mkdir");
+            std::fs::write(dir.path().join(name).join("1.log"), "line\n").expect("write");
+        }
+        // A file named like an old date folder is not a folder: left alone.
+        std::fs::write(dir.path().join("2020-01-01"), "not a folder").expect("write");
+
+        assert_eq!(remove_expired(dir.path(), today, 7), expired.len());
+        for name in expired {
+            assert!(!dir.path().join(name).exists(), "{name} should be removed");
+        }
+        for name in kept {
+            assert!(dir.path().join(name).join("1.log").exists(), "{name} kept");
+        }
+        assert!(dir.path().join("2020-01-01").is_file());
+        assert_eq!(remove_expired(dir.path(), today, 7), 0, "idempotent");
+        assert_eq!(remove_expired(&dir.path().join("missing"), today, 7), 0);
+    }
 }

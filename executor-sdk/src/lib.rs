@@ -10,6 +10,10 @@
 //! stops accepting runs, lets running handlers finish within a grace period, reports the rest
 //! killed, flushes results and stops the server.
 //!
+//! Besides the app's own async handlers, `ExecutorBuilder::command_handler` registers the
+//! built-in `command` handler: each run executes a program in its own process group, and a
+//! timeout or kill stops the whole group (SIGTERM, then SIGKILL), not only the direct child.
+//!
 //! ```no_run
 //! use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 //!
@@ -39,6 +43,7 @@ mod auth;
 mod backoff;
 mod builder;
 mod callback;
+mod command;
 mod connection;
 mod context;
 mod error;

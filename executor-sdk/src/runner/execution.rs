@@ -103,7 +103,12 @@ pub(crate) async fn execute_run(
         }
     };
     append_opt(&log_opt, &start_line(&request));
-    let context = JobContext::new(request.clone(), log_opt.clone(), stop.token.child_token());
+    let context = JobContext::new(
+        request.clone(),
+        log_opt.clone(),
+        stop.token.child_token(),
+        kill_grace,
+    );
     // The handler is called inside its task, so even a panic while building its future is caught.
     let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
     let handler_future = async move { handler(context).await }.instrument(span);

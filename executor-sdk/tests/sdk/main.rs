@@ -1,7 +1,7 @@
 //! Executor SDK scenarios over real gRPC on 127.0.0.1: the executor is started through the
 //! builder and called through the generated `ExecutorServiceClient`; a small in-process admin
 //! serves `Registry` (Session + Callback) and reports what it sees as events. Every wait is
-//! bounded by a deadline.
+//! bounded by a deadline. The built-in `command` handler's scenarios are in `command.rs`.
 
 use std::future::Future;
 use std::path::Path;
@@ -18,6 +18,9 @@ use xjob_executor::pb::executor_message::Kind as ExecutorKind;
 use xjob_executor::pb::executor_service_client::ExecutorServiceClient;
 use xjob_executor::pb::registry_server::{Registry, RegistryServer};
 use xjob_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobOutput, JobResult, pb};
+
+#[cfg(unix)]
+mod command;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 

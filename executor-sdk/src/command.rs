@@ -1,0 +1,307 @@
+//! The built-in `command` handler: each run executes a program, and a stopped run really stops it.
+//!
+//! ```text
+//! argv + params split on whitespace ─spawn: own process group, XJOB_* env, stdin null─▶ child
+//! child stdout + stderr ─line by line, as they arrive─▶ run log (JobContext::log)
+//! exit 0 ─▶ success · exit N / signal S ─▶ failure "command exited with status N"
+//! cancelled (timeout, kill, cover-early, shutdown)
+//!     ─▶ SIGTERM the group ─(stop_grace / 2)─▶ SIGKILL the group ─▶ reap ─▶ return
+//! handler dropped or aborted first ─▶ the group's drop guard SIGKILLs it
+//! ```
+//!
+//! The command leads its own process group, so a stop reaches the processes it started too
+//! (`sh -c 'sleep 60 & sleep 60'`), not only the direct child. The whole stop takes at most
+//! three quarters of the run's `stop_grace` (the executor's `kill_grace`), so the handler
+//! returns, with its processes gone and reaped, before the runner would abort it.
+//!
+//! After a normal exit the run is over: processes the command left running in the background
+//! are not signalled (starting a daemon is the command's choice), and output they still hold
+//! open is read for at most [`OUTPUT_DRAIN`] more.
+//!
+//! Environment given to the command, besides the executor's own: `XJOB_JOB_ID`, `XJOB_LOG_ID`,
+//! `XJOB_PARAMS` (the raw params), `XJOB_SHARD_INDEX`, `XJOB_SHARD_TOTAL`,
+//! `XJOB_SCHEDULED_AT_MS`, `XJOB_ATTEMPT` and `XJOB_TRIGGER_TYPE` (`CRON`, `MANUAL`, `RETRY`,
+//! `PARENT`, `API`, `MISFIRE`).
+//!
+//! Unix only: elsewhere every run fails with a clear message.
+
+use std::sync::Arc;
+#[cfg(unix)]
+use std::time::Duration;
+
+use xjob_proto::pb;
+
+use crate::context::JobContext;
+use crate::handler::{HandlerFn, JobError, JobResult, boxed_handler};
+
+#[cfg(unix)]
+mod process_group;
+
+/// How long output is still read after the command exited (background processes may hold the
+/// pipes open forever).
+#[cfg(unix)]
+const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
+/// Longest run of bytes logged as one line; longer lines are split.
+#[cfg(unix)]
+const MAX_LINE_BYTES: u64 = 64 * 1024;
+
+/// Returns the handler that runs `argv` followed by each run's params.
+pub(crate) fn command_handler(argv: Vec<String>) -> HandlerFn {
+    let argv: Arc<[String]> = argv.into();
+    boxed_handler(move |context: JobContext| run_command(Arc::clone(&argv), context))
+}
+
+/// Returns `argv` followed by `params` split on whitespace, or `None` when that is empty.
+fn command_line(argv: &[String], params: &str) -> Option<Vec<String>> {
+    let command_line: Vec<String> = argv
+        .iter()
+        .cloned()
+        .chain(params.split_whitespace().map(str::to_owned))
+        .collect();
+    (!command_line.is_empty()).then_some(command_line)
+}
+
+/// Returns the `XJOB_*` variables describing the run.
+fn run_environment(context: &JobContext) -> Vec<(&'static str, String)> {
+    vec![
+        ("XJOB_JOB_ID", context.job_id().to_string()),
+        ("XJOB_LOG_ID", context.log_id().to_string()),
+        ("XJOB_PARAMS", context.params().to_owned()),
+        ("XJOB_SHARD_INDEX", context.shard_index().to_string()),
+        ("XJOB_SHARD_TOTAL", context.shard_total().to_string()),
+        (
+            "XJOB_SCHEDULED_AT_MS",
+            context.scheduled_at_ms().to_string(),
+        ),
+        ("XJOB_ATTEMPT", context.attempt().to_string()),
+        (
+            "XJOB_TRIGGER_TYPE",
+            trigger_type_name(context.trigger_type()).to_owned(),
+        ),
+    ]
+}
+
+/// Returns the trigger type without its proto prefix (`TRIGGER_TYPE_CRON` → `CRON`).
+fn trigger_type_name(trigger_type: pb::TriggerType) -> &'static str {
+    let name = trigger_type.as_str_name();
+    name.strip_prefix("TRIGGER_TYPE_").unwrap_or(name)
+}
+
+fn no_command_error() -> JobError {
+    JobError::new("no command to run: the handler has no argv and the run has no params")
+}
+
+#[cfg(not(unix))]
+async fn run_command(argv: Arc<[String]>, context: JobContext) -> JobResult {
+    let _ = (argv, context);
+    Err(JobError::new(
+        "the command handler needs a unix system (process groups and signals)",
+    ))
+}
+
+#[cfg(unix)]
+async fn run_command(argv: Arc<[String]>, context: JobContext) -> JobResult {
+    unix::run_command(&argv, &context).await
+}
+
+#[cfg(unix)]
+mod unix {
+    //! Spawning, output forwarding, waiting and stopping, on unix.
+
+    use std::future::Future;
+    use std::io;
+    use std::pin::Pin;
+    use std::process::{ExitStatus, Stdio};
+
+    use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+    use tokio::process::{Child, Command};
+    use tokio::time::Instant;
+
+    use super::process_group::{ProcessGroup, describe_exit};
+    use super::*;
+
+    /// The output forwarder of one run, polled until it completes and never after.
+    struct Output {
+        forwarder_opt: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    }
+
+    impl Output {
+        fn new(child: &mut Child, context: &JobContext) -> Self {
+            let stdout_opt = child.stdout.take();
+            let stderr_opt = child.stderr.take();
+            let context = context.clone();
+            let forwarder = async move {
+                tokio::join!(
+                    forward_lines(stdout_opt, &context),
+                    forward_lines(stderr_opt, &context)
+                );
+            };
+            Self {
+                forwarder_opt: Some(Box::pin(forwarder)),
+            }
+        }
+
+        fn is_closed(&self) -> bool {
+            self.forwarder_opt.is_none()
+        }
+
+        /// Completes once both pipes are closed; cancel-safe (no line is lost).
+        async fn closed(&mut self) {
+            if let Some(forwarder) = &mut self.forwarder_opt {
+                forwarder.await;
+                self.forwarder_opt = None;
+            }
+        }
+    }
+
+    pub(super) async fn run_command(argv: &[String], context: &JobContext) -> JobResult {
+        let command_line = command_line(argv, context.params()).ok_or_else(no_command_error)?;
+        if context.is_cancelled() {
+            return Err(JobError::new("run cancelled before the command started"));
+        }
+        let mut child = spawn(&command_line, context)?;
+        let leader_pid = child.id().unwrap_or_default();
+        let Some(mut group) = ProcessGroup::led_by(leader_pid) else {
+            let _ = child.start_kill();
+            return Err(JobError::new(format!(
+                "command started with an unusable pid {leader_pid}"
+            )));
+        };
+        context.log(format!(
+            "command started: pid={leader_pid} argv={command_line:?}"
+        ));
+        let mut output = Output::new(&mut child, context);
+        let exited = tokio::select! {
+            exited = wait_for_exit(&mut child, &mut output) => exited,
+            () = context.cancelled() => {
+                return stop_group(&mut child, &mut group, &mut output, context).await;
+            }
+        };
+        let status = exited.map_err(|error| {
+            // The group stays armed: dropping it on return kills whatever is left.
+            JobError::new(format!("failed to wait for the command: {error}"))
+        })?;
+        group.disarm();
+        drain_output(&mut output, context).await;
+        describe_exit(status)
+            .map(crate::handler::JobOutput::message)
+            .map_err(JobError::new)
+    }
+
+    fn spawn(command_line: &[String], context: &JobContext) -> Result<Child, JobError> {
+        let (program, arguments) = command_line.split_first().ok_or_else(no_command_error)?;
+        Command::new(program)
+            .args(arguments)
+            .envs(run_environment(context))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|error| JobError::new(format!("failed to start command {program:?}: {error}")))
+    }
+
+    /// Waits for the command to exit while forwarding its output (a full pipe would block it).
+    async fn wait_for_exit(child: &mut Child, output: &mut Output) -> io::Result<ExitStatus> {
+        loop {
+            tokio::select! {
+                status = child.wait() => return status,
+                () = output.closed(), if !output.is_closed() => {}
+            }
+        }
+    }
+
+    /// Reads what is left of the output for at most [`OUTPUT_DRAIN`], or until cancelled.
+    async fn drain_output(output: &mut Output, context: &JobContext) {
+        tokio::select! {
+            drained = tokio::time::timeout(OUTPUT_DRAIN, output.closed()) => {
+                if drained.is_err() {
+                    context.log(format!(
+                        "command exited but its output is still open after {OUTPUT_DRAIN:?} \
+                         (a background process holds it): no longer read"
+                    ));
+                }
+            }
+            () = context.cancelled() => {}
+        }
+    }
+
+    /// Stops a cancelled run: SIGTERM to the group, up to half the stop grace for the command to
+    /// exit, SIGKILL to the group (stragglers included), then reaps the command and reads the
+    /// rest of its output, all within three quarters of the stop grace.
+    async fn stop_group(
+        child: &mut Child,
+        group: &mut ProcessGroup,
+        output: &mut Output,
+        context: &JobContext,
+    ) -> JobResult {
+        let grace = context.stop_grace();
+        let deadline = Instant::now() + grace * 3 / 4;
+        group.terminate();
+        context.log(format!(
+            "run cancelled: sent SIGTERM to process group {}",
+            group.id()
+        ));
+        let mut reaped = false;
+        match tokio::time::timeout(grace / 2, wait_for_exit(child, output)).await {
+            Ok(Ok(status)) => {
+                reaped = true;
+                let ended = describe_exit(status).unwrap_or_else(|failure| failure);
+                context.log(format!("after SIGTERM: {ended}"));
+            }
+            Ok(Err(error)) => context.log(format!("failed to wait for the command: {error}")),
+            Err(_) => context.log(format!(
+                "command still running {:?} after SIGTERM: sending SIGKILL",
+                grace / 2
+            )),
+        }
+        // Always: processes of the group may outlive its leader, or ignore SIGTERM.
+        group.kill();
+        group.disarm();
+        if !reaped
+            && tokio::time::timeout_at(deadline, child.wait())
+                .await
+                .is_err()
+        {
+            context.log("command not reaped in time after SIGKILL");
+        }
+        let _ = tokio::time::timeout_at(deadline, output.closed()).await;
+        context.log(format!(
+            "command stopped: process group {} killed",
+            group.id()
+        ));
+        Err(JobError::new("command stopped"))
+    }
+
+    /// Logs each line of one pipe as it arrives, until it closes.
+    async fn forward_lines<R: AsyncRead + Unpin>(reader_opt: Option<R>, context: &JobContext) {
+        let Some(reader) = reader_opt else {
+            return;
+        };
+        let mut reader = BufReader::new(reader);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match (&mut reader)
+                .take(MAX_LINE_BYTES)
+                .read_until(b'\n', &mut line)
+                .await
+            {
+                Ok(0) => return,
+                Ok(_) => context.log(String::from_utf8_lossy(trim_line_end(&line))),
+                Err(error) => {
+                    context.log(format!("failed to read command output: {error}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn trim_line_end(line: &[u8]) -> &[u8] {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+}
+
+#[cfg(test)]
+mod tests;
