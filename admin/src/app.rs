@@ -78,9 +78,26 @@ pub async fn run(
     Ok(())
 }
 
-/// Starts an admin: returns once the port is bound and every task is running.
+/// Starts an admin: returns once the port is bound and every task is running. Alarms go to
+/// the log (`monitor::LogAlarm`).
 pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
+    start_with(config, Arc::new(crate::monitor::LogAlarm)).await
+}
+
+/// Like [`start`], with the given alarm hook (tests count alarms through it).
+pub async fn start_with(
+    config: Config,
+    alarm: Arc<dyn crate::monitor::Alarm>,
+) -> Result<RunningAdmin, Error> {
     let config = Arc::new(config);
+    // Bind first: a second admin started by mistake on the same port fails here, before it
+    // touches the node row (and the epoch) of the one already running.
+    let listener = TcpListener::bind(config.listen).await.map_err(|error| {
+        Error::Unavailable(format!("cannot listen on {}: {error}", config.listen))
+    })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|error| Error::Internal(format!("listener address: {error}")))?;
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             Error::Unavailable(format!(
@@ -116,8 +133,7 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         store.clone(),
         Arc::clone(&registry),
         node.clone(),
-        config.executor_timeout,
-        config.fast_pool_size,
+        &config,
         records_tx,
         dispatch_tracker.clone(),
     ));
@@ -138,13 +154,6 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         schedule_wake,
     ));
 
-    // Bind first: executors and clients can connect as soon as start() returns.
-    let listener = TcpListener::bind(config.listen).await.map_err(|error| {
-        Error::Unavailable(format!("cannot listen on {}: {error}", config.listen))
-    })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|error| Error::Internal(format!("listener address: {error}")))?;
     let routes = crate::api::routes(Arc::clone(&ctx), cancel.clone())
         .await
         .map_err(|error| Error::Internal(format!("reflection setup: {error}")))?;
@@ -168,6 +177,25 @@ pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
         cancel.clone(),
     ));
     tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
+    tracker.spawn(crate::monitor::run_followup(
+        Arc::clone(&ctx),
+        alarm,
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::monitor::run_lost_monitor(
+        Arc::clone(&ctx),
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::maintenance::report::run_report_refresh(
+        store.clone(),
+        Arc::clone(&config),
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::maintenance::cleanup::run_retention(
+        store.clone(),
+        Arc::clone(&config),
+        cancel.clone(),
+    ));
     #[cfg(feature = "demo")]
     if config.demo {
         tracker.spawn(crate::demo::run_demo(

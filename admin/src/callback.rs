@@ -1,6 +1,8 @@
-//! Applies run results reported by executors: persist first, then acknowledge, then start the
-//! children of successful runs. Idempotent per log id: a repeated or late result for a finished
-//! run changes nothing and is still acknowledged.
+//! Applies run results reported by executors: persist first, then acknowledge. Idempotent per
+//! log id: a repeated or late result for a finished run changes nothing and is still
+//! acknowledged. What follows a finished run (retry, alarm, child jobs, FIX_DELAY's next fire)
+//! is the follow-up's work (`monitor::followup`): it reads the persisted result, so nothing is
+//! lost if this admin stops right after answering.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use xjob_proto::pb;
 use crate::api::convert::run_status_from_pb;
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::{RunLog, RunStatus, TriggerType, now_ms};
+use crate::model::{RunStatus, now_ms};
 use crate::store::RunCompletion;
 
 /// Longest handle message kept (XXL-JOB truncates too).
@@ -26,7 +28,6 @@ pub async fn apply_results(
         tracing::info!(log_id = run.id, job_id = run.job_id, status = %run.status,
             executor = %run.executor_address, "run finished");
     }
-    start_children(ctx, finished);
     Ok(results.iter().map(|result| result.log_id).collect())
 }
 
@@ -62,39 +63,4 @@ fn completion_of(result: &pb::RunResult) -> RunCompletion {
             now_ms()
         },
     }
-}
-
-/// Triggers each child job of every successful run (trigger type PARENT).
-fn start_children(ctx: &Arc<AdminContext>, finished: Vec<RunLog>) {
-    let successes: Vec<RunLog> = finished
-        .into_iter()
-        .filter(|run| run.status == RunStatus::Success)
-        .collect();
-    if successes.is_empty() {
-        return;
-    }
-    let ctx = Arc::clone(ctx);
-    tokio::spawn(async move {
-        for run in successes {
-            let Ok(Some(parent)) = ctx.store.get_job(run.job_id).await else {
-                continue;
-            };
-            for child_id in &parent.child_job_ids {
-                match ctx.store.get_job(*child_id).await {
-                    Ok(Some(child)) => {
-                        if let Err(error) = ctx
-                            .trigger
-                            .trigger_job(&child, TriggerType::Parent, None, vec![])
-                            .await
-                        {
-                            tracing::warn!(%error, parent = parent.id, child = child_id, "child trigger failed");
-                        }
-                    }
-                    _ => {
-                        tracing::warn!(parent = parent.id, child = child_id, "child job not found")
-                    }
-                }
-            }
-        }
-    });
 }

@@ -12,7 +12,9 @@ pub mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
+pub mod maintenance;
 pub mod model;
+pub mod monitor;
 pub mod registry;
 pub mod schedule;
 pub mod store;

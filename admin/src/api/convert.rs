@@ -13,12 +13,14 @@
 use xjob_proto::pb;
 
 use crate::error::Error;
+use crate::maintenance::cleanup::{ClearMode, ClearRequest};
+use crate::maintenance::report::Dashboard;
 use crate::model::validate::field_name;
 use crate::model::{
     AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, LogFilter,
     MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
 };
-use crate::store::JobFilter;
+use crate::store::{DayCounts, JobFilter};
 
 /// Page size used when a list request leaves it at 0.
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -394,6 +396,59 @@ pub fn log_filter(request: &pb::ListLogsRequest, page: Page) -> Result<LogFilter
     })
 }
 
+// ---- operations data
+
+/// Reads a `ClearLogs` request: the mode (XXL-JOB's types 1-9) must be set; group and job ids
+/// of 0 mean "any".
+pub fn clear_request(request: &pb::ClearLogsRequest) -> Result<ClearRequest, Error> {
+    use pb::ClearLogsMode as Wire;
+    let mode = match pb::ClearLogsMode::try_from(request.mode) {
+        Ok(Wire::OlderThanOneMonth) => ClearMode::OlderThanMonths(1),
+        Ok(Wire::OlderThanThreeMonths) => ClearMode::OlderThanMonths(3),
+        Ok(Wire::OlderThanSixMonths) => ClearMode::OlderThanMonths(6),
+        Ok(Wire::OlderThanOneYear) => ClearMode::OlderThanMonths(12),
+        Ok(Wire::KeepLatest1000) => ClearMode::KeepLatest(1_000),
+        Ok(Wire::KeepLatest10000) => ClearMode::KeepLatest(10_000),
+        Ok(Wire::KeepLatest30000) => ClearMode::KeepLatest(30_000),
+        Ok(Wire::KeepLatest100000) => ClearMode::KeepLatest(100_000),
+        Ok(Wire::All) => ClearMode::All,
+        Ok(Wire::Unspecified) | Err(_) => return Err(enum_error(request.mode, "mode")),
+    };
+    Ok(ClearRequest {
+        group_id: non_negative_filter(request.group_id, "group_id")?,
+        job_id: non_negative_filter(request.job_id, "job_id")?,
+        mode,
+    })
+}
+
+/// Converts the dashboard to the wire.
+pub fn dashboard_to_pb(dashboard: Dashboard) -> pb::GetDashboardResponse {
+    pb::GetDashboardResponse {
+        job_count: dashboard.job_count,
+        online_executors: dashboard.online_executors,
+        total_runs: dashboard.total_runs,
+        success_runs: dashboard.success_runs,
+        days: dashboard.days.into_iter().map(day_report_to_pb).collect(),
+    }
+}
+
+fn day_report_to_pb(day: DayCounts) -> pb::DayReport {
+    pb::DayReport {
+        day_ms: day.day_ms,
+        running: day.running,
+        success: day.success,
+        failed: day.failed,
+    }
+}
+
+/// An id filter: 0 = any, negative refused.
+fn non_negative_filter(value: i64, field: &str) -> Result<Option<i64>, Error> {
+    if value < 0 {
+        return Err(Error::invalid(field, format!("must be >= 0, got {value}")));
+    }
+    Ok(non_zero(value))
+}
+
 fn non_zero(value: i64) -> Option<i64> {
     (value != 0).then_some(value)
 }
@@ -626,6 +681,75 @@ mod tests {
         assert_eq!(
             log_filter(&bad, page).map_err(|error| error.to_string()),
             Err("status: unknown value 77".to_string())
+        );
+    }
+
+    #[test]
+    fn clear_modes_map_to_xxl_jobs_nine_types() {
+        let mode = |mode: pb::ClearLogsMode| {
+            let request = pb::ClearLogsRequest {
+                mode: mode as i32,
+                ..Default::default()
+            };
+            clear_request(&request).map(|request| request.mode).ok()
+        };
+        assert_eq!(
+            mode(pb::ClearLogsMode::OlderThanOneMonth),
+            Some(ClearMode::OlderThanMonths(1))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::OlderThanThreeMonths),
+            Some(ClearMode::OlderThanMonths(3))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::OlderThanSixMonths),
+            Some(ClearMode::OlderThanMonths(6))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::OlderThanOneYear),
+            Some(ClearMode::OlderThanMonths(12))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::KeepLatest1000),
+            Some(ClearMode::KeepLatest(1_000))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::KeepLatest10000),
+            Some(ClearMode::KeepLatest(10_000))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::KeepLatest30000),
+            Some(ClearMode::KeepLatest(30_000))
+        );
+        assert_eq!(
+            mode(pb::ClearLogsMode::KeepLatest100000),
+            Some(ClearMode::KeepLatest(100_000))
+        );
+        assert_eq!(mode(pb::ClearLogsMode::All), Some(ClearMode::All));
+
+        let unset = pb::ClearLogsRequest::default();
+        assert_eq!(
+            clear_request(&unset).map_err(message).err().as_deref(),
+            Some("mode: must be set")
+        );
+        let negative = pb::ClearLogsRequest {
+            job_id: -4,
+            mode: pb::ClearLogsMode::All as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            clear_request(&negative).map_err(message).err().as_deref(),
+            Some("job_id: must be >= 0, got -4")
+        );
+        let filtered = pb::ClearLogsRequest {
+            group_id: 2,
+            job_id: 0,
+            mode: pb::ClearLogsMode::All as i32,
+        };
+        let filtered = clear_request(&filtered).ok();
+        assert_eq!(
+            filtered.map(|r| (r.group_id, r.job_id)),
+            Some((Some(2), None))
         );
     }
 }

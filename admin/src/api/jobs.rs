@@ -10,23 +10,32 @@
 //! (`job.schedule_conf: …`), missing ids are `NOT_FOUND`, state conflicts are
 //! `FAILED_PRECONDITION`, and contract parts this release does not run yet are `UNIMPLEMENTED`.
 //! A job whose schedule starts or changes gets its next fire at ≥ now + 5 s, outside the scan's
-//! pre-read window, and the scan is woken to pick it up.
+//! pre-read window, and the scan is woken to pick it up. Child links never form a cycle: a
+//! create or update whose children would lead back to a job is refused with the path.
+//!
+//! Security note: there is no user authentication yet, and `GetGroup`/`ListGroups` return each
+//! group's `access_token` (the console needs it to show and edit it). Until user auth lands this
+//! API must only be reachable from trusted networks (network policy, firewall, private
+//! listener); executors only need `Registry`, which checks the tokens.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use tokio::sync::Mutex;
 use tonic::{Request, Response, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::convert::{
-    Page, executor_to_pb, group_from_pb, group_to_pb, job_filter, job_from_pb, job_to_pb,
-    log_filter, log_to_pb, pb_schedule_type, preview_count, required,
+    Page, clear_request, dashboard_to_pb, executor_to_pb, group_from_pb, group_to_pb, job_filter,
+    job_from_pb, job_to_pb, log_filter, log_to_pb, pb_schedule_type, preview_count, required,
 };
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::maintenance::{cleanup, report};
 use crate::model::validate::{
-    JobLimits, check_params_size, dedup_child_ids, merge_job_update, resolve_time_zone,
-    validate_group, validate_job, validate_schedule,
+    JobLimits, check_params_size, child_cycle_error, dedup_child_ids, find_child_cycle,
+    merge_job_update, resolve_time_zone, validate_group, validate_job, validate_schedule,
 };
 use crate::model::{
     AddressType, Group, Job, JobStatus, RunLog, RunStatus, ScheduleType, TriggerType, now_ms,
@@ -49,11 +58,17 @@ fn reply<T>(result: Result<T, Error>) -> RpcResult<T> {
 /// The `JobAdmin` gRPC service.
 pub struct JobAdminService {
     ctx: Arc<AdminContext>,
+    /// Held from the child-cycle check of a create/update to its write, so two concurrent
+    /// edits on this admin cannot each pass the check and together close a cycle.
+    job_writes: Mutex<()>,
 }
 
 impl JobAdminService {
     pub fn new(ctx: Arc<AdminContext>) -> Self {
-        JobAdminService { ctx }
+        JobAdminService {
+            ctx,
+            job_writes: Mutex::new(()),
+        }
     }
 
     fn store(&self) -> &Store {
@@ -124,7 +139,31 @@ impl JobAdminService {
             let message = format!("job.child_job_ids: job {first_missing} not found");
             return Err(Error::NotFound(message));
         }
-        Ok(())
+        self.check_child_cycles(job).await
+    }
+
+    /// Refuses children from which the job (or any job) is reachable from itself: loads the
+    /// child graph below the job level by level, with the job's new children in place of its
+    /// stored ones, then searches it.
+    async fn check_child_cycles(&self, job: &Job) -> Result<(), Error> {
+        let mut children: HashMap<i64, Vec<i64>> = HashMap::new();
+        children.insert(job.id, job.child_job_ids.clone());
+        let mut frontier = job.child_job_ids.clone();
+        while !frontier.is_empty() {
+            frontier.retain(|id| !children.contains_key(id));
+            frontier.sort_unstable();
+            frontier.dedup();
+            let loaded = self.store().get_jobs(&frontier).await?;
+            frontier.clear();
+            for loaded_job in loaded {
+                frontier.extend(&loaded_job.child_job_ids);
+                children.insert(loaded_job.id, loaded_job.child_job_ids);
+            }
+        }
+        match find_child_cycle(job.id, &children) {
+            Some(found) => Err(child_cycle_error(job.id, &found, "job.child_job_ids")),
+            None => Ok(()),
+        }
     }
 
     /// Next fire of `job` strictly after `from_ms`, in its zone; `None` when it never fires.
@@ -223,6 +262,7 @@ impl JobAdminService {
     async fn create_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
         let mut job = job_from_pb(wire_job, "job")?;
         job.id = 0;
+        let _job_writes = self.job_writes.lock().await;
         self.check_job(&mut job).await?;
         let now = now_ms();
         let new_job = Job {
@@ -239,6 +279,7 @@ impl JobAdminService {
 
     async fn update_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
         let incoming = job_from_pb(wire_job, "job")?;
+        let _job_writes = self.job_writes.lock().await;
         let existing = self.load_job(incoming.id).await?;
         let now = now_ms();
         let mut updated = merge_job_update(&existing, incoming, now)?;
@@ -408,15 +449,27 @@ impl JobAdminService {
         })
     }
 
-    /// Job count and online executors; run totals and the per-day report come with the log
-    /// report task in a later release (zeros and no days until then).
-    async fn dashboard(&self) -> Result<pb::GetDashboardResponse, Error> {
-        Ok(pb::GetDashboardResponse {
-            job_count: self.store().count_jobs().await?,
-            online_executors: i64::try_from(self.ctx.registry.count()).unwrap_or(i64::MAX),
-            total_runs: 0,
-            success_runs: 0,
-            days: Vec::new(),
+    /// Job count, online executors, and run counts per day of the range from the report rows.
+    async fn dashboard(
+        &self,
+        request: pb::GetDashboardRequest,
+    ) -> Result<pb::GetDashboardResponse, Error> {
+        let zone = self.ctx.config.default_time_zone();
+        let days = report::dashboard_days(zone, request.from_ms, request.to_ms, now_ms())?;
+        let online_executors = i64::try_from(self.ctx.registry.count()).unwrap_or(i64::MAX);
+        let dashboard = report::dashboard(self.store(), &days, online_executors).await?;
+        Ok(dashboard_to_pb(dashboard))
+    }
+
+    async fn clear_logs_checked(
+        &self,
+        request: pb::ClearLogsRequest,
+    ) -> Result<pb::ClearLogsResponse, Error> {
+        let request = clear_request(&request)?;
+        let zone = self.ctx.config.default_time_zone();
+        let deleted = cleanup::clear_logs(self.store(), zone, request, now_ms()).await?;
+        Ok(pb::ClearLogsResponse {
+            deleted: i64::try_from(deleted).unwrap_or(i64::MAX),
         })
     }
 }
@@ -578,11 +631,9 @@ impl JobAdmin for JobAdminService {
 
     async fn clear_logs(
         &self,
-        _request: Request<pb::ClearLogsRequest>,
+        request: Request<pb::ClearLogsRequest>,
     ) -> RpcResult<pb::ClearLogsResponse> {
-        reply(Err(Error::Unimplemented(
-            "ClearLogs is not implemented yet".to_string(),
-        )))
+        reply(self.clear_logs_checked(request.into_inner()).await)
     }
 
     async fn list_executors(
@@ -596,8 +647,8 @@ impl JobAdmin for JobAdminService {
 
     async fn get_dashboard(
         &self,
-        _request: Request<pb::GetDashboardRequest>,
+        request: Request<pb::GetDashboardRequest>,
     ) -> RpcResult<pb::GetDashboardResponse> {
-        reply(self.dashboard().await)
+        reply(self.dashboard(request.into_inner()).await)
     }
 }

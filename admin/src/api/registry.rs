@@ -1,4 +1,11 @@
 //! The `Registry` gRPC service: executor sessions and result callbacks.
+//!
+//! Both calls are checked against the access token of the group concerned (DESIGN §3.4), sent
+//! as `authorization: Bearer <token>`; a group without a token accepts any caller:
+//! - `Session`: the token of the group of the registering app (checked in `registry::stream`);
+//! - `Callback`: every result's run must belong to a group whose token was presented. One
+//!   mismatch refuses the whole batch with `UNAUTHENTICATED` before anything is persisted, so
+//!   an executor of one app cannot finish the runs of another.
 
 use std::sync::Arc;
 
@@ -9,6 +16,7 @@ use tonic::{Request, Response, Status, Streaming};
 use xjob_proto::pb;
 
 use crate::context::AdminContext;
+use crate::error::Error;
 
 /// Serves `xjob.v1.Registry`.
 pub struct RegistryService {
@@ -59,8 +67,63 @@ impl pb::registry_server::Registry for RegistryService {
         &self,
         request: Request<pb::CallbackRequest>,
     ) -> Result<Response<pb::CallbackResponse>, Status> {
+        let presented = bearer_token(&request);
         let results = request.into_inner().results;
+        let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
+        check_callback_token(&self.ctx, &log_ids, presented.as_deref()).await?;
         let accepted_log_ids = crate::callback::apply_results(&self.ctx, results).await?;
         Ok(Response::new(pb::CallbackResponse { accepted_log_ids }))
+    }
+}
+
+/// Refuses a callback when a run it reports belongs to a group whose token was not presented.
+async fn check_callback_token(
+    ctx: &AdminContext,
+    log_ids: &[i64],
+    presented: Option<&str>,
+) -> Result<(), Status> {
+    if log_ids.is_empty() {
+        return Ok(());
+    }
+    let expected = ctx
+        .store
+        .log_group_tokens(log_ids)
+        .await
+        .map_err(Error::from)?;
+    for (log_id, token) in expected {
+        if !presented.is_some_and(|presented| tokens_match(presented, &token)) {
+            tracing::warn!(log_id, "callback refused: wrong or missing access token");
+            return Err(Status::unauthenticated(format!(
+                "wrong or missing access token for the group of log {log_id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Compares without an early exit, so the time taken does not reveal a matching prefix.
+fn tokens_match(presented: &str, expected: &str) -> bool {
+    presented.len() == expected.len()
+        && presented
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_and_compared_exactly() {
+        let mut request = Request::new(());
+        assert_eq!(bearer_token(&request), None);
+        let header = tonic::metadata::MetadataValue::from_static("Bearer s3cret");
+        request.metadata_mut().insert("authorization", header);
+        assert_eq!(bearer_token(&request).as_deref(), Some("s3cret"));
+        assert!(tokens_match("s3cret", "s3cret"));
+        assert!(!tokens_match("s3cre", "s3cret"));
+        assert!(!tokens_match("s3creT", "s3cret"));
     }
 }

@@ -6,6 +6,8 @@
 //! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but this release does not
 //! run yet (FIX_DELAY, script glue) are `Unimplemented`, not `InvalidArgument`.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono_tz::Tz;
 
 use crate::error::Error;
@@ -16,6 +18,8 @@ use crate::schedule::cron::{CronExpr, parse_time_zone};
 pub const APP_NAME_MIN_CHARS: usize = 4;
 /// Longest accepted app name, in characters.
 pub const APP_NAME_MAX_CHARS: usize = 64;
+/// Longest accepted group access token, in characters.
+pub const ACCESS_TOKEN_MAX_CHARS: usize = 256;
 /// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
 pub const MAX_INTERVAL_SECONDS: i64 = i32::MAX as i64;
 
@@ -154,6 +158,68 @@ pub fn dedup_child_ids(ids: &[i64]) -> Vec<i64> {
     unique
 }
 
+/// A cycle of child jobs: `cycle` starts and ends with the same job; `through_child` is the
+/// child of the checked job the walk took to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildCycle {
+    pub cycle: Vec<i64>,
+    pub through_child: i64,
+}
+
+/// Finds a cycle reachable from `start` through child links (`children[id]`, a missing id has
+/// no children); `None` when the graph below `start` is acyclic. Depth-first, iterative, so
+/// long chains cannot overflow the stack.
+pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option<ChildCycle> {
+    let no_children = Vec::new();
+    let children_of = |id: i64| children.get(&id).unwrap_or(&no_children);
+    let mut finished: HashSet<i64> = HashSet::new();
+    // The current path and, per entry, the index of the next child to visit.
+    let mut path: Vec<(i64, usize)> = vec![(start, 0)];
+    while let Some((node, next_child)) = path.last().copied() {
+        let Some(&child) = children_of(node).get(next_child) else {
+            finished.insert(node);
+            path.pop();
+            continue;
+        };
+        if let Some(last) = path.last_mut() {
+            last.1 += 1;
+        }
+        if let Some(position) = path.iter().position(|(id, _)| *id == child) {
+            let mut cycle: Vec<i64> = path[position..].iter().map(|(id, _)| *id).collect();
+            cycle.push(child);
+            let through_child = path.get(1).map_or(child, |(id, _)| *id);
+            return Some(ChildCycle {
+                cycle,
+                through_child,
+            });
+        }
+        if !finished.contains(&child) {
+            path.push((child, 0));
+        }
+    }
+    None
+}
+
+/// The `InvalidArgument` for a cycle found below job `job_id`:
+/// `job.child_job_ids: cycle 3 -> 5 -> 3`.
+pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error {
+    let path = found
+        .cycle
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" -> ");
+    if found.cycle.first() == Some(&job_id) {
+        Error::invalid(field, format!("cycle {path}"))
+    } else {
+        let through = found.through_child;
+        Error::invalid(
+            field,
+            format!("cycle {path} (reached through child {through})"),
+        )
+    }
+}
+
 /// Checks a group's app name, title and addresses.
 pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
     validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
@@ -162,6 +228,25 @@ pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
     }
     if group.address_type == AddressType::Manual {
         validate_manual_addresses(&group.addresses, &field_name(prefix, "addresses"))?;
+    }
+    validate_access_token(&group.access_token, &field_name(prefix, "access_token"))
+}
+
+/// Checks an access token: it travels as `authorization: Bearer <token>`, so it must be
+/// visible ASCII without spaces, and at most [`ACCESS_TOKEN_MAX_CHARS`] long. Empty = none.
+pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
+    if token.len() > ACCESS_TOKEN_MAX_CHARS {
+        let message = format!(
+            "{} characters exceeds the limit of {ACCESS_TOKEN_MAX_CHARS}",
+            token.len()
+        );
+        return Err(Error::invalid(field, message));
+    }
+    if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
+        return Err(Error::invalid(
+            field,
+            "may contain only visible ASCII characters (no spaces)",
+        ));
     }
     Ok(())
 }
@@ -559,5 +644,71 @@ mod tests {
                 .to_string()
                 .starts_with("job.glue_type: cannot change")
         );
+    }
+
+    fn graph(edges: &[(i64, &[i64])]) -> HashMap<i64, Vec<i64>> {
+        edges
+            .iter()
+            .map(|(id, children)| (*id, children.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn child_cycles_are_found_with_their_path() {
+        let two_cycle = graph(&[(3, &[5]), (5, &[3])]);
+        let found = find_child_cycle(3, &two_cycle).expect("3 -> 5 -> 3");
+        assert_eq!(found.cycle, vec![3, 5, 3]);
+        assert_eq!(
+            child_cycle_error(3, &found, "job.child_job_ids").to_string(),
+            "job.child_job_ids: cycle 3 -> 5 -> 3"
+        );
+
+        let long = graph(&[
+            (1, &[2, 4]),
+            (2, &[3]),
+            (3, &[]),
+            (4, &[5]),
+            (5, &[6]),
+            (6, &[1]),
+        ]);
+        let found = find_child_cycle(1, &long).expect("1 -> 4 -> 5 -> 6 -> 1");
+        assert_eq!(found.cycle, vec![1, 4, 5, 6, 1]);
+
+        let downstream = graph(&[(0, &[7]), (7, &[8]), (8, &[9]), (9, &[8])]);
+        let found = find_child_cycle(0, &downstream).expect("8 -> 9 -> 8");
+        assert_eq!(found.cycle, vec![8, 9, 8]);
+        assert_eq!(found.through_child, 7);
+        assert_eq!(
+            child_cycle_error(0, &found, "job.child_job_ids").to_string(),
+            "job.child_job_ids: cycle 8 -> 9 -> 8 (reached through child 7)"
+        );
+    }
+
+    #[test]
+    fn shared_children_and_dangling_ids_are_not_cycles() {
+        // A diamond: 1 -> {2, 3} -> 4; 4 lists a deleted job 99.
+        let diamond = graph(&[(1, &[2, 3]), (2, &[4]), (3, &[4]), (4, &[99])]);
+        assert_eq!(find_child_cycle(1, &diamond), None);
+        assert_eq!(find_child_cycle(1, &HashMap::new()), None);
+        let chain: HashMap<i64, Vec<i64>> = (1..10_000).map(|id| (id, vec![id + 1])).collect();
+        assert_eq!(find_child_cycle(1, &chain), None);
+    }
+
+    #[test]
+    fn access_tokens_must_be_visible_ascii() {
+        let with_token = |token: &str| Group {
+            access_token: token.to_string(),
+            ..group(AddressType::Auto, &[])
+        };
+        assert!(validate_group(&with_token(""), "group").is_ok());
+        assert!(validate_group(&with_token("s3cret-Token_1.~"), "group").is_ok());
+        for bad in ["has space", "new\nline", "caf\u{e9}"] {
+            assert!(
+                validate_group(&with_token(bad), "group")
+                    .is_err_and(|error| error.to_string().starts_with("group.access_token: ")),
+                "{bad:?}"
+            );
+        }
+        assert!(validate_group(&with_token(&"x".repeat(257)), "group").is_err());
     }
 }

@@ -6,6 +6,7 @@
 //!   commit ─▶ due now: Trigger::dispatch_scheduled      later: Ring::push
 //! ring (each second boundary) ─▶ Ring::drain_due ─▶ Trigger::dispatch_scheduled
 //! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs
+//!   (delayed ones, retries and child runs, are then dispatched by the follow-up when due)
 //! ```
 //! Fires are written before they are dispatched, so a crash loses none: the restarted admin (or
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
@@ -27,6 +28,7 @@ use crate::model::{Job, MisfireStrategy, RunLog, now_ms};
 use crate::store::Store;
 use crate::trigger::{NodeIdentity, Trigger};
 pub use ring::{Ring, RingEntry};
+pub use scan::run_scan;
 
 /// The scheduler's shared state: the ring and what the loops need.
 pub struct Scheduler {
@@ -158,6 +160,38 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
     }
 }
 
+/// What recovery does with one adopted PENDING run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    /// Dispatch it now (or at its second, through the ring).
+    Dispatch,
+    /// A delayed run (retry after backoff, child run): the follow-up loop dispatches it when
+    /// its `dispatch_at_ms` comes, now that this node owns it.
+    LeaveToFollowup,
+    /// Too late for a DO_NOTHING job: record it skipped.
+    Skip,
+}
+
+/// Misfire rules apply to the scheduled time of a schedule's first attempt only; a retry keeps
+/// its own backoff time whatever its scheduled time was.
+fn recovery_of(
+    run: &RunLog,
+    strategy: MisfireStrategy,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> Recovery {
+    if run.dispatch_at_ms > 0 {
+        return Recovery::LeaveToFollowup;
+    }
+    let misfired =
+        run.attempt == 0 && run.scheduled_at_ms > 0 && now_ms - run.scheduled_at_ms > threshold_ms;
+    if misfired && strategy == MisfireStrategy::DoNothing {
+        Recovery::Skip
+    } else {
+        Recovery::Dispatch
+    }
+}
+
 /// Dispatches adopted fires, or applies the misfire strategy to those too late.
 async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     let now = now_ms();
@@ -169,24 +203,24 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
     for run in &runs {
-        let misfired = run.scheduled_at_ms > 0 && now - run.scheduled_at_ms > threshold;
         let strategy = jobs
             .iter()
             .find(|job| job.id == run.job_id)
             .map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
-        if misfired && strategy == MisfireStrategy::DoNothing {
-            skipped.push(run.id);
-        } else {
-            entries.push(RingEntry {
+        match recovery_of(run, strategy, now, threshold) {
+            Recovery::Skip => skipped.push(run.id),
+            Recovery::LeaveToFollowup => {}
+            Recovery::Dispatch => entries.push(RingEntry {
                 log_id: run.id,
                 job_id: run.job_id,
                 scheduled_at_ms: run.scheduled_at_ms,
-            });
+            }),
         }
     }
     tracing::info!(
         adopted = runs.len(),
         skipped = skipped.len(),
+        delayed = runs.len() - skipped.len() - entries.len(),
         "recovered pending fires"
     );
     if !skipped.is_empty() {
@@ -198,4 +232,75 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     scheduler.schedule_entries(entries);
 }
 
-pub use scan::run_scan;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunStatus, TriggerType};
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn pending(scheduled_at_ms: i64, attempt: i32, dispatch_at_ms: i64) -> RunLog {
+        RunLog {
+            id: 1,
+            job_id: 1,
+            group_id: 1,
+            fire_key: Some(format!("1:{scheduled_at_ms}:0:{attempt}")),
+            status: RunStatus::Pending,
+            trigger_type: TriggerType::Cron,
+            scheduled_at_ms,
+            trigger_time_ms: 0,
+            trigger_code: 0,
+            trigger_msg: String::new(),
+            handle_time_ms: 0,
+            handle_code: 0,
+            handle_msg: String::new(),
+            executor_address: String::new(),
+            handler: "h".into(),
+            params: String::new(),
+            shard_index: 0,
+            shard_total: 1,
+            attempt,
+            trace_id: String::new(),
+            owner_node: "old".into(),
+            epoch: 1,
+            dispatch_at_ms,
+        }
+    }
+
+    #[test]
+    fn misfire_rules_apply_to_first_attempts_and_retries_keep_their_backoff() {
+        let late = NOW - 60_000;
+        let do_nothing = MisfireStrategy::DoNothing;
+        assert_eq!(
+            recovery_of(&pending(late, 0, 0), do_nothing, NOW, 5_000),
+            Recovery::Skip
+        );
+        assert_eq!(
+            recovery_of(
+                &pending(late, 0, 0),
+                MisfireStrategy::FireOnceNow,
+                NOW,
+                5_000
+            ),
+            Recovery::Dispatch
+        );
+        assert_eq!(
+            recovery_of(&pending(NOW - 1_000, 0, 0), do_nothing, NOW, 5_000),
+            Recovery::Dispatch
+        );
+        // A retry of a fire scheduled long ago is not a misfire; it waits for its backoff.
+        assert_eq!(
+            recovery_of(&pending(late, 2, NOW + 30_000), do_nothing, NOW, 5_000),
+            Recovery::LeaveToFollowup
+        );
+        assert_eq!(
+            recovery_of(&pending(late, 1, NOW - 10), do_nothing, NOW, 5_000),
+            Recovery::LeaveToFollowup
+        );
+        // A manual run (scheduled at 0) is never a misfire.
+        assert_eq!(
+            recovery_of(&pending(0, 0, 0), do_nothing, NOW, 5_000),
+            Recovery::Dispatch
+        );
+    }
+}

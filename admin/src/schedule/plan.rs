@@ -2,13 +2,23 @@
 //!
 //! For each job read by the scan (`trigger_next_ms <= now + window`):
 //! - **A, misfire** (`now > next + misfire_threshold`): DO_NOTHING records a SKIPPED row,
-//!   FIRE_ONCE_NOW one MISFIRE run; the next time is computed from *now*.
-//! - **B, due** (`now >= next`): one run to dispatch at once; next from *now*.
+//!   FIRE_ONCE_NOW one MISFIRE run; the next time is the first one after *now*.
+//! - **B, due** (`now >= next`): one run to dispatch at once; the next time is the first one
+//!   after *now*.
 //! - **C, soon** (`next` inside the window): a run for the ring; next from the *scheduled*
 //!   time, so the phase never drifts.
 //!
 //! After A or B, every further fire still inside the window is planned too (C), so one scan
 //! covers the whole pre-read window and nothing waits for the next scan.
+//!
+//! Per schedule type, "the first time after now" means:
+//! - `CRON`: the expression's next match after now, in the job's zone (DST rules in `cron.rs`).
+//! - `FIX_RATE`: the next point of the job's own grid (`scheduled + k * period`), so a misfire,
+//!   a late scan or an admin restart never shifts the phase (XXL-JOB re-anchors it to now).
+//! - `FIX_DELAY`: a planned fire sets the next time to [`AWAITING_COMPLETION_MS`] while the job
+//!   stays running: the scan never reads it again until the follow-up of the fire's final
+//!   outcome (after its last retry) writes `finished + delay` (`monitor::followup`). So a
+//!   FIX_DELAY job never overlaps itself. A skipped fire (DO_NOTHING) restarts from now.
 
 use chrono_tz::Tz;
 
@@ -18,6 +28,10 @@ use crate::store::JobScheduleUpdate;
 
 /// Most fires one job gets in one scan (a 1 s job has at most `window` of them).
 const MAX_FIRES_PER_JOB: usize = 128;
+
+/// `trigger_next_ms` of a running FIX_DELAY job whose last fire has not finished yet: later than
+/// any scan window, so the job is not read until the follow-up sets `finished + delay`.
+pub const AWAITING_COMPLETION_MS: i64 = i64::MAX;
 
 /// Fixed inputs of one scan.
 #[derive(Debug, Clone)]
@@ -37,8 +51,9 @@ pub struct JobPlan {
     pub update: JobScheduleUpdate,
 }
 
-/// Next fire strictly after `from_ms`: cron in `time_zone`, or FIX_RATE seconds rounded up to a
-/// whole second. None for NONE / FIX_DELAY schedules or a cron with no future fire.
+/// Next fire strictly after `from_ms`: cron in `time_zone`; FIX_RATE and FIX_DELAY seconds
+/// rounded up to a whole second (for FIX_DELAY, `from_ms` is when the previous run finished, or
+/// StartJob's "now + 5 s"). None for NONE schedules or a cron with no future fire.
 pub fn next_fire_after(
     schedule_type: ScheduleType,
     schedule_conf: &str,
@@ -51,20 +66,20 @@ pub fn next_fire_after(
                 .map_err(|error| format!("invalid cron '{schedule_conf}': {error}"))?;
             Ok(cron.next_after(from_ms, time_zone))
         }
-        ScheduleType::FixRate => {
-            let seconds = fix_rate_seconds(schedule_conf)?;
+        ScheduleType::FixRate | ScheduleType::FixDelay => {
+            let seconds = interval_seconds(schedule_conf)?;
             Ok(Some(ceil_to_second(from_ms + seconds * 1000)))
         }
-        ScheduleType::None | ScheduleType::FixDelay => Ok(None),
+        ScheduleType::None => Ok(None),
     }
 }
 
-/// Parses a FIX_RATE period: whole seconds, at least 1.
-pub fn fix_rate_seconds(schedule_conf: &str) -> Result<i64, String> {
+/// Parses a FIX_RATE / FIX_DELAY interval: whole seconds, at least 1.
+pub fn interval_seconds(schedule_conf: &str) -> Result<i64, String> {
     match schedule_conf.trim().parse::<i64>() {
         Ok(seconds) if seconds >= 1 => Ok(seconds),
         _ => Err(format!(
-            "fix rate must be a whole number of seconds >= 1, got '{schedule_conf}'"
+            "interval must be a whole number of seconds >= 1, got '{schedule_conf}'"
         )),
     }
 }
@@ -72,6 +87,27 @@ pub fn fix_rate_seconds(schedule_conf: &str) -> Result<i64, String> {
 fn ceil_to_second(ms: i64) -> i64 {
     let rem = ms.rem_euclid(1000);
     if rem == 0 { ms } else { ms - rem + 1000 }
+}
+
+/// The next fire after a fire at `fired_at_ms` found at `now_ms` (`ran`: whether that fire
+/// runs, false for a skipped misfire): see the module doc for each schedule type.
+fn next_after_fire(
+    job: &Job,
+    tz: Tz,
+    fired_at_ms: i64,
+    ran: bool,
+    now_ms: i64,
+) -> Result<Option<i64>, String> {
+    let from_ms = fired_at_ms.max(now_ms);
+    match job.schedule_type {
+        ScheduleType::FixDelay if ran => Ok(Some(AWAITING_COMPLETION_MS)),
+        ScheduleType::FixRate => {
+            let period_ms = interval_seconds(&job.schedule_conf)? * 1000;
+            let periods = (from_ms - fired_at_ms).div_euclid(period_ms) + 1;
+            Ok(Some(fired_at_ms + periods * period_ms))
+        }
+        _ => next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms),
+    }
 }
 
 /// The zone a job's cron is evaluated in.
@@ -86,8 +122,6 @@ pub fn job_time_zone(job: &Job, default_tz: Tz) -> Tz {
 /// Decides one job's fires for this scan and its next scheduling state.
 pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
     let tz = job_time_zone(job, params.default_tz);
-    let next_after =
-        |from_ms: i64| next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms);
     let now = params.now_ms;
     let window_end = now + params.window_ms;
     let mut runs = Vec::new();
@@ -95,9 +129,11 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
     let scheduled = job.trigger_next_ms;
 
     let mut next = if now > scheduled + params.misfire_threshold_ms {
-        runs.push(misfire_run(job, params, scheduled));
+        let run = misfire_run(job, params, scheduled);
+        let ran = run.status == RunStatus::Pending;
+        runs.push(run);
         last = scheduled;
-        next_after(now)
+        next_after_fire(job, tz, scheduled, ran, now)
     } else if now >= scheduled {
         runs.push(new_run(
             job,
@@ -108,7 +144,7 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
             "",
         ));
         last = scheduled;
-        next_after(now)
+        next_after_fire(job, tz, scheduled, true, now)
     } else {
         Ok(Some(scheduled))
     };
@@ -126,7 +162,7 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
             "",
         ));
         last = at;
-        next = next_after(at);
+        next = next_after_fire(job, tz, at, true, now);
     }
 
     let update = match next {
@@ -281,12 +317,167 @@ mod tests {
     }
 
     #[test]
-    fn branch_b_fires_the_due_time_and_continues_from_now() {
-        // FIX_RATE keeps the phase from now: 3.5 s later rounds up to a whole second.
+    fn branch_b_fires_the_due_time_and_continues_on_the_fix_rate_grid() {
+        // Found 1.5 s late: XXL-JOB would re-anchor to now (T0 + 12 s); the grid says T0 + 10 s.
         let plan = plan_job(&job(ScheduleType::FixRate, "10", T0), &params(T0 + 1500));
         assert_eq!(times(&plan), vec![0]);
-        assert_eq!(plan.update.trigger_next_ms, T0 + 12_000);
+        assert_eq!(plan.update.trigger_next_ms, T0 + 10_000);
         assert_eq!(plan.runs[0].trigger_type, TriggerType::Cron);
+    }
+
+    #[test]
+    fn fix_rate_keeps_its_phase_after_a_misfire() {
+        // Down for 7.5 s with a 3 s period: the next fire is on the grid (T0 + 9 s), not
+        // now + period rounded (T0 + 11 s).
+        let plan = plan_job(&job(ScheduleType::FixRate, "3", T0), &params(T0 + 7_500));
+        assert_eq!(plan.runs[0].status, RunStatus::Skipped);
+        // The window (now + 5 s) holds T0 + 9 s and T0 + 12 s.
+        assert_eq!(times(&plan), vec![0, 9_000, 12_000]);
+        assert_eq!(plan.update.trigger_next_ms, T0 + 15_000);
+        assert!(
+            plan.runs
+                .iter()
+                .all(|run| (run.scheduled_at_ms - T0) % 3_000 == 0)
+        );
+    }
+
+    #[test]
+    fn fix_rate_grid_holds_for_any_lateness() {
+        for late_ms in [1, 999, 1_000, 2_999, 3_000, 3_001, 59_999, 600_000] {
+            let now = T0 + late_ms;
+            let mut scanned = job(ScheduleType::FixRate, "3", T0);
+            scanned.misfire_strategy = MisfireStrategy::FireOnceNow;
+            let plan = plan_job(&scanned, &params(now));
+            let next = plan.update.trigger_next_ms;
+            assert_eq!(
+                (next - T0) % 3_000,
+                0,
+                "late {late_ms}: next {next} off the grid"
+            );
+            assert!(
+                next > now + 5_000 - 3_000,
+                "late {late_ms}: next {next} too early"
+            );
+            assert!(
+                plan.runs
+                    .iter()
+                    .skip(1)
+                    .all(|run| run.scheduled_at_ms > now)
+            );
+        }
+    }
+
+    #[test]
+    fn fix_delay_plans_one_fire_and_waits_for_its_completion() {
+        let plan = plan_job(
+            &job(ScheduleType::FixDelay, "1", T0 + 1000),
+            &params(T0 + 200),
+        );
+        // One fire only, although a 1 s delay would fit more into the window.
+        assert_eq!(times(&plan), vec![1000]);
+        assert_eq!(plan.update.trigger_next_ms, AWAITING_COMPLETION_MS);
+        assert_eq!(plan.update.status, JobStatus::Running);
+        assert_eq!(plan.update.trigger_last_ms, T0 + 1000);
+
+        let due = plan_job(&job(ScheduleType::FixDelay, "1", T0), &params(T0 + 300));
+        assert_eq!(times(&due), vec![0]);
+        assert_eq!(due.update.trigger_next_ms, AWAITING_COMPLETION_MS);
+    }
+
+    #[test]
+    fn fix_delay_misfire_do_nothing_restarts_the_delay_from_now() {
+        let plan = plan_job(&job(ScheduleType::FixDelay, "10", T0), &params(T0 + 60_300));
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(plan.runs[0].status, RunStatus::Skipped);
+        assert_eq!(plan.update.trigger_next_ms, T0 + 71_000);
+
+        let mut fire_once = job(ScheduleType::FixDelay, "10", T0);
+        fire_once.misfire_strategy = MisfireStrategy::FireOnceNow;
+        let plan = plan_job(&fire_once, &params(T0 + 60_300));
+        assert_eq!(plan.runs[0].trigger_type, TriggerType::Misfire);
+        assert_eq!(plan.update.trigger_next_ms, AWAITING_COMPLETION_MS);
+    }
+
+    #[test]
+    fn fix_delay_next_fire_is_the_delay_after_the_given_instant() {
+        assert_eq!(
+            next_fire_after(ScheduleType::FixDelay, "3", chrono_tz::UTC, T0 + 1),
+            Ok(Some(T0 + 4000))
+        );
+        assert!(next_fire_after(ScheduleType::FixDelay, "x", chrono_tz::UTC, T0).is_err());
+    }
+
+    /// Runs scans the way the scan loop does (each a little before the next due fire) from
+    /// `from` until `until`, in `zone`; returns every planned fire time.
+    fn fires_across(conf: &str, zone: &str, from: i64, until: i64) -> Vec<i64> {
+        let mut scanned = job(ScheduleType::Cron, conf, 0);
+        scanned.time_zone = zone.to_string();
+        let tz = job_time_zone(&scanned, chrono_tz::UTC);
+        scanned.trigger_next_ms = next_fire_after(ScheduleType::Cron, conf, tz, from)
+            .ok()
+            .flatten()
+            .unwrap_or(i64::MAX);
+        let mut fired = Vec::new();
+        while scanned.trigger_next_ms <= until {
+            let plan = plan_job(&scanned, &params(scanned.trigger_next_ms - 2_000));
+            fired.extend(plan.runs.iter().map(|run| run.scheduled_at_ms));
+            scanned.trigger_last_ms = plan.update.trigger_last_ms;
+            scanned.trigger_next_ms = plan.update.trigger_next_ms;
+        }
+        fired
+    }
+
+    fn utc_ms(text: &str) -> i64 {
+        chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S")
+            .map(|wall| wall.and_utc().timestamp_millis())
+            .unwrap_or_else(|error| panic!("bad test time {text}: {error}"))
+    }
+
+    #[test]
+    fn a_cron_in_a_named_zone_fires_once_across_each_dst_transition() {
+        // Berlin, 2026-03-29: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist and fires
+        // once at the end of the gap (01:00 UTC). 2026-10-25: 03:00 CEST falls back to 02:00 CET,
+        // so 02:30 happens twice and fires once, at its first occurrence (00:30 UTC).
+        let spring = fires_across(
+            "0 30 2 * * ?",
+            "Europe/Berlin",
+            utc_ms("2026-03-27 12:00:00"),
+            utc_ms("2026-03-31 12:00:00"),
+        );
+        let expected_spring = [
+            "2026-03-28 01:30:00",
+            "2026-03-29 01:00:00",
+            "2026-03-30 00:30:00",
+            "2026-03-31 00:30:00",
+        ];
+        assert_eq!(spring, expected_spring.map(utc_ms).to_vec());
+
+        let fall = fires_across(
+            "0 30 2 * * ?",
+            "Europe/Berlin",
+            utc_ms("2026-10-23 12:00:00"),
+            utc_ms("2026-10-27 12:00:00"),
+        );
+        let expected_fall = [
+            "2026-10-24 00:30:00",
+            "2026-10-25 00:30:00",
+            "2026-10-26 01:30:00",
+            "2026-10-27 01:30:00",
+        ];
+        assert_eq!(fall, expected_fall.map(utc_ms).to_vec());
+
+        // Every 10 minutes through New York's fall-back hour: 01:00-01:50 EDT run, the repeated
+        // 01:00-01:50 EST do not, then 02:00 EST continues (six fires in the two UTC hours).
+        let hourly = fires_across(
+            "0 */10 1 * * ?",
+            "America/New_York",
+            utc_ms("2026-11-01 04:00:00"),
+            utc_ms("2026-11-01 07:00:00"),
+        );
+        let expected_hourly: Vec<i64> = (0..6)
+            .map(|index| utc_ms("2026-11-01 05:00:00") + index * 600_000)
+            .collect();
+        assert_eq!(hourly, expected_hourly);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! reads due jobs, lets the caller's pure planning closure decide, then writes the fires and the
 //! next fire times in the same transaction.
 
+#[cfg(test)]
+mod conformance;
 mod sqlite;
 
 use thiserror::Error;
@@ -131,6 +133,15 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+impl Store {
+    /// Connects to a fresh, uniquely named database on the server of `base_url` (conformance
+    /// suite). Server backends are added by the cluster-mode work; until then this fails.
+    pub(crate) async fn connect_fresh_for_tests(base_url: &str) -> StoreResult<Store> {
+        Store::connect(base_url).await
+    }
+}
+
 /// Forwards each listed method to the backend of the current variant.
 macro_rules! delegate {
     ($( $(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty; )*) => {
@@ -214,10 +225,112 @@ delegate! {
     fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>>;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>>;
 
+    // ---- broadcast (SHARDING_BROADCAST shard rows)
+    /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
+    /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped);
+    /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
+    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>>;
+
+    // ---- operations data (daily report, log clean-up, callback tokens)
+    /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
+    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
+    fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts>;
+    /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
+    fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>>;
+    /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
+    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>>;
+    /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
+    /// returns how many it deleted.
+    fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64>;
+    /// `(log id, access token)` for each of `log_ids` whose group has a token.
+    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>>;
+
     // ---- registry
     /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
     fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()>;
     fn delete_registry(&self, executor_id: &str) -> StoreResult<()>;
     /// Registry rows owned by a node (at start: the sessions of this node's previous life).
     fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>>;
+
+    // ---- monitor (follow-up of finished runs: retries, alarms, child jobs, FIX_DELAY; lost runs)
+    /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
+    /// this node/epoch), oldest first.
+    fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;
+    /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
+    /// write that failed; only its single follow-up task claims, so none is in progress when it
+    /// calls this) and those of dead nodes.
+    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
+    /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
+    /// one transaction.
+    fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten>;
+    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`.
+    fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()>;
+    /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
+    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>>;
+    /// RUNNING runs that reached an executor (an address is recorded), oldest first.
+    fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>>;
+    /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
+    /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
+    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;
+    /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
+    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool>;
+    /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
+    fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>>;
+}
+
+/// What the follow-up of one finished run writes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FollowupWrite {
+    pub log_id: i64,
+    /// 1 nothing to alarm, 2 alarm sent, 3 alarm failed (XXL-JOB's values).
+    pub alarm_status: i32,
+    /// The next attempt, when the retry policy allows one (skipped if its fire_key exists).
+    pub retry: Option<NewRun>,
+    /// Runs of the child jobs to start (PENDING, dispatched by the follow-up loop).
+    pub children: Vec<NewRun>,
+    /// A broadcast shard: `children` are written only when every shard of the fire succeeded
+    /// and this follow-up wins the fire's once-only claim.
+    pub children_need_all_shards: bool,
+    /// FIX_DELAY: the job's next fire, set only while no other run of the fire is open.
+    pub fix_delay_release: Option<FixDelayRelease>,
+}
+
+/// A FIX_DELAY job's next fire after the final outcome of its fire at `scheduled_at_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixDelayRelease {
+    pub job_id: i64,
+    pub scheduled_at_ms: i64,
+    pub next_fire_ms: i64,
+    /// The `trigger_next_ms` a job waiting for its fire's completion holds (compare-and-set).
+    pub awaiting_ms: i64,
+}
+
+/// What a follow-up wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowupWritten {
+    pub retry_id: Option<i64>,
+    pub child_ids: Vec<i64>,
+    /// Whether the FIX_DELAY job got its next fire time from this follow-up.
+    pub released: bool,
+}
+
+/// One day's run counts in the report table (`xjob_log_report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayCounts {
+    /// Start of the day in the admin's zone, epoch ms.
+    pub day_ms: i64,
+    pub running: i64,
+    pub success: i64,
+    pub failed: i64,
+}
+
+/// Which finished runs a clean-up deletes; every condition set must hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogCleanup {
+    pub group_id: Option<i64>,
+    pub job_id: Option<i64>,
+    /// Runs aged (trigger time, else scheduled time) before this instant.
+    pub older_than_ms: Option<i64>,
+    /// Runs with an id below this one (the oldest of those kept by "keep latest N").
+    pub below_id: Option<i64>,
 }

@@ -10,18 +10,26 @@ use tonic::metadata::MetadataValue;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
-use super::Trigger;
-use super::route::RouteError;
+use super::pool::PoolKind;
+use super::route::{self, Probe, ProbeVerdict, RouteError};
+use super::{FireTarget, Trigger, failed_record};
 use crate::error::Error;
-use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, RunLog, TriggerType, now_ms,
-};
+use crate::model::{BlockStrategy, GlueType, Job, RouteStrategy, RunLog, TriggerType, now_ms};
 use crate::store::{DispatchOutcome, DispatchRecord};
 
 /// XXL-JOB's trigger codes.
 const TRIGGER_ACCEPTED: i32 = 200;
-const TRIGGER_FAILED: i32 = 500;
+pub(super) const TRIGGER_FAILED: i32 = 500;
 const TRIGGER_UNKNOWN: i32 = 0;
+
+/// Where a run goes and what the route has to say about it.
+struct Routed {
+    address: String,
+    /// Appended to the strategy name, e.g. ` (shard 1/3)`.
+    note: String,
+    /// FAILOVER/BUSYOVER probe transcript (`; probes: …`), appended to the message.
+    transcript: String,
+}
 
 /// A slice of a run's log file read through its executor.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,67 +41,37 @@ pub struct RunLogChunk {
 }
 
 impl Trigger {
-    /// Routes and sends one claimed run; never fails, the outcome is the record.
+    /// Routes and sends one claimed run that holds a pool slot; never fails, the outcome is the
+    /// record.
     pub(super) async fn dispatch_one(
         &self,
         run: &RunLog,
-        job: Option<&Job>,
-        group: Option<&Group>,
-        address_override: &[String],
+        target: &FireTarget,
+        pool: PoolKind,
     ) -> DispatchRecord {
-        let failed = |message: String, address: &str| DispatchRecord {
-            log_id: run.id,
-            outcome: DispatchOutcome::Failed,
-            trigger_code: TRIGGER_FAILED,
-            trigger_msg: message,
-            executor_address: address.to_string(),
-            finished_ms: now_ms(),
+        let (job, group) = (&target.job, &target.group);
+        let routed = match self.choose_address(run, target).await {
+            Ok(routed) => routed,
+            Err(message) => return failed_record(run.id, message, ""),
         };
-        let Some(job) = job else {
-            return failed(format!("job {} no longer exists", run.job_id), "");
-        };
-        if job.status == JobStatus::Stopped
-            && matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire)
-        {
-            // Planned before the job was stopped: a stopped job fires no more.
-            return DispatchRecord {
-                outcome: DispatchOutcome::Skipped,
-                trigger_msg: format!("job {} was stopped after this fire was planned", job.id),
-                ..failed(String::new(), "")
-            };
-        }
-        let Some(group) = group else {
-            return failed(
-                format!("group {} of job {} not found", job.group_id, job.id),
-                "",
-            );
-        };
-        let addresses = self.candidate_addresses(group, address_override);
-        let address = match self.routes.pick(job.route_strategy, job.id, &addresses) {
-            Ok(address) => address.to_string(),
-            Err(RouteError::NoAddress) => {
-                return failed(
-                    format!(
-                        "no online executor for app '{}' (group {}); route {}",
-                        group.app_name, group.id, job.route_strategy
-                    ),
-                    "",
-                );
-            }
-            Err(error) => return failed(error.to_string(), ""),
-        };
+        let address = routed.address;
+        let route = format!("route {}{}, {pool} pool", job.route_strategy, routed.note);
         let request = run_request(run, job);
         match self.send_run(&address, &group.access_token, request).await {
             Ok(response) if response.accepted => DispatchRecord {
                 log_id: run.id,
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_ACCEPTED,
-                trigger_msg: format!("route {}: accepted by {address}", job.route_strategy),
+                trigger_msg: format!("{route}: accepted by {address}{}", routed.transcript),
                 executor_address: address,
                 finished_ms: now_ms(),
             },
-            Ok(response) => failed(
-                format!("executor {address} refused the run: {}", response.message),
+            Ok(response) => failed_record(
+                run.id,
+                format!(
+                    "{route}: executor {address} refused the run: {}{}",
+                    response.message, routed.transcript
+                ),
                 &address,
             ),
             Err(status) if maybe_delivered(&status) => DispatchRecord {
@@ -101,32 +79,141 @@ impl Trigger {
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_UNKNOWN,
                 trigger_msg: format!(
-                    "dispatch to {address} ended with {}: {}; the run may have been delivered",
+                    "{route}: dispatch to {address} ended with {}: {}; the run may have been \
+                     delivered{}",
                     status.code(),
-                    status.message()
+                    status.message(),
+                    routed.transcript
                 ),
                 executor_address: address,
                 finished_ms: now_ms(),
             },
-            Err(status) => failed(
+            Err(status) => failed_record(
+                run.id,
                 format!(
-                    "dispatch to {address} failed: {}: {}",
+                    "{route}: dispatch to {address} failed: {}: {}{}",
                     status.code(),
-                    status.message()
+                    status.message(),
+                    routed.transcript
                 ),
                 &address,
             ),
         }
     }
 
-    fn candidate_addresses(&self, group: &Group, address_override: &[String]) -> Vec<String> {
-        if !address_override.is_empty() {
-            return address_override.to_vec();
+    /// Applies the job's route strategy to the fire's address list; the error is the trigger
+    /// message of a run no executor can take.
+    async fn choose_address(&self, run: &RunLog, target: &FireTarget) -> Result<Routed, String> {
+        let (job, group, addresses) = (&target.job, &target.group, &target.addresses);
+        if addresses.is_empty() {
+            return Err(format!(
+                "no online executor for app '{}' (group {}); route {}",
+                group.app_name, group.id, job.route_strategy
+            ));
         }
-        match group.address_type {
-            AddressType::Manual => group.addresses.clone(),
-            AddressType::Auto => self.registry.online_addresses(&group.app_name),
+        match job.route_strategy {
+            RouteStrategy::ShardingBroadcast => {
+                let address = route::shard_address(addresses, run.shard_index)
+                    .ok_or_else(|| RouteError::NoAddress.to_string())?;
+                Ok(Routed {
+                    address: address.to_string(),
+                    note: format!(" (shard {}/{})", run.shard_index, run.shard_total),
+                    transcript: String::new(),
+                })
+            }
+            RouteStrategy::Failover | RouteStrategy::Busyover => {
+                self.probe_in_order(job, &group.access_token, addresses)
+                    .await
+            }
+            strategy => {
+                let address = self
+                    .routes
+                    .pick(strategy, job.id, addresses, now_ms())
+                    .map_err(|error| format!("route {strategy}: {error}"))?;
+                Ok(Routed {
+                    address: address.to_string(),
+                    note: String::new(),
+                    transcript: String::new(),
+                })
+            }
         }
+    }
+
+    /// FAILOVER (`Beat`) and BUSYOVER (`IdleBeat`): probes each address in order until one
+    /// passes; the transcript of every probe goes into the trigger message either way.
+    async fn probe_in_order(
+        &self,
+        job: &Job,
+        token: &str,
+        addresses: &[String],
+    ) -> Result<Routed, String> {
+        let mut probes = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            let verdict = self.probe(job, token, address).await;
+            let passed = verdict == ProbeVerdict::Pass;
+            probes.push(Probe {
+                address: address.clone(),
+                verdict,
+            });
+            if passed {
+                break;
+            }
+        }
+        let transcript = route::probe_transcript(&probes);
+        match route::choose_probed(&probes) {
+            Some(address) => Ok(Routed {
+                address: address.to_string(),
+                note: String::new(),
+                transcript: format!("; probes: {transcript}"),
+            }),
+            None if job.route_strategy == RouteStrategy::Busyover => Err(format!(
+                "route BUSYOVER: no executor is idle for job {}; probes: {transcript}",
+                job.id
+            )),
+            None => Err(format!(
+                "route FAILOVER: no executor answered; probes: {transcript}"
+            )),
+        }
+    }
+
+    /// One probe with a short deadline: `Beat` for FAILOVER, `IdleBeat(job)` for BUSYOVER.
+    async fn probe(&self, job: &Job, token: &str, address: &str) -> ProbeVerdict {
+        let mut client = match self.client(address) {
+            Ok(client) => client,
+            Err(status) => return ProbeVerdict::Error(status.message().to_string()),
+        };
+        let described = |status: tonic::Status| {
+            ProbeVerdict::Error(format!("{}: {}", status.code(), status.message()))
+        };
+        if job.route_strategy == RouteStrategy::Failover {
+            let request = match self.probe_request(pb::BeatRequest {}, token) {
+                Ok(request) => request,
+                Err(status) => return described(status),
+            };
+            return match client.beat(request).await {
+                Ok(_) => ProbeVerdict::Pass,
+                Err(status) => described(status),
+            };
+        }
+        let request = match self.probe_request(pb::IdleBeatRequest { job_id: job.id }, token) {
+            Ok(request) => request,
+            Err(status) => return described(status),
+        };
+        match client.idle_beat(request).await {
+            Ok(response) if response.get_ref().idle => ProbeVerdict::Pass,
+            Ok(response) => ProbeVerdict::Busy(response.into_inner().reason),
+            Err(status) => described(status),
+        }
+    }
+
+    fn probe_request<T>(
+        &self,
+        message: T,
+        token: &str,
+    ) -> Result<tonic::Request<T>, tonic::Status> {
+        let mut request = authorized(message, token)?;
+        request.set_timeout(self.probe_timeout);
+        Ok(request)
     }
 
     async fn send_run(

@@ -7,9 +7,11 @@
 //! ```
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::transport::Channel;
+use xjob_admin::monitor::{Alarm, LogAlarm};
 use xjob_admin::{Config, RunningAdmin};
 use xjob_executor::{Executor, ExecutorBuilder, RunningExecutor};
 use xjob_proto::pb;
@@ -25,9 +27,16 @@ pub struct TestClusterBuilder {
     data_dir: Option<tempfile::TempDir>,
     node_id: String,
     configure: Vec<ConfigChange>,
+    alarm: Arc<dyn Alarm>,
 }
 
 impl TestClusterBuilder {
+    /// Uses `alarm` as the admin's alarm hook (kept across admin restarts), e.g. to count alarms.
+    pub fn alarm(mut self, alarm: Arc<dyn Alarm>) -> Self {
+        self.alarm = alarm;
+        self
+    }
+
     /// Changes the admin configuration before it starts.
     pub fn configure(mut self, change: impl FnOnce(&mut Config) + Send + 'static) -> Self {
         self.configure.push(Box::new(change));
@@ -40,8 +49,13 @@ impl TestClusterBuilder {
             Some(dir) => dir,
             None => tempfile::tempdir()?,
         };
-        let admin =
-            start_admin(data_dir.path().to_path_buf(), &self.node_id, self.configure).await?;
+        let admin = start_admin(
+            data_dir.path().to_path_buf(),
+            &self.node_id,
+            self.configure,
+            Arc::clone(&self.alarm),
+        )
+        .await?;
         let client = JobAdminClient::connect(admin.url()).await?;
         let listen = admin.local_addr();
         Ok(TestCluster {
@@ -51,6 +65,7 @@ impl TestClusterBuilder {
             node_id: self.node_id,
             client,
             executors: Vec::new(),
+            alarm: self.alarm,
         })
     }
 }
@@ -59,13 +74,14 @@ async fn start_admin(
     data_dir: PathBuf,
     node_id: &str,
     configure: Vec<ConfigChange>,
+    alarm: Arc<dyn Alarm>,
 ) -> anyhow::Result<RunningAdmin> {
     let mut config = Config::for_tests(data_dir);
     config.node_id = node_id.to_string();
     for change in configure {
         change(&mut config);
     }
-    Ok(xjob_admin::start(config.validate()?).await?)
+    Ok(xjob_admin::app::start_with(config.validate()?, alarm).await?)
 }
 
 /// A running admin with its data dir, a client, and the executors started through it.
@@ -76,6 +92,7 @@ pub struct TestCluster {
     node_id: String,
     client: JobAdminClient<Channel>,
     executors: Vec<RunningExecutor>,
+    alarm: Arc<dyn Alarm>,
 }
 
 impl TestCluster {
@@ -84,6 +101,7 @@ impl TestCluster {
             data_dir: None,
             node_id: "test-admin".to_string(),
             configure: Vec::new(),
+            alarm: Arc::new(LogAlarm),
         }
     }
 
@@ -245,9 +263,17 @@ impl TestCluster {
 
     /// Stops the admin gracefully and starts a new one on the same data dir and node id.
     pub async fn restart_admin(&mut self) -> anyhow::Result<()> {
+        self.restart_admin_after(Duration::ZERO).await
+    }
+
+    /// Like `restart_admin`, with the new admin starting `downtime` after the old one began to
+    /// stop (fires come due meanwhile).
+    pub async fn restart_admin_after(&mut self, downtime: Duration) -> anyhow::Result<()> {
+        let restart_at = tokio::time::Instant::now() + downtime;
         if let Some(admin) = self.admin.take() {
             admin.shutdown().await;
         }
+        tokio::time::sleep_until(restart_at).await;
         // Same port, so executors reconnect to the restarted admin on their own.
         let listen = self.listen;
         let change: ConfigChange = Box::new(move |config| config.listen = listen);
@@ -255,6 +281,7 @@ impl TestCluster {
             self.data_dir.path().to_path_buf(),
             &self.node_id,
             vec![change],
+            Arc::clone(&self.alarm),
         )
         .await?;
         self.client = JobAdminClient::connect(admin.url()).await?;

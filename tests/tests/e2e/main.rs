@@ -1,4 +1,12 @@
 //! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
 //! admin's state in a real SQLite file. One test binary; one module per area.
 
+mod auth;
 mod basics;
+mod children;
+mod lost;
+mod operations;
+mod pools;
+mod retries;
+mod routes;
+mod schedule_types;

@@ -3,10 +3,14 @@
 //! SQLite serializes writers, so `BEGIN IMMEDIATE` is the schedule lock; a busy timeout makes a
 //! second writer wait instead of failing.
 
+mod access;
+mod broadcast;
 mod groups;
 mod jobs;
 mod logs;
+mod monitor;
 mod registry;
+mod report;
 mod rows;
 mod schedule;
 

@@ -1,0 +1,170 @@
+//! Deleting run log rows: `ClearLogs` with XXL-JOB's nine modes, and the retention clean-up.
+//!
+//! Both delete in batches of [`DELETE_BATCH`] ids, one bounded statement each, so a clean-up of
+//! millions of rows never holds the database's write lock for long. Runs still PENDING or
+//! RUNNING are never deleted, whatever the mode: their executor may still report a result, and
+//! the lost-run monitor owns stuck ones. A run is aged by its trigger time, or by its scheduled
+//! time when it was never dispatched.
+//!
+//! Retention: every `retention_interval`, runs aged before the start of the day
+//! `log_retention_days` ago (admin's zone) are deleted; a retention below
+//! [`MIN_RETENTION_DAYS`] disables it, as XXL-JOB does.
+
+use std::sync::Arc;
+
+use chrono::Days;
+use chrono_tz::Tz;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use super::days::{date_of, day_start_ms, months_before};
+use crate::config::Config;
+use crate::model::now_ms;
+use crate::store::{LogCleanup, Store, StoreResult};
+
+/// Rows one delete statement removes at most (XXL-JOB's page size).
+pub const DELETE_BATCH: i64 = 1000;
+/// Retention below this many days disables the clean-up.
+pub const MIN_RETENTION_DAYS: u32 = 3;
+
+/// What a `ClearLogs` call deletes (XXL-JOB's clean-up types 1-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClearMode {
+    /// Runs older than this many calendar months (1, 3, 6, 12).
+    OlderThanMonths(u32),
+    /// Everything but the latest this many runs of the filter (1 000 … 100 000).
+    KeepLatest(i64),
+    /// Every run of the filter.
+    All,
+}
+
+/// A `ClearLogs` request: a mode within an optional group and job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClearRequest {
+    pub group_id: Option<i64>,
+    pub job_id: Option<i64>,
+    pub mode: ClearMode,
+}
+
+/// Deletes what `request` names; returns how many runs were deleted.
+pub async fn clear_logs(
+    store: &Store,
+    zone: Tz,
+    request: ClearRequest,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let mut cleanup = LogCleanup {
+        group_id: request.group_id,
+        job_id: request.job_id,
+        ..LogCleanup::default()
+    };
+    match request.mode {
+        ClearMode::OlderThanMonths(months) => {
+            cleanup.older_than_ms = Some(months_before(zone, now_ms, months));
+        }
+        ClearMode::KeepLatest(keep) => {
+            // Fixed once: runs created meanwhile are newer and never shift what is deleted.
+            let oldest_kept = store
+                .nth_newest_log_id(request.group_id, request.job_id, keep)
+                .await?;
+            let Some(oldest_kept) = oldest_kept else {
+                return Ok(0);
+            };
+            cleanup.below_id = Some(oldest_kept);
+        }
+        ClearMode::All => {}
+    }
+    let deleted = delete_in_batches(store, &cleanup, None).await?;
+    tracing::info!(deleted, mode = ?request.mode, group_id = ?request.group_id,
+        job_id = ?request.job_id, "logs cleared");
+    Ok(deleted)
+}
+
+/// The instant before which runs expire under `retention_days`: the start of the day that many
+/// days before today; `None` when retention is disabled.
+pub fn retention_cutoff_ms(zone: Tz, now_ms: i64, retention_days: u32) -> Option<i64> {
+    if retention_days < MIN_RETENTION_DAYS {
+        return None;
+    }
+    let today = date_of(zone, now_ms);
+    let first_kept_day = today.checked_sub_days(Days::new(u64::from(retention_days)))?;
+    Some(day_start_ms(zone, first_kept_day))
+}
+
+/// Deletes expired runs at start and then every `config.retention_interval` until cancelled.
+pub async fn run_retention(store: Store, config: Arc<Config>, cancel: CancellationToken) {
+    let retention_days = config.log_retention_days;
+    if retention_days < MIN_RETENTION_DAYS {
+        tracing::info!(retention_days, "log retention disabled (below 3 days)");
+        return;
+    }
+    let zone = config.default_time_zone();
+    let mut ticks = tokio::time::interval(config.retention_interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = ticks.tick() => {}
+        }
+        let Some(cutoff_ms) = retention_cutoff_ms(zone, now_ms(), retention_days) else {
+            continue;
+        };
+        let cleanup = LogCleanup {
+            older_than_ms: Some(cutoff_ms),
+            ..LogCleanup::default()
+        };
+        match delete_in_batches(&store, &cleanup, Some(&cancel)).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, retention_days, "expired logs deleted"),
+            Err(error) => tracing::warn!(%error, "log retention failed"),
+        }
+    }
+}
+
+/// Deletes batch after batch until one comes back short (or `cancel` fires between batches).
+async fn delete_in_batches(
+    store: &Store,
+    cleanup: &LogCleanup,
+    cancel: Option<&CancellationToken>,
+) -> StoreResult<u64> {
+    let mut deleted = 0;
+    loop {
+        let batch = store.delete_logs_batch(cleanup, DELETE_BATCH).await?;
+        deleted += batch;
+        let cancelled = cancel.is_some_and(CancellationToken::is_cancelled);
+        if batch < DELETE_BATCH as u64 || cancelled {
+            return Ok(deleted);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2024-05-20 13:00 UTC.
+    const NOW: i64 = 1_716_210_000_000;
+    /// 2024-05-20 00:00 UTC.
+    const TODAY: i64 = 1_716_163_200_000;
+    const DAY: i64 = super::super::days::DAY_MS;
+
+    #[test]
+    fn retention_keeps_whole_days_and_is_disabled_below_three() {
+        let zone = chrono_tz::UTC;
+        assert_eq!(retention_cutoff_ms(zone, NOW, 30), Some(TODAY - 30 * DAY));
+        assert_eq!(retention_cutoff_ms(zone, NOW, 3), Some(TODAY - 3 * DAY));
+        assert_eq!(retention_cutoff_ms(zone, NOW, 2), None);
+        assert_eq!(retention_cutoff_ms(zone, NOW, 0), None);
+    }
+
+    #[test]
+    fn retention_days_follow_the_admin_zone() {
+        // 2024-05-20 13:00 UTC is 21:00 in Shanghai; its day starts at 2024-05-19 16:00 UTC.
+        let shanghai = chrono_tz::Asia::Shanghai;
+        let shanghai_today = TODAY - 8 * 3_600_000;
+        assert_eq!(
+            retention_cutoff_ms(shanghai, NOW, 3),
+            Some(shanghai_today - 3 * DAY)
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! The alarm hook: called by the follow-up when a run's failure deserves attention (its final
+//! failure, or every failure when the job asks for it). One trait so e-mail, webhooks or a test's
+//! counter can stand in for the log-only implementation shipped today.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::model::{Job, RunLog};
+
+/// `alarm_status` of a run whose follow-up is in progress (claimed by one admin).
+pub const ALARM_CLAIMED: i32 = -1;
+/// `alarm_status`: followed up, no alarm was due (success, a retry follows, job gone, skipped).
+pub const ALARM_NOT_NEEDED: i32 = 1;
+/// `alarm_status`: the alarm was sent.
+pub const ALARM_SENT: i32 = 2;
+/// `alarm_status`: sending the alarm failed.
+pub const ALARM_FAILED: i32 = 3;
+
+/// The future an [`Alarm`] returns: `Err` carries why the alarm could not be sent.
+pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// Tells someone that a run failed. Implementations must not panic; an `Err` is recorded as
+/// `alarm_status` 3 on the run. (A boxed future rather than `async fn` keeps the trait usable as
+/// `Arc<dyn Alarm>`.)
+pub trait Alarm: Send + Sync {
+    /// Raises the alarm for `run` of `job`.
+    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a>;
+}
+
+/// Writes each alarm as a warning to the admin's log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogAlarm;
+
+impl Alarm for LogAlarm {
+    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
+        Box::pin(async move {
+            tracing::warn!(
+                job_id = job.id,
+                job_name = %job.name,
+                alarm_email = %job.alarm_email,
+                log_id = run.id,
+                status = %run.status,
+                attempt = run.attempt,
+                executor = %run.executor_address,
+                trigger_msg = %run.trigger_msg,
+                handle_msg = %run.handle_msg,
+                "job run failed"
+            );
+            Ok(())
+        })
+    }
+}

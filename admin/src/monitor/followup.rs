@@ -1,0 +1,209 @@
+//! The follow-up loop: every `followup_interval`, on every admin, finished runs are claimed and
+//! followed up once (retry, alarm, child jobs, FIX_DELAY next fire), then the delayed runs that
+//! became due (retries after their backoff, child runs) are dispatched.
+//!
+//! ```text
+//! adopt unfinished claims ─┐
+//! claim a batch (CAS) ─────┴─▶ policy::decide ─▶ alarm? ─▶ store.write_followup (one txn)
+//! due delayed runs of this node ─▶ Trigger::dispatch_scheduled
+//! ```
+//! A claim is `alarm_status` 0 → -1 with this node/epoch as owner, so another admin never
+//! follows up the same run; a claim left by a dead admin is adopted once its lease lapses. The
+//! alarm is sent before the write, so a crash in between repeats an alarm rather than losing it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::alarm::{ALARM_FAILED, ALARM_NOT_NEEDED, ALARM_SENT, Alarm};
+use super::policy::{self, Children, Decision};
+use crate::context::AdminContext;
+use crate::model::{Job, NewRun, RunLog, now_ms};
+use crate::store::{FollowupWrite, StoreError};
+
+/// Runs claimed per batch (a round claims batches until one comes back short).
+const BATCH: i64 = 500;
+/// Most batches per round, so a backlog cannot starve the dispatch of due retries.
+const MAX_BATCHES_PER_ROUND: usize = 20;
+
+/// Runs follow-up rounds until cancelled.
+pub async fn run_followup(
+    ctx: Arc<AdminContext>,
+    alarm: Arc<dyn Alarm>,
+    cancel: CancellationToken,
+) {
+    let followup = Followup { ctx, alarm };
+    let interval = followup.ctx.config.followup_interval;
+    loop {
+        if let Err(error) = followup.round().await {
+            tracing::warn!(%error, "follow-up round failed; retrying next round");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(interval) => {}
+        }
+    }
+}
+
+struct Followup {
+    ctx: Arc<AdminContext>,
+    alarm: Arc<dyn Alarm>,
+}
+
+impl Followup {
+    async fn round(&self) -> Result<(), StoreError> {
+        let node = &self.ctx.node;
+        let adopted = self
+            .ctx
+            .store
+            .adopt_stale_followups(&node.node_id, node.epoch, now_ms())
+            .await?;
+        self.follow_up_all(adopted).await?;
+        for _ in 0..MAX_BATCHES_PER_ROUND {
+            let claimed = self
+                .ctx
+                .store
+                .claim_followups(&node.node_id, node.epoch, BATCH)
+                .await?;
+            let full_batch = claimed.len() as i64 == BATCH;
+            self.follow_up_all(claimed).await?;
+            if !full_batch {
+                break;
+            }
+        }
+        self.dispatch_due().await
+    }
+
+    async fn follow_up_all(&self, runs: Vec<RunLog>) -> Result<(), StoreError> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let jobs: HashMap<i64, Job> = self
+            .ctx
+            .store
+            .get_jobs(&job_ids)
+            .await?
+            .into_iter()
+            .map(|job| (job.id, job))
+            .collect();
+        // Most runs (a success without children) need nothing but their claim closed: one
+        // statement for all of them instead of a transaction each.
+        let mut nothing_to_do = Vec::new();
+        for run in &runs {
+            let job = jobs.get(&run.job_id);
+            let decision = policy::decide(run, job, now_ms(), &self.ctx.node);
+            if decision == Decision::nothing() {
+                nothing_to_do.push(run.id);
+                continue;
+            }
+            // A failed write leaves the claim in place; the next round adopts and redoes it.
+            self.follow_up(run, job, decision).await?;
+        }
+        self.ctx
+            .store
+            .finish_followups(&nothing_to_do, ALARM_NOT_NEEDED)
+            .await
+    }
+
+    async fn follow_up(
+        &self,
+        run: &RunLog,
+        job: Option<&Job>,
+        decision: Decision,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let alarm_status = self.raise_alarm(&decision, run, job).await;
+        let (children, children_need_all_shards) = self.child_runs(&decision, now).await?;
+        let write = FollowupWrite {
+            log_id: run.id,
+            alarm_status,
+            retry: decision.retry,
+            children,
+            children_need_all_shards,
+            fix_delay_release: decision.fix_delay_release,
+        };
+        let written = self.ctx.store.write_followup(&write).await?;
+        if let (Some(retry_id), Some(retry)) = (written.retry_id, &write.retry) {
+            tracing::info!(log_id = run.id, job_id = run.job_id, status = %run.status,
+                retry_log_id = retry_id, attempt = retry.attempt,
+                delay_ms = retry.dispatch_at_ms - now, "failed run will be retried");
+        }
+        if !written.child_ids.is_empty() {
+            tracing::info!(log_id = run.id, job_id = run.job_id, child_log_ids = ?written.child_ids,
+                "child jobs started");
+        }
+        if written.released
+            && let Some(release) = &write.fix_delay_release
+        {
+            tracing::debug!(
+                job_id = run.job_id,
+                next_fire_ms = release.next_fire_ms,
+                "fix delay job scheduled after its run finished"
+            );
+            // The scan may be idle for a whole pre-read period; the next fire may be sooner.
+            self.ctx.schedule_wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Sends the alarm when one is due; returns the `alarm_status` to record.
+    async fn raise_alarm(&self, decision: &Decision, run: &RunLog, job: Option<&Job>) -> i32 {
+        let (true, Some(job)) = (decision.alarm, job) else {
+            return ALARM_NOT_NEEDED;
+        };
+        match self.alarm.alarm(job, run).await {
+            Ok(()) => ALARM_SENT,
+            Err(error) => {
+                tracing::warn!(log_id = run.id, job_id = job.id, %error, "sending alarm failed");
+                ALARM_FAILED
+            }
+        }
+    }
+
+    /// Builds the runs of the child jobs to start; a child deleted meanwhile is skipped.
+    async fn child_runs(
+        &self,
+        decision: &Decision,
+        now: i64,
+    ) -> Result<(Vec<NewRun>, bool), StoreError> {
+        let (child_ids, need_all_shards) = match &decision.children {
+            Children::None => return Ok((Vec::new(), false)),
+            Children::Now(ids) => (ids, false),
+            Children::WhenAllShardsSucceeded(ids) => (ids, true),
+        };
+        let children = self.ctx.store.get_jobs(child_ids).await?;
+        for missing in child_ids
+            .iter()
+            .filter(|id| !children.iter().any(|child| child.id == **id))
+        {
+            tracing::warn!(child_job_id = missing, "child job not found; not started");
+        }
+        let runs = children
+            .iter()
+            .map(|child| policy::child_run(child, now, &self.ctx.node))
+            .collect();
+        Ok((runs, need_all_shards))
+    }
+
+    /// Dispatches this node's delayed runs whose time has come (retries, child runs).
+    async fn dispatch_due(&self) -> Result<(), StoreError> {
+        let node = &self.ctx.node;
+        let due = self
+            .ctx
+            .store
+            .due_delayed_runs(&node.node_id, node.epoch, now_ms(), BATCH)
+            .await?;
+        if due.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = self.ctx.trigger.dispatch_scheduled(due).await {
+            // The rows stay PENDING and come back in the next round.
+            tracing::warn!(%error, "dispatching due retries and child runs failed");
+        }
+        Ok(())
+    }
+}

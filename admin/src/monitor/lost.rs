@@ -1,0 +1,609 @@
+//! Lost runs: a RUNNING run whose executor stopped reporting it becomes LOST (handle code 500)
+//! and then follows the retry policy like any failure (the follow-up picks it up).
+//!
+//! ```text
+//! every heartbeat_interval / 2: RUNNING runs with an executor address
+//!   ─▶ LostJudge::judge (pure; remembers what it saw across checks) ─▶ store.mark_lost
+//! ```
+//! A run is judged by what this admin knows first-hand:
+//! - its executor's session is held here: the run is lost once the executor's heartbeats have
+//!   left it out for a full heartbeat interval (two heartbeats at least an interval apart, both
+//!   received after the dispatch). One heartbeat is not enough: a run that just finished drops
+//!   out of the list before its callback lands.
+//! - another admin holds that session: not judged here (that admin does).
+//! - nobody holds it any more (stream gone, lease expired): the run is lost once that has lasted
+//!   an executor lease (the silence the registry itself tolerates; an executor that reconnects,
+//!   to this admin or another, within it keeps its runs). Only addresses known to belong to
+//!   sessions are judged this way: those of AUTO groups (routing only ever picks live sessions
+//!   there) and addresses this admin has seen live. A MANUAL group's typed address that no
+//!   executor registers under is never judged by absence: there is nothing to compare with.
+//!
+//! A "maybe delivered" run (trigger code 0: the Run call timed out after sending) is judged the
+//! same way once the dispatch deadline has passed: listed → it runs, left out → LOST. It is
+//! never re-sent; the retry, if any, is a new attempt with its own log id.
+//!
+//! A run whose dispatcher died between claiming it and recording where it went (RUNNING, no
+//! address; XXL-JOB leaves those "running" forever) is stranded: it is lost once no session of
+//! this admin has listed it for an executor lease, long enough for every live executor to have
+//! sent heartbeats. While other admins hold sessions it is left alone (their executors may run
+//! it).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::context::AdminContext;
+use crate::model::{AddressType, ExecutorInfo, RunLog, now_ms};
+use crate::store::StoreError;
+
+/// Most RUNNING runs examined per check.
+const MAX_RUNS_PER_CHECK: i64 = 10_000;
+
+/// Timing the judgement depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostParams {
+    pub heartbeat_interval_ms: i64,
+    /// Deadline of a Run call: a maybe-delivered run is not judged before it has passed.
+    pub executor_timeout_ms: i64,
+    /// How long a run's executor may be without any live session before the run is lost.
+    pub absence_grace_ms: i64,
+}
+
+/// What is known about executor sessions at one check.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionView<'a> {
+    /// The sessions this admin holds.
+    pub sessions: &'a [ExecutorInfo],
+    /// Addresses whose sessions other admins hold.
+    pub held_elsewhere: &'a HashSet<String>,
+    /// Groups whose runs only ever go to live sessions (AUTO address type).
+    pub session_groups: &'a HashSet<i64>,
+}
+
+/// A run found lost, with the reason recorded as its handle message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostVerdict {
+    pub log_id: i64,
+    pub message: String,
+}
+
+/// What the lost-run monitor remembers between checks.
+#[derive(Debug, Default)]
+pub struct LostJudge {
+    /// `last_heartbeat_ms` of each session when first seen: a session's registration (or a
+    /// route restored at start) is not a heartbeat, only later changes are.
+    first_seen_heartbeat: HashMap<String, i64>,
+    /// Receipt time of the first heartbeat that left a run out.
+    missing_since: HashMap<i64, i64>,
+    /// When a run's executor address was first found without any live session.
+    absent_since: HashMap<i64, i64>,
+    /// Addresses this admin has seen with a live session.
+    seen_live: HashSet<String>,
+    /// When a stranded run (dispatch never recorded) was first found listed by no session.
+    stranded_since: HashMap<i64, i64>,
+}
+
+impl LostJudge {
+    /// Judges the RUNNING `runs` against what is known of the sessions; returns the runs now
+    /// lost.
+    pub fn judge(
+        &mut self,
+        runs: &[RunLog],
+        view: SessionView<'_>,
+        now_ms: i64,
+        params: LostParams,
+    ) -> Vec<LostVerdict> {
+        self.remember_sessions(view);
+        let running: HashSet<i64> = runs.iter().map(|run| run.id).collect();
+        self.missing_since
+            .retain(|log_id, _| running.contains(log_id));
+        self.absent_since
+            .retain(|log_id, _| running.contains(log_id));
+        runs.iter()
+            .filter_map(|run| self.judge_run(run, view, now_ms, params))
+            .collect()
+    }
+
+    /// Judges stranded runs (claimed by an admin that is gone, dispatch never recorded);
+    /// returns those now lost.
+    pub fn judge_stranded(
+        &mut self,
+        runs: &[RunLog],
+        view: SessionView<'_>,
+        now_ms: i64,
+        params: LostParams,
+    ) -> Vec<LostVerdict> {
+        let stranded: HashSet<i64> = runs.iter().map(|run| run.id).collect();
+        self.stranded_since
+            .retain(|log_id, _| stranded.contains(log_id));
+        if !view.held_elsewhere.is_empty() {
+            self.stranded_since.clear();
+            return Vec::new();
+        }
+        let mut lost = Vec::new();
+        for run in runs {
+            let listed = view
+                .sessions
+                .iter()
+                .any(|session| session.running_log_ids.contains(&run.id));
+            if listed {
+                self.stranded_since.remove(&run.id);
+                continue;
+            }
+            let unlisted_ms = now_ms - *self.stranded_since.entry(run.id).or_insert(now_ms);
+            if unlisted_ms > params.absence_grace_ms {
+                lost.push(LostVerdict {
+                    log_id: run.id,
+                    message: format!(
+                        "run lost: the admin dispatching it stopped before recording where it \
+                         went, and no executor has listed it for {unlisted_ms} ms"
+                    ),
+                });
+            }
+        }
+        lost
+    }
+
+    fn remember_sessions(&mut self, view: SessionView<'_>) {
+        let present: HashSet<&str> = view
+            .sessions
+            .iter()
+            .map(|session| session.executor_id.as_str())
+            .collect();
+        self.first_seen_heartbeat
+            .retain(|executor_id, _| present.contains(executor_id.as_str()));
+        for session in view.sessions {
+            self.first_seen_heartbeat
+                .entry(session.executor_id.clone())
+                .or_insert(session.last_heartbeat_ms);
+            self.seen_live
+                .insert(normalize(&session.address).to_string());
+        }
+        self.seen_live.extend(
+            view.held_elsewhere
+                .iter()
+                .map(|address| normalize(address).to_string()),
+        );
+    }
+
+    fn judge_run(
+        &mut self,
+        run: &RunLog,
+        view: SessionView<'_>,
+        now_ms: i64,
+        params: LostParams,
+    ) -> Option<LostVerdict> {
+        let address = normalize(&run.executor_address);
+        // Before this instant the executor may not have the run yet (the Run call may still be
+        // in flight when the dispatch outcome is unknown).
+        let judge_from = run.trigger_time_ms
+            + if run.trigger_code == 0 {
+                params.executor_timeout_ms
+            } else {
+                0
+            };
+        let holders: Vec<&ExecutorInfo> = view
+            .sessions
+            .iter()
+            .filter(|session| normalize(&session.address) == address)
+            .collect();
+        if !holders.is_empty() {
+            self.absent_since.remove(&run.id);
+            return self.judge_by_heartbeats(run, &holders, judge_from, params);
+        }
+        self.missing_since.remove(&run.id);
+        let known_session_address =
+            view.session_groups.contains(&run.group_id) || self.seen_live.contains(address);
+        if view.held_elsewhere.contains(address) || !known_session_address {
+            self.absent_since.remove(&run.id);
+            return None;
+        }
+        let absent_since = *self.absent_since.entry(run.id).or_insert(now_ms);
+        let absent_ms = now_ms - absent_since;
+        (absent_ms > params.absence_grace_ms && now_ms > judge_from).then(|| LostVerdict {
+            log_id: run.id,
+            message: format!(
+                "run lost: executor {address} has had no live session for {absent_ms} ms \
+                 (it crashed, disconnected or its lease expired)"
+            ),
+        })
+    }
+
+    fn judge_by_heartbeats(
+        &mut self,
+        run: &RunLog,
+        holders: &[&ExecutorInfo],
+        judge_from: i64,
+        params: LostParams,
+    ) -> Option<LostVerdict> {
+        if holders
+            .iter()
+            .any(|session| session.running_log_ids.contains(&run.id))
+        {
+            self.missing_since.remove(&run.id);
+            return None;
+        }
+        let heard_ms = holders
+            .iter()
+            .filter(|session| {
+                self.first_seen_heartbeat.get(&session.executor_id)
+                    != Some(&session.last_heartbeat_ms)
+            })
+            .map(|session| session.last_heartbeat_ms)
+            .max()?;
+        if heard_ms <= judge_from {
+            return None;
+        }
+        let missing_since = *self.missing_since.entry(run.id).or_insert(heard_ms);
+        let missing_ms = heard_ms - missing_since;
+        (missing_ms >= params.heartbeat_interval_ms).then(|| LostVerdict {
+            log_id: run.id,
+            message: format!(
+                "run lost: executor {} no longer lists it (left out of its heartbeats for \
+                 {missing_ms} ms; the executor restarted or dropped the run)",
+                normalize(&run.executor_address)
+            ),
+        })
+    }
+}
+
+/// Addresses compare without a trailing slash (typed manual addresses may carry one).
+fn normalize(address: &str) -> &str {
+    address.trim_end_matches('/')
+}
+
+/// Checks RUNNING runs every half heartbeat interval until cancelled.
+pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken) {
+    let period = (ctx.config.heartbeat_interval / 2).max(Duration::from_millis(50));
+    let params = LostParams {
+        heartbeat_interval_ms: ctx.config.heartbeat_interval.as_millis() as i64,
+        executor_timeout_ms: ctx.config.executor_timeout.as_millis() as i64,
+        absence_grace_ms: ctx.config.executor_lease.as_millis() as i64,
+    };
+    let mut judge = LostJudge::default();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(period) => {}
+        }
+        if let Err(error) = check_once(&ctx, &mut judge, params).await {
+            tracing::warn!(%error, "lost-run check failed");
+        }
+    }
+}
+
+async fn check_once(
+    ctx: &AdminContext,
+    judge: &mut LostJudge,
+    params: LostParams,
+) -> Result<(), StoreError> {
+    let runs = ctx.store.running_runs(MAX_RUNS_PER_CHECK).await?;
+    let sessions = ctx.registry.list("");
+    let now = now_ms();
+    let lease_ms = ctx.config.executor_lease.as_millis() as i64;
+    let held_elsewhere: HashSet<String> = ctx
+        .store
+        .live_addresses_of_other_nodes(&ctx.node.node_id, now - lease_ms)
+        .await?
+        .into_iter()
+        .map(|address| normalize(&address).to_string())
+        .collect();
+    let session_groups = auto_groups_of(ctx, &runs).await?;
+    let view = SessionView {
+        sessions: &sessions,
+        held_elsewhere: &held_elsewhere,
+        session_groups: &session_groups,
+    };
+    let stranded = ctx
+        .store
+        .stranded_dispatches(
+            &ctx.node.node_id,
+            ctx.node.epoch,
+            now,
+            now - params.executor_timeout_ms,
+        )
+        .await?;
+    let mut verdicts = judge.judge(&runs, view, now, params);
+    verdicts.extend(judge.judge_stranded(&stranded, view, now, params));
+    for verdict in verdicts {
+        if ctx
+            .store
+            .mark_lost(verdict.log_id, &verdict.message, now_ms())
+            .await?
+        {
+            tracing::warn!(log_id = verdict.log_id, reason = %verdict.message, "run lost");
+        }
+    }
+    Ok(())
+}
+
+/// The AUTO groups among those of `runs`.
+async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, StoreError> {
+    let mut group_ids: Vec<i64> = runs.iter().map(|run| run.group_id).collect();
+    group_ids.sort_unstable();
+    group_ids.dedup();
+    let mut auto_groups = HashSet::new();
+    for group_id in group_ids {
+        if let Some(group) = ctx.store.get_group(group_id).await?
+            && group.address_type == AddressType::Auto
+        {
+            auto_groups.insert(group_id);
+        }
+    }
+    Ok(auto_groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunStatus, TriggerType};
+
+    const T0: i64 = 1_800_000_000_000;
+    const ADDRESS: &str = "http://127.0.0.1:9001";
+    const PARAMS: LostParams = LostParams {
+        heartbeat_interval_ms: 1_000,
+        executor_timeout_ms: 3_000,
+        absence_grace_ms: 3_000,
+    };
+    const AUTO_GROUP: i64 = 1;
+    const MANUAL_GROUP: i64 = 2;
+
+    fn run(id: i64, trigger_code: i32) -> RunLog {
+        RunLog {
+            id,
+            job_id: 1,
+            group_id: AUTO_GROUP,
+            fire_key: None,
+            status: RunStatus::Running,
+            trigger_type: TriggerType::Manual,
+            scheduled_at_ms: 0,
+            trigger_time_ms: T0,
+            trigger_code,
+            trigger_msg: String::new(),
+            handle_time_ms: 0,
+            handle_code: 0,
+            handle_msg: String::new(),
+            executor_address: ADDRESS.to_string(),
+            handler: "h".into(),
+            params: String::new(),
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            trace_id: String::new(),
+            owner_node: "n".into(),
+            epoch: 1,
+            dispatch_at_ms: 0,
+        }
+    }
+
+    fn session(executor_id: &str, heartbeat_ms: i64, running: &[i64]) -> ExecutorInfo {
+        ExecutorInfo {
+            executor_id: executor_id.to_string(),
+            app_name: "app".into(),
+            address: ADDRESS.to_string(),
+            handlers: vec![],
+            registered_ms: T0 - 10_000,
+            last_heartbeat_ms: heartbeat_ms,
+            admin_node: "n".into(),
+            running_log_ids: running.to_vec(),
+        }
+    }
+
+    /// One check with `sessions` held here, `elsewhere` held by other admins.
+    fn check(
+        judge: &mut LostJudge,
+        runs: &[RunLog],
+        sessions: &[ExecutorInfo],
+        elsewhere: &[&str],
+        at: i64,
+    ) -> Vec<i64> {
+        let held_elsewhere: HashSet<String> = elsewhere.iter().map(|a| a.to_string()).collect();
+        let session_groups: HashSet<i64> = [AUTO_GROUP].into();
+        let view = SessionView {
+            sessions,
+            held_elsewhere: &held_elsewhere,
+            session_groups: &session_groups,
+        };
+        judge
+            .judge(runs, view, at, PARAMS)
+            .iter()
+            .map(|verdict| verdict.log_id)
+            .collect()
+    }
+
+    /// One check per heartbeat of session "e1" at each time, listing the given runs.
+    fn heartbeats(judge: &mut LostJudge, runs: &[RunLog], beats: &[(i64, &[i64])]) -> Vec<i64> {
+        let mut lost = Vec::new();
+        for (at, running) in beats {
+            lost.extend(check(judge, runs, &[session("e1", *at, running)], &[], *at));
+        }
+        lost
+    }
+
+    #[test]
+    fn a_run_listed_in_heartbeats_is_alive() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        let beats: Vec<(i64, &[i64])> = (0..6).map(|i| (T0 + i * 1_000, &[5][..])).collect();
+        assert!(heartbeats(&mut judge, &runs, &beats).is_empty());
+    }
+
+    #[test]
+    fn a_run_left_out_for_a_full_interval_is_lost_but_one_heartbeat_is_not_enough() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        // First sight (registration), then a heartbeat without it, then one just short of an
+        // interval later, then one a full interval after the first miss.
+        let lost = heartbeats(
+            &mut judge,
+            &runs,
+            &[(T0 - 500, &[]), (T0 + 100, &[]), (T0 + 1_050, &[])],
+        );
+        assert!(lost.is_empty(), "missing for 950 ms only");
+        let lost = heartbeats(&mut judge, &runs, &[(T0 + 1_100, &[])]);
+        assert_eq!(lost, vec![5]);
+    }
+
+    #[test]
+    fn a_run_that_reappears_in_the_list_starts_over() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        let lost = heartbeats(
+            &mut judge,
+            &runs,
+            &[
+                (T0 - 500, &[]),
+                (T0 + 100, &[]),
+                (T0 + 600, &[5]),
+                (T0 + 1_200, &[]),
+                (T0 + 2_100, &[]),
+            ],
+        );
+        assert!(lost.is_empty());
+        assert_eq!(heartbeats(&mut judge, &runs, &[(T0 + 2_200, &[])]), vec![5]);
+    }
+
+    #[test]
+    fn registration_and_heartbeats_before_the_dispatch_are_no_evidence() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        // The session's first sight happens after the dispatch: it is not a heartbeat.
+        let lost = heartbeats(&mut judge, &runs, &[(T0 + 5_000, &[])]);
+        assert!(lost.is_empty());
+        // Heartbeats from before the dispatch do not count either.
+        let mut early = LostJudge::default();
+        let lost = heartbeats(
+            &mut early,
+            &runs,
+            &[(T0 - 3_000, &[]), (T0 - 2_000, &[]), (T0 - 1, &[])],
+        );
+        assert!(lost.is_empty());
+    }
+
+    #[test]
+    fn a_maybe_delivered_run_is_judged_only_after_the_dispatch_deadline() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 0)];
+        let lost = heartbeats(
+            &mut judge,
+            &runs,
+            &[
+                (T0 - 500, &[]),
+                (T0 + 1_000, &[]),
+                (T0 + 2_000, &[]),
+                (T0 + 3_000, &[]),
+            ],
+        );
+        assert!(lost.is_empty(), "the Run call may still be in flight");
+        let lost = heartbeats(&mut judge, &runs, &[(T0 + 3_500, &[]), (T0 + 4_500, &[])]);
+        assert_eq!(lost, vec![5]);
+        // Listed instead: it runs, whatever the dispatch outcome was.
+        let mut listed = LostJudge::default();
+        let beats: Vec<(i64, &[i64])> = (0..8).map(|i| (T0 + i * 1_000, &[5][..])).collect();
+        assert!(heartbeats(&mut listed, &runs, &beats).is_empty());
+    }
+
+    #[test]
+    fn a_gone_executor_loses_its_runs_after_the_grace_unless_another_admin_holds_it() {
+        let runs = [run(5, 200)];
+        let mut judge = LostJudge::default();
+        // An AUTO group's executor: judged by absence even if never seen live here.
+        assert!(check(&mut judge, &runs, &[], &[], T0 + 500).is_empty());
+        assert!(check(&mut judge, &runs, &[], &[], T0 + 3_400).is_empty());
+        let verdicts = judge.judge(
+            &runs,
+            SessionView {
+                sessions: &[],
+                held_elsewhere: &HashSet::new(),
+                session_groups: &[AUTO_GROUP].into(),
+            },
+            T0 + 3_600,
+            PARAMS,
+        );
+        assert_eq!(verdicts.len(), 1);
+        assert!(
+            verdicts[0].message.contains(ADDRESS),
+            "{}",
+            verdicts[0].message
+        );
+
+        let mut moved = LostJudge::default();
+        check(&mut moved, &runs, &[session("e1", T0, &[5])], &[], T0);
+        for at in [T0 + 500, T0 + 5_000, T0 + 50_000] {
+            assert!(check(&mut moved, &runs, &[], &[ADDRESS], at).is_empty());
+        }
+    }
+
+    #[test]
+    fn a_manual_address_is_judged_by_absence_only_once_seen_live() {
+        let mut manual = run(5, 200);
+        manual.group_id = MANUAL_GROUP;
+        let runs = [manual];
+        let mut never_seen = LostJudge::default();
+        for at in [T0, T0 + 5_000, T0 + 600_000] {
+            assert!(check(&mut never_seen, &runs, &[], &[], at).is_empty());
+        }
+        let mut seen = LostJudge::default();
+        assert!(check(&mut seen, &runs, &[session("e1", T0, &[5])], &[], T0).is_empty());
+        assert!(check(&mut seen, &runs, &[], &[], T0 + 100).is_empty());
+        assert_eq!(check(&mut seen, &runs, &[], &[], T0 + 3_200), vec![5]);
+    }
+
+    /// One stranded-run check with `sessions` held here, `elsewhere` held by other admins.
+    fn check_stranded(
+        judge: &mut LostJudge,
+        runs: &[RunLog],
+        sessions: &[ExecutorInfo],
+        elsewhere: &[&str],
+        at: i64,
+    ) -> Vec<LostVerdict> {
+        let held_elsewhere: HashSet<String> = elsewhere.iter().map(|a| a.to_string()).collect();
+        let view = SessionView {
+            sessions,
+            held_elsewhere: &held_elsewhere,
+            session_groups: &HashSet::new(),
+        };
+        judge.judge_stranded(runs, view, at, PARAMS)
+    }
+
+    #[test]
+    fn a_stranded_dispatch_is_lost_once_no_executor_listed_it_for_the_grace() {
+        let mut stranded = run(5, 0);
+        stranded.executor_address = String::new();
+        let runs = [stranded];
+        let mut judge = LostJudge::default();
+        assert!(check_stranded(&mut judge, &runs, &[], &[], T0).is_empty());
+        assert!(check_stranded(&mut judge, &runs, &[], &[], T0 + 3_000).is_empty());
+        let lost = check_stranded(&mut judge, &runs, &[], &[], T0 + 3_100);
+        assert_eq!(lost.len(), 1);
+        assert!(lost[0].message.contains("stopped before recording"));
+
+        // Listed by an executor: it was delivered and runs.
+        let listing = [session("e1", T0, &[5])];
+        let mut delivered = LostJudge::default();
+        for at in [T0, T0 + 5_000, T0 + 50_000] {
+            assert!(check_stranded(&mut delivered, &runs, &listing, &[], at).is_empty());
+        }
+        // Another admin holds sessions: its executors may have it; not judged here.
+        let mut cautious = LostJudge::default();
+        for at in [T0, T0 + 5_000, T0 + 50_000] {
+            assert!(check_stranded(&mut cautious, &runs, &[], &[ADDRESS], at).is_empty());
+        }
+    }
+
+    #[test]
+    fn a_reconnecting_executor_keeps_its_runs() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        check(&mut judge, &runs, &[session("e1", T0, &[5])], &[], T0);
+        assert!(check(&mut judge, &runs, &[], &[], T0 + 400).is_empty());
+        // Back under a new session (within the grace) that lists the run again.
+        let back = [session("e2", T0 + 2_800, &[])];
+        assert!(check(&mut judge, &runs, &back, &[], T0 + 2_800).is_empty());
+        let beat = [session("e2", T0 + 3_300, &[5])];
+        assert!(check(&mut judge, &runs, &beat, &[], T0 + 3_300).is_empty());
+        assert!(check(&mut judge, &runs, &beat, &[], T0 + 9_000).is_empty());
+    }
+}

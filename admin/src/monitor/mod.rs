@@ -1,0 +1,21 @@
+//! Monitors: what happens after a run ends, and runs that ended without anyone saying so.
+//!
+//! ```text
+//! callback / failed dispatch / lost ─▶ run final, alarm_status 0
+//! followup (every followup_interval, every admin, claimed by CAS)
+//!   ─▶ policy::decide: retry after backoff? alarm? child jobs? FIX_DELAY next fire?
+//!   ─▶ Alarm::alarm ─▶ store.write_followup (one transaction)
+//!   ─▶ due retries and child runs ─▶ Trigger::dispatch_scheduled
+//! lost (every heartbeat_interval / 2)
+//!   RUNNING runs ─▶ LostJudge (heartbeat lists, live sessions) ─▶ LOST ─▶ followup retries it
+//! ```
+//! The decisions are pure (`policy`, `lost::LostJudge`); the loops only read, call and write.
+
+pub mod alarm;
+pub mod followup;
+pub mod lost;
+pub mod policy;
+
+pub use alarm::{Alarm, AlarmFuture, LogAlarm};
+pub use followup::run_followup;
+pub use lost::run_lost_monitor;

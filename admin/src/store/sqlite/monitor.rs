@@ -1,0 +1,689 @@
+//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
+//! checks (running runs, marking LOST, who holds which executor).
+//!
+//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
+//! node/epoch), so two admins never follow up the same run; a claim left by a dead node is
+//! adopted like its pending fires. Everything one follow-up decides is written in one
+//! transaction: the retry row, child runs, the final `alarm_status` and a FIX_DELAY job's next
+//! fire. SQLite serializes those transactions, which the FIX_DELAY release relies on: of the
+//! runs of one fire finishing together, the one written last sees all the others final.
+
+use sqlx::Row;
+
+use super::rows::{LOG_COLUMNS, run_from_row};
+use super::schedule::new_run_insert;
+use super::{SqliteStore, map_error, placeholders};
+use crate::model::{NewRun, RunLog};
+use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
+
+/// Statuses a run can end in; each is followed up once.
+const FINAL_STATUSES: &str = "'SUCCESS', 'FAILED', 'TIMEOUT', 'KILLED', 'LOST', 'SKIPPED'";
+
+impl SqliteStore {
+    pub async fn claim_followups(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(&format!(
+            "UPDATE xjob_log SET alarm_status = -1, owner_node = ?, epoch = ? \
+             WHERE alarm_status = 0 AND id IN ( \
+               SELECT id FROM xjob_log WHERE alarm_status = 0 AND status IN ({FINAL_STATUSES}) \
+               ORDER BY id LIMIT ?) \
+             RETURNING {LOG_COLUMNS}"
+        ))
+        .bind(node_id)
+        .bind(epoch)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        let mut claimed = rows
+            .iter()
+            .map(run_from_row)
+            .collect::<StoreResult<Vec<RunLog>>>()?;
+        claimed.sort_by_key(|run| run.id);
+        Ok(claimed)
+    }
+
+    pub async fn adopt_stale_followups(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(&format!(
+            "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE alarm_status = -1 AND ( \
+               (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
+                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+             RETURNING {LOG_COLUMNS}"
+        ))
+        .bind(node_id)
+        .bind(epoch)
+        .bind(node_id)
+        .bind(epoch)
+        .bind(now_ms)
+        .bind(node_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        let mut adopted = rows
+            .iter()
+            .map(run_from_row)
+            .collect::<StoreResult<Vec<RunLog>>>()?;
+        adopted.sort_by_key(|run| run.id);
+        Ok(adopted)
+    }
+
+    pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
+        // BEGIN IMMEDIATE: the checks below (other runs of the fire, the broadcast claim) read
+        // what concurrent follow-ups write, so they must see each other's commits in order.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(map_error)?;
+        let mut written = FollowupWritten::default();
+        if let Some(retry) = &write.retry {
+            written.retry_id = insert_one(&mut tx, retry).await?;
+        }
+        let children_allowed = !write.children_need_all_shards
+            || claim_broadcast_children(&mut tx, write.log_id).await?;
+        if children_allowed {
+            for child in &write.children {
+                written.child_ids.extend(insert_one(&mut tx, child).await?);
+            }
+        }
+        sqlx::query("UPDATE xjob_log SET alarm_status = ? WHERE id = ?")
+            .bind(write.alarm_status)
+            .bind(write.log_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_error)?;
+        if let Some(release) = &write.fix_delay_release {
+            written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
+        }
+        tx.commit().await.map_err(map_error)?;
+        Ok(written)
+    }
+
+    pub async fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()> {
+        for chunk in log_ids.chunks(super::MAX_BIND_PARAMS - 1) {
+            let sql = format!(
+                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 AND id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(alarm_status);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            query.execute(&self.pool).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+
+    pub async fn due_delayed_runs(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<i64>> {
+        let rows = sqlx::query(
+            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND dispatch_at_ms > 0 \
+             AND dispatch_at_ms <= ? AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms \
+             LIMIT ?",
+        )
+        .bind(now_ms)
+        .bind(node_id)
+        .bind(epoch)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter()
+            .map(|row| row.try_get::<i64, _>("id").map_err(map_error))
+            .collect()
+    }
+
+    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
+             AND executor_address <> '' ORDER BY id LIMIT ?"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    pub async fn stranded_dispatches(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+        claimed_before_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
+             AND executor_address = '' AND trigger_time_ms < ? AND ( \
+               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
+                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+             ORDER BY id LIMIT 10000"
+        ))
+        .bind(claimed_before_ms)
+        .bind(node_id)
+        .bind(epoch)
+        .bind(now_ms)
+        .bind(node_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
+        // Conditional on RUNNING: a result that landed meanwhile wins.
+        let result = sqlx::query(
+            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = ?, \
+             handle_time_ms = ? WHERE id = ? AND status = 'RUNNING'",
+        )
+        .bind(message)
+        .bind(now_ms)
+        .bind(log_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    pub async fn live_addresses_of_other_nodes(
+        &self,
+        node_id: &str,
+        heartbeat_after_ms: i64,
+    ) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT address FROM xjob_registry WHERE owner_node <> ? \
+             AND heartbeat_ms > ? ORDER BY address",
+        )
+        .bind(node_id)
+        .bind(heartbeat_after_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        rows.iter()
+            .map(|row| row.try_get::<String, _>("address").map_err(map_error))
+            .collect()
+    }
+}
+
+/// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before).
+async fn insert_one(conn: &mut sqlx::SqliteConnection, run: &NewRun) -> StoreResult<Option<i64>> {
+    let mut query = new_run_insert(std::slice::from_ref(run));
+    query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id");
+    let row = query
+        .build()
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(map_error)?;
+    row.map(|row| row.try_get::<i64, _>("id").map_err(map_error))
+        .transpose()
+}
+
+/// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
+/// shard total): true only when every shard of the fire (any attempt) succeeded and no
+/// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,
+/// which every shard's follow-up finds alike.
+async fn claim_broadcast_children(
+    conn: &mut sqlx::SqliteConnection,
+    log_id: i64,
+) -> StoreResult<bool> {
+    let result = sqlx::query(
+        "WITH fire AS (SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ?), \
+         shards AS (SELECT run.id, run.shard_index FROM xjob_log run, fire \
+           WHERE run.job_id = fire.job_id AND run.scheduled_at_ms = fire.scheduled_at_ms \
+           AND run.shard_total = fire.shard_total \
+           AND run.status = 'SUCCESS') \
+         UPDATE xjob_log SET children_claimed = 1 WHERE children_claimed = 0 \
+           AND id = (SELECT MIN(id) FROM shards WHERE shard_index = 0) \
+           AND (SELECT COUNT(DISTINCT shard_index) FROM shards) = \
+               (SELECT shard_total FROM fire)",
+    )
+    .bind(log_id)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_error)?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Sets a FIX_DELAY job's next fire, only while it still waits for this fire and no other run
+/// of the fire is open (pending, running, or final but not yet followed up).
+async fn release_fix_delay(
+    conn: &mut sqlx::SqliteConnection,
+    log_id: i64,
+    release: &FixDelayRelease,
+) -> StoreResult<bool> {
+    let result = sqlx::query(
+        "UPDATE xjob_job SET trigger_next_ms = ? WHERE id = ? AND trigger_status = 1 \
+         AND trigger_next_ms = ? AND NOT EXISTS ( \
+           SELECT 1 FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? \
+           AND fire_key IS NOT NULL AND id <> ? \
+           AND (status IN ('PENDING', 'RUNNING') OR alarm_status IN (0, -1)))",
+    )
+    .bind(release.next_fire_ms)
+    .bind(release.job_id)
+    .bind(release.awaiting_ms)
+    .bind(release.job_id)
+    .bind(release.scheduled_at_ms)
+    .bind(log_id)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_error)?;
+    Ok(result.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
+        RunStatus, ScheduleType, TriggerType,
+    };
+    use crate::store::JobScheduleUpdate;
+
+    const T0: i64 = 1_800_000_000_000;
+    const AWAITING: i64 = i64::MAX;
+
+    async fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("monitor.db").display());
+        let store = SqliteStore::connect(&url).await.expect("store");
+        (dir, store)
+    }
+
+    fn job(schedule_type: ScheduleType) -> Job {
+        Job {
+            id: 0,
+            group_id: 1,
+            name: "j".into(),
+            author: String::new(),
+            alarm_email: String::new(),
+            alarm_on_every_failure: false,
+            schedule_type,
+            schedule_conf: "1".into(),
+            time_zone: String::new(),
+            misfire_strategy: MisfireStrategy::DoNothing,
+            route_strategy: RouteStrategy::ShardingBroadcast,
+            handler: "h".into(),
+            params: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            fail_retry_count: 0,
+            retry_backoff: RetryBackoff::default(),
+            glue_type: GlueType::Bean,
+            glue_source: String::new(),
+            glue_remark: String::new(),
+            glue_updated_ms: 0,
+            child_job_ids: vec![],
+            status: JobStatus::Stopped,
+            trigger_last_ms: 0,
+            trigger_next_ms: 0,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    fn shard(job_id: i64, shard_index: i32, attempt: i32, status: RunStatus) -> NewRun {
+        NewRun {
+            job_id,
+            group_id: 1,
+            fire_key: Some(NewRun::fire_key(job_id, T0, shard_index, attempt)),
+            status,
+            trigger_type: TriggerType::Cron,
+            scheduled_at_ms: T0,
+            handler: "h".into(),
+            params: String::new(),
+            shard_index,
+            shard_total: 3,
+            attempt,
+            trigger_msg: String::new(),
+            owner_node: "n1".into(),
+            epoch: 1,
+            dispatch_at_ms: 0,
+        }
+    }
+
+    fn child_run(child_id: i64) -> NewRun {
+        NewRun {
+            fire_key: None,
+            trigger_type: TriggerType::Parent,
+            scheduled_at_ms: 0,
+            shard_index: 0,
+            shard_total: 1,
+            dispatch_at_ms: T0,
+            ..shard(child_id, 0, 0, RunStatus::Pending)
+        }
+    }
+
+    fn followup(log_id: i64) -> FollowupWrite {
+        FollowupWrite {
+            log_id,
+            alarm_status: 1,
+            retry: None,
+            children: Vec::new(),
+            children_need_all_shards: false,
+            fix_delay_release: None,
+        }
+    }
+
+    async fn set_status(store: &SqliteStore, log_id: i64, status: RunStatus) {
+        sqlx::query("UPDATE xjob_log SET status = ? WHERE id = ?")
+            .bind(status.as_str())
+            .bind(log_id)
+            .execute(&store.pool)
+            .await
+            .expect("status");
+    }
+
+    async fn count_runs_of(store: &SqliteStore, job_id: i64) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM xjob_log WHERE job_id = ?")
+            .bind(job_id)
+            .fetch_one(&store.pool)
+            .await
+            .expect("count")
+    }
+
+    #[tokio::test]
+    async fn shards_finishing_together_start_the_children_once_after_all_succeeded() {
+        let (_dir, store) = store().await;
+        let parent = store
+            .insert_job(&job(ScheduleType::Cron))
+            .await
+            .expect("job");
+        let child = store
+            .insert_job(&job(ScheduleType::None))
+            .await
+            .expect("job");
+        let shards: Vec<NewRun> = (0..3)
+            .map(|index| shard(parent.id, index, 0, RunStatus::Success))
+            .collect();
+        let ids = store.insert_runs(&shards).await.expect("shards");
+        set_status(&store, ids[2], RunStatus::Running).await;
+        let with_children = |log_id| FollowupWrite {
+            children: vec![child_run(child.id)],
+            children_need_all_shards: true,
+            ..followup(log_id)
+        };
+
+        // Shard 2 still running: no children yet.
+        let early = store
+            .write_followup(&with_children(ids[0]))
+            .await
+            .expect("write");
+        assert!(early.child_ids.is_empty());
+
+        // Shards 1 and 2 followed up at the same time (two admins): one of them starts them.
+        set_status(&store, ids[2], RunStatus::Success).await;
+        let (write_1, write_2) = (with_children(ids[1]), with_children(ids[2]));
+        let (first, second) = tokio::join!(
+            store.write_followup(&write_1),
+            store.write_followup(&write_2),
+        );
+        let started =
+            first.expect("write").child_ids.len() + second.expect("write").child_ids.len();
+        assert_eq!(started, 1, "children started exactly once");
+        assert_eq!(count_runs_of(&store, child.id).await, 1);
+        // A late repeat (an adopted claim) starts nothing more.
+        let again = store
+            .write_followup(&with_children(ids[0]))
+            .await
+            .expect("write");
+        assert!(again.child_ids.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_shard_that_succeeds_on_retry_completes_the_fire() {
+        let (_dir, store) = store().await;
+        let parent = store
+            .insert_job(&job(ScheduleType::Cron))
+            .await
+            .expect("job");
+        let child = store
+            .insert_job(&job(ScheduleType::None))
+            .await
+            .expect("job");
+        let runs = [
+            shard(parent.id, 0, 0, RunStatus::Success),
+            shard(parent.id, 1, 0, RunStatus::Failed),
+            shard(parent.id, 1, 1, RunStatus::Success),
+            shard(parent.id, 2, 0, RunStatus::Success),
+        ];
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let written = store
+            .write_followup(&FollowupWrite {
+                children: vec![child_run(child.id)],
+                children_need_all_shards: true,
+                ..followup(ids[2])
+            })
+            .await
+            .expect("write");
+        assert_eq!(written.child_ids.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
+        let (_dir, store) = store().await;
+        let delayed = store
+            .insert_job(&job(ScheduleType::FixDelay))
+            .await
+            .expect("job");
+        let waiting = JobScheduleUpdate {
+            job_id: delayed.id,
+            trigger_last_ms: T0,
+            trigger_next_ms: AWAITING,
+            status: JobStatus::Running,
+        };
+        store.set_job_schedule(waiting).await.expect("schedule");
+        let runs = [
+            shard(delayed.id, 0, 0, RunStatus::Success),
+            shard(delayed.id, 1, 0, RunStatus::Running),
+            shard(delayed.id, 2, 0, RunStatus::Success),
+        ];
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let release = |log_id, next_fire_ms| FollowupWrite {
+            fix_delay_release: Some(FixDelayRelease {
+                job_id: delayed.id,
+                scheduled_at_ms: T0,
+                next_fire_ms,
+                awaiting_ms: AWAITING,
+            }),
+            ..followup(log_id)
+        };
+        let next_ms = |store: &SqliteStore| {
+            let pool = store.pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>("SELECT trigger_next_ms FROM xjob_job WHERE id = ?")
+                    .bind(delayed.id)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("job")
+            }
+        };
+
+        let blocked = store
+            .write_followup(&release(ids[0], T0 + 5_000))
+            .await
+            .expect("write");
+        assert!(!blocked.released, "shard 1 is still running");
+        assert_eq!(next_ms(&store).await, AWAITING);
+
+        // Shard 1 fails and is retried: the retry keeps the job waiting.
+        set_status(&store, ids[1], RunStatus::Failed).await;
+        let retried = store
+            .write_followup(&FollowupWrite {
+                retry: Some(shard(delayed.id, 1, 1, RunStatus::Pending)),
+                ..followup(ids[1])
+            })
+            .await
+            .expect("write");
+        let retry_id = retried.retry_id.expect("retry inserted");
+        let not_yet = store
+            .write_followup(&release(ids[2], T0 + 6_000))
+            .await
+            .expect("write");
+        assert!(!not_yet.released, "the retry is pending");
+
+        // The retry ends: its follow-up lets the schedule continue.
+        set_status(&store, retry_id, RunStatus::Success).await;
+        let released = store
+            .write_followup(&release(retry_id, T0 + 9_000))
+            .await
+            .expect("write");
+        assert!(released.released);
+        assert_eq!(next_ms(&store).await, T0 + 9_000);
+        // Only while waiting: a repeat does not move it again.
+        let repeat = store
+            .write_followup(&release(retry_id, T0 + 99_000))
+            .await
+            .expect("write");
+        assert!(!repeat.released);
+        assert_eq!(next_ms(&store).await, T0 + 9_000);
+    }
+
+    #[tokio::test]
+    async fn a_retry_is_created_once_per_attempt() {
+        let (_dir, store) = store().await;
+        let failing = store
+            .insert_job(&job(ScheduleType::Cron))
+            .await
+            .expect("job");
+        let ids = store
+            .insert_runs(&[shard(failing.id, 0, 0, RunStatus::Failed)])
+            .await
+            .expect("run");
+        let with_retry = FollowupWrite {
+            retry: Some(shard(failing.id, 0, 1, RunStatus::Pending)),
+            ..followup(ids[0])
+        };
+        let first = store.write_followup(&with_retry).await.expect("write");
+        let repeat = store.write_followup(&with_retry).await.expect("write");
+        assert!(first.retry_id.is_some());
+        assert_eq!(repeat.retry_id, None, "the fire_key exists already");
+        assert_eq!(count_runs_of(&store, failing.id).await, 2);
+    }
+
+    #[tokio::test]
+    async fn follow_ups_are_claimed_once_and_adopted_from_dead_nodes() {
+        let (_dir, store) = store().await;
+        let finished = store
+            .insert_job(&job(ScheduleType::Cron))
+            .await
+            .expect("job");
+        let runs: Vec<NewRun> = (0..3)
+            .map(|index| shard(finished.id, index, 0, RunStatus::Failed))
+            .chain([shard(finished.id, 0, 5, RunStatus::Running)])
+            .collect();
+        store.insert_runs(&runs).await.expect("runs");
+        store.register_node("a", T0, 10_000).await.expect("node a");
+        store.register_node("b", T0, 10_000).await.expect("node b");
+        let (claimed_a, claimed_b) = tokio::join!(
+            store.claim_followups("a", 1, 2),
+            store.claim_followups("b", 1, 2),
+        );
+        let mut claimed: Vec<i64> = claimed_a
+            .expect("claim")
+            .iter()
+            .chain(claimed_b.expect("claim").iter())
+            .map(|run| run.id)
+            .collect();
+        claimed.sort_unstable();
+        assert_eq!(
+            claimed.len(),
+            3,
+            "each finished run once, the running one never"
+        );
+        claimed.dedup();
+        assert_eq!(claimed.len(), 3);
+
+        // Node b dies: after its lease, a takes over b's unfinished claims, not before.
+        assert!(
+            store
+                .adopt_stale_followups("a", 1, T0 + 5_000)
+                .await
+                .expect("adopt")
+                .iter()
+                .all(|run| run.owner_node == "a")
+        );
+        let adopted = store
+            .adopt_stale_followups("a", 1, T0 + 20_000)
+            .await
+            .expect("adopt");
+        assert_eq!(adopted.len(), 3, "a's own unfinished claims and b's");
+        assert!(
+            adopted
+                .iter()
+                .all(|run| run.owner_node == "a" && run.epoch == 1)
+        );
+    }
+
+    #[tokio::test]
+    async fn stranded_dispatches_are_those_of_gone_admins_without_an_address() {
+        let (_dir, store) = store().await;
+        let stuck = store
+            .insert_job(&job(ScheduleType::Cron))
+            .await
+            .expect("job");
+        store.register_node("dead", T0, 10_000).await.expect("node");
+        let claimed = |shard_index, owner: &str, epoch| NewRun {
+            status: RunStatus::Running,
+            owner_node: owner.to_string(),
+            epoch,
+            ..shard(stuck.id, shard_index, 0, RunStatus::Running)
+        };
+        let ids = store
+            .insert_runs(&[
+                claimed(0, "dead", 1),
+                claimed(1, "me", 1),
+                claimed(2, "me", 2),
+            ])
+            .await
+            .expect("runs");
+        sqlx::query("UPDATE xjob_log SET trigger_time_ms = ?")
+            .bind(T0)
+            .execute(&store.pool)
+            .await
+            .expect("trigger time");
+        let stranded_ids = |runs: Vec<RunLog>| runs.iter().map(|run| run.id).collect::<Vec<_>>();
+
+        // "me" restarted as epoch 2: its epoch-1 claim is stranded; "dead" is still leased.
+        let early = store
+            .stranded_dispatches("me", 2, T0 + 5_000, T0 + 1_000)
+            .await
+            .expect("query");
+        assert_eq!(stranded_ids(early), vec![ids[1]]);
+        let late = store
+            .stranded_dispatches("me", 2, T0 + 20_000, T0 + 1_000)
+            .await
+            .expect("query");
+        assert_eq!(stranded_ids(late), vec![ids[0], ids[1]]);
+        // Claimed too recently: the dispatch may still be in flight.
+        let recent = store
+            .stranded_dispatches("me", 2, T0 + 20_000, T0)
+            .await
+            .expect("query");
+        assert!(recent.is_empty());
+        // Once its dispatch is recorded, a run is judged by its executor instead.
+        sqlx::query("UPDATE xjob_log SET executor_address = 'http://e:1' WHERE id = ?")
+            .bind(ids[0])
+            .execute(&store.pool)
+            .await
+            .expect("address");
+        let recorded = store
+            .stranded_dispatches("me", 2, T0 + 20_000, T0 + 1_000)
+            .await
+            .expect("query");
+        assert_eq!(stranded_ids(recorded), vec![ids[1]]);
+    }
+}

@@ -1,0 +1,265 @@
+//! The fast and slow trigger pools: bounded dispatch concurrency with back-pressure.
+//!
+//! ```text
+//! fire ─▶ TriggerPools::acquire(job) ─▶ slow pool if the job had > 10 dispatches slower than
+//!            │                           500 ms in the current minute, else fast pool
+//!            ├─ slot within pool_wait ─▶ dispatch ─▶ record_dispatch_time(job, elapsed)
+//!            └─ no slot ─▶ Overloaded ─▶ the run is recorded FAILED "overloaded: …"
+//! ```
+//! XXL-JOB's rule decides the pool; unlike XXL-JOB, a full pool never drops a fire silently:
+//! the caller records it as a failure, which the follow-up then retries or alarms.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A dispatch slower than this counts towards moving its job to the slow pool.
+const SLOW_DISPATCH: Duration = Duration::from_millis(500);
+/// More slow dispatches than this within the current minute move the job to the slow pool.
+const SLOW_DISPATCHES_ALLOWED: u32 = 10;
+const MINUTE_MS: i64 = 60_000;
+
+/// Which pool a dispatch ran in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    Fast,
+    Slow,
+}
+
+impl std::fmt::Display for PoolKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PoolKind::Fast => "fast",
+            PoolKind::Slow => "slow",
+        })
+    }
+}
+
+/// No slot freed up in time: the fire must be recorded as failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("overloaded: {pool} trigger pool ({size} slots) had no free slot within {waited:?}")]
+pub struct Overloaded {
+    pub pool: PoolKind,
+    pub size: usize,
+    pub waited: Duration,
+}
+
+/// A held pool slot; dropping it frees the slot.
+pub struct PoolPermit {
+    pub pool: PoolKind,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Sizes and wait bound of the pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    pub fast_size: usize,
+    pub slow_size: usize,
+    /// How long a fire waits for a slot before it is overloaded.
+    pub wait: Duration,
+}
+
+/// The two pools and the per-job slow-dispatch counters.
+pub struct TriggerPools {
+    settings: PoolSettings,
+    fast: Arc<Semaphore>,
+    slow: Arc<Semaphore>,
+    slow_counts: Mutex<SlowCounts>,
+}
+
+impl TriggerPools {
+    pub fn new(settings: PoolSettings) -> TriggerPools {
+        TriggerPools {
+            fast: Arc::new(Semaphore::new(settings.fast_size.max(1))),
+            slow: Arc::new(Semaphore::new(settings.slow_size.max(1))),
+            slow_counts: Mutex::new(SlowCounts::default()),
+            settings,
+        }
+    }
+
+    /// The pool a dispatch of `job_id` uses now.
+    pub fn pool_for(&self, job_id: i64, now_ms: i64) -> PoolKind {
+        if self.counts().is_slow(job_id, now_ms) {
+            PoolKind::Slow
+        } else {
+            PoolKind::Fast
+        }
+    }
+
+    /// Waits up to the configured bound for a slot in the job's pool.
+    pub async fn acquire(&self, job_id: i64, now_ms: i64) -> Result<PoolPermit, Overloaded> {
+        let pool = self.pool_for(job_id, now_ms);
+        let (semaphore, size) = match pool {
+            PoolKind::Fast => (&self.fast, self.settings.fast_size.max(1)),
+            PoolKind::Slow => (&self.slow, self.settings.slow_size.max(1)),
+        };
+        let overloaded = Overloaded {
+            pool,
+            size,
+            waited: self.settings.wait,
+        };
+        // The semaphore is fair: waiting fires get slots in arrival order.
+        match tokio::time::timeout(self.settings.wait, Arc::clone(semaphore).acquire_owned()).await
+        {
+            Ok(Ok(permit)) => Ok(PoolPermit {
+                pool,
+                _permit: permit,
+            }),
+            // Closed never happens (the pools are never closed); treat it as no slot.
+            Ok(Err(_)) | Err(_) => Err(overloaded),
+        }
+    }
+
+    /// Counts a finished dispatch of `job_id` that took `elapsed` (admin side: route + RPC).
+    pub fn record_dispatch_time(&self, job_id: i64, elapsed: Duration, now_ms: i64) {
+        self.counts().record(job_id, elapsed, now_ms);
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, SlowCounts> {
+        self.slow_counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Slow dispatches per job within the current minute (XXL-JOB's `jobTimeoutCountMap`).
+#[derive(Debug, Default)]
+struct SlowCounts {
+    /// The epoch minute the counts belong to.
+    minute: i64,
+    counts: HashMap<i64, u32>,
+}
+
+impl SlowCounts {
+    /// Forgets every count when the minute changed.
+    fn roll(&mut self, now_ms: i64) {
+        let minute = now_ms.div_euclid(MINUTE_MS);
+        if minute != self.minute {
+            self.minute = minute;
+            self.counts.clear();
+        }
+    }
+
+    fn is_slow(&mut self, job_id: i64, now_ms: i64) -> bool {
+        self.roll(now_ms);
+        self.counts.get(&job_id).copied().unwrap_or(0) > SLOW_DISPATCHES_ALLOWED
+    }
+
+    fn record(&mut self, job_id: i64, elapsed: Duration, now_ms: i64) {
+        self.roll(now_ms);
+        if elapsed > SLOW_DISPATCH {
+            *self.counts.entry(job_id).or_default() += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE_START: i64 = 1_700_000_040_000;
+
+    fn pools(fast_size: usize, slow_size: usize, wait: Duration) -> TriggerPools {
+        TriggerPools::new(PoolSettings {
+            fast_size,
+            slow_size,
+            wait,
+        })
+    }
+
+    #[test]
+    fn a_job_moves_to_slow_after_more_than_ten_slow_dispatches_in_the_minute() {
+        let pools = pools(4, 2, Duration::from_millis(10));
+        let slow = Duration::from_millis(501);
+        for _ in 0..10 {
+            pools.record_dispatch_time(7, slow, MINUTE_START + 1000);
+        }
+        assert_eq!(
+            pools.pool_for(7, MINUTE_START + 2000),
+            PoolKind::Fast,
+            "ten is not more than ten"
+        );
+        pools.record_dispatch_time(7, slow, MINUTE_START + 3000);
+        assert_eq!(pools.pool_for(7, MINUTE_START + 4000), PoolKind::Slow);
+        assert_eq!(
+            pools.pool_for(8, MINUTE_START + 4000),
+            PoolKind::Fast,
+            "other jobs stay fast"
+        );
+        assert_eq!(
+            pools.pool_for(7, MINUTE_START + MINUTE_MS),
+            PoolKind::Fast,
+            "a new minute forgets the counts"
+        );
+    }
+
+    #[test]
+    fn dispatches_of_500ms_or_less_do_not_count() {
+        let pools = pools(4, 2, Duration::from_millis(10));
+        for _ in 0..20 {
+            pools.record_dispatch_time(7, SLOW_DISPATCH, MINUTE_START);
+        }
+        assert_eq!(pools.pool_for(7, MINUTE_START), PoolKind::Fast);
+    }
+
+    #[tokio::test]
+    async fn a_full_pool_answers_overloaded_after_the_wait_and_frees_slots_on_drop() {
+        let pools = pools(1, 1, Duration::from_millis(50));
+        let held = pools.acquire(1, MINUTE_START).await.expect("first slot");
+        assert_eq!(held.pool, PoolKind::Fast);
+        let started = std::time::Instant::now();
+        let refused = pools
+            .acquire(2, MINUTE_START)
+            .await
+            .err()
+            .expect("pool is full");
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(refused.pool, PoolKind::Fast);
+        assert!(
+            refused
+                .to_string()
+                .starts_with("overloaded: fast trigger pool (1 slots)")
+        );
+        drop(held);
+        assert!(pools.acquire(2, MINUTE_START).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_waiting_fire_gets_a_slot_freed_within_the_wait() {
+        let pools = Arc::new(pools(1, 1, Duration::from_secs(5)));
+        let held = pools.acquire(1, MINUTE_START).await.expect("first slot");
+        let waiter = {
+            let pools = Arc::clone(&pools);
+            tokio::spawn(async move {
+                pools
+                    .acquire(2, MINUTE_START)
+                    .await
+                    .map(|permit| permit.pool)
+            })
+        };
+        tokio::task::yield_now().await;
+        drop(held);
+        let got = waiter.await.expect("join");
+        assert_eq!(got, Ok(PoolKind::Fast));
+    }
+
+    #[tokio::test]
+    async fn slow_jobs_use_the_slow_pool_and_leave_the_fast_one_free() {
+        let pools = pools(1, 1, Duration::from_millis(20));
+        for _ in 0..11 {
+            pools.record_dispatch_time(5, Duration::from_secs(1), MINUTE_START);
+        }
+        let slow_permit = pools.acquire(5, MINUTE_START).await.expect("slow slot");
+        assert_eq!(slow_permit.pool, PoolKind::Slow);
+        let refused = pools
+            .acquire(5, MINUTE_START)
+            .await
+            .err()
+            .expect("slow pool full");
+        assert_eq!(refused.pool, PoolKind::Slow);
+        let fast_permit = pools.acquire(6, MINUTE_START).await.expect("fast slot");
+        assert_eq!(fast_permit.pool, PoolKind::Fast);
+    }
+}
