@@ -209,7 +209,13 @@ pub fn job_to_pb(job: Job) -> pb::Job {
         child_job_ids: job.child_job_ids,
         status: job_status_to_pb(job.status) as i32,
         last_fire_ms: job.trigger_last_ms,
-        next_fire_ms: job.trigger_next_ms,
+        // A FIX_DELAY job waiting for its run to finish has no next time yet (internally a
+        // far-future marker); show 0 like a job without a next fire.
+        next_fire_ms: if job.trigger_next_ms == crate::schedule::plan::AWAITING_COMPLETION_MS {
+            0
+        } else {
+            job.trigger_next_ms
+        },
         glue_updated_ms: job.glue_updated_ms,
         created_ms: job.created_ms,
         updated_ms: job.updated_ms,

@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::model::{Job, MisfireStrategy, RunLog, now_ms};
+use crate::model::{Job, MisfireStrategy, RunLog, TriggerType, now_ms};
 use crate::store::Store;
 use crate::trigger::{NodeIdentity, Trigger};
 pub use ring::{Ring, RingEntry};
@@ -183,8 +183,12 @@ fn recovery_of(
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    let misfired =
-        run.attempt == 0 && run.scheduled_at_ms > 0 && now_ms - run.scheduled_at_ms > threshold_ms;
+    // Only schedule-made fires can misfire; a manual or parent run still runs when adopted late.
+    let scheduled = matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire);
+    let misfired = scheduled
+        && run.attempt == 0
+        && run.scheduled_at_ms > 0
+        && now_ms - run.scheduled_at_ms > threshold_ms;
     if misfired && strategy == MisfireStrategy::DoNothing {
         Recovery::Skip
     } else {

@@ -10,6 +10,8 @@
 
 #[cfg(test)]
 mod conformance;
+mod mysql;
+mod postgres;
 mod sqlite;
 
 use thiserror::Error;
@@ -112,33 +114,45 @@ pub struct RunCompletion {
 #[derive(Clone)]
 pub enum Store {
     Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+    Mysql(mysql::MySqlStore),
 }
 
 impl Store {
     /// Connects to the database named by `url` and runs its embedded migrations.
     pub async fn connect(url: &str) -> StoreResult<Store> {
         if url.starts_with("sqlite:") {
-            let store = sqlite::SqliteStore::connect(url).await?;
-            Ok(Store::Sqlite(store))
-        } else if url.starts_with("postgres") || url.starts_with("mysql") {
-            Err(StoreError::InvalidUrl(format!(
-                "{} is not supported yet; use sqlite://PATH",
-                url.split(':').next().unwrap_or_default()
-            )))
+            Ok(Store::Sqlite(sqlite::SqliteStore::connect(url).await?))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Store::Postgres(postgres::PgStore::connect(url).await?))
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            Ok(Store::Mysql(mysql::MySqlStore::connect(&url.replacen("mariadb://", "mysql://", 1)).await?))
         } else {
             Err(StoreError::InvalidUrl(format!(
-                "'{url}' names no known backend; expected sqlite://PATH"
+                "'{url}' names no known backend; expected sqlite://PATH, postgres://… or mysql://…"
             )))
         }
     }
 }
 
-#[cfg(test)]
 impl Store {
-    /// Connects to a fresh, uniquely named database on the server of `base_url` (conformance
-    /// suite). Server backends are added by the cluster-mode work; until then this fails.
+    /// Creates a new, uniquely named database on the PostgreSQL or MySQL server of `base_url`
+    /// and returns its URL (test suites and benchmarks use one per run).
+    pub async fn create_scratch_database(base_url: &str) -> StoreResult<String> {
+        if base_url.starts_with("postgres") {
+            postgres::create_scratch_database(base_url).await
+        } else if base_url.starts_with("mysql") || base_url.starts_with("mariadb") {
+            mysql::create_scratch_database(&base_url.replacen("mariadb://", "mysql://", 1)).await
+        } else {
+            Err(StoreError::InvalidUrl(format!("'{base_url}' is not a database server URL")))
+        }
+    }
+
+    /// Connects to a fresh scratch database on the server of `base_url` (conformance suite).
+    #[cfg(test)]
     pub(crate) async fn connect_fresh_for_tests(base_url: &str) -> StoreResult<Store> {
-        Store::connect(base_url).await
+        let url = Store::create_scratch_database(base_url).await?;
+        Store::connect(&url).await
     }
 }
 
@@ -151,6 +165,8 @@ macro_rules! delegate {
                 pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
                     match self {
                         Store::Sqlite(backend) => backend.$name($($arg),*).await,
+                        Store::Postgres(backend) => backend.$name($($arg),*).await,
+                        Store::Mysql(backend) => backend.$name($($arg),*).await,
                     }
                 }
             )*

@@ -141,7 +141,9 @@ impl Trigger {
             fire_key: None,
             status: RunStatus::Pending,
             trigger_type,
-            scheduled_at_ms: 0,
+            // A manual or parent run is "scheduled" for the instant it was requested: handlers
+            // get a real time with their log id, and a broadcast's shards share it.
+            scheduled_at_ms: now_ms(),
             handler: job.handler.clone(),
             params: params.unwrap_or_else(|| job.params.clone()),
             shard_index: 0,
