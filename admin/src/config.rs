@@ -16,7 +16,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Directory for the embedded database (`--data-dir`, `XJOB_DATA_DIR`).
     pub data_dir: PathBuf,
-    /// `sqlite://PATH`; empty = `sqlite://{data_dir}/xjob.db` (`--database-url`, `XJOB_DATABASE_URL`).
+    /// `sqlite://PATH`, `postgres://USER:PASS@HOST:PORT/DB` or `mysql://USER:PASS@HOST:PORT/DB`;
+    /// empty = `sqlite://{data_dir}/xjob.db` (`--database-url`, `XJOB_DATABASE_URL`).
     pub database_url: String,
     /// This admin's id in the cluster; must be stable across restarts (`XJOB_NODE_ID`).
     /// Empty = derived from `listen`.

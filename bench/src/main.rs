@@ -43,7 +43,7 @@ enum Database {
 #[derive(Parser, Debug)]
 #[command(about = "Benchmarks xjob with real processes on loopback (see shared/BENCH.md)")]
 struct Args {
-    #[arg(long, value_enum, default_value = "w1")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "w1")]
     workload: Workload,
     /// Number of jobs (W3 uses 300 when not given).
     #[arg(long)]
@@ -57,7 +57,7 @@ struct Args {
     /// Seconds to wait after the window for late fires.
     #[arg(long, default_value_t = 5)]
     drain: u64,
-    #[arg(long, value_enum, default_value = "sqlite")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "sqlite")]
     database: Database,
     /// Executor processes.
     #[arg(long, default_value_t = 1)]

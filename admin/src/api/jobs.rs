@@ -40,6 +40,7 @@ use crate::model::validate::{
 use crate::model::{
     AddressType, Group, Job, JobStatus, RunLog, RunStatus, ScheduleType, TriggerType, now_ms,
 };
+use crate::schedule::plan::AWAITING_COMPLETION_MS;
 use crate::schedule::plan::next_fire_after;
 use crate::store::{JobScheduleUpdate, Store};
 use crate::trigger::route::is_supported;
@@ -284,8 +285,12 @@ impl JobAdminService {
         let now = now_ms();
         let mut updated = merge_job_update(&existing, incoming, now)?;
         self.check_job(&mut updated).await?;
-        let reschedule =
-            existing.status == JobStatus::Running && updated.schedule_differs(&existing);
+        // A FIX_DELAY fire still running keeps the job parked: its completion sets the next
+        // fire, so rescheduling now would let the job overlap itself.
+        let awaiting_completion = existing.trigger_next_ms == AWAITING_COMPLETION_MS;
+        let reschedule = existing.status == JobStatus::Running
+            && updated.schedule_differs(&existing)
+            && !awaiting_completion;
         if reschedule {
             match self.next_fire(&updated, now + SCHEDULE_CHANGE_DELAY_MS)? {
                 Some(next) => updated.trigger_next_ms = next,
@@ -332,6 +337,11 @@ impl JobAdminService {
             return Err(Error::FailedPrecondition(format!(
                 "job {id} has schedule type NONE and cannot be started"
             )));
+        }
+        if job.status == JobStatus::Running {
+            // Starting a running job changes nothing: recomputing its next fire would shift its
+            // phase, and for a FIX_DELAY job with a run in flight, let it overlap itself.
+            return Ok(job);
         }
         let no_future_fire =
             || Error::FailedPrecondition(format!("job {id} has no future fire time"));

@@ -4,7 +4,7 @@
 //!
 //! Every error names the field, prefixed as the caller asks (`job.schedule_conf`, or just
 //! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but this release does not
-//! run yet (FIX_DELAY, script glue) are `Unimplemented`, not `InvalidArgument`.
+//! run yet (script glue types) are `Unimplemented`, not `InvalidArgument`.
 
 use std::collections::{HashMap, HashSet};
 

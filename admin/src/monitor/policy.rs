@@ -163,7 +163,8 @@ pub fn child_run(child: &Job, now_ms: i64, node: &NodeIdentity) -> NewRun {
         fire_key: None,
         status: RunStatus::Pending,
         trigger_type: TriggerType::Parent,
-        scheduled_at_ms: 0,
+        // Like a manual run: "scheduled" for the instant the parent's success started it.
+        scheduled_at_ms: now_ms,
         handler: child.handler.clone(),
         params: child.params.clone(),
         shard_index: 0,

@@ -90,8 +90,13 @@ async fn scan_once(
     Ok(found)
 }
 
-/// XXL-JOB's pacing: straight on after a slow round, to the next second when jobs were due,
-/// otherwise up to the pre-read period (a started job wakes the scan early).
+/// The scan runs half-way through each second: the ring dispatches (and claims its fires in the
+/// database) at every second boundary, and the two should not queue on the same write lock.
+const SCAN_PHASE_MS: i64 = 500;
+
+/// XXL-JOB's pacing, shifted by [`SCAN_PHASE_MS`]: straight on after a slow round, to the next
+/// half-second mark when jobs were due, otherwise up to the pre-read period (a started job wakes
+/// the scan early).
 fn pause_after_round(
     started_ms: i64,
     finished_ms: i64,
@@ -106,7 +111,7 @@ fn pause_after_round(
     } else {
         pre_read.as_millis() as i64
     };
-    let pause_ms = period_ms - finished_ms.rem_euclid(1000);
+    let pause_ms = period_ms - (finished_ms - SCAN_PHASE_MS).rem_euclid(1000);
     Duration::from_millis(pause_ms.max(0) as u64)
 }
 
@@ -115,11 +120,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pacing_aligns_to_the_next_second_when_jobs_were_due() {
+    fn pacing_aligns_to_the_next_half_second_when_jobs_were_due() {
         let pause = pause_after_round(10_000, 10_120, 3, Duration::from_secs(5));
-        assert_eq!(pause, Duration::from_millis(880));
+        assert_eq!(pause, Duration::from_millis(380));
         let idle = pause_after_round(10_000, 10_120, 0, Duration::from_secs(5));
-        assert_eq!(idle, Duration::from_millis(4880));
+        assert_eq!(idle, Duration::from_millis(4380));
+        let after_mark = pause_after_round(10_000, 10_700, 3, Duration::from_secs(5));
+        assert_eq!(after_mark, Duration::from_millis(800));
         assert_eq!(
             pause_after_round(10_000, 11_200, 3, Duration::from_secs(5)),
             Duration::ZERO
