@@ -4,7 +4,9 @@
 //! their date folder is older than the retention.
 //!
 //! Every line is written with one `write_all` on a file opened in append mode, so a line is
-//! visible to readers as soon as the call returns.
+//! visible to readers as soon as the call returns. The file itself is created by the first line
+//! a run writes (`RunLog::lazy`): creating files is the slowest step before a handler starts, so
+//! the runner queues its start line and the handler is not kept waiting for the file system.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -58,8 +60,17 @@ impl JobLogStore {
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         Ok(RunLog {
             path,
-            file: Mutex::new(file),
+            state: Mutex::new(LogState {
+                file_opt: Some(file),
+                pending: String::new(),
+            }),
         })
+    }
+
+    /// The log of a run whose file is created by its first line, starting with `first_line`.
+    pub(crate) fn lazy(&self, log_id: i64, log_date_ms: i64, first_line: &str) -> RunLog {
+        let header = format_line(Local::now(), first_line);
+        RunLog::lazy(self.path_for(log_id, log_date_ms), header)
     }
 
     /// Reads lines `[from_line, ..]` of a run's file, at most [`MAX_LINES_PER_READ`] lines and
@@ -98,14 +109,33 @@ impl JobLogStore {
     }
 }
 
-/// The open log file of one run; shared by the runner and the handler's `JobContext`.
+/// The log file of one run; shared by the runner and the handler's `JobContext`.
 #[derive(Debug)]
 pub(crate) struct RunLog {
     path: PathBuf,
-    file: Mutex<File>,
+    state: Mutex<LogState>,
+}
+
+/// The file once opened, and the lines waiting for it to exist.
+#[derive(Debug, Default)]
+struct LogState {
+    file_opt: Option<File>,
+    pending: String,
 }
 
 impl RunLog {
+    /// A run log whose file is created by its first write; `header` (already formatted lines)
+    /// goes first.
+    pub(crate) fn lazy(path: PathBuf, header: String) -> RunLog {
+        RunLog {
+            path,
+            state: Mutex::new(LogState {
+                file_opt: None,
+                pending: header,
+            }),
+        }
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
@@ -113,12 +143,30 @@ impl RunLog {
     /// Appends `"yyyy-MM-dd HH:mm:ss.SSS line\n"`; failures are logged, never raised.
     pub(crate) fn append(&self, line: &str) {
         let text = format_line(Local::now(), line);
-        let result = match self.file.lock() {
-            Ok(mut file) => file.write_all(text.as_bytes()),
-            Err(poisoned) => poisoned.into_inner().write_all(text.as_bytes()),
-        };
-        if let Err(error) = result {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = state.write(&self.path, &text) {
             tracing::warn!(path = %self.path.display(), %error, "failed to append to run log");
+        }
+    }
+}
+
+impl LogState {
+    fn write(&mut self, path: &Path, text: &str) -> io::Result<()> {
+        if self.file_opt.is_none() {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+            let header = std::mem::take(&mut self.pending);
+            file.write_all(header.as_bytes())?;
+            self.file_opt = Some(file);
+        }
+        match self.file_opt.as_mut() {
+            Some(file) => file.write_all(text.as_bytes()),
+            None => Ok(()),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! One run, start to result: create the run log and write its start line, call the handler
+//! One run, start to result: prepare the run log with its start line, call the handler
 //! in its own task (so a panic becomes FAILED), race it against the timeout and the stop
 //! signal, and on timeout/kill give it `kill_grace` to return before aborting its task and
 //! awaiting the abort. Writes the end line and builds the `RunResult`.
@@ -95,14 +95,12 @@ pub(crate) async fn execute_run(
     stop: &StopSignal,
 ) -> pb::RunResult {
     let started_at_ms = now_ms();
-    let log_opt = match joblog.create(request.log_id, request.log_date_ms) {
-        Ok(log) => Some(Arc::new(log)),
-        Err(error) => {
-            tracing::warn!(log_id = request.log_id, %error, "failed to create run log");
-            None
-        }
-    };
-    append_opt(&log_opt, &start_line(&request));
+    // The start line waits in memory; the file appears with the first line written after it.
+    let log_opt = Some(Arc::new(joblog.lazy(
+        request.log_id,
+        request.log_date_ms,
+        &start_line(&request),
+    )));
     let context = JobContext::new(
         request.clone(),
         log_opt.clone(),
