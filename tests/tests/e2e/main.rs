@@ -3,7 +3,9 @@
 
 mod auth;
 mod basics;
+mod block_strategies;
 mod children;
+mod kill;
 mod lost;
 mod operations;
 mod pools;
