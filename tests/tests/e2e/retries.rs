@@ -296,9 +296,13 @@ async fn retry_keeps_params_shard_and_scheduled_time() -> anyhow::Result<()> {
     assert_eq!(retry.status, pb::RunStatus::Success as i32);
     assert_eq!(retry.trigger_type, pb::TriggerType::Retry as i32);
     assert_eq!(retry.params, "trigger-params");
+    assert!(
+        attempts[&0].scheduled_at_ms > 0,
+        "a manual fire is scheduled for the instant it was requested"
+    );
     assert_eq!(
-        retry.scheduled_at_ms, 0,
-        "a manual fire has no scheduled time"
+        retry.scheduled_at_ms, attempts[&0].scheduled_at_ms,
+        "the retry keeps the fire's time"
     );
 
     // A scheduled broadcast whose shard 1 fails once: the retry is shard 1/3 of the same fire.
