@@ -192,7 +192,10 @@ fn spawn_admin(dir: &Path, port: u16) -> anyhow::Result<Managed> {
         .arg(dir.join("admin-data"))
         .arg("--config")
         .arg(config)
-        .env("RUST_LOG", "warn");
+        .env(
+            "RUST_LOG",
+            std::env::var("XJOB_BENCH_ADMIN_LOG").unwrap_or_else(|_| "warn".into()),
+        );
     Managed::spawn("admin", &mut command)
 }
 

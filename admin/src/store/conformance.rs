@@ -2,8 +2,20 @@
 //! when `XJOB_TEST_POSTGRES_URL` / `XJOB_TEST_MYSQL_URL` point at a server (`.ci/run` starts
 //! them), against a fresh database there too; without those variables the server backends are
 //! skipped with a message, so `cargo test` works on a laptop.
+//!
+//! The suite speaks only through `Store` methods (no SQL), so it describes the contract every
+//! backend keeps, including under concurrency: tests marked "together" start their writes at
+//! once from several connections, which is where a server database differs from SQLite's single
+//! writer. Families: groups, jobs and registry here; the schedule round, leases, claims and
+//! adoption in `schedule`; run logs and broadcast shards in `logs`; follow-ups, delayed runs and
+//! lost runs in `followups`; report, clean-up, tokens and the shared registry in `operations`.
 
-use super::{JobFilter, JobScheduleUpdate, RoundPlan, Store};
+mod followups;
+mod logs;
+mod operations;
+mod schedule;
+
+use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
     AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, LogFilter,
     MisfireStrategy, NewRun, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
@@ -104,6 +116,124 @@ fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
         epoch,
         dispatch_at_ms: 0,
     }
+}
+
+/// The group every fixture job belongs to.
+async fn new_group(store: &Store) -> Group {
+    store.insert_group(&group("app")).await.expect("group")
+}
+
+/// A stopped job of `schedule_type` in `group_id`.
+async fn new_job(store: &Store, group_id: i64, schedule_type: ScheduleType) -> Job {
+    let template = job(group_id, 0);
+    store
+        .insert_job(&Job {
+            schedule_type,
+            schedule_conf: match schedule_type {
+                ScheduleType::Cron => template.schedule_conf.clone(),
+                _ => "1".to_string(),
+            },
+            ..template
+        })
+        .await
+        .expect("job")
+}
+
+/// Attempt `attempt` of shard `shard_index` of `shard_total` of `job`'s scheduled fire at
+/// `scheduled_at_ms`, owned by node `n1` epoch 1.
+fn shard_run(
+    job: &Job,
+    scheduled_at_ms: i64,
+    (shard_index, shard_total): (i32, i32),
+    attempt: i32,
+    status: RunStatus,
+) -> NewRun {
+    NewRun {
+        fire_key: Some(NewRun::fire_key(
+            job.id,
+            scheduled_at_ms,
+            shard_index,
+            attempt,
+        )),
+        status,
+        shard_index,
+        shard_total,
+        attempt,
+        ..fire(job, scheduled_at_ms, "n1", 1)
+    }
+}
+
+/// A manual run of `job` (no fire key), owned by node `n1` epoch 1.
+fn manual_run(job: &Job, status: RunStatus) -> NewRun {
+    NewRun {
+        fire_key: None,
+        trigger_type: TriggerType::Manual,
+        scheduled_at_ms: 0,
+        status,
+        ..fire(job, 0, "n1", 1)
+    }
+}
+
+async fn insert(store: &Store, run: NewRun) -> i64 {
+    let ids = store.insert_runs(&[run]).await.expect("run inserted");
+    ids[0]
+}
+
+/// Inserts `run` PENDING and claims it for its owner at `trigger_ms`: it is then RUNNING with
+/// that trigger time, as after a dispatch.
+async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
+    let (owner, epoch) = (run.owner_node.clone(), run.epoch);
+    let id = insert(
+        store,
+        NewRun {
+            status: RunStatus::Pending,
+            ..run
+        },
+    )
+    .await;
+    let claimed = store
+        .claim_runs(&[id], &owner, epoch, trigger_ms)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1, "the run is claimed");
+    id
+}
+
+/// The executor's result for a RUNNING run.
+async fn finish(store: &Store, log_id: i64, status: RunStatus, finished_ms: i64) {
+    let changed = store
+        .complete_runs(&[RunCompletion {
+            log_id,
+            status,
+            handle_code: if status == RunStatus::Success {
+                200
+            } else {
+                500
+            },
+            handle_msg: status.as_str().to_lowercase(),
+            finished_ms,
+        }])
+        .await
+        .expect("completion");
+    assert_eq!(changed.len(), 1, "run {log_id} was running");
+}
+
+/// Every run of `job_id`, oldest first.
+async fn runs_of(store: &Store, job_id: i64) -> Vec<crate::model::RunLog> {
+    let mut runs = store
+        .list_logs(&LogFilter {
+            job_id: Some(job_id),
+            limit: 10_000,
+            ..LogFilter::default()
+        })
+        .await
+        .expect("logs");
+    runs.reverse();
+    runs
+}
+
+fn ids_of(runs: &[crate::model::RunLog]) -> Vec<i64> {
+    runs.iter().map(|run| run.id).collect()
 }
 
 #[tokio::test]
@@ -216,200 +346,6 @@ async fn jobs_round_trip_filter_and_delete_with_their_logs() {
 }
 
 #[tokio::test]
-async fn a_schedule_round_writes_fires_once_and_guards_stopped_jobs() {
-    for (backend, store, _dir) in fresh_stores().await {
-        let group = store.insert_group(&group("app")).await.expect("group");
-        let due = store.insert_job(&job(group.id, 10_000)).await.expect("job");
-        let stopped = store.insert_job(&job(group.id, 0)).await.expect("job");
-        let epoch = store.register_node("n1", 0, 10_000).await.expect("node");
-        let mut plan = |jobs: Vec<Job>| {
-            assert_eq!(
-                jobs.iter().map(|job| job.id).collect::<Vec<_>>(),
-                vec![due.id]
-            );
-            RoundPlan {
-                new_runs: vec![
-                    fire(&due, 10_000, "n1", epoch),
-                    fire(&due, 11_000, "n1", epoch),
-                ],
-                job_updates: vec![
-                    JobScheduleUpdate {
-                        job_id: due.id,
-                        trigger_last_ms: 11_000,
-                        trigger_next_ms: 12_000,
-                        status: JobStatus::Running,
-                    },
-                    JobScheduleUpdate {
-                        job_id: stopped.id,
-                        trigger_last_ms: 1,
-                        trigger_next_ms: 2,
-                        status: JobStatus::Running,
-                    },
-                ],
-            }
-        };
-        let (found, inserted) = store
-            .run_schedule_round(15_000, 100, &mut plan)
-            .await
-            .expect("round");
-        assert_eq!((found, inserted.len()), (1, 2), "{backend}");
-        let reloaded = store.get_job(due.id).await.expect("get").expect("job");
-        assert_eq!(reloaded.trigger_next_ms, 12_000, "{backend}");
-        let still_stopped = store.get_job(stopped.id).await.expect("get").expect("job");
-        assert_eq!(
-            (still_stopped.status, still_stopped.trigger_next_ms),
-            (JobStatus::Stopped, 0),
-            "{backend}"
-        );
-
-        // The same fires again (a second admin, a restarted one): nothing new is written.
-        let mut again = |_jobs: Vec<Job>| RoundPlan {
-            new_runs: vec![fire(&due, 11_000, "n2", 1)],
-            job_updates: vec![],
-        };
-        let (_, inserted_again) = store
-            .run_schedule_round(15_000, 100, &mut again)
-            .await
-            .expect("round");
-        assert!(inserted_again.is_empty(), "{backend}: fire_key is unique");
-        store.close().await;
-    }
-}
-
-#[tokio::test]
-async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
-    for (backend, store, _dir) in fresh_stores().await {
-        let group = store.insert_group(&group("app")).await.expect("group");
-        let job = store.insert_job(&job(group.id, 0)).await.expect("job");
-        let old_epoch = store.register_node("n1", 0, 1_000).await.expect("node");
-        let ids = store
-            .insert_runs(&[fire(&job, 5_000, "n1", old_epoch)])
-            .await
-            .expect("runs");
-        let new_epoch = store
-            .register_node("n1", 2_000, 1_000)
-            .await
-            .expect("restart");
-        assert_eq!(new_epoch, old_epoch + 1, "{backend}");
-        // A stalled holder of the old epoch can no longer claim its fire once adopted.
-        let adopted = store
-            .adopt_orphan_runs("n1", new_epoch, 2_000)
-            .await
-            .expect("adopt");
-        assert_eq!(
-            adopted.iter().map(|run| run.id).collect::<Vec<_>>(),
-            ids,
-            "{backend}"
-        );
-        assert!(
-            store
-                .claim_runs(&ids, "n1", old_epoch, 2_100)
-                .await
-                .expect("claim")
-                .is_empty(),
-            "{backend}"
-        );
-        let claimed = store
-            .claim_runs(&ids, "n1", new_epoch, 2_200)
-            .await
-            .expect("claim");
-        assert_eq!(claimed.len(), 1, "{backend}");
-        assert_eq!(claimed[0].status, RunStatus::Running, "{backend}");
-        assert!(
-            store
-                .claim_runs(&ids, "n1", new_epoch, 2_300)
-                .await
-                .expect("claim")
-                .is_empty(),
-            "{backend}"
-        );
-        // Another node's fires are adopted only after its lease lapsed.
-        let other = store.register_node("n2", 2_000, 1_000).await.expect("node");
-        store
-            .insert_runs(&[fire(&job, 6_000, "n2", other)])
-            .await
-            .expect("runs");
-        assert!(
-            store
-                .adopt_orphan_runs("n1", new_epoch, 2_500)
-                .await
-                .expect("adopt")
-                .is_empty(),
-            "{backend}"
-        );
-        assert_eq!(
-            store
-                .adopt_orphan_runs("n1", new_epoch, 3_500)
-                .await
-                .expect("adopt")
-                .len(),
-            1,
-            "{backend}"
-        );
-        store.close().await;
-    }
-}
-
-#[tokio::test]
-async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
-    for (backend, store, _dir) in fresh_stores().await {
-        let group = store.insert_group(&group("app")).await.expect("group");
-        let job = store.insert_job(&job(group.id, 0)).await.expect("job");
-        let ids = store
-            .insert_runs(&[fire(&job, 1_000, "n1", 1)])
-            .await
-            .expect("runs");
-        store.claim_runs(&ids, "n1", 1, 1_000).await.expect("claim");
-        // The executor's result lands before the dispatch outcome is recorded.
-        let completion = RunCompletion {
-            log_id: ids[0],
-            status: RunStatus::Success,
-            handle_code: 200,
-            handle_msg: "ok".into(),
-            finished_ms: 1_100,
-        };
-        assert_eq!(
-            store
-                .complete_runs(std::slice::from_ref(&completion))
-                .await
-                .expect("complete")
-                .len(),
-            1
-        );
-        let accepted = DispatchRecord {
-            log_id: ids[0],
-            outcome: DispatchOutcome::Accepted,
-            trigger_code: 200,
-            trigger_msg: "accepted".into(),
-            executor_address: "http://a:1".into(),
-            finished_ms: 1_050,
-        };
-        store.record_dispatches(&[accepted]).await.expect("record");
-        let failed_late = RunCompletion {
-            status: RunStatus::Failed,
-            handle_code: 500,
-            ..completion
-        };
-        assert!(
-            store
-                .complete_runs(&[failed_late])
-                .await
-                .expect("complete")
-                .is_empty(),
-            "{backend}"
-        );
-        let run = store.get_log(ids[0]).await.expect("get").expect("run");
-        assert_eq!(
-            (run.status, run.handle_code, run.trigger_code),
-            (RunStatus::Success, 200, 200),
-            "{backend}"
-        );
-        assert_eq!(run.executor_address, "http://a:1", "{backend}");
-        store.close().await;
-    }
-}
-
-#[tokio::test]
 async fn registry_rows_belong_to_their_node() {
     for (backend, store, _dir) in fresh_stores().await {
         let executor = ExecutorInfo {
@@ -454,6 +390,146 @@ async fn registry_rows_belong_to_their_node() {
                 .await
                 .expect("list")
                 .is_empty(),
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let other_group = store
+            .insert_group(&self::group("other"))
+            .await
+            .expect("group");
+        let running = store.insert_job(&job(group.id, 50_000)).await.expect("job");
+        let mut stopped = job(other_group.id, 0);
+        stopped.handler = "nightlyHandler".into();
+        stopped.author = "ann".into();
+        let stopped = store.insert_job(&stopped).await.expect("job");
+
+        // An edit replaces the definition but never the schedule state.
+        let edited = Job {
+            name: "renamed".into(),
+            alarm_on_every_failure: true,
+            retry_backoff: RetryBackoff {
+                initial_delay_ms: 7,
+                factor: 1.5,
+                max_delay_ms: 70,
+            },
+            child_job_ids: vec![stopped.id],
+            status: JobStatus::Stopped,
+            trigger_next_ms: 1,
+            ..running.clone()
+        };
+        assert!(
+            store.update_job(&edited).await.expect("update"),
+            "{backend}"
+        );
+        let reloaded = store.get_job(running.id).await.expect("get").expect("job");
+        assert_eq!(
+            reloaded,
+            Job {
+                status: JobStatus::Running,
+                trigger_next_ms: 50_000,
+                ..edited.clone()
+            },
+            "{backend}"
+        );
+        assert!(
+            !store
+                .update_job(&Job { id: 9999, ..edited })
+                .await
+                .expect("update"),
+            "{backend}: no such job"
+        );
+
+        let stop = JobScheduleUpdate {
+            job_id: running.id,
+            trigger_last_ms: 40_000,
+            trigger_next_ms: 0,
+            status: JobStatus::Stopped,
+        };
+        assert!(
+            store.set_job_schedule(stop).await.expect("stop"),
+            "{backend}"
+        );
+        let missing = JobScheduleUpdate {
+            job_id: 9999,
+            ..stop
+        };
+        assert!(
+            !store.set_job_schedule(missing).await.expect("stop"),
+            "{backend}"
+        );
+        let reloaded = store.get_job(running.id).await.expect("get").expect("job");
+        assert_eq!(
+            (
+                reloaded.status,
+                reloaded.trigger_last_ms,
+                reloaded.trigger_next_ms
+            ),
+            (JobStatus::Stopped, 40_000, 0),
+            "{backend}"
+        );
+
+        assert_eq!(store.count_jobs().await.expect("count"), 2, "{backend}");
+        let both = store
+            .get_jobs(&[stopped.id, running.id, 9999])
+            .await
+            .expect("get jobs");
+        let mut both_ids: Vec<i64> = both.iter().map(|job| job.id).collect();
+        both_ids.sort_unstable();
+        assert_eq!(both_ids, vec![running.id, stopped.id], "{backend}");
+
+        let list = |filter: JobFilter| {
+            let store = store.clone();
+            async move {
+                let jobs = store
+                    .list_jobs(&JobFilter {
+                        limit: 10,
+                        ..filter
+                    })
+                    .await
+                    .expect("list");
+                jobs.iter().map(|job| job.id).collect::<Vec<i64>>()
+            }
+        };
+        assert_eq!(
+            list(JobFilter {
+                group_id: Some(other_group.id),
+                handler: Some("Handler".into()),
+                author: Some("an".into()),
+                status: Some(JobStatus::Stopped),
+                ..JobFilter::default()
+            })
+            .await,
+            vec![stopped.id],
+            "{backend}"
+        );
+        assert!(
+            list(JobFilter {
+                handler: Some("handler".into()),
+                ..JobFilter::default()
+            })
+            .await
+            .is_empty(),
+            "{backend}: filters are case-sensitive substrings"
+        );
+        assert_eq!(
+            list(JobFilter {
+                offset: 1,
+                ..JobFilter::default()
+            })
+            .await,
+            vec![stopped.id],
+            "{backend}: paged by id"
+        );
+        assert!(!store.delete_job(9999).await.expect("delete"), "{backend}");
+        assert!(
+            !store.delete_group(9999).await.expect("delete"),
             "{backend}"
         );
         store.close().await;

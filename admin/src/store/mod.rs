@@ -126,7 +126,9 @@ impl Store {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Ok(Store::Postgres(postgres::PgStore::connect(url).await?))
         } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-            Ok(Store::Mysql(mysql::MySqlStore::connect(&url.replacen("mariadb://", "mysql://", 1)).await?))
+            Ok(Store::Mysql(
+                mysql::MySqlStore::connect(&url.replacen("mariadb://", "mysql://", 1)).await?,
+            ))
         } else {
             Err(StoreError::InvalidUrl(format!(
                 "'{url}' names no known backend; expected sqlite://PATH, postgres://… or mysql://…"
@@ -144,7 +146,9 @@ impl Store {
         } else if base_url.starts_with("mysql") || base_url.starts_with("mariadb") {
             mysql::create_scratch_database(&base_url.replacen("mariadb://", "mysql://", 1)).await
         } else {
-            Err(StoreError::InvalidUrl(format!("'{base_url}' is not a database server URL")))
+            Err(StoreError::InvalidUrl(format!(
+                "'{base_url}' is not a database server URL"
+            )))
         }
     }
 
@@ -292,6 +296,14 @@ delegate! {
     fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool>;
     /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>>;
+
+    // ---- cluster (shared registry: every admin routes over the live rows of all admins)
+    /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
+    /// address.
+    fn list_live_registry(&self, heartbeat_after_ms: i64) -> StoreResult<Vec<ExecutorInfo>>;
+    /// Deletes registry rows whose heartbeat is before `heartbeat_before_ms` (their owner died
+    /// or lost its executor); returns how many.
+    fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.

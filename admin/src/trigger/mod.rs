@@ -105,11 +105,19 @@ impl Trigger {
         if log_ids.is_empty() {
             return Ok(());
         }
+        let started = std::time::Instant::now();
         let runs = self
             .store
             .claim_runs(&log_ids, &self.node.node_id, self.node.epoch, now_ms())
             .await?;
+        let claimed = started.elapsed();
         let (jobs, groups) = self.load_jobs_and_groups(&runs).await?;
+        tracing::debug!(
+            runs = runs.len(),
+            claim_ms = claimed.as_millis() as u64,
+            load_ms = (started.elapsed() - claimed).as_millis() as u64,
+            "dispatching scheduled fires"
+        );
         for run in runs {
             let job = jobs.get(&run.job_id).cloned();
             let group = job

@@ -5,6 +5,7 @@
 
 mod access;
 mod broadcast;
+mod cluster;
 mod groups;
 mod jobs;
 mod logs;

@@ -1,0 +1,557 @@
+//! The monitors' store methods: follow-ups of finished runs (claim, adopt, write: retries, child
+//! jobs, FIX_DELAY release), delayed runs, and the lost-run checks.
+//!
+//! The "together" tests start the follow-ups of one fire at the same moment from several
+//! connections, repeated over several fires: a backend that lets two of them miss each other's
+//! writes starts children twice, or never releases a FIX_DELAY job.
+
+use super::*;
+use crate::store::{FixDelayRelease, FollowupWrite};
+
+const T0: i64 = 1_800_000_000_000;
+/// The `trigger_next_ms` of a FIX_DELAY job waiting for its fire to finish.
+const AWAITING: i64 = i64::MAX;
+
+fn followup(log_id: i64) -> FollowupWrite {
+    FollowupWrite {
+        log_id,
+        alarm_status: 1,
+        retry: None,
+        children: Vec::new(),
+        children_need_all_shards: false,
+        fix_delay_release: None,
+    }
+}
+
+/// The PARENT run of `child` a parent's follow-up starts.
+fn child_run(child: &Job) -> NewRun {
+    NewRun {
+        trigger_type: TriggerType::Parent,
+        dispatch_at_ms: T0,
+        ..manual_run(child, RunStatus::Pending)
+    }
+}
+
+/// The follow-up of a broadcast shard that starts `child` once the whole fire succeeded.
+fn with_children(log_id: i64, child: &Job) -> FollowupWrite {
+    FollowupWrite {
+        children: vec![child_run(child)],
+        children_need_all_shards: true,
+        ..followup(log_id)
+    }
+}
+
+/// Records that run `log_id` reached the executor at `address`.
+async fn dispatched_to(store: &Store, log_id: i64, address: &str) {
+    store
+        .record_dispatches(&[DispatchRecord {
+            log_id,
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: "accepted".into(),
+            executor_address: address.to_string(),
+            finished_ms: 0,
+        }])
+        .await
+        .expect("dispatch recorded");
+}
+
+/// Writes the follow-ups of `log_ids` at the same moment; returns how many started children
+/// and how many released the FIX_DELAY job.
+async fn write_together(store: &Store, writes: Vec<FollowupWrite>) -> (usize, usize) {
+    let tasks: Vec<_> = writes
+        .into_iter()
+        .map(|write| {
+            let store = store.clone();
+            tokio::spawn(async move { store.write_followup(&write).await })
+        })
+        .collect();
+    let (mut children, mut released) = (0, 0);
+    for task in tasks {
+        let written = task.await.expect("task").expect("follow-up written");
+        children += written.child_ids.len();
+        released += usize::from(written.released);
+    }
+    (children, released)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn follow_ups_claimed_together_are_claimed_once_and_adopted_from_dead_nodes() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let runs: Vec<NewRun> = (0..3)
+            .map(|index| shard_run(&job, T0, (index, 3), 0, RunStatus::Failed))
+            .chain([shard_run(&job, T0, (0, 3), 5, RunStatus::Running)])
+            .collect();
+        store.insert_runs(&runs).await.expect("runs");
+        store.register_node("a", T0, 10_000).await.expect("node a");
+        store.register_node("b", T0, 10_000).await.expect("node b");
+        let (claimed_a, claimed_b) = tokio::join!(
+            store.claim_followups("a", 1, 2),
+            store.claim_followups("b", 1, 2),
+        );
+        let mut claimed = ids_of(&claimed_a.expect("claim"));
+        claimed.extend(ids_of(&claimed_b.expect("claim")));
+        claimed.sort_unstable();
+        claimed.dedup();
+        assert_eq!(
+            claimed.len(),
+            3,
+            "{backend}: each finished run once, the running one never"
+        );
+        assert!(
+            store
+                .claim_followups("a", 1, 10)
+                .await
+                .expect("claim")
+                .is_empty(),
+            "{backend}: nothing left to claim"
+        );
+
+        // Node b dies: after its lease, a takes over b's unfinished claims, not before.
+        let early = store
+            .adopt_stale_followups("a", 1, T0 + 5_000)
+            .await
+            .expect("adopt");
+        assert!(early.len() < 3, "{backend}: b is still alive");
+        assert!(early.iter().all(|run| run.owner_node == "a"), "{backend}");
+        let adopted = store
+            .adopt_stale_followups("a", 1, T0 + 20_000)
+            .await
+            .expect("adopt");
+        assert_eq!(
+            adopted.len(),
+            3,
+            "{backend}: a's own unfinished claims and b's"
+        );
+        assert!(
+            adopted
+                .iter()
+                .all(|run| run.owner_node == "a" && run.epoch == 1),
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let done = insert(&store, shard_run(&job, T0, (0, 1), 0, RunStatus::Success)).await;
+        let claimed = store.claim_followups("n1", 1, 10).await.expect("claim");
+        assert_eq!(ids_of(&claimed), vec![done], "{backend}");
+        // A run finishing after the claim is not touched by ending the earlier claims.
+        let later = insert(
+            &store,
+            shard_run(&job, T0 + 1, (0, 1), 0, RunStatus::Success),
+        )
+        .await;
+        store
+            .finish_followups(&[done, later], 1)
+            .await
+            .expect("finish");
+        assert!(
+            store
+                .adopt_stale_followups("n1", 1, T0)
+                .await
+                .expect("adopt")
+                .is_empty(),
+            "{backend}"
+        );
+        let next = store.claim_followups("n1", 1, 10).await.expect("claim");
+        assert_eq!(ids_of(&next), vec![later], "{backend}");
+        store
+            .finish_followups(&[], 1)
+            .await
+            .expect("nothing to finish");
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retry_is_created_once_per_attempt_even_when_written_together() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let failed = insert(&store, shard_run(&job, T0, (0, 1), 0, RunStatus::Failed)).await;
+        let with_retry = FollowupWrite {
+            retry: Some(shard_run(&job, T0, (0, 1), 1, RunStatus::Pending)),
+            ..followup(failed)
+        };
+        let (first, second) = tokio::join!(
+            store.write_followup(&with_retry),
+            store.write_followup(&with_retry),
+        );
+        let retry_ids: Vec<i64> = [first, second]
+            .into_iter()
+            .filter_map(|written| written.expect("write").retry_id)
+            .collect();
+        assert_eq!(retry_ids.len(), 1, "{backend}: the fire_key exists already");
+        let repeat = store.write_followup(&with_retry).await.expect("write");
+        assert_eq!(repeat.retry_id, None, "{backend}");
+        let runs = runs_of(&store, job.id).await;
+        assert_eq!(runs.len(), 2, "{backend}");
+        let retry = &runs[1];
+        assert_eq!(
+            (retry.id, retry.attempt, retry.status, retry.scheduled_at_ms),
+            (retry_ids[0], 1, RunStatus::Pending, T0),
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn broadcast_children_start_once_after_every_shard_succeeded() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let parent = new_job(&store, group.id, ScheduleType::Cron).await;
+        let child = new_job(&store, group.id, ScheduleType::None).await;
+        let shard = |index, status| shard_run(&parent, T0, (index, 3), 0, status);
+        let first = insert(&store, shard(0, RunStatus::Success)).await;
+        let second = insert(&store, shard(1, RunStatus::Success)).await;
+        let third = insert_running(&store, shard(2, RunStatus::Pending), T0).await;
+
+        let early = store
+            .write_followup(&with_children(first, &child))
+            .await
+            .expect("write");
+        assert!(early.child_ids.is_empty(), "{backend}: shard 2 still runs");
+
+        // Shards 1 and 2 are followed up at the same time (two admins): one starts them.
+        finish(&store, third, RunStatus::Success, T0 + 100).await;
+        let (started, _) = write_together(
+            &store,
+            vec![with_children(second, &child), with_children(third, &child)],
+        )
+        .await;
+        assert_eq!(started, 1, "{backend}: children started exactly once");
+        let again = store
+            .write_followup(&with_children(first, &child))
+            .await
+            .expect("write");
+        assert!(
+            again.child_ids.is_empty(),
+            "{backend}: a late repeat starts nothing"
+        );
+
+        // More fires whose three shards are all followed up at once.
+        for fire_at in (1..=5).map(|second| T0 + second * 1_000) {
+            let runs: Vec<NewRun> = (0..3)
+                .map(|index| shard_run(&parent, fire_at, (index, 3), 0, RunStatus::Success))
+                .collect();
+            let ids = store.insert_runs(&runs).await.expect("shards");
+            let writes = ids.iter().map(|id| with_children(*id, &child)).collect();
+            let (started, _) = write_together(&store, writes).await;
+            assert_eq!(started, 1, "{backend}: fire at {fire_at}");
+        }
+        assert_eq!(runs_of(&store, child.id).await.len(), 6, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_shard_that_succeeds_on_retry_completes_the_fire() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let parent = new_job(&store, group.id, ScheduleType::Cron).await;
+        let child = new_job(&store, group.id, ScheduleType::None).await;
+        let runs = [
+            shard_run(&parent, T0, (0, 3), 0, RunStatus::Success),
+            shard_run(&parent, T0, (1, 3), 0, RunStatus::Failed),
+            shard_run(&parent, T0, (1, 3), 1, RunStatus::Success),
+            shard_run(&parent, T0, (2, 3), 0, RunStatus::Success),
+        ];
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let written = store
+            .write_followup(&with_children(ids[2], &child))
+            .await
+            .expect("write");
+        assert_eq!(written.child_ids.len(), 1, "{backend}");
+        let child_runs = runs_of(&store, child.id).await;
+        assert_eq!(ids_of(&child_runs), written.child_ids, "{backend}");
+        assert_eq!(child_runs[0].trigger_type, TriggerType::Parent, "{backend}");
+        store.close().await;
+    }
+}
+
+/// A FIX_DELAY job waiting for its fire at `scheduled_at_ms` to finish.
+async fn awaiting_fix_delay(store: &Store, job: &Job, scheduled_at_ms: i64) {
+    let waiting = JobScheduleUpdate {
+        job_id: job.id,
+        trigger_last_ms: scheduled_at_ms,
+        trigger_next_ms: AWAITING,
+        status: JobStatus::Running,
+    };
+    assert!(store.set_job_schedule(waiting).await.expect("schedule"));
+}
+
+fn with_release(log_id: i64, job: &Job, scheduled_at_ms: i64, next_fire_ms: i64) -> FollowupWrite {
+    FollowupWrite {
+        fix_delay_release: Some(FixDelayRelease {
+            job_id: job.id,
+            scheduled_at_ms,
+            next_fire_ms,
+            awaiting_ms: AWAITING,
+        }),
+        ..followup(log_id)
+    }
+}
+
+async fn next_fire_of(store: &Store, job: &Job) -> i64 {
+    let job = store.get_job(job.id).await.expect("get").expect("job");
+    job.trigger_next_ms
+}
+
+#[tokio::test]
+async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let delayed = new_job(&store, new_group(&store).await.id, ScheduleType::FixDelay).await;
+        awaiting_fix_delay(&store, &delayed, T0).await;
+        let shard = |index, attempt, status| shard_run(&delayed, T0, (index, 3), attempt, status);
+        let first = insert(&store, shard(0, 0, RunStatus::Success)).await;
+        let second = insert_running(&store, shard(1, 0, RunStatus::Pending), T0).await;
+        let third = insert(&store, shard(2, 0, RunStatus::Success)).await;
+
+        let blocked = store
+            .write_followup(&with_release(first, &delayed, T0, T0 + 5_000))
+            .await
+            .expect("write");
+        assert!(!blocked.released, "{backend}: shard 1 is still running");
+        assert_eq!(next_fire_of(&store, &delayed).await, AWAITING, "{backend}");
+
+        // Shard 1 fails and is retried: the retry keeps the job waiting.
+        finish(&store, second, RunStatus::Failed, T0 + 100).await;
+        let retried = store
+            .write_followup(&FollowupWrite {
+                retry: Some(shard(1, 1, RunStatus::Pending)),
+                ..followup(second)
+            })
+            .await
+            .expect("write");
+        let retry_id = retried.retry_id.expect("retry inserted");
+        let not_yet = store
+            .write_followup(&with_release(third, &delayed, T0, T0 + 6_000))
+            .await
+            .expect("write");
+        assert!(!not_yet.released, "{backend}: the retry is pending");
+
+        // The retry ends: its follow-up lets the schedule continue.
+        store
+            .claim_runs(&[retry_id], "n1", 1, T0 + 200)
+            .await
+            .expect("claim");
+        finish(&store, retry_id, RunStatus::Success, T0 + 300).await;
+        let released = store
+            .write_followup(&with_release(retry_id, &delayed, T0, T0 + 9_000))
+            .await
+            .expect("write");
+        assert!(released.released, "{backend}");
+        assert_eq!(
+            next_fire_of(&store, &delayed).await,
+            T0 + 9_000,
+            "{backend}"
+        );
+        // Only while waiting: a repeat does not move it again.
+        let repeat = store
+            .write_followup(&with_release(retry_id, &delayed, T0, T0 + 99_000))
+            .await
+            .expect("write");
+        assert!(!repeat.released, "{backend}");
+        assert_eq!(
+            next_fire_of(&store, &delayed).await,
+            T0 + 9_000,
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fix_delay_is_released_exactly_once_when_the_runs_of_a_fire_finish_together() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let delayed = new_job(&store, new_group(&store).await.id, ScheduleType::FixDelay).await;
+        for fire_at in (0..6).map(|second| T0 + second * 1_000) {
+            awaiting_fix_delay(&store, &delayed, fire_at).await;
+            let runs: Vec<NewRun> = (0..3)
+                .map(|index| shard_run(&delayed, fire_at, (index, 3), 0, RunStatus::Success))
+                .collect();
+            let ids = store.insert_runs(&runs).await.expect("shards");
+            let claimed = store.claim_followups("n1", 1, 100).await.expect("claim");
+            assert_eq!(claimed.len(), 3, "{backend}");
+            let writes = ids
+                .iter()
+                .map(|id| with_release(*id, &delayed, fire_at, fire_at + 500))
+                .collect();
+            let (_, released) = write_together(&store, writes).await;
+            assert_eq!(released, 1, "{backend}: fire at {fire_at}");
+            assert_eq!(
+                next_fire_of(&store, &delayed).await,
+                fire_at + 500,
+                "{backend}"
+            );
+        }
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn delayed_runs_come_due_for_their_owner_and_epoch_only() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let delayed = |dispatch_at_ms, owner: &str, epoch| NewRun {
+            dispatch_at_ms,
+            owner_node: owner.to_string(),
+            epoch,
+            ..manual_run(&job, RunStatus::Pending)
+        };
+        let later = insert(&store, delayed(200, "n1", 2)).await;
+        let sooner = insert(&store, delayed(100, "n1", 2)).await;
+        for not_due in [
+            delayed(10_000, "n1", 2),
+            delayed(0, "n1", 2),
+            delayed(50, "n2", 2),
+            delayed(50, "n1", 1),
+        ] {
+            insert(&store, not_due).await;
+        }
+        insert_running(&store, delayed(50, "n1", 2), 60).await;
+        assert_eq!(
+            store
+                .due_delayed_runs("n1", 2, 1_000, 10)
+                .await
+                .expect("due"),
+            vec![sooner, later],
+            "{backend}: pending, due, this node and epoch, soonest first"
+        );
+        assert_eq!(
+            store
+                .due_delayed_runs("n1", 2, 1_000, 1)
+                .await
+                .expect("due"),
+            vec![sooner],
+            "{backend}"
+        );
+        assert_eq!(
+            store.due_delayed_runs("n1", 2, 150, 10).await.expect("due"),
+            vec![sooner],
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn running_runs_that_reached_an_executor_are_marked_lost_once() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let watched = insert_running(&store, fire(&job, 1_000, "n1", 1), 1_000).await;
+        dispatched_to(&store, watched, "http://e:1").await;
+        let undelivered = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        let done = insert_running(&store, fire(&job, 3_000, "n1", 1), 3_000).await;
+        dispatched_to(&store, done, "http://e:1").await;
+        finish(&store, done, RunStatus::Success, 3_500).await;
+        let second = insert_running(&store, fire(&job, 4_000, "n1", 1), 4_000).await;
+        dispatched_to(&store, second, "http://e:2").await;
+
+        let running = store.running_runs(10).await.expect("running");
+        assert_eq!(ids_of(&running), vec![watched, second], "{backend}");
+        assert_eq!(running[0].executor_address, "http://e:1", "{backend}");
+        assert_eq!(
+            ids_of(&store.running_runs(1).await.expect("running")),
+            vec![watched],
+            "{backend}"
+        );
+        assert_ne!(undelivered, watched);
+
+        assert!(
+            store
+                .mark_lost(watched, "executor gone", 9_000)
+                .await
+                .expect("lost"),
+            "{backend}"
+        );
+        let lost = store.get_log(watched).await.expect("get").expect("run");
+        assert_eq!(
+            (
+                lost.status,
+                lost.handle_code,
+                lost.handle_msg.as_str(),
+                lost.handle_time_ms
+            ),
+            (RunStatus::Lost, 500, "executor gone", 9_000),
+            "{backend}"
+        );
+        assert!(
+            !store
+                .mark_lost(watched, "again", 9_500)
+                .await
+                .expect("lost"),
+            "{backend}"
+        );
+        assert!(
+            !store.mark_lost(done, "late", 9_500).await.expect("lost"),
+            "{backend}: a finished run is not lost"
+        );
+        let late_result = store
+            .complete_runs(&[RunCompletion {
+                log_id: watched,
+                status: RunStatus::Success,
+                handle_code: 200,
+                handle_msg: "late".into(),
+                finished_ms: 9_900,
+            }])
+            .await
+            .expect("complete");
+        assert!(late_result.is_empty(), "{backend}: LOST is final");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn stranded_dispatches_are_those_of_gone_admins_without_an_address() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        store.register_node("dead", T0, 10_000).await.expect("node");
+        let claimed = |shard_index, owner: &str, epoch| NewRun {
+            owner_node: owner.to_string(),
+            epoch,
+            ..shard_run(&job, T0, (shard_index, 3), 0, RunStatus::Pending)
+        };
+        let dead = insert_running(&store, claimed(0, "dead", 1), T0).await;
+        let earlier_life = insert_running(&store, claimed(1, "me", 1), T0).await;
+        insert_running(&store, claimed(2, "me", 2), T0).await;
+        let stranded = |now_ms, claimed_before_ms| {
+            let store = store.clone();
+            async move {
+                let runs = store
+                    .stranded_dispatches("me", 2, now_ms, claimed_before_ms)
+                    .await
+                    .expect("query");
+                ids_of(&runs)
+            }
+        };
+
+        // "me" restarted as epoch 2: its epoch-1 claim is stranded; "dead" is still leased.
+        assert_eq!(
+            stranded(T0 + 5_000, T0 + 1_000).await,
+            vec![earlier_life],
+            "{backend}"
+        );
+        assert_eq!(
+            stranded(T0 + 20_000, T0 + 1_000).await,
+            vec![dead, earlier_life],
+            "{backend}"
+        );
+        // Claimed too recently: the dispatch may still be in flight.
+        assert!(stranded(T0 + 20_000, T0).await.is_empty(), "{backend}");
+        // Once its dispatch is recorded, a run is judged by its executor instead.
+        dispatched_to(&store, dead, "http://e:1").await;
+        assert_eq!(
+            stranded(T0 + 20_000, T0 + 1_000).await,
+            vec![earlier_life],
+            "{backend}"
+        );
+        store.close().await;
+    }
+}

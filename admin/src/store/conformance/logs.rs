@@ -1,0 +1,390 @@
+//! Run logs (inserts, dispatch outcomes, executor results, queries) and the shard rows of a
+//! SHARDING_BROADCAST fire.
+
+use super::*;
+
+#[tokio::test]
+async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = store.insert_group(&group("app")).await.expect("group");
+        let job = store.insert_job(&job(group.id, 0)).await.expect("job");
+        let ids = store
+            .insert_runs(&[fire(&job, 1_000, "n1", 1)])
+            .await
+            .expect("runs");
+        store.claim_runs(&ids, "n1", 1, 1_000).await.expect("claim");
+        // The executor's result lands before the dispatch outcome is recorded.
+        let completion = RunCompletion {
+            log_id: ids[0],
+            status: RunStatus::Success,
+            handle_code: 200,
+            handle_msg: "ok".into(),
+            finished_ms: 1_100,
+        };
+        assert_eq!(
+            store
+                .complete_runs(std::slice::from_ref(&completion))
+                .await
+                .expect("complete")
+                .len(),
+            1
+        );
+        let accepted = DispatchRecord {
+            log_id: ids[0],
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: "accepted".into(),
+            executor_address: "http://a:1".into(),
+            finished_ms: 1_050,
+        };
+        store.record_dispatches(&[accepted]).await.expect("record");
+        let failed_late = RunCompletion {
+            status: RunStatus::Failed,
+            handle_code: 500,
+            ..completion
+        };
+        assert!(
+            store
+                .complete_runs(&[failed_late])
+                .await
+                .expect("complete")
+                .is_empty(),
+            "{backend}"
+        );
+        let run = store.get_log(ids[0]).await.expect("get").expect("run");
+        assert_eq!(
+            (run.status, run.handle_code, run.trigger_code),
+            (RunStatus::Success, 200, 200),
+            "{backend}"
+        );
+        assert_eq!(run.executor_address, "http://a:1", "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn runs_are_listed_newest_first_with_every_filter() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let first_job = new_job(&store, group.id, ScheduleType::Cron).await;
+        let second_job = new_job(&store, group.id, ScheduleType::Cron).await;
+        let ids = store
+            .insert_runs(&[
+                fire(&first_job, 1_000, "n1", 1),
+                fire(&first_job, 2_000, "n1", 1),
+                manual_run(&second_job, RunStatus::Pending),
+            ])
+            .await
+            .expect("runs");
+        assert_eq!(ids.len(), 3, "{backend}");
+        assert!(
+            ids[0] < ids[1] && ids[1] < ids[2],
+            "{backend}: ids in insert order"
+        );
+        let stored = store.get_log(ids[2]).await.expect("get").expect("run");
+        assert_eq!(
+            (stored.job_id, stored.fire_key.clone(), stored.trigger_type),
+            (second_job.id, None, TriggerType::Manual),
+            "{backend}"
+        );
+        assert_eq!(store.get_log(9999).await.expect("get"), None, "{backend}");
+        store
+            .claim_runs(&ids[..2], "n1", 1, 5_000)
+            .await
+            .expect("claim");
+        finish(&store, ids[0], RunStatus::Success, 5_500).await;
+
+        let list = |filter: LogFilter| {
+            let store = store.clone();
+            async move {
+                let runs = store
+                    .list_logs(&LogFilter {
+                        limit: 10,
+                        ..filter
+                    })
+                    .await
+                    .expect("logs");
+                ids_of(&runs)
+            }
+        };
+        assert_eq!(
+            list(LogFilter::default()).await,
+            vec![ids[2], ids[1], ids[0]],
+            "{backend}"
+        );
+        assert_eq!(
+            list(LogFilter {
+                group_id: Some(group.id),
+                job_id: Some(first_job.id),
+                ..LogFilter::default()
+            })
+            .await,
+            vec![ids[1], ids[0]],
+            "{backend}"
+        );
+        assert_eq!(
+            list(LogFilter {
+                status: Some(RunStatus::Running),
+                ..LogFilter::default()
+            })
+            .await,
+            vec![ids[1]],
+            "{backend}"
+        );
+        assert_eq!(
+            list(LogFilter {
+                from_ms: Some(5_000),
+                to_ms: Some(5_000),
+                ..LogFilter::default()
+            })
+            .await,
+            vec![ids[1], ids[0]],
+            "{backend}: by trigger time, bounds included"
+        );
+        assert!(
+            list(LogFilter {
+                group_id: Some(9999),
+                ..LogFilter::default()
+            })
+            .await
+            .is_empty(),
+            "{backend}"
+        );
+        let page = store
+            .list_logs(&LogFilter {
+                offset: 1,
+                limit: 1,
+                ..LogFilter::default()
+            })
+            .await
+            .expect("page");
+        assert_eq!(ids_of(&page), vec![ids[1]], "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn failed_and_skipped_dispatches_end_only_open_runs() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let refused = insert_running(&store, fire(&job, 1_000, "n1", 1), 1_000).await;
+        let stopped = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        let done = insert_running(&store, fire(&job, 3_000, "n1", 1), 3_000).await;
+        finish(&store, done, RunStatus::Success, 3_100).await;
+        let record = |log_id, outcome| DispatchRecord {
+            log_id,
+            outcome,
+            trigger_code: 500,
+            trigger_msg: format!("{outcome:?}"),
+            executor_address: "http://a:1".into(),
+            finished_ms: 4_000,
+        };
+        store
+            .record_dispatches(&[
+                record(done, DispatchOutcome::Failed),
+                record(refused, DispatchOutcome::Failed),
+                record(stopped, DispatchOutcome::Skipped),
+            ])
+            .await
+            .expect("record");
+        let run = |id| {
+            let store = store.clone();
+            async move { store.get_log(id).await.expect("get").expect("run") }
+        };
+        let failed = run(refused).await;
+        assert_eq!(
+            (
+                failed.status,
+                failed.trigger_code,
+                failed.trigger_msg.as_str(),
+                failed.executor_address.as_str(),
+                failed.handle_time_ms
+            ),
+            (RunStatus::Failed, 500, "Failed", "http://a:1", 4_000),
+            "{backend}"
+        );
+        let skipped = run(stopped).await;
+        assert_eq!(
+            (skipped.status, skipped.trigger_msg.as_str()),
+            (RunStatus::Skipped, "Skipped"),
+            "{backend}"
+        );
+        let finished = run(done).await;
+        assert_eq!(
+            (
+                finished.status,
+                finished.handle_code,
+                finished.handle_time_ms
+            ),
+            (RunStatus::Success, 200, 3_100),
+            "{backend}: a final run keeps its result"
+        );
+        // A result for a run that already ended changes nothing either.
+        let late = store
+            .complete_runs(&[RunCompletion {
+                log_id: refused,
+                status: RunStatus::Success,
+                handle_code: 200,
+                handle_msg: "late".into(),
+                finished_ms: 5_000,
+            }])
+            .await
+            .expect("complete");
+        assert!(late.is_empty(), "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn results_return_the_runs_they_changed() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let first = insert_running(&store, fire(&job, 1_000, "n1", 1), 1_000).await;
+        let second = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        let completion = |log_id, status| RunCompletion {
+            log_id,
+            status,
+            handle_code: 502,
+            handle_msg: "timed out".into(),
+            finished_ms: 3_000,
+        };
+        let changed = store
+            .complete_runs(&[
+                completion(second, RunStatus::Timeout),
+                completion(first, RunStatus::Killed),
+                completion(second, RunStatus::Success),
+                completion(9999, RunStatus::Success),
+            ])
+            .await
+            .expect("complete");
+        let mut described: Vec<(i64, RunStatus, i32, i64)> = changed
+            .iter()
+            .map(|run| (run.id, run.status, run.handle_code, run.handle_time_ms))
+            .collect();
+        described.sort_unstable_by_key(|entry| entry.0);
+        assert_eq!(
+            described,
+            vec![
+                (first, RunStatus::Killed, 502, 3_000),
+                (second, RunStatus::Timeout, 502, 3_000),
+            ],
+            "{backend}: the repeated result of a batch does not count twice"
+        );
+        store.close().await;
+    }
+}
+
+/// Inserts and claims shard 0 of a broadcast fire at `scheduled_at_ms`; returns its id.
+async fn claimed_broadcast(store: &Store, job: &Job, scheduled_at_ms: i64) -> i64 {
+    insert_running(
+        store,
+        shard_run(job, scheduled_at_ms, (0, 1), 0, RunStatus::Pending),
+        scheduled_at_ms + 10,
+    )
+    .await
+}
+
+/// Shards 1..total of a broadcast fire, written already claimed.
+fn other_shards(job: &Job, scheduled_at_ms: i64, total: i32) -> Vec<NewRun> {
+    (1..total)
+        .map(|index| shard_run(job, scheduled_at_ms, (index, total), 0, RunStatus::Running))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_broadcast_fire_is_expanded_once_into_claimed_shards() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let first_id = claimed_broadcast(&store, &job, 1_000).await;
+        let expanded = store
+            .expand_broadcast(first_id, 3, &other_shards(&job, 1_000, 3), 1_500)
+            .await
+            .expect("expand");
+        let described: Vec<(i32, i32, RunStatus, i64, Option<String>)> = expanded
+            .iter()
+            .map(|run| {
+                (
+                    run.shard_index,
+                    run.shard_total,
+                    run.status,
+                    run.trigger_time_ms,
+                    run.fire_key.clone(),
+                )
+            })
+            .collect();
+        let key = |shard| Some(NewRun::fire_key(job.id, 1_000, shard, 0));
+        assert_eq!(
+            described,
+            vec![
+                (0, 3, RunStatus::Running, 1_010, key(0)),
+                (1, 3, RunStatus::Running, 1_500, key(1)),
+                (2, 3, RunStatus::Running, 1_500, key(2)),
+            ],
+            "{backend}"
+        );
+        assert_eq!(expanded[0].id, first_id, "{backend}");
+        let again = store
+            .expand_broadcast(first_id, 3, &other_shards(&job, 1_000, 3), 1_600)
+            .await
+            .expect("expand again");
+        assert!(again.is_empty(), "{backend}: expanded once");
+        assert_eq!(runs_of(&store, job.id).await.len(), 3, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_shard_row_that_exists_is_not_written_twice() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let first_id = claimed_broadcast(&store, &job, 1_000).await;
+        // Shard 1 exists already (written by another admin racing on the same fire).
+        insert(
+            &store,
+            shard_run(&job, 1_000, (1, 3), 0, RunStatus::Pending),
+        )
+        .await;
+        let expanded = store
+            .expand_broadcast(first_id, 3, &other_shards(&job, 1_000, 3), 1_500)
+            .await
+            .expect("expand");
+        let indexes: Vec<i32> = expanded.iter().map(|run| run.shard_index).collect();
+        assert_eq!(indexes, vec![0, 2], "{backend}");
+
+        // A pending (unclaimed) run is not expanded.
+        let pending = insert(
+            &store,
+            shard_run(&job, 2_000, (0, 1), 0, RunStatus::Pending),
+        )
+        .await;
+        let nothing = store
+            .expand_broadcast(pending, 3, &other_shards(&job, 2_000, 3), 2_500)
+            .await
+            .expect("expand");
+        assert!(nothing.is_empty(), "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_admins_expanding_one_fire_together_write_each_shard_once() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        for fire_at in (1..=5).map(|second| second * 1_000) {
+            let first_id = claimed_broadcast(&store, &job, fire_at).await;
+            let shards = other_shards(&job, fire_at, 4);
+            let (one, two) = tokio::join!(
+                store.expand_broadcast(first_id, 4, &shards, fire_at + 500),
+                store.expand_broadcast(first_id, 4, &shards, fire_at + 500),
+            );
+            let (one, two) = (one.expect("expand"), two.expect("expand"));
+            assert_eq!(
+                one.len() + two.len(),
+                4,
+                "{backend}: one expansion wins, the other adds nothing"
+            );
+        }
+        assert_eq!(runs_of(&store, job.id).await.len(), 20, "{backend}");
+        store.close().await;
+    }
+}

@@ -1,0 +1,347 @@
+//! Operations data (daily report, log clean-up, callback tokens) and the registry as the
+//! routing of every admin reads it.
+
+use super::*;
+use crate::store::{DayCounts, LogCleanup};
+
+const DAY_START: i64 = 1_716_163_200_000;
+const DAY_END: i64 = DAY_START + 86_400_000;
+
+/// A run of `job` that was dispatched at `trigger_ms` and ended `status` (PENDING and SKIPPED
+/// runs with `trigger_ms` 0 were never dispatched; their age is `scheduled_ms`).
+async fn run_with(
+    store: &Store,
+    job: &Job,
+    status: RunStatus,
+    trigger_ms: i64,
+    scheduled_ms: i64,
+) -> i64 {
+    let run = NewRun {
+        fire_key: None,
+        scheduled_at_ms: scheduled_ms,
+        status,
+        ..fire(job, scheduled_ms, "n1", 1)
+    };
+    if trigger_ms == 0 {
+        return insert(store, run).await;
+    }
+    let id = insert_running(store, run, trigger_ms).await;
+    match status {
+        RunStatus::Running => {}
+        RunStatus::Lost => {
+            assert!(store.mark_lost(id, "gone", trigger_ms).await.expect("lost"));
+        }
+        RunStatus::Skipped => {
+            let skip = DispatchRecord {
+                log_id: id,
+                outcome: DispatchOutcome::Skipped,
+                trigger_code: 0,
+                trigger_msg: "skipped".into(),
+                executor_address: String::new(),
+                finished_ms: trigger_ms,
+            };
+            store.record_dispatches(&[skip]).await.expect("skip");
+        }
+        final_status => finish(store, id, final_status, trigger_ms + 1).await,
+    }
+    id
+}
+
+async fn remaining_ids(store: &Store) -> Vec<i64> {
+    let runs = store
+        .list_logs(&LogFilter {
+            limit: 10_000,
+            ..LogFilter::default()
+        })
+        .await
+        .expect("logs");
+    let mut ids = ids_of(&runs);
+    ids.sort_unstable();
+    ids
+}
+
+#[tokio::test]
+async fn the_daily_report_counts_by_trigger_day_and_leaves_skipped_runs_out() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let inside = DAY_START + 1_000;
+        for status in [
+            RunStatus::Running,
+            RunStatus::Running,
+            RunStatus::Success,
+            RunStatus::Success,
+            RunStatus::Failed,
+            RunStatus::Timeout,
+            RunStatus::Killed,
+            RunStatus::Lost,
+            RunStatus::Skipped,
+        ] {
+            run_with(&store, &job, status, inside, 0).await;
+        }
+        run_with(&store, &job, RunStatus::Success, DAY_START - 1, 0).await;
+        run_with(&store, &job, RunStatus::Success, DAY_END, 0).await;
+        let counts = store
+            .refresh_log_report(DAY_START, DAY_END, 5)
+            .await
+            .expect("refresh");
+        assert_eq!(
+            (counts.day_ms, counts.running, counts.success, counts.failed),
+            (DAY_START, 2, 2, 4),
+            "{backend}"
+        );
+
+        run_with(&store, &job, RunStatus::Failed, DAY_END - 2, 0).await;
+        store
+            .refresh_log_report(DAY_START, DAY_END, 6)
+            .await
+            .expect("refresh again");
+        let next_day = store
+            .refresh_log_report(DAY_END, DAY_END + 86_400_000, 7)
+            .await
+            .expect("refresh next day");
+        assert_eq!(
+            (next_day.running, next_day.success, next_day.failed),
+            (0, 1, 0),
+            "{backend}"
+        );
+        let empty = store
+            .refresh_log_report(DAY_END + 86_400_000, DAY_END + 2 * 86_400_000, 7)
+            .await
+            .expect("refresh an empty day");
+        assert_eq!((empty.running, empty.success, empty.failed), (0, 0, 0));
+        let rows = store
+            .list_log_report(DAY_START, DAY_END)
+            .await
+            .expect("rows");
+        assert_eq!(
+            rows,
+            vec![
+                DayCounts {
+                    day_ms: DAY_START,
+                    running: 2,
+                    success: 2,
+                    failed: 5
+                },
+                DayCounts {
+                    day_ms: DAY_END,
+                    running: 0,
+                    success: 1,
+                    failed: 0
+                },
+            ],
+            "{backend}: oldest first, bounds included"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn clean_up_spares_active_runs_and_ages_undispatched_runs_by_schedule() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let cleaned = new_job(&store, group.id, ScheduleType::Cron).await;
+        let other = new_job(&store, group.id, ScheduleType::Cron).await;
+        let (old, young) = (DAY_START - 1, DAY_START + 1);
+        let old_final = run_with(&store, &cleaned, RunStatus::Success, old, 0).await;
+        let old_pending = run_with(&store, &cleaned, RunStatus::Pending, 0, old).await;
+        let old_running = run_with(&store, &cleaned, RunStatus::Running, old, old).await;
+        let old_undispatched = run_with(&store, &cleaned, RunStatus::Skipped, 0, old).await;
+        let young_final = run_with(&store, &cleaned, RunStatus::Failed, young, old).await;
+        let young_undispatched = run_with(&store, &cleaned, RunStatus::Skipped, 0, young).await;
+        let other_job_old = run_with(&store, &other, RunStatus::Failed, old, 0).await;
+        let cleanup = LogCleanup {
+            job_id: Some(cleaned.id),
+            older_than_ms: Some(DAY_START),
+            ..LogCleanup::default()
+        };
+        assert_eq!(
+            store
+                .delete_logs_batch(&cleanup, 1000)
+                .await
+                .expect("delete"),
+            2,
+            "{backend}"
+        );
+        let mut expected = vec![
+            old_pending,
+            old_running,
+            young_final,
+            young_undispatched,
+            other_job_old,
+        ];
+        expected.sort_unstable();
+        assert_eq!(remaining_ids(&store).await, expected, "{backend}");
+        assert!(!expected.contains(&old_final) && !expected.contains(&old_undispatched));
+
+        let by_group = LogCleanup {
+            group_id: Some(group.id),
+            ..LogCleanup::default()
+        };
+        assert_eq!(
+            store
+                .delete_logs_batch(&by_group, 1000)
+                .await
+                .expect("delete"),
+            3,
+            "{backend}"
+        );
+        let mut active = vec![old_pending, old_running];
+        active.sort_unstable();
+        assert_eq!(remaining_ids(&store).await, active, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn clean_up_batches_are_bounded_and_keep_the_newest_runs() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let cleaned = new_job(&store, group.id, ScheduleType::Cron).await;
+        let other = new_job(&store, group.id, ScheduleType::Cron).await;
+        let runs: Vec<NewRun> = (0..25)
+            .map(|_| manual_run(&cleaned, RunStatus::Skipped))
+            .collect();
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let newest = insert(&store, manual_run(&other, RunStatus::Skipped)).await;
+        let tenth_newest = store
+            .nth_newest_log_id(None, Some(cleaned.id), 10)
+            .await
+            .expect("query");
+        assert_eq!(tenth_newest, Some(ids[15]), "{backend}");
+        assert_eq!(
+            store
+                .nth_newest_log_id(Some(group.id), None, 1)
+                .await
+                .expect("query"),
+            Some(newest),
+            "{backend}: the other job's run is the group's newest"
+        );
+        assert_eq!(
+            store
+                .nth_newest_log_id(None, Some(cleaned.id), 26)
+                .await
+                .expect("query"),
+            None,
+            "{backend}"
+        );
+        let cleanup = LogCleanup {
+            job_id: Some(cleaned.id),
+            below_id: tenth_newest,
+            ..LogCleanup::default()
+        };
+        for expected in [10, 5, 0] {
+            assert_eq!(
+                store.delete_logs_batch(&cleanup, 10).await.expect("delete"),
+                expected,
+                "{backend}"
+            );
+        }
+        let remaining = remaining_ids(&store).await;
+        assert_eq!(remaining.len(), 11, "{backend}");
+        assert_eq!(remaining[0], ids[15], "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn callback_tokens_are_listed_for_runs_of_groups_that_have_one() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let secured = store
+            .insert_group(&Group {
+                access_token: "s3cret".into(),
+                ..group("app-one")
+            })
+            .await
+            .expect("group");
+        let open = store.insert_group(&group("app-two")).await.expect("group");
+        let secured_job = new_job(&store, secured.id, ScheduleType::Cron).await;
+        let open_job = new_job(&store, open.id, ScheduleType::Cron).await;
+        let in_secured = insert(&store, manual_run(&secured_job, RunStatus::Pending)).await;
+        let in_open = insert(&store, manual_run(&open_job, RunStatus::Pending)).await;
+        let tokens = store
+            .log_group_tokens(&[in_secured, in_open, 9999])
+            .await
+            .expect("tokens");
+        assert_eq!(
+            tokens,
+            vec![(in_secured, "s3cret".to_string())],
+            "{backend}"
+        );
+        assert!(
+            store
+                .log_group_tokens(&[])
+                .await
+                .expect("tokens")
+                .is_empty(),
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+fn executor(executor_id: &str, owner: &str, address: &str, heartbeat_ms: i64) -> ExecutorInfo {
+    ExecutorInfo {
+        executor_id: executor_id.to_string(),
+        app_name: "app".to_string(),
+        address: address.to_string(),
+        handlers: vec!["h".to_string()],
+        registered_ms: 1,
+        last_heartbeat_ms: heartbeat_ms,
+        admin_node: owner.to_string(),
+        running_log_ids: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn every_admin_sees_the_live_registry_rows_of_all_admins() {
+    for (backend, store, _dir) in fresh_stores().await {
+        for row in [
+            executor("a-1", "a", "http://h:1", 10_000),
+            executor("b-1", "b", "http://h:3", 10_000),
+            executor("b-2", "b", "http://h:2", 10_000),
+            executor("b-3", "b", "http://h:2", 10_000),
+            executor("c-1", "c", "http://h:9", 2_000),
+        ] {
+            store.upsert_registry(&row).await.expect("upsert");
+        }
+        assert_eq!(
+            store
+                .live_addresses_of_other_nodes("a", 5_000)
+                .await
+                .expect("addresses"),
+            vec!["http://h:2".to_string(), "http://h:3".to_string()],
+            "{backend}: distinct, sorted, live, not a's own"
+        );
+        let live = store.list_live_registry(5_000).await.expect("live");
+        let described: Vec<(&str, &str)> = live
+            .iter()
+            .map(|row| (row.executor_id.as_str(), row.admin_node.as_str()))
+            .collect();
+        assert_eq!(
+            described,
+            vec![("a-1", "a"), ("b-2", "b"), ("b-3", "b"), ("b-1", "b")],
+            "{backend}: by app, address, executor"
+        );
+        // An executor that moved to another admin: the row changes owner, it is not lost.
+        store
+            .upsert_registry(&executor("b-1", "a", "http://h:3", 11_000))
+            .await
+            .expect("handover");
+        let moved = store.list_registry_of_node("a").await.expect("list");
+        assert_eq!(
+            moved
+                .iter()
+                .map(|row| row.executor_id.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a-1", "b-1"],
+            "{backend}"
+        );
+        assert_eq!(
+            store.delete_stale_registry(5_000).await.expect("delete"),
+            1,
+            "{backend}: c-1 stopped heartbeating"
+        );
+        assert_eq!(store.list_live_registry(0).await.expect("live").len(), 4);
+        store.close().await;
+    }
+}

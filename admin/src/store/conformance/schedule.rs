@@ -1,0 +1,370 @@
+//! The schedule round under the lock, node leases, claims fenced by owner/epoch, adoption of
+//! orphaned fires, and skipping planned fires.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::*;
+use crate::store::RoundPlan;
+
+#[tokio::test]
+async fn a_schedule_round_writes_fires_once_and_guards_stopped_jobs() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = store.insert_group(&group("app")).await.expect("group");
+        let due = store.insert_job(&job(group.id, 10_000)).await.expect("job");
+        let stopped = store.insert_job(&job(group.id, 0)).await.expect("job");
+        let epoch = store.register_node("n1", 0, 10_000).await.expect("node");
+        let mut plan = |jobs: Vec<Job>| {
+            assert_eq!(
+                jobs.iter().map(|job| job.id).collect::<Vec<_>>(),
+                vec![due.id]
+            );
+            RoundPlan {
+                new_runs: vec![
+                    fire(&due, 10_000, "n1", epoch),
+                    fire(&due, 11_000, "n1", epoch),
+                ],
+                job_updates: vec![
+                    JobScheduleUpdate {
+                        job_id: due.id,
+                        trigger_last_ms: 11_000,
+                        trigger_next_ms: 12_000,
+                        status: JobStatus::Running,
+                    },
+                    JobScheduleUpdate {
+                        job_id: stopped.id,
+                        trigger_last_ms: 1,
+                        trigger_next_ms: 2,
+                        status: JobStatus::Running,
+                    },
+                ],
+            }
+        };
+        let (found, inserted) = store
+            .run_schedule_round(15_000, 100, &mut plan)
+            .await
+            .expect("round");
+        assert_eq!((found, inserted.len()), (1, 2), "{backend}");
+        let reloaded = store.get_job(due.id).await.expect("get").expect("job");
+        assert_eq!(reloaded.trigger_next_ms, 12_000, "{backend}");
+        let still_stopped = store.get_job(stopped.id).await.expect("get").expect("job");
+        assert_eq!(
+            (still_stopped.status, still_stopped.trigger_next_ms),
+            (JobStatus::Stopped, 0),
+            "{backend}"
+        );
+
+        // The same fires again (a second admin, a restarted one): nothing new is written.
+        let mut again = |_jobs: Vec<Job>| RoundPlan {
+            new_runs: vec![fire(&due, 11_000, "n2", 1)],
+            job_updates: vec![],
+        };
+        let (_, inserted_again) = store
+            .run_schedule_round(15_000, 100, &mut again)
+            .await
+            .expect("round");
+        assert!(inserted_again.is_empty(), "{backend}: fire_key is unique");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = store.insert_group(&group("app")).await.expect("group");
+        let job = store.insert_job(&job(group.id, 0)).await.expect("job");
+        let old_epoch = store.register_node("n1", 0, 1_000).await.expect("node");
+        let ids = store
+            .insert_runs(&[fire(&job, 5_000, "n1", old_epoch)])
+            .await
+            .expect("runs");
+        let new_epoch = store
+            .register_node("n1", 2_000, 1_000)
+            .await
+            .expect("restart");
+        assert_eq!(new_epoch, old_epoch + 1, "{backend}");
+        // A stalled holder of the old epoch can no longer claim its fire once adopted.
+        let adopted = store
+            .adopt_orphan_runs("n1", new_epoch, 2_000)
+            .await
+            .expect("adopt");
+        assert_eq!(
+            adopted.iter().map(|run| run.id).collect::<Vec<_>>(),
+            ids,
+            "{backend}"
+        );
+        assert!(
+            store
+                .claim_runs(&ids, "n1", old_epoch, 2_100)
+                .await
+                .expect("claim")
+                .is_empty(),
+            "{backend}"
+        );
+        let claimed = store
+            .claim_runs(&ids, "n1", new_epoch, 2_200)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "{backend}");
+        assert_eq!(claimed[0].status, RunStatus::Running, "{backend}");
+        assert!(
+            store
+                .claim_runs(&ids, "n1", new_epoch, 2_300)
+                .await
+                .expect("claim")
+                .is_empty(),
+            "{backend}"
+        );
+        // Another node's fires are adopted only after its lease lapsed.
+        let other = store.register_node("n2", 2_000, 1_000).await.expect("node");
+        store
+            .insert_runs(&[fire(&job, 6_000, "n2", other)])
+            .await
+            .expect("runs");
+        assert!(
+            store
+                .adopt_orphan_runs("n1", new_epoch, 2_500)
+                .await
+                .expect("adopt")
+                .is_empty(),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .adopt_orphan_runs("n1", new_epoch, 3_500)
+                .await
+                .expect("adopt")
+                .len(),
+            1,
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn schedule_rounds_started_together_run_one_after_the_other() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let due = store.insert_job(&job(group.id, 10_000)).await.expect("job");
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most_inside = Arc::new(AtomicUsize::new(0));
+        let saw_due = Arc::new(AtomicUsize::new(0));
+        let start = Arc::new(tokio::sync::Barrier::new(2));
+        let mut admins = Vec::new();
+        for node in ["n1", "n2"] {
+            let (store, due) = (store.clone(), due.clone());
+            let (inside, most_inside, saw_due, start) = (
+                inside.clone(),
+                most_inside.clone(),
+                saw_due.clone(),
+                start.clone(),
+            );
+            admins.push(tokio::spawn(async move {
+                let mut plan = move |jobs: Vec<Job>| {
+                    let now_inside = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most_inside.fetch_max(now_inside, Ordering::SeqCst);
+                    // Holds the round open so that a round without the lock would overlap it;
+                    // block_in_place hands this worker's other tasks (the other admin) on.
+                    tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(200)));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    if jobs.is_empty() {
+                        return RoundPlan::default();
+                    }
+                    saw_due.fetch_add(1, Ordering::SeqCst);
+                    RoundPlan {
+                        new_runs: vec![fire(&due, 10_000, node, 1)],
+                        job_updates: vec![JobScheduleUpdate {
+                            job_id: due.id,
+                            trigger_last_ms: 10_000,
+                            trigger_next_ms: 20_000,
+                            status: JobStatus::Running,
+                        }],
+                    }
+                };
+                start.wait().await;
+                store.run_schedule_round(15_000, 100, &mut plan).await
+            }));
+        }
+        let mut inserted = 0;
+        for admin in admins {
+            let (_, runs) = admin.await.expect("round task").expect("round");
+            inserted += runs.len();
+        }
+        assert_eq!(
+            most_inside.load(Ordering::SeqCst),
+            1,
+            "{backend}: rounds overlapped"
+        );
+        assert_eq!(
+            saw_due.load(Ordering::SeqCst),
+            1,
+            "{backend}: the second round must see the first one's next fire time"
+        );
+        assert_eq!(inserted, 1, "{backend}");
+        assert_eq!(runs_of(&store, due.id).await.len(), 1, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_lease_is_renewed_only_by_the_current_epoch() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let first = store.register_node("n1", 1_000, 500).await.expect("node");
+        assert_eq!(first, 1, "{backend}: a new node starts at epoch 1");
+        assert!(
+            store.renew_node("n1", first, 2_000).await.expect("renew"),
+            "{backend}"
+        );
+        let second = store
+            .register_node("n1", 3_000, 500)
+            .await
+            .expect("restart");
+        assert_eq!(second, 2, "{backend}");
+        assert!(
+            !store.renew_node("n1", first, 4_000).await.expect("renew"),
+            "{backend}: the previous life of the node lost its lease"
+        );
+        assert!(
+            store.renew_node("n1", second, 4_000).await.expect("renew"),
+            "{backend}"
+        );
+        assert!(
+            !store.renew_node("nobody", 1, 4_000).await.expect("renew"),
+            "{backend}"
+        );
+        // The renewed lease is what others judge by: n1 is alive until 4 000.
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        insert(&store, fire(&job, 9_000, "n1", second)).await;
+        store.register_node("n2", 0, 100_000).await.expect("node");
+        assert!(
+            store
+                .adopt_orphan_runs("n2", 1, 3_999)
+                .await
+                .expect("adopt")
+                .is_empty(),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .adopt_orphan_runs("n2", 1, 4_001)
+                .await
+                .expect("adopt")
+                .len(),
+            1,
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        // "stalled" started at 0 with a 1 s lease and froze; "a" and "b" are alive.
+        let stalled = store
+            .register_node("stalled", 0, 1_000)
+            .await
+            .expect("node");
+        for node in ["a", "b"] {
+            store.register_node(node, 0, 100_000).await.expect("node");
+        }
+        let runs: Vec<NewRun> = (0..60)
+            .map(|second| fire(&job, 10_000 + second * 1_000, "stalled", stalled))
+            .collect();
+        let ids = store.insert_runs(&runs).await.expect("fires");
+
+        // The stalled node wakes up and claims its fires while a and b sweep for orphans.
+        let (claimed, adopted_a, adopted_b) = tokio::join!(
+            store.claim_runs(&ids, "stalled", stalled, 5_000),
+            store.adopt_orphan_runs("a", 1, 5_000),
+            store.adopt_orphan_runs("b", 1, 5_000),
+        );
+        let mut taken: Vec<i64> = ids_of(&claimed.expect("claim"));
+        taken.extend(ids_of(&adopted_a.expect("adopt")));
+        taken.extend(ids_of(&adopted_b.expect("adopt")));
+        taken.sort_unstable();
+        let mut expected = ids.clone();
+        expected.sort_unstable();
+        assert_eq!(taken, expected, "{backend}: every fire taken exactly once");
+
+        // The adopters' claims are fenced the same way: only the current owner claims.
+        let now_owned: Vec<crate::model::RunLog> = runs_of(&store, job.id)
+            .await
+            .into_iter()
+            .filter(|run| run.status == RunStatus::Pending)
+            .collect();
+        for run in &now_owned {
+            let wrong = if run.owner_node == "a" { "b" } else { "a" };
+            assert!(
+                store
+                    .claim_runs(&[run.id], wrong, 1, 6_000)
+                    .await
+                    .expect("claim")
+                    .is_empty(),
+                "{backend}"
+            );
+        }
+        let pending_ids = ids_of(&now_owned);
+        let (by_a, by_b) = tokio::join!(
+            store.claim_runs(&pending_ids, "a", 1, 6_000),
+            store.claim_runs(&pending_ids, "b", 1, 6_000),
+        );
+        assert_eq!(
+            by_a.expect("claim").len() + by_b.expect("claim").len(),
+            pending_ids.len(),
+            "{backend}"
+        );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn skipping_touches_only_pending_runs_and_planned_fires() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let planned = insert(&store, fire(&job, 10_000, "n1", 1)).await;
+        let later = insert(&store, fire(&job, 11_000, "n1", 1)).await;
+        let manual = insert(&store, manual_run(&job, RunStatus::Pending)).await;
+        let running = insert_running(&store, fire(&job, 9_000, "n1", 1), 9_000).await;
+
+        let skipped = store
+            .skip_planned_fires(job.id, "job stopped", 12_000)
+            .await
+            .expect("skip planned");
+        assert_eq!(skipped, 2, "{backend}: the two pending scheduled fires");
+        for id in [planned, later] {
+            let run = store.get_log(id).await.expect("get").expect("run");
+            assert_eq!(
+                (run.status, run.trigger_msg.as_str(), run.trigger_time_ms),
+                (RunStatus::Skipped, "job stopped", 12_000),
+                "{backend}"
+            );
+        }
+        let status_of = |id| {
+            let store = store.clone();
+            async move { store.get_log(id).await.expect("get").expect("run").status }
+        };
+        assert_eq!(status_of(manual).await, RunStatus::Pending, "{backend}");
+        assert_eq!(status_of(running).await, RunStatus::Running, "{backend}");
+
+        store
+            .skip_runs(&[manual, running, 9999], "too late", 13_000)
+            .await
+            .expect("skip runs");
+        let manual_run = store.get_log(manual).await.expect("get").expect("run");
+        assert_eq!(
+            (manual_run.status, manual_run.trigger_msg.as_str()),
+            (RunStatus::Skipped, "too late"),
+            "{backend}"
+        );
+        assert_eq!(
+            status_of(running).await,
+            RunStatus::Running,
+            "{backend}: a running run is never skipped"
+        );
+        store.close().await;
+    }
+}

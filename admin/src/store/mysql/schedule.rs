@@ -1,0 +1,287 @@
+//! The schedule round under the lock, node leases, and the claim/adopt steps that make every
+//! scheduled fire run exactly once.
+//!
+//! The round is one transaction that first locks the `schedule_lock` row
+//! (`SELECT … FOR UPDATE`), so of several admins exactly one plans at a time; the planning
+//! closure is pure, so no network I/O happens while the lock is held. Claims and adoptions lock
+//! their candidate rows in id order, update exactly those, and read them back.
+
+use sqlx::{MySql, MySqlConnection, QueryBuilder};
+
+use super::inserts::{insert_keyed, new_run_insert};
+use super::jobs::write_schedule_updates;
+use super::rows::{JOB_COLUMNS, LOG_COLUMNS, get, job_from_row, run_from_row};
+use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
+use crate::model::{Job, RunLog};
+use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+
+impl MySqlStore {
+    pub async fn register_node(
+        &self,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<i64> {
+        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        sqlx::query(
+            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (?, 1, ?, ?) \
+             ON DUPLICATE KEY UPDATE epoch = epoch + 1, \
+             lease_until_ms = VALUES(lease_until_ms), started_ms = VALUES(started_ms)",
+        )
+        .bind(node_id)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        // The row stays locked by the upsert until commit: this reads this start's epoch.
+        let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM xjob_node WHERE node_id = ?")
+            .bind(node_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_error)?;
+        tx.commit().await.map_err(map_error)?;
+        Ok(epoch)
+    }
+
+    pub async fn renew_node(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        lease_until_ms: i64,
+    ) -> StoreResult<bool> {
+        let result =
+            sqlx::query("UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?")
+                .bind(lease_until_ms)
+                .bind(node_id)
+                .bind(epoch)
+                .execute(&self.pool)
+                .await
+                .map_err(map_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    pub async fn run_schedule_round(
+        &self,
+        window_end_ms: i64,
+        limit: i64,
+        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
+    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
+        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        let locked: Option<Vec<u8>> = sqlx::query_scalar(
+            "SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock' FOR UPDATE",
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        if locked.is_none() {
+            return Err(StoreError::Schema(
+                "row 'schedule_lock' missing from xjob_lock: admins would not exclude each other"
+                    .to_string(),
+            ));
+        }
+        let rows = sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= ? \
+             ORDER BY trigger_next_ms LIMIT ?"
+        ))
+        .bind(window_end_ms)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        let jobs = rows
+            .iter()
+            .map(job_from_row)
+            .collect::<StoreResult<Vec<Job>>>()?;
+        let job_count = jobs.len();
+        let decided = plan(jobs);
+        let inserted = insert_keyed(&mut tx, &decided.new_runs, new_run_insert)
+            .await?
+            .into_iter()
+            .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+            .collect();
+        write_schedule_updates(&mut tx, &decided.job_updates).await?;
+        tx.commit().await.map_err(map_error)?;
+        Ok((job_count, inserted))
+    }
+
+    pub async fn adopt_orphan_runs(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        let gone = gone_nodes(&mut tx, node_id, now_ms).await?;
+        let mut select = QueryBuilder::new("SELECT id FROM xjob_log WHERE status = 'PENDING'");
+        push_gone_owner(&mut select, node_id, epoch, "<", &gone);
+        let ids = lock_ids(&mut tx, select).await?;
+        for chunk in ids.chunks(MAX_BIND_PARAMS) {
+            let sql = format!(
+                "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(node_id).bind(epoch);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            query.execute(&mut *tx).await.map_err(map_error)?;
+        }
+        let adopted = runs_by_id(&mut tx, &ids).await?;
+        tx.commit().await.map_err(map_error)?;
+        Ok(adopted)
+    }
+
+    pub async fn claim_runs(
+        &self,
+        ids: &[i64],
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        let mut claimed_ids = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(MAX_BIND_PARAMS) {
+            // The owner/epoch condition is the fence: a node that stalled past its lease and
+            // lost its fires to another node claims nothing here.
+            let sql = format!(
+                "SELECT id FROM xjob_log WHERE status = 'PENDING' AND owner_node = ? \
+                 AND epoch = ? AND id IN ({}) ORDER BY id FOR UPDATE",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(node_id).bind(epoch);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            claimed_ids.extend(query.fetch_all(&mut *tx).await.map_err(map_error)?);
+        }
+        for chunk in claimed_ids.chunks(MAX_BIND_PARAMS) {
+            let sql = format!(
+                "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? WHERE id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(now_ms);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            query.execute(&mut *tx).await.map_err(map_error)?;
+        }
+        let claimed = runs_by_id(&mut tx, &claimed_ids).await?;
+        tx.commit().await.map_err(map_error)?;
+        Ok(claimed)
+    }
+
+    pub async fn skip_planned_fires(
+        &self,
+        job_id: i64,
+        reason: &str,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        let result = sqlx::query(
+            "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
+             WHERE job_id = ? AND status = 'PENDING' AND fire_key IS NOT NULL",
+        )
+        .bind(reason)
+        .bind(now_ms)
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected())
+    }
+
+    pub async fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> {
+        for chunk in ids.chunks(MAX_BIND_PARAMS) {
+            let sql = format!(
+                "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
+                 WHERE status = 'PENDING' AND id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(reason).bind(now_ms);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            query.execute(&self.pool).await.map_err(map_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Nodes other than `node_id` whose lease lapsed before `now_ms`.
+pub(super) async fn gone_nodes(
+    conn: &mut MySqlConnection,
+    node_id: &str,
+    now_ms: i64,
+) -> StoreResult<Vec<String>> {
+    let rows =
+        sqlx::query("SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?")
+            .bind(now_ms)
+            .bind(node_id)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_error)?;
+    rows.iter().map(|row| get(row, "node_id")).collect()
+}
+
+/// Pushes ` AND (…)` keeping rows owned by a gone admin: an earlier epoch of this node
+/// (`own_epochs` is `<`, or `<=` to include the current one) or any epoch of a `gone` node.
+pub(super) fn push_gone_owner(
+    query: &mut QueryBuilder<'_, MySql>,
+    node_id: &str,
+    epoch: i64,
+    own_epochs: &str,
+    gone: &[String],
+) {
+    query
+        .push(" AND ((owner_node = ")
+        .push_bind(node_id.to_string());
+    query
+        .push(format!(" AND epoch {own_epochs} "))
+        .push_bind(epoch)
+        .push(")");
+    if !gone.is_empty() {
+        query.push(" OR owner_node IN (");
+        let mut names = query.separated(", ");
+        for name in gone {
+            names.push_bind(name.clone());
+        }
+        query.push(")");
+    }
+    query.push(")");
+}
+
+/// Runs a `SELECT id …` as a locking read in id order; returns the locked ids.
+pub(super) async fn lock_ids(
+    conn: &mut MySqlConnection,
+    mut select: QueryBuilder<'_, MySql>,
+) -> StoreResult<Vec<i64>> {
+    select.push(" ORDER BY id FOR UPDATE");
+    select
+        .build_query_scalar::<i64>()
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_error)
+}
+
+/// The runs with the given ids, by id.
+pub(super) async fn runs_by_id(
+    conn: &mut MySqlConnection,
+    ids: &[i64],
+) -> StoreResult<Vec<RunLog>> {
+    let mut runs = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(MAX_BIND_PARAMS) {
+        let sql = format!(
+            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE id IN ({}) ORDER BY id",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in chunk {
+            query = query.bind(id);
+        }
+        for row in query.fetch_all(&mut *conn).await.map_err(map_error)? {
+            runs.push(run_from_row(&row)?);
+        }
+    }
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
+}

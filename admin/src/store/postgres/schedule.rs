@@ -1,0 +1,248 @@
+//! The schedule round under the lock, node leases, and the claim/adopt steps that make every
+//! scheduled fire run exactly once.
+//!
+//! The round is one transaction that first locks the `schedule_lock` row (`FOR UPDATE`), so
+//! rounds of all admins run one after the other and each reads the job times the previous one
+//! wrote. Claims and adoptions need no lock: each is a conditional update on the run's
+//! status/owner/epoch, which PostgreSQL re-checks on the newest row version after waiting for a
+//! concurrent writer, so of a stalled owner's claim and another node's adoption only one wins.
+//! Multi-row updates lock their rows in id order first, so two admins never deadlock.
+
+use sqlx::{PgConnection, Postgres, QueryBuilder, Row};
+
+use super::jobs::write_schedule_updates;
+use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
+use super::{INSERT_BATCH, PgStore, map_error, missing_lock_row};
+use crate::model::{Job, NewRun, RunLog};
+use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+
+impl PgStore {
+    pub async fn register_node(
+        &self,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<i64> {
+        sqlx::query_scalar(
+            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) \
+             VALUES ($1, 1, $2, $3) \
+             ON CONFLICT (node_id) DO UPDATE SET epoch = xjob_node.epoch + 1, \
+             lease_until_ms = excluded.lease_until_ms, started_ms = excluded.started_ms \
+             RETURNING epoch",
+        )
+        .bind(node_id)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_error)
+    }
+
+    pub async fn renew_node(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        lease_until_ms: i64,
+    ) -> StoreResult<bool> {
+        let result = sqlx::query(
+            "UPDATE xjob_node SET lease_until_ms = $1 WHERE node_id = $2 AND epoch = $3",
+        )
+        .bind(lease_until_ms)
+        .bind(node_id)
+        .bind(epoch)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    pub async fn run_schedule_round(
+        &self,
+        window_end_ms: i64,
+        limit: i64,
+        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
+    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
+        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        lock_schedule(&mut tx).await?;
+        // READ COMMITTED: this statement's snapshot is taken after the lock was granted, so it
+        // sees the next fire times the previous holder committed.
+        let rows = sqlx::query(&format!(
+            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 \
+             AND trigger_next_ms <= $1 ORDER BY trigger_next_ms LIMIT $2"
+        ))
+        .bind(window_end_ms)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        let jobs = rows
+            .iter()
+            .map(job_from_row)
+            .collect::<StoreResult<Vec<Job>>>()?;
+        let job_count = jobs.len();
+        let decided = plan(jobs);
+        let inserted = insert_fires(&mut tx, &decided.new_runs).await?;
+        write_schedule_updates(&mut tx, &decided.job_updates).await?;
+        tx.commit().await.map_err(map_error)?;
+        Ok((job_count, inserted))
+    }
+
+    pub async fn adopt_orphan_runs(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        // SKIP LOCKED: a row another admin is adopting or claiming right now is left to it; if
+        // that admin's write does not happen, the next sweep finds the row again.
+        let rows = sqlx::query(&format!(
+            "UPDATE xjob_log SET owner_node = $1, epoch = $2 WHERE id IN ( \
+               SELECT id FROM xjob_log WHERE status = 'PENDING' AND ( \
+                 (owner_node = $1 AND epoch < $2) OR owner_node IN ( \
+                   SELECT node_id FROM xjob_node WHERE lease_until_ms < $3 AND node_id <> $1)) \
+               ORDER BY id FOR UPDATE SKIP LOCKED) \
+             RETURNING {LOG_COLUMNS}"
+        ))
+        .bind(node_id)
+        .bind(epoch)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        runs_by_id(&rows)
+    }
+
+    pub async fn claim_runs(
+        &self,
+        ids: &[i64],
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        // The owner/epoch condition is the fence: a node that stalled past its lease and lost
+        // its fires to another node claims nothing here. FOR UPDATE (not SKIP LOCKED): a row
+        // being adopted right now is waited for and then re-checked, never silently passed by.
+        let rows = sqlx::query(&format!(
+            "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = $1 WHERE id IN ( \
+               SELECT id FROM xjob_log WHERE id = ANY($4) AND status = 'PENDING' \
+               AND owner_node = $2 AND epoch = $3 ORDER BY id FOR UPDATE) \
+             RETURNING {LOG_COLUMNS}"
+        ))
+        .bind(now_ms)
+        .bind(node_id)
+        .bind(epoch)
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error)?;
+        runs_by_id(&rows)
+    }
+
+    pub async fn skip_planned_fires(
+        &self,
+        job_id: i64,
+        reason: &str,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        let result = sqlx::query(
+            "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = $1, trigger_time_ms = $2 \
+             WHERE id IN (SELECT id FROM xjob_log WHERE job_id = $3 AND status = 'PENDING' \
+               AND fire_key IS NOT NULL ORDER BY id FOR UPDATE)",
+        )
+        .bind(reason)
+        .bind(now_ms)
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(result.rows_affected())
+    }
+
+    pub async fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = $1, trigger_time_ms = $2 \
+             WHERE id IN (SELECT id FROM xjob_log WHERE id = ANY($3) AND status = 'PENDING' \
+               ORDER BY id FOR UPDATE)",
+        )
+        .bind(reason)
+        .bind(now_ms)
+        .bind(ids)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(())
+    }
+}
+
+/// Takes the schedule lock for the rest of the transaction; a missing lock row is a schema
+/// error, never a round without mutual exclusion.
+async fn lock_schedule(conn: &mut PgConnection) -> StoreResult<()> {
+    let locked: Option<String> = sqlx::query_scalar(
+        "SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock' FOR UPDATE",
+    )
+    .fetch_optional(conn)
+    .await
+    .map_err(map_error)?;
+    locked.map(|_| ()).ok_or_else(missing_lock_row)
+}
+
+/// Decodes returned runs, ordered by id (RETURNING has no order of its own).
+pub(super) fn runs_by_id(rows: &[sqlx::postgres::PgRow]) -> StoreResult<Vec<RunLog>> {
+    let mut runs = rows
+        .iter()
+        .map(run_from_row)
+        .collect::<StoreResult<Vec<RunLog>>>()?;
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
+}
+
+/// Inserts the round's fires; a `fire_key` already present is skipped, never duplicated.
+async fn insert_fires(conn: &mut PgConnection, runs: &[NewRun]) -> StoreResult<Vec<InsertedRun>> {
+    let mut inserted = Vec::with_capacity(runs.len());
+    for chunk in runs.chunks(INSERT_BATCH) {
+        let mut query = new_run_insert(chunk);
+        query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key");
+        let rows = query
+            .build()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_error)?;
+        for row in rows {
+            let fire_key: Option<String> = row.try_get("fire_key").map_err(map_error)?;
+            inserted.push(InsertedRun {
+                log_id: row.try_get("id").map_err(map_error)?,
+                fire_key: fire_key.ok_or_else(|| {
+                    StoreError::Corrupt("scheduled fire inserted without fire_key".to_string())
+                })?,
+            });
+        }
+    }
+    Ok(inserted)
+}
+
+/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for a batch of new runs.
+pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Postgres> {
+    let mut query = QueryBuilder::new(
+        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
+         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
+         owner_node, epoch, dispatch_at_ms) ",
+    );
+    query.push_values(runs, |mut row, run| {
+        row.push_bind(run.job_id)
+            .push_bind(run.group_id)
+            .push_bind(run.fire_key.as_deref())
+            .push_bind(run.status.as_str())
+            .push_bind(run.trigger_type.as_str())
+            .push_bind(run.scheduled_at_ms)
+            .push_bind(run.handler.as_str())
+            .push_bind(run.params.as_str())
+            .push_bind(run.shard_index)
+            .push_bind(run.shard_total)
+            .push_bind(run.attempt)
+            .push_bind(run.trigger_msg.as_str())
+            .push_bind(run.owner_node.as_str())
+            .push_bind(run.epoch)
+            .push_bind(run.dispatch_at_ms);
+    });
+    query
+}
