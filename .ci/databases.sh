@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Starts PostgreSQL 15 and MariaDB on free loopback ports in throw-away directories, for the
-# store conformance suite and the cluster tests. Source it: it exports
-#   XJOB_TEST_POSTGRES_URL  postgres://xjob:xjob@127.0.0.1:PORT/xjob
-#   XJOB_TEST_MYSQL_URL     mysql://xjob:xjob@127.0.0.1:PORT/xjob
-# and registers a trap that stops both servers when the calling shell exits.
+# store conformance suite and the cluster tests. Source it, then call the functions:
+#   xjob_install_databases   apt-installs what is missing
+#   xjob_start_postgres      exports XJOB_TEST_POSTGRES_URL  postgres://xjob:xjob@127.0.0.1:PORT/xjob
+#                            and XJOB_TEST_POSTGRES_CTL, a command taking
+#                            start|stop|restart|checkpoint
+#                            (admin/tests/cluster.rs restarts the server under load with it)
+#   xjob_start_mariadb       exports XJOB_TEST_MYSQL_URL     mysql://xjob:xjob@127.0.0.1:PORT/xjob
+#   xjob_stop_databases      stops both and deletes their directories
+# The caller stops them on exit (.ci/run: `trap xjob_stop_databases EXIT`).
 # apt does not start services on these machines, so everything is started by hand here.
 
 xjob_free_port() {
@@ -28,18 +33,33 @@ xjob_start_postgres() {
   local port; port=$(xjob_free_port)
   # PostgreSQL refuses to run as root: initdb and the server run as the postgres user.
   su postgres -s /bin/sh -c "$bin/initdb -D $XJOB_PG_DIR/data -U postgres -A trust >/dev/null"
-  su postgres -s /bin/sh -c "$bin/pg_ctl -D $XJOB_PG_DIR/data -l $XJOB_PG_DIR/log -w \
-    -o '-h 127.0.0.1 -p $port -k $XJOB_PG_DIR -c fsync=on -c max_connections=300' start >/dev/null"
+  # One control command with the server's options baked in, so `stop` then `start` brings the
+  # same server back on the same port (pg_ctl start alone would fall back to the defaults).
+  # `checkpoint` flushes dirty buffers first, so a following `stop` takes a moment, not the
+  # tens of seconds a shutdown checkpoint takes after a test suite created many databases.
+  cat >"$XJOB_PG_DIR/ctl" <<CTL
+#!/bin/sh
+# usage: ctl start|stop|restart|checkpoint
+case "\$1" in
+  checkpoint) exec psql -h 127.0.0.1 -p $port -U postgres -q -c CHECKPOINT ;;
+  *) exec su postgres -s /bin/sh -c "$bin/pg_ctl -D $XJOB_PG_DIR/data -l $XJOB_PG_DIR/log -w -m fast \\
+       -o '-h 127.0.0.1 -p $port -k $XJOB_PG_DIR -c fsync=on -c max_connections=300' \$1 >/dev/null" ;;
+esac
+CTL
+  chmod +x "$XJOB_PG_DIR/ctl"
+  "$XJOB_PG_DIR/ctl" start
   psql -h 127.0.0.1 -p "$port" -U postgres -q -c "CREATE USER xjob PASSWORD 'xjob' CREATEDB" \
     -c "CREATE DATABASE xjob OWNER xjob" >/dev/null
   export XJOB_TEST_POSTGRES_URL="postgres://xjob:xjob@127.0.0.1:$port/xjob"
+  export XJOB_TEST_POSTGRES_CTL="$XJOB_PG_DIR/ctl"
   echo "postgresql on 127.0.0.1:$port"
 }
 
 xjob_stop_postgres() {
   [ -n "${XJOB_PG_DIR:-}" ] || return 0
-  su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/pg_ctl -D $XJOB_PG_DIR/data -m fast stop >/dev/null" || true
+  "$XJOB_PG_DIR/ctl" stop 2>/dev/null || true
   rm -rf "$XJOB_PG_DIR"
+  unset XJOB_PG_DIR XJOB_TEST_POSTGRES_URL XJOB_TEST_POSTGRES_CTL
 }
 
 xjob_start_mariadb() {
@@ -49,7 +69,7 @@ xjob_start_mariadb() {
     --auth-root-authentication-method=normal >/dev/null 2>&1
   mariadbd --no-defaults --user=root --datadir="$XJOB_MY_DIR/data" --socket="$XJOB_MY_DIR/sock" \
     --bind-address=127.0.0.1 --port="$port" --pid-file="$XJOB_MY_DIR/pid" \
-    --max-connections=300 --log-error="$XJOB_MY_DIR/log" &
+    --max-connections=300 --log-error="$XJOB_MY_DIR/log" >"$XJOB_MY_DIR/stdout" 2>&1 &
   local tries=0
   until mariadb --no-defaults -uroot --socket="$XJOB_MY_DIR/sock" -e 'SELECT 1' >/dev/null 2>&1; do
     tries=$((tries + 1))
@@ -57,7 +77,8 @@ xjob_start_mariadb() {
     sleep 0.2
   done
   mariadb --no-defaults -uroot --socket="$XJOB_MY_DIR/sock" -e \
-    "CREATE DATABASE xjob; CREATE USER 'xjob'@'%' IDENTIFIED BY 'xjob'; GRANT ALL ON *.* TO 'xjob'@'%';"
+    "CREATE DATABASE xjob; CREATE USER 'xjob'@'%' IDENTIFIED BY 'xjob'; GRANT ALL ON *.* TO 'xjob'@'%';
+     CREATE USER 'xjob'@'localhost' IDENTIFIED BY 'xjob'; GRANT ALL ON *.* TO 'xjob'@'localhost';"
   export XJOB_TEST_MYSQL_URL="mysql://xjob:xjob@127.0.0.1:$port/xjob"
   echo "mariadb on 127.0.0.1:$port"
 }
@@ -67,6 +88,7 @@ xjob_stop_mariadb() {
   if [ -f "$XJOB_MY_DIR/pid" ]; then kill "$(cat "$XJOB_MY_DIR/pid")" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   rm -rf "$XJOB_MY_DIR"
+  unset XJOB_MY_DIR XJOB_TEST_MYSQL_URL
 }
 
 xjob_stop_databases() {

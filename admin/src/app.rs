@@ -154,7 +154,7 @@ pub async fn start_with(
         schedule_wake,
     ));
 
-    let routes = crate::api::routes(Arc::clone(&ctx), cancel.clone())
+    let (routes, health_reporter) = crate::api::routes(Arc::clone(&ctx), cancel.clone())
         .await
         .map_err(|error| Error::Internal(format!("reflection setup: {error}")))?;
 
@@ -177,6 +177,18 @@ pub async fn start_with(
         cancel.clone(),
     ));
     tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
+    // Cluster: other admins' executors into routing each second; database health to gRPC health.
+    let (database_healthy_tx, database_health) = crate::registry::refresh::database_health();
+    tracker.spawn(crate::registry::refresh::run_refresh(
+        Arc::clone(&ctx),
+        database_healthy_tx,
+        cancel.clone(),
+    ));
+    tracker.spawn(crate::api::run_health(
+        health_reporter,
+        database_health,
+        cancel.clone(),
+    ));
     tracker.spawn(crate::monitor::run_followup(
         Arc::clone(&ctx),
         alarm,

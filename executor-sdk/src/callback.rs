@@ -7,9 +7,14 @@
 //! kept in memory for retrying; a file is deleted once every result in it is accepted. Files
 //! found at start are loaded and re-sent. On graceful shutdown the task flushes within a bound
 //! and spools whatever is still unsent.
+//!
+//! Until an admin accepts its result, a finished run is still listed in heartbeats
+//! ([`Unreported`]): the admin would otherwise take a run that ended while it could not persist
+//! results (a database outage) for a lost one, and its retry would run the fire a second time.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use prost::Message;
@@ -38,6 +43,60 @@ pub(crate) struct CallbackConfig {
     pub(crate) flush_timeout: Duration,
 }
 
+/// Log ids of finished runs whose result no admin has accepted yet; shared with the heartbeat.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Unreported {
+    log_ids: Arc<Mutex<HashSet<i64>>>,
+}
+
+impl Unreported {
+    /// The log ids, in no particular order.
+    pub(crate) fn log_ids(&self) -> Vec<i64> {
+        self.lock().iter().copied().collect()
+    }
+
+    fn insert(&self, log_id: i64) {
+        self.lock().insert(log_id);
+    }
+
+    fn remove_all(&self, log_ids: &HashSet<i64>) {
+        self.lock().retain(|log_id| !log_ids.contains(log_id));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<i64>> {
+        // Single inserts and removals: a poisoned set is still consistent.
+        self.log_ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The runner's end of the results channel: a result counts as unreported (listed in
+/// heartbeats) from the moment the runner hands it over, even while the callback task is busy
+/// with an admin that does not answer.
+#[derive(Clone, Debug)]
+pub(crate) struct ResultsSender {
+    results_tx: mpsc::UnboundedSender<pb::RunResult>,
+    unreported: Unreported,
+}
+
+impl ResultsSender {
+    pub(crate) fn new(
+        results_tx: mpsc::UnboundedSender<pb::RunResult>,
+        unreported: Unreported,
+    ) -> Self {
+        Self {
+            results_tx,
+            unreported,
+        }
+    }
+
+    /// Queues a result for the admins; false when the callback task is gone (the executor
+    /// crashed or stopped: nothing is left to report to).
+    pub(crate) fn send(&self, result: pb::RunResult) -> bool {
+        self.unreported.insert(result.log_id);
+        self.results_tx.send(result).is_ok()
+    }
+}
+
 struct SpoolFile {
     path: PathBuf,
     remaining_log_ids: HashSet<i64>,
@@ -50,12 +109,16 @@ struct Backlog {
     spooled_log_ids: HashSet<i64>,
     spool_files: Vec<SpoolFile>,
     spool_sequence: u64,
+    unreported: Unreported,
 }
 
 impl Backlog {
     /// Loads the spool files left by an earlier process.
-    fn load(spool_dir: &Path) -> Self {
-        let mut backlog = Self::default();
+    fn load(spool_dir: &Path, unreported: Unreported) -> Self {
+        let mut backlog = Self {
+            unreported,
+            ..Self::default()
+        };
         let Ok(entries) = std::fs::read_dir(spool_dir) else {
             return backlog;
         };
@@ -73,7 +136,7 @@ impl Backlog {
                     let remaining_log_ids = request.results.iter().map(|r| r.log_id).collect();
                     for result in request.results {
                         backlog.spooled_log_ids.insert(result.log_id);
-                        backlog.pending.push_back(result);
+                        backlog.push(result);
                     }
                     tracing::info!(path = %path.display(), "re-sending spooled callbacks");
                     backlog.spool_files.push(SpoolFile {
@@ -87,6 +150,12 @@ impl Backlog {
             }
         }
         backlog
+    }
+
+    /// Queues a result to send; its run stays listed in heartbeats until it is accepted.
+    fn push(&mut self, result: pb::RunResult) {
+        self.unreported.insert(result.log_id);
+        self.pending.push_back(result);
     }
 
     /// Removes accepted results; the unaccepted rest of the batch moves to the back, so a result
@@ -105,6 +174,7 @@ impl Backlog {
         for log_id in &accepted {
             self.spooled_log_ids.remove(log_id);
         }
+        self.unreported.remove_all(&accepted);
         self.spool_files.retain_mut(|file| {
             file.remaining_log_ids.retain(|log_id| !accepted.contains(log_id));
             if !file.remaining_log_ids.is_empty() {
@@ -185,16 +255,17 @@ pub(crate) async fn callback_loop(
     mut results_rx: mpsc::UnboundedReceiver<pb::RunResult>,
     config: CallbackConfig,
     flush: CancellationToken,
+    unreported: Unreported,
 ) {
     let mut clients = admins.lazy_clients();
-    let mut backlog = Backlog::load(&config.spool_dir);
+    let mut backlog = Backlog::load(&config.spool_dir, unreported);
     let mut backoff = Backoff::default();
     let mut failing_since_opt: Option<Instant> = None;
     'deliver: loop {
         if backlog.pending.is_empty() {
             tokio::select! {
                 received = results_rx.recv() => match received {
-                    Some(result) => backlog.pending.push_back(result),
+                    Some(result) => backlog.push(result),
                     None => break 'deliver,
                 },
                 () = flush.cancelled() => break 'deliver,
@@ -202,7 +273,7 @@ pub(crate) async fn callback_loop(
             let window_end = Instant::now() + BATCH_WINDOW;
             while backlog.pending.len() < MAX_BATCH {
                 match tokio::time::timeout_at(window_end, results_rx.recv()).await {
-                    Ok(Some(result)) => backlog.pending.push_back(result),
+                    Ok(Some(result)) => backlog.push(result),
                     Ok(None) | Err(_) => break,
                 }
             }
@@ -234,7 +305,7 @@ pub(crate) async fn callback_loop(
                 () = tokio::time::sleep_until(retry_at) => break,
                 () = flush.cancelled() => break 'deliver,
                 received = results_rx.recv() => match received {
-                    Some(result) => backlog.pending.push_back(result),
+                    Some(result) => backlog.push(result),
                     None => break 'deliver,
                 },
             }
@@ -251,7 +322,7 @@ async fn flush_backlog(
     config: &CallbackConfig,
 ) {
     while let Ok(result) = results_rx.try_recv() {
-        backlog.pending.push_back(result);
+        backlog.push(result);
     }
     let deadline = Instant::now() + config.flush_timeout;
     let mut backoff = Backoff::default();
@@ -299,10 +370,12 @@ mod tests {
             "spooled once"
         );
 
-        let mut reloaded = Backlog::load(dir.path());
+        let unreported = Unreported::default();
+        let mut reloaded = Backlog::load(dir.path(), unreported.clone());
         assert_eq!(reloaded.pending, VecDeque::from([result(1), result(2)]));
         assert!(!reloaded.settle(2, &[1]));
         assert_eq!(reloaded.pending, VecDeque::from([result(2)]));
+        assert_eq!(unreported.log_ids(), vec![2], "listed until accepted");
         assert_eq!(
             std::fs::read_dir(dir.path()).expect("dir").count(),
             1,
@@ -331,6 +404,7 @@ mod tests {
             results_rx,
             config.clone(),
             flush.clone(),
+            Unreported::default(),
         ));
         results_tx.send(result(1)).expect("send");
         let spool_count =
@@ -346,8 +420,33 @@ mod tests {
             .expect("flush within its bound")
             .expect("callback task");
         assert_eq!(spool_count(), 1);
-        let reloaded = Backlog::load(&config.spool_dir);
+        let reloaded = Backlog::load(&config.spool_dir, Unreported::default());
         assert_eq!(reloaded.pending, VecDeque::from([result(1)]));
+    }
+
+    #[test]
+    fn finished_runs_stay_listed_until_their_result_is_accepted() {
+        let unreported = Unreported::default();
+        let mut backlog = Backlog {
+            unreported: unreported.clone(),
+            ..Backlog::default()
+        };
+        backlog.push(result(1));
+        backlog.push(result(2));
+        let mut listed = unreported.log_ids();
+        listed.sort_unstable();
+        assert_eq!(listed, vec![1, 2]);
+        assert!(!backlog.settle(2, &[1]));
+        assert_eq!(unreported.log_ids(), vec![2]);
+        assert!(backlog.settle(1, &[2]));
+        assert!(unreported.log_ids().is_empty());
+
+        // Listed from the moment the runner hands the result over, before the callback task
+        // (perhaps waiting on an admin that does not answer) takes it.
+        let (results_tx, _results_rx) = mpsc::unbounded_channel();
+        let sender = ResultsSender::new(results_tx, unreported.clone());
+        assert!(sender.send(result(3)));
+        assert_eq!(unreported.log_ids(), vec![3]);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! ```
 //!
 //! The session state is published on a `watch` channel, which `wait_registered` waits on.
-//! Heartbeats carry the runner's running log ids and queued count, so the admin can tell a lost
-//! run from a live one.
+//! Heartbeats carry the runner's running log ids (and those of finished runs whose result is not
+//! accepted yet) and queued count, so the admin can tell a lost run from a live one.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -23,6 +23,7 @@ use xjob_proto::pb::executor_message::Kind as ExecutorKind;
 
 use crate::admins::Admins;
 use crate::backoff::Backoff;
+use crate::callback::Unreported;
 use crate::runner::Runner;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,6 +64,7 @@ pub(crate) async fn connection_loop(
     admins: Admins,
     announcement: Announcement,
     runner: Runner,
+    unreported: Unreported,
     state_tx: watch::Sender<SessionState>,
     deregister: CancellationToken,
 ) {
@@ -74,6 +76,7 @@ pub(crate) async fn connection_loop(
             admin_index,
             announcement: &announcement,
             runner: &runner,
+            unreported: &unreported,
             state_tx: &state_tx,
             deregister: &deregister,
         };
@@ -100,6 +103,7 @@ struct Session<'a> {
     admin_index: usize,
     announcement: &'a Announcement,
     runner: &'a Runner,
+    unreported: &'a Unreported,
     state_tx: &'a watch::Sender<SessionState>,
     deregister: &'a CancellationToken,
 }
@@ -185,7 +189,7 @@ impl Session<'_> {
             tokio::select! {
                 _ = ticker.tick() => {
                     let heartbeat = pb::Heartbeat {
-                        running_log_ids: self.runner.running_log_ids(),
+                        running_log_ids: self.alive_log_ids(),
                         queued: self.runner.queued_count(),
                     };
                     let message = executor_message(ExecutorKind::Heartbeat(heartbeat));
@@ -226,6 +230,18 @@ impl Session<'_> {
                 }
             }
         }
+    }
+}
+
+impl Session<'_> {
+    /// Runs running or queued here, and finished ones whose result no admin has accepted yet:
+    /// the admin must not take any of them for lost.
+    fn alive_log_ids(&self) -> Vec<i64> {
+        let mut log_ids = self.runner.running_log_ids();
+        log_ids.extend(self.unreported.log_ids());
+        log_ids.sort_unstable();
+        log_ids.dedup();
+        log_ids
     }
 }
 

@@ -18,13 +18,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use xjob_proto::pb;
 
+use crate::callback::ResultsSender;
 use crate::handler::{HandlerFn, HandlerRegistry};
 use crate::joblog::JobLogStore;
 use execution::{StopReason, StopSignal, execute_run, run_result};
@@ -175,7 +176,7 @@ struct Shared {
     state: Mutex<State>,
     handlers: HandlerRegistry,
     joblog: JobLogStore,
-    results_tx: mpsc::UnboundedSender<pb::RunResult>,
+    results: ResultsSender,
     config: RunnerConfig,
     tracker: TaskTracker,
     shutdown: CancellationToken,
@@ -194,7 +195,7 @@ impl Shared {
             }
             let result = run_result(&request, reason.status, reason.code, &reason.message, 0);
             // A closed channel means the executor crashed or stopped: nothing left to report to.
-            let _ = self.results_tx.send(result);
+            self.results.send(result);
         }
     }
 }
@@ -219,7 +220,7 @@ impl Runner {
     pub(crate) fn new(
         handlers: HandlerRegistry,
         joblog: JobLogStore,
-        results_tx: mpsc::UnboundedSender<pb::RunResult>,
+        results: ResultsSender,
         config: RunnerConfig,
     ) -> Self {
         Self {
@@ -227,7 +228,7 @@ impl Runner {
                 state: Mutex::new(State::default()),
                 handlers,
                 joblog,
-                results_tx,
+                results,
                 config,
                 tracker: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
@@ -438,7 +439,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 }
                 state.retire(log_id);
             }
-            let _ = shared.results_tx.send(result);
+            shared.results.send(result);
             continue;
         }
         let may_end = tokio::select! {

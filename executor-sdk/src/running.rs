@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::ServerAuth;
 use crate::builder::ExecutorSettings;
-use crate::callback::{CallbackConfig, callback_loop};
+use crate::callback::{CallbackConfig, ResultsSender, Unreported, callback_loop};
 use crate::connection::{Announcement, SessionState, connection_loop};
 use crate::error::Error;
 use crate::joblog::{JobLogStore, cleanup_loop};
@@ -89,7 +89,9 @@ impl RunningExecutor {
             handlers: settings.handlers.names(),
             labels: settings.labels,
         };
-        let runner = Runner::new(settings.handlers, joblog.clone(), results_tx, runner_config);
+        let unreported = Unreported::default();
+        let results = ResultsSender::new(results_tx, unreported.clone());
+        let runner = Runner::new(settings.handlers, joblog.clone(), results, runner_config);
         let crashed = Arc::new(AtomicBool::new(false));
 
         let stop_server = CancellationToken::new();
@@ -108,6 +110,7 @@ impl RunningExecutor {
             results_rx,
             callback_config,
             flush_callbacks.clone(),
+            unreported.clone(),
         ));
 
         let deregister = CancellationToken::new();
@@ -116,6 +119,7 @@ impl RunningExecutor {
             settings.admins,
             announcement,
             runner.clone(),
+            unreported,
             state_tx,
             deregister.clone(),
         ));

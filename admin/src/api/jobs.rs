@@ -650,7 +650,10 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::ListExecutorsRequest>,
     ) -> RpcResult<pb::ListExecutorsResponse> {
-        let executors = self.ctx.registry.list(&request.into_inner().app_name);
+        let executors = self
+            .ctx
+            .registry
+            .list_with_peers(&request.into_inner().app_name);
         let executors = executors.into_iter().map(executor_to_pb).collect();
         reply(Ok(pb::ListExecutorsResponse { executors }))
     }

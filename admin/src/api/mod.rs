@@ -1,6 +1,12 @@
 //! The admin's gRPC surface: `JobAdmin`, `Registry`, gRPC health, and server reflection (v1 and
 //! v1alpha, so both current grpcurl and older clients can list services). Services are thin:
 //! protobuf → domain (`convert.rs`), call, domain → protobuf.
+//!
+//! Health (`grpc.health.v1.Health`) follows the database: while it fails, the overall status
+//! (`""`) and `xjob.v1.JobAdmin` are NOT_SERVING (a load balancer or orchestrator sends API
+//! calls elsewhere; the admin itself stays up and resumes on its own), and SERVING again once it
+//! answers. `xjob.v1.Registry` stays SERVING: open executor sessions keep working on their
+//! in-memory state. Health and reflection carry no auth, so they stay reachable.
 
 pub mod convert;
 pub mod jobs;
@@ -10,19 +16,23 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
 use xjob_proto::pb;
 
 use crate::context::AdminContext;
+use crate::registry::refresh::DatabaseHealth;
 
-/// Builds every service the admin serves on its one port.
+type JobAdminServer = pb::job_admin_server::JobAdminServer<jobs::JobAdminService>;
+
+/// Builds every service the admin serves on its one port; the health reporter goes to
+/// [`run_health`].
 pub async fn routes(
     ctx: Arc<AdminContext>,
     cancel: CancellationToken,
-) -> Result<Routes, tonic_reflection::server::Error> {
+) -> Result<(Routes, HealthReporter), tonic_reflection::server::Error> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter
-        .set_serving::<pb::job_admin_server::JobAdminServer<jobs::JobAdminService>>()
-        .await;
+    health_reporter.set_serving::<JobAdminServer>().await;
     health_reporter
         .set_serving::<pb::registry_server::RegistryServer<registry::RegistryService>>()
         .await;
@@ -45,5 +55,37 @@ pub async fn routes(
         .add_service(reflection_v1alpha)
         .add_service(job_admin)
         .add_service(registry);
-    Ok(builder.routes())
+    Ok((builder.routes(), health_reporter))
+}
+
+/// Mirrors the database's health into the gRPC health service until cancelled.
+pub async fn run_health(
+    reporter: HealthReporter,
+    mut database: DatabaseHealth,
+    cancel: CancellationToken,
+) {
+    loop {
+        let database_ok = *database.borrow_and_update();
+        let status = serving_status(database_ok);
+        reporter.set_service_status("", status).await;
+        reporter
+            .set_service_status(
+                <JobAdminServer as tonic::server::NamedService>::NAME,
+                status,
+            )
+            .await;
+        tracing::info!(?status, "health updated");
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            changed = database.changed() => if changed.is_err() { break },
+        }
+    }
+}
+
+fn serving_status(database_ok: bool) -> ServingStatus {
+    if database_ok {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
+    }
 }

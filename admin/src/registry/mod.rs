@@ -1,25 +1,35 @@
-//! Who is alive: the executors with an open `Registry.Session` on this admin.
+//! Who is alive: the executors with an open `Registry.Session` on this admin, plus the live
+//! registry rows of the other admins, so every admin routes over the whole cluster.
 //!
 //! ```text
 //! Session stream ──Register──▶ Registry::register ──▶ routing sees it at once
 //!                ──Heartbeat─▶ Registry::heartbeat (running log ids, lease renewed)
 //!                ──ends──────▶ Registry::remove    ──▶ gone from routing at once
 //! reaper ── every second ────▶ Registry::expire    (no heartbeat within the lease)
+//! refresh ─ every second ────▶ Registry::replace_peers (other admins' rows of xjob_registry)
 //! ```
-//! The in-memory view is authoritative for routing on this admin; the `xjob_registry` table
-//! mirrors it for other admins and the console.
+//! Own sessions are authoritative for this admin (they carry the running log ids the lost-run
+//! monitor judges by); the `xjob_registry` table mirrors them for the other admins. Rows of
+//! other admins are a routing view only: an executor whose admin died keeps its row, and stays
+//! routable, until its heartbeat is older than the executor lease (it reconnects to another
+//! admin well before that); then any admin deletes the row (`refresh`).
+//!
+//! Routing and `ListExecutors` see the union, one entry per app and address.
 
+pub mod refresh;
 pub mod stream;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
 
 use crate::model::ExecutorInfo;
 
-/// Live executors by app name.
+/// Live executors by app name: this admin's sessions and the other admins' rows.
 #[derive(Default)]
 pub struct Registry {
     executors: RwLock<HashMap<String, Vec<ExecutorInfo>>>,
+    /// Live rows of the other admins, as last read from the table.
+    peers: RwLock<Vec<ExecutorInfo>>,
 }
 
 impl Registry {
@@ -66,7 +76,7 @@ impl Registry {
         false
     }
 
-    /// Removes executors whose last heartbeat is older than `lease_ms`; returns them.
+    /// Removes sessions whose last heartbeat is older than `lease_ms`; returns them.
     pub fn expire(&self, now_ms: i64, lease_ms: i64) -> Vec<ExecutorInfo> {
         let mut expired = Vec::new();
         let mut executors = self.write();
@@ -80,19 +90,34 @@ impl Registry {
         expired
     }
 
-    /// Sorted, de-duplicated addresses of an app's live executors (the route input).
+    /// Replaces the other admins' rows with a fresh read of the table; returns the addresses
+    /// that left routing altogether (their cached channels can go).
+    pub fn replace_peers(&self, peers: Vec<ExecutorInfo>) -> Vec<String> {
+        let before = self.routable_addresses();
+        *self.peers_write() = peers;
+        let after = self.routable_addresses();
+        before
+            .into_iter()
+            .filter(|address| !after.contains(address))
+            .collect()
+    }
+
+    /// Sorted, de-duplicated addresses of an app's live executors, this admin's sessions and
+    /// the other admins' rows together (the route input).
     pub fn online_addresses(&self, app_name: &str) -> Vec<String> {
-        let executors = self.read();
-        let mut addresses: Vec<String> = executors
-            .get(app_name)
-            .map(|entries| entries.iter().map(|entry| entry.address.clone()).collect())
-            .unwrap_or_default();
+        let mut addresses: Vec<String> = self
+            .list_with_peers_unsorted(|app| app == app_name)
+            .into_values()
+            .map(|executor| executor.address)
+            .collect();
         addresses.sort();
         addresses.dedup();
         addresses
     }
 
-    /// Executors of apps whose name contains `app_filter` (all when empty), by app and address.
+    /// The sessions this admin holds, of apps whose name contains `app_filter` (all when
+    /// empty), by app and address. The lost-run monitor judges runs by these alone: only they
+    /// carry running log ids.
     pub fn list(&self, app_filter: &str) -> Vec<ExecutorInfo> {
         let executors = self.read();
         let mut listed: Vec<ExecutorInfo> = executors
@@ -104,9 +129,59 @@ impl Registry {
         listed
     }
 
-    /// Number of live executors.
+    /// Every live executor of the cluster (this admin's sessions and the other admins' rows)
+    /// of apps whose name contains `app_filter`, one per app and address, by app and address;
+    /// `admin_node` names the admin holding its session (`ListExecutors`).
+    pub fn list_with_peers(&self, app_filter: &str) -> Vec<ExecutorInfo> {
+        self.list_with_peers_unsorted(|app| app_filter.is_empty() || app.contains(app_filter))
+            .into_values()
+            .collect()
+    }
+
+    /// Number of live executors in the cluster (distinct app and address).
     pub fn count(&self) -> usize {
-        self.read().values().map(Vec::len).sum()
+        self.list_with_peers_unsorted(|_| true).len()
+    }
+
+    /// One entry per (app, address): this admin's session wins, else the freshest peer row
+    /// (during a handover the dead admin's row and the new admin's row name the same address).
+    fn list_with_peers_unsorted(
+        &self,
+        app_matches: impl Fn(&str) -> bool,
+    ) -> BTreeMap<(String, String), ExecutorInfo> {
+        let mut merged: BTreeMap<(String, String), ExecutorInfo> = BTreeMap::new();
+        for peer in self.peers_read().iter() {
+            if !app_matches(&peer.app_name) {
+                continue;
+            }
+            let key = (peer.app_name.clone(), peer.address.clone());
+            let fresher = merged
+                .get(&key)
+                .is_none_or(|kept| kept.last_heartbeat_ms < peer.last_heartbeat_ms);
+            if fresher {
+                merged.insert(key, peer.clone());
+            }
+        }
+        for (app, entries) in self.read().iter() {
+            if !app_matches(app) {
+                continue;
+            }
+            for entry in entries {
+                merged.insert((app.clone(), entry.address.clone()), entry.clone());
+            }
+        }
+        merged
+    }
+
+    fn routable_addresses(&self) -> Vec<String> {
+        let mut addresses: Vec<String> = self
+            .list_with_peers_unsorted(|_| true)
+            .into_values()
+            .map(|executor| executor.address)
+            .collect();
+        addresses.sort();
+        addresses.dedup();
+        addresses
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<ExecutorInfo>>> {
@@ -122,6 +197,19 @@ impl Registry {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    fn peers_read(&self) -> std::sync::RwLockReadGuard<'_, Vec<ExecutorInfo>> {
+        // Replaced whole, never half-written.
+        self.peers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn peers_write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<ExecutorInfo>> {
+        self.peers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +217,10 @@ mod tests {
     use super::*;
 
     fn executor(id: &str, app: &str, address: &str, heartbeat_ms: i64) -> ExecutorInfo {
+        peer(id, app, address, heartbeat_ms, "n1")
+    }
+
+    fn peer(id: &str, app: &str, address: &str, heartbeat_ms: i64, node: &str) -> ExecutorInfo {
         ExecutorInfo {
             executor_id: id.to_string(),
             app_name: app.to_string(),
@@ -136,7 +228,7 @@ mod tests {
             handlers: vec![],
             registered_ms: 0,
             last_heartbeat_ms: heartbeat_ms,
-            admin_node: "n1".to_string(),
+            admin_node: node.to_string(),
             running_log_ids: vec![],
         }
     }
@@ -174,5 +266,72 @@ mod tests {
         assert_eq!(registry.online_addresses("app"), vec!["http://h:2"]);
         assert!(registry.heartbeat("b", vec![7], 10_500));
         assert_eq!(registry.list("")[0].running_log_ids, vec![7]);
+    }
+
+    #[test]
+    fn routing_merges_other_admins_rows_sorted_and_de_duplicated() {
+        let registry = Registry::default();
+        registry.register(executor("own", "app", "http://h:2", 5_000));
+        let left = registry.replace_peers(vec![
+            peer("n2-1", "app", "http://h:3", 5_000, "n2"),
+            peer("n2-2", "app", "http://h:2", 4_000, "n2"),
+            peer("n3-1", "other", "http://h:9", 5_000, "n3"),
+            peer("n3-2", "app", "http://h:1", 5_000, "n3"),
+        ]);
+        assert!(left.is_empty());
+        assert_eq!(
+            registry.online_addresses("app"),
+            vec!["http://h:1", "http://h:2", "http://h:3"]
+        );
+        // Own sessions stay the lost-run monitor's view; the merged list names each holder.
+        assert_eq!(registry.list("").len(), 1);
+        let merged = registry.list_with_peers("app");
+        let holders: Vec<(&str, &str)> = merged
+            .iter()
+            .map(|e| (e.address.as_str(), e.admin_node.as_str()))
+            .collect();
+        assert_eq!(
+            holders,
+            vec![
+                ("http://h:1", "n3"),
+                ("http://h:2", "n1"),
+                ("http://h:3", "n2")
+            ]
+        );
+        assert_eq!(registry.count(), 4);
+    }
+
+    #[test]
+    fn a_handed_over_executor_is_listed_once_with_its_freshest_row() {
+        let registry = Registry::default();
+        registry.replace_peers(vec![
+            peer("dead-1", "app", "http://h:1", 1_000, "dead"),
+            peer("new-1", "app", "http://h:1", 3_000, "n2"),
+        ]);
+        let merged = registry.list_with_peers("");
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].admin_node, "n2");
+        assert_eq!(registry.online_addresses("app"), vec!["http://h:1"]);
+    }
+
+    #[test]
+    fn peers_leave_routing_when_the_table_drops_them() {
+        let registry = Registry::default();
+        registry.register(executor("own", "app", "http://h:1", 9_000));
+        registry.replace_peers(vec![
+            peer("n2-1", "app", "http://h:1", 1_000, "n2"),
+            peer("n2-2", "app", "http://h:2", 1_000, "n2"),
+            peer("n2-3", "app", "http://h:3", 9_000, "n2"),
+        ]);
+        // h:1 is still an own session, so only h:2 leaves routing.
+        let left = registry.replace_peers(vec![peer("n2-3", "app", "http://h:3", 9_500, "n2")]);
+        assert_eq!(left, vec!["http://h:2"]);
+        assert_eq!(
+            registry.online_addresses("app"),
+            vec!["http://h:1", "http://h:3"]
+        );
+        let left = registry.replace_peers(Vec::new());
+        assert_eq!(left, vec!["http://h:3"]);
+        assert_eq!(registry.online_addresses("app"), vec!["http://h:1"]);
     }
 }

@@ -26,6 +26,9 @@ type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
 
 static SESSION_COUNTER: AtomicU64 = AtomicU64::new(1);
 
+/// Longest a heartbeat waits for its registry row to be written.
+const ROW_WRITE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Serves one `Registry.Session` stream until it ends.
 pub async fn serve_session(
     ctx: Arc<AdminContext>,
@@ -224,7 +227,13 @@ async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: 
         last_heartbeat_ms: now,
         ..info.clone()
     };
-    if let Err(error) = ctx.store.upsert_registry(&refreshed).await {
-        tracing::warn!(%error, "refreshing registry row failed");
+    // Bounded, so a database that does not answer never holds up this session's messages (the
+    // in-memory heartbeat above is what keeps the executor routable here); the registry
+    // refresh rewrites the row once the database is back.
+    let bound = ctx.config.heartbeat_interval.min(ROW_WRITE_BOUND);
+    match tokio::time::timeout(bound, ctx.store.upsert_registry(&refreshed)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "refreshing registry row failed"),
+        Err(_) => tracing::debug!(?bound, "refreshing registry row timed out"),
     }
 }

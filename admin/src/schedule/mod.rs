@@ -87,13 +87,54 @@ impl Scheduler {
         if log_ids.is_empty() {
             return;
         }
-        let trigger = Arc::clone(&self.trigger);
+        let this = Arc::clone(self);
         tokio::spawn(async move {
-            if let Err(error) = trigger.dispatch_scheduled(log_ids).await {
-                // The rows stay PENDING; recovery adopts them once this epoch is gone.
-                tracing::error!(%error, "dispatching scheduled fires failed");
+            if let Err(error) = this.trigger.dispatch_scheduled(log_ids.clone()).await {
+                tracing::warn!(%error, fires = log_ids.len(), "claiming scheduled fires failed; retrying");
+                this.retry_unclaimed(log_ids).await;
             }
         });
+    }
+
+    /// Fires whose claim failed (the database was unreachable) stay PENDING and owned by this
+    /// live node, so no other admin adopts them: retry until the database answers, then treat
+    /// those still pending like recovered fires (dispatch, or the misfire strategy when too
+    /// late by then).
+    async fn retry_unclaimed(self: &Arc<Self>, log_ids: Vec<i64>) {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            tokio::time::sleep(delay).await;
+            match self.own_pending_runs(&log_ids).await {
+                Ok(runs) => {
+                    if !runs.is_empty() {
+                        recover_runs(self, runs).await;
+                    }
+                    return;
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "database still unavailable for unclaimed fires");
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// The runs among `log_ids` still PENDING and owned by this node and epoch.
+    async fn own_pending_runs(
+        &self,
+        log_ids: &[i64],
+    ) -> Result<Vec<RunLog>, crate::store::StoreError> {
+        let mut runs = Vec::with_capacity(log_ids.len());
+        for &log_id in log_ids {
+            if let Some(run) = self.store.get_log(log_id).await?
+                && run.status == crate::model::RunStatus::Pending
+                && run.owner_node == self.node.node_id
+                && run.epoch == self.node.epoch
+            {
+                runs.push(run);
+            }
+        }
+        Ok(runs)
     }
 
     /// Number of fires waiting in the ring.

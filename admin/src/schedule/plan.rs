@@ -4,7 +4,9 @@
 //! - **A, misfire** (`now > next + misfire_threshold`): DO_NOTHING records a SKIPPED row,
 //!   FIRE_ONCE_NOW one MISFIRE run; the next time is the first one after *now*.
 //! - **B, due** (`now >= next`): one run to dispatch at once; the next time is the first one
-//!   after *now*.
+//!   after *now*. Fires between the due one and now (a scan late by more than a period, after a
+//!   database outage or a stall) are not run again: each gets a SKIPPED row saying the late fire
+//!   covered it, so every scheduled occurrence keeps its row.
 //! - **C, soon** (`next` inside the window): a run for the ring; next from the *scheduled*
 //!   time, so the phase never drifts.
 //!
@@ -144,7 +146,9 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
             "",
         ));
         last = scheduled;
-        next_after_fire(job, tz, scheduled, true, now)
+        let next = next_after_fire(job, tz, scheduled, true, now);
+        runs.extend(covered_fires(job, params, tz, scheduled, &next));
+        next
     } else {
         Ok(Some(scheduled))
     };
@@ -185,6 +189,42 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         }
     };
     JobPlan { runs, update }
+}
+
+/// SKIPPED rows for the fires strictly between a late fire run at `scheduled` (branch B) and
+/// the job's next fire: the late fire stands for them (XXL-JOB runs a late schedule once).
+fn covered_fires(
+    job: &Job,
+    params: &ScanParams,
+    tz: Tz,
+    scheduled: i64,
+    next: &Result<Option<i64>, String>,
+) -> Vec<NewRun> {
+    let Ok(Some(next)) = *next else {
+        return Vec::new();
+    };
+    let late_ms = params.now_ms - scheduled;
+    let reason =
+        format!("skipped: the fire at {scheduled} ran {late_ms} ms late and stands for this one");
+    let mut covered = Vec::new();
+    let mut at = scheduled;
+    // A fire's successor regardless of now: the next cron match, or the next FIX_RATE grid
+    // point (a FIX_DELAY job has no successor before its run completes).
+    while let Ok(Some(following)) = next_after_fire(job, tz, at, true, at) {
+        if following >= next || covered.len() >= MAX_FIRES_PER_JOB {
+            break;
+        }
+        covered.push(new_run(
+            job,
+            params,
+            following,
+            TriggerType::Cron,
+            RunStatus::Skipped,
+            &reason,
+        ));
+        at = following;
+    }
+    covered
 }
 
 fn misfire_run(job: &Job, params: &ScanParams, scheduled: i64) -> NewRun {
@@ -362,6 +402,7 @@ mod tests {
                 plan.runs
                     .iter()
                     .skip(1)
+                    .filter(|run| run.status == RunStatus::Pending)
                     .all(|run| run.scheduled_at_ms > now)
             );
         }
@@ -478,6 +519,50 @@ mod tests {
             .map(|index| utc_ms("2026-11-01 05:00:00") + index * 600_000)
             .collect();
         assert_eq!(hourly, expected_hourly);
+    }
+
+    #[test]
+    fn branch_b_records_the_fires_a_late_fire_stands_for() {
+        // Every second, found 3.4 s late (within the 5 s misfire threshold): the due fire runs
+        // now, the 3 fires between it and now get SKIPPED rows, and planning resumes after now.
+        let plan = plan_job(
+            &job(ScheduleType::Cron, "* * * * * ?", T0),
+            &params(T0 + 3_400),
+        );
+        let statuses: Vec<(i64, RunStatus)> = plan
+            .runs
+            .iter()
+            .map(|run| (run.scheduled_at_ms - T0, run.status))
+            .collect();
+        assert_eq!(
+            &statuses[..5],
+            &[
+                (0, RunStatus::Pending),
+                (1_000, RunStatus::Skipped),
+                (2_000, RunStatus::Skipped),
+                (3_000, RunStatus::Skipped),
+                (4_000, RunStatus::Pending),
+            ]
+        );
+        assert!(plan.runs[1].trigger_msg.contains("3400 ms late"));
+        assert_eq!(
+            plan.runs[1].fire_key.as_deref(),
+            Some(&*format!("7:{}:0:0", T0 + 1_000))
+        );
+        // Found less than a period late: nothing in between.
+        let on_time = plan_job(
+            &job(ScheduleType::Cron, "* * * * * ?", T0),
+            &params(T0 + 900),
+        );
+        assert!(
+            on_time
+                .runs
+                .iter()
+                .all(|run| run.status == RunStatus::Pending)
+        );
+        // FIX_DELAY waits for its run; nothing stands in for anything.
+        let delay = plan_job(&job(ScheduleType::FixDelay, "1", T0), &params(T0 + 3_400));
+        assert_eq!(times(&delay), vec![0]);
     }
 
     #[test]

@@ -24,7 +24,9 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             Err(error) => {
                 failures += 1;
                 // Back off while the database is unreachable; the fires stay in the job rows.
-                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(5)));
+                // At most 1.6 s: once the database is back, every second of delay is a second
+                // of fires that may turn into misfires.
+                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(3)));
                 tracing::warn!(%error, ?backoff, "schedule round failed; retrying");
                 backoff
             }

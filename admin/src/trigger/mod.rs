@@ -111,7 +111,7 @@ impl Trigger {
             .claim_runs(&log_ids, &self.node.node_id, self.node.epoch, now_ms())
             .await?;
         let claimed = started.elapsed();
-        let (jobs, groups) = self.load_jobs_and_groups(&runs).await?;
+        let (jobs, groups) = self.load_jobs_and_groups_claimed(&runs).await;
         tracing::debug!(
             runs = runs.len(),
             claim_ms = claimed.as_millis() as u64,
@@ -359,6 +359,27 @@ impl Trigger {
         match group.address_type {
             crate::model::AddressType::Manual => group.addresses.clone(),
             crate::model::AddressType::Auto => self.registry.online_addresses(&group.app_name),
+        }
+    }
+
+    /// Jobs and groups of runs this node has just claimed: retried until the database answers,
+    /// since nobody else fires or fails runs that are RUNNING without an address while this node
+    /// lives (the lost-run monitor only judges those of admins that are gone).
+    async fn load_jobs_and_groups_claimed(
+        &self,
+        runs: &[RunLog],
+    ) -> (HashMap<i64, Job>, HashMap<i64, Group>) {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match self.load_jobs_and_groups(runs).await {
+                Ok(loaded) => return loaded,
+                Err(error) => {
+                    tracing::warn!(%error, runs = runs.len(),
+                        "loading jobs of claimed fires failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
         }
     }
 

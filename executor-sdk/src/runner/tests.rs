@@ -2,7 +2,10 @@
 //! that report their start and their end (drop) as events. Time is paused: sleeps and timeouts
 //! advance a virtual clock, so timing assertions are exact and tests are fast.
 
+use tokio::sync::mpsc;
+
 use super::*;
+use crate::callback::Unreported;
 use crate::context::JobContext;
 use crate::handler::{JobError, JobOutput, boxed_handler};
 
@@ -83,7 +86,7 @@ impl Harness {
         let runner = Runner::new(
             handlers,
             JobLogStore::new(log_dir.path()),
-            results_tx,
+            ResultsSender::new(results_tx, Unreported::default()),
             config,
         );
         Self {

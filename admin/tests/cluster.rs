@@ -1,0 +1,330 @@
+//! Cluster scenarios with real processes: several `xjob` admin processes sharing one database,
+//! executors (the SDK, in this test process) connected to them, jobs firing every second. Each
+//! test crashes, stalls or cuts off part of the cluster, then checks every (job, scheduled
+//! second) of its window against two independent records: what the handlers saw, and the log
+//! rows in the database.
+//!
+//! Databases: PostgreSQL when `XJOB_TEST_POSTGRES_URL` is set (`.ci/run` sets it), MariaDB when
+//! `XJOB_TEST_MYSQL_URL` is set; each test gets a fresh scratch database. Without a server URL
+//! the scenarios that need no particular server run on one SQLite file shared by the admin
+//! processes (its `BEGIN IMMEDIATE` serializes their schedule rounds as `SELECT … FOR UPDATE`
+//! does on a server), and the PostgreSQL restart and MariaDB scenarios are skipped with a
+//! message.
+//!
+//! The scenarios run one at a time (a process-wide lock): they measure timing on a 2-core
+//! machine and would disturb each other. Durations and load are in `docs/operations.md`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::{
+    Cluster, Database, Timing, Window, ceil_second, env_or_skip, list_executors, now_ms,
+};
+use common::wait_until;
+use xjob_proto::pb;
+
+/// One scenario at a time, whatever the test harness's thread count.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+// ---------------------------------------------------------------------------------------------
+// The scenarios
+
+/// 3 admins, 2 executors, 200 jobs every second: every (job, second) of the window fired
+/// exactly once, while the admins compete for the schedule lock every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_admins_fire_every_job_second_exactly_once() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres_or_shared_sqlite().await? else {
+        return Ok(());
+    };
+    let mut cluster = Cluster::start(database, 3, 2, Timing::default()).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(200, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let window = cluster.window_from_now(7_000, 20_000);
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print("three admins");
+        ledger.assert_exactly_once()?;
+        cluster.assert_every_admin_dispatched(&window).await
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+/// The admin owning the most planned fires (the one that last held the schedule lock) is
+/// killed with SIGKILL ten times at random moments and restarted after each takeover: no fire
+/// is missed or duplicated, and the takeover time is measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_lock_holder_ten_times_loses_and_duplicates_nothing() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres_or_shared_sqlite().await? else {
+        return Ok(());
+    };
+    let mut cluster = Cluster::start(database, 3, 2, Timing::default()).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(50, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let start_ms = cluster.window_from_now(6_000, 0).start_ms;
+        cluster.wait_until_ms(start_ms).await?;
+        let mut takeovers = Vec::new();
+        for round in 1..=10 {
+            let pause = Duration::from_millis(fastrand::u64(300..1_300));
+            tokio::time::sleep(pause).await;
+            let takeover = cluster.kill_lock_holder_and_restart().await?;
+            eprintln!("kill {round}: takeover {takeover:?}");
+            takeovers.extend(takeover);
+        }
+        let window = Window {
+            start_ms,
+            end_ms: ceil_second(now_ms()) + 2_000,
+        };
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print("ten kills");
+        print_takeovers(&takeovers);
+        anyhow::ensure!(!takeovers.is_empty(), "no takeover was measured");
+        ledger.assert_exactly_once()
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+/// An admin frozen with SIGSTOP for twice its node lease loses its planned fires to the others;
+/// after SIGCONT it cannot dispatch any of them a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stalled_admin_cannot_dispatch_adopted_fires() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres_or_shared_sqlite().await? else {
+        return Ok(());
+    };
+    let timing = Timing::default();
+    let mut cluster = Cluster::start(database, 3, 2, timing).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(50, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let start_ms = cluster.window_from_now(6_000, 0).start_ms;
+        cluster.wait_until_ms(start_ms + 2_000).await?;
+        let (victim, owned) = cluster.lock_holder().await?;
+        let node = cluster.admins[victim].spec.node_id.clone();
+        cluster.admins[victim].pause()?;
+        tokio::time::sleep(timing.node_lease * 2).await;
+        cluster.admins[victim].resume()?;
+        let adopted = cluster.adopted_from(&node, &owned).await?;
+        eprintln!(
+            "stalled {node} for {:?}: it owned {} planned fires, {} were adopted by others",
+            timing.node_lease * 2,
+            owned.len(),
+            adopted
+        );
+        anyhow::ensure!(adopted > 0, "no fire of the stalled admin was adopted");
+        let window = Window {
+            start_ms,
+            end_ms: ceil_second(now_ms()) + 3_000,
+        };
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print("stalled admin");
+        // A fire the stalled admin was sending when it froze may never reach the executor: it
+        // ends LOST (and is retried per the job's policy), never run twice.
+        ledger.assert_no_duplicate()?;
+        ledger.assert_accounted()
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+/// PostgreSQL is stopped under load for longer than the node lease and the misfire threshold,
+/// then started again: every admin reports NOT_SERVING while it is away and SERVING after, the
+/// cluster recovers without help, nothing runs twice, and every scheduled second is either fired
+/// or recorded as a misfire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_restart_under_load_recovers_without_duplicates() -> anyhow::Result<()> {
+    let timing = Timing {
+        misfire_threshold: Duration::from_secs(2),
+        ..Timing::default()
+    };
+    // Longer than the node lease (admins adopt each other's fires) and than a connection
+    // wait (5 s: calls fail instead of waiting), so fires become misfires.
+    let outage = Duration::from_secs(8);
+    let Some(ledger) = postgres_outage("postgresql restart", timing, outage).await? else {
+        return Ok(());
+    };
+    anyhow::ensure!(
+        ledger.skipped > 0,
+        "a {outage:?} outage with a 2 s misfire threshold recorded no misfire"
+    );
+    Ok(())
+}
+
+/// A PostgreSQL outage longer than a connection wait (5 s: claims then fail instead of
+/// waiting) but shorter than the node lease: no admin looks dead, so nobody adopts the fires
+/// whose claims failed meanwhile; their owners must dispatch them (or record them as misfires)
+/// themselves once the database is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_outage_within_the_node_lease_leaves_no_fire_behind() -> anyhow::Result<()> {
+    // Renewals blocked on the database delay the next ones (each call waits up to 5 s), so the
+    // lease is far longer than the outage.
+    let timing = Timing {
+        node_lease: Duration::from_secs(60),
+        executor_lease: Duration::from_secs(18),
+        misfire_threshold: Duration::from_secs(2),
+        ..Timing::default()
+    };
+    let outage = Duration::from_secs(7);
+    postgres_outage("outage within the node lease", timing, outage).await?;
+    Ok(())
+}
+
+/// 3 admins and 50 jobs on PostgreSQL, the server stopped for `outage` mid-window: checks
+/// health and reflection during the outage, no duplicate, and every second fired once or
+/// recorded as a misfire; returns the ledger (None when skipped).
+async fn postgres_outage(
+    scenario: &str,
+    timing: Timing,
+    outage: Duration,
+) -> anyhow::Result<Option<common::ledger::Ledger>> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres().await? else {
+        return Ok(None);
+    };
+    let Some(ctl) = env_or_skip("XJOB_TEST_POSTGRES_CTL", "restarting PostgreSQL") else {
+        return Ok(None);
+    };
+    let mut cluster = Cluster::start(database, 3, 2, timing).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(50, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let start_ms = cluster.window_from_now(6_000, 0).start_ms;
+        cluster.wait_until_ms(start_ms + 2_000).await?;
+        cluster.cut_database(&ctl, outage).await?;
+        let window = Window {
+            start_ms,
+            end_ms: ceil_second(now_ms()) + 6_000,
+        };
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print(scenario);
+        ledger.assert_no_duplicate()?;
+        ledger.assert_fired_or_misfired()?;
+        Ok(ledger)
+    }
+    .await;
+    let ledger = match outcome {
+        Ok(ledger) => Some(ledger),
+        Err(error) => return cluster.finish(Err(error)).await.map(|()| None),
+    };
+    cluster.finish(Ok(())).await?;
+    Ok(ledger)
+}
+
+/// Every admin lists (and routes to) every executor of the cluster with the admin holding its
+/// session; when that admin dies, the executor moves to another one and never leaves the list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_admin_lists_every_executor_and_keeps_it_through_a_handover() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres_or_shared_sqlite().await? else {
+        return Ok(());
+    };
+    let mut cluster = Cluster::start(database, 3, 2, Timing::default()).await?;
+    let outcome = async {
+        // Executor i starts its admin list at admin i + 1.
+        let expected: Vec<(String, String)> = cluster
+            .executors
+            .iter()
+            .enumerate()
+            .map(|(index, executor)| {
+                (
+                    executor.address().to_string(),
+                    format!("admin-{}", index + 1),
+                )
+            })
+            .collect();
+        for admin in &cluster.admins {
+            let url = admin.spec.url();
+            let what = format!(
+                "{} to list both executors with their admins",
+                admin.spec.node_id
+            );
+            wait_until(Duration::from_secs(10), &what, || async {
+                let listed = list_executors(&url).await?;
+                let mut wanted = expected.clone();
+                wanted.sort();
+                (listed == wanted).then_some(())
+            })
+            .await?;
+        }
+        let moved = expected[0].0.clone();
+        cluster.admins[0].kill_9()?;
+        let survivors: Vec<String> = cluster.admins[1..].iter().map(|a| a.spec.url()).collect();
+        // Listed at every moment of the handover: the dead admin's row stays routable until
+        // the executor's new session replaces it.
+        let handover = wait_until(
+            Duration::from_secs(15),
+            "the executor to move to a survivor",
+            || async {
+                let mut holders = Vec::new();
+                for url in &survivors {
+                    let listed = list_executors(url).await?;
+                    let holder = listed
+                        .iter()
+                        .find(|(address, _)| *address == moved)
+                        .map(|(_, node)| node.clone());
+                    match holder {
+                        Some(node) => holders.push(node),
+                        None => return Some(Err(format!("{url} lost {moved}: {listed:?}"))),
+                    }
+                }
+                let moved_everywhere = holders.iter().all(|node| node != "admin-1");
+                moved_everywhere.then(|| Ok(holders[0].clone()))
+            },
+        )
+        .await?;
+        let new_holder =
+            handover.map_err(|lost| anyhow::anyhow!("executor left the list: {lost}"))?;
+        eprintln!("executor {moved} moved from admin-1 to {new_holder}");
+        Ok(())
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+/// MariaDB with 2 admins: every (job, second) fired exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_two_admins_fire_exactly_once() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::mariadb().await? else {
+        return Ok(());
+    };
+    let mut cluster = Cluster::start(database, 2, 2, Timing::default()).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(100, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let window = cluster.window_from_now(7_000, 10_000);
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print("mariadb");
+        ledger.assert_exactly_once()
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+fn print_takeovers(takeovers: &[Duration]) {
+    let mut millis: Vec<u128> = takeovers.iter().map(Duration::as_millis).collect();
+    millis.sort_unstable();
+    if let (Some(min), Some(max)) = (millis.first(), millis.last()) {
+        let median = millis[millis.len() / 2];
+        eprintln!(
+            "takeover (kill -> first fire of the killed admin dispatched by a survivor), {} \
+             kills: min {min} ms, median {median} ms, max {max} ms",
+            millis.len()
+        );
+    }
+}
