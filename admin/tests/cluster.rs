@@ -109,19 +109,32 @@ async fn a_stalled_admin_cannot_dispatch_adopted_fires() -> anyhow::Result<()> {
             .await?;
         let start_ms = cluster.window_from_now(6_000, 0).start_ms;
         cluster.wait_until_ms(start_ms + 2_000).await?;
-        let (victim, owned) = cluster.lock_holder().await?;
-        let node = cluster.admins[victim].spec.node_id.clone();
-        cluster.admins[victim].pause()?;
-        tokio::time::sleep(timing.node_lease * 2).await;
-        cluster.admins[victim].resume()?;
-        let adopted = cluster.adopted_from(&node, &owned).await?;
-        eprintln!(
-            "stalled {node} for {:?}: it owned {} planned fires, {} were adopted by others",
-            timing.node_lease * 2,
-            owned.len(),
-            adopted
+        // A stall that lands while the admin holds the database lock (a write on SQLite, a
+        // schedule round anywhere) freezes every admin with it, and nothing is adopted; the
+        // scenario then stalls again at another moment.
+        let mut adopted = 0;
+        for attempt in 1..=3 {
+            let (victim, owned) = cluster.lock_holder().await?;
+            let node = cluster.admins[victim].spec.node_id.clone();
+            cluster.admins[victim].pause()?;
+            tokio::time::sleep(timing.node_lease * 2).await;
+            cluster.admins[victim].resume()?;
+            adopted = cluster.adopted_from(&node, &owned).await?;
+            eprintln!(
+                "stall {attempt}: {node} frozen for {:?}; it owned {} planned fires, {adopted} \
+                 were adopted by others",
+                timing.node_lease * 2,
+                owned.len(),
+            );
+            if adopted > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(300..1_300))).await;
+        }
+        anyhow::ensure!(
+            adopted > 0,
+            "no fire of a stalled admin was adopted in 3 stalls"
         );
-        anyhow::ensure!(adopted > 0, "no fire of the stalled admin was adopted");
         let window = Window {
             start_ms,
             end_ms: ceil_second(now_ms()) + 3_000,
@@ -130,9 +143,9 @@ async fn a_stalled_admin_cannot_dispatch_adopted_fires() -> anyhow::Result<()> {
         let ledger = cluster.settled_ledger(&window).await?;
         ledger.print("stalled admin");
         // A fire the stalled admin was sending when it froze may never reach the executor: it
-        // ends LOST (and is retried per the job's policy), never run twice.
+        // ends LOST and its retry runs it, once.
         ledger.assert_no_duplicate()?;
-        ledger.assert_accounted()
+        ledger.assert_exactly_once()
     }
     .await;
     cluster.finish(outcome).await

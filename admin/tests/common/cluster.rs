@@ -21,6 +21,9 @@ use super::{AdminProcess, AdminSpec, connect, free_port, tail, wait_until};
 /// The app every executor of the harness registers as.
 pub const APP: &str = "cluster-app";
 
+/// `fail_retry_count` of every job the harness creates.
+pub const JOB_RETRIES: i32 = 1;
+
 // ---------------------------------------------------------------------------------------------
 // Databases
 
@@ -262,6 +265,9 @@ impl Cluster {
                 schedule_conf: "* * * * * ?".into(),
                 misfire_strategy: misfire as i32,
                 route_strategy: pb::RouteStrategy::Round as i32,
+                // A run lost with the admin that was sending it is retried at once (a new
+                // attempt with the same scheduled time): the ledger counts it across attempts.
+                fail_retry_count: JOB_RETRIES,
                 handler: "record".into(),
                 block_strategy: pb::BlockStrategy::SerialExecution as i32,
                 glue_type: pb::GlueType::Bean as i32,
@@ -308,7 +314,13 @@ impl Cluster {
         let deadline = Duration::from_secs(30);
         let settled = wait_until(deadline, "every fire of the window to settle", || async {
             let rows = self.rows().await.ok()?;
-            let ledger = Ledger::new(window, &self.job_ids, &self.records_snapshot(), &rows);
+            let ledger = Ledger::new(
+                window,
+                &self.job_ids,
+                &self.records_snapshot(),
+                &rows,
+                JOB_RETRIES,
+            );
             ledger.settled().then_some(ledger)
         })
         .await;
@@ -316,7 +328,13 @@ impl Cluster {
             Ok(ledger) => Ok(ledger),
             Err(error) => {
                 let rows = self.rows().await?;
-                let ledger = Ledger::new(window, &self.job_ids, &self.records_snapshot(), &rows);
+                let ledger = Ledger::new(
+                    window,
+                    &self.job_ids,
+                    &self.records_snapshot(),
+                    &rows,
+                    JOB_RETRIES,
+                );
                 ledger.print("unsettled");
                 Err(error)
             }

@@ -1,6 +1,6 @@
 //! The ledger: every (job, scheduled second) of a window, checked against two independent
-//! records, what the handlers saw and the first-attempt log rows, and classified (fired once,
-//! misfired, duplicated, open, unaccounted).
+//! records, what the handlers saw and the log rows of its attempts (a retry keeps the scheduled
+//! time), and classified: fired once, misfired, duplicated, open, unaccounted.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,16 +11,17 @@ use super::cluster::Window;
 /// How one (job, scheduled second) ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
-    /// Ran once and its row says SUCCESS.
+    /// Ran once, and its last attempt's row says SUCCESS.
     FiredOnce,
     /// Not run, recorded as a misfire: its own SKIPPED row, or inside the span of the scan's
     /// misfire row for the job.
     Misfired,
-    /// Ran more than once, or has more than one first-attempt row.
+    /// Ran more than once, or has two rows for one attempt.
     Duplicated { runs: usize, rows: usize },
     /// Not settled yet: no row, or a row still PENDING/RUNNING.
     Open { status: Option<RunStatus> },
-    /// Anything else (a failed dispatch, a lost run, a SUCCESS row the handler never saw).
+    /// Anything else (a failure after the last attempt, a SUCCESS row the handler never saw, a
+    /// LOST row for a run the handler did execute).
     Unaccounted {
         runs: usize,
         status: RunStatus,
@@ -36,22 +37,22 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// `retries` is the jobs' `fail_retry_count`: a failed attempt below it is not final yet
+    /// (its retry row is about to be written).
     pub fn new(
         window: &Window,
         job_ids: &[i64],
         records: &[(i64, i64)],
         rows: &[RunLog],
+        retries: i32,
     ) -> Ledger {
         let mut runs: HashMap<(i64, i64), usize> = HashMap::new();
         for record in records {
             *runs.entry(*record).or_default() += 1;
         }
-        let mut first_attempts: HashMap<(i64, i64), Vec<&RunLog>> = HashMap::new();
-        for row in rows
-            .iter()
-            .filter(|row| row.attempt == 0 && row.shard_index == 0)
-        {
-            first_attempts
+        let mut attempts: HashMap<(i64, i64), Vec<&RunLog>> = HashMap::new();
+        for row in rows.iter().filter(|row| row.shard_index == 0) {
+            attempts
                 .entry((row.job_id, row.scheduled_at_ms))
                 .or_default()
                 .push(row);
@@ -63,13 +64,13 @@ impl Ledger {
             while second < window.end_ms {
                 let key = (job_id, second);
                 let run_count = runs.get(&key).copied().unwrap_or(0);
-                let row_list = first_attempts.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+                let row_list = attempts.get(&key).map(Vec::as_slice).unwrap_or(&[]);
                 let covered = spans.get(&job_id).is_some_and(|spans| {
                     spans
                         .iter()
                         .any(|&(from, to)| second > from && second <= to)
                 });
-                let fate = match fate(run_count, row_list) {
+                let fate = match fate(run_count, row_list, retries) {
                     Fate::Open { status: None } if covered => Fate::Misfired,
                     fate => fate,
                 };
@@ -245,26 +246,49 @@ pub fn misfire_spans(rows: &[RunLog]) -> HashMap<i64, Vec<(i64, i64)>> {
     spans
 }
 
-pub fn fate(runs: usize, rows: &[&RunLog]) -> Fate {
-    if runs > 1 || rows.len() > 1 {
+/// The fate of one (job, second) from its handler runs and the rows of all its attempts.
+pub fn fate(runs: usize, rows: &[&RunLog], retries: i32) -> Fate {
+    let mut per_attempt: HashMap<i32, usize> = HashMap::new();
+    for row in rows {
+        *per_attempt.entry(row.attempt).or_default() += 1;
+    }
+    let most_rows_of_one_attempt = per_attempt.values().copied().max().unwrap_or(0);
+    if runs > 1 || most_rows_of_one_attempt > 1 {
         return Fate::Duplicated {
             runs,
             rows: rows.len(),
         };
     }
-    let Some(row) = rows.first() else {
+    if let Some(open) = rows
+        .iter()
+        .find(|row| matches!(row.status, RunStatus::Pending | RunStatus::Running))
+    {
+        return Fate::Open {
+            status: Some(open.status),
+        };
+    }
+    let Some(last) = rows.iter().max_by_key(|row| row.attempt) else {
         return Fate::Open { status: None };
     };
-    match (row.status, runs) {
-        (RunStatus::Pending | RunStatus::Running, _) => Fate::Open {
-            status: Some(row.status),
-        },
+    let failed = !matches!(last.status, RunStatus::Success | RunStatus::Skipped);
+    if failed && last.attempt < retries {
+        // The follow-up writes the retry within its interval.
+        return Fate::Open {
+            status: Some(last.status),
+        };
+    }
+    match (last.status, runs) {
         (RunStatus::Success, 1) => Fate::FiredOnce,
-        (RunStatus::Skipped, 0) => Fate::Misfired,
+        (RunStatus::Skipped, 0) if rows.len() == 1 => Fate::Misfired,
         (status, runs) => Fate::Unaccounted {
             runs,
             status,
-            message: format!("{} {}", row.trigger_msg, row.handle_msg),
+            message: format!(
+                "{} attempt(s), last: {} {}",
+                rows.len(),
+                last.trigger_msg,
+                last.handle_msg
+            ),
         },
     }
 }
