@@ -1,4 +1,4 @@
-//! The executor's gRPC server: `ExecutorService` (Beat, IdleBeat, Run, Kill, ReadLog), thin over
+//! The executor's gRPC server: `ExecutorService` (Beat, IdleBeat, Run, RunBatch, Kill, ReadLog), thin over
 //! the runner and the run logs, behind the bearer-token interceptor. It serves an already bound
 //! listener, so the executor is reachable before it registers anywhere.
 
@@ -33,6 +33,27 @@ impl ExecutorServer {
             runner,
             joblog,
             crashed,
+        }
+    }
+
+    /// Enqueues one run (or says why not); `Run` and `RunBatch` answer with this.
+    fn submit(&self, run: pb::RunRequest) -> pb::RunResponse {
+        let (job_id, log_id) = (run.job_id, run.log_id);
+        match self.runner.submit(run) {
+            Ok(()) => {
+                tracing::debug!(job_id, log_id, "run accepted");
+                pb::RunResponse {
+                    accepted: true,
+                    message: String::new(),
+                }
+            }
+            Err(refusal) => {
+                tracing::info!(job_id, log_id, reason = %refusal, "run refused");
+                pb::RunResponse {
+                    accepted: false,
+                    message: refusal.to_string(),
+                }
+            }
         }
     }
 
@@ -79,25 +100,17 @@ impl ExecutorService for ExecutorServer {
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::RunResponse>, Status> {
         self.check_alive()?;
-        let run = request.into_inner();
-        let (job_id, log_id) = (run.job_id, run.log_id);
-        let response = match self.runner.submit(run) {
-            Ok(()) => {
-                tracing::debug!(job_id, log_id, "run accepted");
-                pb::RunResponse {
-                    accepted: true,
-                    message: String::new(),
-                }
-            }
-            Err(refusal) => {
-                tracing::info!(job_id, log_id, reason = %refusal, "run refused");
-                pb::RunResponse {
-                    accepted: false,
-                    message: refusal.to_string(),
-                }
-            }
-        };
-        Ok(Response::new(response))
+        Ok(Response::new(self.submit(request.into_inner())))
+    }
+
+    async fn run_batch(
+        &self,
+        request: Request<pb::RunBatchRequest>,
+    ) -> Result<Response<pb::RunBatchResponse>, Status> {
+        self.check_alive()?;
+        let runs = request.into_inner().runs;
+        let results = runs.into_iter().map(|run| self.submit(run)).collect();
+        Ok(Response::new(pb::RunBatchResponse { results }))
     }
 
     async fn kill(

@@ -17,6 +17,7 @@ use xjob_proto::pb;
 
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::registry::stream::tokens_match;
 
 /// Serves `xjob.v1.Registry`.
 pub struct RegistryService {
@@ -101,16 +102,6 @@ async fn check_callback_token(
     Ok(())
 }
 
-/// Compares without an early exit, so the time taken does not reveal a matching prefix.
-fn tokens_match(presented: &str, expected: &str) -> bool {
-    presented.len() == expected.len()
-        && presented
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
-            == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +113,7 @@ mod tests {
         let header = tonic::metadata::MetadataValue::from_static("Bearer s3cret");
         request.metadata_mut().insert("authorization", header);
         assert_eq!(bearer_token(&request).as_deref(), Some("s3cret"));
+        // The comparison itself: `registry::stream::tokens_match` (constant time, tested there).
         assert!(tokens_match("s3cret", "s3cret"));
         assert!(!tokens_match("s3cre", "s3cret"));
         assert!(!tokens_match("s3creT", "s3cret"));

@@ -10,6 +10,8 @@
 //! A claim is `alarm_status` 0 → -1 with this node/epoch as owner, so another admin never
 //! follows up the same run; a claim left by a dead admin is adopted once its lease lapses. The
 //! alarm is sent before the write, so a crash in between repeats an alarm rather than losing it.
+//! The writes are fenced by the claim: an admin that stalled past its lease, whose claims were
+//! adopted meanwhile, writes nothing for them when it resumes (logged, then skipped).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -103,10 +105,25 @@ impl Followup {
             // A failed write leaves the claim in place; the next round adopts and redoes it.
             self.follow_up(run, job, decision).await?;
         }
-        self.ctx
+        if nothing_to_do.is_empty() {
+            return Ok(());
+        }
+        let node = &self.ctx.node;
+        let finished = self
+            .ctx
             .store
-            .finish_followups(&nothing_to_do, ALARM_NOT_NEEDED)
-            .await
+            .finish_followups(&node.node_id, node.epoch, &nothing_to_do, ALARM_NOT_NEEDED)
+            .await?;
+        let lost = (nothing_to_do.len() as u64).saturating_sub(finished);
+        if lost > 0 {
+            tracing::warn!(
+                lost,
+                of = nothing_to_do.len(),
+                "follow-up claims lost to another admin (this one stalled past its lease?); \
+                 they are left to it"
+            );
+        }
+        Ok(())
     }
 
     async fn follow_up(
@@ -120,6 +137,8 @@ impl Followup {
         let (children, children_need_all_shards) = self.child_runs(&decision, now).await?;
         let write = FollowupWrite {
             log_id: run.id,
+            claim_node: self.ctx.node.node_id.clone(),
+            claim_epoch: self.ctx.node.epoch,
             alarm_status,
             retry: decision.retry,
             children,
@@ -127,6 +146,16 @@ impl Followup {
             fix_delay_release: decision.fix_delay_release,
         };
         let written = self.ctx.store.write_followup(&write).await?;
+        if written.fenced_off {
+            // Adopted by another admin while this one stalled; its follow-up stands.
+            tracing::warn!(
+                log_id = run.id,
+                job_id = run.job_id,
+                "follow-up claim lost to another admin (this one stalled past its lease?); \
+                 nothing written"
+            );
+            return Ok(());
+        }
         if let (Some(retry_id), Some(retry)) = (written.retry_id, &write.retry) {
             tracing::info!(log_id = run.id, job_id = run.job_id, status = %run.status,
                 retry_log_id = retry_id, attempt = retry.attempt,

@@ -114,7 +114,9 @@ async fn check_token(
         .map_err(|_| Status::unavailable("database unavailable"))?;
     match group {
         Some(group)
-            if !group.access_token.is_empty() && presented != Some(group.access_token.as_str()) =>
+            if !group.access_token.is_empty()
+                && !presented
+                    .is_some_and(|presented| tokens_match(presented, &group.access_token)) =>
         {
             Err(Status::unauthenticated(format!(
                 "wrong or missing access token for app '{app_name}'"
@@ -122,6 +124,25 @@ async fn check_token(
         }
         _ => Ok(()),
     }
+}
+
+/// Whether a presented access token equals the expected one, in constant time: every byte of
+/// `presented` is compared (past the end of `expected`, against its bytes again) and the XORs are
+/// OR-folded together with the length difference, with no early exit. The time taken depends on
+/// the presented length only, so it reveals neither a matching prefix nor the token's length.
+/// Used for session (`check_token`) and callback (`api::registry`) tokens alike.
+pub(crate) fn tokens_match(presented: &str, expected: &str) -> bool {
+    let (presented, expected) = (presented.as_bytes(), expected.as_bytes());
+    let mut difference = presented.len() ^ expected.len();
+    for (index, byte) in presented.iter().enumerate() {
+        let other = expected
+            .get(index % expected.len().max(1))
+            .copied()
+            .unwrap_or(0);
+        difference |= usize::from(byte ^ other);
+    }
+    // Keeps the optimizer from turning the fold into an early exit.
+    std::hint::black_box(difference) == 0
 }
 
 fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
@@ -235,5 +256,33 @@ async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: 
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::warn!(%error, "refreshing registry row failed"),
         Err(_) => tracing::debug!(?bound, "refreshing registry row timed out"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens_match;
+
+    #[test]
+    fn tokens_match_exactly_whatever_the_lengths() {
+        assert!(tokens_match("s3cret", "s3cret"));
+        assert!(tokens_match("", ""));
+        assert!(tokens_match("tökén", "tökén"));
+        for wrong in [
+            "",
+            "s",
+            "s3cre",
+            "S3cret",
+            "s3creT",
+            "s3cres",
+            "s3cret!",
+            "s3crets",
+            "s3crets3cret",
+            "x3cret",
+            "tökén",
+        ] {
+            assert!(!tokens_match(wrong, "s3cret"), "{wrong:?}");
+        }
+        assert!(!tokens_match("s3cret", ""));
     }
 }

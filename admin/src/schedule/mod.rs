@@ -73,23 +73,28 @@ impl Scheduler {
             let mut ring = self.ring();
             for entry in entries {
                 if entry.scheduled_at_ms <= now {
-                    due_now.push(entry.log_id);
+                    due_now.push(entry);
                 } else if let Some(returned) = ring.push(entry) {
-                    due_now.push(returned.log_id);
+                    due_now.push(returned);
                 }
             }
         }
         self.dispatch(due_now);
     }
 
-    /// Hands log ids to the trigger pipeline without blocking the caller's loop.
-    fn dispatch(self: &Arc<Self>, log_ids: Vec<i64>) {
-        if log_ids.is_empty() {
+    /// Hands fires to the trigger pipeline without blocking the caller's loop.
+    fn dispatch(self: &Arc<Self>, entries: Vec<RingEntry>) {
+        if entries.is_empty() {
             return;
         }
         let this = Arc::clone(self);
         tokio::spawn(async move {
-            if let Err(error) = this.trigger.dispatch_scheduled(log_ids.clone()).await {
+            let fires: Vec<(i64, i64)> = entries
+                .iter()
+                .map(|entry| (entry.log_id, entry.job_id))
+                .collect();
+            if let Err(error) = this.trigger.dispatch_fires(&fires).await {
+                let log_ids: Vec<i64> = fires.iter().map(|&(log_id, _)| log_id).collect();
                 tracing::warn!(%error, fires = log_ids.len(), "claiming scheduled fires failed; retrying");
                 this.retry_unclaimed(log_ids).await;
             }
@@ -153,7 +158,7 @@ pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             _ = tokio::time::sleep(until_next_second) => {}
         }
         let due = scheduler.ring().drain_due(now_ms());
-        scheduler.dispatch(due.into_iter().map(|entry| entry.log_id).collect());
+        scheduler.dispatch(due);
     }
     let left = scheduler.ring_len();
     if left > 0 {

@@ -1,13 +1,13 @@
 //! All SQL of the admin. The only module that imports `sqlx`.
 //!
-//! `Store` is chosen by URL (`sqlite://…` today; PostgreSQL and MySQL slot in as further
-//! variants) and every backend exposes the same methods, which `delegate!` forwards. Rows are
+//! `Store` is chosen by URL (`sqlite://…`, `postgres://…`, `mysql://…`/`mariadb://…`) and every backend exposes the same methods, which `delegate!` forwards. Rows are
 //! mapped to `model` types here; callers never see a database type.
 //!
 //! The schedule round (`run_schedule_round`) is the one place that holds the schedule lock: it
 //! reads due jobs, lets the caller's pure planning closure decide, then writes the fires and the
 //! next fire times in the same transaction.
 
+mod batch_json;
 #[cfg(test)]
 mod conformance;
 mod mysql;
@@ -240,8 +240,10 @@ delegate! {
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>>;
     /// Records dispatch outcomes in one transaction.
     fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
-    /// Applies executor results to runs not yet final; returns the runs that changed.
-    fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<RunLog>>;
+    /// Applies executor results to runs not yet final; returns the ids of the runs this call finished (rows that were PENDING or RUNNING); a
+    /// repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
+    /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
+    fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
     fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>>;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>>;
 
@@ -281,10 +283,13 @@ delegate! {
     /// calls this) and those of dead nodes.
     fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
     /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
-    /// one transaction.
+    /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
+    /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
+    /// follow-up was written already) it writes nothing and returns `fenced_off`.
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten>;
-    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`.
-    fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()>;
+    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
+    /// only of those still claimed by this node/epoch; returns how many it ended.
+    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64>;
     /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
     fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>>;
     /// RUNNING runs that reached an executor (an address is recorded), oldest first.
@@ -307,10 +312,20 @@ delegate! {
 }
 
 /// What the follow-up of one finished run writes, in one transaction.
+///
+/// The write is fenced by the claim: it happens only while the run is still claimed by
+/// `claim_node`/`claim_epoch`. An admin that stalled after claiming, whose claim another admin
+/// adopted (and maybe completed) meanwhile, writes nothing on resuming: no second child run, no
+/// retry, no FIX_DELAY release, and the `alarm_status` stays as the adopter left it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FollowupWrite {
     pub log_id: i64,
-    /// 1 nothing to alarm, 2 alarm sent, 3 alarm failed (XXL-JOB's values).
+    /// The node that claimed the run (`claim_followups` / `adopt_stale_followups`).
+    pub claim_node: String,
+    /// That node's epoch at the claim.
+    pub claim_epoch: i64,
+    /// 1 nothing to alarm, 2 alarm sent, 3 alarm failed (XXL-JOB's values; a final value, never
+    /// the claim's -1).
     pub alarm_status: i32,
     /// The next attempt, when the retry policy allows one (skipped if its fire_key exists).
     pub retry: Option<NewRun>,
@@ -340,6 +355,19 @@ pub struct FollowupWritten {
     pub child_ids: Vec<i64>,
     /// Whether the FIX_DELAY job got its next fire time from this follow-up.
     pub released: bool,
+    /// The claim was lost (adopted by another admin or another epoch, or the follow-up was
+    /// written before): nothing was written, the other fields are empty.
+    pub fenced_off: bool,
+}
+
+impl FollowupWritten {
+    /// The result of a write refused by the claim fence.
+    pub fn fenced_off() -> FollowupWritten {
+        FollowupWritten {
+            fenced_off: true,
+            ..FollowupWritten::default()
+        }
+    }
 }
 
 /// One day's run counts in the report table (`xjob_log_report`).

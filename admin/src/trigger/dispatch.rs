@@ -216,15 +216,18 @@ impl Trigger {
         Ok(request)
     }
 
+    /// Sends the run through the executor's batching queue (see `batcher`).
     async fn send_run(
         &self,
         address: &str,
         token: &str,
         request: pb::RunRequest,
     ) -> Result<pb::RunResponse, tonic::Status> {
-        let mut client = self.client(address)?;
-        let response = client.run(authorized(request, token)?).await?;
-        Ok(response.into_inner())
+        let channel = self
+            .clients
+            .channel(address)
+            .map_err(tonic::Status::invalid_argument)?;
+        self.batcher.run(address, channel, token, request).await
     }
 
     fn client(
@@ -326,7 +329,7 @@ fn maybe_delivered(status: &tonic::Status) -> bool {
 }
 
 /// Wraps a message with the group's bearer token when one is configured.
-fn authorized<T>(message: T, token: &str) -> Result<tonic::Request<T>, tonic::Status> {
+pub(super) fn authorized<T>(message: T, token: &str) -> Result<tonic::Request<T>, tonic::Status> {
     let mut request = tonic::Request::new(message);
     if !token.is_empty() {
         let value = MetadataValue::try_from(format!("Bearer {token}"))

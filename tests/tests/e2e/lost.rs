@@ -254,6 +254,14 @@ impl ExecutorService for FakeExecutor {
         }))
     }
 
+    /// Like an executor written before batching existed: the admin falls back to `Run`.
+    async fn run_batch(
+        &self,
+        _request: tonic::Request<pb::RunBatchRequest>,
+    ) -> Result<tonic::Response<pb::RunBatchResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("RunBatch is not implemented"))
+    }
+
     async fn kill(
         &self,
         _request: tonic::Request<pb::KillRequest>,

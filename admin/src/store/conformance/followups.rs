@@ -4,6 +4,9 @@
 //! The "together" tests start the follow-ups of one fire at the same moment from several
 //! connections, repeated over several fires: a backend that lets two of them miss each other's
 //! writes starts children twice, or never releases a FIX_DELAY job.
+//!
+//! Follow-up writes are fenced by the claim (owner node and epoch), so the tests claim the runs
+//! (as node `n1` epoch 1) before writing their follow-ups.
 
 use super::*;
 use crate::store::{FixDelayRelease, FollowupWrite};
@@ -12,15 +15,33 @@ const T0: i64 = 1_800_000_000_000;
 /// The `trigger_next_ms` of a FIX_DELAY job waiting for its fire to finish.
 const AWAITING: i64 = i64::MAX;
 
+/// The follow-up of `log_id` by node `n1` epoch 1 (claimed with `claim_all`).
 fn followup(log_id: i64) -> FollowupWrite {
     FollowupWrite {
         log_id,
+        claim_node: "n1".into(),
+        claim_epoch: 1,
         alarm_status: 1,
         retry: None,
         children: Vec::new(),
         children_need_all_shards: false,
         fix_delay_release: None,
     }
+}
+
+/// Claims every finished run not claimed yet, for node `n1` epoch 1.
+async fn claim_all(store: &Store) {
+    store.claim_followups("n1", 1, 1_000).await.expect("claim");
+}
+
+/// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
+async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+    let alarm_status = match store {
+        Store::Sqlite(backend) => backend.alarm_status_of(log_id).await,
+        Store::Postgres(backend) => backend.alarm_status_of(log_id).await,
+        Store::Mysql(backend) => backend.alarm_status_of(log_id).await,
+    };
+    alarm_status.expect("alarm status")
 }
 
 /// The PARENT run of `child` a parent's follow-up starts.
@@ -147,10 +168,11 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
             shard_run(&job, T0 + 1, (0, 1), 0, RunStatus::Success),
         )
         .await;
-        store
-            .finish_followups(&[done, later], 1)
+        let finished = store
+            .finish_followups("n1", 1, &[done, later], 1)
             .await
             .expect("finish");
+        assert_eq!(finished, 1, "{backend}: only the claimed run");
         assert!(
             store
                 .adopt_stale_followups("n1", 1, T0)
@@ -161,10 +183,157 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
         );
         let next = store.claim_followups("n1", 1, 10).await.expect("claim");
         assert_eq!(ids_of(&next), vec![later], "{backend}");
-        store
-            .finish_followups(&[], 1)
+        let none = store
+            .finish_followups("n1", 1, &[], 1)
             .await
             .expect("nothing to finish");
+        assert_eq!(none, 0, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let parent = new_job(&store, group.id, ScheduleType::FixDelay).await;
+        let child = new_job(&store, group.id, ScheduleType::None).await;
+        awaiting_fix_delay(&store, &parent, T0).await;
+        let epoch_a = store.register_node("a", T0, 10_000).await.expect("node a");
+        let epoch_b = store.register_node("b", T0, 10_000).await.expect("node b");
+        let done = insert(
+            &store,
+            shard_run(&parent, T0, (0, 1), 0, RunStatus::Success),
+        )
+        .await;
+        let quiet = insert(&store, manual_run(&parent, RunStatus::Success)).await;
+        let claimed = store
+            .claim_followups("a", epoch_a, 10)
+            .await
+            .expect("claim");
+        assert_eq!(ids_of(&claimed), vec![done, quiet], "{backend}");
+        // What a would write for `done`: a child run, a retry, an alarm, the FIX_DELAY release.
+        let late_write = |claim_node: &str, claim_epoch| FollowupWrite {
+            claim_node: claim_node.to_string(),
+            claim_epoch,
+            alarm_status: 3,
+            retry: Some(shard_run(&parent, T0, (0, 1), 1, RunStatus::Pending)),
+            children: vec![child_run(&child)],
+            ..with_release(done, &parent, T0, T0 + 5_000)
+        };
+
+        // a stalls past its lease; b (alive) adopts a's claims.
+        assert!(
+            store
+                .renew_node("b", epoch_b, T0 + 30_000)
+                .await
+                .expect("renew")
+        );
+        let adopted = store
+            .adopt_stale_followups("b", epoch_b, T0 + 20_000)
+            .await
+            .expect("adopt");
+        assert_eq!(ids_of(&adopted), vec![done, quiet], "{backend}");
+
+        // a resumes before b wrote anything: refused, and b's claims are untouched.
+        let refused = store
+            .write_followup(&late_write("a", epoch_a))
+            .await
+            .expect("write");
+        assert_eq!(
+            refused,
+            crate::store::FollowupWritten::fenced_off(),
+            "{backend}: nothing written"
+        );
+        let finished = store
+            .finish_followups("a", epoch_a, &[quiet], 3)
+            .await
+            .expect("finish");
+        assert_eq!(finished, 0, "{backend}: a's finish after the adoption");
+        for log_id in [done, quiet] {
+            assert_eq!(alarm_status_of(&store, log_id).await, -1, "{backend}");
+        }
+        assert!(runs_of(&store, child.id).await.is_empty(), "{backend}");
+        assert_eq!(runs_of(&store, parent.id).await.len(), 2, "{backend}");
+        assert_eq!(next_fire_of(&store, &parent).await, AWAITING, "{backend}");
+
+        // b, holding the claims, follows up: one child, alarm sent; the other run needs nothing.
+        let by_b = store
+            .write_followup(&FollowupWrite {
+                claim_node: "b".into(),
+                claim_epoch: epoch_b,
+                alarm_status: 2,
+                children: vec![child_run(&child)],
+                ..followup(done)
+            })
+            .await
+            .expect("write");
+        assert!(!by_b.fenced_off, "{backend}");
+        assert_eq!(by_b.child_ids.len(), 1, "{backend}");
+        let finished = store
+            .finish_followups("b", epoch_b, &[quiet], 1)
+            .await
+            .expect("finish");
+        assert_eq!(finished, 1, "{backend}");
+
+        // a, later still: refused again; no second child, no retry, b's alarm_status stays.
+        let refused = store
+            .write_followup(&late_write("a", epoch_a))
+            .await
+            .expect("write");
+        assert!(refused.fenced_off, "{backend}");
+        assert_eq!(refused.child_ids, Vec::<i64>::new(), "{backend}");
+        let finished = store
+            .finish_followups("a", epoch_a, &[done, quiet], 3)
+            .await
+            .expect("finish");
+        assert_eq!(finished, 0, "{backend}");
+        assert_eq!(alarm_status_of(&store, done).await, 2, "{backend}");
+        assert_eq!(alarm_status_of(&store, quiet).await, 1, "{backend}");
+        assert_eq!(
+            ids_of(&runs_of(&store, child.id).await),
+            by_b.child_ids,
+            "{backend}: one child run"
+        );
+        assert_eq!(
+            runs_of(&store, parent.id).await.len(),
+            2,
+            "{backend}: no retry"
+        );
+        assert_eq!(next_fire_of(&store, &parent).await, AWAITING, "{backend}");
+
+        // The epoch counts too: a restarted (epoch 2) adopts its own earlier claim, after which
+        // the old life's write is refused and the new one's goes through.
+        let own = insert(&store, manual_run(&parent, RunStatus::Success)).await;
+        let claimed = store
+            .claim_followups("a", epoch_a, 10)
+            .await
+            .expect("claim");
+        assert_eq!(ids_of(&claimed), vec![own], "{backend}");
+        let epoch_a2 = store
+            .register_node("a", T0 + 20_000, 10_000)
+            .await
+            .expect("node a");
+        assert!(epoch_a2 > epoch_a, "{backend}");
+        let adopted = store
+            .adopt_stale_followups("a", epoch_a2, T0 + 20_000)
+            .await
+            .expect("adopt");
+        assert_eq!(ids_of(&adopted), vec![own], "{backend}");
+        let old_life = FollowupWrite {
+            claim_node: "a".into(),
+            claim_epoch: epoch_a,
+            ..followup(own)
+        };
+        let refused = store.write_followup(&old_life).await.expect("write");
+        assert!(refused.fenced_off, "{backend}: epoch {epoch_a} is over");
+        let new_life = FollowupWrite {
+            claim_epoch: epoch_a2,
+            ..old_life
+        };
+        let written = store.write_followup(&new_life).await.expect("write");
+        assert!(!written.fenced_off, "{backend}");
+        assert_eq!(alarm_status_of(&store, own).await, 1, "{backend}");
         store.close().await;
     }
 }
@@ -174,24 +343,44 @@ async fn a_retry_is_created_once_per_attempt_even_when_written_together() {
     for (backend, store, _dir) in fresh_stores().await {
         let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
         let failed = insert(&store, shard_run(&job, T0, (0, 1), 0, RunStatus::Failed)).await;
-        let with_retry = FollowupWrite {
+        let manual = insert(&store, manual_run(&job, RunStatus::Failed)).await;
+        claim_all(&store).await;
+        let with_retry = |log_id| FollowupWrite {
             retry: Some(shard_run(&job, T0, (0, 1), 1, RunStatus::Pending)),
-            ..followup(failed)
+            ..followup(log_id)
         };
-        let (first, second) = tokio::join!(
-            store.write_followup(&with_retry),
-            store.write_followup(&with_retry),
+        let twice = with_retry(failed);
+        let (first, second) =
+            tokio::join!(store.write_followup(&twice), store.write_followup(&twice),);
+        let (first, second) = (first.expect("write"), second.expect("write"));
+        assert!(
+            first.fenced_off != second.fenced_off,
+            "{backend}: the claim admits one write: {first:?} {second:?}"
         );
-        let retry_ids: Vec<i64> = [first, second]
+        let retry_ids: Vec<i64> = [&first, &second]
             .into_iter()
-            .filter_map(|written| written.expect("write").retry_id)
+            .filter_map(|written| written.retry_id)
             .collect();
-        assert_eq!(retry_ids.len(), 1, "{backend}: the fire_key exists already");
-        let repeat = store.write_followup(&with_retry).await.expect("write");
+        assert_eq!(retry_ids.len(), 1, "{backend}");
+        let repeat = store
+            .write_followup(&with_retry(failed))
+            .await
+            .expect("write");
+        assert!(repeat.fenced_off, "{backend}: the claim is closed");
         assert_eq!(repeat.retry_id, None, "{backend}");
+        // Another claimed run proposing the same attempt adds no row: the fire_key exists.
+        let same_key = store
+            .write_followup(&with_retry(manual))
+            .await
+            .expect("write");
+        assert!(!same_key.fenced_off, "{backend}");
+        assert_eq!(
+            same_key.retry_id, None,
+            "{backend}: the fire_key exists already"
+        );
         let runs = runs_of(&store, job.id).await;
-        assert_eq!(runs.len(), 2, "{backend}");
-        let retry = &runs[1];
+        assert_eq!(runs.len(), 3, "{backend}");
+        let retry = &runs[2];
         assert_eq!(
             (retry.id, retry.attempt, retry.status, retry.scheduled_at_ms),
             (retry_ids[0], 1, RunStatus::Pending, T0),
@@ -211,6 +400,7 @@ async fn broadcast_children_start_once_after_every_shard_succeeded() {
         let first = insert(&store, shard(0, RunStatus::Success)).await;
         let second = insert(&store, shard(1, RunStatus::Success)).await;
         let third = insert_running(&store, shard(2, RunStatus::Pending), T0).await;
+        claim_all(&store).await;
 
         let early = store
             .write_followup(&with_children(first, &child))
@@ -220,6 +410,7 @@ async fn broadcast_children_start_once_after_every_shard_succeeded() {
 
         // Shards 1 and 2 are followed up at the same time (two admins): one starts them.
         finish(&store, third, RunStatus::Success, T0 + 100).await;
+        claim_all(&store).await;
         let (started, _) = write_together(
             &store,
             vec![with_children(second, &child), with_children(third, &child)],
@@ -231,8 +422,8 @@ async fn broadcast_children_start_once_after_every_shard_succeeded() {
             .await
             .expect("write");
         assert!(
-            again.child_ids.is_empty(),
-            "{backend}: a late repeat starts nothing"
+            again.fenced_off && again.child_ids.is_empty(),
+            "{backend}: a late repeat (its claim closed) starts nothing"
         );
 
         // More fires whose three shards are all followed up at once.
@@ -241,6 +432,7 @@ async fn broadcast_children_start_once_after_every_shard_succeeded() {
                 .map(|index| shard_run(&parent, fire_at, (index, 3), 0, RunStatus::Success))
                 .collect();
             let ids = store.insert_runs(&runs).await.expect("shards");
+            claim_all(&store).await;
             let writes = ids.iter().map(|id| with_children(*id, &child)).collect();
             let (started, _) = write_together(&store, writes).await;
             assert_eq!(started, 1, "{backend}: fire at {fire_at}");
@@ -263,6 +455,7 @@ async fn a_shard_that_succeeds_on_retry_completes_the_fire() {
             shard_run(&parent, T0, (2, 3), 0, RunStatus::Success),
         ];
         let ids = store.insert_runs(&runs).await.expect("runs");
+        claim_all(&store).await;
         let written = store
             .write_followup(&with_children(ids[2], &child))
             .await
@@ -312,6 +505,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
         let first = insert(&store, shard(0, 0, RunStatus::Success)).await;
         let second = insert_running(&store, shard(1, 0, RunStatus::Pending), T0).await;
         let third = insert(&store, shard(2, 0, RunStatus::Success)).await;
+        claim_all(&store).await;
 
         let blocked = store
             .write_followup(&with_release(first, &delayed, T0, T0 + 5_000))
@@ -322,6 +516,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
 
         // Shard 1 fails and is retried: the retry keeps the job waiting.
         finish(&store, second, RunStatus::Failed, T0 + 100).await;
+        claim_all(&store).await;
         let retried = store
             .write_followup(&FollowupWrite {
                 retry: Some(shard(1, 1, RunStatus::Pending)),
@@ -342,6 +537,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
             .await
             .expect("claim");
         finish(&store, retry_id, RunStatus::Success, T0 + 300).await;
+        claim_all(&store).await;
         let released = store
             .write_followup(&with_release(retry_id, &delayed, T0, T0 + 9_000))
             .await
@@ -352,12 +548,12 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
             T0 + 9_000,
             "{backend}"
         );
-        // Only while waiting: a repeat does not move it again.
+        // A repeat (its claim closed) is fenced off and does not move it again.
         let repeat = store
             .write_followup(&with_release(retry_id, &delayed, T0, T0 + 99_000))
             .await
             .expect("write");
-        assert!(!repeat.released, "{backend}");
+        assert!(repeat.fenced_off && !repeat.released, "{backend}");
         assert_eq!(
             next_fire_of(&store, &delayed).await,
             T0 + 9_000,

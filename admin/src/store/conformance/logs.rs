@@ -257,18 +257,25 @@ async fn results_return_the_runs_they_changed() {
             ])
             .await
             .expect("complete");
-        let mut described: Vec<(i64, RunStatus, i32, i64)> = changed
-            .iter()
-            .map(|run| (run.id, run.status, run.handle_code, run.handle_time_ms))
-            .collect();
-        described.sort_unstable_by_key(|entry| entry.0);
+        let mut changed = changed;
+        changed.sort_unstable();
+        assert_eq!(
+            changed,
+            vec![first, second],
+            "{backend}: the repeated result of a batch does not count twice"
+        );
+        let mut described = Vec::new();
+        for log_id in [first, second] {
+            let run = store.get_log(log_id).await.expect("get").expect("run");
+            described.push((run.id, run.status, run.handle_code, run.handle_time_ms));
+        }
         assert_eq!(
             described,
             vec![
                 (first, RunStatus::Killed, 502, 3_000),
                 (second, RunStatus::Timeout, 502, 3_000),
             ],
-            "{backend}: the repeated result of a batch does not count twice"
+            "{backend}: the first result of a run in a batch wins"
         );
         store.close().await;
     }
@@ -385,6 +392,39 @@ async fn two_admins_expanding_one_fire_together_write_each_shard_once() {
             );
         }
         assert_eq!(runs_of(&store, job.id).await.len(), 20, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn only_results_with_something_to_follow_up_wait_for_the_follow_up() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group_id = new_group(&store).await.id;
+        let plain = new_job(&store, group_id, ScheduleType::Cron).await;
+        let fix_delay = new_job(&store, group_id, ScheduleType::FixDelay).await;
+        let parent = store
+            .insert_job(&Job {
+                child_job_ids: vec![plain.id],
+                ..job(group_id, 0)
+            })
+            .await
+            .expect("parent job");
+        let plain_success = insert_running(&store, fire(&plain, 1_000, "n1", 1), 1_000).await;
+        let plain_failure = insert_running(&store, fire(&plain, 2_000, "n1", 1), 2_000).await;
+        let delayed = insert_running(&store, fire(&fix_delay, 1_000, "n1", 1), 1_000).await;
+        let with_children = insert_running(&store, fire(&parent, 1_000, "n1", 1), 1_000).await;
+        finish(&store, plain_success, RunStatus::Success, 3_000).await;
+        finish(&store, plain_failure, RunStatus::Failed, 3_000).await;
+        finish(&store, delayed, RunStatus::Success, 3_000).await;
+        finish(&store, with_children, RunStatus::Success, 3_000).await;
+        let mut claimed = ids_of(&store.claim_followups("n1", 1, 100).await.expect("claim"));
+        claimed.sort_unstable();
+        let mut expected = vec![plain_failure, delayed, with_children];
+        expected.sort_unstable();
+        assert_eq!(
+            claimed, expected,
+            "{backend}: a success with no children and no FIX_DELAY needs no follow-up"
+        );
         store.close().await;
     }
 }

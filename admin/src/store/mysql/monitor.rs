@@ -14,6 +14,14 @@
 //! locks the job row: releasing follow-ups of one job run one after the other, and at READ
 //! COMMITTED the later one sees what the earlier one committed. The broadcast children claim is
 //! a compare-and-set on one row, which needs no more than its row lock.
+//!
+//! The write and `finish_followups` are fenced by the claim: right after that job lock (which
+//! writes nothing) the transaction sets the final `alarm_status` only where it is still -1 with
+//! the writer's node/epoch as owner, and writes nothing else (rolls back) when that matches no
+//! row. InnoDB evaluates an UPDATE's condition on the newest committed row after any lock wait,
+//! so a fence racing an adoption fails once the adoption commits. So an admin that stalled after
+//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
+//! overwrite the adopter's `alarm_status` when it resumes.
 
 use sqlx::{MySqlConnection, QueryBuilder};
 
@@ -69,6 +77,11 @@ impl MySqlStore {
                 .await
                 .map_err(map_error)?;
         }
+        // The fence, before anything is written.
+        if !close_claim(&mut tx, write).await? {
+            tx.rollback().await.map_err(map_error)?;
+            return Ok(FollowupWritten::fenced_off());
+        }
         let mut written = FollowupWritten::default();
         if let Some(retry) = &write.retry {
             written.retry_id = insert_run_once(&mut tx, retry).await?;
@@ -82,12 +95,6 @@ impl MySqlStore {
                     .extend(insert_run_once(&mut tx, child).await?);
             }
         }
-        sqlx::query("UPDATE xjob_log SET alarm_status = ? WHERE id = ?")
-            .bind(write.alarm_status)
-            .bind(write.log_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_error)?;
         if let Some(release) = &write.fix_delay_release {
             written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
         }
@@ -95,19 +102,32 @@ impl MySqlStore {
         Ok(written)
     }
 
-    pub async fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()> {
+    pub async fn finish_followups(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        log_ids: &[i64],
+        alarm_status: i32,
+    ) -> StoreResult<u64> {
+        let mut finished = 0;
         for chunk in log_ids.chunks(MAX_BIND_PARAMS) {
             let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 AND id IN ({})",
+                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
+                 AND owner_node = ? AND epoch = ? AND id IN ({})",
                 placeholders(chunk.len())
             );
-            let mut query = sqlx::query(&sql).bind(alarm_status);
+            let mut query = sqlx::query(&sql)
+                .bind(alarm_status)
+                .bind(node_id)
+                .bind(epoch);
             for id in chunk {
                 query = query.bind(id);
             }
-            query.execute(&self.pool).await.map_err(map_error)?;
+            // Matched rows (sqlx sets CLIENT_FOUND_ROWS); the value changes from -1 anyway.
+            let result = query.execute(&self.pool).await.map_err(map_error)?;
+            finished += result.rows_affected();
         }
-        Ok(())
+        Ok(finished)
     }
 
     pub async fn due_delayed_runs(
@@ -250,6 +270,36 @@ async fn set_owner(
         query.execute(&mut *conn).await.map_err(map_error)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+impl MySqlStore {
+    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
+    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
+        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
+            .bind(log_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_error)
+    }
+}
+
+/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
+/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
+/// another admin, or the follow-up was written before), and then nothing may be written.
+async fn close_claim(conn: &mut MySqlConnection, write: &FollowupWrite) -> StoreResult<bool> {
+    let result = sqlx::query(
+        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
+         AND owner_node = ? AND epoch = ?",
+    )
+    .bind(write.alarm_status)
+    .bind(write.log_id)
+    .bind(&write.claim_node)
+    .bind(write.claim_epoch)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_error)?;
+    Ok(result.rows_affected() == 1)
 }
 
 /// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and

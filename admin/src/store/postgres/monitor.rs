@@ -13,6 +13,14 @@
 //! locks its job's row: follow-ups of one job run one after the other, and each statement after
 //! the lock sees what the previous one committed. The broadcast children claim is in addition a
 //! compare-and-set on the fire's shard-0 row, so children start once either way.
+//!
+//! The write and `finish_followups` are fenced by the claim: right after the job lock (which
+//! writes nothing) the transaction sets the final `alarm_status` only where it is still -1 with
+//! the writer's node/epoch as owner, and writes nothing else (rolls back) when that matches no
+//! row. An adoption in flight holds the row's lock; the fence waits for it and re-checks its
+//! condition on the adopted row, so it fails. So an admin that stalled after claiming, whose
+//! claim another admin adopted meanwhile, cannot start a second child run or overwrite the
+//! adopter's `alarm_status` when it resumes.
 
 use sqlx::{PgConnection, Row};
 
@@ -73,7 +81,13 @@ impl PgStore {
 
     pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
+        // The job lock stays first (follow-ups of one job lock their job, then log rows, in that
+        // order); then the fence, before anything is written.
         lock_job_of_run(&mut tx, write.log_id).await?;
+        if !close_claim(&mut tx, write).await? {
+            tx.rollback().await.map_err(map_error)?;
+            return Ok(FollowupWritten::fenced_off());
+        }
         let mut written = FollowupWritten::default();
         if let Some(retry) = &write.retry {
             written.retry_id = insert_one(&mut tx, retry).await?;
@@ -85,12 +99,6 @@ impl PgStore {
                 written.child_ids.extend(insert_one(&mut tx, child).await?);
             }
         }
-        sqlx::query("UPDATE xjob_log SET alarm_status = $1 WHERE id = $2")
-            .bind(write.alarm_status)
-            .bind(write.log_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_error)?;
         if let Some(release) = &write.fix_delay_release {
             written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
         }
@@ -98,18 +106,27 @@ impl PgStore {
         Ok(written)
     }
 
-    pub async fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()> {
-        sqlx::query(
+    pub async fn finish_followups(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        log_ids: &[i64],
+        alarm_status: i32,
+    ) -> StoreResult<u64> {
+        // FOR UPDATE re-checks the claim on a row an adoption changed while it waited for it.
+        let result = sqlx::query(
             "UPDATE xjob_log SET alarm_status = $1 WHERE id IN ( \
                SELECT id FROM xjob_log WHERE id = ANY($2) AND alarm_status = -1 \
-               ORDER BY id FOR UPDATE)",
+               AND owner_node = $3 AND epoch = $4 ORDER BY id FOR UPDATE)",
         )
         .bind(alarm_status)
         .bind(log_ids)
+        .bind(node_id)
+        .bind(epoch)
         .execute(&self.pool)
         .await
         .map_err(map_error)?;
-        Ok(())
+        Ok(result.rows_affected())
     }
 
     pub async fn due_delayed_runs(
@@ -214,6 +231,36 @@ async fn lock_job_of_run(conn: &mut PgConnection, log_id: i64) -> StoreResult<()
     .await
     .map_err(map_error)?;
     Ok(())
+}
+
+#[cfg(test)]
+impl PgStore {
+    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
+    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
+        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = $1")
+            .bind(log_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_error)
+    }
+}
+
+/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
+/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
+/// another admin, or the follow-up was written before), and then nothing may be written.
+async fn close_claim(conn: &mut PgConnection, write: &FollowupWrite) -> StoreResult<bool> {
+    let result = sqlx::query(
+        "UPDATE xjob_log SET alarm_status = $1 WHERE id = $2 AND alarm_status = -1 \
+         AND owner_node = $3 AND epoch = $4",
+    )
+    .bind(write.alarm_status)
+    .bind(write.log_id)
+    .bind(&write.claim_node)
+    .bind(write.claim_epoch)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_error)?;
+    Ok(result.rows_affected() == 1)
 }
 
 /// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before;

@@ -17,7 +17,7 @@ impl SqliteStore {
             for id in chunk {
                 query = query.bind(id);
             }
-            tokens.extend(query.fetch_all(&self.pool).await.map_err(map_error)?);
+            tokens.extend(query.fetch_all(&self.reader).await.map_err(map_error)?);
         }
         Ok(tokens)
     }

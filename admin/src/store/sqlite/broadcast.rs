@@ -23,7 +23,7 @@ impl SqliteStore {
         shards: &[NewRun],
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        let mut tx = self.writer.begin().await.map_err(map_error)?;
         let first = sqlx::query(&format!(
             "UPDATE xjob_log SET shard_total = ? WHERE id = ? AND shard_total = 1 \
              AND shard_index = 0 AND status = 'RUNNING' RETURNING {LOG_COLUMNS}"

@@ -19,7 +19,7 @@ impl SqliteStore {
              ORDER BY app_name, address, executor_id",
         )
         .bind(heartbeat_after_ms)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter().map(executor_from_row).collect()
@@ -28,7 +28,7 @@ impl SqliteStore {
     pub async fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64> {
         let result = sqlx::query("DELETE FROM xjob_registry WHERE heartbeat_ms < ?")
             .bind(heartbeat_before_ms)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map_err(map_error)?;
         Ok(result.rows_affected())

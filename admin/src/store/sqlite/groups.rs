@@ -20,7 +20,7 @@ impl SqliteStore {
         .bind(group.addresses.join(","))
         .bind(&group.access_token)
         .bind(group.updated_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(Group {
@@ -40,7 +40,7 @@ impl SqliteStore {
         .bind(&group.access_token)
         .bind(group.updated_ms)
         .bind(group.id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
@@ -49,7 +49,7 @@ impl SqliteStore {
     pub async fn delete_group(&self, id: i64) -> StoreResult<bool> {
         let result = sqlx::query("DELETE FROM xjob_group WHERE id = ?")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
@@ -60,7 +60,7 @@ impl SqliteStore {
             "SELECT {GROUP_COLUMNS} FROM xjob_group WHERE id = ?"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(map_error)?;
         row.as_ref().map(group_from_row).transpose()
@@ -71,7 +71,7 @@ impl SqliteStore {
             "SELECT {GROUP_COLUMNS} FROM xjob_group WHERE app_name = ?"
         ))
         .bind(app_name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(map_error)?;
         row.as_ref().map(group_from_row).transpose()
@@ -90,7 +90,7 @@ impl SqliteStore {
         .bind(app_name_filter)
         .bind(limit)
         .bind(offset)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter().map(group_from_row).collect()
@@ -99,7 +99,7 @@ impl SqliteStore {
     pub async fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_job WHERE group_id = ?")
             .bind(group_id)
-            .fetch_one(&self.pool)
+            .fetch_one(&self.reader)
             .await
             .map_err(map_error)
     }

@@ -54,7 +54,7 @@ impl SqliteStore {
         .bind(job.trigger_next_ms)
         .bind(job.created_ms)
         .bind(job.updated_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(Job { id, ..job.clone() })
@@ -94,14 +94,14 @@ impl SqliteStore {
         .bind(join_ids(&job.child_job_ids))
         .bind(job.updated_ms)
         .bind(job.id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
     }
 
     pub async fn delete_job(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
+        let mut tx = self.writer.begin().await.map_err(map_error)?;
         sqlx::query("DELETE FROM xjob_log WHERE job_id = ?")
             .bind(id)
             .execute(&mut *tx)
@@ -124,7 +124,7 @@ impl SqliteStore {
     pub async fn get_job(&self, id: i64) -> StoreResult<Option<Job>> {
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE id = ?"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(map_error)?;
         row.as_ref().map(job_from_row).transpose()
@@ -141,7 +141,7 @@ impl SqliteStore {
             for id in chunk {
                 query = query.bind(id);
             }
-            let rows = query.fetch_all(&self.pool).await.map_err(map_error)?;
+            let rows = query.fetch_all(&self.reader).await.map_err(map_error)?;
             for row in &rows {
                 jobs.push(job_from_row(row)?);
             }
@@ -176,7 +176,7 @@ impl SqliteStore {
         query.push(" OFFSET ").push_bind(filter.offset);
         let rows = query
             .build()
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await
             .map_err(map_error)?;
         rows.iter().map(job_from_row).collect()
@@ -200,7 +200,7 @@ impl SqliteStore {
         .bind(update.trigger_last_ms)
         .bind(update.trigger_next_ms)
         .bind(update.job_id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
@@ -208,7 +208,7 @@ impl SqliteStore {
 
     pub async fn count_jobs(&self) -> StoreResult<i64> {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_job")
-            .fetch_one(&self.pool)
+            .fetch_one(&self.reader)
             .await
             .map_err(map_error)
     }

@@ -6,9 +6,64 @@ use super::rows::{LOG_COLUMNS, run_from_row};
 use super::schedule::new_run_insert;
 use super::{SqliteStore, map_error};
 use crate::model::{LogFilter, NewRun, RunLog};
+use crate::store::batch_json;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult};
 
 const INSERT_BATCH: usize = 500;
+
+// In the batched UPDATEs below, `+column` keeps SQLite from using an index on that column: the
+// plan must walk the batch and find each row by id. Left to itself, the planner walks every open
+// run through the status index and scans the batch for each, which grows with the table.
+
+/// The rows of one batch (`batch_json::dispatches`) as table `r`.
+macro_rules! dispatch_rows {
+    () => {
+        "(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.code') AS code, \
+         json_extract(value, '$.msg') AS msg, json_extract(value, '$.address') AS address, \
+         json_extract(value, '$.time') AS time FROM json_each(?)) AS r"
+    };
+}
+
+/// Accepted: the status stays as it is, since a fast executor's callback may already have
+/// finished the run and that result must not be overwritten.
+const RECORD_ACCEPTED: &str = concat!(
+    "UPDATE xjob_log SET trigger_code = r.code, trigger_msg = r.msg, \
+     executor_address = r.address FROM ",
+    dispatch_rows!(),
+    " WHERE xjob_log.id = r.id"
+);
+
+/// Not delivered: FAILED, unless a result arrived first.
+const RECORD_FAILED: &str = concat!(
+    "UPDATE xjob_log SET status = 'FAILED', trigger_code = r.code, trigger_msg = r.msg, \
+     executor_address = r.address, handle_time_ms = r.time FROM ",
+    dispatch_rows!(),
+    " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
+     AND +xjob_log.status IN ('PENDING', 'RUNNING')"
+);
+
+/// Not dispatched on purpose (the job was stopped after the fire was planned).
+const RECORD_SKIPPED: &str = concat!(
+    "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = r.msg FROM ",
+    dispatch_rows!(),
+    " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
+     AND +xjob_log.status IN ('PENDING', 'RUNNING')"
+);
+
+/// Results (`batch_json::completions`) applied to runs not final yet. A success whose job has
+/// no child jobs and is not FIX_DELAY needs no follow-up: its `alarm_status` becomes 1 here, so
+/// the follow-up loop never claims it.
+const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code = r.code, \
+     handle_msg = r.msg, handle_time_ms = r.time, \
+     alarm_status = CASE WHEN r.status = 'SUCCESS' AND NOT EXISTS ( \
+         SELECT 1 FROM xjob_job j WHERE j.id = xjob_log.job_id \
+         AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
+       THEN 1 ELSE xjob_log.alarm_status END \
+     FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.status') AS status, \
+       json_extract(value, '$.code') AS code, json_extract(value, '$.msg') AS msg, \
+       json_extract(value, '$.time') AS time FROM json_each(?)) AS r \
+     WHERE xjob_log.id = r.id AND +xjob_log.status IN ('PENDING', 'RUNNING') \
+     RETURNING xjob_log.id";
 
 impl SqliteStore {
     pub async fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
@@ -18,7 +73,7 @@ impl SqliteStore {
             query.push(" RETURNING id");
             let rows = query
                 .build()
-                .fetch_all(&self.pool)
+                .fetch_all(&self.writer)
                 .await
                 .map_err(map_error)?;
             for row in rows {
@@ -28,82 +83,51 @@ impl SqliteStore {
         Ok(ids)
     }
 
+    /// One UPDATE per outcome kind present, the rows passed as one JSON parameter.
     pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        for record in records {
-            if record.outcome == DispatchOutcome::Skipped {
-                sqlx::query(
-                    "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ? WHERE id = ? \
-                     AND handle_code = 0 AND status IN ('PENDING', 'RUNNING')",
-                )
-                .bind(&record.trigger_msg)
-                .bind(record.log_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_error)?;
-            } else if record.outcome == DispatchOutcome::Accepted {
-                // The status stays as it is: a fast executor's callback may already have
-                // finished the run, and that result must not be overwritten.
-                sqlx::query(
-                    "UPDATE xjob_log SET trigger_code = ?, trigger_msg = ?, executor_address = ? \
-                     WHERE id = ?",
-                )
-                .bind(record.trigger_code)
-                .bind(&record.trigger_msg)
-                .bind(&record.executor_address)
-                .bind(record.log_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_error)?;
-            } else {
-                sqlx::query(
-                    "UPDATE xjob_log SET status = 'FAILED', trigger_code = ?, trigger_msg = ?, \
-                     executor_address = ?, handle_time_ms = ? WHERE id = ? AND handle_code = 0 \
-                     AND status IN ('PENDING', 'RUNNING')",
-                )
-                .bind(record.trigger_code)
-                .bind(&record.trigger_msg)
-                .bind(&record.executor_address)
-                .bind(record.finished_ms)
-                .bind(record.log_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_error)?;
+        let mut tx = self.writer.begin().await.map_err(map_error)?;
+        for (outcome, sql) in [
+            (DispatchOutcome::Accepted, RECORD_ACCEPTED),
+            (DispatchOutcome::Failed, RECORD_FAILED),
+            (DispatchOutcome::Skipped, RECORD_SKIPPED),
+        ] {
+            let of_kind: Vec<&DispatchRecord> = records
+                .iter()
+                .filter(|record| record.outcome == outcome)
+                .collect();
+            for chunk in of_kind.chunks(batch_json::ROWS_PER_STATEMENT) {
+                sqlx::query(sql)
+                    .bind(batch_json::dispatches(chunk))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_error)?;
             }
         }
         tx.commit().await.map_err(map_error)
     }
 
-    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<RunLog>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let mut changed = Vec::new();
-        for completion in completions {
-            // Conditional on a non-final status: a repeated or late result changes nothing.
-            let row = sqlx::query(&format!(
-                "UPDATE xjob_log SET status = ?, handle_code = ?, handle_msg = ?, \
-                 handle_time_ms = ? WHERE id = ? AND status IN ('PENDING', 'RUNNING') \
-                 RETURNING {LOG_COLUMNS}"
-            ))
-            .bind(completion.status.as_str())
-            .bind(completion.handle_code)
-            .bind(&completion.handle_msg)
-            .bind(completion.finished_ms)
-            .bind(completion.log_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(map_error)?;
-            if let Some(row) = row {
-                changed.push(run_from_row(&row)?);
+    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+        let completions = batch_json::first_completion_per_run(completions);
+        let mut tx = self.writer.begin().await.map_err(map_error)?;
+        let mut finished = Vec::with_capacity(completions.len());
+        for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
+            let rows = sqlx::query(COMPLETE_RUNS)
+                .bind(batch_json::completions(chunk))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(map_error)?;
+            for row in rows {
+                finished.push(row.try_get::<i64, _>("id").map_err(map_error)?);
             }
         }
         tx.commit().await.map_err(map_error)?;
-        Ok(changed)
+        Ok(finished)
     }
 
     pub async fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> {
         let row = sqlx::query(&format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = ?"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(map_error)?;
         row.as_ref().map(run_from_row).transpose()
@@ -133,9 +157,46 @@ impl SqliteStore {
         query.push(" OFFSET ").push_bind(filter.offset);
         let rows = query
             .build()
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await
             .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batched UPDATEs must find each row of the batch by id; a plan that walks the open
+    /// runs instead costs a batch scan per open run.
+    #[tokio::test]
+    async fn batched_updates_find_rows_by_id() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+        let store = SqliteStore::connect(&url).await.expect("store opens");
+        for sql in [
+            RECORD_ACCEPTED,
+            RECORD_FAILED,
+            RECORD_SKIPPED,
+            COMPLETE_RUNS,
+        ] {
+            let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind("[]")
+                .fetch_all(&store.writer)
+                .await
+                .expect("plan");
+            let plan: Vec<String> = rows
+                .iter()
+                .map(|row| row.try_get::<String, _>("detail").expect("detail"))
+                .collect();
+            let plan = plan.join("\n");
+            assert!(
+                plan.contains("SCAN json_each")
+                    && plan.contains("SEARCH xjob_log USING INTEGER PRIMARY KEY"),
+                "{sql}\n{plan}"
+            );
+        }
+        store.close().await;
     }
 }

@@ -2,6 +2,12 @@
 //!
 //! SQLite serializes writers, so `BEGIN IMMEDIATE` is the schedule lock; a busy timeout makes a
 //! second writer wait instead of failing.
+//!
+//! Each admin writes through one connection and reads through a small pool. With several
+//! writer connections in one process, every write but one waits in SQLite's busy handler, which
+//! sleeps in growing steps (up to 100 ms) instead of waking when the lock frees; one writer
+//! connection makes those writes queue in the pool and run back to back. Readers never block
+//! on the writer in WAL mode. Busy waits remain only between processes sharing the file.
 
 mod access;
 mod broadcast;
@@ -26,11 +32,16 @@ use super::{StoreError, StoreResult};
 /// Largest number of bound parameters one statement uses (SQLite allows 32 766).
 const MAX_BIND_PARAMS: usize = 30_000;
 
-/// A pool of connections to one SQLite file.
+/// Connections to one SQLite file: every write goes through `writer`, pure reads through
+/// `reader`.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    writer: SqlitePool,
+    reader: SqlitePool,
 }
+
+/// Read connections per admin: the API, the registry refresh and the trigger path read at once.
+const READ_CONNECTIONS: u32 = 4;
 
 impl SqliteStore {
     /// Opens (creating if missing) the database file and migrates it.
@@ -42,23 +53,30 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(false);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
             .min_connections(1)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
         sqlx::migrate!("migrations/sqlite")
-            .run(&pool)
+            .run(&writer)
             .await
             .map_err(StoreError::Migrate)?;
-        let store = SqliteStore { pool };
+        let reader = SqlitePoolOptions::new()
+            .max_connections(READ_CONNECTIONS)
+            .min_connections(1)
+            .connect_with(options.read_only(true))
+            .await
+            .map_err(StoreError::Unavailable)?;
+        let store = SqliteStore { writer, reader };
         store.check_lock_row().await?;
         Ok(store)
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.reader.close().await;
+        self.writer.close().await;
     }
 
     /// Refuses to run without the schedule lock row: without it admins would not exclude
@@ -66,7 +84,7 @@ impl SqliteStore {
     async fn check_lock_row(&self) -> StoreResult<()> {
         let found: Option<(String,)> =
             sqlx::query_as("SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock'")
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.writer)
                 .await
                 .map_err(map_error)?;
         match found {

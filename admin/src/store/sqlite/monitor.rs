@@ -7,6 +7,12 @@
 //! transaction: the retry row, child runs, the final `alarm_status` and a FIX_DELAY job's next
 //! fire. SQLite serializes those transactions, which the FIX_DELAY release relies on: of the
 //! runs of one fire finishing together, the one written last sees all the others final.
+//!
+//! The write and `finish_followups` are fenced by the claim: the transaction first sets the
+//! final `alarm_status` only where it is still -1 with the writer's node/epoch as owner, and
+//! writes nothing else (rolls back) when that matches no row. So an admin that stalled after
+//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
+//! overwrite the adopter's `alarm_status` when it resumes.
 
 use sqlx::Row;
 
@@ -36,7 +42,7 @@ impl SqliteStore {
         .bind(node_id)
         .bind(epoch)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.writer)
         .await
         .map_err(map_error)?;
         let mut claimed = rows
@@ -65,7 +71,7 @@ impl SqliteStore {
         .bind(epoch)
         .bind(now_ms)
         .bind(node_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.writer)
         .await
         .map_err(map_error)?;
         let mut adopted = rows
@@ -80,10 +86,15 @@ impl SqliteStore {
         // BEGIN IMMEDIATE: the checks below (other runs of the fire, the broadcast claim) read
         // what concurrent follow-ups write, so they must see each other's commits in order.
         let mut tx = self
-            .pool
+            .writer
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_error)?;
+        // The fence, first: nothing else is written unless the claim is still this one's.
+        if !close_claim(&mut tx, write).await? {
+            tx.rollback().await.map_err(map_error)?;
+            return Ok(FollowupWritten::fenced_off());
+        }
         let mut written = FollowupWritten::default();
         if let Some(retry) = &write.retry {
             written.retry_id = insert_one(&mut tx, retry).await?;
@@ -95,12 +106,6 @@ impl SqliteStore {
                 written.child_ids.extend(insert_one(&mut tx, child).await?);
             }
         }
-        sqlx::query("UPDATE xjob_log SET alarm_status = ? WHERE id = ?")
-            .bind(write.alarm_status)
-            .bind(write.log_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_error)?;
         if let Some(release) = &write.fix_delay_release {
             written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
         }
@@ -108,19 +113,31 @@ impl SqliteStore {
         Ok(written)
     }
 
-    pub async fn finish_followups(&self, log_ids: &[i64], alarm_status: i32) -> StoreResult<()> {
-        for chunk in log_ids.chunks(super::MAX_BIND_PARAMS - 1) {
+    pub async fn finish_followups(
+        &self,
+        node_id: &str,
+        epoch: i64,
+        log_ids: &[i64],
+        alarm_status: i32,
+    ) -> StoreResult<u64> {
+        let mut finished = 0;
+        for chunk in log_ids.chunks(super::MAX_BIND_PARAMS - 3) {
             let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 AND id IN ({})",
+                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
+                 AND owner_node = ? AND epoch = ? AND id IN ({})",
                 placeholders(chunk.len())
             );
-            let mut query = sqlx::query(&sql).bind(alarm_status);
+            let mut query = sqlx::query(&sql)
+                .bind(alarm_status)
+                .bind(node_id)
+                .bind(epoch);
             for id in chunk {
                 query = query.bind(id);
             }
-            query.execute(&self.pool).await.map_err(map_error)?;
+            let result = query.execute(&self.writer).await.map_err(map_error)?;
+            finished += result.rows_affected();
         }
-        Ok(())
+        Ok(finished)
     }
 
     pub async fn due_delayed_runs(
@@ -139,7 +156,7 @@ impl SqliteStore {
         .bind(node_id)
         .bind(epoch)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter()
@@ -153,7 +170,7 @@ impl SqliteStore {
              AND executor_address <> '' ORDER BY id LIMIT ?"
         ))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
@@ -178,7 +195,7 @@ impl SqliteStore {
         .bind(epoch)
         .bind(now_ms)
         .bind(node_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
@@ -193,7 +210,7 @@ impl SqliteStore {
         .bind(message)
         .bind(now_ms)
         .bind(log_id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
@@ -210,13 +227,46 @@ impl SqliteStore {
         )
         .bind(node_id)
         .bind(heartbeat_after_ms)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter()
             .map(|row| row.try_get::<String, _>("address").map_err(map_error))
             .collect()
     }
+}
+
+#[cfg(test)]
+impl SqliteStore {
+    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
+    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
+        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
+            .bind(log_id)
+            .fetch_one(&self.writer)
+            .await
+            .map_err(map_error)
+    }
+}
+
+/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
+/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
+/// another admin, or the follow-up was written before), and then nothing may be written.
+async fn close_claim(
+    conn: &mut sqlx::SqliteConnection,
+    write: &FollowupWrite,
+) -> StoreResult<bool> {
+    let result = sqlx::query(
+        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
+         AND owner_node = ? AND epoch = ?",
+    )
+    .bind(write.alarm_status)
+    .bind(write.log_id)
+    .bind(&write.claim_node)
+    .bind(write.claim_epoch)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_error)?;
+    Ok(result.rows_affected() == 1)
 }
 
 /// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before).
@@ -367,9 +417,12 @@ mod tests {
         }
     }
 
+    /// The follow-up of `log_id` by node n1 epoch 1 (claimed with `claim_all`).
     fn followup(log_id: i64) -> FollowupWrite {
         FollowupWrite {
             log_id,
+            claim_node: "n1".into(),
+            claim_epoch: 1,
             alarm_status: 1,
             retry: None,
             children: Vec::new(),
@@ -378,11 +431,16 @@ mod tests {
         }
     }
 
+    /// Claims every finished run not claimed yet for node n1 epoch 1.
+    async fn claim_all(store: &SqliteStore) {
+        store.claim_followups("n1", 1, 100).await.expect("claim");
+    }
+
     async fn set_status(store: &SqliteStore, log_id: i64, status: RunStatus) {
         sqlx::query("UPDATE xjob_log SET status = ? WHERE id = ?")
             .bind(status.as_str())
             .bind(log_id)
-            .execute(&store.pool)
+            .execute(&store.writer)
             .await
             .expect("status");
     }
@@ -390,7 +448,7 @@ mod tests {
     async fn count_runs_of(store: &SqliteStore, job_id: i64) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_log WHERE job_id = ?")
             .bind(job_id)
-            .fetch_one(&store.pool)
+            .fetch_one(&store.writer)
             .await
             .expect("count")
     }
@@ -411,6 +469,7 @@ mod tests {
             .collect();
         let ids = store.insert_runs(&shards).await.expect("shards");
         set_status(&store, ids[2], RunStatus::Running).await;
+        claim_all(&store).await;
         let with_children = |log_id| FollowupWrite {
             children: vec![child_run(child.id)],
             children_need_all_shards: true,
@@ -426,6 +485,7 @@ mod tests {
 
         // Shards 1 and 2 followed up at the same time (two admins): one of them starts them.
         set_status(&store, ids[2], RunStatus::Success).await;
+        claim_all(&store).await;
         let (write_1, write_2) = (with_children(ids[1]), with_children(ids[2]));
         let (first, second) = tokio::join!(
             store.write_followup(&write_1),
@@ -435,12 +495,13 @@ mod tests {
             first.expect("write").child_ids.len() + second.expect("write").child_ids.len();
         assert_eq!(started, 1, "children started exactly once");
         assert_eq!(count_runs_of(&store, child.id).await, 1);
-        // A late repeat (an adopted claim) starts nothing more.
+        // A late repeat (its claim is closed) is fenced off and starts nothing more.
         let again = store
             .write_followup(&with_children(ids[0]))
             .await
             .expect("write");
-        assert!(again.child_ids.is_empty());
+        assert!(again.fenced_off && again.child_ids.is_empty());
+        assert_eq!(count_runs_of(&store, child.id).await, 1);
     }
 
     #[tokio::test]
@@ -461,6 +522,7 @@ mod tests {
             shard(parent.id, 2, 0, RunStatus::Success),
         ];
         let ids = store.insert_runs(&runs).await.expect("runs");
+        claim_all(&store).await;
         let written = store
             .write_followup(&FollowupWrite {
                 children: vec![child_run(child.id)],
@@ -502,7 +564,7 @@ mod tests {
             ..followup(log_id)
         };
         let next_ms = |store: &SqliteStore| {
-            let pool = store.pool.clone();
+            let pool = store.writer.clone();
             async move {
                 sqlx::query_scalar::<_, i64>("SELECT trigger_next_ms FROM xjob_job WHERE id = ?")
                     .bind(delayed.id)
@@ -512,6 +574,7 @@ mod tests {
             }
         };
 
+        claim_all(&store).await;
         let blocked = store
             .write_followup(&release(ids[0], T0 + 5_000))
             .await
@@ -521,6 +584,7 @@ mod tests {
 
         // Shard 1 fails and is retried: the retry keeps the job waiting.
         set_status(&store, ids[1], RunStatus::Failed).await;
+        claim_all(&store).await;
         let retried = store
             .write_followup(&FollowupWrite {
                 retry: Some(shard(delayed.id, 1, 1, RunStatus::Pending)),
@@ -537,18 +601,19 @@ mod tests {
 
         // The retry ends: its follow-up lets the schedule continue.
         set_status(&store, retry_id, RunStatus::Success).await;
+        claim_all(&store).await;
         let released = store
             .write_followup(&release(retry_id, T0 + 9_000))
             .await
             .expect("write");
         assert!(released.released);
         assert_eq!(next_ms(&store).await, T0 + 9_000);
-        // Only while waiting: a repeat does not move it again.
+        // A repeat is fenced off (its claim is closed) and does not move it again.
         let repeat = store
             .write_followup(&release(retry_id, T0 + 99_000))
             .await
             .expect("write");
-        assert!(!repeat.released);
+        assert!(repeat.fenced_off && !repeat.released);
         assert_eq!(next_ms(&store).await, T0 + 9_000);
     }
 
@@ -560,18 +625,36 @@ mod tests {
             .await
             .expect("job");
         let ids = store
-            .insert_runs(&[shard(failing.id, 0, 0, RunStatus::Failed)])
+            .insert_runs(&[
+                shard(failing.id, 0, 0, RunStatus::Failed),
+                shard(failing.id, 1, 0, RunStatus::Failed),
+            ])
             .await
             .expect("run");
-        let with_retry = FollowupWrite {
-            retry: Some(shard(failing.id, 0, 1, RunStatus::Pending)),
-            ..followup(ids[0])
+        claim_all(&store).await;
+        let retry = shard(failing.id, 0, 1, RunStatus::Pending);
+        let with_retry = |log_id| FollowupWrite {
+            retry: Some(retry.clone()),
+            ..followup(log_id)
         };
-        let first = store.write_followup(&with_retry).await.expect("write");
-        let repeat = store.write_followup(&with_retry).await.expect("write");
+        let first = store
+            .write_followup(&with_retry(ids[0]))
+            .await
+            .expect("write");
         assert!(first.retry_id.is_some());
-        assert_eq!(repeat.retry_id, None, "the fire_key exists already");
-        assert_eq!(count_runs_of(&store, failing.id).await, 2);
+        let repeat = store
+            .write_followup(&with_retry(ids[0]))
+            .await
+            .expect("write");
+        assert!(repeat.fenced_off, "the claim is closed");
+        // Another claimed run proposing the same attempt (same fire_key) adds no row either.
+        let same_key = store
+            .write_followup(&with_retry(ids[1]))
+            .await
+            .expect("write");
+        assert!(!same_key.fenced_off);
+        assert_eq!(same_key.retry_id, None, "the fire_key exists already");
+        assert_eq!(count_runs_of(&store, failing.id).await, 3);
     }
 
     #[tokio::test]
@@ -652,7 +735,7 @@ mod tests {
             .expect("runs");
         sqlx::query("UPDATE xjob_log SET trigger_time_ms = ?")
             .bind(T0)
-            .execute(&store.pool)
+            .execute(&store.writer)
             .await
             .expect("trigger time");
         let stranded_ids = |runs: Vec<RunLog>| runs.iter().map(|run| run.id).collect::<Vec<_>>();
@@ -677,7 +760,7 @@ mod tests {
         // Once its dispatch is recorded, a run is judged by its executor instead.
         sqlx::query("UPDATE xjob_log SET executor_address = 'http://e:1' WHERE id = ?")
             .bind(ids[0])
-            .execute(&store.pool)
+            .execute(&store.writer)
             .await
             .expect("address");
         let recorded = store

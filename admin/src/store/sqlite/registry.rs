@@ -20,7 +20,7 @@ impl SqliteStore {
         .bind(&executor.admin_node)
         .bind(executor.registered_ms)
         .bind(executor.last_heartbeat_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(())
@@ -29,7 +29,7 @@ impl SqliteStore {
     pub async fn delete_registry(&self, executor_id: &str) -> StoreResult<()> {
         sqlx::query("DELETE FROM xjob_registry WHERE executor_id = ?")
             .bind(executor_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map_err(map_error)?;
         Ok(())
@@ -41,7 +41,7 @@ impl SqliteStore {
              heartbeat_ms FROM xjob_registry WHERE owner_node = ? ORDER BY app_name, address",
         )
         .bind(node_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         rows.iter().map(executor_from_row).collect()

@@ -38,7 +38,7 @@ impl SqliteStore {
         .bind(day_start_ms)
         .bind(day_end_ms)
         .bind(now_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(day_counts(row))
@@ -55,7 +55,7 @@ impl SqliteStore {
         )
         .bind(from_day_ms)
         .bind(to_day_ms)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(map_error)?;
         Ok(rows.into_iter().map(day_counts).collect())
@@ -73,7 +73,7 @@ impl SqliteStore {
         query.push_bind(n.saturating_sub(1).max(0));
         query
             .build_query_scalar::<i64>()
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(map_error)
     }
@@ -94,7 +94,11 @@ impl SqliteStore {
         }
         query.push(" LIMIT ").push_bind(limit).push(")");
         query.push(FINAL_ONLY);
-        let result = query.build().execute(&self.pool).await.map_err(map_error)?;
+        let result = query
+            .build()
+            .execute(&self.writer)
+            .await
+            .map_err(map_error)?;
         Ok(result.rows_affected())
     }
 }
@@ -163,14 +167,14 @@ mod tests {
         .bind(status)
         .bind(trigger_ms)
         .bind(scheduled_ms)
-        .fetch_one(&store.pool)
+        .fetch_one(&store.writer)
         .await
         .expect("run inserted")
     }
 
     async fn remaining_ids(store: &SqliteStore) -> Vec<i64> {
         sqlx::query_scalar("SELECT id FROM xjob_log ORDER BY id")
-            .fetch_all(&store.pool)
+            .fetch_all(&store.writer)
             .await
             .expect("ids read")
     }
@@ -300,7 +304,7 @@ mod tests {
             )
             .bind(app)
             .bind(token)
-            .execute(&store.pool)
+            .execute(&store.writer)
             .await
             .expect("group inserted");
         }
@@ -309,7 +313,7 @@ mod tests {
             "INSERT INTO xjob_log (job_id, group_id, status, trigger_type) \
              VALUES (2, 2, 'RUNNING', 'MANUAL') RETURNING id",
         )
-        .fetch_one(&store.pool)
+        .fetch_one(&store.writer)
         .await
         .expect("run inserted");
         let tokens = store

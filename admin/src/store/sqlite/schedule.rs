@@ -28,7 +28,7 @@ impl SqliteStore {
         .bind(node_id)
         .bind(now_ms + lease_ms)
         .bind(now_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await
         .map_err(map_error)
     }
@@ -44,7 +44,7 @@ impl SqliteStore {
                 .bind(lease_until_ms)
                 .bind(node_id)
                 .bind(epoch)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await
                 .map_err(map_error)?;
         Ok(result.rows_affected() == 1)
@@ -59,7 +59,7 @@ impl SqliteStore {
         // BEGIN IMMEDIATE takes SQLite's write lock up front: the equivalent of
         // SELECT … FOR UPDATE on the schedule_lock row in the server databases.
         let mut tx = self
-            .pool
+            .writer
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_error)?;
@@ -102,7 +102,7 @@ impl SqliteStore {
         .bind(epoch)
         .bind(now_ms)
         .bind(node_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.writer)
         .await
         .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
@@ -129,7 +129,7 @@ impl SqliteStore {
             for id in chunk {
                 query = query.bind(id);
             }
-            let rows = query.fetch_all(&self.pool).await.map_err(map_error)?;
+            let rows = query.fetch_all(&self.writer).await.map_err(map_error)?;
             for row in &rows {
                 claimed.push(run_from_row(row)?);
             }
@@ -150,7 +150,7 @@ impl SqliteStore {
         .bind(reason)
         .bind(now_ms)
         .bind(job_id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_error)?;
         Ok(result.rows_affected())
@@ -167,7 +167,7 @@ impl SqliteStore {
             for id in chunk {
                 query = query.bind(id);
             }
-            query.execute(&self.pool).await.map_err(map_error)?;
+            query.execute(&self.writer).await.map_err(map_error)?;
         }
         Ok(())
     }

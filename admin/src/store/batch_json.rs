@@ -1,0 +1,94 @@
+//! Rows of a batched write as one JSON array parameter: every backend unpacks it in SQL
+//! (`json_each`, `jsonb_to_recordset`, `JSON_TABLE`), so a batch is one statement whose text
+//! never changes and stays prepared, instead of one statement per row.
+
+use std::collections::HashSet;
+
+use serde_json::json;
+
+use super::{DispatchRecord, RunCompletion};
+
+/// Most rows one batched statement carries.
+pub const ROWS_PER_STATEMENT: usize = 1000;
+
+/// `[{"id", "status", "code", "msg", "time"}, …]` for `complete_runs`.
+pub fn completions(chunk: &[&RunCompletion]) -> String {
+    let rows: Vec<_> = chunk
+        .iter()
+        .map(|completion| {
+            json!({
+                "id": completion.log_id,
+                "status": completion.status.as_str(),
+                "code": completion.handle_code,
+                "msg": completion.handle_msg,
+                "time": completion.finished_ms,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// `[{"id", "code", "msg", "address", "time"}, …]` for `record_dispatches`.
+pub fn dispatches(chunk: &[&DispatchRecord]) -> String {
+    let rows: Vec<_> = chunk
+        .iter()
+        .map(|record| {
+            json!({
+                "id": record.log_id,
+                "code": record.trigger_code,
+                "msg": record.trigger_msg,
+                "address": record.executor_address,
+                "time": record.finished_ms,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// The completions with each log id once, the first report winning (an executor may resend a
+/// result, and a batched UPDATE must not see one row twice).
+pub fn first_completion_per_run(completions: &[RunCompletion]) -> Vec<&RunCompletion> {
+    let mut seen = HashSet::with_capacity(completions.len());
+    completions
+        .iter()
+        .filter(|completion| seen.insert(completion.log_id))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RunStatus;
+
+    fn completion(log_id: i64, handle_msg: &str) -> RunCompletion {
+        RunCompletion {
+            log_id,
+            status: RunStatus::Success,
+            handle_code: 200,
+            handle_msg: handle_msg.to_string(),
+            finished_ms: 7,
+        }
+    }
+
+    #[test]
+    fn messages_with_quotes_and_newlines_survive_the_round_trip() {
+        let tricky = completion(1, "said \"no\"\nthen \\ left");
+        let text = completions(&[&tricky]);
+        let parsed: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(parsed[0]["msg"], "said \"no\"\nthen \\ left");
+        assert_eq!(parsed[0]["status"], "SUCCESS");
+        assert_eq!(parsed[0]["id"], 1);
+    }
+
+    #[test]
+    fn a_repeated_result_keeps_the_first_report() {
+        let reports = [
+            completion(1, "first"),
+            completion(2, "x"),
+            completion(1, "again"),
+        ];
+        let kept = first_completion_per_run(&reports);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0].handle_msg, "first");
+    }
+}
