@@ -1,43 +1,62 @@
 //! `xjob-bench`: runs one workload of `shared/BENCH.md` against real processes on loopback —
-//! the `xjob` admin (embedded SQLite), remote `xjob-bench-executor`s with a recording no-op
-//! handler — then stops everything it started and prints one JSON line of metrics (also
-//! appended to the results file).
+//! one or several `xjob` admins sharing a database (an SQLite file, or a PostgreSQL / MariaDB
+//! server the harness starts or is given), remote `xjob-bench-executor`s with a recording
+//! no-op handler — then stops everything it started and prints one JSON line of metrics (also
+//! appended to the results file). The failover workloads kill or stall the admin holding the
+//! schedule lock (F1, F2) or restart the database (F3) during the window.
 //!
 //! ```text
 //! cargo build --release --workspace --bins
 //! target/release/xjob-bench --workload W1 --jobs 1000 --warmup 10 --duration 60
+//! target/release/xjob-bench --workload F1 --database postgres --kills 5
 //! ```
 
+mod admins;
+mod database;
+mod disrupt;
+mod failover;
+mod grpc;
 mod metrics;
 mod processes;
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, ValueEnum};
-use tonic::transport::Channel;
-use xjob_proto::pb;
-use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_admin::store::Store;
 
+use admins::{Admin, Timing};
+use database::{Backend, Database};
+use disrupt::{Kind, Restart, Target};
+use failover::Disruption;
 use metrics::{Figures, PeriodicGrid, Record};
 use processes::{Managed, cpu_seconds, free_port, memory_mb, sibling_binary};
+use report::JsonLine;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Workload {
     /// N jobs every second, all aligned.
     W1,
-    /// N jobs every 10 s, phases spread evenly.
+    /// N jobs every 10 s (--period), phases spread evenly.
     W2,
     /// 300 jobs every second (the long acceptance run; set --duration).
     W3,
     /// N jobs all at second 0 of every minute.
     W4,
+    /// W2-style load on several admins; the schedule lock holder is killed (-9) and restarted.
+    F1,
+    /// As F1, but the lock holder is stopped (SIGSTOP) for two node leases, then resumed.
+    F2,
+    /// As F1 on PostgreSQL; the database is stopped and started again once mid-window.
+    F3,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Database {
-    Sqlite,
+impl Workload {
+    fn is_failover(self) -> bool {
+        matches!(self, Workload::F1 | Workload::F2 | Workload::F3)
+    }
 }
 
 #[derive(Parser, Debug)]
@@ -45,9 +64,13 @@ enum Database {
 struct Args {
     #[arg(long, value_enum, ignore_case = true, default_value = "w1")]
     workload: Workload,
-    /// Number of jobs (W3 uses 300 when not given).
+    /// Number of jobs (defaults: W1 100, W2 1000, W3 300, W4 1000, F* 2000).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Period in seconds of the W2 and F* jobs, phases spread over it; must divide 60
+    /// (defaults: W2 10, F* 2, so 2000 jobs make 1000 fires/s).
+    #[arg(long)]
+    period: Option<i64>,
     /// Seconds of warm-up after the first common fire.
     #[arg(long, default_value_t = 10)]
     warmup: u64,
@@ -57,57 +80,171 @@ struct Args {
     /// Seconds to wait after the window for late fires.
     #[arg(long, default_value_t = 5)]
     drain: u64,
-    #[arg(long, value_enum, ignore_case = true, default_value = "sqlite")]
-    database: Database,
-    /// Executor processes.
-    #[arg(long, default_value_t = 1)]
-    executors: usize,
+    /// Database backend: sqlite (a file in the scratch directory), or a postgres / mariadb
+    /// server the harness starts on a free loopback port (default: sqlite; F3: postgres).
+    #[arg(long, value_enum, ignore_case = true)]
+    database: Option<Backend>,
+    /// An already running PostgreSQL or MySQL/MariaDB server (postgres://… or mysql://…);
+    /// the run gets a new scratch database on it (left there afterwards).
+    #[arg(long)]
+    database_url: Option<String>,
+    /// With --database-url, for F3: a command taking start|stop|checkpoint that controls
+    /// that server (like XJOB_TEST_POSTGRES_CTL of .ci/databases.sh).
+    #[arg(long)]
+    database_ctl: Option<String>,
+    /// Admin processes sharing the database (default: 1; F*: 3).
+    #[arg(long)]
+    admins: Option<usize>,
+    /// Executor processes, each listing every admin (default: 1; F*: 2).
+    #[arg(long)]
+    executors: Option<usize>,
+    /// F1: kills of the lock holder; F2: stalls of it.
+    #[arg(long, default_value_t = 5)]
+    kills: usize,
+    /// F1/F2: seconds between one disruption settling and the next.
+    #[arg(long, default_value_t = 3)]
+    kill_spacing: u64,
+    /// F3: seconds the database stays down.
+    #[arg(long, default_value_t = 5)]
+    outage: u64,
+    /// The admins' node lease in ms (default: the admin's 10 s; F*: 2000, as the cluster tests).
+    #[arg(long)]
+    node_lease_ms: Option<u64>,
     /// File the JSON line is appended to.
     #[arg(long, default_value = "bench-results.jsonl")]
     results: PathBuf,
-    /// Exit with an error when any fire was missed, duplicated or off the grid (CI smoke run).
+    /// Exit with an error when any fire was lost (missed and not recorded as a misfire),
+    /// duplicated or off the grid (CI smoke run).
     #[arg(long)]
     fail_on_loss: bool,
 }
 
+/// How the jobs of a workload are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Shape {
     jobs: usize,
     period_s: i64,
-    cron: fn(usize) -> String,
-    phase: fn(usize) -> i64,
+    /// Phases spread over the period (W2, F*), or all jobs on the same second.
+    spread: bool,
 }
 
-fn shape(args: &Args) -> Shape {
+impl Shape {
+    fn phase(&self, index: usize) -> i64 {
+        if self.spread {
+            index as i64 % self.period_s
+        } else {
+            0
+        }
+    }
+
+    fn cron(&self, index: usize) -> String {
+        let phase = self.phase(index);
+        match self.period_s {
+            1 => "* * * * * ?".into(),
+            60 => format!("{phase} * * * * ?"),
+            period => format!("{phase}/{period} * * * * ?"),
+        }
+    }
+
+    fn fires_per_second(&self) -> f64 {
+        self.jobs as f64 / self.period_s as f64
+    }
+}
+
+/// Everything a run needs that depends on the workload's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Plan {
+    shape: Shape,
+    admins: usize,
+    executors: usize,
+    backend: Backend,
+    timing: Timing,
+}
+
+fn plan(args: &Args) -> anyhow::Result<Plan> {
+    let failover = args.workload.is_failover();
     let jobs = |default: usize| args.jobs.unwrap_or(default);
-    match args.workload {
+    let spread_period = |default: i64| -> anyhow::Result<i64> {
+        let period = args.period.unwrap_or(default);
+        anyhow::ensure!(
+            period > 0 && 60 % period == 0,
+            "--period must divide 60 (cron seconds repeat every minute), not {period}"
+        );
+        Ok(period)
+    };
+    let shape = match args.workload {
         Workload::W1 => Shape {
             jobs: jobs(100),
             period_s: 1,
-            cron: |_| "* * * * * ?".into(),
-            phase: |_| 0,
+            spread: false,
         },
         Workload::W3 => Shape {
             jobs: jobs(300),
             period_s: 1,
-            cron: |_| "* * * * * ?".into(),
-            phase: |_| 0,
-        },
-        Workload::W2 => Shape {
-            jobs: jobs(1000),
-            period_s: 10,
-            cron: |index| format!("{}/10 * * * * ?", index % 10),
-            phase: |index| (index % 10) as i64,
+            spread: false,
         },
         Workload::W4 => Shape {
             jobs: jobs(1000),
             period_s: 60,
-            cron: |_| "0 * * * * ?".into(),
-            phase: |_| 0,
+            spread: false,
         },
-    }
+        Workload::W2 => Shape {
+            jobs: jobs(1000),
+            period_s: spread_period(10)?,
+            spread: true,
+        },
+        Workload::F1 | Workload::F2 | Workload::F3 => Shape {
+            jobs: jobs(2000),
+            period_s: spread_period(2)?,
+            spread: true,
+        },
+    };
+    let backend = backend(args)?;
+    let admins = args.admins.unwrap_or(if failover { 3 } else { 1 });
+    anyhow::ensure!(admins >= 1, "--admins must be at least 1");
+    anyhow::ensure!(
+        !matches!(args.workload, Workload::F1 | Workload::F2) || admins >= 2,
+        "{:?} needs a survivor: --admins 2 or more",
+        args.workload
+    );
+    let executors = args.executors.unwrap_or(if failover { 2 } else { 1 });
+    anyhow::ensure!(executors >= 1, "--executors must be at least 1");
+    let node_lease_ms = args.node_lease_ms.or(failover.then_some(2000));
+    Ok(Plan {
+        shape,
+        admins,
+        executors,
+        backend,
+        timing: Timing {
+            node_lease: node_lease_ms.map(Duration::from_millis),
+        },
+    })
 }
 
-fn now_ms() -> i64 {
+/// The backend from --database and --database-url, which must agree.
+fn backend(args: &Args) -> anyhow::Result<Backend> {
+    let backend = match (&args.database_url, args.database) {
+        (Some(url), given) => {
+            let of_url = Backend::of_url(url)?;
+            anyhow::ensure!(
+                given.is_none_or(|given| given == of_url),
+                "--database {given:?} does not match --database-url (a {of_url:?} server)"
+            );
+            of_url
+        }
+        (None, Some(given)) => given,
+        (None, None) if args.workload == Workload::F3 => Backend::Postgres,
+        (None, None) => Backend::Sqlite,
+    };
+    anyhow::ensure!(
+        args.workload != Workload::F3 || backend == Backend::Postgres,
+        "F3 restarts a PostgreSQL server: use --database postgres (or a postgres:// \
+         --database-url with --database-ctl)"
+    );
+    Ok(backend)
+}
+
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -116,53 +253,150 @@ fn now_ms() -> i64 {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Warnings only: sqlx reports at INFO every pooled connection the F3 restart cuts.
     tracing_subscriber::fmt()
         .with_target(false)
         .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
         .init();
     let args = Args::parse();
-    let shape = shape(&args);
-    let scratch = tempfile::tempdir()?;
-    let port = free_port()?;
-    let admin_url = format!("http://127.0.0.1:{port}");
-
-    let mut admin = spawn_admin(scratch.path(), port)?;
-    let mut client = connect(&admin_url).await?;
-    let group_id = create_group(&mut client).await?;
-    let mut executors = spawn_executors(scratch.path(), &admin_url, args.executors)?;
-    wait_for_executors(&mut client, args.executors).await?;
-
-    eprintln!("creating {} jobs", shape.jobs);
-    let job_ids = create_jobs(&client, group_id, &shape).await?;
-    let first_fire_ms = start_jobs(&client, &job_ids).await?;
-    let window_start_ms = first_fire_ms + args.warmup as i64 * 1000;
-    let window_end_ms = window_start_ms + args.duration as i64 * 1000;
-
-    sleep_until_ms(window_start_ms, "warm-up").await;
-    let cpu_before = cpu_of(&admin, &executors);
-    sleep_until_ms(window_end_ms, "window").await;
-    let cpu_after = cpu_of(&admin, &executors);
-    let admin_peak_rss_mb = memory_mb(admin.pid(), "VmHWM");
-    let executor_peak_rss_mb = executors
-        .iter()
-        .map(|e| memory_mb(e.pid(), "VmHWM"))
-        .fold(0.0, f64::max);
-    sleep_until_ms(window_end_ms + args.drain as i64 * 1000, "drain").await;
-
-    for executor in &mut executors {
-        executor.terminate(Duration::from_secs(20))?;
+    let plan = plan(&args)?;
+    // On Ctrl-C or SIGTERM the run is dropped where it waits: every process and server it
+    // started is stopped, and the scratch directories are deleted.
+    tokio::select! {
+        outcome = run(&args, &plan) => outcome,
+        () = interrupted() => anyhow::bail!("interrupted; everything the run started was stopped"),
     }
-    admin.terminate(Duration::from_secs(20))?;
-    let records = read_records(scratch.path(), args.executors)?;
-    let grid = PeriodicGrid::new(&job_ids, shape.period_s, shape.phase);
-    let figures = metrics::compute(&records, &grid, window_start_ms, window_end_ms);
+}
+
+async fn interrupted() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// What happened to the cluster during the window.
+#[derive(Default)]
+struct Events {
+    disruptions: Vec<Disruption>,
+    restart: Option<Restart>,
+}
+
+/// The window in scheduled time, `[start_ms, end_ms)`.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start_ms: i64,
+    end_ms: i64,
+}
+
+async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    // Declared before the processes that use it, so it is stopped after them.
+    let mut database = open_database(args, plan, scratch.path()).await?;
+    let store = migrate(&database, args, plan).await?;
+    let mut admins = admins::spawn_admins(scratch.path(), plan.admins, &database.url, plan.timing)?;
+    let urls: Vec<String> = admins.iter().map(Admin::url).collect();
+    for url in urls.iter().rev() {
+        grpc::connect(url, Duration::from_secs(60)).await?;
+    }
+    let mut client = grpc::connect(&urls[0], Duration::from_secs(30)).await?;
+    let group_id = grpc::create_group(&mut client).await?;
+    let mut executors = spawn_executors(scratch.path(), &urls, plan.executors)?;
+    grpc::wait_for_executors(&mut client, plan.executors).await?;
+
+    eprintln!(
+        "creating {} jobs ({:.0} fires/s) on {} admin(s), {:?}",
+        plan.shape.jobs,
+        plan.shape.fires_per_second(),
+        plan.admins,
+        plan.backend
+    );
+    let shape = plan.shape;
+    let spec = grpc::JobSpec {
+        group_id,
+        count: shape.jobs,
+        cron: Box::new(move |index| shape.cron(index)),
+        retries: if args.workload.is_failover() { 1 } else { 0 },
+    };
+    let job_ids = grpc::create_jobs(&client, &spec).await?;
+    let first_fire_ms = grpc::start_jobs(&client, &job_ids).await?;
+    let start_ms = first_fire_ms + args.warmup as i64 * 1000;
+    let window = Window {
+        start_ms,
+        end_ms: start_ms + args.duration as i64 * 1000,
+    };
+
+    sleep_until_ms(window.start_ms, "warm-up").await;
+    let before = Usage::read(&admins, &executors, &database);
+    let events = disrupt(
+        args,
+        plan,
+        &mut admins,
+        &mut database,
+        store.as_ref(),
+        group_id,
+        window,
+    )
+    .await?;
+    sleep_until_ms(window.end_ms, "window").await;
+    let after = Usage::read(&admins, &executors, &database);
+    let peaks = Peaks::read(&admins, &executors, &database);
+    sleep_until_ms(window.end_ms + args.drain as i64 * 1000, "drain").await;
+
+    // Executors first: they write their records when they exit.
+    let stopping_ms = now_ms();
+    processes::terminate_all(&mut executors, Duration::from_secs(20))?;
+    eprintln!("executors stopped in {} ms", now_ms() - stopping_ms);
+    let stopping_ms = now_ms();
+    processes::terminate_all(
+        admins.iter_mut().map(Admin::process_mut),
+        Duration::from_secs(20),
+    )?;
+    eprintln!("admins stopped in {} ms", now_ms() - stopping_ms);
+    let records = read_records(scratch.path(), plan.executors)?;
+    let grid = PeriodicGrid::new(&job_ids, shape.period_s, |index| shape.phase(index));
+    let figures = metrics::compute(&records, &grid, window.start_ms, window.end_ms);
+    let failover = match &store {
+        Some(store) => {
+            let reading_ms = now_ms();
+            let rows = disrupt::all_rows(store, group_id).await?;
+            eprintln!(
+                "read {} log rows in {} ms",
+                rows.len(),
+                now_ms() - reading_ms
+            );
+            Some(FailoverFigures::compute(
+                &rows, &events, &grid, &records, window,
+            ))
+        }
+        None => None,
+    };
+    if let Some(store) = store {
+        store.close().await;
+    }
+    let db_measured = database.measured();
+    let stopping_ms = now_ms();
+    database.stop();
+    if db_measured {
+        eprintln!("database stopped in {} ms", now_ms() - stopping_ms);
+    }
+
     let line = json_line(
-        &args,
-        &shape,
+        args,
+        plan,
         &figures,
-        (cpu_before, cpu_after),
-        admin_peak_rss_mb,
-        executor_peak_rss_mb,
+        &before.delta(&after, db_measured),
+        &peaks,
+        failover.as_ref(),
     );
     // The JSON line on stdout is this tool's output (progress goes to stderr).
     #[allow(clippy::print_stdout)]
@@ -170,10 +404,136 @@ async fn main() -> anyhow::Result<()> {
         println!("{line}");
     }
     append(&args.results, &line)?;
-    if args.fail_on_loss && (figures.missed > 0 || figures.duplicates > 0 || figures.off_grid > 0) {
+    check_loss(args, &figures, failover.as_ref())
+}
+
+/// The run's database: an SQLite file, a server started here, or a scratch database on the
+/// server of --database-url.
+async fn open_database(args: &Args, plan: &Plan, scratch: &Path) -> anyhow::Result<Database> {
+    let database = match (&args.database_url, plan.backend) {
+        (Some(url), _) => Database::external(url, args.database_ctl.clone()).await?,
+        (None, Backend::Sqlite) => Database::sqlite(scratch),
+        (None, backend) => Database::start(backend)?,
+    };
+    anyhow::ensure!(
+        args.workload != Workload::F3 || database.ctl.is_some(),
+        "F3 restarts the database: pass --database-ctl with --database-url"
+    );
+    Ok(database)
+}
+
+/// Migrates the database once before the admins start (several admins starting together
+/// would race to); returns the harness's own connection when the workload reads the log rows
+/// (the failover figures).
+async fn migrate(database: &Database, args: &Args, plan: &Plan) -> anyhow::Result<Option<Store>> {
+    let keep = args.workload.is_failover();
+    if !keep && plan.admins == 1 && plan.backend == Backend::Sqlite {
+        // A lone admin on its own file migrates it itself, as before multi-admin runs.
+        return Ok(None);
+    }
+    let store = Store::connect(&database.url)
+        .await
+        .map_err(|error| anyhow::anyhow!("cannot open or migrate the database: {error}"))?;
+    if keep {
+        Ok(Some(store))
+    } else {
+        store.close().await;
+        Ok(None)
+    }
+}
+
+/// Runs the workload's disruptions during the window (none for W*).
+async fn disrupt(
+    args: &Args,
+    plan: &Plan,
+    admins: &mut [Admin],
+    database: &mut Database,
+    store: Option<&Store>,
+    group_id: i64,
+    window: Window,
+) -> anyhow::Result<Events> {
+    let kind = match args.workload {
+        Workload::F1 => Kind::Kill,
+        Workload::F2 => Kind::Stall,
+        Workload::F3 => {
+            let outage = Duration::from_secs(args.outage);
+            // Centered on the window, so the outage and the recovery both fall inside it.
+            let at_ms = window.start_ms
+                + ((window.end_ms - window.start_ms) - outage.as_millis() as i64).max(0) / 2;
+            let restart = disrupt::restart_database(database, at_ms, outage).await?;
+            return Ok(Events {
+                restart: Some(restart),
+                ..Events::default()
+            });
+        }
+        _ => return Ok(Events::default()),
+    };
+    let store = store.ok_or_else(|| anyhow::anyhow!("failover runs read the log rows"))?;
+    let mut target = Target {
+        store,
+        group_id,
+        admins,
+        node_lease: plan.timing.node_lease(),
+        count: args.kills,
+        spacing: Duration::from_secs(args.kill_spacing),
+        window_end_ms: window.end_ms,
+    };
+    Ok(Events {
+        disruptions: disrupt::disrupt_lock_holders(&mut target, kind).await?,
+        restart: None,
+    })
+}
+
+/// The failover figures, from the log rows once every admin has stopped.
+struct FailoverFigures {
+    takeover_ms: Vec<Option<i64>>,
+    misfired: u64,
+    /// Stop issued → start returned (F3).
+    outage_ms: Option<i64>,
+    recovery_ms: Option<i64>,
+}
+
+impl FailoverFigures {
+    fn compute(
+        rows: &[failover::LogRow],
+        events: &Events,
+        grid: &PeriodicGrid,
+        records: &[Record],
+        window: Window,
+    ) -> FailoverFigures {
+        FailoverFigures {
+            takeover_ms: events
+                .disruptions
+                .iter()
+                .map(|disruption| failover::takeover_ms(rows, disruption))
+                .collect(),
+            misfired: failover::misfired(grid, records, rows, window.start_ms, window.end_ms),
+            outage_ms: events
+                .restart
+                .map(|restart| restart.restarted_ms - restart.stopped_ms),
+            recovery_ms: events
+                .restart
+                .and_then(|restart| failover::recovery_ms(records, restart.restarted_ms)),
+        }
+    }
+}
+
+/// Fires that were neither delivered nor recorded as misfires.
+fn lost(figures: &Figures, failover: Option<&FailoverFigures>) -> u64 {
+    figures
+        .missed
+        .saturating_sub(failover.map_or(0, |failover| failover.misfired))
+}
+
+fn check_loss(
+    args: &Args,
+    figures: &Figures,
+    failover: Option<&FailoverFigures>,
+) -> anyhow::Result<()> {
+    let lost = lost(figures, failover);
+    if args.fail_on_loss && (lost > 0 || figures.duplicates > 0 || figures.off_grid > 0) {
         anyhow::bail!(
-            "{} missed, {} duplicate and {} off-grid fires",
-            figures.missed,
+            "{lost} lost, {} duplicate and {} off-grid fires",
             figures.duplicates,
             figures.off_grid
         );
@@ -181,25 +541,12 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn spawn_admin(dir: &Path, port: u16) -> anyhow::Result<Managed> {
-    let config = dir.join("admin.toml");
-    std::fs::write(&config, "time_zone = \"UTC\"\n")?;
-    let mut command = Command::new(sibling_binary("xjob")?);
-    command
-        .args(["serve", "--node-id", "bench-admin-1", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(dir.join("admin-data"))
-        .arg("--config")
-        .arg(config)
-        .env(
-            "RUST_LOG",
-            std::env::var("XJOB_BENCH_ADMIN_LOG").unwrap_or_else(|_| "warn".into()),
-        );
-    Managed::spawn("admin", &mut command)
-}
-
-fn spawn_executors(dir: &Path, admin_url: &str, count: usize) -> anyhow::Result<Vec<Managed>> {
+/// Executor `i` lists every admin, starting at admin `i`.
+fn spawn_executors(
+    dir: &Path,
+    admin_urls: &[String],
+    count: usize,
+) -> anyhow::Result<Vec<Managed>> {
     let binary = sibling_binary("xjob-bench-executor")?;
     (0..count)
         .map(|index| {
@@ -207,138 +554,19 @@ fn spawn_executors(dir: &Path, admin_url: &str, count: usize) -> anyhow::Result<
             let records = dir.join(format!("records-{index}.txt"));
             let mut command = Command::new(&binary);
             command
-                .arg(admin_url)
+                .arg(admins::rotated_urls(admin_urls, index).join(","))
                 .arg(bind)
                 .arg(records)
+                // Its job-log directory goes under TMPDIR: inside the scratch directory, it is
+                // deleted with it even when the executor is killed.
+                .env("TMPDIR", dir)
                 .env("RUST_LOG", "warn");
             Managed::spawn(&format!("executor-{index}"), &mut command)
         })
         .collect()
 }
 
-async fn connect(url: &str) -> anyhow::Result<JobAdminClient<Channel>> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(mut client) = JobAdminClient::connect(url.to_string()).await
-            && client
-                .list_groups(pb::ListGroupsRequest::default())
-                .await
-                .is_ok()
-        {
-            return Ok(client);
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!("admin at {url} did not come up");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn create_group(client: &mut JobAdminClient<Channel>) -> anyhow::Result<i64> {
-    let group = pb::Group {
-        app_name: "xjob-bench".into(),
-        title: "benchmark executors".into(),
-        address_type: pb::AddressType::Auto as i32,
-        ..Default::default()
-    };
-    let created = client
-        .create_group(pb::CreateGroupRequest { group: Some(group) })
-        .await?
-        .into_inner();
-    created
-        .group
-        .map(|group| group.id)
-        .ok_or_else(|| anyhow::anyhow!("no group returned"))
-}
-
-async fn wait_for_executors(
-    client: &mut JobAdminClient<Channel>,
-    count: usize,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let listed = client
-            .list_executors(pb::ListExecutorsRequest::default())
-            .await?
-            .into_inner();
-        if listed.executors.len() >= count {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!(
-                "only {} of {count} executors registered",
-                listed.executors.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Creates the jobs with bounded concurrency; returns their ids in index order.
-async fn create_jobs(
-    client: &JobAdminClient<Channel>,
-    group_id: i64,
-    shape: &Shape,
-) -> anyhow::Result<Vec<i64>> {
-    let mut ids = Vec::with_capacity(shape.jobs);
-    for chunk_start in (0..shape.jobs).step_by(64) {
-        let chunk_end = (chunk_start + 64).min(shape.jobs);
-        let mut tasks = Vec::new();
-        for index in chunk_start..chunk_end {
-            let mut client = client.clone();
-            let job = pb::Job {
-                group_id,
-                name: format!("bench-{index}"),
-                schedule_type: pb::ScheduleType::Cron as i32,
-                schedule_conf: (shape.cron)(index),
-                misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
-                route_strategy: pb::RouteStrategy::Round as i32,
-                handler: "noop".into(),
-                block_strategy: pb::BlockStrategy::SerialExecution as i32,
-                glue_type: pb::GlueType::Bean as i32,
-                ..Default::default()
-            };
-            tasks.push(tokio::spawn(async move {
-                client
-                    .create_job(pb::CreateJobRequest { job: Some(job) })
-                    .await
-            }));
-        }
-        for task in tasks {
-            let job = task
-                .await??
-                .into_inner()
-                .job
-                .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
-            ids.push(job.id);
-        }
-    }
-    Ok(ids)
-}
-
-/// Starts every job; returns the latest first fire time (all jobs are on their grid from then).
-async fn start_jobs(client: &JobAdminClient<Channel>, job_ids: &[i64]) -> anyhow::Result<i64> {
-    let mut first_fire_ms = 0;
-    for chunk in job_ids.chunks(64) {
-        let mut tasks = Vec::new();
-        for &id in chunk {
-            let mut client = client.clone();
-            tasks.push(tokio::spawn(async move {
-                client.start_job(pb::StartJobRequest { id }).await
-            }));
-        }
-        for task in tasks {
-            let job = task
-                .await??
-                .into_inner()
-                .job
-                .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
-            first_fire_ms = first_fire_ms.max(job.next_fire_ms);
-        }
-    }
-    Ok(first_fire_ms)
-}
-
+/// Sleeps until `target_ms`, printing the time left every 5 s on stderr.
 async fn sleep_until_ms(target_ms: i64, phase: &str) {
     loop {
         let left = target_ms - now_ms();
@@ -350,12 +578,57 @@ async fn sleep_until_ms(target_ms: i64, phase: &str) {
     }
 }
 
-fn cpu_of(admin: &Managed, executors: &[Managed]) -> (f64, f64) {
-    let executor_cpu = executors
-        .iter()
-        .map(|executor| cpu_seconds(executor.pid()))
-        .sum();
-    (cpu_seconds(admin.pid()), executor_cpu)
+/// CPU seconds used so far by each group of processes.
+struct Usage {
+    admin_cpu_s: f64,
+    executor_cpu_s: f64,
+    db_cpu_s: f64,
+}
+
+impl Usage {
+    fn read(admins: &[Admin], executors: &[Managed], database: &Database) -> Usage {
+        Usage {
+            admin_cpu_s: admins.iter().map(Admin::cpu_s).sum(),
+            executor_cpu_s: executors.iter().map(|e| cpu_seconds(e.pid())).sum(),
+            db_cpu_s: database.cpu_s(),
+        }
+    }
+
+    /// CPU over the window; the database's is None when the harness cannot see its processes.
+    fn delta(&self, after: &Usage, db_measured: bool) -> WindowCpu {
+        WindowCpu {
+            admin_s: after.admin_cpu_s - self.admin_cpu_s,
+            executor_s: after.executor_cpu_s - self.executor_cpu_s,
+            db_s: db_measured.then_some(after.db_cpu_s - self.db_cpu_s),
+        }
+    }
+}
+
+struct WindowCpu {
+    admin_s: f64,
+    executor_s: f64,
+    db_s: Option<f64>,
+}
+
+/// Memory at the window's end: peak RSS of the largest admin and executor, the database's
+/// resident size now.
+struct Peaks {
+    admin_mb: f64,
+    executor_mb: f64,
+    db_mb: Option<f64>,
+}
+
+impl Peaks {
+    fn read(admins: &[Admin], executors: &[Managed], database: &Database) -> Peaks {
+        Peaks {
+            admin_mb: admins.iter().map(Admin::peak_rss_mb).fold(0.0, f64::max),
+            executor_mb: executors
+                .iter()
+                .map(|e| memory_mb(e.pid(), "VmHWM"))
+                .fold(0.0, f64::max),
+            db_mb: database.measured().then(|| database.rss_mb()),
+        }
+    }
 }
 
 fn read_records(dir: &Path, executors: usize) -> anyhow::Result<Vec<Record>> {
@@ -380,47 +653,87 @@ fn read_records(dir: &Path, executors: usize) -> anyhow::Result<Vec<Record>> {
     Ok(records)
 }
 
+const TAKEOVER_DEF: &str = "kill/stop of the admin owning the most PENDING fires -> first \
+                            dispatch (claim time on the row) by another admin of one of those fires";
+const RECOVERY_DEF: &str = "database start returned -> first handler start after it";
+
 fn json_line(
     args: &Args,
-    shape: &Shape,
+    plan: &Plan,
     figures: &Figures,
-    (cpu_before, cpu_after): ((f64, f64), (f64, f64)),
-    admin_peak_rss_mb: f64,
-    executor_peak_rss_mb: f64,
+    cpu: &WindowCpu,
+    peaks: &Peaks,
+    failover: Option<&FailoverFigures>,
 ) -> String {
     let (cores, model) = processes::machine();
     let commit = processes::git_commit(Path::new(env!("CARGO_MANIFEST_DIR")));
-    format!(
-        "{{\"workload\":\"{:?}\",\"n\":{},\"duration_s\":{},\"warmup_s\":{},\"admins\":1,\"executors\":{},\
-         \"database\":\"{:?}\",\"expected\":{},\"delivered\":{},\"missed\":{},\"duplicates\":{},\
-         \"off_grid\":{},\"throughput_fps\":{:.1},\"lateness_p50_ms\":{},\"lateness_p99_ms\":{},\
-         \"lateness_max_ms\":{},\"admin_cpu_s\":{:.2},\"executor_cpu_s\":{:.2},\"db_cpu_s\":0,\
-         \"admin_peak_rss_mb\":{:.1},\"executor_peak_rss_mb\":{:.1},\"db_rss_mb\":0,\
-         \"version\":\"{}\",\"commit\":\"{}\",\"cores\":{},\"cpu\":\"{}\"}}",
-        args.workload,
-        shape.jobs,
-        args.duration,
-        args.warmup,
-        args.executors,
-        args.database,
-        figures.expected,
-        figures.delivered,
-        figures.missed,
-        figures.duplicates,
-        figures.off_grid,
-        figures.throughput_fps,
-        figures.lateness_p50_ms,
-        figures.lateness_p99_ms,
-        figures.lateness_max_ms,
-        cpu_after.0 - cpu_before.0,
-        cpu_after.1 - cpu_before.1,
-        admin_peak_rss_mb,
-        executor_peak_rss_mb,
-        env!("CARGO_PKG_VERSION"),
-        commit,
-        cores,
-        model.replace('"', "'"),
-    )
+    let mut line = JsonLine::new();
+    line.string("workload", &format!("{:?}", args.workload))
+        .raw("n", plan.shape.jobs)
+        .raw("duration_s", args.duration)
+        .raw("warmup_s", args.warmup)
+        .raw("admins", plan.admins)
+        .raw("executors", plan.executors)
+        .string("database", &format!("{:?}", plan.backend))
+        .raw("expected", figures.expected)
+        .raw("delivered", figures.delivered)
+        .raw("missed", figures.missed)
+        .raw("duplicates", figures.duplicates)
+        .raw("off_grid", figures.off_grid)
+        .float("throughput_fps", figures.throughput_fps, 1)
+        .raw("lateness_p50_ms", figures.lateness_p50_ms)
+        .raw("lateness_p99_ms", figures.lateness_p99_ms)
+        .raw("lateness_max_ms", figures.lateness_max_ms)
+        .float("admin_cpu_s", cpu.admin_s, 2)
+        .float("executor_cpu_s", cpu.executor_s, 2);
+    // The embedded SQLite's work is the admins'; an external server's processes are not ours.
+    match plan.backend {
+        Backend::Sqlite => line.raw("db_cpu_s", 0),
+        _ => line.float_or_null("db_cpu_s", cpu.db_s, 2),
+    };
+    line.float("admin_peak_rss_mb", peaks.admin_mb, 1).float(
+        "executor_peak_rss_mb",
+        peaks.executor_mb,
+        1,
+    );
+    match plan.backend {
+        Backend::Sqlite => line.raw("db_rss_mb", 0),
+        _ => line.float_or_null("db_rss_mb", peaks.db_mb, 1),
+    };
+    line.raw("period_s", plan.shape.period_s)
+        .raw("node_lease_ms", plan.timing.node_lease().as_millis());
+    if let Some(failover) = failover {
+        failover_fields(&mut line, args, figures, failover);
+    }
+    line.string("version", env!("CARGO_PKG_VERSION"))
+        .string("commit", &commit)
+        .raw("cores", cores)
+        .string("cpu", &model);
+    line.finish()
+}
+
+fn failover_fields(
+    line: &mut JsonLine,
+    args: &Args,
+    figures: &Figures,
+    failover: &FailoverFigures,
+) {
+    line.raw("misfired", failover.misfired)
+        .raw("lost", lost(figures, Some(failover)));
+    if matches!(args.workload, Workload::F1 | Workload::F2) {
+        let (median, max) = failover::median_and_max(&failover.takeover_ms);
+        line.raw("kills", failover.takeover_ms.len())
+            .int_list("takeover_ms", &failover.takeover_ms)
+            .int_or_null("takeover_median_ms", median)
+            .int_or_null("takeover_max_ms", max)
+            .string("takeover_def", TAKEOVER_DEF);
+    }
+    if args.workload == Workload::F3 {
+        line.raw("outage_s", args.outage)
+            .int_or_null("outage_ms", failover.outage_ms)
+            .int_or_null("recovery_ms", failover.recovery_ms)
+            .string("recovery_def", RECOVERY_DEF);
+    }
 }
 
 fn append(path: &Path, line: &str) -> anyhow::Result<()> {
@@ -431,4 +744,87 @@ fn append(path: &Path, line: &str) -> anyhow::Result<()> {
         .open(path)?;
     writeln!(file, "{line}")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Args {
+        let words = std::iter::once("xjob-bench").chain(line.split_whitespace());
+        Args::try_parse_from(words).expect("valid arguments")
+    }
+
+    #[test]
+    fn w_workloads_keep_their_shapes() {
+        let w1 = plan(&args("--workload w1")).expect("plan");
+        assert_eq!(
+            w1.shape,
+            Shape {
+                jobs: 100,
+                period_s: 1,
+                spread: false
+            }
+        );
+        assert_eq!(
+            (w1.admins, w1.executors, w1.backend),
+            (1, 1, Backend::Sqlite)
+        );
+        assert_eq!(w1.timing.node_lease, None);
+        assert_eq!(w1.shape.cron(7), "* * * * * ?");
+        let w2 = plan(&args("--workload W2")).expect("plan");
+        assert_eq!(w2.shape.cron(13), "3/10 * * * * ?");
+        let w4 = plan(&args("--workload w4")).expect("plan");
+        assert_eq!(w4.shape.cron(5), "0 * * * * ?");
+    }
+
+    #[test]
+    fn failover_defaults_make_a_thousand_fires_per_second_on_three_admins() {
+        let f1 = plan(&args("--workload f1")).expect("plan");
+        assert_eq!(f1.shape.fires_per_second(), 1000.0);
+        assert_eq!((f1.admins, f1.executors), (3, 2));
+        assert_eq!(f1.timing.node_lease, Some(Duration::from_millis(2000)));
+        assert_eq!(f1.shape.cron(3), "1/2 * * * * ?");
+        assert_eq!(f1.shape.phase(3), 1);
+        let f3 = plan(&args("--workload f3")).expect("plan");
+        assert_eq!(f3.backend, Backend::Postgres);
+    }
+
+    #[test]
+    fn impossible_combinations_are_refused() {
+        assert!(plan(&args("--workload w2 --period 7")).is_err());
+        assert!(plan(&args("--workload f1 --admins 1")).is_err());
+        assert!(plan(&args("--workload f3 --database sqlite")).is_err());
+        assert!(
+            plan(&args(
+                "--database mariadb --database-url postgres://u:p@h/db"
+            ))
+            .is_err()
+        );
+        let external = plan(&args("--database-url mysql://u:p@h/db")).expect("plan");
+        assert_eq!(external.backend, Backend::Mariadb);
+    }
+
+    #[test]
+    fn misfired_fires_are_not_lost() {
+        let figures = Figures {
+            expected: 10,
+            delivered: 7,
+            missed: 3,
+            duplicates: 0,
+            off_grid: 0,
+            throughput_fps: 0.0,
+            lateness_p50_ms: 0,
+            lateness_p99_ms: 0,
+            lateness_max_ms: 0,
+        };
+        let failover = FailoverFigures {
+            takeover_ms: Vec::new(),
+            misfired: 2,
+            outage_ms: None,
+            recovery_ms: None,
+        };
+        assert_eq!(lost(&figures, Some(&failover)), 1);
+        assert_eq!(lost(&figures, None), 3);
+    }
 }

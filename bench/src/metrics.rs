@@ -101,6 +101,21 @@ impl PeriodicGrid {
             .collect();
         PeriodicGrid { period_s, phases_s }
     }
+
+    /// Every (job, scheduled ms) grid point in `[window_start, window_end)`.
+    pub fn points(
+        &self,
+        window_start_ms: i64,
+        window_end_ms: i64,
+    ) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let first_second = (window_start_ms + 999).div_euclid(1000);
+        let end_second = (window_end_ms + 999).div_euclid(1000);
+        self.phases_s.iter().flat_map(move |(&job_id, &phase)| {
+            (first_second..end_second)
+                .filter(move |second| (second - phase).rem_euclid(self.period_s) == 0)
+                .map(move |second| (job_id, second * 1000))
+        })
+    }
 }
 
 impl Grid for PeriodicGrid {
@@ -176,5 +191,15 @@ mod tests {
         assert_eq!(grid.expected(T0, T0 + 20_000), 4);
         assert!(grid.on_grid(2, T0 + 5000));
         assert!(!grid.on_grid(2, T0 + 6000));
+    }
+
+    #[test]
+    fn grid_points_agree_with_the_expected_count() {
+        let grid = PeriodicGrid::new(&[1, 2, 3], 2, |index| index as i64 % 2);
+        let mut points: Vec<(i64, i64)> = grid.points(T0, T0 + 4000).collect();
+        points.sort_unstable();
+        assert_eq!(points.len() as u64, grid.expected(T0, T0 + 4000));
+        assert_eq!(&points[..2], &[(1, T0), (1, T0 + 2000)]);
+        assert!(points.iter().all(|&(job, at)| grid.on_grid(job, at)));
     }
 }

@@ -1,20 +1,32 @@
-//! The processes a benchmark run starts (admin, executors), killed when dropped so nothing
-//! outlives the run, and their CPU and memory read from `/proc`.
+//! The processes a benchmark run starts (admins, executors, database servers), killed when
+//! dropped so nothing outlives the run, and their CPU and memory read from `/proc`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 
-/// A child process that is stopped (SIGTERM, then SIGKILL) when dropped.
+use nix::sys::signal::Signal;
+
+/// A child process that is stopped (SIGKILL) when dropped.
 pub struct Managed {
     pub name: String,
     child: Child,
 }
 
 impl Managed {
+    /// Starts `command` with stdin and stdout closed (stderr stays the harness's).
     pub fn spawn(name: &str, command: &mut Command) -> anyhow::Result<Managed> {
+        Managed::spawn_with_stdout(name, command, Stdio::null())
+    }
+
+    pub fn spawn_with_stdout(
+        name: &str,
+        command: &mut Command,
+        stdout: Stdio,
+    ) -> anyhow::Result<Managed> {
         let child = command
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .spawn()
             .map_err(|error| anyhow::anyhow!("cannot start {name}: {error}"))?;
         Ok(Managed {
@@ -27,13 +39,37 @@ impl Managed {
         self.child.id()
     }
 
-    /// SIGTERM and wait up to `timeout` for a clean exit, then SIGKILL.
-    pub fn terminate(&mut self, timeout: std::time::Duration) -> anyhow::Result<()> {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.pid().to_string())
-            .status();
-        let deadline = std::time::Instant::now() + timeout;
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT, SIGTERM…) to the process.
+    pub fn signal(&self, signal: Signal) -> anyhow::Result<()> {
+        send_signal(self.pid(), signal)
+    }
+
+    /// SIGKILL and reap: no shutdown code runs in the process.
+    pub fn kill_now(&mut self) -> anyhow::Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
+    /// SIGTERM, without waiting: a group of processes is asked at once, then waited for, so
+    /// stopping it takes as long as its slowest member, not the sum.
+    pub fn ask_to_exit(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        // A stopped process only acts on SIGTERM once it runs again.
+        let _ = self.signal(Signal::SIGCONT);
+        let _ = self.signal(Signal::SIGTERM);
+        Ok(())
+    }
+
+    /// Waits for the exit until `deadline`, then SIGKILL.
+    pub fn wait_exit(&mut self, deadline: std::time::Instant) -> anyhow::Result<()> {
         while std::time::Instant::now() < deadline {
             if self.child.try_wait()?.is_some() {
                 return Ok(());
@@ -41,10 +77,24 @@ impl Managed {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         tracing::warn!(process = %self.name, "did not exit after SIGTERM; killing it");
-        self.child.kill()?;
-        self.child.wait()?;
-        Ok(())
+        self.kill_now()
     }
+}
+
+/// Asks every process to exit (SIGTERM), then waits for all of them up to `timeout`.
+pub fn terminate_all<'a>(
+    processes: impl IntoIterator<Item = &'a mut Managed>,
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    let mut processes: Vec<&mut Managed> = processes.into_iter().collect();
+    for process in processes.iter_mut() {
+        process.ask_to_exit()?;
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    for process in processes {
+        process.wait_exit(deadline)?;
+    }
+    Ok(())
 }
 
 impl Drop for Managed {
@@ -54,6 +104,13 @@ impl Drop for Managed {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Sends a signal through nix's safe wrapper (this workspace forbids unsafe code).
+pub fn send_signal(pid: u32, signal: Signal) -> anyhow::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| anyhow::anyhow!("pid {pid} out of range"))?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+        .map_err(|error| anyhow::anyhow!("kill -{signal} {pid}: {error}"))
 }
 
 /// A binary built next to the running one (`target/<profile>/NAME`).
@@ -72,34 +129,76 @@ pub fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// user + system CPU seconds of a process (from /proc/PID/stat).
+/// The fields of `/proc/PID/stat` after the command name, which may contain spaces: index 0 is
+/// the state (field 3 of proc(5)), so field N of proc(5) is at index N - 3.
+fn stat_fields(stat: &str) -> Vec<&str> {
+    stat.rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default()
+}
+
+fn stat_ticks(fields: &[&str], field: usize) -> f64 {
+    field
+        .checked_sub(3)
+        .and_then(|index| fields.get(index))
+        .and_then(|value| value.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+fn read_stat(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()
+}
+
+/// user + system CPU seconds of a process, every thread included (proc(5) fields 14, 15).
 pub fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Some(stat) = read_stat(pid) else {
         return 0.0;
     };
-    // Fields after the command name (which may contain spaces) start after the last ')'.
-    let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+    let fields = stat_fields(&stat);
+    (stat_ticks(&fields, 14) + stat_ticks(&fields, 15)) / clock_ticks_per_second()
+}
+
+/// CPU seconds of a process plus those of its children that exited and were reaped (fields
+/// 16, 17): a PostgreSQL backend's time stays counted after its connection closes.
+pub fn cpu_seconds_with_reaped(pid: u32) -> f64 {
+    let Some(stat) = read_stat(pid) else {
         return 0.0;
     };
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |index: usize| {
-        fields
-            .get(index)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+    let fields = stat_fields(&stat);
+    let ticks: f64 = [14, 15, 16, 17]
+        .iter()
+        .map(|&field| stat_ticks(&fields, field))
+        .sum();
+    ticks / clock_ticks_per_second()
+}
+
+/// The parent pid in a `/proc/PID/stat` line (field 4).
+pub fn parent_pid(stat: &str) -> Option<u32> {
+    stat_fields(stat).get(1).and_then(|ppid| ppid.parse().ok())
+}
+
+/// The live processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
     };
-    // utime and stime are fields 14 and 15 of stat; index 11 and 12 after the state field.
-    (ticks(11) + ticks(12)) / clock_ticks_per_second()
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| read_stat(child).and_then(|stat| parent_pid(&stat)) == Some(pid))
+        .collect()
 }
 
 fn clock_ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(100.0)
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 /// A `/proc/PID/status` memory field in MiB (`VmHWM` = peak RSS, `VmRSS` = current).
@@ -107,8 +206,22 @@ pub fn memory_mb(pid: u32, field: &str) -> f64 {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return 0.0;
     };
-    status
-        .lines()
+    kb_field_mb(&status, field)
+}
+
+/// Proportional set size in MiB: shared pages are split among the processes mapping them, so
+/// the sum over a PostgreSQL server's processes counts its shared buffers once (their RSS
+/// would count them once per backend). Falls back to VmRSS without `smaps_rollup`.
+pub fn proportional_mb(pid: u32) -> f64 {
+    match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+        Ok(rollup) => kb_field_mb(&rollup, "Pss:"),
+        Err(_) => memory_mb(pid, "VmRSS"),
+    }
+}
+
+/// The first `FIELD  123 kB` line starting with `field`, in MiB (0 when absent).
+fn kb_field_mb(text: &str, field: &str) -> f64 {
+    text.lines()
         .find(|line| line.starts_with(field))
         .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
@@ -120,6 +233,25 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
+}
+
+/// Runs `sh -c SCRIPT`; its output is kept for the error message.
+pub fn run_shell(script: &str) -> anyhow::Result<()> {
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| anyhow::anyhow!("cannot run `{script}`: {error}"))?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "`{script}` failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 /// Machine description for the context fields.
@@ -149,4 +281,28 @@ pub fn git_commit(dir: &Path) -> String {
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .map(|text| text.trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "4242 (postgres: xjob idle) S 4200 4200 4200 0 -1 4194560 1 0 0 0 \
+                        250 50 30 20 20 0 1 0 100 1000 10";
+
+    #[test]
+    fn stat_fields_survive_spaces_in_the_command_name() {
+        assert_eq!(parent_pid(STAT), Some(4200));
+        let fields = stat_fields(STAT);
+        assert_eq!(stat_ticks(&fields, 14), 250.0);
+        assert_eq!(stat_ticks(&fields, 17), 20.0);
+        assert_eq!(stat_ticks(&fields, 99), 0.0);
+    }
+
+    #[test]
+    fn kb_fields_are_read_in_mebibytes() {
+        let rollup = "Rss:                2048 kB\nPss:                1024 kB\n";
+        assert_eq!(kb_field_mb(rollup, "Pss:"), 1.0);
+        assert_eq!(kb_field_mb(rollup, "VmHWM"), 0.0);
+    }
 }

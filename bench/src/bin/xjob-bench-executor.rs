@@ -4,8 +4,11 @@
 //! nothing measurable during the window.
 //!
 //! ```text
-//! xjob-bench-executor ADMIN_URL BIND_ADDR RECORDS_FILE
+//! xjob-bench-executor ADMIN_URL[,ADMIN_URL…] BIND_ADDR RECORDS_FILE
 //! ```
+//!
+//! With several admins (a cluster), the executor connects to the first one that answers and
+//! moves down the list when its session ends.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -48,9 +51,13 @@ fn write_records(path: &str, records: &Records) -> std::io::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [admin, bind, records_path] = args.as_slice() else {
-        anyhow::bail!("usage: xjob-bench-executor ADMIN_URL BIND_ADDR RECORDS_FILE");
+    let [admins, bind, records_path] = args.as_slice() else {
+        anyhow::bail!("usage: xjob-bench-executor ADMIN_URL[,ADMIN_URL…] BIND_ADDR RECORDS_FILE");
     };
+    let admin_addrs = admin_list(admins);
+    if admin_addrs.is_empty() {
+        anyhow::bail!("no admin address in '{admins}'");
+    }
     let records: Records = Arc::new(Mutex::new(Vec::with_capacity(1 << 20)));
     let recorded = Arc::clone(&records);
     let handler = move |ctx: JobContext| {
@@ -63,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
     let log_dir = std::env::temp_dir().join(format!("xjob-bench-executor-{}", std::process::id()));
     Executor::builder()
         .app_name("xjob-bench")
-        .admin_addrs([admin.clone()])
+        .admin_addrs(admin_addrs)
         .bind(bind.clone())
         .log_dir(&log_dir)
         .handler("noop", handler)
@@ -72,4 +79,27 @@ async fn main() -> anyhow::Result<()> {
     write_records(records_path, &records)?;
     let _ = std::fs::remove_dir_all(&log_dir);
     Ok(())
+}
+
+/// The comma-separated admin addresses, blanks dropped.
+fn admin_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|addr| !addr.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_addresses_are_a_comma_separated_list() {
+        assert_eq!(
+            admin_list("http://a:1,http://b:2, http://c:3,"),
+            ["http://a:1", "http://b:2", "http://c:3"]
+        );
+        assert!(admin_list(" , ").is_empty());
+    }
 }

@@ -1,0 +1,218 @@
+//! The admin processes of a run (`xjob serve`, one or several sharing the database): started
+//! with their own node id, port and data directory, killed (SIGKILL) and restarted with the
+//! same node id, paused (SIGSTOP) and resumed, and measured across restarts.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::processes::{self, Managed, sibling_binary};
+
+/// Leases and intervals written to the admins' configuration file. `None` keeps the admin's
+/// default (the W workloads run with the defaults, as before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    pub node_lease: Option<Duration>,
+}
+
+impl Timing {
+    /// The TOML the admins read. With a short node lease the executors heartbeat every 500 ms
+    /// and their lease is three node leases (at least 6 s), as in the cluster tests, so a
+    /// stalled admin does not take its executors out of routing.
+    pub fn config_toml(&self) -> String {
+        let mut toml = "time_zone = \"UTC\"\n".to_string();
+        if let Some(lease) = self.node_lease {
+            let executor_lease = (lease * 3).max(Duration::from_secs(6));
+            toml.push_str(&format!(
+                "node_lease = \"{}ms\"\nheartbeat_interval = \"500ms\"\n\
+                 executor_lease = \"{}ms\"\nhandshake_timeout = \"2s\"\n",
+                lease.as_millis(),
+                executor_lease.as_millis()
+            ));
+        }
+        toml
+    }
+
+    /// The node lease the admins run with (the admin's default is 10 s).
+    pub fn node_lease(&self) -> Duration {
+        self.node_lease.unwrap_or(Duration::from_secs(10))
+    }
+}
+
+/// How one admin is started, kept so it restarts the same way (same node id: a new epoch).
+struct Spec {
+    node_id: String,
+    port: u16,
+    data_dir: PathBuf,
+    database_url: String,
+    config: PathBuf,
+}
+
+pub struct Admin {
+    spec: Spec,
+    process: Managed,
+    paused: bool,
+    /// CPU seconds and peak RSS of its earlier, killed processes.
+    retired_cpu_s: f64,
+    retired_peak_rss_mb: f64,
+}
+
+impl Admin {
+    fn spawn(spec: Spec) -> anyhow::Result<Admin> {
+        let process = spawn_process(&spec)?;
+        Ok(Admin {
+            spec,
+            process,
+            paused: false,
+            retired_cpu_s: 0.0,
+            retired_peak_rss_mb: 0.0,
+        })
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.spec.node_id
+    }
+
+    /// `http://127.0.0.1:PORT`, what clients and executors dial.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.spec.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// SIGKILL: no shutdown code runs; the fires planned in its memory die with it.
+    pub fn kill_9(&mut self) -> anyhow::Result<()> {
+        self.retire_measurements();
+        self.process.kill_now()
+    }
+
+    /// A new process with the same node id, port and data directory.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        if self.process.is_running() {
+            self.kill_9()?;
+        }
+        self.process = spawn_process(&self.spec)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// SIGSTOP: frozen with whatever it holds, as in a long GC pause or a VM migration.
+    pub fn pause(&mut self) -> anyhow::Result<()> {
+        self.process.signal(Signal::SIGSTOP)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT: it resumes unaware that time passed.
+    pub fn resume(&mut self) -> anyhow::Result<()> {
+        self.process.signal(Signal::SIGCONT)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// CPU seconds of every process this admin ran as.
+    pub fn cpu_s(&self) -> f64 {
+        self.retired_cpu_s + processes::cpu_seconds(self.pid())
+    }
+
+    /// Peak RSS of the largest of its processes.
+    pub fn peak_rss_mb(&self) -> f64 {
+        self.retired_peak_rss_mb
+            .max(processes::memory_mb(self.pid(), "VmHWM"))
+    }
+
+    fn retire_measurements(&mut self) {
+        self.retired_cpu_s += processes::cpu_seconds(self.pid());
+        self.retired_peak_rss_mb = self.peak_rss_mb();
+    }
+
+    /// The process, for stopping it with the others (`processes::terminate_all`; a paused
+    /// admin is resumed there first).
+    pub fn process_mut(&mut self) -> &mut Managed {
+        self.paused = false;
+        &mut self.process
+    }
+}
+
+fn spawn_process(spec: &Spec) -> anyhow::Result<Managed> {
+    std::fs::create_dir_all(&spec.data_dir)?;
+    let mut command = Command::new(sibling_binary("xjob")?);
+    command
+        .args(["serve", "--node-id", &spec.node_id, "--listen"])
+        .arg(format!("127.0.0.1:{}", spec.port))
+        .arg("--data-dir")
+        .arg(&spec.data_dir)
+        .arg("--database-url")
+        .arg(&spec.database_url)
+        .arg("--config")
+        .arg(&spec.config)
+        .env(
+            "RUST_LOG",
+            std::env::var("XJOB_BENCH_ADMIN_LOG").unwrap_or_else(|_| "warn".into()),
+        );
+    Managed::spawn(&spec.node_id, &mut command)
+}
+
+/// Starts `count` admins on `database_url`, named `bench-admin-1…N`.
+pub fn spawn_admins(
+    dir: &Path,
+    count: usize,
+    database_url: &str,
+    timing: Timing,
+) -> anyhow::Result<Vec<Admin>> {
+    let config = dir.join("admin.toml");
+    std::fs::write(&config, timing.config_toml())?;
+    (1..=count)
+        .map(|index| {
+            Admin::spawn(Spec {
+                node_id: format!("bench-admin-{index}"),
+                port: processes::free_port()?,
+                data_dir: dir.join(format!("admin-{index}-data")),
+                database_url: database_url.to_string(),
+                config: config.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Every admin's address, rotated to start at admin `first % len`: executor `i` connects to
+/// admin `i` first, so sessions spread over the admins, and moves on down the list when its
+/// admin dies.
+pub fn rotated_urls(urls: &[String], first: usize) -> Vec<String> {
+    let mut rotated = urls.to_vec();
+    if !rotated.is_empty() {
+        let len = rotated.len();
+        rotated.rotate_left(first % len);
+    }
+    rotated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn executors_start_at_different_admins() {
+        let urls: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(rotated_urls(&urls, 0), ["a", "b", "c"]);
+        assert_eq!(rotated_urls(&urls, 1), ["b", "c", "a"]);
+        assert_eq!(rotated_urls(&urls, 4), ["b", "c", "a"]);
+        assert!(rotated_urls(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn a_short_lease_shortens_executor_heartbeats() {
+        assert_eq!(Timing::default().config_toml(), "time_zone = \"UTC\"\n");
+        let short = Timing {
+            node_lease: Some(Duration::from_secs(2)),
+        };
+        let toml = short.config_toml();
+        assert!(toml.contains("node_lease = \"2000ms\""));
+        assert!(toml.contains("executor_lease = \"6000ms\""));
+        assert_eq!(Timing::default().node_lease(), Duration::from_secs(10));
+    }
+}

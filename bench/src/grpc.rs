@@ -1,0 +1,144 @@
+//! The harness's calls to the admin API: waiting for an admin, creating the group and the
+//! jobs, starting them.
+
+use std::time::{Duration, Instant};
+
+use tonic::transport::Channel;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+
+/// How the jobs of a run are scheduled.
+pub struct JobSpec {
+    pub group_id: i64,
+    pub count: usize,
+    /// Cron expression of job `index`.
+    pub cron: Box<dyn Fn(usize) -> String + Send + Sync>,
+    /// Attempts after a failed one: a run lost with a killed admin is retried with the same
+    /// scheduled time, so it is delivered (F workloads), as in the cluster tests.
+    pub retries: i32,
+}
+
+/// A client of the admin at `url`, once it answers `ListGroups` (its database is up).
+pub async fn connect(url: &str, timeout: Duration) -> anyhow::Result<JobAdminClient<Channel>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(mut client) = JobAdminClient::connect(url.to_string()).await
+            && client
+                .list_groups(pb::ListGroupsRequest::default())
+                .await
+                .is_ok()
+        {
+            return Ok(client);
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("admin at {url} did not come up");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn create_group(client: &mut JobAdminClient<Channel>) -> anyhow::Result<i64> {
+    let group = pb::Group {
+        app_name: "xjob-bench".into(),
+        title: "benchmark executors".into(),
+        address_type: pb::AddressType::Auto as i32,
+        ..Default::default()
+    };
+    let created = client
+        .create_group(pb::CreateGroupRequest { group: Some(group) })
+        .await?
+        .into_inner();
+    created
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group returned"))
+}
+
+/// Until the admin lists `count` executors (its own sessions and the other admins').
+pub async fn wait_for_executors(
+    client: &mut JobAdminClient<Channel>,
+    count: usize,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = client
+            .list_executors(pb::ListExecutorsRequest::default())
+            .await?
+            .into_inner();
+        if listed.executors.len() >= count {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "only {} of {count} executors registered",
+                listed.executors.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Creates the jobs with bounded concurrency; returns their ids in index order.
+pub async fn create_jobs(
+    client: &JobAdminClient<Channel>,
+    spec: &JobSpec,
+) -> anyhow::Result<Vec<i64>> {
+    let mut ids = Vec::with_capacity(spec.count);
+    for chunk_start in (0..spec.count).step_by(64) {
+        let chunk_end = (chunk_start + 64).min(spec.count);
+        let mut tasks = Vec::new();
+        for index in chunk_start..chunk_end {
+            let mut client = client.clone();
+            let job = pb::Job {
+                group_id: spec.group_id,
+                name: format!("bench-{index}"),
+                schedule_type: pb::ScheduleType::Cron as i32,
+                schedule_conf: (spec.cron)(index),
+                misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+                route_strategy: pb::RouteStrategy::Round as i32,
+                fail_retry_count: spec.retries,
+                handler: "noop".into(),
+                block_strategy: pb::BlockStrategy::SerialExecution as i32,
+                glue_type: pb::GlueType::Bean as i32,
+                ..Default::default()
+            };
+            tasks.push(tokio::spawn(async move {
+                client
+                    .create_job(pb::CreateJobRequest { job: Some(job) })
+                    .await
+            }));
+        }
+        for task in tasks {
+            let job = task
+                .await??
+                .into_inner()
+                .job
+                .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
+            ids.push(job.id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Starts every job; returns the latest first fire time (all jobs are on their grid from then).
+pub async fn start_jobs(client: &JobAdminClient<Channel>, job_ids: &[i64]) -> anyhow::Result<i64> {
+    let mut first_fire_ms = 0;
+    for chunk in job_ids.chunks(64) {
+        let mut tasks = Vec::new();
+        for &id in chunk {
+            let mut client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                client.start_job(pb::StartJobRequest { id }).await
+            }));
+        }
+        for task in tasks {
+            let job = task
+                .await??
+                .into_inner()
+                .job
+                .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
+            first_fire_ms = first_fire_ms.max(job.next_fire_ms);
+        }
+    }
+    Ok(first_fire_ms)
+}
