@@ -20,23 +20,32 @@ impl SqliteStore {
         day_end_ms: i64,
         now_ms: i64,
     ) -> StoreResult<DayCounts> {
-        // One statement counts and upserts, so a concurrent refresh by another admin can only
-        // replace the row with counts just as fresh.
+        // Counted through a read connection: the count walks a whole day of log rows, and on
+        // the single writer connection it would hold every dispatch write back meanwhile. Two
+        // admins refreshing at once store counts a moment apart; the next refresh evens it out.
+        let (running, success, failed): (i64, i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(status IN ('PENDING', 'RUNNING')), 0), \
+               COALESCE(SUM(status = 'SUCCESS'), 0), \
+               COALESCE(SUM(status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED')), 0) \
+             FROM xjob_log WHERE trigger_time_ms >= ? AND trigger_time_ms < ?",
+        )
+        .bind(day_start_ms)
+        .bind(day_end_ms)
+        .fetch_one(&self.reader)
+        .await
+        .map_err(map_error)?;
         let row: (i64, i64, i64, i64) = sqlx::query_as(
             "INSERT INTO xjob_log_report (day_ms, running, success, failed, updated_ms) \
-             SELECT ?1, \
-               COALESCE(SUM(status IN ('PENDING', 'RUNNING')), 0), \
-               COALESCE(SUM(status = 'SUCCESS'), 0), \
-               COALESCE(SUM(status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED')), 0), \
-               ?3 \
-             FROM xjob_log WHERE trigger_time_ms >= ?1 AND trigger_time_ms < ?2 \
+             VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT (day_ms) DO UPDATE SET running = excluded.running, \
                success = excluded.success, failed = excluded.failed, \
                updated_ms = excluded.updated_ms \
              RETURNING day_ms, running, success, failed",
         )
         .bind(day_start_ms)
-        .bind(day_end_ms)
+        .bind(running)
+        .bind(success)
+        .bind(failed)
         .bind(now_ms)
         .fetch_one(&self.writer)
         .await
