@@ -460,8 +460,10 @@ impl Cluster {
             .min()
     }
 
-    /// Every admin dispatched some of the window's fires (they all take part).
-    pub async fn assert_every_admin_dispatched(&self, window: &Window) -> anyhow::Result<()> {
+    /// At least two admins planned some of the window's fires: the schedule really was shared.
+    /// (Not all three: whichever admin takes the lock first in a second plans that second for
+    /// everyone, and on a loaded machine one admin can lose every race of a short window.)
+    pub async fn assert_admins_shared_the_schedule(&self, window: &Window) -> anyhow::Result<()> {
         let rows = self.rows().await?;
         let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
         for row in rows
@@ -471,13 +473,10 @@ impl Cluster {
             *per_node.entry(row.owner_node.as_str()).or_default() += 1;
         }
         eprintln!("fires per admin: {per_node:?}");
-        for admin in &self.admins {
-            anyhow::ensure!(
-                per_node.contains_key(admin.spec.node_id.as_str()),
-                "{} dispatched none of the window's fires: {per_node:?}",
-                admin.spec.node_id
-            );
-        }
+        anyhow::ensure!(
+            per_node.len() >= 2,
+            "one admin planned every fire of the window: {per_node:?}"
+        );
         Ok(())
     }
 
