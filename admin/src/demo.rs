@@ -46,7 +46,15 @@ pub async fn run_demo(ctx: Arc<AdminContext>, admin_url: String, cancel: Cancell
     executor.shutdown().await;
 }
 
+/// One console line per demo run, so `serve --demo` shows its jobs firing. (The admin itself
+/// logs nothing per run: at thousands of runs per second that would cost more than the runs.)
+/// The SDK's `handler` span around the line names the job and log ids.
+fn announce(handler: &str, outcome: &str) {
+    tracing::info!(handler, "demo run: {outcome}");
+}
+
 async fn demo_hello(ctx: JobContext) -> JobResult {
+    announce("demoHello", &format!("hello, {}!", ctx.params()));
     ctx.log(format!(
         "hello, {}! (log {}, scheduled at {})",
         ctx.params(),
@@ -60,15 +68,18 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 async fn demo_counter(ctx: JobContext) -> JobResult {
     let count = COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
+    announce("demoCounter", &format!("count {count}"));
     ctx.log(format!("this demo counter has run {count} times"));
     Ok(JobOutput::message(format!("count {count}")))
 }
 
 async fn demo_flaky(ctx: JobContext) -> JobResult {
     if ctx.log_id() % 2 == 0 {
+        announce("demoFlaky", "failing on purpose (even log id)");
         ctx.log("even log id: failing on purpose to show a failed run");
         return Err(JobError::new("failed on purpose (even log id)"));
     }
+    announce("demoFlaky", "succeeding (odd log id)");
     ctx.log("odd log id: succeeding");
     Ok(JobOutput::default())
 }
