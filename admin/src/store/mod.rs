@@ -240,8 +240,8 @@ delegate! {
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>>;
     /// Records dispatch outcomes in one transaction.
     fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
-    /// Applies executor results to runs not yet final; returns the ids of the runs this call finished (rows that were PENDING or RUNNING); a
-    /// repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
+    /// Applies executor results to runs not yet final; returns the ids of the runs this call
+    /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
     /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
     fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
     fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>>;

@@ -68,10 +68,10 @@ impl RunBatcher {
             address: address.to_string(),
             token: token.to_string(),
         };
-        if let Err(mpsc::error::SendError(queued)) = self.queue(&key, channel).send(queued) {
-            // The queue task ended (its executor was just evicted): send this run on its own.
-            let client = ExecutorServiceClient::new(self.channel_of_failed_send(&key));
-            return send_one(client, token, queued.request).await;
+        if let Err(mpsc::error::SendError(queued)) = self.queue(&key, channel.clone()).send(queued)
+        {
+            // The queue task is gone (it only ends when its queue is dropped): send on our own.
+            return send_one(ExecutorServiceClient::new(channel), token, queued.request).await;
         }
         answer.await.unwrap_or_else(|_| {
             // The queue task was dropped with the call in flight (runtime shutdown).
@@ -101,13 +101,6 @@ impl RunBatcher {
         tokio::spawn(queue.serve(receiver));
         queues.insert(key.clone(), sender.clone());
         sender
-    }
-
-    fn channel_of_failed_send(&self, key: &QueueKey) -> Channel {
-        // Only reached in a race with `evict`; a fresh lazy channel is as good as any.
-        Channel::from_shared(key.address.clone())
-            .map(|endpoint| endpoint.connect_lazy())
-            .unwrap_or_else(|_| Channel::from_static("http://127.0.0.1:1").connect_lazy())
     }
 
     fn lock_queues(&self) -> MutexGuard<'_, HashMap<QueueKey, mpsc::UnboundedSender<QueuedRun>>> {

@@ -182,13 +182,9 @@ pub async fn connect(url: &str) -> anyhow::Result<JobAdminClient<tonic::transpor
     .await
 }
 
-/// The last `lines` lines of an admin's log, leaving out the one-line-per-run ones (printed
-/// when a test fails).
+/// The last `lines` lines of an admin's log (printed when a test fails).
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|line| !line.contains("run finished"))
-        .collect();
+    let kept: Vec<&str> = text.lines().collect();
     kept[kept.len().saturating_sub(lines)..].join("\n")
 }
