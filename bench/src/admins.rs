@@ -154,6 +154,11 @@ fn spawn_process(spec: &Spec) -> anyhow::Result<Managed> {
             "RUST_LOG",
             std::env::var("XJOB_BENCH_ADMIN_LOG").unwrap_or_else(|_| "warn".into()),
         );
+    // The admin logs to stdout; with a chosen log level that output is worth keeping.
+    if std::env::var_os("XJOB_BENCH_ADMIN_LOG").is_some() {
+        let log = std::fs::File::create(format!("{}.log", spec.node_id))?;
+        return Managed::spawn_with_stdout(&spec.node_id, &mut command, log.into());
+    }
     Managed::spawn(&spec.node_id, &mut command)
 }
 

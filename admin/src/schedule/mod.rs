@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::model::{Job, MisfireStrategy, RunLog, TriggerType, now_ms};
 use crate::store::Store;
-use crate::trigger::{NodeIdentity, Trigger};
+use crate::trigger::{NodeIdentity, PlannedFire, Trigger};
 pub use ring::{Ring, RingEntry};
 pub use scan::run_scan;
 
@@ -87,15 +87,49 @@ impl Scheduler {
         if entries.is_empty() {
             return;
         }
+        let (planned, adopted): (Vec<RingEntry>, Vec<RingEntry>) =
+            entries.into_iter().partition(|entry| entry.job.is_some());
+        let planned: Vec<PlannedFire> = planned
+            .into_iter()
+            .filter_map(|entry| {
+                entry.job.map(|job| PlannedFire {
+                    log_id: entry.log_id,
+                    scheduled_at_ms: entry.scheduled_at_ms,
+                    trigger_type: entry.trigger_type,
+                    job,
+                })
+            })
+            .collect();
+        if !planned.is_empty() {
+            let this = Arc::clone(self);
+            tokio::spawn(async move {
+                let log_ids: Vec<i64> = planned.iter().map(|fire| fire.log_id).collect();
+                if let Err(error) = this.trigger.dispatch_planned(planned).await {
+                    tracing::warn!(%error, fires = log_ids.len(),
+                        "claiming scheduled fires failed; retrying");
+                    this.retry_unclaimed(log_ids).await;
+                }
+            });
+        }
+        if adopted.is_empty() {
+            return;
+        }
         let this = Arc::clone(self);
         tokio::spawn(async move {
-            let fires: Vec<(i64, i64)> = entries
+            // The ring hands a second over before it starts; adopted fires still go at their
+            // time (their runs are read back whole, so they wait here rather than after the
+            // claim).
+            if let Some(latest) = adopted.iter().map(|entry| entry.scheduled_at_ms).max() {
+                let wait_ms = u64::try_from(latest - now_ms()).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+            }
+            let fires: Vec<(i64, i64)> = adopted
                 .iter()
                 .map(|entry| (entry.log_id, entry.job_id))
                 .collect();
             if let Err(error) = this.trigger.dispatch_fires(&fires).await {
                 let log_ids: Vec<i64> = fires.iter().map(|&(log_id, _)| log_id).collect();
-                tracing::warn!(%error, fires = log_ids.len(), "claiming scheduled fires failed; retrying");
+                tracing::warn!(%error, fires = log_ids.len(), "claiming adopted fires failed; retrying");
                 this.retry_unclaimed(log_ids).await;
             }
         });
@@ -148,16 +182,27 @@ impl Scheduler {
     }
 }
 
-/// Ring loop: wakes at every second boundary and dispatches what is due.
+/// How long before each second the ring hands that second's fires to the trigger pipeline: the
+/// claim (a database write for the whole second's fires) is done by the time the second starts,
+/// and the runs wait for their instant instead of the claim (`Trigger::dispatch_planned`).
+const DISPATCH_LEAD_MS: i64 = 200;
+
+/// The next second whose fires the ring hands over, and when: `DISPATCH_LEAD_MS` before it.
+fn next_ring_tick(now_ms: i64) -> (i64, i64) {
+    let second_ms = ((now_ms + DISPATCH_LEAD_MS).div_euclid(1000) + 1) * 1000;
+    (second_ms, second_ms - DISPATCH_LEAD_MS)
+}
+
+/// Ring loop: shortly before every second boundary, dispatches what is due by then.
 pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     loop {
-        let now = now_ms();
-        let until_next_second = Duration::from_millis((1000 - now.rem_euclid(1000)) as u64);
+        let (second_ms, wake_ms) = next_ring_tick(now_ms());
+        let pause = Duration::from_millis(u64::try_from(wake_ms - now_ms()).unwrap_or(0));
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(until_next_second) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
-        let due = scheduler.ring().drain_due(now_ms());
+        let due = scheduler.ring().drain_due(second_ms.max(now_ms()));
         scheduler.dispatch(due);
     }
     let left = scheduler.ring_len();
@@ -264,6 +309,8 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
                 log_id: run.id,
                 job_id: run.job_id,
                 scheduled_at_ms: run.scheduled_at_ms,
+                trigger_type: run.trigger_type,
+                job: None,
             }),
         }
     }
@@ -315,6 +362,24 @@ mod tests {
             epoch: 1,
             dispatch_at_ms,
         }
+    }
+
+    #[test]
+    fn the_ring_hands_over_each_second_shortly_before_it_starts() {
+        let second = NOW - NOW.rem_euclid(1000);
+        assert_eq!(
+            next_ring_tick(second + 100),
+            (second + 1000, second + 1000 - DISPATCH_LEAD_MS)
+        );
+        // Inside the lead of the coming second, that second has been handed over already.
+        assert_eq!(
+            next_ring_tick(second + 1000 - DISPATCH_LEAD_MS),
+            (second + 2000, second + 2000 - DISPATCH_LEAD_MS)
+        );
+        assert_eq!(
+            next_ring_tick(second + 1000 - DISPATCH_LEAD_MS - 1),
+            (second + 1000, second + 1000 - DISPATCH_LEAD_MS)
+        );
     }
 
     #[test]

@@ -7,12 +7,20 @@
 //! de-duplicates by log id. A push for a second already drained is handed back for immediate
 //! dispatch instead of waiting a whole turn of the ring.
 
+use std::sync::Arc;
+
+use crate::model::{Job, TriggerType};
+
 /// One planned fire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RingEntry {
     pub log_id: i64,
     pub job_id: i64,
     pub scheduled_at_ms: i64,
+    pub trigger_type: TriggerType,
+    /// The job as the scan read it when planning this fire (shared by all its fires), so the
+    /// dispatch need not read it again; `None` for adopted fires, whose job is read then.
+    pub job: Option<Arc<Job>>,
 }
 
 const SLOTS: i64 = 60;
@@ -111,6 +119,8 @@ mod tests {
             log_id,
             job_id: 1,
             scheduled_at_ms: at,
+            trigger_type: TriggerType::Cron,
+            job: None,
         }
     }
 

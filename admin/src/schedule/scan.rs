@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{ScanParams, plan_job};
 use super::{RingEntry, Scheduler};
-use crate::model::{RunStatus, now_ms};
+use crate::model::{Job, RunStatus, TriggerType, now_ms};
 use crate::store::RoundPlan;
 
 /// Runs schedule rounds until cancelled.
@@ -53,14 +53,18 @@ async fn scan_once(
         node_id: scheduler.node.node_id.clone(),
         epoch: scheduler.node.epoch,
     };
-    let mut planned: HashMap<String, (i64, i64)> = HashMap::new();
-    let mut plan_round = |jobs: Vec<crate::model::Job>| {
+    // fire_key → (scheduled time, job) of each fire planned, to build ring entries from the
+    // rows actually inserted.
+    let mut planned: HashMap<String, (i64, TriggerType, Arc<Job>)> = HashMap::new();
+    let mut plan_round = |jobs: Vec<Job>| {
         let mut round = RoundPlan::default();
-        for job in &jobs {
-            let job_plan = plan_job(job, &params);
+        for job in jobs {
+            let job_plan = plan_job(&job, &params);
+            let job = Arc::new(job);
             for run in &job_plan.runs {
                 if let (Some(key), RunStatus::Pending) = (&run.fire_key, run.status) {
-                    planned.insert(key.clone(), (run.job_id, run.scheduled_at_ms));
+                    let fire = (run.scheduled_at_ms, run.trigger_type, Arc::clone(&job));
+                    planned.insert(key.clone(), fire);
                 }
             }
             round.new_runs.extend(job_plan.runs);
@@ -80,11 +84,13 @@ async fn scan_once(
         .into_iter()
         .filter_map(|run| {
             planned
-                .get(&run.fire_key)
-                .map(|&(job_id, scheduled_at_ms)| RingEntry {
+                .remove(&run.fire_key)
+                .map(|(scheduled_at_ms, trigger_type, job)| RingEntry {
                     log_id: run.log_id,
-                    job_id,
+                    job_id: job.id,
                     scheduled_at_ms,
+                    trigger_type,
+                    job: Some(job),
                 })
         })
         .collect();

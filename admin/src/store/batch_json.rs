@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use super::{DispatchRecord, RunCompletion};
+use super::{DispatchRecord, JobScheduleUpdate, RunCompletion};
+use crate::model::JobStatus;
 
 /// Most rows one batched statement carries.
 pub const ROWS_PER_STATEMENT: usize = 1000;
@@ -39,6 +40,37 @@ pub fn dispatches(chunk: &[&DispatchRecord]) -> String {
                 "msg": record.trigger_msg,
                 "address": record.executor_address,
                 "time": record.finished_ms,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// `[id, id, …]`: a list of row ids as one parameter.
+pub fn ids(ids: &[i64]) -> String {
+    let mut text = String::with_capacity(ids.len() * 8 + 2);
+    text.push('[');
+    for (index, id) in ids.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        text.push_str(&id.to_string());
+    }
+    text.push(']');
+    text
+}
+
+/// `[{"id", "last", "next", "status"}, …]` for the schedule round's job updates; `status` is
+/// the `trigger_status` column's value.
+pub fn schedule_updates(chunk: &[JobScheduleUpdate]) -> String {
+    let rows: Vec<_> = chunk
+        .iter()
+        .map(|update| {
+            json!({
+                "id": update.job_id,
+                "last": update.trigger_last_ms,
+                "next": update.trigger_next_ms,
+                "status": i64::from(update.status == JobStatus::Running),
             })
         })
         .collect();

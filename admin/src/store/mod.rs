@@ -230,6 +230,9 @@ delegate! {
     fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
     fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
+    /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
+    /// already (the scan's own fires).
+    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>>;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()>;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.

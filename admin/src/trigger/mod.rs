@@ -20,7 +20,7 @@ pub mod pool;
 pub mod recorder;
 pub mod route;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,12 +61,54 @@ pub struct Trigger {
     tracker: TaskTracker,
 }
 
+/// A fire the scan planned and wrote as a PENDING row (shard 0 of 1, first attempt).
+#[derive(Debug, Clone)]
+pub struct PlannedFire {
+    pub log_id: i64,
+    pub scheduled_at_ms: i64,
+    pub trigger_type: TriggerType,
+    /// The job as the scan read it; the row's handler and params came from it.
+    pub job: Arc<Job>,
+}
+
+impl PlannedFire {
+    /// The run as its row reads once this node claimed it at `now_ms`.
+    pub(crate) fn into_claimed_run(self, node: &NodeIdentity, now_ms: i64) -> RunLog {
+        RunLog {
+            id: self.log_id,
+            job_id: self.job.id,
+            group_id: self.job.group_id,
+            fire_key: Some(NewRun::fire_key(self.job.id, self.scheduled_at_ms, 0, 0)),
+            status: RunStatus::Running,
+            trigger_type: self.trigger_type,
+            scheduled_at_ms: self.scheduled_at_ms,
+            trigger_time_ms: now_ms,
+            trigger_code: 0,
+            trigger_msg: String::new(),
+            handle_time_ms: 0,
+            handle_code: 0,
+            handle_msg: String::new(),
+            executor_address: String::new(),
+            handler: self.job.handler.clone(),
+            params: self.job.params.clone(),
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            trace_id: String::new(),
+            owner_node: node.node_id.clone(),
+            epoch: node.epoch,
+            dispatch_at_ms: 0,
+        }
+    }
+}
+
 /// The job and group a claimed run fires for, shared by its shards' tasks.
 struct FireTarget {
-    job: Job,
-    group: Group,
-    /// The address list routed over, taken once per fire so every shard sees the same list.
-    addresses: Vec<String>,
+    job: Arc<Job>,
+    group: Arc<Group>,
+    /// The address list routed over, taken once per batch of fires so every shard sees the
+    /// same list (and a burst of fires does not rebuild it per fire).
+    addresses: Arc<[String]>,
 }
 
 impl Trigger {
@@ -119,49 +161,135 @@ impl Trigger {
         Ok(())
     }
 
-    /// `dispatch_scheduled` for fires whose jobs are known (the ring's): the jobs are read beside
-    /// the claim instead of after it, which takes that read off every fire's lateness.
+    /// `dispatch_scheduled` for fires whose jobs are known (`(log id, job id)`): the jobs are
+    /// read beside the claim instead of after it, which takes that read off every fire's
+    /// lateness.
     pub async fn dispatch_fires(self: &Arc<Self>, fires: &[(i64, i64)]) -> Result<(), Error> {
         if fires.is_empty() {
             return Ok(());
         }
         let log_ids: Vec<i64> = fires.iter().map(|&(log_id, _)| log_id).collect();
         let job_ids: Vec<i64> = fires.iter().map(|&(_, job_id)| job_id).collect();
-        let started = Instant::now();
         let (claimed, loaded) = tokio::join!(
             self.store
                 .claim_runs(&log_ids, &self.node.node_id, self.node.epoch, now_ms()),
-            self.load_jobs_and_groups(job_ids)
+            self.load_jobs_and_groups(job_ids, HashMap::new())
         );
         let runs = claimed?;
         let (jobs, groups) = match loaded {
             Ok(loaded) => loaded,
             Err(_) => self.load_jobs_and_groups_claimed(&runs).await,
         };
-        tracing::debug!(
-            runs = runs.len(),
-            claim_and_load_ms = started.elapsed().as_millis() as u64,
-            "dispatching scheduled fires"
-        );
         self.spawn_fires(runs, jobs, groups);
         Ok(())
+    }
+
+    /// Fires this admin's scan planned: their rows hold nothing the plan does not know, so the
+    /// claim returns only ids and each run is rebuilt from its plan, and the jobs are the ones
+    /// the scan read (at most a pre-read earlier; stopping or rescheduling a job skips its
+    /// planned fires).
+    ///
+    /// The ring hands over each second's fires a little before the second starts, so the claim
+    /// is done by then; a run is never sent before its scheduled time (`send_when_due`).
+    pub async fn dispatch_planned(self: &Arc<Self>, fires: Vec<PlannedFire>) -> Result<(), Error> {
+        let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
+            return Ok(());
+        };
+        let log_ids: Vec<i64> = fires.iter().map(|fire| fire.log_id).collect();
+        let planned_jobs: HashMap<i64, Arc<Job>> = fires
+            .iter()
+            .map(|fire| (fire.job.id, Arc::clone(&fire.job)))
+            .collect();
+        // The trigger time recorded is when the runs leave, not the (earlier) claim.
+        let trigger_time = now_ms().max(earliest);
+        let started = Instant::now();
+        let (claimed, loaded) = tokio::join!(
+            self.store
+                .claim_run_ids(&log_ids, &self.node.node_id, self.node.epoch, trigger_time),
+            self.load_jobs_and_groups(Vec::new(), planned_jobs.clone())
+        );
+        let claimed: HashSet<i64> = claimed?.into_iter().collect();
+        let runs: Vec<RunLog> = fires
+            .into_iter()
+            .filter(|fire| claimed.contains(&fire.log_id))
+            .map(|fire| fire.into_claimed_run(&self.node, trigger_time))
+            .collect();
+        let (jobs, groups) = match loaded {
+            Ok(loaded) => loaded,
+            Err(_) => self.load_groups_claimed(planned_jobs, runs.len()).await,
+        };
+        tracing::debug!(
+            runs = runs.len(),
+            claim_ms = started.elapsed().as_millis() as u64,
+            "dispatching planned fires"
+        );
+        self.send_when_due(runs, jobs, groups);
+        Ok(())
+    }
+
+    /// Spawns the runs already due now; the others wait, in a tracked task (shutdown waits for
+    /// it), for their scheduled instant, earliest first.
+    fn send_when_due(
+        self: &Arc<Self>,
+        runs: Vec<RunLog>,
+        jobs: HashMap<i64, Arc<Job>>,
+        groups: HashMap<i64, Arc<Group>>,
+    ) {
+        let now = now_ms();
+        let (due, mut early): (Vec<RunLog>, Vec<RunLog>) =
+            runs.into_iter().partition(|run| run.scheduled_at_ms <= now);
+        if early.is_empty() {
+            self.spawn_fires(due, jobs, groups);
+            return;
+        }
+        self.spawn_fires(due, jobs.clone(), groups.clone());
+        early.sort_by_key(|run| run.scheduled_at_ms);
+        let this = Arc::clone(self);
+        self.tracker.spawn(async move {
+            let mut early = early.into_iter().peekable();
+            while let Some(first) = early.peek() {
+                let instant = first.scheduled_at_ms;
+                let wait_ms = u64::try_from(instant - now_ms()).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+                let mut group = Vec::new();
+                while let Some(run) = early.next_if(|run| run.scheduled_at_ms == instant) {
+                    group.push(run);
+                }
+                this.spawn_fires(group, jobs.clone(), groups.clone());
+            }
+        });
     }
 
     /// One dispatch task per claimed run.
     fn spawn_fires(
         self: &Arc<Self>,
         runs: Vec<RunLog>,
-        jobs: HashMap<i64, Job>,
-        groups: HashMap<i64, Group>,
+        jobs: HashMap<i64, Arc<Job>>,
+        groups: HashMap<i64, Arc<Group>>,
     ) {
+        let mut addresses_by_group: HashMap<i64, Arc<[String]>> = HashMap::new();
         for run in runs {
             let job = jobs.get(&run.job_id).cloned();
             let group = job
                 .as_ref()
                 .and_then(|job| groups.get(&job.group_id).cloned());
+            let addresses = group.as_ref().map(|group| {
+                Arc::clone(
+                    addresses_by_group
+                        .entry(group.id)
+                        .or_insert_with(|| self.candidate_addresses(group, &[]).into()),
+                )
+            });
             let this = Arc::clone(self);
             self.tracker.spawn(async move {
-                for record in this.fire(run, job, group, &[]).await {
+                let target = match this.fire_target(&run, job, group, addresses) {
+                    Ok(target) => target,
+                    Err(record) => {
+                        let _ = this.recorder_tx.send(record);
+                        return;
+                    }
+                };
+                for record in this.fire(run, target).await {
                     // The recorder outlives every dispatch task (app.rs stops it last).
                     let _ = this.recorder_tx.send(record);
                 }
@@ -205,13 +333,23 @@ impl Trigger {
             .store
             .claim_runs(&ids, &self.node.node_id, self.node.epoch, now_ms())
             .await?;
-        let group = self.store.get_group(job.group_id).await?;
+        let group = self.store.get_group(job.group_id).await?.map(Arc::new);
+        let job = Arc::new(job.clone());
+        let addresses: Option<Arc<[String]>> = group
+            .as_ref()
+            .map(|group| self.candidate_addresses(group, &addresses).into());
         let mut records = Vec::with_capacity(runs.len());
         for run in runs {
-            records.extend(
-                self.fire(run, Some(job.clone()), group.clone(), &addresses)
-                    .await,
+            let target = self.fire_target(
+                &run,
+                Some(Arc::clone(&job)),
+                group.clone(),
+                addresses.clone(),
             );
+            match target {
+                Ok(target) => records.extend(self.fire(run, target).await),
+                Err(record) => records.push(record),
+            }
         }
         self.store.record_dispatches(&records).await?;
         if records.is_empty() {
@@ -222,17 +360,8 @@ impl Trigger {
 
     /// One claimed run through the pipeline; returns one record per dispatched run (the run
     /// itself, or every shard of a broadcast fire in shard order). Never fails.
-    async fn fire(
-        self: &Arc<Self>,
-        run: RunLog,
-        job: Option<Job>,
-        group: Option<Group>,
-        address_override: &[String],
-    ) -> Vec<DispatchRecord> {
-        let target = match self.fire_target(&run, job, group, address_override) {
-            Ok(target) => Arc::new(target),
-            Err(record) => return vec![record],
-        };
+    async fn fire(self: &Arc<Self>, run: RunLog, target: FireTarget) -> Vec<DispatchRecord> {
+        let target = Arc::new(target);
         let shards = match self.broadcast_shards(run, &target).await {
             Ok(shards) => shards,
             Err(record) => return vec![record],
@@ -262,14 +391,14 @@ impl Trigger {
         records
     }
 
-    /// The job and group of a claimed run, or the record that ends it (job gone, stopped after
-    /// the fire was planned, group gone).
+    /// The job, group and addresses (`None` only when the group is) of a claimed run, or the
+    /// record that ends it (job gone, stopped after the fire was planned, group gone).
     fn fire_target(
         &self,
         run: &RunLog,
-        job: Option<Job>,
-        group: Option<Group>,
-        address_override: &[String],
+        job: Option<Arc<Job>>,
+        group: Option<Arc<Group>>,
+        addresses: Option<Arc<[String]>>,
     ) -> Result<FireTarget, DispatchRecord> {
         let Some(job) = job else {
             return Err(failed_record(
@@ -288,14 +417,13 @@ impl Trigger {
                 ..failed_record(run.id, String::new(), "")
             });
         }
-        let Some(group) = group else {
+        let (Some(group), Some(addresses)) = (group, addresses) else {
             return Err(failed_record(
                 run.id,
                 format!("group {} of job {} not found", job.group_id, job.id),
                 "",
             ));
         };
-        let addresses = self.candidate_addresses(&group, address_override);
         Ok(FireTarget {
             job,
             group,
@@ -403,15 +531,37 @@ impl Trigger {
     async fn load_jobs_and_groups_claimed(
         &self,
         runs: &[RunLog],
-    ) -> (HashMap<i64, Job>, HashMap<i64, Group>) {
-        let mut delay = Duration::from_millis(100);
+    ) -> (HashMap<i64, Arc<Job>>, HashMap<i64, Arc<Group>>) {
         let job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        self.load_until_answered(job_ids, HashMap::new(), runs.len())
+            .await
+    }
+
+    /// The groups of planned fires this node has just claimed (see
+    /// `load_jobs_and_groups_claimed`).
+    async fn load_groups_claimed(
+        &self,
+        jobs: HashMap<i64, Arc<Job>>,
+        runs: usize,
+    ) -> (HashMap<i64, Arc<Job>>, HashMap<i64, Arc<Group>>) {
+        self.load_until_answered(Vec::new(), jobs, runs).await
+    }
+
+    async fn load_until_answered(
+        &self,
+        job_ids: Vec<i64>,
+        known: HashMap<i64, Arc<Job>>,
+        runs: usize,
+    ) -> (HashMap<i64, Arc<Job>>, HashMap<i64, Arc<Group>>) {
+        let mut delay = Duration::from_millis(100);
         loop {
-            match self.load_jobs_and_groups(job_ids.clone()).await {
+            match self
+                .load_jobs_and_groups(job_ids.clone(), known.clone())
+                .await
+            {
                 Ok(loaded) => return loaded,
                 Err(error) => {
-                    tracing::warn!(%error, runs = runs.len(),
-                        "loading jobs of claimed fires failed; retrying");
+                    tracing::warn!(%error, runs, "loading jobs of claimed fires failed; retrying");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(2));
                 }
@@ -419,28 +569,28 @@ impl Trigger {
         }
     }
 
+    /// `known` jobs plus those of `job_ids` read from the store, and the groups of all of them.
     async fn load_jobs_and_groups(
         &self,
         mut job_ids: Vec<i64>,
-    ) -> Result<(HashMap<i64, Job>, HashMap<i64, Group>), Error> {
+        mut known: HashMap<i64, Arc<Job>>,
+    ) -> Result<(HashMap<i64, Arc<Job>>, HashMap<i64, Arc<Group>>), Error> {
         job_ids.sort_unstable();
         job_ids.dedup();
-        let jobs: HashMap<i64, Job> = self
-            .store
-            .get_jobs(&job_ids)
-            .await?
-            .into_iter()
-            .map(|job| (job.id, job))
-            .collect();
+        if !job_ids.is_empty() {
+            for job in self.store.get_jobs(&job_ids).await? {
+                known.insert(job.id, Arc::new(job));
+            }
+        }
         let mut groups = HashMap::new();
-        for job in jobs.values() {
+        for job in known.values() {
             if !groups.contains_key(&job.group_id)
                 && let Some(group) = self.store.get_group(job.group_id).await?
             {
-                groups.insert(group.id, group);
+                groups.insert(group.id, Arc::new(group));
             }
         }
-        Ok((jobs, groups))
+        Ok((known, groups))
     }
 }
 

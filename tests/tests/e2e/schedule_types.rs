@@ -182,3 +182,63 @@ async fn fix_rate_keeps_its_phase_after_a_restart() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+/// The ring hands each second's fires to the trigger pipeline shortly before the second starts
+/// (so the claim is done by then); no run may start before its scheduled instant.
+#[tokio::test]
+async fn no_run_starts_before_its_scheduled_time() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP).await?;
+    // (scheduled_at_ms, handler start) of every run.
+    let starts: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
+    let recorded = Arc::clone(&starts);
+    let record = move |ctx: JobContext| {
+        let started = now_ms();
+        if let Ok(mut starts) = recorded.lock() {
+            starts.push((ctx.scheduled_at_ms(), started));
+        }
+        async { JobResult::Ok(JobOutput::message("done")) }
+    };
+    cluster
+        .start_executor(cluster.executor(APP).handler("record", record))
+        .await?;
+    let mut jobs = Vec::new();
+    for _ in 0..5 {
+        let job = cluster
+            .create_job(TestCluster::job(
+                group_id,
+                "record",
+                pb::ScheduleType::FixRate,
+                "1",
+            ))
+            .await?;
+        cluster.start_job(job.id).await?;
+        jobs.push(job.id);
+    }
+    wait_until(Duration::from_secs(20), "15 recorded runs", || async {
+        let count = starts.lock().ok()?.len();
+        (count >= 15).then_some(())
+    })
+    .await?;
+    for id in jobs {
+        cluster.client().stop_job(pb::StopJobRequest { id }).await?;
+    }
+    let starts = starts
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let early: Vec<&(i64, i64)> = starts
+        .iter()
+        .filter(|(scheduled, started)| started < scheduled)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "runs started before their scheduled time (scheduled, started): {early:?}"
+    );
+    assert!(
+        starts.iter().all(|(scheduled, _)| *scheduled > 0),
+        "scheduled fires carry their time: {starts:?}"
+    );
+    cluster.shutdown().await;
+    Ok(())
+}

@@ -5,7 +5,7 @@ use sqlx::QueryBuilder;
 use super::rows::{JOB_COLUMNS, job_from_row, join_ids};
 use super::{SqliteStore, map_error, placeholders};
 use crate::model::{Job, JobStatus};
-use crate::store::{JobFilter, JobScheduleUpdate, StoreResult};
+use crate::store::{JobFilter, JobScheduleUpdate, StoreResult, batch_json};
 
 fn status_value(status: JobStatus) -> i64 {
     match status {
@@ -220,30 +220,22 @@ pub(super) async fn write_schedule_updates(
     conn: &mut sqlx::SqliteConnection,
     updates: &[JobScheduleUpdate],
 ) -> StoreResult<()> {
-    const BATCH: usize = 200;
-    for chunk in updates.chunks(BATCH) {
-        let mut query = QueryBuilder::new("UPDATE xjob_job SET trigger_last_ms = CASE id");
-        for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
-            query.push(" THEN ").push_bind(update.trigger_last_ms);
-        }
-        query.push(" ELSE trigger_last_ms END, trigger_next_ms = CASE id");
-        for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
-            query.push(" THEN ").push_bind(update.trigger_next_ms);
-        }
-        query.push(" ELSE trigger_next_ms END, trigger_status = CASE id");
-        for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
-            query.push(" THEN ").push_bind(status_value(update.status));
-        }
-        query.push(" ELSE trigger_status END WHERE trigger_status = 1 AND id IN (");
-        let mut ids = query.separated(", ");
-        for update in chunk {
-            ids.push_bind(update.job_id);
-        }
-        query.push(")");
-        query.build().execute(&mut *conn).await.map_err(map_error)?;
+    for chunk in updates.chunks(batch_json::ROWS_PER_STATEMENT) {
+        // Looked up by id (`+` keeps SQLite off the trigger_status index, which would walk
+        // every running job per statement); a job stopped meanwhile stays stopped.
+        sqlx::query(
+            "UPDATE xjob_job SET trigger_last_ms = r.last, trigger_next_ms = r.next, \
+             trigger_status = r.status \
+             FROM (SELECT json_extract(value, '$.id') AS id, \
+                     json_extract(value, '$.last') AS last, \
+                     json_extract(value, '$.next') AS next, \
+                     json_extract(value, '$.status') AS status FROM json_each(?)) AS r \
+             WHERE xjob_job.id = r.id AND +xjob_job.trigger_status = 1",
+        )
+        .bind(batch_json::schedule_updates(chunk))
+        .execute(&mut *conn)
+        .await
+        .map_err(map_error)?;
     }
     Ok(())
 }

@@ -16,6 +16,8 @@ mod groups;
 mod jobs;
 mod logs;
 mod monitor;
+#[cfg(test)]
+mod plans;
 mod registry;
 mod report;
 mod rows;

@@ -25,6 +25,54 @@ use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult}
 /// Statuses a run can end in; each is followed up once.
 const FINAL_STATUSES: &str = "'SUCCESS', 'FAILED', 'TIMEOUT', 'KILLED', 'LOST', 'SKIPPED'";
 
+// The periodic lookups below each read one small set of rows through its partial index
+// (migration 0005); `super::plans` checks that SQLite's plans do.
+
+/// Claims the oldest finished runs not followed up yet.
+pub(super) fn claim_followups_sql() -> String {
+    format!(
+        "UPDATE xjob_log SET alarm_status = -1, owner_node = ?, epoch = ? \
+         WHERE alarm_status = 0 AND id IN ( \
+           SELECT id FROM xjob_log WHERE alarm_status = 0 AND status IN ({FINAL_STATUSES}) \
+           ORDER BY id LIMIT ?) \
+         RETURNING {LOG_COLUMNS}"
+    )
+}
+
+/// Takes over follow-ups claimed by dead nodes and by this node's older epochs.
+pub(super) fn adopt_stale_followups_sql() -> String {
+    format!(
+        "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE alarm_status = -1 AND ( \
+           (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
+             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+         RETURNING {LOG_COLUMNS}"
+    )
+}
+
+/// Delayed PENDING runs (retries, child runs) of this node whose time came.
+pub(super) const DUE_DELAYED_RUNS: &str = "SELECT id FROM xjob_log \
+     WHERE status = 'PENDING' AND dispatch_at_ms > 0 AND dispatch_at_ms <= ? \
+     AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms LIMIT ?";
+
+/// Runs delivered to an executor and not finished.
+pub(super) fn running_runs_sql() -> String {
+    format!(
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
+         AND executor_address <> '' ORDER BY id LIMIT ?"
+    )
+}
+
+/// Runs claimed but never sent, by dead nodes or this node's older epochs.
+pub(super) fn stranded_dispatches_sql() -> String {
+    format!(
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
+         AND executor_address = '' AND trigger_time_ms < ? AND ( \
+           (owner_node = ? AND epoch < ?) OR owner_node IN ( \
+             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+         ORDER BY id LIMIT 10000"
+    )
+}
+
 impl SqliteStore {
     pub async fn claim_followups(
         &self,
@@ -32,19 +80,13 @@ impl SqliteStore {
         epoch: i64,
         limit: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "UPDATE xjob_log SET alarm_status = -1, owner_node = ?, epoch = ? \
-             WHERE alarm_status = 0 AND id IN ( \
-               SELECT id FROM xjob_log WHERE alarm_status = 0 AND status IN ({FINAL_STATUSES}) \
-               ORDER BY id LIMIT ?) \
-             RETURNING {LOG_COLUMNS}"
-        ))
-        .bind(node_id)
-        .bind(epoch)
-        .bind(limit)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(&claim_followups_sql())
+            .bind(node_id)
+            .bind(epoch)
+            .bind(limit)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(map_error)?;
         let mut claimed = rows
             .iter()
             .map(run_from_row)
@@ -59,21 +101,16 @@ impl SqliteStore {
         epoch: i64,
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE alarm_status = -1 AND ( \
-               (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-             RETURNING {LOG_COLUMNS}"
-        ))
-        .bind(node_id)
-        .bind(epoch)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .bind(node_id)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(&adopt_stale_followups_sql())
+            .bind(node_id)
+            .bind(epoch)
+            .bind(node_id)
+            .bind(epoch)
+            .bind(now_ms)
+            .bind(node_id)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(map_error)?;
         let mut adopted = rows
             .iter()
             .map(run_from_row)
@@ -147,32 +184,25 @@ impl SqliteStore {
         now_ms: i64,
         limit: i64,
     ) -> StoreResult<Vec<i64>> {
-        let rows = sqlx::query(
-            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND dispatch_at_ms > 0 \
-             AND dispatch_at_ms <= ? AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms \
-             LIMIT ?",
-        )
-        .bind(now_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(limit)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(DUE_DELAYED_RUNS)
+            .bind(now_ms)
+            .bind(node_id)
+            .bind(epoch)
+            .bind(limit)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_error)?;
         rows.iter()
             .map(|row| row.try_get::<i64, _>("id").map_err(map_error))
             .collect()
     }
 
     pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address <> '' ORDER BY id LIMIT ?"
-        ))
-        .bind(limit)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(&running_runs_sql())
+            .bind(limit)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
     }
 
@@ -183,21 +213,15 @@ impl SqliteStore {
         now_ms: i64,
         claimed_before_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address = '' AND trigger_time_ms < ? AND ( \
-               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-             ORDER BY id LIMIT 10000"
-        ))
-        .bind(claimed_before_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .bind(node_id)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(&stranded_dispatches_sql())
+            .bind(claimed_before_ms)
+            .bind(node_id)
+            .bind(epoch)
+            .bind(now_ms)
+            .bind(node_id)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
     }
 

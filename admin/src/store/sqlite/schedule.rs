@@ -1,13 +1,28 @@
 //! The schedule round under the lock, node leases, and the claim/adopt steps that make every
 //! scheduled fire run exactly once.
 
+use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::jobs::write_schedule_updates;
 use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
 use super::{SqliteStore, map_error, placeholders};
 use crate::model::{Job, NewRun, RunLog};
-use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult, batch_json};
+
+/// Takes over the PENDING runs of dead nodes and of this node's older epochs (through the
+/// partial index of PENDING rows, see `super::plans`).
+pub(super) fn adopt_orphan_runs_sql() -> String {
+    format!(
+        "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE status = 'PENDING' AND ( \
+           (owner_node = ? AND epoch < ?) OR owner_node IN ( \
+             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
+         RETURNING {LOG_COLUMNS}"
+    )
+}
+
+/// Ids per claim statement.
+const CLAIM_CHUNK: usize = 10_000;
 
 /// Rows per multi-row insert (14 parameters each keeps far below SQLite's limit).
 const INSERT_BATCH: usize = 500;
@@ -90,21 +105,16 @@ impl SqliteStore {
         epoch: i64,
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE status = 'PENDING' AND ( \
-               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-             RETURNING {LOG_COLUMNS}"
-        ))
-        .bind(node_id)
-        .bind(epoch)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .bind(node_id)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(map_error)?;
+        let rows = sqlx::query(&adopt_orphan_runs_sql())
+            .bind(node_id)
+            .bind(epoch)
+            .bind(node_id)
+            .bind(epoch)
+            .bind(now_ms)
+            .bind(node_id)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
     }
 
@@ -116,25 +126,61 @@ impl SqliteStore {
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
         let mut claimed = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(super::MAX_BIND_PARAMS - 4) {
-            // The owner/epoch condition is the fence: a node that stalled past its lease and lost
-            // its fires to another node claims nothing here.
-            let sql = format!(
-                "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? \
-                 WHERE status = 'PENDING' AND owner_node = ? AND epoch = ? AND id IN ({}) \
-                 RETURNING {LOG_COLUMNS}",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql).bind(now_ms).bind(node_id).bind(epoch);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            let rows = query.fetch_all(&self.writer).await.map_err(map_error)?;
+        for chunk in ids.chunks(CLAIM_CHUNK) {
+            let rows = self
+                .claim_chunk(chunk, node_id, epoch, now_ms, LOG_COLUMNS)
+                .await?;
             for row in &rows {
                 claimed.push(run_from_row(row)?);
             }
         }
         Ok(claimed)
+    }
+
+    pub async fn claim_run_ids(
+        &self,
+        ids: &[i64],
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<i64>> {
+        let mut claimed = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(CLAIM_CHUNK) {
+            let rows = self
+                .claim_chunk(chunk, node_id, epoch, now_ms, "id")
+                .await?;
+            for row in &rows {
+                claimed.push(row.try_get::<i64, _>(0).map_err(map_error)?);
+            }
+        }
+        Ok(claimed)
+    }
+
+    /// The claim of one chunk of ids, returning `columns` of the rows claimed.
+    async fn claim_chunk(
+        &self,
+        ids: &[i64],
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+        columns: &str,
+    ) -> StoreResult<Vec<SqliteRow>> {
+        // The owner/epoch condition is the fence: a node that stalled past its lease and lost
+        // its fires to another node claims nothing here. The ids come as one JSON array and the
+        // `+` marks keep SQLite from using the (status, dispatch_at_ms) index, which would walk
+        // every PENDING row of the table instead of looking each id up.
+        sqlx::query(&format!(
+            "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? \
+             WHERE id IN (SELECT value FROM json_each(?)) AND +status = 'PENDING' \
+             AND +owner_node = ? AND +epoch = ? RETURNING {columns}"
+        ))
+        .bind(now_ms)
+        .bind(batch_json::ids(ids))
+        .bind(node_id)
+        .bind(epoch)
+        .fetch_all(&self.writer)
+        .await
+        .map_err(map_error)
     }
 
     pub async fn skip_planned_fires(
@@ -160,7 +206,7 @@ impl SqliteStore {
         for chunk in ids.chunks(super::MAX_BIND_PARAMS - 4) {
             let sql = format!(
                 "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
-                 WHERE status = 'PENDING' AND id IN ({})",
+                 WHERE +status = 'PENDING' AND id IN ({})",
                 placeholders(chunk.len())
             );
             let mut query = sqlx::query(&sql).bind(reason).bind(now_ms);
