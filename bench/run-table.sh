@@ -2,9 +2,10 @@
 # Runs every benchmark of the results table in docs/benchmarks.md, one after the other, and
 # prints the table. Needs a quiet machine: anything else using the CPU shows up as lateness.
 #   bench/run-table.sh [RESULTS_FILE]      (default: bench-table.jsonl; appended to)
-# Takes about 25 minutes: W1 at 100 / 1 000 / 10 000 jobs on SQLite and PostgreSQL (10 s
-# warm-up, 60 s window), W3-short (300 jobs, 5 minutes) on both, and F1 (3 admins on
-# PostgreSQL, 5 kills of the lock holder).
+# Takes about 35 minutes: W1 at 100 / 1 000 / 10 000 jobs on SQLite and PostgreSQL (10 s
+# warm-up, 60 s window), W3-short (300 jobs, 5 minutes) and W4 (10 000 jobs at second 0 of
+# each minute, two bursts) on both, and F1 (3 admins on PostgreSQL, 5 kills of the lock
+# holder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 results=${1:-bench-table.jsonl}
@@ -21,6 +22,7 @@ for database in sqlite postgres; do
     run --workload w1 --jobs "$jobs" --warmup 10 --duration 60 --drain 5 --database "$database"
   done
   run --workload w3 --warmup 10 --duration 300 --drain 5 --database "$database"
+  run --workload w4 --jobs 10000 --warmup 5 --duration 120 --drain 5 --database "$database"
 done
 run --workload f1 --database postgres --duration 60 --kills 5
 
