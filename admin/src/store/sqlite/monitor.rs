@@ -101,20 +101,9 @@ impl SqliteStore {
         epoch: i64,
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&adopt_stale_followups_sql())
-            .bind(node_id)
-            .bind(epoch)
-            .bind(node_id)
-            .bind(epoch)
-            .bind(now_ms)
-            .bind(node_id)
-            .fetch_all(&self.writer)
-            .await
-            .map_err(map_error)?;
-        let mut adopted = rows
-            .iter()
-            .map(run_from_row)
-            .collect::<StoreResult<Vec<RunLog>>>()?;
+        let mut adopted = self
+            .adopt_rows(&adopt_stale_followups_sql(), node_id, epoch, now_ms)
+            .await?;
         adopted.sort_by_key(|run| run.id);
         Ok(adopted)
     }

@@ -105,7 +105,20 @@ impl SqliteStore {
         epoch: i64,
         now_ms: i64,
     ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&adopt_orphan_runs_sql())
+        self.adopt_rows(&adopt_orphan_runs_sql(), node_id, epoch, now_ms)
+            .await
+    }
+
+    /// Runs one of the adoption statements (orphan fires, stale follow-ups): both take over the
+    /// rows of dead nodes and of this node's older epochs, with the same parameters.
+    pub(super) async fn adopt_rows(
+        &self,
+        sql: &str,
+        node_id: &str,
+        epoch: i64,
+        now_ms: i64,
+    ) -> StoreResult<Vec<RunLog>> {
+        let rows = sqlx::query(sql)
             .bind(node_id)
             .bind(epoch)
             .bind(node_id)
