@@ -3,8 +3,9 @@
 //! ```text
 //! scan (each second, under the schedule lock)
 //!   read jobs due before now + pre_read ─▶ plan::plan_job ─▶ PENDING log rows + next times
-//!   commit ─▶ due now: Trigger::dispatch_scheduled      later: Ring::push
-//! ring (each second boundary) ─▶ Ring::drain_due ─▶ Trigger::dispatch_scheduled
+//!   commit ─▶ due now: Trigger::dispatch_planned      later: Ring::push (with the job read)
+//! ring (200 ms before each second) ─▶ Ring::drain_due ─▶ Trigger::dispatch_planned
+//!   (adopted fires, whose job was not read: Trigger::dispatch_fires)
 //! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs
 //!   (delayed ones, retries and child runs, are then dispatched by the follow-up when due)
 //! ```

@@ -4,7 +4,9 @@
 //! record the outcome on the log row.
 //!
 //! ```text
-//! ring / recovery / retries ─▶ dispatch_scheduled(log ids) ─▶ claim rows (owner/epoch fence)
+//! ring (scan's fires) ───────▶ dispatch_planned ─▶ claim ids (owner/epoch fence), rebuild runs
+//!                                 from the plan, wait for each run's instant (send_when_due)
+//! recovery / retries ────────▶ dispatch_fires / dispatch_scheduled ─▶ claim rows (same fence)
 //! TriggerJob / child jobs ───▶ trigger_job(job) ─▶ insert row ─▶ claim
 //!        └─▶ fire(run): broadcast? ─▶ shard rows 1..n-1 (store::expand_broadcast)
 //!              └─▶ per shard: pool slot (fast/slow, bounded wait) ─▶ dispatch_one
