@@ -159,7 +159,7 @@ impl Trigger {
             .claim_runs(&log_ids, &self.node.node_id, self.node.epoch, now_ms())
             .await?;
         let (jobs, groups) = self.load_jobs_and_groups_claimed(&runs).await;
-        self.spawn_fires(runs, jobs, groups);
+        self.spawn_fires(runs, &jobs, &groups);
         Ok(())
     }
 
@@ -182,7 +182,7 @@ impl Trigger {
             Ok(loaded) => loaded,
             Err(_) => self.load_jobs_and_groups_claimed(&runs).await,
         };
-        self.spawn_fires(runs, jobs, groups);
+        self.spawn_fires(runs, &jobs, &groups);
         Ok(())
     }
 
@@ -240,11 +240,10 @@ impl Trigger {
         let now = now_ms();
         let (due, mut early): (Vec<RunLog>, Vec<RunLog>) =
             runs.into_iter().partition(|run| run.scheduled_at_ms <= now);
+        self.spawn_fires(due, &jobs, &groups);
         if early.is_empty() {
-            self.spawn_fires(due, jobs, groups);
             return;
         }
-        self.spawn_fires(due, jobs.clone(), groups.clone());
         early.sort_by_key(|run| run.scheduled_at_ms);
         let this = Arc::clone(self);
         self.tracker.spawn(async move {
@@ -257,7 +256,7 @@ impl Trigger {
                 while let Some(run) = early.next_if(|run| run.scheduled_at_ms == instant) {
                     group.push(run);
                 }
-                this.spawn_fires(group, jobs.clone(), groups.clone());
+                this.spawn_fires(group, &jobs, &groups);
             }
         });
     }
@@ -266,8 +265,8 @@ impl Trigger {
     fn spawn_fires(
         self: &Arc<Self>,
         runs: Vec<RunLog>,
-        jobs: HashMap<i64, Arc<Job>>,
-        groups: HashMap<i64, Arc<Group>>,
+        jobs: &HashMap<i64, Arc<Job>>,
+        groups: &HashMap<i64, Arc<Group>>,
     ) {
         let mut addresses_by_group: HashMap<i64, Arc<[String]>> = HashMap::new();
         for run in runs {

@@ -1,16 +1,18 @@
-//! SQLite's query plans for the lookups that run every few hundred milliseconds whatever the
-//! size of the log table: each must read its small set of rows through its partial index
-//! (migration 0005), never walk the table. A plan that falls back to a scan still returns the
-//! right rows, so only the plan can catch it.
+//! SQLite's query plans for the statements that run every second or every few hundred
+//! milliseconds whatever the size of the tables: the claim and the schedule round's job update
+//! look rows up by id, and each periodic lookup reads its small set of rows through its partial
+//! index (migration 0005); none may walk a table or a large index. A plan that falls back to a
+//! scan still returns the right rows, so only the plan can catch it.
 
 use sqlx::Row;
 
 use super::SqliteStore;
+use super::jobs::SCHEDULE_UPDATES;
 use super::monitor::{
     DUE_DELAYED_RUNS, adopt_stale_followups_sql, claim_followups_sql, running_runs_sql,
     stranded_dispatches_sql,
 };
-use super::schedule::adopt_orphan_runs_sql;
+use super::schedule::{adopt_orphan_runs_sql, claim_sql};
 
 async fn plan_of(store: &SqliteStore, sql: &str) -> String {
     let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
@@ -25,11 +27,14 @@ async fn plan_of(store: &SqliteStore, sql: &str) -> String {
 }
 
 #[tokio::test]
-async fn periodic_lookups_read_their_partial_index() {
+async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("plans.db").display());
     let store = SqliteStore::connect(&url).await.expect("store");
+    let by_id = "PRIMARY KEY";
     let expected = [
+        (claim_sql("id"), by_id),
+        (SCHEDULE_UPDATES.to_string(), by_id),
         (adopt_orphan_runs_sql(), "ix_log_pending"),
         (DUE_DELAYED_RUNS.to_string(), "ix_log_delayed"),
         (running_runs_sql(), "ix_log_running"),
@@ -39,9 +44,11 @@ async fn periodic_lookups_read_their_partial_index() {
     ];
     for (sql, index) in expected {
         let plan = plan_of(&store, &sql).await;
+        // Steps on the small node table are fine; every step on the log and job tables must use
+        // the expected index.
         let log_lines: Vec<&str> = plan
             .lines()
-            .filter(|line| line.contains("xjob_log"))
+            .filter(|line| line.contains("xjob_log") || line.contains("xjob_job"))
             .collect();
         assert!(
             !log_lines.is_empty()

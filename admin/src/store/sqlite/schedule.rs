@@ -21,6 +21,19 @@ pub(super) fn adopt_orphan_runs_sql() -> String {
     )
 }
 
+/// Claims PENDING rows by id for this node and epoch, returning `columns`. The owner/epoch
+/// condition is the fence: a node that stalled past its lease and lost its fires to another node
+/// claims nothing here. The ids come as one JSON array, and the `+` marks keep SQLite off the
+/// index of PENDING rows, which would walk all of this node's pending fires (five seconds of
+/// them) instead of looking each id up (see `super::plans`).
+pub(super) fn claim_sql(columns: &str) -> String {
+    format!(
+        "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? \
+         WHERE id IN (SELECT value FROM json_each(?)) AND +status = 'PENDING' \
+         AND +owner_node = ? AND +epoch = ? RETURNING {columns}"
+    )
+}
+
 /// Ids per claim statement.
 const CLAIM_CHUNK: usize = 10_000;
 
@@ -178,22 +191,14 @@ impl SqliteStore {
         now_ms: i64,
         columns: &str,
     ) -> StoreResult<Vec<SqliteRow>> {
-        // The owner/epoch condition is the fence: a node that stalled past its lease and lost
-        // its fires to another node claims nothing here. The ids come as one JSON array and the
-        // `+` marks keep SQLite from using the (status, dispatch_at_ms) index, which would walk
-        // every PENDING row of the table instead of looking each id up.
-        sqlx::query(&format!(
-            "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? \
-             WHERE id IN (SELECT value FROM json_each(?)) AND +status = 'PENDING' \
-             AND +owner_node = ? AND +epoch = ? RETURNING {columns}"
-        ))
-        .bind(now_ms)
-        .bind(batch_json::ids(ids))
-        .bind(node_id)
-        .bind(epoch)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(map_error)
+        sqlx::query(&claim_sql(columns))
+            .bind(now_ms)
+            .bind(batch_json::ids(ids))
+            .bind(node_id)
+            .bind(epoch)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(map_error)
     }
 
     pub async fn skip_planned_fires(
