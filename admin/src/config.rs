@@ -38,6 +38,14 @@ pub struct Config {
     /// An executor silent for this long leaves routing.
     #[serde(with = "duration_text")]
     pub executor_lease: Duration,
+    /// How often the admin pings an idle connection (HTTP/2 PING). A peer that stops answering
+    /// (a stopped process, a paused VM, a cut cable) loses its connection, and an executor its
+    /// `Session`, after `keepalive_interval + keepalive_timeout` instead of a whole lease.
+    #[serde(with = "duration_text")]
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is closed.
+    #[serde(with = "duration_text")]
+    pub keepalive_timeout: Duration,
     /// Time an executor has to send `Register` after opening its session.
     #[serde(with = "duration_text")]
     pub handshake_timeout: Duration,
@@ -85,6 +93,8 @@ impl Default for Config {
             pre_read_count: 6000,
             heartbeat_interval: Duration::from_secs(10),
             executor_lease: Duration::from_secs(30),
+            keepalive_interval: Duration::from_secs(2),
+            keepalive_timeout: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
             executor_timeout: Duration::from_secs(3),
             node_lease: Duration::from_secs(10),
@@ -189,6 +199,12 @@ impl Config {
                 "executor_lease",
                 "must be longer than heartbeat_interval",
             ));
+        }
+        if self.keepalive_interval.is_zero() {
+            return Err(invalid("keepalive_interval", "must be longer than 0"));
+        }
+        if self.keepalive_timeout.is_zero() {
+            return Err(invalid("keepalive_timeout", "must be longer than 0"));
         }
         if self.fast_pool_size == 0 {
             return Err(invalid("fast_pool_size", "must be at least 1"));

@@ -5,6 +5,7 @@ mod auth;
 mod basics;
 mod block_strategies;
 mod children;
+mod keepalive;
 mod kill;
 mod lost;
 mod operations;
