@@ -280,15 +280,101 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
             "a MANUAL group needs at least one address",
         ));
     }
+    validate_executor_addresses(addresses, field)
+}
+
+/// Checks each of `addresses` with [`validate_executor_address`], naming `field[i]`.
+pub fn validate_executor_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
     for (index, address) in addresses.iter().enumerate() {
-        if !(address.starts_with("http://") || address.starts_with("https://")) {
-            return Err(Error::invalid(
-                &format!("{field}[{index}]"),
-                format!("'{address}' must start with http:// or https://"),
-            ));
-        }
+        validate_executor_address(address, &format!("{field}[{index}]"))?;
     }
     Ok(())
+}
+
+/// Longest executor address accepted (XXL-JOB's registry column holds 255 characters).
+const MAX_ADDRESS_LEN: usize = 255;
+
+/// Checks that `address` is an executor URL the admin can dial: `http://` or `https://`, a
+/// host of letters, digits, `.`, `-`, `_` (or a bracketed IPv6 literal), an optional port from 1
+/// to 65535, and no path but an optional trailing `/`.
+pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error> {
+    let shown = short_prefix(address);
+    if address.len() > MAX_ADDRESS_LEN {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' is longer than {MAX_ADDRESS_LEN} bytes"),
+        ));
+    }
+    let Some(rest) = address
+        .strip_prefix("http://")
+        .or_else(|| address.strip_prefix("https://"))
+    else {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' must start with http:// or https://"),
+        ));
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.contains(['/', '?', '#']) {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' must have no path (expected http://HOST:PORT)"),
+        ));
+    }
+    let (host, port) = split_host_port(authority);
+    let host_ok = !host.is_empty()
+        && (is_bracketed_ipv6(host)
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
+    if !host_ok {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' has no valid host (expected http://HOST:PORT)"),
+        ));
+    }
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(1..))
+    {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' has an invalid port (expected 1 to 65535)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `host:port` → (`host`, `Some(port)`); an IPv6 literal keeps its brackets.
+fn split_host_port(authority: &str) -> (&str, Option<&str>) {
+    if authority.starts_with('[') {
+        return match authority.find(']') {
+            Some(end) => {
+                let (host, rest) = authority.split_at(end + 1);
+                (host, rest.strip_prefix(':'))
+            }
+            None => (authority, None),
+        };
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    }
+}
+
+fn is_bracketed_ipv6(host: &str) -> bool {
+    host.strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// At most 64 characters of a caller's value, for error messages: a huge bad value must not
+/// come back whole in the answer.
+pub fn short_prefix(value: &str) -> String {
+    const SHOWN: usize = 64;
+    match value.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_string(),
+    }
 }
 
 fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
@@ -595,6 +681,41 @@ mod tests {
                 .map_err(|error| error.to_string()),
             Err("group.addresses[1]: 'a:2' must start with http:// or https://".to_string())
         );
+    }
+
+    #[test]
+    fn executor_addresses_need_a_scheme_a_host_and_a_valid_port() {
+        for good in [
+            "http://127.0.0.1:9999",
+            "https://orders-1.svc.local:443/",
+            "http://[::1]:8080",
+            "http://executor_a",
+        ] {
+            assert!(validate_executor_address(good, "a").is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("a", "must start with http:// or https://"),
+            ("http://", "has no valid host"),
+            ("http://a b:1", "has no valid host"),
+            ("http://a:1/path", "must have no path"),
+            ("http://a:0", "has an invalid port"),
+            ("http://a:70000", "has an invalid port"),
+            ("http://a:", "has an invalid port"),
+            ("http://[::1", "has no valid host"),
+        ] {
+            let error = validate_executor_address(bad, "addresses[0]")
+                .expect_err(bad)
+                .to_string();
+            assert!(error.starts_with("addresses[0]: "), "{error}");
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_huge_bad_address_is_not_echoed_whole() {
+        let huge = format!("ftp://{}", "x".repeat(100_000));
+        let error = validate_executor_address(&huge, "a").expect_err("too long");
+        assert!(error.to_string().len() < 200, "{error}");
     }
 
     #[test]
