@@ -10,6 +10,7 @@ mod kill;
 mod lost;
 mod operations;
 mod pools;
+mod retention;
 mod retries;
 mod routes;
 mod schedule_types;
