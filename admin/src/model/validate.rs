@@ -23,6 +23,22 @@ pub const ACCESS_TOKEN_MAX_CHARS: usize = 256;
 /// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
 pub const MAX_INTERVAL_SECONDS: i64 = i32::MAX as i64;
 
+/// Longest accepted text of each free-text field, in bytes. XXL-JOB's column sizes are the
+/// floor; a limit keeps one careless or hostile call from making every list answer huge.
+pub mod text_limits {
+    pub const JOB_NAME: usize = 255;
+    pub const AUTHOR: usize = 64;
+    pub const ALARM_EMAIL: usize = 1024;
+    pub const SCHEDULE_CONF: usize = 256;
+    pub const TIME_ZONE: usize = 64;
+    pub const HANDLER: usize = 255;
+    pub const GLUE_SOURCE: usize = 1024 * 1024;
+    pub const GLUE_REMARK: usize = 255;
+    pub const GROUP_TITLE: usize = 255;
+    /// Addresses of one MANUAL group.
+    pub const GROUP_ADDRESSES: usize = 1000;
+}
+
 /// Limits a job is checked against, taken from the admin's configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct JobLimits {
@@ -34,6 +50,7 @@ pub struct JobLimits {
 /// Checks every field of a job that can be checked without the database.
 pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Error> {
     let field = |name: &str| field_name(prefix, name);
+    check_job_text_lengths(job, prefix)?;
     if job.name.trim().is_empty() {
         return Err(Error::invalid(&field("name"), "required"));
     }
@@ -220,9 +237,46 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
     }
 }
 
+/// Checks every free-text field of a job against its [`text_limits`] (before anything quotes a
+/// value in an error).
+fn check_job_text_lengths(job: &Job, prefix: &str) -> Result<(), Error> {
+    use text_limits as limit;
+    let fields: [(&str, &str, usize); 8] = [
+        ("name", &job.name, limit::JOB_NAME),
+        ("author", &job.author, limit::AUTHOR),
+        ("alarm_email", &job.alarm_email, limit::ALARM_EMAIL),
+        ("schedule_conf", &job.schedule_conf, limit::SCHEDULE_CONF),
+        ("time_zone", &job.time_zone, limit::TIME_ZONE),
+        ("handler", &job.handler, limit::HANDLER),
+        ("glue_source", &job.glue_source, limit::GLUE_SOURCE),
+        ("glue_remark", &job.glue_remark, limit::GLUE_REMARK),
+    ];
+    for (name, value, max) in fields {
+        check_text_len(value, max, &field_name(prefix, name))?;
+    }
+    Ok(())
+}
+
+/// `INVALID_ARGUMENT` naming `field` when `value` is longer than `max` bytes; the value itself is
+/// not echoed.
+pub fn check_text_len(value: &str, max: usize, field: &str) -> Result<(), Error> {
+    if value.len() > max {
+        return Err(Error::invalid(
+            field,
+            format!("{} bytes exceeds the limit of {max}", value.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a group's app name, title and addresses.
 pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
     validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
+    check_text_len(
+        &group.title,
+        text_limits::GROUP_TITLE,
+        &field_name(prefix, "title"),
+    )?;
     if group.title.trim().is_empty() {
         return Err(Error::invalid(&field_name(prefix, "title"), "required"));
     }
@@ -254,11 +308,12 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
 pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     let length = app_name.chars().count();
+    let shown = short_prefix(app_name);
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
         return Err(Error::invalid(
             field,
             format!(
-                "'{app_name}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
+                "'{shown}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
                  has {length}"
             ),
         ));
@@ -267,7 +322,7 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     if !app_name.chars().all(allowed) {
         return Err(Error::invalid(
             field,
-            format!("'{app_name}' may contain only letters, digits, '_', '.' and '-'"),
+            format!("'{shown}' may contain only letters, digits, '_', '.' and '-'"),
         ));
     }
     Ok(())
@@ -278,6 +333,16 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
         return Err(Error::invalid(
             field,
             "a MANUAL group needs at least one address",
+        ));
+    }
+    if addresses.len() > text_limits::GROUP_ADDRESSES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{} addresses exceeds the limit of {}",
+                addresses.len(),
+                text_limits::GROUP_ADDRESSES
+            ),
         ));
     }
     validate_executor_addresses(addresses, field)
@@ -709,6 +774,75 @@ mod tests {
             assert!(error.starts_with("addresses[0]: "), "{error}");
             assert!(error.contains(why), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn oversized_text_fields_are_refused_without_echoing_them() {
+        let limits = JobLimits {
+            max_params_bytes: 64 * 1024,
+            default_time_zone: chrono_tz::UTC,
+        };
+        let huge = "x".repeat(4 * 1024 * 1024);
+        let base = job();
+        for (field, job) in [
+            (
+                "job.name",
+                Job {
+                    name: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.author",
+                Job {
+                    author: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.handler",
+                Job {
+                    handler: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.schedule_conf",
+                Job {
+                    schedule_conf: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+        ] {
+            let message = validate_job(&job, &limits, "job")
+                .expect_err(field)
+                .to_string();
+            assert!(message.starts_with(field), "{message}");
+            assert!(message.contains("exceeds the limit"), "{message}");
+            assert!(message.len() < 200, "{message}");
+        }
+        assert!(validate_job(&base, &limits, "job").is_ok());
+    }
+
+    #[test]
+    fn oversized_groups_are_refused_without_echoing_them() {
+        let mut huge_app = group(AddressType::Auto, &[]);
+        huge_app.app_name = "a".repeat(1024 * 1024);
+        let message = validate_group(&huge_app, "group")
+            .expect_err("app")
+            .to_string();
+        assert!(message.starts_with("group.app_name"), "{message}");
+        assert!(message.len() < 300, "{message}");
+
+        let many: Vec<String> = (0..1001).map(|i| format!("http://h{i}:1")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let message = validate_group(&group(AddressType::Manual, &refs), "group")
+            .expect_err("too many addresses")
+            .to_string();
+        assert!(
+            message.contains("1001 addresses exceeds the limit of 1000"),
+            "{message}"
+        );
     }
 
     #[test]
