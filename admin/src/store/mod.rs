@@ -10,8 +10,11 @@
 mod batch_json;
 #[cfg(test)]
 mod conformance;
+mod dialect;
 mod mysql;
 mod postgres;
+mod shared;
+mod sql;
 mod sqlite;
 
 use thiserror::Error;
@@ -178,41 +181,62 @@ macro_rules! delegate {
     };
 }
 
+/// Forwards each listed method to its one implementation in `shared::MODULE`, run on the
+/// pools of the current backend.
+macro_rules! shared {
+    ($( $(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty => $module:ident; )*) => {
+        impl Store {
+            $(
+                $(#[$meta])*
+                pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match self {
+                        Store::Sqlite(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                        Store::Postgres(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                        Store::Mysql(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+shared! {
+    // ---- groups
+    /// Inserts a group and returns it with its id.
+    fn insert_group(&self, group: &Group) -> StoreResult<Group> => groups;
+    /// Replaces a group's editable fields; false when it does not exist.
+    fn update_group(&self, group: &Group) -> StoreResult<bool> => groups;
+    /// Deletes a group; false when it did not exist.
+    fn delete_group(&self, id: i64) -> StoreResult<bool> => groups;
+    fn get_group(&self, id: i64) -> StoreResult<Option<Group>> => groups;
+    fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
+    /// Groups whose app name contains `app_name_filter`, by id.
+    fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
+    /// Number of jobs in a group.
+    fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> => groups;
+    // ---- jobs
+    /// Inserts a job and returns it with its id.
+    fn insert_job(&self, job: &Job) -> StoreResult<Job> => jobs;
+    /// Replaces a job's editable fields (not its scheduling state, which only `set_job_schedule`
+    /// and the schedule round write); false when it does not exist.
+    fn update_job(&self, job: &Job) -> StoreResult<bool> => jobs;
+    /// Deletes a job and its log rows; false when it did not exist.
+    fn delete_job(&self, id: i64) -> StoreResult<bool> => jobs;
+    fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
+    fn get_jobs(&self, ids: &[i64]) -> StoreResult<Vec<Job>> => jobs;
+    fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
+    /// Ids among `ids` with no job.
+    fn missing_job_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>> => jobs;
+    /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
+    fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
+    /// Number of jobs.
+    fn count_jobs(&self) -> StoreResult<i64> => jobs;
+
+}
+
 delegate! {
     /// Closes the connection pool.
     fn close(&self) -> ();
-
-    // ---- groups
-    /// Inserts a group and returns it with its id.
-    fn insert_group(&self, group: &Group) -> StoreResult<Group>;
-    /// Replaces a group's editable fields; false when it does not exist.
-    fn update_group(&self, group: &Group) -> StoreResult<bool>;
-    /// Deletes a group; false when it did not exist.
-    fn delete_group(&self, id: i64) -> StoreResult<bool>;
-    fn get_group(&self, id: i64) -> StoreResult<Option<Group>>;
-    fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>>;
-    /// Groups whose app name contains `app_name_filter`, by id.
-    fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>>;
-    /// Number of jobs in a group.
-    fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64>;
-
-    // ---- jobs
-    /// Inserts a job and returns it with its id.
-    fn insert_job(&self, job: &Job) -> StoreResult<Job>;
-    /// Replaces a job's editable fields (not its scheduling state, which only `set_job_schedule`
-    /// and the schedule round write); false when it does not exist.
-    fn update_job(&self, job: &Job) -> StoreResult<bool>;
-    /// Deletes a job and its log rows; false when it did not exist.
-    fn delete_job(&self, id: i64) -> StoreResult<bool>;
-    fn get_job(&self, id: i64) -> StoreResult<Option<Job>>;
-    fn get_jobs(&self, ids: &[i64]) -> StoreResult<Vec<Job>>;
-    fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>>;
-    /// Ids among `ids` with no job.
-    fn missing_job_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>>;
-    /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
-    fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool>;
-    /// Number of jobs.
-    fn count_jobs(&self) -> StoreResult<i64>;
 
     // ---- schedule
     /// Creates or re-registers an admin node; returns its new epoch.

@@ -19,7 +19,6 @@
 mod access;
 mod broadcast;
 mod cluster;
-mod groups;
 mod inserts;
 mod jobs;
 mod logs;
@@ -76,6 +75,14 @@ impl MySqlStore {
         let store = MySqlStore { pool };
         store.check_lock_row().await?;
         Ok(store)
+    }
+
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::MySql> {
+        super::sql::Pools {
+            writer: &self.pool,
+            reader: &self.pool,
+        }
     }
 
     pub async fn close(&self) {

@@ -12,7 +12,6 @@
 mod access;
 mod broadcast;
 mod cluster;
-mod groups;
 mod jobs;
 mod logs;
 mod monitor;
@@ -70,6 +69,14 @@ impl PgStore {
         let store = PgStore { pool };
         store.check_lock_row().await?;
         Ok(store)
+    }
+
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::Postgres> {
+        super::sql::Pools {
+            writer: &self.pool,
+            reader: &self.pool,
+        }
     }
 
     pub async fn close(&self) {

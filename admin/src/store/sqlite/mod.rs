@@ -12,7 +12,6 @@
 mod access;
 mod broadcast;
 mod cluster;
-mod groups;
 mod jobs;
 mod logs;
 mod monitor;
@@ -74,6 +73,14 @@ impl SqliteStore {
         let store = SqliteStore { writer, reader };
         store.check_lock_row().await?;
         Ok(store)
+    }
+
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::Sqlite> {
+        super::sql::Pools {
+            writer: &self.writer,
+            reader: &self.reader,
+        }
     }
 
     pub async fn close(&self) {

@@ -354,15 +354,23 @@ mod tests {
         BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
         RunStatus, ScheduleType, TriggerType,
     };
-    use crate::store::JobScheduleUpdate;
+    use crate::store::{JobScheduleUpdate, Store};
 
     const T0: i64 = 1_800_000_000_000;
     const AWAITING: i64 = i64::MAX;
 
-    async fn store() -> (tempfile::TempDir, SqliteStore) {
+    /// The writer pool of a SQLite store, for statements the store does not offer.
+    fn writer(store: &Store) -> &sqlx::SqlitePool {
+        match store {
+            Store::Sqlite(backend) => &backend.writer,
+            _ => panic!("a SQLite store was expected"),
+        }
+    }
+
+    async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("monitor.db").display());
-        let store = SqliteStore::connect(&url).await.expect("store");
+        let store = Store::connect(&url).await.expect("store");
         (dir, store)
     }
 
@@ -445,23 +453,23 @@ mod tests {
     }
 
     /// Claims every finished run not claimed yet for node n1 epoch 1.
-    async fn claim_all(store: &SqliteStore) {
+    async fn claim_all(store: &Store) {
         store.claim_followups("n1", 1, 100).await.expect("claim");
     }
 
-    async fn set_status(store: &SqliteStore, log_id: i64, status: RunStatus) {
+    async fn set_status(store: &Store, log_id: i64, status: RunStatus) {
         sqlx::query("UPDATE xjob_log SET status = ? WHERE id = ?")
             .bind(status.as_str())
             .bind(log_id)
-            .execute(&store.writer)
+            .execute(writer(store))
             .await
             .expect("status");
     }
 
-    async fn count_runs_of(store: &SqliteStore, job_id: i64) -> i64 {
+    async fn count_runs_of(store: &Store, job_id: i64) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_log WHERE job_id = ?")
             .bind(job_id)
-            .fetch_one(&store.writer)
+            .fetch_one(writer(store))
             .await
             .expect("count")
     }
@@ -576,8 +584,8 @@ mod tests {
             }),
             ..followup(log_id)
         };
-        let next_ms = |store: &SqliteStore| {
-            let pool = store.writer.clone();
+        let next_ms = |store: &Store| {
+            let pool = writer(store).clone();
             async move {
                 sqlx::query_scalar::<_, i64>("SELECT trigger_next_ms FROM xjob_job WHERE id = ?")
                     .bind(delayed.id)
@@ -748,7 +756,7 @@ mod tests {
             .expect("runs");
         sqlx::query("UPDATE xjob_log SET trigger_time_ms = ?")
             .bind(T0)
-            .execute(&store.writer)
+            .execute(writer(&store))
             .await
             .expect("trigger time");
         let stranded_ids = |runs: Vec<RunLog>| runs.iter().map(|run| run.id).collect::<Vec<_>>();
@@ -773,7 +781,7 @@ mod tests {
         // Once its dispatch is recorded, a run is judged by its executor instead.
         sqlx::query("UPDATE xjob_log SET executor_address = 'http://e:1' WHERE id = ?")
             .bind(ids[0])
-            .execute(&store.writer)
+            .execute(writer(&store))
             .await
             .expect("address");
         let recorded = store

@@ -1,0 +1,240 @@
+//! What differs between the three SQL dialects, in one trait.
+//!
+//! Every store statement is written once, as a generic function over `DB: Dialect` (see
+//! `shared/`). `Dialect` bundles the sqlx bounds those functions need (binding and decoding
+//! the domain's value types, running a statement on a connection) and the few SQL fragments
+//! that are spelled differently. Statements whose *shape* differs (the schedule lock, batch
+//! forms, upserts, inserts that return ids) ask the dialect for that piece by name instead of
+//! branching on the backend.
+//!
+//! Binding and decoding are expressed as supertraits with blanket impls (`Binds`, `Decodes`),
+//! because Rust only carries bounds on `Self` to the users of a trait: a bound such as
+//! "`i64` encodes for this database", written as a where-clause, would have to be repeated on
+//! every generic function.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use sqlx::error::BoxDynError;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
+
+use super::batch_json;
+use super::sql::Sql;
+
+/// A boxed, sendable future (what sqlx's executors return).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Outcome of a statement that returns no rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Executed {
+    pub rows_affected: u64,
+    /// The auto-increment id of a one-row insert (MySQL; `None` where `RETURNING` is used).
+    pub last_insert_id: Option<i64>,
+}
+
+/// A value type `T` that statements of this database can bind.
+pub trait Binds<'q, T>: Database {
+    fn add(args: &mut Self::Arguments<'q>, value: T) -> Result<(), BoxDynError>;
+}
+
+impl<'q, DB, T> Binds<'q, T> for DB
+where
+    DB: Database,
+    T: 'q + Encode<'q, DB> + Type<DB>,
+{
+    fn add(args: &mut Self::Arguments<'q>, value: T) -> Result<(), BoxDynError> {
+        sqlx::Arguments::add(args, value)
+    }
+}
+
+/// A column type `T` that rows of this database decode as declared (numbers and booleans;
+/// text goes through `Dialect::text`, see there).
+pub trait Decodes<T>: Database {
+    fn get(row: &Self::Row, column: &str) -> Result<T, sqlx::Error>;
+}
+
+impl<DB, T> Decodes<T> for DB
+where
+    DB: Database,
+    T: for<'r> Decode<'r, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    fn get(row: &Self::Row, column: &str) -> Result<T, sqlx::Error> {
+        row.try_get(column)
+    }
+}
+
+/// One SQL dialect: the sqlx bounds the shared statements rely on, and what is spelled
+/// differently.
+pub trait Dialect:
+    Database
+    + for<'q> Binds<'q, i64>
+    + for<'q> Binds<'q, i32>
+    + for<'q> Binds<'q, f64>
+    + for<'q> Binds<'q, bool>
+    + for<'q> Binds<'q, &'q str>
+    + for<'q> Binds<'q, String>
+    + Decodes<i64>
+    + Decodes<i32>
+    + Decodes<f64>
+    + Decodes<bool>
+    + Decodes<Option<i64>>
+{
+    /// `INSERT … RETURNING id` exists (not on MySQL/MariaDB: the insert id is read instead).
+    const INSERT_RETURNING: bool;
+    /// Position of a substring in a string, 1-based, 0 when absent: `FN(haystack, needle)`.
+    const POSITION_FN: &'static str;
+
+    /// Most ids `push_id_list` takes at once (those binding one value per id are limited by
+    /// the server's parameter count).
+    const IDS_PER_STATEMENT: usize;
+
+    /// Appends ` IN (…)` (or its equivalent) over `ids` to a condition on an id column. SQLite
+    /// and PostgreSQL bind the list as one value (a JSON array, an array), so the text never
+    /// changes and stays prepared; SQLite then looks each id up by primary key.
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]);
+
+    /// A text column. MySQL reads text through bytes: columns in a `_bin` collation carry the
+    /// BINARY flag, which sqlx refuses to decode as `String`.
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
+    /// A nullable text column (see `text`).
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
+
+    /// Runs a statement and returns its rows.
+    fn fetch_all<'e, 'q: 'e>(
+        conn: &'e mut Self::Connection,
+        sql: &'e str,
+        args: Self::Arguments<'q>,
+    ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>>;
+    /// Runs a statement and returns its first row, if any.
+    fn fetch_optional<'e, 'q: 'e>(
+        conn: &'e mut Self::Connection,
+        sql: &'e str,
+        args: Self::Arguments<'q>,
+    ) -> BoxFuture<'e, Result<Option<Self::Row>, sqlx::Error>>;
+    /// Runs a statement that returns no rows.
+    fn execute<'e, 'q: 'e>(
+        conn: &'e mut Self::Connection,
+        sql: &'e str,
+        args: Self::Arguments<'q>,
+    ) -> BoxFuture<'e, Result<Executed, sqlx::Error>>;
+}
+
+/// The statement runners, the same text for every driver (the types differ).
+macro_rules! runners {
+    ($db:ty, |$result:ident| $last_insert_id:expr) => {
+        fn fetch_all<'e, 'q: 'e>(
+            conn: &'e mut Self::Connection,
+            sql: &'e str,
+            args: Self::Arguments<'q>,
+        ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>> {
+            Box::pin(sqlx::query_with::<$db, _>(sql, args).fetch_all(conn))
+        }
+
+        fn fetch_optional<'e, 'q: 'e>(
+            conn: &'e mut Self::Connection,
+            sql: &'e str,
+            args: Self::Arguments<'q>,
+        ) -> BoxFuture<'e, Result<Option<Self::Row>, sqlx::Error>> {
+            Box::pin(sqlx::query_with::<$db, _>(sql, args).fetch_optional(conn))
+        }
+
+        fn execute<'e, 'q: 'e>(
+            conn: &'e mut Self::Connection,
+            sql: &'e str,
+            args: Self::Arguments<'q>,
+        ) -> BoxFuture<'e, Result<Executed, sqlx::Error>> {
+            Box::pin(async move {
+                let $result = sqlx::query_with::<$db, _>(sql, args).execute(conn).await?;
+                Ok(Executed {
+                    rows_affected: $result.rows_affected(),
+                    last_insert_id: $last_insert_id,
+                })
+            })
+        }
+    };
+}
+
+impl Dialect for sqlx::Sqlite {
+    const INSERT_RETURNING: bool = true;
+    const POSITION_FN: &'static str = "instr";
+    const IDS_PER_STATEMENT: usize = usize::MAX;
+
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
+        sql.push_mut(" IN (SELECT value FROM json_each(");
+        sql.bind_mut(batch_json::ids(ids));
+        sql.push_mut("))");
+    }
+
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
+        row.try_get(column)
+    }
+
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
+        row.try_get(column)
+    }
+
+    runners!(sqlx::Sqlite, |result| None);
+}
+
+impl Dialect for sqlx::Postgres {
+    const INSERT_RETURNING: bool = true;
+    const POSITION_FN: &'static str = "strpos";
+    const IDS_PER_STATEMENT: usize = usize::MAX;
+
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
+        sql.push_mut(" = ANY(");
+        sql.bind_mut(ids.to_vec());
+        sql.push_mut(")");
+    }
+
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
+        row.try_get(column)
+    }
+
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
+        row.try_get(column)
+    }
+
+    runners!(sqlx::Postgres, |result| None);
+}
+
+impl Dialect for sqlx::MySql {
+    const INSERT_RETURNING: bool = false;
+    const POSITION_FN: &'static str = "INSTR";
+    /// MySQL allows 65 535 bound values per statement.
+    const IDS_PER_STATEMENT: usize = 10_000;
+
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
+        sql.push_mut(" IN (");
+        for (index, id) in ids.iter().enumerate() {
+            if index > 0 {
+                sql.push_mut(", ");
+            }
+            sql.bind_mut(*id);
+        }
+        sql.push_mut(")");
+    }
+
+    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
+        let bytes: Vec<u8> = row.try_get(column)?;
+        utf8(bytes, column)
+    }
+
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
+        let bytes: Option<Vec<u8>> = row.try_get(column)?;
+        bytes.map(|bytes| utf8(bytes, column)).transpose()
+    }
+
+    runners!(sqlx::MySql, |result| i64::try_from(result.last_insert_id())
+        .ok()
+        .filter(|id| *id > 0));
+}
+
+/// Text read as bytes, checked to be UTF-8.
+fn utf8(bytes: Vec<u8>, column: &str) -> Result<String, sqlx::Error> {
+    String::from_utf8(bytes).map_err(|error| sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: Box::new(error),
+    })
+}

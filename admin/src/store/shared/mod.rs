@@ -1,0 +1,25 @@
+//! Every store statement, written once over `DB: Dialect` (see `dialect.rs`). Each function
+//! takes the backend's `Pools` and is what a `Store` method runs.
+
+pub mod groups;
+pub mod jobs;
+pub mod rows;
+
+use super::StoreResult;
+use super::dialect::Dialect;
+use super::sql::Sql;
+
+/// Runs a one-row `INSERT …` and returns the new row's id: through `RETURNING id` where the
+/// dialect has it, else the statement's insert id (MySQL).
+pub async fn insert_returning_id<DB: Dialect>(
+    conn: &mut DB::Connection,
+    insert: Sql<'_, DB>,
+) -> StoreResult<i64> {
+    if DB::INSERT_RETURNING {
+        insert.push(" RETURNING id").fetch_scalar(conn).await
+    } else {
+        insert.execute(conn).await?.last_insert_id.ok_or_else(|| {
+            super::StoreError::Corrupt("the insert returned no auto-increment id".to_string())
+        })
+    }
+}
