@@ -94,6 +94,30 @@ pub trait Dialect:
     /// changes and stays prepared; SQLite then looks each id up by primary key.
     fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]);
 
+    /// One connection writes at a time (SQLite): statements that other backends must order or
+    /// lock to stay correct under concurrent writers need neither here.
+    const SINGLE_WRITER: bool;
+    /// The row-lock clause of a `SELECT` that picks rows to change (empty on SQLite, whose
+    /// single writer excludes the others).
+    const FOR_UPDATE: &'static str;
+    /// A single-table `DELETE` takes `ORDER BY … LIMIT` itself, and a `LIMIT` inside an `IN`
+    /// subquery is refused (MySQL); the others bound a deletion by a subquery.
+    const DELETE_TAKES_LIMIT: bool;
+
+    /// What makes `ORDER BY` on a text column sort by bytes, as SQLite does, whatever the
+    /// server's locale (MySQL's `utf8mb4_bin` columns already sort by code point).
+    const BYTE_ORDER: &'static str;
+
+    /// The tail of an `INSERT` that, when a row with the same `key` exists, overwrites its
+    /// `columns` with the inserted values instead.
+    fn upsert(key: &str, columns: &[&str]) -> String {
+        let sets: Vec<String> = columns
+            .iter()
+            .map(|column| format!("{column} = excluded.{column}"))
+            .collect();
+        format!("ON CONFLICT ({key}) DO UPDATE SET {}", sets.join(", "))
+    }
+
     /// A text column. MySQL reads text through bytes: columns in a `_bin` collation carry the
     /// BINARY flag, which sqlx refuses to decode as `String`.
     fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
@@ -158,6 +182,10 @@ macro_rules! runners {
 impl Dialect for sqlx::Sqlite {
     const INSERT_RETURNING: bool = true;
     const POSITION_FN: &'static str = "instr";
+    const SINGLE_WRITER: bool = true;
+    const FOR_UPDATE: &'static str = "";
+    const DELETE_TAKES_LIMIT: bool = false;
+    const BYTE_ORDER: &'static str = "";
     const IDS_PER_STATEMENT: usize = usize::MAX;
 
     fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
@@ -180,6 +208,10 @@ impl Dialect for sqlx::Sqlite {
 impl Dialect for sqlx::Postgres {
     const INSERT_RETURNING: bool = true;
     const POSITION_FN: &'static str = "strpos";
+    const SINGLE_WRITER: bool = false;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const DELETE_TAKES_LIMIT: bool = false;
+    const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const IDS_PER_STATEMENT: usize = usize::MAX;
 
     fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
@@ -202,6 +234,18 @@ impl Dialect for sqlx::Postgres {
 impl Dialect for sqlx::MySql {
     const INSERT_RETURNING: bool = false;
     const POSITION_FN: &'static str = "INSTR";
+    const SINGLE_WRITER: bool = false;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const DELETE_TAKES_LIMIT: bool = true;
+    const BYTE_ORDER: &'static str = "";
+
+    fn upsert(_key: &str, columns: &[&str]) -> String {
+        let sets: Vec<String> = columns
+            .iter()
+            .map(|column| format!("{column} = VALUES({column})"))
+            .collect();
+        format!("ON DUPLICATE KEY UPDATE {}", sets.join(", "))
+    }
     /// MySQL allows 65 535 bound values per statement.
     const IDS_PER_STATEMENT: usize = 10_000;
 

@@ -231,7 +231,32 @@ shared! {
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
     fn count_jobs(&self) -> StoreResult<i64> => jobs;
-
+    // ---- operations data (daily report, log clean-up, callback tokens)
+    /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
+    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
+    fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts> => report;
+    /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
+    fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>> => report;
+    /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
+    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>> => report;
+    /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
+    /// returns how many it deleted.
+    fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64> => report;
+    /// `(log id, access token)` for each of `log_ids` whose group has a token.
+    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>> => registry;
+    // ---- cluster (shared registry: every admin routes over the live rows of all admins)
+    /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
+    /// address.
+    fn list_live_registry(&self, heartbeat_after_ms: i64) -> StoreResult<Vec<ExecutorInfo>> => registry;
+    /// Deletes registry rows whose heartbeat is before `heartbeat_before_ms` (their owner died
+    /// or lost its executor); returns how many.
+    fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64> => registry;
+    // ---- registry
+    /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
+    fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()> => registry;
+    fn delete_registry(&self, executor_id: &str) -> StoreResult<()> => registry;
+    /// Registry rows owned by a node (at start: the sessions of this node's previous life).
+    fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>> => registry;
 }
 
 delegate! {
@@ -280,27 +305,6 @@ delegate! {
     /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
     fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>>;
 
-    // ---- operations data (daily report, log clean-up, callback tokens)
-    /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
-    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
-    fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts>;
-    /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
-    fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>>;
-    /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
-    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>>;
-    /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
-    /// returns how many it deleted.
-    fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64>;
-    /// `(log id, access token)` for each of `log_ids` whose group has a token.
-    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>>;
-
-    // ---- registry
-    /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
-    fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()>;
-    fn delete_registry(&self, executor_id: &str) -> StoreResult<()>;
-    /// Registry rows owned by a node (at start: the sessions of this node's previous life).
-    fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>>;
-
     // ---- monitor (follow-up of finished runs: retries, alarms, child jobs, FIX_DELAY; lost runs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
     /// this node/epoch), oldest first.
@@ -328,14 +332,6 @@ delegate! {
     fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool>;
     /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>>;
-
-    // ---- cluster (shared registry: every admin routes over the live rows of all admins)
-    /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
-    /// address.
-    fn list_live_registry(&self, heartbeat_after_ms: i64) -> StoreResult<Vec<ExecutorInfo>>;
-    /// Deletes registry rows whose heartbeat is before `heartbeat_before_ms` (their owner died
-    /// or lost its executor); returns how many.
-    fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.

@@ -16,15 +16,11 @@
 //! after taking a lock sees what the previous holder wrote), and InnoDB takes no gap locks for
 //! plain searches, which keeps concurrent admins from deadlocking on index ranges.
 
-mod access;
 mod broadcast;
-mod cluster;
 mod inserts;
 mod jobs;
 mod logs;
 mod monitor;
-mod registry;
-mod report;
 mod rows;
 mod schedule;
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use sqlx::mysql::MySqlRow;
 
-use crate::model::{ExecutorInfo, Job, RunLog};
+use crate::model::{Job, RunLog};
 use crate::store::StoreResult;
 use crate::store::shared::rows as shared;
 pub use crate::store::shared::rows::{JOB_COLUMNS, LOG_COLUMNS};
@@ -15,10 +15,6 @@ pub fn job_from_row(row: &MySqlRow) -> StoreResult<Job> {
 
 pub fn run_from_row(row: &MySqlRow) -> StoreResult<RunLog> {
     shared::run_from_row::<sqlx::MySql>(row)
-}
-
-pub fn executor_from_row(row: &MySqlRow) -> StoreResult<ExecutorInfo> {
-    shared::executor_from_row::<sqlx::MySql>(row)
 }
 
 /// A column of a row read by name (text through bytes, see `Dialect::text`).

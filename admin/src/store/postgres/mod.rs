@@ -9,14 +9,10 @@
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
 //! other runs of its fire first locks the job row (see `monitor.rs`).
 
-mod access;
 mod broadcast;
-mod cluster;
 mod jobs;
 mod logs;
 mod monitor;
-mod registry;
-mod report;
 mod rows;
 mod schedule;
 

@@ -3,7 +3,7 @@
 
 use sqlx::postgres::PgRow;
 
-use crate::model::{ExecutorInfo, Job, RunLog};
+use crate::model::{Job, RunLog};
 use crate::store::StoreResult;
 use crate::store::shared::rows as shared;
 pub use crate::store::shared::rows::{JOB_COLUMNS, LOG_COLUMNS};
@@ -14,8 +14,4 @@ pub fn job_from_row(row: &PgRow) -> StoreResult<Job> {
 
 pub fn run_from_row(row: &PgRow) -> StoreResult<RunLog> {
     shared::run_from_row::<sqlx::Postgres>(row)
-}
-
-pub fn executor_from_row(row: &PgRow) -> StoreResult<ExecutorInfo> {
-    shared::executor_from_row::<sqlx::Postgres>(row)
 }

@@ -3,6 +3,8 @@
 
 pub mod groups;
 pub mod jobs;
+pub mod registry;
+pub mod report;
 pub mod rows;
 
 use super::StoreResult;

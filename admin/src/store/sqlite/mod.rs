@@ -9,15 +9,13 @@
 //! connection makes those writes queue in the pool and run back to back. Readers never block
 //! on the writer in WAL mode. Busy waits remain only between processes sharing the file.
 
-mod access;
 mod broadcast;
-mod cluster;
 mod jobs;
 mod logs;
 mod monitor;
 #[cfg(test)]
 mod plans;
-mod registry;
+#[cfg(test)]
 mod report;
 mod rows;
 mod schedule;
