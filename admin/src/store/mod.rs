@@ -231,6 +231,11 @@ shared! {
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
     fn count_jobs(&self) -> StoreResult<i64> => jobs;
+    // ---- logs
+    /// Inserts runs (manual triggers, retries); returns their ids in order.
+    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
+    fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> => logs;
+    fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
@@ -287,17 +292,13 @@ delegate! {
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
     fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64>;
 
-    // ---- logs
-    /// Inserts runs (manual triggers, retries); returns their ids in order.
-    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>>;
+    // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
     fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
     /// Applies executor results to runs not yet final; returns the ids of the runs this call
     /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
     /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
     fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
-    fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>>;
-    fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>>;
 
     // ---- broadcast (SHARDING_BROADCAST shard rows)
     /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards

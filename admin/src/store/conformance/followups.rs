@@ -35,7 +35,7 @@ async fn claim_all(store: &Store) {
 }
 
 /// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
-async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+pub(super) async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
     let alarm_status = match store {
         Store::Sqlite(backend) => backend.alarm_status_of(log_id).await,
         Store::Postgres(backend) => backend.alarm_status_of(log_id).await,

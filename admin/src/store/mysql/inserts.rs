@@ -52,14 +52,6 @@ pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, MySql> {
     query
 }
 
-/// Inserts one run and returns its id (a `fire_key` that exists already is a `Conflict`).
-pub(super) async fn insert_run(conn: &mut MySqlConnection, run: &NewRun) -> StoreResult<i64> {
-    let ids = insert_each(conn, std::slice::from_ref(run), new_run_insert).await?;
-    ids.first()
-        .copied()
-        .ok_or_else(|| StoreError::Corrupt("insert wrote no row".to_string()))
-}
-
 /// Inserts one run unless its `fire_key` exists already (`None` then).
 pub(super) async fn insert_run_once(
     conn: &mut MySqlConnection,

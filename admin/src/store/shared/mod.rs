@@ -3,6 +3,7 @@
 
 pub mod groups;
 pub mod jobs;
+pub mod logs;
 pub mod registry;
 pub mod report;
 pub mod rows;

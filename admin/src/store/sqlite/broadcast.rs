@@ -89,10 +89,12 @@ mod tests {
     const NOW: i64 = 1_716_163_200_000;
     const SCHEDULED: i64 = NOW - 1000;
 
-    async fn store() -> (tempfile::TempDir, SqliteStore) {
+    async fn store() -> (tempfile::TempDir, crate::store::Store) {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("sqlite://{}", dir.path().join("broadcast.db").display());
-        let store = SqliteStore::connect(&url).await.expect("store opens");
+        let store = crate::store::Store::connect(&url)
+            .await
+            .expect("store opens");
         (dir, store)
     }
 
@@ -117,7 +119,7 @@ mod tests {
     }
 
     /// Inserts and claims shard 0 of a scheduled fire; returns its id.
-    async fn claimed_fire(store: &SqliteStore) -> i64 {
+    async fn claimed_fire(store: &crate::store::Store) -> i64 {
         let key = NewRun::fire_key(7, SCHEDULED, 0, 0);
         let ids = store
             .insert_runs(&[run(0, 1, Some(key))])

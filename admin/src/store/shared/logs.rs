@@ -1,0 +1,132 @@
+//! Run logs: inserts for manual triggers and retries, queries. The batched writes of dispatch
+//! outcomes and executor results differ in shape per dialect (`json_each`,
+//! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
+
+use super::rows::{LOG_COLUMNS, run_from_row};
+use crate::model::{LogFilter, NewRun, RunLog};
+use crate::store::StoreResult;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Pools, Sql, commit};
+
+/// Rows per multi-row insert (17 values each: far below SQLite's and PostgreSQL's parameter
+/// limits).
+const INSERT_BATCH: usize = 500;
+
+/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs. Every TEXT column is written (MySQL's
+/// have no defaults); a new run has no result and no executor yet.
+pub fn new_run_insert<'q, DB: Dialect>(runs: &'q [NewRun]) -> Sql<'q, DB> {
+    let mut insert = Sql::<DB>::new(
+        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
+         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
+         handle_msg, executor_address, owner_node, epoch, dispatch_at_ms) VALUES ",
+    );
+    for (index, run) in runs.iter().enumerate() {
+        insert.push_mut(if index == 0 { "(" } else { ", (" });
+        insert.bind_mut(run.job_id);
+        insert.push_mut(", ");
+        insert.bind_mut(run.group_id);
+        insert.push_mut(", ");
+        match run.fire_key.as_deref() {
+            Some(key) => insert.bind_mut(key),
+            None => insert.push_mut("NULL"),
+        }
+        insert.push_mut(", ");
+        insert.bind_mut(run.status.as_str());
+        insert.push_mut(", ");
+        insert.bind_mut(run.trigger_type.as_str());
+        insert.push_mut(", ");
+        insert.bind_mut(run.scheduled_at_ms);
+        insert.push_mut(", ");
+        insert.bind_mut(run.handler.as_str());
+        insert.push_mut(", ");
+        insert.bind_mut(run.params.as_str());
+        insert.push_mut(", ");
+        insert.bind_mut(run.shard_index);
+        insert.push_mut(", ");
+        insert.bind_mut(run.shard_total);
+        insert.push_mut(", ");
+        insert.bind_mut(run.attempt);
+        insert.push_mut(", ");
+        insert.bind_mut(run.trigger_msg.as_str());
+        insert.push_mut(", '', '', ");
+        insert.bind_mut(run.owner_node.as_str());
+        insert.push_mut(", ");
+        insert.bind_mut(run.epoch);
+        insert.push_mut(", ");
+        insert.bind_mut(run.dispatch_at_ms);
+        insert.push_mut(")");
+    }
+    insert
+}
+
+/// Inserts runs (manual triggers, retries) in one transaction; returns their ids in order.
+/// With `RETURNING`, a multi-row INSERT … VALUES returns its rows in the order of the VALUES
+/// list; without it (MySQL), each run is its own insert, whose insert id is exact whatever
+/// other admins insert meanwhile.
+pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
+    let mut tx = db.begin().await?;
+    let mut ids = Vec::with_capacity(runs.len());
+    if DB::INSERT_RETURNING {
+        for chunk in runs.chunks(INSERT_BATCH) {
+            let insert = new_run_insert::<DB>(chunk).push(" RETURNING id");
+            ids.extend(insert.fetch_column::<i64>(&mut tx).await?);
+        }
+    } else {
+        for run in runs {
+            let insert = new_run_insert::<DB>(std::slice::from_ref(run));
+            ids.push(super::insert_returning_id::<DB>(&mut tx, insert).await?);
+        }
+    }
+    commit(tx).await?;
+    Ok(ids)
+}
+
+pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<RunLog>> {
+    let row = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
+        .bind(id)
+        .fetch_optional(&mut *db.read().await?)
+        .await?;
+    row.as_ref().map(run_from_row::<DB>).transpose()
+}
+
+pub async fn list_logs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    filter: &LogFilter,
+) -> StoreResult<Vec<RunLog>> {
+    let mut query = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
+    for (condition, value) in [
+        (" AND group_id = ", filter.group_id),
+        (" AND job_id = ", filter.job_id),
+        (" AND trigger_time_ms >= ", filter.from_ms),
+        (" AND trigger_time_ms <= ", filter.to_ms),
+    ] {
+        if let Some(value) = value {
+            query.push_mut(condition);
+            query.bind_mut(value);
+        }
+    }
+    if let Some(status) = filter.status {
+        query.push_mut(" AND status = ");
+        query.bind_mut(status.as_str());
+    }
+    let rows = query
+        .push(" ORDER BY id DESC LIMIT ")
+        .bind(filter.limit)
+        .push(" OFFSET ")
+        .bind(filter.offset)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// The items sorted by log id (stable: repeats of one run keep their order). Where several
+/// admins write, transactions that lock several runs lock them in id order, so two of them
+/// never wait for each other in a cycle (a deadlock, which the server ends by failing one).
+pub fn in_id_order<'a, T>(
+    items: impl IntoIterator<Item = &'a T>,
+    log_id: impl Fn(&T) -> i64,
+) -> Vec<&'a T> {
+    let mut sorted: Vec<&T> = items.into_iter().collect();
+    sorted.sort_by_key(|item| log_id(item));
+    sorted
+}
