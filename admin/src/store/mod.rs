@@ -154,13 +154,6 @@ impl Store {
             )))
         }
     }
-
-    /// Connects to a fresh scratch database on the server of `base_url` (conformance suite).
-    #[cfg(test)]
-    pub(crate) async fn connect_fresh_for_tests(base_url: &str) -> StoreResult<Store> {
-        let url = Store::create_scratch_database(base_url).await?;
-        Store::connect(&url).await
-    }
 }
 
 /// Forwards each listed method to the backend of the current variant.

@@ -12,7 +12,7 @@ use crate::model::{
     AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, NewRun,
     RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
-use crate::store::{RoundPlan, Store, StoreError};
+use crate::store::{RoundPlan, Store};
 
 /// How long a test waits for something that should happen promptly.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -109,33 +109,6 @@ fn fire(job_id: i64, scheduled_at_ms: i64) -> NewRun {
 /// A second connection, outside the store's pool (another admin, an operator's session).
 async fn other_session(url: &str) -> MySqlConnection {
     MySqlConnection::connect(url).await.expect("second session")
-}
-
-#[tokio::test]
-async fn an_admin_refuses_to_start_when_the_lock_row_is_missing() {
-    let Some((store, url)) = scratch().await else {
-        return;
-    };
-    sqlx::query("DELETE FROM xjob_lock")
-        .execute(pool(&store))
-        .await
-        .expect("lock row deleted");
-    let mut plan = |_jobs: Vec<Job>| RoundPlan::default();
-    let round = store.run_schedule_round(0, 10, &mut plan).await;
-    assert!(
-        matches!(&round, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-        "a running admin stops scheduling: {round:?}"
-    );
-    store.close().await;
-
-    let restarted = Store::connect(&url).await;
-    match restarted {
-        Err(StoreError::Schema(message)) => {
-            assert!(message.contains("schedule_lock"), "{message}");
-        }
-        Err(other) => panic!("expected a schema error, got {other:?}"),
-        Ok(_) => panic!("an admin started without the lock row"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

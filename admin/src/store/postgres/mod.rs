@@ -198,32 +198,4 @@ mod tests {
         assert_eq!(timeout, IDLE_IN_TRANSACTION_TIMEOUT);
         store.close().await;
     }
-
-    #[tokio::test]
-    async fn an_admin_refuses_a_database_without_the_schedule_lock_row() {
-        let Some(server) = test_server_url() else {
-            return;
-        };
-        let url = create_scratch_database(&server).await.expect("scratch db");
-        let store = PgStore::connect(&url).await.expect("first start");
-        sqlx::query("DELETE FROM xjob_lock")
-            .execute(&store.pool)
-            .await
-            .expect("lock row deleted");
-
-        let mut plan = |_jobs| crate::store::RoundPlan::default();
-        let round = store.run_schedule_round(0, 10, &mut plan).await;
-        assert!(
-            matches!(&round, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-            "{:?}",
-            round.map(|(found, _)| found)
-        );
-        store.close().await;
-
-        let restarted = PgStore::connect(&url).await;
-        assert!(
-            matches!(&restarted, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-            "a restart without the lock row is refused"
-        );
-    }
 }
