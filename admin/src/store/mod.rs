@@ -224,6 +224,11 @@ shared! {
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
     fn count_jobs(&self) -> StoreResult<i64> => jobs;
+    // ---- broadcast (SHARDING_BROADCAST shard rows)
+    /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
+    /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;
+    /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
+    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -293,11 +298,6 @@ delegate! {
     /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
     fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
 
-    // ---- broadcast (SHARDING_BROADCAST shard rows)
-    /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
-    /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped);
-    /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
-    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>>;
 
     // ---- monitor (follow-up of finished runs: retries, alarms, child jobs, FIX_DELAY; lost runs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =

@@ -16,8 +16,6 @@
 //! after taking a lock sees what the previous holder wrote), and InnoDB takes no gap locks for
 //! plain searches, which keeps concurrent admins from deadlocking on index ranges.
 
-mod broadcast;
-mod inserts;
 mod jobs;
 mod logs;
 mod monitor;
@@ -144,16 +142,6 @@ fn placeholders(count: usize) -> String {
         text.push('?');
     }
     text
-}
-
-/// An auto-increment id as the domain's `i64`.
-fn insert_id(result: &sqlx::mysql::MySqlQueryResult) -> StoreResult<i64> {
-    i64::try_from(result.last_insert_id()).map_err(|_| {
-        StoreError::Corrupt(format!(
-            "insert id {} out of range",
-            result.last_insert_id()
-        ))
-    })
 }
 
 /// Creates a uniquely named database on the server of `base_url`; returns its URL.

@@ -25,11 +25,12 @@
 
 use sqlx::{MySqlConnection, QueryBuilder};
 
-use super::inserts::insert_run_once;
 use super::rows::{LOG_COLUMNS, get, run_from_row};
 use super::schedule::{gone_nodes, lock_ids, push_gone_owner, runs_by_id};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
 use crate::model::RunLog;
+use crate::store::shared::inserts::insert_one_unless_present;
+use crate::store::shared::logs::new_run_insert;
 use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
 
 /// Statuses a run can end in; each is followed up once.
@@ -84,15 +85,27 @@ impl MySqlStore {
         }
         let mut written = FollowupWritten::default();
         if let Some(retry) = &write.retry {
-            written.retry_id = insert_run_once(&mut tx, retry).await?;
+            written.retry_id = insert_one_unless_present::<sqlx::MySql>(
+                &mut tx,
+                retry,
+                new_run_insert::<sqlx::MySql>,
+                0,
+            )
+            .await?;
         }
         let children_allowed = !write.children_need_all_shards
             || claim_broadcast_children(&mut tx, write.log_id).await?;
         if children_allowed {
             for child in &write.children {
-                written
-                    .child_ids
-                    .extend(insert_run_once(&mut tx, child).await?);
+                written.child_ids.extend(
+                    insert_one_unless_present::<sqlx::MySql>(
+                        &mut tx,
+                        child,
+                        new_run_insert::<sqlx::MySql>,
+                        0,
+                    )
+                    .await?,
+                );
             }
         }
         if let Some(release) = &write.fix_delay_release {

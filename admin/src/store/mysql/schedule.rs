@@ -8,11 +8,12 @@
 
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
-use super::inserts::{insert_keyed, new_run_insert};
 use super::jobs::write_schedule_updates;
 use super::rows::{JOB_COLUMNS, LOG_COLUMNS, get, job_from_row, run_from_row};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
 use crate::model::{Job, RunLog};
+use crate::store::shared::inserts::insert_keyed;
+use crate::store::shared::logs::new_run_insert;
 use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
 
 impl MySqlStore {
@@ -95,11 +96,16 @@ impl MySqlStore {
             .collect::<StoreResult<Vec<Job>>>()?;
         let job_count = jobs.len();
         let decided = plan(jobs);
-        let inserted = insert_keyed(&mut tx, &decided.new_runs, new_run_insert)
-            .await?
-            .into_iter()
-            .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
-            .collect();
+        let inserted = insert_keyed::<sqlx::MySql>(
+            &mut tx,
+            &decided.new_runs,
+            new_run_insert::<sqlx::MySql>,
+            0,
+        )
+        .await?
+        .into_iter()
+        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+        .collect();
         write_schedule_updates(&mut tx, &decided.job_updates).await?;
         tx.commit().await.map_err(map_error)?;
         Ok((job_count, inserted))

@@ -9,7 +9,6 @@
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
 //! other runs of its fire first locks the job row (see `monitor.rs`).
 
-mod broadcast;
 mod jobs;
 mod logs;
 mod monitor;
@@ -33,8 +32,6 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// locks: an admin frozen inside a schedule round (SIGSTOP, a long GC-like stall) must not hold
 /// the schedule lock of every admin. Our transactions never wait on anything but the database.
 const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
-/// Rows per multi-row insert (PostgreSQL allows 65 535 bound parameters per statement).
-const INSERT_BATCH: usize = 500;
 
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]

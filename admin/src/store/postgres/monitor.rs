@@ -22,12 +22,14 @@
 //! claim another admin adopted meanwhile, cannot start a second child run or overwrite the
 //! adopter's `alarm_status` when it resumes.
 
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::{new_run_insert, runs_by_id};
+use super::schedule::runs_by_id;
 use super::{PgStore, map_error};
 use crate::model::{NewRun, RunLog};
+use crate::store::shared::inserts::insert_one_unless_present;
+use crate::store::shared::logs::new_run_insert;
 use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
 
 /// Statuses a run can end in; each is followed up once.
@@ -266,15 +268,8 @@ async fn close_claim(conn: &mut PgConnection, write: &FollowupWrite) -> StoreRes
 /// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before;
 /// an insert of the same key by a concurrent transaction is waited for, then skipped).
 async fn insert_one(conn: &mut PgConnection, run: &NewRun) -> StoreResult<Option<i64>> {
-    let mut query = new_run_insert(std::slice::from_ref(run));
-    query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id");
-    let row = query
-        .build()
-        .fetch_optional(&mut *conn)
+    insert_one_unless_present::<sqlx::Postgres>(conn, run, new_run_insert::<sqlx::Postgres>, 0)
         .await
-        .map_err(map_error)?;
-    row.map(|row| row.try_get::<i64, _>("id").map_err(map_error))
-        .transpose()
 }
 
 /// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and

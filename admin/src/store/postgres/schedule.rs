@@ -9,13 +9,15 @@
 //! Multi-row updates lock their rows in id order first, so two admins never deadlock.
 
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Postgres, QueryBuilder, Row};
+use sqlx::{PgConnection, Row};
 
 use super::jobs::write_schedule_updates;
 use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
-use super::{INSERT_BATCH, PgStore, map_error, missing_lock_row};
+use super::{PgStore, map_error, missing_lock_row};
 use crate::model::{Job, NewRun, RunLog};
-use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+use crate::store::shared::inserts::insert_keyed;
+use crate::store::shared::logs::new_run_insert;
+use crate::store::{InsertedRun, RoundPlan, StoreResult};
 
 impl PgStore {
     pub async fn register_node(
@@ -224,51 +226,10 @@ pub(super) fn runs_by_id(rows: &[sqlx::postgres::PgRow]) -> StoreResult<Vec<RunL
 
 /// Inserts the round's fires; a `fire_key` already present is skipped, never duplicated.
 async fn insert_fires(conn: &mut PgConnection, runs: &[NewRun]) -> StoreResult<Vec<InsertedRun>> {
-    let mut inserted = Vec::with_capacity(runs.len());
-    for chunk in runs.chunks(INSERT_BATCH) {
-        let mut query = new_run_insert(chunk);
-        query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key");
-        let rows = query
-            .build()
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(map_error)?;
-        for row in rows {
-            let fire_key: Option<String> = row.try_get("fire_key").map_err(map_error)?;
-            inserted.push(InsertedRun {
-                log_id: row.try_get("id").map_err(map_error)?,
-                fire_key: fire_key.ok_or_else(|| {
-                    StoreError::Corrupt("scheduled fire inserted without fire_key".to_string())
-                })?,
-            });
-        }
-    }
-    Ok(inserted)
-}
-
-/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for a batch of new runs.
-pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Postgres> {
-    let mut query = QueryBuilder::new(
-        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
-         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
-         owner_node, epoch, dispatch_at_ms) ",
-    );
-    query.push_values(runs, |mut row, run| {
-        row.push_bind(run.job_id)
-            .push_bind(run.group_id)
-            .push_bind(run.fire_key.as_deref())
-            .push_bind(run.status.as_str())
-            .push_bind(run.trigger_type.as_str())
-            .push_bind(run.scheduled_at_ms)
-            .push_bind(run.handler.as_str())
-            .push_bind(run.params.as_str())
-            .push_bind(run.shard_index)
-            .push_bind(run.shard_total)
-            .push_bind(run.attempt)
-            .push_bind(run.trigger_msg.as_str())
-            .push_bind(run.owner_node.as_str())
-            .push_bind(run.epoch)
-            .push_bind(run.dispatch_at_ms);
-    });
-    query
+    let inserted =
+        insert_keyed::<sqlx::Postgres>(conn, runs, new_run_insert::<sqlx::Postgres>, 0).await?;
+    Ok(inserted
+        .into_iter()
+        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+        .collect())
 }

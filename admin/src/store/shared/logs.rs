@@ -8,13 +8,10 @@ use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 
-/// Rows per multi-row insert (17 values each: far below SQLite's and PostgreSQL's parameter
-/// limits).
-const INSERT_BATCH: usize = 500;
-
 /// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs. Every TEXT column is written (MySQL's
 /// have no defaults); a new run has no result and no executor yet.
-pub fn new_run_insert<'q, DB: Dialect>(runs: &'q [NewRun]) -> Sql<'q, DB> {
+/// (`_extra` is unused: the signature of `inserts::BuildInsert`.)
+pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], _extra: i64) -> Sql<'_, DB> {
     let mut insert = Sql::<DB>::new(
         "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
          scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
@@ -60,23 +57,9 @@ pub fn new_run_insert<'q, DB: Dialect>(runs: &'q [NewRun]) -> Sql<'q, DB> {
 }
 
 /// Inserts runs (manual triggers, retries) in one transaction; returns their ids in order.
-/// With `RETURNING`, a multi-row INSERT … VALUES returns its rows in the order of the VALUES
-/// list; without it (MySQL), each run is its own insert, whose insert id is exact whatever
-/// other admins insert meanwhile.
 pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
     let mut tx = db.begin().await?;
-    let mut ids = Vec::with_capacity(runs.len());
-    if DB::INSERT_RETURNING {
-        for chunk in runs.chunks(INSERT_BATCH) {
-            let insert = new_run_insert::<DB>(chunk).push(" RETURNING id");
-            ids.extend(insert.fetch_column::<i64>(&mut tx).await?);
-        }
-    } else {
-        for run in runs {
-            let insert = new_run_insert::<DB>(std::slice::from_ref(run));
-            ids.push(super::insert_returning_id::<DB>(&mut tx, insert).await?);
-        }
-    }
+    let ids = super::inserts::insert_all::<DB>(&mut tx, runs, new_run_insert::<DB>, 0).await?;
     commit(tx).await?;
     Ok(ids)
 }

@@ -1,7 +1,9 @@
 //! Every store statement, written once over `DB: Dialect` (see `dialect.rs`). Each function
 //! takes the backend's `Pools` and is what a `Store` method runs.
 
+pub mod broadcast;
 pub mod groups;
+pub mod inserts;
 pub mod jobs;
 pub mod logs;
 pub mod registry;

@@ -9,6 +9,7 @@
 //! connection makes those writes queue in the pool and run back to back. Readers never block
 //! on the writer in WAL mode. Busy waits remain only between processes sharing the file.
 
+#[cfg(test)]
 mod broadcast;
 mod jobs;
 mod logs;

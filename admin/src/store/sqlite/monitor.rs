@@ -17,9 +17,10 @@
 use sqlx::Row;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::new_run_insert;
 use super::{SqliteStore, map_error, placeholders};
 use crate::model::{NewRun, RunLog};
+use crate::store::shared::inserts::insert_one_unless_present;
+use crate::store::shared::logs::new_run_insert;
 use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
 
 /// Statuses a run can end in; each is followed up once.
@@ -284,15 +285,7 @@ async fn close_claim(
 
 /// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before).
 async fn insert_one(conn: &mut sqlx::SqliteConnection, run: &NewRun) -> StoreResult<Option<i64>> {
-    let mut query = new_run_insert(std::slice::from_ref(run));
-    query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id");
-    let row = query
-        .build()
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(map_error)?;
-    row.map(|row| row.try_get::<i64, _>("id").map_err(map_error))
-        .transpose()
+    insert_one_unless_present::<sqlx::Sqlite>(conn, run, new_run_insert::<sqlx::Sqlite>, 0).await
 }
 
 /// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and

@@ -1,14 +1,16 @@
 //! The schedule round under the lock, node leases, and the claim/adopt steps that make every
 //! scheduled fire run exactly once.
 
+use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::jobs::write_schedule_updates;
 use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
 use super::{SqliteStore, map_error, placeholders};
 use crate::model::{Job, NewRun, RunLog};
-use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult, batch_json};
+use crate::store::shared::inserts::insert_keyed;
+use crate::store::shared::logs::new_run_insert;
+use crate::store::{InsertedRun, RoundPlan, StoreResult, batch_json};
 
 /// Takes over the PENDING runs of dead nodes and of this node's older epochs (through the
 /// partial index of PENDING rows, see `super::plans`).
@@ -36,9 +38,6 @@ pub(super) fn claim_sql(columns: &str) -> String {
 
 /// Ids per claim statement.
 const CLAIM_CHUNK: usize = 10_000;
-
-/// Rows per multi-row insert (14 parameters each keeps far below SQLite's limit).
-const INSERT_BATCH: usize = 500;
 
 impl SqliteStore {
     pub async fn register_node(
@@ -242,51 +241,10 @@ async fn insert_fires(
     conn: &mut sqlx::SqliteConnection,
     runs: &[NewRun],
 ) -> StoreResult<Vec<InsertedRun>> {
-    let mut inserted = Vec::with_capacity(runs.len());
-    for chunk in runs.chunks(INSERT_BATCH) {
-        let mut query = new_run_insert(chunk);
-        query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key");
-        let rows = query
-            .build()
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(map_error)?;
-        for row in rows {
-            let fire_key: Option<String> = row.try_get("fire_key").map_err(map_error)?;
-            inserted.push(InsertedRun {
-                log_id: row.try_get("id").map_err(map_error)?,
-                fire_key: fire_key.ok_or_else(|| {
-                    StoreError::Corrupt("scheduled fire inserted without fire_key".to_string())
-                })?,
-            });
-        }
-    }
-    Ok(inserted)
-}
-
-/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for a batch of new runs.
-pub(super) fn new_run_insert(runs: &[NewRun]) -> QueryBuilder<'_, Sqlite> {
-    let mut query = QueryBuilder::new(
-        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
-         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
-         owner_node, epoch, dispatch_at_ms) ",
-    );
-    query.push_values(runs, |mut row, run| {
-        row.push_bind(run.job_id)
-            .push_bind(run.group_id)
-            .push_bind(run.fire_key.as_deref())
-            .push_bind(run.status.as_str())
-            .push_bind(run.trigger_type.as_str())
-            .push_bind(run.scheduled_at_ms)
-            .push_bind(run.handler.as_str())
-            .push_bind(run.params.as_str())
-            .push_bind(run.shard_index)
-            .push_bind(run.shard_total)
-            .push_bind(run.attempt)
-            .push_bind(run.trigger_msg.as_str())
-            .push_bind(run.owner_node.as_str())
-            .push_bind(run.epoch)
-            .push_bind(run.dispatch_at_ms);
-    });
-    query
+    let inserted =
+        insert_keyed::<sqlx::Sqlite>(conn, runs, new_run_insert::<sqlx::Sqlite>, 0).await?;
+    Ok(inserted
+        .into_iter()
+        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+        .collect())
 }
