@@ -18,8 +18,8 @@ use std::pin::Pin;
 use sqlx::error::BoxDynError;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
-use super::batch_json;
 use super::sql::Sql;
+use super::{JobScheduleUpdate, StoreResult, batch_json};
 
 /// A boxed, sendable future (what sqlx's executors return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -118,6 +118,14 @@ pub trait Dialect:
         format!("ON CONFLICT ({key}) DO UPDATE SET {}", sets.join(", "))
     }
 
+    /// Writes the schedule round's next fire times in batches, guarded by `trigger_status = 1`
+    /// so a job stopped while the round ran stays stopped (each backend's `jobs.rs`: a JSON
+    /// array through `json_each`, parallel arrays through `UNNEST`, `CASE id WHEN … END`).
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>>;
+
     /// A text column. MySQL reads text through bytes: columns in a `_bin` collation carry the
     /// BINARY flag, which sqlx refuses to decode as `String`.
     fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
@@ -202,6 +210,13 @@ impl Dialect for sqlx::Sqlite {
         row.try_get(column)
     }
 
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::sqlite::jobs::write_schedule_updates(conn, updates))
+    }
+
     runners!(sqlx::Sqlite, |result| None);
 }
 
@@ -226,6 +241,13 @@ impl Dialect for sqlx::Postgres {
 
     fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
         row.try_get(column)
+    }
+
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::postgres::jobs::write_schedule_updates(conn, updates))
     }
 
     runners!(sqlx::Postgres, |result| None);
@@ -268,6 +290,13 @@ impl Dialect for sqlx::MySql {
     fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
         let bytes: Option<Vec<u8>> = row.try_get(column)?;
         bytes.map(|bytes| utf8(bytes, column)).transpose()
+    }
+
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::mysql::jobs::write_schedule_updates(conn, updates))
     }
 
     runners!(sqlx::MySql, |result| i64::try_from(result.last_insert_id())

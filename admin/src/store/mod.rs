@@ -229,6 +229,18 @@ shared! {
     /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;
     /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
     fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
+    // ---- schedule
+    /// Creates or re-registers an admin node; returns its new epoch.
+    fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
+    /// Extends a node's lease; false when another start took its epoch.
+    fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> => schedule;
+    /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
+    fn run_schedule_round(
+        &self,
+        window_end_ms: i64,
+        limit: i64,
+        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
+    ) -> StoreResult<(usize, Vec<InsertedRun>)> => schedule;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -267,17 +279,6 @@ delegate! {
     fn close(&self) -> ();
 
     // ---- schedule
-    /// Creates or re-registers an admin node; returns its new epoch.
-    fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64>;
-    /// Extends a node's lease; false when another start took its epoch.
-    fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool>;
-    /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
-    fn run_schedule_round(
-        &self,
-        window_end_ms: i64,
-        limit: i64,
-        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
-    ) -> StoreResult<(usize, Vec<InsertedRun>)>;
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.

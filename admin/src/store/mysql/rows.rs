@@ -3,15 +3,11 @@
 
 use sqlx::mysql::MySqlRow;
 
-use crate::model::{Job, RunLog};
+use crate::model::RunLog;
 use crate::store::StoreResult;
 use crate::store::shared::rows as shared;
-pub use crate::store::shared::rows::{JOB_COLUMNS, LOG_COLUMNS};
+pub use crate::store::shared::rows::LOG_COLUMNS;
 use crate::store::sql::{Cols, Column};
-
-pub fn job_from_row(row: &MySqlRow) -> StoreResult<Job> {
-    shared::job_from_row::<sqlx::MySql>(row)
-}
 
 pub fn run_from_row(row: &MySqlRow) -> StoreResult<RunLog> {
     shared::run_from_row::<sqlx::MySql>(row)

@@ -8,109 +8,12 @@
 
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
 
-use super::jobs::write_schedule_updates;
-use super::rows::{JOB_COLUMNS, LOG_COLUMNS, get, job_from_row, run_from_row};
+use super::rows::{LOG_COLUMNS, get, run_from_row};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
-use crate::model::{Job, RunLog};
-use crate::store::shared::inserts::insert_keyed;
-use crate::store::shared::logs::new_run_insert;
-use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+use crate::model::RunLog;
+use crate::store::StoreResult;
 
 impl MySqlStore {
-    pub async fn register_node(
-        &self,
-        node_id: &str,
-        now_ms: i64,
-        lease_ms: i64,
-    ) -> StoreResult<i64> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        sqlx::query(
-            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (?, 1, ?, ?) \
-             ON DUPLICATE KEY UPDATE epoch = epoch + 1, \
-             lease_until_ms = VALUES(lease_until_ms), started_ms = VALUES(started_ms)",
-        )
-        .bind(node_id)
-        .bind(now_ms + lease_ms)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(map_error)?;
-        // The row stays locked by the upsert until commit: this reads this start's epoch.
-        let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM xjob_node WHERE node_id = ?")
-            .bind(node_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(map_error)?;
-        tx.commit().await.map_err(map_error)?;
-        Ok(epoch)
-    }
-
-    pub async fn renew_node(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        lease_until_ms: i64,
-    ) -> StoreResult<bool> {
-        let result =
-            sqlx::query("UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?")
-                .bind(lease_until_ms)
-                .bind(node_id)
-                .bind(epoch)
-                .execute(&self.pool)
-                .await
-                .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn run_schedule_round(
-        &self,
-        window_end_ms: i64,
-        limit: i64,
-        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
-    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let locked: Option<Vec<u8>> = sqlx::query_scalar(
-            "SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock' FOR UPDATE",
-        )
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_error)?;
-        if locked.is_none() {
-            return Err(StoreError::Schema(
-                "row 'schedule_lock' missing from xjob_lock: admins would not exclude each other"
-                    .to_string(),
-            ));
-        }
-        let rows = sqlx::query(&format!(
-            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= ? \
-             ORDER BY trigger_next_ms LIMIT ?"
-        ))
-        .bind(window_end_ms)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(map_error)?;
-        let jobs = rows
-            .iter()
-            .map(job_from_row)
-            .collect::<StoreResult<Vec<Job>>>()?;
-        let job_count = jobs.len();
-        let decided = plan(jobs);
-        let inserted = insert_keyed::<sqlx::MySql>(
-            &mut tx,
-            &decided.new_runs,
-            new_run_insert::<sqlx::MySql>,
-            0,
-        )
-        .await?
-        .into_iter()
-        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
-        .collect();
-        write_schedule_updates(&mut tx, &decided.job_updates).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok((job_count, inserted))
-    }
-
     pub async fn adopt_orphan_runs(
         &self,
         node_id: &str,

@@ -9,7 +9,7 @@
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
 //! other runs of its fire first locks the job row (see `monitor.rs`).
 
-mod jobs;
+pub(super) mod jobs;
 mod logs;
 mod monitor;
 mod rows;
@@ -84,17 +84,10 @@ impl PgStore {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(map_error)?;
-        found.map(|_| ()).ok_or_else(missing_lock_row)
+        found
+            .map(|_| ())
+            .ok_or_else(super::shared::schedule::missing_lock_row)
     }
-}
-
-/// The error of a database whose `schedule_lock` row is gone.
-fn missing_lock_row() -> StoreError {
-    StoreError::Schema(
-        "row 'schedule_lock' missing from xjob_lock: admins would not exclude each other; \
-         insert it (INSERT INTO xjob_lock (lock_name) VALUES ('schedule_lock')) and restart"
-            .to_string(),
-    )
 }
 
 /// Maps a driver error to the store's error: unique violations become `Conflict`.

@@ -3,14 +3,10 @@
 
 use sqlx::postgres::PgRow;
 
-use crate::model::{Job, RunLog};
+use crate::model::RunLog;
 use crate::store::StoreResult;
 use crate::store::shared::rows as shared;
-pub use crate::store::shared::rows::{JOB_COLUMNS, LOG_COLUMNS};
-
-pub fn job_from_row(row: &PgRow) -> StoreResult<Job> {
-    shared::job_from_row::<sqlx::Postgres>(row)
-}
+pub use crate::store::shared::rows::LOG_COLUMNS;
 
 pub fn run_from_row(row: &PgRow) -> StoreResult<RunLog> {
     shared::run_from_row::<sqlx::Postgres>(row)

@@ -8,88 +8,15 @@
 //! concurrent writer, so of a stalled owner's claim and another node's adoption only one wins.
 //! Multi-row updates lock their rows in id order first, so two admins never deadlock.
 
+use sqlx::Row;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
 
-use super::jobs::write_schedule_updates;
-use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
-use super::{PgStore, map_error, missing_lock_row};
-use crate::model::{Job, NewRun, RunLog};
-use crate::store::shared::inserts::insert_keyed;
-use crate::store::shared::logs::new_run_insert;
-use crate::store::{InsertedRun, RoundPlan, StoreResult};
+use super::rows::{LOG_COLUMNS, run_from_row};
+use super::{PgStore, map_error};
+use crate::model::RunLog;
+use crate::store::StoreResult;
 
 impl PgStore {
-    pub async fn register_node(
-        &self,
-        node_id: &str,
-        now_ms: i64,
-        lease_ms: i64,
-    ) -> StoreResult<i64> {
-        sqlx::query_scalar(
-            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) \
-             VALUES ($1, 1, $2, $3) \
-             ON CONFLICT (node_id) DO UPDATE SET epoch = xjob_node.epoch + 1, \
-             lease_until_ms = excluded.lease_until_ms, started_ms = excluded.started_ms \
-             RETURNING epoch",
-        )
-        .bind(node_id)
-        .bind(now_ms + lease_ms)
-        .bind(now_ms)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(map_error)
-    }
-
-    pub async fn renew_node(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        lease_until_ms: i64,
-    ) -> StoreResult<bool> {
-        let result = sqlx::query(
-            "UPDATE xjob_node SET lease_until_ms = $1 WHERE node_id = $2 AND epoch = $3",
-        )
-        .bind(lease_until_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn run_schedule_round(
-        &self,
-        window_end_ms: i64,
-        limit: i64,
-        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
-    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        lock_schedule(&mut tx).await?;
-        // READ COMMITTED: this statement's snapshot is taken after the lock was granted, so it
-        // sees the next fire times the previous holder committed.
-        let rows = sqlx::query(&format!(
-            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 \
-             AND trigger_next_ms <= $1 ORDER BY trigger_next_ms LIMIT $2"
-        ))
-        .bind(window_end_ms)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(map_error)?;
-        let jobs = rows
-            .iter()
-            .map(job_from_row)
-            .collect::<StoreResult<Vec<Job>>>()?;
-        let job_count = jobs.len();
-        let decided = plan(jobs);
-        let inserted = insert_fires(&mut tx, &decided.new_runs).await?;
-        write_schedule_updates(&mut tx, &decided.job_updates).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok((job_count, inserted))
-    }
-
     pub async fn adopt_orphan_runs(
         &self,
         node_id: &str,
@@ -202,18 +129,6 @@ impl PgStore {
     }
 }
 
-/// Takes the schedule lock for the rest of the transaction; a missing lock row is a schema
-/// error, never a round without mutual exclusion.
-async fn lock_schedule(conn: &mut PgConnection) -> StoreResult<()> {
-    let locked: Option<String> = sqlx::query_scalar(
-        "SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock' FOR UPDATE",
-    )
-    .fetch_optional(conn)
-    .await
-    .map_err(map_error)?;
-    locked.map(|_| ()).ok_or_else(missing_lock_row)
-}
-
 /// Decodes returned runs, ordered by id (RETURNING has no order of its own).
 pub(super) fn runs_by_id(rows: &[sqlx::postgres::PgRow]) -> StoreResult<Vec<RunLog>> {
     let mut runs = rows
@@ -222,14 +137,4 @@ pub(super) fn runs_by_id(rows: &[sqlx::postgres::PgRow]) -> StoreResult<Vec<RunL
         .collect::<StoreResult<Vec<RunLog>>>()?;
     runs.sort_by_key(|run| run.id);
     Ok(runs)
-}
-
-/// Inserts the round's fires; a `fire_key` already present is skipped, never duplicated.
-async fn insert_fires(conn: &mut PgConnection, runs: &[NewRun]) -> StoreResult<Vec<InsertedRun>> {
-    let inserted =
-        insert_keyed::<sqlx::Postgres>(conn, runs, new_run_insert::<sqlx::Postgres>, 0).await?;
-    Ok(inserted
-        .into_iter()
-        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
-        .collect())
 }

@@ -9,6 +9,7 @@ pub mod logs;
 pub mod registry;
 pub mod report;
 pub mod rows;
+pub mod schedule;
 
 use super::StoreResult;
 use super::dialect::Dialect;

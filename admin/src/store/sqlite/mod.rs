@@ -11,7 +11,7 @@
 
 #[cfg(test)]
 mod broadcast;
-mod jobs;
+pub(super) mod jobs;
 mod logs;
 mod monitor;
 #[cfg(test)]

@@ -4,13 +4,10 @@
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use super::jobs::write_schedule_updates;
-use super::rows::{JOB_COLUMNS, LOG_COLUMNS, job_from_row, run_from_row};
+use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{SqliteStore, map_error, placeholders};
-use crate::model::{Job, NewRun, RunLog};
-use crate::store::shared::inserts::insert_keyed;
-use crate::store::shared::logs::new_run_insert;
-use crate::store::{InsertedRun, RoundPlan, StoreResult, batch_json};
+use crate::model::RunLog;
+use crate::store::{StoreResult, batch_json};
 
 /// Takes over the PENDING runs of dead nodes and of this node's older epochs (through the
 /// partial index of PENDING rows, see `super::plans`).
@@ -40,77 +37,6 @@ pub(super) fn claim_sql(columns: &str) -> String {
 const CLAIM_CHUNK: usize = 10_000;
 
 impl SqliteStore {
-    pub async fn register_node(
-        &self,
-        node_id: &str,
-        now_ms: i64,
-        lease_ms: i64,
-    ) -> StoreResult<i64> {
-        sqlx::query_scalar(
-            "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (?, 1, ?, ?) \
-             ON CONFLICT (node_id) DO UPDATE SET epoch = epoch + 1, \
-             lease_until_ms = excluded.lease_until_ms, started_ms = excluded.started_ms \
-             RETURNING epoch",
-        )
-        .bind(node_id)
-        .bind(now_ms + lease_ms)
-        .bind(now_ms)
-        .fetch_one(&self.writer)
-        .await
-        .map_err(map_error)
-    }
-
-    pub async fn renew_node(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        lease_until_ms: i64,
-    ) -> StoreResult<bool> {
-        let result =
-            sqlx::query("UPDATE xjob_node SET lease_until_ms = ? WHERE node_id = ? AND epoch = ?")
-                .bind(lease_until_ms)
-                .bind(node_id)
-                .bind(epoch)
-                .execute(&self.writer)
-                .await
-                .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn run_schedule_round(
-        &self,
-        window_end_ms: i64,
-        limit: i64,
-        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
-    ) -> StoreResult<(usize, Vec<InsertedRun>)> {
-        // BEGIN IMMEDIATE takes SQLite's write lock up front: the equivalent of
-        // SELECT … FOR UPDATE on the schedule_lock row in the server databases.
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_error)?;
-        let rows = sqlx::query(&format!(
-            "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= ? \
-             ORDER BY trigger_next_ms LIMIT ?"
-        ))
-        .bind(window_end_ms)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(map_error)?;
-        let jobs = rows
-            .iter()
-            .map(job_from_row)
-            .collect::<StoreResult<Vec<Job>>>()?;
-        let job_count = jobs.len();
-        let decided = plan(jobs);
-        let inserted = insert_fires(&mut tx, &decided.new_runs).await?;
-        write_schedule_updates(&mut tx, &decided.job_updates).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok((job_count, inserted))
-    }
-
     pub async fn adopt_orphan_runs(
         &self,
         node_id: &str,
@@ -234,17 +160,4 @@ impl SqliteStore {
         }
         Ok(())
     }
-}
-
-/// Inserts the round's fires; a `fire_key` already present is skipped, never duplicated.
-async fn insert_fires(
-    conn: &mut sqlx::SqliteConnection,
-    runs: &[NewRun],
-) -> StoreResult<Vec<InsertedRun>> {
-    let inserted =
-        insert_keyed::<sqlx::Sqlite>(conn, runs, new_run_insert::<sqlx::Sqlite>, 0).await?;
-    Ok(inserted
-        .into_iter()
-        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
-        .collect())
 }
