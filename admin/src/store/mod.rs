@@ -241,6 +241,15 @@ shared! {
         limit: i64,
         plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
     ) -> StoreResult<(usize, Vec<InsertedRun>)> => schedule;
+    // ---- monitor (the reads; follow-up claims and writes lock per dialect)
+    /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
+    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;
+    /// RUNNING runs that reached an executor (an address is recorded), oldest first.
+    fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> => monitor;
+    /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
+    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> => monitor;
+    /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
+    fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -316,17 +325,9 @@ delegate! {
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
     fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64>;
-    /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
-    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>>;
-    /// RUNNING runs that reached an executor (an address is recorded), oldest first.
-    fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>>;
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
-    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool>;
-    /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
-    fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.

@@ -59,6 +59,12 @@ impl<'q, DB: Dialect> Sql<'q, DB> {
         self.text.push_str(text);
     }
 
+    /// The statement's text (the SQLite plan test explains it).
+    #[cfg(test)]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     fn checked(self) -> StoreResult<(String, DB::Arguments<'q>)> {
         match self.error {
             Some(error) => Err(StoreError::Unavailable(sqlx::Error::Encode(error))),

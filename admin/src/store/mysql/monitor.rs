@@ -143,39 +143,6 @@ impl MySqlStore {
         Ok(finished)
     }
 
-    pub async fn due_delayed_runs(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        sqlx::query_scalar(
-            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND dispatch_at_ms > 0 \
-             AND dispatch_at_ms <= ? AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms \
-             LIMIT ?",
-        )
-        .bind(now_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)
-    }
-
-    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address <> '' ORDER BY id LIMIT ?"
-        ))
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,
@@ -199,38 +166,6 @@ impl MySqlStore {
         .await
         .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
-        // Conditional on RUNNING: a result that landed meanwhile wins.
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = ?, \
-             handle_time_ms = ? WHERE id = ? AND status = 'RUNNING'",
-        )
-        .bind(message)
-        .bind(now_ms)
-        .bind(log_id)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn live_addresses_of_other_nodes(
-        &self,
-        node_id: &str,
-        heartbeat_after_ms: i64,
-    ) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT address FROM xjob_registry WHERE owner_node <> ? \
-             AND heartbeat_ms > ? ORDER BY address",
-        )
-        .bind(node_id)
-        .bind(heartbeat_after_ms)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(|row| get(row, "address")).collect()
     }
 }
 

@@ -131,39 +131,6 @@ impl PgStore {
         Ok(result.rows_affected())
     }
 
-    pub async fn due_delayed_runs(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        sqlx::query_scalar(
-            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND dispatch_at_ms > 0 \
-             AND dispatch_at_ms <= $1 AND owner_node = $2 AND epoch = $3 \
-             ORDER BY dispatch_at_ms, id LIMIT $4",
-        )
-        .bind(now_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)
-    }
-
-    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address <> '' ORDER BY id LIMIT $1"
-        ))
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,
@@ -186,38 +153,6 @@ impl PgStore {
         .await
         .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
-        // Conditional on RUNNING: a result that landed meanwhile wins (PostgreSQL re-checks the
-        // condition after waiting for a concurrent callback's update of the row).
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = $1, \
-             handle_time_ms = $2 WHERE id = $3 AND status = 'RUNNING'",
-        )
-        .bind(message)
-        .bind(now_ms)
-        .bind(log_id)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn live_addresses_of_other_nodes(
-        &self,
-        node_id: &str,
-        heartbeat_after_ms: i64,
-    ) -> StoreResult<Vec<String>> {
-        sqlx::query_scalar(
-            "SELECT DISTINCT address COLLATE \"C\" AS address FROM xjob_registry \
-             WHERE owner_node <> $1 AND heartbeat_ms > $2 ORDER BY 1",
-        )
-        .bind(node_id)
-        .bind(heartbeat_after_ms)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)
     }
 }
 

@@ -6,6 +6,7 @@ pub mod groups;
 pub mod inserts;
 pub mod jobs;
 pub mod logs;
+pub mod monitor;
 pub mod registry;
 pub mod report;
 pub mod rows;

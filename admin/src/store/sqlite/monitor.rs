@@ -14,7 +14,6 @@
 //! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
 //! overwrite the adopter's `alarm_status` when it resumes.
 
-use sqlx::Row;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{SqliteStore, map_error, placeholders};
@@ -47,19 +46,6 @@ pub(super) fn adopt_stale_followups_sql() -> String {
            (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
              SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
          RETURNING {LOG_COLUMNS}"
-    )
-}
-
-/// Delayed PENDING runs (retries, child runs) of this node whose time came.
-pub(super) const DUE_DELAYED_RUNS: &str = "SELECT id FROM xjob_log \
-     WHERE status = 'PENDING' AND dispatch_at_ms > 0 AND dispatch_at_ms <= ? \
-     AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms LIMIT ?";
-
-/// Runs delivered to an executor and not finished.
-pub(super) fn running_runs_sql() -> String {
-    format!(
-        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-         AND executor_address <> '' ORDER BY id LIMIT ?"
     )
 }
 
@@ -167,35 +153,6 @@ impl SqliteStore {
         Ok(finished)
     }
 
-    pub async fn due_delayed_runs(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        let rows = sqlx::query(DUE_DELAYED_RUNS)
-            .bind(now_ms)
-            .bind(node_id)
-            .bind(epoch)
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter()
-            .map(|row| row.try_get::<i64, _>("id").map_err(map_error))
-            .collect()
-    }
-
-    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&running_runs_sql())
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,
@@ -213,40 +170,6 @@ impl SqliteStore {
             .await
             .map_err(map_error)?;
         rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
-        // Conditional on RUNNING: a result that landed meanwhile wins.
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = ?, \
-             handle_time_ms = ? WHERE id = ? AND status = 'RUNNING'",
-        )
-        .bind(message)
-        .bind(now_ms)
-        .bind(log_id)
-        .execute(&self.writer)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn live_addresses_of_other_nodes(
-        &self,
-        node_id: &str,
-        heartbeat_after_ms: i64,
-    ) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT address FROM xjob_registry WHERE owner_node <> ? \
-             AND heartbeat_ms > ? ORDER BY address",
-        )
-        .bind(node_id)
-        .bind(heartbeat_after_ms)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_error)?;
-        rows.iter()
-            .map(|row| row.try_get::<String, _>("address").map_err(map_error))
-            .collect()
     }
 }
 
