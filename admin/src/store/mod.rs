@@ -250,6 +250,19 @@ shared! {
     fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> => monitor;
     /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
+    // ---- claims, skips, the end of a follow-up claim
+    /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
+    fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
+    /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
+    /// already (the scan's own fires).
+    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    /// Marks PENDING runs skipped with a reason (misfire at recovery).
+    fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
+    /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
+    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => claims;
+    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
+    /// only of those still claimed by this node/epoch; returns how many it ended.
+    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64> => claims;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -290,15 +303,6 @@ delegate! {
     // ---- schedule
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
-    fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
-    /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>>;
-    /// Marks PENDING runs skipped with a reason (misfire at recovery).
-    fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()>;
-    /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
-    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64>;
 
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
@@ -322,9 +326,6 @@ delegate! {
     /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
     /// follow-up was written already) it writes nothing and returns `fenced_off`.
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten>;
-    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
-    /// only of those still claimed by this node/epoch; returns how many it ended.
-    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64>;
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;

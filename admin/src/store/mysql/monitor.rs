@@ -115,34 +115,6 @@ impl MySqlStore {
         Ok(written)
     }
 
-    pub async fn finish_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        log_ids: &[i64],
-        alarm_status: i32,
-    ) -> StoreResult<u64> {
-        let mut finished = 0;
-        for chunk in log_ids.chunks(MAX_BIND_PARAMS) {
-            let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
-                 AND owner_node = ? AND epoch = ? AND id IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql)
-                .bind(alarm_status)
-                .bind(node_id)
-                .bind(epoch);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            // Matched rows (sqlx sets CLIENT_FOUND_ROWS); the value changes from -1 anyway.
-            let result = query.execute(&self.pool).await.map_err(map_error)?;
-            finished += result.rows_affected();
-        }
-        Ok(finished)
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,

@@ -40,68 +40,6 @@ impl MySqlStore {
         tx.commit().await.map_err(map_error)?;
         Ok(adopted)
     }
-
-    pub async fn claim_runs(
-        &self,
-        ids: &[i64],
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let claimed_ids = claim_in(&mut tx, ids, node_id, epoch, now_ms).await?;
-        let claimed = runs_by_id(&mut tx, &claimed_ids).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok(claimed)
-    }
-
-    pub async fn claim_run_ids(
-        &self,
-        ids: &[i64],
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<i64>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let claimed_ids = claim_in(&mut tx, ids, node_id, epoch, now_ms).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok(claimed_ids)
-    }
-
-    pub async fn skip_planned_fires(
-        &self,
-        job_id: i64,
-        reason: &str,
-        now_ms: i64,
-    ) -> StoreResult<u64> {
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
-             WHERE job_id = ? AND status = 'PENDING' AND fire_key IS NOT NULL",
-        )
-        .bind(reason)
-        .bind(now_ms)
-        .bind(job_id)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected())
-    }
-
-    pub async fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> {
-        for chunk in ids.chunks(MAX_BIND_PARAMS) {
-            let sql = format!(
-                "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = ?, trigger_time_ms = ? \
-                 WHERE status = 'PENDING' AND id IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql).bind(reason).bind(now_ms);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            query.execute(&self.pool).await.map_err(map_error)?;
-        }
-        Ok(())
-    }
 }
 
 /// Nodes other than `node_id` whose lease lapsed before `now_ms`.
@@ -181,42 +119,4 @@ pub(super) async fn runs_by_id(
     }
     runs.sort_by_key(|run| run.id);
     Ok(runs)
-}
-
-/// Claims the PENDING rows among `ids` owned by this node and epoch inside `tx`; returns their
-/// ids.
-async fn claim_in(
-    tx: &mut sqlx::Transaction<'_, sqlx::MySql>,
-    ids: &[i64],
-    node_id: &str,
-    epoch: i64,
-    now_ms: i64,
-) -> StoreResult<Vec<i64>> {
-    let mut claimed_ids = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(MAX_BIND_PARAMS) {
-        // The owner/epoch condition is the fence: a node that stalled past its lease and lost
-        // its fires to another node claims nothing here.
-        let sql = format!(
-            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND owner_node = ? \
-             AND epoch = ? AND id IN ({}) ORDER BY id FOR UPDATE",
-            placeholders(chunk.len())
-        );
-        let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(node_id).bind(epoch);
-        for id in chunk {
-            query = query.bind(id);
-        }
-        claimed_ids.extend(query.fetch_all(&mut **tx).await.map_err(map_error)?);
-    }
-    for chunk in claimed_ids.chunks(MAX_BIND_PARAMS) {
-        let sql = format!(
-            "UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ? WHERE id IN ({})",
-            placeholders(chunk.len())
-        );
-        let mut query = sqlx::query(&sql).bind(now_ms);
-        for id in chunk {
-            query = query.bind(id);
-        }
-        query.execute(&mut **tx).await.map_err(map_error)?;
-    }
-    Ok(claimed_ids)
 }

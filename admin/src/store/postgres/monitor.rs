@@ -108,29 +108,6 @@ impl PgStore {
         Ok(written)
     }
 
-    pub async fn finish_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        log_ids: &[i64],
-        alarm_status: i32,
-    ) -> StoreResult<u64> {
-        // FOR UPDATE re-checks the claim on a row an adoption changed while it waited for it.
-        let result = sqlx::query(
-            "UPDATE xjob_log SET alarm_status = $1 WHERE id IN ( \
-               SELECT id FROM xjob_log WHERE id = ANY($2) AND alarm_status = -1 \
-               AND owner_node = $3 AND epoch = $4 ORDER BY id FOR UPDATE)",
-        )
-        .bind(alarm_status)
-        .bind(log_ids)
-        .bind(node_id)
-        .bind(epoch)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected())
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,

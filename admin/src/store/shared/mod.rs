@@ -2,6 +2,7 @@
 //! takes the backend's `Pools` and is what a `Store` method runs.
 
 pub mod broadcast;
+pub mod claims;
 pub mod groups;
 pub mod inserts;
 pub mod jobs;

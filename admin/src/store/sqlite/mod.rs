@@ -29,9 +29,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use super::{StoreError, StoreResult};
 
-/// Largest number of bound parameters one statement uses (SQLite allows 32 766).
-const MAX_BIND_PARAMS: usize = 30_000;
-
 /// Connections to one SQLite file: every write goes through `writer`, pure reads through
 /// `reader`.
 #[derive(Clone)]
@@ -113,16 +110,4 @@ fn map_error(error: sqlx::Error) -> StoreError {
         return StoreError::Conflict(db_error.message().to_string());
     }
     StoreError::Unavailable(error)
-}
-
-/// `?, ?, ?` with `count` placeholders.
-fn placeholders(count: usize) -> String {
-    let mut text = String::with_capacity(count * 3);
-    for index in 0..count {
-        if index > 0 {
-            text.push_str(", ");
-        }
-        text.push('?');
-    }
-    text
 }

@@ -14,9 +14,8 @@
 //! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
 //! overwrite the adopter's `alarm_status` when it resumes.
 
-
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::{SqliteStore, map_error, placeholders};
+use super::{SqliteStore, map_error};
 use crate::model::{NewRun, RunLog};
 use crate::store::shared::inserts::insert_one_unless_present;
 use crate::store::shared::logs::new_run_insert;
@@ -124,33 +123,6 @@ impl SqliteStore {
         }
         tx.commit().await.map_err(map_error)?;
         Ok(written)
-    }
-
-    pub async fn finish_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        log_ids: &[i64],
-        alarm_status: i32,
-    ) -> StoreResult<u64> {
-        let mut finished = 0;
-        for chunk in log_ids.chunks(super::MAX_BIND_PARAMS - 3) {
-            let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
-                 AND owner_node = ? AND epoch = ? AND id IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql)
-                .bind(alarm_status)
-                .bind(node_id)
-                .bind(epoch);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            let result = query.execute(&self.writer).await.map_err(map_error)?;
-            finished += result.rows_affected();
-        }
-        Ok(finished)
     }
 
     pub async fn stranded_dispatches(

@@ -9,7 +9,8 @@ use sqlx::Row;
 use super::SqliteStore;
 use super::jobs::SCHEDULE_UPDATES;
 use super::monitor::{adopt_stale_followups_sql, claim_followups_sql, stranded_dispatches_sql};
-use super::schedule::{adopt_orphan_runs_sql, claim_sql};
+use super::schedule::adopt_orphan_runs_sql;
+use crate::store::shared::claims::claim_sql_for_plans;
 use crate::store::shared::monitor::{due_delayed_runs_query, running_runs_query};
 
 async fn plan_of(store: &SqliteStore, sql: &str) -> String {
@@ -31,7 +32,7 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
     let store = SqliteStore::connect(&url).await.expect("store");
     let by_id = "PRIMARY KEY";
     let expected = [
-        (claim_sql("id"), by_id),
+        (claim_sql_for_plans("id"), by_id),
         (SCHEDULE_UPDATES.to_string(), by_id),
         (adopt_orphan_runs_sql(), "ix_log_pending"),
         (
