@@ -263,6 +263,12 @@ shared! {
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
     fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64> => claims;
+    // ---- follow-ups
+    /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
+    /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
+    /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
+    /// follow-up was written already) it writes nothing and returns `fenced_off`.
+    fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -321,11 +327,6 @@ delegate! {
     /// write that failed; only its single follow-up task claims, so none is in progress when it
     /// calls this) and those of dead nodes.
     fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
-    /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
-    /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
-    /// follow-up was written already) it writes nothing and returns `fenced_off`.
-    fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten>;
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;

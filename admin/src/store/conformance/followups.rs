@@ -36,10 +36,11 @@ async fn claim_all(store: &Store) {
 
 /// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
 pub(super) async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+    use crate::store::shared::followups::alarm_status_of;
     let alarm_status = match store {
-        Store::Sqlite(backend) => backend.alarm_status_of(log_id).await,
-        Store::Postgres(backend) => backend.alarm_status_of(log_id).await,
-        Store::Mysql(backend) => backend.alarm_status_of(log_id).await,
+        Store::Sqlite(backend) => alarm_status_of(backend.pools(), log_id).await,
+        Store::Postgres(backend) => alarm_status_of(backend.pools(), log_id).await,
+        Store::Mysql(backend) => alarm_status_of(backend.pools(), log_id).await,
     };
     alarm_status.expect("alarm status")
 }

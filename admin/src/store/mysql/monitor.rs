@@ -25,13 +25,11 @@
 
 use sqlx::{MySqlConnection, QueryBuilder};
 
-use super::rows::{LOG_COLUMNS, get, run_from_row};
+use super::rows::{LOG_COLUMNS, run_from_row};
 use super::schedule::{gone_nodes, lock_ids, push_gone_owner, runs_by_id};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
 use crate::model::RunLog;
-use crate::store::shared::inserts::insert_one_unless_present;
-use crate::store::shared::logs::new_run_insert;
-use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
+use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
 const FINAL_STATUSES: [&str; 6] = ["SUCCESS", "FAILED", "TIMEOUT", "KILLED", "LOST", "SKIPPED"];
@@ -66,53 +64,6 @@ impl MySqlStore {
         let adopted = runs_by_id(&mut tx, &ids).await?;
         tx.commit().await.map_err(map_error)?;
         Ok(adopted)
-    }
-
-    pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        if let Some(release) = &write.fix_delay_release {
-            // First, before reading anything: see the module doc.
-            sqlx::query("SELECT id FROM xjob_job WHERE id = ? FOR UPDATE")
-                .bind(release.job_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(map_error)?;
-        }
-        // The fence, before anything is written.
-        if !close_claim(&mut tx, write).await? {
-            tx.rollback().await.map_err(map_error)?;
-            return Ok(FollowupWritten::fenced_off());
-        }
-        let mut written = FollowupWritten::default();
-        if let Some(retry) = &write.retry {
-            written.retry_id = insert_one_unless_present::<sqlx::MySql>(
-                &mut tx,
-                retry,
-                new_run_insert::<sqlx::MySql>,
-                0,
-            )
-            .await?;
-        }
-        let children_allowed = !write.children_need_all_shards
-            || claim_broadcast_children(&mut tx, write.log_id).await?;
-        if children_allowed {
-            for child in &write.children {
-                written.child_ids.extend(
-                    insert_one_unless_present::<sqlx::MySql>(
-                        &mut tx,
-                        child,
-                        new_run_insert::<sqlx::MySql>,
-                        0,
-                    )
-                    .await?,
-                );
-            }
-        }
-        if let Some(release) = &write.fix_delay_release {
-            written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
-        }
-        tx.commit().await.map_err(map_error)?;
-        Ok(written)
     }
 
     pub async fn stranded_dispatches(
@@ -190,109 +141,4 @@ async fn set_owner(
         query.execute(&mut *conn).await.map_err(map_error)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-impl MySqlStore {
-    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
-    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
-        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(map_error)
-    }
-}
-
-/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
-/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
-/// another admin, or the follow-up was written before), and then nothing may be written.
-async fn close_claim(conn: &mut MySqlConnection, write: &FollowupWrite) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
-         AND owner_node = ? AND epoch = ?",
-    )
-    .bind(write.alarm_status)
-    .bind(write.log_id)
-    .bind(&write.claim_node)
-    .bind(write.claim_epoch)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
-/// shard total): true only when every shard of the fire (any attempt) succeeded and no
-/// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,
-/// which every shard's follow-up finds alike; its `children_claimed = 0` condition is re-checked
-/// after any lock wait, so of follow-ups racing for it exactly one wins.
-async fn claim_broadcast_children(conn: &mut MySqlConnection, log_id: i64) -> StoreResult<bool> {
-    let fire =
-        sqlx::query("SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(map_error)?;
-    let Some(fire) = fire else {
-        return Ok(false);
-    };
-    let shard_total: i32 = get(&fire, "shard_total")?;
-    let (succeeded, first_shard_0): (i64, Option<i64>) = sqlx::query_as(
-        "SELECT COUNT(DISTINCT shard_index), MIN(CASE WHEN shard_index = 0 THEN id END) \
-         FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? AND shard_total = ? \
-         AND status = 'SUCCESS'",
-    )
-    .bind(get::<i64>(&fire, "job_id")?)
-    .bind(get::<i64>(&fire, "scheduled_at_ms")?)
-    .bind(shard_total)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    let (true, Some(claim_row)) = (succeeded == i64::from(shard_total), first_shard_0) else {
-        return Ok(false);
-    };
-    let result = sqlx::query(
-        "UPDATE xjob_log SET children_claimed = 1 WHERE id = ? AND children_claimed = 0",
-    )
-    .bind(claim_row)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Sets a FIX_DELAY job's next fire, only while it still waits for this fire and no other run
-/// of the fire is open (pending, running, or final but not yet followed up). The caller holds
-/// the job row's lock.
-async fn release_fix_delay(
-    conn: &mut MySqlConnection,
-    log_id: i64,
-    release: &FixDelayRelease,
-) -> StoreResult<bool> {
-    let open: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? \
-         AND fire_key IS NOT NULL AND id <> ? \
-         AND (status IN ('PENDING', 'RUNNING') OR alarm_status IN (0, -1))",
-    )
-    .bind(release.job_id)
-    .bind(release.scheduled_at_ms)
-    .bind(log_id)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    if open > 0 {
-        return Ok(false);
-    }
-    let result = sqlx::query(
-        "UPDATE xjob_job SET trigger_next_ms = ? WHERE id = ? AND trigger_status = 1 \
-         AND trigger_next_ms = ?",
-    )
-    .bind(release.next_fire_ms)
-    .bind(release.job_id)
-    .bind(release.awaiting_ms)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
 }

@@ -3,6 +3,7 @@
 
 pub mod broadcast;
 pub mod claims;
+pub mod followups;
 pub mod groups;
 pub mod inserts;
 pub mod jobs;

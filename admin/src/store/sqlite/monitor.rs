@@ -16,10 +16,8 @@
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{SqliteStore, map_error};
-use crate::model::{NewRun, RunLog};
-use crate::store::shared::inserts::insert_one_unless_present;
-use crate::store::shared::logs::new_run_insert;
-use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
+use crate::model::RunLog;
+use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
 const FINAL_STATUSES: &str = "'SUCCESS', 'FAILED', 'TIMEOUT', 'KILLED', 'LOST', 'SKIPPED'";
@@ -94,37 +92,6 @@ impl SqliteStore {
         Ok(adopted)
     }
 
-    pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
-        // BEGIN IMMEDIATE: the checks below (other runs of the fire, the broadcast claim) read
-        // what concurrent follow-ups write, so they must see each other's commits in order.
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_error)?;
-        // The fence, first: nothing else is written unless the claim is still this one's.
-        if !close_claim(&mut tx, write).await? {
-            tx.rollback().await.map_err(map_error)?;
-            return Ok(FollowupWritten::fenced_off());
-        }
-        let mut written = FollowupWritten::default();
-        if let Some(retry) = &write.retry {
-            written.retry_id = insert_one(&mut tx, retry).await?;
-        }
-        let children_allowed = !write.children_need_all_shards
-            || claim_broadcast_children(&mut tx, write.log_id).await?;
-        if children_allowed {
-            for child in &write.children {
-                written.child_ids.extend(insert_one(&mut tx, child).await?);
-            }
-        }
-        if let Some(release) = &write.fix_delay_release {
-            written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
-        }
-        tx.commit().await.map_err(map_error)?;
-        Ok(written)
-    }
-
     pub async fn stranded_dispatches(
         &self,
         node_id: &str,
@@ -146,103 +113,14 @@ impl SqliteStore {
 }
 
 #[cfg(test)]
-impl SqliteStore {
-    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
-    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
-        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_one(&self.writer)
-            .await
-            .map_err(map_error)
-    }
-}
-
-/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
-/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
-/// another admin, or the follow-up was written before), and then nothing may be written.
-async fn close_claim(
-    conn: &mut sqlx::SqliteConnection,
-    write: &FollowupWrite,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
-         AND owner_node = ? AND epoch = ?",
-    )
-    .bind(write.alarm_status)
-    .bind(write.log_id)
-    .bind(&write.claim_node)
-    .bind(write.claim_epoch)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before).
-async fn insert_one(conn: &mut sqlx::SqliteConnection, run: &NewRun) -> StoreResult<Option<i64>> {
-    insert_one_unless_present::<sqlx::Sqlite>(conn, run, new_run_insert::<sqlx::Sqlite>, 0).await
-}
-
-/// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
-/// shard total): true only when every shard of the fire (any attempt) succeeded and no
-/// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,
-/// which every shard's follow-up finds alike.
-async fn claim_broadcast_children(
-    conn: &mut sqlx::SqliteConnection,
-    log_id: i64,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "WITH fire AS (SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ?), \
-         shards AS (SELECT run.id, run.shard_index FROM xjob_log run, fire \
-           WHERE run.job_id = fire.job_id AND run.scheduled_at_ms = fire.scheduled_at_ms \
-           AND run.shard_total = fire.shard_total \
-           AND run.status = 'SUCCESS') \
-         UPDATE xjob_log SET children_claimed = 1 WHERE children_claimed = 0 \
-           AND id = (SELECT MIN(id) FROM shards WHERE shard_index = 0) \
-           AND (SELECT COUNT(DISTINCT shard_index) FROM shards) = \
-               (SELECT shard_total FROM fire)",
-    )
-    .bind(log_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Sets a FIX_DELAY job's next fire, only while it still waits for this fire and no other run
-/// of the fire is open (pending, running, or final but not yet followed up).
-async fn release_fix_delay(
-    conn: &mut sqlx::SqliteConnection,
-    log_id: i64,
-    release: &FixDelayRelease,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_job SET trigger_next_ms = ? WHERE id = ? AND trigger_status = 1 \
-         AND trigger_next_ms = ? AND NOT EXISTS ( \
-           SELECT 1 FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? \
-           AND fire_key IS NOT NULL AND id <> ? \
-           AND (status IN ('PENDING', 'RUNNING') OR alarm_status IN (0, -1)))",
-    )
-    .bind(release.next_fire_ms)
-    .bind(release.job_id)
-    .bind(release.awaiting_ms)
-    .bind(release.job_id)
-    .bind(release.scheduled_at_ms)
-    .bind(log_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{
-        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
-        RunStatus, ScheduleType, TriggerType,
+        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, NewRun, RetryBackoff,
+        RouteStrategy, RunStatus, ScheduleType, TriggerType,
     };
-    use crate::store::{JobScheduleUpdate, Store};
+    use crate::store::{FixDelayRelease, FollowupWrite, JobScheduleUpdate, Store};
 
     const T0: i64 = 1_800_000_000_000;
     const AWAITING: i64 = i64::MAX;
