@@ -100,6 +100,12 @@ pub trait Dialect:
     /// The row-lock clause of a `SELECT` that picks rows to change (empty on SQLite, whose
     /// single writer excludes the others).
     const FOR_UPDATE: &'static str;
+    /// The row-lock clause that leaves rows other transactions hold to them (empty on
+    /// SQLite).
+    const FOR_UPDATE_SKIP_LOCKED: &'static str;
+    /// Conditions on dead admin nodes name them as a list read first, not as a subquery on
+    /// `xjob_node`: a MySQL locking read would lock the node rows its subquery reads.
+    const GONE_NODES_AS_LIST: bool;
     /// A single-table `DELETE` takes `ORDER BY … LIMIT` itself, and a `LIMIT` inside an `IN`
     /// subquery is refused (MySQL); the others bound a deletion by a subquery.
     const DELETE_TAKES_LIMIT: bool;
@@ -192,6 +198,8 @@ impl Dialect for sqlx::Sqlite {
     const POSITION_FN: &'static str = "instr";
     const SINGLE_WRITER: bool = true;
     const FOR_UPDATE: &'static str = "";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
+    const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = "";
     const IDS_PER_STATEMENT: usize = usize::MAX;
@@ -225,6 +233,8 @@ impl Dialect for sqlx::Postgres {
     const POSITION_FN: &'static str = "strpos";
     const SINGLE_WRITER: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const IDS_PER_STATEMENT: usize = usize::MAX;
@@ -258,6 +268,8 @@ impl Dialect for sqlx::MySql {
     const POSITION_FN: &'static str = "INSTR";
     const SINGLE_WRITER: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const GONE_NODES_AS_LIST: bool = true;
     const DELETE_TAKES_LIMIT: bool = true;
     const BYTE_ORDER: &'static str = "";
 

@@ -269,6 +269,16 @@ shared! {
     /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
     /// follow-up was written already) it writes nothing and returns `fenced_off`.
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
+    // ---- adoption of gone admins' rows
+    /// Takes over PENDING runs of dead nodes and of this node's older epochs.
+    fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
+    /// write that failed; only its single follow-up task claims, so none is in progress when it
+    /// calls this) and those of dead nodes.
+    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
+    /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
+    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -307,8 +317,6 @@ delegate! {
     fn close(&self) -> ();
 
     // ---- schedule
-    /// Takes over PENDING runs of dead nodes and of this node's older epochs.
-    fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
 
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
@@ -323,13 +331,6 @@ delegate! {
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
     /// this node/epoch), oldest first.
     fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;
-    /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
-    /// write that failed; only its single follow-up task claims, so none is in progress when it
-    /// calls this) and those of dead nodes.
-    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
-    /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
-    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.

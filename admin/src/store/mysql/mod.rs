@@ -20,7 +20,6 @@ pub(super) mod jobs;
 mod logs;
 mod monitor;
 mod rows;
-mod schedule;
 #[cfg(test)]
 mod tests;
 

@@ -23,10 +23,9 @@
 //! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
 //! overwrite the adopter's `alarm_status` when it resumes.
 
-use sqlx::{MySqlConnection, QueryBuilder};
+use sqlx::MySqlConnection;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::{gone_nodes, lock_ids, push_gone_owner, runs_by_id};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
 use crate::model::RunLog;
 use crate::store::StoreResult;
@@ -47,48 +46,6 @@ impl MySqlStore {
         let claimed = runs_by_id(&mut tx, &ids).await?;
         tx.commit().await.map_err(map_error)?;
         Ok(claimed)
-    }
-
-    pub async fn adopt_stale_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let gone = gone_nodes(&mut tx, node_id, now_ms).await?;
-        let mut select = QueryBuilder::new("SELECT id FROM xjob_log WHERE alarm_status = -1");
-        push_gone_owner(&mut select, node_id, epoch, "<=", &gone);
-        let ids = lock_ids(&mut tx, select).await?;
-        set_owner(&mut tx, &ids, node_id, epoch, "").await?;
-        let adopted = runs_by_id(&mut tx, &ids).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok(adopted)
-    }
-
-    pub async fn stranded_dispatches(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        claimed_before_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address = '' AND trigger_time_ms < ? AND ( \
-               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-             ORDER BY id LIMIT 10000"
-        ))
-        .bind(claimed_before_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .bind(node_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
     }
 }
 
@@ -141,4 +98,27 @@ async fn set_owner(
         query.execute(&mut *conn).await.map_err(map_error)?;
     }
     Ok(())
+}
+
+/// The runs with the given ids, by id.
+pub(super) async fn runs_by_id(
+    conn: &mut MySqlConnection,
+    ids: &[i64],
+) -> StoreResult<Vec<RunLog>> {
+    let mut runs = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(MAX_BIND_PARAMS) {
+        let sql = format!(
+            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE id IN ({}) ORDER BY id",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in chunk {
+            query = query.bind(id);
+        }
+        for row in query.fetch_all(&mut *conn).await.map_err(map_error)? {
+            runs.push(run_from_row(&row)?);
+        }
+    }
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
 }

@@ -7,13 +7,7 @@ use crate::model::RunLog;
 use crate::store::StoreResult;
 use crate::store::shared::rows as shared;
 pub use crate::store::shared::rows::LOG_COLUMNS;
-use crate::store::sql::{Cols, Column};
 
 pub fn run_from_row(row: &MySqlRow) -> StoreResult<RunLog> {
     shared::run_from_row::<sqlx::MySql>(row)
-}
-
-/// A column of a row read by name (text through bytes, see `Dialect::text`).
-pub fn get<T: Column>(row: &MySqlRow, column: &str) -> StoreResult<T> {
-    Cols::<sqlx::MySql>(row).get(column)
 }

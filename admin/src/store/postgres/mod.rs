@@ -13,7 +13,6 @@ pub(super) mod jobs;
 mod logs;
 mod monitor;
 mod rows;
-mod schedule;
 
 use std::str::FromStr;
 use std::time::Duration;

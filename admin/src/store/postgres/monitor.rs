@@ -23,7 +23,6 @@
 //! adopter's `alarm_status` when it resumes.
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::runs_by_id;
 use super::{PgStore, map_error};
 use crate::model::RunLog;
 use crate::store::StoreResult;
@@ -53,51 +52,14 @@ impl PgStore {
         .map_err(map_error)?;
         runs_by_id(&rows)
     }
+}
 
-    pub async fn adopt_stale_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "UPDATE xjob_log SET owner_node = $1, epoch = $2 WHERE id IN ( \
-               SELECT id FROM xjob_log WHERE alarm_status = -1 AND ( \
-                 (owner_node = $1 AND epoch <= $2) OR owner_node IN ( \
-                   SELECT node_id FROM xjob_node WHERE lease_until_ms < $3 AND node_id <> $1)) \
-               ORDER BY id FOR UPDATE SKIP LOCKED) \
-             RETURNING {LOG_COLUMNS}"
-        ))
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        runs_by_id(&rows)
-    }
-
-    pub async fn stranded_dispatches(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        claimed_before_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address = '' AND trigger_time_ms < $1 AND ( \
-               (owner_node = $2 AND epoch < $3) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < $4 AND node_id <> $2)) \
-             ORDER BY id LIMIT 10000"
-        ))
-        .bind(claimed_before_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
+/// Decodes returned runs, ordered by id (RETURNING has no order of its own).
+pub(super) fn runs_by_id(rows: &[sqlx::postgres::PgRow]) -> StoreResult<Vec<RunLog>> {
+    let mut runs = rows
+        .iter()
+        .map(run_from_row)
+        .collect::<StoreResult<Vec<RunLog>>>()?;
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
 }

@@ -30,8 +30,13 @@ pub async fn update_logs<'q, DB: Dialect>(
     conn: &mut DB::Connection,
     set: Part<'_, 'q, DB>,
     filter: Part<'_, 'q, DB>,
+    lock: Lock,
     returning: Option<&str>,
 ) -> StoreResult<(u64, Vec<DB::Row>)> {
+    let lock = match lock {
+        Lock::Wait => DB::FOR_UPDATE,
+        Lock::SkipLocked => DB::FOR_UPDATE_SKIP_LOCKED,
+    };
     if DB::SINGLE_WRITER || DB::INSERT_RETURNING {
         let mut update = Sql::<DB>::new("UPDATE xjob_log SET ");
         set(&mut update);
@@ -42,7 +47,7 @@ pub async fn update_logs<'q, DB: Dialect>(
             update.push_mut(" WHERE id IN (SELECT id FROM xjob_log WHERE ");
             filter(&mut update);
             update.push_mut(" ORDER BY id");
-            update.push_mut(DB::FOR_UPDATE);
+            update.push_mut(lock);
             update.push_mut(")");
         }
         return match returning {
@@ -61,7 +66,7 @@ pub async fn update_logs<'q, DB: Dialect>(
     let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE ");
     filter(&mut select);
     select.push_mut(" ORDER BY id");
-    select.push_mut(DB::FOR_UPDATE);
+    select.push_mut(lock);
     let ids = select.fetch_column::<i64>(&mut tx).await?;
     let mut rows = Vec::new();
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -80,6 +85,16 @@ pub async fn update_logs<'q, DB: Dialect>(
     Ok((ids.len() as u64, rows))
 }
 
+/// How `update_logs` treats a row another transaction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// Wait for it, then re-check the condition (claims and fences: never pass a row by).
+    Wait,
+    /// Leave it to that transaction (work queues and adoptions: if that write does not
+    /// happen, the next sweep finds the row again).
+    SkipLocked,
+}
+
 /// Rows ordered by their `id` column (RETURNING has no order of its own).
 fn sorted_by_id<DB: Dialect>(rows: Vec<DB::Row>) -> StoreResult<Vec<DB::Row>> {
     let mut keyed = rows
@@ -93,7 +108,7 @@ fn sorted_by_id<DB: Dialect>(rows: Vec<DB::Row>) -> StoreResult<Vec<DB::Row>> {
 /// `+column` on SQLite: keeps its planner off an index on that column, so it looks the rows of
 /// an id list up by primary key instead of walking every row the index holds (see
 /// `sqlite/plans.rs`); the column itself elsewhere.
-fn unindexed<DB: Dialect>(column: &str) -> String {
+pub fn unindexed<DB: Dialect>(column: &str) -> String {
     if DB::SINGLE_WRITER {
         format!("+{column}")
     } else {
@@ -130,7 +145,7 @@ async fn claim_chunk<'q, DB: Dialect>(
         sql.bind_mut(now_ms);
     };
     let filter = move |sql: &mut Sql<'q, DB>| claim_filter(sql, ids, node_id, epoch);
-    let (_, rows) = update_logs::<DB>(conn, &set, &filter, Some(columns)).await?;
+    let (_, rows) = update_logs::<DB>(conn, &set, &filter, Lock::Wait, Some(columns)).await?;
     Ok(rows)
 }
 
@@ -194,7 +209,7 @@ pub async fn skip_runs<'q, DB: Dialect>(
             DB::push_id_list(sql, chunk);
             sql.push_mut(&format!(" AND {} = 'PENDING'", unindexed::<DB>("status")));
         };
-        update_logs::<DB>(&mut conn, &set, &filter, None).await?;
+        update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None).await?;
     }
     Ok(())
 }
@@ -213,7 +228,8 @@ pub async fn skip_planned_fires<'q, DB: Dialect>(
         sql.bind_mut(job_id);
         sql.push_mut(" AND status = 'PENDING' AND fire_key IS NOT NULL");
     };
-    let (skipped, _) = update_logs::<DB>(&mut *db.write().await?, &set, &filter, None).await?;
+    let (skipped, _) =
+        update_logs::<DB>(&mut *db.write().await?, &set, &filter, Lock::Wait, None).await?;
     Ok(skipped)
 }
 
@@ -249,7 +265,9 @@ pub async fn finish_followups<'q, DB: Dialect>(
             sql.push_mut(" AND epoch = ");
             sql.bind_mut(epoch);
         };
-        finished += update_logs::<DB>(&mut conn, &set, &filter, None).await?.0;
+        finished += update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None)
+            .await?
+            .0;
     }
     Ok(finished)
 }

@@ -1,6 +1,7 @@
 //! Every store statement, written once over `DB: Dialect` (see `dialect.rs`). Each function
 //! takes the backend's `Pools` and is what a `Store` method runs.
 
+pub mod adoption;
 pub mod broadcast;
 pub mod claims;
 pub mod followups;

@@ -19,7 +19,6 @@ mod plans;
 #[cfg(test)]
 mod report;
 mod rows;
-mod schedule;
 
 use std::str::FromStr;
 use std::time::Duration;

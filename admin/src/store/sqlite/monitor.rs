@@ -36,27 +36,6 @@ pub(super) fn claim_followups_sql() -> String {
     )
 }
 
-/// Takes over follow-ups claimed by dead nodes and by this node's older epochs.
-pub(super) fn adopt_stale_followups_sql() -> String {
-    format!(
-        "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE alarm_status = -1 AND ( \
-           (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
-             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-         RETURNING {LOG_COLUMNS}"
-    )
-}
-
-/// Runs claimed but never sent, by dead nodes or this node's older epochs.
-pub(super) fn stranded_dispatches_sql() -> String {
-    format!(
-        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-         AND executor_address = '' AND trigger_time_ms < ? AND ( \
-           (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-         ORDER BY id LIMIT 10000"
-    )
-}
-
 impl SqliteStore {
     pub async fn claim_followups(
         &self,
@@ -77,38 +56,6 @@ impl SqliteStore {
             .collect::<StoreResult<Vec<RunLog>>>()?;
         claimed.sort_by_key(|run| run.id);
         Ok(claimed)
-    }
-
-    pub async fn adopt_stale_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let mut adopted = self
-            .adopt_rows(&adopt_stale_followups_sql(), node_id, epoch, now_ms)
-            .await?;
-        adopted.sort_by_key(|run| run.id);
-        Ok(adopted)
-    }
-
-    pub async fn stranded_dispatches(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        claimed_before_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&stranded_dispatches_sql())
-            .bind(claimed_before_ms)
-            .bind(node_id)
-            .bind(epoch)
-            .bind(now_ms)
-            .bind(node_id)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
     }
 }
 
