@@ -193,6 +193,19 @@ macro_rules! runners {
     };
 }
 
+/// `Dialect::text` and `opt_text` where text columns decode as `String`.
+macro_rules! text_as_declared {
+    () => {
+        fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
+            row.try_get(column)
+        }
+
+        fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
+            row.try_get(column)
+        }
+    };
+}
+
 impl Dialect for sqlx::Sqlite {
     const INSERT_RETURNING: bool = true;
     const POSITION_FN: &'static str = "instr";
@@ -210,13 +223,7 @@ impl Dialect for sqlx::Sqlite {
         sql.push_mut("))");
     }
 
-    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
-        row.try_get(column)
-    }
-
-    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
-        row.try_get(column)
-    }
+    text_as_declared!();
 
     fn write_schedule_updates<'c>(
         conn: &'c mut Self::Connection,
@@ -245,13 +252,7 @@ impl Dialect for sqlx::Postgres {
         sql.push_mut(")");
     }
 
-    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
-        row.try_get(column)
-    }
-
-    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
-        row.try_get(column)
-    }
+    text_as_declared!();
 
     fn write_schedule_updates<'c>(
         conn: &'c mut Self::Connection,

@@ -8,6 +8,7 @@
 //! shard 0 alone keeps them from being written twice.
 
 use super::inserts::{insert_all, insert_keyed};
+use super::logs::new_run_insert;
 use super::rows::{LOG_COLUMNS, run_from_row};
 use crate::model::{NewRun, RunLog};
 use crate::store::StoreResult;
@@ -40,16 +41,16 @@ pub async fn expand_broadcast<DB: Dialect>(
         .await?;
     let mut first = run_from_row::<DB>(&first)?;
     first.shard_total = shard_total;
-    // Shards of a scheduled fire have a fire_key (skipped if present); a manual fire's have
-    // none and are always written.
+    // Shards are written already claimed (RUNNING, trigger time `now_ms`) by the node in their
+    // row. Those of a scheduled fire have a fire_key (skipped if present); a manual fire's
+    // have none and are always written.
     let (keyed, keyless): (Vec<NewRun>, Vec<NewRun>) = shards
         .iter()
         .cloned()
         .partition(|shard| shard.fire_key.is_some());
-    let written =
-        insert_keyed::<DB>(&mut tx, &keyed, dispatched_shard_insert::<DB>, now_ms).await?;
+    let written = insert_keyed::<DB>(&mut tx, &keyed, new_run_insert::<DB>, now_ms).await?;
     let mut ids: Vec<i64> = written.iter().map(|(id, _)| *id).collect();
-    ids.extend(insert_all::<DB>(&mut tx, &keyless, dispatched_shard_insert::<DB>, now_ms).await?);
+    ids.extend(insert_all::<DB>(&mut tx, &keyless, new_run_insert::<DB>, now_ms).await?);
     let mut expanded = vec![first];
     if !ids.is_empty() {
         let mut select = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id"));
@@ -61,49 +62,4 @@ pub async fn expand_broadcast<DB: Dialect>(
     commit(tx).await?;
     expanded.sort_by_key(|run| run.shard_index);
     Ok(expanded)
-}
-
-/// `INSERT INTO xjob_log (…) VALUES …` for shards that are dispatched right away: they are
-/// written already claimed (`RUNNING`, trigger time `now_ms`) by the node in their row.
-fn dispatched_shard_insert<DB: Dialect>(shards: &[NewRun], now_ms: i64) -> Sql<'_, DB> {
-    let mut insert = Sql::<DB>::new(
-        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
-         scheduled_at_ms, trigger_time_ms, trigger_msg, handle_msg, executor_address, handler, \
-         params, shard_index, shard_total, attempt, owner_node, epoch) VALUES ",
-    );
-    for (index, shard) in shards.iter().enumerate() {
-        insert.push_mut(if index == 0 { "(" } else { ", (" });
-        insert.bind_mut(shard.job_id);
-        insert.push_mut(", ");
-        insert.bind_mut(shard.group_id);
-        insert.push_mut(", ");
-        match shard.fire_key.as_deref() {
-            Some(key) => insert.bind_mut(key),
-            None => insert.push_mut("NULL"),
-        }
-        insert.push_mut(", ");
-        insert.bind_mut(shard.status.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(shard.trigger_type.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(shard.scheduled_at_ms);
-        insert.push_mut(", ");
-        insert.bind_mut(now_ms);
-        insert.push_mut(", '', '', '', ");
-        insert.bind_mut(shard.handler.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(shard.params.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(shard.shard_index);
-        insert.push_mut(", ");
-        insert.bind_mut(shard.shard_total);
-        insert.push_mut(", ");
-        insert.bind_mut(shard.attempt);
-        insert.push_mut(", ");
-        insert.bind_mut(shard.owner_node.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(shard.epoch);
-        insert.push_mut(")");
-    }
-    insert
 }

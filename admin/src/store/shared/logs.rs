@@ -8,14 +8,15 @@ use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 
-/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs. Every TEXT column is written (MySQL's
-/// have no defaults); a new run has no result and no executor yet.
-/// (`_extra` is unused: the signature of `inserts::BuildInsert`.)
-pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], _extra: i64) -> Sql<'_, DB> {
+/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs, with `trigger_time_ms` (0 for a
+/// run not dispatched yet; the claim time for broadcast shards written already claimed). Every
+/// TEXT column is written (MySQL's have no defaults); a new run has no result and no executor
+/// yet. The signature is `inserts::BuildInsert`.
+pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql<'_, DB> {
     let mut insert = Sql::<DB>::new(
         "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
-         scheduled_at_ms, handler, params, shard_index, shard_total, attempt, trigger_msg, \
-         handle_msg, executor_address, owner_node, epoch, dispatch_at_ms) VALUES ",
+         scheduled_at_ms, trigger_time_ms, handler, params, shard_index, shard_total, attempt, \
+         trigger_msg, handle_msg, executor_address, owner_node, epoch, dispatch_at_ms) VALUES ",
     );
     for (index, run) in runs.iter().enumerate() {
         insert.push_mut(if index == 0 { "(" } else { ", (" });
@@ -27,30 +28,30 @@ pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], _extra: i64) -> Sql<'_, DB> 
             Some(key) => insert.bind_mut(key),
             None => insert.push_mut("NULL"),
         }
-        insert.push_mut(", ");
-        insert.bind_mut(run.status.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(run.trigger_type.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(run.scheduled_at_ms);
-        insert.push_mut(", ");
-        insert.bind_mut(run.handler.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(run.params.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(run.shard_index);
-        insert.push_mut(", ");
-        insert.bind_mut(run.shard_total);
-        insert.push_mut(", ");
-        insert.bind_mut(run.attempt);
+        for text in [run.status.as_str(), run.trigger_type.as_str()] {
+            insert.push_mut(", ");
+            insert.bind_mut(text);
+        }
+        for number in [run.scheduled_at_ms, trigger_time_ms] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
+        for text in [run.handler.as_str(), run.params.as_str()] {
+            insert.push_mut(", ");
+            insert.bind_mut(text);
+        }
+        for number in [run.shard_index, run.shard_total, run.attempt] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
         insert.push_mut(", ");
         insert.bind_mut(run.trigger_msg.as_str());
         insert.push_mut(", '', '', ");
         insert.bind_mut(run.owner_node.as_str());
-        insert.push_mut(", ");
-        insert.bind_mut(run.epoch);
-        insert.push_mut(", ");
-        insert.bind_mut(run.dispatch_at_ms);
+        for number in [run.epoch, run.dispatch_at_ms] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
         insert.push_mut(")");
     }
     insert
