@@ -1,7 +1,10 @@
 //! All SQL of the admin. The only module that imports `sqlx`.
 //!
-//! `Store` is chosen by URL (`sqlite://…`, `postgres://…`, `mysql://…`/`mariadb://…`) and every backend exposes the same methods, which `delegate!` forwards. Rows are
-//! mapped to `model` types here; callers never see a database type.
+//! `Store` is chosen by URL (`sqlite://…`, `postgres://…`, `mysql://…`/`mariadb://…`). Most
+//! methods run one implementation written once over the `Dialect` trait (`shared/`, forwarded
+//! by `shared!`); the few whose SQL genuinely differs per database are forwarded by `delegate!`
+//! to the backend modules. Rows are mapped to `model` types here; callers never see a database
+//! type.
 //!
 //! The schedule round (`run_schedule_round`) is the one place that holds the schedule lock: it
 //! reads due jobs, lets the caller's pure planning closure decide, then writes the fires and the
@@ -316,18 +319,16 @@ delegate! {
     /// Closes the connection pool.
     fn close(&self) -> ();
 
-    // ---- schedule
-
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
     fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
     /// Applies executor results to runs not yet final; returns the ids of the runs this call
-    /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
-    /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
+    /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing.
+    /// A run that becomes SUCCESS is marked as needing no follow-up (`alarm_status` 1) when its
+    /// job has no child jobs and is not FIX_DELAY.
     fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
 
-
-    // ---- monitor (follow-up of finished runs: retries, alarms, child jobs, FIX_DELAY; lost runs)
+    // ---- follow-up claim (MySQL reads each final status on its own, see mysql/monitor.rs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
     /// this node/epoch), oldest first.
     fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;

@@ -5,12 +5,12 @@
 //! MySQL also lacks `UPDATE … RETURNING` and `ON CONFLICT`. So here:
 //! - every "update and return the rows" is a transaction that locks the candidate rows
 //!   (`SELECT … FOR UPDATE`, or `SKIP LOCKED` for work queues), updates exactly those and reads
-//!   them back;
+//!   them back (`shared/claims.rs`);
 //! - inserts that may meet an existing `fire_key` leave out the keys present, and a key taken
 //!   concurrently fails only its own one-row statement, which MySQL undoes without ending the
-//!   transaction (see `inserts.rs`); ids come from each statement's insert id or are read back
+//!   transaction (see `shared/inserts.rs`); ids come from each statement's insert id or are read back
 //!   by `fire_key`, never inferred from consecutive auto-increment values;
-//! - a follow-up that judges the other runs of its fire first locks the job row (`monitor.rs`).
+//! - a follow-up first locks its job's row (`shared/followups.rs`).
 //!
 //! Sessions run at READ COMMITTED: every statement sees the newest committed rows (a check made
 //! after taking a lock sees what the previous holder wrote), and InnoDB takes no gap locks for

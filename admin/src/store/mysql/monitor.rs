@@ -1,27 +1,7 @@
-//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
-//! checks (running runs, marking LOST, who holds which executor).
-//!
-//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
-//! node/epoch) over rows locked with `SKIP LOCKED`, so two admins never follow up the same run;
-//! a claim left by a dead node is adopted like its pending fires. Everything one follow-up
-//! decides is written in one transaction: the retry row, child runs, the final `alarm_status`
-//! and a FIX_DELAY job's next fire.
-//!
-//! SQLite serializes those transactions, and the FIX_DELAY release relies on it: of the runs of
-//! one fire finishing together, the one written last must see all the others final. Here two
-//! admins may write follow-ups of one fire at once, and each would see the other's run still
-//! open (a write skew) so neither would release the job. So a follow-up that may release first
-//! locks the job row: releasing follow-ups of one job run one after the other, and at READ
-//! COMMITTED the later one sees what the earlier one committed. The broadcast children claim is
-//! a compare-and-set on one row, which needs no more than its row lock.
-//!
-//! The write and `finish_followups` are fenced by the claim: right after that job lock (which
-//! writes nothing) the transaction sets the final `alarm_status` only where it is still -1 with
-//! the writer's node/epoch as owner, and writes nothing else (rolls back) when that matches no
-//! row. InnoDB evaluates an UPDATE's condition on the newest committed row after any lock wait,
-//! so a fence racing an adoption fails once the adoption commits. So an admin that stalled after
-//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
-//! overwrite the adopter's `alarm_status` when it resumes.
+//! The follow-up claim on MySQL/MariaDB: compare-and-set on `alarm_status` (0 → -1, owner =
+//! the claiming node/epoch) over rows locked with `SKIP LOCKED`, so two admins never follow up
+//! the same run. Adoption, the write and its claim fence are shared (`shared/adoption.rs`,
+//! `shared/followups.rs`, `shared/claims.rs`).
 
 use sqlx::MySqlConnection;
 

@@ -7,7 +7,7 @@
 //! newest row version after waiting (READ COMMITTED): claims and adoptions are compare-and-set
 //! on owner/epoch/status, multi-row claims lock their rows in id order (`FOR UPDATE`, or
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
-//! other runs of its fire first locks the job row (see `monitor.rs`).
+//! other runs of its fire first locks the job row (see `shared/followups.rs`).
 
 pub(super) mod jobs;
 mod logs;

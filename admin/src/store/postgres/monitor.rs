@@ -1,26 +1,8 @@
-//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
-//! checks (running runs, marking LOST, who holds which executor).
-//!
-//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
-//! node/epoch) over rows locked with `FOR UPDATE SKIP LOCKED`, so two admins never follow up the
-//! same run and each takes the next free runs instead of waiting. Everything one follow-up
-//! decides is written in one transaction: the retry row, child runs, the final `alarm_status`
-//! and a FIX_DELAY job's next fire.
-//!
-//! SQLite serializes those transactions; PostgreSQL does not, and under READ COMMITTED two
-//! follow-ups of the same fire would each miss the other's uncommitted write (each would see
-//! the other run still open, and a FIX_DELAY job would never be released). So a follow-up first
-//! locks its job's row: follow-ups of one job run one after the other, and each statement after
-//! the lock sees what the previous one committed. The broadcast children claim is in addition a
-//! compare-and-set on the fire's shard-0 row, so children start once either way.
-//!
-//! The write and `finish_followups` are fenced by the claim: right after the job lock (which
-//! writes nothing) the transaction sets the final `alarm_status` only where it is still -1 with
-//! the writer's node/epoch as owner, and writes nothing else (rolls back) when that matches no
-//! row. An adoption in flight holds the row's lock; the fence waits for it and re-checks its
-//! condition on the adopted row, so it fails. So an admin that stalled after claiming, whose
-//! claim another admin adopted meanwhile, cannot start a second child run or overwrite the
-//! adopter's `alarm_status` when it resumes.
+//! The follow-up claim on PostgreSQL: compare-and-set on `alarm_status` (0 → -1, owner = the
+//! claiming node/epoch) over rows locked with `FOR UPDATE SKIP LOCKED`, so two admins never
+//! follow up the same run and each takes the next free runs instead of waiting. Adoption, the
+//! write and its claim fence are shared (`shared/adoption.rs`, `shared/followups.rs`,
+//! `shared/claims.rs`).
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{PgStore, map_error};

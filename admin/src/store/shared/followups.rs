@@ -1,7 +1,9 @@
 //! The write of one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release)
 //! in one transaction, fenced by the claim.
 //!
-//! Follow-ups of one job run one after the other: on the servers the transaction first locks
+//! Follow-ups of one job run one after the other (otherwise two follow-ups of one fire written
+//! at once by two admins would each see the other's run still open, a write skew, and neither
+//! would release a FIX_DELAY job): on the servers the transaction first locks
 //! the job's row (the job before its runs, the order `delete_job` takes them in too), on SQLite
 //! `BEGIN IMMEDIATE` takes the single writer's lock. So each check below (the other runs of the
 //! fire, the broadcast claim) sees what the previous follow-up of the job committed. Right after

@@ -1,18 +1,7 @@
-//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
-//! checks (running runs, marking LOST, who holds which executor).
-//!
-//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
-//! node/epoch), so two admins never follow up the same run; a claim left by a dead node is
-//! adopted like its pending fires. Everything one follow-up decides is written in one
-//! transaction: the retry row, child runs, the final `alarm_status` and a FIX_DELAY job's next
-//! fire. SQLite serializes those transactions, which the FIX_DELAY release relies on: of the
-//! runs of one fire finishing together, the one written last sees all the others final.
-//!
-//! The write and `finish_followups` are fenced by the claim: the transaction first sets the
-//! final `alarm_status` only where it is still -1 with the writer's node/epoch as owner, and
-//! writes nothing else (rolls back) when that matches no row. So an admin that stalled after
-//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
-//! overwrite the adopter's `alarm_status` when it resumes.
+//! The follow-up claim on SQLite: one `UPDATE … RETURNING` over the oldest finished runs not
+//! followed up yet, through the partial index of those rows (see `plans.rs`); SQLite's single
+//! writer keeps two claims apart. Adoption, the write and its claim fence are shared
+//! (`shared/adoption.rs`, `shared/followups.rs`, `shared/claims.rs`).
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{SqliteStore, map_error};
