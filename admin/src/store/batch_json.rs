@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::{DispatchRecord, JobScheduleUpdate, RunCompletion};
-use crate::model::JobStatus;
+use crate::model::{JobStatus, RunStatus};
 
 /// Most rows one batched statement carries.
 pub const ROWS_PER_STATEMENT: usize = 1000;
@@ -16,17 +16,35 @@ pub const ROWS_PER_STATEMENT: usize = 1000;
 pub fn completions(chunk: &[&RunCompletion]) -> String {
     let rows: Vec<_> = chunk
         .iter()
-        .map(|completion| {
-            json!({
-                "id": completion.log_id,
-                "status": completion.status.as_str(),
-                "code": completion.handle_code,
-                "msg": completion.handle_msg,
-                "time": completion.finished_ms,
-            })
+        .map(|completion| completion_row(completion))
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// `completions` with `"quiet"` (1 or 0) added to each row, for MySQL, which decides the
+/// follow-up need in a locking read before the update: 1 for a success whose job needs no
+/// follow-up.
+pub fn completions_with_quiet(chunk: &[&(&RunCompletion, bool)]) -> String {
+    let rows: Vec<_> = chunk
+        .iter()
+        .map(|(completion, needs_followup)| {
+            let quiet = completion.status == RunStatus::Success && !needs_followup;
+            let mut row = completion_row(completion);
+            row["quiet"] = json!(i32::from(quiet));
+            row
         })
         .collect();
     serde_json::Value::Array(rows).to_string()
+}
+
+fn completion_row(completion: &RunCompletion) -> serde_json::Value {
+    json!({
+        "id": completion.log_id,
+        "status": completion.status.as_str(),
+        "code": completion.handle_code,
+        "msg": completion.handle_msg,
+        "time": completion.finished_ms,
+    })
 }
 
 /// `[{"id", "code", "msg", "address", "time"}, …]` for `record_dispatches`.
@@ -90,7 +108,6 @@ pub fn first_completion_per_run(completions: &[RunCompletion]) -> Vec<&RunComple
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RunStatus;
 
     fn completion(log_id: i64, handle_msg: &str) -> RunCompletion {
         RunCompletion {

@@ -25,25 +25,35 @@ use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 /// A fresh store per available backend, with the temp dirs that must outlive it.
 pub(crate) async fn fresh_stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
     let mut stores = Vec::new();
+    for (name, url, dir) in fresh_databases().await {
+        let store = Store::connect(&url).await.expect("store");
+        stores.push((name, store, dir));
+    }
+    stores
+}
+
+/// The URL of a fresh database per available backend (not connected yet), with the temp dirs
+/// that must outlive it.
+async fn fresh_databases() -> Vec<(&'static str, String, Option<tempfile::TempDir>)> {
+    let mut databases = Vec::new();
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("conformance.db").display());
-    let sqlite = Store::connect(&url).await.expect("sqlite store");
-    stores.push(("sqlite", sqlite, Some(dir)));
+    databases.push(("sqlite", url, Some(dir)));
     for (name, variable) in [
         ("postgres", "XJOB_TEST_POSTGRES_URL"),
         ("mysql", "XJOB_TEST_MYSQL_URL"),
     ] {
         match std::env::var(variable) {
             Ok(base_url) => {
-                let store = Store::connect_fresh_for_tests(&base_url)
+                let url = Store::create_scratch_database(&base_url)
                     .await
-                    .expect("server store");
-                stores.push((name, store, None));
+                    .expect("scratch database");
+                databases.push((name, url, None));
             }
             Err(_) => eprintln!("skipping the {name} backend: {variable} is not set"),
         }
     }
-    stores
+    databases
 }
 
 fn group(app_name: &str) -> Group {
@@ -534,4 +544,48 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
         );
         store.close().await;
     }
+}
+
+/// Without the `schedule_lock` row admins would not exclude each other (XXL-JOB silently loses
+/// mutual exclusion then): a running admin on a server stops scheduling, and a restart is
+/// refused.
+#[tokio::test]
+async fn an_admin_refuses_a_database_without_the_schedule_lock_row() {
+    for (backend, url, _dir) in fresh_databases().await {
+        let store = Store::connect(&url).await.expect("first start");
+        let deleted = match &store {
+            Store::Sqlite(backend) => delete_lock_row(backend.pools()).await,
+            Store::Postgres(backend) => delete_lock_row(backend.pools()).await,
+            Store::Mysql(backend) => delete_lock_row(backend.pools()).await,
+        };
+        assert_eq!(deleted, 1, "{backend}");
+        // On the servers the row is the lock every round takes; SQLite's lock is its single
+        // writer (`BEGIN IMMEDIATE`), so only its start-up checks the row.
+        if backend != "sqlite" {
+            let mut plan = |_jobs: Vec<Job>| super::RoundPlan::default();
+            let round = store.run_schedule_round(0, 10, &mut plan).await;
+            assert!(
+                matches!(&round, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
+                "{backend}: a running admin stops scheduling: {:?}",
+                round.map(|(found, _)| found)
+            );
+        }
+        store.close().await;
+
+        match Store::connect(&url).await {
+            Err(StoreError::Schema(message)) => {
+                assert!(message.contains("schedule_lock"), "{backend}: {message}");
+            }
+            Err(other) => panic!("{backend}: expected a schema error, got {other:?}"),
+            Ok(_) => panic!("{backend}: an admin started without the lock row"),
+        }
+    }
+}
+
+async fn delete_lock_row<DB: super::dialect::Dialect>(pools: super::sql::Pools<'_, DB>) -> u64 {
+    let mut conn = pools.write().await.expect("connection");
+    super::sql::Sql::<DB>::new("DELETE FROM xjob_lock")
+        .affected(&mut conn)
+        .await
+        .expect("lock row deleted")
 }

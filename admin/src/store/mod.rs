@@ -1,7 +1,10 @@
 //! All SQL of the admin. The only module that imports `sqlx`.
 //!
-//! `Store` is chosen by URL (`sqlite://…`, `postgres://…`, `mysql://…`/`mariadb://…`) and every backend exposes the same methods, which `delegate!` forwards. Rows are
-//! mapped to `model` types here; callers never see a database type.
+//! `Store` is chosen by URL (`sqlite://…`, `postgres://…`, `mysql://…`/`mariadb://…`). Most
+//! methods run one implementation written once over the `Dialect` trait (`shared/`, forwarded
+//! by `shared!`); the few whose SQL genuinely differs per database are forwarded by `delegate!`
+//! to the backend modules. Rows are mapped to `model` types here; callers never see a database
+//! type.
 //!
 //! The schedule round (`run_schedule_round`) is the one place that holds the schedule lock: it
 //! reads due jobs, lets the caller's pure planning closure decide, then writes the fires and the
@@ -10,8 +13,11 @@
 mod batch_json;
 #[cfg(test)]
 mod conformance;
+mod dialect;
 mod mysql;
 mod postgres;
+mod shared;
+mod sql;
 mod sqlite;
 
 use thiserror::Error;
@@ -151,13 +157,6 @@ impl Store {
             )))
         }
     }
-
-    /// Connects to a fresh scratch database on the server of `base_url` (conformance suite).
-    #[cfg(test)]
-    pub(crate) async fn connect_fresh_for_tests(base_url: &str) -> StoreResult<Store> {
-        let url = Store::create_scratch_database(base_url).await?;
-        Store::connect(&url).await
-    }
 }
 
 /// Forwards each listed method to the backend of the current variant.
@@ -178,140 +177,161 @@ macro_rules! delegate {
     };
 }
 
-delegate! {
-    /// Closes the connection pool.
-    fn close(&self) -> ();
+/// Forwards each listed method to its one implementation in `shared::MODULE`, run on the
+/// pools of the current backend.
+macro_rules! shared {
+    ($( $(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty => $module:ident; )*) => {
+        impl Store {
+            $(
+                $(#[$meta])*
+                pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match self {
+                        Store::Sqlite(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                        Store::Postgres(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                        Store::Mysql(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
 
+shared! {
     // ---- groups
     /// Inserts a group and returns it with its id.
-    fn insert_group(&self, group: &Group) -> StoreResult<Group>;
+    fn insert_group(&self, group: &Group) -> StoreResult<Group> => groups;
     /// Replaces a group's editable fields; false when it does not exist.
-    fn update_group(&self, group: &Group) -> StoreResult<bool>;
+    fn update_group(&self, group: &Group) -> StoreResult<bool> => groups;
     /// Deletes a group; false when it did not exist.
-    fn delete_group(&self, id: i64) -> StoreResult<bool>;
-    fn get_group(&self, id: i64) -> StoreResult<Option<Group>>;
-    fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>>;
+    fn delete_group(&self, id: i64) -> StoreResult<bool> => groups;
+    fn get_group(&self, id: i64) -> StoreResult<Option<Group>> => groups;
+    fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
     /// Groups whose app name contains `app_name_filter`, by id.
-    fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>>;
+    fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
     /// Number of jobs in a group.
-    fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64>;
-
+    fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> => groups;
     // ---- jobs
     /// Inserts a job and returns it with its id.
-    fn insert_job(&self, job: &Job) -> StoreResult<Job>;
+    fn insert_job(&self, job: &Job) -> StoreResult<Job> => jobs;
     /// Replaces a job's editable fields (not its scheduling state, which only `set_job_schedule`
     /// and the schedule round write); false when it does not exist.
-    fn update_job(&self, job: &Job) -> StoreResult<bool>;
+    fn update_job(&self, job: &Job) -> StoreResult<bool> => jobs;
     /// Deletes a job and its log rows; false when it did not exist.
-    fn delete_job(&self, id: i64) -> StoreResult<bool>;
-    fn get_job(&self, id: i64) -> StoreResult<Option<Job>>;
-    fn get_jobs(&self, ids: &[i64]) -> StoreResult<Vec<Job>>;
-    fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>>;
+    fn delete_job(&self, id: i64) -> StoreResult<bool> => jobs;
+    fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
+    fn get_jobs(&self, ids: &[i64]) -> StoreResult<Vec<Job>> => jobs;
+    fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
     /// Ids among `ids` with no job.
-    fn missing_job_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>>;
+    fn missing_job_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>> => jobs;
     /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
-    fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool>;
+    fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
-    fn count_jobs(&self) -> StoreResult<i64>;
-
+    fn count_jobs(&self) -> StoreResult<i64> => jobs;
+    // ---- broadcast (SHARDING_BROADCAST shard rows)
+    /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
+    /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;
+    /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
+    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
     // ---- schedule
     /// Creates or re-registers an admin node; returns its new epoch.
-    fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64>;
+    fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
     /// Extends a node's lease; false when another start took its epoch.
-    fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool>;
+    fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> => schedule;
     /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
     fn run_schedule_round(
         &self,
         window_end_ms: i64,
         limit: i64,
         plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
-    ) -> StoreResult<(usize, Vec<InsertedRun>)>;
-    /// Takes over PENDING runs of dead nodes and of this node's older epochs.
-    fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
+    ) -> StoreResult<(usize, Vec<InsertedRun>)> => schedule;
+    // ---- monitor (the reads; follow-up claims and writes lock per dialect)
+    /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
+    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;
+    /// RUNNING runs that reached an executor (an address is recorded), oldest first.
+    fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> => monitor;
+    /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
+    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> => monitor;
+    /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
+    fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
+    // ---- claims, skips, the end of a follow-up claim
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
-    fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
+    fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>>;
+    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
-    fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()>;
+    fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
-    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64>;
-
-    // ---- logs
-    /// Inserts runs (manual triggers, retries); returns their ids in order.
-    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>>;
-    /// Records dispatch outcomes in one transaction.
-    fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
-    /// Applies executor results to runs not yet final; returns the ids of the runs this call
-    /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing. A run that becomes SUCCESS is marked as needing
-    /// no follow-up (`alarm_status` 1) when its job has no child jobs and is not FIX_DELAY.
-    fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
-    fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>>;
-    fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>>;
-
-    // ---- broadcast (SHARDING_BROADCAST shard rows)
-    /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
-    /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped);
-    /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
-    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>>;
-
-    // ---- operations data (daily report, log clean-up, callback tokens)
-    /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
-    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
-    fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts>;
-    /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
-    fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>>;
-    /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
-    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>>;
-    /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
-    /// returns how many it deleted.
-    fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64>;
-    /// `(log id, access token)` for each of `log_ids` whose group has a token.
-    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>>;
-
-    // ---- registry
-    /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
-    fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()>;
-    fn delete_registry(&self, executor_id: &str) -> StoreResult<()>;
-    /// Registry rows owned by a node (at start: the sessions of this node's previous life).
-    fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>>;
-
-    // ---- monitor (follow-up of finished runs: retries, alarms, child jobs, FIX_DELAY; lost runs)
-    /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
-    /// this node/epoch), oldest first.
-    fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;
-    /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
-    /// write that failed; only its single follow-up task claims, so none is in progress when it
-    /// calls this) and those of dead nodes.
-    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>>;
+    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => claims;
+    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
+    /// only of those still claimed by this node/epoch; returns how many it ended.
+    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64> => claims;
+    // ---- follow-ups
     /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
     /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
     /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
     /// follow-up was written already) it writes nothing and returns `fenced_off`.
-    fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten>;
-    /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
-    /// only of those still claimed by this node/epoch; returns how many it ended.
-    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64>;
-    /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
-    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>>;
-    /// RUNNING runs that reached an executor (an address is recorded), oldest first.
-    fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>>;
+    fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
+    // ---- adoption of gone admins' rows
+    /// Takes over PENDING runs of dead nodes and of this node's older epochs.
+    fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
+    /// write that failed; only its single follow-up task claims, so none is in progress when it
+    /// calls this) and those of dead nodes.
+    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
-    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>>;
-    /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
-    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool>;
-    /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
-    fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>>;
-
+    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    // ---- logs
+    /// Inserts runs (manual triggers, retries); returns their ids in order.
+    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
+    fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> => logs;
+    fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
+    // ---- operations data (daily report, log clean-up, callback tokens)
+    /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
+    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
+    fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts> => report;
+    /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
+    fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>> => report;
+    /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
+    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>> => report;
+    /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
+    /// returns how many it deleted.
+    fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64> => report;
+    /// `(log id, access token)` for each of `log_ids` whose group has a token.
+    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>> => registry;
     // ---- cluster (shared registry: every admin routes over the live rows of all admins)
     /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
     /// address.
-    fn list_live_registry(&self, heartbeat_after_ms: i64) -> StoreResult<Vec<ExecutorInfo>>;
+    fn list_live_registry(&self, heartbeat_after_ms: i64) -> StoreResult<Vec<ExecutorInfo>> => registry;
     /// Deletes registry rows whose heartbeat is before `heartbeat_before_ms` (their owner died
     /// or lost its executor); returns how many.
-    fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64>;
+    fn delete_stale_registry(&self, heartbeat_before_ms: i64) -> StoreResult<u64> => registry;
+    // ---- registry
+    /// Inserts or refreshes a live executor row owned by `ExecutorInfo::admin_node`.
+    fn upsert_registry(&self, executor: &ExecutorInfo) -> StoreResult<()> => registry;
+    fn delete_registry(&self, executor_id: &str) -> StoreResult<()> => registry;
+    /// Registry rows owned by a node (at start: the sessions of this node's previous life).
+    fn list_registry_of_node(&self, node_id: &str) -> StoreResult<Vec<ExecutorInfo>> => registry;
+}
+
+delegate! {
+    /// Closes the connection pool.
+    fn close(&self) -> ();
+
+    // ---- logs (the batched writes differ per dialect)
+    /// Records dispatch outcomes in one transaction.
+    fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
+    /// Applies executor results to runs not yet final; returns the ids of the runs this call
+    /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing.
+    /// A run that becomes SUCCESS is marked as needing no follow-up (`alarm_status` 1) when its
+    /// job has no child jobs and is not FIX_DELAY.
+    fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
+
+    // ---- follow-up claim (MySQL reads each final status on its own, see mysql/monitor.rs)
+    /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
+    /// this node/epoch), oldest first.
+    fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.

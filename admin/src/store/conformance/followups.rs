@@ -35,11 +35,12 @@ async fn claim_all(store: &Store) {
 }
 
 /// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
-async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+pub(super) async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+    use crate::store::shared::followups::alarm_status_of;
     let alarm_status = match store {
-        Store::Sqlite(backend) => backend.alarm_status_of(log_id).await,
-        Store::Postgres(backend) => backend.alarm_status_of(log_id).await,
-        Store::Mysql(backend) => backend.alarm_status_of(log_id).await,
+        Store::Sqlite(backend) => alarm_status_of(backend.pools(), log_id).await,
+        Store::Postgres(backend) => alarm_status_of(backend.pools(), log_id).await,
+        Store::Mysql(backend) => alarm_status_of(backend.pools(), log_id).await,
     };
     alarm_status.expect("alarm status")
 }
@@ -748,6 +749,51 @@ async fn stranded_dispatches_are_those_of_gone_admins_without_an_address() {
             vec![earlier_life],
             "{backend}"
         );
+        store.close().await;
+    }
+}
+
+/// `DeleteJob` and the follow-up of one of the job's runs, at the same moment, many times: both
+/// take the job row's lock and the run's, so they must take them in the same order (the job
+/// first) or the database breaks the deadlock by failing one of them. Afterwards nothing of the
+/// job is left, whichever ran first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_a_job_during_the_follow_up_of_its_run_never_deadlocks() {
+    const ROUNDS: usize = 40;
+    for (backend, store, _dir) in fresh_stores().await {
+        let group_id = new_group(&store).await.id;
+        for round in 0..ROUNDS {
+            let job = new_job(&store, group_id, ScheduleType::FixDelay).await;
+            awaiting_fix_delay(&store, &job, T0).await;
+            let run = insert(&store, shard_run(&job, T0, (0, 1), 0, RunStatus::Failed)).await;
+            claim_all(&store).await;
+            let write = with_release(run, &job, T0, T0 + 1_000);
+            let (deleted, written) = tokio::join!(
+                tokio::spawn({
+                    let store = store.clone();
+                    async move { store.delete_job(job.id).await }
+                }),
+                tokio::spawn({
+                    let store = store.clone();
+                    async move { store.write_followup(&write).await }
+                }),
+            );
+            let deleted = deleted.expect("task");
+            let written = written.expect("task");
+            assert!(
+                matches!(deleted, Ok(true)),
+                "{backend} round {round}: delete_job: {deleted:?}"
+            );
+            assert!(
+                written.is_ok(),
+                "{backend} round {round}: write_followup: {written:?}"
+            );
+            assert_eq!(store.get_job(job.id).await.expect("get"), None, "{backend}");
+            assert!(
+                runs_of(&store, job.id).await.is_empty(),
+                "{backend} round {round}: runs of the deleted job are left"
+            );
+        }
         store.close().await;
     }
 }

@@ -428,3 +428,195 @@ async fn only_results_with_something_to_follow_up_wait_for_the_follow_up() {
         store.close().await;
     }
 }
+
+/// `count` RUNNING manual runs of `job`.
+async fn running_runs(store: &Store, job: &Job, count: usize) -> Vec<i64> {
+    let runs = vec![manual_run(job, RunStatus::Running); count];
+    store.insert_runs(&runs).await.expect("runs")
+}
+
+fn success(log_id: i64, handle_msg: &str) -> RunCompletion {
+    RunCompletion {
+        log_id,
+        status: RunStatus::Success,
+        handle_code: 200,
+        handle_msg: handle_msg.to_string(),
+        finished_ms: 7,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admins_applying_the_same_results_together_finish_each_run_once() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        // A clone shares the pool but writes through its own connection, as a second admin.
+        let other = store.clone();
+        for round in 0..3 {
+            // Past one statement's rows, so each admin writes two chunks.
+            let ids = running_runs(&store, &job, 1_100).await;
+            let results: Vec<RunCompletion> = ids.iter().map(|&id| success(id, "ok")).collect();
+            let reversed: Vec<RunCompletion> = results.iter().rev().cloned().collect();
+            let (first, second) = tokio::join!(
+                store.complete_runs(&results),
+                other.complete_runs(&reversed)
+            );
+            let mut all = first.expect("first admin");
+            all.extend(second.expect("second admin"));
+            all.sort_unstable();
+            assert_eq!(
+                all, ids,
+                "{backend} round {round}: every run finished exactly once"
+            );
+        }
+        store.close().await;
+    }
+}
+
+/// A transaction of another session that holds every job row and one run (server backends;
+/// SQLite has no row locks: its single writer excludes the others).
+enum HeldRows {
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Mysql(sqlx::Transaction<'static, sqlx::MySql>),
+}
+
+async fn hold_rows<DB: crate::store::dialect::Dialect>(
+    pools: crate::store::sql::Pools<'_, DB>,
+    log_id: i64,
+) -> sqlx::Transaction<'static, DB> {
+    use crate::store::sql::Sql;
+    let mut tx = pools.begin().await.expect("begin");
+    Sql::<DB>::new("SELECT id FROM xjob_job FOR UPDATE")
+        .fetch_all(&mut tx)
+        .await
+        .expect("lock jobs");
+    Sql::<DB>::new("SELECT id FROM xjob_log WHERE id = ")
+        .bind(log_id)
+        .push(" FOR UPDATE")
+        .fetch_all(&mut tx)
+        .await
+        .expect("lock a run");
+    tx
+}
+
+async fn hold_rows_elsewhere(store: &Store, log_id: i64) -> Option<HeldRows> {
+    match store {
+        Store::Sqlite(_) => None,
+        Store::Postgres(backend) => {
+            Some(HeldRows::Postgres(hold_rows(backend.pools(), log_id).await))
+        }
+        Store::Mysql(backend) => Some(HeldRows::Mysql(hold_rows(backend.pools(), log_id).await)),
+    }
+}
+
+impl HeldRows {
+    async fn release(self) {
+        match self {
+            HeldRows::Postgres(tx) => tx.rollback().await.expect("rollback"),
+            HeldRows::Mysql(tx) => tx.rollback().await.expect("rollback"),
+        }
+    }
+}
+
+/// Batched dispatch outcomes and results lock only their own runs, in the order of their ids,
+/// and never a job row (the schedule round and FIX_DELAY follow-ups hold those); text of every
+/// kind is written exactly; a success needs no follow-up unless its job has children or is
+/// FIX_DELAY.
+#[tokio::test]
+async fn batches_lock_only_their_runs_never_the_job_row_and_keep_text_exactly() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group_id = new_group(&store).await.id;
+        let job = new_job(&store, group_id, ScheduleType::Cron).await;
+        let mut parent = job.clone();
+        parent.child_job_ids = vec![job.id];
+        let parent = store.insert_job(&parent).await.expect("parent");
+        let fix_delay = new_job(&store, group_id, ScheduleType::FixDelay).await;
+        let gone_job = Job {
+            id: job.id + 1_000,
+            ..job.clone()
+        };
+        let runs = running_runs(&store, &job, 4).await;
+        let of_gone_job = running_runs(&store, &gone_job, 1).await[0];
+        let of_parent = running_runs(&store, &parent, 1).await[0];
+        let of_fix_delay = running_runs(&store, &fix_delay, 1).await[0];
+
+        // Another session holds every job row and one run outside the batches: a write that
+        // scanned the (small) log table or locked job rows would wait for it.
+        let held = hold_rows_elsewhere(&store, runs[1]).await;
+
+        let tricky = "quote \" backslash \\ newline \n tab \t control \u{1} é 😀 '; --";
+        let deadline = std::time::Duration::from_secs(5);
+        let outcome = |log_id, outcome| DispatchRecord {
+            log_id,
+            outcome,
+            trigger_code: 500,
+            trigger_msg: format!("{tricky} {log_id}"),
+            executor_address: "http://exécuteur:1".to_string(),
+            finished_ms: 5,
+        };
+        tokio::time::timeout(
+            deadline,
+            store.record_dispatches(&[
+                outcome(runs[3], DispatchOutcome::Skipped),
+                outcome(runs[2], DispatchOutcome::Failed),
+                outcome(runs[0], DispatchOutcome::Accepted),
+            ]),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{backend}: dispatches waited for a lock"))
+        .expect("dispatches");
+        let mut finished = tokio::time::timeout(
+            deadline,
+            store.complete_runs(&[
+                success(of_fix_delay, "ok"),
+                success(runs[0], tricky),
+                success(runs[2], "late"),
+                success(of_parent, "ok"),
+                success(of_gone_job, "ok"),
+                success(runs[0], "again"),
+            ]),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{backend}: results waited for a lock"))
+        .expect("results");
+        finished.sort_unstable();
+        assert_eq!(
+            finished,
+            vec![runs[0], of_gone_job, of_parent, of_fix_delay],
+            "{backend}"
+        );
+        if let Some(held) = held {
+            held.release().await;
+        }
+
+        let run = store.get_log(runs[0]).await.expect("get").expect("run");
+        assert_eq!(run.status, RunStatus::Success, "{backend}");
+        assert_eq!(run.handle_msg, tricky, "{backend}");
+        assert_eq!(
+            run.trigger_msg,
+            format!("{tricky} {}", runs[0]),
+            "{backend}"
+        );
+        assert_eq!(run.executor_address, "http://exécuteur:1", "{backend}");
+        let failed = store.get_log(runs[2]).await.expect("get").expect("run");
+        assert_eq!(
+            (failed.status, failed.handle_time_ms),
+            (RunStatus::Failed, 5),
+            "{backend}"
+        );
+        let skipped = store.get_log(runs[3]).await.expect("get").expect("run");
+        assert_eq!(skipped.status, RunStatus::Skipped, "{backend}");
+        for (log_id, expected) in [
+            (runs[0], 1),
+            (of_gone_job, 1),
+            (of_parent, 0),
+            (of_fix_delay, 0),
+        ] {
+            assert_eq!(
+                super::followups::alarm_status_of(&store, log_id).await,
+                expected,
+                "{backend} run {log_id}"
+            );
+        }
+        store.close().await;
+    }
+}

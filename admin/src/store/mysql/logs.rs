@@ -1,12 +1,7 @@
 //! Run logs: inserts for manual triggers, dispatch outcomes, executor results, queries.
 
-use serde_json::json;
-use sqlx::QueryBuilder;
-
-use super::inserts::insert_run;
-use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{MySqlStore, map_error};
-use crate::model::{LogFilter, NewRun, RunLog, RunStatus};
+use crate::store::shared::logs::in_id_order;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, batch_json};
 
 // The batched writes below take their rows as one JSON array, unpacked by `JSON_TABLE` and
@@ -68,7 +63,7 @@ const LOCK_OPEN_RUNS: &str = "SELECT l.id, EXISTS (SELECT 1 FROM xjob_job j \
      STRAIGHT_JOIN xjob_log l FORCE INDEX (PRIMARY) ON l.id = r.id \
      WHERE l.status IN ('PENDING', 'RUNNING') ORDER BY l.id FOR UPDATE";
 
-/// Results (`completions_json`) applied to runs `LOCK_OPEN_RUNS` locked. A success that needs
+/// Results (`batch_json::completions_with_quiet`) applied to runs `LOCK_OPEN_RUNS` locked. A success that needs
 /// no follow-up (`quiet`) gets `alarm_status` 1, so the follow-up loop never claims it.
 const COMPLETE_RUNS: &str = "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', \
        status VARCHAR(16) CHARACTER SET utf8mb4 PATH '$.status', code INT PATH '$.code', \
@@ -88,17 +83,6 @@ const JSON_BYTES_PER_STATEMENT: usize = 4 * 1024 * 1024;
 const JSON_BYTES_PER_ROW: usize = 160;
 
 impl MySqlStore {
-    pub async fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
-        // One insert per run: its insert id is exact, whatever other admins insert meanwhile.
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let mut ids = Vec::with_capacity(runs.len());
-        for run in runs {
-            ids.push(insert_run(&mut tx, run).await?);
-        }
-        tx.commit().await.map_err(map_error)?;
-        Ok(ids)
-    }
-
     /// One UPDATE per outcome kind present (per chunk), the rows passed as one JSON parameter.
     pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
@@ -154,7 +138,7 @@ impl MySqlStore {
             let locked: Vec<&(&RunCompletion, bool)> = locked.iter().collect();
             for part in statement_chunks(&locked, text_len) {
                 sqlx::query(COMPLETE_RUNS)
-                    .bind(completions_json(part))
+                    .bind(batch_json::completions_with_quiet(part))
                     .execute(&mut *tx)
                     .await
                     .map_err(map_error)?;
@@ -164,57 +148,6 @@ impl MySqlStore {
         tx.commit().await.map_err(map_error)?;
         Ok(finished)
     }
-
-    pub async fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> {
-        let row = sqlx::query(&format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_error)?;
-        row.as_ref().map(run_from_row).transpose()
-    }
-
-    pub async fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> {
-        let mut query =
-            QueryBuilder::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
-        if let Some(group_id) = filter.group_id {
-            query.push(" AND group_id = ").push_bind(group_id);
-        }
-        if let Some(job_id) = filter.job_id {
-            query.push(" AND job_id = ").push_bind(job_id);
-        }
-        if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
-        }
-        if let Some(from_ms) = filter.from_ms {
-            query.push(" AND trigger_time_ms >= ").push_bind(from_ms);
-        }
-        if let Some(to_ms) = filter.to_ms {
-            query.push(" AND trigger_time_ms <= ").push_bind(to_ms);
-        }
-        query
-            .push(" ORDER BY id DESC LIMIT ")
-            .push_bind(filter.limit);
-        query.push(" OFFSET ").push_bind(filter.offset);
-        let rows = query
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-}
-
-/// The items sorted by log id (stable: repeats of one run keep their order). Transactions that
-/// lock several runs lock them in id order, so two of them never wait for each other in a
-/// cycle (a deadlock, which InnoDB would end by rolling one of them back).
-fn in_id_order<'a, T>(
-    items: impl IntoIterator<Item = &'a T>,
-    log_id: impl Fn(&T) -> i64,
-) -> Vec<&'a T> {
-    let mut sorted: Vec<&T> = items.into_iter().collect();
-    sorted.sort_by_key(|item| log_id(item));
-    sorted
 }
 
 /// `items` cut into statements of at most `batch_json::ROWS_PER_STATEMENT` rows and
@@ -253,37 +186,15 @@ fn json_len(text: &str) -> usize {
     escaped + 2
 }
 
-/// `[{"id", "status", "code", "msg", "time", "quiet"}, …]` for `COMPLETE_RUNS`: `quiet` (1) for
-/// a success whose job needs no follow-up.
-fn completions_json(rows: &[&(&RunCompletion, bool)]) -> String {
-    let rows: Vec<_> = rows
-        .iter()
-        .map(|(completion, needs_followup)| {
-            let quiet = completion.status == RunStatus::Success && !needs_followup;
-            json!({
-                "id": completion.log_id,
-                "status": completion.status.as_str(),
-                "code": completion.handle_code,
-                "msg": completion.handle_msg,
-                "time": completion.finished_ms,
-                "quiet": i32::from(quiet),
-            })
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
-}
-
 /// What only this backend's batched writes risk: a statement past `max_allowed_packet`, text in
-/// a `JSON_TABLE` column's character set, locks beyond the batch's own rows. Skipped (with a
+/// a `JSON_TABLE` column's character set (locks beyond the batch's own rows: conformance suite). Skipped (with a
 /// message) when `XJOB_TEST_MYSQL_URL` is not set.
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use sqlx::{Connection, MySqlConnection};
 
     use super::super::create_scratch_database;
     use super::*;
+    use crate::model::RunStatus;
 
     /// A fresh database, its URL and one job (CRON, no children), or `None` without a server.
     async fn scratch() -> Option<(MySqlStore, String, i64)> {
@@ -430,7 +341,11 @@ mod tests {
         finished.sort_unstable();
         assert_eq!(finished, ids);
         for &log_id in [ids[0], ids[999], ids[1_000], ids[1_099]].iter() {
-            let run = store.get_log(log_id).await.expect("get").expect("run");
+            let run = crate::store::Store::Mysql(store.clone())
+                .get_log(log_id)
+                .await
+                .expect("get")
+                .expect("run");
             assert_eq!(run.trigger_msg, message(log_id));
             assert_eq!(run.handle_msg, message(log_id));
             assert_eq!(run.executor_address, format!("http://exécuteur-{log_id}:1"));
@@ -440,125 +355,6 @@ mod tests {
             );
             assert_eq!(alarm_status(&store, log_id).await, 1);
         }
-        store.close().await;
-    }
-
-    #[tokio::test]
-    async fn batches_lock_only_their_runs_and_never_the_job_row() {
-        let Some((store, url, job_id)) = scratch().await else {
-            return;
-        };
-        let gone_job = job_id + 1_000;
-        let with_children = new_job(&store, "CRON", &job_id.to_string()).await;
-        let fix_delay = new_job(&store, "FIX_DELAY", "").await;
-        let runs = running_runs(&store, job_id, 4).await;
-        let of_gone_job = running_runs(&store, gone_job, 1).await[0];
-        let of_parent = running_runs(&store, with_children, 1).await[0];
-        let of_fix_delay = running_runs(&store, fix_delay, 1).await[0];
-
-        // Another session holds every job row and one run outside the batches: a write that
-        // scanned the (small) log table or read the job rows with locks would wait for it.
-        let mut other = MySqlConnection::connect(&url).await.expect("connect");
-        sqlx::query("BEGIN")
-            .execute(&mut other)
-            .await
-            .expect("begin");
-        sqlx::query("SELECT id FROM xjob_job FOR UPDATE")
-            .fetch_all(&mut other)
-            .await
-            .expect("lock jobs");
-        sqlx::query("SELECT id FROM xjob_log WHERE id = ? FOR UPDATE")
-            .bind(runs[1])
-            .fetch_all(&mut other)
-            .await
-            .expect("lock a run");
-
-        let deadline = Duration::from_secs(5);
-        let outcome = |log_id, outcome| DispatchRecord {
-            log_id,
-            outcome,
-            trigger_code: 500,
-            trigger_msg: "m".to_string(),
-            executor_address: "a".to_string(),
-            finished_ms: 5,
-        };
-        tokio::time::timeout(
-            deadline,
-            store.record_dispatches(&[
-                outcome(runs[3], DispatchOutcome::Skipped),
-                outcome(runs[2], DispatchOutcome::Failed),
-                outcome(runs[0], DispatchOutcome::Accepted),
-            ]),
-        )
-        .await
-        .expect("no lock wait")
-        .expect("dispatches");
-        let finished = tokio::time::timeout(
-            deadline,
-            store.complete_runs(&[
-                success(of_fix_delay, "ok"),
-                success(runs[0], "ok"),
-                success(runs[2], "late"),
-                success(of_parent, "ok"),
-                success(of_gone_job, "ok"),
-                success(runs[0], "again"),
-            ]),
-        )
-        .await
-        .expect("no lock wait")
-        .expect("results");
-        assert_eq!(
-            finished,
-            vec![runs[0], of_gone_job, of_parent, of_fix_delay]
-        );
-        sqlx::query("ROLLBACK")
-            .execute(&mut other)
-            .await
-            .expect("rollback");
-
-        let run = store.get_log(runs[0]).await.expect("get").expect("run");
-        assert_eq!(
-            (run.status, run.handle_msg.as_str()),
-            (RunStatus::Success, "ok")
-        );
-        let failed = store.get_log(runs[2]).await.expect("get").expect("run");
-        assert_eq!(
-            (failed.status, failed.handle_time_ms),
-            (RunStatus::Failed, 5)
-        );
-        let skipped = store.get_log(runs[3]).await.expect("get").expect("run");
-        assert_eq!(skipped.status, RunStatus::Skipped);
-        for (log_id, expected) in [
-            (runs[0], 1),
-            (of_gone_job, 1),
-            (of_parent, 0),
-            (of_fix_delay, 0),
-        ] {
-            assert_eq!(alarm_status(&store, log_id).await, expected, "run {log_id}");
-        }
-        store.close().await;
-    }
-
-    #[tokio::test]
-    async fn admins_applying_the_same_results_together_finish_each_run_once() {
-        let Some((store, url, job_id)) = scratch().await else {
-            return;
-        };
-        let other = MySqlStore::connect(&url).await.expect("second admin");
-        for round in 0..5 {
-            let ids = running_runs(&store, job_id, 200).await;
-            let results: Vec<RunCompletion> = ids.iter().map(|&id| success(id, "ok")).collect();
-            let reversed: Vec<RunCompletion> = results.iter().rev().cloned().collect();
-            let (first, second) = tokio::join!(
-                store.complete_runs(&results),
-                other.complete_runs(&reversed)
-            );
-            let mut all = first.expect("first admin");
-            all.extend(second.expect("second admin"));
-            all.sort_unstable();
-            assert_eq!(all, ids, "round {round}: every run finished exactly once");
-        }
-        other.close().await;
         store.close().await;
     }
 }

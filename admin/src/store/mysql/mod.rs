@@ -5,29 +5,21 @@
 //! MySQL also lacks `UPDATE … RETURNING` and `ON CONFLICT`. So here:
 //! - every "update and return the rows" is a transaction that locks the candidate rows
 //!   (`SELECT … FOR UPDATE`, or `SKIP LOCKED` for work queues), updates exactly those and reads
-//!   them back;
+//!   them back (`shared/claims.rs`);
 //! - inserts that may meet an existing `fire_key` leave out the keys present, and a key taken
 //!   concurrently fails only its own one-row statement, which MySQL undoes without ending the
-//!   transaction (see `inserts.rs`); ids come from each statement's insert id or are read back
+//!   transaction (see `shared/inserts.rs`); ids come from each statement's insert id or are read back
 //!   by `fire_key`, never inferred from consecutive auto-increment values;
-//! - a follow-up that judges the other runs of its fire first locks the job row (`monitor.rs`).
+//! - a follow-up first locks its job's row (`shared/followups.rs`).
 //!
 //! Sessions run at READ COMMITTED: every statement sees the newest committed rows (a check made
 //! after taking a lock sees what the previous holder wrote), and InnoDB takes no gap locks for
 //! plain searches, which keeps concurrent admins from deadlocking on index ranges.
 
-mod access;
-mod broadcast;
-mod cluster;
-mod groups;
-mod inserts;
-mod jobs;
+pub(super) mod jobs;
 mod logs;
 mod monitor;
-mod registry;
-mod report;
 mod rows;
-mod schedule;
 #[cfg(test)]
 mod tests;
 
@@ -76,6 +68,14 @@ impl MySqlStore {
         let store = MySqlStore { pool };
         store.check_lock_row().await?;
         Ok(store)
+    }
+
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::MySql> {
+        super::sql::Pools {
+            writer: &self.pool,
+            reader: &self.pool,
+        }
     }
 
     pub async fn close(&self) {
@@ -141,16 +141,6 @@ fn placeholders(count: usize) -> String {
         text.push('?');
     }
     text
-}
-
-/// An auto-increment id as the domain's `i64`.
-fn insert_id(result: &sqlx::mysql::MySqlQueryResult) -> StoreResult<i64> {
-    i64::try_from(result.last_insert_id()).map_err(|_| {
-        StoreError::Corrupt(format!(
-            "insert id {} out of range",
-            result.last_insert_id()
-        ))
-    })
 }
 
 /// Creates a uniquely named database on the server of `base_url`; returns its URL.

@@ -1,36 +1,14 @@
-//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
-//! checks (running runs, marking LOST, who holds which executor).
-//!
-//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
-//! node/epoch) over rows locked with `SKIP LOCKED`, so two admins never follow up the same run;
-//! a claim left by a dead node is adopted like its pending fires. Everything one follow-up
-//! decides is written in one transaction: the retry row, child runs, the final `alarm_status`
-//! and a FIX_DELAY job's next fire.
-//!
-//! SQLite serializes those transactions, and the FIX_DELAY release relies on it: of the runs of
-//! one fire finishing together, the one written last must see all the others final. Here two
-//! admins may write follow-ups of one fire at once, and each would see the other's run still
-//! open (a write skew) so neither would release the job. So a follow-up that may release first
-//! locks the job row: releasing follow-ups of one job run one after the other, and at READ
-//! COMMITTED the later one sees what the earlier one committed. The broadcast children claim is
-//! a compare-and-set on one row, which needs no more than its row lock.
-//!
-//! The write and `finish_followups` are fenced by the claim: right after that job lock (which
-//! writes nothing) the transaction sets the final `alarm_status` only where it is still -1 with
-//! the writer's node/epoch as owner, and writes nothing else (rolls back) when that matches no
-//! row. InnoDB evaluates an UPDATE's condition on the newest committed row after any lock wait,
-//! so a fence racing an adoption fails once the adoption commits. So an admin that stalled after
-//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
-//! overwrite the adopter's `alarm_status` when it resumes.
+//! The follow-up claim on MySQL/MariaDB: compare-and-set on `alarm_status` (0 → -1, owner =
+//! the claiming node/epoch) over rows locked with `SKIP LOCKED`, so two admins never follow up
+//! the same run. Adoption, the write and its claim fence are shared (`shared/adoption.rs`,
+//! `shared/followups.rs`, `shared/claims.rs`).
 
-use sqlx::{MySqlConnection, QueryBuilder};
+use sqlx::MySqlConnection;
 
-use super::inserts::insert_run_once;
-use super::rows::{LOG_COLUMNS, get, run_from_row};
-use super::schedule::{gone_nodes, lock_ids, push_gone_owner, runs_by_id};
+use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
 use crate::model::RunLog;
-use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
+use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
 const FINAL_STATUSES: [&str; 6] = ["SUCCESS", "FAILED", "TIMEOUT", "KILLED", "LOST", "SKIPPED"];
@@ -48,176 +26,6 @@ impl MySqlStore {
         let claimed = runs_by_id(&mut tx, &ids).await?;
         tx.commit().await.map_err(map_error)?;
         Ok(claimed)
-    }
-
-    pub async fn adopt_stale_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        let gone = gone_nodes(&mut tx, node_id, now_ms).await?;
-        let mut select = QueryBuilder::new("SELECT id FROM xjob_log WHERE alarm_status = -1");
-        push_gone_owner(&mut select, node_id, epoch, "<=", &gone);
-        let ids = lock_ids(&mut tx, select).await?;
-        set_owner(&mut tx, &ids, node_id, epoch, "").await?;
-        let adopted = runs_by_id(&mut tx, &ids).await?;
-        tx.commit().await.map_err(map_error)?;
-        Ok(adopted)
-    }
-
-    pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
-        let mut tx = self.pool.begin().await.map_err(map_error)?;
-        if let Some(release) = &write.fix_delay_release {
-            // First, before reading anything: see the module doc.
-            sqlx::query("SELECT id FROM xjob_job WHERE id = ? FOR UPDATE")
-                .bind(release.job_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(map_error)?;
-        }
-        // The fence, before anything is written.
-        if !close_claim(&mut tx, write).await? {
-            tx.rollback().await.map_err(map_error)?;
-            return Ok(FollowupWritten::fenced_off());
-        }
-        let mut written = FollowupWritten::default();
-        if let Some(retry) = &write.retry {
-            written.retry_id = insert_run_once(&mut tx, retry).await?;
-        }
-        let children_allowed = !write.children_need_all_shards
-            || claim_broadcast_children(&mut tx, write.log_id).await?;
-        if children_allowed {
-            for child in &write.children {
-                written
-                    .child_ids
-                    .extend(insert_run_once(&mut tx, child).await?);
-            }
-        }
-        if let Some(release) = &write.fix_delay_release {
-            written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
-        }
-        tx.commit().await.map_err(map_error)?;
-        Ok(written)
-    }
-
-    pub async fn finish_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        log_ids: &[i64],
-        alarm_status: i32,
-    ) -> StoreResult<u64> {
-        let mut finished = 0;
-        for chunk in log_ids.chunks(MAX_BIND_PARAMS) {
-            let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
-                 AND owner_node = ? AND epoch = ? AND id IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql)
-                .bind(alarm_status)
-                .bind(node_id)
-                .bind(epoch);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            // Matched rows (sqlx sets CLIENT_FOUND_ROWS); the value changes from -1 anyway.
-            let result = query.execute(&self.pool).await.map_err(map_error)?;
-            finished += result.rows_affected();
-        }
-        Ok(finished)
-    }
-
-    pub async fn due_delayed_runs(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        sqlx::query_scalar(
-            "SELECT id FROM xjob_log WHERE status = 'PENDING' AND dispatch_at_ms > 0 \
-             AND dispatch_at_ms <= ? AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms \
-             LIMIT ?",
-        )
-        .bind(now_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)
-    }
-
-    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address <> '' ORDER BY id LIMIT ?"
-        ))
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn stranded_dispatches(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        claimed_before_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-             AND executor_address = '' AND trigger_time_ms < ? AND ( \
-               (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-                 SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-             ORDER BY id LIMIT 10000"
-        ))
-        .bind(claimed_before_ms)
-        .bind(node_id)
-        .bind(epoch)
-        .bind(now_ms)
-        .bind(node_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
-        // Conditional on RUNNING: a result that landed meanwhile wins.
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = ?, \
-             handle_time_ms = ? WHERE id = ? AND status = 'RUNNING'",
-        )
-        .bind(message)
-        .bind(now_ms)
-        .bind(log_id)
-        .execute(&self.pool)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn live_addresses_of_other_nodes(
-        &self,
-        node_id: &str,
-        heartbeat_after_ms: i64,
-    ) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT address FROM xjob_registry WHERE owner_node <> ? \
-             AND heartbeat_ms > ? ORDER BY address",
-        )
-        .bind(node_id)
-        .bind(heartbeat_after_ms)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(map_error)?;
-        rows.iter().map(|row| get(row, "address")).collect()
     }
 }
 
@@ -272,107 +80,25 @@ async fn set_owner(
     Ok(())
 }
 
-#[cfg(test)]
-impl MySqlStore {
-    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
-    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
-        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(map_error)
-    }
-}
-
-/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
-/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
-/// another admin, or the follow-up was written before), and then nothing may be written.
-async fn close_claim(conn: &mut MySqlConnection, write: &FollowupWrite) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
-         AND owner_node = ? AND epoch = ?",
-    )
-    .bind(write.alarm_status)
-    .bind(write.log_id)
-    .bind(&write.claim_node)
-    .bind(write.claim_epoch)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
-/// shard total): true only when every shard of the fire (any attempt) succeeded and no
-/// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,
-/// which every shard's follow-up finds alike; its `children_claimed = 0` condition is re-checked
-/// after any lock wait, so of follow-ups racing for it exactly one wins.
-async fn claim_broadcast_children(conn: &mut MySqlConnection, log_id: i64) -> StoreResult<bool> {
-    let fire =
-        sqlx::query("SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(map_error)?;
-    let Some(fire) = fire else {
-        return Ok(false);
-    };
-    let shard_total: i32 = get(&fire, "shard_total")?;
-    let (succeeded, first_shard_0): (i64, Option<i64>) = sqlx::query_as(
-        "SELECT COUNT(DISTINCT shard_index), MIN(CASE WHEN shard_index = 0 THEN id END) \
-         FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? AND shard_total = ? \
-         AND status = 'SUCCESS'",
-    )
-    .bind(get::<i64>(&fire, "job_id")?)
-    .bind(get::<i64>(&fire, "scheduled_at_ms")?)
-    .bind(shard_total)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    let (true, Some(claim_row)) = (succeeded == i64::from(shard_total), first_shard_0) else {
-        return Ok(false);
-    };
-    let result = sqlx::query(
-        "UPDATE xjob_log SET children_claimed = 1 WHERE id = ? AND children_claimed = 0",
-    )
-    .bind(claim_row)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Sets a FIX_DELAY job's next fire, only while it still waits for this fire and no other run
-/// of the fire is open (pending, running, or final but not yet followed up). The caller holds
-/// the job row's lock.
-async fn release_fix_delay(
+/// The runs with the given ids, by id.
+pub(super) async fn runs_by_id(
     conn: &mut MySqlConnection,
-    log_id: i64,
-    release: &FixDelayRelease,
-) -> StoreResult<bool> {
-    let open: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? \
-         AND fire_key IS NOT NULL AND id <> ? \
-         AND (status IN ('PENDING', 'RUNNING') OR alarm_status IN (0, -1))",
-    )
-    .bind(release.job_id)
-    .bind(release.scheduled_at_ms)
-    .bind(log_id)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    if open > 0 {
-        return Ok(false);
+    ids: &[i64],
+) -> StoreResult<Vec<RunLog>> {
+    let mut runs = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(MAX_BIND_PARAMS) {
+        let sql = format!(
+            "SELECT {LOG_COLUMNS} FROM xjob_log WHERE id IN ({}) ORDER BY id",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in chunk {
+            query = query.bind(id);
+        }
+        for row in query.fetch_all(&mut *conn).await.map_err(map_error)? {
+            runs.push(run_from_row(&row)?);
+        }
     }
-    let result = sqlx::query(
-        "UPDATE xjob_job SET trigger_next_ms = ? WHERE id = ? AND trigger_status = 1 \
-         AND trigger_next_ms = ?",
-    )
-    .bind(release.next_fire_ms)
-    .bind(release.job_id)
-    .bind(release.awaiting_ms)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
 }

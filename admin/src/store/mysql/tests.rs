@@ -7,18 +7,18 @@ use std::time::Duration;
 
 use sqlx::{Connection, MySqlConnection};
 
-use super::{MySqlStore, create_scratch_database, redact, with_database};
+use super::{create_scratch_database, redact, with_database};
 use crate::model::{
     AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, NewRun,
     RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
-use crate::store::{RoundPlan, StoreError};
+use crate::store::{RoundPlan, Store};
 
 /// How long a test waits for something that should happen promptly.
 const DEADLINE: Duration = Duration::from_secs(10);
 
 /// A fresh database and its URL, or `None` (with a message) when no server is configured.
-async fn scratch() -> Option<(MySqlStore, String)> {
+async fn scratch() -> Option<(Store, String)> {
     let Ok(base_url) = std::env::var("XJOB_TEST_MYSQL_URL") else {
         eprintln!("skipping the mysql backend test: XJOB_TEST_MYSQL_URL is not set");
         return None;
@@ -26,8 +26,16 @@ async fn scratch() -> Option<(MySqlStore, String)> {
     let url = create_scratch_database(&base_url)
         .await
         .expect("scratch database");
-    let store = MySqlStore::connect(&url).await.expect("store connects");
+    let store = Store::connect(&url).await.expect("store connects");
     Some((store, url))
+}
+
+/// The pool of a MySQL store, for statements the store does not offer.
+fn pool(store: &Store) -> &sqlx::MySqlPool {
+    match store {
+        Store::Mysql(backend) => &backend.pool,
+        _ => panic!("a MySQL store was expected"),
+    }
 }
 
 fn group(app_name: &str) -> Group {
@@ -101,33 +109,6 @@ fn fire(job_id: i64, scheduled_at_ms: i64) -> NewRun {
 /// A second connection, outside the store's pool (another admin, an operator's session).
 async fn other_session(url: &str) -> MySqlConnection {
     MySqlConnection::connect(url).await.expect("second session")
-}
-
-#[tokio::test]
-async fn an_admin_refuses_to_start_when_the_lock_row_is_missing() {
-    let Some((store, url)) = scratch().await else {
-        return;
-    };
-    sqlx::query("DELETE FROM xjob_lock")
-        .execute(&store.pool)
-        .await
-        .expect("lock row deleted");
-    let mut plan = |_jobs: Vec<Job>| RoundPlan::default();
-    let round = store.run_schedule_round(0, 10, &mut plan).await;
-    assert!(
-        matches!(&round, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-        "a running admin stops scheduling: {round:?}"
-    );
-    store.close().await;
-
-    let restarted = MySqlStore::connect(&url).await;
-    match restarted {
-        Err(StoreError::Schema(message)) => {
-            assert!(message.contains("schedule_lock"), "{message}");
-        }
-        Err(other) => panic!("expected a schema error, got {other:?}"),
-        Ok(_) => panic!("an admin started without the lock row"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,14 +204,14 @@ async fn a_fire_written_concurrently_is_left_out_of_the_round_exactly() {
 
 /// True once an insert into `xjob_log` is seen executing in this database (polled, bounded by
 /// `DEADLINE`): an insert only stays visible there while it waits for a row lock.
-async fn wait_for_insert_waiting(store: &MySqlStore) -> bool {
+async fn wait_for_insert_waiting(store: &Store) -> bool {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while tokio::time::Instant::now() < deadline {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
              AND info LIKE 'INSERT INTO xjob_log%'",
         )
-        .fetch_one(&store.pool)
+        .fetch_one(pool(store))
         .await
         .expect("processlist readable");
         if waiting > 0 {
@@ -283,7 +264,7 @@ async fn sessions_read_committed_and_time_out_idle_transactions_on_mariadb() {
         return;
     };
     let version: Vec<u8> = sqlx::query_scalar("SELECT VERSION()")
-        .fetch_one(&store.pool)
+        .fetch_one(pool(&store))
         .await
         .expect("version");
     let mariadb = String::from_utf8_lossy(&version).contains("MariaDB");
@@ -293,13 +274,13 @@ async fn sessions_read_committed_and_time_out_idle_transactions_on_mariadb() {
         "@@transaction_isolation"
     };
     let isolation: Vec<u8> = sqlx::query_scalar(&format!("SELECT {isolation_variable}"))
-        .fetch_one(&store.pool)
+        .fetch_one(pool(&store))
         .await
         .expect("isolation");
     assert_eq!(String::from_utf8_lossy(&isolation), "READ-COMMITTED");
     if mariadb {
         let timeout: u64 = sqlx::query_scalar("SELECT @@idle_transaction_timeout")
-            .fetch_one(&store.pool)
+            .fetch_one(pool(&store))
             .await
             .expect("timeout");
         assert_eq!(timeout, u64::from(super::IDLE_TRANSACTION_TIMEOUT_SECONDS));

@@ -7,19 +7,12 @@
 //! newest row version after waiting (READ COMMITTED): claims and adoptions are compare-and-set
 //! on owner/epoch/status, multi-row claims lock their rows in id order (`FOR UPDATE`, or
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
-//! other runs of its fire first locks the job row (see `monitor.rs`).
+//! other runs of its fire first locks the job row (see `shared/followups.rs`).
 
-mod access;
-mod broadcast;
-mod cluster;
-mod groups;
-mod jobs;
+pub(super) mod jobs;
 mod logs;
 mod monitor;
-mod registry;
-mod report;
 mod rows;
-mod schedule;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -38,8 +31,6 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// locks: an admin frozen inside a schedule round (SIGSTOP, a long GC-like stall) must not hold
 /// the schedule lock of every admin. Our transactions never wait on anything but the database.
 const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
-/// Rows per multi-row insert (PostgreSQL allows 65 535 bound parameters per statement).
-const INSERT_BATCH: usize = 500;
 
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]
@@ -72,6 +63,14 @@ impl PgStore {
         Ok(store)
     }
 
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::Postgres> {
+        super::sql::Pools {
+            writer: &self.pool,
+            reader: &self.pool,
+        }
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }
@@ -84,17 +83,10 @@ impl PgStore {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(map_error)?;
-        found.map(|_| ()).ok_or_else(missing_lock_row)
+        found
+            .map(|_| ())
+            .ok_or_else(super::shared::schedule::missing_lock_row)
     }
-}
-
-/// The error of a database whose `schedule_lock` row is gone.
-fn missing_lock_row() -> StoreError {
-    StoreError::Schema(
-        "row 'schedule_lock' missing from xjob_lock: admins would not exclude each other; \
-         insert it (INSERT INTO xjob_lock (lock_name) VALUES ('schedule_lock')) and restart"
-            .to_string(),
-    )
 }
 
 /// Maps a driver error to the store's error: unique violations become `Conflict`.
@@ -194,33 +186,5 @@ mod tests {
             .expect("setting");
         assert_eq!(timeout, IDLE_IN_TRANSACTION_TIMEOUT);
         store.close().await;
-    }
-
-    #[tokio::test]
-    async fn an_admin_refuses_a_database_without_the_schedule_lock_row() {
-        let Some(server) = test_server_url() else {
-            return;
-        };
-        let url = create_scratch_database(&server).await.expect("scratch db");
-        let store = PgStore::connect(&url).await.expect("first start");
-        sqlx::query("DELETE FROM xjob_lock")
-            .execute(&store.pool)
-            .await
-            .expect("lock row deleted");
-
-        let mut plan = |_jobs| crate::store::RoundPlan::default();
-        let round = store.run_schedule_round(0, 10, &mut plan).await;
-        assert!(
-            matches!(&round, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-            "{:?}",
-            round.map(|(found, _)| found)
-        );
-        store.close().await;
-
-        let restarted = PgStore::connect(&url).await;
-        assert!(
-            matches!(&restarted, Err(StoreError::Schema(message)) if message.contains("schedule_lock")),
-            "a restart without the lock row is refused"
-        );
     }
 }

@@ -1,15 +1,10 @@
 //! Run logs: inserts for manual triggers, dispatch outcomes, executor results, queries.
 
-use sqlx::{QueryBuilder, Row};
+use sqlx::Row;
 
-use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::new_run_insert;
 use super::{SqliteStore, map_error};
-use crate::model::{LogFilter, NewRun, RunLog};
 use crate::store::batch_json;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult};
-
-const INSERT_BATCH: usize = 500;
 
 // In the batched UPDATEs below, `+column` keeps SQLite from using an index on that column: the
 // plan must walk the batch and find each row by id. Left to itself, the planner walks every open
@@ -66,23 +61,6 @@ const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code 
      RETURNING xjob_log.id";
 
 impl SqliteStore {
-    pub async fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
-        let mut ids = Vec::with_capacity(runs.len());
-        for chunk in runs.chunks(INSERT_BATCH) {
-            let mut query = new_run_insert(chunk);
-            query.push(" RETURNING id");
-            let rows = query
-                .build()
-                .fetch_all(&self.writer)
-                .await
-                .map_err(map_error)?;
-            for row in rows {
-                ids.push(row.try_get::<i64, _>("id").map_err(map_error)?);
-            }
-        }
-        Ok(ids)
-    }
-
     /// One UPDATE per outcome kind present, the rows passed as one JSON parameter.
     pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
         let mut tx = self.writer.begin().await.map_err(map_error)?;
@@ -122,45 +100,6 @@ impl SqliteStore {
         }
         tx.commit().await.map_err(map_error)?;
         Ok(finished)
-    }
-
-    pub async fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> {
-        let row = sqlx::query(&format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(map_error)?;
-        row.as_ref().map(run_from_row).transpose()
-    }
-
-    pub async fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> {
-        let mut query =
-            QueryBuilder::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
-        if let Some(group_id) = filter.group_id {
-            query.push(" AND group_id = ").push_bind(group_id);
-        }
-        if let Some(job_id) = filter.job_id {
-            query.push(" AND job_id = ").push_bind(job_id);
-        }
-        if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
-        }
-        if let Some(from_ms) = filter.from_ms {
-            query.push(" AND trigger_time_ms >= ").push_bind(from_ms);
-        }
-        if let Some(to_ms) = filter.to_ms {
-            query.push(" AND trigger_time_ms <= ").push_bind(to_ms);
-        }
-        query
-            .push(" ORDER BY id DESC LIMIT ")
-            .push_bind(filter.limit);
-        query.push(" OFFSET ").push_bind(filter.offset);
-        let rows = query
-            .build()
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
     }
 }
 

@@ -9,19 +9,16 @@
 //! connection makes those writes queue in the pool and run back to back. Readers never block
 //! on the writer in WAL mode. Busy waits remain only between processes sharing the file.
 
-mod access;
+#[cfg(test)]
 mod broadcast;
-mod cluster;
-mod groups;
-mod jobs;
+pub(super) mod jobs;
 mod logs;
 mod monitor;
 #[cfg(test)]
 mod plans;
-mod registry;
+#[cfg(test)]
 mod report;
 mod rows;
-mod schedule;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -30,9 +27,6 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::{StoreError, StoreResult};
-
-/// Largest number of bound parameters one statement uses (SQLite allows 32 766).
-const MAX_BIND_PARAMS: usize = 30_000;
 
 /// Connections to one SQLite file: every write goes through `writer`, pure reads through
 /// `reader`.
@@ -76,6 +70,14 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Where the shared statements write and read.
+    pub(super) fn pools(&self) -> super::sql::Pools<'_, sqlx::Sqlite> {
+        super::sql::Pools {
+            writer: &self.writer,
+            reader: &self.reader,
+        }
+    }
+
     pub async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
@@ -107,16 +109,4 @@ fn map_error(error: sqlx::Error) -> StoreError {
         return StoreError::Conflict(db_error.message().to_string());
     }
     StoreError::Unavailable(error)
-}
-
-/// `?, ?, ?` with `count` placeholders.
-fn placeholders(count: usize) -> String {
-    let mut text = String::with_capacity(count * 3);
-    for index in 0..count {
-        if index > 0 {
-            text.push_str(", ");
-        }
-        text.push('?');
-    }
-    text
 }

@@ -1,26 +1,12 @@
-//! SQL of the monitors: the follow-up of finished runs (claim, adopt, write) and the lost-run
-//! checks (running runs, marking LOST, who holds which executor).
-//!
-//! A follow-up is claimed by compare-and-set on `alarm_status` (0 → -1, owner = the claiming
-//! node/epoch), so two admins never follow up the same run; a claim left by a dead node is
-//! adopted like its pending fires. Everything one follow-up decides is written in one
-//! transaction: the retry row, child runs, the final `alarm_status` and a FIX_DELAY job's next
-//! fire. SQLite serializes those transactions, which the FIX_DELAY release relies on: of the
-//! runs of one fire finishing together, the one written last sees all the others final.
-//!
-//! The write and `finish_followups` are fenced by the claim: the transaction first sets the
-//! final `alarm_status` only where it is still -1 with the writer's node/epoch as owner, and
-//! writes nothing else (rolls back) when that matches no row. So an admin that stalled after
-//! claiming, whose claim another admin adopted meanwhile, cannot start a second child run or
-//! overwrite the adopter's `alarm_status` when it resumes.
-
-use sqlx::Row;
+//! The follow-up claim on SQLite: one `UPDATE … RETURNING` over the oldest finished runs not
+//! followed up yet, through the partial index of those rows (see `plans.rs`); SQLite's single
+//! writer keeps two claims apart. Adoption, the write and its claim fence are shared
+//! (`shared/adoption.rs`, `shared/followups.rs`, `shared/claims.rs`).
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use super::schedule::new_run_insert;
-use super::{SqliteStore, map_error, placeholders};
-use crate::model::{NewRun, RunLog};
-use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
+use super::{SqliteStore, map_error};
+use crate::model::RunLog;
+use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
 const FINAL_STATUSES: &str = "'SUCCESS', 'FAILED', 'TIMEOUT', 'KILLED', 'LOST', 'SKIPPED'";
@@ -36,40 +22,6 @@ pub(super) fn claim_followups_sql() -> String {
            SELECT id FROM xjob_log WHERE alarm_status = 0 AND status IN ({FINAL_STATUSES}) \
            ORDER BY id LIMIT ?) \
          RETURNING {LOG_COLUMNS}"
-    )
-}
-
-/// Takes over follow-ups claimed by dead nodes and by this node's older epochs.
-pub(super) fn adopt_stale_followups_sql() -> String {
-    format!(
-        "UPDATE xjob_log SET owner_node = ?, epoch = ? WHERE alarm_status = -1 AND ( \
-           (owner_node = ? AND epoch <= ?) OR owner_node IN ( \
-             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-         RETURNING {LOG_COLUMNS}"
-    )
-}
-
-/// Delayed PENDING runs (retries, child runs) of this node whose time came.
-pub(super) const DUE_DELAYED_RUNS: &str = "SELECT id FROM xjob_log \
-     WHERE status = 'PENDING' AND dispatch_at_ms > 0 AND dispatch_at_ms <= ? \
-     AND owner_node = ? AND epoch = ? ORDER BY dispatch_at_ms LIMIT ?";
-
-/// Runs delivered to an executor and not finished.
-pub(super) fn running_runs_sql() -> String {
-    format!(
-        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-         AND executor_address <> '' ORDER BY id LIMIT ?"
-    )
-}
-
-/// Runs claimed but never sent, by dead nodes or this node's older epochs.
-pub(super) fn stranded_dispatches_sql() -> String {
-    format!(
-        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-         AND executor_address = '' AND trigger_time_ms < ? AND ( \
-           (owner_node = ? AND epoch < ?) OR owner_node IN ( \
-             SELECT node_id FROM xjob_node WHERE lease_until_ms < ? AND node_id <> ?)) \
-         ORDER BY id LIMIT 10000"
     )
 }
 
@@ -94,275 +46,33 @@ impl SqliteStore {
         claimed.sort_by_key(|run| run.id);
         Ok(claimed)
     }
-
-    pub async fn adopt_stale_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let mut adopted = self
-            .adopt_rows(&adopt_stale_followups_sql(), node_id, epoch, now_ms)
-            .await?;
-        adopted.sort_by_key(|run| run.id);
-        Ok(adopted)
-    }
-
-    pub async fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> {
-        // BEGIN IMMEDIATE: the checks below (other runs of the fire, the broadcast claim) read
-        // what concurrent follow-ups write, so they must see each other's commits in order.
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_error)?;
-        // The fence, first: nothing else is written unless the claim is still this one's.
-        if !close_claim(&mut tx, write).await? {
-            tx.rollback().await.map_err(map_error)?;
-            return Ok(FollowupWritten::fenced_off());
-        }
-        let mut written = FollowupWritten::default();
-        if let Some(retry) = &write.retry {
-            written.retry_id = insert_one(&mut tx, retry).await?;
-        }
-        let children_allowed = !write.children_need_all_shards
-            || claim_broadcast_children(&mut tx, write.log_id).await?;
-        if children_allowed {
-            for child in &write.children {
-                written.child_ids.extend(insert_one(&mut tx, child).await?);
-            }
-        }
-        if let Some(release) = &write.fix_delay_release {
-            written.released = release_fix_delay(&mut tx, write.log_id, release).await?;
-        }
-        tx.commit().await.map_err(map_error)?;
-        Ok(written)
-    }
-
-    pub async fn finish_followups(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        log_ids: &[i64],
-        alarm_status: i32,
-    ) -> StoreResult<u64> {
-        let mut finished = 0;
-        for chunk in log_ids.chunks(super::MAX_BIND_PARAMS - 3) {
-            let sql = format!(
-                "UPDATE xjob_log SET alarm_status = ? WHERE alarm_status = -1 \
-                 AND owner_node = ? AND epoch = ? AND id IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(&sql)
-                .bind(alarm_status)
-                .bind(node_id)
-                .bind(epoch);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            let result = query.execute(&self.writer).await.map_err(map_error)?;
-            finished += result.rows_affected();
-        }
-        Ok(finished)
-    }
-
-    pub async fn due_delayed_runs(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<i64>> {
-        let rows = sqlx::query(DUE_DELAYED_RUNS)
-            .bind(now_ms)
-            .bind(node_id)
-            .bind(epoch)
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter()
-            .map(|row| row.try_get::<i64, _>("id").map_err(map_error))
-            .collect()
-    }
-
-    pub async fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&running_runs_sql())
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn stranded_dispatches(
-        &self,
-        node_id: &str,
-        epoch: i64,
-        now_ms: i64,
-        claimed_before_ms: i64,
-    ) -> StoreResult<Vec<RunLog>> {
-        let rows = sqlx::query(&stranded_dispatches_sql())
-            .bind(claimed_before_ms)
-            .bind(node_id)
-            .bind(epoch)
-            .bind(now_ms)
-            .bind(node_id)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_error)?;
-        rows.iter().map(run_from_row).collect()
-    }
-
-    pub async fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> {
-        // Conditional on RUNNING: a result that landed meanwhile wins.
-        let result = sqlx::query(
-            "UPDATE xjob_log SET status = 'LOST', handle_code = 500, handle_msg = ?, \
-             handle_time_ms = ? WHERE id = ? AND status = 'RUNNING'",
-        )
-        .bind(message)
-        .bind(now_ms)
-        .bind(log_id)
-        .execute(&self.writer)
-        .await
-        .map_err(map_error)?;
-        Ok(result.rows_affected() == 1)
-    }
-
-    pub async fn live_addresses_of_other_nodes(
-        &self,
-        node_id: &str,
-        heartbeat_after_ms: i64,
-    ) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT address FROM xjob_registry WHERE owner_node <> ? \
-             AND heartbeat_ms > ? ORDER BY address",
-        )
-        .bind(node_id)
-        .bind(heartbeat_after_ms)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_error)?;
-        rows.iter()
-            .map(|row| row.try_get::<String, _>("address").map_err(map_error))
-            .collect()
-    }
 }
 
 #[cfg(test)]
-impl SqliteStore {
-    /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
-    pub(crate) async fn alarm_status_of(&self, log_id: i64) -> StoreResult<i32> {
-        sqlx::query_scalar("SELECT alarm_status FROM xjob_log WHERE id = ?")
-            .bind(log_id)
-            .fetch_one(&self.writer)
-            .await
-            .map_err(map_error)
-    }
-}
-
-/// The claim fence of a follow-up: sets the run's final `alarm_status` only while it is still
-/// claimed (-1) by the writer's node and epoch; false when the claim was lost (adopted by
-/// another admin, or the follow-up was written before), and then nothing may be written.
-async fn close_claim(
-    conn: &mut sqlx::SqliteConnection,
-    write: &FollowupWrite,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_log SET alarm_status = ? WHERE id = ? AND alarm_status = -1 \
-         AND owner_node = ? AND epoch = ?",
-    )
-    .bind(write.alarm_status)
-    .bind(write.log_id)
-    .bind(&write.claim_node)
-    .bind(write.claim_epoch)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Inserts one run; `None` when its `fire_key` already exists (the attempt was created before).
-async fn insert_one(conn: &mut sqlx::SqliteConnection, run: &NewRun) -> StoreResult<Option<i64>> {
-    let mut query = new_run_insert(std::slice::from_ref(run));
-    query.push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id");
-    let row = query
-        .build()
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(map_error)?;
-    row.map(|row| row.try_get::<i64, _>("id").map_err(map_error))
-        .transpose()
-}
-
-/// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
-/// shard total): true only when every shard of the fire (any attempt) succeeded and no
-/// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,
-/// which every shard's follow-up finds alike.
-async fn claim_broadcast_children(
-    conn: &mut sqlx::SqliteConnection,
-    log_id: i64,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "WITH fire AS (SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ?), \
-         shards AS (SELECT run.id, run.shard_index FROM xjob_log run, fire \
-           WHERE run.job_id = fire.job_id AND run.scheduled_at_ms = fire.scheduled_at_ms \
-           AND run.shard_total = fire.shard_total \
-           AND run.status = 'SUCCESS') \
-         UPDATE xjob_log SET children_claimed = 1 WHERE children_claimed = 0 \
-           AND id = (SELECT MIN(id) FROM shards WHERE shard_index = 0) \
-           AND (SELECT COUNT(DISTINCT shard_index) FROM shards) = \
-               (SELECT shard_total FROM fire)",
-    )
-    .bind(log_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Sets a FIX_DELAY job's next fire, only while it still waits for this fire and no other run
-/// of the fire is open (pending, running, or final but not yet followed up).
-async fn release_fix_delay(
-    conn: &mut sqlx::SqliteConnection,
-    log_id: i64,
-    release: &FixDelayRelease,
-) -> StoreResult<bool> {
-    let result = sqlx::query(
-        "UPDATE xjob_job SET trigger_next_ms = ? WHERE id = ? AND trigger_status = 1 \
-         AND trigger_next_ms = ? AND NOT EXISTS ( \
-           SELECT 1 FROM xjob_log WHERE job_id = ? AND scheduled_at_ms = ? \
-           AND fire_key IS NOT NULL AND id <> ? \
-           AND (status IN ('PENDING', 'RUNNING') OR alarm_status IN (0, -1)))",
-    )
-    .bind(release.next_fire_ms)
-    .bind(release.job_id)
-    .bind(release.awaiting_ms)
-    .bind(release.job_id)
-    .bind(release.scheduled_at_ms)
-    .bind(log_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_error)?;
-    Ok(result.rows_affected() == 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{
-        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
-        RunStatus, ScheduleType, TriggerType,
+        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, NewRun, RetryBackoff,
+        RouteStrategy, RunStatus, ScheduleType, TriggerType,
     };
-    use crate::store::JobScheduleUpdate;
+    use crate::store::{FixDelayRelease, FollowupWrite, JobScheduleUpdate, Store};
 
     const T0: i64 = 1_800_000_000_000;
     const AWAITING: i64 = i64::MAX;
 
-    async fn store() -> (tempfile::TempDir, SqliteStore) {
+    /// The writer pool of a SQLite store, for statements the store does not offer.
+    fn writer(store: &Store) -> &sqlx::SqlitePool {
+        match store {
+            Store::Sqlite(backend) => &backend.writer,
+            _ => panic!("a SQLite store was expected"),
+        }
+    }
+
+    async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("monitor.db").display());
-        let store = SqliteStore::connect(&url).await.expect("store");
+        let store = Store::connect(&url).await.expect("store");
         (dir, store)
     }
 
@@ -445,23 +155,23 @@ mod tests {
     }
 
     /// Claims every finished run not claimed yet for node n1 epoch 1.
-    async fn claim_all(store: &SqliteStore) {
+    async fn claim_all(store: &Store) {
         store.claim_followups("n1", 1, 100).await.expect("claim");
     }
 
-    async fn set_status(store: &SqliteStore, log_id: i64, status: RunStatus) {
+    async fn set_status(store: &Store, log_id: i64, status: RunStatus) {
         sqlx::query("UPDATE xjob_log SET status = ? WHERE id = ?")
             .bind(status.as_str())
             .bind(log_id)
-            .execute(&store.writer)
+            .execute(writer(store))
             .await
             .expect("status");
     }
 
-    async fn count_runs_of(store: &SqliteStore, job_id: i64) -> i64 {
+    async fn count_runs_of(store: &Store, job_id: i64) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_log WHERE job_id = ?")
             .bind(job_id)
-            .fetch_one(&store.writer)
+            .fetch_one(writer(store))
             .await
             .expect("count")
     }
@@ -576,8 +286,8 @@ mod tests {
             }),
             ..followup(log_id)
         };
-        let next_ms = |store: &SqliteStore| {
-            let pool = store.writer.clone();
+        let next_ms = |store: &Store| {
+            let pool = writer(store).clone();
             async move {
                 sqlx::query_scalar::<_, i64>("SELECT trigger_next_ms FROM xjob_job WHERE id = ?")
                     .bind(delayed.id)
@@ -748,7 +458,7 @@ mod tests {
             .expect("runs");
         sqlx::query("UPDATE xjob_log SET trigger_time_ms = ?")
             .bind(T0)
-            .execute(&store.writer)
+            .execute(writer(&store))
             .await
             .expect("trigger time");
         let stranded_ids = |runs: Vec<RunLog>| runs.iter().map(|run| run.id).collect::<Vec<_>>();
@@ -773,7 +483,7 @@ mod tests {
         // Once its dispatch is recorded, a run is judged by its executor instead.
         sqlx::query("UPDATE xjob_log SET executor_address = 'http://e:1' WHERE id = ?")
             .bind(ids[0])
-            .execute(&store.writer)
+            .execute(writer(&store))
             .await
             .expect("address");
         let recorded = store

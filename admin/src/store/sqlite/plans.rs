@@ -8,11 +8,10 @@ use sqlx::Row;
 
 use super::SqliteStore;
 use super::jobs::SCHEDULE_UPDATES;
-use super::monitor::{
-    DUE_DELAYED_RUNS, adopt_stale_followups_sql, claim_followups_sql, running_runs_sql,
-    stranded_dispatches_sql,
-};
-use super::schedule::{adopt_orphan_runs_sql, claim_sql};
+use super::monitor::claim_followups_sql;
+use crate::store::shared::adoption::sqlite_texts_for_plans;
+use crate::store::shared::claims::claim_sql_for_plans;
+use crate::store::shared::monitor::{due_delayed_runs_query, running_runs_query};
 
 async fn plan_of(store: &SqliteStore, sql: &str) -> String {
     let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
@@ -32,15 +31,28 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
     let url = format!("sqlite://{}", dir.path().join("plans.db").display());
     let store = SqliteStore::connect(&url).await.expect("store");
     let by_id = "PRIMARY KEY";
+    let [
+        adopt_orphan_runs,
+        adopt_stale_followups,
+        stranded_dispatches,
+    ] = sqlite_texts_for_plans();
     let expected = [
-        (claim_sql("id"), by_id),
+        (claim_sql_for_plans("id"), by_id),
         (SCHEDULE_UPDATES.to_string(), by_id),
-        (adopt_orphan_runs_sql(), "ix_log_pending"),
-        (DUE_DELAYED_RUNS.to_string(), "ix_log_delayed"),
-        (running_runs_sql(), "ix_log_running"),
-        (stranded_dispatches_sql(), "ix_log_running"),
+        (adopt_orphan_runs, "ix_log_pending"),
+        (
+            due_delayed_runs_query::<sqlx::Sqlite>("n1", 1, 0, 10)
+                .text()
+                .to_string(),
+            "ix_log_delayed",
+        ),
+        (
+            running_runs_query::<sqlx::Sqlite>(10).text().to_string(),
+            "ix_log_running",
+        ),
+        (stranded_dispatches, "ix_log_running"),
         (claim_followups_sql(), "ix_log_followup_due"),
-        (adopt_stale_followups_sql(), "ix_log_followup_claimed"),
+        (adopt_stale_followups, "ix_log_followup_claimed"),
     ];
     for (sql, index) in expected {
         let plan = plan_of(&store, &sql).await;

@@ -1,0 +1,206 @@
+//! Taking over the rows of admins that are gone: PENDING fires and follow-up claims of dead
+//! nodes and of this node's older epochs, and the runs such an admin claimed but never sent.
+
+use super::claims::{Lock, update_logs};
+use super::rows::{LOG_COLUMNS, run_from_row};
+use crate::model::RunLog;
+use crate::store::StoreResult;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Pools, Sql};
+
+/// Who counts as gone: this node's epochs before `epoch` (`own_epochs` is `<`, or `<=` to
+/// include the current one) and every other node whose lease lapsed before `now_ms`.
+struct GoneOwner<'q> {
+    node_id: &'q str,
+    epoch: i64,
+    own_epochs: &'static str,
+    now_ms: i64,
+    /// The lapsed nodes, read first where the dialect names them as a list.
+    listed: Option<Vec<String>>,
+}
+
+impl<'q> GoneOwner<'q> {
+    async fn new<DB: Dialect>(
+        conn: &mut DB::Connection,
+        node_id: &'q str,
+        epoch: i64,
+        own_epochs: &'static str,
+        now_ms: i64,
+    ) -> StoreResult<GoneOwner<'q>> {
+        let listed = if DB::GONE_NODES_AS_LIST {
+            let nodes = Sql::<DB>::new("SELECT node_id FROM xjob_node WHERE lease_until_ms < ")
+                .bind(now_ms)
+                .push(" AND node_id <> ")
+                .bind(node_id)
+                .fetch_column::<String>(conn)
+                .await?;
+            Some(nodes)
+        } else {
+            None
+        };
+        Ok(GoneOwner {
+            node_id,
+            epoch,
+            own_epochs,
+            now_ms,
+            listed,
+        })
+    }
+
+    /// ` AND ((owner_node = this AND epoch < e) OR owner_node IN (gone nodes))`.
+    fn push<DB: Dialect>(&self, sql: &mut Sql<'q, DB>) {
+        sql.push_mut(" AND ((owner_node = ");
+        sql.bind_mut(self.node_id);
+        sql.push_mut(&format!(" AND epoch {} ", self.own_epochs));
+        sql.bind_mut(self.epoch);
+        sql.push_mut(")");
+        match &self.listed {
+            None => {
+                sql.push_mut(
+                    " OR owner_node IN (SELECT node_id FROM xjob_node WHERE lease_until_ms < ",
+                );
+                sql.bind_mut(self.now_ms);
+                sql.push_mut(" AND node_id <> ");
+                sql.bind_mut(self.node_id);
+                sql.push_mut(")");
+            }
+            Some(nodes) if !nodes.is_empty() => {
+                sql.push_mut(" OR owner_node IN (");
+                for (index, node) in nodes.iter().enumerate() {
+                    if index > 0 {
+                        sql.push_mut(", ");
+                    }
+                    sql.bind_mut(node.clone());
+                }
+                sql.push_mut(")");
+            }
+            Some(_) => {}
+        }
+        sql.push_mut(")");
+    }
+}
+
+/// Sets this node/epoch as owner of the rows `condition` (a status test) selects among those of
+/// gone owners; returns them by id. A row another admin is adopting or claiming right now is
+/// left to it (`SKIP LOCKED`); if that write does not happen, the next sweep finds it again.
+async fn adopt<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    condition: &str,
+    node_id: &'q str,
+    epoch: i64,
+    own_epochs: &'static str,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.write().await?;
+    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, own_epochs, now_ms).await?;
+    let set = |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("owner_node = ");
+        sql.bind_mut(node_id);
+        sql.push_mut(", epoch = ");
+        sql.bind_mut(epoch);
+    };
+    let filter = |sql: &mut Sql<'q, DB>| {
+        sql.push_mut(condition);
+        gone.push(sql);
+    };
+    let (_, rows) = update_logs::<DB>(
+        &mut conn,
+        &set,
+        &filter,
+        Lock::SkipLocked,
+        Some(LOG_COLUMNS),
+    )
+    .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// Takes over PENDING runs of dead nodes and of this node's older epochs (through the partial
+/// index of PENDING rows on SQLite, see `sqlite/plans.rs`).
+pub async fn adopt_orphan_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    adopt(db, "status = 'PENDING'", node_id, epoch, "<", now_ms).await
+}
+
+/// Takes over follow-up claims left unfinished: this node's own (any epoch up to the current
+/// one) and those of dead nodes.
+pub async fn adopt_stale_followups<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    adopt(db, "alarm_status = -1", node_id, epoch, "<=", now_ms).await
+}
+
+/// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
+/// address) by an admin that is gone.
+pub fn stranded_dispatches_query<'q, DB: Dialect>(
+    gone: &GoneOwnerArgs<'q>,
+    claimed_before_ms: i64,
+) -> Sql<'q, DB> {
+    let mut select = Sql::<DB>::new(format!(
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
+         AND executor_address = '' AND trigger_time_ms < "
+    ));
+    select.bind_mut(claimed_before_ms);
+    gone.0.push(&mut select);
+    select.push(" ORDER BY id LIMIT 10000")
+}
+
+/// The gone-owner condition of `stranded_dispatches_query`, built by `stranded_dispatches`.
+pub struct GoneOwnerArgs<'q>(GoneOwner<'q>);
+
+pub async fn stranded_dispatches<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    epoch: i64,
+    now_ms: i64,
+    claimed_before_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.read().await?;
+    let gone = GoneOwnerArgs(GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?);
+    let rows = stranded_dispatches_query::<DB>(&gone, claimed_before_ms)
+        .fetch_all(&mut conn)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// The SQLite texts of the adoption statements and the stranded-dispatch read, for its plan
+/// test.
+#[cfg(test)]
+pub fn sqlite_texts_for_plans() -> [String; 3] {
+    use sqlx::Sqlite;
+    let gone = |own_epochs| GoneOwner {
+        node_id: "n1",
+        epoch: 1,
+        own_epochs,
+        now_ms: 0,
+        listed: None,
+    };
+    let adoption = |condition: &str, own_epochs| {
+        let mut update = Sql::<Sqlite>::new("UPDATE xjob_log SET owner_node = ");
+        update.bind_mut("n1");
+        update.push_mut(", epoch = ");
+        update.bind_mut(1_i64);
+        update.push_mut(" WHERE ");
+        update.push_mut(condition);
+        gone(own_epochs).push(&mut update);
+        update
+            .push(" RETURNING ")
+            .push(LOG_COLUMNS)
+            .text()
+            .to_string()
+    };
+    let stranded = stranded_dispatches_query::<Sqlite>(&GoneOwnerArgs(gone("<")), 0)
+        .text()
+        .to_string();
+    [
+        adoption("status = 'PENDING'", "<"),
+        adoption("alarm_status = -1", "<="),
+        stranded,
+    ]
+}

@@ -1,0 +1,273 @@
+//! Conditional updates of run rows that several admins may race for: claims (PENDING →
+//! RUNNING for the owner), skips, and the end of a follow-up claim.
+//!
+//! The condition is the fence (status, owner node, epoch): a node that stalled past its lease
+//! and lost its rows to another node changes nothing. Where several admins write, the rows are
+//! locked in id order first, so two admins never deadlock, and a row another transaction is
+//! changing is waited for and then re-checked, never silently passed by. `update_logs` is that
+//! pattern in each dialect's words.
+
+use sqlx::Connection;
+
+use super::rows::{LOG_COLUMNS, run_from_row};
+use crate::model::RunLog;
+use crate::store::StoreResult;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Cols, Pools, Sql, map_error};
+
+/// Builds a part of a statement (the `SET` list, or the condition) into a statement.
+pub type Part<'f, 'q, DB> = &'f (dyn Fn(&mut Sql<'q, DB>) + Send + Sync);
+
+/// `UPDATE xjob_log SET <set>` on the rows `filter` selects; returns how many it changed and,
+/// when `returning` names columns, those columns of the changed rows by id.
+/// - SQLite (one writer): one `UPDATE … WHERE <filter> RETURNING …`.
+/// - PostgreSQL: one `UPDATE … WHERE id IN (SELECT id … ORDER BY id FOR UPDATE) RETURNING …`,
+///   which it runs before the update and re-checks on the newest row version after any wait.
+/// - MySQL (no `UPDATE … RETURNING`, and no subquery on the updated table): a locking read of
+///   the ids in id order, the update of exactly those, and the read-back, in one transaction;
+///   a locking read sees the newest committed row after any wait.
+pub async fn update_logs<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    set: Part<'_, 'q, DB>,
+    filter: Part<'_, 'q, DB>,
+    lock: Lock,
+    returning: Option<&str>,
+) -> StoreResult<(u64, Vec<DB::Row>)> {
+    let lock = match lock {
+        Lock::Wait => DB::FOR_UPDATE,
+        Lock::SkipLocked => DB::FOR_UPDATE_SKIP_LOCKED,
+    };
+    if DB::SINGLE_WRITER || DB::INSERT_RETURNING {
+        let mut update = Sql::<DB>::new("UPDATE xjob_log SET ");
+        set(&mut update);
+        if DB::SINGLE_WRITER {
+            update.push_mut(" WHERE ");
+            filter(&mut update);
+        } else {
+            update.push_mut(" WHERE id IN (SELECT id FROM xjob_log WHERE ");
+            filter(&mut update);
+            update.push_mut(" ORDER BY id");
+            update.push_mut(lock);
+            update.push_mut(")");
+        }
+        return match returning {
+            Some(columns) => {
+                let rows = update
+                    .push(" RETURNING ")
+                    .push(columns)
+                    .fetch_all(conn)
+                    .await?;
+                Ok((rows.len() as u64, sorted_by_id::<DB>(rows)?))
+            }
+            None => Ok((update.affected(conn).await?, Vec::new())),
+        };
+    }
+    let mut tx = conn.begin().await.map_err(map_error)?;
+    let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE ");
+    filter(&mut select);
+    select.push_mut(" ORDER BY id");
+    select.push_mut(lock);
+    let ids = select.fetch_column::<i64>(&mut tx).await?;
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let mut update = Sql::<DB>::new("UPDATE xjob_log SET ");
+        set(&mut update);
+        update.push_mut(" WHERE id");
+        DB::push_id_list(&mut update, chunk);
+        update.execute(&mut tx).await?;
+        if let Some(columns) = returning {
+            let mut read = Sql::<DB>::new(format!("SELECT {columns} FROM xjob_log WHERE id"));
+            DB::push_id_list(&mut read, chunk);
+            rows.extend(read.push(" ORDER BY id").fetch_all(&mut tx).await?);
+        }
+    }
+    tx.commit().await.map_err(map_error)?;
+    Ok((ids.len() as u64, rows))
+}
+
+/// How `update_logs` treats a row another transaction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// Wait for it, then re-check the condition (claims and fences: never pass a row by).
+    Wait,
+    /// Leave it to that transaction (work queues and adoptions: if that write does not
+    /// happen, the next sweep finds the row again).
+    SkipLocked,
+}
+
+/// Rows ordered by their `id` column (RETURNING has no order of its own).
+fn sorted_by_id<DB: Dialect>(rows: Vec<DB::Row>) -> StoreResult<Vec<DB::Row>> {
+    let mut keyed = rows
+        .into_iter()
+        .map(|row| Ok((Cols::<DB>(&row).get::<i64>("id")?, row)))
+        .collect::<StoreResult<Vec<(i64, DB::Row)>>>()?;
+    keyed.sort_by_key(|(id, _)| *id);
+    Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+/// `+column` on SQLite: keeps its planner off an index on that column, so it looks the rows of
+/// an id list up by primary key instead of walking every row the index holds (see
+/// `sqlite/plans.rs`); the column itself elsewhere.
+pub fn unindexed<DB: Dialect>(column: &str) -> String {
+    if DB::SINGLE_WRITER {
+        format!("+{column}")
+    } else {
+        column.to_string()
+    }
+}
+
+/// The condition of a claim: PENDING rows among `ids` owned by this node and epoch.
+fn claim_filter<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, ids: &[i64], node_id: &'q str, epoch: i64) {
+    sql.push_mut("id");
+    DB::push_id_list(sql, ids);
+    sql.push_mut(&format!(
+        " AND {} = 'PENDING' AND ",
+        unindexed::<DB>("status")
+    ));
+    sql.push_mut(&unindexed::<DB>("owner_node"));
+    sql.push_mut(" = ");
+    sql.bind_mut(node_id);
+    sql.push_mut(&format!(" AND {} = ", unindexed::<DB>("epoch")));
+    sql.bind_mut(epoch);
+}
+
+/// The claim of one chunk of ids (RUNNING, trigger time `now_ms`), returning `columns`.
+async fn claim_chunk<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    ids: &[i64],
+    node_id: &'q str,
+    epoch: i64,
+    now_ms: i64,
+    columns: &str,
+) -> StoreResult<Vec<DB::Row>> {
+    let set = move |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("status = 'RUNNING', trigger_time_ms = ");
+        sql.bind_mut(now_ms);
+    };
+    let filter = move |sql: &mut Sql<'q, DB>| claim_filter(sql, ids, node_id, epoch);
+    let (_, rows) = update_logs::<DB>(conn, &set, &filter, Lock::Wait, Some(columns)).await?;
+    Ok(rows)
+}
+
+/// The claim's statement text for SQLite's plan test.
+#[cfg(test)]
+pub fn claim_sql_for_plans(columns: &str) -> String {
+    let mut update =
+        Sql::<sqlx::Sqlite>::new("UPDATE xjob_log SET status = 'RUNNING', trigger_time_ms = ");
+    update.bind_mut(0_i64);
+    update.push_mut(" WHERE ");
+    claim_filter(&mut update, &[1, 2], "n1", 1);
+    update.push(" RETURNING ").push(columns).text().to_string()
+}
+
+pub async fn claim_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.write().await?;
+    let mut claimed = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        for row in claim_chunk::<DB>(&mut conn, chunk, node_id, epoch, now_ms, LOG_COLUMNS).await? {
+            claimed.push(run_from_row::<DB>(&row)?);
+        }
+    }
+    Ok(claimed)
+}
+
+pub async fn claim_run_ids<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<i64>> {
+    let mut conn = db.write().await?;
+    let mut claimed = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        for row in claim_chunk::<DB>(&mut conn, chunk, node_id, epoch, now_ms, "id").await? {
+            claimed.push(Cols::<DB>(&row).get::<i64>("id")?);
+        }
+    }
+    Ok(claimed)
+}
+
+/// Marks PENDING runs skipped with a reason (misfire at recovery).
+pub async fn skip_runs<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    reason: &'q str,
+    now_ms: i64,
+) -> StoreResult<()> {
+    let mut conn = db.write().await?;
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(&format!(" AND {} = 'PENDING'", unindexed::<DB>("status")));
+        };
+        update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None).await?;
+    }
+    Ok(())
+}
+
+/// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or
+/// rescheduled.
+pub async fn skip_planned_fires<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    job_id: i64,
+    reason: &'q str,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
+    let filter = |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("job_id = ");
+        sql.bind_mut(job_id);
+        sql.push_mut(" AND status = 'PENDING' AND fire_key IS NOT NULL");
+    };
+    let (skipped, _) =
+        update_logs::<DB>(&mut *db.write().await?, &set, &filter, Lock::Wait, None).await?;
+    Ok(skipped)
+}
+
+fn skipped<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, reason: &'q str, now_ms: i64) {
+    sql.push_mut("status = 'SKIPPED', trigger_msg = ");
+    sql.bind_mut(reason);
+    sql.push_mut(", trigger_time_ms = ");
+    sql.bind_mut(now_ms);
+}
+
+/// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`, only
+/// of those still claimed by this node/epoch (a row an adoption changed while this waited for
+/// it is re-checked); returns how many it ended.
+pub async fn finish_followups<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &'q str,
+    epoch: i64,
+    log_ids: &[i64],
+    alarm_status: i32,
+) -> StoreResult<u64> {
+    let mut conn = db.write().await?;
+    let mut finished = 0;
+    for chunk in log_ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("alarm_status = ");
+            sql.bind_mut(alarm_status);
+        };
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(" AND alarm_status = -1 AND owner_node = ");
+            sql.bind_mut(node_id);
+            sql.push_mut(" AND epoch = ");
+            sql.bind_mut(epoch);
+        };
+        finished += update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None)
+            .await?
+            .0;
+    }
+    Ok(finished)
+}

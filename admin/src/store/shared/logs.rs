@@ -1,0 +1,116 @@
+//! Run logs: inserts for manual triggers and retries, queries. The batched writes of dispatch
+//! outcomes and executor results differ in shape per dialect (`json_each`,
+//! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
+
+use super::rows::{LOG_COLUMNS, run_from_row};
+use crate::model::{LogFilter, NewRun, RunLog};
+use crate::store::StoreResult;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Pools, Sql, commit};
+
+/// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs, with `trigger_time_ms` (0 for a
+/// run not dispatched yet; the claim time for broadcast shards written already claimed). Every
+/// TEXT column is written (MySQL's have no defaults); a new run has no result and no executor
+/// yet. The signature is `inserts::BuildInsert`.
+pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql<'_, DB> {
+    let mut insert = Sql::<DB>::new(
+        "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
+         scheduled_at_ms, trigger_time_ms, handler, params, shard_index, shard_total, attempt, \
+         trigger_msg, handle_msg, executor_address, owner_node, epoch, dispatch_at_ms) VALUES ",
+    );
+    for (index, run) in runs.iter().enumerate() {
+        insert.push_mut(if index == 0 { "(" } else { ", (" });
+        insert.bind_mut(run.job_id);
+        insert.push_mut(", ");
+        insert.bind_mut(run.group_id);
+        insert.push_mut(", ");
+        match run.fire_key.as_deref() {
+            Some(key) => insert.bind_mut(key),
+            None => insert.push_mut("NULL"),
+        }
+        for text in [run.status.as_str(), run.trigger_type.as_str()] {
+            insert.push_mut(", ");
+            insert.bind_mut(text);
+        }
+        for number in [run.scheduled_at_ms, trigger_time_ms] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
+        for text in [run.handler.as_str(), run.params.as_str()] {
+            insert.push_mut(", ");
+            insert.bind_mut(text);
+        }
+        for number in [run.shard_index, run.shard_total, run.attempt] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
+        insert.push_mut(", ");
+        insert.bind_mut(run.trigger_msg.as_str());
+        insert.push_mut(", '', '', ");
+        insert.bind_mut(run.owner_node.as_str());
+        for number in [run.epoch, run.dispatch_at_ms] {
+            insert.push_mut(", ");
+            insert.bind_mut(number);
+        }
+        insert.push_mut(")");
+    }
+    insert
+}
+
+/// Inserts runs (manual triggers, retries) in one transaction; returns their ids in order.
+pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
+    let mut tx = db.begin().await?;
+    let ids = super::inserts::insert_all::<DB>(&mut tx, runs, new_run_insert::<DB>, 0).await?;
+    commit(tx).await?;
+    Ok(ids)
+}
+
+pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<RunLog>> {
+    let row = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
+        .bind(id)
+        .fetch_optional(&mut *db.read().await?)
+        .await?;
+    row.as_ref().map(run_from_row::<DB>).transpose()
+}
+
+pub async fn list_logs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    filter: &LogFilter,
+) -> StoreResult<Vec<RunLog>> {
+    let mut query = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
+    for (condition, value) in [
+        (" AND group_id = ", filter.group_id),
+        (" AND job_id = ", filter.job_id),
+        (" AND trigger_time_ms >= ", filter.from_ms),
+        (" AND trigger_time_ms <= ", filter.to_ms),
+    ] {
+        if let Some(value) = value {
+            query.push_mut(condition);
+            query.bind_mut(value);
+        }
+    }
+    if let Some(status) = filter.status {
+        query.push_mut(" AND status = ");
+        query.bind_mut(status.as_str());
+    }
+    let rows = query
+        .push(" ORDER BY id DESC LIMIT ")
+        .bind(filter.limit)
+        .push(" OFFSET ")
+        .bind(filter.offset)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// The items sorted by log id (stable: repeats of one run keep their order). Where several
+/// admins write, transactions that lock several runs lock them in id order, so two of them
+/// never wait for each other in a cycle (a deadlock, which the server ends by failing one).
+pub fn in_id_order<'a, T>(
+    items: impl IntoIterator<Item = &'a T>,
+    log_id: impl Fn(&T) -> i64,
+) -> Vec<&'a T> {
+    let mut sorted: Vec<&T> = items.into_iter().collect();
+    sorted.sort_by_key(|item| log_id(item));
+    sorted
+}

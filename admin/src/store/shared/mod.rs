@@ -1,0 +1,35 @@
+//! Every store statement, written once over `DB: Dialect` (see `dialect.rs`). Each function
+//! takes the backend's `Pools` and is what a `Store` method runs.
+
+pub mod adoption;
+pub mod broadcast;
+pub mod claims;
+pub mod followups;
+pub mod groups;
+pub mod inserts;
+pub mod jobs;
+pub mod logs;
+pub mod monitor;
+pub mod registry;
+pub mod report;
+pub mod rows;
+pub mod schedule;
+
+use super::StoreResult;
+use super::dialect::Dialect;
+use super::sql::Sql;
+
+/// Runs a one-row `INSERT …` and returns the new row's id: through `RETURNING id` where the
+/// dialect has it, else the statement's insert id (MySQL).
+pub async fn insert_returning_id<DB: Dialect>(
+    conn: &mut DB::Connection,
+    insert: Sql<'_, DB>,
+) -> StoreResult<i64> {
+    if DB::INSERT_RETURNING {
+        insert.push(" RETURNING id").fetch_scalar(conn).await
+    } else {
+        insert.execute(conn).await?.last_insert_id.ok_or_else(|| {
+            super::StoreError::Corrupt("the insert returned no auto-increment id".to_string())
+        })
+    }
+}

@@ -1,0 +1,178 @@
+//! Operations data: the daily report rows (`xjob_log_report`) and the batched deletion of log
+//! rows behind `ClearLogs` and the retention clean-up.
+//!
+//! Every statement here is idempotent, so several admins may run the same refresh or clean-up
+//! at the same time: a report row is recomputed from the log rows and upserted, and deleting a
+//! row twice deletes it once.
+
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Cols, Pools, Sql};
+use crate::store::{DayCounts, LogCleanup, StoreResult};
+
+/// Status filter every deletion carries: a run still pending or running is never deleted.
+const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING')";
+
+pub async fn refresh_log_report<DB: Dialect>(
+    db: Pools<'_, DB>,
+    day_start_ms: i64,
+    day_end_ms: i64,
+    now_ms: i64,
+) -> StoreResult<DayCounts> {
+    // Counted, then upserted: a concurrent refresh by another admin can only replace the row
+    // with counts just as fresh. Counted through a read connection: the count walks a whole
+    // day of log rows, and on SQLite's single writer connection it would hold every dispatch
+    // write back meanwhile. COUNT yields a 64-bit integer everywhere (MySQL's SUM would not).
+    let row = Sql::<DB>::new(
+        "SELECT COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
+           COUNT(CASE WHEN status = 'SUCCESS' THEN 1 END) AS success, \
+           COUNT(CASE WHEN status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED') \
+             THEN 1 END) AS failed \
+         FROM xjob_log WHERE trigger_time_ms >= ",
+    )
+    .bind(day_start_ms)
+    .push(" AND trigger_time_ms < ")
+    .bind(day_end_ms)
+    .fetch_one(&mut *db.read().await?)
+    .await?;
+    let counts = {
+        let row = Cols::<DB>(&row);
+        DayCounts {
+            day_ms: day_start_ms,
+            running: row.get("running")?,
+            success: row.get("success")?,
+            failed: row.get("failed")?,
+        }
+    };
+    Sql::<DB>::new(
+        "INSERT INTO xjob_log_report (day_ms, running, success, failed, updated_ms) VALUES (",
+    )
+    .bind(counts.day_ms)
+    .push(", ")
+    .bind(counts.running)
+    .push(", ")
+    .bind(counts.success)
+    .push(", ")
+    .bind(counts.failed)
+    .push(", ")
+    .bind(now_ms)
+    .push(") ")
+    .push(&DB::upsert(
+        "day_ms",
+        &["running", "success", "failed", "updated_ms"],
+    ))
+    .execute(&mut *db.write().await?)
+    .await?;
+    Ok(counts)
+}
+
+pub async fn list_log_report<DB: Dialect>(
+    db: Pools<'_, DB>,
+    from_day_ms: i64,
+    to_day_ms: i64,
+) -> StoreResult<Vec<DayCounts>> {
+    let rows = Sql::<DB>::new(
+        "SELECT day_ms, running, success, failed FROM xjob_log_report WHERE day_ms >= ",
+    )
+    .bind(from_day_ms)
+    .push(" AND day_ms <= ")
+    .bind(to_day_ms)
+    .push(" ORDER BY day_ms")
+    .fetch_all(&mut *db.read().await?)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let row = Cols::<DB>(row);
+            Ok(DayCounts {
+                day_ms: row.get("day_ms")?,
+                running: row.get("running")?,
+                success: row.get("success")?,
+                failed: row.get("failed")?,
+            })
+        })
+        .collect()
+}
+
+pub async fn nth_newest_log_id<DB: Dialect>(
+    db: Pools<'_, DB>,
+    group_id: Option<i64>,
+    job_id: Option<i64>,
+    n: i64,
+) -> StoreResult<Option<i64>> {
+    let mut query = Sql::<DB>::new("SELECT id FROM xjob_log WHERE 1 = 1");
+    push_owner_filters(&mut query, group_id, job_id);
+    let ids = query
+        .push(" ORDER BY id DESC LIMIT 1 OFFSET ")
+        .bind(n.saturating_sub(1).max(0))
+        .fetch_column::<i64>(&mut *db.read().await?)
+        .await?;
+    Ok(ids.first().copied())
+}
+
+/// One bounded statement per batch: locks are held for one batch only, so the schedule round
+/// and callbacks interleave with a long clean-up. Where several admins write, the rows are
+/// taken in id order, as every multi-row write here locks them, and a batch waits for rows
+/// another transaction holds (a follow-up claim) rather than skipping them: callers stop at the
+/// first batch smaller than the limit, so a batch must delete `limit` rows whenever that many
+/// qualify.
+pub async fn delete_logs_batch<DB: Dialect>(
+    db: Pools<'_, DB>,
+    cleanup: &LogCleanup,
+    limit: i64,
+) -> StoreResult<u64> {
+    // MySQL's single-table DELETE takes ORDER BY/LIMIT itself (a LIMIT inside an IN subquery
+    // is not allowed there); the others delete by a bounded subquery.
+    let mut query = if DB::DELETE_TAKES_LIMIT {
+        Sql::<DB>::new("DELETE FROM xjob_log WHERE 1 = 1")
+    } else {
+        Sql::<DB>::new("DELETE FROM xjob_log WHERE id IN (SELECT id FROM xjob_log WHERE 1 = 1")
+    };
+    query.push_mut(FINAL_ONLY);
+    push_owner_filters(&mut query, cleanup.group_id, cleanup.job_id);
+    if let Some(below_id) = cleanup.below_id {
+        query.push_mut(" AND id < ");
+        query.bind_mut(below_id);
+    }
+    if let Some(cutoff_ms) = cleanup.older_than_ms {
+        push_older_than(&mut query, cutoff_ms);
+    }
+    // SQLite's single writer needs no order: nobody else deletes meanwhile.
+    query.push_mut(if DB::SINGLE_WRITER {
+        " LIMIT "
+    } else {
+        " ORDER BY id LIMIT "
+    });
+    query.bind_mut(limit.max(0));
+    if !DB::DELETE_TAKES_LIMIT {
+        query.push_mut(DB::FOR_UPDATE);
+        query.push_mut(")");
+        query.push_mut(FINAL_ONLY);
+    }
+    query.affected(&mut *db.write().await?).await
+}
+
+/// Keeps runs aged before `cutoff_ms`. A run is aged by its trigger time; one never dispatched
+/// by its scheduled time, or (a manual run that never left the admin) by the time it was
+/// recorded as finished. Written so the `trigger_time_ms` index serves both branches.
+fn push_older_than<DB: Dialect>(query: &mut Sql<'_, DB>, cutoff_ms: i64) {
+    query.push_mut(" AND ((trigger_time_ms > 0 AND trigger_time_ms < ");
+    query.bind_mut(cutoff_ms);
+    query.push_mut(") OR (trigger_time_ms = 0 AND (CASE WHEN scheduled_at_ms > 0 ");
+    query.push_mut("THEN scheduled_at_ms ELSE handle_time_ms END) < ");
+    query.bind_mut(cutoff_ms);
+    query.push_mut("))");
+}
+
+fn push_owner_filters<DB: Dialect>(
+    query: &mut Sql<'_, DB>,
+    group_id: Option<i64>,
+    job_id: Option<i64>,
+) {
+    if let Some(group_id) = group_id {
+        query.push_mut(" AND group_id = ");
+        query.bind_mut(group_id);
+    }
+    if let Some(job_id) = job_id {
+        query.push_mut(" AND job_id = ");
+        query.bind_mut(job_id);
+    }
+}

@@ -1,0 +1,136 @@
+//! The schedule round under the lock, and node leases. (The claim and adoption statements,
+//! whose locking differs per dialect, are still in each backend's `schedule.rs`.)
+//!
+//! The round is one transaction that first takes the schedule lock, so rounds of all admins
+//! run one after the other and each reads the job times the previous one wrote: on SQLite
+//! `BEGIN IMMEDIATE` (its write lock, taken up front), on the servers `SELECT … FOR UPDATE` on
+//! the `schedule_lock` row. At READ COMMITTED the next statement's snapshot is taken after the
+//! lock was granted, so it sees the next fire times the previous holder committed.
+
+use sqlx::Transaction;
+
+use super::inserts::insert_keyed;
+use super::logs::new_run_insert;
+use super::rows::{JOB_COLUMNS, job_from_row};
+use crate::model::Job;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Pools, Sql, commit, map_error};
+use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+
+/// Creates or re-registers an admin node; returns its new epoch.
+pub async fn register_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> StoreResult<i64> {
+    let mut tx = db.begin().await?;
+    let upsert = Sql::<DB>::new(
+        "INSERT INTO xjob_node (node_id, epoch, lease_until_ms, started_ms) VALUES (",
+    )
+    .bind(node_id)
+    .push(", 1, ")
+    .bind(now_ms + lease_ms)
+    .push(", ")
+    .bind(now_ms)
+    .push(") ")
+    .push(&DB::upsert("node_id", &["lease_until_ms", "started_ms"]))
+    .push(", epoch = xjob_node.epoch + 1");
+    let epoch = if DB::INSERT_RETURNING {
+        upsert
+            .push(" RETURNING epoch")
+            .fetch_scalar(&mut tx)
+            .await?
+    } else {
+        upsert.execute(&mut tx).await?;
+        // The row stays locked by the upsert until commit: this reads this start's epoch.
+        Sql::<DB>::new("SELECT epoch FROM xjob_node WHERE node_id = ")
+            .bind(node_id)
+            .fetch_scalar(&mut tx)
+            .await?
+    };
+    commit(tx).await?;
+    Ok(epoch)
+}
+
+/// Extends a node's lease; false when another start took its epoch.
+pub async fn renew_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    epoch: i64,
+    lease_until_ms: i64,
+) -> StoreResult<bool> {
+    let renewed = Sql::<DB>::new("UPDATE xjob_node SET lease_until_ms = ")
+        .bind(lease_until_ms)
+        .push(" WHERE node_id = ")
+        .bind(node_id)
+        .push(" AND epoch = ")
+        .bind(epoch)
+        .affected(&mut *db.write().await?)
+        .await?;
+    Ok(renewed == 1)
+}
+
+/// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
+pub async fn run_schedule_round<DB: Dialect>(
+    db: Pools<'_, DB>,
+    window_end_ms: i64,
+    limit: i64,
+    plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
+) -> StoreResult<(usize, Vec<InsertedRun>)> {
+    let mut tx = lock_schedule(db).await?;
+    let rows = Sql::<DB>::new(format!(
+        "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= "
+    ))
+    .bind(window_end_ms)
+    .push(" ORDER BY trigger_next_ms LIMIT ")
+    .bind(limit)
+    .fetch_all(&mut tx)
+    .await?;
+    let jobs = rows
+        .iter()
+        .map(job_from_row::<DB>)
+        .collect::<StoreResult<Vec<Job>>>()?;
+    let job_count = jobs.len();
+    let decided = plan(jobs);
+    let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0)
+        .await?
+        .into_iter()
+        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+        .collect();
+    DB::write_schedule_updates(&mut tx, &decided.job_updates).await?;
+    commit(tx).await?;
+    Ok((job_count, inserted))
+}
+
+/// A transaction holding the schedule lock; a missing lock row is a schema error, never a
+/// round without mutual exclusion.
+async fn lock_schedule<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Transaction<'static, DB>> {
+    if DB::SINGLE_WRITER {
+        // SQLite serializes writers: its write lock, taken up front, is the schedule lock.
+        return db
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(map_error);
+    }
+    let mut tx = db.begin().await?;
+    let locked = Sql::<DB>::new(
+        "SELECT lock_name FROM xjob_lock WHERE lock_name = 'schedule_lock' FOR UPDATE",
+    )
+    .fetch_optional(&mut tx)
+    .await?;
+    match locked {
+        Some(_) => Ok(tx),
+        None => Err(missing_lock_row()),
+    }
+}
+
+/// The error of a database whose `schedule_lock` row is gone.
+pub fn missing_lock_row() -> StoreError {
+    StoreError::Schema(
+        "row 'schedule_lock' missing from xjob_lock: admins would not exclude each other; \
+         insert it (INSERT INTO xjob_lock (lock_name) VALUES ('schedule_lock')) and restart"
+            .to_string(),
+    )
+}
