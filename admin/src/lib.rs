@@ -12,6 +12,7 @@ pub mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
+pub mod executor;
 pub mod maintenance;
 pub mod model;
 pub mod monitor;

@@ -272,6 +272,17 @@ pub fn group_to_pb(group: Group, online: Vec<String>) -> pb::Group {
 
 // ---- runs and executors
 
+/// A result an executor reported, as the callback applies it.
+pub fn reported_result(result: &pb::RunResult) -> crate::callback::ReportedResult {
+    crate::callback::ReportedResult {
+        log_id: crate::model::LogId(result.log_id),
+        status: run_status_from_pb(result.status),
+        code: result.code,
+        message: result.message.clone(),
+        finished_at_ms: result.finished_at_ms,
+    }
+}
+
 /// Converts a run (log row) to the wire.
 pub fn log_to_pb(run: RunLog) -> pb::Log {
     pb::Log {

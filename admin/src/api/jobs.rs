@@ -38,11 +38,13 @@ use crate::model::validate::{
     merge_job_update, resolve_time_zone, validate_group, validate_job, validate_schedule,
 };
 use crate::model::{
-    AddressType, Group, Job, JobStatus, RunLog, RunStatus, ScheduleType, TriggerType, now_ms,
+    AddressType, Group, Job, JobId, JobStatus, LogId, RunLog, RunStatus, ScheduleType, TriggerType,
+    UnwrittenFire, now_ms,
 };
 use crate::schedule::plan::AWAITING_COMPLETION_MS;
 use crate::schedule::plan::next_fire_after;
 use crate::store::{JobScheduleUpdate, Store};
+use crate::trigger::Fires;
 use crate::trigger::route::is_supported;
 
 /// Delay between a start or schedule change and the earliest fire it may produce (XXL-JOB:
@@ -375,10 +377,18 @@ impl JobAdminService {
         if let Some(params) = &request.params {
             check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
         }
-        let trigger = &self.ctx.trigger;
-        trigger
-            .trigger_job(&job, TriggerType::Manual, request.params, request.addresses)
-            .await
+        let fire = UnwrittenFire::requested(
+            Arc::new(job),
+            TriggerType::Manual,
+            request.params,
+            self.ctx.clock.now_ms(),
+        );
+        let fires = Fires::Requested {
+            fire,
+            addresses: request.addresses,
+        };
+        let log_ids = self.ctx.trigger.dispatch(fires).await?;
+        Ok(log_ids.into_iter().map(|id| id.0).collect())
     }
 
     fn preview(&self, request: pb::PreviewScheduleRequest) -> Result<Vec<i64>, Error> {
@@ -432,9 +442,30 @@ impl JobAdminService {
                 run.status
             )));
         }
-        let job = self.load_job(run.job_id).await?;
-        let (killed, message) = self.ctx.trigger.kill_run(&run, &job).await?;
+        if run.executor_address.is_empty() {
+            return Err(Error::FailedPrecondition(format!(
+                "log {log_id} has no executor"
+            )));
+        }
+        self.load_job(run.job_id).await?;
+        let token = self.group_token(run.group_id).await?;
+        let (killed, message) = self
+            .ctx
+            .executors
+            .kill(
+                &run.executor_address,
+                &token,
+                JobId(run.job_id),
+                LogId(run.id),
+            )
+            .await?;
         Ok(pb::KillRunResponse { killed, message })
+    }
+
+    /// The access token of a run's group (none when the group is gone).
+    async fn group_token(&self, group_id: i64) -> Result<String, Error> {
+        let group = self.store().get_group(group_id).await?;
+        Ok(group.map(|group| group.access_token).unwrap_or_default())
     }
 
     async fn read_run_log_checked(
@@ -446,10 +477,29 @@ impl JobAdminService {
             return Err(Error::invalid("from_line", message));
         }
         let run = self.load_log(request.log_id).await?;
+        let from_line = request.from_line.max(1);
+        if run.executor_address.is_empty() {
+            return Ok(pb::ReadRunLogResponse {
+                from_line,
+                to_line: from_line - 1,
+                content: format!(
+                    "run {} never reached an executor: {}",
+                    run.id, run.trigger_msg
+                ),
+                is_end: true,
+            });
+        }
+        let token = self.group_token(run.group_id).await?;
         let chunk = self
             .ctx
-            .trigger
-            .read_run_log(&run, request.from_line.max(1))
+            .executors
+            .read_log(
+                &run.executor_address,
+                &token,
+                LogId(run.id),
+                run.trigger_time_ms,
+                from_line,
+            )
             .await?;
         Ok(pb::ReadRunLogResponse {
             from_line: chunk.from_line,

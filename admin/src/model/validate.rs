@@ -11,8 +11,9 @@ use std::collections::{HashMap, HashSet};
 use chrono_tz::Tz;
 
 use crate::error::Error;
+use crate::model::cron::CronExpr;
+use crate::model::parse_time_zone;
 use crate::model::{AddressType, GlueType, Group, Job, ScheduleType};
-use crate::schedule::cron::{CronExpr, parse_time_zone};
 
 /// Shortest accepted app name, in characters.
 pub const APP_NAME_MIN_CHARS: usize = 4;

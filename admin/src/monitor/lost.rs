@@ -35,8 +35,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::AdminContext;
-use crate::model::{AddressType, ExecutorInfo, RunLog, now_ms};
-use crate::store::StoreError;
+use crate::error::Error;
+use crate::model::{AddressType, ExecutorInfo, GroupId, RunLog};
 
 /// Most RUNNING runs examined per check.
 const MAX_RUNS_PER_CHECK: i64 = 10_000;
@@ -278,10 +278,10 @@ async fn check_once(
     ctx: &AdminContext,
     judge: &mut LostJudge,
     params: LostParams,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let runs = ctx.store.running_runs(MAX_RUNS_PER_CHECK).await?;
     let sessions = ctx.registry.list("");
-    let now = now_ms();
+    let now = ctx.clock.now_ms();
     let lease_ms = ctx.config.executor_lease.as_millis() as i64;
     let held_elsewhere: HashSet<String> = ctx
         .store
@@ -310,7 +310,7 @@ async fn check_once(
     for verdict in verdicts {
         if ctx
             .store
-            .mark_lost(verdict.log_id, &verdict.message, now_ms())
+            .mark_lost(verdict.log_id, &verdict.message, ctx.clock.now_ms())
             .await?
         {
             tracing::warn!(log_id = verdict.log_id, reason = %verdict.message, "run lost");
@@ -319,20 +319,15 @@ async fn check_once(
     Ok(())
 }
 
-/// The AUTO groups among those of `runs`.
-async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, StoreError> {
-    let mut group_ids: Vec<i64> = runs.iter().map(|run| run.group_id).collect();
-    group_ids.sort_unstable();
-    group_ids.dedup();
-    let mut auto_groups = HashSet::new();
-    for group_id in group_ids {
-        if let Some(group) = ctx.store.get_group(group_id).await?
-            && group.address_type == AddressType::Auto
-        {
-            auto_groups.insert(group_id);
-        }
-    }
-    Ok(auto_groups)
+/// The AUTO groups among those of `runs` (read with one query).
+async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, Error> {
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
+    Ok(crate::trigger::load::groups(&ctx.store, &group_ids)
+        .await?
+        .into_iter()
+        .filter(|(_, group)| group.address_type == AddressType::Auto)
+        .map(|(id, _)| id.0)
+        .collect())
 }
 
 #[cfg(test)]

@@ -13,10 +13,11 @@
 //! concerns runs of the schedule (they carry a `fire_key`); manual and child runs leave the
 //! schedule alone.
 
-use crate::model::{Job, NewRun, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType};
+use crate::model::{
+    Job, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType,
+};
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::FixDelayRelease;
-use crate::trigger::NodeIdentity;
 
 /// Longest single retry delay, whatever the job says (keeps `now + delay` far from overflow).
 const MAX_RETRY_DELAY_MS: i64 = 30 * 24 * 3600 * 1000;

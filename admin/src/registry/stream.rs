@@ -20,7 +20,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_message::Kind;
 
 use crate::context::AdminContext;
-use crate::model::{ExecutorInfo, now_ms};
+use crate::model::ExecutorInfo;
 
 type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
 
@@ -146,7 +146,7 @@ pub(crate) fn tokens_match(presented: &str, expected: &str) -> bool {
 }
 
 fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
-    let now = now_ms();
+    let now = ctx.clock.now_ms();
     let mut handlers = register.handlers;
     handlers.sort();
     ExecutorInfo {
@@ -169,7 +169,6 @@ fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
 async fn open(ctx: &AdminContext, info: ExecutorInfo) {
     tracing::info!(app = %info.app_name, address = %info.address, executor_id = %info.executor_id, "executor registered");
     if let Some(replaced) = ctx.registry.register(info.clone()) {
-        ctx.trigger.evict_executor(&replaced.address);
         let _ = ctx.store.delete_registry(&replaced.executor_id).await;
     }
     if let Err(error) = ctx.store.upsert_registry(&info).await {
@@ -179,7 +178,6 @@ async fn open(ctx: &AdminContext, info: ExecutorInfo) {
 
 async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
     if ctx.registry.remove(&info.executor_id).is_some() {
-        ctx.trigger.evict_executor(&info.address);
         tracing::info!(app = %info.app_name, address = %info.address, "executor left");
     }
     if let Err(error) = ctx.store.delete_registry(&info.executor_id).await {
@@ -231,7 +229,7 @@ async fn session_loop(
 }
 
 async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
-    let now = now_ms();
+    let now = ctx.clock.now_ms();
     if !ctx
         .registry
         .heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now)
