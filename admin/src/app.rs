@@ -19,7 +19,7 @@ use crate::context::AdminContext;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::model::{NodeIdentity, SharedClock, system_clock};
-use crate::registry::Registry;
+use crate::registry::{Registry, RegistryContext};
 use crate::schedule::{Scheduler, SchedulerParts};
 use crate::store::Store;
 use crate::trigger::{Trigger, TriggerParts};
@@ -163,10 +163,18 @@ pub async fn start_with(
         &config,
     ));
     let schedule_wake = Arc::new(Notify::new());
+    let sessions = Arc::new(RegistryContext {
+        config: Arc::clone(&config),
+        store: store.clone(),
+        registry: Arc::clone(&registry),
+        node: node.clone(),
+        clock: Arc::clone(&clock),
+    });
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),
         store: store.clone(),
         registry: Arc::clone(&registry),
+        sessions: Arc::clone(&sessions),
         trigger: Arc::clone(&trigger),
         executors: Arc::clone(&executors),
         schedule_wake: Arc::clone(&schedule_wake),
@@ -217,7 +225,7 @@ pub async fn start_with(
     // Cluster: other admins' executors into routing each second; database health to gRPC health.
     let (database_healthy_tx, database_health) = crate::registry::refresh::database_health();
     tracker.spawn(crate::registry::refresh::run_refresh(
-        Arc::clone(&ctx),
+        sessions,
         database_healthy_tx,
         cancel.clone(),
     ));

@@ -8,7 +8,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::executor::ExecutorClient;
 use crate::model::{NodeIdentity, SharedClock};
-use crate::registry::Registry;
+use crate::registry::{Registry, RegistryContext};
 use crate::store::Store;
 use crate::trigger::Trigger;
 
@@ -17,6 +17,8 @@ pub struct AdminContext {
     pub config: Arc<Config>,
     pub store: Store,
     pub registry: Arc<Registry>,
+    /// The registry's own handles, for executor sessions.
+    pub sessions: Arc<RegistryContext>,
     pub trigger: Arc<Trigger>,
     /// Calls to executors that are not dispatches (kill, read log).
     pub executors: Arc<ExecutorClient>,

@@ -5,6 +5,7 @@
 
 use thiserror::Error;
 
+use crate::model::validate::Refusal;
 use crate::store::StoreError;
 
 /// The cause an error keeps for the log.
@@ -89,6 +90,15 @@ impl From<StoreError> for Error {
                 tracing::error!(error = %other, "store error");
                 Error::internal("store error", other)
             }
+        }
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(refusal: Refusal) -> Error {
+        match refusal {
+            Refusal::InvalidArgument(message) => Error::InvalidArgument(message),
+            Refusal::Unimplemented(message) => Error::Unimplemented(message),
         }
     }
 }

@@ -53,12 +53,12 @@ impl pb::registry_server::Registry for RegistryService {
         let token = bearer_token(&request);
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
-        let ctx = Arc::clone(&self.ctx);
+        let sessions = Arc::clone(&self.ctx.sessions);
         let cancel = self.cancel.child_token();
         self.ctx
             .tracker
             .spawn(crate::registry::stream::serve_session(
-                ctx,
+                sessions,
                 inbound,
                 outbound_tx,
                 token,

@@ -10,10 +10,26 @@ use std::collections::{HashMap, HashSet};
 
 use chrono_tz::Tz;
 
-use crate::error::Error;
 use crate::model::cron::CronExpr;
 use crate::model::parse_time_zone;
 use crate::model::{AddressType, GlueType, Group, Job, ScheduleType};
+
+/// Why a job or group was refused (the API answers INVALID_ARGUMENT or UNIMPLEMENTED).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A field is malformed; the message names it.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A part of the contract this release does not run yet.
+    #[error("{0}")]
+    Unimplemented(String),
+}
+
+impl Refusal {
+    pub fn invalid(field: &str, message: impl std::fmt::Display) -> Refusal {
+        Refusal::InvalidArgument(format!("{field}: {message}"))
+    }
+}
 
 /// Shortest accepted app name, in characters.
 pub const APP_NAME_MIN_CHARS: usize = 4;
@@ -33,10 +49,10 @@ pub struct JobLimits {
 }
 
 /// Checks every field of a job that can be checked without the database.
-pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Error> {
+pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Refusal> {
     let field = |name: &str| field_name(prefix, name);
     if job.name.trim().is_empty() {
-        return Err(Error::invalid(&field("name"), "required"));
+        return Err(Refusal::invalid(&field("name"), "required"));
     }
     validate_schedule(job.schedule_type, &job.schedule_conf, prefix)?;
     resolve_time_zone(
@@ -50,7 +66,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
     validate_retry_backoff(job, prefix)?;
     check_params_size(&job.params, limits.max_params_bytes, &field("params"))?;
     if job.id != 0 && job.child_job_ids.contains(&job.id) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             &field("child_job_ids"),
             format!("job {} cannot be its own child", job.id),
         ));
@@ -61,9 +77,9 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
 /// Applies an update onto the stored job: editable fields come from `incoming`; status, fire
 /// times and creation time stay. The glue type cannot change after creation (XXL-JOB edits glue
 /// only in its IDE); an edited glue source or remark stamps `glue_updated_ms`.
-pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, Error> {
+pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, Refusal> {
     if incoming.glue_type != existing.glue_type {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             "job.glue_type",
             format!(
                 "cannot change after creation (is {}, got {})",
@@ -95,13 +111,13 @@ pub fn validate_schedule(
     schedule_type: ScheduleType,
     schedule_conf: &str,
     prefix: &str,
-) -> Result<(), Error> {
+) -> Result<(), Refusal> {
     let conf_field = field_name(prefix, "schedule_conf");
     match schedule_type {
         ScheduleType::None => Ok(()),
         ScheduleType::Cron => match CronExpr::parse(schedule_conf) {
             Ok(_) => Ok(()),
-            Err(error) => Err(Error::invalid(
+            Err(error) => Err(Refusal::invalid(
                 &conf_field,
                 format!("invalid cron '{schedule_conf}': {error}"),
             )),
@@ -113,15 +129,15 @@ pub fn validate_schedule(
 }
 
 /// Parses a FIX_RATE / FIX_DELAY interval: a whole number of seconds in 1..=`MAX_INTERVAL_SECONDS`.
-pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Error> {
+pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Refusal> {
     let seconds = schedule_conf.trim().parse::<i64>().map_err(|_| {
-        Error::invalid(
+        Refusal::invalid(
             field,
             format!("'{schedule_conf}' is not a whole number of seconds"),
         )
     })?;
     if !(1..=MAX_INTERVAL_SECONDS).contains(&seconds) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("{seconds} seconds is out of range 1-{MAX_INTERVAL_SECONDS}"),
         ));
@@ -130,17 +146,18 @@ pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, E
 }
 
 /// Returns the zone a job's schedule runs in: `default` when `name` is empty, else the IANA zone.
-pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Error> {
+pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Refusal> {
     if name.trim().is_empty() {
         return Ok(default);
     }
-    parse_time_zone(name).map_err(|_| Error::invalid(field, format!("unknown time zone '{name}'")))
+    parse_time_zone(name)
+        .map_err(|_| Refusal::invalid(field, format!("unknown time zone '{name}'")))
 }
 
 /// Refuses params larger than `limit` bytes.
-pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), Error> {
+pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), Refusal> {
     if params.len() > limit {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("{} bytes exceeds the limit of {limit}", params.len()),
         ));
@@ -203,7 +220,7 @@ pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option
 
 /// The `InvalidArgument` for a cycle found below job `job_id`:
 /// `job.child_job_ids: cycle 3 -> 5 -> 3`.
-pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error {
+pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Refusal {
     let path = found
         .cycle
         .iter()
@@ -211,10 +228,10 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
         .collect::<Vec<_>>()
         .join(" -> ");
     if found.cycle.first() == Some(&job_id) {
-        Error::invalid(field, format!("cycle {path}"))
+        Refusal::invalid(field, format!("cycle {path}"))
     } else {
         let through = found.through_child;
-        Error::invalid(
+        Refusal::invalid(
             field,
             format!("cycle {path} (reached through child {through})"),
         )
@@ -222,10 +239,10 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
 }
 
 /// Checks a group's app name, title and addresses.
-pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
+pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Refusal> {
     validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
     if group.title.trim().is_empty() {
-        return Err(Error::invalid(&field_name(prefix, "title"), "required"));
+        return Err(Refusal::invalid(&field_name(prefix, "title"), "required"));
     }
     if group.address_type == AddressType::Manual {
         validate_manual_addresses(&group.addresses, &field_name(prefix, "addresses"))?;
@@ -235,16 +252,16 @@ pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
 
 /// Checks an access token: it travels as `authorization: Bearer <token>`, so it must be
 /// visible ASCII without spaces, and at most [`ACCESS_TOKEN_MAX_CHARS`] long. Empty = none.
-pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
+pub fn validate_access_token(token: &str, field: &str) -> Result<(), Refusal> {
     if token.len() > ACCESS_TOKEN_MAX_CHARS {
         let message = format!(
             "{} characters exceeds the limit of {ACCESS_TOKEN_MAX_CHARS}",
             token.len()
         );
-        return Err(Error::invalid(field, message));
+        return Err(Refusal::invalid(field, message));
     }
     if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             "may contain only visible ASCII characters (no spaces)",
         ));
@@ -253,10 +270,10 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
 }
 
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
-pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
+pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Refusal> {
     let length = app_name.chars().count();
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!(
                 "'{app_name}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
@@ -266,7 +283,7 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if !app_name.chars().all(allowed) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{app_name}' may contain only letters, digits, '_', '.' and '-'"),
         ));
@@ -274,16 +291,16 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
+fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Refusal> {
     if addresses.is_empty() {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             "a MANUAL group needs at least one address",
         ));
     }
     for (index, address) in addresses.iter().enumerate() {
         if !(address.starts_with("http://") || address.starts_with("https://")) {
-            return Err(Error::invalid(
+            return Err(Refusal::invalid(
                 &format!("{field}[{index}]"),
                 format!("'{address}' must start with http:// or https://"),
             ));
@@ -292,27 +309,27 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
     Ok(())
 }
 
-fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
+fn validate_glue(job: &Job, prefix: &str) -> Result<(), Refusal> {
     match job.glue_type {
-        GlueType::Bean if job.handler.trim().is_empty() => Err(Error::invalid(
+        GlueType::Bean if job.handler.trim().is_empty() => Err(Refusal::invalid(
             &field_name(prefix, "handler"),
             "required for GLUE_TYPE_BEAN",
         )),
         GlueType::Bean => Ok(()),
-        other => Err(Error::Unimplemented(format!(
+        other => Err(Refusal::Unimplemented(format!(
             "{}: {other} is not implemented yet (only BEAN handlers run in this release)",
             field_name(prefix, "glue_type")
         ))),
     }
 }
 
-fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Error> {
+fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Refusal> {
     let backoff = &job.retry_backoff;
     let field = |name: &str| field_name(prefix, &format!("retry_backoff.{name}"));
     require_non_negative(backoff.initial_delay_ms, &field("initial_delay_ms"))?;
     require_non_negative(backoff.max_delay_ms, &field("max_delay_ms"))?;
     if !backoff.factor.is_finite() || backoff.factor < 0.0 {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             &field("factor"),
             format!("must be a finite number >= 0, got {}", backoff.factor),
         ));
@@ -320,9 +337,12 @@ fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn require_non_negative(value: i64, field: &str) -> Result<(), Error> {
+fn require_non_negative(value: i64, field: &str) -> Result<(), Refusal> {
     if value < 0 {
-        return Err(Error::invalid(field, format!("must be >= 0, got {value}")));
+        return Err(Refusal::invalid(
+            field,
+            format!("must be >= 0, got {value}"),
+        ));
     }
     Ok(())
 }
@@ -380,7 +400,7 @@ mod tests {
 
     fn invalid_message(job: Job) -> String {
         match validate_job(&job, &LIMITS, "job") {
-            Err(Error::InvalidArgument(message)) => message,
+            Err(Refusal::InvalidArgument(message)) => message,
             other => panic!("expected InvalidArgument, got {other:?}"),
         }
     }
@@ -549,7 +569,7 @@ mod tests {
         };
         assert!(matches!(
             validate_job(&shell, &LIMITS, "job"),
-            Err(Error::Unimplemented(_))
+            Err(Refusal::Unimplemented(_))
         ));
     }
 
@@ -639,7 +659,7 @@ mod tests {
             ..job()
         };
         let error = merge_job_update(&job(), shell, 5_000).expect_err("glue type changed");
-        assert!(matches!(error, Error::InvalidArgument(_)));
+        assert!(matches!(error, Refusal::InvalidArgument(_)));
         assert!(
             error
                 .to_string()

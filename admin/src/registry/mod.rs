@@ -24,11 +24,23 @@ pub mod refresh;
 pub mod stream;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use tokio::sync::broadcast;
 
-use crate::model::ExecutorInfo;
+use crate::config::Config;
+use crate::model::{ExecutorInfo, NodeIdentity, SharedClock};
+use crate::store::Store;
+
+/// What the registry's tasks (executor sessions, the refresh of the other admins' rows) work
+/// with: the registry, its table, and this node.
+pub struct RegistryContext {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub registry: Arc<Registry>,
+    pub node: NodeIdentity,
+    pub clock: SharedClock,
+}
 
 /// Removals a slow follower may lag behind before it is told it missed some.
 const REMOVALS_BACKLOG: usize = 1024;

@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::AdminContext;
+use super::RegistryContext;
 use crate::model::ExecutorInfo;
 use crate::store::StoreError;
 
@@ -93,7 +93,7 @@ impl Liveness {
 /// Refreshes the routing view of the other admins' executors until cancelled, and publishes
 /// whether the database answered.
 pub async fn run_refresh(
-    ctx: Arc<AdminContext>,
+    ctx: Arc<RegistryContext>,
     healthy_tx: watch::Sender<bool>,
     cancel: CancellationToken,
 ) {
@@ -139,7 +139,7 @@ fn refresh_period(heartbeat_interval: Duration) -> Duration {
 
 /// One read of the table into the routing view, then the clean-up of dead owners' rows (both
 /// with heartbeats up to `cutoff_ms` counted as stale).
-async fn refresh_once(ctx: &AdminContext, cutoff_ms: i64) -> Result<(), StoreError> {
+async fn refresh_once(ctx: &RegistryContext, cutoff_ms: i64) -> Result<(), StoreError> {
     let rows = ctx.store.list_live_registry(cutoff_ms).await?;
     let peers = rows_of_other_admins(rows, &ctx.node.node_id);
     // Addresses that left routing are published to the executor client by the registry.
@@ -156,7 +156,7 @@ async fn refresh_once(ctx: &AdminContext, cutoff_ms: i64) -> Result<(), StoreErr
 
 /// Rewrites this admin's sessions' rows at once after an outage (their heartbeats could not be
 /// written meanwhile), so other admins route to its executors again within a refresh.
-async fn republish_sessions(ctx: &AdminContext) {
+async fn republish_sessions(ctx: &RegistryContext) {
     let now = ctx.clock.now_ms();
     for session in ctx.registry.list("") {
         let fresh = ExecutorInfo {

@@ -19,7 +19,7 @@ use tonic::{Status, Streaming};
 use xjob_proto::pb;
 use xjob_proto::pb::executor_message::Kind;
 
-use crate::context::AdminContext;
+use super::RegistryContext;
 use crate::model::ExecutorInfo;
 
 type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
@@ -31,7 +31,7 @@ const ROW_WRITE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Serves one `Registry.Session` stream until it ends.
 pub async fn serve_session(
-    ctx: Arc<AdminContext>,
+    ctx: Arc<RegistryContext>,
     mut inbound: Streaming<pb::ExecutorMessage>,
     outbound: Outbound,
     presented_token: Option<String>,
@@ -67,7 +67,7 @@ pub async fn serve_session(
 
 /// Waits for the first message, which must be a valid `Register`.
 async fn handshake(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     inbound: &mut Streaming<pb::ExecutorMessage>,
 ) -> Result<pb::Register, Status> {
     let timeout = ctx.config.handshake_timeout;
@@ -103,7 +103,7 @@ async fn handshake(
 
 /// Refuses the session when the app's group has a token the executor did not present.
 async fn check_token(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     app_name: &str,
     presented: Option<&str>,
 ) -> Result<(), Status> {
@@ -145,7 +145,7 @@ pub(crate) fn tokens_match(presented: &str, expected: &str) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
+fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo {
     let now = ctx.clock.now_ms();
     let mut handlers = register.handlers;
     handlers.sort();
@@ -166,7 +166,7 @@ fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
     }
 }
 
-async fn open(ctx: &AdminContext, info: ExecutorInfo) {
+async fn open(ctx: &RegistryContext, info: ExecutorInfo) {
     tracing::info!(app = %info.app_name, address = %info.address, executor_id = %info.executor_id, "executor registered");
     if let Some(replaced) = ctx.registry.register(info.clone()) {
         let _ = ctx.store.delete_registry(&replaced.executor_id).await;
@@ -176,7 +176,7 @@ async fn open(ctx: &AdminContext, info: ExecutorInfo) {
     }
 }
 
-async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
+async fn close(ctx: &RegistryContext, info: &ExecutorInfo) {
     if ctx.registry.remove(&info.executor_id).is_some() {
         tracing::info!(app = %info.app_name, address = %info.address, "executor left");
     }
@@ -186,7 +186,7 @@ async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
 }
 
 async fn session_loop(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     inbound: &mut Streaming<pb::ExecutorMessage>,
     outbound: &Outbound,
     info: &ExecutorInfo,
@@ -228,7 +228,7 @@ async fn session_loop(
     }
 }
 
-async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
+async fn heartbeat_received(ctx: &RegistryContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
     let now = ctx.clock.now_ms();
     if !ctx
         .registry

@@ -64,7 +64,7 @@ impl JobAdminService {
             }
         }
         match find_child_cycle(job.id, &children) {
-            Some(found) => Err(child_cycle_error(job.id, &found, "job.child_job_ids")),
+            Some(found) => Err(child_cycle_error(job.id, &found, "job.child_job_ids").into()),
             None => Ok(()),
         }
     }
