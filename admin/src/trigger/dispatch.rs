@@ -8,15 +8,10 @@
 use super::pool::PoolKind;
 use super::request::run_request;
 use super::route::{self, Probe, ProbeVerdict, RouteError};
-use super::{Claimed, Target, Trigger};
+use super::{Claimed, TRIGGER_ACCEPTED, TRIGGER_UNKNOWN, Target, Trigger};
 use crate::executor::Idleness;
 use crate::model::{Fire, RouteStrategy};
 use crate::store::{DispatchOutcome, DispatchRecord};
-
-/// XXL-JOB's trigger codes.
-const TRIGGER_ACCEPTED: i32 = 200;
-pub(super) const TRIGGER_FAILED: i32 = 500;
-const TRIGGER_UNKNOWN: i32 = 0;
 
 /// Where a run goes and what the route has to say about it.
 struct Routed {

@@ -44,6 +44,11 @@ use crate::registry::Registry;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 use pool::{PoolSettings, TriggerPools};
 
+/// XXL-JOB's trigger codes: accepted, not delivered, maybe delivered (a deadline after sending).
+const TRIGGER_ACCEPTED: i32 = 200;
+const TRIGGER_FAILED: i32 = 500;
+const TRIGGER_UNKNOWN: i32 = 0;
+
 /// What enters the trigger: fires, in the shape their caller holds them.
 #[derive(Debug)]
 pub enum Fires {
@@ -529,7 +534,7 @@ impl Trigger {
         DispatchRecord {
             log_id: log_id.0,
             outcome: DispatchOutcome::Failed,
-            trigger_code: dispatch::TRIGGER_FAILED,
+            trigger_code: TRIGGER_FAILED,
             trigger_msg: message,
             executor_address: address.to_string(),
             finished_ms: self.now_ms(),

@@ -6,7 +6,7 @@ use super::JobAdminService;
 use crate::api::convert::{Page, group_from_pb, group_to_pb};
 use crate::error::Error;
 use crate::model::validate::validate_group;
-use crate::model::{AddressType, Group, now_ms};
+use crate::model::{AddressType, Group};
 
 impl JobAdminService {
     /// Converts a group to the wire with the addresses of its live executors.
@@ -38,7 +38,7 @@ impl JobAdminService {
         let mut group = group_from_pb(wire_group, "group")?;
         group.id = 0;
         self.check_group(&mut group).await?;
-        group.updated_ms = now_ms();
+        group.updated_ms = self.ctx.clock.now_ms();
         let created = self.store().insert_group(&group).await?;
         Ok(self.group_with_online(created))
     }
@@ -54,7 +54,7 @@ impl JobAdminService {
             return Err(Error::invalid("group.app_name", message));
         }
         self.check_group(&mut group).await?;
-        group.updated_ms = now_ms();
+        group.updated_ms = self.ctx.clock.now_ms();
         if !self.store().update_group(&group).await? {
             return Err(Error::NotFound(format!("group {} not found", group.id)));
         }

@@ -12,7 +12,7 @@ use crate::model::validate::{
     child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
     validate_job,
 };
-use crate::model::{Job, JobStatus, ScheduleType, now_ms};
+use crate::model::{Job, JobStatus, ScheduleType};
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::JobScheduleUpdate;
 use crate::trigger::route::is_supported;
@@ -83,7 +83,7 @@ impl JobAdminService {
         let reason = format!("job {job_id} was {why} after this fire was planned");
         let skipped = self
             .store()
-            .skip_planned_fires(job_id, &reason, now_ms())
+            .skip_planned_fires(job_id, &reason, self.ctx.clock.now_ms())
             .await?;
         if skipped > 0 {
             tracing::info!(job_id, skipped, "planned fires skipped");
@@ -109,7 +109,7 @@ impl JobAdminService {
         job.id = 0;
         let _job_writes = self.job_writes.lock().await;
         self.check_job(&mut job).await?;
-        let now = now_ms();
+        let now = self.ctx.clock.now_ms();
         let new_job = Job {
             status: JobStatus::Stopped,
             trigger_last_ms: 0,
@@ -126,7 +126,7 @@ impl JobAdminService {
         let incoming = job_from_pb(wire_job, "job")?;
         let _job_writes = self.job_writes.lock().await;
         let existing = self.load_job(incoming.id).await?;
-        let now = now_ms();
+        let now = self.ctx.clock.now_ms();
         let mut updated = merge_job_update(&existing, incoming, now)?;
         self.check_job(&mut updated).await?;
         // A FIX_DELAY fire still running keeps the job parked: its completion sets the next
@@ -190,7 +190,7 @@ impl JobAdminService {
         let no_future_fire =
             || Error::FailedPrecondition(format!("job {id} has no future fire time"));
         let next = self
-            .next_fire(&job, now_ms() + SCHEDULE_CHANGE_DELAY_MS)?
+            .next_fire(&job, self.ctx.clock.now_ms() + SCHEDULE_CHANGE_DELAY_MS)?
             .ok_or_else(no_future_fire)?;
         let started = Job {
             status: JobStatus::Running,

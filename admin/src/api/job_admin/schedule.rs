@@ -5,7 +5,6 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::error::Error;
-use crate::model::now_ms;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
 use crate::schedule::plan::next_fire_after;
 
@@ -18,7 +17,7 @@ impl JobAdminService {
         let zone = resolve_time_zone(&request.time_zone, default_zone, "time_zone")?;
         let count = preview_count(request.count)?;
         let from_ms = match request.from_ms {
-            0 => now_ms(),
+            0 => self.ctx.clock.now_ms(),
             from if from < 0 => {
                 return Err(Error::invalid(
                     "from_ms",
