@@ -201,6 +201,15 @@ impl<Id> Fire<Id> {
         }
     }
 
+    /// The next attempt of this fire (a retry): same instant, shard, handler and params.
+    pub fn next_attempt(&self) -> Fire<()> {
+        Fire {
+            trigger_type: TriggerType::Retry,
+            attempt: self.attempt + 1,
+            ..self.shard_of(self.shard.index, self.shard.total)
+        }
+    }
+
     /// The row that records this fire, owned by `node`.
     pub fn row(&self, node: &NodeIdentity, status: RunStatus, trigger_msg: &str) -> NewRun {
         NewRun {

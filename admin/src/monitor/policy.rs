@@ -13,8 +13,11 @@
 //! concerns runs of the schedule (they carry a `fire_key`); manual and child runs leave the
 //! schedule alone.
 
+use std::sync::Arc;
+
 use crate::model::{
-    Job, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType,
+    Fire, Job, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType,
+    UnwrittenFire,
 };
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::FixDelayRelease;
@@ -130,51 +133,23 @@ fn children_of(run: &RunLog, job: &Job) -> Children {
     }
 }
 
-/// The next attempt of a failed run.
+/// The next attempt of a failed run: the same fire, one attempt later.
 fn retry_run(run: &RunLog, job: &Job, now_ms: i64, node: &NodeIdentity) -> NewRun {
-    let attempt = run.attempt + 1;
+    let failed = Fire::from_run(run, Arc::new(job.clone()));
     NewRun {
-        job_id: run.job_id,
-        group_id: run.group_id,
-        fire_key: run
-            .fire_key
-            .as_ref()
-            .map(|_| NewRun::fire_key(run.job_id, run.scheduled_at_ms, run.shard_index, attempt)),
-        status: RunStatus::Pending,
-        trigger_type: TriggerType::Retry,
-        scheduled_at_ms: run.scheduled_at_ms,
-        handler: run.handler.clone(),
-        params: run.params.clone(),
-        shard_index: run.shard_index,
-        shard_total: run.shard_total,
-        attempt,
-        trigger_msg: String::new(),
-        owner_node: node.node_id.clone(),
-        epoch: node.epoch,
         // Never 0: 0 means "dispatched by the scan or at once by its creator".
         dispatch_at_ms: (now_ms + retry_delay_ms(&job.retry_backoff, run.attempt)).max(1),
+        ..failed.next_attempt().row(node, RunStatus::Pending, "")
     }
 }
 
-/// A run of `child` started by a parent's success: the child's own handler and params.
+/// A run of `child` started by a parent's success: the child's own handler and params,
+/// "scheduled" (like a manual run) for the instant the parent's success started it.
 pub fn child_run(child: &Job, now_ms: i64, node: &NodeIdentity) -> NewRun {
+    let fire = UnwrittenFire::requested(Arc::new(child.clone()), TriggerType::Parent, None, now_ms);
     NewRun {
-        job_id: child.id,
-        group_id: child.group_id,
-        fire_key: None,
-        status: RunStatus::Pending,
-        trigger_type: TriggerType::Parent,
-        // Like a manual run: "scheduled" for the instant the parent's success started it.
-        scheduled_at_ms: now_ms,
-        handler: child.handler.clone(),
-        params: child.params.clone(),
-        shard_index: 0,
-        shard_total: 1,
-        attempt: 0,
-        trigger_msg: String::new(),
-        owner_node: node.node_id.clone(),
-        epoch: node.epoch,
         dispatch_at_ms: now_ms.max(1),
+        ..fire.row(node, RunStatus::Pending, "")
     }
 }
 
