@@ -215,12 +215,13 @@ impl Followup {
             Children::Now(ids) => (ids, false),
             Children::WhenAllShardsSucceeded(ids) => (ids, true),
         };
-        let children = self.ctx.store.get_jobs(child_ids).await?;
+        let raw_ids: Vec<i64> = child_ids.iter().map(|id| id.0).collect();
+        let children = self.ctx.store.get_jobs(&raw_ids).await?;
         for missing in child_ids
             .iter()
-            .filter(|id| !children.iter().any(|child| child.id == **id))
+            .filter(|id| !children.iter().any(|child| child.id == id.0))
         {
-            tracing::warn!(child_job_id = missing, "child job not found; not started");
+            tracing::warn!(child_job_id = %missing, "child job not found; not started");
         }
         let runs = children
             .iter()

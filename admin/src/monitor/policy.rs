@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use crate::model::{
-    Fire, Job, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType,
-    UnwrittenFire,
+    Fire, Job, JobId, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType,
+    TriggerType, UnwrittenFire,
 };
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::FixDelayRelease;
@@ -30,9 +30,9 @@ const MAX_RETRY_DELAY_MS: i64 = 30 * 24 * 3600 * 1000;
 pub enum Children {
     None,
     /// Start these jobs now (the run succeeded).
-    Now(Vec<i64>),
+    Now(Vec<JobId>),
     /// A broadcast shard succeeded: start these jobs once every shard of the fire succeeded.
-    WhenAllShardsSucceeded(Vec<i64>),
+    WhenAllShardsSucceeded(Vec<JobId>),
 }
 
 /// What the follow-up does with one finished run.
@@ -119,7 +119,7 @@ pub fn decide(run: &RunLog, job: Option<&Job>, now_ms: i64, node: &NodeIdentity)
 /// so its shards wait for each other; a manual broadcast (no scheduled time) has no such
 /// identity, so its shard 0 alone starts the children, once, without waiting for the others.
 fn children_of(run: &RunLog, job: &Job) -> Children {
-    let children = job.child_job_ids.clone();
+    let children: Vec<JobId> = job.child_job_ids.iter().copied().map(JobId).collect();
     if children.is_empty() {
         Children::None
     } else if run.shard_total <= 1 {
@@ -383,10 +383,13 @@ mod tests {
         single.shard_index = 0;
         single.shard_total = 1;
         let decision = decide(&single, Some(&parent), NOW, &node());
-        assert_eq!(decision.children, Children::Now(vec![8, 9]));
+        assert_eq!(decision.children, Children::Now(vec![JobId(8), JobId(9)]));
         assert!(decision.retry.is_none() && !decision.alarm);
         let shard = decide(&run(RunStatus::Success, 0), Some(&parent), NOW, &node());
-        assert_eq!(shard.children, Children::WhenAllShardsSucceeded(vec![8, 9]));
+        assert_eq!(
+            shard.children,
+            Children::WhenAllShardsSucceeded(vec![JobId(8), JobId(9)])
+        );
         // A manual broadcast has no fire identity: shard 0 alone starts the children.
         let mut manual_shard = run(RunStatus::Success, 0);
         manual_shard.scheduled_at_ms = 0;
@@ -395,7 +398,10 @@ mod tests {
         assert_eq!(other_shard.children, Children::None);
         manual_shard.shard_index = 0;
         let first_shard = decide(&manual_shard, Some(&parent), NOW, &node());
-        assert_eq!(first_shard.children, Children::Now(vec![8, 9]));
+        assert_eq!(
+            first_shard.children,
+            Children::Now(vec![JobId(8), JobId(9)])
+        );
         let failed = decide(&run(RunStatus::Failed, 0), Some(&parent), NOW, &node());
         assert_eq!(
             failed.children,
