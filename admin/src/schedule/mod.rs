@@ -93,55 +93,48 @@ impl Scheduler {
         }
         let this = Arc::clone(self);
         self.tracker.spawn(async move {
-            let log_ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
-            if let Err(error) = this.trigger.dispatch(Fires::Written(fires)).await {
-                tracing::warn!(%error, fires = log_ids.len(),
-                    "claiming scheduled fires failed; retrying");
-                this.retry_unclaimed(log_ids).await;
+            let count = fires.len();
+            // Kept for a retry should the claim fail (a clone of each fire costs about what
+            // rebuilding its run from the plan did before).
+            if let Err(error) = this.trigger.dispatch(Fires::Written(fires.clone())).await {
+                tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
+                this.retry_unclaimed(fires).await;
             }
         });
     }
 
     /// Fires whose claim failed (the database was unreachable) stay PENDING and owned by this
-    /// live node, so no other admin adopts them: retry until the database answers, then treat
-    /// those still pending like recovered fires (dispatch, or the misfire strategy when too
-    /// late by then).
-    async fn retry_unclaimed(self: &Arc<Self>, log_ids: Vec<LogId>) {
+    /// live node, so no other admin adopts them: retry until the database answers. Those too
+    /// late by then follow their job's misfire strategy, like recovered fires (DO_NOTHING skips
+    /// them); the claim's fence leaves out any that is no longer this node's PENDING fire.
+    async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>) {
+        let threshold = self.config.misfire_threshold.as_millis() as i64;
         let mut delay = Duration::from_millis(200);
-        loop {
+        while !fires.is_empty() {
             tokio::time::sleep(delay).await;
-            match self.own_pending_runs(&log_ids).await {
-                Ok(runs) => {
-                    if !runs.is_empty() {
-                        recover_runs(self, runs).await;
-                    }
-                    return;
-                }
+            delay = (delay * 2).min(Duration::from_secs(2));
+            let now = self.clock.now_ms();
+            let (late, due): (Vec<Fire>, Vec<Fire>) = fires
+                .into_iter()
+                .partition(|fire| skipped_after_failed_claim(fire, now, threshold));
+            let late_ids: Vec<i64> = late.iter().map(|fire| fire.log_id.0).collect();
+            let reason =
+                "misfire: the database was unreachable until too late; DO_NOTHING skips it";
+            if !late_ids.is_empty()
+                && let Err(error) = self.store.skip_runs(&late_ids, reason, now).await
+            {
+                tracing::debug!(%error, "database still unavailable for unclaimed fires");
+                fires = late.into_iter().chain(due).collect();
+                continue;
+            }
+            match self.trigger.dispatch(Fires::Written(due.clone())).await {
+                Ok(_) => return,
                 Err(error) => {
                     tracing::debug!(%error, "database still unavailable for unclaimed fires");
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                    fires = due;
                 }
             }
         }
-    }
-
-    /// The runs among `log_ids` still PENDING and owned by this node and epoch. (One read per
-    /// id: the store reads runs by id one at a time; this path only follows a failed claim.)
-    async fn own_pending_runs(
-        &self,
-        log_ids: &[LogId],
-    ) -> Result<Vec<RunLog>, crate::store::StoreError> {
-        let mut runs = Vec::with_capacity(log_ids.len());
-        for log_id in log_ids {
-            if let Some(run) = self.store.get_log(log_id.0).await?
-                && run.status == crate::model::RunStatus::Pending
-                && run.owner_node == self.node.node_id
-                && run.epoch == self.node.epoch
-            {
-                runs.push(run);
-            }
-        }
-        Ok(runs)
     }
 
     /// Number of fires waiting in the ring.
@@ -257,17 +250,45 @@ fn recovery_of(
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    // Only schedule-made fires can misfire; a manual or parent run still runs when adopted late.
-    let scheduled = matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire);
-    let misfired = scheduled
-        && run.attempt == 0
-        && run.scheduled_at_ms > 0
-        && now_ms - run.scheduled_at_ms > threshold_ms;
+    let misfired = misfires(
+        run.trigger_type,
+        run.attempt,
+        run.scheduled_at_ms,
+        now_ms,
+        threshold_ms,
+    );
     if misfired && strategy == MisfireStrategy::DoNothing {
         Recovery::Skip
     } else {
         Recovery::Dispatch
     }
+}
+
+/// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
+/// or parent run still runs when found late), and only on their first attempt.
+fn misfires(
+    trigger_type: TriggerType,
+    attempt: i32,
+    scheduled_at_ms: i64,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> bool {
+    matches!(trigger_type, TriggerType::Cron | TriggerType::Misfire)
+        && attempt == 0
+        && scheduled_at_ms > 0
+        && now_ms - scheduled_at_ms > threshold_ms
+}
+
+/// Whether a fire whose claim failed is too late by now for its DO_NOTHING job.
+fn skipped_after_failed_claim(fire: &Fire, now_ms: i64, threshold_ms: i64) -> bool {
+    fire.job.misfire_strategy == MisfireStrategy::DoNothing
+        && misfires(
+            fire.trigger_type,
+            fire.attempt,
+            fire.scheduled_at_ms,
+            now_ms,
+            threshold_ms,
+        )
 }
 
 /// Dispatches adopted fires (through the ring, like the scan's own), or applies the misfire
