@@ -23,6 +23,7 @@ pub mod registry;
 pub mod schedule;
 pub mod store;
 pub mod trigger;
+pub mod wire;
 
 pub use app::{RunningAdmin, run, start};
 pub use config::Config;

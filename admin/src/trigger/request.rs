@@ -2,7 +2,8 @@
 
 use xjob_proto::pb;
 
-use crate::model::{BlockStrategy, Fire, GlueType, TriggerType};
+use crate::model::Fire;
+use crate::wire::{block_strategy_to_pb, glue_type_to_pb, trigger_type_to_pb};
 
 /// The `RunRequest` for `fire`, claimed at `trigger_time_ms` (the executor files the run's log
 /// under that day).
@@ -28,35 +29,5 @@ pub(super) fn run_request(fire: &Fire, trigger_time_ms: i64) -> pb::RunRequest {
         scheduled_at_ms: fire.scheduled_at_ms,
         attempt: fire.attempt,
         trigger_type: trigger_type_to_pb(fire.trigger_type) as i32,
-    }
-}
-
-fn block_strategy_to_pb(strategy: BlockStrategy) -> pb::BlockStrategy {
-    match strategy {
-        BlockStrategy::SerialExecution => pb::BlockStrategy::SerialExecution,
-        BlockStrategy::DiscardLater => pb::BlockStrategy::DiscardLater,
-        BlockStrategy::CoverEarly => pb::BlockStrategy::CoverEarly,
-    }
-}
-
-fn glue_type_to_pb(glue: GlueType) -> pb::GlueType {
-    match glue {
-        GlueType::Bean => pb::GlueType::Bean,
-        GlueType::Shell => pb::GlueType::Shell,
-        GlueType::Python => pb::GlueType::Python,
-        GlueType::NodeJs => pb::GlueType::Nodejs,
-        GlueType::Php => pb::GlueType::Php,
-        GlueType::PowerShell => pb::GlueType::Powershell,
-    }
-}
-
-fn trigger_type_to_pb(trigger_type: TriggerType) -> pb::TriggerType {
-    match trigger_type {
-        TriggerType::Cron => pb::TriggerType::Cron,
-        TriggerType::Manual => pb::TriggerType::Manual,
-        TriggerType::Retry => pb::TriggerType::Retry,
-        TriggerType::Parent => pb::TriggerType::Parent,
-        TriggerType::Api => pb::TriggerType::Api,
-        TriggerType::Misfire => pb::TriggerType::Misfire,
     }
 }
