@@ -1,7 +1,8 @@
 //! Wiring only: opens the store, registers this node, builds the shared context, binds the
-//! port, and spawns every named background task under one `CancellationToken` and
-//! `TaskTracker`. Shutdown runs in order: stop the scan, stop the ring (its fires are durable),
-//! end executor sessions, stop the server, drain dispatches, flush the recorder.
+//! port, and spawns every background task under one `CancellationToken` and a `TaskTracker`.
+//! Shutdown runs in order: stop the scan, stop the ring (its fires are durable), end executor
+//! sessions, stop the server, drain dispatches and claims, flush the recorder, and only then
+//! close the database pool.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,11 +17,12 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::now_ms;
-use crate::registry::Registry;
-use crate::schedule::Scheduler;
+use crate::executor::ExecutorClient;
+use crate::model::{NodeIdentity, SharedClock, system_clock};
+use crate::registry::{Registry, RegistryContext};
+use crate::schedule::{Scheduler, SchedulerParts};
 use crate::store::Store;
-use crate::trigger::{NodeIdentity, Trigger};
+use crate::trigger::{Trigger, TriggerParts};
 
 /// A started admin: its address and the handles to stop it.
 pub struct RunningAdmin {
@@ -30,6 +32,7 @@ pub struct RunningAdmin {
     tracker: TaskTracker,
     dispatch_tracker: TaskTracker,
     recorder_cancel: CancellationToken,
+    recorder_tracker: TaskTracker,
     store: Store,
 }
 
@@ -60,7 +63,16 @@ impl RunningAdmin {
         }
         self.dispatch_tracker.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.dispatch_tracker.wait()).await;
+        // The recorder writes what the dispatches recorded, then ends; the pool closes after
+        // its last flush.
         self.recorder_cancel.cancel();
+        self.recorder_tracker.close();
+        if tokio::time::timeout(Duration::from_secs(10), self.recorder_tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("dispatch outcomes were still being written after 10s");
+        }
         self.store.close().await;
         tracing::info!("admin stopped");
     }
@@ -93,26 +105,33 @@ pub async fn start_with(
     // Bind first: a second admin started by mistake on the same port fails here, before it
     // touches the node row (and the epoch) of the one already running.
     let listener = TcpListener::bind(config.listen).await.map_err(|error| {
-        Error::Unavailable(format!("cannot listen on {}: {error}", config.listen))
+        Error::unavailable(
+            format!("cannot listen on {}: {error}", config.listen),
+            error,
+        )
     })?;
     let local_addr = listener
         .local_addr()
-        .map_err(|error| Error::Internal(format!("listener address: {error}")))?;
+        .map_err(|error| Error::internal(format!("listener address: {error}"), error))?;
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
-            Error::Unavailable(format!(
-                "cannot create data dir {}: {error}",
-                config.data_dir.display()
-            ))
+            Error::unavailable(
+                format!(
+                    "cannot create data dir {}: {error}",
+                    config.data_dir.display()
+                ),
+                error,
+            )
         })?;
     }
     let store = Store::connect(&config.database_url)
         .await
-        .map_err(|error| Error::Unavailable(format!("cannot open database: {error}")))?;
+        .map_err(|error| Error::unavailable(format!("cannot open database: {error}"), error))?;
+    let clock = system_clock();
     let epoch = store
         .register_node(
             &config.node_id,
-            now_ms(),
+            clock.now_ms(),
             config.node_lease.as_millis() as i64,
         )
         .await?;
@@ -126,42 +145,68 @@ pub async fn start_with(
     let tracker = TaskTracker::new();
     let dispatch_tracker = TaskTracker::new();
     let recorder_cancel = CancellationToken::new();
+    let recorder_tracker = TaskTracker::new();
     let (records_tx, records_rx) = mpsc::unbounded_channel();
     let registry = Arc::new(Registry::default());
-    restore_routes(&registry, previous_sessions);
+    restore_routes(&registry, previous_sessions, &clock);
+    let executors = Arc::new(ExecutorClient::new(config.executor_timeout));
     let trigger = Arc::new(Trigger::new(
-        store.clone(),
-        Arc::clone(&registry),
-        node.clone(),
+        TriggerParts {
+            store: store.clone(),
+            registry: Arc::clone(&registry),
+            executors: Arc::clone(&executors),
+            node: node.clone(),
+            clock: Arc::clone(&clock),
+            recorder_tx: records_tx,
+            tracker: dispatch_tracker.clone(),
+        },
         &config,
-        records_tx,
-        dispatch_tracker.clone(),
     ));
     let schedule_wake = Arc::new(Notify::new());
+    let sessions = Arc::new(RegistryContext {
+        config: Arc::clone(&config),
+        store: store.clone(),
+        registry: Arc::clone(&registry),
+        node: node.clone(),
+        clock: Arc::clone(&clock),
+    });
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),
         store: store.clone(),
         registry: Arc::clone(&registry),
+        sessions: Arc::clone(&sessions),
         trigger: Arc::clone(&trigger),
+        executors: Arc::clone(&executors),
         schedule_wake: Arc::clone(&schedule_wake),
         node: node.clone(),
+        clock: Arc::clone(&clock),
+        tracker: tracker.clone(),
     });
     let scheduler = Arc::new(Scheduler::new(
-        store.clone(),
-        Arc::clone(&trigger),
+        SchedulerParts {
+            store: store.clone(),
+            trigger: Arc::clone(&trigger),
+            node: node.clone(),
+            wake: schedule_wake,
+            clock: Arc::clone(&clock),
+            tracker: dispatch_tracker.clone(),
+        },
         Arc::clone(&config),
-        node.clone(),
-        schedule_wake,
     ));
 
     let (routes, health_reporter) = crate::api::routes(Arc::clone(&ctx), cancel.clone())
         .await
-        .map_err(|error| Error::Internal(format!("reflection setup: {error}")))?;
+        .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
 
-    tokio::spawn(crate::trigger::recorder::run_recorder(
+    recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
         store.clone(),
         records_rx,
         recorder_cancel.clone(),
+    ));
+    tracker.spawn(crate::executor::follow_removals(
+        Arc::clone(&executors),
+        registry.removals(),
+        cancel.clone(),
     ));
     tracker.spawn(serve(routes, listener, Arc::clone(&config), cancel.clone()));
     tracker.spawn(crate::schedule::run_scan(
@@ -180,7 +225,7 @@ pub async fn start_with(
     // Cluster: other admins' executors into routing each second; database health to gRPC health.
     let (database_healthy_tx, database_health) = crate::registry::refresh::database_health();
     tracker.spawn(crate::registry::refresh::run_refresh(
-        Arc::clone(&ctx),
+        sessions,
         database_healthy_tx,
         cancel.clone(),
     ));
@@ -225,6 +270,7 @@ pub async fn start_with(
         tracker,
         dispatch_tracker,
         recorder_cancel,
+        recorder_tracker,
         store,
     })
 }
@@ -254,8 +300,12 @@ async fn serve(
 /// Keeps routing to the executors this node served before it restarted, for one lease: they are
 /// most likely alive and reconnecting, and fires recovered at start should not fail meanwhile.
 /// Each entry is replaced as soon as its executor registers again, and expires otherwise.
-fn restore_routes(registry: &Registry, previous_sessions: Vec<crate::model::ExecutorInfo>) {
-    let now = now_ms();
+fn restore_routes(
+    registry: &Registry,
+    previous_sessions: Vec<crate::model::ExecutorInfo>,
+    clock: &SharedClock,
+) {
+    let now = clock.now_ms();
     for executor in previous_sessions {
         tracing::info!(app = %executor.app_name, address = %executor.address,
             "routing to an executor of this node's previous run until it reconnects");
@@ -274,9 +324,9 @@ async fn run_reaper(ctx: Arc<AdminContext>, cancel: CancellationToken) {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
-        for expired in ctx.registry.expire(now_ms(), lease_ms) {
+        // The registry publishes the removals to the executor client.
+        for expired in ctx.registry.expire(ctx.clock.now_ms(), lease_ms) {
             tracing::warn!(app = %expired.app_name, address = %expired.address, "executor lease expired");
-            ctx.trigger.evict_executor(&expired.address);
             let _ = ctx.store.delete_registry(&expired.executor_id).await;
         }
     }

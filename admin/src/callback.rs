@@ -4,35 +4,47 @@
 //! is the follow-up's work (`monitor::followup`): it reads the persisted result, so nothing is
 //! lost if this admin stops right after answering.
 
-use std::sync::Arc;
-
-use xjob_proto::pb;
-
-use crate::api::convert::run_status_from_pb;
-use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::{RunStatus, now_ms};
-use crate::store::RunCompletion;
+use crate::model::{LogId, RunStatus};
+use crate::store::{RunCompletion, Store};
 
 /// Longest handle message kept (XXL-JOB truncates too).
 const MAX_MESSAGE_CHARS: usize = 15_000;
 
+/// A run's result as an executor reported it (`api` reads it off the wire).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportedResult {
+    pub log_id: LogId,
+    /// The final status the executor named; `None` when it left it unset (older executors):
+    /// the handle code decides then.
+    pub status: Option<RunStatus>,
+    /// XXL-JOB's handle code (200 success, 502 timeout, else failure); 0 = not given.
+    pub code: i32,
+    pub message: String,
+    /// When the run finished on the executor; 0 = not given (now is used).
+    pub finished_at_ms: i64,
+}
+
 /// Persists a batch of results; returns the log ids now durable.
 pub async fn apply_results(
-    ctx: &Arc<AdminContext>,
-    results: Vec<pb::RunResult>,
-) -> Result<Vec<i64>, Error> {
-    let completions: Vec<RunCompletion> = results.iter().map(completion_of).collect();
-    let finished = ctx.store.complete_runs(&completions).await?;
+    store: &Store,
+    now_ms: i64,
+    results: &[ReportedResult],
+) -> Result<Vec<LogId>, Error> {
+    let completions: Vec<RunCompletion> = results
+        .iter()
+        .map(|result| completion_of(result, now_ms))
+        .collect();
+    let finished = store.complete_runs(&completions).await?;
     // Per-run lines would cost more than the write at thousands of runs per second.
     tracing::debug!(reported = completions.len(), finished = finished.len(), ids = ?finished,
         "run results recorded");
     Ok(results.iter().map(|result| result.log_id).collect())
 }
 
-fn completion_of(result: &pb::RunResult) -> RunCompletion {
+fn completion_of(result: &ReportedResult, now_ms: i64) -> RunCompletion {
     // An executor that leaves the status unset is read by its XXL-JOB handle code.
-    let status = match run_status_from_pb(result.status) {
+    let status = match result.status {
         Some(
             status @ (RunStatus::Success
             | RunStatus::Failed
@@ -52,14 +64,14 @@ fn completion_of(result: &pb::RunResult) -> RunCompletion {
         (code, _) => code,
     };
     RunCompletion {
-        log_id: result.log_id,
+        log_id: result.log_id.0,
         status,
         handle_code,
         handle_msg: result.message.chars().take(MAX_MESSAGE_CHARS).collect(),
         finished_ms: if result.finished_at_ms > 0 {
             result.finished_at_ms
         } else {
-            now_ms()
+            now_ms
         },
     }
 }

@@ -198,7 +198,7 @@ impl Config {
         if self.time_zone.is_empty() {
             self.time_zone = machine_time_zone();
         }
-        if crate::schedule::cron::parse_time_zone(&self.time_zone).is_err() {
+        if crate::model::parse_time_zone(&self.time_zone).is_err() {
             return Err(invalid(
                 "time_zone",
                 format!("unknown time zone '{}'", self.time_zone),
@@ -251,7 +251,7 @@ impl Config {
 
     /// Default zone for cron evaluation as a parsed zone.
     pub fn default_time_zone(&self) -> chrono_tz::Tz {
-        crate::schedule::cron::parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
+        crate::model::parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
     }
 }
 
@@ -274,7 +274,7 @@ where
 /// The machine's IANA zone: `TZ`, else the `/etc/localtime` link target, else UTC.
 fn machine_time_zone() -> String {
     if let Ok(zone) = std::env::var("TZ")
-        && crate::schedule::cron::parse_time_zone(zone.trim_start_matches(':')).is_ok()
+        && crate::model::parse_time_zone(zone.trim_start_matches(':')).is_ok()
     {
         return zone.trim_start_matches(':').to_string();
     }
@@ -285,7 +285,7 @@ fn machine_time_zone() -> String {
             text.split_once("zoneinfo/")
                 .map(|(_, zone)| zone.to_string())
         })
-        .filter(|zone| crate::schedule::cron::parse_time_zone(zone).is_ok())
+        .filter(|zone| crate::model::parse_time_zone(zone).is_ok())
         .unwrap_or_else(|| "UTC".to_string())
 }
 

@@ -3,9 +3,12 @@
 use std::sync::Arc;
 
 use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::registry::Registry;
+use crate::executor::ExecutorClient;
+use crate::model::{NodeIdentity, SharedClock};
+use crate::registry::{Registry, RegistryContext};
 use crate::store::Store;
 use crate::trigger::Trigger;
 
@@ -14,9 +17,17 @@ pub struct AdminContext {
     pub config: Arc<Config>,
     pub store: Store,
     pub registry: Arc<Registry>,
+    /// The registry's own handles, for executor sessions.
+    pub sessions: Arc<RegistryContext>,
     pub trigger: Arc<Trigger>,
+    /// Calls to executors that are not dispatches (kill, read log).
+    pub executors: Arc<ExecutorClient>,
     /// Wakes the schedule scan early (a job was started or its schedule changed).
     pub schedule_wake: Arc<Notify>,
     /// This admin's node id and epoch.
-    pub node: crate::trigger::NodeIdentity,
+    pub node: NodeIdentity,
+    /// The clock the loops decide by.
+    pub clock: SharedClock,
+    /// Where tasks outliving a request (executor sessions) are spawned; shutdown waits for them.
+    pub tracker: TaskTracker,
 }

@@ -1,8 +1,11 @@
 //! The xjob admin (scheduling center): decides when and where jobs fire, tracks executors,
 //! records every run. `app::start`/`app::run` embed it (tests do); `main.rs` is the `xjob` CLI.
 //!
-//! Calls point downward: `api` → `schedule` / `trigger` / `registry` / `callback` → `model`
-//! → `store`. Only `store` speaks SQL.
+//! Imports point downward: `api` / `monitor` → `schedule` → `trigger` → `executor` / `callback`
+//! / `maintenance` → `registry` / `error` → `store` → `model`. Only `store` speaks SQL; only
+//! `model` is imported by the store. A fire is one `model::Fire` from the scan's plan to the
+//! executor's `RunRequest`, and enters the trigger through `Trigger::dispatch` alone
+//! (docs/architecture.md, "The fire path").
 
 pub mod api;
 pub mod app;
@@ -12,6 +15,7 @@ pub mod context;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
+pub mod executor;
 pub mod maintenance;
 pub mod model;
 pub mod monitor;
@@ -19,6 +23,7 @@ pub mod registry;
 pub mod schedule;
 pub mod store;
 pub mod trigger;
+pub mod wire;
 
 pub use app::{RunningAdmin, run, start};
 pub use config::Config;

@@ -6,9 +6,8 @@
 //! pb::Job ──job_from_pb──▶ model::Job ──(validate, store, trigger)──▶ model::Job ──job_to_pb──▶ pb::Job
 //! ```
 //!
-//! Enums come in three flavours per type: `x_to_pb` (model → pb), `x_from_pb` (an i32 off the wire
-//! → `Option`, `None` for UNSPECIFIED or unknown values) and `pb_x` (the same, as an
-//! `InvalidArgument` naming the field). Paging tokens are converted here as well.
+//! The contract's enums convert in `crate::wire` (re-exported here); paging tokens are
+//! converted here as well.
 
 use xjob_proto::pb;
 
@@ -16,114 +15,14 @@ use crate::error::Error;
 use crate::maintenance::cleanup::{ClearMode, ClearRequest};
 use crate::maintenance::report::Dashboard;
 use crate::model::validate::field_name;
-use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, LogFilter,
-    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
-};
+use crate::model::{ExecutorInfo, Group, Job, JobStatus, LogFilter, RetryBackoff, RunLog};
 use crate::store::{DayCounts, JobFilter};
+pub use crate::wire::*;
 
 /// Page size used when a list request leaves it at 0.
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
 /// Largest page a list request gets, whatever it asks for.
 pub const MAX_PAGE_SIZE: i64 = 1000;
-
-/// Generates the three conversions of one enum pair; the match stays exhaustive both ways, so a
-/// value added to either side is a compile error here.
-macro_rules! enum_conversions {
-    (
-        $model:ident <-> pb::$wire:ident,
-        to: $to_pb:ident, from: $from_pb:ident, checked: $checked:ident,
-        { $($model_variant:ident <-> $wire_variant:ident),+ $(,)? }
-    ) => {
-        #[doc = concat!("Returns the wire value of a `", stringify!($model), "`.")]
-        pub fn $to_pb(value: $model) -> pb::$wire {
-            match value { $($model::$model_variant => pb::$wire::$wire_variant),+ }
-        }
-
-        #[doc = concat!("Reads a wire `", stringify!($wire), "`; `None` for UNSPECIFIED or an unknown value.")]
-        pub fn $from_pb(value: i32) -> Option<$model> {
-            match pb::$wire::try_from(value) {
-                $(Ok(pb::$wire::$wire_variant) => Some($model::$model_variant),)+
-                Ok(pb::$wire::Unspecified) | Err(_) => None,
-            }
-        }
-
-        #[doc = concat!("Reads a required wire `", stringify!($wire), "`; `InvalidArgument` naming `field` otherwise.")]
-        pub fn $checked(value: i32, field: &str) -> Result<$model, Error> {
-            $from_pb(value).ok_or_else(|| enum_error(value, field))
-        }
-    };
-}
-
-enum_conversions!(ScheduleType <-> pb::ScheduleType,
-    to: schedule_type_to_pb, from: schedule_type_from_pb, checked: pb_schedule_type,
-    { None <-> None, Cron <-> Cron, FixRate <-> FixRate, FixDelay <-> FixDelay });
-enum_conversions!(MisfireStrategy <-> pb::MisfireStrategy,
-    to: misfire_strategy_to_pb, from: misfire_strategy_from_pb, checked: pb_misfire_strategy,
-    { DoNothing <-> DoNothing, FireOnceNow <-> FireOnceNow });
-enum_conversions!(RouteStrategy <-> pb::RouteStrategy,
-to: route_strategy_to_pb, from: route_strategy_from_pb, checked: pb_route_strategy,
-{
-    First <-> First,
-    Last <-> Last,
-    Round <-> Round,
-    Random <-> Random,
-    ConsistentHash <-> ConsistentHash,
-    LeastFrequentlyUsed <-> LeastFrequentlyUsed,
-    LeastRecentlyUsed <-> LeastRecentlyUsed,
-    Failover <-> Failover,
-    Busyover <-> Busyover,
-    ShardingBroadcast <-> ShardingBroadcast,
-});
-enum_conversions!(BlockStrategy <-> pb::BlockStrategy,
-    to: block_strategy_to_pb, from: block_strategy_from_pb, checked: pb_block_strategy,
-    { SerialExecution <-> SerialExecution, DiscardLater <-> DiscardLater, CoverEarly <-> CoverEarly });
-enum_conversions!(GlueType <-> pb::GlueType,
-to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
-{
-    Bean <-> Bean,
-    Shell <-> Shell,
-    Python <-> Python,
-    NodeJs <-> Nodejs,
-    Php <-> Php,
-    PowerShell <-> Powershell,
-});
-enum_conversions!(TriggerType <-> pb::TriggerType,
-to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
-{
-    Cron <-> Cron,
-    Manual <-> Manual,
-    Retry <-> Retry,
-    Parent <-> Parent,
-    Api <-> Api,
-    Misfire <-> Misfire,
-});
-enum_conversions!(RunStatus <-> pb::RunStatus,
-to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,
-{
-    Pending <-> Pending,
-    Running <-> Running,
-    Success <-> Success,
-    Failed <-> Failed,
-    Timeout <-> Timeout,
-    Killed <-> Killed,
-    Lost <-> Lost,
-    Skipped <-> Skipped,
-});
-enum_conversions!(AddressType <-> pb::AddressType,
-    to: address_type_to_pb, from: address_type_from_pb, checked: pb_address_type,
-    { Auto <-> Auto, Manual <-> Manual });
-enum_conversions!(JobStatus <-> pb::JobStatus,
-    to: job_status_to_pb, from: job_status_from_pb, checked: pb_job_status,
-    { Stopped <-> Stopped, Running <-> Running });
-
-fn enum_error(value: i32, field: &str) -> Error {
-    if value == 0 {
-        Error::invalid(field, "must be set")
-    } else {
-        Error::invalid(field, format!("unknown value {value}"))
-    }
-}
 
 /// Reads an optional filter enum: 0 (UNSPECIFIED) means "any", an unknown value is an error.
 pub fn optional_filter<T>(
@@ -271,6 +170,17 @@ pub fn group_to_pb(group: Group, online: Vec<String>) -> pb::Group {
 }
 
 // ---- runs and executors
+
+/// A result an executor reported, as the callback applies it.
+pub fn reported_result(result: &pb::RunResult) -> crate::callback::ReportedResult {
+    crate::callback::ReportedResult {
+        log_id: crate::model::LogId(result.log_id),
+        status: run_status_from_pb(result.status),
+        code: result.code,
+        message: result.message.clone(),
+        finished_at_ms: result.finished_at_ms,
+    }
+}
 
 /// Converts a run (log row) to the wire.
 pub fn log_to_pb(run: RunLog) -> pb::Log {
@@ -466,6 +376,7 @@ fn non_empty(value: String) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{GlueType, RouteStrategy, RunStatus, ScheduleType, TriggerType};
 
     fn wire_job() -> pb::Job {
         pb::Job {

@@ -9,7 +9,7 @@
 //! in-memory state. Health and reflection carry no auth, so they stay reachable.
 
 pub mod convert;
-pub mod jobs;
+pub mod job_admin;
 pub mod registry;
 
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use xjob_proto::pb;
 use crate::context::AdminContext;
 use crate::registry::refresh::DatabaseHealth;
 
-type JobAdminServer = pb::job_admin_server::JobAdminServer<jobs::JobAdminService>;
+type JobAdminServer = pb::job_admin_server::JobAdminServer<job_admin::JobAdminService>;
 
 /// Builds every service the admin serves on its one port; the health reporter goes to
 /// [`run_health`].
@@ -44,8 +44,9 @@ pub async fn routes(
         .register_encoded_file_descriptor_set(xjob_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-    let job_admin =
-        pb::job_admin_server::JobAdminServer::new(jobs::JobAdminService::new(Arc::clone(&ctx)));
+    let job_admin = pb::job_admin_server::JobAdminServer::new(job_admin::JobAdminService::new(
+        Arc::clone(&ctx),
+    ));
     let registry =
         pb::registry_server::RegistryServer::new(registry::RegistryService::new(ctx, cancel));
     let mut builder = Routes::builder();

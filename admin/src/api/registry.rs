@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 use xjob_proto::pb;
 
+use super::convert::reported_result;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::registry::stream::tokens_match;
@@ -52,15 +53,17 @@ impl pb::registry_server::Registry for RegistryService {
         let token = bearer_token(&request);
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
-        let ctx = Arc::clone(&self.ctx);
+        let sessions = Arc::clone(&self.ctx.sessions);
         let cancel = self.cancel.child_token();
-        tokio::spawn(crate::registry::stream::serve_session(
-            ctx,
-            inbound,
-            outbound_tx,
-            token,
-            cancel,
-        ));
+        self.ctx
+            .tracker
+            .spawn(crate::registry::stream::serve_session(
+                sessions,
+                inbound,
+                outbound_tx,
+                token,
+                cancel,
+            ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
     }
 
@@ -72,8 +75,12 @@ impl pb::registry_server::Registry for RegistryService {
         let results = request.into_inner().results;
         let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
         check_callback_token(&self.ctx, &log_ids, presented.as_deref()).await?;
-        let accepted_log_ids = crate::callback::apply_results(&self.ctx, results).await?;
-        Ok(Response::new(pb::CallbackResponse { accepted_log_ids }))
+        let results: Vec<_> = results.iter().map(reported_result).collect();
+        let now_ms = self.ctx.clock.now_ms();
+        let accepted = crate::callback::apply_results(&self.ctx.store, now_ms, &results).await?;
+        Ok(Response::new(pb::CallbackResponse {
+            accepted_log_ids: accepted.into_iter().map(|id| id.0).collect(),
+        }))
     }
 }
 

@@ -1,23 +1,38 @@
-//! Domain types of the admin: jobs, groups, runs (log rows) and executors. No I/O here; the
-//! store maps rows to these types and the API maps protobuf messages to them (`api/convert.rs`).
+//! Domain types of the admin: jobs, groups, runs (log rows), fires and executors, and the pure
+//! rules about them (validation, cron, time zones). No I/O here; the store maps rows to these
+//! types and the API maps protobuf messages to them (`api/convert.rs`).
 
+pub mod alarm_status;
+pub mod clock;
+pub mod cron;
 pub mod enums;
 pub mod executor;
+pub mod fire;
 pub mod group;
+pub mod ids;
 pub mod job;
 pub mod log;
+pub mod node;
 pub mod validate;
+pub mod zone;
 
+pub use alarm_status::AlarmStatus;
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
 pub use enums::{
     AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,
     TriggerType,
 };
 pub use executor::ExecutorInfo;
+pub use fire::{Fire, Shard, UnwrittenFire};
 pub use group::Group;
+pub use ids::{GroupId, JobId, LogId};
 pub use job::{Job, JobStatus, RetryBackoff};
 pub use log::{LogFilter, NewRun, RunLog};
+pub use node::NodeIdentity;
+pub use zone::{job_time_zone, parse_time_zone};
 
 /// Current wall-clock time in epoch milliseconds (the admin clock every stored time uses).
+/// Loops that decide by time take a [`Clock`] instead.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }

@@ -10,9 +10,26 @@ use std::collections::{HashMap, HashSet};
 
 use chrono_tz::Tz;
 
-use crate::error::Error;
+use crate::model::cron::CronExpr;
+use crate::model::parse_time_zone;
 use crate::model::{AddressType, GlueType, Group, Job, ScheduleType};
-use crate::schedule::cron::{CronExpr, parse_time_zone};
+
+/// Why a job or group was refused (the API answers INVALID_ARGUMENT or UNIMPLEMENTED).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A field is malformed; the message names it.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A part of the contract this release does not run yet.
+    #[error("{0}")]
+    Unimplemented(String),
+}
+
+impl Refusal {
+    pub fn invalid(field: &str, message: impl std::fmt::Display) -> Refusal {
+        Refusal::InvalidArgument(format!("{field}: {message}"))
+    }
+}
 
 /// Shortest accepted app name, in characters.
 pub const APP_NAME_MIN_CHARS: usize = 4;
@@ -48,11 +65,11 @@ pub struct JobLimits {
 }
 
 /// Checks every field of a job that can be checked without the database.
-pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Error> {
+pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Refusal> {
     let field = |name: &str| field_name(prefix, name);
     check_job_text_lengths(job, prefix)?;
     if job.name.trim().is_empty() {
-        return Err(Error::invalid(&field("name"), "required"));
+        return Err(Refusal::invalid(&field("name"), "required"));
     }
     validate_schedule(job.schedule_type, &job.schedule_conf, prefix)?;
     resolve_time_zone(
@@ -66,7 +83,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
     validate_retry_backoff(job, prefix)?;
     check_params_size(&job.params, limits.max_params_bytes, &field("params"))?;
     if job.id != 0 && job.child_job_ids.contains(&job.id) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             &field("child_job_ids"),
             format!("job {} cannot be its own child", job.id),
         ));
@@ -77,9 +94,9 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), E
 /// Applies an update onto the stored job: editable fields come from `incoming`; status, fire
 /// times and creation time stay. The glue type cannot change after creation (XXL-JOB edits glue
 /// only in its IDE); an edited glue source or remark stamps `glue_updated_ms`.
-pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, Error> {
+pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Job, Refusal> {
     if incoming.glue_type != existing.glue_type {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             "job.glue_type",
             format!(
                 "cannot change after creation (is {}, got {})",
@@ -111,13 +128,13 @@ pub fn validate_schedule(
     schedule_type: ScheduleType,
     schedule_conf: &str,
     prefix: &str,
-) -> Result<(), Error> {
+) -> Result<(), Refusal> {
     let conf_field = field_name(prefix, "schedule_conf");
     match schedule_type {
         ScheduleType::None => Ok(()),
         ScheduleType::Cron => match CronExpr::parse(schedule_conf) {
             Ok(_) => Ok(()),
-            Err(error) => Err(Error::invalid(
+            Err(error) => Err(Refusal::invalid(
                 &conf_field,
                 format!("invalid cron '{schedule_conf}': {error}"),
             )),
@@ -129,15 +146,15 @@ pub fn validate_schedule(
 }
 
 /// Parses a FIX_RATE / FIX_DELAY interval: a whole number of seconds in 1..=`MAX_INTERVAL_SECONDS`.
-pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Error> {
+pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, Refusal> {
     let seconds = schedule_conf.trim().parse::<i64>().map_err(|_| {
-        Error::invalid(
+        Refusal::invalid(
             field,
             format!("'{schedule_conf}' is not a whole number of seconds"),
         )
     })?;
     if !(1..=MAX_INTERVAL_SECONDS).contains(&seconds) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("{seconds} seconds is out of range 1-{MAX_INTERVAL_SECONDS}"),
         ));
@@ -146,17 +163,18 @@ pub fn parse_interval_seconds(schedule_conf: &str, field: &str) -> Result<i64, E
 }
 
 /// Returns the zone a job's schedule runs in: `default` when `name` is empty, else the IANA zone.
-pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Error> {
+pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Refusal> {
     if name.trim().is_empty() {
         return Ok(default);
     }
-    parse_time_zone(name).map_err(|_| Error::invalid(field, format!("unknown time zone '{name}'")))
+    parse_time_zone(name)
+        .map_err(|_| Refusal::invalid(field, format!("unknown time zone '{name}'")))
 }
 
 /// Refuses params larger than `limit` bytes.
-pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), Error> {
+pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), Refusal> {
     if params.len() > limit {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("{} bytes exceeds the limit of {limit}", params.len()),
         ));
@@ -219,7 +237,7 @@ pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option
 
 /// The `InvalidArgument` for a cycle found below job `job_id`:
 /// `job.child_job_ids: cycle 3 -> 5 -> 3`.
-pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error {
+pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Refusal {
     let path = found
         .cycle
         .iter()
@@ -227,10 +245,10 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
         .collect::<Vec<_>>()
         .join(" -> ");
     if found.cycle.first() == Some(&job_id) {
-        Error::invalid(field, format!("cycle {path}"))
+        Refusal::invalid(field, format!("cycle {path}"))
     } else {
         let through = found.through_child;
-        Error::invalid(
+        Refusal::invalid(
             field,
             format!("cycle {path} (reached through child {through})"),
         )
@@ -239,7 +257,7 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
 
 /// Checks every free-text field of a job against its [`text_limits`] (before anything quotes a
 /// value in an error).
-fn check_job_text_lengths(job: &Job, prefix: &str) -> Result<(), Error> {
+fn check_job_text_lengths(job: &Job, prefix: &str) -> Result<(), Refusal> {
     use text_limits as limit;
     let fields: [(&str, &str, usize); 8] = [
         ("name", &job.name, limit::JOB_NAME),
@@ -259,9 +277,9 @@ fn check_job_text_lengths(job: &Job, prefix: &str) -> Result<(), Error> {
 
 /// `INVALID_ARGUMENT` naming `field` when `value` is longer than `max` bytes; the value itself is
 /// not echoed.
-pub fn check_text_len(value: &str, max: usize, field: &str) -> Result<(), Error> {
+pub fn check_text_len(value: &str, max: usize, field: &str) -> Result<(), Refusal> {
     if value.len() > max {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("{} bytes exceeds the limit of {max}", value.len()),
         ));
@@ -270,7 +288,7 @@ pub fn check_text_len(value: &str, max: usize, field: &str) -> Result<(), Error>
 }
 
 /// Checks a group's app name, title and addresses.
-pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
+pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Refusal> {
     validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
     check_text_len(
         &group.title,
@@ -278,7 +296,7 @@ pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
         &field_name(prefix, "title"),
     )?;
     if group.title.trim().is_empty() {
-        return Err(Error::invalid(&field_name(prefix, "title"), "required"));
+        return Err(Refusal::invalid(&field_name(prefix, "title"), "required"));
     }
     if group.address_type == AddressType::Manual {
         validate_manual_addresses(&group.addresses, &field_name(prefix, "addresses"))?;
@@ -288,16 +306,16 @@ pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
 
 /// Checks an access token: it travels as `authorization: Bearer <token>`, so it must be
 /// visible ASCII without spaces, and at most [`ACCESS_TOKEN_MAX_CHARS`] long. Empty = none.
-pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
+pub fn validate_access_token(token: &str, field: &str) -> Result<(), Refusal> {
     if token.len() > ACCESS_TOKEN_MAX_CHARS {
         let message = format!(
             "{} characters exceeds the limit of {ACCESS_TOKEN_MAX_CHARS}",
             token.len()
         );
-        return Err(Error::invalid(field, message));
+        return Err(Refusal::invalid(field, message));
     }
     if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             "may contain only visible ASCII characters (no spaces)",
         ));
@@ -306,11 +324,11 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
 }
 
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
-pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
+pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Refusal> {
     let length = app_name.chars().count();
     let shown = short_prefix(app_name);
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!(
                 "'{shown}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
@@ -320,7 +338,7 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if !app_name.chars().all(allowed) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' may contain only letters, digits, '_', '.' and '-'"),
         ));
@@ -328,15 +346,15 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
+fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Refusal> {
     if addresses.is_empty() {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             "a MANUAL group needs at least one address",
         ));
     }
     if addresses.len() > text_limits::GROUP_ADDRESSES {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!(
                 "{} addresses exceeds the limit of {}",
@@ -349,7 +367,7 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
 }
 
 /// Checks each of `addresses` with [`validate_executor_address`], naming `field[i]`.
-pub fn validate_executor_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
+pub fn validate_executor_addresses(addresses: &[String], field: &str) -> Result<(), Refusal> {
     for (index, address) in addresses.iter().enumerate() {
         validate_executor_address(address, &format!("{field}[{index}]"))?;
     }
@@ -362,10 +380,10 @@ const MAX_ADDRESS_LEN: usize = 255;
 /// Checks that `address` is an executor URL the admin can dial: `http://` or `https://`, a
 /// host of letters, digits, `.`, `-`, `_` (or a bracketed IPv6 literal), an optional port from 1
 /// to 65535, and no path but an optional trailing `/`.
-pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error> {
+pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Refusal> {
     let shown = short_prefix(address);
     if address.len() > MAX_ADDRESS_LEN {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' is longer than {MAX_ADDRESS_LEN} bytes"),
         ));
@@ -374,14 +392,14 @@ pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error
         .strip_prefix("http://")
         .or_else(|| address.strip_prefix("https://"))
     else {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' must start with http:// or https://"),
         ));
     };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.contains(['/', '?', '#']) {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' must have no path (expected http://HOST:PORT)"),
         ));
@@ -393,7 +411,7 @@ pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
     if !host_ok {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' has no valid host (expected http://HOST:PORT)"),
         ));
@@ -401,7 +419,7 @@ pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error
     if let Some(port) = port
         && !matches!(port.parse::<u16>(), Ok(1..))
     {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             field,
             format!("'{shown}' has an invalid port (expected 1 to 65535)"),
         ));
@@ -442,27 +460,27 @@ pub fn short_prefix(value: &str) -> String {
     }
 }
 
-fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
+fn validate_glue(job: &Job, prefix: &str) -> Result<(), Refusal> {
     match job.glue_type {
-        GlueType::Bean if job.handler.trim().is_empty() => Err(Error::invalid(
+        GlueType::Bean if job.handler.trim().is_empty() => Err(Refusal::invalid(
             &field_name(prefix, "handler"),
             "required for GLUE_TYPE_BEAN",
         )),
         GlueType::Bean => Ok(()),
-        other => Err(Error::Unimplemented(format!(
+        other => Err(Refusal::Unimplemented(format!(
             "{}: {other} is not implemented yet (only BEAN handlers run in this release)",
             field_name(prefix, "glue_type")
         ))),
     }
 }
 
-fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Error> {
+fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Refusal> {
     let backoff = &job.retry_backoff;
     let field = |name: &str| field_name(prefix, &format!("retry_backoff.{name}"));
     require_non_negative(backoff.initial_delay_ms, &field("initial_delay_ms"))?;
     require_non_negative(backoff.max_delay_ms, &field("max_delay_ms"))?;
     if !backoff.factor.is_finite() || backoff.factor < 0.0 {
-        return Err(Error::invalid(
+        return Err(Refusal::invalid(
             &field("factor"),
             format!("must be a finite number >= 0, got {}", backoff.factor),
         ));
@@ -470,9 +488,12 @@ fn validate_retry_backoff(job: &Job, prefix: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn require_non_negative(value: i64, field: &str) -> Result<(), Error> {
+fn require_non_negative(value: i64, field: &str) -> Result<(), Refusal> {
     if value < 0 {
-        return Err(Error::invalid(field, format!("must be >= 0, got {value}")));
+        return Err(Refusal::invalid(
+            field,
+            format!("must be >= 0, got {value}"),
+        ));
     }
     Ok(())
 }
@@ -530,7 +551,7 @@ mod tests {
 
     fn invalid_message(job: Job) -> String {
         match validate_job(&job, &LIMITS, "job") {
-            Err(Error::InvalidArgument(message)) => message,
+            Err(Refusal::InvalidArgument(message)) => message,
             other => panic!("expected InvalidArgument, got {other:?}"),
         }
     }
@@ -699,7 +720,7 @@ mod tests {
         };
         assert!(matches!(
             validate_job(&shell, &LIMITS, "job"),
-            Err(Error::Unimplemented(_))
+            Err(Refusal::Unimplemented(_))
         ));
     }
 
@@ -893,7 +914,7 @@ mod tests {
             ..job()
         };
         let error = merge_job_update(&job(), shell, 5_000).expect_err("glue type changed");
-        assert!(matches!(error, Error::InvalidArgument(_)));
+        assert!(matches!(error, Refusal::InvalidArgument(_)));
         assert!(
             error
                 .to_string()

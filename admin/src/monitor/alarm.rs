@@ -7,20 +7,11 @@ use std::pin::Pin;
 
 use crate::model::{Job, RunLog};
 
-/// `alarm_status` of a run whose follow-up is in progress (claimed by one admin).
-pub const ALARM_CLAIMED: i32 = -1;
-/// `alarm_status`: followed up, no alarm was due (success, a retry follows, job gone, skipped).
-pub const ALARM_NOT_NEEDED: i32 = 1;
-/// `alarm_status`: the alarm was sent.
-pub const ALARM_SENT: i32 = 2;
-/// `alarm_status`: sending the alarm failed.
-pub const ALARM_FAILED: i32 = 3;
-
 /// The future an [`Alarm`] returns: `Err` carries why the alarm could not be sent.
 pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// Tells someone that a run failed. Implementations must not panic; an `Err` is recorded as
-/// `alarm_status` 3 on the run. (A boxed future rather than `async fn` keeps the trait usable as
+/// `AlarmStatus::Failed` on the run. (A boxed future rather than `async fn` keeps the trait usable as
 /// `Arc<dyn Alarm>`.)
 pub trait Alarm: Send + Sync {
     /// Raises the alarm for `run` of `job`.

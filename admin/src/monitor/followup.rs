@@ -5,9 +5,9 @@
 //! ```text
 //! adopt unfinished claims ─┐
 //! claim a batch (CAS) ─────┴─▶ policy::decide ─▶ alarm? ─▶ store.write_followup (one txn)
-//! due delayed runs of this node ─▶ Trigger::dispatch_scheduled
+//! due delayed runs of this node ─▶ Trigger::dispatch(Fires::Stored)
 //! ```
-//! A claim is `alarm_status` 0 → -1 with this node/epoch as owner, so another admin never
+//! A claim is `AlarmStatus::NotFollowedUp` → `Claimed` with this node/epoch as owner, so another admin never
 //! follows up the same run; a claim left by a dead admin is adopted once its lease lapses. The
 //! alarm is sent before the write, so a crash in between repeats an alarm rather than losing it.
 //! The writes are fenced by the claim: an admin that stalled past its lease, whose claims were
@@ -18,11 +18,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::alarm::{ALARM_FAILED, ALARM_NOT_NEEDED, ALARM_SENT, Alarm};
+use super::alarm::Alarm;
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
-use crate::model::{Job, NewRun, RunLog, now_ms};
+use crate::model::{AlarmStatus, Job, LogId, NewRun, RunLog};
 use crate::store::{FollowupWrite, StoreError};
+use crate::trigger::Fires;
 
 /// Runs claimed per batch (a round claims batches until one comes back short).
 const BATCH: i64 = 500;
@@ -59,7 +60,7 @@ impl Followup {
         let adopted = self
             .ctx
             .store
-            .adopt_stale_followups(&node.node_id, node.epoch, now_ms())
+            .adopt_stale_followups(&node.node_id, node.epoch, self.ctx.clock.now_ms())
             .await?;
         self.follow_up_all(adopted).await?;
         for _ in 0..MAX_BATCHES_PER_ROUND {
@@ -97,7 +98,7 @@ impl Followup {
         let mut nothing_to_do = Vec::new();
         for run in &runs {
             let job = jobs.get(&run.job_id);
-            let decision = policy::decide(run, job, now_ms(), &self.ctx.node);
+            let decision = policy::decide(run, job, self.ctx.clock.now_ms(), &self.ctx.node);
             if decision == Decision::nothing() {
                 nothing_to_do.push(run.id);
                 continue;
@@ -112,7 +113,12 @@ impl Followup {
         let finished = self
             .ctx
             .store
-            .finish_followups(&node.node_id, node.epoch, &nothing_to_do, ALARM_NOT_NEEDED)
+            .finish_followups(
+                &node.node_id,
+                node.epoch,
+                &nothing_to_do,
+                AlarmStatus::NothingToAlarm.code(),
+            )
             .await?;
         let lost = (nothing_to_do.len() as u64).saturating_sub(finished);
         if lost > 0 {
@@ -132,14 +138,14 @@ impl Followup {
         job: Option<&Job>,
         decision: Decision,
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.ctx.clock.now_ms();
         let alarm_status = self.raise_alarm(&decision, run, job).await;
         let (children, children_need_all_shards) = self.child_runs(&decision, now).await?;
         let write = FollowupWrite {
             log_id: run.id,
             claim_node: self.ctx.node.node_id.clone(),
             claim_epoch: self.ctx.node.epoch,
-            alarm_status,
+            alarm_status: alarm_status.code(),
             retry: decision.retry,
             children,
             children_need_all_shards,
@@ -180,15 +186,20 @@ impl Followup {
     }
 
     /// Sends the alarm when one is due; returns the `alarm_status` to record.
-    async fn raise_alarm(&self, decision: &Decision, run: &RunLog, job: Option<&Job>) -> i32 {
+    async fn raise_alarm(
+        &self,
+        decision: &Decision,
+        run: &RunLog,
+        job: Option<&Job>,
+    ) -> AlarmStatus {
         let (true, Some(job)) = (decision.alarm, job) else {
-            return ALARM_NOT_NEEDED;
+            return AlarmStatus::NothingToAlarm;
         };
         match self.alarm.alarm(job, run).await {
-            Ok(()) => ALARM_SENT,
+            Ok(()) => AlarmStatus::Sent,
             Err(error) => {
                 tracing::warn!(log_id = run.id, job_id = job.id, %error, "sending alarm failed");
-                ALARM_FAILED
+                AlarmStatus::Failed
             }
         }
     }
@@ -204,12 +215,13 @@ impl Followup {
             Children::Now(ids) => (ids, false),
             Children::WhenAllShardsSucceeded(ids) => (ids, true),
         };
-        let children = self.ctx.store.get_jobs(child_ids).await?;
+        let raw_ids: Vec<i64> = child_ids.iter().map(|id| id.0).collect();
+        let children = self.ctx.store.get_jobs(&raw_ids).await?;
         for missing in child_ids
             .iter()
-            .filter(|id| !children.iter().any(|child| child.id == **id))
+            .filter(|id| !children.iter().any(|child| child.id == id.0))
         {
-            tracing::warn!(child_job_id = missing, "child job not found; not started");
+            tracing::warn!(child_job_id = %missing, "child job not found; not started");
         }
         let runs = children
             .iter()
@@ -224,12 +236,13 @@ impl Followup {
         let due = self
             .ctx
             .store
-            .due_delayed_runs(&node.node_id, node.epoch, now_ms(), BATCH)
+            .due_delayed_runs(&node.node_id, node.epoch, self.ctx.clock.now_ms(), BATCH)
             .await?;
         if due.is_empty() {
             return Ok(());
         }
-        if let Err(error) = self.ctx.trigger.dispatch_scheduled(due).await {
+        let due = due.into_iter().map(LogId).collect();
+        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(due)).await {
             // The rows stay PENDING and come back in the next round.
             tracing::warn!(%error, "dispatching due retries and child runs failed");
         }

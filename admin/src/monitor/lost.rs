@@ -35,8 +35,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::AdminContext;
-use crate::model::{AddressType, ExecutorInfo, RunLog, now_ms};
-use crate::store::StoreError;
+use crate::error::Error;
+use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, RunLog};
 
 /// Most RUNNING runs examined per check.
 const MAX_RUNS_PER_CHECK: i64 = 10_000;
@@ -65,7 +65,7 @@ pub struct SessionView<'a> {
 /// A run found lost, with the reason recorded as its handle message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LostVerdict {
-    pub log_id: i64,
+    pub log_id: LogId,
     pub message: String,
 }
 
@@ -135,7 +135,7 @@ impl LostJudge {
             let unlisted_ms = now_ms - *self.stranded_since.entry(run.id).or_insert(now_ms);
             if unlisted_ms > params.absence_grace_ms {
                 lost.push(LostVerdict {
-                    log_id: run.id,
+                    log_id: LogId(run.id),
                     message: format!(
                         "run lost: the admin dispatching it stopped before recording where it \
                          went, and no executor has listed it for {unlisted_ms} ms"
@@ -203,7 +203,7 @@ impl LostJudge {
         let absent_since = *self.absent_since.entry(run.id).or_insert(now_ms);
         let absent_ms = now_ms - absent_since;
         (absent_ms > params.absence_grace_ms && now_ms > judge_from).then(|| LostVerdict {
-            log_id: run.id,
+            log_id: LogId(run.id),
             message: format!(
                 "run lost: executor {address} has had no live session for {absent_ms} ms \
                  (it crashed, disconnected or its lease expired)"
@@ -239,7 +239,7 @@ impl LostJudge {
         let missing_since = *self.missing_since.entry(run.id).or_insert(heard_ms);
         let missing_ms = heard_ms - missing_since;
         (missing_ms >= params.heartbeat_interval_ms).then(|| LostVerdict {
-            log_id: run.id,
+            log_id: LogId(run.id),
             message: format!(
                 "run lost: executor {} no longer lists it (left out of its heartbeats for \
                  {missing_ms} ms; the executor restarted or dropped the run)",
@@ -278,10 +278,10 @@ async fn check_once(
     ctx: &AdminContext,
     judge: &mut LostJudge,
     params: LostParams,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let runs = ctx.store.running_runs(MAX_RUNS_PER_CHECK).await?;
     let sessions = ctx.registry.list("");
-    let now = now_ms();
+    let now = ctx.clock.now_ms();
     let lease_ms = ctx.config.executor_lease.as_millis() as i64;
     let held_elsewhere: HashSet<String> = ctx
         .store
@@ -310,29 +310,24 @@ async fn check_once(
     for verdict in verdicts {
         if ctx
             .store
-            .mark_lost(verdict.log_id, &verdict.message, now_ms())
+            .mark_lost(verdict.log_id.0, &verdict.message, ctx.clock.now_ms())
             .await?
         {
-            tracing::warn!(log_id = verdict.log_id, reason = %verdict.message, "run lost");
+            tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
         }
     }
     Ok(())
 }
 
-/// The AUTO groups among those of `runs`.
-async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, StoreError> {
-    let mut group_ids: Vec<i64> = runs.iter().map(|run| run.group_id).collect();
-    group_ids.sort_unstable();
-    group_ids.dedup();
-    let mut auto_groups = HashSet::new();
-    for group_id in group_ids {
-        if let Some(group) = ctx.store.get_group(group_id).await?
-            && group.address_type == AddressType::Auto
-        {
-            auto_groups.insert(group_id);
-        }
-    }
-    Ok(auto_groups)
+/// The AUTO groups among those of `runs` (read with one query).
+async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, Error> {
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
+    Ok(crate::trigger::load::groups(&ctx.store, &group_ids)
+        .await?
+        .into_iter()
+        .filter(|(_, group)| group.address_type == AddressType::Auto)
+        .map(|(id, _)| id.0)
+        .collect())
 }
 
 #[cfg(test)]
@@ -409,7 +404,7 @@ mod tests {
         judge
             .judge(runs, view, at, PARAMS)
             .iter()
-            .map(|verdict| verdict.log_id)
+            .map(|verdict| verdict.log_id.0)
             .collect()
     }
 

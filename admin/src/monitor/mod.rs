@@ -1,11 +1,11 @@
 //! Monitors: what happens after a run ends, and runs that ended without anyone saying so.
 //!
 //! ```text
-//! callback / failed dispatch / lost ─▶ run final, alarm_status 0
+//! callback / failed dispatch / lost ─▶ run final, AlarmStatus::NotFollowedUp
 //! followup (every followup_interval, every admin, claimed by CAS)
 //!   ─▶ policy::decide: retry after backoff? alarm? child jobs? FIX_DELAY next fire?
 //!   ─▶ Alarm::alarm ─▶ store.write_followup (one transaction)
-//!   ─▶ due retries and child runs ─▶ Trigger::dispatch_scheduled
+//!   ─▶ due retries and child runs ─▶ Trigger::dispatch(Fires::Stored)
 //! lost (every heartbeat_interval / 2)
 //!   RUNNING runs ─▶ LostJudge (heartbeat lists, live sessions) ─▶ LOST ─▶ followup retries it
 //! ```

@@ -13,10 +13,14 @@
 //! concerns runs of the schedule (they carry a `fire_key`); manual and child runs leave the
 //! schedule alone.
 
-use crate::model::{Job, NewRun, RetryBackoff, RunLog, RunStatus, ScheduleType, TriggerType};
+use std::sync::Arc;
+
+use crate::model::{
+    Fire, Job, JobId, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType,
+    TriggerType, UnwrittenFire,
+};
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::FixDelayRelease;
-use crate::trigger::NodeIdentity;
 
 /// Longest single retry delay, whatever the job says (keeps `now + delay` far from overflow).
 const MAX_RETRY_DELAY_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -26,9 +30,9 @@ const MAX_RETRY_DELAY_MS: i64 = 30 * 24 * 3600 * 1000;
 pub enum Children {
     None,
     /// Start these jobs now (the run succeeded).
-    Now(Vec<i64>),
+    Now(Vec<JobId>),
     /// A broadcast shard succeeded: start these jobs once every shard of the fire succeeded.
-    WhenAllShardsSucceeded(Vec<i64>),
+    WhenAllShardsSucceeded(Vec<JobId>),
 }
 
 /// What the follow-up does with one finished run.
@@ -115,7 +119,7 @@ pub fn decide(run: &RunLog, job: Option<&Job>, now_ms: i64, node: &NodeIdentity)
 /// so its shards wait for each other; a manual broadcast (no scheduled time) has no such
 /// identity, so its shard 0 alone starts the children, once, without waiting for the others.
 fn children_of(run: &RunLog, job: &Job) -> Children {
-    let children = job.child_job_ids.clone();
+    let children: Vec<JobId> = job.child_job_ids.iter().copied().map(JobId).collect();
     if children.is_empty() {
         Children::None
     } else if run.shard_total <= 1 {
@@ -129,51 +133,23 @@ fn children_of(run: &RunLog, job: &Job) -> Children {
     }
 }
 
-/// The next attempt of a failed run.
+/// The next attempt of a failed run: the same fire, one attempt later.
 fn retry_run(run: &RunLog, job: &Job, now_ms: i64, node: &NodeIdentity) -> NewRun {
-    let attempt = run.attempt + 1;
+    let failed = Fire::from_run(run, Arc::new(job.clone()));
     NewRun {
-        job_id: run.job_id,
-        group_id: run.group_id,
-        fire_key: run
-            .fire_key
-            .as_ref()
-            .map(|_| NewRun::fire_key(run.job_id, run.scheduled_at_ms, run.shard_index, attempt)),
-        status: RunStatus::Pending,
-        trigger_type: TriggerType::Retry,
-        scheduled_at_ms: run.scheduled_at_ms,
-        handler: run.handler.clone(),
-        params: run.params.clone(),
-        shard_index: run.shard_index,
-        shard_total: run.shard_total,
-        attempt,
-        trigger_msg: String::new(),
-        owner_node: node.node_id.clone(),
-        epoch: node.epoch,
         // Never 0: 0 means "dispatched by the scan or at once by its creator".
         dispatch_at_ms: (now_ms + retry_delay_ms(&job.retry_backoff, run.attempt)).max(1),
+        ..failed.next_attempt().row(node, RunStatus::Pending, "")
     }
 }
 
-/// A run of `child` started by a parent's success: the child's own handler and params.
+/// A run of `child` started by a parent's success: the child's own handler and params,
+/// "scheduled" (like a manual run) for the instant the parent's success started it.
 pub fn child_run(child: &Job, now_ms: i64, node: &NodeIdentity) -> NewRun {
+    let fire = UnwrittenFire::requested(Arc::new(child.clone()), TriggerType::Parent, None, now_ms);
     NewRun {
-        job_id: child.id,
-        group_id: child.group_id,
-        fire_key: None,
-        status: RunStatus::Pending,
-        trigger_type: TriggerType::Parent,
-        // Like a manual run: "scheduled" for the instant the parent's success started it.
-        scheduled_at_ms: now_ms,
-        handler: child.handler.clone(),
-        params: child.params.clone(),
-        shard_index: 0,
-        shard_total: 1,
-        attempt: 0,
-        trigger_msg: String::new(),
-        owner_node: node.node_id.clone(),
-        epoch: node.epoch,
         dispatch_at_ms: now_ms.max(1),
+        ..fire.row(node, RunStatus::Pending, "")
     }
 }
 
@@ -407,10 +383,13 @@ mod tests {
         single.shard_index = 0;
         single.shard_total = 1;
         let decision = decide(&single, Some(&parent), NOW, &node());
-        assert_eq!(decision.children, Children::Now(vec![8, 9]));
+        assert_eq!(decision.children, Children::Now(vec![JobId(8), JobId(9)]));
         assert!(decision.retry.is_none() && !decision.alarm);
         let shard = decide(&run(RunStatus::Success, 0), Some(&parent), NOW, &node());
-        assert_eq!(shard.children, Children::WhenAllShardsSucceeded(vec![8, 9]));
+        assert_eq!(
+            shard.children,
+            Children::WhenAllShardsSucceeded(vec![JobId(8), JobId(9)])
+        );
         // A manual broadcast has no fire identity: shard 0 alone starts the children.
         let mut manual_shard = run(RunStatus::Success, 0);
         manual_shard.scheduled_at_ms = 0;
@@ -419,7 +398,10 @@ mod tests {
         assert_eq!(other_shard.children, Children::None);
         manual_shard.shard_index = 0;
         let first_shard = decide(&manual_shard, Some(&parent), NOW, &node());
-        assert_eq!(first_shard.children, Children::Now(vec![8, 9]));
+        assert_eq!(
+            first_shard.children,
+            Children::Now(vec![JobId(8), JobId(9)])
+        );
         let failed = decide(&run(RunStatus::Failed, 0), Some(&parent), NOW, &node());
         assert_eq!(
             failed.children,

@@ -15,24 +15,66 @@
 //! admin well before that); then any admin deletes the row (`refresh`).
 //!
 //! Routing and `ListExecutors` see the union, one entry per app and address.
+//!
+//! Whenever an executor leaves (its session ended or was replaced, its lease expired, or it
+//! left the other admins' rows), the registry publishes its address on a broadcast channel
+//! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
 pub mod refresh;
 pub mod stream;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
-use crate::model::ExecutorInfo;
+use tokio::sync::broadcast;
+
+use crate::config::Config;
+use crate::model::{ExecutorInfo, NodeIdentity, SharedClock};
+use crate::store::Store;
+
+/// What the registry's tasks (executor sessions, the refresh of the other admins' rows) work
+/// with: the registry, its table, and this node.
+pub struct RegistryContext {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub registry: Arc<Registry>,
+    pub node: NodeIdentity,
+    pub clock: SharedClock,
+}
+
+/// Removals a slow follower may lag behind before it is told it missed some.
+const REMOVALS_BACKLOG: usize = 1024;
 
 /// Live executors by app name: this admin's sessions and the other admins' rows.
-#[derive(Default)]
 pub struct Registry {
     executors: RwLock<HashMap<String, Vec<ExecutorInfo>>>,
     /// Live rows of the other admins, as last read from the table.
     peers: RwLock<Vec<ExecutorInfo>>,
+    /// Addresses of executors that left.
+    removals: broadcast::Sender<String>,
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            executors: RwLock::default(),
+            peers: RwLock::default(),
+            removals: broadcast::channel(REMOVALS_BACKLOG).0,
+        }
+    }
 }
 
 impl Registry {
+    /// The addresses of executors that leave from now on.
+    pub fn removals(&self) -> broadcast::Receiver<String> {
+        self.removals.subscribe()
+    }
+
+    fn publish_removal(&self, address: &str) {
+        // No follower (tests without an executor client) is fine.
+        let _ = self.removals.send(address.to_string());
+    }
+
     /// Adds an executor; an older session with the same app and address is replaced and
     /// returned (its stream is stale: the executor restarted or reconnected).
     pub fn register(&self, executor: ExecutorInfo) -> Option<ExecutorInfo> {
@@ -43,21 +85,28 @@ impl Registry {
             .position(|entry| entry.address == executor.address)
             .map(|index| entries.remove(index));
         entries.push(executor);
+        drop(executors);
+        if let Some(replaced) = &replaced {
+            self.publish_removal(&replaced.address);
+        }
         replaced
     }
 
     /// Removes one session; returns it if it was still registered.
     pub fn remove(&self, executor_id: &str) -> Option<ExecutorInfo> {
-        let mut executors = self.write();
-        for entries in executors.values_mut() {
-            if let Some(index) = entries
-                .iter()
-                .position(|entry| entry.executor_id == executor_id)
-            {
-                return Some(entries.remove(index));
-            }
+        let removed = {
+            let mut executors = self.write();
+            executors.values_mut().find_map(|entries| {
+                entries
+                    .iter()
+                    .position(|entry| entry.executor_id == executor_id)
+                    .map(|index| entries.remove(index))
+            })
+        };
+        if let Some(removed) = &removed {
+            self.publish_removal(&removed.address);
         }
-        None
+        removed
     }
 
     /// Records a heartbeat; false when the session is no longer registered.
@@ -87,6 +136,10 @@ impl Registry {
             *entries = alive;
             expired.extend(dead);
         }
+        drop(executors);
+        for executor in &expired {
+            self.publish_removal(&executor.address);
+        }
         expired
     }
 
@@ -96,10 +149,14 @@ impl Registry {
         let before = self.routable_addresses();
         *self.peers_write() = peers;
         let after = self.routable_addresses();
-        before
+        let gone: Vec<String> = before
             .into_iter()
             .filter(|address| !after.contains(address))
-            .collect()
+            .collect();
+        for address in &gone {
+            self.publish_removal(address);
+        }
+        gone
     }
 
     /// Sorted, de-duplicated addresses of an app's live executors, this admin's sessions and

@@ -25,8 +25,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::AdminContext;
-use crate::model::{ExecutorInfo, now_ms};
+use super::RegistryContext;
+use crate::model::ExecutorInfo;
 use crate::store::StoreError;
 
 /// The longest pause between two refreshes (DESIGN §7: "at least every second").
@@ -93,14 +93,14 @@ impl Liveness {
 /// Refreshes the routing view of the other admins' executors until cancelled, and publishes
 /// whether the database answered.
 pub async fn run_refresh(
-    ctx: Arc<AdminContext>,
+    ctx: Arc<RegistryContext>,
     healthy_tx: watch::Sender<bool>,
     cancel: CancellationToken,
 ) {
     let period = refresh_period(ctx.config.heartbeat_interval);
     let mut liveness = Liveness::new(ctx.config.executor_lease.as_millis() as i64);
     loop {
-        let cutoff_ms = liveness.cutoff_ms(now_ms());
+        let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
         let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh_once(&ctx, cutoff_ms)).await;
         let error = match outcome {
             Ok(Ok(())) => None,
@@ -109,7 +109,7 @@ pub async fn run_refresh(
         };
         match error {
             None => {
-                if let Some(outage_ms) = liveness.succeeded(now_ms()) {
+                if let Some(outage_ms) = liveness.succeeded(ctx.clock.now_ms()) {
                     tracing::info!(outage_ms, "database reachable again");
                     republish_sessions(&ctx).await;
                 }
@@ -121,7 +121,7 @@ pub async fn run_refresh(
                 } else {
                     tracing::debug!(%error, "database still unavailable");
                 }
-                liveness.failed(now_ms());
+                liveness.failed(ctx.clock.now_ms());
                 healthy_tx.send_if_modified(|healthy| std::mem::replace(healthy, false));
             }
         }
@@ -139,12 +139,11 @@ fn refresh_period(heartbeat_interval: Duration) -> Duration {
 
 /// One read of the table into the routing view, then the clean-up of dead owners' rows (both
 /// with heartbeats up to `cutoff_ms` counted as stale).
-async fn refresh_once(ctx: &AdminContext, cutoff_ms: i64) -> Result<(), StoreError> {
+async fn refresh_once(ctx: &RegistryContext, cutoff_ms: i64) -> Result<(), StoreError> {
     let rows = ctx.store.list_live_registry(cutoff_ms).await?;
     let peers = rows_of_other_admins(rows, &ctx.node.node_id);
-    for address in ctx.registry.replace_peers(peers) {
-        ctx.trigger.evict_executor(&address);
-    }
+    // Addresses that left routing are published to the executor client by the registry.
+    ctx.registry.replace_peers(peers);
     let deleted = ctx.store.delete_stale_registry(cutoff_ms).await?;
     if deleted > 0 {
         tracing::info!(
@@ -157,8 +156,8 @@ async fn refresh_once(ctx: &AdminContext, cutoff_ms: i64) -> Result<(), StoreErr
 
 /// Rewrites this admin's sessions' rows at once after an outage (their heartbeats could not be
 /// written meanwhile), so other admins route to its executors again within a refresh.
-async fn republish_sessions(ctx: &AdminContext) {
-    let now = now_ms();
+async fn republish_sessions(ctx: &RegistryContext) {
+    let now = ctx.clock.now_ms();
     for session in ctx.registry.list("") {
         let fresh = ExecutorInfo {
             last_heartbeat_ms: now,

@@ -19,8 +19,8 @@ use tonic::{Status, Streaming};
 use xjob_proto::pb;
 use xjob_proto::pb::executor_message::Kind;
 
-use crate::context::AdminContext;
-use crate::model::{ExecutorInfo, now_ms};
+use super::RegistryContext;
+use crate::model::ExecutorInfo;
 
 type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
 
@@ -31,7 +31,7 @@ const ROW_WRITE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Serves one `Registry.Session` stream until it ends.
 pub async fn serve_session(
-    ctx: Arc<AdminContext>,
+    ctx: Arc<RegistryContext>,
     mut inbound: Streaming<pb::ExecutorMessage>,
     outbound: Outbound,
     presented_token: Option<String>,
@@ -67,7 +67,7 @@ pub async fn serve_session(
 
 /// Waits for the first message, which must be a valid `Register`.
 async fn handshake(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     inbound: &mut Streaming<pb::ExecutorMessage>,
 ) -> Result<pb::Register, Status> {
     let timeout = ctx.config.handshake_timeout;
@@ -103,7 +103,7 @@ async fn handshake(
 
 /// Refuses the session when the app's group has a token the executor did not present.
 async fn check_token(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     app_name: &str,
     presented: Option<&str>,
 ) -> Result<(), Status> {
@@ -145,8 +145,8 @@ pub(crate) fn tokens_match(presented: &str, expected: &str) -> bool {
     std::hint::black_box(difference) == 0
 }
 
-fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
-    let now = now_ms();
+fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo {
+    let now = ctx.clock.now_ms();
     let mut handlers = register.handlers;
     handlers.sort();
     ExecutorInfo {
@@ -166,10 +166,9 @@ fn executor_info(ctx: &AdminContext, register: pb::Register) -> ExecutorInfo {
     }
 }
 
-async fn open(ctx: &AdminContext, info: ExecutorInfo) {
+async fn open(ctx: &RegistryContext, info: ExecutorInfo) {
     tracing::info!(app = %info.app_name, address = %info.address, executor_id = %info.executor_id, "executor registered");
     if let Some(replaced) = ctx.registry.register(info.clone()) {
-        ctx.trigger.evict_executor(&replaced.address);
         let _ = ctx.store.delete_registry(&replaced.executor_id).await;
     }
     if let Err(error) = ctx.store.upsert_registry(&info).await {
@@ -177,9 +176,8 @@ async fn open(ctx: &AdminContext, info: ExecutorInfo) {
     }
 }
 
-async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
+async fn close(ctx: &RegistryContext, info: &ExecutorInfo) {
     if ctx.registry.remove(&info.executor_id).is_some() {
-        ctx.trigger.evict_executor(&info.address);
         tracing::info!(app = %info.app_name, address = %info.address, "executor left");
     }
     if let Err(error) = ctx.store.delete_registry(&info.executor_id).await {
@@ -188,7 +186,7 @@ async fn close(ctx: &AdminContext, info: &ExecutorInfo) {
 }
 
 async fn session_loop(
-    ctx: &AdminContext,
+    ctx: &RegistryContext,
     inbound: &mut Streaming<pb::ExecutorMessage>,
     outbound: &Outbound,
     info: &ExecutorInfo,
@@ -230,8 +228,8 @@ async fn session_loop(
     }
 }
 
-async fn heartbeat_received(ctx: &AdminContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
-    let now = now_ms();
+async fn heartbeat_received(ctx: &RegistryContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {
+    let now = ctx.clock.now_ms();
     if !ctx
         .registry
         .heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now)

@@ -2,33 +2,36 @@
 //!
 //! ```text
 //! scan (each second, under the schedule lock)
-//!   read jobs due before now + pre_read ─▶ plan::plan_job ─▶ PENDING log rows + next times
-//!   commit ─▶ due now: Trigger::dispatch_planned      later: Ring::push (with the job read)
-//! ring (200 ms before each second) ─▶ Ring::drain_due ─▶ Trigger::dispatch_planned
-//!   (adopted fires, whose job was not read: Trigger::dispatch_fires)
+//!   read jobs due before now + pre_read ─▶ plan::plan_job ─▶ Fires + PENDING rows + next times
+//!   commit ─▶ each Fire gets its row's id ─▶ due now: Trigger::dispatch   later: Ring::push
+//! ring (200 ms before each second) ─▶ Ring::drain_due ─▶ Trigger::dispatch(Fires::Written)
 //! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs
+//!   ─▶ Fire::from_run(row, job) ─▶ the ring, like the scan's own
 //!   (delayed ones, retries and child runs, are then dispatched by the follow-up when due)
 //! ```
 //! Fires are written before they are dispatched, so a crash loses none: the restarted admin (or
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
 //! and `fire_key` is unique, so none runs twice.
 
-pub mod cron;
 pub mod plan;
 pub mod ring;
 mod scan;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::model::{Job, MisfireStrategy, RunLog, TriggerType, now_ms};
+use crate::model::{
+    Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock, TriggerType,
+};
 use crate::store::Store;
-use crate::trigger::{NodeIdentity, PlannedFire, Trigger};
-pub use ring::{Ring, RingEntry};
+use crate::trigger::{Fires, Trigger};
+pub use ring::{Ring, Timed};
 pub use scan::run_scan;
 
 /// The scheduler's shared state: the ring and what the loops need.
@@ -39,23 +42,33 @@ pub struct Scheduler {
     config: Arc<Config>,
     node: NodeIdentity,
     wake: Arc<Notify>,
+    clock: SharedClock,
+    /// Where claim tasks are spawned; shutdown waits for them.
+    tracker: TaskTracker,
+}
+
+/// What the scheduler is built from (besides the config).
+pub struct SchedulerParts {
+    pub store: Store,
+    pub trigger: Arc<Trigger>,
+    pub node: NodeIdentity,
+    /// Wakes the scan early (a job was started or its schedule changed).
+    pub wake: Arc<Notify>,
+    pub clock: SharedClock,
+    pub tracker: TaskTracker,
 }
 
 impl Scheduler {
-    pub fn new(
-        store: Store,
-        trigger: Arc<Trigger>,
-        config: Arc<Config>,
-        node: NodeIdentity,
-        wake: Arc<Notify>,
-    ) -> Scheduler {
+    pub fn new(parts: SchedulerParts, config: Arc<Config>) -> Scheduler {
         Scheduler {
-            store,
-            trigger,
+            store: parts.store,
+            trigger: parts.trigger,
             ring: Mutex::new(Ring::default()),
             config,
-            node,
-            wake,
+            node: parts.node,
+            wake: parts.wake,
+            clock: parts.clock,
+            tracker: parts.tracker,
         }
     }
 
@@ -67,114 +80,61 @@ impl Scheduler {
     }
 
     /// Puts fires in the ring; those whose second already passed are dispatched now.
-    fn schedule_entries(self: &Arc<Self>, entries: Vec<RingEntry>) {
-        let now = now_ms();
-        let mut due_now = Vec::new();
-        {
-            let mut ring = self.ring();
-            for entry in entries {
-                if entry.scheduled_at_ms <= now {
-                    due_now.push(entry);
-                } else if let Some(returned) = ring.push(entry) {
-                    due_now.push(returned);
-                }
-            }
-        }
+    fn schedule_fires(self: &Arc<Self>, fires: Vec<Fire>) {
+        let due_now = place_in_ring(&mut self.ring(), fires, self.clock.now_ms());
         self.dispatch(due_now);
     }
 
-    /// Hands fires to the trigger pipeline without blocking the caller's loop.
-    fn dispatch(self: &Arc<Self>, entries: Vec<RingEntry>) {
-        if entries.is_empty() {
-            return;
-        }
-        let (planned, adopted): (Vec<RingEntry>, Vec<RingEntry>) =
-            entries.into_iter().partition(|entry| entry.job.is_some());
-        let planned: Vec<PlannedFire> = planned
-            .into_iter()
-            .filter_map(|entry| {
-                entry.job.map(|job| PlannedFire {
-                    log_id: entry.log_id,
-                    scheduled_at_ms: entry.scheduled_at_ms,
-                    trigger_type: entry.trigger_type,
-                    job,
-                })
-            })
-            .collect();
-        if !planned.is_empty() {
-            let this = Arc::clone(self);
-            tokio::spawn(async move {
-                let log_ids: Vec<i64> = planned.iter().map(|fire| fire.log_id).collect();
-                if let Err(error) = this.trigger.dispatch_planned(planned).await {
-                    tracing::warn!(%error, fires = log_ids.len(),
-                        "claiming scheduled fires failed; retrying");
-                    this.retry_unclaimed(log_ids).await;
-                }
-            });
-        }
-        if adopted.is_empty() {
+    /// Hands fires to the trigger in a tracked task, without blocking the caller's loop. A
+    /// claim that fails (the database is unreachable) is retried until it answers.
+    fn dispatch(self: &Arc<Self>, fires: Vec<Fire>) {
+        if fires.is_empty() {
             return;
         }
         let this = Arc::clone(self);
-        tokio::spawn(async move {
-            // The ring hands a second over before it starts; adopted fires still go at their
-            // time (their runs are read back whole, so they wait here rather than after the
-            // claim).
-            if let Some(latest) = adopted.iter().map(|entry| entry.scheduled_at_ms).max() {
-                let wait_ms = u64::try_from(latest - now_ms()).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-            }
-            let fires: Vec<(i64, i64)> = adopted
-                .iter()
-                .map(|entry| (entry.log_id, entry.job_id))
-                .collect();
-            if let Err(error) = this.trigger.dispatch_fires(&fires).await {
-                let log_ids: Vec<i64> = fires.iter().map(|&(log_id, _)| log_id).collect();
-                tracing::warn!(%error, fires = log_ids.len(), "claiming adopted fires failed; retrying");
-                this.retry_unclaimed(log_ids).await;
+        self.tracker.spawn(async move {
+            let count = fires.len();
+            // Kept for a retry should the claim fail (a clone of each fire costs about what
+            // rebuilding its run from the plan did before).
+            if let Err(error) = this.trigger.dispatch(Fires::Written(fires.clone())).await {
+                tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
+                this.retry_unclaimed(fires).await;
             }
         });
     }
 
     /// Fires whose claim failed (the database was unreachable) stay PENDING and owned by this
-    /// live node, so no other admin adopts them: retry until the database answers, then treat
-    /// those still pending like recovered fires (dispatch, or the misfire strategy when too
-    /// late by then).
-    async fn retry_unclaimed(self: &Arc<Self>, log_ids: Vec<i64>) {
+    /// live node, so no other admin adopts them: retry until the database answers. Those too
+    /// late by then follow their job's misfire strategy, like recovered fires (DO_NOTHING skips
+    /// them); the claim's fence leaves out any that is no longer this node's PENDING fire.
+    async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>) {
+        let threshold = self.config.misfire_threshold.as_millis() as i64;
         let mut delay = Duration::from_millis(200);
-        loop {
+        while !fires.is_empty() {
             tokio::time::sleep(delay).await;
-            match self.own_pending_runs(&log_ids).await {
-                Ok(runs) => {
-                    if !runs.is_empty() {
-                        recover_runs(self, runs).await;
-                    }
-                    return;
-                }
+            delay = (delay * 2).min(Duration::from_secs(2));
+            let now = self.clock.now_ms();
+            let (late, due): (Vec<Fire>, Vec<Fire>) = fires
+                .into_iter()
+                .partition(|fire| skipped_after_failed_claim(fire, now, threshold));
+            let late_ids: Vec<i64> = late.iter().map(|fire| fire.log_id.0).collect();
+            let reason =
+                "misfire: the database was unreachable until too late; DO_NOTHING skips it";
+            if !late_ids.is_empty()
+                && let Err(error) = self.store.skip_runs(&late_ids, reason, now).await
+            {
+                tracing::debug!(%error, "database still unavailable for unclaimed fires");
+                fires = late.into_iter().chain(due).collect();
+                continue;
+            }
+            match self.trigger.dispatch(Fires::Written(due.clone())).await {
+                Ok(_) => return,
                 Err(error) => {
                     tracing::debug!(%error, "database still unavailable for unclaimed fires");
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                    fires = due;
                 }
             }
         }
-    }
-
-    /// The runs among `log_ids` still PENDING and owned by this node and epoch.
-    async fn own_pending_runs(
-        &self,
-        log_ids: &[i64],
-    ) -> Result<Vec<RunLog>, crate::store::StoreError> {
-        let mut runs = Vec::with_capacity(log_ids.len());
-        for &log_id in log_ids {
-            if let Some(run) = self.store.get_log(log_id).await?
-                && run.status == crate::model::RunStatus::Pending
-                && run.owner_node == self.node.node_id
-                && run.epoch == self.node.epoch
-            {
-                runs.push(run);
-            }
-        }
-        Ok(runs)
     }
 
     /// Number of fires waiting in the ring.
@@ -183,9 +143,23 @@ impl Scheduler {
     }
 }
 
+/// Puts each fire due after `now_ms` in the ring; returns those to dispatch now (their instant
+/// passed, or the ring already handed their second over).
+fn place_in_ring<T: Timed>(ring: &mut Ring<T>, fires: Vec<T>, now_ms: i64) -> Vec<T> {
+    let mut due_now = Vec::new();
+    for fire in fires {
+        if fire.due_at_ms() <= now_ms {
+            due_now.push(fire);
+        } else if let Some(returned) = ring.push(fire) {
+            due_now.push(returned);
+        }
+    }
+    due_now
+}
+
 /// How long before each second the ring hands that second's fires to the trigger pipeline: the
 /// claim (a database write for the whole second's fires) is done by the time the second starts,
-/// and the runs wait for their instant instead of the claim (`Trigger::dispatch_planned`).
+/// and the runs wait for their instant instead of the claim (`Trigger::dispatch`).
 const DISPATCH_LEAD_MS: i64 = 200;
 
 /// The next second whose fires the ring hands over, and when: `DISPATCH_LEAD_MS` before it.
@@ -196,14 +170,15 @@ fn next_ring_tick(now_ms: i64) -> (i64, i64) {
 
 /// Ring loop: shortly before every second boundary, dispatches what is due by then.
 pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
+    let clock = Arc::clone(&scheduler.clock);
     loop {
-        let (second_ms, wake_ms) = next_ring_tick(now_ms());
-        let pause = Duration::from_millis(u64::try_from(wake_ms - now_ms()).unwrap_or(0));
+        let (second_ms, wake_ms) = next_ring_tick(clock.now_ms());
+        let pause = Duration::from_millis(u64::try_from(wake_ms - clock.now_ms()).unwrap_or(0));
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(pause) => {}
         }
-        let due = scheduler.ring().drain_due(second_ms.max(now_ms()));
+        let due = scheduler.ring().drain_due(second_ms.max(clock.now_ms()));
         scheduler.dispatch(due);
     }
     let left = scheduler.ring_len();
@@ -221,7 +196,7 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
     let lease_ms = scheduler.config.node_lease.as_millis() as i64;
     let period = (scheduler.config.node_lease / 3).max(Duration::from_millis(200));
     loop {
-        let now = now_ms();
+        let now = scheduler.clock.now_ms();
         match scheduler
             .store
             .renew_node(
@@ -275,12 +250,13 @@ fn recovery_of(
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    // Only schedule-made fires can misfire; a manual or parent run still runs when adopted late.
-    let scheduled = matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire);
-    let misfired = scheduled
-        && run.attempt == 0
-        && run.scheduled_at_ms > 0
-        && now_ms - run.scheduled_at_ms > threshold_ms;
+    let misfired = misfires(
+        run.trigger_type,
+        run.attempt,
+        run.scheduled_at_ms,
+        now_ms,
+        threshold_ms,
+    );
     if misfired && strategy == MisfireStrategy::DoNothing {
         Recovery::Skip
     } else {
@@ -288,37 +264,67 @@ fn recovery_of(
     }
 }
 
-/// Dispatches adopted fires, or applies the misfire strategy to those too late.
+/// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
+/// or parent run still runs when found late), and only on their first attempt.
+fn misfires(
+    trigger_type: TriggerType,
+    attempt: i32,
+    scheduled_at_ms: i64,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> bool {
+    matches!(trigger_type, TriggerType::Cron | TriggerType::Misfire)
+        && attempt == 0
+        && scheduled_at_ms > 0
+        && now_ms - scheduled_at_ms > threshold_ms
+}
+
+/// Whether a fire whose claim failed is too late by now for its DO_NOTHING job.
+fn skipped_after_failed_claim(fire: &Fire, now_ms: i64, threshold_ms: i64) -> bool {
+    fire.job.misfire_strategy == MisfireStrategy::DoNothing
+        && misfires(
+            fire.trigger_type,
+            fire.attempt,
+            fire.scheduled_at_ms,
+            now_ms,
+            threshold_ms,
+        )
+}
+
+/// Dispatches adopted fires (through the ring, like the scan's own), or applies the misfire
+/// strategy to those too late.
 async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
-    let now = now_ms();
+    let now = scheduler.clock.now_ms();
     let threshold = scheduler.config.misfire_threshold.as_millis() as i64;
     let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
     job_ids.sort_unstable();
     job_ids.dedup();
-    let jobs: Vec<Job> = scheduler.store.get_jobs(&job_ids).await.unwrap_or_default();
-    let mut entries = Vec::new();
+    let jobs: HashMap<JobId, Arc<Job>> = scheduler
+        .store
+        .get_jobs(&job_ids)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|job| (JobId(job.id), Arc::new(job)))
+        .collect();
+    let mut fires = Vec::new();
+    let mut jobless = Vec::new();
     let mut skipped = Vec::new();
     for run in &runs {
-        let strategy = jobs
-            .iter()
-            .find(|job| job.id == run.job_id)
-            .map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
-        match recovery_of(run, strategy, now, threshold) {
-            Recovery::Skip => skipped.push(run.id),
-            Recovery::LeaveToFollowup => {}
-            Recovery::Dispatch => entries.push(RingEntry {
-                log_id: run.id,
-                job_id: run.job_id,
-                scheduled_at_ms: run.scheduled_at_ms,
-                trigger_type: run.trigger_type,
-                job: None,
-            }),
+        let job = jobs.get(&JobId(run.job_id));
+        let strategy = job.map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
+        match (recovery_of(run, strategy, now, threshold), job) {
+            (Recovery::Skip, _) => skipped.push(run.id),
+            (Recovery::LeaveToFollowup, _) => {}
+            (Recovery::Dispatch, Some(job)) => fires.push(Fire::from_run(run, Arc::clone(job))),
+            // The trigger records why it cannot run.
+            (Recovery::Dispatch, None) => jobless.push(LogId(run.id)),
         }
     }
     tracing::info!(
         adopted = runs.len(),
         skipped = skipped.len(),
-        delayed = runs.len() - skipped.len() - entries.len(),
+        delayed = runs.len() - skipped.len() - fires.len() - jobless.len(),
         "recovered pending fires"
     );
     if !skipped.is_empty() {
@@ -327,7 +333,12 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
             tracing::warn!(%error, "recording skipped fires failed");
         }
     }
-    scheduler.schedule_entries(entries);
+    if !jobless.is_empty()
+        && let Err(error) = scheduler.trigger.dispatch(Fires::Stored(jobless)).await
+    {
+        tracing::warn!(%error, "claiming adopted fires of deleted jobs failed");
+    }
+    scheduler.schedule_fires(fires);
 }
 
 #[cfg(test)]
@@ -363,6 +374,44 @@ mod tests {
             epoch: 1,
             dispatch_at_ms,
         }
+    }
+
+    /// A fire as the ring sees it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Due(i64, i64);
+
+    impl Timed for Due {
+        fn due_at_ms(&self) -> i64 {
+            self.1
+        }
+
+        fn id(&self) -> i64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn fires_wait_in_the_ring_until_the_clock_reaches_their_second() {
+        use crate::model::{Clock, ManualClock};
+        let clock = ManualClock::at(NOW + 300);
+        let mut ring = Ring::<Due>::default();
+        let fires = vec![Due(1, NOW), Due(2, NOW + 1_000), Due(3, NOW + 2_000)];
+        // The first fire's instant passed: it goes at once; the others wait.
+        let now = place_in_ring(&mut ring, fires, clock.now_ms());
+        assert_eq!(now, vec![Due(1, NOW)]);
+        assert_eq!(ring.len(), 2);
+        // The ring's tick for the next second comes DISPATCH_LEAD_MS before it.
+        clock.set(NOW + 1_000 - DISPATCH_LEAD_MS);
+        let (second, wake) = next_ring_tick(clock.now_ms() - 1);
+        assert_eq!(wake, clock.now_ms());
+        assert_eq!(ring.drain_due(second), vec![Due(2, NOW + 1_000)]);
+        // A fire planned for a second the ring already handed over is dispatched at once.
+        let late = place_in_ring(&mut ring, vec![Due(4, NOW + 1_000)], clock.now_ms());
+        assert_eq!(late, vec![Due(4, NOW + 1_000)]);
+        clock.advance(1_000);
+        let (second, _) = next_ring_tick(clock.now_ms() - 1);
+        assert_eq!(ring.drain_due(second), vec![Due(3, NOW + 2_000)]);
+        assert!(ring.is_empty());
     }
 
     #[test]

@@ -22,10 +22,15 @@
 //!   outcome (after its last retry) writes `finished + delay` (`monitor::followup`). So a
 //!   FIX_DELAY job never overlaps itself. A skipped fire (DO_NOTHING) restarts from now.
 
+use std::sync::Arc;
+
 use chrono_tz::Tz;
 
-use super::cron::CronExpr;
-use crate::model::{Job, JobStatus, MisfireStrategy, NewRun, RunStatus, ScheduleType, TriggerType};
+use crate::model::cron::CronExpr;
+use crate::model::{
+    Job, JobStatus, MisfireStrategy, NewRun, RunStatus, ScheduleType, TriggerType, UnwrittenFire,
+    job_time_zone,
+};
 use crate::store::JobScheduleUpdate;
 
 /// Most fires one job gets in one scan (a 1 s job has at most `window` of them).
@@ -42,6 +47,7 @@ pub struct ScanParams {
     pub window_ms: i64,
     pub misfire_threshold_ms: i64,
     pub default_tz: Tz,
+    /// The node (and its epoch) the fires' rows belong to.
     pub node_id: String,
     pub epoch: i64,
 }
@@ -49,8 +55,22 @@ pub struct ScanParams {
 /// What the scan does with one job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobPlan {
+    /// Every row to write: the fires (PENDING) and the skipped occurrences, in time order.
     pub runs: Vec<NewRun>,
     pub update: JobScheduleUpdate,
+}
+
+impl JobPlan {
+    /// The fires of the plan (its PENDING rows) for `job`, to dispatch once written.
+    pub fn fires(&self, job: &Arc<Job>) -> Vec<UnwrittenFire> {
+        self.runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Pending)
+            .map(|run| {
+                UnwrittenFire::scheduled(Arc::clone(job), run.scheduled_at_ms, run.trigger_type)
+            })
+            .collect()
+    }
 }
 
 /// Next fire strictly after `from_ms`: cron in `time_zone`; FIX_RATE and FIX_DELAY seconds
@@ -118,15 +138,6 @@ fn next_after_fire(
             Ok(Some(fired_at_ms + periods * period_ms))
         }
         _ => next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms),
-    }
-}
-
-/// The zone a job's cron is evaluated in.
-pub fn job_time_zone(job: &Job, default_tz: Tz) -> Tz {
-    if job.time_zone.is_empty() {
-        default_tz
-    } else {
-        super::cron::parse_time_zone(&job.time_zone).unwrap_or(default_tz)
     }
 }
 
@@ -264,6 +275,7 @@ fn misfire_run(job: &Job, params: &ScanParams, scheduled: i64) -> NewRun {
     }
 }
 
+/// The row of one occurrence of the schedule (a fire, or a skipped one with its reason).
 fn new_run(
     job: &Job,
     params: &ScanParams,

@@ -7,38 +7,42 @@
 //! de-duplicates by log id. A push for a second already drained is handed back for immediate
 //! dispatch instead of waiting a whole turn of the ring.
 
-use std::sync::Arc;
+use crate::model::Fire;
 
-use crate::model::{Job, TriggerType};
+/// What the ring holds: something due at an instant, with an id to de-duplicate by.
+pub trait Timed {
+    fn due_at_ms(&self) -> i64;
+    fn id(&self) -> i64;
+}
 
-/// One planned fire.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RingEntry {
-    pub log_id: i64,
-    pub job_id: i64,
-    pub scheduled_at_ms: i64,
-    pub trigger_type: TriggerType,
-    /// The job as the scan read it when planning this fire (shared by all its fires), so the
-    /// dispatch need not read it again; `None` for adopted fires, whose job is read then.
-    pub job: Option<Arc<Job>>,
+impl Timed for Fire {
+    fn due_at_ms(&self) -> i64 {
+        self.scheduled_at_ms
+    }
+
+    fn id(&self) -> i64 {
+        self.log_id.0
+    }
 }
 
 const SLOTS: i64 = 60;
 /// Seconds looked back when nothing was drained yet (XXL-JOB's 2-tick catch-up).
 const CATCH_UP: i64 = 2;
 
-/// The ring of 60 one-second slots.
+/// The ring of 60 one-second slots (of fires; tests use plain entries).
 #[derive(Debug)]
-pub struct Ring {
-    slots: Vec<Vec<RingEntry>>,
+pub struct Ring<T = Fire> {
+    slots: Vec<Vec<T>>,
     last_drained_second: Option<i64>,
     len: usize,
 }
 
-impl Default for Ring {
-    fn default() -> Ring {
+impl<T> Default for Ring<T> {
+    fn default() -> Ring<T> {
         Ring {
-            slots: vec![Vec::new(); SLOTS as usize],
+            slots: std::iter::repeat_with(Vec::new)
+                .take(SLOTS as usize)
+                .collect(),
             last_drained_second: None,
             len: 0,
         }
@@ -49,10 +53,10 @@ fn slot_of(second: i64) -> usize {
     second.rem_euclid(SLOTS) as usize
 }
 
-impl Ring {
+impl<T: Timed> Ring<T> {
     /// Adds a fire; returns it back when its second was already drained (dispatch it now).
-    pub fn push(&mut self, entry: RingEntry) -> Option<RingEntry> {
-        let second = entry.scheduled_at_ms.div_euclid(1000);
+    pub fn push(&mut self, entry: T) -> Option<T> {
+        let second = entry.due_at_ms().div_euclid(1000);
         if self
             .last_drained_second
             .is_some_and(|drained| second <= drained)
@@ -65,7 +69,7 @@ impl Ring {
     }
 
     /// Removes and returns the fires due at or before `now_ms`, oldest second first.
-    pub fn drain_due(&mut self, now_ms: i64) -> Vec<RingEntry> {
+    pub fn drain_due(&mut self, now_ms: i64) -> Vec<T> {
         let now_second = now_ms.div_euclid(1000);
         let first = match self.last_drained_second {
             Some(drained) => (drained + 1).max(now_second - SLOTS + 1),
@@ -77,7 +81,7 @@ impl Ring {
             // A slot can hold a later turn's fire only if a push came > 60 s early; keep it.
             let (ready, later): (Vec<_>, Vec<_>) = slot
                 .drain(..)
-                .partition(|entry| entry.scheduled_at_ms.div_euclid(1000) <= now_second);
+                .partition(|entry| entry.due_at_ms().div_euclid(1000) <= now_second);
             *slot = later;
             due.extend(ready);
         }
@@ -90,11 +94,11 @@ impl Ring {
         }
         let before = due.len();
         let mut seen = std::collections::HashSet::with_capacity(due.len());
-        due.retain(|entry| seen.insert(entry.log_id));
+        due.retain(|entry| seen.insert(entry.id()));
         if due.len() < before {
             tracing::warn!(duplicates = before - due.len(), "ring found repeated fires");
         }
-        due.sort_by_key(|entry| entry.scheduled_at_ms);
+        due.sort_by_key(|entry| entry.due_at_ms());
         due
     }
 
@@ -114,19 +118,29 @@ mod tests {
 
     const T0: i64 = 1_800_000_000_000;
 
-    fn entry(log_id: i64, at: i64) -> RingEntry {
-        RingEntry {
-            log_id,
-            job_id: 1,
-            scheduled_at_ms: at,
-            trigger_type: TriggerType::Cron,
-            job: None,
+    #[derive(Debug, Clone, PartialEq)]
+    struct Entry {
+        log_id: i64,
+        at: i64,
+    }
+
+    impl Timed for Entry {
+        fn due_at_ms(&self) -> i64 {
+            self.at
         }
+
+        fn id(&self) -> i64 {
+            self.log_id
+        }
+    }
+
+    fn entry(log_id: i64, at: i64) -> Entry {
+        Entry { log_id, at }
     }
 
     #[test]
     fn entries_come_out_in_their_second_only() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         assert_eq!(ring.push(entry(1, T0 + 1000)), None);
         assert_eq!(ring.push(entry(2, T0 + 2000)), None);
         assert!(ring.drain_due(T0 + 500).is_empty());
@@ -138,7 +152,7 @@ mod tests {
 
     #[test]
     fn a_late_tick_catches_up_on_skipped_seconds() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         ring.drain_due(T0);
         for (id, offset) in [(1, 1000), (2, 2000), (3, 3000), (4, 4000)] {
             ring.push(entry(id, T0 + offset));
@@ -150,7 +164,7 @@ mod tests {
 
     #[test]
     fn first_drain_looks_two_seconds_back() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         ring.push(entry(1, T0 - 2000));
         ring.push(entry(2, T0 - 3000));
         let ids: Vec<i64> = ring.drain_due(T0).iter().map(|e| e.log_id).collect();
@@ -159,7 +173,7 @@ mod tests {
 
     #[test]
     fn duplicates_are_dropped() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         ring.push(entry(9, T0 + 1000));
         ring.push(entry(9, T0 + 1000));
         assert_eq!(ring.drain_due(T0 + 1000).len(), 1);
@@ -167,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_push_for_a_drained_second_is_returned_for_immediate_dispatch() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         ring.drain_due(T0 + 5000);
         assert_eq!(ring.push(entry(1, T0 + 5000)), Some(entry(1, T0 + 5000)));
         assert_eq!(ring.push(entry(2, T0 + 6000)), None);
@@ -175,7 +189,7 @@ mod tests {
 
     #[test]
     fn an_entry_a_full_turn_ahead_waits_for_its_own_turn() {
-        let mut ring = Ring::default();
+        let mut ring = Ring::<Entry>::default();
         ring.drain_due(T0);
         ring.push(entry(1, T0 + 61_000));
         assert!(ring.drain_due(T0 + 1000).is_empty());

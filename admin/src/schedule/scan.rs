@@ -6,20 +6,21 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
-use super::{RingEntry, Scheduler};
-use crate::model::{Job, RunStatus, TriggerType, now_ms};
+use crate::model::{Fire, Job, LogId, UnwrittenFire};
 use crate::store::RoundPlan;
 
 /// Runs schedule rounds until cancelled.
 pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
+    let clock = Arc::clone(&scheduler.clock);
     let mut failures: u32 = 0;
     loop {
-        let started = now_ms();
+        let started = clock.now_ms();
         let pause = match scan_once(&scheduler, started).await {
             Ok(found) => {
                 failures = 0;
-                pause_after_round(started, now_ms(), found, scheduler.config.pre_read)
+                pause_after_round(started, clock.now_ms(), found, scheduler.config.pre_read)
             }
             Err(error) => {
                 failures += 1;
@@ -53,18 +54,16 @@ async fn scan_once(
         node_id: scheduler.node.node_id.clone(),
         epoch: scheduler.node.epoch,
     };
-    // fire_key → (scheduled time, job) of each fire planned, to build ring entries from the
-    // rows actually inserted.
-    let mut planned: HashMap<String, (i64, TriggerType, Arc<Job>)> = HashMap::new();
+    // The fires planned, by the key their rows are written under: the store reports the rows
+    // it inserted by that key (a fire whose row exists already is not inserted again).
+    let mut planned: HashMap<String, UnwrittenFire> = HashMap::new();
     let mut plan_round = |jobs: Vec<Job>| {
         let mut round = RoundPlan::default();
         for job in jobs {
             let job_plan = plan_job(&job, &params);
-            let job = Arc::new(job);
-            for run in &job_plan.runs {
-                if let (Some(key), RunStatus::Pending) = (&run.fire_key, run.status) {
-                    let fire = (run.scheduled_at_ms, run.trigger_type, Arc::clone(&job));
-                    planned.insert(key.clone(), fire);
+            for fire in job_plan.fires(&Arc::new(job)) {
+                if let Some(key) = fire.fire_key() {
+                    planned.insert(key, fire);
                 }
             }
             round.new_runs.extend(job_plan.runs);
@@ -80,21 +79,15 @@ async fn scan_once(
             &mut plan_round,
         )
         .await?;
-    let entries: Vec<RingEntry> = inserted
+    let fires: Vec<Fire> = inserted
         .into_iter()
         .filter_map(|run| {
             planned
                 .remove(&run.fire_key)
-                .map(|(scheduled_at_ms, trigger_type, job)| RingEntry {
-                    log_id: run.log_id,
-                    job_id: job.id,
-                    scheduled_at_ms,
-                    trigger_type,
-                    job: Some(job),
-                })
+                .map(|fire| fire.written(LogId(run.log_id)))
         })
         .collect();
-    scheduler.schedule_entries(entries);
+    scheduler.schedule_fires(fires);
     Ok(found)
 }
 

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::model::JobId;
+
 /// A dispatch slower than this counts towards moving its job to the slow pool.
 const SLOW_DISPATCH: Duration = Duration::from_millis(500);
 /// More slow dispatches than this within the current minute move the job to the slow pool.
@@ -80,8 +82,8 @@ impl TriggerPools {
     }
 
     /// The pool a dispatch of `job_id` uses now.
-    pub fn pool_for(&self, job_id: i64, now_ms: i64) -> PoolKind {
-        if self.counts().is_slow(job_id, now_ms) {
+    pub fn pool_for(&self, job: JobId, now_ms: i64) -> PoolKind {
+        if self.counts().is_slow(job.0, now_ms) {
             PoolKind::Slow
         } else {
             PoolKind::Fast
@@ -89,8 +91,8 @@ impl TriggerPools {
     }
 
     /// Waits up to the configured bound for a slot in the job's pool.
-    pub async fn acquire(&self, job_id: i64, now_ms: i64) -> Result<PoolPermit, Overloaded> {
-        let pool = self.pool_for(job_id, now_ms);
+    pub async fn acquire(&self, job: JobId, now_ms: i64) -> Result<PoolPermit, Overloaded> {
+        let pool = self.pool_for(job, now_ms);
         let (semaphore, size) = match pool {
             PoolKind::Fast => (&self.fast, self.settings.fast_size.max(1)),
             PoolKind::Slow => (&self.slow, self.settings.slow_size.max(1)),
@@ -113,8 +115,8 @@ impl TriggerPools {
     }
 
     /// Counts a finished dispatch of `job_id` that took `elapsed` (admin side: route + RPC).
-    pub fn record_dispatch_time(&self, job_id: i64, elapsed: Duration, now_ms: i64) {
-        self.counts().record(job_id, elapsed, now_ms);
+    pub fn record_dispatch_time(&self, job: JobId, elapsed: Duration, now_ms: i64) {
+        self.counts().record(job.0, elapsed, now_ms);
     }
 
     fn counts(&self) -> std::sync::MutexGuard<'_, SlowCounts> {
@@ -174,22 +176,25 @@ mod tests {
         let pools = pools(4, 2, Duration::from_millis(10));
         let slow = Duration::from_millis(501);
         for _ in 0..10 {
-            pools.record_dispatch_time(7, slow, MINUTE_START + 1000);
+            pools.record_dispatch_time(JobId(7), slow, MINUTE_START + 1000);
         }
         assert_eq!(
-            pools.pool_for(7, MINUTE_START + 2000),
+            pools.pool_for(JobId(7), MINUTE_START + 2000),
             PoolKind::Fast,
             "ten is not more than ten"
         );
-        pools.record_dispatch_time(7, slow, MINUTE_START + 3000);
-        assert_eq!(pools.pool_for(7, MINUTE_START + 4000), PoolKind::Slow);
+        pools.record_dispatch_time(JobId(7), slow, MINUTE_START + 3000);
         assert_eq!(
-            pools.pool_for(8, MINUTE_START + 4000),
+            pools.pool_for(JobId(7), MINUTE_START + 4000),
+            PoolKind::Slow
+        );
+        assert_eq!(
+            pools.pool_for(JobId(8), MINUTE_START + 4000),
             PoolKind::Fast,
             "other jobs stay fast"
         );
         assert_eq!(
-            pools.pool_for(7, MINUTE_START + MINUTE_MS),
+            pools.pool_for(JobId(7), MINUTE_START + MINUTE_MS),
             PoolKind::Fast,
             "a new minute forgets the counts"
         );
@@ -199,19 +204,22 @@ mod tests {
     fn dispatches_of_500ms_or_less_do_not_count() {
         let pools = pools(4, 2, Duration::from_millis(10));
         for _ in 0..20 {
-            pools.record_dispatch_time(7, SLOW_DISPATCH, MINUTE_START);
+            pools.record_dispatch_time(JobId(7), SLOW_DISPATCH, MINUTE_START);
         }
-        assert_eq!(pools.pool_for(7, MINUTE_START), PoolKind::Fast);
+        assert_eq!(pools.pool_for(JobId(7), MINUTE_START), PoolKind::Fast);
     }
 
     #[tokio::test]
     async fn a_full_pool_answers_overloaded_after_the_wait_and_frees_slots_on_drop() {
         let pools = pools(1, 1, Duration::from_millis(50));
-        let held = pools.acquire(1, MINUTE_START).await.expect("first slot");
+        let held = pools
+            .acquire(JobId(1), MINUTE_START)
+            .await
+            .expect("first slot");
         assert_eq!(held.pool, PoolKind::Fast);
         let started = std::time::Instant::now();
         let refused = pools
-            .acquire(2, MINUTE_START)
+            .acquire(JobId(2), MINUTE_START)
             .await
             .err()
             .expect("pool is full");
@@ -223,18 +231,21 @@ mod tests {
                 .starts_with("overloaded: fast trigger pool (1 slots)")
         );
         drop(held);
-        assert!(pools.acquire(2, MINUTE_START).await.is_ok());
+        assert!(pools.acquire(JobId(2), MINUTE_START).await.is_ok());
     }
 
     #[tokio::test]
     async fn a_waiting_fire_gets_a_slot_freed_within_the_wait() {
         let pools = Arc::new(pools(1, 1, Duration::from_secs(5)));
-        let held = pools.acquire(1, MINUTE_START).await.expect("first slot");
+        let held = pools
+            .acquire(JobId(1), MINUTE_START)
+            .await
+            .expect("first slot");
         let waiter = {
             let pools = Arc::clone(&pools);
             tokio::spawn(async move {
                 pools
-                    .acquire(2, MINUTE_START)
+                    .acquire(JobId(2), MINUTE_START)
                     .await
                     .map(|permit| permit.pool)
             })
@@ -249,17 +260,23 @@ mod tests {
     async fn slow_jobs_use_the_slow_pool_and_leave_the_fast_one_free() {
         let pools = pools(1, 1, Duration::from_millis(20));
         for _ in 0..11 {
-            pools.record_dispatch_time(5, Duration::from_secs(1), MINUTE_START);
+            pools.record_dispatch_time(JobId(5), Duration::from_secs(1), MINUTE_START);
         }
-        let slow_permit = pools.acquire(5, MINUTE_START).await.expect("slow slot");
+        let slow_permit = pools
+            .acquire(JobId(5), MINUTE_START)
+            .await
+            .expect("slow slot");
         assert_eq!(slow_permit.pool, PoolKind::Slow);
         let refused = pools
-            .acquire(5, MINUTE_START)
+            .acquire(JobId(5), MINUTE_START)
             .await
             .err()
             .expect("slow pool full");
         assert_eq!(refused.pool, PoolKind::Slow);
-        let fast_permit = pools.acquire(6, MINUTE_START).await.expect("fast slot");
+        let fast_permit = pools
+            .acquire(JobId(6), MINUTE_START)
+            .await
+            .expect("fast slot");
         assert_eq!(fast_permit.pool, PoolKind::Fast);
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use md5::{Digest, Md5};
 
-use crate::model::RouteStrategy;
+use crate::model::{JobId, RouteStrategy};
 
 /// Virtual nodes per address on the consistent-hash ring.
 const VIRTUAL_NODES: usize = 100;
@@ -51,17 +51,18 @@ struct RouteMemory {
 }
 
 impl RouteState {
-    /// Picks the address for one run of `job_id` among `addresses` at `now_ms`.
+    /// Picks the address for one run of `job` among `addresses` at `now_ms`.
     pub fn pick<'a>(
         &self,
         strategy: RouteStrategy,
-        job_id: i64,
+        job: JobId,
         addresses: &'a [String],
         now_ms: i64,
     ) -> Result<&'a str, RouteError> {
         if addresses.is_empty() {
             return Err(RouteError::NoAddress);
         }
+        let job_id = job.0;
         let index = match strategy {
             RouteStrategy::First => 0,
             RouteStrategy::Last => addresses.len() - 1,
@@ -272,11 +273,11 @@ mod tests {
         let state = RouteState::default();
         let list = addresses();
         assert_eq!(
-            state.pick(RouteStrategy::First, 1, &list, NOW),
+            state.pick(RouteStrategy::First, JobId(1), &list, NOW),
             Ok("http://a:1")
         );
         assert_eq!(
-            state.pick(RouteStrategy::Last, 1, &list, NOW),
+            state.pick(RouteStrategy::Last, JobId(1), &list, NOW),
             Ok("http://c:1")
         );
     }
@@ -288,7 +289,7 @@ mod tests {
         let picks: Vec<&str> = (0..6)
             .map(|_| {
                 state
-                    .pick(RouteStrategy::Round, 7, &list, NOW)
+                    .pick(RouteStrategy::Round, JobId(7), &list, NOW)
                     .expect("pick")
             })
             .collect();
@@ -309,7 +310,7 @@ mod tests {
         for _ in 0..300 {
             seen.insert(
                 state
-                    .pick(RouteStrategy::Random, 1, &list, NOW)
+                    .pick(RouteStrategy::Random, JobId(1), &list, NOW)
                     .expect("pick"),
             );
         }
@@ -320,7 +321,7 @@ mod tests {
     fn empty_list_and_probing_strategies_are_not_picked() {
         let state = RouteState::default();
         assert_eq!(
-            state.pick(RouteStrategy::First, 1, &[], NOW),
+            state.pick(RouteStrategy::First, JobId(1), &[], NOW),
             Err(RouteError::NoAddress)
         );
         for strategy in [
@@ -329,7 +330,7 @@ mod tests {
             RouteStrategy::ShardingBroadcast,
         ] {
             assert_eq!(
-                state.pick(strategy, 1, &addresses(), NOW),
+                state.pick(strategy, JobId(1), &addresses(), NOW),
                 Err(RouteError::NotPickable(strategy))
             );
         }
@@ -382,10 +383,10 @@ mod tests {
         let list = loopback_addresses();
         for job_id in 1..200 {
             let first = state
-                .pick(RouteStrategy::ConsistentHash, job_id, &list, NOW)
+                .pick(RouteStrategy::ConsistentHash, JobId(job_id), &list, NOW)
                 .expect("pick");
             let again = state
-                .pick(RouteStrategy::ConsistentHash, job_id, &list, NOW)
+                .pick(RouteStrategy::ConsistentHash, JobId(job_id), &list, NOW)
                 .expect("pick");
             assert_eq!(first, again);
             let shorter: Vec<String> = list
@@ -433,7 +434,7 @@ mod tests {
         let mut runs: HashMap<&str, u64> = HashMap::new();
         for _ in 0..30 {
             let pick = state
-                .pick(RouteStrategy::LeastFrequentlyUsed, 3, &list, NOW)
+                .pick(RouteStrategy::LeastFrequentlyUsed, JobId(3), &list, NOW)
                 .expect("pick");
             *runs.entry(pick).or_default() += 1;
         }
@@ -451,7 +452,7 @@ mod tests {
         let picks: Vec<&str> = (0..4)
             .map(|_| {
                 state
-                    .pick(RouteStrategy::LeastRecentlyUsed, 9, &list, NOW)
+                    .pick(RouteStrategy::LeastRecentlyUsed, JobId(9), &list, NOW)
                     .expect("pick")
             })
             .collect();
@@ -471,10 +472,10 @@ mod tests {
     fn route_memory_is_cleared_after_a_day() {
         let state = RouteState::default();
         let list = addresses();
-        let first = state.pick(RouteStrategy::LeastRecentlyUsed, 9, &list, NOW);
+        let first = state.pick(RouteStrategy::LeastRecentlyUsed, JobId(9), &list, NOW);
         assert_eq!(first, Ok("http://a:1"));
         let next_day = NOW + MEMORY_TTL_MS + 1;
-        let after = state.pick(RouteStrategy::LeastRecentlyUsed, 9, &list, next_day);
+        let after = state.pick(RouteStrategy::LeastRecentlyUsed, JobId(9), &list, next_day);
         assert_eq!(after, Ok("http://a:1"), "fresh memory starts over");
     }
 

@@ -104,16 +104,6 @@ pub enum CronError {
     /// Both day-of-month and day-of-week are `?`.
     #[error("day-of-month and day-of-week cannot both be '?': one of them must be specified")]
     NoDaySpecified,
-    /// The time zone name is not a known IANA zone.
-    #[error("unknown time zone '{0}'")]
-    UnknownTimeZone(String),
-}
-
-/// Parses an IANA time zone name such as `"Europe/Berlin"` or `"UTC"`.
-pub fn parse_time_zone(name: &str) -> Result<Tz, CronError> {
-    name.trim()
-        .parse::<Tz>()
-        .map_err(|_| CronError::UnknownTimeZone(name.to_string()))
 }
 
 /// Static description of one plain field: its name (used in error
@@ -1325,18 +1315,6 @@ mod tests {
             "second: invalid value '99999999999'"
         );
         assert_eq!(err("0 0 0 ? * MON-"), "day-of-week: invalid value ''");
-    }
-
-    #[test]
-    fn time_zones() {
-        assert_eq!(parse_time_zone("Europe/Berlin"), Ok(Berlin));
-        assert_eq!(parse_time_zone("UTC"), Ok(UTC));
-        assert_eq!(
-            parse_time_zone("Mars/Olympus_Mons")
-                .unwrap_err()
-                .to_string(),
-            "unknown time zone 'Mars/Olympus_Mons'"
-        );
     }
 
     #[test]

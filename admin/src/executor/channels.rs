@@ -1,6 +1,4 @@
-//! One lazily connected tonic channel per executor address, reused by every dispatch.
-//! The registry evicts an address when its executor leaves, so a restarted executor on the
-//! same address gets a fresh connection.
+//! One lazily connected tonic channel per executor address, reused by every call.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -9,14 +7,14 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 /// Cache of channels keyed by executor address.
-pub struct ExecutorClients {
+pub struct ExecutorChannels {
     channels: RwLock<HashMap<String, Channel>>,
     request_timeout: Duration,
 }
 
-impl ExecutorClients {
-    pub fn new(request_timeout: Duration) -> ExecutorClients {
-        ExecutorClients {
+impl ExecutorChannels {
+    pub fn new(request_timeout: Duration) -> ExecutorChannels {
+        ExecutorChannels {
             channels: RwLock::new(HashMap::new()),
             request_timeout,
         }
@@ -51,6 +49,14 @@ impl ExecutorClients {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         channels.remove(address);
+    }
+
+    /// Drops every cached channel.
+    pub fn clear(&self) {
+        self.channels
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Channel>> {

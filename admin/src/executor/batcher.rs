@@ -2,7 +2,7 @@
 //! `RunBatch` call, so a burst of N fires costs a handful of RPCs instead of N.
 //!
 //! ```text
-//! dispatch_one ─▶ RunBatcher::run(address, token, request) ─▶ queue of (address, token)
+//! ExecutorClient::run ─▶ RunBatcher::run(address, token, request) ─▶ queue of (address, token)
 //!   queue task: takes the first waiting run, waits for one of MAX_IN_FLIGHT call slots, then
 //!   takes every run queued meanwhile (≤ MAX_BATCH) ─▶ one run: Run, several: RunBatch
 //!   ─▶ each caller gets the answer for its own run
@@ -20,7 +20,7 @@ use tonic::transport::Channel;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
-use super::dispatch::authorized;
+use super::authorized;
 
 /// Most runs in one `RunBatch` call.
 const MAX_BATCH: usize = 512;
@@ -85,6 +85,12 @@ impl RunBatcher {
     pub fn evict(&self, address: &str) {
         self.lock_queues().retain(|key, _| key.address != address);
         self.support.forget(address);
+    }
+
+    /// Drops every queue (runs already queued are still sent) and what is known of support.
+    pub fn clear(&self) {
+        self.lock_queues().clear();
+        self.support.lock().clear();
     }
 
     fn queue(&self, key: &QueueKey, channel: Channel) -> mpsc::UnboundedSender<QueuedRun> {

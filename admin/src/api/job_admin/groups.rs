@@ -1,0 +1,93 @@
+//! Executor groups: create, update, delete, list (with their live executors' addresses).
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::{Page, group_from_pb, group_to_pb};
+use crate::error::Error;
+use crate::model::validate::validate_group;
+use crate::model::{AddressType, Group};
+
+impl JobAdminService {
+    /// Converts a group to the wire with the addresses of its live executors.
+    pub(super) fn group_with_online(&self, group: Group) -> pb::Group {
+        let online = self.ctx.registry.online_addresses(&group.app_name);
+        group_to_pb(group, online)
+    }
+
+    /// Validates a group for create/update; app names are unique.
+    pub(super) async fn check_group(&self, group: &mut Group) -> Result<(), Error> {
+        validate_group(group, "group")?;
+        if group.address_type == AddressType::Auto {
+            // Addresses of an AUTO group come from the registry; typed ones would only mislead.
+            group.addresses.clear();
+        }
+        if let Some(existing) = self.store().get_group_by_app(&group.app_name).await?
+            && existing.id != group.id
+        {
+            let message = format!("group.app_name: '{}' already exists", group.app_name);
+            return Err(Error::AlreadyExists(message));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn create_group_checked(
+        &self,
+        wire_group: pb::Group,
+    ) -> Result<pb::Group, Error> {
+        let mut group = group_from_pb(wire_group, "group")?;
+        group.id = 0;
+        self.check_group(&mut group).await?;
+        group.updated_ms = self.ctx.clock.now_ms();
+        let created = self.store().insert_group(&group).await?;
+        Ok(self.group_with_online(created))
+    }
+
+    pub(super) async fn update_group_checked(
+        &self,
+        wire_group: pb::Group,
+    ) -> Result<pb::Group, Error> {
+        let mut group = group_from_pb(wire_group, "group")?;
+        let existing = self.load_group(group.id).await?;
+        if group.app_name != existing.app_name {
+            let message = format!("cannot change (is '{}')", existing.app_name);
+            return Err(Error::invalid("group.app_name", message));
+        }
+        self.check_group(&mut group).await?;
+        group.updated_ms = self.ctx.clock.now_ms();
+        if !self.store().update_group(&group).await? {
+            return Err(Error::NotFound(format!("group {} not found", group.id)));
+        }
+        Ok(self.group_with_online(group))
+    }
+
+    pub(super) async fn delete_group_checked(&self, id: i64) -> Result<(), Error> {
+        let job_count = self.store().count_jobs_in_group(id).await?;
+        if job_count > 0 {
+            let message = format!("group {id} is used by {job_count} job(s); delete them first");
+            return Err(Error::FailedPrecondition(message));
+        }
+        if !self.store().delete_group(id).await? {
+            return Err(Error::NotFound(format!("group {id} not found")));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn list_groups_page(
+        &self,
+        request: pb::ListGroupsRequest,
+    ) -> Result<pb::ListGroupsResponse, Error> {
+        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let groups = self
+            .store()
+            .list_groups(&request.app_name, page.offset, page.limit)
+            .await?;
+        Ok(pb::ListGroupsResponse {
+            next_page_token: page.next_token(groups.len()),
+            groups: groups
+                .into_iter()
+                .map(|group| self.group_with_online(group))
+                .collect(),
+        })
+    }
+}

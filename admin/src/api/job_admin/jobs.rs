@@ -1,0 +1,216 @@
+//! Job definitions and their schedule state: create, update (re-scheduling a running job),
+//! delete, list, start, stop; child links never form a cycle.
+
+use std::collections::HashMap;
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
+use crate::error::Error;
+use crate::model::validate::{
+    child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
+    validate_job,
+};
+use crate::model::{Job, JobStatus, ScheduleType};
+use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
+use crate::store::JobScheduleUpdate;
+use crate::trigger::route::is_supported;
+
+/// Delay between a start or schedule change and the earliest fire it may produce (XXL-JOB:
+/// "takes effect after 5 s", so the fire never lands inside the scan's current pre-read window).
+pub const SCHEDULE_CHANGE_DELAY_MS: i64 = 5_000;
+
+impl JobAdminService {
+    /// Validates a job for create/update: pure rules first, then its group and child jobs.
+    pub(super) async fn check_job(&self, job: &mut Job) -> Result<(), Error> {
+        validate_job(job, &self.limits(), "job")?;
+        if !is_supported(job.route_strategy) {
+            let message = format!(
+                "job.route_strategy: {} is not implemented yet",
+                job.route_strategy
+            );
+            return Err(Error::Unimplemented(message));
+        }
+        if self.store().get_group(job.group_id).await?.is_none() {
+            let message = format!("job.group_id: group {} not found", job.group_id);
+            return Err(Error::NotFound(message));
+        }
+        job.child_job_ids = dedup_child_ids(&job.child_job_ids);
+        let missing = self.store().missing_job_ids(&job.child_job_ids).await?;
+        if let Some(first_missing) = missing.first() {
+            let message = format!("job.child_job_ids: job {first_missing} not found");
+            return Err(Error::NotFound(message));
+        }
+        self.check_child_cycles(job).await
+    }
+
+    /// Refuses children from which the job (or any job) is reachable from itself: loads the
+    /// child graph below the job level by level, with the job's new children in place of its
+    /// stored ones, then searches it.
+    pub(super) async fn check_child_cycles(&self, job: &Job) -> Result<(), Error> {
+        let mut children: HashMap<i64, Vec<i64>> = HashMap::new();
+        children.insert(job.id, job.child_job_ids.clone());
+        let mut frontier = job.child_job_ids.clone();
+        while !frontier.is_empty() {
+            frontier.retain(|id| !children.contains_key(id));
+            frontier.sort_unstable();
+            frontier.dedup();
+            let loaded = self.store().get_jobs(&frontier).await?;
+            frontier.clear();
+            for loaded_job in loaded {
+                frontier.extend(&loaded_job.child_job_ids);
+                children.insert(loaded_job.id, loaded_job.child_job_ids);
+            }
+        }
+        match find_child_cycle(job.id, &children) {
+            Some(found) => Err(child_cycle_error(job.id, &found, "job.child_job_ids").into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Next fire of `job` strictly after `from_ms`, in its zone; `None` when it never fires.
+    pub(super) fn next_fire(&self, job: &Job, from_ms: i64) -> Result<Option<i64>, Error> {
+        let default_zone = self.limits().default_time_zone;
+        let zone = resolve_time_zone(&job.time_zone, default_zone, "job.time_zone")?;
+        next_fire_after(job.schedule_type, &job.schedule_conf, zone, from_ms)
+            .map_err(|message| Error::invalid("job.schedule_conf", message))
+    }
+
+    /// Fires already planned in the pre-read window belong to the old schedule: record them
+    /// as skipped so they are never dispatched.
+    pub(super) async fn skip_planned_fires(&self, job_id: i64, why: &str) -> Result<(), Error> {
+        let reason = format!("job {job_id} was {why} after this fire was planned");
+        let skipped = self
+            .store()
+            .skip_planned_fires(job_id, &reason, self.ctx.clock.now_ms())
+            .await?;
+        if skipped > 0 {
+            tracing::info!(job_id, skipped, "planned fires skipped");
+        }
+        Ok(())
+    }
+
+    pub(super) async fn write_schedule(&self, job: &Job) -> Result<(), Error> {
+        let update = JobScheduleUpdate {
+            job_id: job.id,
+            trigger_last_ms: job.trigger_last_ms,
+            trigger_next_ms: job.trigger_next_ms,
+            status: job.status,
+        };
+        if !self.store().set_job_schedule(update).await? {
+            return Err(Error::NotFound(format!("job {} not found", job.id)));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn create_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
+        let mut job = job_from_pb(wire_job, "job")?;
+        job.id = 0;
+        let _job_writes = self.job_writes.lock().await;
+        self.check_job(&mut job).await?;
+        let now = self.ctx.clock.now_ms();
+        let new_job = Job {
+            status: JobStatus::Stopped,
+            trigger_last_ms: 0,
+            trigger_next_ms: 0,
+            glue_updated_ms: now,
+            created_ms: now,
+            updated_ms: now,
+            ..job
+        };
+        Ok(self.store().insert_job(&new_job).await?)
+    }
+
+    pub(super) async fn update_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
+        let incoming = job_from_pb(wire_job, "job")?;
+        let _job_writes = self.job_writes.lock().await;
+        let existing = self.load_job(incoming.id).await?;
+        let now = self.ctx.clock.now_ms();
+        let mut updated = merge_job_update(&existing, incoming, now)?;
+        self.check_job(&mut updated).await?;
+        // A FIX_DELAY fire still running keeps the job parked: its completion sets the next
+        // fire, so rescheduling now would let the job overlap itself.
+        let awaiting_completion = existing.trigger_next_ms == AWAITING_COMPLETION_MS;
+        let reschedule = existing.status == JobStatus::Running
+            && updated.schedule_differs(&existing)
+            && !awaiting_completion;
+        if reschedule {
+            match self.next_fire(&updated, now + SCHEDULE_CHANGE_DELAY_MS)? {
+                Some(next) => updated.trigger_next_ms = next,
+                None => {
+                    tracing::info!(job_id = updated.id, "new schedule never fires; job stopped");
+                    updated.status = JobStatus::Stopped;
+                    updated.trigger_next_ms = 0;
+                }
+            }
+        }
+        if !self.store().update_job(&updated).await? {
+            return Err(Error::NotFound(format!("job {} not found", updated.id)));
+        }
+        if reschedule {
+            self.write_schedule(&updated).await?;
+            self.skip_planned_fires(updated.id, "rescheduled").await?;
+            self.ctx.schedule_wake.notify_one();
+        }
+        Ok(updated)
+    }
+
+    pub(super) async fn delete_job_checked(&self, id: i64) -> Result<(), Error> {
+        if !self.store().delete_job(id).await? {
+            return Err(Error::NotFound(format!("job {id} not found")));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn list_jobs_page(
+        &self,
+        request: pb::ListJobsRequest,
+    ) -> Result<pb::ListJobsResponse, Error> {
+        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let jobs = self.store().list_jobs(&job_filter(request, page)?).await?;
+        Ok(pb::ListJobsResponse {
+            next_page_token: page.next_token(jobs.len()),
+            jobs: jobs.into_iter().map(job_to_pb).collect(),
+        })
+    }
+
+    pub(super) async fn start_job_checked(&self, id: i64) -> Result<Job, Error> {
+        let job = self.load_job(id).await?;
+        if job.schedule_type == ScheduleType::None {
+            return Err(Error::FailedPrecondition(format!(
+                "job {id} has schedule type NONE and cannot be started"
+            )));
+        }
+        if job.status == JobStatus::Running {
+            // Starting a running job changes nothing: recomputing its next fire would shift its
+            // phase, and for a FIX_DELAY job with a run in flight, let it overlap itself.
+            return Ok(job);
+        }
+        let no_future_fire =
+            || Error::FailedPrecondition(format!("job {id} has no future fire time"));
+        let next = self
+            .next_fire(&job, self.ctx.clock.now_ms() + SCHEDULE_CHANGE_DELAY_MS)?
+            .ok_or_else(no_future_fire)?;
+        let started = Job {
+            status: JobStatus::Running,
+            trigger_next_ms: next,
+            ..job
+        };
+        self.write_schedule(&started).await?;
+        self.ctx.schedule_wake.notify_one();
+        Ok(started)
+    }
+
+    pub(super) async fn stop_job_checked(&self, id: i64) -> Result<Job, Error> {
+        let job = self.load_job(id).await?;
+        let stopped = Job {
+            status: JobStatus::Stopped,
+            trigger_next_ms: 0,
+            ..job
+        };
+        self.write_schedule(&stopped).await?;
+        self.skip_planned_fires(stopped.id, "stopped").await?;
+        Ok(stopped)
+    }
+}

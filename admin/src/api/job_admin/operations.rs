@@ -1,0 +1,40 @@
+//! Operations: the dashboard's counts and the run-log clean-up.
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::{clear_request, dashboard_to_pb};
+use crate::error::Error;
+use crate::maintenance::{cleanup, report};
+
+impl JobAdminService {
+    /// Job count, online executors, and run counts per day of the range from the report rows.
+    pub(super) async fn dashboard(
+        &self,
+        request: pb::GetDashboardRequest,
+    ) -> Result<pb::GetDashboardResponse, Error> {
+        let zone = self.ctx.config.default_time_zone();
+        let days = report::dashboard_days(
+            zone,
+            request.from_ms,
+            request.to_ms,
+            self.ctx.clock.now_ms(),
+        )?;
+        let online_executors = i64::try_from(self.ctx.registry.count()).unwrap_or(i64::MAX);
+        let dashboard = report::dashboard(self.store(), &days, online_executors).await?;
+        Ok(dashboard_to_pb(dashboard))
+    }
+
+    pub(super) async fn clear_logs_checked(
+        &self,
+        request: pb::ClearLogsRequest,
+    ) -> Result<pb::ClearLogsResponse, Error> {
+        let request = clear_request(&request)?;
+        let zone = self.ctx.config.default_time_zone();
+        let deleted =
+            cleanup::clear_logs(self.store(), zone, request, self.ctx.clock.now_ms()).await?;
+        Ok(pb::ClearLogsResponse {
+            deleted: i64::try_from(deleted).unwrap_or(i64::MAX),
+        })
+    }
+}

@@ -1,0 +1,125 @@
+//! Runs: trigger a job now, list and read runs, kill a running one, read its log through its
+//! executor.
+
+use std::sync::Arc;
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::{Page, log_filter, log_to_pb};
+use crate::error::Error;
+use crate::model::validate::{check_params_size, validate_executor_addresses};
+use crate::model::{JobId, LogId, RunStatus, TriggerType, UnwrittenFire};
+use crate::trigger::Fires;
+
+impl JobAdminService {
+    pub(super) async fn trigger_job_checked(
+        &self,
+        request: pb::TriggerJobRequest,
+    ) -> Result<Vec<i64>, Error> {
+        let job = self.load_job(request.id).await?;
+        if let Some(params) = &request.params {
+            check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
+        }
+        validate_executor_addresses(&request.addresses, "addresses")?;
+        let fire = UnwrittenFire::requested(
+            Arc::new(job),
+            TriggerType::Manual,
+            request.params,
+            self.ctx.clock.now_ms(),
+        );
+        let fires = Fires::Requested {
+            fire,
+            addresses: request.addresses,
+        };
+        let log_ids = self.ctx.trigger.dispatch(fires).await?;
+        Ok(log_ids.into_iter().map(|id| id.0).collect())
+    }
+
+    pub(super) async fn list_logs_page(
+        &self,
+        request: pb::ListLogsRequest,
+    ) -> Result<pb::ListLogsResponse, Error> {
+        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let logs = self.store().list_logs(&log_filter(&request, page)?).await?;
+        Ok(pb::ListLogsResponse {
+            next_page_token: page.next_token(logs.len()),
+            logs: logs.into_iter().map(log_to_pb).collect(),
+        })
+    }
+
+    pub(super) async fn kill_run_checked(&self, log_id: i64) -> Result<pb::KillRunResponse, Error> {
+        let run = self.load_log(log_id).await?;
+        if run.status != RunStatus::Running {
+            return Err(Error::FailedPrecondition(format!(
+                "log {log_id} is not running (status {})",
+                run.status
+            )));
+        }
+        if run.executor_address.is_empty() {
+            return Err(Error::FailedPrecondition(format!(
+                "log {log_id} has no executor"
+            )));
+        }
+        self.load_job(run.job_id).await?;
+        let token = self.group_token(run.group_id).await?;
+        let (killed, message) = self
+            .ctx
+            .executors
+            .kill(
+                &run.executor_address,
+                &token,
+                JobId(run.job_id),
+                LogId(run.id),
+            )
+            .await?;
+        Ok(pb::KillRunResponse { killed, message })
+    }
+
+    /// The access token of a run's group (none when the group is gone).
+    pub(super) async fn group_token(&self, group_id: i64) -> Result<String, Error> {
+        let group = self.store().get_group(group_id).await?;
+        Ok(group.map(|group| group.access_token).unwrap_or_default())
+    }
+
+    pub(super) async fn read_run_log_checked(
+        &self,
+        request: pb::ReadRunLogRequest,
+    ) -> Result<pb::ReadRunLogResponse, Error> {
+        if request.from_line < 0 {
+            let message = format!("must be >= 0, got {}", request.from_line);
+            return Err(Error::invalid("from_line", message));
+        }
+        let run = self.load_log(request.log_id).await?;
+        let from_line = request.from_line.max(1);
+        if run.executor_address.is_empty() {
+            return Ok(pb::ReadRunLogResponse {
+                from_line,
+                to_line: from_line - 1,
+                content: format!(
+                    "run {} never reached an executor: {}",
+                    run.id, run.trigger_msg
+                ),
+                is_end: true,
+            });
+        }
+        let token = self.group_token(run.group_id).await?;
+        let chunk = self
+            .ctx
+            .executors
+            .read_log(
+                &run.executor_address,
+                &token,
+                LogId(run.id),
+                run.trigger_time_ms,
+                from_line,
+            )
+            .await?;
+        Ok(pb::ReadRunLogResponse {
+            from_line: chunk.from_line,
+            to_line: chunk.to_line,
+            content: chunk.content,
+            is_end: chunk.is_end,
+        })
+    }
+}

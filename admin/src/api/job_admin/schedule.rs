@@ -1,0 +1,40 @@
+//! Schedule preview: the next fire times of a schedule, without a job.
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::{pb_schedule_type, preview_count};
+use crate::error::Error;
+use crate::model::validate::{resolve_time_zone, validate_schedule};
+use crate::schedule::plan::next_fire_after;
+
+impl JobAdminService {
+    pub(super) fn preview(&self, request: pb::PreviewScheduleRequest) -> Result<Vec<i64>, Error> {
+        let schedule_type = pb_schedule_type(request.schedule_type, "schedule_type")?;
+        let conf = request.schedule_conf.trim();
+        validate_schedule(schedule_type, conf, "")?;
+        let default_zone = self.limits().default_time_zone;
+        let zone = resolve_time_zone(&request.time_zone, default_zone, "time_zone")?;
+        let count = preview_count(request.count)?;
+        let from_ms = match request.from_ms {
+            0 => self.ctx.clock.now_ms(),
+            from if from < 0 => {
+                return Err(Error::invalid(
+                    "from_ms",
+                    format!("must be >= 0, got {from}"),
+                ));
+            }
+            from => from,
+        };
+        let mut fire_times = Vec::with_capacity(count);
+        let mut cursor = from_ms;
+        while fire_times.len() < count {
+            let next = next_fire_after(schedule_type, conf, zone, cursor)
+                .map_err(|message| Error::invalid("schedule_conf", message))?;
+            let Some(next) = next else { break };
+            fire_times.push(next);
+            cursor = next;
+        }
+        Ok(fire_times)
+    }
+}

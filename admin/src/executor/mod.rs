@@ -1,0 +1,208 @@
+//! The admin's client of `ExecutorService`: one cached channel per executor address
+//! (`channels`), the `Run` batching queue (`batcher`), the route probes (`Beat`, `IdleBeat`) and
+//! the operator calls (`Kill`, `ReadLog`). The trigger sends runs through it; the API kills runs
+//! and reads their logs through it.
+//!
+//! It forgets an executor's channel when the registry publishes that the executor left
+//! ([`follow_removals`]), so a restarted executor on the same address gets a fresh connection.
+
+mod batcher;
+mod channels;
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tonic::metadata::MetadataValue;
+use xjob_proto::pb;
+use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
+
+use crate::error::Error;
+use crate::model::{JobId, LogId};
+use batcher::RunBatcher;
+use channels::ExecutorChannels;
+
+/// Longest a FAILOVER `Beat` or BUSYOVER `IdleBeat` probe waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A slice of a run's log file read through its executor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLogChunk {
+    pub from_line: i32,
+    pub to_line: i32,
+    pub content: String,
+    pub is_end: bool,
+}
+
+/// What an `IdleBeat` probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Idleness {
+    Idle,
+    /// Busy with the job; the executor's reason.
+    Busy(String),
+}
+
+/// Calls to executors, by address, with the group's access token.
+pub struct ExecutorClient {
+    channels: ExecutorChannels,
+    batcher: RunBatcher,
+    probe_timeout: Duration,
+}
+
+impl ExecutorClient {
+    /// `request_timeout` bounds every call; probes wait at most a second of it.
+    pub fn new(request_timeout: Duration) -> ExecutorClient {
+        ExecutorClient {
+            channels: ExecutorChannels::new(request_timeout),
+            batcher: RunBatcher::default(),
+            probe_timeout: request_timeout.min(PROBE_TIMEOUT),
+        }
+    }
+
+    /// Forgets everything cached for an executor that left.
+    pub fn forget(&self, address: &str) {
+        self.channels.evict(address);
+        self.batcher.evict(address);
+    }
+
+    /// Sends one run through the executor's batching queue (see `batcher`).
+    pub async fn run(
+        &self,
+        address: &str,
+        token: &str,
+        request: pb::RunRequest,
+    ) -> Result<pb::RunResponse, tonic::Status> {
+        let channel = self
+            .channels
+            .channel(address)
+            .map_err(tonic::Status::invalid_argument)?;
+        self.batcher.run(address, channel, token, request).await
+    }
+
+    /// FAILOVER's probe: whether the executor answers at all, within the probe timeout.
+    pub async fn beat(&self, address: &str, token: &str) -> Result<(), tonic::Status> {
+        let request = self.probe_request(pb::BeatRequest {}, token)?;
+        self.client(address)?.beat(request).await.map(|_| ())
+    }
+
+    /// BUSYOVER's probe: whether the executor is idle for `job`, within the probe timeout.
+    pub async fn idle_beat(
+        &self,
+        address: &str,
+        token: &str,
+        job: JobId,
+    ) -> Result<Idleness, tonic::Status> {
+        let request = self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, token)?;
+        let response = self.client(address)?.idle_beat(request).await?.into_inner();
+        Ok(if response.idle {
+            Idleness::Idle
+        } else {
+            Idleness::Busy(response.reason)
+        })
+    }
+
+    /// Asks the executor to stop a run of `job`; returns (killed, message).
+    pub async fn kill(
+        &self,
+        address: &str,
+        token: &str,
+        job: JobId,
+        log: LogId,
+    ) -> Result<(bool, String), Error> {
+        let request = pb::KillRequest {
+            job_id: job.0,
+            log_id: log.0,
+        };
+        let response = self
+            .client(address)?
+            .kill(authorized(request, token)?)
+            .await
+            .map_err(|status| Error::executor(address, status))?
+            .into_inner();
+        Ok((response.killed, response.message))
+    }
+
+    /// Reads a run's log file from `from_line` (the file is named by the run's trigger day).
+    pub async fn read_log(
+        &self,
+        address: &str,
+        token: &str,
+        log: LogId,
+        log_date_ms: i64,
+        from_line: i32,
+    ) -> Result<RunLogChunk, Error> {
+        let request = pb::ReadLogRequest {
+            log_id: log.0,
+            log_date_ms,
+            from_line,
+        };
+        let response = self
+            .client(address)?
+            .read_log(authorized(request, token)?)
+            .await
+            .map_err(|status| Error::executor(address, status))?
+            .into_inner();
+        Ok(RunLogChunk {
+            from_line: response.from_line,
+            to_line: response.to_line,
+            content: response.content,
+            is_end: response.is_end,
+        })
+    }
+
+    fn client(
+        &self,
+        address: &str,
+    ) -> Result<ExecutorServiceClient<tonic::transport::Channel>, tonic::Status> {
+        let channel = self
+            .channels
+            .channel(address)
+            .map_err(tonic::Status::invalid_argument)?;
+        Ok(ExecutorServiceClient::new(channel))
+    }
+
+    fn probe_request<T>(
+        &self,
+        message: T,
+        token: &str,
+    ) -> Result<tonic::Request<T>, tonic::Status> {
+        let mut request = authorized(message, token)?;
+        request.set_timeout(self.probe_timeout);
+        Ok(request)
+    }
+}
+
+/// Forgets each executor the registry reports gone, until cancelled. A receiver that fell
+/// behind forgets every channel (they reconnect lazily) rather than keep a stale one.
+pub async fn follow_removals(
+    client: std::sync::Arc<ExecutorClient>,
+    mut removals: broadcast::Receiver<String>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let removal = tokio::select! {
+            _ = cancel.cancelled() => break,
+            removal = removals.recv() => removal,
+        };
+        match removal {
+            Ok(address) => client.forget(&address),
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "executor removals missed; forgetting every channel");
+                client.channels.clear();
+                client.batcher.clear();
+            }
+            Err(broadcast::error::RecvError::Closed) => break,
+        }
+    }
+}
+
+/// Wraps a message with the group's bearer token when one is configured.
+fn authorized<T>(message: T, token: &str) -> Result<tonic::Request<T>, tonic::Status> {
+    let mut request = tonic::Request::new(message);
+    if !token.is_empty() {
+        let value = MetadataValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| tonic::Status::invalid_argument("access token is not valid metadata"))?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}

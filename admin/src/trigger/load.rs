@@ -1,0 +1,47 @@
+//! The jobs and groups of claimed fires, each read with one query however many fires there are.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::model::{Group, GroupId, Job, JobId};
+use crate::store::Store;
+
+/// The jobs of `ids` that exist, by id (one query).
+pub async fn jobs(store: &Store, ids: &[JobId]) -> Result<HashMap<JobId, Arc<Job>>, Error> {
+    let ids = distinct(ids);
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    Ok(store
+        .get_jobs(&raw)
+        .await?
+        .into_iter()
+        .map(|job| (JobId(job.id), Arc::new(job)))
+        .collect())
+}
+
+/// The groups of `ids` that exist, by id (one query). The store reads groups one at a time or
+/// all of them; a batch of fires spanning several groups reads them all (groups are few: one
+/// per executor app).
+pub async fn groups(store: &Store, ids: &[GroupId]) -> Result<HashMap<GroupId, Arc<Group>>, Error> {
+    let ids = distinct(ids);
+    let groups = match ids.as_slice() {
+        [] => Vec::new(),
+        [only] => store.get_group(only.0).await?.into_iter().collect(),
+        _ => store.list_groups("", 0, i64::MAX).await?,
+    };
+    Ok(groups
+        .into_iter()
+        .filter(|group| ids.binary_search(&GroupId(group.id)).is_ok())
+        .map(|group| (GroupId(group.id), Arc::new(group)))
+        .collect())
+}
+
+fn distinct<T: Copy + Ord>(ids: &[T]) -> Vec<T> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
