@@ -10,11 +10,13 @@
 //!   while the database is away).
 //! - **misfired**: grid points of the window that never ran and that the database accounts
 //!   for as misfires (a SKIPPED row of their own, or inside the span of the scan's misfire row
-//!   for the job). They are part of `missed`; `lost` is the rest of `missed`.
+//!   for the job, read by `xjob_testkit::misfire` as the cluster tests' ledger reads them).
+//!   They are part of `missed`; `lost` is the rest of `missed`.
 
 use std::collections::{HashMap, HashSet};
 
 use xjob_admin::model::{RunLog, RunStatus};
+use xjob_testkit::misfire::{COVERS_LATER, MisfireSpans, ScheduledRow};
 
 use crate::metrics::{PeriodicGrid, Record};
 
@@ -33,10 +35,6 @@ pub struct LogRow {
     /// planned one (they get no row of their own).
     pub covers_later: bool,
 }
-
-/// The wording of the scan's misfire row (admin `schedule/plan.rs`); the cluster tests' ledger
-/// reads it the same way.
-const COVERS_LATER: &str = "any later fire before now";
 
 impl From<&RunLog> for LogRow {
     fn from(row: &RunLog) -> LogRow {
@@ -138,46 +136,17 @@ pub fn misfired(
         .filter(|row| row.status == RunStatus::Skipped && row.shard_index == 0)
         .map(|row| (row.job_id, row.scheduled_at_ms))
         .collect();
-    let spans = misfire_spans(rows);
-    let covered = |job_id: i64, at_ms: i64| {
-        spans
-            .get(&job_id)
-            .is_some_and(|spans| spans.iter().any(|&(from, to)| at_ms > from && at_ms <= to))
-    };
+    let spans = MisfireSpans::of(rows.iter().map(|row| ScheduledRow {
+        job_id: row.job_id,
+        scheduled_at_ms: row.scheduled_at_ms,
+        covers_later: row.covers_later,
+    }));
     grid.points(window_start_ms, window_end_ms)
         .filter(|point| !delivered.contains(point))
-        .filter(|&(job_id, at_ms)| own_skip.contains(&(job_id, at_ms)) || covered(job_id, at_ms))
+        .filter(|&(job_id, at_ms)| {
+            own_skip.contains(&(job_id, at_ms)) || spans.covers(job_id, at_ms)
+        })
         .count() as u64
-}
-
-/// Per job, the `(misfire row's scheduled time, next planned time - 1)` spans the scan's
-/// misfire rows stand for: the job's fires after it and before its next row got none.
-fn misfire_spans(rows: &[LogRow]) -> HashMap<i64, Vec<(i64, i64)>> {
-    let mut scheduled_by_job: HashMap<i64, Vec<i64>> = HashMap::new();
-    for row in rows {
-        scheduled_by_job
-            .entry(row.job_id)
-            .or_default()
-            .push(row.scheduled_at_ms);
-    }
-    let mut spans: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for row in rows.iter().filter(|row| row.covers_later) {
-        let next_planned = scheduled_by_job
-            .get(&row.job_id)
-            .and_then(|scheduled| {
-                scheduled
-                    .iter()
-                    .copied()
-                    .filter(|&at| at > row.scheduled_at_ms)
-                    .min()
-            })
-            .unwrap_or(i64::MAX);
-        spans
-            .entry(row.job_id)
-            .or_default()
-            .push((row.scheduled_at_ms, next_planned - 1));
-    }
-    spans
 }
 
 /// The next disruption instant: the next whole second after `now_ms`, plus a sub-second

@@ -19,23 +19,7 @@ pub struct JobSpec {
 }
 
 /// A client of the admin at `url`, once it answers `ListGroups` (its database is up).
-pub async fn connect(url: &str, timeout: Duration) -> anyhow::Result<JobAdminClient<Channel>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(mut client) = JobAdminClient::connect(url.to_string()).await
-            && client
-                .list_groups(pb::ListGroupsRequest::default())
-                .await
-                .is_ok()
-        {
-            return Ok(client);
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!("admin at {url} did not come up");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use xjob_testkit::connect_admin as connect;
 
 pub async fn create_group(client: &mut JobAdminClient<Channel>) -> anyhow::Result<i64> {
     let group = pb::Group {

@@ -16,7 +16,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
 use super::ledger::Ledger;
-use super::{AdminProcess, AdminSpec, connect, free_port, tail, wait_until};
+use super::{AdminOutput, AdminProcess, AdminSpec, connect, free_port, wait_until, xjob_binary};
 
 /// The app every executor of the harness registers as.
 pub const APP: &str = "cluster-app";
@@ -162,12 +162,14 @@ impl Cluster {
         let mut admins = Vec::with_capacity(admin_count);
         for index in 1..=admin_count {
             let spec = AdminSpec {
+                binary: xjob_binary(),
                 node_id: format!("admin-{index}"),
                 port: free_port()?,
                 data_dir: dir.path().join(format!("admin-{index}")),
-                database_url: database.url.clone(),
+                database_url: Some(database.url.clone()),
                 config_file: config_file.clone(),
-                log_file: dir.path().join(format!("admin-{index}.log")),
+                log_filter: "info,sqlx=warn,h2=warn,tower=warn,hyper=warn".into(),
+                output: AdminOutput::AppendTo(dir.path().join(format!("admin-{index}.log"))),
             };
             admins.push(AdminProcess::spawn(spec)?);
         }
@@ -434,7 +436,7 @@ impl Cluster {
             .await?;
             Some(Duration::from_millis((first_ms - killed_ms).max(0) as u64))
         };
-        self.admins[victim].restart_after_kill()?;
+        self.admins[victim].restart()?;
         connect(&self.admins[victim].spec.url()).await?;
         Ok(takeover)
     }
@@ -538,7 +540,7 @@ impl Cluster {
                 eprintln!(
                     "---- {} (last lines of its log, without per-run lines)\n{}",
                     admin.spec.node_id,
-                    tail(&admin.spec.log_file, 40)
+                    admin.log_tail(40)
                 );
             }
         }

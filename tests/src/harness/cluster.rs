@@ -17,7 +17,7 @@ use xjob_executor::{Executor, ExecutorBuilder, RunningExecutor};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
-use super::wait::wait_until;
+use xjob_testkit::wait_until;
 
 /// A change applied to the admin configuration before start.
 type ConfigChange = Box<dyn FnOnce(&mut Config) + Send>;

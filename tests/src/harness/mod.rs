@@ -1,4 +1,4 @@
-//! The `TestCluster` builder and the one way tests wait.
+//! The `TestCluster` builder and the alarm hook tests count with (waiting is `xjob-testkit`'s).
 
+pub mod alarm;
 pub mod cluster;
-pub mod wait;

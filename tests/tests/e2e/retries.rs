@@ -6,61 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use xjob_admin::model::{Job, RunLog, now_ms};
-use xjob_admin::monitor::{Alarm, AlarmFuture};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{CountingAlarm, TestCluster, wait_until};
 
 const APP: &str = "retry-app";
-
-/// One alarm as the hook saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Raised {
-    job_id: i64,
-    log_id: i64,
-    attempt: i32,
-    at_ms: i64,
-}
-
-/// Counts alarms instead of sending them.
-#[derive(Default)]
-struct CountingAlarm {
-    raised: Mutex<Vec<Raised>>,
-}
-
-impl CountingAlarm {
-    fn of_job(&self, job_id: i64) -> Vec<Raised> {
-        self.raised
-            .lock()
-            .map(|raised| {
-                raised
-                    .iter()
-                    .filter(|alarm| alarm.job_id == job_id)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Alarm for CountingAlarm {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
-        Box::pin(async move {
-            let raised = Raised {
-                job_id: job.id,
-                log_id: run.id,
-                attempt: run.attempt,
-                at_ms: now_ms(),
-            };
-            self.raised
-                .lock()
-                .map_err(|_| "alarm log poisoned".to_string())?
-                .push(raised);
-            Ok(())
-        })
-    }
-}
 
 async fn always_fails(ctx: JobContext) -> JobResult {
     Err(JobError::new(format!("attempt {} failed", ctx.attempt())))
@@ -138,7 +88,7 @@ async fn retries_follow_the_configured_backoff_and_alarm_fires_once() -> anyhow:
     let alarm = Arc::new(CountingAlarm::default());
     let mut cluster = TestCluster::builder()
         .configure(|config| config.followup_interval = Duration::from_millis(50))
-        .alarm(Arc::clone(&alarm) as Arc<dyn Alarm>)
+        .alarm(Arc::clone(&alarm) as _)
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
