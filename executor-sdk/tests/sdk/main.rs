@@ -554,8 +554,17 @@ async fn unsent_results_are_spooled_at_shutdown_and_resent_by_the_next_start() {
     })
     .await;
     executor.shutdown().await;
-    let spooled = std::fs::read_dir(&spool_dir).expect("spool dir").count();
-    assert_eq!(spooled, 1, "the undelivered result is spooled");
+    // Shutdown waits for the callback task only up to a bound, so the spool file is awaited.
+    let spool_files = || {
+        std::fs::read_dir(&spool_dir)
+            .map(|entries| entries.count())
+            .unwrap_or(0)
+    };
+    wait_until("the undelivered result is spooled", || async {
+        spool_files() > 0
+    })
+    .await;
+    assert_eq!(spool_files(), 1, "one spool file");
 
     let mut admin = AdminHandle::start().await;
     let (builder, _started_rx) = test_executor(vec![admin.address.clone()], log_dir.path());
