@@ -13,10 +13,11 @@
 //!   for the job, read by `xjob_testkit::misfire` as the cluster tests' ledger reads them).
 //!   They are part of `missed`; `lost` is the rest of `missed`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use xjob_admin::model::{RunLog, RunStatus};
 use xjob_testkit::misfire::{COVERS_LATER, MisfireSpans, ScheduledRow};
+use xjob_testkit::planned::busiest_owner;
 
 use crate::metrics::{PeriodicGrid, Record};
 
@@ -61,26 +62,14 @@ pub struct Disruption {
     pub planned: HashSet<i64>,
 }
 
-/// The admin owning the most planned (PENDING) fires: the one whose schedule rounds under the
-/// lock wrote most of the next seconds, i.e. the current or latest holder of the schedule lock.
-/// Returns its index in `nodes` and the ids it owns; None when nobody owns any.
+/// The admin owning the most planned (PENDING) fires (the schedule lock's holder): its index
+/// in `nodes` and the ids it owns; None when nobody owns any.
 pub fn busiest_node(pending: &[LogRow], nodes: &[&str]) -> Option<(usize, HashSet<i64>)> {
-    let mut owned: HashMap<&str, HashSet<i64>> = HashMap::new();
-    for row in pending
+    let planned = pending
         .iter()
         .filter(|row| row.status == RunStatus::Pending)
-    {
-        owned
-            .entry(row.owner_node.as_str())
-            .or_default()
-            .insert(row.id);
-    }
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(index, node)| (index, owned.remove(node).unwrap_or_default()))
-        .filter(|(_, ids)| !ids.is_empty())
-        .max_by_key(|(_, ids)| ids.len())
+        .map(|row| (row.owner_node.as_str(), row.id));
+    busiest_owner(planned, nodes)
 }
 
 /// Takeover time of one disruption in ms; None when no survivor dispatched any of the

@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::metrics::Figures;
+
 /// Every field of a run's line, in the order it is written.
 #[derive(Debug, Serialize)]
 pub struct ResultLine {
@@ -14,15 +16,9 @@ pub struct ResultLine {
     pub admins: usize,
     pub executors: usize,
     pub database: String,
-    pub expected: u64,
-    pub delivered: u64,
-    pub missed: u64,
-    pub duplicates: u64,
-    pub off_grid: u64,
-    pub throughput_fps: f64,
-    pub lateness_p50_ms: i64,
-    pub lateness_p99_ms: i64,
-    pub lateness_max_ms: i64,
+    /// `expected` … `lateness_max_ms`, in the order `Figures` declares them.
+    #[serde(flatten)]
+    pub figures: Figures,
     pub admin_cpu_s: f64,
     pub executor_cpu_s: f64,
     pub db_cpu_s: Option<f64>,
@@ -96,15 +92,17 @@ mod tests {
             admins: 3,
             executors: 4,
             database: "Postgres".into(),
-            expected: 10,
-            delivered: 9,
-            missed: 1,
-            duplicates: 0,
-            off_grid: 0,
-            throughput_fps: rounded(1.26, 1),
-            lateness_p50_ms: 3,
-            lateness_p99_ms: 40,
-            lateness_max_ms: 90,
+            figures: Figures {
+                expected: 10,
+                delivered: 9,
+                missed: 1,
+                duplicates: 0,
+                off_grid: 0,
+                throughput_fps: rounded(1.26, 1),
+                lateness_p50_ms: 3,
+                lateness_p99_ms: 40,
+                lateness_max_ms: 90,
+            },
             admin_cpu_s: rounded(1.234, 2),
             executor_cpu_s: 0.5,
             db_cpu_s: None,
@@ -130,7 +128,13 @@ mod tests {
             ),
             "{json}"
         );
-        assert!(json.contains("\"throughput_fps\":1.3,"), "{json}");
+        assert!(
+            json.contains(
+                "\"database\":\"Postgres\",\"expected\":10,\"delivered\":9,\"missed\":1,\
+                 \"duplicates\":0,\"off_grid\":0,\"throughput_fps\":1.3,\"lateness_p50_ms\":3,"
+            ),
+            "{json}"
+        );
         assert!(json.contains("\"admin_cpu_s\":1.23,"), "{json}");
         assert!(json.contains("\"db_cpu_s\":null,"), "{json}");
         assert!(

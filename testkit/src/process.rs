@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::Signal;
+pub use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::wait_until;

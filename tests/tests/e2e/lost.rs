@@ -94,11 +94,7 @@ async fn the_test_executor_process_finishes_its_run_and_deregisters_on_sigterm()
     let pid = process
         .id()
         .ok_or_else(|| anyhow::anyhow!("the process has no pid"))?;
-    let signalled = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .await?;
-    assert!(signalled.success());
+    xjob_testkit::signal(pid, xjob_testkit::Signal::SIGTERM)?;
     let exit = tokio::time::timeout(Duration::from_secs(10), process.wait()).await??;
     assert!(exit.success(), "a graceful exit: {exit:?}");
     // The running handler was allowed to finish and its result was delivered before exit.
