@@ -1,4 +1,4 @@
-//! Handlers several scenarios share: `sleeping_handler` sleeps as long as its params say and
+//! Handlers several scenarios share: `ok_handler` succeeds at once; `sleeping_handler` sleeps as long as its params say and
 //! records when each run started and finished, so a test can check order and overlap.
 
 use std::future::Future;
@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use xjob_admin::model::now_ms;
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
+
+/// Succeeds at once with the message "done".
+pub async fn ok_handler(_ctx: JobContext) -> JobResult {
+    Ok(JobOutput::message("done"))
+}
 
 /// One finished run of `sleeping_handler` (ordered by start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

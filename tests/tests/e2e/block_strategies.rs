@@ -129,41 +129,13 @@ fn job(group_id: i64, strategy: pb::BlockStrategy) -> pb::Job {
     }
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64, params: &str) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: Some(params.to_string()),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
-async fn get_log(cluster: &TestCluster, id: i64) -> anyhow::Result<pb::Log> {
-    cluster
-        .client()
-        .get_log(pb::GetLogRequest { id })
-        .await?
-        .into_inner()
-        .log
-        .ok_or_else(|| anyhow::anyhow!("no log {id}"))
-}
-
 /// Asserts the run was accepted by `address` and is still open there (running or queued).
 async fn assert_accepted_and_open(
     cluster: &TestCluster,
     log_id: i64,
     address: &str,
 ) -> anyhow::Result<()> {
-    let log = get_log(cluster, log_id).await?;
+    let log = cluster.get_log(log_id).await?;
     assert_eq!(log.trigger_code, 200, "{log:?}");
     assert_eq!(log.status, pb::RunStatus::Running as i32, "{log:?}");
     assert_eq!(log.executor_address, address);
@@ -179,10 +151,10 @@ async fn serial_execution_runs_one_after_another_in_order() -> anyhow::Result<()
         .create_job(job(group_id, pb::BlockStrategy::SerialExecution))
         .await?;
 
-    let one = trigger(&cluster, job.id, HOLD).await?;
+    let one = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(one).await?;
-    let two = trigger(&cluster, job.id, HOLD).await?;
-    let three = trigger(&cluster, job.id, HOLD).await?;
+    let two = cluster.trigger(job.id, Some(HOLD)).await?;
+    let three = cluster.trigger(job.id, Some(HOLD)).await?;
     // Both later runs were accepted by the same executor and wait behind the first.
     for log_id in [one, two, three] {
         assert_accepted_and_open(&cluster, log_id, &first).await?;
@@ -237,9 +209,9 @@ async fn discard_later_refuses_a_trigger_while_running_then_retries_and_alarms_o
         })
         .await?;
 
-    let running = trigger(&cluster, job.id, HOLD).await?;
+    let running = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(running).await?;
-    let refused = trigger(&cluster, job.id, QUICK).await?;
+    let refused = cluster.trigger(job.id, Some(QUICK)).await?;
     let refused_log = cluster.wait_log_final(refused, DEADLINE).await?;
     assert_refused(&refused_log, &first);
     assert_eq!(refused_log.trigger_type, pb::TriggerType::Manual as i32);
@@ -304,9 +276,9 @@ async fn cover_early_kills_the_running_and_queued_runs_then_the_new_run_succeeds
         .await?;
 
     // A running run and a queued one (SERIAL), then the job switches to COVER_EARLY.
-    let running = trigger(&cluster, job.id, HOLD).await?;
+    let running = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(running).await?;
-    let queued = trigger(&cluster, job.id, HOLD).await?;
+    let queued = cluster.trigger(job.id, Some(HOLD)).await?;
     assert_accepted_and_open(&cluster, queued, &first).await?;
     let covering = pb::Job {
         block_strategy: pb::BlockStrategy::CoverEarly as i32,
@@ -319,7 +291,7 @@ async fn cover_early_kills_the_running_and_queued_runs_then_the_new_run_succeeds
         })
         .await?;
 
-    let cover = trigger(&cluster, job.id, QUICK).await?;
+    let cover = cluster.trigger(job.id, Some(QUICK)).await?;
     let reason = format!("block strategy COVER_EARLY: replaced by log {cover}");
     for log_id in [running, queued] {
         let log = cluster.wait_log_final(log_id, DEADLINE).await?;

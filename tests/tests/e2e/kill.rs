@@ -53,24 +53,6 @@ fn sleeper_job(group_id: i64, timeout_ms: i64) -> pb::Job {
     }
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: params.map(str::to_string),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
 /// Waits until the run's command wrote `{log_id}.{kind}` in full; returns the number in it.
 async fn read_number<N: std::str::FromStr>(
     dir: &Path,
@@ -104,11 +86,11 @@ async fn a_command_sleeping_60_s_is_stopped_by_its_timeout_and_the_next_run_wait
         .create_job(sleeper_job(group_id, timeout_ms))
         .await?;
 
-    let timed_out = trigger(&cluster, job.id, None).await?;
+    let timed_out = cluster.trigger(job.id, None).await?;
     let pid: i32 = read_number(&dir, timed_out, "pid").await?;
     assert!(!is_gone(pid), "the command is running");
     // Queued behind it (SERIAL, FIRST: same executor); `sleep 0` succeeds at once.
-    let next = trigger(&cluster, job.id, Some("0")).await?;
+    let next = cluster.trigger(job.id, Some("0")).await?;
 
     let log = cluster.wait_log_final(timed_out, DEADLINE).await?;
     assert_eq!(log.status, pb::RunStatus::Timeout as i32, "{log:?}");
@@ -151,7 +133,7 @@ async fn kill_run_stops_a_command_sleeping_60_s_and_its_process_is_gone() -> any
     let (group_id, dir) = three_executors(&mut cluster).await?;
     let job = cluster.create_job(sleeper_job(group_id, 0)).await?;
 
-    let log_id = trigger(&cluster, job.id, None).await?;
+    let log_id = cluster.trigger(job.id, None).await?;
     let pid: i32 = read_number(&dir, log_id, "pid").await?;
     assert!(!is_gone(pid), "the command is running");
     let killed = cluster

@@ -25,24 +25,6 @@ fn retrying_job(group_id: i64, retries: i32, backoff: pb::RetryBackoff) -> pb::J
     }
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: params.map(str::to_string),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
 /// The job's attempts by attempt number, once `count` of them are final.
 async fn final_attempts(
     cluster: &TestCluster,
@@ -117,7 +99,7 @@ async fn retries_follow_the_configured_backoff_and_alarm_fires_once() -> anyhow:
         })
         .await?;
     for job in [&fixed_job, &exponential_job, &every_failure_job] {
-        trigger(&cluster, job.id, None).await?;
+        cluster.trigger(job.id, None).await?;
     }
 
     // Fixed 400 ms: attempts 0, 1, 2, each at least 400 ms after the one before.
@@ -238,7 +220,7 @@ async fn retry_keeps_params_shard_and_scheduled_time() -> anyhow::Result<()> {
             ..TestCluster::job(group_id, "flaky", pb::ScheduleType::None, "")
         })
         .await?;
-    let first = trigger(&cluster, manual.id, Some("trigger-params")).await?;
+    let first = cluster.trigger(manual.id, Some("trigger-params")).await?;
     let attempts = final_attempts(&cluster, manual.id, 2).await?;
     assert_eq!(attempts[&0].id, first);
     assert_eq!(attempts[&0].status, pb::RunStatus::Failed as i32);
