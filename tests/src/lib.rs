@@ -6,5 +6,7 @@ pub mod harness;
 
 pub use harness::alarm::{CountingAlarm, Raised};
 pub use harness::cluster::{TestCluster, TestClusterBuilder};
-pub use harness::handlers::{RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of};
+pub use harness::handlers::{
+    HandlerFuture, RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of,
+};
 pub use xjob_testkit::wait_until;

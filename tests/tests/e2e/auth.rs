@@ -10,11 +10,11 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
-use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{JobContext, JobError, JobOutput};
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::{TestCluster, ok_handler};
+use xjob_tests::{HandlerFuture, TestCluster, ok_handler};
 
 const SECURED_APP: &str = "secured-app";
 const OPEN_APP: &str = "open-app";
@@ -24,10 +24,7 @@ const WAIT: Duration = Duration::from_secs(10);
 /// A handler that holds its run until the semaphore gets a permit.
 fn held_handler(
     gate: Arc<Semaphore>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
     move |_ctx: JobContext| {
         let gate = Arc::clone(&gate);
         Box::pin(async move {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{CountingAlarm, TestCluster, wait_until};
+use xjob_tests::{CountingAlarm, HandlerFuture, TestCluster, wait_until};
 
 const APP: &str = "retry-app";
 
@@ -171,10 +171,7 @@ struct Seen {
 /// Fails its first attempt of shard 1 (or of a non-broadcast run); records every run.
 fn first_attempt_fails(
     seen: Arc<Mutex<Vec<Seen>>>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
     move |ctx: JobContext| {
         let seen = Arc::clone(&seen);
         Box::pin(async move {
