@@ -4,92 +4,36 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use xjob_executor::{Executor, JobContext, JobOutput, JobResult};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, connect_admin, free_port, wait_until};
 
-/// A spawned admin process, killed when dropped so a failing test leaves nothing running.
-struct AdminProcess {
-    child: Child,
-}
-
-impl AdminProcess {
-    fn spawn(data_dir: &Path, port: u16) -> anyhow::Result<AdminProcess> {
-        let config = data_dir.join("admin.toml");
-        std::fs::write(
-            &config,
-            "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n",
-        )?;
-        let child = Command::new(env!("CARGO_BIN_EXE_xjob"))
-            .args(["serve", "--node-id", "process-test-admin", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        Ok(AdminProcess { child })
-    }
-
-    /// SIGKILL: no shutdown code runs, the ring's in-memory state is lost.
-    fn kill_9(&mut self) -> anyhow::Result<()> {
-        self.child.kill()?;
-        self.child.wait()?;
-        Ok(())
-    }
-}
-
-impl Drop for AdminProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-async fn wait_until<T, F, Fut>(timeout: Duration, what: &str, mut condition: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = condition().await {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            anyhow::bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// The admin of these tests: the default SQLite database in its data directory, short
+/// leases, warnings on the test's stderr.
+fn admin_spec(data_dir: &Path, port: u16) -> anyhow::Result<AdminSpec> {
+    let config_file = data_dir.join("admin.toml");
+    std::fs::write(
+        &config_file,
+        "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n",
+    )?;
+    Ok(AdminSpec {
+        binary: env!("CARGO_BIN_EXE_xjob").into(),
+        node_id: "process-test-admin".into(),
+        port,
+        data_dir: data_dir.to_path_buf(),
+        database_url: None,
+        config_file,
+        log_filter: "warn".into(),
+        output: AdminOutput::Quiet,
+    })
 }
 
 async fn connect(url: &str) -> anyhow::Result<JobAdminClient<tonic::transport::Channel>> {
-    wait_until(
-        Duration::from_secs(20),
-        "the admin to accept connections",
-        || async {
-            let mut client = JobAdminClient::connect(url.to_string()).await.ok()?;
-            client
-                .list_groups(pb::ListGroupsRequest::default())
-                .await
-                .ok()?;
-            Some(client)
-        },
-    )
-    .await
+    connect_admin(url, Duration::from_secs(20)).await
 }
 
 type Seen = Arc<Mutex<Vec<i64>>>;
@@ -121,7 +65,7 @@ async fn an_admin_killed_with_sigkill_resumes_without_losing_or_duplicating_fire
     let data_dir = tempfile::tempdir()?;
     let port = free_port()?;
     let url = format!("http://127.0.0.1:{port}");
-    let mut admin = AdminProcess::spawn(data_dir.path(), port)?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port)?)?;
     let mut client = connect(&url).await?;
 
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
@@ -177,7 +121,7 @@ async fn an_admin_killed_with_sigkill_resumes_without_losing_or_duplicating_fire
     admin.kill_9()?;
     let at_kill = seen_count(&seen);
 
-    let _admin = AdminProcess::spawn(data_dir.path(), port)?;
+    admin.restart()?;
     let mut client = connect(&url).await?;
     wait_until(
         Duration::from_secs(20),

@@ -3,12 +3,11 @@
 //! same node id, paused (SIGSTOP) and resumed, and measured across restarts.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
+use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec};
 
-use crate::processes::{self, Managed, sibling_binary};
+use crate::processes::{self, ChildProcess, sibling_binary};
 
 /// Leases and intervals written to the admins' configuration file. `None` keeps the admin's
 /// default (the W workloads run with the defaults, as before).
@@ -41,43 +40,22 @@ impl Timing {
     }
 }
 
-/// How one admin is started, kept so it restarts the same way (same node id: a new epoch).
-struct Spec {
-    node_id: String,
-    port: u16,
-    data_dir: PathBuf,
-    database_url: String,
-    config: PathBuf,
-}
-
+/// One admin of the run, measured across its restarts.
 pub struct Admin {
-    spec: Spec,
-    process: Managed,
-    paused: bool,
+    process: AdminProcess,
     /// CPU seconds and peak RSS of its earlier, killed processes.
     retired_cpu_s: f64,
     retired_peak_rss_mb: f64,
 }
 
 impl Admin {
-    fn spawn(spec: Spec) -> anyhow::Result<Admin> {
-        let process = spawn_process(&spec)?;
-        Ok(Admin {
-            spec,
-            process,
-            paused: false,
-            retired_cpu_s: 0.0,
-            retired_peak_rss_mb: 0.0,
-        })
-    }
-
     pub fn node_id(&self) -> &str {
-        &self.spec.node_id
+        &self.process.spec.node_id
     }
 
     /// `http://127.0.0.1:PORT`, what clients and executors dial.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.spec.port)
+        self.process.spec.url()
     }
 
     pub fn pid(&self) -> u32 {
@@ -87,31 +65,25 @@ impl Admin {
     /// SIGKILL: no shutdown code runs; the fires planned in its memory die with it.
     pub fn kill_9(&mut self) -> anyhow::Result<()> {
         self.retire_measurements();
-        self.process.kill_now()
+        self.process.kill_9()
     }
 
     /// A new process with the same node id, port and data directory.
     pub fn restart(&mut self) -> anyhow::Result<()> {
         if self.process.is_running() {
-            self.kill_9()?;
+            self.retire_measurements();
         }
-        self.process = spawn_process(&self.spec)?;
-        self.paused = false;
-        Ok(())
+        self.process.restart()
     }
 
     /// SIGSTOP: frozen with whatever it holds, as in a long GC pause or a VM migration.
     pub fn pause(&mut self) -> anyhow::Result<()> {
-        self.process.signal(Signal::SIGSTOP)?;
-        self.paused = true;
-        Ok(())
+        self.process.pause()
     }
 
     /// SIGCONT: it resumes unaware that time passed.
     pub fn resume(&mut self) -> anyhow::Result<()> {
-        self.process.signal(Signal::SIGCONT)?;
-        self.paused = false;
-        Ok(())
+        self.process.resume()
     }
 
     /// CPU seconds of every process this admin ran as.
@@ -132,53 +104,45 @@ impl Admin {
 
     /// The process, for stopping it with the others (`processes::terminate_all`; a paused
     /// admin is resumed there first).
-    pub fn process_mut(&mut self) -> &mut Managed {
-        self.paused = false;
-        &mut self.process
+    pub fn process_mut(&mut self) -> &mut ChildProcess {
+        self.process.process_mut()
     }
 }
 
-fn spawn_process(spec: &Spec) -> anyhow::Result<Managed> {
-    std::fs::create_dir_all(&spec.data_dir)?;
-    let mut command = Command::new(sibling_binary("xjob")?);
-    command
-        .args(["serve", "--node-id", &spec.node_id, "--listen"])
-        .arg(format!("127.0.0.1:{}", spec.port))
-        .arg("--data-dir")
-        .arg(&spec.data_dir)
-        .arg("--database-url")
-        .arg(&spec.database_url)
-        .arg("--config")
-        .arg(&spec.config)
-        .env(
-            "RUST_LOG",
-            std::env::var("XJOB_BENCH_ADMIN_LOG").unwrap_or_else(|_| "warn".into()),
-        );
-    // The admin logs to stdout; with a chosen log level that output is worth keeping.
-    if std::env::var_os("XJOB_BENCH_ADMIN_LOG").is_some() {
-        let log = std::fs::File::create(format!("{}.log", spec.node_id))?;
-        return Managed::spawn_with_stdout(&spec.node_id, &mut command, log.into());
-    }
-    Managed::spawn(&spec.node_id, &mut command)
-}
-
-/// Starts `count` admins on `database_url`, named `bench-admin-1…N`.
+/// Starts `count` admins on `database_url`, named `bench-admin-1…N`. With
+/// `XJOB_BENCH_ADMIN_LOG` set (a `RUST_LOG` filter) each admin's output is kept in
+/// `NODE_ID.log` in the current directory, across its restarts.
 pub fn spawn_admins(
     dir: &Path,
     count: usize,
     database_url: &str,
     timing: Timing,
 ) -> anyhow::Result<Vec<Admin>> {
-    let config = dir.join("admin.toml");
-    std::fs::write(&config, timing.config_toml())?;
+    let config_file = dir.join("admin.toml");
+    std::fs::write(&config_file, timing.config_toml())?;
+    let binary = sibling_binary("xjob")?;
+    let log_filter = std::env::var("XJOB_BENCH_ADMIN_LOG").ok();
     (1..=count)
         .map(|index| {
-            Admin::spawn(Spec {
-                node_id: format!("bench-admin-{index}"),
+            let node_id = format!("bench-admin-{index}");
+            let output = match log_filter {
+                Some(_) => AdminOutput::AppendTo(PathBuf::from(format!("{node_id}.log"))),
+                None => AdminOutput::Quiet,
+            };
+            let spec = AdminSpec {
+                binary: binary.clone(),
                 port: processes::free_port()?,
                 data_dir: dir.join(format!("admin-{index}-data")),
-                database_url: database_url.to_string(),
-                config: config.clone(),
+                database_url: Some(database_url.to_string()),
+                config_file: config_file.clone(),
+                log_filter: log_filter.clone().unwrap_or_else(|| "warn".into()),
+                output,
+                node_id,
+            };
+            Ok(Admin {
+                process: AdminProcess::spawn(spec)?,
+                retired_cpu_s: 0.0,
+                retired_peak_rss_mb: 0.0,
             })
         })
         .collect()

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use xjob_admin::store::Store;
 
-use crate::processes::{self, Managed};
+use crate::processes::{self, ChildProcess};
 
 const POSTGRES_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -273,7 +273,7 @@ impl Drop for Postgres {
             ));
         }
         if let Some(postmaster) = self.postmaster() {
-            let _ = processes::send_signal(postmaster, nix::sys::signal::Signal::SIGKILL);
+            let _ = processes::signal(postmaster, nix::sys::signal::Signal::SIGKILL);
         }
     }
 }
@@ -281,7 +281,7 @@ impl Drop for Postgres {
 /// MariaDB in a throw-away directory, its server a direct child of the harness.
 struct Mariadb {
     // Dropped (killed) before the directory is deleted.
-    process: Managed,
+    process: ChildProcess,
     port: u16,
     dir: tempfile::TempDir,
 }
@@ -327,7 +327,7 @@ impl Mariadb {
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg("--max-connections=300")
             .arg(format!("--log-error={}", dir.path().join("log").display()));
-        let process = Managed::spawn_with_stdout("mariadbd", &mut command, stdout.into())?;
+        let process = ChildProcess::spawn_with_stdout("mariadbd", &mut command, stdout.into())?;
         let mut mariadb = Mariadb { process, port, dir };
         mariadb.wait_ready(&socket)?;
         mariadb.client(

@@ -138,8 +138,8 @@ fn latest_planned(pending: &[LogRow], planned: &HashSet<i64>, count: usize) -> V
 /// Polls the watched rows until another node owns one (adoption), for at most what takeover
 /// can take (4/3 of the lease plus a sweep) with a wide margin; returns when it was seen.
 async fn wait_adopted(store: &Store, node: &str, watched: &[i64], lease: Duration) -> Option<i64> {
-    let deadline_ms = now_ms() + (lease * 3).as_millis() as i64 + 10_000;
-    while now_ms() < deadline_ms {
+    let bound = lease * 3 + Duration::from_secs(10);
+    let adopted = || async move {
         for &id in watched {
             if let Ok(Some(row)) = store.get_log(id).await
                 && row.owner_node != node
@@ -147,9 +147,11 @@ async fn wait_adopted(store: &Store, node: &str, watched: &[i64], lease: Duratio
                 return Some(now_ms());
             }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
+        None
+    };
+    xjob_testkit::wait_until(bound, "another admin to adopt a watched fire", adopted)
+        .await
+        .ok()
 }
 
 /// The PENDING rows of the group: fires planned and not yet dispatched.

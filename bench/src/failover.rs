@@ -10,11 +10,14 @@
 //!   while the database is away).
 //! - **misfired**: grid points of the window that never ran and that the database accounts
 //!   for as misfires (a SKIPPED row of their own, or inside the span of the scan's misfire row
-//!   for the job). They are part of `missed`; `lost` is the rest of `missed`.
+//!   for the job, read by `xjob_testkit::misfire` as the cluster tests' ledger reads them).
+//!   They are part of `missed`; `lost` is the rest of `missed`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use xjob_admin::model::{RunLog, RunStatus};
+use xjob_testkit::misfire::{COVERS_LATER, MisfireSpans, ScheduledRow};
+use xjob_testkit::planned::busiest_owner;
 
 use crate::metrics::{PeriodicGrid, Record};
 
@@ -33,10 +36,6 @@ pub struct LogRow {
     /// planned one (they get no row of their own).
     pub covers_later: bool,
 }
-
-/// The wording of the scan's misfire row (admin `schedule/plan.rs`); the cluster tests' ledger
-/// reads it the same way.
-const COVERS_LATER: &str = "any later fire before now";
 
 impl From<&RunLog> for LogRow {
     fn from(row: &RunLog) -> LogRow {
@@ -63,26 +62,14 @@ pub struct Disruption {
     pub planned: HashSet<i64>,
 }
 
-/// The admin owning the most planned (PENDING) fires: the one whose schedule rounds under the
-/// lock wrote most of the next seconds, i.e. the current or latest holder of the schedule lock.
-/// Returns its index in `nodes` and the ids it owns; None when nobody owns any.
+/// The admin owning the most planned (PENDING) fires (the schedule lock's holder): its index
+/// in `nodes` and the ids it owns; None when nobody owns any.
 pub fn busiest_node(pending: &[LogRow], nodes: &[&str]) -> Option<(usize, HashSet<i64>)> {
-    let mut owned: HashMap<&str, HashSet<i64>> = HashMap::new();
-    for row in pending
+    let planned = pending
         .iter()
         .filter(|row| row.status == RunStatus::Pending)
-    {
-        owned
-            .entry(row.owner_node.as_str())
-            .or_default()
-            .insert(row.id);
-    }
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(index, node)| (index, owned.remove(node).unwrap_or_default()))
-        .filter(|(_, ids)| !ids.is_empty())
-        .max_by_key(|(_, ids)| ids.len())
+        .map(|row| (row.owner_node.as_str(), row.id));
+    busiest_owner(planned, nodes)
 }
 
 /// Takeover time of one disruption in ms; None when no survivor dispatched any of the
@@ -138,46 +125,17 @@ pub fn misfired(
         .filter(|row| row.status == RunStatus::Skipped && row.shard_index == 0)
         .map(|row| (row.job_id, row.scheduled_at_ms))
         .collect();
-    let spans = misfire_spans(rows);
-    let covered = |job_id: i64, at_ms: i64| {
-        spans
-            .get(&job_id)
-            .is_some_and(|spans| spans.iter().any(|&(from, to)| at_ms > from && at_ms <= to))
-    };
+    let spans = MisfireSpans::of(rows.iter().map(|row| ScheduledRow {
+        job_id: row.job_id,
+        scheduled_at_ms: row.scheduled_at_ms,
+        covers_later: row.covers_later,
+    }));
     grid.points(window_start_ms, window_end_ms)
         .filter(|point| !delivered.contains(point))
-        .filter(|&(job_id, at_ms)| own_skip.contains(&(job_id, at_ms)) || covered(job_id, at_ms))
+        .filter(|&(job_id, at_ms)| {
+            own_skip.contains(&(job_id, at_ms)) || spans.covers(job_id, at_ms)
+        })
         .count() as u64
-}
-
-/// Per job, the `(misfire row's scheduled time, next planned time - 1)` spans the scan's
-/// misfire rows stand for: the job's fires after it and before its next row got none.
-fn misfire_spans(rows: &[LogRow]) -> HashMap<i64, Vec<(i64, i64)>> {
-    let mut scheduled_by_job: HashMap<i64, Vec<i64>> = HashMap::new();
-    for row in rows {
-        scheduled_by_job
-            .entry(row.job_id)
-            .or_default()
-            .push(row.scheduled_at_ms);
-    }
-    let mut spans: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for row in rows.iter().filter(|row| row.covers_later) {
-        let next_planned = scheduled_by_job
-            .get(&row.job_id)
-            .and_then(|scheduled| {
-                scheduled
-                    .iter()
-                    .copied()
-                    .filter(|&at| at > row.scheduled_at_ms)
-                    .min()
-            })
-            .unwrap_or(i64::MAX);
-        spans
-            .entry(row.job_id)
-            .or_default()
-            .push((row.scheduled_at_ms, next_planned - 1));
-    }
-    spans
 }
 
 /// The next disruption instant: the next whole second after `now_ms`, plus a sub-second

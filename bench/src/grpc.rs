@@ -1,11 +1,12 @@
 //! The harness's calls to the admin API: waiting for an admin, creating the group and the
 //! jobs, starting them.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tonic::transport::Channel;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::wait_until;
 
 /// How the jobs of a run are scheduled.
 pub struct JobSpec {
@@ -19,23 +20,7 @@ pub struct JobSpec {
 }
 
 /// A client of the admin at `url`, once it answers `ListGroups` (its database is up).
-pub async fn connect(url: &str, timeout: Duration) -> anyhow::Result<JobAdminClient<Channel>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(mut client) = JobAdminClient::connect(url.to_string()).await
-            && client
-                .list_groups(pb::ListGroupsRequest::default())
-                .await
-                .is_ok()
-        {
-            return Ok(client);
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!("admin at {url} did not come up");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use xjob_testkit::connect_admin as connect;
 
 pub async fn create_group(client: &mut JobAdminClient<Channel>) -> anyhow::Result<i64> {
     let group = pb::Group {
@@ -59,23 +44,19 @@ pub async fn wait_for_executors(
     client: &mut JobAdminClient<Channel>,
     count: usize,
 ) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let listed = client
-            .list_executors(pb::ListExecutorsRequest::default())
-            .await?
-            .into_inner();
-        if listed.executors.len() >= count {
-            return Ok(());
+    let what = format!("{count} executors to register");
+    wait_until(Duration::from_secs(30), &what, || {
+        let mut client = client.clone();
+        async move {
+            let listed = client
+                .list_executors(pb::ListExecutorsRequest::default())
+                .await
+                .ok()?
+                .into_inner();
+            (listed.executors.len() >= count).then_some(())
         }
-        if Instant::now() > deadline {
-            anyhow::bail!(
-                "only {} of {count} executors registered",
-                listed.executors.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// Creates the jobs with bounded concurrency; returns their ids in index order.

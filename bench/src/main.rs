@@ -32,8 +32,8 @@ use database::{Backend, Database};
 use disrupt::{Kind, Restart, Target};
 use failover::Disruption;
 use metrics::{Figures, PeriodicGrid, Record};
-use processes::{Managed, cpu_seconds, free_port, memory_mb, sibling_binary};
-use report::JsonLine;
+use processes::{ChildProcess, cpu_seconds, free_port, memory_mb, sibling_binary};
+use report::{FailoverLine, RecoveryLine, ResultLine, TakeoverLine, rounded};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Workload {
@@ -397,7 +397,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         &before.delta(&after, db_measured),
         &peaks,
         failover.as_ref(),
-    );
+    )?;
     // The JSON line on stdout is this tool's output (progress goes to stderr).
     #[allow(clippy::print_stdout)]
     {
@@ -546,7 +546,7 @@ fn spawn_executors(
     dir: &Path,
     admin_urls: &[String],
     count: usize,
-) -> anyhow::Result<Vec<Managed>> {
+) -> anyhow::Result<Vec<ChildProcess>> {
     let binary = sibling_binary("xjob-bench-executor")?;
     (0..count)
         .map(|index| {
@@ -561,7 +561,7 @@ fn spawn_executors(
                 // deleted with it even when the executor is killed.
                 .env("TMPDIR", dir)
                 .env("RUST_LOG", "warn");
-            Managed::spawn(&format!("executor-{index}"), &mut command)
+            ChildProcess::spawn(&format!("executor-{index}"), &mut command)
         })
         .collect()
 }
@@ -586,7 +586,7 @@ struct Usage {
 }
 
 impl Usage {
-    fn read(admins: &[Admin], executors: &[Managed], database: &Database) -> Usage {
+    fn read(admins: &[Admin], executors: &[ChildProcess], database: &Database) -> Usage {
         Usage {
             admin_cpu_s: admins.iter().map(Admin::cpu_s).sum(),
             executor_cpu_s: executors.iter().map(|e| cpu_seconds(e.pid())).sum(),
@@ -619,7 +619,7 @@ struct Peaks {
 }
 
 impl Peaks {
-    fn read(admins: &[Admin], executors: &[Managed], database: &Database) -> Peaks {
+    fn read(admins: &[Admin], executors: &[ChildProcess], database: &Database) -> Peaks {
         Peaks {
             admin_mb: admins.iter().map(Admin::peak_rss_mb).fold(0.0, f64::max),
             executor_mb: executors
@@ -664,75 +664,64 @@ fn json_line(
     cpu: &WindowCpu,
     peaks: &Peaks,
     failover: Option<&FailoverFigures>,
-) -> String {
+) -> anyhow::Result<String> {
     let (cores, model) = processes::machine();
-    let commit = processes::git_commit(Path::new(env!("CARGO_MANIFEST_DIR")));
-    let mut line = JsonLine::new();
-    line.string("workload", &format!("{:?}", args.workload))
-        .raw("n", plan.shape.jobs)
-        .raw("duration_s", args.duration)
-        .raw("warmup_s", args.warmup)
-        .raw("admins", plan.admins)
-        .raw("executors", plan.executors)
-        .string("database", &format!("{:?}", plan.backend))
-        .raw("expected", figures.expected)
-        .raw("delivered", figures.delivered)
-        .raw("missed", figures.missed)
-        .raw("duplicates", figures.duplicates)
-        .raw("off_grid", figures.off_grid)
-        .float("throughput_fps", figures.throughput_fps, 1)
-        .raw("lateness_p50_ms", figures.lateness_p50_ms)
-        .raw("lateness_p99_ms", figures.lateness_p99_ms)
-        .raw("lateness_max_ms", figures.lateness_max_ms)
-        .float("admin_cpu_s", cpu.admin_s, 2)
-        .float("executor_cpu_s", cpu.executor_s, 2);
     // The embedded SQLite's work is the admins'; an external server's processes are not ours.
-    match plan.backend {
-        Backend::Sqlite => line.raw("db_cpu_s", 0),
-        _ => line.float_or_null("db_cpu_s", cpu.db_s, 2),
+    let (db_cpu_s, db_rss_mb) = match plan.backend {
+        Backend::Sqlite => (Some(0.0), Some(0.0)),
+        _ => (cpu.db_s, peaks.db_mb),
     };
-    line.float("admin_peak_rss_mb", peaks.admin_mb, 1).float(
-        "executor_peak_rss_mb",
-        peaks.executor_mb,
-        1,
-    );
-    match plan.backend {
-        Backend::Sqlite => line.raw("db_rss_mb", 0),
-        _ => line.float_or_null("db_rss_mb", peaks.db_mb, 1),
+    let line = ResultLine {
+        workload: format!("{:?}", args.workload),
+        n: plan.shape.jobs,
+        duration_s: args.duration,
+        warmup_s: args.warmup,
+        admins: plan.admins,
+        executors: plan.executors,
+        database: format!("{:?}", plan.backend),
+        figures: Figures {
+            throughput_fps: rounded(figures.throughput_fps, 1),
+            ..figures.clone()
+        },
+        admin_cpu_s: rounded(cpu.admin_s, 2),
+        executor_cpu_s: rounded(cpu.executor_s, 2),
+        db_cpu_s: db_cpu_s.map(|seconds| rounded(seconds, 2)),
+        admin_peak_rss_mb: rounded(peaks.admin_mb, 1),
+        executor_peak_rss_mb: rounded(peaks.executor_mb, 1),
+        db_rss_mb: db_rss_mb.map(|mb| rounded(mb, 1)),
+        period_s: plan.shape.period_s,
+        node_lease_ms: plan.timing.node_lease().as_millis(),
+        failover: failover.map(|failover| failover_line(args, figures, failover)),
+        version: env!("CARGO_PKG_VERSION"),
+        commit: processes::git_commit(Path::new(env!("CARGO_MANIFEST_DIR"))),
+        cores,
+        cpu: model,
     };
-    line.raw("period_s", plan.shape.period_s)
-        .raw("node_lease_ms", plan.timing.node_lease().as_millis());
-    if let Some(failover) = failover {
-        failover_fields(&mut line, args, figures, failover);
-    }
-    line.string("version", env!("CARGO_PKG_VERSION"))
-        .string("commit", &commit)
-        .raw("cores", cores)
-        .string("cpu", &model);
-    line.finish()
+    line.to_json()
 }
 
-fn failover_fields(
-    line: &mut JsonLine,
-    args: &Args,
-    figures: &Figures,
-    failover: &FailoverFigures,
-) {
-    line.raw("misfired", failover.misfired)
-        .raw("lost", lost(figures, Some(failover)));
-    if matches!(args.workload, Workload::F1 | Workload::F2) {
+fn failover_line(args: &Args, figures: &Figures, failover: &FailoverFigures) -> FailoverLine {
+    let takeover = matches!(args.workload, Workload::F1 | Workload::F2).then(|| {
         let (median, max) = failover::median_and_max(&failover.takeover_ms);
-        line.raw("kills", failover.takeover_ms.len())
-            .int_list("takeover_ms", &failover.takeover_ms)
-            .int_or_null("takeover_median_ms", median)
-            .int_or_null("takeover_max_ms", max)
-            .string("takeover_def", TAKEOVER_DEF);
-    }
-    if args.workload == Workload::F3 {
-        line.raw("outage_s", args.outage)
-            .int_or_null("outage_ms", failover.outage_ms)
-            .int_or_null("recovery_ms", failover.recovery_ms)
-            .string("recovery_def", RECOVERY_DEF);
+        TakeoverLine {
+            kills: failover.takeover_ms.len(),
+            takeover_ms: failover.takeover_ms.clone(),
+            takeover_median_ms: median,
+            takeover_max_ms: max,
+            takeover_def: TAKEOVER_DEF,
+        }
+    });
+    let recovery = (args.workload == Workload::F3).then_some(RecoveryLine {
+        outage_s: args.outage,
+        outage_ms: failover.outage_ms,
+        recovery_ms: failover.recovery_ms,
+        recovery_def: RECOVERY_DEF,
+    });
+    FailoverLine {
+        misfired: failover.misfired,
+        lost: lost(figures, Some(failover)),
+        takeover,
+        recovery,
     }
 }
 

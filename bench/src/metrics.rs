@@ -15,8 +15,8 @@ pub trait Grid {
     fn expected(&self, window_start_ms: i64, window_end_ms: i64) -> u64;
 }
 
-/// Correctness and lateness figures of one run.
-#[derive(Debug, Clone, PartialEq)]
+/// Correctness and lateness figures of one run (written into the result line in this order).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Figures {
     pub expected: u64,
     pub delivered: u64,

@@ -1,117 +1,13 @@
-//! The processes a benchmark run starts (admins, executors, database servers), killed when
-//! dropped so nothing outlives the run, and their CPU and memory read from `/proc`.
+//! The processes a benchmark run starts (admins, executors, database servers) and their CPU
+//! and memory read from `/proc`. Starting, signalling and stopping them is the tests' own
+//! `xjob_testkit::process` (children killed when dropped, so nothing outlives the run).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use nix::sys::signal::Signal;
-
-/// A child process that is stopped (SIGKILL) when dropped.
-pub struct Managed {
-    pub name: String,
-    child: Child,
-}
-
-impl Managed {
-    /// Starts `command` with stdin and stdout closed (stderr stays the harness's).
-    pub fn spawn(name: &str, command: &mut Command) -> anyhow::Result<Managed> {
-        Managed::spawn_with_stdout(name, command, Stdio::null())
-    }
-
-    pub fn spawn_with_stdout(
-        name: &str,
-        command: &mut Command,
-        stdout: Stdio,
-    ) -> anyhow::Result<Managed> {
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .spawn()
-            .map_err(|error| anyhow::anyhow!("cannot start {name}: {error}"))?;
-        Ok(Managed {
-            name: name.to_string(),
-            child,
-        })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Whether the process is still running.
-    pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// Sends `signal` (SIGSTOP, SIGCONT, SIGTERM…) to the process.
-    pub fn signal(&self, signal: Signal) -> anyhow::Result<()> {
-        send_signal(self.pid(), signal)
-    }
-
-    /// SIGKILL and reap: no shutdown code runs in the process.
-    pub fn kill_now(&mut self) -> anyhow::Result<()> {
-        self.child.kill()?;
-        self.child.wait()?;
-        Ok(())
-    }
-
-    /// SIGTERM, without waiting: a group of processes is asked at once, then waited for, so
-    /// stopping it takes as long as its slowest member, not the sum.
-    pub fn ask_to_exit(&mut self) -> anyhow::Result<()> {
-        if self.child.try_wait()?.is_some() {
-            return Ok(());
-        }
-        // A stopped process only acts on SIGTERM once it runs again.
-        let _ = self.signal(Signal::SIGCONT);
-        let _ = self.signal(Signal::SIGTERM);
-        Ok(())
-    }
-
-    /// Waits for the exit until `deadline`, then SIGKILL.
-    pub fn wait_exit(&mut self, deadline: std::time::Instant) -> anyhow::Result<()> {
-        while std::time::Instant::now() < deadline {
-            if self.child.try_wait()?.is_some() {
-                return Ok(());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        tracing::warn!(process = %self.name, "did not exit after SIGTERM; killing it");
-        self.kill_now()
-    }
-}
-
-/// Asks every process to exit (SIGTERM), then waits for all of them up to `timeout`.
-pub fn terminate_all<'a>(
-    processes: impl IntoIterator<Item = &'a mut Managed>,
-    timeout: std::time::Duration,
-) -> anyhow::Result<()> {
-    let mut processes: Vec<&mut Managed> = processes.into_iter().collect();
-    for process in processes.iter_mut() {
-        process.ask_to_exit()?;
-    }
-    let deadline = std::time::Instant::now() + timeout;
-    for process in processes {
-        process.wait_exit(deadline)?;
-    }
-    Ok(())
-}
-
-impl Drop for Managed {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Sends a signal through nix's safe wrapper (this workspace forbids unsafe code).
-pub fn send_signal(pid: u32, signal: Signal) -> anyhow::Result<()> {
-    let pid = i32::try_from(pid).map_err(|_| anyhow::anyhow!("pid {pid} out of range"))?;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
-        .map_err(|error| anyhow::anyhow!("kill -{signal} {pid}: {error}"))
-}
+pub use xjob_testkit::free_port;
+pub use xjob_testkit::process::{ChildProcess, signal, terminate_all};
 
 /// A binary built next to the running one (`target/<profile>/NAME`).
 pub fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
@@ -226,13 +122,6 @@ fn kb_field_mb(text: &str, field: &str) -> f64 {
         .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// A free loopback port (bound then released).
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 /// Runs `sh -c SCRIPT`; its output is kept for the error message.

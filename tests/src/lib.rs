@@ -1,8 +1,12 @@
 //! Cross-crate test harness for xjob: a real admin (gRPC on loopback, a real SQLite file) and
 //! real executors built with the SDK, in one process. Tests wait on events with deadlines
-//! through `wait_until`; nothing sleeps and hopes.
+//! through `wait_until` (the workspace's `xjob-testkit`); nothing sleeps and hopes.
 
 pub mod harness;
 
+pub use harness::alarm::{CountingAlarm, Raised};
 pub use harness::cluster::{TestCluster, TestClusterBuilder};
-pub use harness::wait::wait_until;
+pub use harness::handlers::{
+    HandlerFuture, RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of,
+};
+pub use xjob_testkit::wait_until;

@@ -3,7 +3,7 @@
 //! they get, the test's own connection to the database to read the log rows, and the probes of
 //! the admins' gRPC surface (ListExecutors, health, reflection).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,9 +14,10 @@ use xjob_admin::store::Store;
 use xjob_executor::{Executor, JobContext, JobOutput, JobResult, RunningExecutor};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::planned::busiest_owner;
 
 use super::ledger::Ledger;
-use super::{AdminProcess, AdminSpec, connect, free_port, tail, wait_until};
+use super::{AdminOutput, AdminProcess, AdminSpec, connect, free_port, wait_until, xjob_binary};
 
 /// The app every executor of the harness registers as.
 pub const APP: &str = "cluster-app";
@@ -162,12 +163,14 @@ impl Cluster {
         let mut admins = Vec::with_capacity(admin_count);
         for index in 1..=admin_count {
             let spec = AdminSpec {
+                binary: xjob_binary(),
                 node_id: format!("admin-{index}"),
                 port: free_port()?,
                 data_dir: dir.path().join(format!("admin-{index}")),
-                database_url: database.url.clone(),
+                database_url: Some(database.url.clone()),
                 config_file: config_file.clone(),
-                log_file: dir.path().join(format!("admin-{index}.log")),
+                log_filter: "info,sqlx=warn,h2=warn,tower=warn,hyper=warn".into(),
+                output: AdminOutput::AppendTo(dir.path().join(format!("admin-{index}.log"))),
             };
             admins.push(AdminProcess::spawn(spec)?);
         }
@@ -384,26 +387,14 @@ impl Cluster {
             ..LogFilter::default()
         };
         let pending = self.store.list_logs(&filter).await?;
-        let mut owned: HashMap<&str, HashSet<i64>> = HashMap::new();
-        for row in &pending {
-            owned
-                .entry(row.owner_node.as_str())
-                .or_default()
-                .insert(row.id);
-        }
-        let (index, ids) = self
+        let nodes: Vec<&str> = self
             .admins
             .iter()
-            .enumerate()
-            .map(|(index, admin)| {
-                let ids = owned
-                    .remove(admin.spec.node_id.as_str())
-                    .unwrap_or_default();
-                (index, ids)
-            })
-            .max_by_key(|(_, ids)| ids.len())
-            .ok_or_else(|| anyhow::anyhow!("no admins"))?;
-        Ok((index, ids))
+            .map(|admin| admin.spec.node_id.as_str())
+            .collect();
+        let planned = pending.iter().map(|row| (row.owner_node.as_str(), row.id));
+        // Nobody owning a planned fire: any admin will do, and it owns none.
+        Ok(busiest_owner(planned, &nodes).unwrap_or_default())
     }
 
     /// How many of `owned` another admin than `node` has taken over (claimed or skipped).
@@ -434,7 +425,7 @@ impl Cluster {
             .await?;
             Some(Duration::from_millis((first_ms - killed_ms).max(0) as u64))
         };
-        self.admins[victim].restart_after_kill()?;
+        self.admins[victim].restart()?;
         connect(&self.admins[victim].spec.url()).await?;
         Ok(takeover)
     }
@@ -538,7 +529,7 @@ impl Cluster {
                 eprintln!(
                     "---- {} (last lines of its log, without per-run lines)\n{}",
                     admin.spec.node_id,
-                    tail(&admin.spec.log_file, 40)
+                    admin.log_tail(40)
                 );
             }
         }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use xjob_admin::model::{RunLog, RunStatus};
+use xjob_testkit::misfire::{COVERS_LATER, MisfireSpans, ScheduledRow};
 
 use super::cluster::Window;
 
@@ -65,11 +66,7 @@ impl Ledger {
                 let key = (job_id, second);
                 let run_count = runs.get(&key).copied().unwrap_or(0);
                 let row_list = attempts.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-                let covered = spans.get(&job_id).is_some_and(|spans| {
-                    spans
-                        .iter()
-                        .any(|&(from, to)| second > from && second <= to)
-                });
+                let covered = spans.covers(job_id, second);
                 let fate = match fate(run_count, row_list, retries) {
                     Fate::Open { status: None } if covered => Fate::Misfired,
                     fate => fate,
@@ -209,41 +206,13 @@ impl Ledger {
     }
 }
 
-/// The scan records a misfire once per job: one SKIPPED row for the first late fire, whose
-/// message says it also skips "any later fire before now" (`schedule/plan.rs`); the seconds
-/// after it, up to the job's next planned fire, get no row of their own. Returns, per job, the
-/// `(skipped, next planned)` spans such rows cover.
-pub fn misfire_spans(rows: &[RunLog]) -> HashMap<i64, Vec<(i64, i64)>> {
-    let mut scheduled_by_job: HashMap<i64, Vec<i64>> = HashMap::new();
-    for row in rows {
-        scheduled_by_job
-            .entry(row.job_id)
-            .or_default()
-            .push(row.scheduled_at_ms);
-    }
-    let mut spans: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for row in rows {
-        if row.status != RunStatus::Skipped
-            || !row.trigger_msg.contains("any later fire before now")
-        {
-            continue;
-        }
-        let next_planned = scheduled_by_job
-            .get(&row.job_id)
-            .and_then(|scheduled| {
-                scheduled
-                    .iter()
-                    .copied()
-                    .filter(|&at| at > row.scheduled_at_ms)
-                    .min()
-            })
-            .unwrap_or(i64::MAX);
-        spans
-            .entry(row.job_id)
-            .or_default()
-            .push((row.scheduled_at_ms, next_planned - 1));
-    }
-    spans
+/// The spans the scan's misfire rows stand for (shared with the benchmark's failover figures).
+pub fn misfire_spans(rows: &[RunLog]) -> MisfireSpans {
+    MisfireSpans::of(rows.iter().map(|row| ScheduledRow {
+        job_id: row.job_id,
+        scheduled_at_ms: row.scheduled_at_ms,
+        covers_later: row.status == RunStatus::Skipped && row.trigger_msg.contains(COVERS_LATER),
+    }))
 }
 
 /// The fate of one (job, second) from its handler runs and the rows of all its attempts.

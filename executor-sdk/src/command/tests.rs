@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use xjob_testkit::is_gone;
 
 use super::*;
 use crate::joblog::JobLogStore;
@@ -65,39 +66,17 @@ fn shell(script: &str) -> Vec<String> {
 
 /// Waits until the pid file holds a pid, and returns it.
 async fn read_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let parsed = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|text| text.trim().parse().ok());
-        if let Some(pid) = parsed {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", path.display());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    xjob_testkit::read_pid(path, DEADLINE)
+        .await
+        .expect("the script writes its pid")
 }
 
-/// Whether the process is gone: no such process, or a zombie (dead, waiting to be reaped by
-/// whoever adopted it).
-fn is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, fields)| fields.starts_with('Z')),
-        Err(_) => {
-            let probe = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
-            probe == Err(nix::errno::Errno::ESRCH)
-        }
-    }
-}
-
+/// Waits until the process is gone: signals are delivered asynchronously, so a process is
+/// never checked once right after it was signalled.
 async fn wait_gone(pid: i32) {
-    let deadline = Instant::now() + DEADLINE;
-    while !is_gone(pid) {
-        assert!(Instant::now() < deadline, "process {pid} still alive");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    xjob_testkit::wait_gone(pid, DEADLINE)
+        .await
+        .expect("the process dies");
 }
 
 #[test]
@@ -181,10 +160,10 @@ async fn a_command_ignoring_sigterm_is_killed_after_half_the_grace() {
         took < grace,
         "the handler must return within its grace: {took:?}"
     );
-    assert!(
-        is_gone(leader) && is_gone(child),
-        "leader or child survived"
-    );
+    // SIGKILL is delivered asynchronously: the orphaned child may still be on its way out
+    // when the handler returns, so its death is awaited, not checked once.
+    wait_gone(leader).await;
+    wait_gone(child).await;
     let log = run.log_text();
     assert!(log.contains(&format!("sent SIGTERM to process group {leader}")));
     assert!(log.contains("after SIGTERM: sending SIGKILL"), "{log}");

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use tokio::time::Instant;
 use xjob_executor::RunningExecutor;
 
 use super::*;
@@ -64,40 +63,17 @@ fn has_line(log: &str, line: &str) -> bool {
 
 /// Waits until the pid file holds a pid, and returns it.
 async fn read_pid(path: PathBuf) -> i32 {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let parsed = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| text.trim().parse().ok());
-        if let Some(pid) = parsed {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no pid in {}", path.display());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    xjob_testkit::read_pid(&path, DEADLINE)
+        .await
+        .expect("the script writes its pid")
 }
 
-/// Whether the process is gone: no such process, or a zombie (dead, waiting to be reaped by
-/// whoever adopted it).
-fn is_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, fields)| fields.starts_with('Z')),
-        Err(_) => {
-            let probe = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
-            probe == Err(nix::errno::Errno::ESRCH)
-        }
-    }
-}
-
+/// Waits until every process is gone (a signal's delivery is asynchronous).
 async fn assert_gone(pids: &[i32]) {
     for &pid in pids {
-        wait_until(
-            &format!("process {pid} is gone"),
-            || async move { is_gone(pid) },
-        )
-        .await;
+        xjob_testkit::wait_gone(pid, DEADLINE)
+            .await
+            .expect("the process dies");
     }
 }
 

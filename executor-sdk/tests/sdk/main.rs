@@ -156,26 +156,22 @@ impl AdminHandle {
 
 /// An admin address nobody listens on.
 async fn unused_address() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = format!("http://{}", listener.local_addr().expect("addr"));
-    drop(listener);
-    address
+    xjob_testkit::unused_address().expect("a free port")
 }
 
-/// Polls `condition` until it holds or the deadline passes.
+/// Polls `condition` until it holds; panics naming `what` after the deadline.
 async fn wait_until<F, Fut>(what: &str, mut condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let holds = || {
+        let check = condition();
+        async move { check.await.then_some(()) }
+    };
+    xjob_testkit::wait_until(DEADLINE, what, holds)
+        .await
+        .expect("the awaited event");
 }
 
 async fn echo(context: JobContext) -> JobResult {
@@ -558,8 +554,17 @@ async fn unsent_results_are_spooled_at_shutdown_and_resent_by_the_next_start() {
     })
     .await;
     executor.shutdown().await;
-    let spooled = std::fs::read_dir(&spool_dir).expect("spool dir").count();
-    assert_eq!(spooled, 1, "the undelivered result is spooled");
+    // Shutdown waits for the callback task only up to a bound, so the spool file is awaited.
+    let spool_files = || {
+        std::fs::read_dir(&spool_dir)
+            .map(|entries| entries.count())
+            .unwrap_or(0)
+    };
+    wait_until("the undelivered result is spooled", || async {
+        spool_files() > 0
+    })
+    .await;
+    assert_eq!(spool_files(), 1, "one spool file");
 
     let mut admin = AdminHandle::start().await;
     let (builder, _started_rx) = test_executor(vec![admin.address.clone()], log_dir.path());

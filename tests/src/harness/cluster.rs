@@ -17,7 +17,7 @@ use xjob_executor::{Executor, ExecutorBuilder, RunningExecutor};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
-use super::wait::wait_until;
+use xjob_testkit::wait_until;
 
 /// A change applied to the admin configuration before start.
 type ConfigChange = Box<dyn FnOnce(&mut Config) + Send>;
@@ -216,6 +216,55 @@ impl TestCluster {
             .into_inner()
             .job
             .ok_or_else(|| anyhow::anyhow!("no job returned"))
+    }
+
+    /// Triggers a job once (`TriggerJob`), with `params` instead of the job's own when given;
+    /// returns the first log id (a sharded job has one per shard: see `trigger_on`).
+    pub async fn trigger(&self, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
+        let request = pb::TriggerJobRequest {
+            id: job_id,
+            params: params.map(str::to_string),
+            addresses: vec![],
+        };
+        let log_ids = self
+            .client()
+            .trigger_job(request)
+            .await?
+            .into_inner()
+            .log_ids;
+        log_ids
+            .first()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("TriggerJob returned no log id"))
+    }
+
+    /// Triggers a job once on `addresses` (empty: the job's route); returns every log id.
+    pub async fn trigger_on(
+        &self,
+        job_id: i64,
+        addresses: Vec<String>,
+    ) -> anyhow::Result<Vec<i64>> {
+        let request = pb::TriggerJobRequest {
+            id: job_id,
+            params: None,
+            addresses,
+        };
+        Ok(self
+            .client()
+            .trigger_job(request)
+            .await?
+            .into_inner()
+            .log_ids)
+    }
+
+    /// One log as it is now.
+    pub async fn get_log(&self, id: i64) -> anyhow::Result<pb::Log> {
+        self.client()
+            .get_log(pb::GetLogRequest { id })
+            .await?
+            .into_inner()
+            .log
+            .ok_or_else(|| anyhow::anyhow!("log {id} not found"))
     }
 
     /// Every log of a job (newest first).

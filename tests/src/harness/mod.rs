@@ -1,4 +1,6 @@
-//! The `TestCluster` builder and the one way tests wait.
+//! The `TestCluster` builder, the alarm hook tests count with and the handlers scenarios share
+//! (waiting is `xjob-testkit`'s).
 
+pub mod alarm;
 pub mod cluster;
-pub mod wait;
+pub mod handlers;

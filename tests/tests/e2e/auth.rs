@@ -10,28 +10,21 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
-use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{JobContext, JobError, JobOutput};
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::TestCluster;
+use xjob_tests::{HandlerFuture, TestCluster, ok_handler};
 
 const SECURED_APP: &str = "secured-app";
 const OPEN_APP: &str = "open-app";
 const TOKEN: &str = "s3cret-token";
 const WAIT: Duration = Duration::from_secs(10);
 
-async fn ok_handler(_ctx: JobContext) -> JobResult {
-    Ok(JobOutput::message("done"))
-}
-
 /// A handler that holds its run until the semaphore gets a permit.
 fn held_handler(
     gate: Arc<Semaphore>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
     move |_ctx: JobContext| {
         let gate = Arc::clone(&gate);
         Box::pin(async move {
@@ -62,23 +55,6 @@ async fn create_group(cluster: &TestCluster, app_name: &str, token: &str) -> any
 async fn create_job(cluster: &TestCluster, group_id: i64, handler: &str) -> anyhow::Result<i64> {
     let job = TestCluster::job(group_id, handler, pb::ScheduleType::None, "");
     Ok(cluster.create_job(job).await?.id)
-}
-
-async fn trigger(cluster: &TestCluster, job_id: i64) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        ..Default::default()
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
 }
 
 async fn log_status(cluster: &TestCluster, id: i64) -> anyhow::Result<i32> {
@@ -179,8 +155,12 @@ async fn wrong_or_missing_token_is_rejected_on_callback() -> anyhow::Result<()> 
         .executor(OPEN_APP)
         .handler("held", held_handler(Arc::clone(&gate)));
     cluster.start_executor(open).await?;
-    let secured_log = trigger(&cluster, create_job(&cluster, secured_group, "held").await?).await?;
-    let open_log = trigger(&cluster, create_job(&cluster, open_group, "held").await?).await?;
+    let secured_log = cluster
+        .trigger(create_job(&cluster, secured_group, "held").await?, None)
+        .await?;
+    let open_log = cluster
+        .trigger(create_job(&cluster, open_group, "held").await?, None)
+        .await?;
     let running = pb::RunStatus::Running as i32;
     assert_eq!(log_status(&cluster, secured_log).await?, running);
 
@@ -259,7 +239,7 @@ async fn wrong_or_missing_token_is_rejected_by_the_executor_service() -> anyhow:
 
     // The admin presents the group token: a triggered run goes through and succeeds.
     let job_id = create_job(&cluster, group_id, "ok").await?;
-    let log_id = trigger(&cluster, job_id).await?;
+    let log_id = cluster.trigger(job_id, None).await?;
     let finished = cluster.wait_log_final(log_id, WAIT).await?;
     assert_eq!(
         finished.status,

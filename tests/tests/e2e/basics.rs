@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{HandlerFuture, TestCluster, wait_until};
 
 const APP: &str = "e2e-app";
 
@@ -18,10 +18,7 @@ async fn ok_handler(ctx: JobContext) -> JobResult {
 /// Records `(log_id, params)` of every run it starts.
 fn recording_handler(
     seen: Arc<Mutex<Vec<(i64, String)>>>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
     move |ctx: JobContext| {
         let seen = Arc::clone(&seen);
         Box::pin(async move {

@@ -7,15 +7,13 @@
 //! The handler records what it saw in a watch channel and holds "hold" runs until the test
 //! releases them (or they are cancelled), so every step waits on an event, not on time.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, watch};
-use xjob_admin::model::{Job, RunLog};
-use xjob_admin::monitor::{Alarm, AlarmFuture};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{CountingAlarm, TestCluster, wait_until};
 
 const APP: &str = "block-app";
 const HANDLER: &str = "record";
@@ -99,49 +97,6 @@ impl Probe {
     }
 }
 
-/// One alarm as the hook saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Raised {
-    job_id: i64,
-    log_id: i64,
-}
-
-/// Counts alarms instead of sending them.
-#[derive(Default)]
-struct CountingAlarm {
-    raised: Mutex<Vec<Raised>>,
-}
-
-impl CountingAlarm {
-    fn of_job(&self, job_id: i64) -> Vec<Raised> {
-        self.raised
-            .lock()
-            .map(|raised| {
-                raised
-                    .iter()
-                    .filter(|alarm| alarm.job_id == job_id)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Alarm for CountingAlarm {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
-        Box::pin(async move {
-            self.raised
-                .lock()
-                .map_err(|_| "alarm record poisoned".to_string())?
-                .push(Raised {
-                    job_id: job.id,
-                    log_id: run.id,
-                });
-            Ok(())
-        })
-    }
-}
-
 /// A cluster with three executors serving the recording handler; returns the cluster, the
 /// group id and the address the FIRST route picks (the lowest of the sorted list).
 async fn three_executors(
@@ -174,41 +129,13 @@ fn job(group_id: i64, strategy: pb::BlockStrategy) -> pb::Job {
     }
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64, params: &str) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: Some(params.to_string()),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
-async fn get_log(cluster: &TestCluster, id: i64) -> anyhow::Result<pb::Log> {
-    cluster
-        .client()
-        .get_log(pb::GetLogRequest { id })
-        .await?
-        .into_inner()
-        .log
-        .ok_or_else(|| anyhow::anyhow!("no log {id}"))
-}
-
 /// Asserts the run was accepted by `address` and is still open there (running or queued).
 async fn assert_accepted_and_open(
     cluster: &TestCluster,
     log_id: i64,
     address: &str,
 ) -> anyhow::Result<()> {
-    let log = get_log(cluster, log_id).await?;
+    let log = cluster.get_log(log_id).await?;
     assert_eq!(log.trigger_code, 200, "{log:?}");
     assert_eq!(log.status, pb::RunStatus::Running as i32, "{log:?}");
     assert_eq!(log.executor_address, address);
@@ -224,10 +151,10 @@ async fn serial_execution_runs_one_after_another_in_order() -> anyhow::Result<()
         .create_job(job(group_id, pb::BlockStrategy::SerialExecution))
         .await?;
 
-    let one = trigger(&cluster, job.id, HOLD).await?;
+    let one = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(one).await?;
-    let two = trigger(&cluster, job.id, HOLD).await?;
-    let three = trigger(&cluster, job.id, HOLD).await?;
+    let two = cluster.trigger(job.id, Some(HOLD)).await?;
+    let three = cluster.trigger(job.id, Some(HOLD)).await?;
     // Both later runs were accepted by the same executor and wait behind the first.
     for log_id in [one, two, three] {
         assert_accepted_and_open(&cluster, log_id, &first).await?;
@@ -266,7 +193,7 @@ async fn discard_later_refuses_a_trigger_while_running_then_retries_and_alarms_o
     let alarm = Arc::new(CountingAlarm::default());
     let mut cluster = TestCluster::builder()
         .configure(|config| config.followup_interval = Duration::from_millis(50))
-        .alarm(Arc::clone(&alarm) as Arc<dyn Alarm>)
+        .alarm(Arc::clone(&alarm) as _)
         .start()
         .await?;
     let (group_id, first) = three_executors(&mut cluster, &probe).await?;
@@ -282,9 +209,9 @@ async fn discard_later_refuses_a_trigger_while_running_then_retries_and_alarms_o
         })
         .await?;
 
-    let running = trigger(&cluster, job.id, HOLD).await?;
+    let running = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(running).await?;
-    let refused = trigger(&cluster, job.id, QUICK).await?;
+    let refused = cluster.trigger(job.id, Some(QUICK)).await?;
     let refused_log = cluster.wait_log_final(refused, DEADLINE).await?;
     assert_refused(&refused_log, &first);
     assert_eq!(refused_log.trigger_type, pb::TriggerType::Manual as i32);
@@ -307,11 +234,8 @@ async fn discard_later_refuses_a_trigger_while_running_then_retries_and_alarms_o
         (!raised.is_empty()).then_some(raised)
     })
     .await?;
-    let expected = Raised {
-        job_id: job.id,
-        log_id: retry.id,
-    };
-    assert_eq!(raised, vec![expected], "one alarm, for the final failure");
+    let alarmed: Vec<i64> = raised.iter().map(|alarm| alarm.log_id).collect();
+    assert_eq!(alarmed, vec![retry.id], "one alarm, for the final failure");
 
     // The running run was never disturbed and the refused runs never reached the handler.
     assert_eq!(probe.events(), vec![Event::Started(running)]);
@@ -352,9 +276,9 @@ async fn cover_early_kills_the_running_and_queued_runs_then_the_new_run_succeeds
         .await?;
 
     // A running run and a queued one (SERIAL), then the job switches to COVER_EARLY.
-    let running = trigger(&cluster, job.id, HOLD).await?;
+    let running = cluster.trigger(job.id, Some(HOLD)).await?;
     probe.wait_started(running).await?;
-    let queued = trigger(&cluster, job.id, HOLD).await?;
+    let queued = cluster.trigger(job.id, Some(HOLD)).await?;
     assert_accepted_and_open(&cluster, queued, &first).await?;
     let covering = pb::Job {
         block_strategy: pb::BlockStrategy::CoverEarly as i32,
@@ -367,7 +291,7 @@ async fn cover_early_kills_the_running_and_queued_runs_then_the_new_run_succeeds
         })
         .await?;
 
-    let cover = trigger(&cluster, job.id, QUICK).await?;
+    let cover = cluster.trigger(job.id, Some(QUICK)).await?;
     let reason = format!("block strategy COVER_EARLY: replaced by log {cover}");
     for log_id in [running, queued] {
         let log = cluster.wait_log_final(log_id, DEADLINE).await?;

@@ -1,58 +1,17 @@
 //! Child jobs: a successful run starts each child job once (trigger type PARENT); a broadcast
 //! parent starts them once, after every shard of the fire succeeded.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use xjob_admin::model::now_ms;
-use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{RunSpans, TestCluster, sleeping_handler, spans_of, wait_until};
 
 const APP: &str = "children-app";
 
-/// `(job_id, log_id, started_ms, finished_ms)` of every run a handler finished.
-type Spans = Arc<Mutex<Vec<(i64, i64, i64, i64)>>>;
-
-/// Sleeps `params` milliseconds (0 when empty) plus 200 ms per shard index, recording when it
-/// ran.
-fn timed_step(
-    spans: Spans,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
-    move |ctx: JobContext| {
-        let spans = Arc::clone(&spans);
-        Box::pin(async move {
-            let started = now_ms();
-            let shard_extra = u64::try_from(ctx.shard_index()).unwrap_or(0) * 200;
-            let millis = ctx.params().trim().parse::<u64>().unwrap_or(0) + shard_extra;
-            tokio::time::sleep(Duration::from_millis(millis)).await;
-            let finished = now_ms();
-            spans.lock().map_err(|_| JobError::new("poisoned"))?.push((
-                ctx.job_id(),
-                ctx.log_id(),
-                started,
-                finished,
-            ));
-            Ok(JobOutput::message("step done"))
-        })
-    }
-}
-
-fn spans_of(spans: &Spans, job_id: i64) -> Vec<(i64, i64)> {
-    spans
-        .lock()
-        .map(|spans| {
-            spans
-                .iter()
-                .filter(|span| span.0 == job_id)
-                .map(|span| (span.2, span.3))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+/// Extra sleep per shard index, so a broadcast's shards end at different times.
+const PER_SHARD_MS: u64 = 200;
 
 async fn only_log(cluster: &TestCluster, job_id: i64) -> anyhow::Result<pb::Log> {
     let logs = cluster.logs(job_id).await?;
@@ -73,12 +32,12 @@ async fn child_chain_runs_in_order() -> anyhow::Result<()> {
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
-    let spans: Spans = Arc::default();
+    let spans: RunSpans = Arc::default();
     cluster
         .start_executor(
             cluster
                 .executor(APP)
-                .handler("step", timed_step(Arc::clone(&spans))),
+                .handler("step", sleeping_handler(Arc::clone(&spans), PER_SHARD_MS)),
         )
         .await?;
     let step = |name: &str, children: Vec<i64>| pb::Job {
@@ -120,13 +79,19 @@ async fn child_chain_runs_in_order() -> anyhow::Result<()> {
     assert!(log_b.trigger_time_ms >= log_a.handle_time_ms);
     assert!(log_c.trigger_time_ms >= log_b.handle_time_ms);
     let (span_a, span_b, span_c) = (
-        spans_of(&spans, job_a.id),
-        spans_of(&spans, job_b.id),
-        spans_of(&spans, job_c.id),
+        spans_of(&spans, Some(job_a.id)),
+        spans_of(&spans, Some(job_b.id)),
+        spans_of(&spans, Some(job_c.id)),
     );
     assert_eq!((span_a.len(), span_b.len(), span_c.len()), (1, 1, 1));
-    assert!(span_b[0].0 >= span_a[0].1, "B started before A ended");
-    assert!(span_c[0].0 >= span_b[0].1, "C started before B ended");
+    assert!(
+        span_b[0].started_ms >= span_a[0].finished_ms,
+        "B started before A ended"
+    );
+    assert!(
+        span_c[0].started_ms >= span_b[0].finished_ms,
+        "C started before B ended"
+    );
     cluster.shutdown().await;
     Ok(())
 }
@@ -149,11 +114,11 @@ async fn broadcast_parent_triggers_children_once_after_all_shards() -> anyhow::R
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
-    let spans: Spans = Arc::default();
+    let spans: RunSpans = Arc::default();
     for _ in 0..3 {
         let executor = cluster
             .executor(APP)
-            .handler("step", timed_step(Arc::clone(&spans)));
+            .handler("step", sleeping_handler(Arc::clone(&spans), PER_SHARD_MS));
         cluster.start_executor(executor).await?;
     }
     let child = cluster

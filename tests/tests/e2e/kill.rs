@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use xjob_proto::pb;
+use xjob_testkit::is_gone;
 use xjob_tests::{TestCluster, wait_until};
 
 const APP: &str = "kill-app";
@@ -52,26 +53,12 @@ fn sleeper_job(group_id: i64, timeout_ms: i64) -> pb::Job {
     }
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: params.map(str::to_string),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
 /// Waits until the run's command wrote `{log_id}.{kind}` in full; returns the number in it.
-async fn read_number(dir: &Path, log_id: i64, kind: &str) -> anyhow::Result<i64> {
+async fn read_number<N: std::str::FromStr>(
+    dir: &Path,
+    log_id: i64,
+    kind: &str,
+) -> anyhow::Result<N> {
     let path = dir.join(format!("{log_id}.{kind}"));
     wait_until(DEADLINE, &format!("{}", path.display()), || {
         let path = path.clone();
@@ -84,21 +71,9 @@ async fn read_number(dir: &Path, log_id: i64, kind: &str) -> anyhow::Result<i64>
     .await
 }
 
-/// Whether the process is gone: no such process, or a zombie (dead, not yet reaped).
-fn is_gone(pid: i64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, fields)| fields.starts_with('Z')),
-        Err(_) => !Path::new(&format!("/proc/{pid}")).exists(),
-    }
-}
-
-async fn wait_gone(pid: i64) -> anyhow::Result<()> {
-    wait_until(DEADLINE, &format!("process {pid} to be gone"), || async {
-        is_gone(pid).then_some(())
-    })
-    .await
+/// Waits until the command's process is gone (signals are delivered asynchronously).
+async fn wait_gone(pid: i32) -> anyhow::Result<()> {
+    xjob_testkit::wait_gone(pid, DEADLINE).await
 }
 
 #[tokio::test]
@@ -111,11 +86,11 @@ async fn a_command_sleeping_60_s_is_stopped_by_its_timeout_and_the_next_run_wait
         .create_job(sleeper_job(group_id, timeout_ms))
         .await?;
 
-    let timed_out = trigger(&cluster, job.id, None).await?;
-    let pid = read_number(&dir, timed_out, "pid").await?;
+    let timed_out = cluster.trigger(job.id, None).await?;
+    let pid: i32 = read_number(&dir, timed_out, "pid").await?;
     assert!(!is_gone(pid), "the command is running");
     // Queued behind it (SERIAL, FIRST: same executor); `sleep 0` succeeds at once.
-    let next = trigger(&cluster, job.id, Some("0")).await?;
+    let next = cluster.trigger(job.id, Some("0")).await?;
 
     let log = cluster.wait_log_final(timed_out, DEADLINE).await?;
     assert_eq!(log.status, pb::RunStatus::Timeout as i32, "{log:?}");
@@ -142,7 +117,7 @@ async fn a_command_sleeping_60_s_is_stopped_by_its_timeout_and_the_next_run_wait
         next_log.trigger_time_ms < log.handle_time_ms,
         "the next run was queued while the first still ran"
     );
-    let next_start = read_number(&dir, next, "start").await?;
+    let next_start: i64 = read_number(&dir, next, "start").await?;
     assert!(
         next_start >= log.handle_time_ms,
         "the next run started at {next_start}, before the timed-out run was stopped at {}",
@@ -158,8 +133,8 @@ async fn kill_run_stops_a_command_sleeping_60_s_and_its_process_is_gone() -> any
     let (group_id, dir) = three_executors(&mut cluster).await?;
     let job = cluster.create_job(sleeper_job(group_id, 0)).await?;
 
-    let log_id = trigger(&cluster, job.id, None).await?;
-    let pid = read_number(&dir, log_id, "pid").await?;
+    let log_id = cluster.trigger(job.id, None).await?;
+    let pid: i32 = read_number(&dir, log_id, "pid").await?;
     assert!(!is_gone(pid), "the command is running");
     let killed = cluster
         .client()

@@ -32,33 +32,6 @@ async fn online_addresses(cluster: &TestCluster, app_name: &str) -> Vec<String> 
     }
 }
 
-async fn get_log(cluster: &TestCluster, id: i64) -> Option<pb::Log> {
-    let response = cluster
-        .client()
-        .get_log(pb::GetLogRequest { id })
-        .await
-        .ok()?;
-    response.into_inner().log
-}
-
-async fn trigger(cluster: &TestCluster, job_id: i64) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: None,
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
 /// Starts the `test-executor` process for `APP` against the cluster's admin.
 fn spawn_test_executor(cluster: &TestCluster) -> anyhow::Result<tokio::process::Child> {
     let log_dir = cluster.data_dir().join("test-executor-logs");
@@ -90,15 +63,11 @@ async fn the_test_executor_process_finishes_its_run_and_deregisters_on_sigterm()
             ..TestCluster::job(group_id, "sleep", pb::ScheduleType::None, "")
         })
         .await?;
-    let log_id = trigger(&cluster, job.id).await?;
+    let log_id = cluster.trigger(job.id, None).await?;
     let pid = process
         .id()
         .ok_or_else(|| anyhow::anyhow!("the process has no pid"))?;
-    let signalled = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .await?;
-    assert!(signalled.success());
+    xjob_testkit::signal(pid, xjob_testkit::Signal::SIGTERM)?;
     let exit = tokio::time::timeout(Duration::from_secs(10), process.wait()).await??;
     assert!(exit.success(), "a graceful exit: {exit:?}");
     // The running handler was allowed to finish and its result was delivered before exit.
@@ -152,7 +121,7 @@ async fn an_executor_killed_with_sigkill_mid_run_turns_its_run_lost_and_the_retr
             ..TestCluster::job(group_id, "sleep", pb::ScheduleType::None, "")
         })
         .await?;
-    let log_id = trigger(&cluster, job.id).await?;
+    let log_id = cluster.trigger(job.id, None).await?;
     // The handler is running once its first log line is readable through the admin.
     wait_until(
         Duration::from_secs(5),
@@ -464,10 +433,8 @@ async fn a_maybe_delivered_run_is_resolved_not_resent() -> anyhow::Result<()> {
 
     // 1. The executor lists the run in its heartbeats: it is running, whatever the dispatch
     //    said; the executor's callback resolves it.
-    let listed_run = trigger(&cluster, job.id).await?;
-    let log = get_log(&cluster, listed_run)
-        .await
-        .ok_or_else(|| anyhow::anyhow!("log"))?;
+    let listed_run = cluster.trigger(job.id, None).await?;
+    let log = cluster.get_log(listed_run).await?;
     assert_eq!(log.status, pb::RunStatus::Running as i32);
     assert_eq!(
         log.trigger_code, 0,
@@ -483,9 +450,7 @@ async fn a_maybe_delivered_run_is_resolved_not_resent() -> anyhow::Result<()> {
         || async { (fake.heartbeats_listing(listed_run) >= 8).then_some(()) },
     )
     .await?;
-    let log = get_log(&cluster, listed_run)
-        .await
-        .ok_or_else(|| anyhow::anyhow!("log"))?;
+    let log = cluster.get_log(listed_run).await?;
     assert_eq!(
         log.status,
         pb::RunStatus::Running as i32,
@@ -513,7 +478,7 @@ async fn a_maybe_delivered_run_is_resolved_not_resent() -> anyhow::Result<()> {
 
     // 2. The executor does not list it: LOST once the deadline and a heartbeat interval have
     //    passed, then retried as a new attempt with its own log id.
-    let unlisted_run = trigger(&cluster, job.id).await?;
+    let unlisted_run = cluster.trigger(job.id, None).await?;
     let lost = cluster
         .wait_log_final(unlisted_run, Duration::from_secs(10))
         .await?;

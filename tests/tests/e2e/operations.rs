@@ -13,7 +13,7 @@ use xjob_admin::model::{NewRun, RunStatus, TriggerType, now_ms};
 use xjob_admin::store::{RunCompletion, Store};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{TestCluster, ok_handler, wait_until};
 
 const APP: &str = "ops-app";
 const OTHER_APP: &str = "ops-other";
@@ -21,10 +21,6 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 const WAIT: Duration = Duration::from_secs(10);
 /// Node id the seeded runs are written under (no admin has it, so none adopts them).
 const SEED_NODE: &str = "seed";
-
-async fn ok_handler(_ctx: JobContext) -> JobResult {
-    Ok(JobOutput::message("done"))
-}
 
 async fn failing_handler(_ctx: JobContext) -> JobResult {
     Err(JobError::new("failed on purpose"))
@@ -155,19 +151,6 @@ async fn create_job(
     cluster.create_job(job).await
 }
 
-async fn trigger(cluster: &TestCluster, job_id: i64) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        ..Default::default()
-    };
-    let response = cluster.client().trigger_job(request).await?.into_inner();
-    response
-        .log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
-}
-
 async fn dashboard(
     cluster: &TestCluster,
     from_ms: i64,
@@ -222,10 +205,10 @@ async fn dashboard_counts_runs_per_day_and_online_executors() -> anyhow::Result<
     let blocked_job = create_job(&cluster, group_id, "block", vec![]).await?;
 
     for job_id in [ok_job.id, ok_job.id, failing_job.id] {
-        let log_id = trigger(&cluster, job_id).await?;
+        let log_id = cluster.trigger(job_id, None).await?;
         cluster.wait_log_final(log_id, WAIT).await?;
     }
-    let blocked_log = trigger(&cluster, blocked_job.id).await?;
+    let blocked_log = cluster.trigger(blocked_job.id, None).await?;
 
     let today = today_start_ms();
     let mut expected: Vec<(i64, i64, i64, i64)> = (1..=6)
@@ -302,7 +285,7 @@ async fn report_rows_refresh_for_today_and_two_previous_days() -> anyhow::Result
     seed_dispatched(&store, &job, RunStatus::Success, at(0)).await?;
     seed_dispatched(&store, &job, RunStatus::Failed, at(0)).await?;
     seed_undispatched(&store, &job, at(0)).await?;
-    let running_log = trigger(&cluster, job.id).await?;
+    let running_log = cluster.trigger(job.id, None).await?;
 
     let expected = [
         (three_days_ago, 0, 2, 1),
@@ -405,7 +388,7 @@ async fn clear_logs_modes_delete_only_what_they_name() -> anyhow::Result<()> {
     let job_a = create_job(&cluster, group_one, "block", vec![]).await?;
     let job_b = create_job(&cluster, group_one, "ok", vec![]).await?;
     let job_c = create_job(&cluster, group_two, "ok", vec![]).await?;
-    let running_a = trigger(&cluster, job_a.id).await?;
+    let running_a = cluster.trigger(job_a.id, None).await?;
 
     // Per job, runs aged 400, 200, 100, 45 and 10 days, dispatched or never dispatched.
     let store = open_store(&cluster).await?;

@@ -10,17 +10,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use xjob_executor::{JobContext, JobOutput, JobResult};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
-use xjob_tests::TestCluster;
+use xjob_tests::{TestCluster, ok_handler};
 
 const APP: &str = "pools-app";
 const FINAL_WITHIN: Duration = Duration::from_secs(10);
-
-async fn ok_handler(_ctx: JobContext) -> JobResult {
-    Ok(JobOutput::message("done"))
-}
 
 /// A listener that accepts connections, keeps them open and never answers.
 struct BlackHole {
@@ -107,17 +102,6 @@ fn trigger_in_background(
     job_id: i64,
 ) -> JoinHandle<anyhow::Result<Vec<i64>>> {
     trigger_to(client, job_id, Vec::new())
-}
-
-/// The log as it is now (a maybe-delivered run stays RUNNING).
-async fn get_log(cluster: &TestCluster, log_id: i64) -> anyhow::Result<pb::Log> {
-    cluster
-        .client()
-        .get_log(pb::GetLogRequest { id: log_id })
-        .await?
-        .into_inner()
-        .log
-        .ok_or_else(|| anyhow::anyhow!("log {log_id} not found"))
 }
 
 async fn join_all(handles: Vec<JoinHandle<anyhow::Result<Vec<i64>>>>) -> anyhow::Result<Vec<i64>> {
@@ -216,7 +200,7 @@ async fn a_job_with_more_than_ten_slow_dispatches_moves_to_the_slow_pool() -> an
         .map(|_| trigger_in_background(&client, slow_job))
         .collect();
     for log_id in join_all(first_round).await? {
-        let log = get_log(&cluster, log_id).await?;
+        let log = cluster.get_log(log_id).await?;
         assert!(log.trigger_msg.contains("fast pool"), "{}", log.trigger_msg);
     }
 
@@ -235,7 +219,7 @@ async fn a_job_with_more_than_ten_slow_dispatches_moves_to_the_slow_pool() -> an
         refused_log.trigger_msg
     );
     let held = join_all(vec![holding]).await?;
-    let held_log = get_log(&cluster, held[0]).await?;
+    let held_log = cluster.get_log(held[0]).await?;
     assert!(
         held_log.trigger_msg.contains("slow pool"),
         "{}",

@@ -6,61 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use xjob_admin::model::{Job, RunLog, now_ms};
-use xjob_admin::monitor::{Alarm, AlarmFuture};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{CountingAlarm, HandlerFuture, TestCluster, wait_until};
 
 const APP: &str = "retry-app";
-
-/// One alarm as the hook saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Raised {
-    job_id: i64,
-    log_id: i64,
-    attempt: i32,
-    at_ms: i64,
-}
-
-/// Counts alarms instead of sending them.
-#[derive(Default)]
-struct CountingAlarm {
-    raised: Mutex<Vec<Raised>>,
-}
-
-impl CountingAlarm {
-    fn of_job(&self, job_id: i64) -> Vec<Raised> {
-        self.raised
-            .lock()
-            .map(|raised| {
-                raised
-                    .iter()
-                    .filter(|alarm| alarm.job_id == job_id)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Alarm for CountingAlarm {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
-        Box::pin(async move {
-            let raised = Raised {
-                job_id: job.id,
-                log_id: run.id,
-                attempt: run.attempt,
-                at_ms: now_ms(),
-            };
-            self.raised
-                .lock()
-                .map_err(|_| "alarm log poisoned".to_string())?
-                .push(raised);
-            Ok(())
-        })
-    }
-}
 
 async fn always_fails(ctx: JobContext) -> JobResult {
     Err(JobError::new(format!("attempt {} failed", ctx.attempt())))
@@ -73,24 +23,6 @@ fn retrying_job(group_id: i64, retries: i32, backoff: pb::RetryBackoff) -> pb::J
         retry_backoff: Some(backoff),
         ..TestCluster::job(group_id, "fail", pb::ScheduleType::None, "")
     }
-}
-
-async fn trigger(cluster: &TestCluster, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: params.map(str::to_string),
-        addresses: vec![],
-    };
-    let log_ids = cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids;
-    log_ids
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no log id"))
 }
 
 /// The job's attempts by attempt number, once `count` of them are final.
@@ -138,7 +70,7 @@ async fn retries_follow_the_configured_backoff_and_alarm_fires_once() -> anyhow:
     let alarm = Arc::new(CountingAlarm::default());
     let mut cluster = TestCluster::builder()
         .configure(|config| config.followup_interval = Duration::from_millis(50))
-        .alarm(Arc::clone(&alarm) as Arc<dyn Alarm>)
+        .alarm(Arc::clone(&alarm) as _)
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
@@ -167,7 +99,7 @@ async fn retries_follow_the_configured_backoff_and_alarm_fires_once() -> anyhow:
         })
         .await?;
     for job in [&fixed_job, &exponential_job, &every_failure_job] {
-        trigger(&cluster, job.id, None).await?;
+        cluster.trigger(job.id, None).await?;
     }
 
     // Fixed 400 ms: attempts 0, 1, 2, each at least 400 ms after the one before.
@@ -239,10 +171,7 @@ struct Seen {
 /// Fails its first attempt of shard 1 (or of a non-broadcast run); records every run.
 fn first_attempt_fails(
     seen: Arc<Mutex<Vec<Seen>>>,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
     move |ctx: JobContext| {
         let seen = Arc::clone(&seen);
         Box::pin(async move {
@@ -288,7 +217,7 @@ async fn retry_keeps_params_shard_and_scheduled_time() -> anyhow::Result<()> {
             ..TestCluster::job(group_id, "flaky", pb::ScheduleType::None, "")
         })
         .await?;
-    let first = trigger(&cluster, manual.id, Some("trigger-params")).await?;
+    let first = cluster.trigger(manual.id, Some("trigger-params")).await?;
     let attempts = final_attempts(&cluster, manual.id, 2).await?;
     assert_eq!(attempts[&0].id, first);
     assert_eq!(attempts[&0].status, pb::RunStatus::Failed as i32);

@@ -9,16 +9,12 @@ use tokio::sync::{mpsc, watch};
 use xjob_admin::model::LogFilter;
 use xjob_admin::store::Store;
 use xjob_admin::trigger::route::consistent_hash_index;
-use xjob_executor::{ExecutorBuilder, JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{ExecutorBuilder, JobContext, JobError, JobOutput};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{TestCluster, ok_handler, wait_until};
 
 const APP: &str = "routes-app";
 const FINAL_WITHIN: Duration = Duration::from_secs(10);
-
-async fn ok_handler(_ctx: JobContext) -> JobResult {
-    Ok(JobOutput::message("done"))
-}
 
 /// A cluster with three executors of `APP` in an AUTO group; `addresses` sorted as routed.
 struct Fixture {
@@ -79,37 +75,9 @@ async fn create_job(
     cluster.create_job(job).await
 }
 
-async fn trigger(
-    cluster: &TestCluster,
-    job_id: i64,
-    addresses: Vec<String>,
-) -> anyhow::Result<Vec<i64>> {
-    let request = pb::TriggerJobRequest {
-        id: job_id,
-        params: None,
-        addresses,
-    };
-    Ok(cluster
-        .client()
-        .trigger_job(request)
-        .await?
-        .into_inner()
-        .log_ids)
-}
-
-async fn get_log(cluster: &TestCluster, log_id: i64) -> anyhow::Result<pb::Log> {
-    cluster
-        .client()
-        .get_log(pb::GetLogRequest { id: log_id })
-        .await?
-        .into_inner()
-        .log
-        .ok_or_else(|| anyhow::anyhow!("log {log_id} not found"))
-}
-
 /// Triggers `job_id` once and waits until the run is final; returns its log.
 async fn trigger_and_finish(cluster: &TestCluster, job_id: i64) -> anyhow::Result<pb::Log> {
-    let log_ids = trigger(cluster, job_id, vec![]).await?;
+    let log_ids = cluster.trigger_on(job_id, vec![]).await?;
     assert_eq!(log_ids.len(), 1, "one run per trigger");
     let log = cluster.wait_log_final(log_ids[0], FINAL_WITHIN).await?;
     assert_eq!(
@@ -255,7 +223,7 @@ async fn failover_skips_a_dead_executor() -> anyhow::Result<()> {
     );
 
     // Only dead addresses: the run fails with the transcript.
-    let log_ids = trigger(cluster, job.id, vec![dead.clone()]).await?;
+    let log_ids = cluster.trigger_on(job.id, vec![dead.clone()]).await?;
     let failed = cluster.wait_log_final(log_ids[0], FINAL_WITHIN).await?;
     assert_eq!(failed.status, pb::RunStatus::Failed as i32);
     assert_eq!(failed.trigger_code, 500);
@@ -300,17 +268,17 @@ async fn busyover_skips_a_busy_executor() -> anyhow::Result<()> {
     )
     .await?;
 
-    let first = trigger(cluster, job.id, vec![]).await?;
+    let first = cluster.trigger_on(job.id, vec![]).await?;
     let started = tokio::time::timeout(FINAL_WITHIN, started_rx.recv()).await?;
     assert_eq!(started, Some(first[0]), "the first run started");
     // TriggerJob answers after the dispatch is recorded, so the row names its executor.
-    let first_log = get_log(cluster, first[0]).await?;
+    let first_log = cluster.get_log(first[0]).await?;
     assert_eq!(
         first_log.executor_address, fixture.addresses[0],
         "all idle: the first wins"
     );
 
-    let second = trigger(cluster, job.id, vec![]).await?;
+    let second = cluster.trigger_on(job.id, vec![]).await?;
     let started = tokio::time::timeout(FINAL_WITHIN, started_rx.recv()).await?;
     assert_eq!(started, Some(second[0]), "the second run started elsewhere");
     release_tx.send(true)?;
@@ -382,7 +350,7 @@ async fn broadcast_runs_one_shard_per_executor() -> anyhow::Result<()> {
         pb::RouteStrategy::ShardingBroadcast,
     )
     .await?;
-    let log_ids = trigger(cluster, job.id, vec![]).await?;
+    let log_ids = cluster.trigger_on(job.id, vec![]).await?;
     assert_eq!(log_ids.len(), 3, "TriggerJob returns every shard's log id");
     for (index, log_id) in log_ids.iter().enumerate() {
         let log = cluster.wait_log_final(*log_id, FINAL_WITHIN).await?;

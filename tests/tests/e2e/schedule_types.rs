@@ -5,36 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use xjob_admin::model::now_ms;
-use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{JobContext, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::{TestCluster, wait_until};
+use xjob_tests::{RunSpans, TestCluster, sleeping_handler, spans_of, wait_until};
 
 const APP: &str = "schedule-types-app";
-
-/// `(started_ms, finished_ms)` of every run the handler finished.
-type Spans = Arc<Mutex<Vec<(i64, i64)>>>;
-
-/// Sleeps `params` milliseconds, recording when it ran.
-fn slow_step(
-    spans: Spans,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
-    move |ctx: JobContext| {
-        let spans = Arc::clone(&spans);
-        Box::pin(async move {
-            let started = now_ms();
-            let millis = ctx.params().trim().parse::<u64>().unwrap_or(0);
-            tokio::time::sleep(Duration::from_millis(millis)).await;
-            spans
-                .lock()
-                .map_err(|_| JobError::new("poisoned"))?
-                .push((started, now_ms()));
-            Ok(JobOutput::message("done"))
-        })
-    }
-}
 
 async fn quick(_ctx: JobContext) -> JobResult {
     Ok(JobOutput::message("done"))
@@ -47,12 +22,12 @@ async fn fix_delay_never_overlaps() -> anyhow::Result<()> {
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
-    let spans: Spans = Arc::default();
+    let spans: RunSpans = Arc::default();
     cluster
         .start_executor(
             cluster
                 .executor(APP)
-                .handler("slow", slow_step(Arc::clone(&spans))),
+                .handler("slow", sleeping_handler(Arc::clone(&spans), 0)),
         )
         .await?;
     // Each run takes 1.3 s, longer than the 1 s delay: a fixed rate would overlap.
@@ -78,25 +53,31 @@ async fn fix_delay_never_overlaps() -> anyhow::Result<()> {
         .stop_job(pb::StopJobRequest { id: job.id })
         .await?;
 
-    let mut runs = spans
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
-    runs.sort_unstable();
+    let runs = spans_of(&spans, None);
     for pair in runs.windows(2) {
         let (previous, next) = (pair[0], pair[1]);
         assert!(
-            next.0 >= previous.1 + 1_000,
+            next.started_ms >= previous.finished_ms + 1_000,
             "run started at {} although the previous one ended at {}: less than the delay",
-            next.0,
-            previous.1
+            next.started_ms,
+            previous.finished_ms
         );
     }
     // The log rows agree: each fire was scheduled the delay after the previous one ended
     // (rounded up to a whole second, like FIX_RATE), and went out on time.
-    let mut logs = cluster
-        .logs_with_status(job.id, pb::RunStatus::Success)
-        .await?;
+    // A handler records its span before its result reaches the admin: the rows are awaited.
+    let mut logs = wait_until(
+        Duration::from_secs(10),
+        "a success row per finished run",
+        || async {
+            let logs = cluster
+                .logs_with_status(job.id, pb::RunStatus::Success)
+                .await
+                .ok()?;
+            (logs.len() >= runs.len()).then_some(logs)
+        },
+    )
+    .await?;
     logs.sort_by_key(|log| log.scheduled_at_ms);
     for pair in logs.windows(2) {
         let due = pair[0].handle_time_ms + 1_000;

@@ -1,10 +1,15 @@
-//! `wait_until`: polls an async condition until it holds or the deadline passes.
+//! `wait_until`: polls a condition until it holds or the deadline passes.
 
 use std::future::Future;
 use std::time::Duration;
 
-/// Polls `condition` every 20 ms until it returns `Some(value)`; errors after `timeout` with
-/// `what` in the message so a failing test says which event never happened.
+/// How often a condition is polled: often enough not to slow tests down, rarely enough not to
+/// load a shared machine.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `condition` until it returns `Some(value)`; errors after `timeout` with `what` in
+/// the message, so a failing test says which event never happened. A condition that only
+/// answers yes or no returns `bool::then_some(())`.
 pub async fn wait_until<T, F, Fut>(
     timeout: Duration,
     what: &str,
@@ -22,6 +27,6 @@ where
         if tokio::time::Instant::now() >= deadline {
             anyhow::bail!("timed out after {timeout:?} waiting for {what}");
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(POLL).await;
     }
 }
