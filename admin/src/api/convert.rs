@@ -34,6 +34,7 @@ macro_rules! enum_conversions {
         $model:ident <-> pb::$wire:ident,
         to: $to_pb:ident, from: $from_pb:ident, checked: $checked:ident,
         { $($model_variant:ident <-> $wire_variant:ident),+ $(,)? }
+        $(unsupported: { $($unsupported:ident),+ })?
     ) => {
         #[doc = concat!("Returns the wire value of a `", stringify!($model), "`.")]
         pub fn $to_pb(value: $model) -> pb::$wire {
@@ -44,6 +45,7 @@ macro_rules! enum_conversions {
         pub fn $from_pb(value: i32) -> Option<$model> {
             match pb::$wire::try_from(value) {
                 $(Ok(pb::$wire::$wire_variant) => Some($model::$model_variant),)+
+                $($(Ok(pb::$wire::$unsupported) => None,)+)?
                 Ok(pb::$wire::Unspecified) | Err(_) => None,
             }
         }
@@ -87,7 +89,9 @@ to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
     NodeJs <-> Nodejs,
     Php <-> Php,
     PowerShell <-> Powershell,
-});
+}
+// Refused with its reason by `job_from_pb`.
+unsupported: { Groovy });
 enum_conversions!(TriggerType <-> pb::TriggerType,
 to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
 {
@@ -149,6 +153,13 @@ pub fn required<T>(message: Option<T>, field: &str) -> Result<T, Error> {
 /// their zero values for the handler to fill; enum fields must be set.
 pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
     let field = |name: &str| field_name(prefix, name);
+    if job.glue_type == pb::GlueType::Groovy as i32 {
+        return Err(Error::Unimplemented(format!(
+            "{}: {}",
+            field("glue_type"),
+            xjob_proto::GROOVY_UNSUPPORTED
+        )));
+    }
     Ok(Job {
         id: job.id,
         group_id: job.group_id,

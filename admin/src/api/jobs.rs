@@ -568,6 +568,27 @@ impl JobAdmin for JobAdminService {
         }))
     }
 
+    async fn update_glue(
+        &self,
+        request: Request<pb::UpdateGlueRequest>,
+    ) -> RpcResult<pb::UpdateGlueResponse> {
+        reply(super::glue::update_glue(self.store(), request.into_inner()).await)
+    }
+
+    async fn list_glue_versions(
+        &self,
+        request: Request<pb::ListGlueVersionsRequest>,
+    ) -> RpcResult<pb::ListGlueVersionsResponse> {
+        reply(super::glue::list_glue_versions(self.store(), request.into_inner()).await)
+    }
+
+    async fn get_glue_version(
+        &self,
+        request: Request<pb::GetGlueVersionRequest>,
+    ) -> RpcResult<pb::GetGlueVersionResponse> {
+        reply(super::glue::get_glue_version(self.store(), request.into_inner()).await)
+    }
+
     async fn list_jobs(
         &self,
         request: Request<pb::ListJobsRequest>,

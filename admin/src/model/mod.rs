@@ -3,6 +3,7 @@
 
 pub mod enums;
 pub mod executor;
+pub mod glue;
 pub mod group;
 pub mod job;
 pub mod log;
@@ -13,6 +14,7 @@ pub use enums::{
     TriggerType,
 };
 pub use executor::ExecutorInfo;
+pub use glue::{GlueEdit, GlueVersion};
 pub use group::Group;
 pub use job::{Job, JobStatus, RetryBackoff};
 pub use log::{LogFilter, NewRun, RunLog};

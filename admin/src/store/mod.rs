@@ -16,7 +16,10 @@ mod sqlite;
 
 use thiserror::Error;
 
-use crate::model::{ExecutorInfo, Group, Job, JobStatus, LogFilter, NewRun, RunLog, RunStatus};
+use crate::model::{
+    ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter, NewRun, RunLog,
+    RunStatus,
+};
 
 /// Errors of the store, named after what a caller can do about them.
 #[derive(Debug, Error)]
@@ -213,6 +216,14 @@ delegate! {
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool>;
     /// Number of jobs.
     fn count_jobs(&self) -> StoreResult<i64>;
+
+    // ---- glue versions (script jobs' source history)
+    /// Sets a job's glue source and remark, saves them as a version and keeps the latest 30;
+    /// false when the job does not exist.
+    fn save_glue(&self, edit: &GlueEdit) -> StoreResult<bool>;
+    /// A job's saved glue versions, newest first.
+    fn list_glue_versions(&self, job_id: i64) -> StoreResult<Vec<GlueVersion>>;
+    fn get_glue_version(&self, id: i64) -> StoreResult<Option<GlueVersion>>;
 
     // ---- schedule
     /// Creates or re-registers an admin node; returns its new epoch.

@@ -19,6 +19,7 @@
 mod access;
 mod broadcast;
 mod cluster;
+mod glue;
 mod groups;
 mod inserts;
 mod jobs;

@@ -12,6 +12,7 @@
 mod access;
 mod broadcast;
 mod cluster;
+mod glue;
 mod groups;
 mod jobs;
 mod logs;
