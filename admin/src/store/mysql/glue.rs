@@ -1,17 +1,22 @@
 //! Saved versions of script jobs' glue source (`xjob_glue`): one row per save, the latest
 //! [`GLUE_VERSIONS_KEPT`] per job kept.
 
+use super::rows::utf8;
 use super::{MySqlStore, map_error};
 use crate::model::glue::GLUE_VERSIONS_KEPT;
 use crate::model::{GlueEdit, GlueType, GlueVersion};
 use crate::store::{StoreError, StoreResult};
 
-type VersionRow = (i64, i64, String, String, String, i64);
+/// Text columns come back as bytes (the tables use a binary collation; see `rows::FromColumn`).
+type VersionRow = (i64, i64, Vec<u8>, Vec<u8>, Vec<u8>, i64);
 
 const VERSION_COLUMNS: &str = "id, job_id, glue_type, glue_source, glue_remark, created_ms";
 
 fn version_from_row(row: VersionRow) -> StoreResult<GlueVersion> {
     let (id, job_id, glue_type, glue_source, glue_remark, created_ms) = row;
+    let glue_type = utf8(glue_type, "glue_type")?;
+    let glue_source = utf8(glue_source, "glue_source")?;
+    let glue_remark = utf8(glue_remark, "glue_remark")?;
     let glue_type = GlueType::parse(&glue_type).ok_or_else(|| {
         StoreError::Corrupt(format!("xjob_glue {id}: unknown glue_type '{glue_type}'"))
     })?;
