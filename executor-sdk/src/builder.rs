@@ -47,6 +47,7 @@ pub struct ExecutorBuilder {
     duplicate_handler_opt: Option<String>,
     /// Enabled glue types (wire values) and their interpreter programs.
     glue_interpreters: BTreeMap<i32, String>,
+    glue_env: Vec<(String, String)>,
     invalid_glue_opt: Option<String>,
 }
 
@@ -68,6 +69,7 @@ impl Default for ExecutorBuilder {
             handlers: HandlerRegistry::default(),
             duplicate_handler_opt: None,
             glue_interpreters: BTreeMap::new(),
+            glue_env: Vec::new(),
             invalid_glue_opt: None,
         }
     }
@@ -211,6 +213,14 @@ impl ExecutorBuilder {
         }
     }
 
+    /// Adds an environment variable for script (GLUE) runs, e.g. a `PATH` or `PYTHONPATH`, or an
+    /// empty value to hide one of the executor's own variables from scripts (the `XJOB_*` run
+    /// variables are set after these and win).
+    pub fn glue_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.glue_env.push((key.into(), value.into()));
+        self
+    }
+
     /// Enables script (GLUE) jobs of one language, run with the given interpreter program (a
     /// path, or a name looked up on the `PATH`); see [`enable_glue`](Self::enable_glue).
     pub fn glue_interpreter(mut self, glue_type: pb::GlueType, program: impl Into<String>) -> Self {
@@ -308,7 +318,11 @@ impl ExecutorBuilder {
             ));
         }
         let mut handlers = self.handlers;
-        handlers.set_glue(GlueRunners::new(&self.glue_interpreters, &self.log_dir));
+        handlers.set_glue(GlueRunners::new(
+            &self.glue_interpreters,
+            &self.glue_env,
+            &self.log_dir,
+        ));
         Ok(ExecutorSettings {
             app_name: self.app_name,
             admins,

@@ -91,13 +91,23 @@ pub(crate) struct GlueRunners {
 
 impl GlueRunners {
     /// Builds one runner per enabled language; scripts go under `{log_dir}/gluesource/`.
-    pub(crate) fn new(interpreters: &BTreeMap<i32, String>, log_dir: &Path) -> Self {
+    pub(crate) fn new(
+        interpreters: &BTreeMap<i32, String>,
+        env: &[(String, String)],
+        log_dir: &Path,
+    ) -> Self {
         let script_dir: Arc<Path> = log_dir.join(SCRIPT_DIR).into();
+        let env: Arc<[(String, String)]> = env.into();
         let runners = interpreters
             .iter()
             .filter_map(|(glue_type, interpreter)| {
                 let language = language_of(pb::GlueType::try_from(*glue_type).ok()?)?;
-                let runner = glue_handler(language, interpreter.clone(), Arc::clone(&script_dir));
+                let runner = glue_handler(
+                    language,
+                    interpreter.clone(),
+                    Arc::clone(&env),
+                    Arc::clone(&script_dir),
+                );
                 Some((*glue_type, runner))
             })
             .collect();
@@ -125,17 +135,24 @@ impl std::fmt::Debug for GlueRunners {
     }
 }
 
-fn glue_handler(language: Language, interpreter: String, script_dir: Arc<Path>) -> HandlerFn {
+fn glue_handler(
+    language: Language,
+    interpreter: String,
+    env: Arc<[(String, String)]>,
+    script_dir: Arc<Path>,
+) -> HandlerFn {
     boxed_handler(move |context: JobContext| {
         let interpreter = interpreter.clone();
+        let env = Arc::clone(&env);
         let script_dir = Arc::clone(&script_dir);
-        async move { run_script(language, &interpreter, &script_dir, context).await }
+        async move { run_script(language, &interpreter, &env, &script_dir, context).await }
     })
 }
 
 async fn run_script(
     language: Language,
     interpreter: &str,
+    env: &[(String, String)],
     script_dir: &Path,
     context: JobContext,
 ) -> JobResult {
@@ -149,7 +166,12 @@ async fn run_script(
     let argv = std::iter::once(interpreter.to_owned())
         .chain(language.leading_args.iter().map(|arg| (*arg).to_owned()))
         .chain(std::iter::once(script.to_string_lossy().into_owned()));
-    run_spec(Arc::new(CommandSpec::new(argv)), context).await
+    let spec = env
+        .iter()
+        .fold(CommandSpec::new(argv), |spec, (key, value)| {
+            spec.env(key, value)
+        });
+    run_spec(Arc::new(spec), context).await
 }
 
 /// Returns the script file of the run's job and glue version, writing it if this version is not

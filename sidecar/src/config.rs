@@ -84,6 +84,9 @@ pub struct GlueConfig {
     /// Interpreter programs by language (default: bash, python3, node, php, pwsh on the PATH).
     #[serde(default)]
     pub interpreters: BTreeMap<GlueLanguage, String>,
+    /// Extra environment variables for scripts.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// A script language, as written in the config.

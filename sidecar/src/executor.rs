@@ -61,6 +61,11 @@ pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
             }
         };
     }
+    // The sidecar's own secret is not the scripts' business either.
+    builder = builder.glue_env("XJOB_ACCESS_TOKEN", "");
+    for (key, value) in &config.glue.env {
+        builder = builder.glue_env(key, value);
+    }
     for language in &config.glue.enabled {
         let glue_type = glue_type(*language);
         builder = match config.glue.interpreters.get(language) {

@@ -417,11 +417,30 @@ fn on_path(program: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn glue_jobs_run_in_each_present_language_and_follow_source_edits() -> anyhow::Result<()> {
     let cluster = TestCluster::builder().start().await?;
-    let group_id = cluster.create_group(APP_NAME).await?;
+    // A group with an access token: the sidecar must present it, and scripts must not see it.
+    let group_id = cluster
+        .client()
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: APP_NAME.to_owned(),
+                title: "with a token".to_owned(),
+                address_type: pb::AddressType::Auto as i32,
+                access_token: "group-secret".to_owned(),
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
     let sidecar = Sidecar::spawn(
         &cluster.admin_url(),
         "http://127.0.0.1:1",
-        &[("XJOB_GLUE_ENABLED", "shell,python,nodejs,php,powershell")],
+        &[
+            ("XJOB_GLUE_ENABLED", "shell,python,nodejs,php,powershell"),
+            ("XJOB_ACCESS_TOKEN", "group-secret"),
+        ],
     )?;
     wait_online(&cluster, group_id, &sidecar.address).await?;
 
@@ -454,12 +473,13 @@ async fn glue_jobs_run_in_each_present_language_and_follow_source_edits() -> any
         .create_job(glue_job(
             group_id,
             pb::GlueType::Shell,
-            "echo version one\n",
+            "echo \"version one token=[$XJOB_ACCESS_TOKEN]\"\n",
         ))
         .await?;
     let log_id = trigger(&cluster, job.id, "").await?;
     cluster.wait_log_final(log_id, DEADLINE).await?;
-    assert!(run_log(&cluster, log_id).await?.contains("version one"));
+    let text = run_log(&cluster, log_id).await?;
+    assert!(text.contains("version one token=[]"), "{text}");
     let updated = cluster
         .client()
         .update_glue(pb::UpdateGlueRequest {
