@@ -175,8 +175,8 @@ struct Seen {
 
 type SeenRef = Arc<Mutex<Seen>>;
 
-/// Serves `/jobs/report`: params "ok" → 200, "fail" → 500, "slow" → no answer until the client
-/// goes away (counted in `slow_closed`).
+/// Serves `/jobs/report`: params "ok" → 200, "fail" → 500, "delay" → 200 after a second,
+/// "slow" → no answer until the client goes away (counted in `slow_closed`).
 async fn start_app() -> anyhow::Result<(String, SeenRef)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
@@ -205,6 +205,11 @@ async fn serve_connection(mut stream: TcpStream, seen: SeenRef) {
     let (status, text) = match params.as_str() {
         "ok" => ("200 OK", "report done\nrows: 42\n".to_owned()),
         "fail" => ("500 Internal Server Error", "database is down\n".to_owned()),
+        "delay" => {
+            // Answers after a second: a run still in flight when the sidecar gets SIGTERM.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            ("200 OK", "late but done\n".to_owned())
+        }
         "slow" => {
             // Never answers: waits for the client to close the connection.
             let mut rest = [0_u8; 64];
@@ -359,9 +364,18 @@ async fn command_and_http_jobs_run_in_the_sidecar_process() -> anyhow::Result<()
     })
     .await?;
 
-    // SIGTERM: a graceful exit (status 0) that deregisters.
+    // SIGTERM while a run is in flight: the run finishes within the grace and its result is
+    // delivered, the sidecar deregisters and exits with status 0.
+    let log_id = trigger(&cluster, report.id, "delay").await?;
+    wait_until(DEADLINE, "the delayed request to reach the app", || {
+        let count = seen.lock().map(|seen| seen.bodies.len()).unwrap_or(0);
+        async move { (count >= 5).then_some(()) }
+    })
+    .await?;
     let address = sidecar.address.clone();
     assert!(sidecar.terminate().await?, "exit status after SIGTERM");
+    let log = cluster.wait_log_final(log_id, DEADLINE).await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Success, "{log:?}");
     wait_until(DEADLINE, "the sidecar to leave the group", || {
         let mut client = cluster.client();
         let address = address.clone();
@@ -640,5 +654,45 @@ async fn a_glue_run_on_an_executor_without_glue_is_refused_with_the_reason() -> 
     );
     drop(sidecar);
     cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_config_error_stops_the_start_naming_the_key() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let typo = dir.path().join("typo.toml");
+    let example = std::fs::read_to_string(EXAMPLE_CONFIG)?;
+    std::fs::write(
+        &typo,
+        example.replace("timeout = \"10m\"", "timout = \"10m\""),
+    )?;
+    let output = Command::new(env!("CARGO_BIN_EXE_xjob-executor"))
+        .arg("--config")
+        .arg(&typo)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("unknown field `timout`"), "{stderr}");
+
+    let output = Command::new(env!("CARGO_BIN_EXE_xjob-executor"))
+        .args(["--config", EXAMPLE_CONFIG, "--check"])
+        .env("XJOB_GLUE_ENABLED", "shell,groovy")
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("config key XJOB_GLUE_ENABLED: unknown glue language \"groovy\""),
+        "{stderr}"
+    );
+
+    // The example itself passes the check the deploy files rely on.
+    let output = Command::new(env!("CARGO_BIN_EXE_xjob-executor"))
+        .args(["--config", EXAMPLE_CONFIG, "--check"])
+        .output()?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     Ok(())
 }
