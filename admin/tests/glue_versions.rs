@@ -95,8 +95,16 @@ async fn check_backend(store: &Store) -> anyhow::Result<()> {
     assert_eq!(newest.glue_type, GlueType::Shell);
     assert_eq!(newest.created_ms, 1_000 + last);
 
-    // Another job's history is untouched by the trimming.
-    assert_eq!(store.list_glue_versions(other.id).await?.len(), 1);
+    // Another job's history is untouched by the trimming: its first edit kept the source it
+    // was created with, then the edit.
+    let other_versions = store.list_glue_versions(other.id).await?;
+    let remarks: Vec<&str> = other_versions
+        .iter()
+        .map(|version| version.glue_remark.as_str())
+        .collect();
+    assert_eq!(remarks, ["edit 0", "created"]);
+    assert_eq!(other_versions[1].glue_source, "echo 0");
+    assert_eq!(other_versions[1].created_ms, 1);
     // A missing job is reported, not created.
     assert!(!store.save_glue(&edit(job.id + 1_000, 1)).await?);
     assert!(store.get_glue_version(-1).await?.is_none());

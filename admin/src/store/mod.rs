@@ -218,8 +218,8 @@ delegate! {
     fn count_jobs(&self) -> StoreResult<i64>;
 
     // ---- glue versions (script jobs' source history)
-    /// Sets a job's glue source and remark, saves them as a version and keeps the latest 30;
-    /// false when the job does not exist.
+    /// Sets a job's glue source and remark, saves them as a version (on the first edit, the
+    /// replaced source too) and keeps the latest 30; false when the job does not exist.
     fn save_glue(&self, edit: &GlueEdit) -> StoreResult<bool>;
     /// A job's saved glue versions, newest first.
     fn list_glue_versions(&self, job_id: i64) -> StoreResult<Vec<GlueVersion>>;

@@ -27,10 +27,28 @@ fn version_from_row(row: VersionRow) -> StoreResult<GlueVersion> {
 
 impl PgStore {
     /// Sets a job's glue source and remark (stamping `glue_updated_ms`), saves them as a version
-    /// and deletes the job's versions beyond the latest kept, in one transaction; false when the
-    /// job does not exist.
+    /// (on the job's first edit, the replaced source too) and deletes the job's versions beyond
+    /// the latest kept, in one transaction; false when the job does not exist.
     pub async fn save_glue(&self, edit: &GlueEdit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
+        // The first edit also keeps the source it replaces (the one the job was created with),
+        // so it can be read back and restored like any later version.
+        let history: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM xjob_glue WHERE job_id = $1")
+            .bind(edit.job_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_error)?;
+        if history == 0 {
+            sqlx::query(
+                "INSERT INTO xjob_glue (job_id, glue_type, glue_source, glue_remark, created_ms) \
+                 SELECT id, glue_type, glue_source, glue_remark, glue_updated_ms FROM xjob_job \
+                 WHERE id = $1 AND glue_source <> ''",
+            )
+            .bind(edit.job_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_error)?;
+        }
         let updated = sqlx::query(
             "UPDATE xjob_job SET glue_source = $1, glue_remark = $2, glue_updated_ms = $3, \
              updated_ms = $3 WHERE id = $4",
