@@ -696,3 +696,136 @@ async fn a_config_error_stops_the_start_naming_the_key() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A spawned `xjob serve`, killed when dropped.
+struct AdminProcess {
+    child: Child,
+    url: String,
+    _data_dir: tempfile::TempDir,
+}
+
+impl Drop for AdminProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `xjob` binary next to `xjob-executor` in the target dir: built by `cargo test
+/// --workspace` (the admin's own process tests need it), not by `cargo test -p xjob-sidecar`.
+fn admin_binary() -> Option<PathBuf> {
+    let sidecar = Path::new(env!("CARGO_BIN_EXE_xjob-executor"));
+    let admin = sidecar.with_file_name(format!("xjob{}", std::env::consts::EXE_SUFFIX));
+    admin.is_file().then_some(admin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidecar_runs_jobs_for_the_xjob_serve_binary() -> anyhow::Result<()> {
+    let Some(binary) = admin_binary() else {
+        eprintln!(
+            "skipped: no xjob binary next to xjob-executor (cargo test --workspace builds it, \
+             or cargo build -p xjob-admin --bin xjob)"
+        );
+        return Ok(());
+    };
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let child = Command::new(binary)
+        .args(["serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data_dir.path())
+        .env("XJOB_TIME_ZONE", "UTC")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let admin = AdminProcess {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _data_dir: data_dir,
+    };
+    let mut client = wait_until(DEADLINE, "xjob serve to answer", || {
+        let url = admin.url.clone();
+        async move {
+            let mut client = xjob_proto::pb::job_admin_client::JobAdminClient::connect(url)
+                .await
+                .ok()?;
+            client
+                .list_groups(pb::ListGroupsRequest::default())
+                .await
+                .ok()?;
+            Some(client)
+        }
+    })
+    .await?;
+    let (app_url, _seen) = start_app().await?;
+    let sidecar = Sidecar::spawn(&admin.url, &app_url, &[])?;
+    let group_id = client
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: APP_NAME.to_owned(),
+                title: "demo".to_owned(),
+                address_type: pb::AddressType::Auto as i32,
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    wait_until(DEADLINE, "the sidecar to register with xjob serve", || {
+        let mut client = client.clone();
+        let address = sidecar.address.clone();
+        async move {
+            let group = client
+                .get_group(pb::GetGroupRequest { id: group_id })
+                .await
+                .ok()?
+                .into_inner()
+                .group?;
+            group.online.contains(&address).then_some(())
+        }
+    })
+    .await?;
+    let job = client
+        .create_job(pb::CreateJobRequest {
+            job: Some(bean_job(group_id, "report")),
+        })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| anyhow::anyhow!("no job"))?;
+    let log_id = client
+        .trigger_job(pb::TriggerJobRequest {
+            id: job.id,
+            params: Some("ok".to_owned()),
+            addresses: Vec::new(),
+        })
+        .await?
+        .into_inner()
+        .log_ids
+        .first()
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let log = wait_until(DEADLINE, "the run to finish", || {
+        let mut client = client.clone();
+        async move {
+            let log = client
+                .get_log(pb::GetLogRequest { id: log_id })
+                .await
+                .ok()?
+                .into_inner()
+                .log?;
+            let open = [pb::RunStatus::Pending as i32, pb::RunStatus::Running as i32];
+            (!open.contains(&log.status)).then_some(log)
+        }
+    })
+    .await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Success, "{log:?}");
+    assert_eq!(log.handle_msg, "HTTP 200 OK");
+    drop(sidecar);
+    drop(admin);
+    Ok(())
+}
