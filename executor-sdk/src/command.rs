@@ -1,13 +1,17 @@
 //! The built-in `command` handler: each run executes a program, and a stopped run really stops it.
 //!
 //! ```text
-//! argv + params split on whitespace ─spawn: own process group, XJOB_* env, stdin null─▶ child
+//! CommandSpec: argv + params split on whitespace, working dir, extra env
+//!     ─spawn: own process group, XJOB_* env, stdin null─▶ child
 //! child stdout + stderr ─line by line, as they arrive─▶ run log (JobContext::log)
 //! exit 0 ─▶ success · exit N / signal S ─▶ failure "command exited with status N"
-//! cancelled (timeout, kill, cover-early, shutdown)
+//! cancelled (job timeout, kill, cover-early, shutdown) or the spec's own timeout
 //!     ─▶ SIGTERM the group ─(stop_grace / 2)─▶ SIGKILL the group ─▶ reap ─▶ return
 //! handler dropped or aborted first ─▶ the group's drop guard SIGKILLs it
 //! ```
+//!
+//! Script (GLUE) jobs run through here too (`glue.rs`): the interpreter and the script file are
+//! the argv.
 //!
 //! The command leads its own process group, so a stop reaches the processes it started too
 //! (`sh -c 'sleep 60 & sleep 60'`), not only the direct child. The whole stop takes at most
