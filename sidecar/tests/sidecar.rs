@@ -33,12 +33,22 @@ struct Sidecar {
 impl Sidecar {
     /// Starts the binary from the example config with the given extra variables.
     fn spawn(admin_url: &str, app_url: &str, extra_env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        Self::spawn_with_config(Path::new(EXAMPLE_CONFIG), admin_url, app_url, extra_env)
+    }
+
+    /// Starts the binary from another config (a setting the example does not show).
+    fn spawn_with_config(
+        config: &Path,
+        admin_url: &str,
+        app_url: &str,
+        extra_env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let port = free_port()?;
         let log_dir = tempfile::tempdir()?;
         let mut command = Command::new(env!("CARGO_BIN_EXE_xjob-executor"));
         command
             .arg("--config")
-            .arg(EXAMPLE_CONFIG)
+            .arg(config)
             .env("XJOB_ADMIN_ADDRS", admin_url)
             .env("XJOB_BIND", format!("127.0.0.1:{port}"))
             .env("XJOB_LOG_DIR", log_dir.path())
@@ -827,5 +837,38 @@ async fn the_sidecar_runs_jobs_for_the_xjob_serve_binary() -> anyhow::Result<()>
     assert_eq!(log.handle_msg, "HTTP 200 OK");
     drop(sidecar);
     drop(admin);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_handler_timeout_cancels_the_request() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP_NAME).await?;
+    let (app_url, seen) = start_app().await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("quick.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "app_name = \"{APP_NAME}\"\nadmin_addrs = [\"http://unused:1\"]\n\
+             [handlers.quick]\nkind = \"http\"\nurl = \"/jobs/report\"\n\
+             body = '{{\"params\": {{params_json}}}}'\ntimeout = \"300ms\"\n"
+        ),
+    )?;
+    let sidecar = Sidecar::spawn_with_config(&config, &cluster.admin_url(), &app_url, &[])?;
+    wait_online(&cluster, group_id, &sidecar.address).await?;
+    let log = run_once(&cluster, bean_job(group_id, "quick"), "slow").await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Failed, "{log:?}");
+    assert_eq!(
+        log.handle_msg,
+        "http request timed out after 300ms (handler timeout)"
+    );
+    wait_until(DEADLINE, "the app to see the request closed", || {
+        let closed = slow_closed(&seen);
+        async move { (closed >= 1).then_some(()) }
+    })
+    .await?;
+    drop(sidecar);
+    cluster.shutdown().await;
     Ok(())
 }
