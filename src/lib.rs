@@ -15,3 +15,8 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Encoded `FileDescriptorSet` of every xjob proto, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("xjob_descriptor");
+
+/// Why `GLUE_TYPE_GROOVY` never runs; the admin and the executors refuse it with this text.
+pub const GROOVY_UNSUPPORTED: &str = "GLUE_TYPE_GROOVY is not supported: it is Java source \
+     compiled inside XXL-JOB's JVM executor, and xjob executors are not JVMs; use a BEAN handler \
+     or a script glue type (shell, python, nodejs, php, powershell)";

@@ -20,6 +20,7 @@ macro_rules! enum_conversions {
         $model:ident <-> pb::$wire:ident,
         to: $to_pb:ident, from: $from_pb:ident, checked: $checked:ident,
         { $($model_variant:ident <-> $wire_variant:ident),+ $(,)? }
+        $(unsupported: { $($unsupported:ident),+ })?
     ) => {
         #[doc = concat!("Returns the wire value of a `", stringify!($model), "`.")]
         pub fn $to_pb(value: $model) -> pb::$wire {
@@ -30,6 +31,7 @@ macro_rules! enum_conversions {
         pub fn $from_pb(value: i32) -> Option<$model> {
             match pb::$wire::try_from(value) {
                 $(Ok(pb::$wire::$wire_variant) => Some($model::$model_variant),)+
+                $($(Ok(pb::$wire::$unsupported) => None,)+)?
                 Ok(pb::$wire::Unspecified) | Err(_) => None,
             }
         }
@@ -73,7 +75,8 @@ to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
     NodeJs <-> Nodejs,
     Php <-> Php,
     PowerShell <-> Powershell,
-});
+}
+unsupported: { Groovy });
 enum_conversions!(TriggerType <-> pb::TriggerType,
 to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
 {

@@ -1,18 +1,20 @@
 //! `Executor::builder()`: collects the executor's settings and handlers, validates them, and
 //! hands them to `RunningExecutor` to start (`start`) or to run until a shutdown signal (`run`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::admins::Admins;
 use crate::auth::{ClientAuth, bearer_value};
-use crate::command::command_handler;
+use crate::command::{CommandSpec, command_handler};
 use crate::context::JobContext;
 use crate::error::Error;
+use crate::glue::{GlueRunners, language_of};
 use crate::handler::{HandlerFn, HandlerRegistry, JobResult, boxed_handler};
 use crate::running::RunningExecutor;
+use xjob_proto::pb;
 
 /// Entry point of the SDK: `Executor::builder()`.
 #[derive(Debug)]
@@ -43,6 +45,10 @@ pub struct ExecutorBuilder {
     callback_flush_timeout: Duration,
     handlers: HandlerRegistry,
     duplicate_handler_opt: Option<String>,
+    /// Enabled glue types (wire values) and their interpreter programs.
+    glue_interpreters: BTreeMap<i32, String>,
+    glue_env: Vec<(String, String)>,
+    invalid_glue_opt: Option<String>,
 }
 
 impl Default for ExecutorBuilder {
@@ -62,6 +68,9 @@ impl Default for ExecutorBuilder {
             callback_flush_timeout: Duration::from_secs(3),
             handlers: HandlerRegistry::default(),
             duplicate_handler_opt: None,
+            glue_interpreters: BTreeMap::new(),
+            glue_env: Vec::new(),
+            invalid_glue_opt: None,
         }
     }
 }
@@ -178,8 +187,60 @@ impl ExecutorBuilder {
         I: IntoIterator,
         I::Item: Into<String>,
     {
-        let argv = argv.into_iter().map(Into::into).collect();
-        self.register(name.into(), command_handler(argv))
+        self.command(name, CommandSpec::new(argv))
+    }
+
+    /// Registers the built-in `command` handler under `name` with every setting of
+    /// [`CommandSpec`] (working directory, extra environment, a timeout of its own); otherwise as
+    /// [`command_handler`](Self::command_handler).
+    pub fn command(self, name: impl Into<String>, spec: CommandSpec) -> Self {
+        self.register(name.into(), command_handler(spec))
+    }
+
+    /// Enables script (GLUE) jobs of one language, run with its usual interpreter found on the
+    /// `PATH`: `bash` (SHELL), `python3`, `node` (NODEJS), `php`, `pwsh` (POWERSHELL).
+    ///
+    /// Glue is off by default: a run of a type not enabled is refused with "glue type … is not
+    /// enabled on this executor". Each run writes the job's script under
+    /// `{log_dir}/gluesource/` (once per version), then runs it like the `command` handler:
+    /// params as arguments, `XJOB_*` variables, its own process group, output into the run log,
+    /// exit 0 = success, the same timeout, kill and COVER_EARLY stops. BEAN and GROOVY are not
+    /// script types: enabling them is a config error.
+    pub fn enable_glue(self, glue_type: pb::GlueType) -> Self {
+        match language_of(glue_type) {
+            Some(language) => self.glue_interpreter(glue_type, language.default_interpreter),
+            None => self.glue_interpreter(glue_type, ""),
+        }
+    }
+
+    /// Adds an environment variable for script (GLUE) runs, e.g. a `PATH` or `PYTHONPATH`, or an
+    /// empty value to hide one of the executor's own variables from scripts (the `XJOB_*` run
+    /// variables are set after these and win).
+    pub fn glue_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.glue_env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Enables script (GLUE) jobs of one language, run with the given interpreter program (a
+    /// path, or a name looked up on the `PATH`); see [`enable_glue`](Self::enable_glue).
+    pub fn glue_interpreter(mut self, glue_type: pb::GlueType, program: impl Into<String>) -> Self {
+        let program = program.into();
+        if language_of(glue_type).is_none() {
+            let reason = if glue_type == pb::GlueType::Groovy {
+                crate::glue::GROOVY_UNSUPPORTED.to_owned()
+            } else {
+                format!("{} is not a script glue type", glue_type.as_str_name())
+            };
+            self.invalid_glue_opt.get_or_insert(reason);
+        } else if program.trim().is_empty() {
+            self.invalid_glue_opt.get_or_insert(format!(
+                "{}: the interpreter program is empty",
+                glue_type.as_str_name()
+            ));
+        } else {
+            self.glue_interpreters.insert(glue_type as i32, program);
+        }
+        self
     }
 
     fn register(mut self, name: String, handler: HandlerFn) -> Self {
@@ -225,6 +286,12 @@ impl ExecutorBuilder {
         {
             return Err(invalid("handler", "handler names must not be empty"));
         }
+        if let Some(message) = self.invalid_glue_opt {
+            return Err(Error::InvalidConfig {
+                field: "glue",
+                message,
+            });
+        }
         if self.bind.trim().is_empty() {
             return Err(invalid("bind", "a listen address is required"));
         }
@@ -250,6 +317,12 @@ impl ExecutorBuilder {
                 "must start with http:// or https://",
             ));
         }
+        let mut handlers = self.handlers;
+        handlers.set_glue(GlueRunners::new(
+            &self.glue_interpreters,
+            &self.glue_env,
+            &self.log_dir,
+        ));
         Ok(ExecutorSettings {
             app_name: self.app_name,
             admins,
@@ -263,7 +336,7 @@ impl ExecutorBuilder {
             kill_grace: self.kill_grace,
             log_retention_days: self.log_retention_days,
             callback_flush_timeout: self.callback_flush_timeout,
-            handlers: self.handlers,
+            handlers,
         })
     }
 }

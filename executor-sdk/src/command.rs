@@ -1,13 +1,17 @@
 //! The built-in `command` handler: each run executes a program, and a stopped run really stops it.
 //!
 //! ```text
-//! argv + params split on whitespace ─spawn: own process group, XJOB_* env, stdin null─▶ child
+//! CommandSpec: argv + params split on whitespace, working dir, extra env
+//!     ─spawn: own process group, XJOB_* env, stdin null─▶ child
 //! child stdout + stderr ─line by line, as they arrive─▶ run log (JobContext::log)
 //! exit 0 ─▶ success · exit N / signal S ─▶ failure "command exited with status N"
-//! cancelled (timeout, kill, cover-early, shutdown)
+//! cancelled (job timeout, kill, cover-early, shutdown) or the spec's own timeout
 //!     ─▶ SIGTERM the group ─(stop_grace / 2)─▶ SIGKILL the group ─▶ reap ─▶ return
 //! handler dropped or aborted first ─▶ the group's drop guard SIGKILLs it
 //! ```
+//!
+//! Script (GLUE) jobs run through here too (`glue.rs`): the interpreter and the script file are
+//! the argv.
 //!
 //! The command leads its own process group, so a stop reaches the processes it started too
 //! (`sh -c 'sleep 60 & sleep 60'`), not only the direct child. The whole stop takes at most
@@ -25,8 +29,8 @@
 //!
 //! Unix only: elsewhere every run fails with a clear message.
 
+use std::path::PathBuf;
 use std::sync::Arc;
-#[cfg(unix)]
 use std::time::Duration;
 
 use xjob_proto::pb;
@@ -45,10 +49,66 @@ const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
 #[cfg(unix)]
 const MAX_LINE_BYTES: u64 = 64 * 1024;
 
-/// Returns the handler that runs `argv` followed by each run's params.
-pub(crate) fn command_handler(argv: Vec<String>) -> HandlerFn {
-    let argv: Arc<[String]> = argv.into();
-    boxed_handler(move |context: JobContext| run_command(Arc::clone(&argv), context))
+/// What the `command` handler runs: a program with leading arguments, and optionally a working
+/// directory, extra environment variables and a timeout of its own.
+///
+/// Each run executes `argv` followed by the run's params split on whitespace. The handler's
+/// timeout stops the command like a kill does (its whole process group), independently of the
+/// job's `timeout_ms`, whichever comes first.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use xjob_executor::CommandSpec;
+/// let backup = CommandSpec::new(["/usr/local/bin/backup.sh", "--quiet"])
+///     .working_dir("/var/backups")
+///     .env("BACKUP_TARGET", "s3")
+///     .timeout(Duration::from_secs(600));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandSpec {
+    argv: Vec<String>,
+    working_dir_opt: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    timeout_opt: Option<Duration>,
+}
+
+impl CommandSpec {
+    /// Returns a spec running `argv` (may be empty: then the params are the whole command line).
+    pub fn new<I>(argv: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        Self {
+            argv: argv.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the directory the command starts in (default: the executor's own).
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir_opt = Some(dir.into());
+        self
+    }
+
+    /// Adds an environment variable (the `XJOB_*` run variables are set after these and win).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets how long one run may take before the command is stopped (and the run fails with
+    /// "command timed out"); zero means no timeout of its own.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_opt = (!timeout.is_zero()).then_some(timeout);
+        self
+    }
+}
+
+/// Returns the handler that runs `spec.argv` followed by each run's params.
+pub(crate) fn command_handler(spec: CommandSpec) -> HandlerFn {
+    let spec = Arc::new(spec);
+    boxed_handler(move |context: JobContext| run_spec(Arc::clone(&spec), context))
 }
 
 /// Returns `argv` followed by `params` split on whitespace, or `None` when that is empty.
@@ -91,17 +151,25 @@ fn no_command_error() -> JobError {
     JobError::new("no command to run: the handler has no argv and the run has no params")
 }
 
-#[cfg(not(unix))]
+/// Runs `argv` followed by the run's params with no other settings (unit tests).
+#[cfg(test)]
 async fn run_command(argv: Arc<[String]>, context: JobContext) -> JobResult {
-    let _ = (argv, context);
+    run_spec(Arc::new(CommandSpec::new(argv.iter().cloned())), context).await
+}
+
+/// Runs one command as `spec` says, until it exits or the run is stopped.
+#[cfg(not(unix))]
+pub(crate) async fn run_spec(spec: Arc<CommandSpec>, context: JobContext) -> JobResult {
+    let _ = (spec, context);
     Err(JobError::new(
         "the command handler needs a unix system (process groups and signals)",
     ))
 }
 
+/// Runs one command as `spec` says, until it exits or the run is stopped.
 #[cfg(unix)]
-async fn run_command(argv: Arc<[String]>, context: JobContext) -> JobResult {
-    unix::run_command(&argv, &context).await
+pub(crate) async fn run_spec(spec: Arc<CommandSpec>, context: JobContext) -> JobResult {
+    unix::run_command(&spec, &context).await
 }
 
 #[cfg(unix)]
@@ -154,12 +222,35 @@ mod unix {
         }
     }
 
-    pub(super) async fn run_command(argv: &[String], context: &JobContext) -> JobResult {
-        let command_line = command_line(argv, context.params()).ok_or_else(no_command_error)?;
+    /// Why a command is being stopped.
+    enum Stop {
+        /// The run was cancelled (kill, job timeout, cover-early, shutdown).
+        Cancelled,
+        /// The handler's own timeout elapsed.
+        TimedOut(Duration),
+    }
+
+    /// Completes when the run is cancelled or the handler's own timeout elapses.
+    async fn stop_requested(context: &JobContext, timeout_opt: Option<Duration>) -> Stop {
+        match timeout_opt {
+            Some(timeout) => tokio::select! {
+                () = context.cancelled() => Stop::Cancelled,
+                () = tokio::time::sleep(timeout) => Stop::TimedOut(timeout),
+            },
+            None => {
+                context.cancelled().await;
+                Stop::Cancelled
+            }
+        }
+    }
+
+    pub(super) async fn run_command(spec: &CommandSpec, context: &JobContext) -> JobResult {
+        let command_line =
+            command_line(&spec.argv, context.params()).ok_or_else(no_command_error)?;
         if context.is_cancelled() {
             return Err(JobError::new("run cancelled before the command started"));
         }
-        let mut child = spawn(&command_line, context)?;
+        let mut child = spawn(&command_line, spec, context)?;
         let leader_pid = child.id().unwrap_or_default();
         let Some(mut group) = ProcessGroup::led_by(leader_pid) else {
             let _ = child.start_kill();
@@ -173,8 +264,14 @@ mod unix {
         let mut output = Output::new(&mut child, context);
         let exited = tokio::select! {
             exited = wait_for_exit(&mut child, &mut output) => exited,
-            () = context.cancelled() => {
-                return stop_group(&mut child, &mut group, &mut output, context).await;
+            stop = stop_requested(context, spec.timeout_opt) => {
+                let stopped = stop_group(&mut child, &mut group, &mut output, context).await;
+                return match stop {
+                    Stop::Cancelled => stopped,
+                    Stop::TimedOut(timeout) => Err(JobError::new(format!(
+                        "command timed out after {timeout:?} (handler timeout)"
+                    ))),
+                };
             }
         };
         let status = exited.map_err(|error| {
@@ -188,10 +285,19 @@ mod unix {
             .map_err(JobError::new)
     }
 
-    fn spawn(command_line: &[String], context: &JobContext) -> Result<Child, JobError> {
+    fn spawn(
+        command_line: &[String],
+        spec: &CommandSpec,
+        context: &JobContext,
+    ) -> Result<Child, JobError> {
         let (program, arguments) = command_line.split_first().ok_or_else(no_command_error)?;
-        Command::new(program)
+        let mut command = Command::new(program);
+        if let Some(dir) = &spec.working_dir_opt {
+            command.current_dir(dir);
+        }
+        command
             .args(arguments)
+            .envs(spec.env.iter().map(|(key, value)| (key, value)))
             .envs(run_environment(context))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -239,7 +345,7 @@ mod unix {
         let deadline = Instant::now() + grace * 3 / 4;
         group.terminate();
         context.log(format!(
-            "run cancelled: sent SIGTERM to process group {}",
+            "run stopped: sent SIGTERM to process group {}",
             group.id()
         ));
         let mut reaped = false;

@@ -57,6 +57,21 @@ impl JobContext {
         &self.inner.request.handler
     }
 
+    /// Returns the run's glue type (BEAN for a named handler, or a script language).
+    pub fn glue_type(&self) -> pb::GlueType {
+        pb::GlueType::try_from(self.inner.request.glue_type).unwrap_or(pb::GlueType::Unspecified)
+    }
+
+    /// Returns the script source of a glue run (empty for BEAN).
+    pub fn glue_source(&self) -> &str {
+        &self.inner.request.glue_source
+    }
+
+    /// Returns the version stamp of the glue source (when it was last edited, epoch ms).
+    pub fn glue_updated_ms(&self) -> i64 {
+        self.inner.request.glue_updated_ms
+    }
+
     /// Returns the job parameters (empty when none).
     pub fn params(&self) -> &str {
         &self.inner.request.params

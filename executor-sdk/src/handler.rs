@@ -10,7 +10,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use xjob_proto::pb;
+
 use crate::context::JobContext;
+use crate::glue::GlueRunners;
 
 /// What a handler returns: an output on success, an error on failure.
 pub type JobResult = Result<JobOutput, JobError>;
@@ -131,10 +134,11 @@ where
     Arc::new(move |context| Box::pin(handler(context)) as JobFuture)
 }
 
-/// The BEAN handlers of an executor, by name.
+/// The BEAN handlers of an executor, by name, and its enabled glue runners.
 #[derive(Clone, Default)]
 pub(crate) struct HandlerRegistry {
     handlers: BTreeMap<String, HandlerFn>,
+    glue: GlueRunners,
 }
 
 impl HandlerRegistry {
@@ -151,6 +155,16 @@ impl HandlerRegistry {
         self.handlers.get(name).cloned()
     }
 
+    /// Sets the glue runners (the languages the executor enabled).
+    pub(crate) fn set_glue(&mut self, glue: GlueRunners) {
+        self.glue = glue;
+    }
+
+    /// Returns the runner of a glue type the executor enabled.
+    pub(crate) fn glue(&self, glue_type: pb::GlueType) -> Option<HandlerFn> {
+        self.glue.get(glue_type)
+    }
+
     /// Returns the handler names, sorted (sent in `Register`).
     pub(crate) fn names(&self) -> Vec<String> {
         self.handlers.keys().cloned().collect()
@@ -160,8 +174,9 @@ impl HandlerRegistry {
 impl fmt::Debug for HandlerRegistry {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
-            .debug_list()
-            .entries(self.handlers.keys())
+            .debug_struct("HandlerRegistry")
+            .field("handlers", &self.handlers.keys())
+            .field("glue", &self.glue)
             .finish()
     }
 }

@@ -14,6 +14,9 @@
 //! built-in `command` handler: each run executes a program in its own process group, and a
 //! timeout or kill stops the whole group (SIGTERM, then SIGKILL), not only the direct child.
 //!
+//! Script (GLUE) jobs run only in the languages the executor enables
+//! (`ExecutorBuilder::enable_glue`), through the same process-group machinery.
+//!
 //! ```no_run
 //! use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 //!
@@ -47,6 +50,7 @@ mod command;
 mod connection;
 mod context;
 mod error;
+mod glue;
 mod handler;
 mod joblog;
 mod runner;
@@ -54,6 +58,7 @@ mod running;
 mod server;
 
 pub use builder::{Executor, ExecutorBuilder};
+pub use command::CommandSpec;
 pub use context::JobContext;
 pub use error::Error;
 pub use handler::{JobError, JobOutput, JobResult};

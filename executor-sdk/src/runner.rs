@@ -51,6 +51,7 @@ pub(crate) enum Refusal {
     ShuttingDown,
     Duplicate { log_id: i64 },
     GlueDisabled { glue_type: String },
+    GlueUnsupported { glue_type: String },
     HandlerNotFound { handler: String },
     DiscardLater { job_id: i64 },
 }
@@ -67,6 +68,12 @@ impl fmt::Display for Refusal {
                 formatter,
                 "glue type {glue_type} is not enabled on this executor"
             ),
+            Self::GlueUnsupported { glue_type } if glue_type == "GLUE_TYPE_GROOVY" => {
+                formatter.write_str(crate::glue::GROOVY_UNSUPPORTED)
+            }
+            Self::GlueUnsupported { glue_type } => {
+                write!(formatter, "glue type {glue_type} is not supported")
+            }
             Self::HandlerNotFound { handler } => {
                 write!(formatter, "job handler [{handler}] not found")
             }
@@ -187,6 +194,31 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Returns the handler of a run: its BEAN handler by name, or the runner of its glue type
+    /// when the executor enabled that type.
+    fn handler_for(&self, request: &pb::RunRequest) -> Result<HandlerFn, Refusal> {
+        match pb::GlueType::try_from(request.glue_type) {
+            Ok(pb::GlueType::Bean | pb::GlueType::Unspecified) => {
+                self.handlers.get(&request.handler).ok_or_else(|| {
+                    let handler = request.handler.clone();
+                    Refusal::HandlerNotFound { handler }
+                })
+            }
+            Ok(glue_type) if crate::glue::language_of(glue_type).is_none() => {
+                let glue_type = glue_type.as_str_name().to_owned();
+                Err(Refusal::GlueUnsupported { glue_type })
+            }
+            Ok(glue_type) => self.handlers.glue(glue_type).ok_or_else(|| {
+                let glue_type = glue_type.as_str_name().to_owned();
+                Refusal::GlueDisabled { glue_type }
+            }),
+            Err(_) => {
+                let glue_type = request.glue_type.to_string();
+                Err(Refusal::GlueUnsupported { glue_type })
+            }
+        }
+    }
+
     /// Reports runs dropped from a queue: a line in their log file, then a result.
     fn report_dropped(&self, dropped: Vec<pb::RunRequest>, reason: &StopReason) {
         for request in dropped {
@@ -246,21 +278,7 @@ impl Runner {
         if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, Instant::now()) {
             return Err(Refusal::Duplicate { log_id });
         }
-        match pb::GlueType::try_from(request.glue_type) {
-            Ok(pb::GlueType::Bean | pb::GlueType::Unspecified) => {}
-            Ok(other) => {
-                let glue_type = other.as_str_name().to_owned();
-                return Err(Refusal::GlueDisabled { glue_type });
-            }
-            Err(_) => {
-                let glue_type = request.glue_type.to_string();
-                return Err(Refusal::GlueDisabled { glue_type });
-            }
-        }
-        let Some(handler) = self.shared.handlers.get(&request.handler) else {
-            let handler = request.handler.clone();
-            return Err(Refusal::HandlerNotFound { handler });
-        };
+        let handler = self.shared.handler_for(&request)?;
         let strategy = pb::BlockStrategy::try_from(request.block_strategy)
             .unwrap_or(pb::BlockStrategy::Unspecified);
         let busy = state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);

@@ -22,7 +22,7 @@ use crate::connection::{Announcement, SessionState, connection_loop};
 use crate::error::Error;
 use crate::joblog::{JobLogStore, cleanup_loop};
 use crate::runner::{Runner, RunnerConfig};
-use crate::server::{ExecutorServer, serve};
+use crate::server::{ExecutorServer, health, report_stopping, serve};
 
 /// How long batches may fail before their results are spooled to disk.
 const CALLBACK_SPOOL_AFTER: Duration = Duration::from_secs(10);
@@ -44,6 +44,7 @@ pub struct RunningExecutor {
     shutdown_grace: Duration,
     callback_flush_timeout: Duration,
     crashed: Arc<AtomicBool>,
+    health: tonic_health::server::HealthReporter,
     deregister: CancellationToken,
     flush_callbacks: CancellationToken,
     stop_server: CancellationToken,
@@ -97,7 +98,14 @@ impl RunningExecutor {
         let stop_server = CancellationToken::new();
         let server = ExecutorServer::new(runner.clone(), joblog.clone(), Arc::clone(&crashed));
         let auth = ServerAuth::new(settings.auth_header_opt);
-        let server_task = tokio::spawn(serve(listener, server, auth, stop_server.clone()));
+        let (health, health_service) = health().await;
+        let server_task = tokio::spawn(serve(
+            listener,
+            server,
+            auth,
+            health_service,
+            stop_server.clone(),
+        ));
 
         let flush_callbacks = CancellationToken::new();
         let callback_config = CallbackConfig {
@@ -142,6 +150,7 @@ impl RunningExecutor {
             shutdown_grace: settings.shutdown_grace,
             callback_flush_timeout: settings.callback_flush_timeout,
             crashed,
+            health,
             deregister,
             flush_callbacks,
             stop_server,
@@ -190,6 +199,7 @@ impl RunningExecutor {
     /// the shutdown grace, report the rest KILLED, flush callbacks, stop the server.
     pub async fn shutdown(self) {
         tracing::info!(address = %self.address, "executor shutting down");
+        report_stopping(&self.health).await;
         self.deregister.cancel();
         join_bounded("connection", self.connection_task, DEREGISTER_BOUND).await;
         self.runner.shutdown(self.shutdown_grace).await;

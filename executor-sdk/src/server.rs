@@ -1,6 +1,10 @@
 //! The executor's gRPC server: `ExecutorService` (Beat, IdleBeat, Run, RunBatch, Kill, ReadLog), thin over
 //! the runner and the run logs, behind the bearer-token interceptor. It serves an already bound
 //! listener, so the executor is reachable before it registers anywhere.
+//!
+//! gRPC health (`grpc.health.v1.Health`, no auth, so a Kubernetes probe can call it) answers
+//! SERVING for `""` and `xjob.v1.ExecutorService` while the executor runs, NOT_SERVING from the
+//! start of a graceful shutdown.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -159,11 +163,36 @@ impl ExecutorService for ExecutorServer {
     }
 }
 
+/// The health service and its reporter, SERVING from the start.
+pub(crate) async fn health() -> (
+    tonic_health::server::HealthReporter,
+    tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+) {
+    let (reporter, service) = tonic_health::server::health_reporter();
+    reporter
+        .set_serving::<ExecutorServiceServer<ExecutorServer>>()
+        .await;
+    (reporter, service)
+}
+
+/// Marks the executor NOT_SERVING (graceful shutdown began).
+pub(crate) async fn report_stopping(reporter: &tonic_health::server::HealthReporter) {
+    reporter
+        .set_not_serving::<ExecutorServiceServer<ExecutorServer>>()
+        .await;
+    reporter
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+}
+
 /// Serves the executor on an already bound listener until `shutdown` fires.
 pub(crate) async fn serve(
     listener: TcpListener,
     server: ExecutorServer,
     auth: ServerAuth,
+    health: tonic_health::pb::health_server::HealthServer<
+        impl tonic_health::pb::health_server::Health,
+    >,
     shutdown: CancellationToken,
 ) {
     let incoming = TcpListenerStream::new(listener).map(|accepted| {
@@ -173,6 +202,7 @@ pub(crate) async fn serve(
         })
     });
     let served = Server::builder()
+        .add_service(health)
         .add_service(ExecutorServiceServer::with_interceptor(server, auth))
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await;

@@ -9,6 +9,7 @@
 //! in-memory state. Health and reflection carry no auth, so they stay reachable.
 
 pub mod convert;
+pub mod glue;
 pub mod job_admin;
 pub mod registry;
 

@@ -8,6 +8,7 @@ pub mod cron;
 pub mod enums;
 pub mod executor;
 pub mod fire;
+pub mod glue;
 pub mod group;
 pub mod ids;
 pub mod job;
@@ -24,6 +25,7 @@ pub use enums::{
 };
 pub use executor::ExecutorInfo;
 pub use fire::{Fire, Shard, UnwrittenFire};
+pub use glue::{GlueEdit, GlueVersion};
 pub use group::Group;
 pub use ids::{GroupId, JobId, LogId};
 pub use job::{Job, JobStatus, RetryBackoff};

@@ -3,8 +3,9 @@
 //! child jobs exist, app names are unique) is checked by the API handler after these pass.
 //!
 //! Every error names the field, prefixed as the caller asks (`job.schedule_conf`, or just
-//! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but this release does not
-//! run yet (script glue types) are `Unimplemented`, not `InvalidArgument`.
+//! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but xjob never runs
+//! (`GLUE_TYPE_GROOVY`, refused while converting off the wire) are `Unimplemented`, not
+//! `InvalidArgument`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -467,10 +468,13 @@ fn validate_glue(job: &Job, prefix: &str) -> Result<(), Refusal> {
             "required for GLUE_TYPE_BEAN",
         )),
         GlueType::Bean => Ok(()),
-        other => Err(Refusal::Unimplemented(format!(
-            "{}: {other} is not implemented yet (only BEAN handlers run in this release)",
-            field_name(prefix, "glue_type")
-        ))),
+        // A script job runs its source on an executor that enables the language; the handler
+        // name is not used.
+        script if job.glue_source.trim().is_empty() => Err(Refusal::invalid(
+            &field_name(prefix, "glue_source"),
+            format!("required for {script} (the script to run)"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -712,16 +716,21 @@ mod tests {
     }
 
     #[test]
-    fn script_glue_is_unimplemented() {
+    fn script_glue_needs_a_source_but_no_handler() {
         let shell = Job {
             glue_type: GlueType::Shell,
             handler: String::new(),
             ..job()
         };
-        assert!(matches!(
-            validate_job(&shell, &LIMITS, "job"),
-            Err(Refusal::Unimplemented(_))
-        ));
+        let with_source = Job {
+            glue_source: "echo hello".into(),
+            ..shell.clone()
+        };
+        assert_eq!(
+            invalid_message(shell),
+            "job.glue_source: required for GLUE_SHELL (the script to run)"
+        );
+        assert!(validate_job(&with_source, &LIMITS, "job").is_ok());
     }
 
     #[test]

@@ -22,7 +22,10 @@ mod sqlite;
 
 use thiserror::Error;
 
-use crate::model::{ExecutorInfo, Group, Job, JobStatus, LogFilter, NewRun, RunLog, RunStatus};
+use crate::model::{
+    ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter, NewRun, RunLog,
+    RunStatus,
+};
 
 /// Errors of the store, named after what a caller can do about them.
 #[derive(Debug, Error)]
@@ -227,6 +230,13 @@ shared! {
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
     fn count_jobs(&self) -> StoreResult<i64> => jobs;
+    // ---- glue versions (script jobs' source history)
+    /// Sets a job's glue source and remark, saves them as a version (on the first edit, the
+    /// replaced source too) and keeps the latest 30; false when the job does not exist.
+    fn save_glue(&self, edit: &GlueEdit) -> StoreResult<bool> => glue;
+    /// A job's saved glue versions, newest first.
+    fn list_glue_versions(&self, job_id: i64) -> StoreResult<Vec<GlueVersion>> => glue;
+    fn get_glue_version(&self, id: i64) -> StoreResult<Option<GlueVersion>> => glue;
     // ---- broadcast (SHARDING_BROADCAST shard rows)
     /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
     /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;

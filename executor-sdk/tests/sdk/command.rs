@@ -21,7 +21,7 @@ fn sleeper_script(dir: &Path) -> String {
     )
 }
 
-async fn start_executor(
+pub(super) async fn start_executor(
     admin: &AdminHandle,
     log_dir: &Path,
     add_handlers: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder,
@@ -36,12 +36,15 @@ async fn start_executor(
     add_handlers(builder).start().await.expect("start executor")
 }
 
-async fn submit(client: &mut ExecutorServiceClient<Channel>, request: pb::RunRequest) {
+pub(super) async fn submit(client: &mut ExecutorServiceClient<Channel>, request: pb::RunRequest) {
     let response = client.run(request).await.expect("run").into_inner();
     assert!(response.accepted, "{response:?}");
 }
 
-async fn read_whole_log(client: &mut ExecutorServiceClient<Channel>, log_id: i64) -> String {
+pub(super) async fn read_whole_log(
+    client: &mut ExecutorServiceClient<Channel>,
+    log_id: i64,
+) -> String {
     let request = pb::ReadLogRequest {
         log_id,
         log_date_ms: now_ms(),
@@ -56,7 +59,7 @@ async fn read_whole_log(client: &mut ExecutorServiceClient<Channel>, log_id: i64
     response.content
 }
 
-fn has_line(log: &str, line: &str) -> bool {
+pub(super) fn has_line(log: &str, line: &str) -> bool {
     log.lines()
         .any(|logged| logged.ends_with(&format!(" {line}")))
 }

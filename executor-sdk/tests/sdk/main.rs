@@ -21,6 +21,8 @@ use xjob_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobOutput, 
 
 #[cfg(unix)]
 mod command;
+#[cfg(unix)]
+mod glue;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 

@@ -250,6 +250,27 @@ impl JobAdmin for JobAdminService {
         reply(self.read_run_log_checked(request.into_inner()).await)
     }
 
+    async fn update_glue(
+        &self,
+        request: Request<pb::UpdateGlueRequest>,
+    ) -> RpcResult<pb::UpdateGlueResponse> {
+        reply(crate::api::glue::update_glue(self.store(), request.into_inner()).await)
+    }
+
+    async fn list_glue_versions(
+        &self,
+        request: Request<pb::ListGlueVersionsRequest>,
+    ) -> RpcResult<pb::ListGlueVersionsResponse> {
+        reply(crate::api::glue::list_glue_versions(self.store(), request.into_inner()).await)
+    }
+
+    async fn get_glue_version(
+        &self,
+        request: Request<pb::GetGlueVersionRequest>,
+    ) -> RpcResult<pb::GetGlueVersionResponse> {
+        reply(crate::api::glue::get_glue_version(self.store(), request.into_inner()).await)
+    }
+
     async fn clear_logs(
         &self,
         request: Request<pb::ClearLogsRequest>,

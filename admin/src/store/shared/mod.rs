@@ -5,6 +5,7 @@ pub mod adoption;
 pub mod broadcast;
 pub mod claims;
 pub mod followups;
+pub mod glue;
 pub mod groups;
 pub mod inserts;
 pub mod jobs;

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Steps the sidecar work (issue 14) adds to CI, for .ci/run to call (source it, then call the
+# functions; the lead wires them in):
+#   xjob_install_sidecar_tools   apt-installs the script interpreters the glue tests run
+#                                (bash, python3, node, php) and PyYAML for deploy/check.py;
+#                                PowerShell is not in Debian: its glue test is skipped with a
+#                                printed reason
+#   xjob_check_deploy            builds xjob-executor and checks deploy/ offline
+# The glue tests are part of `cargo test --workspace` (sidecar/tests/sidecar.rs); a language
+# whose interpreter is missing is skipped there with a printed reason, so installing them is
+# what makes CI cover every language.
+
+xjob_install_sidecar_tools() {
+  local missing=()
+  command -v bash >/dev/null 2>&1 || missing+=(bash)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v php >/dev/null 2>&1 || missing+=(php-cli)
+  python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+xjob_check_deploy() {
+  cargo build -q -p xjob-sidecar --bins
+  python3 deploy/check.py
+}

@@ -1,0 +1,26 @@
+# The xjob admin (`xjob serve`), built from the repository root:
+#   docker build -f deploy/docker/admin.Dockerfile -t xjob-admin:0.1.0 .
+# Stage 1 compiles in the Rust image; stage 2 is a slim Debian with the two binaries only,
+# run as an unprivileged user. protoc comes vendored with the build, nothing else is needed.
+
+FROM rust:1.90-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p xjob-admin --bin xjob -p xjob-sidecar --bin xjob-probe \
+    && install -m 0755 target/release/xjob target/release/xjob-probe /usr/local/bin/
+
+FROM debian:bookworm-slim
+RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/xjob --create-home xjob
+COPY --from=build /usr/local/bin/xjob /usr/local/bin/xjob-probe /usr/local/bin/
+USER 10001:10001
+WORKDIR /var/lib/xjob
+# Listen on every interface inside the container; SQLite (when no XJOB_DATABASE_URL is given)
+# lives in the data dir, which should be a volume.
+ENV XJOB_LISTEN=0.0.0.0:8080 \
+    XJOB_DATA_DIR=/var/lib/xjob
+EXPOSE 8080
+# gRPC health: NOT_SERVING while the database is unreachable.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["xjob-probe", "http://127.0.0.1:8080", "xjob.v1.JobAdmin"]
+ENTRYPOINT ["xjob"]
+CMD ["serve"]

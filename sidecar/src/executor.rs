@@ -1,0 +1,87 @@
+//! Turns a validated [`Config`] into an SDK executor builder: one handler per `[handlers.*]`
+//! entry, glue languages as enabled.
+
+use std::sync::Arc;
+
+use xjob_executor::pb::GlueType;
+use xjob_executor::{CommandSpec, Executor, ExecutorBuilder};
+
+use crate::config::{Config, GlueLanguage, HandlerConfig};
+use crate::http::{HttpHandler, HttpTarget};
+
+/// Builds the executor the config describes.
+pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
+    let mut builder = Executor::builder()
+        .app_name(&config.app_name)
+        .admin_addrs(config.admin_addrs.iter().cloned())
+        .bind(&config.bind)
+        .log_dir(&config.log_dir)
+        .shutdown_grace(config.shutdown_grace)
+        .kill_grace(config.kill_grace)
+        .log_retention_days(config.log_retention_days);
+    if !config.access_token.is_empty() {
+        builder = builder.access_token(&config.access_token);
+    }
+    if !config.advertise_address.is_empty() {
+        builder = builder.advertise_address(&config.advertise_address);
+    }
+    for (key, value) in &config.labels {
+        builder = builder.label(key, value);
+    }
+    for (name, handler) in &config.handlers {
+        builder = match handler {
+            HandlerConfig::Command(command) => {
+                let mut spec = CommandSpec::new(command.argv.iter().cloned())
+                    // The sidecar's own secret is not the job's business.
+                    .env("XJOB_ACCESS_TOKEN", "");
+                if let Some(dir) = &command.working_dir {
+                    spec = spec.working_dir(dir);
+                }
+                for (key, value) in &command.env {
+                    spec = spec.env(key, value);
+                }
+                if let Some(timeout) = command.timeout {
+                    spec = spec.timeout(timeout);
+                }
+                builder.command(name, spec)
+            }
+            HandlerConfig::Http(http) => {
+                let target = HttpTarget::parse(&http.method, &config.app_url, &http.url).map_err(
+                    |(field, message)| {
+                        anyhow::anyhow!("config key handlers.{name}.{field}: {message}")
+                    },
+                )?;
+                let handler =
+                    HttpHandler::new(target, &http.headers, http.body.clone(), http.timeout)
+                        .map_err(|message| {
+                            anyhow::anyhow!("config key handlers.{name}.{message}")
+                        })?;
+                let handler = Arc::new(handler);
+                builder.handler(name, move |context| Arc::clone(&handler).call(context))
+            }
+        };
+    }
+    // The sidecar's own secret is not the scripts' business either.
+    builder = builder.glue_env("XJOB_ACCESS_TOKEN", "");
+    for (key, value) in &config.glue.env {
+        builder = builder.glue_env(key, value);
+    }
+    for language in &config.glue.enabled {
+        let glue_type = glue_type(*language);
+        builder = match config.glue.interpreters.get(language) {
+            Some(program) => builder.glue_interpreter(glue_type, program),
+            None => builder.enable_glue(glue_type),
+        };
+    }
+    Ok(builder)
+}
+
+fn glue_type(language: GlueLanguage) -> GlueType {
+    match language {
+        GlueLanguage::Shell => GlueType::Shell,
+        GlueLanguage::Python => GlueType::Python,
+        GlueLanguage::Nodejs => GlueType::Nodejs,
+        GlueLanguage::Php => GlueType::Php,
+        GlueLanguage::Powershell => GlueType::Powershell,
+    }
+}
