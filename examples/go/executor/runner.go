@@ -184,6 +184,9 @@ func (r *runner) jobLoop(jobID int64, next *startedRun) {
 	for next != nil {
 		result := r.execute(next)
 		next.stop.cancel()
+		// Unreported before the run leaves the active set, so every heartbeat lists it (as
+		// running, then as unreported) until an admin accepts its result.
+		r.results.unreported.add(result.GetLogId())
 		r.mu.Lock()
 		r.retireLocked(next.request.GetLogId())
 		slot := r.jobs[jobID]
