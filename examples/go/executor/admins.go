@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -43,6 +44,12 @@ func (a *admins) client(address string) (pb.RegistryClient, error) {
 	}
 	conn, err := grpc.NewClient(strings.TrimSuffix(target, "/"),
 		grpc.WithTransportCredentials(creds),
+		// grpc-go's own reconnect backoff grows to 2 minutes; an admin back from an outage must
+		// see its executors again within seconds, as with the session's own backoff.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           grpcbackoff.Config{BaseDelay: backoffInitial, Multiplier: 1.6, Jitter: 0.2, MaxDelay: backoffMax},
+			MinConnectTimeout: 3 * time.Second,
+		}),
 		// HTTP/2 pings find a dead admin on an idle session.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 	)

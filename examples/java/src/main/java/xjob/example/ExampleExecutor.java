@@ -128,5 +128,6 @@ public final class ExampleExecutor {
       builder.accessToken(token);
     }
     XjobExecutor.runUntilSignalled(builder);
+    System.exit(0);
   }
 }

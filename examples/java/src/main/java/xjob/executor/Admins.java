@@ -4,6 +4,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ConnectivityState;
 import io.grpc.ForwardingClientCall;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
@@ -37,8 +38,17 @@ final class Admins {
     return addresses;
   }
 
+  /**
+   * The admin's channel. A channel that failed to connect waits out grpc-java's own reconnect
+   * backoff (up to 2 minutes) before trying again; the callers retry on their own, shorter
+   * backoff, so a failed channel is told to reconnect at once.
+   */
   Channel channel(String address) {
-    return channels.computeIfAbsent(address, this::connect);
+    ManagedChannel channel = channels.computeIfAbsent(address, this::connect);
+    if (channel.getState(false) == ConnectivityState.TRANSIENT_FAILURE) {
+      channel.resetConnectBackoff();
+    }
+    return channel;
   }
 
   private ManagedChannel connect(String address) {

@@ -142,11 +142,19 @@ public final class XjobExecutor {
     stopped.await();
   }
 
-  /** Starts an executor that shuts down gracefully on SIGTERM / SIGINT, and waits for that. */
+  /**
+   * Starts an executor, waits for SIGTERM or SIGINT, shuts it down gracefully and returns, so the
+   * caller can exit with status 0. The signals are handled (not left to a shutdown hook, which
+   * would make the JVM exit with 143 and reset java.util.logging before the shutdown logs).
+   */
   public static void runUntilSignalled(Builder builder) throws IOException, InterruptedException {
     XjobExecutor executor = builder.start();
-    Runtime.getRuntime().addShutdownHook(new Thread(executor::shutdown, "xjob-shutdown"));
-    executor.awaitStopped();
+    CountDownLatch signalled = new CountDownLatch(1);
+    for (String name : List.of("TERM", "INT")) {
+      sun.misc.Signal.handle(new sun.misc.Signal(name), signal -> signalled.countDown());
+    }
+    signalled.await();
+    executor.shutdown();
   }
 
   /** Settings and handlers; {@link #start()} validates them, binds and registers. */
