@@ -6,3 +6,6 @@ pub mod harness;
 
 pub use harness::cluster::{TestCluster, TestClusterBuilder};
 pub use harness::wait::wait_until;
+
+/// The executor conformance suite (tests/tests/executor_conformance.rs).
+pub mod conformance;
