@@ -32,6 +32,9 @@ type Config struct {
 	// KillGrace is how long a cancelled handler may take to return before its run is reported
 	// and the job moves on (default 2 s).
 	KillGrace time.Duration
+	// LogRetentionDays is how many days of run logs are kept (default 30; below 3 the daily
+	// sweep is off).
+	LogRetentionDays int
 	// CallbackFlushTimeout is how long a graceful shutdown tries to deliver pending results
 	// before spooling them to {LogDir}/callbacklogs (default 3 s).
 	CallbackFlushTimeout time.Duration
@@ -72,6 +75,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.KillGrace == 0 {
 		out.KillGrace = 2 * time.Second
+	}
+	if out.LogRetentionDays == 0 {
+		out.LogRetentionDays = 30
 	}
 	if out.CallbackFlushTimeout == 0 {
 		out.CallbackFlushTimeout = 3 * time.Second

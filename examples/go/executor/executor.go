@@ -33,6 +33,7 @@ type Executor struct {
 	sessionDone   chan struct{}
 	flush         chan struct{}
 	callbacksDone chan struct{}
+	stopCleanup   chan struct{}
 	stopOnce      sync.Once
 }
 
@@ -111,6 +112,8 @@ func (e *Executor) Start() error {
 		defer close(e.sessionDone)
 		e.session.loop(ctx)
 	}()
+	e.stopCleanup = make(chan struct{})
+	go cleanupLoop(e.config.LogDir, e.config.LogRetentionDays, e.stopCleanup, e.config.Logf)
 	e.config.Logf("executor %s started on %s", e.config.AppName, e.address)
 	return nil
 }
@@ -146,6 +149,7 @@ func (e *Executor) Shutdown() {
 		if !waitChan(stopped, 5*time.Second) {
 			e.grpc.Stop()
 		}
+		close(e.stopCleanup)
 		e.admins.close()
 		e.config.Logf("executor stopped")
 	})

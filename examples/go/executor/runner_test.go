@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +150,23 @@ func TestTruncate(t *testing.T) {
 	long := strings.Repeat("é", maxMessageChars+5)
 	if got := truncate(long); len([]rune(got)) != maxMessageChars+3 || !strings.HasSuffix(got, "é...") {
 		t.Errorf("truncated to %d runes", len([]rune(got)))
+	}
+}
+
+func TestRemoveExpiredKeepsRecentAndOtherFolders(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"2024-02-22", "2023-12-31", "2024-02-23", "2024-03-01", "callbacklogs", "not-a-date"} {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2024, 3, 1, 12, 0, 0, 0, time.Local)
+	if removed := removeExpired(root, now, 7); removed != 2 {
+		t.Errorf("removed %d folders, want 2", removed)
+	}
+	for _, kept := range []string{"2024-02-23", "2024-03-01", "callbacklogs", "not-a-date"} {
+		if _, err := os.Stat(filepath.Join(root, kept)); err != nil {
+			t.Errorf("%s was removed", kept)
+		}
 	}
 }

@@ -103,6 +103,9 @@ public final class ExampleExecutor {
   }
 
   public static void main(String[] args) throws Exception {
+    // One line per record for java.util.logging (set before the first logger exists).
+    System.setProperty(
+        "java.util.logging.SimpleFormatter.format", "%1$tF %1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
     int port = Integer.parseInt(requireEnv("XJOB_EXECUTOR_PORT"));
     String logDir = System.getenv().getOrDefault("XJOB_LOG_DIR", "xjob-executor-logs");
     XjobExecutor.Builder builder =

@@ -4,12 +4,17 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.time.LocalDate;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.util.Comparator;
+import java.util.stream.Stream;
 import xjob.v1.Executor.ReadLogResponse;
 
 /**
@@ -88,6 +93,42 @@ final class LogStore {
       return missing(from, "log file not found: " + path, runActive);
     } catch (IOException e) {
       return missing(from, "failed to read log file " + path + ": " + e.getMessage(), runActive);
+    }
+  }
+
+  /**
+   * Removes the {yyyy-MM-dd} folders older than retentionDays before today (other folders, such
+   * as callbacklogs, are left alone); returns how many were removed.
+   */
+  int removeExpired(LocalDate today, int retentionDays) {
+    LocalDate oldestKept = today.minusDays(retentionDays);
+    int removed = 0;
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
+      for (Path entry : entries) {
+        LocalDate date;
+        try {
+          date = LocalDate.parse(entry.getFileName().toString(), DATE_DIR);
+        } catch (DateTimeParseException e) {
+          continue;
+        }
+        if (Files.isDirectory(entry) && date.isBefore(oldestKept) && deleteTree(entry)) {
+          removed++;
+        }
+      }
+    } catch (IOException e) {
+      return removed;
+    }
+    return removed;
+  }
+
+  private static boolean deleteTree(Path dir) {
+    try (Stream<Path> paths = Files.walk(dir)) {
+      for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(path);
+      }
+      return true;
+    } catch (IOException e) {
+      return false;
     }
   }
 

@@ -8,6 +8,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -15,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 import xjob.v1.RegistryOuterClass.Heartbeat;
@@ -43,6 +46,8 @@ public final class XjobExecutor {
   private final Session session;
   private final Server server;
   private final CountDownLatch stopped = new CountDownLatch(1);
+  private final ScheduledExecutorService cleanup =
+      Executors.newSingleThreadScheduledExecutor(Runner.daemonThreads());
   private boolean shutDown;
 
   private XjobExecutor(Builder config) throws IOException {
@@ -77,6 +82,20 @@ public final class XjobExecutor {
             this::heartbeat);
     callbacks.start();
     session.start();
+    if (config.logRetentionDays >= 3) {
+      // Once at start, then daily: date folders older than the retention go (below 3: off).
+      cleanup.scheduleAtFixedRate(
+          () -> {
+            int removed = logs.removeExpired(LocalDate.now(), config.logRetentionDays);
+            if (removed > 0) {
+              LOG.info("removed " + removed + " run log folders older than "
+                  + config.logRetentionDays + " days");
+            }
+          },
+          0,
+          1,
+          TimeUnit.DAYS);
+    }
     LOG.info("executor " + config.appName + " started on " + address);
   }
 
@@ -131,6 +150,7 @@ public final class XjobExecutor {
       Thread.currentThread().interrupt();
       server.shutdownNow();
     } finally {
+      cleanup.shutdownNow();
       admins.close();
       stopped.countDown();
       LOG.info("executor stopped");
@@ -170,6 +190,7 @@ public final class XjobExecutor {
     private Duration shutdownGrace = Duration.ofSeconds(5);
     private Duration killGrace = Duration.ofSeconds(2);
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
+    private int logRetentionDays = 30;
     private final Map<String, JobHandler> handlers = new LinkedHashMap<>();
 
     private Builder() {}
@@ -241,6 +262,12 @@ public final class XjobExecutor {
     /** How long shutdown tries to deliver pending results before spooling them (3 s). */
     public Builder callbackFlushTimeout(Duration timeout) {
       this.callbackFlushTimeout = timeout;
+      return this;
+    }
+
+    /** How many days of run logs are kept (default 30; below 3 the daily sweep is off). */
+    public Builder logRetentionDays(int days) {
+      this.logRetentionDays = days;
       return this;
     }
 
