@@ -14,6 +14,8 @@ const { Runner } = require('./runner');
 const { Session } = require('./session');
 const { service } = require('./server');
 
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 const consoleLog = {
   info: (message) => console.error(`${new Date().toISOString()} INFO ${message}`),
   warn: (message) => console.error(`${new Date().toISOString()} WARN ${message}`),
@@ -54,7 +56,8 @@ class Executor {
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
     });
-    this.server = new grpc.Server();
+    // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
     this.server.addService(xjob.ExecutorService.service, service({ runner: this.runner, joblog: this.joblog, accessToken: this.accessToken }));
     await new Promise((resolve, reject) => {
       this.server.bindAsync(this.bind, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));

@@ -22,6 +22,8 @@ from .session import Session
 
 log = logging.getLogger("xjob_executor")
 
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
 
 class Executor:
     def __init__(
@@ -69,7 +71,8 @@ class Executor:
         self._callbacks = CallbackSender(self._admins)
         self._joblog = JobLogStore(self._log_dir)
         self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
-        self._server = grpc.aio.server()
+        # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+        self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
         if self._server.add_insecure_port(self.bind) == 0:
             raise OSError(f"cannot listen on {self.bind}")
