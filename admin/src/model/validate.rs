@@ -20,6 +20,8 @@ pub const APP_NAME_MIN_CHARS: usize = 4;
 pub const APP_NAME_MAX_CHARS: usize = 64;
 /// Longest accepted group access token, in characters.
 pub const ACCESS_TOKEN_MAX_CHARS: usize = 256;
+/// Longest accepted executor address, in bytes (a URL; also keeps error messages small).
+pub const MAX_ADDRESS_BYTES: usize = 2048;
 /// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
 pub const MAX_INTERVAL_SECONDS: i64 = i32::MAX as i64;
 
@@ -254,11 +256,20 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
 pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     let length = app_name.chars().count();
+    // Echoed cut and escaped: a status message travels in an HTTP/2 trailer, which a 100 KB
+    // name would overflow (the client would see RESOURCE_EXHAUSTED instead of this error).
+    let shown: String = app_name.chars().take(APP_NAME_MAX_CHARS).collect();
+    let shown = shown.escape_debug();
+    let more = if length > APP_NAME_MAX_CHARS {
+        "…"
+    } else {
+        ""
+    };
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
         return Err(Error::invalid(
             field,
             format!(
-                "'{app_name}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
+                "'{shown}{more}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
                  has {length}"
             ),
         ));
@@ -267,7 +278,7 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     if !app_name.chars().all(allowed) {
         return Err(Error::invalid(
             field,
-            format!("'{app_name}' may contain only letters, digits, '_', '.' and '-'"),
+            format!("'{shown}' may contain only letters, digits, '_', '.' and '-'"),
         ));
     }
     Ok(())
@@ -281,12 +292,54 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
         ));
     }
     for (index, address) in addresses.iter().enumerate() {
-        if !(address.starts_with("http://") || address.starts_with("https://")) {
-            return Err(Error::invalid(
-                &format!("{field}[{index}]"),
-                format!("'{address}' must start with http:// or https://"),
-            ));
-        }
+        validate_executor_address(address, &format!("{field}[{index}]"))?;
+    }
+    Ok(())
+}
+
+/// Checks an address the admin dials (a MANUAL group's, or one an executor registers):
+/// `http://` or `https://`, then a non-empty `host[:port]`, with no whitespace or control
+/// characters anywhere and a port, when given, of 1-65535.
+pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error> {
+    if address.len() > MAX_ADDRESS_BYTES {
+        let message = format!(
+            "{} bytes exceeds the limit of {MAX_ADDRESS_BYTES}",
+            address.len()
+        );
+        return Err(Error::invalid(field, message));
+    }
+    let Some(rest) = address
+        .strip_prefix("http://")
+        .or_else(|| address.strip_prefix("https://"))
+    else {
+        return Err(Error::invalid(
+            field,
+            format!("'{address}' must start with http:// or https://"),
+        ));
+    };
+    if address.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "'{}' may not contain spaces or control characters",
+                address.escape_debug()
+            ),
+        ));
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (host, port) = match authority.rsplit_once(':') {
+        // An IPv6 literal ends with ']'; its colons are not a port separator.
+        Some((host, port)) if !port.ends_with(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    if host.is_empty() {
+        return Err(Error::invalid(field, format!("'{address}' has no host")));
+    }
+    if port.is_some_and(|port| !port.parse::<u16>().is_ok_and(|port| port > 0)) {
+        return Err(Error::invalid(
+            field,
+            format!("'{address}' has an invalid port (1-65535)"),
+        ));
     }
     Ok(())
 }
@@ -692,6 +745,45 @@ mod tests {
         assert_eq!(find_child_cycle(1, &HashMap::new()), None);
         let chain: HashMap<i64, Vec<i64>> = (1..10_000).map(|id| (id, vec![id + 1])).collect();
         assert_eq!(find_child_cycle(1, &chain), None);
+    }
+
+    #[test]
+    fn executor_addresses_need_a_host_and_no_spaces() {
+        let check = |address: &str| {
+            validate_executor_address(address, "register.address")
+                .map_err(|error| error.to_string())
+        };
+        assert!(check("http://127.0.0.1:9999").is_ok());
+        assert!(check("https://executor.example:443/").is_ok());
+        assert!(check("http://[::1]:9999").is_ok());
+        assert!(check("http://host").is_ok());
+        assert_eq!(
+            check("http://"),
+            Err("register.address: 'http://' has no host".to_string())
+        );
+        assert_eq!(
+            check("http://:9999"),
+            Err("register.address: 'http://:9999' has no host".to_string())
+        );
+        assert_eq!(
+            check("http://a b"),
+            Err(
+                "register.address: 'http://a b' may not contain spaces or control characters"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            check("http://a:0"),
+            Err("register.address: 'http://a:0' has an invalid port (1-65535)".to_string())
+        );
+        assert_eq!(
+            check("http://a:99999"),
+            Err("register.address: 'http://a:99999' has an invalid port (1-65535)".to_string())
+        );
+        assert_eq!(
+            check("a:2"),
+            Err("register.address: 'a:2' must start with http:// or https://".to_string())
+        );
     }
 
     #[test]

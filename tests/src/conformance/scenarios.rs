@@ -38,6 +38,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(cron_success),
         scenario!(failure_retries),
         scenario!(read_log),
+        scenario!(direct_calls),
         scenario!(kill),
         scenario!(timeout),
         scenario!(serial),
@@ -478,5 +479,180 @@ async fn graceful_stop(world: &mut World) -> anyhow::Result<()> {
         super::world::status_name(log.status),
         log.handle_msg
     );
+    Ok(())
+}
+
+/// `authorization: Bearer <TOKEN>` on a direct call to the executor.
+fn with_token<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse()?);
+    Ok(request)
+}
+
+/// A BEAN run of job `job_id` as the admin would send it.
+fn run_request(job_id: i64, log_id: i64, handler: &str, params: &str) -> pb::RunRequest {
+    pb::RunRequest {
+        job_id,
+        log_id,
+        handler: handler.to_string(),
+        params: params.to_string(),
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        log_date_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_millis() as i64)
+            .unwrap_or_default(),
+        glue_type: pb::GlueType::Bean as i32,
+        shard_total: 1,
+        trigger_type: pb::TriggerType::Manual as i32,
+        ..Default::default()
+    }
+}
+
+/// ExecutorService called directly, as the admin would: refusals (duplicate log id, unknown
+/// handler, other glue types), IdleBeat, RunBatch (or UNIMPLEMENTED), ReadLog of a running and
+/// of an unknown run, Kill with and without runs, and the heartbeat's running list (a run is
+/// listed while it runs and leaves the list once its result is acknowledged).
+async fn direct_calls(world: &mut World) -> anyhow::Result<()> {
+    let app = world.app_name("direct");
+    world.create_group(&app).await?;
+    let index = world.start_executor(&app).await?;
+    let address = world.executors[index].address();
+    let mut client = ExecutorServiceClient::connect(address.clone()).await?;
+    // Ids far above the admin's, so nothing the admin knows is touched; their results are
+    // acknowledged (and ignored) by the admin's Callback.
+    let (job, other_job) = (7_000_000_001, 7_000_000_002);
+    let long_run = run_request(job, 8_000_000_001, "sleep", "60000");
+
+    client.beat(with_token(pb::BeatRequest {})?).await?;
+    let idle = client
+        .idle_beat(with_token(pb::IdleBeatRequest { job_id: job })?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(idle.idle, "IdleBeat of a job never run: {idle:?}");
+    let first = client
+        .run(with_token(long_run.clone())?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(first.accepted, "Run refused: {}", first.message);
+    let again = client
+        .run(with_token(long_run.clone())?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(!again.accepted, "a duplicate log id was accepted");
+    let busy = client
+        .idle_beat(with_token(pb::IdleBeatRequest { job_id: job })?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(!busy.idle, "IdleBeat says idle while a run of the job runs");
+    let shell = pb::RunRequest {
+        glue_type: pb::GlueType::Shell as i32,
+        ..run_request(other_job, 8_000_000_002, "succeed", "")
+    };
+    let shell = client.run(with_token(shell)?).await?.into_inner();
+    anyhow::ensure!(!shell.accepted, "a GLUE_TYPE_SHELL run was accepted");
+    let unknown = run_request(other_job, 8_000_000_003, "no-such-handler", "");
+    let unknown = client.run(with_token(unknown)?).await?.into_inner();
+    anyhow::ensure!(
+        !unknown.accepted,
+        "a run of an unknown handler was accepted"
+    );
+
+    let batch = pb::RunBatchRequest {
+        runs: vec![
+            run_request(other_job, 8_000_000_004, "no-such-handler", ""),
+            run_request(other_job, 8_000_000_005, "succeed", "batched"),
+        ],
+    };
+    match client.run_batch(with_token(batch)?).await {
+        Ok(answer) => {
+            let results = answer.into_inner().results;
+            anyhow::ensure!(
+                results.len() == 2 && !results[0].accepted && results[1].accepted,
+                "RunBatch should answer [refused, accepted]: {results:?}"
+            );
+        }
+        Err(status) if status.code() == Code::Unimplemented => {}
+        Err(status) => anyhow::bail!("RunBatch: {status}"),
+    }
+
+    let read = |from_line: i32, log_id: i64| pb::ReadLogRequest {
+        log_id,
+        log_date_ms: long_run.log_date_ms,
+        from_line,
+    };
+    wait_until(
+        RUN_BOUND,
+        "ReadLog to show the running handler's line",
+        || {
+            let mut client = client.clone();
+            async move {
+                let page = client
+                    .read_log(with_token(read(1, long_run.log_id)).ok()?)
+                    .await
+                    .ok()?;
+                let page = page.into_inner();
+                (page.content.contains("sleeping") && !page.is_end).then_some(())
+            }
+        },
+    )
+    .await?;
+    let missing = client
+        .read_log(with_token(read(1, 8_000_000_999))?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(
+        missing.to_line == 0 && missing.is_end,
+        "ReadLog of an unknown run: to_line {}, is_end {}",
+        missing.to_line,
+        missing.is_end
+    );
+    wait_until(
+        RUN_BOUND,
+        "the heartbeat to list the running run",
+        || async {
+            let listed = world.wait_listed(&app, &address, RUN_BOUND).await.ok()?;
+            listed
+                .running_log_ids
+                .contains(&long_run.log_id)
+                .then_some(())
+        },
+    )
+    .await?;
+
+    let kill = pb::KillRequest {
+        job_id: job,
+        log_id: long_run.log_id,
+    };
+    let killed = client.kill(with_token(kill)?).await?.into_inner();
+    anyhow::ensure!(killed.killed, "Kill of a running job: {killed:?}");
+    wait_until(RUN_BOUND, "the killed job to be idle", || {
+        let mut client = client.clone();
+        async move {
+            let idle = client
+                .idle_beat(with_token(pb::IdleBeatRequest { job_id: job }).ok()?)
+                .await
+                .ok()?;
+            idle.into_inner().idle.then_some(())
+        }
+    })
+    .await?;
+    let nothing = client.kill(with_token(kill)?).await?.into_inner();
+    anyhow::ensure!(!nothing.killed, "Kill of an idle job answered killed=true");
+    wait_until(
+        RUN_BOUND,
+        "the acknowledged run to leave the heartbeat's list",
+        || async {
+            let listed = world.wait_listed(&app, &address, RUN_BOUND).await.ok()?;
+            (!listed.running_log_ids.contains(&long_run.log_id)).then_some(())
+        },
+    )
+    .await?;
+    let page = client
+        .read_log(with_token(read(1, long_run.log_id))?)
+        .await?
+        .into_inner();
+    anyhow::ensure!(page.is_end, "ReadLog of the killed run: is_end false");
     Ok(())
 }
