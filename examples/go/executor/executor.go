@@ -17,6 +17,9 @@ import (
 	pb "xjob/examples/go/xjobpb"
 )
 
+// maxReceiveBytes is the largest request the executor accepts (as the Python and Node.js ones).
+const maxReceiveBytes = 64 << 20
+
 // Executor is an xjob executor: register handlers with Handle, then Start (or Run).
 type Executor struct {
 	config   Config
@@ -81,7 +84,12 @@ func (e *Executor) Start() error {
 	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken)
 	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
 
-	e.grpc = grpc.NewServer(grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)))
+	e.grpc = grpc.NewServer(
+		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
+		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
+		// fail the whole batch.
+		grpc.MaxRecvMsgSize(maxReceiveBytes),
+	)
 	pb.RegisterExecutorServiceServer(e.grpc, &server{runner: e.runner, logs: logs})
 	go func() {
 		if err := e.grpc.Serve(listener); err != nil {

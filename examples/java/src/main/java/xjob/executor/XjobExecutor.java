@@ -60,7 +60,10 @@ public final class XjobExecutor {
     this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
-        NettyServerBuilder.forAddress(new InetSocketAddress(config.host, config.port));
+        NettyServerBuilder.forAddress(new InetSocketAddress(config.host, config.port))
+            // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
+            // would fail the whole batch.
+            .maxInboundMessageSize(64 << 20);
     if (config.accessToken.isEmpty()) {
       serverBuilder.addService(service);
     } else {
