@@ -19,7 +19,7 @@ mkdir -p "$cache"
 export GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOBIN="$cache/go/bin"
 export GOFLAGS=-buildvcs=false
 export PATH="$GOBIN:$PATH"
-maven=(mvn -B -q "-Dmaven.repo.local=$cache/m2")
+maven=(mvn -B -q -Dstyle.color=never "-Dmaven.repo.local=$cache/m2")
 
 stage_started=0
 stage() {
