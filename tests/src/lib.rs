@@ -10,3 +10,6 @@ pub use harness::handlers::{
     HandlerFuture, RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of,
 };
 pub use xjob_testkit::wait_until;
+
+/// The executor conformance suite (tests/tests/executor_conformance.rs).
+pub mod conformance;

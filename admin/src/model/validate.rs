@@ -327,12 +327,20 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Refusal> {
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
 pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Refusal> {
     let length = app_name.chars().count();
-    let shown = short_prefix(app_name);
+    // Echoed cut and escaped: a status message travels in an HTTP/2 trailer, which a 100 KB
+    // name would overflow (the client would see RESOURCE_EXHAUSTED instead of this error).
+    let shown: String = app_name.chars().take(APP_NAME_MAX_CHARS).collect();
+    let shown = shown.escape_debug();
+    let more = if length > APP_NAME_MAX_CHARS {
+        "…"
+    } else {
+        ""
+    };
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
         return Err(Refusal::invalid(
             field,
             format!(
-                "'{shown}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
+                "'{shown}{more}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
                  has {length}"
             ),
         ));
@@ -797,6 +805,8 @@ mod tests {
             ("http://a:70000", "has an invalid port"),
             ("http://a:", "has an invalid port"),
             ("http://[::1", "has no valid host"),
+            ("http://:9999", "has no valid host"),
+            ("http://a\u{0}b:1", "has no valid host"),
         ] {
             let error = validate_executor_address(bad, "addresses[0]")
                 .expect_err(bad)

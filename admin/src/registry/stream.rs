@@ -20,7 +20,9 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_message::Kind;
 
 use super::RegistryContext;
+use crate::error::Error;
 use crate::model::ExecutorInfo;
+use crate::model::validate::{validate_app_name, validate_executor_address};
 
 type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
 
@@ -92,12 +94,10 @@ async fn handshake(
     if register.app_name.trim().is_empty() {
         return Err(Status::invalid_argument("register.app_name: required"));
     }
-    if !(register.address.starts_with("http://") || register.address.starts_with("https://")) {
-        return Err(Status::invalid_argument(format!(
-            "register.address: '{}' must be an http:// or https:// URL",
-            register.address
-        )));
-    }
+    // As strict as CreateGroup: a session is routed to, so a name no group can have or an
+    // address nobody can dial would only make every run sent there fail.
+    validate_app_name(&register.app_name, "register.app_name").map_err(Error::from)?;
+    validate_executor_address(&register.address, "register.address").map_err(Error::from)?;
     Ok(register)
 }
 

@@ -620,6 +620,37 @@ async fn malformed_sessions_end_with_a_clear_status_and_leave_no_executor_behind
         status.message()
     );
 
+    // Registration is validated as strictly as CreateGroup: names no group can have and
+    // addresses nobody can dial are refused, naming the field.
+    let long_name = "a".repeat(100_000);
+    let refused = [
+        ("a", "http://127.0.0.1:1", "register.app_name"),
+        (
+            long_name.as_str(),
+            "http://127.0.0.1:1",
+            "register.app_name",
+        ),
+        ("héllo-app", "http://127.0.0.1:1", "register.app_name"),
+        ("nul\0name", "http://127.0.0.1:1", "register.app_name"),
+        (APP, "http://", "register.address"),
+        (APP, "http://a b", "register.address"),
+        (APP, "http://host:0", "register.address"),
+    ];
+    for (app_name, address, field) in refused {
+        let mut bad = register(xjob_proto::PROTOCOL_VERSION);
+        if let Some(pb::executor_message::Kind::Register(register)) = &mut bad.kind {
+            register.app_name = app_name.to_string();
+            register.address = address.to_string();
+        }
+        let status = session_outcome(&url, vec![bad], true).await?;
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{address}");
+        assert!(
+            status.message().starts_with(&format!("{field}: ")),
+            "{}",
+            status.message()
+        );
+    }
+
     // Out of order: a valid Register, then a second one.
     let twice = vec![
         register(xjob_proto::PROTOCOL_VERSION),

@@ -1,0 +1,89 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config holds an executor's settings. AppName and AdminAddrs are required; the zero value of
+// every other field means its default.
+type Config struct {
+	// AppName is the app name of the executor's group.
+	AppName string
+	// AdminAddrs are the admins (http://host:port), tried in order: the next one is used when
+	// one fails.
+	AdminAddrs []string
+	// Bind is the listen address (default "0.0.0.0:9999"; port 0 picks a free port).
+	Bind string
+	// AdvertiseAddress is the URL the admins dial (default http://{bound ip}:{bound port}, with
+	// 127.0.0.1 when bound to all interfaces).
+	AdvertiseAddress string
+	// AccessToken, when set, is required on incoming calls and sent on outgoing ones as
+	// "authorization: Bearer <token>".
+	AccessToken string
+	// LogDir is the run log directory (default "./xjob-executor-logs").
+	LogDir string
+	// Labels are announced at registration.
+	Labels map[string]string
+	// ShutdownGrace is how long a graceful shutdown waits for running handlers (default 5 s).
+	ShutdownGrace time.Duration
+	// KillGrace is how long a cancelled handler may take to return before its run is reported
+	// and the job moves on (default 2 s).
+	KillGrace time.Duration
+	// LogRetentionDays is how many days of run logs are kept (default 30; below 3 the daily
+	// sweep is off).
+	LogRetentionDays int
+	// CallbackFlushTimeout is how long a graceful shutdown tries to deliver pending results
+	// before spooling them to {LogDir}/callbacklogs (default 3 s).
+	CallbackFlushTimeout time.Duration
+	// Logf receives the executor's own diagnostics (default: the standard logger).
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if strings.TrimSpace(out.AppName) == "" {
+		return out, errors.New("executor: AppName is required")
+	}
+	if len(out.AdminAddrs) == 0 {
+		return out, errors.New("executor: at least one admin address is required")
+	}
+	for _, address := range out.AdminAddrs {
+		if !strings.HasPrefix(address, "http://") && !strings.HasPrefix(address, "https://") {
+			return out, fmt.Errorf("executor: admin address %q must start with http:// or https://", address)
+		}
+	}
+	if out.AdvertiseAddress != "" && !strings.HasPrefix(out.AdvertiseAddress, "http://") &&
+		!strings.HasPrefix(out.AdvertiseAddress, "https://") {
+		return out, fmt.Errorf("executor: advertise address %q must start with http:// or https://", out.AdvertiseAddress)
+	}
+	for _, r := range out.AccessToken {
+		if r <= ' ' || r > '~' {
+			return out, errors.New("executor: the access token must be visible ASCII without spaces")
+		}
+	}
+	if out.Bind == "" {
+		out.Bind = "0.0.0.0:9999"
+	}
+	if out.LogDir == "" {
+		out.LogDir = "./xjob-executor-logs"
+	}
+	if out.ShutdownGrace == 0 {
+		out.ShutdownGrace = 5 * time.Second
+	}
+	if out.KillGrace == 0 {
+		out.KillGrace = 2 * time.Second
+	}
+	if out.LogRetentionDays == 0 {
+		out.LogRetentionDays = 30
+	}
+	if out.CallbackFlushTimeout == 0 {
+		out.CallbackFlushTimeout = 3 * time.Second
+	}
+	if out.Logf == nil {
+		out.Logf = defaultLogf
+	}
+	return out, nil
+}

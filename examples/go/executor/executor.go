@@ -1,0 +1,200 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "xjob/examples/go/xjobpb"
+)
+
+// maxReceiveBytes is the largest request the executor accepts (as the Python and Node.js ones).
+const maxReceiveBytes = 64 << 20
+
+// Executor is an xjob executor: register handlers with Handle, then Start (or Run).
+type Executor struct {
+	config   Config
+	handlers map[string]Handler
+
+	address  string
+	listener net.Listener
+	grpc     *grpc.Server
+	admins   *admins
+	runner   *runner
+	session  *session
+
+	deregister    context.CancelFunc
+	sessionDone   chan struct{}
+	flush         chan struct{}
+	callbacksDone chan struct{}
+	stopCleanup   chan struct{}
+	stopOnce      sync.Once
+}
+
+// New validates the config; it does not bind or connect yet.
+func New(config Config) (*Executor, error) {
+	valid, err := config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{config: valid, handlers: map[string]Handler{}}, nil
+}
+
+// Handle registers a BEAN handler under name. Names must be unique and not empty.
+func (e *Executor) Handle(name string, handler Handler) error {
+	if name == "" {
+		return errors.New("executor: a handler name must not be empty")
+	}
+	if _, taken := e.handlers[name]; taken {
+		return fmt.Errorf("executor: handler name %q is registered twice", name)
+	}
+	e.handlers[name] = handler
+	return nil
+}
+
+// Start binds the server, starts serving, and registers with the admins in the background; it
+// returns once the server is bound.
+func (e *Executor) Start() error {
+	spoolDir := filepath.Join(e.config.LogDir, spoolDirName)
+	if err := os.MkdirAll(spoolDir, 0o755); err != nil {
+		return fmt.Errorf("executor: log dir: %w", err)
+	}
+	listener, err := net.Listen("tcp", e.config.Bind)
+	if err != nil {
+		return fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
+	}
+	e.listener = listener
+	e.address = e.config.AdvertiseAddress
+	if e.address == "" {
+		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr))
+	}
+
+	logs := logStore{root: e.config.LogDir}
+	unreported := &unreported{ids: map[int64]bool{}}
+	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported}
+	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken)
+	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
+
+	e.grpc = grpc.NewServer(
+		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
+		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
+		// fail the whole batch.
+		grpc.MaxRecvMsgSize(maxReceiveBytes),
+	)
+	pb.RegisterExecutorServiceServer(e.grpc, &server{runner: e.runner, logs: logs})
+	go func() {
+		if err := e.grpc.Serve(listener); err != nil {
+			e.config.Logf("server stopped: %v", err)
+		}
+	}()
+
+	b := &backlog{spooled: map[int64]bool{}, unreported: unreported, spoolDir: spoolDir, logf: e.config.Logf}
+	b.load()
+	e.flush, e.callbacksDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(e.callbacksDone)
+		callbackLoop(e.admins, results.ch, b, e.flush, e.config.CallbackFlushTimeout)
+	}()
+
+	names := make([]string, 0, len(e.handlers))
+	for name := range e.handlers {
+		names = append(names, name)
+	}
+	e.session = &session{
+		admins: e.admins, runner: e.runner, unreported: unreported, logf: e.config.Logf,
+		announce:   announcement{appName: e.config.AppName, address: e.address, handlers: names, labels: e.config.Labels},
+		registered: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.deregister, e.sessionDone = cancel, make(chan struct{})
+	go func() {
+		defer close(e.sessionDone)
+		e.session.loop(ctx)
+	}()
+	e.stopCleanup = make(chan struct{})
+	go cleanupLoop(e.config.LogDir, e.config.LogRetentionDays, e.stopCleanup, e.config.Logf)
+	e.config.Logf("executor %s started on %s", e.config.AppName, e.address)
+	return nil
+}
+
+// Address is the advertised address (what the admins dial).
+func (e *Executor) Address() string { return e.address }
+
+// ExecutorID is the id of the current admin session, empty while not registered.
+func (e *Executor) ExecutorID() string { return e.session.currentExecutorID() }
+
+// WaitRegistered waits until an admin has answered Registered once.
+func (e *Executor) WaitRegistered(ctx context.Context) error {
+	select {
+	case <-e.session.registered:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown stops gracefully: Deregister first, stop accepting runs, wait for running handlers
+// up to the shutdown grace, report the rest KILLED, flush (or spool) results, stop the server.
+func (e *Executor) Shutdown() {
+	e.stopOnce.Do(func() {
+		e.config.Logf("executor shutting down")
+		e.deregister()
+		waitChan(e.sessionDone, deregisterTimeout+time.Second)
+		e.runner.shutdown(e.config.ShutdownGrace)
+		close(e.flush)
+		waitChan(e.callbacksDone, e.config.CallbackFlushTimeout+2*time.Second)
+		stopped := make(chan struct{})
+		go func() { e.grpc.GracefulStop(); close(stopped) }()
+		if !waitChan(stopped, 5*time.Second) {
+			e.grpc.Stop()
+		}
+		close(e.stopCleanup)
+		e.admins.close()
+		e.config.Logf("executor stopped")
+	})
+}
+
+// Run starts the executor and shuts it down gracefully on SIGINT or SIGTERM.
+func (e *Executor) Run() error {
+	if err := e.Start(); err != nil {
+		return err
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	<-signals
+	signal.Stop(signals)
+	e.Shutdown()
+	return nil
+}
+
+func waitChan(ch <-chan struct{}, timeout time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// advertiseAddress is http://{ip}:{port} of the bound socket, with loopback when bound to all
+// interfaces (set Config.AdvertiseAddress for anything else).
+func advertiseAddress(bound *net.TCPAddr) string {
+	ip := bound.IP
+	if ip == nil || ip.IsUnspecified() {
+		if ip.To4() == nil && ip != nil {
+			ip = net.IPv6loopback
+		} else {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
+}

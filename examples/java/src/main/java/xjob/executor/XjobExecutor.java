@@ -1,0 +1,299 @@
+package xjob.executor;
+
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+import xjob.v1.RegistryOuterClass.Heartbeat;
+
+/**
+ * An xjob executor, behaving like the Rust SDK in executor-sdk/.
+ *
+ * <pre>
+ * XjobExecutor.builder() ─start()─▶ gRPC server (ExecutorService) ─▶ runner ─▶ handlers
+ *                                ├──▶ session (Registry.Session: Register, Heartbeat, Deregister)
+ *                                └──▶ callbacks (Registry.Callback: batch, retry, spool)
+ * </pre>
+ *
+ * <p>It binds its server first and registers second. {@link #shutdown()} deregisters first, stops
+ * accepting runs, lets running handlers finish within the shutdown grace, reports the rest KILLED,
+ * flushes results (spooling what no admin took) and stops the server.
+ */
+public final class XjobExecutor {
+  private static final Logger LOG = Logger.getLogger(XjobExecutor.class.getName());
+
+  private final Builder config;
+  private final String address;
+  private final Admins admins;
+  private final Runner runner;
+  private final CallbackSender callbacks;
+  private final Session session;
+  private final Server server;
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private final ScheduledExecutorService cleanup =
+      Executors.newSingleThreadScheduledExecutor(Runner.daemonThreads());
+  private boolean shutDown;
+
+  private XjobExecutor(Builder config) throws IOException {
+    this.config = config;
+    Path spoolDir = config.logDir.resolve("callbacklogs");
+    Files.createDirectories(spoolDir);
+    LogStore logs = new LogStore(config.logDir);
+    this.admins = new Admins(config.adminAddrs, config.accessToken);
+    this.callbacks = new CallbackSender(admins, spoolDir, config.callbackFlushTimeout.toMillis());
+    this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
+    ExecutorServer service = new ExecutorServer(runner, logs);
+    NettyServerBuilder serverBuilder =
+        NettyServerBuilder.forAddress(new InetSocketAddress(config.host, config.port))
+            // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
+            // would fail the whole batch.
+            .maxInboundMessageSize(64 << 20);
+    if (config.accessToken.isEmpty()) {
+      serverBuilder.addService(service);
+    } else {
+      serverBuilder.addService(
+          ServerInterceptors.intercept(service, new ExecutorServer.TokenCheck(config.accessToken)));
+    }
+    this.server = serverBuilder.build().start();
+    int boundPort = ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
+    String host = config.host.equals("0.0.0.0") ? "127.0.0.1" : config.host;
+    this.address =
+        config.advertiseAddress != null ? config.advertiseAddress : "http://" + host + ":" + boundPort;
+    this.session =
+        new Session(
+            admins,
+            config.appName,
+            address,
+            List.copyOf(config.handlers.keySet()),
+            config.labels,
+            this::heartbeat);
+    callbacks.start();
+    session.start();
+    if (config.logRetentionDays >= 3) {
+      // Once at start, then daily: date folders older than the retention go (below 3: off).
+      cleanup.scheduleAtFixedRate(
+          () -> {
+            int removed = logs.removeExpired(LocalDate.now(), config.logRetentionDays);
+            if (removed > 0) {
+              LOG.info("removed " + removed + " run log folders older than "
+                  + config.logRetentionDays + " days");
+            }
+          },
+          0,
+          1,
+          TimeUnit.DAYS);
+    }
+    LOG.info("executor " + config.appName + " started on " + address);
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The advertised address (what the admins dial). */
+  public String address() {
+    return address;
+  }
+
+  /** The id of the current admin session, empty while not registered. */
+  public String executorId() {
+    return session.executorId();
+  }
+
+  /** Waits until an admin has answered Registered once; false on timeout. */
+  public boolean awaitRegistered(Duration timeout) throws InterruptedException {
+    return session.awaitRegistered(timeout.toMillis());
+  }
+
+  /**
+   * Heartbeat content: runs running or queued here plus finished runs whose result no admin has
+   * accepted yet: the admin must not take any of them for lost.
+   */
+  private Heartbeat heartbeat() {
+    TreeSet<Long> ids = new TreeSet<>(runner.activeLogIds());
+    ids.addAll(callbacks.unreportedLogIds());
+    return Heartbeat.newBuilder().addAllRunningLogIds(ids).setQueued(runner.queuedCount()).build();
+  }
+
+  /**
+   * Graceful stop: Deregister first, stop accepting runs, wait for running handlers up to the
+   * shutdown grace, report the rest KILLED, flush (or spool) results, stop the server.
+   */
+  public synchronized void shutdown() {
+    if (shutDown) {
+      return;
+    }
+    shutDown = true;
+    LOG.info("executor shutting down");
+    try {
+      session.deregister();
+      runner.shutdown(config.shutdownGrace);
+      callbacks.shutdown();
+      server.shutdown();
+      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      server.shutdownNow();
+    } finally {
+      cleanup.shutdownNow();
+      admins.close();
+      stopped.countDown();
+      LOG.info("executor stopped");
+    }
+  }
+
+  /** Blocks until {@link #shutdown()} has finished (e.g. from a SIGTERM hook). */
+  public void awaitStopped() throws InterruptedException {
+    stopped.await();
+  }
+
+  /**
+   * Starts an executor, waits for SIGTERM or SIGINT, shuts it down gracefully and returns, so the
+   * caller can exit with status 0. The signals are handled (not left to a shutdown hook, which
+   * would make the JVM exit with 143 and reset java.util.logging before the shutdown logs).
+   */
+  public static void runUntilSignalled(Builder builder) throws IOException, InterruptedException {
+    XjobExecutor executor = builder.start();
+    CountDownLatch signalled = new CountDownLatch(1);
+    for (String name : List.of("TERM", "INT")) {
+      sun.misc.Signal.handle(new sun.misc.Signal(name), signal -> signalled.countDown());
+    }
+    signalled.await();
+    executor.shutdown();
+  }
+
+  /** Settings and handlers; {@link #start()} validates them, binds and registers. */
+  public static final class Builder {
+    private String appName = "";
+    private final List<String> adminAddrs = new ArrayList<>();
+    private String host = "0.0.0.0";
+    private int port = 9999;
+    private String advertiseAddress;
+    private String accessToken = "";
+    private Path logDir = Path.of("xjob-executor-logs");
+    private final Map<String, String> labels = new HashMap<>();
+    private Duration shutdownGrace = Duration.ofSeconds(5);
+    private Duration killGrace = Duration.ofSeconds(2);
+    private Duration callbackFlushTimeout = Duration.ofSeconds(3);
+    private int logRetentionDays = 30;
+    private final Map<String, JobHandler> handlers = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    /** The app name of the executor's group (required). */
+    public Builder appName(String appName) {
+      this.appName = appName;
+      return this;
+    }
+
+    /** An admin (http://host:port); several are tried in the order added. */
+    public Builder adminAddr(String address) {
+      if (!address.startsWith("http://") && !address.startsWith("https://")) {
+        throw new IllegalArgumentException(
+            "admin address '" + address + "' must start with http:// or https://");
+      }
+      adminAddrs.add(address);
+      return this;
+    }
+
+    /** The listen address (default 0.0.0.0:9999; port 0 picks a free port). */
+    public Builder bind(String host, int port) {
+      this.host = host;
+      this.port = port;
+      return this;
+    }
+
+    /** The URL the admins dial (default http://{bound host}:{port}). */
+    public Builder advertiseAddress(String address) {
+      if (!address.startsWith("http://") && !address.startsWith("https://")) {
+        throw new IllegalArgumentException("advertise address must start with http:// or https://");
+      }
+      this.advertiseAddress = address;
+      return this;
+    }
+
+    /** Required on incoming calls and sent on outgoing ones as "authorization: Bearer ...". */
+    public Builder accessToken(String token) {
+      if (!token.chars().allMatch(c -> c > ' ' && c <= '~')) {
+        throw new IllegalArgumentException("the access token must be visible ASCII, no spaces");
+      }
+      this.accessToken = token;
+      return this;
+    }
+
+    /** The run log directory (default ./xjob-executor-logs). */
+    public Builder logDir(Path logDir) {
+      this.logDir = logDir;
+      return this;
+    }
+
+    public Builder label(String key, String value) {
+      labels.put(key, value);
+      return this;
+    }
+
+    /** How long a graceful shutdown waits for running handlers (default 5 s). */
+    public Builder shutdownGrace(Duration grace) {
+      this.shutdownGrace = grace;
+      return this;
+    }
+
+    /** How long a stopped handler may take to return before its run is reported (2 s). */
+    public Builder killGrace(Duration grace) {
+      this.killGrace = grace;
+      return this;
+    }
+
+    /** How long shutdown tries to deliver pending results before spooling them (3 s). */
+    public Builder callbackFlushTimeout(Duration timeout) {
+      this.callbackFlushTimeout = timeout;
+      return this;
+    }
+
+    /** How many days of run logs are kept (default 30; below 3 the daily sweep is off). */
+    public Builder logRetentionDays(int days) {
+      this.logRetentionDays = days;
+      return this;
+    }
+
+    /** Registers a BEAN handler; names must be unique and not blank. */
+    public Builder handler(String name, JobHandler handler) {
+      if (name == null || name.isBlank()) {
+        throw new IllegalArgumentException("a handler name must not be blank");
+      }
+      if (handlers.putIfAbsent(name, handler) != null) {
+        throw new IllegalArgumentException("handler name '" + name + "' is registered twice");
+      }
+      return this;
+    }
+
+    /** Binds the server, starts serving and registers in the background. */
+    public XjobExecutor start() throws IOException {
+      if (appName.isBlank()) {
+        throw new IllegalArgumentException("an app name is required");
+      }
+      if (adminAddrs.isEmpty()) {
+        throw new IllegalArgumentException("at least one admin address is required");
+      }
+      return new XjobExecutor(this);
+    }
+  }
+}

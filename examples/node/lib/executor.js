@@ -1,0 +1,112 @@
+'use strict';
+// The Executor: handlers by name, and the ordered start and stop of the server, the session
+// and the callback sender.
+//
+// Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
+// finish within shutdownGraceMs, kill the rest -> flush results (up to callbackFlushTimeoutMs)
+// -> stop the server.
+const grpc = require('@grpc/grpc-js');
+const { xjob } = require('./proto');
+const { Admins } = require('./admins');
+const { CallbackSender } = require('./callback');
+const { JobLogStore } = require('./joblog');
+const { Runner } = require('./runner');
+const { Session } = require('./session');
+const { service } = require('./server');
+
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+const consoleLog = {
+  info: (message) => console.error(`${new Date().toISOString()} INFO ${message}`),
+  warn: (message) => console.error(`${new Date().toISOString()} WARN ${message}`),
+};
+
+class Executor {
+  // bind: host:port to listen on; address: the URL the admin dials (default http://<bind>);
+  // adminAddrs: admin URLs, tried in turn.
+  constructor({
+    appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
+    killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
+  }) {
+    this.appName = appName;
+    this.adminAddrs = adminAddrs;
+    this.bind = bind;
+    this.address = (address || `http://${bind}`).replace(/\/+$/, '');
+    this.accessToken = accessToken;
+    this.logDir = logDir;
+    this.killGraceMs = killGraceMs;
+    this.shutdownGraceMs = shutdownGraceMs;
+    this.callbackFlushTimeoutMs = callbackFlushTimeoutMs;
+    this.labels = labels;
+    this.log = log;
+    this.handlers = new Map();
+  }
+
+  // Registers an async function (ctx) => message. Throwing (JobError or anything) ends the run
+  // FAILED with the error's message.
+  handler(name, fn) {
+    this.handlers.set(name, fn);
+    return this;
+  }
+
+  async start() {
+    this.admins = new Admins(this.adminAddrs, this.accessToken);
+    this.callbacks = new CallbackSender(this.admins, this.log);
+    this.joblog = new JobLogStore(this.logDir);
+    this.runner = new Runner({
+      handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
+    });
+    // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
+    this.server.addService(xjob.ExecutorService.service, service({ runner: this.runner, joblog: this.joblog, accessToken: this.accessToken }));
+    await new Promise((resolve, reject) => {
+      this.server.bindAsync(this.bind, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
+    });
+    this.session = new Session({
+      admins: this.admins,
+      register: { appName: this.appName, address: this.address, handlers: [...this.handlers.keys()].sort(), labels: this.labels, capacity: 0 },
+      runningList: () => this.runningList(),
+      log: this.log,
+    });
+    this.sessionDone = this.session.run();
+    this.log.info(`executor ${this.appName} serving on ${this.address}, admins ${this.adminAddrs.join(', ')}`);
+  }
+
+  waitRegistered() {
+    return this.session.waitRegistered();
+  }
+
+  // What a heartbeat reports: runs queued or running, and finished runs whose result the admin
+  // has not acknowledged yet.
+  runningList() {
+    const logIds = new Set([...this.runner.activeLogIds(), ...this.callbacks.pendingLogIds()]);
+    return { logIds: [...logIds], queued: this.runner.queuedCount() };
+  }
+
+  async stop() {
+    this.session.stop();
+    await this.sessionDone;
+    await this.runner.shutdown(this.shutdownGraceMs);
+    if (!(await this.callbacks.flush(this.callbackFlushTimeoutMs))) {
+      this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported`);
+    }
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, 1000);
+      this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
+    });
+    this.admins.close();
+    this.log.info('executor stopped');
+  }
+
+  // Starts, serves until SIGTERM or SIGINT, then stops gracefully.
+  async run() {
+    await this.start();
+    await new Promise((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await this.stop();
+  }
+}
+
+module.exports = { Executor };

@@ -1,0 +1,132 @@
+"""The Executor: handlers by name, and the ordered start and stop of the server, the session
+and the callback sender.
+
+Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
+finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_flush_timeout`)
+-> stop the server.
+"""
+
+import asyncio
+import logging
+import signal
+
+import grpc
+
+from ._proto import PROTOCOL_VERSION, registry_pb2
+from .admins import Admins
+from .callback import CallbackSender
+from .joblog import JobLogStore
+from .runner import Runner
+from .server import ExecutorService, add_to_server
+from .session import Session
+
+log = logging.getLogger("xjob_executor")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class Executor:
+    def __init__(
+        self,
+        app_name: str,
+        admin_addrs,
+        bind: str = "127.0.0.1:9999",
+        address: str = None,
+        access_token: str = "",
+        log_dir: str = "xjob-executor-logs",
+        kill_grace: float = 2.0,
+        shutdown_grace: float = 5.0,
+        callback_flush_timeout: float = 10.0,
+        labels: dict = None,
+    ) -> None:
+        """`bind` is host:port to listen on; `address` is the URL the admin dials
+        (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn."""
+        self.app_name = app_name
+        self.bind = bind
+        self.address = (address or f"http://{bind}").rstrip("/")
+        self._admin_addrs = list(admin_addrs)
+        self._access_token = access_token or ""
+        self._log_dir = log_dir
+        self._kill_grace = kill_grace
+        self._shutdown_grace = shutdown_grace
+        self._flush_timeout = callback_flush_timeout
+        self._labels = dict(labels or {})
+        self._handlers = {}
+        self._tasks = []
+        self._server = None
+
+    def handler(self, name: str):
+        """Decorator: registers an async (or plain) function taking a JobContext. Its return
+        value is the SUCCESS message; raising ends the run FAILED with the exception's text."""
+
+        def register(function):
+            self._handlers[name] = function
+            return function
+
+        return register
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._admins = Admins(self._admin_addrs, self._access_token)
+        self._callbacks = CallbackSender(self._admins)
+        self._joblog = JobLogStore(self._log_dir)
+        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
+        # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+        self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+        add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
+        if self._server.add_insecure_port(self.bind) == 0:
+            raise OSError(f"cannot listen on {self.bind}")
+        await self._server.start()
+        register = registry_pb2.Register(
+            app_name=self.app_name,
+            address=self.address,
+            handlers=sorted(self._handlers),
+            protocol_version=PROTOCOL_VERSION,
+            labels=self._labels,
+        )
+        self._session = Session(self._admins, register, self._running_list)
+        self._tasks = [
+            loop.create_task(self._callbacks.run()),
+            loop.create_task(self._session.run()),
+        ]
+        log.info("executor %s serving on %s, admins %s", self.app_name, self.address, self._admin_addrs)
+
+    async def wait_registered(self, timeout: float) -> None:
+        await asyncio.wait_for(self._session.registered.wait(), timeout)
+
+    def _running_list(self):
+        """What a heartbeat reports: runs queued or running, and finished runs whose result
+        the admin has not acknowledged yet."""
+        log_ids = self._runner.active_log_ids() | self._callbacks.pending_log_ids()
+        return log_ids, self._runner.queued_count()
+
+    async def stop(self) -> None:
+        callbacks_task, session_task = self._tasks
+        self._session.stop()
+        try:
+            await asyncio.wait_for(session_task, 3.0)
+        except asyncio.TimeoutError:
+            log.warning("the session did not close in time")
+        await self._runner.shutdown(self._shutdown_grace)
+        if not await self._callbacks.flush(self._flush_timeout):
+            log.error("results of log ids %s could not be reported", sorted(self._callbacks.pending_log_ids()))
+        callbacks_task.cancel()
+        await self._server.stop(1.0)
+        await self._admins.close()
+        log.info("executor stopped")
+
+    async def run(self, until=None) -> None:
+        """Starts, serves until `until` (an awaitable) completes or SIGTERM/SIGINT arrives,
+        then stops gracefully."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        waiters = [loop.create_task(stop.wait())]
+        if until is not None:
+            waiters.append(asyncio.ensure_future(until))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        await self.stop()

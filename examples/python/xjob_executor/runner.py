@@ -1,0 +1,244 @@
+"""The runner: one queue per job id, one run at a time per job, block strategies, timeouts and
+kills that cancel the handler, and the result of every run handed to the callback sender.
+
+    Run ──submit──▶ JobSlot(queue, running) ──drain task──▶ handler task ──▶ RunResult ─▶ callbacks
+         refusals: shutting down, duplicate log id, glue type, unknown handler, DISCARD_LATER
+    Kill / COVER_EARLY ──▶ queued runs reported KILLED at once + the running one stopped
+
+A stopped handler is cancelled (asyncio.CancelledError at its next await, and ctx.cancelled()
+resolves); if it has not returned within `kill_grace` it is abandoned and the run reported all
+the same. The next queued run of the job starts only after that.
+"""
+
+import asyncio
+import collections
+import inspect
+import logging
+import time
+
+from ._proto import common_pb2, executor_pb2, registry_pb2
+from .context import JobContext, JobError
+
+log = logging.getLogger("xjob_executor")
+
+CODE_SUCCESS, CODE_FAIL, CODE_TIMEOUT = 200, 500, 502
+RECENT_RUN_TTL = 600.0  # seconds a finished log id is remembered to refuse duplicates
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Run:
+    def __init__(self, request, ctx: JobContext, handler) -> None:
+        self.request = request
+        self.ctx = ctx
+        self.handler = handler
+        self.stop_reason = None  # (status, code, message) once asked to stop
+        self.stopped = asyncio.Event()
+
+    def stop(self, reason) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self.stopped.set()
+
+
+class _JobSlot:
+    def __init__(self) -> None:
+        self.queue = collections.deque()
+        self.running = None
+        self.task = None
+
+    def busy(self) -> bool:
+        return self.running is not None or bool(self.queue)
+
+
+class Runner:
+    def __init__(self, handlers, joblog, report, kill_grace: float) -> None:
+        self._handlers = handlers
+        self._joblog = joblog
+        self._report = report  # called with each RunResult
+        self._kill_grace = kill_grace
+        self._slots = {}
+        self._active = set()  # log ids queued or running
+        self._recent = collections.OrderedDict()  # finished log id -> finish time
+        self._accepting = True
+
+    # -- the ExecutorService side -------------------------------------------------------------
+
+    def submit(self, request) -> executor_pb2.RunResponse:
+        refusal = self._refusal(request)
+        if refusal:
+            return executor_pb2.RunResponse(accepted=False, message=refusal)
+        slot = self._slots.setdefault(request.job_id, _JobSlot())
+        if slot.busy() and request.block_strategy == common_pb2.BLOCK_STRATEGY_COVER_EARLY:
+            self._stop_slot(
+                slot,
+                (common_pb2.RUN_STATUS_KILLED, CODE_FAIL,
+                 f"block strategy COVER_EARLY: replaced by log {request.log_id}"),
+            )
+        run_log = self._joblog.open(request.log_id, request.log_date_ms)
+        slot.queue.append(_Run(request, JobContext(request, run_log), self._handlers[request.handler]))
+        self._active.add(request.log_id)
+        if slot.task is None:
+            slot.task = asyncio.get_running_loop().create_task(self._drain(request.job_id, slot))
+        return executor_pb2.RunResponse(accepted=True)
+
+    def _refusal(self, request):
+        if not self._accepting:
+            return "executor is shutting down"
+        self._forget_old()
+        if request.log_id in self._active or request.log_id in self._recent:
+            return f"duplicate run: log_id {request.log_id} already queued or running"
+        if request.glue_type != common_pb2.GLUE_TYPE_BEAN:
+            name = common_pb2.GlueType.Name(request.glue_type) if request.glue_type in common_pb2.GlueType.values() else str(request.glue_type)
+            return f"glue type {name} is not enabled on this executor"
+        if request.handler not in self._handlers:
+            return f"job handler [{request.handler}] not found"
+        slot = self._slots.get(request.job_id)
+        if slot and slot.busy() and request.block_strategy == common_pb2.BLOCK_STRATEGY_DISCARD_LATER:
+            return f"block strategy DISCARD_LATER: job {request.job_id} is running or queued"
+        return None
+
+    def kill_job(self, job_id: int) -> bool:
+        slot = self._slots.get(job_id)
+        if slot is None or not slot.busy():
+            return False
+        self._stop_slot(slot, (common_pb2.RUN_STATUS_KILLED, CODE_FAIL, "killed by admin"))
+        return True
+
+    def is_idle(self, job_id: int) -> bool:
+        slot = self._slots.get(job_id)
+        return slot is None or not slot.busy()
+
+    def is_active(self, log_id: int) -> bool:
+        return log_id in self._active
+
+    def active_log_ids(self):
+        return set(self._active)
+
+    def queued_count(self) -> int:
+        return sum(len(slot.queue) for slot in self._slots.values())
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    async def shutdown(self, grace: float) -> None:
+        """Refuses new runs, reports queued runs KILLED, lets running handlers finish within
+        `grace`, then stops the rest (KILLED)."""
+        self._accepting = False
+        reason = (common_pb2.RUN_STATUS_KILLED, CODE_FAIL, "executor is shutting down")
+        for slot in self._slots.values():
+            self._drop_queued(slot, reason)
+        tasks = [slot.task for slot in self._slots.values() if slot.task]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        for slot in list(self._slots.values()):
+            if slot.running:
+                slot.running.stop(reason)
+        tasks = [slot.task for slot in self._slots.values() if slot.task]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self._kill_grace + 1)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _stop_slot(self, slot: _JobSlot, reason) -> None:
+        self._drop_queued(slot, reason)
+        if slot.running:
+            slot.running.stop(reason)
+
+    def _drop_queued(self, slot: _JobSlot, reason) -> None:
+        while slot.queue:
+            run = slot.queue.popleft()
+            run.ctx.log(f"run not started: {reason[2]}")
+            self._finish(run, reason, started_at_ms=0)
+
+    async def _drain(self, job_id: int, slot: _JobSlot) -> None:
+        try:
+            while slot.queue:
+                run = slot.queue.popleft()
+                slot.running = run
+                try:
+                    await self._execute(run)
+                finally:
+                    slot.running = None
+        finally:
+            slot.task = None
+            if not slot.busy() and self._slots.get(job_id) is slot:
+                del self._slots[job_id]
+
+    async def _execute(self, run: _Run) -> None:
+        request = run.request
+        started = now_ms()
+        run.ctx.log(
+            f"run started: log {request.log_id}, handler {request.handler}, params '{request.params}', "
+            f"shard {request.shard_index}/{request.shard_total}, attempt {request.attempt}"
+        )
+        handler_task = asyncio.get_running_loop().create_task(self._call(run))
+        stopped = asyncio.get_running_loop().create_task(run.stopped.wait())
+        timeout = request.timeout_ms / 1000 if request.timeout_ms > 0 else None
+        try:
+            await asyncio.wait({handler_task, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if handler_task.done() and run.stop_reason is None:
+            outcome = handler_task.result()
+        else:
+            if run.stop_reason is None:
+                run.stop_reason = (common_pb2.RUN_STATUS_TIMEOUT, CODE_TIMEOUT,
+                                   f"job execute timeout after {request.timeout_ms} ms")
+            outcome = run.stop_reason
+            await self._stop_handler(run, handler_task)
+        self._finish(run, outcome, started)
+
+    async def _call(self, run: _Run):
+        """Runs the handler; returns (status, code, message). Never raises."""
+        try:
+            if inspect.iscoroutinefunction(run.handler):
+                returned = await run.handler(run.ctx)
+            else:
+                returned = await asyncio.to_thread(run.handler, run.ctx)
+            message = "" if returned is None else str(returned)
+            return common_pb2.RUN_STATUS_SUCCESS, CODE_SUCCESS, message
+        except asyncio.CancelledError:
+            if run.stop_reason is None:
+                return common_pb2.RUN_STATUS_FAILED, CODE_FAIL, "handler cancelled"
+            raise
+        except JobError as error:
+            return common_pb2.RUN_STATUS_FAILED, CODE_FAIL, str(error)
+        except Exception as error:  # a failing handler is a FAILED run, not a dead queue
+            log.exception("handler %s of log %s raised", run.request.handler, run.request.log_id)
+            return common_pb2.RUN_STATUS_FAILED, CODE_FAIL, f"{type(error).__name__}: {error}"
+
+    async def _stop_handler(self, run: _Run, handler_task) -> None:
+        run.ctx._cancel()
+        handler_task.cancel()
+        done, _ = await asyncio.wait({handler_task}, timeout=self._kill_grace)
+        if not done:
+            run.ctx.log(f"handler did not stop within {self._kill_grace} s; abandoned")
+            log.warning("handler of log %s ignored cancellation; abandoned", run.request.log_id)
+
+    def _finish(self, run: _Run, outcome, started_at_ms: int) -> None:
+        status, code, message = outcome
+        run.ctx.log(f"run finished: {common_pb2.RunStatus.Name(status)} ({code}) {message}")
+        request = run.request
+        self._active.discard(request.log_id)
+        self._recent[request.log_id] = time.monotonic()
+        self._report(
+            registry_pb2.RunResult(
+                log_id=request.log_id,
+                log_date_ms=request.log_date_ms,
+                status=status,
+                code=code,
+                message=message,
+                started_at_ms=started_at_ms,
+                finished_at_ms=now_ms(),
+            )
+        )
+
+    def _forget_old(self) -> None:
+        horizon = time.monotonic() - RECENT_RUN_TTL
+        while self._recent:
+            log_id, finished = next(iter(self._recent.items()))
+            if finished > horizon:
+                break
+            self._recent.popitem(last=False)

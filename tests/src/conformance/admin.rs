@@ -1,0 +1,108 @@
+//! The admin under test: the real `xjob` binary on a free loopback port with a temporary data
+//! dir and short timings, killed with SIGKILL when dropped so a failing scenario leaves nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+use tonic::transport::Channel;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+
+use crate::wait_until;
+
+/// Heartbeat interval the admin asks executors for: short, so lost runs show within seconds.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The admin configuration the suite runs with.
+const CONFIG: &str = "heartbeat_interval = \"500ms\"\nexecutor_lease = \"2s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n";
+
+/// A running `xjob serve`.
+pub struct AdminProcess {
+    child: Option<Child>,
+    binary: PathBuf,
+    data_dir: PathBuf,
+    port: u16,
+}
+
+impl AdminProcess {
+    /// Starts the admin and waits until it answers `ListGroups`.
+    pub async fn start(binary: &Path, data_dir: &Path, port: u16) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(data_dir)?;
+        std::fs::write(data_dir.join("admin.toml"), CONFIG)?;
+        let mut admin = AdminProcess {
+            child: None,
+            binary: binary.to_path_buf(),
+            data_dir: data_dir.to_path_buf(),
+            port,
+        };
+        admin.spawn().await?;
+        Ok(admin)
+    }
+
+    /// `http://127.0.0.1:port`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL, as a crash: nothing of the admin's shutdown runs.
+    pub async fn kill_9(&mut self) -> anyhow::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill().await?;
+        }
+        Ok(())
+    }
+
+    /// Starts it again on the same port and data dir (after `kill_9`).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill_9().await?;
+        self.spawn().await
+    }
+
+    /// A client, once the admin answers.
+    pub async fn client(&self) -> anyhow::Result<JobAdminClient<Channel>> {
+        let url = self.url();
+        wait_until(Duration::from_secs(20), "the admin to answer", || {
+            let url = url.clone();
+            async move {
+                let mut client = JobAdminClient::connect(url).await.ok()?;
+                client
+                    .list_groups(pb::ListGroupsRequest::default())
+                    .await
+                    .ok()?;
+                Some(client)
+            }
+        })
+        .await
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join("admin.stderr.log"))?;
+        let child = Command::new(&self.binary)
+            .args(["serve", "--node-id", "conformance-admin", "--listen"])
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--config")
+            .arg(self.data_dir.join("admin.toml"))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()?;
+        self.child = Some(child);
+        self.client().await?;
+        Ok(())
+    }
+}
+
+/// A free loopback port (bound, then released for the process to take).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}

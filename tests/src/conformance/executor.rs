@@ -1,0 +1,145 @@
+//! The executor under test: any command line, started in its own process group with the
+//! suite's environment (XJOB_ADMIN_ADDR, XJOB_APP_NAME, XJOB_EXECUTOR_PORT, XJOB_ACCESS_TOKEN,
+//! XJOB_LOG_DIR), signalled as a group so wrappers (`sh`, `npm`) take their children along.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+/// One executor implementation: a label for the table and the command that starts it.
+#[derive(Debug, Clone)]
+pub struct ExecutorCommand {
+    pub name: String,
+    pub command: String,
+}
+
+impl ExecutorCommand {
+    /// Parses `XJOB_CONFORMANCE_EXECUTOR`: entries separated by `;` or newlines, each
+    /// `name=command` or a bare command (named after its first word). `rust` alone stands for
+    /// the Rust SDK's example at `rust_example`.
+    pub fn parse_list(spec: &str, rust_example: &Path) -> Vec<ExecutorCommand> {
+        spec.split([';', '\n'])
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                if entry == "rust" {
+                    return Self::rust(rust_example);
+                }
+                match entry.split_once('=') {
+                    Some((name, command))
+                        if !name.contains(char::is_whitespace) && !name.is_empty() =>
+                    {
+                        ExecutorCommand {
+                            name: name.to_string(),
+                            command: command.trim().to_string(),
+                        }
+                    }
+                    _ => ExecutorCommand {
+                        name: entry
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("executor")
+                            .to_string(),
+                        command: entry.to_string(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The Rust SDK's conformance example.
+    pub fn rust(binary: &Path) -> ExecutorCommand {
+        ExecutorCommand {
+            name: "rust".to_string(),
+            command: format!("'{}'", binary.display()),
+        }
+    }
+}
+
+/// What an executor process is started with.
+#[derive(Debug, Clone)]
+pub struct ExecutorEnv {
+    pub admin_addrs: String,
+    pub app_name: String,
+    pub port: u16,
+    pub access_token: String,
+    pub log_dir: PathBuf,
+    /// Where its stdout and stderr go (shown when a scenario fails).
+    pub output: PathBuf,
+    /// Working directory of the command (the repository root).
+    pub work_dir: PathBuf,
+}
+
+/// A started executor process (its process group), SIGKILLed when dropped.
+pub struct ExecutorProcess {
+    child: Child,
+    pgid: Pid,
+    pub env: ExecutorEnv,
+}
+
+impl ExecutorProcess {
+    pub fn spawn(command: &ExecutorCommand, env: ExecutorEnv) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&env.log_dir)?;
+        let output = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&env.output)?;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec {}", command.command))
+            .current_dir(&env.work_dir)
+            .env("XJOB_ADMIN_ADDR", &env.admin_addrs)
+            .env("XJOB_APP_NAME", &env.app_name)
+            .env("XJOB_EXECUTOR_PORT", env.port.to_string())
+            .env("XJOB_ACCESS_TOKEN", &env.access_token)
+            .env("XJOB_LOG_DIR", &env.log_dir)
+            .stdin(Stdio::null())
+            .stdout(output.try_clone()?)
+            .stderr(output)
+            .process_group(0)
+            .spawn()?;
+        let pid = child
+            .id()
+            .ok_or_else(|| anyhow::anyhow!("the executor exited at once"))?;
+        let pgid = Pid::from_raw(i32::try_from(pid)?);
+        Ok(ExecutorProcess { child, pgid, env })
+    }
+
+    /// The address it registers: `http://127.0.0.1:port`.
+    pub fn address(&self) -> String {
+        format!("http://127.0.0.1:{}", self.env.port)
+    }
+
+    /// SIGKILL to the whole group, as a crash; waits for the process to be gone.
+    pub async fn kill_9(&mut self) -> anyhow::Result<()> {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        self.child.wait().await?;
+        Ok(())
+    }
+
+    /// SIGTERM to the group; waits up to `bound` for the process to exit.
+    pub async fn terminate(&mut self, bound: Duration) -> anyhow::Result<ExitStatus> {
+        killpg(self.pgid, Signal::SIGTERM)?;
+        match tokio::time::timeout(bound, self.child.wait()).await {
+            Ok(status) => Ok(status?),
+            Err(_) => anyhow::bail!("the executor did not exit within {bound:?} of SIGTERM"),
+        }
+    }
+
+    /// The last `lines` lines of its output, for failure messages.
+    pub fn output_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.env.output).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for ExecutorProcess {
+    fn drop(&mut self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+    }
+}
