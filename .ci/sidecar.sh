@@ -16,12 +16,14 @@ xjob_install_sidecar_tools() {
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v php >/dev/null 2>&1 || missing+=(php-cli)
-  python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
+  # PyYAML for the `python3` on PATH (which may be a pyenv one, not Debian's), from PyPI.
+  python3 -c 'import yaml' >/dev/null 2>&1 ||
+    python3 -m pip install -q --disable-pip-version-check --cache-dir "${XJOB_CI_CACHE:-/var/cache/xjob-ci}/pip" pyyaml
 }
 
 xjob_check_deploy() {
