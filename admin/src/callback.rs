@@ -25,12 +25,21 @@ pub struct ReportedResult {
     pub finished_at_ms: i64,
 }
 
-/// Persists a batch of results; returns the log ids now durable.
+/// What a batch of results came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppliedResults {
+    /// Every reported log id: durable now, or ignored as unknown; the executor may forget them.
+    pub accepted: Vec<LogId>,
+    /// The reported log ids that name no run: nothing was written for them.
+    pub unknown: Vec<LogId>,
+}
+
+/// Persists a batch of results; says which log ids are durable and which name no run.
 pub async fn apply_results(
     store: &Store,
     now_ms: i64,
     results: &[ReportedResult],
-) -> Result<Vec<LogId>, Error> {
+) -> Result<AppliedResults, Error> {
     let completions: Vec<RunCompletion> = results
         .iter()
         .map(|result| completion_of(result, now_ms))
@@ -39,7 +48,26 @@ pub async fn apply_results(
     // Per-run lines would cost more than the write at thousands of runs per second.
     tracing::debug!(reported = completions.len(), finished = finished.len(), ids = ?finished,
         "run results recorded");
-    Ok(results.iter().map(|result| result.log_id).collect())
+    // Only results that finished nothing can name no run (usually repeats of finished runs), so
+    // the common batch costs no extra read.
+    let finished: std::collections::HashSet<i64> = finished.into_iter().collect();
+    let not_finished: Vec<i64> = completions
+        .iter()
+        .map(|completion| completion.log_id)
+        .filter(|id| !finished.contains(id))
+        .collect();
+    let unknown = if not_finished.is_empty() {
+        Vec::new()
+    } else {
+        store.missing_log_ids(&not_finished).await?
+    };
+    if !unknown.is_empty() {
+        tracing::warn!(ids = ?unknown, "results for log ids that name no run were ignored");
+    }
+    Ok(AppliedResults {
+        accepted: results.iter().map(|result| result.log_id).collect(),
+        unknown: unknown.into_iter().map(LogId).collect(),
+    })
 }
 
 fn completion_of(result: &ReportedResult, now_ms: i64) -> RunCompletion {

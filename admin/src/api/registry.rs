@@ -77,9 +77,10 @@ impl pb::registry_server::Registry for RegistryService {
         check_callback_token(&self.ctx, &log_ids, presented.as_deref()).await?;
         let results: Vec<_> = results.iter().map(reported_result).collect();
         let now_ms = self.ctx.clock.now_ms();
-        let accepted = crate::callback::apply_results(&self.ctx.store, now_ms, &results).await?;
+        let applied = crate::callback::apply_results(&self.ctx.store, now_ms, &results).await?;
         Ok(Response::new(pb::CallbackResponse {
-            accepted_log_ids: accepted.into_iter().map(|id| id.0).collect(),
+            accepted_log_ids: applied.accepted.into_iter().map(|id| id.0).collect(),
+            unknown_log_ids: applied.unknown.into_iter().map(|id| id.0).collect(),
         }))
     }
 }

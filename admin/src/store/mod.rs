@@ -296,6 +296,8 @@ shared! {
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
     fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> => logs;
+    /// Ids among `ids` that name no run (never written, or deleted since).
+    fn missing_log_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that

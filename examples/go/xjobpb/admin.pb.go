@@ -1567,6 +1567,375 @@ func (x *GetJobResponse) GetJob() *Job {
 	return nil
 }
 
+// One saved version of a script job's source (XXL-JOB's GLUE history).
+type GlueVersion struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	JobId    int64                  `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	GlueType GlueType               `protobuf:"varint,3,opt,name=glue_type,json=glueType,proto3,enum=xjob.v1.GlueType" json:"glue_type,omitempty"`
+	// Empty in ListGlueVersions; use GetGlueVersion for the source.
+	GlueSource string `protobuf:"bytes,4,opt,name=glue_source,json=glueSource,proto3" json:"glue_source,omitempty"`
+	GlueRemark string `protobuf:"bytes,5,opt,name=glue_remark,json=glueRemark,proto3" json:"glue_remark,omitempty"`
+	// When this version was saved; the job's glue_updated_ms while it is the current one.
+	CreatedMs     int64 `protobuf:"varint,6,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GlueVersion) Reset() {
+	*x = GlueVersion{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GlueVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GlueVersion) ProtoMessage() {}
+
+func (x *GlueVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GlueVersion.ProtoReflect.Descriptor instead.
+func (*GlueVersion) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GlueVersion) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *GlueVersion) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *GlueVersion) GetGlueType() GlueType {
+	if x != nil {
+		return x.GlueType
+	}
+	return GlueType_GLUE_TYPE_UNSPECIFIED
+}
+
+func (x *GlueVersion) GetGlueSource() string {
+	if x != nil {
+		return x.GlueSource
+	}
+	return ""
+}
+
+func (x *GlueVersion) GetGlueRemark() string {
+	if x != nil {
+		return x.GlueRemark
+	}
+	return ""
+}
+
+func (x *GlueVersion) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+type UpdateGlueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The new script; required.
+	GlueSource string `protobuf:"bytes,2,opt,name=glue_source,json=glueSource,proto3" json:"glue_source,omitempty"`
+	// What changed; required, as in XXL-JOB's editor.
+	GlueRemark    string `protobuf:"bytes,3,opt,name=glue_remark,json=glueRemark,proto3" json:"glue_remark,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateGlueRequest) Reset() {
+	*x = UpdateGlueRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGlueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGlueRequest) ProtoMessage() {}
+
+func (x *UpdateGlueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGlueRequest.ProtoReflect.Descriptor instead.
+func (*UpdateGlueRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UpdateGlueRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *UpdateGlueRequest) GetGlueSource() string {
+	if x != nil {
+		return x.GlueSource
+	}
+	return ""
+}
+
+func (x *UpdateGlueRequest) GetGlueRemark() string {
+	if x != nil {
+		return x.GlueRemark
+	}
+	return ""
+}
+
+type UpdateGlueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateGlueResponse) Reset() {
+	*x = UpdateGlueResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGlueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGlueResponse) ProtoMessage() {}
+
+func (x *UpdateGlueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGlueResponse.ProtoReflect.Descriptor instead.
+func (*UpdateGlueResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *UpdateGlueResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type ListGlueVersionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGlueVersionsRequest) Reset() {
+	*x = ListGlueVersionsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGlueVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGlueVersionsRequest) ProtoMessage() {}
+
+func (x *ListGlueVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGlueVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListGlueVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListGlueVersionsRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+type ListGlueVersionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Versions      []*GlueVersion         `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGlueVersionsResponse) Reset() {
+	*x = ListGlueVersionsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGlueVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGlueVersionsResponse) ProtoMessage() {}
+
+func (x *ListGlueVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGlueVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListGlueVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListGlueVersionsResponse) GetVersions() []*GlueVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+type GetGlueVersionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGlueVersionRequest) Reset() {
+	*x = GetGlueVersionRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGlueVersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGlueVersionRequest) ProtoMessage() {}
+
+func (x *GetGlueVersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGlueVersionRequest.ProtoReflect.Descriptor instead.
+func (*GetGlueVersionRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetGlueVersionRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetGlueVersionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       *GlueVersion           `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGlueVersionResponse) Reset() {
+	*x = GetGlueVersionResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGlueVersionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGlueVersionResponse) ProtoMessage() {}
+
+func (x *GetGlueVersionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGlueVersionResponse.ProtoReflect.Descriptor instead.
+func (*GetGlueVersionResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetGlueVersionResponse) GetVersion() *GlueVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
 type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 0 = all groups.
@@ -1586,7 +1955,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[22]
+	mi := &file_xjob_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1967,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[22]
+	mi := &file_xjob_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1980,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListJobsRequest) GetGroupId() int64 {
@@ -1674,7 +2043,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[23]
+	mi := &file_xjob_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +2055,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[23]
+	mi := &file_xjob_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +2068,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1725,7 +2094,7 @@ type StartJobRequest struct {
 
 func (x *StartJobRequest) Reset() {
 	*x = StartJobRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[24]
+	mi := &file_xjob_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +2106,7 @@ func (x *StartJobRequest) String() string {
 func (*StartJobRequest) ProtoMessage() {}
 
 func (x *StartJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[24]
+	mi := &file_xjob_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +2119,7 @@ func (x *StartJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJobRequest.ProtoReflect.Descriptor instead.
 func (*StartJobRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StartJobRequest) GetId() int64 {
@@ -1769,7 +2138,7 @@ type StartJobResponse struct {
 
 func (x *StartJobResponse) Reset() {
 	*x = StartJobResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[25]
+	mi := &file_xjob_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +2150,7 @@ func (x *StartJobResponse) String() string {
 func (*StartJobResponse) ProtoMessage() {}
 
 func (x *StartJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[25]
+	mi := &file_xjob_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +2163,7 @@ func (x *StartJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJobResponse.ProtoReflect.Descriptor instead.
 func (*StartJobResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StartJobResponse) GetJob() *Job {
@@ -1813,7 +2182,7 @@ type StopJobRequest struct {
 
 func (x *StopJobRequest) Reset() {
 	*x = StopJobRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[26]
+	mi := &file_xjob_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +2194,7 @@ func (x *StopJobRequest) String() string {
 func (*StopJobRequest) ProtoMessage() {}
 
 func (x *StopJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[26]
+	mi := &file_xjob_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +2207,7 @@ func (x *StopJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJobRequest.ProtoReflect.Descriptor instead.
 func (*StopJobRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StopJobRequest) GetId() int64 {
@@ -1857,7 +2226,7 @@ type StopJobResponse struct {
 
 func (x *StopJobResponse) Reset() {
 	*x = StopJobResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[27]
+	mi := &file_xjob_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2238,7 @@ func (x *StopJobResponse) String() string {
 func (*StopJobResponse) ProtoMessage() {}
 
 func (x *StopJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[27]
+	mi := &file_xjob_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2251,7 @@ func (x *StopJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJobResponse.ProtoReflect.Descriptor instead.
 func (*StopJobResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StopJobResponse) GetJob() *Job {
@@ -1905,7 +2274,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[28]
+	mi := &file_xjob_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2286,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[28]
+	mi := &file_xjob_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2299,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TriggerJobRequest) GetId() int64 {
@@ -1964,7 +2333,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[29]
+	mi := &file_xjob_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2345,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[29]
+	mi := &file_xjob_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2358,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TriggerJobResponse) GetLogIds() []int64 {
@@ -2015,7 +2384,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[30]
+	mi := &file_xjob_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2396,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[30]
+	mi := &file_xjob_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2409,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreviewScheduleRequest) GetScheduleType() ScheduleType {
@@ -2087,7 +2456,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[31]
+	mi := &file_xjob_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2468,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[31]
+	mi := &file_xjob_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2481,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PreviewScheduleResponse) GetFireTimesMs() []int64 {
@@ -2142,7 +2511,7 @@ type ListLogsRequest struct {
 
 func (x *ListLogsRequest) Reset() {
 	*x = ListLogsRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[32]
+	mi := &file_xjob_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2523,7 @@ func (x *ListLogsRequest) String() string {
 func (*ListLogsRequest) ProtoMessage() {}
 
 func (x *ListLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[32]
+	mi := &file_xjob_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2536,7 @@ func (x *ListLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLogsRequest.ProtoReflect.Descriptor instead.
 func (*ListLogsRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListLogsRequest) GetGroupId() int64 {
@@ -2229,7 +2598,7 @@ type ListLogsResponse struct {
 
 func (x *ListLogsResponse) Reset() {
 	*x = ListLogsResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[33]
+	mi := &file_xjob_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2610,7 @@ func (x *ListLogsResponse) String() string {
 func (*ListLogsResponse) ProtoMessage() {}
 
 func (x *ListLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[33]
+	mi := &file_xjob_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2623,7 @@ func (x *ListLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLogsResponse.ProtoReflect.Descriptor instead.
 func (*ListLogsResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListLogsResponse) GetLogs() []*Log {
@@ -2280,7 +2649,7 @@ type GetLogRequest struct {
 
 func (x *GetLogRequest) Reset() {
 	*x = GetLogRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[34]
+	mi := &file_xjob_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2661,7 @@ func (x *GetLogRequest) String() string {
 func (*GetLogRequest) ProtoMessage() {}
 
 func (x *GetLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[34]
+	mi := &file_xjob_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2674,7 @@ func (x *GetLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLogRequest.ProtoReflect.Descriptor instead.
 func (*GetLogRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetLogRequest) GetId() int64 {
@@ -2324,7 +2693,7 @@ type GetLogResponse struct {
 
 func (x *GetLogResponse) Reset() {
 	*x = GetLogResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[35]
+	mi := &file_xjob_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2705,7 @@ func (x *GetLogResponse) String() string {
 func (*GetLogResponse) ProtoMessage() {}
 
 func (x *GetLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[35]
+	mi := &file_xjob_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2718,7 @@ func (x *GetLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLogResponse.ProtoReflect.Descriptor instead.
 func (*GetLogResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetLogResponse) GetLog() *Log {
@@ -2368,7 +2737,7 @@ type KillRunRequest struct {
 
 func (x *KillRunRequest) Reset() {
 	*x = KillRunRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[36]
+	mi := &file_xjob_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2749,7 @@ func (x *KillRunRequest) String() string {
 func (*KillRunRequest) ProtoMessage() {}
 
 func (x *KillRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[36]
+	mi := &file_xjob_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2762,7 @@ func (x *KillRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRunRequest.ProtoReflect.Descriptor instead.
 func (*KillRunRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *KillRunRequest) GetLogId() int64 {
@@ -2413,7 +2782,7 @@ type KillRunResponse struct {
 
 func (x *KillRunResponse) Reset() {
 	*x = KillRunResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[37]
+	mi := &file_xjob_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2794,7 @@ func (x *KillRunResponse) String() string {
 func (*KillRunResponse) ProtoMessage() {}
 
 func (x *KillRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[37]
+	mi := &file_xjob_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2807,7 @@ func (x *KillRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRunResponse.ProtoReflect.Descriptor instead.
 func (*KillRunResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *KillRunResponse) GetKilled() bool {
@@ -2466,7 +2835,7 @@ type ReadRunLogRequest struct {
 
 func (x *ReadRunLogRequest) Reset() {
 	*x = ReadRunLogRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[38]
+	mi := &file_xjob_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2847,7 @@ func (x *ReadRunLogRequest) String() string {
 func (*ReadRunLogRequest) ProtoMessage() {}
 
 func (x *ReadRunLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[38]
+	mi := &file_xjob_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2860,7 @@ func (x *ReadRunLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRunLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadRunLogRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadRunLogRequest) GetLogId() int64 {
@@ -2521,7 +2890,7 @@ type ReadRunLogResponse struct {
 
 func (x *ReadRunLogResponse) Reset() {
 	*x = ReadRunLogResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[39]
+	mi := &file_xjob_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +2902,7 @@ func (x *ReadRunLogResponse) String() string {
 func (*ReadRunLogResponse) ProtoMessage() {}
 
 func (x *ReadRunLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[39]
+	mi := &file_xjob_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +2915,7 @@ func (x *ReadRunLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRunLogResponse.ProtoReflect.Descriptor instead.
 func (*ReadRunLogResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReadRunLogResponse) GetFromLine() int32 {
@@ -2590,7 +2959,7 @@ type ClearLogsRequest struct {
 
 func (x *ClearLogsRequest) Reset() {
 	*x = ClearLogsRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[40]
+	mi := &file_xjob_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2971,7 @@ func (x *ClearLogsRequest) String() string {
 func (*ClearLogsRequest) ProtoMessage() {}
 
 func (x *ClearLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[40]
+	mi := &file_xjob_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2984,7 @@ func (x *ClearLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearLogsRequest.ProtoReflect.Descriptor instead.
 func (*ClearLogsRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ClearLogsRequest) GetGroupId() int64 {
@@ -2648,7 +3017,7 @@ type ClearLogsResponse struct {
 
 func (x *ClearLogsResponse) Reset() {
 	*x = ClearLogsResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[41]
+	mi := &file_xjob_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +3029,7 @@ func (x *ClearLogsResponse) String() string {
 func (*ClearLogsResponse) ProtoMessage() {}
 
 func (x *ClearLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[41]
+	mi := &file_xjob_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +3042,7 @@ func (x *ClearLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearLogsResponse.ProtoReflect.Descriptor instead.
 func (*ClearLogsResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ClearLogsResponse) GetDeleted() int64 {
@@ -2701,7 +3070,7 @@ type Executor struct {
 
 func (x *Executor) Reset() {
 	*x = Executor{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[42]
+	mi := &file_xjob_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +3082,7 @@ func (x *Executor) String() string {
 func (*Executor) ProtoMessage() {}
 
 func (x *Executor) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[42]
+	mi := &file_xjob_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +3095,7 @@ func (x *Executor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Executor.ProtoReflect.Descriptor instead.
 func (*Executor) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Executor) GetExecutorId() string {
@@ -2795,7 +3164,7 @@ type ListExecutorsRequest struct {
 
 func (x *ListExecutorsRequest) Reset() {
 	*x = ListExecutorsRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[43]
+	mi := &file_xjob_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +3176,7 @@ func (x *ListExecutorsRequest) String() string {
 func (*ListExecutorsRequest) ProtoMessage() {}
 
 func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[43]
+	mi := &file_xjob_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +3189,7 @@ func (x *ListExecutorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsRequest.ProtoReflect.Descriptor instead.
 func (*ListExecutorsRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListExecutorsRequest) GetAppName() string {
@@ -2839,7 +3208,7 @@ type ListExecutorsResponse struct {
 
 func (x *ListExecutorsResponse) Reset() {
 	*x = ListExecutorsResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[44]
+	mi := &file_xjob_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3220,7 @@ func (x *ListExecutorsResponse) String() string {
 func (*ListExecutorsResponse) ProtoMessage() {}
 
 func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[44]
+	mi := &file_xjob_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3233,7 @@ func (x *ListExecutorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutorsResponse.ProtoReflect.Descriptor instead.
 func (*ListExecutorsResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListExecutorsResponse) GetExecutors() []*Executor {
@@ -2885,7 +3254,7 @@ type GetDashboardRequest struct {
 
 func (x *GetDashboardRequest) Reset() {
 	*x = GetDashboardRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[45]
+	mi := &file_xjob_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3266,7 @@ func (x *GetDashboardRequest) String() string {
 func (*GetDashboardRequest) ProtoMessage() {}
 
 func (x *GetDashboardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[45]
+	mi := &file_xjob_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3279,7 @@ func (x *GetDashboardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDashboardRequest.ProtoReflect.Descriptor instead.
 func (*GetDashboardRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetDashboardRequest) GetFromMs() int64 {
@@ -2940,7 +3309,7 @@ type DayReport struct {
 
 func (x *DayReport) Reset() {
 	*x = DayReport{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[46]
+	mi := &file_xjob_v1_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3321,7 @@ func (x *DayReport) String() string {
 func (*DayReport) ProtoMessage() {}
 
 func (x *DayReport) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[46]
+	mi := &file_xjob_v1_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3334,7 @@ func (x *DayReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayReport.ProtoReflect.Descriptor instead.
 func (*DayReport) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DayReport) GetDayMs() int64 {
@@ -3009,7 +3378,7 @@ type GetDashboardResponse struct {
 
 func (x *GetDashboardResponse) Reset() {
 	*x = GetDashboardResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[47]
+	mi := &file_xjob_v1_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +3390,7 @@ func (x *GetDashboardResponse) String() string {
 func (*GetDashboardResponse) ProtoMessage() {}
 
 func (x *GetDashboardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[47]
+	mi := &file_xjob_v1_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +3403,7 @@ func (x *GetDashboardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDashboardResponse.ProtoReflect.Descriptor instead.
 func (*GetDashboardResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetDashboardResponse) GetJobCount() int64 {
@@ -3190,7 +3559,33 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"0\n" +
 	"\x0eGetJobResponse\x12\x1e\n" +
-	"\x03job\x18\x01 \x01(\v2\f.xjob.v1.JobR\x03job\"\xda\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\f.xjob.v1.JobR\x03job\"\xc5\x01\n" +
+	"\vGlueVersion\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12.\n" +
+	"\tglue_type\x18\x03 \x01(\x0e2\x11.xjob.v1.GlueTypeR\bglueType\x12\x1f\n" +
+	"\vglue_source\x18\x04 \x01(\tR\n" +
+	"glueSource\x12\x1f\n" +
+	"\vglue_remark\x18\x05 \x01(\tR\n" +
+	"glueRemark\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x06 \x01(\x03R\tcreatedMs\"l\n" +
+	"\x11UpdateGlueRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x1f\n" +
+	"\vglue_source\x18\x02 \x01(\tR\n" +
+	"glueSource\x12\x1f\n" +
+	"\vglue_remark\x18\x03 \x01(\tR\n" +
+	"glueRemark\"4\n" +
+	"\x12UpdateGlueResponse\x12\x1e\n" +
+	"\x03job\x18\x01 \x01(\v2\f.xjob.v1.JobR\x03job\"0\n" +
+	"\x17ListGlueVersionsRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\"L\n" +
+	"\x18ListGlueVersionsResponse\x120\n" +
+	"\bversions\x18\x01 \x03(\v2\x14.xjob.v1.GlueVersionR\bversions\"'\n" +
+	"\x15GetGlueVersionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"H\n" +
+	"\x16GetGlueVersionResponse\x12.\n" +
+	"\aversion\x18\x01 \x01(\v2\x14.xjob.v1.GlueVersionR\aversion\"\xda\x01\n" +
 	"\x0fListJobsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12*\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x12.xjob.v1.JobStatusR\x06status\x12\x12\n" +
@@ -3305,7 +3700,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xb6\v\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xa9\r\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -3321,7 +3716,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\bStartJob\x12\x18.xjob.v1.StartJobRequest\x1a\x19.xjob.v1.StartJobResponse\x12<\n" +
 	"\aStopJob\x12\x17.xjob.v1.StopJobRequest\x1a\x18.xjob.v1.StopJobResponse\x12E\n" +
 	"\n" +
-	"TriggerJob\x12\x1a.xjob.v1.TriggerJobRequest\x1a\x1b.xjob.v1.TriggerJobResponse\x12T\n" +
+	"TriggerJob\x12\x1a.xjob.v1.TriggerJobRequest\x1a\x1b.xjob.v1.TriggerJobResponse\x12E\n" +
+	"\n" +
+	"UpdateGlue\x12\x1a.xjob.v1.UpdateGlueRequest\x1a\x1b.xjob.v1.UpdateGlueResponse\x12W\n" +
+	"\x10ListGlueVersions\x12 .xjob.v1.ListGlueVersionsRequest\x1a!.xjob.v1.ListGlueVersionsResponse\x12Q\n" +
+	"\x0eGetGlueVersion\x12\x1e.xjob.v1.GetGlueVersionRequest\x1a\x1f.xjob.v1.GetGlueVersionResponse\x12T\n" +
 	"\x0fPreviewSchedule\x12\x1f.xjob.v1.PreviewScheduleRequest\x1a .xjob.v1.PreviewScheduleResponse\x12?\n" +
 	"\bListLogs\x12\x18.xjob.v1.ListLogsRequest\x1a\x19.xjob.v1.ListLogsResponse\x129\n" +
 	"\x06GetLog\x12\x16.xjob.v1.GetLogRequest\x1a\x17.xjob.v1.GetLogResponse\x12<\n" +
@@ -3345,78 +3744,85 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_xjob_v1_admin_proto_goTypes = []any{
-	(JobStatus)(0),                  // 0: xjob.v1.JobStatus
-	(ClearLogsMode)(0),              // 1: xjob.v1.ClearLogsMode
-	(*Group)(nil),                   // 2: xjob.v1.Group
-	(*RetryBackoff)(nil),            // 3: xjob.v1.RetryBackoff
-	(*Job)(nil),                     // 4: xjob.v1.Job
-	(*Log)(nil),                     // 5: xjob.v1.Log
-	(*CreateGroupRequest)(nil),      // 6: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),     // 7: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),      // 8: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),     // 9: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),      // 10: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),     // 11: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),         // 12: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),        // 13: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),       // 14: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),      // 15: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),        // 16: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 17: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 18: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 19: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),        // 20: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 21: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),           // 22: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 23: xjob.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 24: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 25: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),         // 26: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),        // 27: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),          // 28: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),         // 29: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),       // 30: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 31: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 32: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 33: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),         // 34: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),        // 35: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),           // 36: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),          // 37: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),          // 38: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),         // 39: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),       // 40: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),      // 41: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),        // 42: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),       // 43: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                // 44: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),    // 45: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),   // 46: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),     // 47: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),               // 48: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),    // 49: xjob.v1.GetDashboardResponse
-	(AddressType)(0),                // 50: xjob.v1.AddressType
-	(ScheduleType)(0),               // 51: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),            // 52: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),              // 53: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),              // 54: xjob.v1.BlockStrategy
-	(GlueType)(0),                   // 55: xjob.v1.GlueType
-	(RunStatus)(0),                  // 56: xjob.v1.RunStatus
-	(TriggerType)(0),                // 57: xjob.v1.TriggerType
+	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
+	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
+	(*Group)(nil),                    // 2: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 3: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 4: xjob.v1.Job
+	(*Log)(nil),                      // 5: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 6: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 7: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 8: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 9: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 10: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 11: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 12: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 13: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 14: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 15: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 16: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 17: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 18: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 19: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 20: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 21: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 22: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 23: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 24: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 25: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 26: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 27: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 28: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 29: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 30: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 31: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 32: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 33: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 34: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 35: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 36: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 37: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 38: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 39: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 40: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 41: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 42: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 43: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 44: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 45: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 46: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 47: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 48: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 49: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 50: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 51: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 52: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 53: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 55: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
+	(AddressType)(0),                 // 57: xjob.v1.AddressType
+	(ScheduleType)(0),                // 58: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 59: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 60: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 61: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 62: xjob.v1.GlueType
+	(RunStatus)(0),                   // 63: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 64: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	50, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	51, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	52, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	53, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	54, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	57, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	58, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	59, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	60, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	61, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	55, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	62, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	56, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	57, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	63, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	64, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -3428,64 +3834,74 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	0,  // 21: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	4,  // 22: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	4,  // 23: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	4,  // 24: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	51, // 25: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	56, // 26: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	5,  // 27: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	5,  // 28: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	1,  // 29: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	44, // 30: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	48, // 31: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	6,  // 32: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 33: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 34: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 35: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 36: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 37: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 38: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 39: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 40: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	24, // 41: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	26, // 42: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	28, // 43: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	30, // 44: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	32, // 45: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	34, // 46: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	36, // 47: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	38, // 48: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	40, // 49: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	42, // 50: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	45, // 51: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	47, // 52: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	7,  // 53: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 54: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 55: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 56: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 57: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 58: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 59: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 60: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 61: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	25, // 62: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	27, // 63: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	29, // 64: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	31, // 65: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	33, // 66: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	35, // 67: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	37, // 68: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	39, // 69: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	41, // 70: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	43, // 71: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	46, // 72: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	49, // 73: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	53, // [53:74] is the sub-list for method output_type
-	32, // [32:53] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	62, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,  // 25: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	58, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	63, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	6,  // 36: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 37: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 38: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 39: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 40: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 41: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 42: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 43: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 44: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 45: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 46: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 47: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 48: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 49: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 50: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 51: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 52: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 53: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 54: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 55: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 56: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 57: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 58: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 59: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	7,  // 60: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 61: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 62: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 63: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 64: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 65: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 66: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 67: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 68: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 69: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 70: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 71: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 72: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 73: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 74: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 75: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 76: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 77: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 78: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 79: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 80: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 81: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 82: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 83: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	60, // [60:84] is the sub-list for method output_type
+	36, // [36:60] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -3494,14 +3910,14 @@ func file_xjob_v1_admin_proto_init() {
 		return
 	}
 	file_xjob_v1_common_proto_init()
-	file_xjob_v1_admin_proto_msgTypes[28].OneofWrappers = []any{}
+	file_xjob_v1_admin_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   48,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,27 +23,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobAdmin_CreateGroup_FullMethodName     = "/xjob.v1.JobAdmin/CreateGroup"
-	JobAdmin_UpdateGroup_FullMethodName     = "/xjob.v1.JobAdmin/UpdateGroup"
-	JobAdmin_DeleteGroup_FullMethodName     = "/xjob.v1.JobAdmin/DeleteGroup"
-	JobAdmin_GetGroup_FullMethodName        = "/xjob.v1.JobAdmin/GetGroup"
-	JobAdmin_ListGroups_FullMethodName      = "/xjob.v1.JobAdmin/ListGroups"
-	JobAdmin_CreateJob_FullMethodName       = "/xjob.v1.JobAdmin/CreateJob"
-	JobAdmin_UpdateJob_FullMethodName       = "/xjob.v1.JobAdmin/UpdateJob"
-	JobAdmin_DeleteJob_FullMethodName       = "/xjob.v1.JobAdmin/DeleteJob"
-	JobAdmin_GetJob_FullMethodName          = "/xjob.v1.JobAdmin/GetJob"
-	JobAdmin_ListJobs_FullMethodName        = "/xjob.v1.JobAdmin/ListJobs"
-	JobAdmin_StartJob_FullMethodName        = "/xjob.v1.JobAdmin/StartJob"
-	JobAdmin_StopJob_FullMethodName         = "/xjob.v1.JobAdmin/StopJob"
-	JobAdmin_TriggerJob_FullMethodName      = "/xjob.v1.JobAdmin/TriggerJob"
-	JobAdmin_PreviewSchedule_FullMethodName = "/xjob.v1.JobAdmin/PreviewSchedule"
-	JobAdmin_ListLogs_FullMethodName        = "/xjob.v1.JobAdmin/ListLogs"
-	JobAdmin_GetLog_FullMethodName          = "/xjob.v1.JobAdmin/GetLog"
-	JobAdmin_KillRun_FullMethodName         = "/xjob.v1.JobAdmin/KillRun"
-	JobAdmin_ReadRunLog_FullMethodName      = "/xjob.v1.JobAdmin/ReadRunLog"
-	JobAdmin_ClearLogs_FullMethodName       = "/xjob.v1.JobAdmin/ClearLogs"
-	JobAdmin_ListExecutors_FullMethodName   = "/xjob.v1.JobAdmin/ListExecutors"
-	JobAdmin_GetDashboard_FullMethodName    = "/xjob.v1.JobAdmin/GetDashboard"
+	JobAdmin_CreateGroup_FullMethodName      = "/xjob.v1.JobAdmin/CreateGroup"
+	JobAdmin_UpdateGroup_FullMethodName      = "/xjob.v1.JobAdmin/UpdateGroup"
+	JobAdmin_DeleteGroup_FullMethodName      = "/xjob.v1.JobAdmin/DeleteGroup"
+	JobAdmin_GetGroup_FullMethodName         = "/xjob.v1.JobAdmin/GetGroup"
+	JobAdmin_ListGroups_FullMethodName       = "/xjob.v1.JobAdmin/ListGroups"
+	JobAdmin_CreateJob_FullMethodName        = "/xjob.v1.JobAdmin/CreateJob"
+	JobAdmin_UpdateJob_FullMethodName        = "/xjob.v1.JobAdmin/UpdateJob"
+	JobAdmin_DeleteJob_FullMethodName        = "/xjob.v1.JobAdmin/DeleteJob"
+	JobAdmin_GetJob_FullMethodName           = "/xjob.v1.JobAdmin/GetJob"
+	JobAdmin_ListJobs_FullMethodName         = "/xjob.v1.JobAdmin/ListJobs"
+	JobAdmin_StartJob_FullMethodName         = "/xjob.v1.JobAdmin/StartJob"
+	JobAdmin_StopJob_FullMethodName          = "/xjob.v1.JobAdmin/StopJob"
+	JobAdmin_TriggerJob_FullMethodName       = "/xjob.v1.JobAdmin/TriggerJob"
+	JobAdmin_UpdateGlue_FullMethodName       = "/xjob.v1.JobAdmin/UpdateGlue"
+	JobAdmin_ListGlueVersions_FullMethodName = "/xjob.v1.JobAdmin/ListGlueVersions"
+	JobAdmin_GetGlueVersion_FullMethodName   = "/xjob.v1.JobAdmin/GetGlueVersion"
+	JobAdmin_PreviewSchedule_FullMethodName  = "/xjob.v1.JobAdmin/PreviewSchedule"
+	JobAdmin_ListLogs_FullMethodName         = "/xjob.v1.JobAdmin/ListLogs"
+	JobAdmin_GetLog_FullMethodName           = "/xjob.v1.JobAdmin/GetLog"
+	JobAdmin_KillRun_FullMethodName          = "/xjob.v1.JobAdmin/KillRun"
+	JobAdmin_ReadRunLog_FullMethodName       = "/xjob.v1.JobAdmin/ReadRunLog"
+	JobAdmin_ClearLogs_FullMethodName        = "/xjob.v1.JobAdmin/ClearLogs"
+	JobAdmin_ListExecutors_FullMethodName    = "/xjob.v1.JobAdmin/ListExecutors"
+	JobAdmin_GetDashboard_FullMethodName     = "/xjob.v1.JobAdmin/GetDashboard"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -72,6 +75,14 @@ type JobAdminClient interface {
 	StopJob(ctx context.Context, in *StopJobRequest, opts ...grpc.CallOption) (*StopJobResponse, error)
 	// Runs a job once now, optionally with other params or on given addresses.
 	TriggerJob(ctx context.Context, in *TriggerJobRequest, opts ...grpc.CallOption) (*TriggerJobResponse, error)
+	// Replaces a script job's glue source and remark and saves them as a version (the latest 30
+	// versions of a job are kept); the next run uses the new source. Refused
+	// (FAILED_PRECONDITION) for a BEAN job.
+	UpdateGlue(ctx context.Context, in *UpdateGlueRequest, opts ...grpc.CallOption) (*UpdateGlueResponse, error)
+	// Lists a job's saved glue versions, newest first, without their source.
+	ListGlueVersions(ctx context.Context, in *ListGlueVersionsRequest, opts ...grpc.CallOption) (*ListGlueVersionsResponse, error)
+	// Returns one saved glue version with its source.
+	GetGlueVersion(ctx context.Context, in *GetGlueVersionRequest, opts ...grpc.CallOption) (*GetGlueVersionResponse, error)
 	// Computes the next fire times of a schedule without saving anything.
 	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
 	// Lists runs, newest first.
@@ -227,6 +238,36 @@ func (c *jobAdminClient) TriggerJob(ctx context.Context, in *TriggerJobRequest, 
 	return out, nil
 }
 
+func (c *jobAdminClient) UpdateGlue(ctx context.Context, in *UpdateGlueRequest, opts ...grpc.CallOption) (*UpdateGlueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateGlueResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_UpdateGlue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListGlueVersions(ctx context.Context, in *ListGlueVersionsRequest, opts ...grpc.CallOption) (*ListGlueVersionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGlueVersionsResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListGlueVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GetGlueVersion(ctx context.Context, in *GetGlueVersionRequest, opts ...grpc.CallOption) (*GetGlueVersionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetGlueVersionResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GetGlueVersion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobAdminClient) PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PreviewScheduleResponse)
@@ -333,6 +374,14 @@ type JobAdminServer interface {
 	StopJob(context.Context, *StopJobRequest) (*StopJobResponse, error)
 	// Runs a job once now, optionally with other params or on given addresses.
 	TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error)
+	// Replaces a script job's glue source and remark and saves them as a version (the latest 30
+	// versions of a job are kept); the next run uses the new source. Refused
+	// (FAILED_PRECONDITION) for a BEAN job.
+	UpdateGlue(context.Context, *UpdateGlueRequest) (*UpdateGlueResponse, error)
+	// Lists a job's saved glue versions, newest first, without their source.
+	ListGlueVersions(context.Context, *ListGlueVersionsRequest) (*ListGlueVersionsResponse, error)
+	// Returns one saved glue version with its source.
+	GetGlueVersion(context.Context, *GetGlueVersionRequest) (*GetGlueVersionResponse, error)
 	// Computes the next fire times of a schedule without saving anything.
 	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
 	// Lists runs, newest first.
@@ -396,6 +445,15 @@ func (UnimplementedJobAdminServer) StopJob(context.Context, *StopJobRequest) (*S
 }
 func (UnimplementedJobAdminServer) TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TriggerJob not implemented")
+}
+func (UnimplementedJobAdminServer) UpdateGlue(context.Context, *UpdateGlueRequest) (*UpdateGlueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateGlue not implemented")
+}
+func (UnimplementedJobAdminServer) ListGlueVersions(context.Context, *ListGlueVersionsRequest) (*ListGlueVersionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGlueVersions not implemented")
+}
+func (UnimplementedJobAdminServer) GetGlueVersion(context.Context, *GetGlueVersionRequest) (*GetGlueVersionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetGlueVersion not implemented")
 }
 func (UnimplementedJobAdminServer) PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PreviewSchedule not implemented")
@@ -676,6 +734,60 @@ func _JobAdmin_TriggerJob_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_UpdateGlue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateGlueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).UpdateGlue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_UpdateGlue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).UpdateGlue(ctx, req.(*UpdateGlueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListGlueVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGlueVersionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListGlueVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListGlueVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListGlueVersions(ctx, req.(*ListGlueVersionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GetGlueVersion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGlueVersionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GetGlueVersion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GetGlueVersion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GetGlueVersion(ctx, req.(*GetGlueVersionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobAdmin_PreviewSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreviewScheduleRequest)
 	if err := dec(in); err != nil {
@@ -878,6 +990,18 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TriggerJob",
 			Handler:    _JobAdmin_TriggerJob_Handler,
+		},
+		{
+			MethodName: "UpdateGlue",
+			Handler:    _JobAdmin_UpdateGlue_Handler,
+		},
+		{
+			MethodName: "ListGlueVersions",
+			Handler:    _JobAdmin_ListGlueVersions_Handler,
+		},
+		{
+			MethodName: "GetGlueVersion",
+			Handler:    _JobAdmin_GetGlueVersion_Handler,
 		},
 		{
 			MethodName: "PreviewSchedule",

@@ -281,6 +281,9 @@ const (
 	GlueType_GLUE_TYPE_NODEJS     GlueType = 4
 	GlueType_GLUE_TYPE_PHP        GlueType = 5
 	GlueType_GLUE_TYPE_POWERSHELL GlueType = 6
+	// XXL-JOB's Java glue. Never runs: it is Java source compiled inside a JVM executor, and xjob
+	// executors are not JVMs. Named so that it is refused with that reason, not as an unknown value.
+	GlueType_GLUE_TYPE_GROOVY GlueType = 7
 )
 
 // Enum value maps for GlueType.
@@ -293,6 +296,7 @@ var (
 		4: "GLUE_TYPE_NODEJS",
 		5: "GLUE_TYPE_PHP",
 		6: "GLUE_TYPE_POWERSHELL",
+		7: "GLUE_TYPE_GROOVY",
 	}
 	GlueType_value = map[string]int32{
 		"GLUE_TYPE_UNSPECIFIED": 0,
@@ -302,6 +306,7 @@ var (
 		"GLUE_TYPE_NODEJS":      4,
 		"GLUE_TYPE_PHP":         5,
 		"GLUE_TYPE_POWERSHELL":  6,
+		"GLUE_TYPE_GROOVY":      7,
 	}
 )
 
@@ -558,7 +563,7 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x1aBLOCK_STRATEGY_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fBLOCK_STRATEGY_SERIAL_EXECUTION\x10\x01\x12 \n" +
 	"\x1cBLOCK_STRATEGY_DISCARD_LATER\x10\x02\x12\x1e\n" +
-	"\x1aBLOCK_STRATEGY_COVER_EARLY\x10\x03*\xa7\x01\n" +
+	"\x1aBLOCK_STRATEGY_COVER_EARLY\x10\x03*\xbd\x01\n" +
 	"\bGlueType\x12\x19\n" +
 	"\x15GLUE_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eGLUE_TYPE_BEAN\x10\x01\x12\x13\n" +
@@ -566,7 +571,8 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x10GLUE_TYPE_PYTHON\x10\x03\x12\x14\n" +
 	"\x10GLUE_TYPE_NODEJS\x10\x04\x12\x11\n" +
 	"\rGLUE_TYPE_PHP\x10\x05\x12\x18\n" +
-	"\x14GLUE_TYPE_POWERSHELL\x10\x06*\xbc\x01\n" +
+	"\x14GLUE_TYPE_POWERSHELL\x10\x06\x12\x14\n" +
+	"\x10GLUE_TYPE_GROOVY\x10\a*\xbc\x01\n" +
 	"\vTriggerType\x12\x1c\n" +
 	"\x18TRIGGER_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TRIGGER_TYPE_CRON\x10\x01\x12\x17\n" +

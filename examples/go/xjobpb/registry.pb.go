@@ -632,10 +632,14 @@ func (x *RunResult) GetStartedAtMs() int64 {
 
 type CallbackResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Results now durable on the admin (including repeats of already finished runs).
+	// Results the executor can forget: durable on the admin (including repeats of already
+	// finished runs), or ignored because their log id names no run (listed again below).
 	AcceptedLogIds []int64 `protobuf:"varint,1,rep,packed,name=accepted_log_ids,json=acceptedLogIds,proto3" json:"accepted_log_ids,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The subset of accepted_log_ids that names no run on the admin (never written, or deleted by
+	// retention): nothing was written for them. Do not resend them.
+	UnknownLogIds []int64 `protobuf:"varint,2,rep,packed,name=unknown_log_ids,json=unknownLogIds,proto3" json:"unknown_log_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallbackResponse) Reset() {
@@ -671,6 +675,13 @@ func (*CallbackResponse) Descriptor() ([]byte, []int) {
 func (x *CallbackResponse) GetAcceptedLogIds() []int64 {
 	if x != nil {
 		return x.AcceptedLogIds
+	}
+	return nil
+}
+
+func (x *CallbackResponse) GetUnknownLogIds() []int64 {
+	if x != nil {
+		return x.UnknownLogIds
 	}
 	return nil
 }
@@ -725,9 +736,10 @@ const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12$\n" +
 	"\x0efinished_at_ms\x18\x06 \x01(\x03R\ffinishedAtMs\x12 \n" +
 	"\vtraceparent\x18\a \x01(\tR\vtraceparent\x12\"\n" +
-	"\rstarted_at_ms\x18\b \x01(\x03R\vstartedAtMs\"<\n" +
+	"\rstarted_at_ms\x18\b \x01(\x03R\vstartedAtMs\"d\n" +
 	"\x10CallbackResponse\x12(\n" +
-	"\x10accepted_log_ids\x18\x01 \x03(\x03R\x0eacceptedLogIds2\x8b\x01\n" +
+	"\x10accepted_log_ids\x18\x01 \x03(\x03R\x0eacceptedLogIds\x12&\n" +
+	"\x0funknown_log_ids\x18\x02 \x03(\x03R\runknownLogIds2\x8b\x01\n" +
 	"\bRegistry\x12>\n" +
 	"\aSession\x12\x18.xjob.v1.ExecutorMessage\x1a\x15.xjob.v1.AdminMessage(\x010\x01\x12?\n" +
 	"\bCallback\x12\x18.xjob.v1.CallbackRequest\x1a\x19.xjob.v1.CallbackResponseb\x06proto3"

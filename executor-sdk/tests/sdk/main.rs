@@ -109,7 +109,10 @@ impl Registry for FakeAdmin {
         let results = request.into_inner().results;
         let accepted_log_ids = results.iter().map(|result| result.log_id).collect();
         let _ = self.events_tx.send(AdminEvent::Callback(results));
-        Ok(Response::new(pb::CallbackResponse { accepted_log_ids }))
+        Ok(Response::new(pb::CallbackResponse {
+            accepted_log_ids,
+            unknown_log_ids: Vec::new(),
+        }))
     }
 }
 

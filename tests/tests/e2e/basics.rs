@@ -692,3 +692,39 @@ async fn malformed_sessions_end_with_a_clear_status_and_leave_no_executor_behind
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_callback_for_log_ids_that_name_no_run_says_so_and_writes_nothing() -> anyhow::Result<()>
+{
+    let (cluster, group_id, _) = cluster_with_executor().await?;
+    let job = cluster
+        .create_job(TestCluster::job(group_id, "ok", pb::ScheduleType::None, ""))
+        .await?;
+    let log_id = cluster.trigger(job.id, None).await?;
+    let finished = cluster
+        .wait_log_final(log_id, Duration::from_secs(10))
+        .await?;
+    assert_eq!(finished.status, pb::RunStatus::Success as i32);
+
+    let result = |log_id: i64| pb::RunResult {
+        log_id,
+        status: pb::RunStatus::Failed as i32,
+        code: 500,
+        message: "late and forged".to_string(),
+        ..Default::default()
+    };
+    let mut registry = pb::registry_client::RegistryClient::connect(cluster.admin_url()).await?;
+    let answer = registry
+        .callback(pb::CallbackRequest {
+            results: vec![result(log_id), result(987_654_321), result(-5)],
+        })
+        .await?
+        .into_inner();
+    assert_eq!(answer.accepted_log_ids, vec![log_id, 987_654_321, -5]);
+    assert_eq!(answer.unknown_log_ids, vec![987_654_321, -5]);
+    // The repeat for the finished run changed nothing either.
+    let after = cluster.get_log(log_id).await?;
+    assert_eq!(after.status, pb::RunStatus::Success as i32, "{after:?}");
+    cluster.shutdown().await;
+    Ok(())
+}

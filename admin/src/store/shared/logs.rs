@@ -65,6 +65,22 @@ pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> Sto
     Ok(ids)
 }
 
+/// Ids among `ids` that name no run (never written, or deleted since).
+pub async fn missing_log_ids<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<i64>> {
+    let mut conn = db.read().await?;
+    let mut found = std::collections::HashSet::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE id");
+        DB::push_id_list(&mut select, chunk);
+        found.extend(select.fetch_column::<i64>(&mut conn).await?);
+    }
+    Ok(ids
+        .iter()
+        .copied()
+        .filter(|id| !found.contains(id))
+        .collect())
+}
+
 pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<RunLog>> {
     let row = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
         .bind(id)
