@@ -169,6 +169,7 @@ pub async fn start_with(
         registry: Arc::clone(&registry),
         node: node.clone(),
         clock: Arc::clone(&clock),
+        superseded: std::sync::Mutex::default(),
     });
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),

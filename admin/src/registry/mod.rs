@@ -40,6 +40,9 @@ pub struct RegistryContext {
     pub registry: Arc<Registry>,
     pub node: NodeIdentity,
     pub clock: SharedClock,
+    /// One token per open session of this admin, by executor id: cancelled when a newer session
+    /// of the same app and address replaces it, which ends the old stream.
+    pub superseded: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
 }
 
 /// Removals a slow follower may lag behind before it is told it missed some.

@@ -6,7 +6,9 @@
 //!   or a second `Register` arrives;
 //! - `FAILED_PRECONDITION`: the executor speaks another protocol version;
 //! - `UNAUTHENTICATED`: the app's group has an access token and the session did not present it;
-//! - `UNAVAILABLE`: the admin is shutting down (the executor moves to another admin).
+//! - `UNAVAILABLE`: the admin is shutting down (the executor moves to another admin);
+//! - `ABORTED`: a newer session registered the same app and address (the executor reconnected;
+//!   this stream is stale).
 //!
 //! However it ends, the executor leaves routing and its registry row is deleted at once.
 
@@ -53,6 +55,8 @@ pub async fn serve_session(
     }
     let info = executor_info(&ctx, register);
     let executor_id = info.executor_id.clone();
+    let superseded = CancellationToken::new();
+    lock_superseded(&ctx).insert(executor_id.clone(), superseded.clone());
     open(&ctx, info.clone()).await;
     let registered = pb::AdminMessage {
         kind: Some(pb::admin_message::Kind::Registered(pb::Registered {
@@ -62,9 +66,28 @@ pub async fn serve_session(
         })),
     };
     if outbound.send(Ok(registered)).await.is_ok() {
-        session_loop(&ctx, &mut inbound, &outbound, &info, &cancel).await;
+        tokio::select! {
+            _ = session_loop(&ctx, &mut inbound, &outbound, &info, &cancel) => {}
+            _ = superseded.cancelled() => {
+                tracing::info!(app = %info.app_name, address = %info.address,
+                    executor_id = %info.executor_id, "session replaced by a newer one; closing it");
+                let status = Status::aborted(
+                    "a newer session registered the same app and address; this one is closed",
+                );
+                let _ = outbound.send(Err(status)).await;
+            }
+        }
     }
+    lock_superseded(&ctx).remove(&executor_id);
     close(&ctx, &info).await;
+}
+
+fn lock_superseded(
+    ctx: &RegistryContext,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, CancellationToken>> {
+    ctx.superseded
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Waits for the first message, which must be a valid `Register`.
@@ -169,6 +192,11 @@ fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo 
 async fn open(ctx: &RegistryContext, info: ExecutorInfo) {
     tracing::info!(app = %info.app_name, address = %info.address, executor_id = %info.executor_id, "executor registered");
     if let Some(replaced) = ctx.registry.register(info.clone()) {
+        // The replaced session's stream is stale (the executor reconnected) or belongs to a
+        // second process claiming the same address: end it, so the two never alternate.
+        if let Some(token) = lock_superseded(ctx).remove(&replaced.executor_id) {
+            token.cancel();
+        }
         let _ = ctx.store.delete_registry(&replaced.executor_id).await;
     }
     if let Err(error) = ctx.store.upsert_registry(&info).await {
@@ -233,6 +261,8 @@ async fn heartbeat_received(ctx: &RegistryContext, info: &ExecutorInfo, heartbea
     if !ctx
         .registry
         .heartbeat(&info.executor_id, heartbeat.running_log_ids.clone(), now)
+        // A superseded session is on its way out: it must not push its successor out again.
+        && lock_superseded(ctx).contains_key(&info.executor_id)
     {
         // The reaper expired it while heartbeats were late; the stream is alive, so re-add it.
         let revived = ExecutorInfo {

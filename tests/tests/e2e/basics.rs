@@ -728,3 +728,56 @@ async fn a_callback_for_log_ids_that_name_no_run_says_so_and_writes_nothing() ->
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_second_session_for_the_same_address_closes_the_first() -> anyhow::Result<()> {
+    use pb::registry_client::RegistryClient;
+    let cluster = TestCluster::builder().start().await?;
+    let url = cluster.admin_url();
+    // The first session registers and stays open.
+    let mut first_client = RegistryClient::connect(url.clone()).await?;
+    let (first_tx, first_rx) = tokio::sync::mpsc::channel(8);
+    first_tx
+        .send(register(xjob_proto::PROTOCOL_VERSION))
+        .await?;
+    let mut first = first_client
+        .session(tokio_stream::wrappers::ReceiverStream::new(first_rx))
+        .await?
+        .into_inner();
+    let registered = tokio::time::timeout(Duration::from_secs(5), first.message()).await??;
+    assert!(registered.is_some(), "the first session is registered");
+
+    // The same app and address registers again (the executor reconnected).
+    let mut second_client = RegistryClient::connect(url).await?;
+    let (second_tx, second_rx) = tokio::sync::mpsc::channel(8);
+    second_tx
+        .send(register(xjob_proto::PROTOCOL_VERSION))
+        .await?;
+    let mut second = second_client
+        .session(tokio_stream::wrappers::ReceiverStream::new(second_rx))
+        .await?
+        .into_inner();
+    let registered = tokio::time::timeout(Duration::from_secs(5), second.message()).await??;
+    assert!(registered.is_some(), "the second session is registered");
+
+    // The first stream ends with ABORTED; the second one stays the only session.
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(5), first.message()).await? {
+            Ok(Some(_)) => continue,
+            Ok(None) => anyhow::bail!("the first stream ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(ended.code(), tonic::Code::Aborted, "{ended:?}");
+    assert!(ended.message().contains("newer session"), "{ended:?}");
+    let listed = cluster
+        .client()
+        .list_executors(pb::ListExecutorsRequest::default())
+        .await?
+        .into_inner()
+        .executors;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    drop((first_tx, second_tx));
+    cluster.shutdown().await;
+    Ok(())
+}
