@@ -62,6 +62,13 @@ pub struct SessionView<'a> {
     pub session_groups: &'a HashSet<i64>,
 }
 
+/// What the executors held by other admins said of stranded runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StrandedProbes {
+    /// Stranded runs every executor held elsewhere was asked about and holds nowhere.
+    pub absent: HashSet<i64>,
+}
+
 /// A run found lost, with the reason recorded as its handle message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LostVerdict {
@@ -108,26 +115,29 @@ impl LostJudge {
 
     /// Judges stranded runs (claimed by an admin that is gone, dispatch never recorded);
     /// returns those now lost.
+    ///
+    /// The sessions this admin holds list their runs in heartbeats. Executors whose sessions
+    /// other admins hold were asked directly (`ExecutorService.ReadLog` of the run: `is_end`
+    /// false while it runs or waits there); `elsewhere` says what they answered. A run one of
+    /// them may hold (it said so, or it could not be asked) is not judged.
     pub fn judge_stranded(
         &mut self,
         runs: &[RunLog],
         view: SessionView<'_>,
+        elsewhere: &StrandedProbes,
         now_ms: i64,
         params: LostParams,
     ) -> Vec<LostVerdict> {
         let stranded: HashSet<i64> = runs.iter().map(|run| run.id).collect();
         self.stranded_since
             .retain(|log_id, _| stranded.contains(log_id));
-        if !view.held_elsewhere.is_empty() {
-            self.stranded_since.clear();
-            return Vec::new();
-        }
         let mut lost = Vec::new();
         for run in runs {
             let listed = view
                 .sessions
                 .iter()
-                .any(|session| session.running_log_ids.contains(&run.id));
+                .any(|session| session.running_log_ids.contains(&run.id))
+                || (!view.held_elsewhere.is_empty() && !elsewhere.absent.contains(&run.id));
             if listed {
                 self.stranded_since.remove(&run.id);
                 continue;
@@ -305,8 +315,13 @@ async fn check_once(
             now - params.executor_timeout_ms,
         )
         .await?;
+    let elsewhere = if held_elsewhere.is_empty() || stranded.is_empty() {
+        StrandedProbes::default()
+    } else {
+        probe_stranded(ctx, &stranded, &held_elsewhere).await?
+    };
     let mut verdicts = judge.judge(&runs, view, now, params);
-    verdicts.extend(judge.judge_stranded(&stranded, view, now, params));
+    verdicts.extend(judge.judge_stranded(&stranded, view, &elsewhere, now, params));
     for verdict in verdicts {
         if ctx
             .store
@@ -320,6 +335,53 @@ async fn check_once(
 }
 
 /// The AUTO groups among those of `runs` (read with one query).
+/// Asks every executor held by another admin whether it holds each stranded run (`ReadLog` of
+/// the run; `is_end` false while it runs or waits there). A run is absent when every such
+/// executor of its group answered and none holds it; an executor that cannot be asked counts as
+/// holding it, so no run is judged on missing evidence.
+async fn probe_stranded(
+    ctx: &AdminContext,
+    stranded: &[RunLog],
+    held_elsewhere: &HashSet<String>,
+) -> Result<StrandedProbes, Error> {
+    let group_ids: Vec<GroupId> = stranded.iter().map(|run| GroupId(run.group_id)).collect();
+    let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
+    let live = ctx.registry.list_with_peers("");
+    let mut probes = tokio::task::JoinSet::new();
+    for run in stranded {
+        let Some(group) = groups.get(&GroupId(run.group_id)) else {
+            continue;
+        };
+        let addresses: Vec<String> = live
+            .iter()
+            .filter(|executor| executor.app_name == group.app_name)
+            .map(|executor| normalize(&executor.address).to_string())
+            .filter(|address| held_elsewhere.contains(address))
+            .collect();
+        let executors = Arc::clone(&ctx.executors);
+        let token = group.access_token.clone();
+        let (log_id, log_date_ms) = (run.id, run.trigger_time_ms);
+        probes.spawn(async move {
+            for address in addresses {
+                let chunk = executors
+                    .read_log(&address, &token, LogId(log_id), log_date_ms, 1)
+                    .await;
+                if !matches!(chunk, Ok(chunk) if chunk.is_end) {
+                    return None;
+                }
+            }
+            Some(log_id)
+        });
+    }
+    let mut absent = HashSet::new();
+    while let Some(joined) = probes.join_next().await {
+        if let Ok(Some(log_id)) = joined {
+            absent.insert(log_id);
+        }
+    }
+    Ok(StrandedProbes { absent })
+}
+
 async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, Error> {
     let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
     Ok(crate::trigger::load::groups(&ctx.store, &group_ids)
@@ -554,13 +616,29 @@ mod tests {
         elsewhere: &[&str],
         at: i64,
     ) -> Vec<LostVerdict> {
+        check_stranded_probed(judge, runs, sessions, elsewhere, &[], at)
+    }
+
+    /// As `check_stranded`, with `absent` the runs the executors held elsewhere said they do
+    /// not hold.
+    fn check_stranded_probed(
+        judge: &mut LostJudge,
+        runs: &[RunLog],
+        sessions: &[ExecutorInfo],
+        elsewhere: &[&str],
+        absent: &[i64],
+        at: i64,
+    ) -> Vec<LostVerdict> {
         let held_elsewhere: HashSet<String> = elsewhere.iter().map(|a| a.to_string()).collect();
         let view = SessionView {
             sessions,
             held_elsewhere: &held_elsewhere,
             session_groups: &HashSet::new(),
         };
-        judge.judge_stranded(runs, view, at, PARAMS)
+        let probes = StrandedProbes {
+            absent: absent.iter().copied().collect(),
+        };
+        judge.judge_stranded(runs, view, &probes, at, PARAMS)
     }
 
     #[test]
@@ -581,11 +659,18 @@ mod tests {
         for at in [T0, T0 + 5_000, T0 + 50_000] {
             assert!(check_stranded(&mut delivered, &runs, &listing, &[], at).is_empty());
         }
-        // Another admin holds sessions: its executors may have it; not judged here.
+        // Another admin holds sessions and its executors could not be asked, or one of them
+        // holds the run: not judged.
         let mut cautious = LostJudge::default();
         for at in [T0, T0 + 5_000, T0 + 50_000] {
             assert!(check_stranded(&mut cautious, &runs, &[], &[ADDRESS], at).is_empty());
         }
+        // Every executor held elsewhere said it does not hold the run: lost after the grace.
+        let mut asked = LostJudge::default();
+        let absent = [5];
+        assert!(check_stranded_probed(&mut asked, &runs, &[], &[ADDRESS], &absent, T0).is_empty());
+        let lost = check_stranded_probed(&mut asked, &runs, &[], &[ADDRESS], &absent, T0 + 3_100);
+        assert_eq!(lost.len(), 1, "{lost:?}");
     }
 
     #[test]
