@@ -27,6 +27,7 @@ class Executor {
   constructor({
     appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
+    logRetentionDays = 30,
   }) {
     this.appName = appName;
     this.adminAddrs = adminAddrs;
@@ -38,6 +39,7 @@ class Executor {
     this.shutdownGraceMs = shutdownGraceMs;
     this.callbackFlushTimeoutMs = callbackFlushTimeoutMs;
     this.labels = labels;
+    this.logRetentionDays = logRetentionDays;
     this.log = log;
     this.handlers = new Map();
   }
@@ -69,6 +71,14 @@ class Executor {
       log: this.log,
     });
     this.sessionDone = this.session.run();
+    // Run log folders older than the retention go at start and then hourly.
+    const sweep = () => {
+      const removed = this.joblog.removeExpired(this.logRetentionDays);
+      if (removed) this.log.info(`removed ${removed} expired run log folder(s)`);
+    };
+    sweep();
+    this.sweepTimer = setInterval(sweep, 60 * 60 * 1000);
+    this.sweepTimer.unref();
     this.log.info(`executor ${this.appName} serving on ${this.address}, admins ${this.adminAddrs.join(', ')}`);
   }
 
@@ -84,6 +94,7 @@ class Executor {
   }
 
   async stop() {
+    clearInterval(this.sweepTimer);
     this.session.stop();
     await this.sessionDone;
     await this.runner.shutdown(this.shutdownGraceMs);

@@ -136,3 +136,11 @@ test('run logs read in ranges, missing files are reported', () => {
   assert.deepEqual([missing.toLine, missing.isEnd], [0, true]);
   assert.match(missing.content, /log file not found/);
 });
+
+test('run log folders older than the retention are swept', () => {
+  for (const name of ['2026-01-01', '2026-01-20', '2026-01-31', 'not-a-date']) fs.mkdirSync(path.join(dir, name));
+  const today = new Date(2026, 1, 1, 12);
+  assert.equal(joblog.removeExpired(2, today), 0, 'retention below 3 days is off');
+  assert.equal(joblog.removeExpired(7, today), 2);
+  assert.deepEqual(fs.readdirSync(dir).sort(), ['2026-01-31', 'not-a-date']);
+});

@@ -137,6 +137,19 @@ class JobLogTest(unittest.TestCase):
             self.assertEqual((missing.to_line, missing.is_end), (0, True))
             self.assertIn("log file not found", missing.content)
 
+    def test_sweeps_date_folders_older_than_the_retention(self):
+        import datetime
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as root:
+            for name in ("2026-01-01", "2026-01-20", "2026-01-31", "not-a-date"):
+                (Path(root) / name).mkdir()
+            store = JobLogStore(root)
+            today = datetime.date(2026, 2, 1)
+            self.assertEqual(store.remove_expired(2, today), 0, "retention below 3 days is off")
+            self.assertEqual(store.remove_expired(7, today), 2)
+            self.assertEqual(sorted(p.name for p in Path(root).iterdir()), ["2026-01-31", "not-a-date"])
+
 
 if __name__ == "__main__":
     unittest.main()

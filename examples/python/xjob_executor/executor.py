@@ -38,6 +38,7 @@ class Executor:
         shutdown_grace: float = 5.0,
         callback_flush_timeout: float = 10.0,
         labels: dict = None,
+        log_retention_days: int = 30,
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
         (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn."""
@@ -51,6 +52,7 @@ class Executor:
         self._shutdown_grace = shutdown_grace
         self._flush_timeout = callback_flush_timeout
         self._labels = dict(labels or {})
+        self._log_retention_days = log_retention_days
         self._handlers = {}
         self._tasks = []
         self._server = None
@@ -88,6 +90,7 @@ class Executor:
         self._tasks = [
             loop.create_task(self._callbacks.run()),
             loop.create_task(self._session.run()),
+            loop.create_task(self._sweep_logs()),
         ]
         log.info("executor %s serving on %s, admins %s", self.app_name, self.address, self._admin_addrs)
 
@@ -100,8 +103,17 @@ class Executor:
         log_ids = self._runner.active_log_ids() | self._callbacks.pending_log_ids()
         return log_ids, self._runner.queued_count()
 
+    async def _sweep_logs(self) -> None:
+        """Deletes run log folders older than the retention, at start and then hourly."""
+        while True:
+            removed = await asyncio.to_thread(self._joblog.remove_expired, self._log_retention_days)
+            if removed:
+                log.info("removed %d expired run log folder(s)", removed)
+            await asyncio.sleep(3600)
+
     async def stop(self) -> None:
-        callbacks_task, session_task = self._tasks
+        callbacks_task, session_task, sweep_task = self._tasks
+        sweep_task.cancel()
         self._session.stop()
         try:
             await asyncio.wait_for(session_task, 3.0)
