@@ -5,6 +5,7 @@
 // Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
 // finish within shutdownGraceMs, kill the rest -> flush results (up to callbackFlushTimeoutMs)
 // -> stop the server.
+const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { xjob } = require('./proto');
 const { Admins } = require('./admins');
@@ -53,7 +54,7 @@ class Executor {
 
   async start() {
     this.admins = new Admins(this.adminAddrs, this.accessToken);
-    this.callbacks = new CallbackSender(this.admins, this.log);
+    this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'));
     this.joblog = new JobLogStore(this.logDir);
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
@@ -99,7 +100,8 @@ class Executor {
     await this.sessionDone;
     await this.runner.shutdown(this.shutdownGraceMs);
     if (!(await this.callbacks.flush(this.callbackFlushTimeoutMs))) {
-      this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported`);
+      this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported; spooled for the next start`);
+      this.callbacks.spoolAll();
     }
     await new Promise((resolve) => {
       const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, 1000);

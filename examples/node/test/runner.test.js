@@ -8,6 +8,7 @@ const { test, beforeEach, afterEach } = require('node:test');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { Runner } = require('../lib/runner');
 const { JobLogStore } = require('../lib/joblog');
+const { CallbackSender } = require('../lib/callback');
 
 const LOG_DATE = 1_700_000_000_000;
 const request = (logId, { handler = 'sleep', params = '', jobId = 1, block = 'BLOCK_STRATEGY_SERIAL_EXECUTION', timeoutMs = 0, glueType = 'GLUE_TYPE_BEAN' } = {}) => ({
@@ -143,4 +144,17 @@ test('run log folders older than the retention are swept', () => {
   assert.equal(joblog.removeExpired(2, today), 0, 'retention below 3 days is off');
   assert.equal(joblog.removeExpired(7, today), 2);
   assert.deepEqual(fs.readdirSync(dir).sort(), ['2026-01-31', 'not-a-date']);
+});
+
+test('spooled results are loaded again and deleted once acknowledged', () => {
+  const quiet = { info() {}, warn() {} };
+  const unreachable = { current: 'http://127.0.0.1:1' };
+  const spoolDir = path.join(dir, 'spool');
+  const sender = new CallbackSender(unreachable, quiet, spoolDir);
+  sender.pending.set(7, { logId: 7, status: 'RUN_STATUS_SUCCESS', code: 200 });
+  sender.spoolAll();
+  const again = new CallbackSender({ ...unreachable, registry: () => ({ Callback() {} }), metadata() {}, advance() {} }, quiet, spoolDir);
+  assert.deepEqual(again.pendingLogIds(), [7]);
+  again.acknowledged(7);
+  assert.deepEqual(fs.readdirSync(spoolDir), []);
 });

@@ -151,5 +151,24 @@ class JobLogTest(unittest.TestCase):
             self.assertEqual(sorted(p.name for p in Path(root).iterdir()), ["2026-01-31", "not-a-date"])
 
 
+class SpoolTest(unittest.IsolatedAsyncioTestCase):
+    async def test_spooled_results_are_loaded_again_and_deleted_once_acknowledged(self):
+        from xjob.v1 import registry_pb2
+        from xjob_executor.callback import CallbackSender
+
+        class Unreachable:
+            current = "http://127.0.0.1:1"
+            metadata = ()
+
+        with tempfile.TemporaryDirectory() as root:
+            sender = CallbackSender(Unreachable(), root)
+            sender.report(registry_pb2.RunResult(log_id=7, status=common_pb2.RUN_STATUS_SUCCESS, code=200))
+            sender.spool_all()
+            again = CallbackSender(Unreachable(), root)
+            self.assertEqual(again.pending_log_ids(), {7})
+            again._acknowledged(7)
+            self.assertEqual(list(__import__("pathlib").Path(root).iterdir()), [])
+
+
 if __name__ == "__main__":
     unittest.main()

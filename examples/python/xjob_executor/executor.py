@@ -9,6 +9,7 @@ finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_
 import asyncio
 import logging
 import signal
+from pathlib import Path
 
 import grpc
 
@@ -70,7 +71,7 @@ class Executor:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._admins = Admins(self._admin_addrs, self._access_token)
-        self._callbacks = CallbackSender(self._admins)
+        self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
         self._joblog = JobLogStore(self._log_dir)
         self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
@@ -121,7 +122,9 @@ class Executor:
             log.warning("the session did not close in time")
         await self._runner.shutdown(self._shutdown_grace)
         if not await self._callbacks.flush(self._flush_timeout):
-            log.error("results of log ids %s could not be reported", sorted(self._callbacks.pending_log_ids()))
+            log.error("results of log ids %s could not be reported; spooled for the next start",
+                      sorted(self._callbacks.pending_log_ids()))
+            self._callbacks.spool_all()
         callbacks_task.cancel()
         await self._server.stop(1.0)
         await self._admins.close()
