@@ -163,7 +163,7 @@ pub async fn start_with(
         records_rx,
         recorder_cancel.clone(),
     ));
-    tracker.spawn(serve(routes, listener, cancel.clone()));
+    tracker.spawn(serve(routes, listener, Arc::clone(&config), cancel.clone()));
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),
         cancel.clone(),
@@ -229,8 +229,20 @@ pub async fn start_with(
     })
 }
 
-async fn serve(routes: tonic::service::Routes, listener: TcpListener, cancel: CancellationToken) {
+async fn serve(
+    routes: tonic::service::Routes,
+    listener: TcpListener,
+    config: Arc<Config>,
+    cancel: CancellationToken,
+) {
+    // HTTP/2 pings find a frozen peer (SIGSTOP, a stuck runtime, a paused VM): its TCP stack
+    // still acknowledges, so only an unanswered ping shows it. The broken connection ends the
+    // executor's `Session`, which takes it out of routing at once. TCP keepalive closes
+    // connections whose peer vanished without a FIN.
     let result = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(config.keepalive_interval))
+        .http2_keepalive_timeout(Some(config.keepalive_timeout))
+        .tcp_keepalive(Some(config.keepalive_interval + config.keepalive_timeout))
         .add_routes(routes)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), cancel.cancelled_owned())
         .await;

@@ -38,6 +38,14 @@ pub struct Config {
     /// An executor silent for this long leaves routing.
     #[serde(with = "duration_text")]
     pub executor_lease: Duration,
+    /// How often the admin pings an idle connection (HTTP/2 PING). A peer that stops answering
+    /// (a stopped process, a paused VM, a cut cable) loses its connection, and an executor its
+    /// `Session`, after `keepalive_interval + keepalive_timeout` instead of a whole lease.
+    #[serde(with = "duration_text")]
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is closed.
+    #[serde(with = "duration_text")]
+    pub keepalive_timeout: Duration,
     /// Time an executor has to send `Register` after opening its session.
     #[serde(with = "duration_text")]
     pub handshake_timeout: Duration,
@@ -68,6 +76,13 @@ pub struct Config {
     pub retention_interval: Duration,
     /// Days of run logs kept; below 3 disables the clean-up (as XXL-JOB does).
     pub log_retention_days: u32,
+    /// Age of run logs kept, as a duration (`6h`, `90m`); when set (not 0) it replaces
+    /// `log_retention_days`, for installations that fire too often to keep whole days.
+    #[serde(with = "duration_text")]
+    pub log_retention: Duration,
+    /// Newest finished runs kept per job (XXL-JOB's "keep the latest N" clean-up, applied
+    /// continuously); 0 keeps all.
+    pub log_keep_per_job: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
 }
@@ -85,6 +100,8 @@ impl Default for Config {
             pre_read_count: 6000,
             heartbeat_interval: Duration::from_secs(10),
             executor_lease: Duration::from_secs(30),
+            keepalive_interval: Duration::from_secs(2),
+            keepalive_timeout: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
             executor_timeout: Duration::from_secs(3),
             node_lease: Duration::from_secs(10),
@@ -96,6 +113,8 @@ impl Default for Config {
             report_interval: Duration::from_secs(60),
             retention_interval: Duration::from_secs(3600),
             log_retention_days: 30,
+            log_retention: Duration::ZERO,
+            log_keep_per_job: 0,
             demo: false,
         }
     }
@@ -155,6 +174,13 @@ impl Config {
         if let Some(value) = lookup("XJOB_LOG_RETENTION_DAYS") {
             self.log_retention_days = parse_field("log_retention_days", &value)?;
         }
+        if let Some(value) = lookup("XJOB_LOG_RETENTION") {
+            self.log_retention =
+                parse_duration(&value).map_err(|message| invalid("log_retention", message))?;
+        }
+        if let Some(value) = lookup("XJOB_LOG_KEEP_PER_JOB") {
+            self.log_keep_per_job = parse_field("log_keep_per_job", &value)?;
+        }
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
         }
@@ -190,6 +216,12 @@ impl Config {
                 "must be longer than heartbeat_interval",
             ));
         }
+        if self.keepalive_interval.is_zero() {
+            return Err(invalid("keepalive_interval", "must be longer than 0"));
+        }
+        if self.keepalive_timeout.is_zero() {
+            return Err(invalid("keepalive_timeout", "must be longer than 0"));
+        }
         if self.fast_pool_size == 0 {
             return Err(invalid("fast_pool_size", "must be at least 1"));
         }
@@ -203,6 +235,12 @@ impl Config {
             return Err(invalid(
                 "followup_interval",
                 "intervals must be longer than 0",
+            ));
+        }
+        if !self.log_retention.is_zero() && self.log_retention < Duration::from_secs(1) {
+            return Err(invalid(
+                "log_retention",
+                "must be 0 (use log_retention_days) or at least 1s",
             ));
         }
         if self.max_params_bytes == 0 {

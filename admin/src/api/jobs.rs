@@ -35,7 +35,8 @@ use crate::error::Error;
 use crate::maintenance::{cleanup, report};
 use crate::model::validate::{
     JobLimits, check_params_size, child_cycle_error, dedup_child_ids, find_child_cycle,
-    merge_job_update, resolve_time_zone, validate_group, validate_job, validate_schedule,
+    merge_job_update, resolve_time_zone, validate_executor_addresses, validate_group, validate_job,
+    validate_schedule,
 };
 use crate::model::{
     AddressType, Group, Job, JobStatus, RunLog, RunStatus, ScheduleType, TriggerType, now_ms,
@@ -375,6 +376,7 @@ impl JobAdminService {
         if let Some(params) = &request.params {
             check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
         }
+        validate_executor_addresses(&request.addresses, "addresses")?;
         let trigger = &self.ctx.trigger;
         trigger
             .trigger_job(&job, TriggerType::Manual, request.params, request.addresses)

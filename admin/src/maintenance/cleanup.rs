@@ -6,9 +6,13 @@
 //! the lost-run monitor owns stuck ones. A run is aged by its trigger time, or by its scheduled
 //! time when it was never dispatched.
 //!
-//! Retention: every `retention_interval`, runs aged before the start of the day
-//! `log_retention_days` ago (admin's zone) are deleted; a retention below
-//! [`MIN_RETENTION_DAYS`] disables it, as XXL-JOB does.
+//! Retention, every `retention_interval`, in the same small batches:
+//! - by age: runs aged before the start of the day `log_retention_days` ago (admin's zone) are
+//!   deleted, and a retention below [`MIN_RETENTION_DAYS`] disables it, as XXL-JOB does; or,
+//!   when `log_retention` is set, runs older than that duration (hours, minutes), for
+//!   installations that fire too often to keep whole days;
+//! - by count: with `log_keep_per_job` N, every job keeps only its N newest finished runs
+//!   (XXL-JOB's console "keep the latest N", applied continuously to every job).
 
 use std::sync::Arc;
 
@@ -20,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::days::{date_of, day_start_ms, months_before};
 use crate::config::Config;
 use crate::model::now_ms;
-use crate::store::{LogCleanup, Store, StoreResult};
+use crate::store::{JobFilter, LogCleanup, Store, StoreResult};
 
 /// Rows one delete statement removes at most (XXL-JOB's page size).
 pub const DELETE_BATCH: i64 = 1000;
@@ -91,14 +95,27 @@ pub fn retention_cutoff_ms(zone: Tz, now_ms: i64, retention_days: u32) -> Option
     Some(day_start_ms(zone, first_kept_day))
 }
 
+/// When runs expire by age under `config`: the cutoff before which runs go, or `None` when age
+/// retention is off.
+pub fn age_cutoff_ms(config: &Config, zone: Tz, now_ms: i64) -> Option<i64> {
+    if config.log_retention.is_zero() {
+        retention_cutoff_ms(zone, now_ms, config.log_retention_days)
+    } else {
+        let keep_ms = i64::try_from(config.log_retention.as_millis()).unwrap_or(i64::MAX);
+        Some(now_ms.saturating_sub(keep_ms))
+    }
+}
+
 /// Deletes expired runs at start and then every `config.retention_interval` until cancelled.
 pub async fn run_retention(store: Store, config: Arc<Config>, cancel: CancellationToken) {
-    let retention_days = config.log_retention_days;
-    if retention_days < MIN_RETENTION_DAYS {
-        tracing::info!(retention_days, "log retention disabled (below 3 days)");
+    let zone = config.default_time_zone();
+    if age_cutoff_ms(&config, zone, now_ms()).is_none() && config.log_keep_per_job == 0 {
+        tracing::info!(
+            retention_days = config.log_retention_days,
+            "log retention disabled (below 3 days, no log_retention, no log_keep_per_job)"
+        );
         return;
     }
-    let zone = config.default_time_zone();
     let mut ticks = tokio::time::interval(config.retention_interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -106,18 +123,69 @@ pub async fn run_retention(store: Store, config: Arc<Config>, cancel: Cancellati
             _ = cancel.cancelled() => break,
             _ = ticks.tick() => {}
         }
-        let Some(cutoff_ms) = retention_cutoff_ms(zone, now_ms(), retention_days) else {
-            continue;
-        };
-        let cleanup = LogCleanup {
-            older_than_ms: Some(cutoff_ms),
-            ..LogCleanup::default()
-        };
-        match delete_in_batches(&store, &cleanup, Some(&cancel)).await {
-            Ok(0) => {}
-            Ok(deleted) => tracing::info!(deleted, retention_days, "expired logs deleted"),
-            Err(error) => tracing::warn!(%error, "log retention failed"),
+        if let Some(cutoff_ms) = age_cutoff_ms(&config, zone, now_ms()) {
+            let cleanup = LogCleanup {
+                older_than_ms: Some(cutoff_ms),
+                ..LogCleanup::default()
+            };
+            match delete_in_batches(&store, &cleanup, Some(&cancel)).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired logs deleted"),
+                Err(error) => tracing::warn!(%error, "log retention failed"),
+            }
         }
+        if config.log_keep_per_job > 0 {
+            match keep_newest_per_job(&store, i64::from(config.log_keep_per_job), &cancel).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(
+                    deleted,
+                    keep = config.log_keep_per_job,
+                    "logs beyond the per-job count deleted"
+                ),
+                Err(error) => tracing::warn!(%error, "per-job log retention failed"),
+            }
+        }
+    }
+}
+
+/// Jobs read per page while walking every job for the per-job count.
+const JOB_PAGE: i64 = 1000;
+
+/// Deletes, job by job, the finished runs older than each job's `keep` newest runs; returns how
+/// many it deleted. Stops between jobs when `cancel` fires.
+async fn keep_newest_per_job(
+    store: &Store,
+    keep: i64,
+    cancel: &CancellationToken,
+) -> StoreResult<u64> {
+    let mut deleted = 0;
+    let mut offset = 0;
+    loop {
+        let filter = JobFilter {
+            offset,
+            limit: JOB_PAGE,
+            ..JobFilter::default()
+        };
+        let jobs = store.list_jobs(&filter).await?;
+        for job in &jobs {
+            if cancel.is_cancelled() {
+                return Ok(deleted);
+            }
+            // The oldest run kept; everything below it (and finished) goes.
+            let Some(oldest_kept) = store.nth_newest_log_id(None, Some(job.id), keep).await? else {
+                continue;
+            };
+            let cleanup = LogCleanup {
+                job_id: Some(job.id),
+                below_id: Some(oldest_kept),
+                ..LogCleanup::default()
+            };
+            deleted += delete_in_batches(store, &cleanup, Some(cancel)).await?;
+        }
+        if (jobs.len() as i64) < JOB_PAGE {
+            return Ok(deleted);
+        }
+        offset += JOB_PAGE;
     }
 }
 
@@ -155,6 +223,23 @@ mod tests {
         assert_eq!(retention_cutoff_ms(zone, NOW, 3), Some(TODAY - 3 * DAY));
         assert_eq!(retention_cutoff_ms(zone, NOW, 2), None);
         assert_eq!(retention_cutoff_ms(zone, NOW, 0), None);
+    }
+
+    #[test]
+    fn a_retention_duration_replaces_whole_days() {
+        let zone = chrono_tz::UTC;
+        let days = Config::default();
+        assert_eq!(age_cutoff_ms(&days, zone, NOW), Some(TODAY - 30 * DAY));
+        let hours = Config {
+            log_retention: std::time::Duration::from_secs(6 * 3600),
+            ..Config::default()
+        };
+        assert_eq!(age_cutoff_ms(&hours, zone, NOW), Some(NOW - 6 * 3_600_000));
+        let off = Config {
+            log_retention_days: 0,
+            ..Config::default()
+        };
+        assert_eq!(age_cutoff_ms(&off, zone, NOW), None);
     }
 
     #[test]

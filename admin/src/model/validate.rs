@@ -20,10 +20,24 @@ pub const APP_NAME_MIN_CHARS: usize = 4;
 pub const APP_NAME_MAX_CHARS: usize = 64;
 /// Longest accepted group access token, in characters.
 pub const ACCESS_TOKEN_MAX_CHARS: usize = 256;
-/// Longest accepted executor address, in bytes (a URL; also keeps error messages small).
-pub const MAX_ADDRESS_BYTES: usize = 2048;
 /// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
 pub const MAX_INTERVAL_SECONDS: i64 = i32::MAX as i64;
+
+/// Longest accepted text of each free-text field, in bytes. XXL-JOB's column sizes are the
+/// floor; a limit keeps one careless or hostile call from making every list answer huge.
+pub mod text_limits {
+    pub const JOB_NAME: usize = 255;
+    pub const AUTHOR: usize = 64;
+    pub const ALARM_EMAIL: usize = 1024;
+    pub const SCHEDULE_CONF: usize = 256;
+    pub const TIME_ZONE: usize = 64;
+    pub const HANDLER: usize = 255;
+    pub const GLUE_SOURCE: usize = 1024 * 1024;
+    pub const GLUE_REMARK: usize = 255;
+    pub const GROUP_TITLE: usize = 255;
+    /// Addresses of one MANUAL group.
+    pub const GROUP_ADDRESSES: usize = 1000;
+}
 
 /// Limits a job is checked against, taken from the admin's configuration.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +50,7 @@ pub struct JobLimits {
 /// Checks every field of a job that can be checked without the database.
 pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), Error> {
     let field = |name: &str| field_name(prefix, name);
+    check_job_text_lengths(job, prefix)?;
     if job.name.trim().is_empty() {
         return Err(Error::invalid(&field("name"), "required"));
     }
@@ -222,9 +237,46 @@ pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Error 
     }
 }
 
+/// Checks every free-text field of a job against its [`text_limits`] (before anything quotes a
+/// value in an error).
+fn check_job_text_lengths(job: &Job, prefix: &str) -> Result<(), Error> {
+    use text_limits as limit;
+    let fields: [(&str, &str, usize); 8] = [
+        ("name", &job.name, limit::JOB_NAME),
+        ("author", &job.author, limit::AUTHOR),
+        ("alarm_email", &job.alarm_email, limit::ALARM_EMAIL),
+        ("schedule_conf", &job.schedule_conf, limit::SCHEDULE_CONF),
+        ("time_zone", &job.time_zone, limit::TIME_ZONE),
+        ("handler", &job.handler, limit::HANDLER),
+        ("glue_source", &job.glue_source, limit::GLUE_SOURCE),
+        ("glue_remark", &job.glue_remark, limit::GLUE_REMARK),
+    ];
+    for (name, value, max) in fields {
+        check_text_len(value, max, &field_name(prefix, name))?;
+    }
+    Ok(())
+}
+
+/// `INVALID_ARGUMENT` naming `field` when `value` is longer than `max` bytes; the value itself is
+/// not echoed.
+pub fn check_text_len(value: &str, max: usize, field: &str) -> Result<(), Error> {
+    if value.len() > max {
+        return Err(Error::invalid(
+            field,
+            format!("{} bytes exceeds the limit of {max}", value.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a group's app name, title and addresses.
 pub fn validate_group(group: &Group, prefix: &str) -> Result<(), Error> {
     validate_app_name(&group.app_name, &field_name(prefix, "app_name"))?;
+    check_text_len(
+        &group.title,
+        text_limits::GROUP_TITLE,
+        &field_name(prefix, "title"),
+    )?;
     if group.title.trim().is_empty() {
         return Err(Error::invalid(&field_name(prefix, "title"), "required"));
     }
@@ -256,20 +308,12 @@ pub fn validate_access_token(token: &str, field: &str) -> Result<(), Error> {
 /// Checks an app name: 4-64 characters of `[A-Za-z0-9_.-]`.
 pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Error> {
     let length = app_name.chars().count();
-    // Echoed cut and escaped: a status message travels in an HTTP/2 trailer, which a 100 KB
-    // name would overflow (the client would see RESOURCE_EXHAUSTED instead of this error).
-    let shown: String = app_name.chars().take(APP_NAME_MAX_CHARS).collect();
-    let shown = shown.escape_debug();
-    let more = if length > APP_NAME_MAX_CHARS {
-        "…"
-    } else {
-        ""
-    };
+    let shown = short_prefix(app_name);
     if !(APP_NAME_MIN_CHARS..=APP_NAME_MAX_CHARS).contains(&length) {
         return Err(Error::invalid(
             field,
             format!(
-                "'{shown}{more}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
+                "'{shown}' must be {APP_NAME_MIN_CHARS}-{APP_NAME_MAX_CHARS} characters, \
                  has {length}"
             ),
         ));
@@ -291,22 +335,40 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Er
             "a MANUAL group needs at least one address",
         ));
     }
+    if addresses.len() > text_limits::GROUP_ADDRESSES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{} addresses exceeds the limit of {}",
+                addresses.len(),
+                text_limits::GROUP_ADDRESSES
+            ),
+        ));
+    }
+    validate_executor_addresses(addresses, field)
+}
+
+/// Checks each of `addresses` with [`validate_executor_address`], naming `field[i]`.
+pub fn validate_executor_addresses(addresses: &[String], field: &str) -> Result<(), Error> {
     for (index, address) in addresses.iter().enumerate() {
         validate_executor_address(address, &format!("{field}[{index}]"))?;
     }
     Ok(())
 }
 
-/// Checks an address the admin dials (a MANUAL group's, or one an executor registers):
-/// `http://` or `https://`, then a non-empty `host[:port]`, with no whitespace or control
-/// characters anywhere and a port, when given, of 1-65535.
+/// Longest executor address accepted (XXL-JOB's registry column holds 255 characters).
+const MAX_ADDRESS_LEN: usize = 255;
+
+/// Checks that `address` is an executor URL the admin can dial: `http://` or `https://`, a
+/// host of letters, digits, `.`, `-`, `_` (or a bracketed IPv6 literal), an optional port from 1
+/// to 65535, and no path but an optional trailing `/`.
 pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error> {
-    if address.len() > MAX_ADDRESS_BYTES {
-        let message = format!(
-            "{} bytes exceeds the limit of {MAX_ADDRESS_BYTES}",
-            address.len()
-        );
-        return Err(Error::invalid(field, message));
+    let shown = short_prefix(address);
+    if address.len() > MAX_ADDRESS_LEN {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' is longer than {MAX_ADDRESS_LEN} bytes"),
+        ));
     }
     let Some(rest) = address
         .strip_prefix("http://")
@@ -314,34 +376,70 @@ pub fn validate_executor_address(address: &str, field: &str) -> Result<(), Error
     else {
         return Err(Error::invalid(
             field,
-            format!("'{address}' must start with http:// or https://"),
+            format!("'{shown}' must start with http:// or https://"),
         ));
     };
-    if address.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.contains(['/', '?', '#']) {
         return Err(Error::invalid(
             field,
-            format!(
-                "'{}' may not contain spaces or control characters",
-                address.escape_debug()
-            ),
+            format!("'{shown}' must have no path (expected http://HOST:PORT)"),
         ));
     }
-    let authority = rest.split('/').next().unwrap_or_default();
-    let (host, port) = match authority.rsplit_once(':') {
-        // An IPv6 literal ends with ']'; its colons are not a port separator.
-        Some((host, port)) if !port.ends_with(']') => (host, Some(port)),
-        _ => (authority, None),
-    };
-    if host.is_empty() {
-        return Err(Error::invalid(field, format!("'{address}' has no host")));
-    }
-    if port.is_some_and(|port| !port.parse::<u16>().is_ok_and(|port| port > 0)) {
+    let (host, port) = split_host_port(authority);
+    let host_ok = !host.is_empty()
+        && (is_bracketed_ipv6(host)
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
+    if !host_ok {
         return Err(Error::invalid(
             field,
-            format!("'{address}' has an invalid port (1-65535)"),
+            format!("'{shown}' has no valid host (expected http://HOST:PORT)"),
+        ));
+    }
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(1..))
+    {
+        return Err(Error::invalid(
+            field,
+            format!("'{shown}' has an invalid port (expected 1 to 65535)"),
         ));
     }
     Ok(())
+}
+
+/// `host:port` → (`host`, `Some(port)`); an IPv6 literal keeps its brackets.
+fn split_host_port(authority: &str) -> (&str, Option<&str>) {
+    if authority.starts_with('[') {
+        return match authority.find(']') {
+            Some(end) => {
+                let (host, rest) = authority.split_at(end + 1);
+                (host, rest.strip_prefix(':'))
+            }
+            None => (authority, None),
+        };
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    }
+}
+
+fn is_bracketed_ipv6(host: &str) -> bool {
+    host.strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// At most 64 characters of a caller's value, for error messages: a huge bad value must not
+/// come back whole in the answer.
+pub fn short_prefix(value: &str) -> String {
+    const SHOWN: usize = 64;
+    match value.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_string(),
+    }
 }
 
 fn validate_glue(job: &Job, prefix: &str) -> Result<(), Error> {
@@ -651,6 +749,110 @@ mod tests {
     }
 
     #[test]
+    fn executor_addresses_need_a_scheme_a_host_and_a_valid_port() {
+        for good in [
+            "http://127.0.0.1:9999",
+            "https://orders-1.svc.local:443/",
+            "http://[::1]:8080",
+            "http://executor_a",
+        ] {
+            assert!(validate_executor_address(good, "a").is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("a", "must start with http:// or https://"),
+            ("http://", "has no valid host"),
+            ("http://a b:1", "has no valid host"),
+            ("http://a:1/path", "must have no path"),
+            ("http://a:0", "has an invalid port"),
+            ("http://a:70000", "has an invalid port"),
+            ("http://a:", "has an invalid port"),
+            ("http://[::1", "has no valid host"),
+        ] {
+            let error = validate_executor_address(bad, "addresses[0]")
+                .expect_err(bad)
+                .to_string();
+            assert!(error.starts_with("addresses[0]: "), "{error}");
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn oversized_text_fields_are_refused_without_echoing_them() {
+        let limits = JobLimits {
+            max_params_bytes: 64 * 1024,
+            default_time_zone: chrono_tz::UTC,
+        };
+        let huge = "x".repeat(4 * 1024 * 1024);
+        let base = job();
+        for (field, job) in [
+            (
+                "job.name",
+                Job {
+                    name: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.author",
+                Job {
+                    author: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.handler",
+                Job {
+                    handler: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+            (
+                "job.schedule_conf",
+                Job {
+                    schedule_conf: huge.clone(),
+                    ..base.clone()
+                },
+            ),
+        ] {
+            let message = validate_job(&job, &limits, "job")
+                .expect_err(field)
+                .to_string();
+            assert!(message.starts_with(field), "{message}");
+            assert!(message.contains("exceeds the limit"), "{message}");
+            assert!(message.len() < 200, "{message}");
+        }
+        assert!(validate_job(&base, &limits, "job").is_ok());
+    }
+
+    #[test]
+    fn oversized_groups_are_refused_without_echoing_them() {
+        let mut huge_app = group(AddressType::Auto, &[]);
+        huge_app.app_name = "a".repeat(1024 * 1024);
+        let message = validate_group(&huge_app, "group")
+            .expect_err("app")
+            .to_string();
+        assert!(message.starts_with("group.app_name"), "{message}");
+        assert!(message.len() < 300, "{message}");
+
+        let many: Vec<String> = (0..1001).map(|i| format!("http://h{i}:1")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let message = validate_group(&group(AddressType::Manual, &refs), "group")
+            .expect_err("too many addresses")
+            .to_string();
+        assert!(
+            message.contains("1001 addresses exceeds the limit of 1000"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_huge_bad_address_is_not_echoed_whole() {
+        let huge = format!("ftp://{}", "x".repeat(100_000));
+        let error = validate_executor_address(&huge, "a").expect_err("too long");
+        assert!(error.to_string().len() < 200, "{error}");
+    }
+
+    #[test]
     fn update_keeps_status_fire_times_and_creation_time() {
         let existing = Job {
             id: 4,
@@ -745,45 +947,6 @@ mod tests {
         assert_eq!(find_child_cycle(1, &HashMap::new()), None);
         let chain: HashMap<i64, Vec<i64>> = (1..10_000).map(|id| (id, vec![id + 1])).collect();
         assert_eq!(find_child_cycle(1, &chain), None);
-    }
-
-    #[test]
-    fn executor_addresses_need_a_host_and_no_spaces() {
-        let check = |address: &str| {
-            validate_executor_address(address, "register.address")
-                .map_err(|error| error.to_string())
-        };
-        assert!(check("http://127.0.0.1:9999").is_ok());
-        assert!(check("https://executor.example:443/").is_ok());
-        assert!(check("http://[::1]:9999").is_ok());
-        assert!(check("http://host").is_ok());
-        assert_eq!(
-            check("http://"),
-            Err("register.address: 'http://' has no host".to_string())
-        );
-        assert_eq!(
-            check("http://:9999"),
-            Err("register.address: 'http://:9999' has no host".to_string())
-        );
-        assert_eq!(
-            check("http://a b"),
-            Err(
-                "register.address: 'http://a b' may not contain spaces or control characters"
-                    .to_string()
-            )
-        );
-        assert_eq!(
-            check("http://a:0"),
-            Err("register.address: 'http://a:0' has an invalid port (1-65535)".to_string())
-        );
-        assert_eq!(
-            check("http://a:99999"),
-            Err("register.address: 'http://a:99999' has an invalid port (1-65535)".to_string())
-        );
-        assert_eq!(
-            check("a:2"),
-            Err("register.address: 'a:2' must start with http:// or https://".to_string())
-        );
     }
 
     #[test]

@@ -70,7 +70,11 @@ pub fn next_fire_after(
         }
         ScheduleType::FixRate | ScheduleType::FixDelay => {
             let seconds = interval_seconds(schedule_conf)?;
-            Ok(Some(ceil_to_second(from_ms + seconds * 1000)))
+            // Past the end of representable time there is no next fire (not a wrapped one).
+            Ok(seconds
+                .checked_mul(1000)
+                .and_then(|interval_ms| from_ms.checked_add(interval_ms))
+                .and_then(ceil_to_second))
         }
         ScheduleType::None => Ok(None),
     }
@@ -86,9 +90,14 @@ pub fn interval_seconds(schedule_conf: &str) -> Result<i64, String> {
     }
 }
 
-fn ceil_to_second(ms: i64) -> i64 {
+/// `ms` rounded up to a whole second; None when that is past `i64::MAX`.
+fn ceil_to_second(ms: i64) -> Option<i64> {
     let rem = ms.rem_euclid(1000);
-    if rem == 0 { ms } else { ms - rem + 1000 }
+    if rem == 0 {
+        Some(ms)
+    } else {
+        (ms - rem).checked_add(1000)
+    }
 }
 
 /// The next fire after a fire at `fired_at_ms` found at `now_ms` (`ran`: whether that fire
@@ -613,6 +622,33 @@ mod tests {
         assert_eq!(
             next_fire_after(ScheduleType::None, "", chrono_tz::UTC, T0),
             Ok(None)
+        );
+    }
+
+    #[test]
+    fn fix_rate_past_the_end_of_representable_time_has_no_next_fire() {
+        let near_end = i64::MAX - 500;
+        for (conf, from_ms) in [
+            ("5", near_end),
+            ("1", i64::MAX),
+            (&*i64::MAX.to_string(), T0),
+        ] {
+            assert_eq!(
+                next_fire_after(ScheduleType::FixRate, conf, chrono_tz::UTC, from_ms),
+                Ok(None),
+                "conf {conf} from {from_ms}"
+            );
+        }
+        // The last whole second before the end is still a fire.
+        let last_second = i64::MAX - i64::MAX.rem_euclid(1000);
+        assert_eq!(
+            next_fire_after(
+                ScheduleType::FixRate,
+                "1",
+                chrono_tz::UTC,
+                last_second - 1000
+            ),
+            Ok(Some(last_second))
         );
     }
 }

@@ -507,7 +507,34 @@ async fn invalid_job_input_is_refused_naming_the_field_and_nothing_is_written() 
         .jobs;
     assert!(listed.is_empty(), "no invalid job was written");
     // The valid job itself is accepted, so each case failed for its own reason.
-    cluster.create_job(valid).await?;
+    let job = cluster.create_job(valid).await?;
+
+    // A manual trigger's address override is checked like a MANUAL group's addresses.
+    for (addresses, why) in [
+        (vec!["a"], "must start with http:// or https://"),
+        (
+            vec!["http://127.0.0.1:1", "http://a b:1"],
+            "has no valid host",
+        ),
+        (vec!["http://127.0.0.1:0"], "has an invalid port"),
+    ] {
+        let error = cluster
+            .client()
+            .trigger_job(pb::TriggerJobRequest {
+                id: job.id,
+                params: None,
+                addresses: addresses.iter().map(|a| a.to_string()).collect(),
+            })
+            .await
+            .expect_err("a bad address override");
+        assert_eq!(error.code(), tonic::Code::InvalidArgument, "{addresses:?}");
+        assert!(
+            error.message().starts_with("addresses[") && error.message().contains(why),
+            "{addresses:?}: {}",
+            error.message()
+        );
+    }
+    assert!(cluster.logs(job.id).await?.is_empty(), "no run was written");
     cluster.shutdown().await;
     Ok(())
 }
