@@ -46,9 +46,15 @@ stage "Python: install examples/python (generates xjob/v1 from proto/ with grpci
 (cd / && "$venv/bin/python" -c "import xjob_executor, xjob.v1.executor_pb2_grpc") # importable from anywhere
 "$venv/bin/python" -m compileall -q examples/python/xjob_executor examples/python/example.py
 
+stage "Python: unit tests (runner, run logs)"
+(cd examples/python && "$venv/bin/python" -m unittest discover -s tests)
+
 stage "Node.js: npm ci (cache in $cache/npm)"
 (cd examples/node && npm ci --cache "$cache/npm" --prefer-offline --no-audit --no-fund --loglevel=error)
 for file in examples/node/example.js examples/node/lib/*.js; do node --check "$file"; done
+
+stage "Node.js: unit tests (runner, run logs)"
+(cd examples/node && npm test --silent)
 
 # The suite's entries for these executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.

@@ -6,25 +6,87 @@
 // between admins, for as long as the process lives. Until then the run stays in the
 // heartbeat's running list (pendingLogIds), so the admin does not take a finished but unreported
 // run for a lost one while it is briefly down.
+//
+// When no admin has taken a result for SPOOL_AFTER_MS, or a graceful stop could not deliver it,
+// it is also written to {spoolDir}/{logId}.json, so a restarted executor sends it again; the
+// file goes once the result is acknowledged.
+const fs = require('node:fs');
+const path = require('node:path');
 const { Backoff } = require('./backoff');
 const { sleep } = require('./runner');
 
 const MAX_BATCH = 100;
 const BATCH_WINDOW_MS = 5;
 const CALL_TIMEOUT_MS = 10000;
+const SPOOL_AFTER_MS = 10000;
 
 class CallbackSender {
-  constructor(admins, log) {
+  constructor(admins, log, spoolDir) {
     this.admins = admins;
     this.log = log;
+    this.spoolDir = spoolDir;
     this.pending = new Map(); // log id -> RunResult
+    this.reportedAt = new Map(); // log id -> Date.now() when reported
+    this.spooled = new Set();
     this.sending = null;
-    this.idleWaiters = [];
+    this.loadSpool();
   }
 
   report(result) {
     this.pending.set(result.logId, result);
+    this.reportedAt.set(result.logId, Date.now());
+    this.wake();
+  }
+
+  wake() {
     if (!this.sending) this.sending = this.drain().finally(() => { this.sending = null; });
+  }
+
+  // Writes every unacknowledged result to disk (a stop that could not deliver them).
+  spoolAll() {
+    this.spool(() => true);
+  }
+
+  spool(wanted) {
+    for (const [logId, result] of this.pending) {
+      if (this.spooled.has(logId) || !wanted(logId)) continue;
+      try {
+        fs.mkdirSync(this.spoolDir, { recursive: true });
+        const file = path.join(this.spoolDir, `${logId}.json`);
+        fs.writeFileSync(`${file}.tmp`, JSON.stringify(result));
+        fs.renameSync(`${file}.tmp`, file); // whole files only
+        this.spooled.add(logId);
+      } catch (error) {
+        this.log.warn(`cannot spool the result of log ${logId}: ${error.message}`);
+      }
+    }
+  }
+
+  loadSpool() {
+    let names;
+    try {
+      names = fs.readdirSync(this.spoolDir).filter((name) => name.endsWith('.json')).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      try {
+        const result = JSON.parse(fs.readFileSync(path.join(this.spoolDir, name), 'utf8'));
+        this.log.info(`re-sending the spooled result of log ${result.logId}`);
+        this.pending.set(result.logId, result);
+        this.reportedAt.set(result.logId, Date.now());
+        this.spooled.add(result.logId);
+      } catch (error) {
+        this.log.warn(`unreadable callback spool file ${name} left in place: ${error.message}`);
+      }
+    }
+    if (this.pending.size) this.wake();
+  }
+
+  acknowledged(logId) {
+    this.pending.delete(logId);
+    this.reportedAt.delete(logId);
+    if (this.spooled.delete(logId)) fs.rmSync(path.join(this.spoolDir, `${logId}.json`), { force: true });
   }
 
   pendingLogIds() { return [...this.pending.keys()]; }
@@ -40,8 +102,13 @@ class CallbackSender {
     const backoff = new Backoff();
     await sleep(BATCH_WINDOW_MS);
     while (this.pending.size) {
-      if (await this.sendBatch()) backoff.reset();
-      else await sleep(backoff.nextDelayMs());
+      if (await this.sendBatch()) {
+        backoff.reset();
+      } else {
+        const horizon = Date.now() - SPOOL_AFTER_MS;
+        this.spool((logId) => (this.reportedAt.get(logId) || 0) < horizon);
+        await sleep(backoff.nextDelayMs());
+      }
     }
   }
 
@@ -58,7 +125,7 @@ class CallbackSender {
           return;
         }
         const accepted = new Set(response.acceptedLogIds.map(Number));
-        for (const result of batch) if (accepted.has(result.logId)) this.pending.delete(result.logId);
+        for (const result of batch) if (accepted.has(result.logId)) this.acknowledged(result.logId);
         if (accepted.size < batch.length) {
           this.log.warn(`admin ${address} acknowledged ${accepted.size} of ${batch.length} results; retrying the rest`);
           resolve(false);

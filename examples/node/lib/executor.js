@@ -5,6 +5,7 @@
 // Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
 // finish within shutdownGraceMs, kill the rest -> flush results (up to callbackFlushTimeoutMs)
 // -> stop the server.
+const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { xjob } = require('./proto');
 const { Admins } = require('./admins');
@@ -27,6 +28,7 @@ class Executor {
   constructor({
     appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
+    logRetentionDays = 30,
   }) {
     this.appName = appName;
     this.adminAddrs = adminAddrs;
@@ -38,6 +40,7 @@ class Executor {
     this.shutdownGraceMs = shutdownGraceMs;
     this.callbackFlushTimeoutMs = callbackFlushTimeoutMs;
     this.labels = labels;
+    this.logRetentionDays = logRetentionDays;
     this.log = log;
     this.handlers = new Map();
   }
@@ -51,7 +54,7 @@ class Executor {
 
   async start() {
     this.admins = new Admins(this.adminAddrs, this.accessToken);
-    this.callbacks = new CallbackSender(this.admins, this.log);
+    this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'));
     this.joblog = new JobLogStore(this.logDir);
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
@@ -69,6 +72,14 @@ class Executor {
       log: this.log,
     });
     this.sessionDone = this.session.run();
+    // Run log folders older than the retention go at start and then hourly.
+    const sweep = () => {
+      const removed = this.joblog.removeExpired(this.logRetentionDays);
+      if (removed) this.log.info(`removed ${removed} expired run log folder(s)`);
+    };
+    sweep();
+    this.sweepTimer = setInterval(sweep, 60 * 60 * 1000);
+    this.sweepTimer.unref();
     this.log.info(`executor ${this.appName} serving on ${this.address}, admins ${this.adminAddrs.join(', ')}`);
   }
 
@@ -84,11 +95,13 @@ class Executor {
   }
 
   async stop() {
+    clearInterval(this.sweepTimer);
     this.session.stop();
     await this.sessionDone;
     await this.runner.shutdown(this.shutdownGraceMs);
     if (!(await this.callbacks.flush(this.callbackFlushTimeoutMs))) {
-      this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported`);
+      this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported; spooled for the next start`);
+      this.callbacks.spoolAll();
     }
     await new Promise((resolve) => {
       const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, 1000);

@@ -1,11 +1,14 @@
 'use strict';
 // Run log files: {logDir}/{yyyy-MM-dd}/{logId}.log, the date of the run's log_date_ms in the
-// executor's local time zone (as the Rust SDK), read back in 1-based line ranges for ReadLog.
+// executor's local time zone (as the Rust SDK), read back in 1-based line ranges for ReadLog,
+// and swept by date folder once older than the retention.
 const fs = require('node:fs');
 const path = require('node:path');
 
 const MAX_LINES_PER_READ = 1000;
 const MAX_BYTES_PER_READ = 1 << 20;
+const MIN_RETENTION_DAYS = 3; // below this the sweep is off, as XXL-JOB
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 const pad = (number, width = 2) => String(number).padStart(width, '0');
 
@@ -45,6 +48,21 @@ class JobLogStore {
     return new RunLog(this.pathFor(logId, logDateMs));
   }
 
+  // Deletes date folders older than retentionDays; returns how many. Off below 3 days.
+  removeExpired(retentionDays, today = new Date()) {
+    if (retentionDays < MIN_RETENTION_DAYS || !fs.existsSync(this.root)) return 0;
+    const horizon = localDate(new Date(today.getTime() - retentionDays * DAY_MS));
+    let removed = 0;
+    for (const entry of fs.readdirSync(this.root, { withFileTypes: true })) {
+      // Only date folders are ours; yyyy-MM-dd names compare like dates.
+      if (entry.isDirectory() && /^\d{4}-\d{2}-\d{2}$/.test(entry.name) && entry.name < horizon) {
+        fs.rmSync(path.join(this.root, entry.name), { recursive: true, force: true });
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
   // Lines from fromLine on, bounded; isEnd only once the run is over and every line was
   // returned. A missing file answers its path in content, with no lines.
   read(logId, logDateMs, fromLine, runActive) {
@@ -81,4 +99,4 @@ class JobLogStore {
   }
 }
 
-module.exports = { JobLogStore, RunLog };
+module.exports = { JobLogStore, RunLog, localDate };

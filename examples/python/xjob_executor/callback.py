@@ -5,11 +5,17 @@ only when it is listed in `accepted_log_ids`; anything else is retried with back
 between admins, for as long as the process lives. Until then the run stays in the heartbeat's
 running list (`pending_log_ids`), so the admin does not take a finished but unreported run for a
 lost one while it is briefly down.
+
+When no admin has taken a result for SPOOL_AFTER seconds, or a graceful stop could not deliver
+it, it is also written to `{spool_dir}/{log_id}.pb` (a serialized RunResult), so a restarted
+executor sends it again; the file goes once the result is acknowledged.
 """
 
 import asyncio
 import collections
 import logging
+import time
+from pathlib import Path
 
 import grpc
 
@@ -21,20 +27,67 @@ log = logging.getLogger("xjob_executor")
 MAX_BATCH = 100
 BATCH_WINDOW = 0.005  # seconds to gather results that finish together
 CALL_TIMEOUT = 10.0
+SPOOL_AFTER = 10.0  # seconds of failed delivery before results are written to disk
 
 
 class CallbackSender:
-    def __init__(self, admins) -> None:
+    def __init__(self, admins, spool_dir) -> None:
         self._admins = admins
+        self._spool_dir = Path(spool_dir)
         self._pending = collections.OrderedDict()  # log id -> RunResult
+        self._reported_at = {}  # log id -> monotonic time it was reported
+        self._spooled = set()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._load_spool()
 
     def report(self, result) -> None:
         self._pending[result.log_id] = result
+        self._reported_at[result.log_id] = time.monotonic()
         self._idle.clear()
         self._wake.set()
+
+    def spool_all(self) -> None:
+        """Writes every unacknowledged result to disk (a stop that could not deliver them)."""
+        self._spool(lambda log_id: True)
+
+    def _spool(self, wanted) -> None:
+        for log_id, result in self._pending.items():
+            if log_id in self._spooled or not wanted(log_id):
+                continue
+            try:
+                self._spool_dir.mkdir(parents=True, exist_ok=True)
+                path = self._spool_dir / f"{log_id}.pb"
+                path.with_suffix(".tmp").write_bytes(result.SerializeToString())
+                path.with_suffix(".tmp").replace(path)  # whole files only
+                self._spooled.add(log_id)
+            except OSError as error:
+                log.error("cannot spool the result of log %s: %s", log_id, error)
+
+    def _load_spool(self) -> None:
+        if not self._spool_dir.is_dir():
+            return
+        for path in sorted(self._spool_dir.glob("*.pb")):
+            try:
+                result = registry_pb2.RunResult.FromString(path.read_bytes())
+            except Exception as error:  # a damaged file is left for a human
+                log.warning("unreadable callback spool file %s left in place: %s", path, error)
+                continue
+            log.info("re-sending the spooled result of log %s", result.log_id)
+            self._pending[result.log_id] = result
+            self._reported_at[result.log_id] = time.monotonic()
+            self._spooled.add(result.log_id)
+        if self._pending:
+            self._idle.clear()
+            self._wake.set()
+
+    def _acknowledged(self, log_id: int) -> None:
+        self._pending.pop(log_id, None)
+        self._reported_at.pop(log_id, None)
+        if log_id in self._spooled:
+            self._spooled.discard(log_id)
+            (self._spool_dir / f"{log_id}.pb").unlink(missing_ok=True)
 
     def pending_log_ids(self):
         return set(self._pending)
@@ -50,6 +103,8 @@ class CallbackSender:
                 if await self._send_batch():
                     backoff.reset()
                 else:
+                    horizon = time.monotonic() - SPOOL_AFTER
+                    self._spool(lambda log_id: self._reported_at.get(log_id, 0) < horizon)
                     await asyncio.sleep(backoff.next_delay())
             self._idle.set()
 
@@ -78,7 +133,7 @@ class CallbackSender:
         accepted = set(response.accepted_log_ids)
         for result in batch:
             if result.log_id in accepted:
-                self._pending.pop(result.log_id, None)
+                self._acknowledged(result.log_id)
         if len(accepted) < len(batch):
             log.warning("admin %s acknowledged %d of %d results; retrying the rest",
                         address, len(accepted), len(batch))

@@ -9,6 +9,7 @@ finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_
 import asyncio
 import logging
 import signal
+from pathlib import Path
 
 import grpc
 
@@ -38,6 +39,7 @@ class Executor:
         shutdown_grace: float = 5.0,
         callback_flush_timeout: float = 10.0,
         labels: dict = None,
+        log_retention_days: int = 30,
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
         (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn."""
@@ -51,6 +53,7 @@ class Executor:
         self._shutdown_grace = shutdown_grace
         self._flush_timeout = callback_flush_timeout
         self._labels = dict(labels or {})
+        self._log_retention_days = log_retention_days
         self._handlers = {}
         self._tasks = []
         self._server = None
@@ -68,7 +71,7 @@ class Executor:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._admins = Admins(self._admin_addrs, self._access_token)
-        self._callbacks = CallbackSender(self._admins)
+        self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
         self._joblog = JobLogStore(self._log_dir)
         self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
@@ -88,6 +91,7 @@ class Executor:
         self._tasks = [
             loop.create_task(self._callbacks.run()),
             loop.create_task(self._session.run()),
+            loop.create_task(self._sweep_logs()),
         ]
         log.info("executor %s serving on %s, admins %s", self.app_name, self.address, self._admin_addrs)
 
@@ -100,8 +104,17 @@ class Executor:
         log_ids = self._runner.active_log_ids() | self._callbacks.pending_log_ids()
         return log_ids, self._runner.queued_count()
 
+    async def _sweep_logs(self) -> None:
+        """Deletes run log folders older than the retention, at start and then hourly."""
+        while True:
+            removed = await asyncio.to_thread(self._joblog.remove_expired, self._log_retention_days)
+            if removed:
+                log.info("removed %d expired run log folder(s)", removed)
+            await asyncio.sleep(3600)
+
     async def stop(self) -> None:
-        callbacks_task, session_task = self._tasks
+        callbacks_task, session_task, sweep_task = self._tasks
+        sweep_task.cancel()
         self._session.stop()
         try:
             await asyncio.wait_for(session_task, 3.0)
@@ -109,7 +122,9 @@ class Executor:
             log.warning("the session did not close in time")
         await self._runner.shutdown(self._shutdown_grace)
         if not await self._callbacks.flush(self._flush_timeout):
-            log.error("results of log ids %s could not be reported", sorted(self._callbacks.pending_log_ids()))
+            log.error("results of log ids %s could not be reported; spooled for the next start",
+                      sorted(self._callbacks.pending_log_ids()))
+            self._callbacks.spool_all()
         callbacks_task.cancel()
         await self._server.stop(1.0)
         await self._admins.close()

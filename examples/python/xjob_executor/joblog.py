@@ -1,15 +1,17 @@
 """Run log files: `{log_dir}/{yyyy-MM-dd}/{log_id}.log`, the date of the run's log_date_ms in
-the executor's local time zone (as the Rust SDK), read back in 1-based line ranges for ReadLog.
+the executor's local time zone (as the Rust SDK), read back in 1-based line ranges for ReadLog,
+and swept by date folder once older than the retention.
 """
 
 import datetime
-import os
+import shutil
 from pathlib import Path
 
 from ._proto import executor_pb2
 
 MAX_LINES_PER_READ = 1000
 MAX_BYTES_PER_READ = 1 << 20
+MIN_RETENTION_DAYS = 3  # below this the sweep is off, as XXL-JOB
 
 
 def _timestamp() -> str:
@@ -82,3 +84,20 @@ class JobLogStore:
             content=b"".join(chosen).decode("utf-8", errors="replace"),
             is_end=not run_active and reached_end,
         )
+
+    def remove_expired(self, retention_days: int, today: datetime.date = None) -> int:
+        """Deletes date folders older than `retention_days`; returns how many. Off below
+        MIN_RETENTION_DAYS."""
+        if retention_days < MIN_RETENTION_DAYS or not self.root.is_dir():
+            return 0
+        horizon = (today or datetime.date.today()) - datetime.timedelta(days=retention_days)
+        removed = 0
+        for folder in self.root.iterdir():
+            try:
+                date = datetime.datetime.strptime(folder.name, "%Y-%m-%d").date()
+            except ValueError:
+                continue  # not a date folder: never ours to delete
+            if folder.is_dir() and date < horizon:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+        return removed

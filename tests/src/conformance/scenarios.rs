@@ -47,6 +47,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(sharding),
         scenario!(lost_run),
         scenario!(admin_outage),
+        scenario!(admin_failover),
         scenario!(wrong_token),
         scenario!(stream_drop),
         scenario!(graceful_stop),
@@ -395,6 +396,24 @@ async fn admin_outage(world: &mut World) -> anyhow::Result<()> {
     let runs = world.logs(job_id).await?;
     anyhow::ensure!(runs.len() == 1, "{} runs for one trigger", runs.len());
     Ok(())
+}
+
+/// With a dead admin first in `XJOB_ADMIN_ADDR`, the executor fails over to the live one for
+/// its session and its results.
+async fn admin_failover(world: &mut World) -> anyhow::Result<()> {
+    let app = world.app_name("failover");
+    let group = world.create_group(&app).await?;
+    // A port nothing listens on: connections to it are refused at once.
+    let dead = format!("http://127.0.0.1:{}", super::admin::free_port()?);
+    let admins = format!("{dead},{}", world.admin.url());
+    let port = super::admin::free_port()?;
+    let index = world.spawn_executor_with(&app, TOKEN, port, &admins)?;
+    let address = world.executors[index].address();
+    world.wait_listed(&app, &address, REGISTER_BOUND).await?;
+    let job_id = world.create_job(World::job(group, "succeed")).await?;
+    let log_id = world.trigger_one(job_id, "failover").await?;
+    let log = world.wait_final(log_id, RUN_BOUND).await?;
+    expect_status(&log, pb::RunStatus::Success, 200)
 }
 
 /// A session with the wrong token is refused; the executor refuses calls without its token.

@@ -94,8 +94,20 @@ impl World {
         token: &str,
         port: u16,
     ) -> anyhow::Result<usize> {
+        let admin_addrs = self.admin.url();
+        self.spawn_executor_with(app_name, token, port, &admin_addrs)
+    }
+
+    /// Like `spawn_executor_on` with a given admin list (`XJOB_ADMIN_ADDR`).
+    pub fn spawn_executor_with(
+        &mut self,
+        app_name: &str,
+        token: &str,
+        port: u16,
+        admin_addrs: &str,
+    ) -> anyhow::Result<usize> {
         let env = ExecutorEnv {
-            admin_addrs: self.admin.url(),
+            admin_addrs: admin_addrs.to_string(),
             app_name: app_name.to_string(),
             port,
             access_token: token.to_string(),
