@@ -339,6 +339,9 @@ async fn check_once(
 /// the run; `is_end` false while it runs or waits there). A run is absent when every such
 /// executor of its group answered and none holds it; an executor that cannot be asked counts as
 /// holding it, so no run is judged on missing evidence.
+/// Stranded runs whose executors are asked about in one check.
+const MAX_PROBED_PER_CHECK: usize = 200;
+
 async fn probe_stranded(
     ctx: &AdminContext,
     stranded: &[RunLog],
@@ -348,7 +351,9 @@ async fn probe_stranded(
     let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
     let live = ctx.registry.list_with_peers("");
     let mut probes = tokio::task::JoinSet::new();
-    for run in stranded {
+    // Bounded per check, so a mass of stranded runs after an outage never becomes a burst of
+    // calls; the rest are asked in later checks (oldest first, as the store lists them).
+    for run in stranded.iter().take(MAX_PROBED_PER_CHECK) {
         let Some(group) = groups.get(&GroupId(run.group_id)) else {
             continue;
         };
