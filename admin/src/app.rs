@@ -247,11 +247,13 @@ pub async fn start_with(
     tracker.spawn(crate::maintenance::report::run_report_refresh(
         store.clone(),
         Arc::clone(&config),
+        Arc::clone(&ctx.clock),
         cancel.clone(),
     ));
     tracker.spawn(crate::maintenance::cleanup::run_retention(
         store.clone(),
         Arc::clone(&config),
+        Arc::clone(&ctx.clock),
         cancel.clone(),
     ));
     #[cfg(feature = "demo")]

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::days::{date_of, day_start_ms, months_before};
 use crate::config::Config;
-use crate::model::now_ms;
+use crate::model::SharedClock;
 use crate::store::{JobFilter, LogCleanup, Store, StoreResult};
 
 /// Rows one delete statement removes at most (XXL-JOB's page size).
@@ -107,9 +107,14 @@ pub fn age_cutoff_ms(config: &Config, zone: Tz, now_ms: i64) -> Option<i64> {
 }
 
 /// Deletes expired runs at start and then every `config.retention_interval` until cancelled.
-pub async fn run_retention(store: Store, config: Arc<Config>, cancel: CancellationToken) {
+pub async fn run_retention(
+    store: Store,
+    config: Arc<Config>,
+    clock: SharedClock,
+    cancel: CancellationToken,
+) {
     let zone = config.default_time_zone();
-    if age_cutoff_ms(&config, zone, now_ms()).is_none() && config.log_keep_per_job == 0 {
+    if age_cutoff_ms(&config, zone, clock.now_ms()).is_none() && config.log_keep_per_job == 0 {
         tracing::info!(
             retention_days = config.log_retention_days,
             "log retention disabled (below 3 days, no log_retention, no log_keep_per_job)"
@@ -123,7 +128,7 @@ pub async fn run_retention(store: Store, config: Arc<Config>, cancel: Cancellati
             _ = cancel.cancelled() => break,
             _ = ticks.tick() => {}
         }
-        if let Some(cutoff_ms) = age_cutoff_ms(&config, zone, now_ms()) {
+        if let Some(cutoff_ms) = age_cutoff_ms(&config, zone, clock.now_ms()) {
             let cleanup = LogCleanup {
                 older_than_ms: Some(cutoff_ms),
                 ..LogCleanup::default()

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::days::{date_of, day_start_ms, day_starts_between, recent_day_windows};
 use crate::config::Config;
 use crate::error::Error;
-use crate::model::now_ms;
+use crate::model::SharedClock;
 use crate::store::{DayCounts, Store, StoreResult};
 
 /// Days before today whose report rows are still recounted (XXL-JOB: 2).
@@ -53,7 +53,12 @@ pub async fn refresh_recent_days(store: &Store, zone: Tz, now_ms: i64) -> StoreR
 }
 
 /// Refreshes the report at start and then every `config.report_interval` until cancelled.
-pub async fn run_report_refresh(store: Store, config: Arc<Config>, cancel: CancellationToken) {
+pub async fn run_report_refresh(
+    store: Store,
+    config: Arc<Config>,
+    clock: SharedClock,
+    cancel: CancellationToken,
+) {
     let zone = config.default_time_zone();
     let mut ticks = tokio::time::interval(config.report_interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -62,7 +67,7 @@ pub async fn run_report_refresh(store: Store, config: Arc<Config>, cancel: Cance
             _ = cancel.cancelled() => break,
             _ = ticks.tick() => {}
         }
-        if let Err(error) = refresh_recent_days(&store, zone, now_ms()).await {
+        if let Err(error) = refresh_recent_days(&store, zone, clock.now_ms()).await {
             tracing::warn!(%error, "log report refresh failed");
         }
     }

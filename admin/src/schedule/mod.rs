@@ -16,6 +16,8 @@
 pub mod plan;
 pub mod ring;
 mod scan;
+#[cfg(test)]
+mod written_fires;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

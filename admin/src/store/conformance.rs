@@ -56,7 +56,7 @@ async fn fresh_databases() -> Vec<(&'static str, String, Option<tempfile::TempDi
     databases
 }
 
-fn group(app_name: &str) -> Group {
+pub(crate) fn group(app_name: &str) -> Group {
     Group {
         id: 0,
         app_name: app_name.to_string(),
@@ -68,7 +68,7 @@ fn group(app_name: &str) -> Group {
     }
 }
 
-fn job(group_id: i64, next_ms: i64) -> Job {
+pub(crate) fn job(group_id: i64, next_ms: i64) -> Job {
     Job {
         id: 0,
         group_id,
@@ -288,6 +288,25 @@ async fn groups_round_trip_and_app_names_are_unique() {
             None,
             "{backend}"
         );
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn groups_are_read_by_id_list_skipping_missing_ids() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let orders = store.insert_group(&group("orders")).await.expect("orders");
+        let _other = store.insert_group(&group("other")).await.expect("other");
+        let billing = store
+            .insert_group(&group("billing"))
+            .await
+            .expect("billing");
+        let loaded = store
+            .get_groups(&[billing.id, orders.id, 9999])
+            .await
+            .expect("get groups");
+        assert_eq!(loaded, vec![orders, billing], "{backend}");
+        assert!(store.get_groups(&[]).await.expect("empty").is_empty());
         store.close().await;
     }
 }

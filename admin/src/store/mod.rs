@@ -12,7 +12,7 @@
 
 mod batch_json;
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 mod dialect;
 mod mysql;
 mod postgres;
@@ -208,6 +208,8 @@ shared! {
     /// Deletes a group; false when it did not exist.
     fn delete_group(&self, id: i64) -> StoreResult<bool> => groups;
     fn get_group(&self, id: i64) -> StoreResult<Option<Group>> => groups;
+    /// The groups of `ids` that exist, by id.
+    fn get_groups(&self, ids: &[i64]) -> StoreResult<Vec<Group>> => groups;
     fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
     /// Groups whose app name contains `app_name_filter`, by id.
     fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;

@@ -22,19 +22,17 @@ pub async fn jobs(store: &Store, ids: &[JobId]) -> Result<HashMap<JobId, Arc<Job
         .collect())
 }
 
-/// The groups of `ids` that exist, by id (one query). The store reads groups one at a time or
-/// all of them; a batch of fires spanning several groups reads them all (groups are few: one
-/// per executor app).
+/// The groups of `ids` that exist, by id (one query).
 pub async fn groups(store: &Store, ids: &[GroupId]) -> Result<HashMap<GroupId, Arc<Group>>, Error> {
     let ids = distinct(ids);
-    let groups = match ids.as_slice() {
-        [] => Vec::new(),
-        [only] => store.get_group(only.0).await?.into_iter().collect(),
-        _ => store.list_groups("", 0, i64::MAX).await?,
-    };
-    Ok(groups
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    Ok(store
+        .get_groups(&raw)
+        .await?
         .into_iter()
-        .filter(|group| ids.binary_search(&GroupId(group.id)).is_ok())
         .map(|group| (GroupId(group.id), Arc::new(group)))
         .collect())
 }

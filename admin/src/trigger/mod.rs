@@ -67,29 +67,6 @@ pub enum Fires {
     },
 }
 
-/// A written scheduled fire in the field shape the store's conformance suite builds (it checks
-/// that a fire claimed by id is exactly its row); the trigger itself takes `Fire`s.
-#[cfg(test)]
-pub(crate) struct PlannedFire {
-    pub log_id: i64,
-    pub scheduled_at_ms: i64,
-    pub trigger_type: crate::model::TriggerType,
-    pub job: Arc<Job>,
-}
-
-#[cfg(test)]
-impl PlannedFire {
-    pub(crate) fn into_claimed_run(
-        self,
-        node: &NodeIdentity,
-        trigger_time_ms: i64,
-    ) -> crate::model::RunLog {
-        UnwrittenFire::scheduled(self.job, self.scheduled_at_ms, self.trigger_type)
-            .written(LogId(self.log_id))
-            .claimed_run(node, trigger_time_ms)
-    }
-}
-
 /// A fire this node claimed: it is RUNNING and nobody else sends it.
 #[derive(Debug, Clone)]
 struct Claimed {

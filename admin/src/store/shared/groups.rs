@@ -70,6 +70,20 @@ pub async fn get_group<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<O
     row.as_ref().map(group_from_row::<DB>).transpose()
 }
 
+/// The groups of `ids` that exist, by id (one statement per chunk of ids).
+pub async fn get_groups<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<Group>> {
+    let mut conn = db.read().await?;
+    let mut groups = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let mut select = Sql::<DB>::new(format!("{SELECT_GROUP} WHERE id"));
+        DB::push_id_list(&mut select, chunk);
+        for row in &select.push(" ORDER BY id").fetch_all(&mut conn).await? {
+            groups.push(group_from_row::<DB>(row)?);
+        }
+    }
+    Ok(groups)
+}
+
 pub async fn get_group_by_app<DB: Dialect>(
     db: Pools<'_, DB>,
     app_name: &str,
