@@ -85,6 +85,15 @@ pub struct Config {
     pub log_keep_per_job: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
+    /// Serve JobAdmin without authentication on a non-loopback listener while no user exists
+    /// (`--insecure-open-admin-api`, `XJOB_INSECURE_OPEN_ADMIN_API`). Never in production.
+    pub insecure_open_admin_api: bool,
+    /// With no users yet, creates the user `admin` whose API token is this secret
+    /// (`XJOB_BOOTSTRAP_TOKEN`; at least 24 characters). Empty = none.
+    pub bootstrap_token: String,
+    /// Lets admins trigger a job on addresses outside its group (TriggerJob's address
+    /// override); operators are always limited to the group's addresses.
+    pub trigger_any_address: bool,
 }
 
 impl Default for Config {
@@ -116,6 +125,9 @@ impl Default for Config {
             log_retention: Duration::ZERO,
             log_keep_per_job: 0,
             demo: false,
+            insecure_open_admin_api: false,
+            bootstrap_token: String::new(),
+            trigger_any_address: false,
         }
     }
 }
@@ -183,6 +195,15 @@ impl Config {
         }
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_INSECURE_OPEN_ADMIN_API") {
+            self.insecure_open_admin_api = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_BOOTSTRAP_TOKEN") {
+            self.bootstrap_token = value;
+        }
+        if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
+            self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
         }
         Ok(())
     }
