@@ -97,16 +97,11 @@ impl pb::registry_server::Registry for RegistryService {
     }
 }
 
-/// Refuses a malformed batch (`INVALID_ARGUMENT`, naming the result): a log id must be
-/// positive, a status (if given) final, and a result without status must carry a handle code.
+/// Refuses a malformed batch (`INVALID_ARGUMENT`, naming the result): a status (if given) must
+/// be final, and a result without status must carry a handle code. (A log id that names no run
+/// is not malformed: it is acknowledged as unknown, so the executor forgets it.)
 fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
     for (index, result) in results.iter().enumerate() {
-        if result.log_id <= 0 {
-            return Err(Status::invalid_argument(format!(
-                "results[{index}].log_id: must be > 0, got {}",
-                result.log_id
-            )));
-        }
         let status = pb::RunStatus::try_from(result.status).ok();
         let final_or_unset = matches!(
             status,

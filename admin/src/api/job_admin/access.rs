@@ -7,6 +7,7 @@ use tonic::{Request, Status};
 use super::JobAdminService;
 use crate::auth::{Caller, Permission, Scope};
 use crate::error::Error;
+use crate::model::validate::validate_executor_addresses;
 use crate::model::{AuditEntry, Job};
 
 impl JobAdminService {
@@ -58,6 +59,8 @@ impl JobAdminService {
         if addresses.is_empty() {
             return Ok(());
         }
+        // A malformed address is INVALID_ARGUMENT naming it, whoever asks.
+        validate_executor_addresses(addresses, "addresses").map_err(Error::from)?;
         if self.ctx.config.trigger_any_address
             && caller.allows(Permission::TriggerAnyAddress, Scope::Any)
         {
