@@ -94,6 +94,15 @@ pub struct Config {
     /// Lets admins trigger a job on addresses outside its group (TriggerJob's address
     /// override); operators are always limited to the group's addresses.
     pub trigger_any_address: bool,
+    /// Ties an executor's session and callbacks to the peer IP it registered from: a second
+    /// process cannot take over a live session's address, nor finish its runs. Turn off only
+    /// when executors reach the admin through a proxy that changes their source address between
+    /// connections (`XJOB_EXECUTOR_PEER_CHECK`); group access tokens are then the only check.
+    pub executor_peer_check: bool,
+    /// Accept executor sessions and callbacks for groups without an access token on a
+    /// non-loopback listener (`XJOB_INSECURE_OPEN_REGISTRY`). Off: such groups' executors are
+    /// refused until the group has a token.
+    pub insecure_open_registry: bool,
 }
 
 impl Default for Config {
@@ -128,6 +137,8 @@ impl Default for Config {
             insecure_open_admin_api: false,
             bootstrap_token: String::new(),
             trigger_any_address: false,
+            executor_peer_check: true,
+            insecure_open_registry: false,
         }
     }
 }
@@ -202,6 +213,12 @@ impl Config {
         if let Some(value) = lookup("XJOB_BOOTSTRAP_TOKEN") {
             self.bootstrap_token = value;
         }
+        if let Some(value) = lookup("XJOB_EXECUTOR_PEER_CHECK") {
+            self.executor_peer_check = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_INSECURE_OPEN_REGISTRY") {
+            self.insecure_open_registry = matches!(value.as_str(), "1" | "true" | "yes");
+        }
         if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
             self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
         }
@@ -271,6 +288,12 @@ impl Config {
     }
 
     /// Default zone for cron evaluation as a parsed zone.
+    /// Whether executors of a group without an access token may register and report: on a
+    /// loopback listener, or when the operator opted out (`insecure_open_registry`).
+    pub fn tokenless_executors_allowed(&self) -> bool {
+        self.listen.ip().is_loopback() || self.insecure_open_registry
+    }
+
     pub fn default_time_zone(&self) -> chrono_tz::Tz {
         crate::model::parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
     }

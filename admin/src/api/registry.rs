@@ -55,7 +55,9 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<Streaming<pb::ExecutorMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
         let token = bearer_token(&request);
-        let peer_ip = request.remote_addr().map(|address| address.ip());
+        let peer_ip = request
+            .remote_addr()
+            .map(|address| address.ip().to_canonical());
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let sessions = Arc::clone(&self.ctx.sessions);
@@ -78,7 +80,9 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<pb::CallbackRequest>,
     ) -> Result<Response<pb::CallbackResponse>, Status> {
         let presented = bearer_token(&request);
-        let peer_ip = request.remote_addr().map(|address| address.ip());
+        let peer_ip = request
+            .remote_addr()
+            .map(|address| address.ip().to_canonical());
         let results = request.into_inner().results;
         check_results(&results)?;
         let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
@@ -165,6 +169,11 @@ async fn check_callback(
                 "wrong or missing access token for the group of log {log_id}"
             )));
         }
+        if target.access_token.is_empty() && !ctx.config.tokenless_executors_allowed() {
+            return Err(Status::unauthenticated(
+                crate::registry::stream::tokenless_refusal(&target.app_name),
+            ));
+        }
         if target.status == RunStatus::Pending {
             tracing::warn!(
                 log_id,
@@ -174,7 +183,8 @@ async fn check_callback(
             refused.insert(log_id);
             continue;
         }
-        if target.status == RunStatus::Running
+        if ctx.config.executor_peer_check
+            && target.status == RunStatus::Running
             && !target.executor_address.is_empty()
             && let Some(holder_ip) = crate::registry::stream::session_peer(
                 &ctx.sessions,

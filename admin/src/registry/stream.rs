@@ -106,6 +106,9 @@ fn check_address_owner(
     info: &ExecutorInfo,
     peer_ip: Option<IpAddr>,
 ) -> Result<(), Status> {
+    if !ctx.config.executor_peer_check {
+        return Ok(());
+    }
     let holders = ctx.registry.list(&info.app_name);
     let Some(holder) = holders
         .iter()
@@ -216,7 +219,8 @@ async fn handshake(
     Ok(register)
 }
 
-/// Refuses the session when the app's group has a token the executor did not present.
+/// Refuses the session when the app's group has a token the executor did not present, or, on
+/// a non-loopback listener, when the app has no group with a token.
 async fn check_token(
     ctx: &RegistryContext,
     app_name: &str,
@@ -237,8 +241,22 @@ async fn check_token(
                 "wrong or missing access token for app '{app_name}'"
             )))
         }
+        // Off loopback, a group without a token would let anyone on the network register
+        // under its app name and receive its runs (params included).
+        Some(group) if !group.access_token.is_empty() => Ok(()),
+        _ if !ctx.config.tokenless_executors_allowed() => {
+            Err(Status::unauthenticated(tokenless_refusal(app_name)))
+        }
         _ => Ok(()),
     }
+}
+
+/// Why an executor of a group without a token is refused on a non-loopback listener.
+pub(crate) fn tokenless_refusal(app_name: &str) -> String {
+    format!(
+        "app '{app_name}' has no group access token and this admin listens on a network: set \
+         the group's access_token (and the executor's), or insecure_open_registry"
+    )
 }
 
 /// Whether a presented access token equals the expected one, in constant time: every byte of

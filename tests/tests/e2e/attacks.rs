@@ -203,3 +203,57 @@ async fn a_new_group_token_closes_sessions_opened_without_it() -> anyhow::Result
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn off_loopback_executors_of_groups_without_a_token_are_refused() -> anyhow::Result<()> {
+    // A listener on every interface (JobAdmin opened explicitly for the test: no users).
+    let mut cluster = TestCluster::builder()
+        .configure(|config| {
+            config.listen = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+            config.insecure_open_admin_api = true;
+        })
+        .start()
+        .await?;
+    cluster.create_group("tokenless-app").await?;
+    // Executors dial the admin on loopback (it listens on every interface).
+    let port = cluster
+        .admin_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let loopback_admin = format!("http://127.0.0.1:{port}");
+    let rogue = cluster
+        .executor("tokenless-app")
+        .admin_addrs([loopback_admin.clone()])
+        .handler("ok", ok_handler)
+        .start()
+        .await?;
+    assert!(rogue.wait_registered(Duration::from_secs(2)).await.is_err());
+    assert!(executors_of(&cluster, "tokenless-app").await?.is_empty());
+    rogue.shutdown().await;
+
+    // With a group token, its holder registers.
+    let mut client = cluster.client();
+    let secured = pb::Group {
+        app_name: "tokened-app".to_string(),
+        title: "tokened".to_string(),
+        address_type: pb::AddressType::Auto as i32,
+        access_token: "network-secret".to_string(),
+        ..Default::default()
+    };
+    client
+        .create_group(pb::CreateGroupRequest {
+            group: Some(secured),
+        })
+        .await?;
+    let holder = cluster
+        .executor("tokened-app")
+        .admin_addrs([loopback_admin])
+        .access_token("network-secret")
+        .handler("ok", ok_handler);
+    cluster.start_executor(holder).await?;
+    assert_eq!(executors_of(&cluster, "tokened-app").await?.len(), 1);
+    cluster.shutdown().await;
+    Ok(())
+}
