@@ -151,7 +151,10 @@ pub async fn start_with(
     let (records_tx, records_rx) = mpsc::unbounded_channel();
     let registry = Arc::new(Registry::default());
     restore_routes(&registry, previous_sessions, &clock);
-    let executors = Arc::new(ExecutorClient::new(config.executor_timeout));
+    let executors = Arc::new(
+        ExecutorClient::new(config.executor_timeout)
+            .with_default_token(config.executor_token.clone()),
+    );
     let trigger = Arc::new(Trigger::new(
         TriggerParts {
             store: store.clone(),

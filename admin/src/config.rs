@@ -103,6 +103,9 @@ pub struct Config {
     /// non-loopback listener (`XJOB_INSECURE_OPEN_REGISTRY`). Off: such groups' executors are
     /// refused until the group has a token.
     pub insecure_open_registry: bool,
+    /// Cluster-wide executor token (`XJOB_EXECUTOR_TOKEN`): groups without their own access
+    /// token use it, on sessions, callbacks and the admin's calls to executors. Empty = none.
+    pub executor_token: String,
 }
 
 impl Default for Config {
@@ -139,6 +142,7 @@ impl Default for Config {
             trigger_any_address: false,
             executor_peer_check: true,
             insecure_open_registry: false,
+            executor_token: String::new(),
         }
     }
 }
@@ -219,6 +223,9 @@ impl Config {
         if let Some(value) = lookup("XJOB_INSECURE_OPEN_REGISTRY") {
             self.insecure_open_registry = matches!(value.as_str(), "1" | "true" | "yes");
         }
+        if let Some(value) = lookup("XJOB_EXECUTOR_TOKEN") {
+            self.executor_token = value;
+        }
         if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
             self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
         }
@@ -292,6 +299,16 @@ impl Config {
     /// loopback listener, or when the operator opted out (`insecure_open_registry`).
     pub fn tokenless_executors_allowed(&self) -> bool {
         self.listen.ip().is_loopback() || self.insecure_open_registry
+    }
+
+    /// The token executors of a group must hold: the group's own, else the cluster-wide
+    /// `executor_token` (empty: none).
+    pub fn executor_token_for<'a>(&'a self, group_token: &'a str) -> &'a str {
+        if group_token.is_empty() {
+            &self.executor_token
+        } else {
+            group_token
+        }
     }
 
     pub fn default_time_zone(&self) -> chrono_tz::Tz {

@@ -161,18 +161,19 @@ async fn check_callback(
         .map_err(Error::from)?;
     for target in targets {
         let log_id = target.log_id;
-        if !target.access_token.is_empty()
-            && !presented.is_some_and(|presented| tokens_match(presented, &target.access_token))
+        let expected = ctx.config.executor_token_for(&target.access_token);
+        if expected.is_empty() && !ctx.config.tokenless_executors_allowed() {
+            return Err(Status::unauthenticated(
+                crate::registry::stream::tokenless_refusal(&target.app_name),
+            ));
+        }
+        if !expected.is_empty()
+            && !presented.is_some_and(|presented| tokens_match(presented, expected))
         {
             tracing::warn!(log_id, "callback refused: wrong or missing access token");
             return Err(Status::unauthenticated(format!(
                 "wrong or missing access token for the group of log {log_id}"
             )));
-        }
-        if target.access_token.is_empty() && !ctx.config.tokenless_executors_allowed() {
-            return Err(Status::unauthenticated(
-                crate::registry::stream::tokenless_refusal(&target.app_name),
-            ));
         }
         if target.status == RunStatus::Pending {
             tracing::warn!(

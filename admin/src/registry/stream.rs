@@ -231,31 +231,32 @@ async fn check_token(
         .get_group_by_app(app_name)
         .await
         .map_err(|_| Status::unavailable("database unavailable"))?;
-    match group {
-        Some(group)
-            if !group.access_token.is_empty()
-                && !presented
-                    .is_some_and(|presented| tokens_match(presented, &group.access_token)) =>
-        {
-            Err(Status::unauthenticated(format!(
-                "wrong or missing access token for app '{app_name}'"
-            )))
+    // The group's token, else the cluster-wide executor token (an app with no group yet has
+    // only the latter).
+    let group_token = group.map(|group| group.access_token).unwrap_or_default();
+    let expected = ctx.config.executor_token_for(&group_token);
+    if expected.is_empty() {
+        // Off loopback, no token would let anyone on the network register under the app name
+        // and receive its runs (params included).
+        if ctx.config.tokenless_executors_allowed() {
+            return Ok(());
         }
-        // Off loopback, a group without a token would let anyone on the network register
-        // under its app name and receive its runs (params included).
-        Some(group) if !group.access_token.is_empty() => Ok(()),
-        _ if !ctx.config.tokenless_executors_allowed() => {
-            Err(Status::unauthenticated(tokenless_refusal(app_name)))
-        }
-        _ => Ok(()),
+        return Err(Status::unauthenticated(tokenless_refusal(app_name)));
     }
+    if presented.is_some_and(|presented| tokens_match(presented, expected)) {
+        return Ok(());
+    }
+    Err(Status::unauthenticated(format!(
+        "wrong or missing access token for app '{app_name}'"
+    )))
 }
 
 /// Why an executor of a group without a token is refused on a non-loopback listener.
 pub(crate) fn tokenless_refusal(app_name: &str) -> String {
     format!(
         "app '{app_name}' has no group access token and this admin listens on a network: set \
-         the group's access_token (and the executor's), or insecure_open_registry"
+         the group's access_token or executor_token (and the executor's), or \
+         insecure_open_registry"
     )
 }
 

@@ -257,3 +257,56 @@ async fn off_loopback_executors_of_groups_without_a_token_are_refused() -> anyho
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_cluster_executor_token_stands_in_for_groups_without_one() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| {
+            config.listen = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+            config.insecure_open_admin_api = true;
+            config.executor_token = "cluster-secret".to_string();
+        })
+        .start()
+        .await?;
+    let group_id = cluster.create_group("clustered-app").await?;
+    let port = cluster
+        .admin_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let loopback_admin = format!("http://127.0.0.1:{port}");
+    let without = cluster
+        .executor("clustered-app")
+        .admin_addrs([loopback_admin.clone()])
+        .handler("ok", ok_handler)
+        .start()
+        .await?;
+    assert!(
+        without
+            .wait_registered(Duration::from_secs(2))
+            .await
+            .is_err()
+    );
+    without.shutdown().await;
+
+    // The holder registers, and the admin presents the same token on Run (the SDK checks it),
+    // and the callback carrying it is accepted.
+    let holder = cluster
+        .executor("clustered-app")
+        .admin_addrs([loopback_admin])
+        .access_token("cluster-secret")
+        .handler("ok", ok_handler);
+    cluster.start_executor(holder).await?;
+    let job = TestCluster::job(group_id, "ok", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let log_id = cluster.trigger(job_id, None).await?;
+    let finished = cluster.wait_log_final(log_id, WAIT).await?;
+    assert_eq!(
+        finished.status,
+        pb::RunStatus::Success as i32,
+        "{finished:?}"
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
