@@ -104,3 +104,34 @@ async fn non_loopback_without_users_refuses_until_an_admin_is_created() -> anyho
     assert!(!me.open);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_bootstrap_token_creates_the_first_admin() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let listen = format!("0.0.0.0:{port}");
+
+    // Too short to guard a fresh cluster: refused, nothing created.
+    let mut short = serve_command(dir.path(), &listen);
+    short.env("XJOB_BOOTSTRAP_TOKEN", "short");
+    let (ok, _, stderr) = run_bounded(&mut short)?;
+    assert!(!ok && stderr.contains("bootstrap_token"), "{stderr}");
+
+    let token = "bootstrap-0123456789abcdef0123456789";
+    let mut serve = serve_command(dir.path(), &listen);
+    serve.env("XJOB_BOOTSTRAP_TOKEN", token);
+    let _admin = ChildProcess::spawn("auth-bootstrap-admin", &mut serve)?;
+    let url = format!("http://127.0.0.1:{port}");
+    let mut client = wait_until(Duration::from_secs(20), "the admin to serve", || {
+        let url = url.clone();
+        async move { JobAdminClient::connect(url).await.ok() }
+    })
+    .await?;
+    let mut request = Request::new(pb::WhoAmIRequest {});
+    let bearer = MetadataValue::try_from(format!("Bearer {token}"))?;
+    request.metadata_mut().insert("authorization", bearer);
+    let me = client.who_am_i(request).await?.into_inner();
+    let user = me.user.ok_or_else(|| anyhow::anyhow!("no user"))?;
+    assert_eq!((user.name.as_str(), user.role.as_str()), ("admin", "admin"));
+    Ok(())
+}

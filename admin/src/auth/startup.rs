@@ -74,7 +74,13 @@ async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error>
         now_ms,
         0,
     )
-    .await?;
+    .await;
+    let created = match created {
+        Ok(created) => created,
+        // Another admin of the cluster, started with the same token, made it first.
+        Err(Error::AlreadyExists(_)) => return Ok(()),
+        Err(error) => return Err(error),
+    };
     tracing::warn!(
         user = %created.user.name,
         "created the first admin from XJOB_BOOTSTRAP_TOKEN; issue personal tokens and revoke \
