@@ -128,6 +128,8 @@ pub async fn start_with(
         .await
         .map_err(|error| Error::unavailable(format!("cannot open database: {error}"), error))?;
     let clock = system_clock();
+    // Before this node registers or serves anything: JobAdmin never runs open on a network.
+    crate::auth::startup::check(&store, &config, clock.now_ms()).await?;
     let epoch = store
         .register_node(
             &config.node_id,
@@ -149,7 +151,10 @@ pub async fn start_with(
     let (records_tx, records_rx) = mpsc::unbounded_channel();
     let registry = Arc::new(Registry::default());
     restore_routes(&registry, previous_sessions, &clock);
-    let executors = Arc::new(ExecutorClient::new(config.executor_timeout));
+    let executors = Arc::new(
+        ExecutorClient::new(config.executor_timeout)
+            .with_default_token(config.executor_token.clone()),
+    );
     let trigger = Arc::new(Trigger::new(
         TriggerParts {
             store: store.clone(),
@@ -170,6 +175,7 @@ pub async fn start_with(
         node: node.clone(),
         clock: Arc::clone(&clock),
         superseded: std::sync::Mutex::default(),
+        session_peers: std::sync::Mutex::default(),
     });
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),

@@ -85,6 +85,27 @@ pub struct Config {
     pub log_keep_per_job: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
+    /// Serve JobAdmin without authentication on a non-loopback listener while no user exists
+    /// (`--insecure-open-admin-api`, `XJOB_INSECURE_OPEN_ADMIN_API`). Never in production.
+    pub insecure_open_admin_api: bool,
+    /// With no users yet, creates the user `admin` whose API token is this secret
+    /// (`XJOB_BOOTSTRAP_TOKEN`; at least 24 characters). Empty = none.
+    pub bootstrap_token: String,
+    /// Lets admins trigger a job on addresses outside its group (TriggerJob's address
+    /// override); operators are always limited to the group's addresses.
+    pub trigger_any_address: bool,
+    /// Ties an executor's session and callbacks to the peer IP it registered from: a second
+    /// process cannot take over a live session's address, nor finish its runs. Turn off only
+    /// when executors reach the admin through a proxy that changes their source address between
+    /// connections (`XJOB_EXECUTOR_PEER_CHECK`); group access tokens are then the only check.
+    pub executor_peer_check: bool,
+    /// Accept executor sessions and callbacks for groups without an access token on a
+    /// non-loopback listener (`XJOB_INSECURE_OPEN_REGISTRY`). Off: such groups' executors are
+    /// refused until the group has a token.
+    pub insecure_open_registry: bool,
+    /// Cluster-wide executor token (`XJOB_EXECUTOR_TOKEN`): groups without their own access
+    /// token use it, on sessions, callbacks and the admin's calls to executors. Empty = none.
+    pub executor_token: String,
 }
 
 impl Default for Config {
@@ -116,6 +137,12 @@ impl Default for Config {
             log_retention: Duration::ZERO,
             log_keep_per_job: 0,
             demo: false,
+            insecure_open_admin_api: false,
+            bootstrap_token: String::new(),
+            trigger_any_address: false,
+            executor_peer_check: true,
+            insecure_open_registry: false,
+            executor_token: String::new(),
         }
     }
 }
@@ -184,6 +211,24 @@ impl Config {
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
         }
+        if let Some(value) = lookup("XJOB_INSECURE_OPEN_ADMIN_API") {
+            self.insecure_open_admin_api = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_BOOTSTRAP_TOKEN") {
+            self.bootstrap_token = value;
+        }
+        if let Some(value) = lookup("XJOB_EXECUTOR_PEER_CHECK") {
+            self.executor_peer_check = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_INSECURE_OPEN_REGISTRY") {
+            self.insecure_open_registry = matches!(value.as_str(), "1" | "true" | "yes");
+        }
+        if let Some(value) = lookup("XJOB_EXECUTOR_TOKEN") {
+            self.executor_token = value;
+        }
+        if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
+            self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
+        }
         Ok(())
     }
 
@@ -250,6 +295,22 @@ impl Config {
     }
 
     /// Default zone for cron evaluation as a parsed zone.
+    /// Whether executors of a group without an access token may register and report: on a
+    /// loopback listener, or when the operator opted out (`insecure_open_registry`).
+    pub fn tokenless_executors_allowed(&self) -> bool {
+        self.listen.ip().is_loopback() || self.insecure_open_registry
+    }
+
+    /// The token executors of a group must hold: the group's own, else the cluster-wide
+    /// `executor_token` (empty: none).
+    pub fn executor_token_for<'a>(&'a self, group_token: &'a str) -> &'a str {
+        if group_token.is_empty() {
+            &self.executor_token
+        } else {
+            group_token
+        }
+    }
+
     pub fn default_time_zone(&self) -> chrono_tz::Tz {
         crate::model::parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
     }

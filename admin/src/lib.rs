@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod app;
+pub mod auth;
 pub mod callback;
 pub mod config;
 pub mod context;

@@ -22,6 +22,29 @@ enum Command {
     Serve(ServeArgs),
     /// Creates or upgrades the database schema, then exits.
     Migrate(ServeArgs),
+    /// Manages JobAdmin users (against the configured database).
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Creates a user and prints its first API token, once (e.g. the first admin).
+    Create(UserCreateArgs),
+}
+
+#[derive(clap::Args)]
+struct UserCreateArgs {
+    /// The user's name (letters, digits, - _ . @).
+    name: String,
+    /// admin (everything), operator (jobs and runs in granted groups) or viewer (read-only).
+    #[arg(long)]
+    role: String,
+    /// Lifetime of the token, e.g. 2160h (90 days); default: never expires.
+    #[arg(long)]
+    token_ttl: Option<String>,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(clap::Args)]
@@ -44,6 +67,10 @@ struct ServeArgs {
     /// Also run a demo executor (app `xjob-demo`) with sample jobs.
     #[arg(long)]
     demo: bool,
+    /// INSECURE: serve JobAdmin without authentication on a non-loopback address while no
+    /// user exists.
+    #[arg(long)]
+    insecure_open_admin_api: bool,
 }
 
 fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -71,6 +98,7 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         config.node_id = node_id.clone();
     }
     config.demo |= args.demo;
+    config.insecure_open_admin_api |= args.insecure_open_admin_api;
     Ok(config.validate()?)
 }
 
@@ -122,6 +150,40 @@ async fn main() -> anyhow::Result<()> {
             xjob_admin::store::Store::connect(&config.database_url).await?;
             tracing::info!("database is migrated");
         }
+        Command::User(UserCommand::Create(args)) => create_user(args).await?,
     }
+    Ok(())
+}
+
+/// `xjob user create`: inserts the user in the configured database (migrating it first) and
+/// prints its token on stdout, the only time it is shown.
+async fn create_user(args: UserCreateArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+
+    let config = load_config(&args.serve)?;
+    let ttl_ms = match &args.token_ttl {
+        Some(text) => {
+            let ttl = xjob_admin::config::parse_duration(text)
+                .map_err(|error| anyhow::anyhow!("--token-ttl '{text}': {error}"))?;
+            i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+        }
+        None => 0,
+    };
+    if config.database_url.starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir)?;
+    }
+    let store = xjob_admin::store::Store::connect(&config.database_url).await?;
+    let now_ms = xjob_admin::model::now_ms();
+    let created = xjob_admin::auth::accounts::create_user(
+        &store, &args.name, &args.role, "", None, now_ms, ttl_ms,
+    )
+    .await;
+    store.close().await;
+    let created = created?;
+    tracing::info!(user = %created.user.name, role = created.user.role.as_str(),
+        "user created; its token is printed once below");
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", created.token)?;
+    stdout.flush()?;
     Ok(())
 }

@@ -5,7 +5,10 @@
 //! - `Session`: the token of the group of the registering app (checked in `registry::stream`);
 //! - `Callback`: every result's run must belong to a group whose token was presented. One
 //!   mismatch refuses the whole batch with `UNAUTHENTICATED` before anything is persisted, so
-//!   an executor of one app cannot finish the runs of another.
+//!   an executor of one app cannot finish the runs of another. A result is also left
+//!   unaccepted when its run was never dispatched, or was dispatched to a live session of this
+//!   admin opened from another peer IP (see `check_callback`); malformed results are
+//!   `INVALID_ARGUMENT`.
 
 use std::sync::Arc;
 
@@ -18,6 +21,7 @@ use xjob_proto::pb;
 use super::convert::reported_result;
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::model::RunStatus;
 use crate::registry::stream::tokens_match;
 
 /// Serves `xjob.v1.Registry`.
@@ -51,6 +55,9 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<Streaming<pb::ExecutorMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
         let token = bearer_token(&request);
+        let peer_ip = request
+            .remote_addr()
+            .map(|address| address.ip().to_canonical());
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let sessions = Arc::clone(&self.ctx.sessions);
@@ -62,6 +69,7 @@ impl pb::registry_server::Registry for RegistryService {
                 inbound,
                 outbound_tx,
                 token,
+                peer_ip,
                 cancel,
             ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
@@ -72,10 +80,18 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<pb::CallbackRequest>,
     ) -> Result<Response<pb::CallbackResponse>, Status> {
         let presented = bearer_token(&request);
+        let peer_ip = request
+            .remote_addr()
+            .map(|address| address.ip().to_canonical());
         let results = request.into_inner().results;
+        check_results(&results)?;
         let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
-        check_callback_token(&self.ctx, &log_ids, presented.as_deref()).await?;
-        let results: Vec<_> = results.iter().map(reported_result).collect();
+        let refused = check_callback(&self.ctx, &log_ids, presented.as_deref(), peer_ip).await?;
+        let results: Vec<_> = results
+            .iter()
+            .filter(|result| !refused.contains(&result.log_id))
+            .map(reported_result)
+            .collect();
         let now_ms = self.ctx.clock.now_ms();
         let applied = crate::callback::apply_results(&self.ctx.store, now_ms, &results).await?;
         Ok(Response::new(pb::CallbackResponse {
@@ -85,29 +101,109 @@ impl pb::registry_server::Registry for RegistryService {
     }
 }
 
-/// Refuses a callback when a run it reports belongs to a group whose token was not presented.
-async fn check_callback_token(
+/// Refuses a malformed batch (`INVALID_ARGUMENT`, naming the result): a status (if given) must
+/// be final, and a result without status must carry a handle code. (A log id that names no run
+/// is not malformed: it is acknowledged as unknown, so the executor forgets it.)
+fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
+    for (index, result) in results.iter().enumerate() {
+        let status = pb::RunStatus::try_from(result.status).ok();
+        let final_or_unset = matches!(
+            status,
+            Some(
+                pb::RunStatus::Unspecified
+                    | pb::RunStatus::Success
+                    | pb::RunStatus::Failed
+                    | pb::RunStatus::Timeout
+                    | pb::RunStatus::Killed
+            )
+        );
+        if !final_or_unset {
+            return Err(Status::invalid_argument(format!(
+                "results[{index}].status: {} is not a final status (SUCCESS, FAILED, TIMEOUT, \
+                 KILLED)",
+                result.status
+            )));
+        }
+        if status == Some(pb::RunStatus::Unspecified) && result.code == 0 {
+            return Err(Status::invalid_argument(format!(
+                "results[{index}]: a status or a handle code is required"
+            )));
+        }
+        if !(0..=999).contains(&result.code) {
+            return Err(Status::invalid_argument(format!(
+                "results[{index}].code: must be 0 (unset) or a handle code up to 999, got {}",
+                result.code
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks who may finish each run: the whole batch is refused (`UNAUTHENTICATED`) when a run
+/// belongs to a group whose token was not presented; single results are left unaccepted (the
+/// executor keeps them; nothing is written) when their run was never dispatched (PENDING) or
+/// when its address is held by a live session of this admin from another peer IP than the
+/// callback's (a forged result for someone else's run). Returns those left unaccepted.
+async fn check_callback(
     ctx: &AdminContext,
     log_ids: &[i64],
     presented: Option<&str>,
-) -> Result<(), Status> {
+    peer_ip: Option<std::net::IpAddr>,
+) -> Result<std::collections::HashSet<i64>, Status> {
+    let mut refused = std::collections::HashSet::new();
     if log_ids.is_empty() {
-        return Ok(());
+        return Ok(refused);
     }
-    let expected = ctx
+    let targets = ctx
         .store
-        .log_group_tokens(log_ids)
+        .callback_targets(log_ids)
         .await
         .map_err(Error::from)?;
-    for (log_id, token) in expected {
-        if !presented.is_some_and(|presented| tokens_match(presented, &token)) {
+    for target in targets {
+        let log_id = target.log_id;
+        let expected = ctx.config.executor_token_for(&target.access_token);
+        if expected.is_empty() && !ctx.config.tokenless_executors_allowed() {
+            return Err(Status::unauthenticated(
+                crate::registry::stream::tokenless_refusal(&target.app_name),
+            ));
+        }
+        if !expected.is_empty()
+            && !presented.is_some_and(|presented| tokens_match(presented, expected))
+        {
             tracing::warn!(log_id, "callback refused: wrong or missing access token");
             return Err(Status::unauthenticated(format!(
                 "wrong or missing access token for the group of log {log_id}"
             )));
         }
+        if target.status == RunStatus::Pending {
+            tracing::warn!(
+                log_id,
+                ?peer_ip,
+                "callback result refused: the run was never dispatched"
+            );
+            refused.insert(log_id);
+            continue;
+        }
+        if ctx.config.executor_peer_check
+            && target.status == RunStatus::Running
+            && !target.executor_address.is_empty()
+            && let Some(holder_ip) = crate::registry::stream::session_peer(
+                &ctx.sessions,
+                &target.app_name,
+                &target.executor_address,
+            )
+            && holder_ip != peer_ip
+        {
+            tracing::warn!(
+                log_id,
+                ?peer_ip,
+                ?holder_ip,
+                "callback result refused: the run was dispatched to a session of another peer"
+            );
+            refused.insert(log_id);
+        }
     }
-    Ok(())
+    Ok(refused)
 }
 
 #[cfg(test)]

@@ -47,6 +47,8 @@ pub struct ExecutorClient {
     channels: ExecutorChannels,
     batcher: RunBatcher,
     probe_timeout: Duration,
+    /// Presented to executors of groups without their own token (`executor_token`).
+    default_token: String,
 }
 
 impl ExecutorClient {
@@ -56,6 +58,23 @@ impl ExecutorClient {
             channels: ExecutorChannels::new(request_timeout),
             batcher: RunBatcher::default(),
             probe_timeout: request_timeout.min(PROBE_TIMEOUT),
+            default_token: String::new(),
+        }
+    }
+
+    /// Presents `token` (the cluster-wide `executor_token`) to executors of groups that have
+    /// no access token of their own.
+    pub fn with_default_token(mut self, token: String) -> ExecutorClient {
+        self.default_token = token;
+        self
+    }
+
+    /// The token a call presents: the group's, else the cluster-wide one.
+    fn token<'a>(&'a self, group_token: &'a str) -> &'a str {
+        if group_token.is_empty() {
+            &self.default_token
+        } else {
+            group_token
         }
     }
 
@@ -76,12 +95,14 @@ impl ExecutorClient {
             .channels
             .channel(address)
             .map_err(tonic::Status::invalid_argument)?;
-        self.batcher.run(address, channel, token, request).await
+        self.batcher
+            .run(address, channel, self.token(token), request)
+            .await
     }
 
     /// FAILOVER's probe: whether the executor answers at all, within the probe timeout.
     pub async fn beat(&self, address: &str, token: &str) -> Result<(), tonic::Status> {
-        let request = self.probe_request(pb::BeatRequest {}, token)?;
+        let request = self.probe_request(pb::BeatRequest {}, self.token(token))?;
         self.client(address)?.beat(request).await.map(|_| ())
     }
 
@@ -92,7 +113,8 @@ impl ExecutorClient {
         token: &str,
         job: JobId,
     ) -> Result<Idleness, tonic::Status> {
-        let request = self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, token)?;
+        let request =
+            self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, self.token(token))?;
         let response = self.client(address)?.idle_beat(request).await?.into_inner();
         Ok(if response.idle {
             Idleness::Idle
@@ -115,7 +137,7 @@ impl ExecutorClient {
         };
         let response = self
             .client(address)?
-            .kill(authorized(request, token)?)
+            .kill(authorized(request, self.token(token))?)
             .await
             .map_err(|status| Error::executor(address, status))?
             .into_inner();
@@ -138,7 +160,7 @@ impl ExecutorClient {
         };
         let response = self
             .client(address)?
-            .read_log(authorized(request, token)?)
+            .read_log(authorized(request, self.token(token))?)
             .await
             .map_err(|status| Error::executor(address, status))?
             .into_inner();

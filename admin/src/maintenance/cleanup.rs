@@ -13,6 +13,9 @@
 //!   installations that fire too often to keep whole days;
 //! - by count: with `log_keep_per_job` N, every job keeps only its N newest finished runs
 //!   (XXL-JOB's console "keep the latest N", applied continuously to every job).
+//!
+//! The audit trail (`xjob_audit`) is kept by the same age: entries older than the age cutoff
+//! are deleted with the logs (the per-job count does not apply to it).
 
 use std::sync::Arc;
 
@@ -138,6 +141,11 @@ pub async fn run_retention(
                 Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired logs deleted"),
                 Err(error) => tracing::warn!(%error, "log retention failed"),
             }
+            match prune_audit(&store, cutoff_ms, &cancel).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired audit entries deleted"),
+                Err(error) => tracing::warn!(%error, "audit retention failed"),
+            }
         }
         if config.log_keep_per_job > 0 {
             match keep_newest_per_job(&store, i64::from(config.log_keep_per_job), &cancel).await {
@@ -191,6 +199,22 @@ async fn keep_newest_per_job(
             return Ok(deleted);
         }
         offset += JOB_PAGE;
+    }
+}
+
+/// Deletes audit entries older than `cutoff_ms`, batch after batch.
+pub async fn prune_audit(
+    store: &Store,
+    cutoff_ms: i64,
+    cancel: &CancellationToken,
+) -> StoreResult<u64> {
+    let mut deleted = 0;
+    loop {
+        let batch = store.prune_audit(cutoff_ms, DELETE_BATCH).await?;
+        deleted += batch;
+        if batch < DELETE_BATCH as u64 || cancel.is_cancelled() {
+            return Ok(deleted);
+        }
     }
 }
 

@@ -14,6 +14,7 @@ pub mod ids;
 pub mod job;
 pub mod log;
 pub mod node;
+pub mod user;
 pub mod validate;
 pub mod zone;
 
@@ -31,6 +32,7 @@ pub use ids::{GroupId, JobId, LogId};
 pub use job::{Job, JobStatus, RetryBackoff};
 pub use log::{LogFilter, NewRun, RunLog};
 pub use node::NodeIdentity;
+pub use user::{ApiToken, AuditEntry, Role, User};
 pub use zone::{job_time_zone, parse_time_zone};
 
 /// Current wall-clock time in epoch milliseconds (the admin clock every stored time uses).

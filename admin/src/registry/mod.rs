@@ -43,6 +43,9 @@ pub struct RegistryContext {
     /// One token per open session of this admin, by executor id: cancelled when a newer session
     /// of the same app and address replaces it, which ends the old stream.
     pub superseded: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// The peer IP each open session of this admin came from, by executor id: a registration
+    /// from another IP cannot take over a live session's address.
+    pub session_peers: std::sync::Mutex<HashMap<String, Option<std::net::IpAddr>>>,
 }
 
 /// Removals a slow follower may lag behind before it is told it missed some.

@@ -7,11 +7,16 @@
 //! - `FAILED_PRECONDITION`: the executor speaks another protocol version;
 //! - `UNAUTHENTICATED`: the app's group has an access token and the session did not present it;
 //! - `UNAVAILABLE`: the admin is shutting down (the executor moves to another admin);
+//! - `ALREADY_EXISTS`: the address is held by a live session of this admin opened from another
+//!   peer IP: a second process cannot take over an executor's address while it is connected
+//!   (the same IP, as after a reconnect or restart, replaces the old session);
 //! - `ABORTED`: a newer session registered the same app and address (the executor reconnected;
-//!   this stream is stale).
+//!   this stream is stale), or the group's access token changed (the executor reconnects with
+//!   the current token, or is refused).
 //!
 //! However it ends, the executor leaves routing and its registry row is deleted at once.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,6 +44,7 @@ pub async fn serve_session(
     mut inbound: Streaming<pb::ExecutorMessage>,
     outbound: Outbound,
     presented_token: Option<String>,
+    peer_ip: Option<IpAddr>,
     cancel: CancellationToken,
 ) {
     let register = match handshake(&ctx, &mut inbound).await {
@@ -54,9 +60,16 @@ pub async fn serve_session(
         return;
     }
     let info = executor_info(&ctx, register);
+    if let Err(status) = check_address_owner(&ctx, &info, peer_ip) {
+        tracing::warn!(app = %info.app_name, address = %info.address, ?peer_ip,
+            "session refused: its address is held by a live session from another peer");
+        let _ = outbound.send(Err(status)).await;
+        return;
+    }
     let executor_id = info.executor_id.clone();
     let superseded = CancellationToken::new();
     lock_superseded(&ctx).insert(executor_id.clone(), superseded.clone());
+    lock_peers(&ctx).insert(executor_id.clone(), peer_ip);
     open(&ctx, info.clone()).await;
     let registered = pb::AdminMessage {
         kind: Some(pb::admin_message::Kind::Registered(pb::Registered {
@@ -70,16 +83,98 @@ pub async fn serve_session(
             _ = session_loop(&ctx, &mut inbound, &outbound, &info, &cancel) => {}
             _ = superseded.cancelled() => {
                 tracing::info!(app = %info.app_name, address = %info.address,
-                    executor_id = %info.executor_id, "session replaced by a newer one; closing it");
+                    executor_id = %info.executor_id,
+                    "session replaced by a newer one, or its group's token changed; closing it");
                 let status = Status::aborted(
-                    "a newer session registered the same app and address; this one is closed",
+                    "this session is closed: a newer session registered the same app and \
+                     address, or the group's access token changed (reconnect with the current \
+                     token)",
                 );
                 let _ = outbound.send(Err(status)).await;
             }
         }
     }
     lock_superseded(&ctx).remove(&executor_id);
+    lock_peers(&ctx).remove(&executor_id);
     close(&ctx, &info).await;
+}
+
+/// Refuses a registration whose address is held by a live session of this admin opened from
+/// another peer IP (a rogue process taking over a real executor's address and its runs).
+fn check_address_owner(
+    ctx: &RegistryContext,
+    info: &ExecutorInfo,
+    peer_ip: Option<IpAddr>,
+) -> Result<(), Status> {
+    if !ctx.config.executor_peer_check {
+        return Ok(());
+    }
+    let holders = ctx.registry.list(&info.app_name);
+    let Some(holder) = holders
+        .iter()
+        .find(|held| held.app_name == info.app_name && held.address == info.address)
+    else {
+        return Ok(());
+    };
+    let peers = lock_peers(ctx);
+    match peers.get(&holder.executor_id) {
+        Some(holder_ip) if *holder_ip != peer_ip => Err(Status::already_exists(format!(
+            "address '{}' of app '{}' is held by a live session from another peer; a second \
+             process cannot take it over while that session is connected",
+            info.address, info.app_name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Closes every session of `app_name` on this admin (its group's access token changed: a
+/// session opened with the old token, or none, must not keep receiving runs). Executors that
+/// hold the current token reconnect; the others are refused.
+pub fn close_app_sessions(ctx: &RegistryContext, app_name: &str) -> usize {
+    let sessions: Vec<String> = ctx
+        .registry
+        .list(app_name)
+        .into_iter()
+        .filter(|executor| executor.app_name == app_name)
+        .map(|executor| executor.executor_id)
+        .collect();
+    let superseded = lock_superseded(ctx);
+    let mut closed = 0;
+    for executor_id in &sessions {
+        if let Some(token) = superseded.get(executor_id) {
+            token.cancel();
+            closed += 1;
+        }
+    }
+    tracing::info!(
+        app = app_name,
+        closed,
+        "group access token changed: sessions closed"
+    );
+    closed
+}
+
+/// The peer IP of the live session of this admin holding `app_name` at `address`; `None` when
+/// no session of this admin holds it (the inner `None`: the peer IP was unknown).
+pub fn session_peer(
+    ctx: &RegistryContext,
+    app_name: &str,
+    address: &str,
+) -> Option<Option<IpAddr>> {
+    let holder = ctx
+        .registry
+        .list(app_name)
+        .into_iter()
+        .find(|held| held.app_name == app_name && held.address == address)?;
+    lock_peers(ctx).get(&holder.executor_id).copied()
+}
+
+fn lock_peers(
+    ctx: &RegistryContext,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Option<IpAddr>>> {
+    ctx.session_peers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn lock_superseded(
@@ -124,7 +219,8 @@ async fn handshake(
     Ok(register)
 }
 
-/// Refuses the session when the app's group has a token the executor did not present.
+/// Refuses the session when the app's group has a token the executor did not present, or, on
+/// a non-loopback listener, when the app has no group with a token.
 async fn check_token(
     ctx: &RegistryContext,
     app_name: &str,
@@ -135,18 +231,33 @@ async fn check_token(
         .get_group_by_app(app_name)
         .await
         .map_err(|_| Status::unavailable("database unavailable"))?;
-    match group {
-        Some(group)
-            if !group.access_token.is_empty()
-                && !presented
-                    .is_some_and(|presented| tokens_match(presented, &group.access_token)) =>
-        {
-            Err(Status::unauthenticated(format!(
-                "wrong or missing access token for app '{app_name}'"
-            )))
+    // The group's token, else the cluster-wide executor token (an app with no group yet has
+    // only the latter).
+    let group_token = group.map(|group| group.access_token).unwrap_or_default();
+    let expected = ctx.config.executor_token_for(&group_token);
+    if expected.is_empty() {
+        // Off loopback, no token would let anyone on the network register under the app name
+        // and receive its runs (params included).
+        if ctx.config.tokenless_executors_allowed() {
+            return Ok(());
         }
-        _ => Ok(()),
+        return Err(Status::unauthenticated(tokenless_refusal(app_name)));
     }
+    if presented.is_some_and(|presented| tokens_match(presented, expected)) {
+        return Ok(());
+    }
+    Err(Status::unauthenticated(format!(
+        "wrong or missing access token for app '{app_name}'"
+    )))
+}
+
+/// Why an executor of a group without a token is refused on a non-loopback listener.
+pub(crate) fn tokenless_refusal(app_name: &str) -> String {
+    format!(
+        "app '{app_name}' has no group access token and this admin listens on a network: set \
+         the group's access_token or executor_token (and the executor's), or \
+         insecure_open_registry"
+    )
 }
 
 /// Whether a presented access token equals the expected one, in constant time: every byte of

@@ -10,6 +10,7 @@
 //! adoption in `schedule`; run logs and broadcast shards in `logs`; follow-ups, delayed runs and
 //! lost runs in `followups`; report, clean-up, tokens and the shared registry in `operations`.
 
+mod auth;
 mod followups;
 mod logs;
 mod operations;

@@ -23,8 +23,8 @@ mod sqlite;
 use thiserror::Error;
 
 use crate::model::{
-    ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter, NewRun, RunLog,
-    RunStatus,
+    ApiToken, AuditEntry, ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter,
+    NewRun, RunLog, RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -62,6 +62,17 @@ pub struct JobFilter {
     pub author: Option<String>,
     pub offset: i64,
     pub limit: i64,
+}
+
+/// A run a callback reports on, with what the callback is checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackTarget {
+    pub log_id: i64,
+    pub status: RunStatus,
+    /// Where the run was dispatched; empty until its dispatch is recorded.
+    pub executor_address: String,
+    pub app_name: String,
+    pub access_token: String,
 }
 
 /// New scheduling state of one job, written by the schedule round.
@@ -200,6 +211,31 @@ macro_rules! shared {
 }
 
 shared! {
+    // ---- users, API tokens, group grants, audit (`auth/`)
+    /// Inserts a user (no grants) and returns it with its id; a taken name is a conflict.
+    fn insert_user(&self, user: &User) -> StoreResult<User> => auth;
+    /// Deletes a user with its tokens and grants; false when it did not exist.
+    fn delete_user(&self, id: i64) -> StoreResult<bool> => auth;
+    fn count_users(&self) -> StoreResult<i64> => auth;
+    /// A user with its grants.
+    fn get_user(&self, id: i64) -> StoreResult<Option<User>> => auth;
+    /// Every user with its grants, by id.
+    fn list_users(&self) -> StoreResult<Vec<User>> => auth;
+    fn grant_group(&self, user_id: i64, group_id: i64) -> StoreResult<()> => auth;
+    /// False when there was no such grant.
+    fn revoke_group(&self, user_id: i64, group_id: i64) -> StoreResult<bool> => auth;
+    /// Stores a token by hash and returns it with its id.
+    fn insert_token(&self, token: &ApiToken) -> StoreResult<ApiToken> => auth;
+    fn token_by_hash(&self, token_hash: &str) -> StoreResult<Option<ApiToken>> => auth;
+    fn list_tokens(&self, user_id: i64) -> StoreResult<Vec<ApiToken>> => auth;
+    /// Marks a token revoked; returns its user id, `None` when it does not exist.
+    fn revoke_token(&self, id: i64, now_ms: i64) -> StoreResult<Option<i64>> => auth;
+    /// Appends an audit entry.
+    fn insert_audit(&self, entry: &AuditEntry) -> StoreResult<()> => audit;
+    /// A page of audit entries, newest first.
+    fn list_audit(&self, offset: i64, limit: i64) -> StoreResult<Vec<AuditEntry>> => audit;
+    /// Deletes at most `limit` audit entries older than `before_ms`; returns how many.
+    fn prune_audit(&self, before_ms: i64, limit: i64) -> StoreResult<u64> => audit;
     // ---- groups
     /// Inserts a group and returns it with its id.
     fn insert_group(&self, group: &Group) -> StoreResult<Group> => groups;
@@ -314,6 +350,8 @@ shared! {
     fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64> => report;
     /// `(log id, access token)` for each of `log_ids` whose group has a token.
     fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>> => registry;
+    /// What a callback for each existing run of `log_ids` is checked against.
+    fn callback_targets(&self, log_ids: &[i64]) -> StoreResult<Vec<CallbackTarget>> => registry;
     // ---- cluster (shared registry: every admin routes over the live rows of all admins)
     /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
     /// address.

@@ -3441,6 +3441,1229 @@ func (x *GetDashboardResponse) GetDays() []*DayReport {
 	return nil
 }
 
+// A user of JobAdmin. role is "admin" (everything), "operator" (jobs and runs in granted
+// groups) or "viewer" (read-only in granted groups).
+type User struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Role  string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	// Groups this user may act in (admins act in every group).
+	GroupIds      []int64 `protobuf:"varint,4,rep,packed,name=group_ids,json=groupIds,proto3" json:"group_ids,omitempty"`
+	CreatedMs     int64   `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *User) Reset() {
+	*x = User{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *User) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*User) ProtoMessage() {}
+
+func (x *User) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use User.ProtoReflect.Descriptor instead.
+func (*User) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *User) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *User) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *User) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *User) GetGroupIds() []int64 {
+	if x != nil {
+		return x.GroupIds
+	}
+	return nil
+}
+
+func (x *User) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+// An API token's description; the token itself is only returned when it is created.
+type ApiToken struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	UserId int64                  `protobuf:"varint,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The first characters of the token, to recognise it.
+	Prefix string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// 0 = never expires.
+	ExpiresMs int64 `protobuf:"varint,4,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	// 0 = not revoked.
+	RevokedMs     int64  `protobuf:"varint,5,opt,name=revoked_ms,json=revokedMs,proto3" json:"revoked_ms,omitempty"`
+	CreatedMs     int64  `protobuf:"varint,6,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	Description   string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApiToken) Reset() {
+	*x = ApiToken{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApiToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApiToken) ProtoMessage() {}
+
+func (x *ApiToken) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApiToken.ProtoReflect.Descriptor instead.
+func (*ApiToken) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ApiToken) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ApiToken) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *ApiToken) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ApiToken) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+func (x *ApiToken) GetRevokedMs() int64 {
+	if x != nil {
+		return x.RevokedMs
+	}
+	return 0
+}
+
+func (x *ApiToken) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *ApiToken) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type CreateUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Role  string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// For the web console (stored as an argon2id hash); empty = no password login.
+	Password string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	// Lifetime of the first token in ms; 0 = never expires.
+	TokenTtlMs    int64 `protobuf:"varint,4,opt,name=token_ttl_ms,json=tokenTtlMs,proto3" json:"token_ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateUserRequest) Reset() {
+	*x = CreateUserRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateUserRequest) ProtoMessage() {}
+
+func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
+func (*CreateUserRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CreateUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateUserRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *CreateUserRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *CreateUserRequest) GetTokenTtlMs() int64 {
+	if x != nil {
+		return x.TokenTtlMs
+	}
+	return 0
+}
+
+type CreateUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The first API token: shown once, stored only as a hash.
+	Token         string    `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	TokenInfo     *ApiToken `protobuf:"bytes,3,opt,name=token_info,json=tokenInfo,proto3" json:"token_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateUserResponse) Reset() {
+	*x = CreateUserResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateUserResponse) ProtoMessage() {}
+
+func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
+func (*CreateUserResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CreateUserResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *CreateUserResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateUserResponse) GetTokenInfo() *ApiToken {
+	if x != nil {
+		return x.TokenInfo
+	}
+	return nil
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{59}
+}
+
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Users         []*User                `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ListUsersResponse) GetUsers() []*User {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type DeleteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DeleteUserRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserResponse) Reset() {
+	*x = DeleteUserResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserResponse) ProtoMessage() {}
+
+func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{62}
+}
+
+type CreateTokenRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	UserId int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Lifetime in ms; 0 = never expires.
+	TtlMs         int64  `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *CreateTokenRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *CreateTokenRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *CreateTokenRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown once, stored only as a hash.
+	Token         string    `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	TokenInfo     *ApiToken `protobuf:"bytes,2,opt,name=token_info,json=tokenInfo,proto3" json:"token_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *CreateTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetTokenInfo() *ApiToken {
+	if x != nil {
+		return x.TokenInfo
+	}
+	return nil
+}
+
+type ListTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *ListTokensRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*ApiToken            `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ListTokensResponse) GetTokens() []*ApiToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *RevokeTokenRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{68}
+}
+
+type GrantGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	GroupId       int64                  `protobuf:"varint,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantGroupRequest) Reset() {
+	*x = GrantGroupRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantGroupRequest) ProtoMessage() {}
+
+func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantGroupRequest.ProtoReflect.Descriptor instead.
+func (*GrantGroupRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *GrantGroupRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *GrantGroupRequest) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+type GrantGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantGroupResponse) Reset() {
+	*x = GrantGroupResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantGroupResponse) ProtoMessage() {}
+
+func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantGroupResponse.ProtoReflect.Descriptor instead.
+func (*GrantGroupResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *GrantGroupResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type RevokeGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	GroupId       int64                  `protobuf:"varint,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGroupRequest) Reset() {
+	*x = RevokeGroupRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGroupRequest) ProtoMessage() {}
+
+func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGroupRequest.ProtoReflect.Descriptor instead.
+func (*RevokeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *RevokeGroupRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *RevokeGroupRequest) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+type RevokeGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGroupResponse) Reset() {
+	*x = RevokeGroupResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGroupResponse) ProtoMessage() {}
+
+func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGroupResponse.ProtoReflect.Descriptor instead.
+func (*RevokeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *RevokeGroupResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
+}
+
+type WhoAmIResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty when the admin runs open (no users yet, loopback).
+	User *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// True when JobAdmin runs without authentication (no users yet, loopback listener).
+	Open          bool `protobuf:"varint,2,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *WhoAmIResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
+// One change made through JobAdmin.
+type AuditEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	AtMs  int64                  `protobuf:"varint,2,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// User name of the caller ("(open)" when the admin runs without users).
+	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	// The RPC, e.g. "UpdateJob".
+	Call string `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
+	// The object changed, e.g. "job:12"; empty when none.
+	Object string `protobuf:"bytes,5,opt,name=object,proto3" json:"object,omitempty"`
+	// What changed, never secrets.
+	Summary       string `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *AuditEntry) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetObject() string {
+	if x != nil {
+		return x.Object
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+type ListAuditRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ListAuditRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAuditRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListAuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AuditEntry          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *ListAuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListAuditResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -3685,7 +4908,86 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"total_runs\x18\x03 \x01(\x03R\ttotalRuns\x12!\n" +
 	"\fsuccess_runs\x18\x04 \x01(\x03R\vsuccessRuns\x12&\n" +
-	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days*W\n" +
+	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days\"z\n" +
+	"\x04User\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1b\n" +
+	"\tgroup_ids\x18\x04 \x03(\x03R\bgroupIds\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"\xca\x01\n" +
+	"\bApiToken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\x03R\x06userId\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x04 \x01(\x03R\texpiresMs\x12\x1d\n" +
+	"\n" +
+	"revoked_ms\x18\x05 \x01(\x03R\trevokedMs\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x06 \x01(\x03R\tcreatedMs\x12 \n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\"y\n" +
+	"\x11CreateUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x12 \n" +
+	"\ftoken_ttl_ms\x18\x04 \x01(\x03R\n" +
+	"tokenTtlMs\"\x7f\n" +
+	"\x12CreateUserResponse\x12!\n" +
+	"\x04user\x18\x01 \x01(\v2\r.xjob.v1.UserR\x04user\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x120\n" +
+	"\n" +
+	"token_info\x18\x03 \x01(\v2\x11.xjob.v1.ApiTokenR\ttokenInfo\"\x12\n" +
+	"\x10ListUsersRequest\"8\n" +
+	"\x11ListUsersResponse\x12#\n" +
+	"\x05users\x18\x01 \x03(\v2\r.xjob.v1.UserR\x05users\"#\n" +
+	"\x11DeleteUserRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x14\n" +
+	"\x12DeleteUserResponse\"f\n" +
+	"\x12CreateTokenRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"]\n" +
+	"\x13CreateTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x120\n" +
+	"\n" +
+	"token_info\x18\x02 \x01(\v2\x11.xjob.v1.ApiTokenR\ttokenInfo\",\n" +
+	"\x11ListTokensRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\"?\n" +
+	"\x12ListTokensResponse\x12)\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x11.xjob.v1.ApiTokenR\x06tokens\"$\n" +
+	"\x12RevokeTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x15\n" +
+	"\x13RevokeTokenResponse\"G\n" +
+	"\x11GrantGroupRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x19\n" +
+	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\"7\n" +
+	"\x12GrantGroupResponse\x12!\n" +
+	"\x04user\x18\x01 \x01(\v2\r.xjob.v1.UserR\x04user\"H\n" +
+	"\x12RevokeGroupRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x19\n" +
+	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\"8\n" +
+	"\x13RevokeGroupResponse\x12!\n" +
+	"\x04user\x18\x01 \x01(\v2\r.xjob.v1.UserR\x04user\"\x0f\n" +
+	"\rWhoAmIRequest\"G\n" +
+	"\x0eWhoAmIResponse\x12!\n" +
+	"\x04user\x18\x01 \x01(\v2\r.xjob.v1.UserR\x04user\x12\x12\n" +
+	"\x04open\x18\x02 \x01(\bR\x04open\"\x8d\x01\n" +
+	"\n" +
+	"AuditEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x13\n" +
+	"\x05at_ms\x18\x02 \x01(\x03R\x04atMs\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x12\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\x12\x16\n" +
+	"\x06object\x18\x05 \x01(\tR\x06object\x12\x18\n" +
+	"\asummary\x18\x06 \x01(\tR\asummary\"N\n" +
+	"\x10ListAuditRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
+	"\x11ListAuditResponse\x12-\n" +
+	"\aentries\x18\x01 \x03(\v2\x13.xjob.v1.AuditEntryR\aentries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -3700,7 +5002,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xa9\r\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xe6\x12\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -3729,7 +5031,21 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"ReadRunLog\x12\x1a.xjob.v1.ReadRunLogRequest\x1a\x1b.xjob.v1.ReadRunLogResponse\x12B\n" +
 	"\tClearLogs\x12\x19.xjob.v1.ClearLogsRequest\x1a\x1a.xjob.v1.ClearLogsResponse\x12N\n" +
 	"\rListExecutors\x12\x1d.xjob.v1.ListExecutorsRequest\x1a\x1e.xjob.v1.ListExecutorsResponse\x12K\n" +
-	"\fGetDashboard\x12\x1c.xjob.v1.GetDashboardRequest\x1a\x1d.xjob.v1.GetDashboardResponseb\x06proto3"
+	"\fGetDashboard\x12\x1c.xjob.v1.GetDashboardRequest\x1a\x1d.xjob.v1.GetDashboardResponse\x12E\n" +
+	"\n" +
+	"CreateUser\x12\x1a.xjob.v1.CreateUserRequest\x1a\x1b.xjob.v1.CreateUserResponse\x12B\n" +
+	"\tListUsers\x12\x19.xjob.v1.ListUsersRequest\x1a\x1a.xjob.v1.ListUsersResponse\x12E\n" +
+	"\n" +
+	"DeleteUser\x12\x1a.xjob.v1.DeleteUserRequest\x1a\x1b.xjob.v1.DeleteUserResponse\x12H\n" +
+	"\vCreateToken\x12\x1b.xjob.v1.CreateTokenRequest\x1a\x1c.xjob.v1.CreateTokenResponse\x12E\n" +
+	"\n" +
+	"ListTokens\x12\x1a.xjob.v1.ListTokensRequest\x1a\x1b.xjob.v1.ListTokensResponse\x12H\n" +
+	"\vRevokeToken\x12\x1b.xjob.v1.RevokeTokenRequest\x1a\x1c.xjob.v1.RevokeTokenResponse\x12E\n" +
+	"\n" +
+	"GrantGroup\x12\x1a.xjob.v1.GrantGroupRequest\x1a\x1b.xjob.v1.GrantGroupResponse\x12H\n" +
+	"\vRevokeGroup\x12\x1b.xjob.v1.RevokeGroupRequest\x1a\x1c.xjob.v1.RevokeGroupResponse\x129\n" +
+	"\x06WhoAmI\x12\x16.xjob.v1.WhoAmIRequest\x1a\x17.xjob.v1.WhoAmIResponse\x12B\n" +
+	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -3744,7 +5060,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
@@ -3803,26 +5119,49 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
 	(*DayReport)(nil),                // 55: xjob.v1.DayReport
 	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
-	(AddressType)(0),                 // 57: xjob.v1.AddressType
-	(ScheduleType)(0),                // 58: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 59: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 60: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 61: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 62: xjob.v1.GlueType
-	(RunStatus)(0),                   // 63: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 64: xjob.v1.TriggerType
+	(*User)(nil),                     // 57: xjob.v1.User
+	(*ApiToken)(nil),                 // 58: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 59: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 60: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 61: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 62: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 63: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 64: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 65: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 66: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 67: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 68: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 69: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 70: xjob.v1.RevokeTokenResponse
+	(*GrantGroupRequest)(nil),        // 71: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 72: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 73: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 74: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 75: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 76: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 77: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 78: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 79: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 80: xjob.v1.AddressType
+	(ScheduleType)(0),                // 81: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 82: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 83: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 84: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 85: xjob.v1.GlueType
+	(RunStatus)(0),                   // 86: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 87: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	57, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	58, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	59, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	60, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	61, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	80, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	81, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	82, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	83, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	84, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	62, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	85, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	63, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	64, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	86, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	87, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -3834,7 +5173,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	62, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	85, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -3842,66 +5181,95 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	58, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	63, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	81, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	86, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
 	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
 	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	6,  // 36: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 37: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 38: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 39: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 40: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 41: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 42: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 43: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 44: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 45: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 46: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 47: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 48: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 49: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 50: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 51: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 52: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 53: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 54: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 55: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 56: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 57: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 58: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 59: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	7,  // 60: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 61: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 62: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 63: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 64: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 65: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 66: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 67: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 68: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 69: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 70: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 71: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 72: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 73: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 74: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 75: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 76: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 77: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 78: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 79: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 80: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 81: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 82: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 83: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	60, // [60:84] is the sub-list for method output_type
-	36, // [36:60] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	57, // 36: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	58, // 37: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	57, // 38: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	58, // 39: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	58, // 40: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	57, // 41: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	57, // 42: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	57, // 43: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	77, // 44: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	6,  // 45: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 46: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 47: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 48: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 49: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 50: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 51: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 52: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 53: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 54: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 55: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 56: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 57: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 58: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 59: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 60: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 61: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 62: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 63: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 64: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 65: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 66: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 67: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 68: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	59, // 69: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	61, // 70: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	63, // 71: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	65, // 72: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	67, // 73: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	69, // 74: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	71, // 75: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	73, // 76: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	75, // 77: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	78, // 78: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	7,  // 79: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 80: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 81: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 82: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 83: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 84: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 85: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 86: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 87: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 88: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 89: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 90: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 91: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 92: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 93: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 94: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 95: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 96: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 97: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 98: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 99: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 100: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 101: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 102: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	60, // 103: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	62, // 104: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	64, // 105: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	66, // 106: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	68, // 107: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	70, // 108: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	72, // 109: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	74, // 110: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	76, // 111: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	79, // 112: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	79, // [79:113] is the sub-list for method output_type
+	45, // [45:79] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -3917,7 +5285,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   55,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -47,6 +47,16 @@ const (
 	JobAdmin_ClearLogs_FullMethodName        = "/xjob.v1.JobAdmin/ClearLogs"
 	JobAdmin_ListExecutors_FullMethodName    = "/xjob.v1.JobAdmin/ListExecutors"
 	JobAdmin_GetDashboard_FullMethodName     = "/xjob.v1.JobAdmin/GetDashboard"
+	JobAdmin_CreateUser_FullMethodName       = "/xjob.v1.JobAdmin/CreateUser"
+	JobAdmin_ListUsers_FullMethodName        = "/xjob.v1.JobAdmin/ListUsers"
+	JobAdmin_DeleteUser_FullMethodName       = "/xjob.v1.JobAdmin/DeleteUser"
+	JobAdmin_CreateToken_FullMethodName      = "/xjob.v1.JobAdmin/CreateToken"
+	JobAdmin_ListTokens_FullMethodName       = "/xjob.v1.JobAdmin/ListTokens"
+	JobAdmin_RevokeToken_FullMethodName      = "/xjob.v1.JobAdmin/RevokeToken"
+	JobAdmin_GrantGroup_FullMethodName       = "/xjob.v1.JobAdmin/GrantGroup"
+	JobAdmin_RevokeGroup_FullMethodName      = "/xjob.v1.JobAdmin/RevokeGroup"
+	JobAdmin_WhoAmI_FullMethodName           = "/xjob.v1.JobAdmin/WhoAmI"
+	JobAdmin_ListAudit_FullMethodName        = "/xjob.v1.JobAdmin/ListAudit"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -98,6 +108,28 @@ type JobAdminClient interface {
 	ListExecutors(ctx context.Context, in *ListExecutorsRequest, opts ...grpc.CallOption) (*ListExecutorsResponse, error)
 	// Job count, online executors and per-day run totals.
 	GetDashboard(ctx context.Context, in *GetDashboardRequest, opts ...grpc.CallOption) (*GetDashboardResponse, error)
+	// ---- users, tokens, group grants (admin only) and audit. Callers authenticate with
+	// `authorization: Bearer <token>`; see docs/security.md.
+	// Creates a user with a role and returns its first API token (shown once).
+	CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error)
+	// Lists users with their roles and granted groups (never tokens or password hashes).
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// Deletes a user, its tokens and grants.
+	DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error)
+	// Issues another API token for a user (shown once), optionally expiring.
+	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
+	// Lists a user's tokens (id, prefix, expiry, revocation; never the token itself).
+	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
+	// Revokes one API token; it is refused from then on.
+	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
+	// Lets an operator or viewer act in a group.
+	GrantGroup(ctx context.Context, in *GrantGroupRequest, opts ...grpc.CallOption) (*GrantGroupResponse, error)
+	// Withdraws a group grant.
+	RevokeGroup(ctx context.Context, in *RevokeGroupRequest, opts ...grpc.CallOption) (*RevokeGroupResponse, error)
+	// Who the caller is: user, role and granted groups (any authenticated caller).
+	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
+	// Pages the audit trail of changes made through JobAdmin, newest first.
+	ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error)
 }
 
 type jobAdminClient struct {
@@ -348,6 +380,106 @@ func (c *jobAdminClient) GetDashboard(ctx context.Context, in *GetDashboardReque
 	return out, nil
 }
 
+func (c *jobAdminClient) CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateUserResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CreateUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListUsers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteUserResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_DeleteUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTokenResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CreateToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTokensResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeTokenResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_RevokeToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GrantGroup(ctx context.Context, in *GrantGroupRequest, opts ...grpc.CallOption) (*GrantGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GrantGroupResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GrantGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) RevokeGroup(ctx context.Context, in *RevokeGroupRequest, opts ...grpc.CallOption) (*RevokeGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeGroupResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_RevokeGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WhoAmIResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_WhoAmI_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListAudit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -397,6 +529,28 @@ type JobAdminServer interface {
 	ListExecutors(context.Context, *ListExecutorsRequest) (*ListExecutorsResponse, error)
 	// Job count, online executors and per-day run totals.
 	GetDashboard(context.Context, *GetDashboardRequest) (*GetDashboardResponse, error)
+	// ---- users, tokens, group grants (admin only) and audit. Callers authenticate with
+	// `authorization: Bearer <token>`; see docs/security.md.
+	// Creates a user with a role and returns its first API token (shown once).
+	CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error)
+	// Lists users with their roles and granted groups (never tokens or password hashes).
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// Deletes a user, its tokens and grants.
+	DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error)
+	// Issues another API token for a user (shown once), optionally expiring.
+	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
+	// Lists a user's tokens (id, prefix, expiry, revocation; never the token itself).
+	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
+	// Revokes one API token; it is refused from then on.
+	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
+	// Lets an operator or viewer act in a group.
+	GrantGroup(context.Context, *GrantGroupRequest) (*GrantGroupResponse, error)
+	// Withdraws a group grant.
+	RevokeGroup(context.Context, *RevokeGroupRequest) (*RevokeGroupResponse, error)
+	// Who the caller is: user, role and granted groups (any authenticated caller).
+	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
+	// Pages the audit trail of changes made through JobAdmin, newest first.
+	ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -478,6 +632,36 @@ func (UnimplementedJobAdminServer) ListExecutors(context.Context, *ListExecutors
 }
 func (UnimplementedJobAdminServer) GetDashboard(context.Context, *GetDashboardRequest) (*GetDashboardResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetDashboard not implemented")
+}
+func (UnimplementedJobAdminServer) CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateUser not implemented")
+}
+func (UnimplementedJobAdminServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedJobAdminServer) DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteUser not implemented")
+}
+func (UnimplementedJobAdminServer) CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
+}
+func (UnimplementedJobAdminServer) ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTokens not implemented")
+}
+func (UnimplementedJobAdminServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
+}
+func (UnimplementedJobAdminServer) GrantGroup(context.Context, *GrantGroupRequest) (*GrantGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GrantGroup not implemented")
+}
+func (UnimplementedJobAdminServer) RevokeGroup(context.Context, *RevokeGroupRequest) (*RevokeGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeGroup not implemented")
+}
+func (UnimplementedJobAdminServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
+}
+func (UnimplementedJobAdminServer) ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAudit not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -932,6 +1116,186 @@ func _JobAdmin_GetDashboard_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_CreateUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CreateUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CreateUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CreateUser(ctx, req.(*CreateUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListUsers(ctx, req.(*ListUsersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_DeleteUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).DeleteUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_DeleteUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).DeleteUser(ctx, req.(*DeleteUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_CreateToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CreateToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CreateToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CreateToken(ctx, req.(*CreateTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListTokens(ctx, req.(*ListTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_RevokeToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).RevokeToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_RevokeToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).RevokeToken(ctx, req.(*RevokeTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GrantGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GrantGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GrantGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GrantGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GrantGroup(ctx, req.(*GrantGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_RevokeGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).RevokeGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_RevokeGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).RevokeGroup(ctx, req.(*RevokeGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoAmIRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).WhoAmI(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_WhoAmI_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).WhoAmI(ctx, req.(*WhoAmIRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListAudit(ctx, req.(*ListAuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1034,6 +1398,46 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetDashboard",
 			Handler:    _JobAdmin_GetDashboard_Handler,
+		},
+		{
+			MethodName: "CreateUser",
+			Handler:    _JobAdmin_CreateUser_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _JobAdmin_ListUsers_Handler,
+		},
+		{
+			MethodName: "DeleteUser",
+			Handler:    _JobAdmin_DeleteUser_Handler,
+		},
+		{
+			MethodName: "CreateToken",
+			Handler:    _JobAdmin_CreateToken_Handler,
+		},
+		{
+			MethodName: "ListTokens",
+			Handler:    _JobAdmin_ListTokens_Handler,
+		},
+		{
+			MethodName: "RevokeToken",
+			Handler:    _JobAdmin_RevokeToken_Handler,
+		},
+		{
+			MethodName: "GrantGroup",
+			Handler:    _JobAdmin_GrantGroup_Handler,
+		},
+		{
+			MethodName: "RevokeGroup",
+			Handler:    _JobAdmin_RevokeGroup_Handler,
+		},
+		{
+			MethodName: "WhoAmI",
+			Handler:    _JobAdmin_WhoAmI_Handler,
+		},
+		{
+			MethodName: "ListAudit",
+			Handler:    _JobAdmin_ListAudit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

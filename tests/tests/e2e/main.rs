@@ -1,6 +1,7 @@
 //! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
 //! admin's state in a real SQLite file. One test binary; one module per area.
 
+mod attacks;
 mod auth;
 mod basics;
 mod block_strategies;
@@ -14,3 +15,4 @@ mod retention;
 mod retries;
 mod routes;
 mod schedule_types;
+mod users;

@@ -8,11 +8,24 @@ use crate::error::Error;
 use crate::model::validate::validate_group;
 use crate::model::{AddressType, Group};
 
+/// What reads show instead of a group's access token: the token is only returned by the
+/// calls that set it (CreateGroup, UpdateGroup). An update that sends the mask back keeps the
+/// token unchanged, so a console can edit a group it read.
+pub const TOKEN_MASK: &str = "********";
+
 impl JobAdminService {
     /// Converts a group to the wire with the addresses of its live executors.
     pub(super) fn group_with_online(&self, group: Group) -> pb::Group {
         let online = self.ctx.registry.online_addresses(&group.app_name);
         group_to_pb(group, online)
+    }
+
+    /// Like [`Self::group_with_online`], with the access token masked (reads and lists).
+    pub(super) fn group_masked(&self, mut group: Group) -> pb::Group {
+        if !group.access_token.is_empty() {
+            group.access_token = TOKEN_MASK.to_string();
+        }
+        self.group_with_online(group)
     }
 
     /// Validates a group for create/update; app names are unique.
@@ -43,12 +56,17 @@ impl JobAdminService {
         Ok(self.group_with_online(created))
     }
 
+    /// Updates a group; says whether its access token changed.
     pub(super) async fn update_group_checked(
         &self,
         wire_group: pb::Group,
-    ) -> Result<pb::Group, Error> {
+    ) -> Result<(pb::Group, bool), Error> {
         let mut group = group_from_pb(wire_group, "group")?;
         let existing = self.load_group(group.id).await?;
+        if group.access_token == TOKEN_MASK {
+            group.access_token = existing.access_token.clone();
+        }
+        let token_changed = group.access_token != existing.access_token;
         if group.app_name != existing.app_name {
             let message = format!("cannot change (is '{}')", existing.app_name);
             return Err(Error::invalid("group.app_name", message));
@@ -58,7 +76,11 @@ impl JobAdminService {
         if !self.store().update_group(&group).await? {
             return Err(Error::NotFound(format!("group {} not found", group.id)));
         }
-        Ok(self.group_with_online(group))
+        if token_changed {
+            // Executors registered with the old token (or none) must not keep receiving runs.
+            crate::registry::stream::close_app_sessions(&self.ctx.sessions, &group.app_name);
+        }
+        Ok((self.group_with_online(group), token_changed))
     }
 
     pub(super) async fn delete_group_checked(&self, id: i64) -> Result<(), Error> {
@@ -86,7 +108,7 @@ impl JobAdminService {
             next_page_token: page.next_token(groups.len()),
             groups: groups
                 .into_iter()
-                .map(|group| self.group_with_online(group))
+                .map(|group| self.group_masked(group))
                 .collect(),
         })
     }

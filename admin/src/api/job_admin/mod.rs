@@ -18,16 +18,19 @@
 //! pre-read window, and the scan is woken to pick it up. Child links never form a cycle: a
 //! create or update whose children would lead back to a job is refused with the path.
 //!
-//! Security note: there is no user authentication yet, and `GetGroup`/`ListGroups` return each
-//! group's `access_token` (the console needs it to show and edit it). Until user auth lands this
-//! API must only be reachable from trusted networks (network policy, firewall, private
-//! listener); executors only need `Registry`, which checks the tokens.
+//! Access: every RPC starts with one authorization step (`access.rs`): the caller is resolved
+//! from its bearer token (`auth::Authenticator`), then one permission is required in one scope
+//! (the object's group, found before anything is written); list answers keep only the groups
+//! the caller may read. Every successful change is recorded in the audit trail. Group access
+//! tokens are only returned by the calls that set them (create/update); reads show a mask.
 
+mod access;
 mod groups;
 mod jobs;
 mod operations;
 mod runs;
 mod schedule;
+mod users;
 
 use std::sync::Arc;
 
@@ -37,6 +40,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::convert::{executor_to_pb, job_to_pb, log_to_pb, required};
+use crate::auth::{Authenticator, Caller, Permission, Scope};
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::validate::JobLimits;
@@ -58,13 +62,21 @@ pub struct JobAdminService {
     /// Held from the child-cycle check of a create/update to its write, so two concurrent
     /// edits on this admin cannot each pass the check and together close a cycle.
     job_writes: Mutex<()>,
+    /// Resolves callers from their tokens (see `auth`).
+    auth: Authenticator,
 }
 
 impl JobAdminService {
     pub fn new(ctx: Arc<AdminContext>) -> Self {
+        let auth = Authenticator::new(
+            ctx.store.clone(),
+            std::sync::Arc::clone(&ctx.clock),
+            crate::auth::startup::open_without_users(&ctx.config),
+        );
         JobAdminService {
             ctx,
             job_writes: Mutex::new(()),
+            auth,
         }
     }
 
@@ -95,7 +107,8 @@ impl JobAdminService {
     }
 }
 
-/// Status codes: INVALID_ARGUMENT (field named), NOT_FOUND (id), ALREADY_EXISTS (app name),
+/// Status codes: UNAUTHENTICATED (no valid token), PERMISSION_DENIED (permission named),
+/// INVALID_ARGUMENT (field named), NOT_FOUND (id), ALREADY_EXISTS (app name),
 /// FAILED_PRECONDITION (state), UNIMPLEMENTED (later releases), UNAVAILABLE (database).
 #[tonic::async_trait]
 impl JobAdmin for JobAdminService {
@@ -103,35 +116,64 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::CreateGroupRequest>,
     ) -> RpcResult<pb::CreateGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
         let wire_group = required(request.into_inner().group, "group")?;
-        let group = self.create_group_checked(wire_group).await;
-        reply(group.map(|group| pb::CreateGroupResponse { group: Some(group) }))
+        let group = self.create_group_checked(wire_group).await?;
+        self.audit(
+            &caller,
+            "CreateGroup",
+            group_object(group.id),
+            group_summary(&group),
+        )
+        .await;
+        reply(Ok(pb::CreateGroupResponse { group: Some(group) }))
     }
 
     async fn update_group(
         &self,
         request: Request<pb::UpdateGroupRequest>,
     ) -> RpcResult<pb::UpdateGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
         let wire_group = required(request.into_inner().group, "group")?;
-        let group = self.update_group_checked(wire_group).await;
-        reply(group.map(|group| pb::UpdateGroupResponse { group: Some(group) }))
+        let (group, token_changed) = self.update_group_checked(wire_group).await?;
+        let summary = format!(
+            "{}{}",
+            group_summary(&group),
+            if token_changed {
+                ", access token changed"
+            } else {
+                ""
+            }
+        );
+        self.audit(&caller, "UpdateGroup", group_object(group.id), summary)
+            .await;
+        reply(Ok(pb::UpdateGroupResponse { group: Some(group) }))
     }
 
     async fn delete_group(
         &self,
         request: Request<pb::DeleteGroupRequest>,
     ) -> RpcResult<pb::DeleteGroupResponse> {
-        let deleted = self.delete_group_checked(request.into_inner().id).await;
-        reply(deleted.map(|()| pb::DeleteGroupResponse {}))
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
+        let id = request.into_inner().id;
+        self.delete_group_checked(id).await?;
+        self.audit(&caller, "DeleteGroup", group_object(id), String::new())
+            .await;
+        reply(Ok(pb::DeleteGroupResponse {}))
     }
 
     async fn get_group(
         &self,
         request: Request<pb::GetGroupRequest>,
     ) -> RpcResult<pb::GetGroupResponse> {
-        let group = self.load_group(request.into_inner().id).await;
-        reply(group.map(|group| pb::GetGroupResponse {
-            group: Some(self.group_with_online(group)),
+        let caller = self.caller(&request).await?;
+        let group = self.load_group(request.into_inner().id).await?;
+        caller.require(Permission::Read, Scope::Group(group.id))?;
+        reply(Ok(pb::GetGroupResponse {
+            group: Some(self.group_masked(group)),
         }))
     }
 
@@ -139,16 +181,24 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::ListGroupsRequest>,
     ) -> RpcResult<pb::ListGroupsResponse> {
-        reply(self.list_groups_page(request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
+        let mut page = self.list_groups_page(request.into_inner()).await?;
+        page.groups.retain(|group| caller.may_read(group.id));
+        reply(Ok(page))
     }
 
     async fn create_job(
         &self,
         request: Request<pb::CreateJobRequest>,
     ) -> RpcResult<pb::CreateJobResponse> {
+        let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
-        let job = self.create_job_checked(wire_job).await;
-        reply(job.map(|job| pb::CreateJobResponse {
+        caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
+        let job = self.create_job_checked(wire_job).await?;
+        self.audit(&caller, "CreateJob", job_object(job.id), job_summary(&job))
+            .await;
+        reply(Ok(pb::CreateJobResponse {
             job: Some(job_to_pb(job)),
         }))
     }
@@ -157,9 +207,16 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::UpdateJobRequest>,
     ) -> RpcResult<pb::UpdateJobResponse> {
+        let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
-        let job = self.update_job_checked(wire_job).await;
-        reply(job.map(|job| pb::UpdateJobResponse {
+        // Both the group the job is in and the one it moves to.
+        let current = self.load_job(wire_job.id).await?;
+        caller.require(Permission::Operate, Scope::Group(current.group_id))?;
+        caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
+        let job = self.update_job_checked(wire_job).await?;
+        self.audit(&caller, "UpdateJob", job_object(job.id), job_summary(&job))
+            .await;
+        reply(Ok(pb::UpdateJobResponse {
             job: Some(job_to_pb(job)),
         }))
     }
@@ -168,13 +225,21 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::DeleteJobRequest>,
     ) -> RpcResult<pb::DeleteJobResponse> {
-        let deleted = self.delete_job_checked(request.into_inner().id).await;
-        reply(deleted.map(|()| pb::DeleteJobResponse {}))
+        let caller = self.caller(&request).await?;
+        let id = request.into_inner().id;
+        let job = self.load_job(id).await?;
+        caller.require(Permission::Operate, Scope::Group(job.group_id))?;
+        self.delete_job_checked(id).await?;
+        self.audit(&caller, "DeleteJob", job_object(id), job_summary(&job))
+            .await;
+        reply(Ok(pb::DeleteJobResponse {}))
     }
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> RpcResult<pb::GetJobResponse> {
-        let job = self.load_job(request.into_inner().id).await;
-        reply(job.map(|job| pb::GetJobResponse {
+        let caller = self.caller(&request).await?;
+        let job = self.load_job(request.into_inner().id).await?;
+        caller.require(Permission::Read, Scope::Group(job.group_id))?;
+        reply(Ok(pb::GetJobResponse {
             job: Some(job_to_pb(job)),
         }))
     }
@@ -183,15 +248,26 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::ListJobsRequest>,
     ) -> RpcResult<pb::ListJobsResponse> {
-        reply(self.list_jobs_page(request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        caller.require(Permission::Read, group_scope(request.group_id))?;
+        let mut page = self.list_jobs_page(request).await?;
+        page.jobs.retain(|job| caller.may_read(job.group_id));
+        reply(Ok(page))
     }
 
     async fn start_job(
         &self,
         request: Request<pb::StartJobRequest>,
     ) -> RpcResult<pb::StartJobResponse> {
-        let job = self.start_job_checked(request.into_inner().id).await;
-        reply(job.map(|job| pb::StartJobResponse {
+        let caller = self.caller(&request).await?;
+        let id = request.into_inner().id;
+        self.require_in_job(&caller, Permission::Operate, id)
+            .await?;
+        let job = self.start_job_checked(id).await?;
+        self.audit(&caller, "StartJob", job_object(id), String::new())
+            .await;
+        reply(Ok(pb::StartJobResponse {
             job: Some(job_to_pb(job)),
         }))
     }
@@ -200,8 +276,14 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::StopJobRequest>,
     ) -> RpcResult<pb::StopJobResponse> {
-        let job = self.stop_job_checked(request.into_inner().id).await;
-        reply(job.map(|job| pb::StopJobResponse {
+        let caller = self.caller(&request).await?;
+        let id = request.into_inner().id;
+        self.require_in_job(&caller, Permission::Operate, id)
+            .await?;
+        let job = self.stop_job_checked(id).await?;
+        self.audit(&caller, "StopJob", job_object(id), String::new())
+            .await;
+        reply(Ok(pb::StopJobResponse {
             job: Some(job_to_pb(job)),
         }))
     }
@@ -210,14 +292,26 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::TriggerJobRequest>,
     ) -> RpcResult<pb::TriggerJobResponse> {
-        let log_ids = self.trigger_job_checked(request.into_inner()).await;
-        reply(log_ids.map(|log_ids| pb::TriggerJobResponse { log_ids }))
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        let job = self.load_job(request.id).await?;
+        caller.require(Permission::Operate, Scope::Group(job.group_id))?;
+        self.check_override_addresses(&caller, &job, &request.addresses)
+            .await?;
+        let summary = trigger_summary(&request);
+        let log_ids = self.trigger_job_checked(request).await?;
+        let summary = format!("{summary}, log ids {log_ids:?}");
+        self.audit(&caller, "TriggerJob", job_object(job.id), summary)
+            .await;
+        reply(Ok(pb::TriggerJobResponse { log_ids }))
     }
 
     async fn preview_schedule(
         &self,
         request: Request<pb::PreviewScheduleRequest>,
     ) -> RpcResult<pb::PreviewScheduleResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
         let fire_times = self.preview(request.into_inner());
         reply(fire_times.map(|fire_times_ms| pb::PreviewScheduleResponse { fire_times_ms }))
     }
@@ -226,12 +320,19 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::ListLogsRequest>,
     ) -> RpcResult<pb::ListLogsResponse> {
-        reply(self.list_logs_page(request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        caller.require(Permission::Read, group_scope(request.group_id))?;
+        let mut page = self.list_logs_page(request).await?;
+        page.logs.retain(|log| caller.may_read(log.group_id));
+        reply(Ok(page))
     }
 
     async fn get_log(&self, request: Request<pb::GetLogRequest>) -> RpcResult<pb::GetLogResponse> {
-        let run = self.load_log(request.into_inner().id).await;
-        reply(run.map(|run| pb::GetLogResponse {
+        let caller = self.caller(&request).await?;
+        let run = self.load_log(request.into_inner().id).await?;
+        caller.require(Permission::Read, Scope::Group(run.group_id))?;
+        reply(Ok(pb::GetLogResponse {
             log: Some(log_to_pb(run)),
         }))
     }
@@ -240,53 +341,117 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::KillRunRequest>,
     ) -> RpcResult<pb::KillRunResponse> {
-        reply(self.kill_run_checked(request.into_inner().log_id).await)
+        let caller = self.caller(&request).await?;
+        let log_id = request.into_inner().log_id;
+        let run = self.load_log(log_id).await?;
+        caller.require(Permission::Operate, Scope::Group(run.group_id))?;
+        let killed = self.kill_run_checked(log_id).await?;
+        let summary = format!("killed {}", killed.killed);
+        self.audit(&caller, "KillRun", format!("log:{log_id}"), summary)
+            .await;
+        reply(Ok(killed))
     }
 
     async fn read_run_log(
         &self,
         request: Request<pb::ReadRunLogRequest>,
     ) -> RpcResult<pb::ReadRunLogResponse> {
-        reply(self.read_run_log_checked(request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        let run = self.load_log(request.log_id).await?;
+        caller.require(Permission::Read, Scope::Group(run.group_id))?;
+        reply(self.read_run_log_checked(request).await)
     }
 
     async fn update_glue(
         &self,
         request: Request<pb::UpdateGlueRequest>,
     ) -> RpcResult<pb::UpdateGlueResponse> {
-        reply(crate::api::glue::update_glue(self.store(), request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        let job_id = request.job_id;
+        self.require_in_job(&caller, Permission::Operate, job_id)
+            .await?;
+        let summary = format!("remark '{}'", short(&request.glue_remark));
+        let updated = crate::api::glue::update_glue(self.store(), request).await?;
+        self.audit(&caller, "UpdateGlue", job_object(job_id), summary)
+            .await;
+        reply(Ok(updated))
     }
 
     async fn list_glue_versions(
         &self,
         request: Request<pb::ListGlueVersionsRequest>,
     ) -> RpcResult<pb::ListGlueVersionsResponse> {
-        reply(crate::api::glue::list_glue_versions(self.store(), request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        self.require_in_job(&caller, Permission::Read, request.job_id)
+            .await?;
+        reply(crate::api::glue::list_glue_versions(self.store(), request).await)
     }
 
     async fn get_glue_version(
         &self,
         request: Request<pb::GetGlueVersionRequest>,
     ) -> RpcResult<pb::GetGlueVersionResponse> {
-        reply(crate::api::glue::get_glue_version(self.store(), request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
+        let answer = crate::api::glue::get_glue_version(self.store(), request.into_inner()).await?;
+        // The version names its job only once read; nothing is returned before the check.
+        let job_id = answer.version.as_ref().map_or(0, |version| version.job_id);
+        self.require_in_job(&caller, Permission::Read, job_id)
+            .await?;
+        reply(Ok(answer))
     }
 
     async fn clear_logs(
         &self,
         request: Request<pb::ClearLogsRequest>,
     ) -> RpcResult<pb::ClearLogsResponse> {
-        reply(self.clear_logs_checked(request.into_inner()).await)
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        let scope = match (request.group_id, request.job_id) {
+            (0, 0) => Scope::AllGroups,
+            (0, job_id) => Scope::Group(self.load_job(job_id).await?.group_id),
+            (group_id, _) => Scope::Group(group_id),
+        };
+        caller.require(Permission::Operate, scope)?;
+        if request.group_id != 0 && request.job_id != 0 {
+            // A job of another group named with a granted group would widen the grant.
+            let job = self.load_job(request.job_id).await?;
+            caller.require(Permission::Operate, Scope::Group(job.group_id))?;
+        }
+        let summary = format!(
+            "group {} job {} mode {}",
+            request.group_id, request.job_id, request.mode
+        );
+        let cleared = self.clear_logs_checked(request).await?;
+        let summary = format!("{summary}: {} deleted", cleared.deleted);
+        self.audit(&caller, "ClearLogs", String::new(), summary)
+            .await;
+        reply(Ok(cleared))
     }
 
     async fn list_executors(
         &self,
         request: Request<pb::ListExecutorsRequest>,
     ) -> RpcResult<pb::ListExecutorsResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
         let executors = self
             .ctx
             .registry
             .list_with_peers(&request.into_inner().app_name);
-        let executors = executors.into_iter().map(executor_to_pb).collect();
+        let readable_apps = self.readable_app_names(&caller).await?;
+        let executors = executors
+            .into_iter()
+            .filter(|executor| {
+                readable_apps
+                    .as_ref()
+                    .is_none_or(|apps| apps.contains(&executor.app_name))
+            })
+            .map(executor_to_pb)
+            .collect();
         reply(Ok(pb::ListExecutorsResponse { executors }))
     }
 
@@ -294,6 +459,186 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::GetDashboardRequest>,
     ) -> RpcResult<pb::GetDashboardResponse> {
+        let caller = self.caller(&request).await?;
+        // Totals only (no group's objects): any authenticated caller.
+        caller.require(Permission::Read, Scope::Any)?;
         reply(self.dashboard(request.into_inner()).await)
     }
+
+    async fn create_user(
+        &self,
+        request: Request<pb::CreateUserRequest>,
+    ) -> RpcResult<pb::CreateUserResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.create_user_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn list_users(
+        &self,
+        request: Request<pb::ListUsersRequest>,
+    ) -> RpcResult<pb::ListUsersResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.list_users_all().await)
+    }
+
+    async fn delete_user(
+        &self,
+        request: Request<pb::DeleteUserRequest>,
+    ) -> RpcResult<pb::DeleteUserResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.delete_user_checked(&caller, request.into_inner().id)
+                .await,
+        )
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<pb::CreateTokenRequest>,
+    ) -> RpcResult<pb::CreateTokenResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.create_token_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn list_tokens(
+        &self,
+        request: Request<pb::ListTokensRequest>,
+    ) -> RpcResult<pb::ListTokensResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.list_tokens_of(request.into_inner().user_id).await)
+    }
+
+    async fn revoke_token(
+        &self,
+        request: Request<pb::RevokeTokenRequest>,
+    ) -> RpcResult<pb::RevokeTokenResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.revoke_token_checked(&caller, request.into_inner().id)
+                .await,
+        )
+    }
+
+    async fn grant_group(
+        &self,
+        request: Request<pb::GrantGroupRequest>,
+    ) -> RpcResult<pb::GrantGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        let request = request.into_inner();
+        let user = self
+            .set_grant(&caller, request.user_id, request.group_id, true)
+            .await;
+        reply(user.map(|user| pb::GrantGroupResponse { user: Some(user) }))
+    }
+
+    async fn revoke_group(
+        &self,
+        request: Request<pb::RevokeGroupRequest>,
+    ) -> RpcResult<pb::RevokeGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        let request = request.into_inner();
+        let user = self
+            .set_grant(&caller, request.user_id, request.group_id, false)
+            .await;
+        reply(user.map(|user| pb::RevokeGroupResponse { user: Some(user) }))
+    }
+
+    async fn who_am_i(&self, request: Request<pb::WhoAmIRequest>) -> RpcResult<pb::WhoAmIResponse> {
+        let caller = self.caller(&request).await?;
+        reply(Ok(match caller {
+            Caller::Open => pb::WhoAmIResponse {
+                user: None,
+                open: true,
+            },
+            Caller::User(user) => pb::WhoAmIResponse {
+                user: Some(users::user_to_pb(user)),
+                open: false,
+            },
+        }))
+    }
+
+    async fn list_audit(
+        &self,
+        request: Request<pb::ListAuditRequest>,
+    ) -> RpcResult<pb::ListAuditResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ReadAudit, Scope::Any)?;
+        reply(self.list_audit_page(request.into_inner()).await)
+    }
+}
+
+/// A list filter on one group needs that group; no filter lists what the caller may read.
+fn group_scope(group_id: i64) -> Scope {
+    if group_id == 0 {
+        Scope::Any
+    } else {
+        Scope::Group(group_id)
+    }
+}
+
+fn group_object(id: i64) -> String {
+    format!("group:{id}")
+}
+
+fn job_object(id: i64) -> String {
+    format!("job:{id}")
+}
+
+/// What an audit row says about a group (never its access token).
+fn group_summary(group: &pb::Group) -> String {
+    format!(
+        "app_name '{}', title '{}', address_type {}, {} address(es)",
+        short(&group.app_name),
+        short(&group.title),
+        group.address_type,
+        group.addresses.len()
+    )
+}
+
+/// What an audit row says about a job (never its params: they may hold secrets).
+fn job_summary(job: &Job) -> String {
+    format!(
+        "name '{}', group {}, handler '{}', schedule {} '{}', status {:?}",
+        short(&job.name),
+        job.group_id,
+        short(&job.handler),
+        job.schedule_type.as_str(),
+        short(&job.schedule_conf),
+        job.status
+    )
+}
+
+fn trigger_summary(request: &pb::TriggerJobRequest) -> String {
+    format!(
+        "params {}, addresses {:?}",
+        if request.params.is_some() {
+            "overridden"
+        } else {
+            "of the job"
+        },
+        request.addresses
+    )
+}
+
+/// At most 64 characters of a value, for summaries.
+fn short(text: &str) -> String {
+    let mut shown: String = text.chars().take(64).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
 }

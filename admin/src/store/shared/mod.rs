@@ -2,6 +2,8 @@
 //! takes the backend's `Pools` and is what a `Store` method runs.
 
 pub mod adoption;
+pub mod audit;
+pub mod auth;
 pub mod broadcast;
 pub mod claims;
 pub mod followups;

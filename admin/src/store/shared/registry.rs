@@ -109,3 +109,31 @@ pub async fn log_group_tokens<DB: Dialect>(
     }
     Ok(tokens)
 }
+
+/// Who a `Registry.Callback` may finish each of `log_ids` for: `(log id, status, executor
+/// address, app name, group access token)` of the runs that exist.
+pub async fn callback_targets<DB: Dialect>(
+    db: Pools<'_, DB>,
+    log_ids: &[i64],
+) -> StoreResult<Vec<crate::store::CallbackTarget>> {
+    let mut conn = db.read().await?;
+    let mut targets = Vec::new();
+    for chunk in log_ids.chunks(DB::IDS_PER_STATEMENT) {
+        let mut select = Sql::<DB>::new(
+            "SELECT l.id, l.status, l.executor_address, g.app_name, g.access_token FROM xjob_log l \
+             JOIN xjob_group g ON g.id = l.group_id WHERE l.id",
+        );
+        DB::push_id_list(&mut select, chunk);
+        for row in select.push(" ORDER BY l.id").fetch_all(&mut conn).await? {
+            let row = crate::store::sql::Cols::<DB>(&row);
+            targets.push(crate::store::CallbackTarget {
+                log_id: row.get("id")?,
+                status: row.parse("status", crate::model::RunStatus::parse)?,
+                executor_address: row.get("executor_address")?,
+                app_name: row.get("app_name")?,
+                access_token: row.get("access_token")?,
+            });
+        }
+    }
+    Ok(targets)
+}

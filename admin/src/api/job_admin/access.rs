@@ -1,0 +1,100 @@
+//! The authorization step shared by every `JobAdmin` RPC, and the audit trail of changes.
+
+use std::collections::HashSet;
+
+use tonic::{Request, Status};
+
+use super::JobAdminService;
+use crate::auth::{Caller, Permission, Scope};
+use crate::error::Error;
+use crate::model::validate::validate_executor_addresses;
+use crate::model::{AuditEntry, Job};
+
+impl JobAdminService {
+    /// The caller of a request (`UNAUTHENTICATED` without a valid token).
+    pub(super) async fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
+        self.auth.caller(request.metadata()).await
+    }
+
+    /// Requires `permission` in the group of job `job_id` (`NOT_FOUND` when there is none).
+    pub(super) async fn require_in_job(
+        &self,
+        caller: &Caller,
+        permission: Permission,
+        job_id: i64,
+    ) -> Result<(), Status> {
+        let job = self.load_job(job_id).await?;
+        caller.require(permission, Scope::Group(job.group_id))
+    }
+
+    /// App names of the groups the caller may read; `None` = every app (admins, open mode).
+    pub(super) async fn readable_app_names(
+        &self,
+        caller: &Caller,
+    ) -> Result<Option<HashSet<String>>, Error> {
+        let Caller::User(user) = caller else {
+            return Ok(None);
+        };
+        if caller.is_admin() {
+            return Ok(None);
+        }
+        let mut apps = HashSet::new();
+        for group_id in &user.group_ids {
+            if let Some(group) = self.store().get_group(*group_id).await? {
+                apps.insert(group.app_name);
+            }
+        }
+        Ok(Some(apps))
+    }
+
+    /// TriggerJob's address override makes this admin dial the addresses named: only those of
+    /// the job's group (its MANUAL list or its live executors), unless an admin asks and the
+    /// configuration allows any address (`trigger_any_address`).
+    pub(super) async fn check_override_addresses(
+        &self,
+        caller: &Caller,
+        job: &Job,
+        addresses: &[String],
+    ) -> Result<(), Status> {
+        if addresses.is_empty() {
+            return Ok(());
+        }
+        // A malformed address is INVALID_ARGUMENT naming it, whoever asks.
+        validate_executor_addresses(addresses, "addresses").map_err(Error::from)?;
+        if self.ctx.config.trigger_any_address
+            && caller.allows(Permission::TriggerAnyAddress, Scope::Any)
+        {
+            return Ok(());
+        }
+        let group = self.load_group(job.group_id).await?;
+        let mut known: HashSet<String> = group.addresses.iter().cloned().collect();
+        known.extend(self.ctx.registry.online_addresses(&group.app_name));
+        if let Some(foreign) = addresses.iter().find(|address| !known.contains(*address)) {
+            let shown: String = foreign.chars().take(64).collect();
+            return Err(Status::permission_denied(format!(
+                "missing permission {}: address '{shown}' is not an address of group {} \
+                 (admins may use any address when trigger_any_address is set)",
+                Permission::TriggerAnyAddress.name(),
+                group.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records a change in the audit trail. The change is already made: a failed write is
+    /// logged, not returned (the caller would retry a change that happened).
+    pub(super) async fn audit(&self, caller: &Caller, call: &str, object: String, summary: String) {
+        let entry = AuditEntry {
+            id: 0,
+            at_ms: self.ctx.clock.now_ms(),
+            actor: caller.actor().to_string(),
+            call: call.to_string(),
+            object,
+            summary,
+        };
+        if let Err(error) = self.store().insert_audit(&entry).await {
+            tracing::error!(%error, actor = %entry.actor, call, object = %entry.object,
+                summary = %entry.summary, "audit entry not written");
+        }
+    }
+}

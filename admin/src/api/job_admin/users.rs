@@ -1,0 +1,209 @@
+//! Users, API tokens, group grants and the audit trail (admin only; `mod.rs` checks).
+
+use xjob_proto::pb;
+
+use super::JobAdminService;
+use crate::api::convert::Page;
+use crate::auth::Caller;
+use crate::auth::accounts::{create_user, issue_token};
+use crate::error::Error;
+use crate::model::{ApiToken, AuditEntry, User};
+
+pub fn user_to_pb(user: User) -> pb::User {
+    pb::User {
+        id: user.id,
+        name: user.name,
+        role: user.role.as_str().to_string(),
+        group_ids: user.group_ids,
+        created_ms: user.created_ms,
+    }
+}
+
+fn token_to_pb(token: ApiToken) -> pb::ApiToken {
+    pb::ApiToken {
+        id: token.id,
+        user_id: token.user_id,
+        prefix: token.prefix,
+        expires_ms: token.expires_ms,
+        revoked_ms: token.revoked_ms,
+        created_ms: token.created_ms,
+        description: token.description,
+    }
+}
+
+fn audit_to_pb(entry: AuditEntry) -> pb::AuditEntry {
+    pb::AuditEntry {
+        id: entry.id,
+        at_ms: entry.at_ms,
+        actor: entry.actor,
+        call: entry.call,
+        object: entry.object,
+        summary: entry.summary,
+    }
+}
+
+impl JobAdminService {
+    async fn load_user(&self, id: i64) -> Result<User, Error> {
+        let user = self.store().get_user(id).await?;
+        user.ok_or_else(|| Error::NotFound(format!("user {id} not found")))
+    }
+
+    pub(super) async fn create_user_checked(
+        &self,
+        caller: &Caller,
+        request: pb::CreateUserRequest,
+    ) -> Result<pb::CreateUserResponse, Error> {
+        let now_ms = self.ctx.clock.now_ms();
+        let created = create_user(
+            self.store(),
+            &request.name,
+            &request.role,
+            &request.password,
+            None,
+            now_ms,
+            request.token_ttl_ms,
+        )
+        .await?;
+        self.auth.user_created();
+        let summary = format!(
+            "name '{}', role {}, token {}",
+            created.user.name,
+            created.user.role.as_str(),
+            created.token_info.prefix
+        );
+        self.audit(
+            caller,
+            "CreateUser",
+            format!("user:{}", created.user.id),
+            summary,
+        )
+        .await;
+        Ok(pb::CreateUserResponse {
+            user: Some(user_to_pb(created.user)),
+            token: created.token,
+            token_info: Some(token_to_pb(created.token_info)),
+        })
+    }
+
+    pub(super) async fn list_users_all(&self) -> Result<pb::ListUsersResponse, Error> {
+        let users = self.store().list_users().await?;
+        Ok(pb::ListUsersResponse {
+            users: users.into_iter().map(user_to_pb).collect(),
+        })
+    }
+
+    pub(super) async fn delete_user_checked(
+        &self,
+        caller: &Caller,
+        id: i64,
+    ) -> Result<pb::DeleteUserResponse, Error> {
+        let user = self.load_user(id).await?;
+        if let Caller::User(me) = caller
+            && me.id == id
+        {
+            return Err(Error::FailedPrecondition(
+                "an admin cannot delete their own user (ask another admin)".to_string(),
+            ));
+        }
+        self.store().delete_user(id).await?;
+        self.auth.invalidate();
+        let summary = format!("name '{}', role {}", user.name, user.role.as_str());
+        self.audit(caller, "DeleteUser", format!("user:{id}"), summary)
+            .await;
+        Ok(pb::DeleteUserResponse {})
+    }
+
+    pub(super) async fn create_token_checked(
+        &self,
+        caller: &Caller,
+        request: pb::CreateTokenRequest,
+    ) -> Result<pb::CreateTokenResponse, Error> {
+        let user = self.load_user(request.user_id).await?;
+        let now_ms = self.ctx.clock.now_ms();
+        let (token, info) = issue_token(
+            self.store(),
+            user.id,
+            None,
+            now_ms,
+            request.ttl_ms,
+            &request.description,
+        )
+        .await?;
+        let summary = format!(
+            "user '{}', token {}, expires_ms {}",
+            user.name, info.prefix, info.expires_ms
+        );
+        self.audit(caller, "CreateToken", format!("token:{}", info.id), summary)
+            .await;
+        Ok(pb::CreateTokenResponse {
+            token,
+            token_info: Some(token_to_pb(info)),
+        })
+    }
+
+    pub(super) async fn list_tokens_of(
+        &self,
+        user_id: i64,
+    ) -> Result<pb::ListTokensResponse, Error> {
+        self.load_user(user_id).await?;
+        let tokens = self.store().list_tokens(user_id).await?;
+        Ok(pb::ListTokensResponse {
+            tokens: tokens.into_iter().map(token_to_pb).collect(),
+        })
+    }
+
+    pub(super) async fn revoke_token_checked(
+        &self,
+        caller: &Caller,
+        id: i64,
+    ) -> Result<pb::RevokeTokenResponse, Error> {
+        let now_ms = self.ctx.clock.now_ms();
+        let user_id = self.store().revoke_token(id, now_ms).await?;
+        let user_id = user_id.ok_or_else(|| Error::NotFound(format!("token {id} not found")))?;
+        self.auth.invalidate();
+        let summary = format!("of user {user_id}");
+        self.audit(caller, "RevokeToken", format!("token:{id}"), summary)
+            .await;
+        Ok(pb::RevokeTokenResponse {})
+    }
+
+    /// Grants (or withdraws) a group; returns the user with its grants.
+    pub(super) async fn set_grant(
+        &self,
+        caller: &Caller,
+        user_id: i64,
+        group_id: i64,
+        grant: bool,
+    ) -> Result<pb::User, Error> {
+        let user = self.load_user(user_id).await?;
+        let call = if grant {
+            self.load_group(group_id).await?;
+            self.store().grant_group(user_id, group_id).await?;
+            "GrantGroup"
+        } else {
+            if !self.store().revoke_group(user_id, group_id).await? {
+                return Err(Error::NotFound(format!(
+                    "user {user_id} has no grant on group {group_id}"
+                )));
+            }
+            "RevokeGroup"
+        };
+        self.auth.invalidate();
+        let summary = format!("user '{}', group {group_id}", user.name);
+        self.audit(caller, call, format!("user:{user_id}"), summary)
+            .await;
+        Ok(user_to_pb(self.load_user(user_id).await?))
+    }
+
+    pub(super) async fn list_audit_page(
+        &self,
+        request: pb::ListAuditRequest,
+    ) -> Result<pb::ListAuditResponse, Error> {
+        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let entries = self.store().list_audit(page.offset, page.limit).await?;
+        Ok(pb::ListAuditResponse {
+            next_page_token: page.next_token(entries.len()),
+            entries: entries.into_iter().map(audit_to_pb).collect(),
+        })
+    }
+}

@@ -1,0 +1,110 @@
+//! Creating users and issuing their tokens: shared by `JobAdmin`, `xjob user create` and the
+//! bootstrap token.
+
+use super::secrets::{generate_token, hash_password, hash_token, shown_prefix};
+use crate::error::Error;
+use crate::model::{ApiToken, Role, User};
+use crate::store::Store;
+
+/// Longest user name (the MySQL column holds 191 characters).
+const MAX_NAME_CHARS: usize = 64;
+
+/// A new user and its first token, shown once.
+pub struct CreatedUser {
+    pub user: User,
+    pub token: String,
+    pub token_info: ApiToken,
+}
+
+/// Validates and inserts a user, then issues its first token (`token` when given, e.g. the
+/// bootstrap token; else a random one). A taken name is `ALREADY_EXISTS`.
+pub async fn create_user(
+    store: &Store,
+    name: &str,
+    role: &str,
+    password: &str,
+    token: Option<String>,
+    now_ms: i64,
+    ttl_ms: i64,
+) -> Result<CreatedUser, Error> {
+    let name = name.trim();
+    let name_ok = !name.is_empty()
+        && name.chars().count() <= MAX_NAME_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    if !name_ok {
+        return Err(Error::invalid(
+            "name",
+            format!("1 to {MAX_NAME_CHARS} characters of letters, digits, - _ . @"),
+        ));
+    }
+    let role = Role::parse(role)
+        .ok_or_else(|| Error::invalid("role", "must be admin, operator or viewer"))?;
+    let password_hash = if password.is_empty() {
+        String::new()
+    } else {
+        hash_password(password).map_err(|error| Error::invalid("password", error))?
+    };
+    let user = User {
+        id: 0,
+        name: name.to_string(),
+        role,
+        password_hash,
+        group_ids: Vec::new(),
+        created_ms: now_ms,
+    };
+    let user = store
+        .insert_user(&user)
+        .await
+        .map_err(|error| match error {
+            crate::store::StoreError::Conflict(_) => {
+                Error::AlreadyExists(format!("user '{name}' already exists"))
+            }
+            other => other.into(),
+        })?;
+    let (token, token_info) = issue_token(store, user.id, token, now_ms, ttl_ms, "").await?;
+    Ok(CreatedUser {
+        user,
+        token,
+        token_info,
+    })
+}
+
+/// Issues a token for a user (random unless given); returns it with its stored description.
+pub async fn issue_token(
+    store: &Store,
+    user_id: i64,
+    token: Option<String>,
+    now_ms: i64,
+    ttl_ms: i64,
+    description: &str,
+) -> Result<(String, ApiToken), Error> {
+    if ttl_ms < 0 {
+        return Err(Error::invalid(
+            "ttl_ms",
+            format!("must be >= 0, got {ttl_ms}"),
+        ));
+    }
+    let token = match token {
+        Some(token) => token,
+        None => generate_token()
+            .map_err(|error| Error::internal(format!("no randomness: {error}"), error))?,
+    };
+    let record = ApiToken {
+        id: 0,
+        user_id,
+        token_hash: hash_token(&token),
+        prefix: shown_prefix(&token),
+        description: description.chars().take(200).collect(),
+        expires_ms: if ttl_ms > 0 {
+            now_ms.saturating_add(ttl_ms)
+        } else {
+            0
+        },
+        revoked_ms: 0,
+        created_ms: now_ms,
+    };
+    let record = store.insert_token(&record).await?;
+    Ok((token, record))
+}

@@ -1,0 +1,91 @@
+//! The safe default, checked once at startup: JobAdmin never runs open on a network.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::store::Store;
+
+/// Name of the user the bootstrap token (`XJOB_BOOTSTRAP_TOKEN`) is issued to.
+pub const BOOTSTRAP_USER: &str = "admin";
+/// Shortest bootstrap token accepted: it is the only secret guarding a fresh cluster.
+const MIN_BOOTSTRAP_CHARS: usize = 24;
+
+/// Whether JobAdmin may run without users: on a loopback listener, or when the operator opted
+/// out explicitly.
+pub fn open_without_users(config: &Config) -> bool {
+    config.listen.ip().is_loopback() || config.insecure_open_admin_api
+}
+
+/// Issues the bootstrap token when there are no users yet, then refuses to start a listener
+/// off loopback that would serve JobAdmin to anyone, and says loudly when it runs open.
+pub async fn check(store: &Store, config: &Config, now_ms: i64) -> Result<(), Error> {
+    let mut users = store.count_users().await?;
+    if users == 0 && !config.bootstrap_token.is_empty() {
+        bootstrap(store, &config.bootstrap_token, now_ms).await?;
+        users = 1;
+    }
+    if users > 0 {
+        tracing::info!(
+            users,
+            "JobAdmin requires API tokens (authorization: Bearer …)"
+        );
+        return Ok(());
+    }
+    if config.listen.ip().is_loopback() {
+        tracing::warn!(
+            listen = %config.listen,
+            "JobAdmin is open without authentication: no users yet and the listener is on \
+             loopback; create one with `xjob user create --role admin NAME` before listening \
+             on a network"
+        );
+        return Ok(());
+    }
+    if config.insecure_open_admin_api {
+        tracing::error!(
+            listen = %config.listen,
+            "INSECURE: JobAdmin is open to the network WITHOUT authentication \
+             (insecure_open_admin_api is set): anyone who reaches this port can run code on \
+             your executors"
+        );
+        return Ok(());
+    }
+    Err(Error::FailedPrecondition(format!(
+        "refusing to serve JobAdmin without authentication on {} (not loopback) while no user \
+         exists: create the first admin with `xjob user create --role admin NAME` (same \
+         configuration; it prints the token once), or set XJOB_BOOTSTRAP_TOKEN to a random \
+         secret of at least {MIN_BOOTSTRAP_CHARS} characters, or listen on 127.0.0.1; \
+         `--insecure-open-admin-api` (XJOB_INSECURE_OPEN_ADMIN_API) serves it open anyway",
+        config.listen
+    )))
+}
+
+async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error> {
+    if token.chars().count() < MIN_BOOTSTRAP_CHARS {
+        return Err(Error::invalid(
+            "bootstrap_token",
+            format!("must be at least {MIN_BOOTSTRAP_CHARS} characters"),
+        ));
+    }
+    let created = super::accounts::create_user(
+        store,
+        BOOTSTRAP_USER,
+        "admin",
+        "",
+        Some(token.to_string()),
+        now_ms,
+        0,
+    )
+    .await;
+    let created = match created {
+        Ok(created) => created,
+        // Another admin of the cluster, started with the same token, made it first.
+        Err(Error::AlreadyExists(_)) => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    tracing::warn!(
+        user = %created.user.name,
+        "created the first admin from XJOB_BOOTSTRAP_TOKEN; issue personal tokens and revoke \
+         this one (RevokeToken id {})",
+        created.token_info.id
+    );
+    Ok(())
+}
