@@ -25,6 +25,7 @@ pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
     if !config.advertise_address.is_empty() {
         builder = builder.advertise_address(&config.advertise_address);
     }
+    builder = with_tls(builder, config)?.insecure_open_network(config.insecure_open_network);
     for (key, value) in &config.labels {
         builder = builder.label(key, value);
     }
@@ -84,4 +85,25 @@ fn glue_type(language: GlueLanguage) -> GlueType {
         GlueLanguage::Php => GlueType::Php,
         GlueLanguage::Powershell => GlueType::Powershell,
     }
+}
+
+/// The `[tls]` table as builder options.
+fn with_tls(mut builder: ExecutorBuilder, config: &Config) -> anyhow::Result<ExecutorBuilder> {
+    let tls = &config.tls;
+    match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => builder = builder.tls(cert, key),
+        (None, None) => {}
+        _ => anyhow::bail!("config key tls.cert: tls.cert and tls.key go together"),
+    }
+    match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => builder = builder.tls_client_cert(cert, key),
+        (None, None) => {}
+        _ => anyhow::bail!(
+            "config key tls.client_cert: tls.client_cert and tls.client_key go together"
+        ),
+    }
+    if let Some(ca) = &tls.ca {
+        builder = builder.tls_ca(ca);
+    }
+    Ok(builder.require_client_cert(tls.require_client_cert))
 }

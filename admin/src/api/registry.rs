@@ -51,6 +51,12 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<Streaming<pb::ExecutorMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
         let token = bearer_token(&request);
+        let config = &self.ctx.config;
+        let permit = self.ctx.sessions.session_counts.acquire(
+            request.remote_addr().map(|address| address.ip()),
+            config.max_sessions,
+            config.max_sessions_per_peer,
+        )?;
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let sessions = Arc::clone(&self.ctx.sessions);
@@ -63,6 +69,7 @@ impl pb::registry_server::Registry for RegistryService {
                 outbound_tx,
                 token,
                 cancel,
+                permit,
             ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
     }

@@ -20,6 +20,7 @@
 //! left the other admins' rows), the registry publishes its address on a broadcast channel
 //! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
+pub mod limits;
 pub mod refresh;
 pub mod stream;
 
@@ -43,6 +44,8 @@ pub struct RegistryContext {
     /// One token per open session of this admin, by executor id: cancelled when a newer session
     /// of the same app and address replaces it, which ends the old stream.
     pub superseded: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// Sessions open on this admin, for `max_sessions` and `max_sessions_per_peer`.
+    pub session_counts: Arc<limits::SessionCounts>,
 }
 
 /// Removals a slow follower may lag behind before it is told it missed some.

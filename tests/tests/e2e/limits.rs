@@ -1,0 +1,277 @@
+//! Resource limits (docs/security.md, "Limits"), each hit by a careless or hostile client while a
+//! normal client keeps working: request size, sessions per peer, handlers per registration,
+//! session message rate, and HTTP/2 streams per connection.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Status, Streaming};
+use xjob_proto::pb;
+use xjob_proto::pb::registry_client::RegistryClient;
+use xjob_tests::TestCluster;
+
+const APP: &str = "limits-app";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn register(address: &str, handlers: usize) -> pb::ExecutorMessage {
+    pb::ExecutorMessage {
+        kind: Some(pb::executor_message::Kind::Register(pb::Register {
+            app_name: APP.to_string(),
+            address: address.to_string(),
+            handlers: (0..handlers)
+                .map(|index| format!("handler-{index}"))
+                .collect(),
+            protocol_version: xjob_proto::PROTOCOL_VERSION,
+            ..Default::default()
+        })),
+    }
+}
+
+fn heartbeat() -> pb::ExecutorMessage {
+    pb::ExecutorMessage {
+        kind: Some(pb::executor_message::Kind::Heartbeat(
+            pb::Heartbeat::default(),
+        )),
+    }
+}
+
+/// An open session: the sender keeps it alive, the stream carries the admin's answers.
+struct Session {
+    outbound: mpsc::Sender<pb::ExecutorMessage>,
+    inbound: Streaming<pb::AdminMessage>,
+}
+
+/// Opens a session on `channel` and sends Register; `Err` when the call itself is refused.
+async fn open_session(
+    channel: Channel,
+    address: &str,
+    handlers: usize,
+) -> anyhow::Result<Result<Session, Status>> {
+    let (outbound, rx) = mpsc::channel(64);
+    outbound.send(register(address, handlers)).await?;
+    let opened = RegistryClient::new(channel)
+        .session(ReceiverStream::new(rx))
+        .await;
+    Ok(opened.map(|response| Session {
+        outbound,
+        inbound: response.into_inner(),
+    }))
+}
+
+/// The session's next answer within the wait: `Ok(message)` or the status it ended with.
+async fn next_answer(session: &mut Session) -> anyhow::Result<Result<pb::AdminMessage, Status>> {
+    match tokio::time::timeout(WAIT, session.inbound.message()).await? {
+        Ok(Some(message)) => Ok(Ok(message)),
+        Ok(None) => anyhow::bail!("session ended without a status"),
+        Err(status) => Ok(Err(status)),
+    }
+}
+
+async fn registered(session: &mut Session) -> anyhow::Result<()> {
+    match next_answer(session).await? {
+        Ok(pb::AdminMessage {
+            kind: Some(pb::admin_message::Kind::Registered(_)),
+        }) => Ok(()),
+        other => anyhow::bail!("expected Registered, got {other:?}"),
+    }
+}
+
+fn channel(cluster: &TestCluster) -> anyhow::Result<Channel> {
+    Ok(Endpoint::from_shared(cluster.admin_url())?
+        .timeout(WAIT)
+        .connect_lazy())
+}
+
+/// The concurrent normal client: an API call answers at once.
+async fn normal_client_works(cluster: &TestCluster) -> anyhow::Result<()> {
+    tokio::time::timeout(
+        Duration::from_secs(3),
+        cluster
+            .client()
+            .list_groups(pb::ListGroupsRequest::default()),
+    )
+    .await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn oversized_request_is_refused_with_out_of_range() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder()
+        .configure(|config| config.max_request_bytes = 16 * 1024)
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let mut job = TestCluster::job(group_id, "h", pb::ScheduleType::None, "");
+    job.glue_source = "x".repeat(32 * 1024);
+    let refused = cluster
+        .client()
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await
+        .expect_err("oversized request");
+    assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+    normal_client_works(&cluster).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn sessions_per_peer_handlers_and_message_rate_are_bounded() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder()
+        .configure(|config| {
+            config.max_sessions_per_peer = 2;
+            config.max_handlers_per_registration = 3;
+            config.session_message_rate = 5;
+        })
+        .start()
+        .await?;
+    cluster.create_group(APP).await?;
+    let channel = channel(&cluster)?;
+
+    // Two sessions from this address register; the third is refused before it opens.
+    let mut first = open_session(channel.clone(), "http://127.0.0.1:9001", 1)
+        .await?
+        .map_err(anyhow::Error::from)?;
+    registered(&mut first).await?;
+    let mut second = open_session(channel.clone(), "http://127.0.0.1:9002", 1)
+        .await?
+        .map_err(anyhow::Error::from)?;
+    registered(&mut second).await?;
+    let third = open_session(channel.clone(), "http://127.0.0.1:9003", 1).await?;
+    let refused = third
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("third session opened"))?;
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("max_sessions_per_peer"),
+        "{refused:?}"
+    );
+    normal_client_works(&cluster).await?;
+
+    // Closing one gives its place back: a registration with too many handlers takes it and
+    // is refused for that.
+    drop(second);
+    let mut crowded = xjob_testkit::wait_until(WAIT, "a session place to free up", || {
+        let channel = channel.clone();
+        async move {
+            open_session(channel, "http://127.0.0.1:9004", 4)
+                .await
+                .ok()?
+                .ok()
+        }
+    })
+    .await?;
+    let refused = next_answer(&mut crowded).await?.expect_err("4 handlers");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(refused.message().contains("max_handlers_per_registration"));
+    drop(crowded);
+
+    // A session flooding heartbeats is closed; the first session is untouched.
+    let mut flood = xjob_testkit::wait_until(WAIT, "a session place to free up", || {
+        let channel = channel.clone();
+        async move {
+            open_session(channel, "http://127.0.0.1:9005", 1)
+                .await
+                .ok()?
+                .ok()
+        }
+    })
+    .await?;
+    registered(&mut flood).await?;
+    for _ in 0..50 {
+        if flood.outbound.send(heartbeat()).await.is_err() {
+            break;
+        }
+    }
+    let refused = loop {
+        match next_answer(&mut flood).await? {
+            Ok(_) => continue,
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(refused.message().contains("session_message_rate"));
+    // The first session still serves: a heartbeat keeps it listed (one: the rate is 5/s).
+    first.outbound.send(heartbeat()).await?;
+    let client = cluster.client();
+    xjob_testkit::wait_until(WAIT, "the first session to stay listed", || {
+        let mut client = client.clone();
+        async move {
+            let executors = client
+                .list_executors(pb::ListExecutorsRequest {
+                    app_name: APP.to_string(),
+                })
+                .await
+                .ok()?
+                .into_inner()
+                .executors;
+            executors
+                .iter()
+                .any(|executor| executor.address == "http://127.0.0.1:9001")
+                .then_some(())
+        }
+    })
+    .await?;
+    normal_client_works(&cluster).await?;
+    drop(first);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn http2_streams_per_connection_are_capped() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder()
+        .configure(|config| {
+            config.max_concurrent_streams = 2;
+            // The held streams below are sessions waiting for Register: keep them waiting.
+            config.handshake_timeout = Duration::from_secs(30);
+        })
+        .start()
+        .await?;
+    let crowded = Endpoint::from_shared(cluster.admin_url())?
+        .connect()
+        .await?;
+    // Two streams that stay open (sessions that never send Register) fill the connection.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let (tx, rx) = mpsc::channel::<pb::ExecutorMessage>(1);
+        let response = RegistryClient::new(crowded.clone())
+            .session(ReceiverStream::new(rx))
+            .await?;
+        held.push((tx, response));
+    }
+    // A third stream on the same connection is not opened: the client waits for a free one.
+    let waited = tokio::time::timeout(
+        Duration::from_secs(1),
+        xjob_proto::pb::job_admin_client::JobAdminClient::new(crowded.clone())
+            .list_groups(pb::ListGroupsRequest::default()),
+    )
+    .await;
+    assert!(waited.is_err(), "a third stream was served: {waited:?}");
+    // Other connections are not affected.
+    normal_client_works(&cluster).await?;
+    // Ending one held stream lets the waiting kind of call through.
+    held.pop();
+    tokio::time::timeout(
+        WAIT,
+        xjob_proto::pb::job_admin_client::JobAdminClient::new(crowded)
+            .list_groups(pb::ListGroupsRequest::default()),
+    )
+    .await??;
+    drop(held);
+    cluster.shutdown().await;
+    Ok(())
+}
