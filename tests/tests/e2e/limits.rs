@@ -275,3 +275,103 @@ async fn http2_streams_per_connection_are_capped() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+/// Reads from a raw connection until the admin closes it; returns how long that took.
+async fn closed_after(mut stream: tokio::net::TcpStream) -> anyhow::Result<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = std::time::Instant::now();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(WAIT, stream.read(&mut buffer)).await? {
+            Ok(0) | Err(_) => return Ok(started.elapsed()),
+            Ok(_) => continue,
+        }
+    }
+}
+
+#[tokio::test]
+async fn silent_and_idle_connections_are_closed() -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let cluster = TestCluster::builder()
+        .configure(|config| {
+            config.connection_handshake_timeout = Duration::from_millis(500);
+            config.max_connection_age = Duration::from_secs(1);
+        })
+        .start()
+        .await?;
+    let address = cluster
+        .admin_url()
+        .trim_start_matches("http://")
+        .to_string();
+
+    // A connection that never sends a byte is closed after the handshake deadline.
+    let silent = tokio::net::TcpStream::connect(&address).await?;
+    let took = closed_after(silent).await?;
+    assert!(
+        took < Duration::from_secs(3),
+        "silent connection open for {took:?}"
+    );
+
+    // An HTTP/2 connection with no calls is closed at its age (GOAWAY), well before the
+    // keepalive (2 s + 5 s) would have to find it: the client answers SETTINGS and PINGs as a
+    // live but idle client does.
+    let mut idle = tokio::net::TcpStream::connect(&address).await?;
+    idle.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await?;
+    idle.write_all(&frame(4, 0, &[])).await?;
+    let took = tokio::time::timeout(WAIT, idle_http2_client(idle)).await??;
+    assert!(
+        took < Duration::from_secs(4),
+        "idle connection open for {took:?}"
+    );
+    normal_client_works(&cluster).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// One HTTP/2 frame on stream 0.
+fn frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let length = payload.len();
+    let mut bytes = vec![
+        (length >> 16) as u8,
+        (length >> 8) as u8,
+        length as u8,
+        kind,
+        flags,
+    ];
+    bytes.extend_from_slice(&[0, 0, 0, 0]);
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// Acknowledges SETTINGS and PINGs and opens no stream, until the server closes the
+/// connection; returns how long that took.
+async fn idle_http2_client(mut stream: tokio::net::TcpStream) -> anyhow::Result<Duration> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const SETTINGS: u8 = 4;
+    const PING: u8 = 6;
+    const ACK: u8 = 1;
+    let started = std::time::Instant::now();
+    loop {
+        let mut header = [0u8; 9];
+        if stream.read_exact(&mut header).await.is_err() {
+            return Ok(started.elapsed());
+        }
+        let length =
+            (usize::from(header[0]) << 16) | (usize::from(header[1]) << 8) | usize::from(header[2]);
+        let mut payload = vec![0u8; length];
+        if stream.read_exact(&mut payload).await.is_err() {
+            return Ok(started.elapsed());
+        }
+        let (kind, flags) = (header[3], header[4]);
+        let reply = match kind {
+            SETTINGS if flags & ACK == 0 => Some(frame(SETTINGS, ACK, &[])),
+            PING if flags & ACK == 0 => Some(frame(PING, ACK, &payload)),
+            _ => None,
+        };
+        if let Some(reply) = reply
+            && stream.write_all(&reply).await.is_err()
+        {
+            return Ok(started.elapsed());
+        }
+    }
+}
