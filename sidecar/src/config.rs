@@ -474,4 +474,18 @@ mod tests {
             .expect_err("groovy");
         assert_eq!(error.key, "XJOB_GLUE_ENABLED");
     }
+
+    #[test]
+    fn tls_table_and_open_network_opt_out_are_read() {
+        let config = load(&format!(
+            "{MINIMAL}insecure_open_network = true\n[tls]\ncert = \"e.pem\"\nkey = \"e.key\"\nca = \"ca.pem\"\nrequire_client_cert = true\n"
+        ))
+        .expect("config");
+        assert!(config.insecure_open_network);
+        assert_eq!(config.tls.cert, Some(PathBuf::from("e.pem")));
+        assert_eq!(config.tls.ca, Some(PathBuf::from("ca.pem")));
+        assert!(config.tls.require_client_cert);
+        assert_eq!(config.bind, "127.0.0.1:9999");
+        assert!(load(&format!("{MINIMAL}[tls]\ncertificate = \"x\"\n")).is_err());
+    }
 }

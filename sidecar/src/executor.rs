@@ -107,3 +107,36 @@ fn with_tls(mut builder: ExecutorBuilder, config: &Config) -> anyhow::Result<Exe
     }
     Ok(builder.require_client_cert(tls.require_client_cert))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &std::path::Path, extra: &str) -> Config {
+        let text = format!(
+            "app_name = \"orders\"\nadmin_addrs = [\"http://127.0.0.1:9\"]\nbind = \"0.0.0.0:0\"\nlog_dir = {:?}\n{extra}",
+            dir.display().to_string()
+        );
+        Config::from_toml(&text).expect("config")
+    }
+
+    #[tokio::test]
+    async fn an_open_network_bind_is_refused_unless_opted_out() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let refused = builder(&config(dir.path(), ""))
+            .expect("builder")
+            .start()
+            .await
+            .expect_err("open executor on 0.0.0.0");
+        assert!(
+            refused.to_string().contains("insecure_open_network"),
+            "{refused}"
+        );
+        let opted_out = builder(&config(dir.path(), "insecure_open_network = true\n"))
+            .expect("builder")
+            .start()
+            .await
+            .expect("opted out");
+        opted_out.shutdown().await;
+    }
+}
