@@ -293,7 +293,13 @@ pub async fn start_with(
         ));
     }
     tracker.close();
-    tracing::info!(address = %local_addr, node = %node.node_id, epoch, database = %redact(&config.database_url), "admin started");
+    let tls = match (config.tls_cert.is_some(), config.tls_client_auth) {
+        (false, _) => "off",
+        (true, crate::config::TlsClientAuth::None) => "on",
+        (true, crate::config::TlsClientAuth::Executors) => "on, executors need client certificates",
+        (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
+    };
+    tracing::info!(address = %local_addr, node = %node.node_id, epoch, tls, database = %redact(&config.database_url), "admin started");
     Ok(RunningAdmin {
         local_addr,
         node,
