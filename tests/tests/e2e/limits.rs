@@ -375,3 +375,119 @@ async fn idle_http2_client(mut stream: tokio::net::TcpStream) -> anyhow::Result<
         }
     }
 }
+
+/// An executor whose `ReadLog` takes far longer than any deadline: a slow peer behind an API
+/// call.
+struct SlowLogExecutor;
+
+#[tonic::async_trait]
+impl pb::executor_service_server::ExecutorService for SlowLogExecutor {
+    async fn beat(
+        &self,
+        _request: tonic::Request<pb::BeatRequest>,
+    ) -> Result<tonic::Response<pb::BeatResponse>, Status> {
+        Ok(tonic::Response::new(pb::BeatResponse {}))
+    }
+
+    async fn idle_beat(
+        &self,
+        _request: tonic::Request<pb::IdleBeatRequest>,
+    ) -> Result<tonic::Response<pb::IdleBeatResponse>, Status> {
+        Ok(tonic::Response::new(pb::IdleBeatResponse {
+            idle: true,
+            reason: String::new(),
+        }))
+    }
+
+    async fn run(
+        &self,
+        _request: tonic::Request<pb::RunRequest>,
+    ) -> Result<tonic::Response<pb::RunResponse>, Status> {
+        Ok(tonic::Response::new(pb::RunResponse {
+            accepted: true,
+            message: String::new(),
+        }))
+    }
+
+    async fn run_batch(
+        &self,
+        _request: tonic::Request<pb::RunBatchRequest>,
+    ) -> Result<tonic::Response<pb::RunBatchResponse>, Status> {
+        Err(Status::unimplemented("RunBatch is not implemented"))
+    }
+
+    async fn kill(
+        &self,
+        _request: tonic::Request<pb::KillRequest>,
+    ) -> Result<tonic::Response<pb::KillResponse>, Status> {
+        Ok(tonic::Response::new(pb::KillResponse::default()))
+    }
+
+    async fn read_log(
+        &self,
+        _request: tonic::Request<pb::ReadLogRequest>,
+    ) -> Result<tonic::Response<pb::ReadLogResponse>, Status> {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(tonic::Response::new(pb::ReadLogResponse::default()))
+    }
+}
+
+#[tokio::test]
+async fn a_call_past_the_request_timeout_is_cancelled() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder()
+        .configure(|config| {
+            config.request_timeout = Duration::from_secs(1);
+            // The admin's own deadline on the executor call is longer: only the server's
+            // request deadline can end the API call at 1 s.
+            config.executor_timeout = Duration::from_secs(6);
+        })
+        .start()
+        .await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let fake_url = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(pb::executor_service_server::ExecutorServiceServer::new(
+                SlowLogExecutor,
+            ))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                async {
+                    let _ = stopped.await;
+                },
+            ),
+    );
+    let group_id = cluster.create_group(APP).await?;
+    let mut session = open_session(channel(&cluster)?, &fake_url, 1)
+        .await?
+        .map_err(anyhow::Error::from)?;
+    registered(&mut session).await?;
+    let job = TestCluster::job(group_id, "handler-0", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let log_id = cluster.trigger(job_id, None).await?;
+    xjob_testkit::wait_until(WAIT, "the run to reach the fake executor", || async {
+        let log = cluster.get_log(log_id).await.ok()?;
+        (!log.executor_address.is_empty()).then_some(())
+    })
+    .await?;
+
+    let started = std::time::Instant::now();
+    let refused = cluster
+        .client()
+        .read_run_log(pb::ReadRunLogRequest {
+            log_id,
+            from_line: 1,
+        })
+        .await
+        .expect_err("ReadRunLog behind a slow executor");
+    let took = started.elapsed();
+    assert_eq!(refused.code(), tonic::Code::Cancelled, "{refused:?}");
+    assert!(took < Duration::from_secs(4), "answered after {took:?}");
+    normal_client_works(&cluster).await?;
+    drop(session);
+    let _ = stop.send(());
+    let _ = server.await;
+    cluster.shutdown().await;
+    Ok(())
+}
