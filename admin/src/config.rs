@@ -119,6 +119,9 @@ pub struct Config {
     pub max_sessions: usize,
     /// Executor sessions open at once from one peer IP address.
     pub max_sessions_per_peer: usize,
+    /// Largest page a list call answers (`ListJobs`, `ListLogs`, `ListGroups`); a larger
+    /// `page_size` is capped to it.
+    pub max_page_size: usize,
     /// Handlers one executor may announce at registration.
     pub max_handlers_per_registration: usize,
     /// Messages per second one session may send (heartbeats are one per interval); a session
@@ -200,6 +203,7 @@ impl Default for Config {
             max_concurrent_streams: 256,
             max_sessions: 10_000,
             max_sessions_per_peer: 256,
+            max_page_size: 1_000,
             max_handlers_per_registration: 1_000,
             session_message_rate: 20,
             tcp_keepalive: Duration::from_secs(30),
@@ -397,6 +401,7 @@ impl Config {
             ),
             ("max_sessions", self.max_sessions),
             ("max_sessions_per_peer", self.max_sessions_per_peer),
+            ("max_page_size", self.max_page_size),
             (
                 "max_handlers_per_registration",
                 self.max_handlers_per_registration,

@@ -97,12 +97,32 @@ async fn normal_client_works(cluster: &TestCluster) -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn oversized_request_is_refused_with_out_of_range() -> anyhow::Result<()> {
+async fn oversized_request_is_refused_with_out_of_range_and_pages_are_capped() -> anyhow::Result<()>
+{
     let cluster = TestCluster::builder()
-        .configure(|config| config.max_request_bytes = 16 * 1024)
+        .configure(|config| {
+            config.max_request_bytes = 16 * 1024;
+            config.max_page_size = 2;
+        })
         .start()
         .await?;
     let group_id = cluster.create_group(APP).await?;
+    for extra in ["limits-app-2", "limits-app-3"] {
+        cluster.create_group(extra).await?;
+    }
+    let page = cluster
+        .client()
+        .list_groups(pb::ListGroupsRequest {
+            page_size: 1000,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    assert_eq!(page.groups.len(), 2, "page capped at max_page_size");
+    assert!(
+        !page.next_page_token.is_empty(),
+        "the rest is on the next page"
+    );
     let mut job = TestCluster::job(group_id, "h", pb::ScheduleType::None, "");
     job.glue_source = "x".repeat(32 * 1024);
     let refused = cluster
