@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -34,6 +33,7 @@ pub struct RunningAdmin {
     recorder_cancel: CancellationToken,
     recorder_tracker: TaskTracker,
     store: Store,
+    tls: bool,
 }
 
 impl RunningAdmin {
@@ -42,9 +42,10 @@ impl RunningAdmin {
         self.local_addr
     }
 
-    /// `http://host:port`, for clients and executors.
+    /// `http://host:port` (`https://` with TLS), for clients and executors.
     pub fn url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr)
     }
 
     /// This admin's node id and epoch.
@@ -113,6 +114,22 @@ pub async fn start_with(
     let local_addr = listener
         .local_addr()
         .map_err(|error| Error::internal(format!("listener address: {error}"), error))?;
+    // Certificates are read before anything else starts, so a bad file fails startup.
+    let server_tls = match config.server_tls() {
+        Some(files) => Some(xjob_tls::ServerTls::load(files).map_err(|error| {
+            Error::unavailable(format!("cannot load TLS certificates: {error}"), error)
+        })?),
+        None => None,
+    };
+    let client_tls = config.executor_client_tls();
+    if !client_tls.is_empty() {
+        client_tls.check().map_err(|error| {
+            Error::unavailable(
+                format!("cannot load TLS client certificates: {error}"),
+                error,
+            )
+        })?;
+    }
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             Error::unavailable(
@@ -152,7 +169,7 @@ pub async fn start_with(
     let registry = Arc::new(Registry::default());
     restore_routes(&registry, previous_sessions, &clock);
     let executors = Arc::new(
-        ExecutorClient::new(config.executor_timeout)
+        ExecutorClient::new(config.executor_timeout, config.executor_client_tls())
             .with_default_token(config.executor_token.clone()),
     );
     let trigger = Arc::new(Trigger::new(
@@ -176,6 +193,7 @@ pub async fn start_with(
         clock: Arc::clone(&clock),
         superseded: std::sync::Mutex::default(),
         session_peers: std::sync::Mutex::default(),
+        session_counts: Arc::default(),
     });
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),
@@ -215,7 +233,16 @@ pub async fn start_with(
         registry.removals(),
         cancel.clone(),
     ));
-    tracker.spawn(serve(routes, listener, Arc::clone(&config), cancel.clone()));
+    if let Some(tls) = &server_tls {
+        tracker.spawn(Arc::clone(tls).watch(config.tls_reload_interval, cancel.clone()));
+    }
+    tracker.spawn(serve(
+        routes,
+        listener,
+        server_tls,
+        Arc::clone(&config),
+        cancel.clone(),
+    ));
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),
         cancel.clone(),
@@ -271,7 +298,13 @@ pub async fn start_with(
         ));
     }
     tracker.close();
-    tracing::info!(address = %local_addr, node = %node.node_id, epoch, database = %redact(&config.database_url), "admin started");
+    let tls = match (config.tls_cert.is_some(), config.tls_client_auth) {
+        (false, _) => "off",
+        (true, crate::config::TlsClientAuth::None) => "on",
+        (true, crate::config::TlsClientAuth::Executors) => "on, executors need client certificates",
+        (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
+    };
+    tracing::info!(address = %local_addr, node = %node.node_id, epoch, tls, database = %redact(&config.database_url), "admin started");
     Ok(RunningAdmin {
         local_addr,
         node,
@@ -281,26 +314,51 @@ pub async fn start_with(
         recorder_cancel,
         recorder_tracker,
         store,
+        tls: config.tls_cert.is_some(),
     })
 }
 
 async fn serve(
     routes: tonic::service::Routes,
     listener: TcpListener,
+    tls: Option<Arc<xjob_tls::ServerTls>>,
     config: Arc<Config>,
     cancel: CancellationToken,
 ) {
     // HTTP/2 pings find a frozen peer (SIGSTOP, a stuck runtime, a paused VM): its TCP stack
     // still acknowledges, so only an unanswered ping shows it. The broken connection ends the
-    // executor's `Session`, which takes it out of routing at once. TCP keepalive closes
-    // connections whose peer vanished without a FIN.
-    let result = tonic::transport::Server::builder()
+    // executor's `Session`, which takes it out of routing at once. TCP keepalive (set by the
+    // accept loop: tonic ignores its own setting for a supplied stream) closes connections
+    // whose peer vanished without a FIN; the handshake deadline closes ones that never speak;
+    // the connection age closes idle ones.
+    let mut server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(config.keepalive_interval))
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
-        .tcp_keepalive(Some(config.keepalive_interval + config.keepalive_timeout))
-        .add_routes(routes)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), cancel.cancelled_owned())
-        .await;
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .timeout(config.request_timeout);
+    if !config.max_connection_age.is_zero() {
+        server = server.max_connection_age(config.max_connection_age);
+    }
+    let options = xjob_tls::ListenOptions {
+        tcp_keepalive: (!config.tcp_keepalive.is_zero()).then_some(config.tcp_keepalive),
+        handshake_timeout: config.connection_handshake_timeout,
+        ..xjob_tls::ListenOptions::default()
+    };
+    let router = server.add_routes(routes);
+    let result = match tls {
+        Some(tls) => {
+            let incoming = xjob_tls::tls_incoming(listener, tls, options);
+            router
+                .serve_with_incoming_shutdown(incoming, cancel.cancelled_owned())
+                .await
+        }
+        None => {
+            let incoming = xjob_tls::plain_incoming(listener, options);
+            router
+                .serve_with_incoming_shutdown(incoming, cancel.cancelled_owned())
+                .await
+        }
+    };
     if let Err(error) = result {
         tracing::error!(%error, "grpc server failed");
     }

@@ -106,6 +106,81 @@ pub struct Config {
     /// Cluster-wide executor token (`XJOB_EXECUTOR_TOKEN`): groups without their own access
     /// token use it, on sessions, callbacks and the admin's calls to executors. Empty = none.
     pub executor_token: String,
+
+    // ---- TLS (docs/security.md, "TLS and mTLS")
+    /// PEM certificate chain served on `listen`; unset = plaintext (`XJOB_TLS_CERT`).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert` (`XJOB_TLS_KEY`).
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA bundle: verifies executors' client certificates (mTLS) and the server certificates
+    /// of executors reached over `https://` (`XJOB_TLS_CA`).
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificates asked of callers: `none`, `executors` (a certificate from `tls_ca`
+    /// is required for `Registry.Session` and `Registry.Callback`; other callers may have none)
+    /// or `all` (the TLS handshake fails without one) (`XJOB_TLS_CLIENT_AUTH`).
+    pub tls_client_auth: TlsClientAuth,
+    /// Certificate the admin presents when it calls executors; unset = `tls_cert`.
+    pub tls_client_cert: Option<PathBuf>,
+    /// Key of `tls_client_cert`; unset = `tls_key`.
+    pub tls_client_key: Option<PathBuf>,
+    /// How often the certificate files are checked for changes (they are also reloaded on
+    /// `SIGHUP`).
+    #[serde(with = "duration_text")]
+    pub tls_reload_interval: Duration,
+
+    // ---- Limits (docs/security.md, "Limits")
+    /// Largest request message accepted, in bytes (`OUT_OF_RANGE` beyond, as gRPC decoders say).
+    pub max_request_bytes: usize,
+    /// Deadline of every unary call served (a client's shorter `grpc-timeout` wins).
+    #[serde(with = "duration_text")]
+    pub request_timeout: Duration,
+    /// HTTP/2 streams one connection may have open at once (advertised in SETTINGS).
+    pub max_concurrent_streams: u32,
+    /// Executor sessions open at once on this admin.
+    pub max_sessions: usize,
+    /// Executor sessions open at once from one peer IP address.
+    pub max_sessions_per_peer: usize,
+    /// Largest page a list call answers (`ListJobs`, `ListLogs`, `ListGroups`); a larger
+    /// `page_size` is capped to it.
+    pub max_page_size: usize,
+    /// Handlers one executor may announce at registration.
+    pub max_handlers_per_registration: usize,
+    /// Messages per second one session may send (heartbeats are one per interval); a session
+    /// above it is closed with `RESOURCE_EXHAUSTED`.
+    pub session_message_rate: u32,
+    /// Idle time after which the kernel probes a silent TCP peer (0 = off).
+    #[serde(with = "duration_text")]
+    pub tcp_keepalive: Duration,
+    /// Time a new connection has to send its first bytes (and finish its TLS handshake).
+    #[serde(with = "duration_text")]
+    pub connection_handshake_timeout: Duration,
+    /// Age after which a connection is asked to close (HTTP/2 GOAWAY): idle connections go,
+    /// calls and sessions in progress finish first; 0 = never.
+    #[serde(with = "duration_text")]
+    pub max_connection_age: Duration,
+}
+
+/// Which callers must present a client certificate (`tls_client_auth`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsClientAuth {
+    #[default]
+    None,
+    Executors,
+    All,
+}
+
+impl std::str::FromStr for TlsClientAuth {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TlsClientAuth, String> {
+        match text {
+            "none" => Ok(TlsClientAuth::None),
+            "executors" => Ok(TlsClientAuth::Executors),
+            "all" => Ok(TlsClientAuth::All),
+            _ => Err("expected none, executors or all".to_string()),
+        }
+    }
 }
 
 impl Default for Config {
@@ -143,6 +218,24 @@ impl Default for Config {
             executor_peer_check: true,
             insecure_open_registry: false,
             executor_token: String::new(),
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
+            tls_client_auth: TlsClientAuth::None,
+            tls_client_cert: None,
+            tls_client_key: None,
+            tls_reload_interval: Duration::from_secs(2),
+            max_request_bytes: 4 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            max_concurrent_streams: 256,
+            max_sessions: 10_000,
+            max_sessions_per_peer: 256,
+            max_page_size: 1_000,
+            max_handlers_per_registration: 1_000,
+            session_message_rate: 20,
+            tcp_keepalive: Duration::from_secs(30),
+            connection_handshake_timeout: Duration::from_secs(10),
+            max_connection_age: Duration::from_secs(600),
         }
     }
 }
@@ -207,6 +300,18 @@ impl Config {
         }
         if let Some(value) = lookup("XJOB_LOG_KEEP_PER_JOB") {
             self.log_keep_per_job = parse_field("log_keep_per_job", &value)?;
+        }
+        for (key, slot) in [
+            ("XJOB_TLS_CERT", &mut self.tls_cert),
+            ("XJOB_TLS_KEY", &mut self.tls_key),
+            ("XJOB_TLS_CA", &mut self.tls_ca),
+        ] {
+            if let Some(value) = lookup(key) {
+                *slot = (!value.is_empty()).then(|| PathBuf::from(value));
+            }
+        }
+        if let Some(value) = lookup("XJOB_TLS_CLIENT_AUTH") {
+            self.tls_client_auth = parse_field("tls_client_auth", &value)?;
         }
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
@@ -291,7 +396,105 @@ impl Config {
         if self.max_params_bytes == 0 {
             return Err(invalid("max_params_bytes", "must be at least 1"));
         }
+        self.validate_tls()?;
+        self.validate_limits()?;
         Ok(self)
+    }
+
+    fn validate_tls(&self) -> Result<(), ConfigError> {
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err(invalid("tls_cert", "tls_cert and tls_key go together"));
+        }
+        if self.tls_client_cert.is_some() != self.tls_client_key.is_some() {
+            return Err(invalid(
+                "tls_client_cert",
+                "tls_client_cert and tls_client_key go together",
+            ));
+        }
+        if self.tls_client_auth != TlsClientAuth::None {
+            if self.tls_cert.is_none() {
+                return Err(invalid(
+                    "tls_client_auth",
+                    "client certificates need TLS: set tls_cert and tls_key",
+                ));
+            }
+            if self.tls_ca.is_none() {
+                return Err(invalid(
+                    "tls_client_auth",
+                    "client certificates are checked against tls_ca: set it",
+                ));
+            }
+        }
+        if self.demo && self.tls_cert.is_some() {
+            return Err(invalid(
+                "demo",
+                "the demo executor speaks plaintext: run --demo without tls_cert",
+            ));
+        }
+        if self.tls_reload_interval < Duration::from_millis(100) {
+            return Err(invalid("tls_reload_interval", "must be at least 100ms"));
+        }
+        Ok(())
+    }
+
+    fn validate_limits(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("max_request_bytes", self.max_request_bytes),
+            (
+                "max_concurrent_streams",
+                self.max_concurrent_streams as usize,
+            ),
+            ("max_sessions", self.max_sessions),
+            ("max_sessions_per_peer", self.max_sessions_per_peer),
+            ("max_page_size", self.max_page_size),
+            (
+                "max_handlers_per_registration",
+                self.max_handlers_per_registration,
+            ),
+            ("session_message_rate", self.session_message_rate as usize),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(invalid(field, "must be at least 1"));
+            }
+        }
+        if self.request_timeout.is_zero() {
+            return Err(invalid("request_timeout", "must be longer than 0"));
+        }
+        if self.connection_handshake_timeout.is_zero() {
+            return Err(invalid(
+                "connection_handshake_timeout",
+                "must be longer than 0",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The server's TLS files, when TLS is on.
+    pub fn server_tls(&self) -> Option<xjob_tls::ServerTlsFiles> {
+        let (cert, key) = (self.tls_cert.clone()?, self.tls_key.clone()?);
+        Some(xjob_tls::ServerTlsFiles {
+            cert,
+            key,
+            client_ca: self.tls_ca.clone(),
+            client_auth: match self.tls_client_auth {
+                TlsClientAuth::None => xjob_tls::ClientAuth::None,
+                TlsClientAuth::Executors => xjob_tls::ClientAuth::Optional,
+                TlsClientAuth::All => xjob_tls::ClientAuth::Required,
+            },
+        })
+    }
+
+    /// What the admin trusts and presents when it calls executors over `https://`.
+    pub fn executor_client_tls(&self) -> xjob_tls::ClientTls {
+        xjob_tls::ClientTls {
+            ca: self.tls_ca.clone(),
+            cert: self
+                .tls_client_cert
+                .clone()
+                .or_else(|| self.tls_cert.clone()),
+            key: self.tls_client_key.clone().or_else(|| self.tls_key.clone()),
+        }
     }
 
     /// Default zone for cron evaluation as a parsed zone.

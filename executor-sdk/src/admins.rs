@@ -23,11 +23,17 @@ pub(crate) type AdminClient = RegistryClient<InterceptedService<Channel, ClientA
 pub(crate) struct Admins {
     endpoints: Vec<(String, Endpoint)>,
     auth: ClientAuth,
+    tls: xjob_tls::ClientTls,
 }
 
 impl Admins {
     /// Validates every address (an `http://` or `https://` URI).
-    pub(crate) fn new(addresses: &[String], auth: ClientAuth) -> Result<Self, Error> {
+    /// `https://` admins are reached with `tls` (CA, optional client certificate).
+    pub(crate) fn new(
+        addresses: &[String],
+        auth: ClientAuth,
+        tls: xjob_tls::ClientTls,
+    ) -> Result<Self, Error> {
         if addresses.is_empty() {
             return Err(Error::InvalidConfig {
                 field: "admin_addrs",
@@ -52,9 +58,14 @@ impl Admins {
                 .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
                 .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
                 .keep_alive_while_idle(true);
+            let endpoint = with_tls(endpoint, address, &tls)?;
             endpoints.push((address.clone(), endpoint));
         }
-        Ok(Self { endpoints, auth })
+        Ok(Self {
+            endpoints,
+            auth,
+            tls,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -72,7 +83,16 @@ impl Admins {
         &self,
         index: usize,
     ) -> Result<AdminClient, tonic::transport::Error> {
-        let (_, endpoint) = &self.endpoints[index % self.endpoints.len()];
+        let (address, endpoint) = &self.endpoints[index % self.endpoints.len()];
+        // Each new session connection reads the certificate files again, so a renewed client
+        // certificate is presented from the next reconnect on.
+        let endpoint = match with_tls(endpoint.clone(), address, &self.tls) {
+            Ok(endpoint) => endpoint,
+            Err(error) => {
+                tracing::warn!(%error, "tls files not reloaded; using the ones read at start");
+                endpoint.clone()
+            }
+        };
         let channel = endpoint.connect().await?;
         Ok(RegistryClient::with_interceptor(channel, self.auth.clone()))
     }
@@ -88,4 +108,25 @@ impl Admins {
             })
             .collect()
     }
+}
+
+/// Adds the client TLS settings to the endpoint of an `https://` address.
+fn with_tls(
+    endpoint: Endpoint,
+    address: &str,
+    tls: &xjob_tls::ClientTls,
+) -> Result<Endpoint, Error> {
+    if !address.starts_with("https://") {
+        return Ok(endpoint);
+    }
+    let invalid = |message: String| Error::InvalidConfig {
+        field: "tls",
+        message,
+    };
+    let config = tls
+        .tonic_config()
+        .map_err(|error| invalid(error.to_string()))?;
+    endpoint
+        .tls_config(config)
+        .map_err(|error| invalid(format!("{address}: {error}")))
 }

@@ -21,7 +21,7 @@ use xjob_proto::pb;
 pub struct Executor;
 
 impl Executor {
-    /// Returns a builder with the defaults (bind `0.0.0.0:9999`, log dir
+    /// Returns a builder with the defaults (bind `127.0.0.1:9999`, log dir
     /// `./xjob-executor-logs`, 5 s shutdown grace).
     pub fn builder() -> ExecutorBuilder {
         ExecutorBuilder::default()
@@ -49,6 +49,17 @@ pub struct ExecutorBuilder {
     glue_interpreters: BTreeMap<i32, String>,
     glue_env: Vec<(String, String)>,
     invalid_glue_opt: Option<String>,
+    tls: TlsSettings,
+    insecure_open_network: bool,
+}
+
+/// TLS options of the builder (see [`ExecutorBuilder::tls`]).
+#[derive(Debug, Default)]
+struct TlsSettings {
+    server_opt: Option<(PathBuf, PathBuf)>,
+    ca_opt: Option<PathBuf>,
+    client_opt: Option<(PathBuf, PathBuf)>,
+    require_client_cert: bool,
 }
 
 impl Default for ExecutorBuilder {
@@ -56,7 +67,7 @@ impl Default for ExecutorBuilder {
         Self {
             app_name: String::new(),
             admin_addrs: Vec::new(),
-            bind: "0.0.0.0:9999".to_owned(),
+            bind: "127.0.0.1:9999".to_owned(),
             advertise_address_opt: None,
             access_token_opt: None,
             log_dir: PathBuf::from("./xjob-executor-logs"),
@@ -71,6 +82,8 @@ impl Default for ExecutorBuilder {
             glue_interpreters: BTreeMap::new(),
             glue_env: Vec::new(),
             invalid_glue_opt: None,
+            tls: TlsSettings::default(),
+            insecure_open_network: false,
         }
     }
 }
@@ -109,6 +122,43 @@ impl ExecutorBuilder {
     /// Sets the access token required on incoming calls and sent on outgoing ones.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
         self.access_token_opt = Some(token.into());
+        self
+    }
+
+    /// Serves `ExecutorService` over TLS with this PEM certificate chain and key (reloaded when
+    /// the files change or on `SIGHUP`); the default advertised address becomes `https://`.
+    pub fn tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls.server_opt = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Sets the PEM CA bundle that signs the admins' certificates (for `https://` admin
+    /// addresses) and, with [`require_client_cert`](Self::require_client_cert), the admins'
+    /// client certificates.
+    pub fn tls_ca(mut self, ca: impl Into<PathBuf>) -> Self {
+        self.tls.ca_opt = Some(ca.into());
+        self
+    }
+
+    /// Sets the client certificate and key presented to admins that require mTLS; by default
+    /// the [`tls`](Self::tls) certificate.
+    pub fn tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls.client_opt = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Accepts only callers with a client certificate signed by [`tls_ca`](Self::tls_ca)
+    /// (mTLS): only the admins can call `Run`, `Kill` and `ReadLog`.
+    pub fn require_client_cert(mut self, required: bool) -> Self {
+        self.tls.require_client_cert = required;
+        self
+    }
+
+    /// Allows serving on a non-loopback address with neither an access token nor mTLS. Anyone
+    /// who reaches the port can then run this executor's handlers with any params and read its
+    /// run logs: only for networks where that is acceptable.
+    pub fn insecure_open_network(mut self, open: bool) -> Self {
+        self.insecure_open_network = open;
         self
     }
 
@@ -308,7 +358,17 @@ impl ExecutorBuilder {
             })?),
             None => None,
         };
-        let admins = Admins::new(&self.admin_addrs, ClientAuth::new(header_opt.clone()))?;
+        let server_tls_opt = self.tls.server_files()?;
+        let client_tls = self.tls.client_files();
+        client_tls.check().map_err(|error| Error::InvalidConfig {
+            field: "tls",
+            message: error.to_string(),
+        })?;
+        let admins = Admins::new(
+            &self.admin_addrs,
+            ClientAuth::new(header_opt.clone()),
+            client_tls,
+        )?;
         if let Some(address) = &self.advertise_address_opt
             && !(address.starts_with("http://") || address.starts_with("https://"))
         {
@@ -337,6 +397,8 @@ impl ExecutorBuilder {
             log_retention_days: self.log_retention_days,
             callback_flush_timeout: self.callback_flush_timeout,
             handlers,
+            server_tls_opt,
+            insecure_open_network: self.insecure_open_network,
         })
     }
 }
@@ -356,6 +418,51 @@ pub(crate) struct ExecutorSettings {
     pub(crate) log_retention_days: u32,
     pub(crate) callback_flush_timeout: Duration,
     pub(crate) handlers: HandlerRegistry,
+    pub(crate) server_tls_opt: Option<xjob_tls::ServerTlsFiles>,
+    pub(crate) insecure_open_network: bool,
+}
+
+impl TlsSettings {
+    /// The server's files, checked for consistency (the files themselves are read at start).
+    fn server_files(&self) -> Result<Option<xjob_tls::ServerTlsFiles>, Error> {
+        let invalid = |message: &str| Error::InvalidConfig {
+            field: "tls",
+            message: message.to_owned(),
+        };
+        if self.require_client_cert && self.ca_opt.is_none() {
+            return Err(invalid(
+                "require_client_cert needs tls_ca (the CA that signs the admins' certificates)",
+            ));
+        }
+        let Some((cert, key)) = &self.server_opt else {
+            if self.require_client_cert {
+                return Err(invalid(
+                    "require_client_cert needs tls (the executor's own certificate and key)",
+                ));
+            }
+            return Ok(None);
+        };
+        Ok(Some(xjob_tls::ServerTlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: self.ca_opt.clone(),
+            client_auth: if self.require_client_cert {
+                xjob_tls::ClientAuth::Required
+            } else {
+                xjob_tls::ClientAuth::None
+            },
+        }))
+    }
+
+    /// What the executor trusts and presents when it calls admins.
+    fn client_files(&self) -> xjob_tls::ClientTls {
+        let identity = self.client_opt.clone().or_else(|| self.server_opt.clone());
+        xjob_tls::ClientTls {
+            ca: self.ca_opt.clone(),
+            cert: identity.as_ref().map(|(cert, _)| cert.clone()),
+            key: identity.map(|(_, key)| key),
+        }
+    }
 }
 
 #[cfg(test)]

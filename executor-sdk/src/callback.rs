@@ -390,7 +390,12 @@ mod tests {
         let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let address = format!("http://{}", unused.local_addr().expect("addr"));
         drop(unused);
-        let admins = Admins::new(&[address], crate::auth::ClientAuth::new(None)).expect("admins");
+        let admins = Admins::new(
+            &[address],
+            crate::auth::ClientAuth::new(None),
+            xjob_tls::ClientTls::default(),
+        )
+        .expect("admins");
         let dir = tempfile::tempdir().expect("tempdir");
         let config = CallbackConfig {
             spool_dir: dir.path().join("callbacklogs"),

@@ -33,6 +33,8 @@
 //!     .app_name("orders")
 //!     .admin_addrs(["http://127.0.0.1:8080"])
 //!     .bind("0.0.0.0:9999")
+//!     // Off loopback the executor must check its callers: the group's token (or mTLS).
+//!     .access_token("the-group-token")
 //!     .handler("syncOrders", sync_orders)
 //!     .run(async {
 //!         let _ = tokio::signal::ctrl_c().await;

@@ -30,6 +30,8 @@ const CALLBACK_SPOOL_AFTER: Duration = Duration::from_secs(10);
 const DEREGISTER_BOUND: Duration = Duration::from_secs(3);
 /// Bound on the server's graceful stop (open connections draining).
 const SERVER_STOP_BOUND: Duration = Duration::from_secs(5);
+/// How often the TLS certificate files are checked for changes.
+const TLS_RELOAD_POLL: Duration = Duration::from_secs(2);
 /// Retention below this disables the log cleanup, as XXL-JOB.
 const MIN_RETENTION_DAYS: u32 = 3;
 
@@ -74,9 +76,33 @@ impl RunningExecutor {
             address: settings.bind.clone(),
             source,
         })?;
+        let mtls = settings
+            .server_tls_opt
+            .as_ref()
+            .is_some_and(|tls| tls.client_auth == xjob_tls::ClientAuth::Required);
+        refuse_open_network(
+            local_addr,
+            settings.auth_header_opt.is_some() || mtls,
+            settings.insecure_open_network,
+        )?;
+        let server_tls_opt =
+            match settings.server_tls_opt.clone() {
+                Some(files) => Some(xjob_tls::ServerTls::load(files).map_err(|error| {
+                    Error::InvalidConfig {
+                        field: "tls",
+                        message: error.to_string(),
+                    }
+                })?),
+                None => None,
+            };
+        let scheme = if server_tls_opt.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let address = settings
             .advertise_address_opt
-            .unwrap_or_else(|| default_advertise_address(local_addr));
+            .unwrap_or_else(|| default_advertise_address(scheme, local_addr));
 
         let joblog = JobLogStore::new(&log_dir);
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -99,8 +125,12 @@ impl RunningExecutor {
         let server = ExecutorServer::new(runner.clone(), joblog.clone(), Arc::clone(&crashed));
         let auth = ServerAuth::new(settings.auth_header_opt);
         let (health, health_service) = health().await;
+        if let Some(tls) = &server_tls_opt {
+            tokio::spawn(Arc::clone(tls).watch(TLS_RELOAD_POLL, stop_server.clone()));
+        }
         let server_task = tokio::spawn(serve(
             listener,
+            server_tls_opt,
             server,
             auth,
             health_service,
@@ -242,9 +272,35 @@ async fn join_bounded(name: &'static str, mut task: JoinHandle<()>, bound: Durat
     }
 }
 
-/// `http://{ip}:{port}` of the bound socket; when bound to all interfaces, the IP of the
+/// An executor reachable from other machines must know who calls it: the group's access token
+/// or mTLS. Without either, anyone who reaches the port runs its handlers with any params and
+/// reads its logs, so starting is refused unless the operator opted out by name.
+fn refuse_open_network(
+    local_addr: SocketAddr,
+    callers_checked: bool,
+    insecure_open_network: bool,
+) -> Result<(), Error> {
+    if local_addr.ip().is_loopback() || callers_checked || insecure_open_network {
+        if insecure_open_network && !callers_checked && !local_addr.ip().is_loopback() {
+            tracing::warn!(%local_addr, "INSECURE: executor open to the network without access token or mTLS (insecure_open_network)");
+        }
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        field: "bind",
+        message: format!(
+            "{local_addr} is reachable from other machines, and with neither an access token nor \
+             mTLS anyone who reaches it can run this executor's handlers and read its logs. Set \
+             access_token (the group's token, also set on the group in the admin), or tls + tls_ca \
+             + require_client_cert, or bind 127.0.0.1; to run open anyway, set \
+             insecure_open_network"
+        ),
+    })
+}
+
+/// `{scheme}://{ip}:{port}` of the bound socket; when bound to all interfaces, the IP of the
 /// interface that routes outward (found with an unsent UDP "connect"), else loopback.
-fn default_advertise_address(local_addr: SocketAddr) -> String {
+fn default_advertise_address(scheme: &str, local_addr: SocketAddr) -> String {
     let ip = if local_addr.ip().is_unspecified() {
         outbound_ip(local_addr.is_ipv6()).unwrap_or(if local_addr.is_ipv6() {
             IpAddr::V6(Ipv6Addr::LOCALHOST)
@@ -254,7 +310,7 @@ fn default_advertise_address(local_addr: SocketAddr) -> String {
     } else {
         local_addr.ip()
     };
-    format!("http://{}", SocketAddr::new(ip, local_addr.port()))
+    format!("{scheme}://{}", SocketAddr::new(ip, local_addr.port()))
 }
 
 fn outbound_ip(ipv6: bool) -> Option<IpAddr> {
@@ -276,11 +332,14 @@ mod tests {
     #[test]
     fn default_advertise_address_uses_the_bound_ip() {
         let bound: SocketAddr = "127.0.0.1:9999".parse().expect("addr");
-        assert_eq!(default_advertise_address(bound), "http://127.0.0.1:9999");
+        assert_eq!(
+            default_advertise_address("http", bound),
+            "http://127.0.0.1:9999"
+        );
         let v6: SocketAddr = "[::1]:80".parse().expect("addr");
-        assert_eq!(default_advertise_address(v6), "http://[::1]:80");
+        assert_eq!(default_advertise_address("http", v6), "http://[::1]:80");
         let any: SocketAddr = "0.0.0.0:9000".parse().expect("addr");
-        let advertised = default_advertise_address(any);
+        let advertised = default_advertise_address("http", any);
         assert!(advertised.starts_with("http://") && advertised.ends_with(":9000"));
         assert!(!advertised.contains("0.0.0.0"));
     }

@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::net::TcpListener;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 use xjob_proto::pb;
@@ -185,9 +184,12 @@ pub(crate) async fn report_stopping(reporter: &tonic_health::server::HealthRepor
         .await;
 }
 
-/// Serves the executor on an already bound listener until `shutdown` fires.
+/// Serves the executor on an already bound listener until `shutdown` fires, over TLS when
+/// `tls_opt` is set. TCP keepalive and a first-bytes deadline close dead and silent connections;
+/// HTTP/2 keepalive closes connections to a frozen peer.
 pub(crate) async fn serve(
     listener: TcpListener,
+    tls_opt: Option<Arc<xjob_tls::ServerTls>>,
     server: ExecutorServer,
     auth: ServerAuth,
     health: tonic_health::pb::health_server::HealthServer<
@@ -195,18 +197,43 @@ pub(crate) async fn serve(
     >,
     shutdown: CancellationToken,
 ) {
-    let incoming = TcpListenerStream::new(listener).map(|accepted| {
-        accepted.inspect(|stream| {
-            // Small unary calls: do not let Nagle's algorithm hold them back.
-            let _ = stream.set_nodelay(true);
-        })
-    });
-    let served = Server::builder()
+    let options = xjob_tls::ListenOptions::default();
+    let router = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .timeout(REQUEST_TIMEOUT)
+        .max_connection_age(MAX_CONNECTION_AGE)
         .add_service(health)
-        .add_service(ExecutorServiceServer::with_interceptor(server, auth))
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await;
+        .add_service(InterceptedService::new(
+            ExecutorServiceServer::new(server).max_decoding_message_size(MAX_REQUEST_BYTES),
+            auth,
+        ));
+    let served = match tls_opt {
+        Some(tls) => {
+            let incoming = xjob_tls::tls_incoming(listener, tls, options);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                .await
+        }
+        None => {
+            let incoming = xjob_tls::plain_incoming(listener, options);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                .await
+        }
+    };
     if let Err(error) = served {
         tracing::error!(%error, "executor server failed");
     }
 }
+
+/// Server limits: the admin's calls are small and few at a time; these bound what anyone else
+/// can make the executor hold.
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const MAX_CONCURRENT_STREAMS: u32 = 256;
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const MAX_CONNECTION_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+/// A `RunBatch` of many runs with large params stays far below this.
+const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;

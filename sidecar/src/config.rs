@@ -72,6 +72,30 @@ pub struct Config {
     /// Handlers by name (the job's `handler`).
     #[serde(default)]
     pub handlers: BTreeMap<String, HandlerConfig>,
+    /// TLS of the executor's server and of its calls to `https://` admins.
+    #[serde(default)]
+    pub tls: TlsConfig,
+    /// Serve on a non-loopback `bind` with neither `access_token` nor mTLS: anyone who reaches
+    /// the port can run the handlers. Refused at startup unless set.
+    #[serde(default)]
+    pub insecure_open_network: bool,
+}
+
+/// `[tls]`: PEM files; every key optional (docs/security.md, "TLS and mTLS").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The executor's certificate chain and key: its server speaks TLS (`https://`).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// CA that signs the admins' certificates (server and client).
+    pub ca: Option<PathBuf>,
+    /// Certificate and key presented to admins that require mTLS; default `cert`/`key`.
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    /// Only callers with a certificate from `ca` may call the executor (mTLS).
+    #[serde(default)]
+    pub require_client_cert: bool,
 }
 
 /// `[glue]`: which script languages run here, and with which interpreter.
@@ -176,7 +200,7 @@ pub struct HttpConfig {
 }
 
 fn default_bind() -> String {
-    "0.0.0.0:9999".to_owned()
+    "127.0.0.1:9999".to_owned()
 }
 
 fn default_log_dir() -> PathBuf {
@@ -449,5 +473,19 @@ mod tests {
             .apply_env(|key| (key == "XJOB_GLUE_ENABLED").then(|| "groovy".to_owned()))
             .expect_err("groovy");
         assert_eq!(error.key, "XJOB_GLUE_ENABLED");
+    }
+
+    #[test]
+    fn tls_table_and_open_network_opt_out_are_read() {
+        let config = load(&format!(
+            "{MINIMAL}insecure_open_network = true\n[tls]\ncert = \"e.pem\"\nkey = \"e.key\"\nca = \"ca.pem\"\nrequire_client_cert = true\n"
+        ))
+        .expect("config");
+        assert!(config.insecure_open_network);
+        assert_eq!(config.tls.cert, Some(PathBuf::from("e.pem")));
+        assert_eq!(config.tls.ca, Some(PathBuf::from("ca.pem")));
+        assert!(config.tls.require_client_cert);
+        assert_eq!(config.bind, "127.0.0.1:9999");
+        assert!(load(&format!("{MINIMAL}[tls]\ncertificate = \"x\"\n")).is_err());
     }
 }

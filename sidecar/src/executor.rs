@@ -25,6 +25,7 @@ pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
     if !config.advertise_address.is_empty() {
         builder = builder.advertise_address(&config.advertise_address);
     }
+    builder = with_tls(builder, config)?.insecure_open_network(config.insecure_open_network);
     for (key, value) in &config.labels {
         builder = builder.label(key, value);
     }
@@ -83,5 +84,59 @@ fn glue_type(language: GlueLanguage) -> GlueType {
         GlueLanguage::Nodejs => GlueType::Nodejs,
         GlueLanguage::Php => GlueType::Php,
         GlueLanguage::Powershell => GlueType::Powershell,
+    }
+}
+
+/// The `[tls]` table as builder options.
+fn with_tls(mut builder: ExecutorBuilder, config: &Config) -> anyhow::Result<ExecutorBuilder> {
+    let tls = &config.tls;
+    match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => builder = builder.tls(cert, key),
+        (None, None) => {}
+        _ => anyhow::bail!("config key tls.cert: tls.cert and tls.key go together"),
+    }
+    match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => builder = builder.tls_client_cert(cert, key),
+        (None, None) => {}
+        _ => anyhow::bail!(
+            "config key tls.client_cert: tls.client_cert and tls.client_key go together"
+        ),
+    }
+    if let Some(ca) = &tls.ca {
+        builder = builder.tls_ca(ca);
+    }
+    Ok(builder.require_client_cert(tls.require_client_cert))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &std::path::Path, extra: &str) -> Config {
+        let text = format!(
+            "app_name = \"orders\"\nadmin_addrs = [\"http://127.0.0.1:9\"]\nbind = \"0.0.0.0:0\"\nlog_dir = {:?}\n{extra}",
+            dir.display().to_string()
+        );
+        Config::from_toml(&text).expect("config")
+    }
+
+    #[tokio::test]
+    async fn an_open_network_bind_is_refused_unless_opted_out() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let refused = builder(&config(dir.path(), ""))
+            .expect("builder")
+            .start()
+            .await
+            .expect_err("open executor on 0.0.0.0");
+        assert!(
+            refused.to_string().contains("insecure_open_network"),
+            "{refused}"
+        );
+        let opted_out = builder(&config(dir.path(), "insecure_open_network = true\n"))
+            .expect("builder")
+            .start()
+            .await
+            .expect("opted out");
+        opted_out.shutdown().await;
     }
 }

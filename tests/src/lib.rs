@@ -5,6 +5,7 @@
 pub mod harness;
 
 pub use harness::alarm::{CountingAlarm, Raised};
+pub use harness::certs::TestCa;
 pub use harness::cluster::{TestCluster, TestClusterBuilder};
 pub use harness::handlers::{
     HandlerFuture, RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of,

@@ -21,7 +21,7 @@ pub use crate::wire::*;
 
 /// Page size used when a list request leaves it at 0.
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
-/// Largest page a list request gets, whatever it asks for.
+/// Default of `max_page_size`: the largest page a list request gets, whatever it asks for.
 pub const MAX_PAGE_SIZE: i64 = 1000;
 
 /// Reads an optional filter enum: 0 (UNSPECIFIED) means "any", an unknown value is an error.
@@ -238,9 +238,14 @@ pub struct Page {
 }
 
 impl Page {
-    /// Reads `page_size` (0 = default, capped at the maximum, negative refused) and `page_token`
-    /// (the decimal offset of the page; empty = the first page).
-    pub fn from_request(page_size: i32, page_token: &str) -> Result<Page, Error> {
+    /// Reads `page_size` (0 = default, capped at `max_page_size`, negative refused) and
+    /// `page_token` (the decimal offset of the page; empty = the first page).
+    pub fn from_request(
+        page_size: i32,
+        page_token: &str,
+        max_page_size: usize,
+    ) -> Result<Page, Error> {
+        let max_page_size = i64::try_from(max_page_size).unwrap_or(MAX_PAGE_SIZE).max(1);
         let limit = match i64::from(page_size) {
             size if size < 0 => {
                 return Err(Error::invalid(
@@ -248,8 +253,8 @@ impl Page {
                     format!("must be >= 0, got {size}"),
                 ));
             }
-            0 => DEFAULT_PAGE_SIZE,
-            size => size.min(MAX_PAGE_SIZE),
+            0 => DEFAULT_PAGE_SIZE.min(max_page_size),
+            size => size.min(max_page_size),
         };
         let offset = if page_token.is_empty() {
             0
@@ -524,26 +529,36 @@ mod tests {
 
     #[test]
     fn page_tokens_parse_and_advance() {
+        const MAX: usize = MAX_PAGE_SIZE as usize;
+        // A configured max_page_size below the default caps both the asked and default sizes.
         assert_eq!(
-            Page::from_request(0, "").ok(),
+            Page::from_request(500, "", 20).map(|page| page.limit).ok(),
+            Some(20)
+        );
+        assert_eq!(
+            Page::from_request(0, "", 20).map(|page| page.limit).ok(),
+            Some(20)
+        );
+        assert_eq!(
+            Page::from_request(0, "", MAX).ok(),
             Some(Page {
                 offset: 0,
                 limit: 50
             })
         );
         assert_eq!(
-            Page::from_request(5000, "120").ok(),
+            Page::from_request(5000, "120", MAX).ok(),
             Some(Page {
                 offset: 120,
                 limit: 1000
             })
         );
         assert_eq!(
-            message(Page::from_request(-1, "").expect_err("negative")),
+            message(Page::from_request(-1, "", MAX).expect_err("negative")),
             "page_size: must be >= 0, got -1"
         );
         for garbage in ["abc", "-5", "1.5", " 3"] {
-            let error = Page::from_request(10, garbage).expect_err("garbage token");
+            let error = Page::from_request(10, garbage, MAX).expect_err("garbage token");
             assert_eq!(message(error), "page_token: invalid");
         }
         let page = Page {

@@ -21,6 +21,7 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 use xjob_proto::pb;
 
+use crate::config::TlsClientAuth;
 use crate::context::AdminContext;
 use crate::registry::refresh::DatabaseHealth;
 
@@ -45,11 +46,28 @@ pub async fn routes(
         .register_encoded_file_descriptor_set(xjob_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
+    let max_request_bytes = ctx.config.max_request_bytes;
+    let executors_need_certs = ctx.config.tls_client_auth != TlsClientAuth::None;
     let job_admin = pb::job_admin_server::JobAdminServer::new(job_admin::JobAdminService::new(
         Arc::clone(&ctx),
-    ));
+    ))
+    .max_decoding_message_size(max_request_bytes);
     let registry =
-        pb::registry_server::RegistryServer::new(registry::RegistryService::new(ctx, cancel));
+        pb::registry_server::RegistryServer::new(registry::RegistryService::new(ctx, cancel))
+            .max_decoding_message_size(max_request_bytes);
+    // With mTLS for executors, only a caller whose certificate the TLS layer verified against
+    // `tls_ca` may open a session or report results.
+    let registry = tonic::service::interceptor::InterceptedService::new(
+        registry,
+        move |request: tonic::Request<()>| {
+            if executors_need_certs && !xjob_tls::peer_has_verified_cert(&request) {
+                return Err(tonic::Status::unauthenticated(
+                    "a client certificate signed by the admin's tls_ca is required for Registry calls",
+                ));
+            }
+            Ok(request)
+        },
+    );
     let mut builder = Routes::builder();
     builder
         .add_service(health_service)

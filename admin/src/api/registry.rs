@@ -58,6 +58,12 @@ impl pb::registry_server::Registry for RegistryService {
         let peer_ip = request
             .remote_addr()
             .map(|address| address.ip().to_canonical());
+        let config = &self.ctx.config;
+        let permit = self.ctx.sessions.session_counts.acquire(
+            request.remote_addr().map(|address| address.ip()),
+            config.max_sessions,
+            config.max_sessions_per_peer,
+        )?;
         let inbound = request.into_inner();
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let sessions = Arc::clone(&self.ctx.sessions);
@@ -71,6 +77,7 @@ impl pb::registry_server::Registry for RegistryService {
                 token,
                 peer_ip,
                 cancel,
+                permit,
             ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
     }

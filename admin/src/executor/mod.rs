@@ -52,10 +52,11 @@ pub struct ExecutorClient {
 }
 
 impl ExecutorClient {
-    /// `request_timeout` bounds every call; probes wait at most a second of it.
-    pub fn new(request_timeout: Duration) -> ExecutorClient {
+    /// `request_timeout` bounds every call; probes wait at most a second of it. `tls` is used
+    /// for executors whose address is `https://`.
+    pub fn new(request_timeout: Duration, tls: xjob_tls::ClientTls) -> ExecutorClient {
         ExecutorClient {
-            channels: ExecutorChannels::new(request_timeout),
+            channels: ExecutorChannels::new(request_timeout, tls),
             batcher: RunBatcher::default(),
             probe_timeout: request_timeout.min(PROBE_TIMEOUT),
             default_token: String::new(),

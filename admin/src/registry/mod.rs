@@ -20,6 +20,7 @@
 //! left the other admins' rows), the registry publishes its address on a broadcast channel
 //! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
+pub mod limits;
 pub mod refresh;
 pub mod stream;
 
@@ -46,6 +47,8 @@ pub struct RegistryContext {
     /// The peer IP each open session of this admin came from, by executor id: a registration
     /// from another IP cannot take over a live session's address.
     pub session_peers: std::sync::Mutex<HashMap<String, Option<std::net::IpAddr>>>,
+    /// Sessions open on this admin, for `max_sessions` and `max_sessions_per_peer`.
+    pub session_counts: Arc<limits::SessionCounts>,
 }
 
 /// Removals a slow follower may lag behind before it is told it missed some.

@@ -6,6 +6,9 @@
 //!   or a second `Register` arrives;
 //! - `FAILED_PRECONDITION`: the executor speaks another protocol version;
 //! - `UNAUTHENTICATED`: the app's group has an access token and the session did not present it;
+//! - `RESOURCE_EXHAUSTED`: too many handlers announced, or more messages per second than
+//!   `session_message_rate` (sessions over `max_sessions` / `max_sessions_per_peer` are refused
+//!   before the stream opens, with the same code);
 //! - `UNAVAILABLE`: the admin is shutting down (the executor moves to another admin);
 //! - `ALREADY_EXISTS`: the address is held by a live session of this admin opened from another
 //!   peer IP: a second process cannot take over an executor's address while it is connected
@@ -46,6 +49,8 @@ pub async fn serve_session(
     presented_token: Option<String>,
     peer_ip: Option<IpAddr>,
     cancel: CancellationToken,
+    // Held until the session ends: its place in `max_sessions` / `max_sessions_per_peer`.
+    _permit: super::limits::SessionPermit,
 ) {
     let register = match handshake(&ctx, &mut inbound).await {
         Ok(register) => register,
@@ -212,6 +217,13 @@ async fn handshake(
     if register.app_name.trim().is_empty() {
         return Err(Status::invalid_argument("register.app_name: required"));
     }
+    let max_handlers = ctx.config.max_handlers_per_registration;
+    if register.handlers.len() > max_handlers {
+        return Err(Status::resource_exhausted(format!(
+            "register.handlers: {} handlers exceed the limit of {max_handlers} (max_handlers_per_registration)",
+            register.handlers.len()
+        )));
+    }
     // As strict as CreateGroup: a session is routed to, so a name no group can have or an
     // address nobody can dial would only make every run sent there fail.
     validate_app_name(&register.app_name, "register.app_name").map_err(Error::from)?;
@@ -331,6 +343,8 @@ async fn session_loop(
     info: &ExecutorInfo,
     cancel: &CancellationToken,
 ) {
+    let per_second = ctx.config.session_message_rate;
+    let mut rate = super::limits::MessageRate::new(per_second);
     loop {
         let message = tokio::select! {
             _ = cancel.cancelled() => {
@@ -343,6 +357,14 @@ async fn session_loop(
             Ok(Some(pb::ExecutorMessage { kind })) => kind,
             Ok(None) | Err(_) => return,
         };
+        if !rate.admit(std::time::Instant::now()) {
+            tracing::warn!(app = %info.app_name, address = %info.address, per_second,
+                "session closed: message rate exceeded");
+            let _ = outbound
+                .send(Err(super::limits::rate_exceeded(per_second)))
+                .await;
+            return;
+        }
         match kind {
             Some(Kind::Heartbeat(heartbeat)) => heartbeat_received(ctx, info, heartbeat).await,
             Some(Kind::Deregister(_)) => {

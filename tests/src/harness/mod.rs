@@ -2,5 +2,6 @@
 //! (waiting is `xjob-testkit`'s).
 
 pub mod alarm;
+pub mod certs;
 pub mod cluster;
 pub mod handlers;

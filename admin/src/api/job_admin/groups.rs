@@ -99,7 +99,11 @@ impl JobAdminService {
         &self,
         request: pb::ListGroupsRequest,
     ) -> Result<pb::ListGroupsResponse, Error> {
-        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let page = Page::from_request(
+            request.page_size,
+            &request.page_token,
+            self.ctx.config.max_page_size,
+        )?;
         let groups = self
             .store()
             .list_groups(&request.app_name, page.offset, page.limit)

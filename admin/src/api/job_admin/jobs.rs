@@ -167,7 +167,11 @@ impl JobAdminService {
         &self,
         request: pb::ListJobsRequest,
     ) -> Result<pb::ListJobsResponse, Error> {
-        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let page = Page::from_request(
+            request.page_size,
+            &request.page_token,
+            self.ctx.config.max_page_size,
+        )?;
         let jobs = self.store().list_jobs(&job_filter(request, page)?).await?;
         Ok(pb::ListJobsResponse {
             next_page_token: page.next_token(jobs.len()),

@@ -40,7 +40,11 @@ impl JobAdminService {
         &self,
         request: pb::ListLogsRequest,
     ) -> Result<pb::ListLogsResponse, Error> {
-        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let page = Page::from_request(
+            request.page_size,
+            &request.page_token,
+            self.ctx.config.max_page_size,
+        )?;
         let logs = self.store().list_logs(&log_filter(&request, page)?).await?;
         Ok(pb::ListLogsResponse {
             next_page_token: page.next_token(logs.len()),

@@ -199,7 +199,11 @@ impl JobAdminService {
         &self,
         request: pb::ListAuditRequest,
     ) -> Result<pb::ListAuditResponse, Error> {
-        let page = Page::from_request(request.page_size, &request.page_token)?;
+        let page = Page::from_request(
+            request.page_size,
+            &request.page_token,
+            self.ctx.config.max_page_size,
+        )?;
         let entries = self.store().list_audit(page.offset, page.limit).await?;
         Ok(pb::ListAuditResponse {
             next_page_token: page.next_token(entries.len()),
