@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
+use crate::health::Loop;
 use crate::model::{Fire, Job, LogId, UnwrittenFire};
 use crate::store::RoundPlan;
 
@@ -20,14 +21,18 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
         let pause = match scan_once(&scheduler, started).await {
             Ok(found) => {
                 failures = 0;
+                scheduler.health.succeeded(Loop::Scan);
                 pause_after_round(started, clock.now_ms(), found, scheduler.config.pre_read)
             }
             Err(error) => {
                 failures += 1;
-                // Back off while the database is unreachable; the fires stay in the job rows.
-                // At most 1.6 s: once the database is back, every second of delay is a second
-                // of fires that may turn into misfires.
-                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(3)));
+                scheduler.health.failed(Loop::Scan, &error);
+                // Back off while the database fails; the fires stay in the job rows (and the
+                // next round accounts for the missed ones by the misfire rules). At most
+                // 800 ms: once the database is back (space freed on a full disk, a connection
+                // replaced), firing resumes within the next second or two. A round against a
+                // server that is down waits for its pool's acquire timeout anyway.
+                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(2)));
                 tracing::warn!(%error, ?backoff, "schedule round failed; retrying");
                 backoff
             }

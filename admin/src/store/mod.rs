@@ -52,6 +52,27 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Whether a pooled connection may be handed out again (every pool's `before_acquire` check).
+///
+/// The driver counts the transactions it opened on a connection and refuses to begin one while
+/// that count is not zero. A transaction whose COMMIT or ROLLBACK failed can leave the count
+/// behind the database's real state: SQLite rolls a transaction back by itself on a full disk
+/// or an I/O error, the driver's ROLLBACK on drop then fails ("no transaction is active"), and
+/// the count stays at one. Reused, such a connection fails every later `BEGIN` ("attempted to
+/// call begin_with at non-zero transaction depth"), which stopped the schedule for good after
+/// a full disk. By the time a connection is acquired again its drop-time rollback has run (the
+/// pool pings it on release), so a connection still counted inside a transaction is closed and
+/// a fresh one opened instead.
+fn reusable<C: sqlx::Connection>(conn: &C) -> bool {
+    let clean = !conn.is_in_transaction();
+    if !clean {
+        tracing::warn!(
+            "closing a database connection left inside a failed transaction; opening a new one"
+        );
+    }
+    clean
+}
+
 /// Filters of `ListJobs`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobFilter {

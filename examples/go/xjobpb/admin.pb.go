@@ -3372,8 +3372,13 @@ type GetDashboardResponse struct {
 	TotalRuns       int64                  `protobuf:"varint,3,opt,name=total_runs,json=totalRuns,proto3" json:"total_runs,omitempty"`
 	SuccessRuns     int64                  `protobuf:"varint,4,opt,name=success_runs,json=successRuns,proto3" json:"success_runs,omitempty"`
 	Days            []*DayReport           `protobuf:"bytes,5,rep,name=days,proto3" json:"days,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The admin's background loops (scan, claim, recorder, followup, lost_runs, registry_refresh,
+	// lease_renewal): their last successful round and last error.
+	Loops []*LoopHealth `protobuf:"bytes,6,rep,name=loops,proto3" json:"loops,omitempty"`
+	// false while the schedule cannot make progress (gRPC health says NOT_SERVING then too).
+	Serving       bool `protobuf:"varint,7,opt,name=serving,proto3" json:"serving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetDashboardResponse) Reset() {
@@ -3439,6 +3444,92 @@ func (x *GetDashboardResponse) GetDays() []*DayReport {
 		return x.Days
 	}
 	return nil
+}
+
+func (x *GetDashboardResponse) GetLoops() []*LoopHealth {
+	if x != nil {
+		return x.Loops
+	}
+	return nil
+}
+
+func (x *GetDashboardResponse) GetServing() bool {
+	if x != nil {
+		return x.Serving
+	}
+	return false
+}
+
+// One background loop of the admin that answered GetDashboard.
+type LoopHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Epoch ms of its last successful round; 0 = none yet.
+	LastSuccessMs int64 `protobuf:"varint,2,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"`
+	// The error of its last round, if that failed; empty after a success.
+	LastError string `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// false once it has failed without a success for a few seconds.
+	Healthy       bool `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoopHealth) Reset() {
+	*x = LoopHealth{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoopHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoopHealth) ProtoMessage() {}
+
+func (x *LoopHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoopHealth.ProtoReflect.Descriptor instead.
+func (*LoopHealth) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LoopHealth) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LoopHealth) GetLastSuccessMs() int64 {
+	if x != nil {
+		return x.LastSuccessMs
+	}
+	return 0
+}
+
+func (x *LoopHealth) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *LoopHealth) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
 }
 
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
@@ -3678,14 +3769,23 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06day_ms\x18\x01 \x01(\x03R\x05dayMs\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\x03R\arunning\x12\x18\n" +
 	"\asuccess\x18\x03 \x01(\x03R\asuccess\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\xc8\x01\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\x8d\x02\n" +
 	"\x14GetDashboardResponse\x12\x1b\n" +
 	"\tjob_count\x18\x01 \x01(\x03R\bjobCount\x12)\n" +
 	"\x10online_executors\x18\x02 \x01(\x03R\x0fonlineExecutors\x12\x1d\n" +
 	"\n" +
 	"total_runs\x18\x03 \x01(\x03R\ttotalRuns\x12!\n" +
 	"\fsuccess_runs\x18\x04 \x01(\x03R\vsuccessRuns\x12&\n" +
-	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days*W\n" +
+	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days\x12)\n" +
+	"\x05loops\x18\x06 \x03(\v2\x13.xjob.v1.LoopHealthR\x05loops\x12\x18\n" +
+	"\aserving\x18\a \x01(\bR\aserving\"\x81\x01\n" +
+	"\n" +
+	"LoopHealth\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
+	"\x0flast_success_ms\x18\x02 \x01(\x03R\rlastSuccessMs\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x03 \x01(\tR\tlastError\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -3744,7 +3844,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
@@ -3803,26 +3903,27 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
 	(*DayReport)(nil),                // 55: xjob.v1.DayReport
 	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
-	(AddressType)(0),                 // 57: xjob.v1.AddressType
-	(ScheduleType)(0),                // 58: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 59: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 60: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 61: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 62: xjob.v1.GlueType
-	(RunStatus)(0),                   // 63: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 64: xjob.v1.TriggerType
+	(*LoopHealth)(nil),               // 57: xjob.v1.LoopHealth
+	(AddressType)(0),                 // 58: xjob.v1.AddressType
+	(ScheduleType)(0),                // 59: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 60: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 61: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 62: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 63: xjob.v1.GlueType
+	(RunStatus)(0),                   // 64: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 65: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	57, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	58, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	59, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	60, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	61, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	58, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	59, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	60, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	61, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	62, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	62, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	63, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	63, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	64, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	64, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	65, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -3834,7 +3935,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	62, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	63, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -3842,66 +3943,67 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	58, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	63, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	59, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	64, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
 	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
 	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	6,  // 36: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 37: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 38: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 39: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 40: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 41: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 42: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 43: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 44: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 45: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 46: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 47: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 48: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 49: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 50: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 51: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 52: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 53: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 54: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 55: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 56: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 57: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 58: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 59: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	7,  // 60: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 61: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 62: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 63: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 64: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 65: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 66: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 67: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 68: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 69: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 70: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 71: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 72: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 73: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 74: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 75: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 76: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 77: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 78: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 79: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 80: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 81: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 82: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 83: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	60, // [60:84] is the sub-list for method output_type
-	36, // [36:60] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	57, // 36: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	6,  // 37: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 38: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 39: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 40: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 41: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 42: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 43: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 44: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 45: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 46: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 47: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 48: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 49: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 50: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 51: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 52: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 53: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 54: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 55: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 56: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 57: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 58: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 59: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 60: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	7,  // 61: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 62: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 63: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 64: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 65: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 66: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 67: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 68: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 69: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 70: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 71: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 72: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 73: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 74: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 75: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 76: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 77: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 78: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 79: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 80: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 81: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 82: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 83: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 84: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	61, // [61:85] is the sub-list for method output_type
+	37, // [37:61] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -3917,7 +4019,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

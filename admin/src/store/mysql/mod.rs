@@ -58,6 +58,7 @@ impl MySqlStore {
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(|conn, _meta| Box::pin(prepare_session(conn)))
+            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
             .connect_with(options)
             .await
             .map_err(StoreError::Unavailable)?;

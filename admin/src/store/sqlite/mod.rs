@@ -52,6 +52,7 @@ impl SqliteStore {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
             .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
@@ -62,6 +63,7 @@ impl SqliteStore {
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .min_connections(1)
+            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
             .connect_with(options.read_only(true))
             .await
             .map_err(StoreError::Unavailable)?;
