@@ -351,6 +351,9 @@ shared! {
 delegate! {
     /// Closes the connection pool.
     fn close(&self) -> ();
+    /// SQLite: returns up to `max_pages` free pages to the file system (the file shrinks) and
+    /// answers how many it freed; PostgreSQL and MySQL: nothing to do, 0.
+    fn reclaim_space(&self, max_pages: i64) -> StoreResult<i64>;
 
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.

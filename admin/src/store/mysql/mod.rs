@@ -83,6 +83,12 @@ impl MySqlStore {
         self.pool.close().await;
     }
 
+    /// Nothing to do (0 freed): the server reuses the space of deleted rows (PostgreSQL's
+    /// autovacuum, InnoDB's free pages); shrinking files is an operator's decision.
+    pub async fn reclaim_space(&self, _max_pages: i64) -> StoreResult<i64> {
+        Ok(0)
+    }
+
     /// Refuses to run without the schedule lock row: without it admins would not exclude
     /// each other (XXL-JOB silently loses mutual exclusion in that case).
     async fn check_lock_row(&self) -> StoreResult<()> {
