@@ -179,6 +179,23 @@ impl Health {
     }
 }
 
+/// `error` with its sources (`message: cause: …`), for a reason an operator can act on: the
+/// trigger's errors say only "database unavailable", their source says why. A source whose text
+/// the message already holds is left out.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn stalled(state: &LoopState, now_ms: i64) -> bool {
     state
         .failing_since_ms
@@ -215,6 +232,16 @@ mod tests {
         health.succeeded(Loop::Scan);
         assert!(health.verdict().serving);
         assert_eq!(health.snapshot()[0].last_error, "");
+    }
+
+    #[test]
+    fn a_reason_names_the_cause_once() {
+        let io = std::io::Error::other("database or disk is full");
+        let error = crate::error::Error::unavailable("database unavailable", io);
+        assert_eq!(
+            with_causes(&error),
+            "database unavailable: database or disk is full"
+        );
     }
 
     #[test]

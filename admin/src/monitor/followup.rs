@@ -43,7 +43,10 @@ pub async fn run_followup(
         match followup.round().await {
             Ok(_) => followup.ctx.health.succeeded(Loop::Followup),
             Err(error) => {
-                followup.ctx.health.failed(Loop::Followup, &error);
+                followup
+                    .ctx
+                    .health
+                    .failed(Loop::Followup, &crate::health::with_causes(&error));
                 tracing::warn!(%error, "follow-up round failed; retrying next round");
             }
         }

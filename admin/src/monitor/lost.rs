@@ -282,7 +282,8 @@ pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken)
         match check_once(&ctx, &mut judge, params).await {
             Ok(_) => ctx.health.succeeded(Loop::LostRuns),
             Err(error) => {
-                ctx.health.failed(Loop::LostRuns, &error);
+                ctx.health
+                    .failed(Loop::LostRuns, &crate::health::with_causes(&error));
                 tracing::warn!(%error, "lost-run check failed");
             }
         }

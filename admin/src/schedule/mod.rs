@@ -104,7 +104,7 @@ impl Scheduler {
             match this.trigger.dispatch(Fires::Written(fires.clone())).await {
                 Ok(_) => this.health.succeeded(Loop::Claim),
                 Err(error) => {
-                    this.health.failed(Loop::Claim, &error);
+                    this.health.failed(Loop::Claim, &crate::health::with_causes(&error));
                     tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
                     this.retry_unclaimed(fires).await;
                 }
@@ -132,7 +132,8 @@ impl Scheduler {
             if !late_ids.is_empty()
                 && let Err(error) = self.store.skip_runs(&late_ids, reason, now).await
             {
-                self.health.failed(Loop::Claim, &error);
+                self.health
+                    .failed(Loop::Claim, &crate::health::with_causes(&error));
                 tracing::debug!(%error, "database still unavailable for unclaimed fires");
                 fires = late.into_iter().chain(due).collect();
                 continue;
@@ -143,7 +144,8 @@ impl Scheduler {
                     return;
                 }
                 Err(error) => {
-                    self.health.failed(Loop::Claim, &error);
+                    self.health
+                        .failed(Loop::Claim, &crate::health::with_causes(&error));
                     tracing::debug!(%error, "database still unavailable for unclaimed fires");
                     fires = due;
                 }
