@@ -12,6 +12,13 @@ use crate::health::Loop;
 use crate::model::{Fire, Job, LogId, UnwrittenFire};
 use crate::store::RoundPlan;
 
+/// The pause after a failed round. The fires stay in the job rows meanwhile, and the next
+/// round accounts for the missed ones by the misfire rules. Short, because a failing round is
+/// cheap (a full disk fails at once; a server that is down makes the round wait for its pool's
+/// acquire timeout anyway), and once the database is back firing resumes at the next whole
+/// second after the retry.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(400);
+
 /// Runs schedule rounds until cancelled.
 pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     let clock = Arc::clone(&scheduler.clock);
@@ -27,14 +34,15 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             Err(error) => {
                 failures += 1;
                 scheduler.health.failed(Loop::Scan, &error);
-                // Back off while the database fails; the fires stay in the job rows (and the
-                // next round accounts for the missed ones by the misfire rules). At most
-                // 800 ms: once the database is back (space freed on a full disk, a connection
-                // replaced), firing resumes within the next second or two. A round against a
-                // server that is down waits for its pool's acquire timeout anyway.
-                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(2)));
-                tracing::warn!(%error, ?backoff, "schedule round failed; retrying");
-                backoff
+                // Every round of a long outage would repeat the same warning: the first and
+                // every tenth are warnings, health says the rest (`crate::health`).
+                if failures % 10 == 1 {
+                    tracing::warn!(%error, retry = ?RETRY_AFTER_FAILURE, failures,
+                        "schedule round failed; retrying");
+                } else {
+                    tracing::debug!(%error, failures, "schedule round failed; retrying");
+                }
+                RETRY_AFTER_FAILURE
             }
         };
         tokio::select! {

@@ -64,11 +64,23 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// pool pings it on release), so a connection still counted inside a transaction is closed and
 /// a fresh one opened instead.
 fn reusable<C: sqlx::Connection>(conn: &C) -> bool {
+    static REPLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let clean = !conn.is_in_transaction();
     if !clean {
-        tracing::warn!(
-            "closing a database connection left inside a failed transaction; opening a new one"
-        );
+        // Once per failed transaction during a fault: the first and every hundredth are
+        // warnings, the failing loops' own warnings and health say the rest.
+        let replaced = REPLACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if replaced % 100 == 1 {
+            tracing::warn!(
+                replaced,
+                "closing a database connection left inside a failed transaction; opening a new one"
+            );
+        } else {
+            tracing::debug!(
+                replaced,
+                "closing a connection left inside a failed transaction"
+            );
+        }
     }
     clean
 }

@@ -47,6 +47,7 @@ async fn write_with_retry(
     cancel: &CancellationToken,
 ) {
     let mut delay = Duration::from_millis(50);
+    let mut failures: u32 = 0;
     loop {
         match store.record_dispatches(batch).await {
             Ok(()) => {
@@ -55,7 +56,15 @@ async fn write_with_retry(
             }
             Err(error) => {
                 health.failed(Loop::Recorder, &error);
-                tracing::warn!(%error, records = batch.len(), "writing dispatch outcomes failed; retrying");
+                failures += 1;
+                // The first failure and every tenth retry are warnings; health says the rest.
+                if failures % 10 == 1 {
+                    tracing::warn!(%error, records = batch.len(), failures,
+                        "writing dispatch outcomes failed; retrying");
+                } else {
+                    tracing::debug!(%error, records = batch.len(), failures,
+                        "writing dispatch outcomes failed; retrying");
+                }
                 if cancel.is_cancelled() && delay >= Duration::from_secs(1) {
                     tracing::error!(
                         records = batch.len(),
