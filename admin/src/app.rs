@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
+use crate::health::Health;
 use crate::model::{NodeIdentity, SharedClock, system_clock};
 use crate::registry::{Registry, RegistryContext};
 use crate::schedule::{Scheduler, SchedulerParts};
@@ -185,12 +186,14 @@ pub async fn start_with(
         &config,
     ));
     let schedule_wake = Arc::new(Notify::new());
+    let health = Arc::new(Health::new(Arc::clone(&clock)));
     let sessions = Arc::new(RegistryContext {
         config: Arc::clone(&config),
         store: store.clone(),
         registry: Arc::clone(&registry),
         node: node.clone(),
         clock: Arc::clone(&clock),
+        health: Arc::clone(&health),
         superseded: std::sync::Mutex::default(),
         session_peers: std::sync::Mutex::default(),
         session_counts: Arc::default(),
@@ -206,6 +209,7 @@ pub async fn start_with(
         node: node.clone(),
         clock: Arc::clone(&clock),
         tracker: tracker.clone(),
+        health: Arc::clone(&health),
     });
     let scheduler = Arc::new(Scheduler::new(
         SchedulerParts {
@@ -215,6 +219,7 @@ pub async fn start_with(
             wake: schedule_wake,
             clock: Arc::clone(&clock),
             tracker: dispatch_tracker.clone(),
+            health: Arc::clone(&health),
         },
         Arc::clone(&config),
     ));
@@ -226,6 +231,7 @@ pub async fn start_with(
     recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
         store.clone(),
         records_rx,
+        Arc::clone(&health),
         recorder_cancel.clone(),
     ));
     tracker.spawn(crate::executor::follow_removals(
@@ -256,7 +262,8 @@ pub async fn start_with(
         cancel.clone(),
     ));
     tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
-    // Cluster: other admins' executors into routing each second; database health to gRPC health.
+    // Cluster: other admins' executors into routing each second; database health and the
+    // loops' progress to gRPC health.
     let (database_healthy_tx, database_health) = crate::registry::refresh::database_health();
     tracker.spawn(crate::registry::refresh::run_refresh(
         sessions,
@@ -266,6 +273,7 @@ pub async fn start_with(
     tracker.spawn(crate::api::run_health(
         health_reporter,
         database_health,
+        Arc::clone(&health),
         cancel.clone(),
     ));
     tracker.spawn(crate::monitor::run_followup(

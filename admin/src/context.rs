@@ -7,6 +7,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::executor::ExecutorClient;
+use crate::health::Health;
 use crate::model::{NodeIdentity, SharedClock};
 use crate::registry::{Registry, RegistryContext};
 use crate::store::Store;
@@ -30,4 +31,6 @@ pub struct AdminContext {
     pub clock: SharedClock,
     /// Where tasks outliving a request (executor sessions) are spawned; shutdown waits for them.
     pub tracker: TaskTracker,
+    /// Each background loop's last round, for gRPC health and the dashboard.
+    pub health: Arc<Health>,
 }

@@ -17,6 +17,7 @@ pub mod context;
 pub mod demo;
 pub mod error;
 pub mod executor;
+pub mod health;
 pub mod maintenance;
 pub mod model;
 pub mod monitor;

@@ -1,7 +1,8 @@
 //! Which scheduled seconds a misfire row of the scan stands for. The scan records a misfire
 //! once per job: one SKIPPED row for the first late fire, whose message says it also skips
-//! "any later fire before now" (admin `schedule/plan.rs`); the job's seconds after it, up to
-//! its next planned fire, get no row of their own. The cluster tests' ledger and the
+//! "any later fire before now" (admin `schedule/plan.rs`). The job's seconds after it get a
+//! SKIPPED row of their own too, but at most 128 of them: the seconds beyond, up to its next
+//! planned fire, have no row. The cluster tests' ledger and the
 //! benchmark's failover figures both count those seconds as misfired, through this module.
 
 use std::collections::HashMap;

@@ -357,6 +357,18 @@ pub fn dashboard_to_pb(dashboard: Dashboard) -> pb::GetDashboardResponse {
         total_runs: dashboard.total_runs,
         success_runs: dashboard.success_runs,
         days: dashboard.days.into_iter().map(day_report_to_pb).collect(),
+        loops: Vec::new(),
+        serving: true,
+    }
+}
+
+/// One background loop's state on the wire.
+pub fn loop_health_to_pb(status: crate::health::LoopStatus) -> pb::LoopHealth {
+    pb::LoopHealth {
+        name: status.name.to_string(),
+        last_success_ms: status.last_success_ms,
+        last_error: status.last_error,
+        healthy: status.healthy,
     }
 }
 

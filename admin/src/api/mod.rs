@@ -2,7 +2,9 @@
 //! v1alpha, so both current grpcurl and older clients can list services). Services are thin:
 //! protobuf → domain (`convert.rs`), call, domain → protobuf.
 //!
-//! Health (`grpc.health.v1.Health`) follows the database: while it fails, the overall status
+//! Health (`grpc.health.v1.Health`) follows the database and the schedule's progress: while the
+//! database fails, or a loop on the fire path (scan, claim, recorder) has failed for a few
+//! seconds (`crate::health`; e.g. a full disk, where reads still work), the overall status
 //! (`""`) and `xjob.v1.JobAdmin` are NOT_SERVING (a load balancer or orchestrator sends API
 //! calls elsewhere; the admin itself stays up and resumes on its own), and SERVING again once it
 //! answers. `xjob.v1.Registry` stays SERVING: open executor sessions keep working on their
@@ -23,6 +25,7 @@ use xjob_proto::pb;
 
 use crate::config::TlsClientAuth;
 use crate::context::AdminContext;
+use crate::health::Health;
 use crate::registry::refresh::DatabaseHealth;
 
 type JobAdminServer = pb::job_admin_server::JobAdminServer<job_admin::JobAdminService>;
@@ -78,32 +81,53 @@ pub async fn routes(
     Ok((builder.routes(), health_reporter))
 }
 
-/// Mirrors the database's health into the gRPC health service until cancelled.
+/// How often the loops' progress is re-judged for gRPC health (a stall shows within this of
+/// [`crate::health::STALL_MS`]).
+const HEALTH_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Mirrors the database's health and the schedule loops' progress into the gRPC health service
+/// until cancelled; logs each change of status once, with its reason.
 pub async fn run_health(
     reporter: HealthReporter,
     mut database: DatabaseHealth,
+    loops: Arc<Health>,
     cancel: CancellationToken,
 ) {
+    let mut reported: Option<ServingStatus> = None;
     loop {
         let database_ok = *database.borrow_and_update();
-        let status = serving_status(database_ok);
-        reporter.set_service_status("", status).await;
-        reporter
-            .set_service_status(
-                <JobAdminServer as tonic::server::NamedService>::NAME,
-                status,
-            )
-            .await;
-        tracing::info!(?status, "health updated");
+        let verdict = loops.verdict();
+        let status = serving_status(database_ok && verdict.serving);
+        if reported != Some(status) {
+            reporter.set_service_status("", status).await;
+            reporter
+                .set_service_status(
+                    <JobAdminServer as tonic::server::NamedService>::NAME,
+                    status,
+                )
+                .await;
+            let reason = if !database_ok {
+                "the database does not answer".to_string()
+            } else {
+                verdict.reason
+            };
+            if status == ServingStatus::Serving {
+                tracing::info!(?status, %reason, "health updated");
+            } else {
+                tracing::warn!(?status, %reason, "health updated");
+            }
+            reported = Some(status);
+        }
         tokio::select! {
             _ = cancel.cancelled() => break,
             changed = database.changed() => if changed.is_err() { break },
+            _ = tokio::time::sleep(HEALTH_PERIOD) => {}
         }
     }
 }
 
-fn serving_status(database_ok: bool) -> ServingStatus {
-    if database_ok {
+fn serving_status(ok: bool) -> ServingStatus {
+    if ok {
         ServingStatus::Serving
     } else {
         ServingStatus::NotServing

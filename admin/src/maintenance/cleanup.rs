@@ -84,6 +84,9 @@ pub async fn clear_logs(
     let deleted = delete_in_batches(store, &cleanup, None).await?;
     tracing::info!(deleted, mode = ?request.mode, group_id = ?request.group_id,
         job_id = ?request.job_id, "logs cleared");
+    if deleted > 0 {
+        reclaim_space(store, None).await;
+    }
     Ok(deleted)
 }
 
@@ -131,31 +134,76 @@ pub async fn run_retention(
             _ = cancel.cancelled() => break,
             _ = ticks.tick() => {}
         }
-        if let Some(cutoff_ms) = age_cutoff_ms(&config, zone, clock.now_ms()) {
-            let cleanup = LogCleanup {
-                older_than_ms: Some(cutoff_ms),
-                ..LogCleanup::default()
-            };
-            match delete_in_batches(&store, &cleanup, Some(&cancel)).await {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired logs deleted"),
-                Err(error) => tracing::warn!(%error, "log retention failed"),
+        retention_round(&store, &config, zone, clock.now_ms(), &cancel).await;
+    }
+}
+
+/// One round of retention: by age, then by count per job, then the freed space back to the
+/// file system.
+async fn retention_round(
+    store: &Store,
+    config: &Config,
+    zone: Tz,
+    now_ms: i64,
+    cancel: &CancellationToken,
+) {
+    let mut total = 0;
+    if let Some(cutoff_ms) = age_cutoff_ms(config, zone, now_ms) {
+        let cleanup = LogCleanup {
+            older_than_ms: Some(cutoff_ms),
+            ..LogCleanup::default()
+        };
+        match delete_in_batches(store, &cleanup, Some(cancel)).await {
+            Ok(0) => {}
+            Ok(deleted) => {
+                total += deleted;
+                tracing::info!(deleted, cutoff_ms, "expired logs deleted");
             }
-            match prune_audit(&store, cutoff_ms, &cancel).await {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired audit entries deleted"),
-                Err(error) => tracing::warn!(%error, "audit retention failed"),
-            }
+            Err(error) => tracing::warn!(%error, "log retention failed"),
         }
-        if config.log_keep_per_job > 0 {
-            match keep_newest_per_job(&store, i64::from(config.log_keep_per_job), &cancel).await {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(
+        match prune_audit(store, cutoff_ms, cancel).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, cutoff_ms, "expired audit entries deleted"),
+            Err(error) => tracing::warn!(%error, "audit retention failed"),
+        }
+    }
+    if config.log_keep_per_job > 0 {
+        match keep_newest_per_job(store, i64::from(config.log_keep_per_job), cancel).await {
+            Ok(0) => {}
+            Ok(deleted) => {
+                total += deleted;
+                tracing::info!(
                     deleted,
                     keep = config.log_keep_per_job,
                     "logs beyond the per-job count deleted"
-                ),
-                Err(error) => tracing::warn!(%error, "per-job log retention failed"),
+                );
+            }
+            Err(error) => tracing::warn!(%error, "per-job log retention failed"),
+        }
+    }
+    if total > 0 {
+        reclaim_space(store, Some(cancel)).await;
+    }
+}
+
+/// Pages handed back per step: 16 MB with SQLite's 4 KB pages, a short write each.
+const RECLAIM_PAGES: i64 = 4096;
+/// Steps per clean-up at most; what is left stays free inside the file (reused for new rows)
+/// and goes at the next clean-up.
+const RECLAIM_STEPS: usize = 64;
+
+/// Returns the space of deleted rows to the file system (SQLite incremental vacuum), in steps
+/// between which other writers get the database. Failures only delay it to the next clean-up.
+async fn reclaim_space(store: &Store, cancel: Option<&CancellationToken>) {
+    for _ in 0..RECLAIM_STEPS {
+        match store.reclaim_space(RECLAIM_PAGES).await {
+            // Fewer than asked: nothing more to free (or a file without incremental vacuum).
+            Ok(freed) if freed < RECLAIM_PAGES => return,
+            Ok(_) if cancel.is_some_and(CancellationToken::is_cancelled) => return,
+            Ok(_) => tokio::task::yield_now().await,
+            Err(error) => {
+                tracing::warn!(%error, "returning free space to the file system failed");
+                return;
             }
         }
     }

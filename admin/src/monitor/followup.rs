@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::alarm::Alarm;
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
+use crate::health::Loop;
 use crate::model::{AlarmStatus, Job, LogId, NewRun, RunLog};
 use crate::store::{FollowupWrite, StoreError};
 use crate::trigger::Fires;
@@ -39,8 +40,15 @@ pub async fn run_followup(
     let followup = Followup { ctx, alarm };
     let interval = followup.ctx.config.followup_interval;
     loop {
-        if let Err(error) = followup.round().await {
-            tracing::warn!(%error, "follow-up round failed; retrying next round");
+        match followup.round().await {
+            Ok(_) => followup.ctx.health.succeeded(Loop::Followup),
+            Err(error) => {
+                followup
+                    .ctx
+                    .health
+                    .failed(Loop::Followup, &crate::health::with_causes(&error));
+                tracing::warn!(%error, "follow-up round failed; retrying next round");
+            }
         }
         tokio::select! {
             _ = cancel.cancelled() => break,

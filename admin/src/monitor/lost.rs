@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::health::Loop;
 use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, RunLog};
 
 /// Most RUNNING runs examined per check.
@@ -278,8 +279,13 @@ pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken)
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(period) => {}
         }
-        if let Err(error) = check_once(&ctx, &mut judge, params).await {
-            tracing::warn!(%error, "lost-run check failed");
+        match check_once(&ctx, &mut judge, params).await {
+            Ok(_) => ctx.health.succeeded(Loop::LostRuns),
+            Err(error) => {
+                ctx.health
+                    .failed(Loop::LostRuns, &crate::health::with_causes(&error));
+                tracing::warn!(%error, "lost-run check failed");
+            }
         }
     }
 }

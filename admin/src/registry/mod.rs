@@ -41,6 +41,8 @@ pub struct RegistryContext {
     pub registry: Arc<Registry>,
     pub node: NodeIdentity,
     pub clock: SharedClock,
+    /// Where the refresh loop reports its rounds.
+    pub health: Arc<crate::health::Health>,
     /// One token per open session of this admin, by executor id: cancelled when a newer session
     /// of the same app and address replaces it, which ends the old stream.
     pub superseded: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,

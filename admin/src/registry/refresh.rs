@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::RegistryContext;
+use crate::health::Loop;
 use crate::model::ExecutorInfo;
 use crate::store::StoreError;
 
@@ -109,6 +110,7 @@ pub async fn run_refresh(
         };
         match error {
             None => {
+                ctx.health.succeeded(Loop::RegistryRefresh);
                 if let Some(outage_ms) = liveness.succeeded(ctx.clock.now_ms()) {
                     tracing::info!(outage_ms, "database reachable again");
                     republish_sessions(&ctx).await;
@@ -116,6 +118,7 @@ pub async fn run_refresh(
                 healthy_tx.send_if_modified(|healthy| !std::mem::replace(healthy, true));
             }
             Some(error) => {
+                ctx.health.failed(Loop::RegistryRefresh, &error);
                 if liveness.down_since_ms.is_none() {
                     tracing::warn!(%error, "database unavailable; reporting not serving");
                 } else {

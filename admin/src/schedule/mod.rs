@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::health::{Health, Loop};
 use crate::model::{
     Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock, TriggerType,
 };
@@ -47,6 +48,7 @@ pub struct Scheduler {
     clock: SharedClock,
     /// Where claim tasks are spawned; shutdown waits for them.
     tracker: TaskTracker,
+    health: Arc<Health>,
 }
 
 /// What the scheduler is built from (besides the config).
@@ -58,6 +60,8 @@ pub struct SchedulerParts {
     pub wake: Arc<Notify>,
     pub clock: SharedClock,
     pub tracker: TaskTracker,
+    /// Where the scan, the claims and the lease renewal report their rounds.
+    pub health: Arc<Health>,
 }
 
 impl Scheduler {
@@ -71,6 +75,7 @@ impl Scheduler {
             wake: parts.wake,
             clock: parts.clock,
             tracker: parts.tracker,
+            health: parts.health,
         }
     }
 
@@ -98,9 +103,13 @@ impl Scheduler {
             let count = fires.len();
             // Kept for a retry should the claim fail (a clone of each fire costs about what
             // rebuilding its run from the plan did before).
-            if let Err(error) = this.trigger.dispatch(Fires::Written(fires.clone())).await {
-                tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
-                this.retry_unclaimed(fires).await;
+            match this.trigger.dispatch(Fires::Written(fires.clone())).await {
+                Ok(_) => this.health.succeeded(Loop::Claim),
+                Err(error) => {
+                    this.health.failed(Loop::Claim, &crate::health::with_causes(&error));
+                    tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
+                    this.retry_unclaimed(fires).await;
+                }
             }
         });
     }
@@ -125,13 +134,20 @@ impl Scheduler {
             if !late_ids.is_empty()
                 && let Err(error) = self.store.skip_runs(&late_ids, reason, now).await
             {
+                self.health
+                    .failed(Loop::Claim, &crate::health::with_causes(&error));
                 tracing::debug!(%error, "database still unavailable for unclaimed fires");
                 fires = late.into_iter().chain(due).collect();
                 continue;
             }
             match self.trigger.dispatch(Fires::Written(due.clone())).await {
-                Ok(_) => return,
+                Ok(_) => {
+                    self.health.succeeded(Loop::Claim);
+                    return;
+                }
                 Err(error) => {
+                    self.health
+                        .failed(Loop::Claim, &crate::health::with_causes(&error));
                     tracing::debug!(%error, "database still unavailable for unclaimed fires");
                     fires = due;
                 }
@@ -199,25 +215,29 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
     let period = (scheduler.config.node_lease / 3).max(Duration::from_millis(200));
     loop {
         let now = scheduler.clock.now_ms();
-        match scheduler
+        let renewed = scheduler
             .store
             .renew_node(
                 &scheduler.node.node_id,
                 scheduler.node.epoch,
                 now + lease_ms,
             )
-            .await
-        {
+            .await;
+        match renewed {
             Ok(true) => {}
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
                 "node epoch was taken by another start with the same node id"),
-            Err(error) => tracing::warn!(%error, "renewing node lease failed"),
+            Err(ref error) => tracing::warn!(%error, "renewing node lease failed"),
         }
-        match scheduler
+        let adopted = scheduler
             .store
             .adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now)
-            .await
-        {
+            .await;
+        match (&renewed, &adopted) {
+            (Err(error), _) | (_, Err(error)) => scheduler.health.failed(Loop::LeaseRenewal, error),
+            _ => scheduler.health.succeeded(Loop::LeaseRenewal),
+        }
+        match adopted {
             Ok(runs) if !runs.is_empty() => recover_runs(&scheduler, runs).await,
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "adopting orphan fires failed"),

@@ -2,7 +2,9 @@
 //!
 //! For each job read by the scan (`trigger_next_ms <= now + window`):
 //! - **A, misfire** (`now > next + misfire_threshold`): DO_NOTHING records a SKIPPED row,
-//!   FIRE_ONCE_NOW one MISFIRE run; the next time is the first one after *now*.
+//!   FIRE_ONCE_NOW one MISFIRE run; the next time is the first one after *now*. Every later
+//!   fire missed before now gets a SKIPPED row with the reason (the scan could not run: admin
+//!   down, a full disk, a lost database), so no missed occurrence is silently absent.
 //! - **B, due** (`now >= next`): one run to dispatch at once; the next time is the first one
 //!   after *now*. Fires between the due one and now (a scan late by more than a period, after a
 //!   database outage or a stall) are not run again: each gets a SKIPPED row saying the late fire
@@ -155,7 +157,17 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         let ran = run.status == RunStatus::Pending;
         runs.push(run);
         last = scheduled;
-        next_after_fire(job, tz, scheduled, ran, now)
+        let next = next_after_fire(job, tz, scheduled, ran, now);
+        // Every occurrence the misfire stands for keeps its own row, so none of the fires
+        // missed while the admin could not write (down, a full disk, a lost database) is
+        // silently absent.
+        let late_ms = now - scheduled;
+        let reason = format!(
+            "misfire: not fired while the schedule could not run (found {late_ms} ms late); \
+             the misfire rule applied to the fire at {scheduled} covers it"
+        );
+        runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
+        next
     } else if now >= scheduled {
         runs.push(new_run(
             job,
@@ -167,7 +179,11 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         ));
         last = scheduled;
         let next = next_after_fire(job, tz, scheduled, true, now);
-        runs.extend(covered_fires(job, params, tz, scheduled, &next));
+        let late_ms = now - scheduled;
+        let reason = format!(
+            "skipped: the fire at {scheduled} ran {late_ms} ms late and stands for this one"
+        );
+        runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
         next
     } else {
         Ok(Some(scheduled))
@@ -211,21 +227,20 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
     JobPlan { runs, update }
 }
 
-/// SKIPPED rows for the fires strictly between a late fire run at `scheduled` (branch B) and
-/// the job's next fire: the late fire stands for them (XXL-JOB runs a late schedule once).
+/// SKIPPED rows, with `reason`, for the fires strictly between a late fire at `scheduled`
+/// (branch B: it runs; branch A: the misfire rule handles it) and the job's next fire: the late
+/// fire stands for them (XXL-JOB runs a late schedule once). At most [`MAX_FIRES_PER_JOB`].
 fn covered_fires(
     job: &Job,
     params: &ScanParams,
     tz: Tz,
     scheduled: i64,
     next: &Result<Option<i64>, String>,
+    reason: &str,
 ) -> Vec<NewRun> {
     let Ok(Some(next)) = *next else {
         return Vec::new();
     };
-    let late_ms = params.now_ms - scheduled;
-    let reason =
-        format!("skipped: the fire at {scheduled} ran {late_ms} ms late and stands for this one");
     let mut covered = Vec::new();
     let mut at = scheduled;
     // A fire's successor regardless of now: the next cron match, or the next FIX_RATE grid
@@ -240,7 +255,7 @@ fn covered_fires(
             following,
             TriggerType::Cron,
             RunStatus::Skipped,
-            &reason,
+            reason,
         ));
         at = following;
     }
@@ -392,8 +407,11 @@ mod tests {
         // now + period rounded (T0 + 11 s).
         let plan = plan_job(&job(ScheduleType::FixRate, "3", T0), &params(T0 + 7_500));
         assert_eq!(plan.runs[0].status, RunStatus::Skipped);
-        // The window (now + 5 s) holds T0 + 9 s and T0 + 12 s.
-        assert_eq!(times(&plan), vec![0, 9_000, 12_000]);
+        // The missed T0 + 3 s and T0 + 6 s keep skipped rows; the window (now + 5 s) holds
+        // T0 + 9 s and T0 + 12 s.
+        assert_eq!(times(&plan), vec![0, 3_000, 6_000, 9_000, 12_000]);
+        assert_eq!(plan.runs[2].status, RunStatus::Skipped);
+        assert_eq!(plan.runs[3].status, RunStatus::Pending);
         assert_eq!(plan.update.trigger_next_ms, T0 + 15_000);
         assert!(
             plan.runs
@@ -592,9 +610,11 @@ mod tests {
             &job(ScheduleType::Cron, "0 * * * * ?", T0),
             &params(T0 + 70_300),
         );
-        assert_eq!(plan.runs.len(), 1);
-        assert_eq!(plan.runs[0].status, RunStatus::Skipped);
+        // The first missed fire and every later one before now have a skipped row each.
+        assert_eq!(times(&plan), vec![0, 60_000]);
+        assert!(plan.runs.iter().all(|run| run.status == RunStatus::Skipped));
         assert!(plan.runs[0].trigger_msg.contains("70300 ms late"));
+        assert!(plan.runs[1].trigger_msg.starts_with("misfire: not fired"));
         assert_eq!(plan.update.trigger_next_ms, T0 + 120_000);
     }
 
@@ -603,9 +623,17 @@ mod tests {
         let mut late = job(ScheduleType::FixRate, "60", T0);
         late.misfire_strategy = MisfireStrategy::FireOnceNow;
         let plan = plan_job(&late, &params(T0 + 600_000));
-        assert_eq!(plan.runs.len(), 1);
+        // One run for the first missed fire; the ten after it (T0 + 60 s … now) are accounted
+        // for as skipped.
+        assert_eq!(plan.runs.len(), 11);
         assert_eq!(plan.runs[0].trigger_type, TriggerType::Misfire);
         assert_eq!(plan.runs[0].status, RunStatus::Pending);
+        assert!(
+            plan.runs[1..]
+                .iter()
+                .all(|run| run.status == RunStatus::Skipped)
+        );
+        assert_eq!(plan.fires(&Arc::new(late.clone())).len(), 1);
         assert_eq!(plan.update.trigger_next_ms, T0 + 660_000);
     }
 

@@ -8,8 +8,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
+use crate::health::Loop;
 use crate::model::{Fire, Job, LogId, UnwrittenFire};
 use crate::store::RoundPlan;
+
+/// The pause after a failed round. The fires stay in the job rows meanwhile, and the next
+/// round accounts for the missed ones by the misfire rules. Short, because a failing round is
+/// cheap (a full disk fails at once; a server that is down makes the round wait for its pool's
+/// acquire timeout anyway), and once the database is back firing resumes at the next whole
+/// second after the retry.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(400);
 
 /// Runs schedule rounds until cancelled.
 pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
@@ -20,16 +28,21 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
         let pause = match scan_once(&scheduler, started).await {
             Ok(found) => {
                 failures = 0;
+                scheduler.health.succeeded(Loop::Scan);
                 pause_after_round(started, clock.now_ms(), found, scheduler.config.pre_read)
             }
             Err(error) => {
                 failures += 1;
-                // Back off while the database is unreachable; the fires stay in the job rows.
-                // At most 1.6 s: once the database is back, every second of delay is a second
-                // of fires that may turn into misfires.
-                let backoff = Duration::from_millis(200 * 2u64.pow(failures.min(3)));
-                tracing::warn!(%error, ?backoff, "schedule round failed; retrying");
-                backoff
+                scheduler.health.failed(Loop::Scan, &error);
+                // Every round of a long outage would repeat the same warning: the first and
+                // every tenth are warnings, health says the rest (`crate::health`).
+                if failures % 10 == 1 {
+                    tracing::warn!(%error, retry = ?RETRY_AFTER_FAILURE, failures,
+                        "schedule round failed; retrying");
+                } else {
+                    tracing::debug!(%error, failures, "schedule round failed; retrying");
+                }
+                RETRY_AFTER_FAILURE
             }
         };
         tokio::select! {

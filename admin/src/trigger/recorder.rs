@@ -6,6 +6,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
+use crate::health::{Health, Loop};
 use crate::store::{DispatchRecord, Store};
 
 /// Most records written in one transaction.
@@ -15,6 +18,7 @@ const BATCH: usize = 1000;
 pub async fn run_recorder(
     store: Store,
     mut records_rx: mpsc::UnboundedReceiver<DispatchRecord>,
+    health: Arc<Health>,
     cancel: CancellationToken,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
@@ -31,19 +35,37 @@ pub async fn run_recorder(
                 Err(_) => break,
             }
         }
-        write_with_retry(&store, &batch, &cancel).await;
+        write_with_retry(&store, &batch, &health, &cancel).await;
         batch.clear();
     }
 }
 
-async fn write_with_retry(store: &Store, batch: &[DispatchRecord], cancel: &CancellationToken) {
+async fn write_with_retry(
+    store: &Store,
+    batch: &[DispatchRecord],
+    health: &Health,
+    cancel: &CancellationToken,
+) {
     let mut delay = Duration::from_millis(50);
+    let mut failures: u32 = 0;
     loop {
         match store.record_dispatches(batch).await {
-            Ok(()) => return,
+            Ok(()) => {
+                health.succeeded(Loop::Recorder);
+                return;
+            }
             Err(error) => {
-                tracing::warn!(%error, records = batch.len(), "writing dispatch outcomes failed; retrying");
-                if cancel.is_cancelled() && delay > Duration::from_secs(2) {
+                health.failed(Loop::Recorder, &error);
+                failures += 1;
+                // The first failure and every tenth retry are warnings; health says the rest.
+                if failures % 10 == 1 {
+                    tracing::warn!(%error, records = batch.len(), failures,
+                        "writing dispatch outcomes failed; retrying");
+                } else {
+                    tracing::debug!(%error, records = batch.len(), failures,
+                        "writing dispatch outcomes failed; retrying");
+                }
+                if cancel.is_cancelled() && delay >= Duration::from_secs(1) {
                     tracing::error!(
                         records = batch.len(),
                         "giving up on dispatch outcomes at shutdown"
@@ -51,7 +73,9 @@ async fn write_with_retry(store: &Store, batch: &[DispatchRecord], cancel: &Canc
                     return;
                 }
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                // At most a second apart: once the database is back, the outcomes (and health)
+                // follow within a second.
+                delay = (delay * 2).min(Duration::from_secs(1));
             }
         }
     }

@@ -55,6 +55,15 @@ impl Database {
         }))
     }
 
+    /// A SQLite file at `path` (a directory the test prepared, e.g. on a small file system).
+    pub fn sqlite_file(path: &std::path::Path, label: &'static str) -> Database {
+        Database {
+            url: format!("sqlite://{}", path.display()),
+            label,
+            _dir: None,
+        }
+    }
+
     pub async fn postgres() -> anyhow::Result<Option<Database>> {
         Database::server("XJOB_TEST_POSTGRES_URL", "postgresql").await
     }

@@ -3372,8 +3372,13 @@ type GetDashboardResponse struct {
 	TotalRuns       int64                  `protobuf:"varint,3,opt,name=total_runs,json=totalRuns,proto3" json:"total_runs,omitempty"`
 	SuccessRuns     int64                  `protobuf:"varint,4,opt,name=success_runs,json=successRuns,proto3" json:"success_runs,omitempty"`
 	Days            []*DayReport           `protobuf:"bytes,5,rep,name=days,proto3" json:"days,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The admin's background loops (scan, claim, recorder, followup, lost_runs, registry_refresh,
+	// lease_renewal): their last successful round and last error.
+	Loops []*LoopHealth `protobuf:"bytes,6,rep,name=loops,proto3" json:"loops,omitempty"`
+	// false while the schedule cannot make progress (gRPC health says NOT_SERVING then too).
+	Serving       bool `protobuf:"varint,7,opt,name=serving,proto3" json:"serving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetDashboardResponse) Reset() {
@@ -3441,6 +3446,92 @@ func (x *GetDashboardResponse) GetDays() []*DayReport {
 	return nil
 }
 
+func (x *GetDashboardResponse) GetLoops() []*LoopHealth {
+	if x != nil {
+		return x.Loops
+	}
+	return nil
+}
+
+func (x *GetDashboardResponse) GetServing() bool {
+	if x != nil {
+		return x.Serving
+	}
+	return false
+}
+
+// One background loop of the admin that answered GetDashboard.
+type LoopHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Epoch ms of its last successful round; 0 = none yet.
+	LastSuccessMs int64 `protobuf:"varint,2,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"`
+	// The error of its last round, if that failed; empty after a success.
+	LastError string `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// false once it has failed without a success for a few seconds.
+	Healthy       bool `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoopHealth) Reset() {
+	*x = LoopHealth{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoopHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoopHealth) ProtoMessage() {}
+
+func (x *LoopHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoopHealth.ProtoReflect.Descriptor instead.
+func (*LoopHealth) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LoopHealth) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LoopHealth) GetLastSuccessMs() int64 {
+	if x != nil {
+		return x.LastSuccessMs
+	}
+	return 0
+}
+
+func (x *LoopHealth) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *LoopHealth) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
 // A user of JobAdmin. role is "admin" (everything), "operator" (jobs and runs in granted
 // groups) or "viewer" (read-only in granted groups).
 type User struct {
@@ -3457,7 +3548,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3560,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3573,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *User) GetId() int64 {
@@ -3539,7 +3630,7 @@ type ApiToken struct {
 
 func (x *ApiToken) Reset() {
 	*x = ApiToken{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3642,7 @@ func (x *ApiToken) String() string {
 func (*ApiToken) ProtoMessage() {}
 
 func (x *ApiToken) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3655,7 @@ func (x *ApiToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiToken.ProtoReflect.Descriptor instead.
 func (*ApiToken) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{56}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ApiToken) GetId() int64 {
@@ -3630,7 +3721,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3733,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3746,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{57}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -3698,7 +3789,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +3801,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +3814,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{58}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CreateUserResponse) GetUser() *User {
@@ -3755,7 +3846,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3858,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3871,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{59}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{60}
 }
 
 type ListUsersResponse struct {
@@ -3792,7 +3883,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3804,7 +3895,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3817,7 +3908,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{60}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListUsersResponse) GetUsers() []*User {
@@ -3836,7 +3927,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +3939,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +3952,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{61}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DeleteUserRequest) GetId() int64 {
@@ -3879,7 +3970,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +3982,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +3995,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{62}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{63}
 }
 
 type CreateTokenRequest struct {
@@ -3919,7 +4010,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4022,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4035,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{63}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CreateTokenRequest) GetUserId() int64 {
@@ -3979,7 +4070,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4082,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4095,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -4030,7 +4121,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4133,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4146,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListTokensRequest) GetUserId() int64 {
@@ -4074,7 +4165,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4177,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4190,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListTokensResponse) GetTokens() []*ApiToken {
@@ -4118,7 +4209,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4221,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4234,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{67}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RevokeTokenRequest) GetId() int64 {
@@ -4161,7 +4252,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4173,7 +4264,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4186,7 +4277,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{68}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
 type GrantGroupRequest struct {
@@ -4199,7 +4290,7 @@ type GrantGroupRequest struct {
 
 func (x *GrantGroupRequest) Reset() {
 	*x = GrantGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4302,7 @@ func (x *GrantGroupRequest) String() string {
 func (*GrantGroupRequest) ProtoMessage() {}
 
 func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4315,7 @@ func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupRequest.ProtoReflect.Descriptor instead.
 func (*GrantGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GrantGroupRequest) GetUserId() int64 {
@@ -4250,7 +4341,7 @@ type GrantGroupResponse struct {
 
 func (x *GrantGroupResponse) Reset() {
 	*x = GrantGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +4353,7 @@ func (x *GrantGroupResponse) String() string {
 func (*GrantGroupResponse) ProtoMessage() {}
 
 func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +4366,7 @@ func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupResponse.ProtoReflect.Descriptor instead.
 func (*GrantGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GrantGroupResponse) GetUser() *User {
@@ -4295,7 +4386,7 @@ type RevokeGroupRequest struct {
 
 func (x *RevokeGroupRequest) Reset() {
 	*x = RevokeGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4307,7 +4398,7 @@ func (x *RevokeGroupRequest) String() string {
 func (*RevokeGroupRequest) ProtoMessage() {}
 
 func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4320,7 +4411,7 @@ func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupRequest.ProtoReflect.Descriptor instead.
 func (*RevokeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RevokeGroupRequest) GetUserId() int64 {
@@ -4346,7 +4437,7 @@ type RevokeGroupResponse struct {
 
 func (x *RevokeGroupResponse) Reset() {
 	*x = RevokeGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4449,7 @@ func (x *RevokeGroupResponse) String() string {
 func (*RevokeGroupResponse) ProtoMessage() {}
 
 func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4462,7 @@ func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupResponse.ProtoReflect.Descriptor instead.
 func (*RevokeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RevokeGroupResponse) GetUser() *User {
@@ -4389,7 +4480,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4401,7 +4492,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4414,7 +4505,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
 }
 
 type WhoAmIResponse struct {
@@ -4429,7 +4520,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4441,7 +4532,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4454,7 +4545,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WhoAmIResponse) GetUser() *User {
@@ -4490,7 +4581,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4502,7 +4593,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4515,7 +4606,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AuditEntry) GetId() int64 {
@@ -4570,7 +4661,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4582,7 +4673,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4595,7 +4686,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListAuditRequest) GetPageSize() int32 {
@@ -4622,7 +4713,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4634,7 +4725,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4647,7 +4738,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -4901,14 +4992,23 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06day_ms\x18\x01 \x01(\x03R\x05dayMs\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\x03R\arunning\x12\x18\n" +
 	"\asuccess\x18\x03 \x01(\x03R\asuccess\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\xc8\x01\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\x8d\x02\n" +
 	"\x14GetDashboardResponse\x12\x1b\n" +
 	"\tjob_count\x18\x01 \x01(\x03R\bjobCount\x12)\n" +
 	"\x10online_executors\x18\x02 \x01(\x03R\x0fonlineExecutors\x12\x1d\n" +
 	"\n" +
 	"total_runs\x18\x03 \x01(\x03R\ttotalRuns\x12!\n" +
 	"\fsuccess_runs\x18\x04 \x01(\x03R\vsuccessRuns\x12&\n" +
-	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days\"z\n" +
+	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days\x12)\n" +
+	"\x05loops\x18\x06 \x03(\v2\x13.xjob.v1.LoopHealthR\x05loops\x12\x18\n" +
+	"\aserving\x18\a \x01(\bR\aserving\"\x81\x01\n" +
+	"\n" +
+	"LoopHealth\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
+	"\x0flast_success_ms\x18\x02 \x01(\x03R\rlastSuccessMs\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x03 \x01(\tR\tlastError\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy\"z\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -5060,7 +5160,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
@@ -5119,49 +5219,50 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
 	(*DayReport)(nil),                // 55: xjob.v1.DayReport
 	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
-	(*User)(nil),                     // 57: xjob.v1.User
-	(*ApiToken)(nil),                 // 58: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 59: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 60: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 61: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 62: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 63: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 64: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 65: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 66: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 67: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 68: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 69: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 70: xjob.v1.RevokeTokenResponse
-	(*GrantGroupRequest)(nil),        // 71: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 72: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 73: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 74: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 75: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 76: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 77: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 78: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 79: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 80: xjob.v1.AddressType
-	(ScheduleType)(0),                // 81: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 82: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 83: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 84: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 85: xjob.v1.GlueType
-	(RunStatus)(0),                   // 86: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 87: xjob.v1.TriggerType
+	(*LoopHealth)(nil),               // 57: xjob.v1.LoopHealth
+	(*User)(nil),                     // 58: xjob.v1.User
+	(*ApiToken)(nil),                 // 59: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 60: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 61: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 62: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 63: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 64: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 65: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 66: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 67: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 68: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 69: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 70: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 71: xjob.v1.RevokeTokenResponse
+	(*GrantGroupRequest)(nil),        // 72: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 73: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 74: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 75: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 76: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 77: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 78: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 79: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 80: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 81: xjob.v1.AddressType
+	(ScheduleType)(0),                // 82: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 83: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 84: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 85: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 86: xjob.v1.GlueType
+	(RunStatus)(0),                   // 87: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 88: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	80, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	81, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	82, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	83, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	84, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	81, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	82, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	83, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	84, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	85, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	85, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	86, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	86, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	87, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	87, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	88, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -5173,7 +5274,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	85, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	86, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -5181,95 +5282,96 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	81, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	86, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	82, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	87, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
 	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
 	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	57, // 36: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	58, // 37: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	57, // 38: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	58, // 39: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	58, // 40: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	57, // 41: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	57, // 42: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	57, // 43: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	77, // 44: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	6,  // 45: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 46: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 47: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 48: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 49: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 50: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 51: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 52: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 53: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 54: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 55: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 56: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 57: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 58: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 59: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 60: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 61: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 62: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 63: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 64: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 65: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 66: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 67: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 68: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	59, // 69: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	61, // 70: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	63, // 71: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	65, // 72: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	67, // 73: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	69, // 74: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	71, // 75: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	73, // 76: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	75, // 77: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	78, // 78: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	7,  // 79: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 80: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 81: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 82: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 83: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 84: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 85: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 86: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 87: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 88: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 89: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 90: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 91: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 92: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 93: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 94: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 95: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 96: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 97: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 98: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 99: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 100: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 101: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 102: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	60, // 103: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	62, // 104: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	64, // 105: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	66, // 106: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	68, // 107: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	70, // 108: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	72, // 109: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	74, // 110: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	76, // 111: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	79, // 112: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	79, // [79:113] is the sub-list for method output_type
-	45, // [45:79] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	57, // 36: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	58, // 37: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	59, // 38: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	58, // 39: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	59, // 40: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	59, // 41: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	58, // 42: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	58, // 43: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	58, // 44: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	78, // 45: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	6,  // 46: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 47: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 48: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 49: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 50: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 51: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 52: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 53: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 54: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 55: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 56: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 57: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 58: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 59: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 60: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 61: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 62: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 63: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 64: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 65: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 66: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 67: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 68: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 69: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	60, // 70: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	62, // 71: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	64, // 72: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	66, // 73: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	68, // 74: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	70, // 75: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	72, // 76: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	74, // 77: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	76, // 78: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	79, // 79: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	7,  // 80: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 81: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 82: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 83: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 84: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 85: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 86: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 87: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 88: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 89: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 90: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 91: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 92: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 93: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 94: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 95: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 96: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 97: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 98: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 99: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 100: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 101: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 102: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 103: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	61, // 104: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	63, // 105: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	65, // 106: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	67, // 107: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	69, // 108: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	71, // 109: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	73, // 110: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	75, // 111: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	77, // 112: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	80, // 113: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	80, // [80:114] is the sub-list for method output_type
+	46, // [46:80] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -5285,7 +5387,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   78,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -244,6 +244,58 @@ async fn dashboard_counts_runs_per_day_and_online_executors() -> anyhow::Result<
     Ok(())
 }
 
+/// The dashboard names every background loop of the admin that answers, with its last
+/// successful round, and says the schedule is serving while they make progress.
+#[tokio::test]
+async fn dashboard_shows_each_loop_and_serving() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let started_ms = now_ms();
+    let shown = wait_until(WAIT, "the registry refresh and scan to report", || async {
+        let response = cluster
+            .client()
+            .get_dashboard(pb::GetDashboardRequest::default())
+            .await
+            .ok()?
+            .into_inner();
+        let reported = |name: &str| {
+            response
+                .loops
+                .iter()
+                .any(|state| state.name == name && state.last_success_ms >= started_ms)
+        };
+        (reported("scan") && reported("registry_refresh")).then_some(response)
+    })
+    .await?;
+    let names: Vec<&str> = shown
+        .loops
+        .iter()
+        .map(|state| state.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "scan",
+            "claim",
+            "recorder",
+            "followup",
+            "lost_runs",
+            "registry_refresh",
+            "lease_renewal"
+        ]
+    );
+    assert!(shown.serving);
+    assert!(
+        shown
+            .loops
+            .iter()
+            .all(|state| state.healthy && state.last_error.is_empty()),
+        "{:?}",
+        shown.loops
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn report_rows_refresh_for_today_and_two_previous_days() -> anyhow::Result<()> {
     let mut cluster = TestCluster::builder()

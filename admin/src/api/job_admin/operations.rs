@@ -3,7 +3,7 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
-use crate::api::convert::{clear_request, dashboard_to_pb};
+use crate::api::convert::{clear_request, dashboard_to_pb, loop_health_to_pb};
 use crate::error::Error;
 use crate::maintenance::{cleanup, report};
 
@@ -22,7 +22,17 @@ impl JobAdminService {
         )?;
         let online_executors = i64::try_from(self.ctx.registry.count()).unwrap_or(i64::MAX);
         let dashboard = report::dashboard(self.store(), &days, online_executors).await?;
-        Ok(dashboard_to_pb(dashboard))
+        let mut response = dashboard_to_pb(dashboard);
+        // This admin's own loops: in a cluster each admin answers for itself.
+        response.serving = self.ctx.health.verdict().serving;
+        response.loops = self
+            .ctx
+            .health
+            .snapshot()
+            .into_iter()
+            .map(loop_health_to_pb)
+            .collect();
+        Ok(response)
     }
 
     pub(super) async fn clear_logs_checked(

@@ -58,6 +58,7 @@ impl MySqlStore {
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(|conn, _meta| Box::pin(prepare_session(conn)))
+            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
             .connect_with(options)
             .await
             .map_err(StoreError::Unavailable)?;
@@ -80,6 +81,12 @@ impl MySqlStore {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Nothing to do (0 freed): the server reuses the space of deleted rows (PostgreSQL's
+    /// autovacuum, InnoDB's free pages); shrinking files is an operator's decision.
+    pub async fn reclaim_space(&self, _max_pages: i64) -> StoreResult<i64> {
+        Ok(0)
     }
 
     /// Refuses to run without the schedule lock row: without it admins would not exclude

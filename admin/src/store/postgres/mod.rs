@@ -51,6 +51,7 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
             .connect_with(options)
             .await
             .map_err(StoreError::Unavailable)?;
@@ -73,6 +74,12 @@ impl PgStore {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Nothing to do (0 freed): the server reuses the space of deleted rows (PostgreSQL's
+    /// autovacuum, InnoDB's free pages); shrinking files is an operator's decision.
+    pub async fn reclaim_space(&self, _max_pages: i64) -> StoreResult<i64> {
+        Ok(0)
     }
 
     /// Refuses to run without the schedule lock row: without it admins would not exclude
