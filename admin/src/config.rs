@@ -85,6 +85,10 @@ pub struct Config {
     pub log_keep_per_job: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
+    /// OTLP/gRPC endpoint traces are exported to, e.g. `http://127.0.0.1:4317`; empty = the
+    /// standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` variables
+    /// decide, and with neither set nothing is traced (docs/observability.md).
+    pub otlp_endpoint: String,
 }
 
 impl Default for Config {
@@ -116,6 +120,7 @@ impl Default for Config {
             log_retention: Duration::ZERO,
             log_keep_per_job: 0,
             demo: false,
+            otlp_endpoint: String::new(),
         }
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use xjob_admin::Config;
+use xjob_admin::telemetry::Telemetry;
 
 #[derive(Parser)]
 #[command(
@@ -95,27 +96,37 @@ async fn shutdown_signal() {
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr; with an OTLP endpoint configured, traces are exported too. The returned
+/// handle flushes the spans still buffered when the admin stops.
+fn init_tracing(otlp_endpoint: &str) -> anyhow::Result<Telemetry> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
+    let telemetry = Telemetry::start(otlp_endpoint)?;
+    tracing_subscriber::registry()
+        .with(telemetry.layer())
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_target(false))
         .init();
+    Ok(telemetry)
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_tracing();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {
             let config = load_config(&args)?;
-            xjob_admin::run(config, shutdown_signal()).await?;
+            let telemetry = init_tracing(&config.otlp_endpoint)?;
+            let result = xjob_admin::run(config, shutdown_signal()).await;
+            telemetry.shutdown();
+            result?;
         }
         Command::Migrate(args) => {
             let config = load_config(&args)?;
+            init_tracing("")?;
             if config.database_url.starts_with("sqlite:") {
                 std::fs::create_dir_all(&config.data_dir)?;
             }

@@ -49,6 +49,7 @@ pub struct ExecutorBuilder {
     glue_interpreters: BTreeMap<i32, String>,
     glue_env: Vec<(String, String)>,
     invalid_glue_opt: Option<String>,
+    otlp_endpoint_opt: Option<String>,
 }
 
 impl Default for ExecutorBuilder {
@@ -71,6 +72,7 @@ impl Default for ExecutorBuilder {
             glue_interpreters: BTreeMap::new(),
             glue_env: Vec::new(),
             invalid_glue_opt: None,
+            otlp_endpoint_opt: None,
         }
     }
 }
@@ -153,6 +155,15 @@ impl ExecutorBuilder {
     /// to `{log_dir}/callbacklogs/` (default 3 s).
     pub fn callback_flush_timeout(mut self, timeout: Duration) -> Self {
         self.callback_flush_timeout = timeout;
+        self
+    }
+
+    /// Exports the executor's spans (`run`, `handler`, `callback`) over OTLP/gRPC to `endpoint`,
+    /// e.g. `http://127.0.0.1:4317`. Without it, the standard `OTEL_EXPORTER_OTLP_ENDPOINT` /
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` variables decide, and with neither set nothing is
+    /// traced. The service name is the app name unless `OTEL_SERVICE_NAME` says otherwise.
+    pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.otlp_endpoint_opt = Some(endpoint.into());
         self
     }
 
@@ -337,6 +348,7 @@ impl ExecutorBuilder {
             log_retention_days: self.log_retention_days,
             callback_flush_timeout: self.callback_flush_timeout,
             handlers,
+            otlp_endpoint: self.otlp_endpoint_opt.unwrap_or_default(),
         })
     }
 }
@@ -356,6 +368,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) log_retention_days: u32,
     pub(crate) callback_flush_timeout: Duration,
     pub(crate) handlers: HandlerRegistry,
+    /// Empty: the standard OTEL variables decide whether traces are exported.
+    pub(crate) otlp_endpoint: String,
 }
 
 #[cfg(test)]

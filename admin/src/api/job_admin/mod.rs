@@ -210,7 +210,17 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::TriggerJobRequest>,
     ) -> RpcResult<pb::TriggerJobResponse> {
-        let log_ids = self.trigger_job_checked(request.into_inner()).await;
+        // A caller's W3C trace context makes the run part of the caller's trace (only read
+        // when tracing is on; a malformed header is ignored).
+        let caller_trace = crate::telemetry::tracer()
+            .and_then(|_| request.metadata().get("traceparent"))
+            .and_then(|value| value.to_str().ok())
+            .and_then(crate::telemetry::parse_traceparent)
+            .map(|context| crate::telemetry::traceparent(&context))
+            .unwrap_or_default();
+        let log_ids = self
+            .trigger_job_checked(request.into_inner(), caller_trace)
+            .await;
         reply(log_ids.map(|log_ids| pb::TriggerJobResponse { log_ids }))
     }
 
