@@ -144,3 +144,75 @@ fn outcome_of(record: &DispatchRecord) -> (&'static str, Status) {
         DispatchOutcome::Failed => ("failed", error()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(outcome: DispatchOutcome, code: i32, message: &str) -> DispatchRecord {
+        DispatchRecord {
+            log_id: 1,
+            outcome,
+            trigger_code: code,
+            trigger_msg: message.into(),
+            executor_address: String::new(),
+            finished_ms: 0,
+            trace_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_outcome_but_delivery_is_an_error_with_its_reason() {
+        let cases = [
+            (
+                record(DispatchOutcome::Accepted, 200, "ok"),
+                "accepted",
+                false,
+            ),
+            (
+                record(DispatchOutcome::Accepted, 0, "deadline"),
+                "maybe delivered",
+                false,
+            ),
+            (
+                record(
+                    DispatchOutcome::Failed,
+                    500,
+                    "overloaded: fast trigger pool",
+                ),
+                "overloaded",
+                true,
+            ),
+            (
+                record(
+                    DispatchOutcome::Failed,
+                    500,
+                    "route FIRST: executor x refused the run: busy",
+                ),
+                "refused",
+                true,
+            ),
+            (
+                record(DispatchOutcome::Failed, 500, "no online executor"),
+                "failed",
+                true,
+            ),
+            (
+                record(DispatchOutcome::Skipped, 500, "job 1 was stopped"),
+                "skipped",
+                true,
+            ),
+        ];
+        for (record, name, is_error) in cases {
+            let (outcome, status) = outcome_of(&record);
+            assert_eq!(outcome, name);
+            match status {
+                Status::Error { description } => {
+                    assert!(is_error, "{name}");
+                    assert_eq!(description, record.trigger_msg);
+                }
+                _ => assert!(!is_error, "{name}"),
+            }
+        }
+    }
+}
