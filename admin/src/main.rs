@@ -121,7 +121,8 @@ async fn main() -> anyhow::Result<()> {
             let config = load_config(&args)?;
             let telemetry = init_tracing(&config.otlp_endpoint)?;
             let result = xjob_admin::run(config, shutdown_signal()).await;
-            telemetry.shutdown();
+            // Flushing waits for the exporter, which runs on this runtime: off the async thread.
+            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
             result?;
         }
         Command::Migrate(args) => {

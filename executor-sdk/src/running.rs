@@ -225,7 +225,9 @@ impl RunningExecutor {
         if let Some(cleanup_task) = self.cleanup_task_opt {
             cleanup_task.abort();
         }
-        self.traces.shutdown();
+        // Flushing waits for the exporter, which runs on this runtime: off the async thread.
+        let traces = Arc::clone(&self.traces);
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
         tracing::info!(address = %self.address, "executor stopped");
     }
 
