@@ -112,6 +112,7 @@ struct JaegerSpan {
     /// Trace ids of `FOLLOWS_FROM` references (links).
     links: Vec<String>,
     tags: HashMap<String, serde_json::Value>,
+    duration_us: i64,
 }
 
 /// Jaeger ids compared without leading zeros (its JSON may drop them).
@@ -183,6 +184,7 @@ fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
                     .iter()
                     .map(|tag| (text(&tag["key"]), tag["value"].clone()))
                     .collect(),
+                duration_us: span["duration"].as_i64().unwrap_or_default(),
             }
         })
         .collect())
@@ -270,11 +272,20 @@ async fn final_logs(
 /// Renders a trace as an indented tree (printed for docs/observability.md).
 fn tree(spans: &[JaegerSpan]) -> String {
     fn walk(spans: &[JaegerSpan], node: &JaegerSpan, depth: usize, out: &mut String) {
+        let mut tags: Vec<String> = node
+            .tags
+            .iter()
+            .filter(|(key, _)| key.starts_with("xjob.") || key.as_str() == "error")
+            .map(|(key, value)| format!("{}={value}", key.trim_start_matches("xjob.")))
+            .collect();
+        tags.sort();
         out.push_str(&format!(
-            "{}{} [{}]\n",
+            "{}{} [{}] {:.1} ms  {}\n",
             "  ".repeat(depth),
             node.name,
-            node.service
+            node.service,
+            node.duration_us as f64 / 1000.0,
+            tags.join(" ")
         ));
         for child in spans
             .iter()
@@ -368,6 +379,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
                 group_id: group,
                 name: "traced job".into(),
                 schedule_type: pb::ScheduleType::None as i32,
+                misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
                 route_strategy: pb::RouteStrategy::First as i32,
                 handler: "flaky".into(),
                 block_strategy: pb::BlockStrategy::SerialExecution as i32,
