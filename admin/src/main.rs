@@ -99,14 +99,22 @@ async fn shutdown_signal() {
 /// Logs to stderr; with an OTLP endpoint configured, traces are exported too. The returned
 /// handle flushes the spans still buffered when the admin stops.
 fn init_tracing(otlp_endpoint: &str) -> anyhow::Result<Telemetry> {
+    use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
     });
     let telemetry = Telemetry::start(otlp_endpoint)?;
+    // The demo executor runs in this process and traces its runs itself, under its own service:
+    // its `tracing` spans stay out of the admin's.
+    let otel_layer = telemetry.layer().map(|layer| {
+        layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
+            !metadata.target().starts_with("xjob_executor")
+        }))
+    });
     tracing_subscriber::registry()
-        .with(telemetry.layer())
+        .with(otel_layer)
         .with(filter)
         .with(tracing_subscriber::fmt::layer().with_target(false))
         .init();
