@@ -355,10 +355,16 @@ impl Trigger {
             Ok(target) => target,
             Err(record) => return vec![traced_unsent(&claimed.fire, record)],
         };
-        let fire = claimed.fire.clone();
+        // Kept only for its span if the shard rows cannot be written (no copy when not tracing).
+        let traced_fire = crate::telemetry::tracer().map(|_| claimed.fire.clone());
         let shards = match self.broadcast_shards(claimed, &target).await {
             Ok(shards) => shards,
-            Err(record) => return vec![traced_unsent(&fire, record)],
+            Err(record) => {
+                return vec![match &traced_fire {
+                    Some(fire) => traced_unsent(fire, record),
+                    None => record,
+                }];
+            }
         };
         if let [only] = shards.as_slice() {
             return vec![self.dispatch_in_pool(only, &target).await];
