@@ -231,6 +231,35 @@ fn assert_run_chain(spans: &[JaegerSpan], log_id: i64) -> &JaegerSpan {
     fire
 }
 
+/// A manual-only job of `flaky` with one retry, starting `children` on success.
+async fn create_job(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+    children: Vec<i64>,
+) -> anyhow::Result<i64> {
+    let job = pb::Job {
+        group_id,
+        name: "traced job".into(),
+        schedule_type: pb::ScheduleType::None as i32,
+        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        route_strategy: pb::RouteStrategy::First as i32,
+        handler: "flaky".into(),
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        glue_type: pb::GlueType::Bean as i32,
+        fail_retry_count: 1,
+        child_job_ids: children,
+        ..Default::default()
+    };
+    let created = client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job;
+    created
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))
+}
+
 /// A handler that fails the first attempt of a run whose params say `retry`.
 async fn flaky(ctx: JobContext) -> JobResult {
     if ctx.params() == "retry" && ctx.attempt() == 0 {
@@ -373,26 +402,10 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         .group
         .map(|group| group.id)
         .unwrap_or_default();
-    let job_id = client
-        .create_job(pb::CreateJobRequest {
-            job: Some(pb::Job {
-                group_id: group,
-                name: "traced job".into(),
-                schedule_type: pb::ScheduleType::None as i32,
-                misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
-                route_strategy: pb::RouteStrategy::First as i32,
-                handler: "flaky".into(),
-                block_strategy: pb::BlockStrategy::SerialExecution as i32,
-                glue_type: pb::GlueType::Bean as i32,
-                fail_retry_count: 1,
-                ..Default::default()
-            }),
-        })
-        .await?
-        .into_inner()
-        .job
-        .map(|job| job.id)
-        .unwrap_or_default();
+    let job_id = create_job(&mut client, group, Vec::new()).await?;
+    // A parent whose success starts a child job: the child's trace links to the parent's.
+    let child_id = create_job(&mut client, group, Vec::new()).await?;
+    let parent_id = create_job(&mut client, group, vec![child_id]).await?;
 
     // A run that fails, then its retry; then a run asked for inside a caller's trace.
     client
@@ -413,6 +426,14 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
     );
     client.trigger_job(request).await?;
     let logs = final_logs(&mut client, job_id, 3).await?;
+    client
+        .trigger_job(pb::TriggerJobRequest {
+            id: parent_id,
+            ..Default::default()
+        })
+        .await?;
+    let parent = final_logs(&mut client, parent_id, 1).await?.remove(0);
+    let child = final_logs(&mut client, child_id, 1).await?.remove(0);
 
     // Graceful stops flush what the batch exporters still hold.
     executor.shutdown().await;
@@ -486,6 +507,19 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
             .map(|parent| same_id(parent, CALLER_SPAN)),
         Some(true),
         "the run hangs under the caller's span: {joined_fire:#?}"
+    );
+    let child_spans = trace_spans(query_port, &child.trace_id, 6).await?;
+    let child_fire = assert_run_chain(&child_spans, child.id);
+    assert_ne!(
+        child.trace_id, parent.trace_id,
+        "a child run is a trace of its own"
+    );
+    assert!(
+        child_fire
+            .links
+            .iter()
+            .any(|trace| same_id(trace, &parent.trace_id)),
+        "the child's fire span links to its parent run's trace: {child_fire:#?}"
     );
     eprintln!("Jaeger trace test took {:?}", started.elapsed());
     Ok(())
