@@ -96,16 +96,19 @@ async fn shutdown_signal() {
     }
 }
 
-/// Logs to stderr; with an OTLP endpoint configured, traces are exported too. The returned
-/// handle flushes the spans still buffered when the admin stops.
-fn init_tracing(otlp_endpoint: &str) -> anyhow::Result<Telemetry> {
+/// Logs to stderr; `serve` (`otlp_endpoint` given) also exports traces when an endpoint is
+/// configured. The returned handle flushes the spans still buffered when the admin stops.
+fn init_tracing(otlp_endpoint: Option<&str>) -> anyhow::Result<Telemetry> {
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
     });
-    let telemetry = Telemetry::start(otlp_endpoint)?;
+    let telemetry = match otlp_endpoint {
+        Some(endpoint) => Telemetry::start(endpoint)?,
+        None => Telemetry::off(),
+    };
     // The demo executor runs in this process and traces its runs itself, under its own service:
     // its `tracing` spans stay out of the admin's.
     let otel_layer = telemetry.layer().map(|layer| {
@@ -127,7 +130,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             let config = load_config(&args)?;
-            let telemetry = init_tracing(&config.otlp_endpoint)?;
+            let telemetry = init_tracing(Some(&config.otlp_endpoint))?;
             let result = xjob_admin::run(config, shutdown_signal()).await;
             // Flushing waits for the exporter, which runs on this runtime: off the async thread.
             let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
@@ -135,7 +138,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate(args) => {
             let config = load_config(&args)?;
-            init_tracing("")?;
+            init_tracing(None)?;
             if config.database_url.starts_with("sqlite:") {
                 std::fs::create_dir_all(&config.data_dir)?;
             }

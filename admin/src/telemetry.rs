@@ -47,6 +47,11 @@ impl Telemetry {
         })
     }
 
+    /// Tracing off, whatever the environment says (`xjob migrate`).
+    pub fn off() -> Telemetry {
+        Telemetry { provider: None }
+    }
+
     /// The `tracing` layer that exports the admin's `tracing` spans into the same traces.
     pub fn layer<S>(&self) -> Option<tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>>
     where
