@@ -23,6 +23,8 @@ pub struct ReportedResult {
     pub message: String,
     /// When the run finished on the executor; 0 = not given (now is used).
     pub finished_at_ms: i64,
+    /// W3C trace context of the executor's callback span; the `complete` span continues it.
+    pub traceparent: String,
 }
 
 /// What a batch of results came to.
@@ -44,7 +46,10 @@ pub async fn apply_results(
         .iter()
         .map(|result| completion_of(result, now_ms))
         .collect();
-    let finished = store.complete_runs(&completions).await?;
+    let spans = complete_spans(results);
+    let finished = store.complete_runs(&completions).await;
+    end_complete_spans(spans, &finished);
+    let finished = finished?;
     // Per-run lines would cost more than the write at thousands of runs per second.
     tracing::debug!(reported = completions.len(), finished = finished.len(), ids = ?finished,
         "run results recorded");
@@ -68,6 +73,52 @@ pub async fn apply_results(
         accepted: results.iter().map(|result| result.log_id).collect(),
         unknown: unknown.into_iter().map(LogId).collect(),
     })
+}
+
+/// One `complete` span per traced result (tracing on and a `traceparent` sent), open while the
+/// batch is persisted.
+fn complete_spans(results: &[ReportedResult]) -> Vec<(i64, opentelemetry_sdk::trace::Span)> {
+    use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
+    let Some(tracer) = crate::telemetry::tracer() else {
+        return Vec::new();
+    };
+    results
+        .iter()
+        .filter_map(|result| {
+            let parent = crate::telemetry::parse_traceparent(&result.traceparent)?;
+            let span = tracer
+                .span_builder("complete")
+                .with_kind(SpanKind::Server)
+                .with_attributes(vec![
+                    opentelemetry::KeyValue::new("xjob.log_id", result.log_id.0),
+                    opentelemetry::KeyValue::new("xjob.handle_code", i64::from(result.code)),
+                ])
+                .start_with_context(
+                    tracer,
+                    &opentelemetry::Context::new().with_remote_span_context(parent),
+                );
+            Some((result.log_id.0, span))
+        })
+        .collect()
+}
+
+/// Ends the `complete` spans: whether the result finished its run (a repeat or a late result
+/// for a run already final changes nothing), or the error that kept it from being written.
+fn end_complete_spans(
+    spans: Vec<(i64, opentelemetry_sdk::trace::Span)>,
+    finished: &Result<Vec<i64>, crate::store::StoreError>,
+) {
+    use opentelemetry::trace::{Span, Status};
+    for (log_id, mut span) in spans {
+        match finished {
+            Ok(finished) => {
+                let applied = finished.contains(&log_id);
+                span.set_attribute(opentelemetry::KeyValue::new("xjob.applied", applied));
+            }
+            Err(error) => span.set_status(Status::error(error.to_string())),
+        }
+        span.end();
+    }
 }
 
 fn completion_of(result: &ReportedResult, now_ms: i64) -> RunCompletion {

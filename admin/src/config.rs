@@ -158,6 +158,12 @@ pub struct Config {
     /// calls and sessions in progress finish first; 0 = never.
     #[serde(with = "duration_text")]
     pub max_connection_age: Duration,
+
+    // ---- Traces (docs/observability.md)
+    /// OTLP/gRPC endpoint traces are exported to, e.g. `http://127.0.0.1:4317`; empty = the
+    /// standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` variables
+    /// decide, and with neither set nothing is traced (docs/observability.md).
+    pub otlp_endpoint: String,
 }
 
 /// Which callers must present a client certificate (`tls_client_auth`).
@@ -236,6 +242,7 @@ impl Default for Config {
             tcp_keepalive: Duration::from_secs(30),
             connection_handshake_timeout: Duration::from_secs(10),
             max_connection_age: Duration::from_secs(600),
+            otlp_endpoint: String::new(),
         }
     }
 }

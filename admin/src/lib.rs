@@ -24,6 +24,7 @@ pub mod monitor;
 pub mod registry;
 pub mod schedule;
 pub mod store;
+pub mod telemetry;
 pub mod trigger;
 pub mod wire;
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use xjob_admin::Config;
+use xjob_admin::telemetry::Telemetry;
 
 #[derive(Parser)]
 #[command(
@@ -123,27 +124,49 @@ async fn shutdown_signal() {
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr; `serve` (`otlp_endpoint` given) also exports traces when an endpoint is
+/// configured. The returned handle flushes the spans still buffered when the admin stops.
+fn init_tracing(otlp_endpoint: Option<&str>) -> anyhow::Result<Telemetry> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
+    let telemetry = match otlp_endpoint {
+        Some(endpoint) => Telemetry::start(endpoint)?,
+        None => Telemetry::off(),
+    };
+    // The demo executor runs in this process and traces its runs itself, under its own service:
+    // its `tracing` spans stay out of the admin's.
+    let otel_layer = telemetry.layer().map(|layer| {
+        layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
+            !metadata.target().starts_with("xjob_executor")
+        }))
+    });
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_target(false))
         .init();
+    Ok(telemetry)
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_tracing();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {
             let config = load_config(&args)?;
-            xjob_admin::run(config, shutdown_signal()).await?;
+            let telemetry = init_tracing(Some(&config.otlp_endpoint))?;
+            let result = xjob_admin::run(config, shutdown_signal()).await;
+            // Flushing waits for the exporter, which runs on this runtime: off the async thread.
+            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+            result?;
         }
         Command::Migrate(args) => {
             let config = load_config(&args)?;
+            init_tracing(None)?;
             if config.database_url.starts_with("sqlite:") {
                 std::fs::create_dir_all(&config.data_dir)?;
             }

@@ -51,6 +51,7 @@ pub struct ExecutorBuilder {
     invalid_glue_opt: Option<String>,
     tls: TlsSettings,
     insecure_open_network: bool,
+    otlp_endpoint_opt: Option<String>,
 }
 
 /// TLS options of the builder (see [`ExecutorBuilder::tls`]).
@@ -84,6 +85,7 @@ impl Default for ExecutorBuilder {
             invalid_glue_opt: None,
             tls: TlsSettings::default(),
             insecure_open_network: false,
+            otlp_endpoint_opt: None,
         }
     }
 }
@@ -203,6 +205,15 @@ impl ExecutorBuilder {
     /// to `{log_dir}/callbacklogs/` (default 3 s).
     pub fn callback_flush_timeout(mut self, timeout: Duration) -> Self {
         self.callback_flush_timeout = timeout;
+        self
+    }
+
+    /// Exports the executor's spans (`run`, `handler`, `callback`) over OTLP/gRPC to `endpoint`,
+    /// e.g. `http://127.0.0.1:4317`. Without it, the standard `OTEL_EXPORTER_OTLP_ENDPOINT` /
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` variables decide, and with neither set nothing is
+    /// traced. The service name is the app name unless `OTEL_SERVICE_NAME` says otherwise.
+    pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.otlp_endpoint_opt = Some(endpoint.into());
         self
     }
 
@@ -399,6 +410,7 @@ impl ExecutorBuilder {
             handlers,
             server_tls_opt,
             insecure_open_network: self.insecure_open_network,
+            otlp_endpoint: self.otlp_endpoint_opt.unwrap_or_default(),
         })
     }
 }
@@ -420,6 +432,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) handlers: HandlerRegistry,
     pub(crate) server_tls_opt: Option<xjob_tls::ServerTlsFiles>,
     pub(crate) insecure_open_network: bool,
+    /// Empty: the standard OTEL variables decide whether traces are exported.
+    pub(crate) otlp_endpoint: String,
 }
 
 impl TlsSettings {

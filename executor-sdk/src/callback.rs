@@ -26,6 +26,7 @@ use xjob_proto::pb;
 use crate::admins::{AdminClient, Admins};
 use crate::backoff::Backoff;
 use crate::runner::now_ms;
+use crate::telemetry::RunTraces;
 
 const MAX_BATCH: usize = 100;
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
@@ -41,6 +42,8 @@ pub(crate) struct CallbackConfig {
     pub(crate) spool_after: Duration,
     /// How long a graceful shutdown keeps trying before spooling the rest.
     pub(crate) flush_timeout: Duration,
+    /// Ends the `callback` span of each result an admin accepts.
+    pub(crate) traces: Arc<RunTraces>,
 }
 
 /// Log ids of finished runs whose result no admin has accepted yet; shared with the heartbeat.
@@ -76,22 +79,32 @@ impl Unreported {
 pub(crate) struct ResultsSender {
     results_tx: mpsc::UnboundedSender<pb::RunResult>,
     unreported: Unreported,
+    traces: Arc<RunTraces>,
 }
 
 impl ResultsSender {
     pub(crate) fn new(
         results_tx: mpsc::UnboundedSender<pb::RunResult>,
         unreported: Unreported,
+        traces: Arc<RunTraces>,
     ) -> Self {
         Self {
             results_tx,
             unreported,
+            traces,
         }
     }
 
+    /// The spans of this executor's runs.
+    pub(crate) fn traces(&self) -> &RunTraces {
+        &self.traces
+    }
+
     /// Queues a result for the admins; false when the callback task is gone (the executor
-    /// crashed or stopped: nothing is left to report to).
-    pub(crate) fn send(&self, result: pb::RunResult) -> bool {
+    /// crashed or stopped: nothing is left to report to). Ends the run's spans and opens its
+    /// `callback` span, whose context the result carries.
+    pub(crate) fn send(&self, mut result: pb::RunResult) -> bool {
+        self.traces.finished(&mut result);
         self.unreported.insert(result.log_id);
         self.results_tx.send(result).is_ok()
     }
@@ -287,7 +300,10 @@ pub(crate) async fn callback_loop(
             () = flush.cancelled() => break 'deliver,
         };
         let all_accepted = match sent {
-            Some(accepted) => backlog.settle(batch_len, &accepted),
+            Some(accepted) => {
+                config.traces.accepted_results(&accepted);
+                backlog.settle(batch_len, &accepted)
+            }
             None => false,
         };
         if all_accepted {
@@ -331,7 +347,10 @@ async fn flush_backlog(
         let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
         let sent = tokio::time::timeout_at(deadline, send_batch(clients, &batch)).await;
         let all_accepted = match sent {
-            Ok(Some(accepted)) => backlog.settle(batch_len, &accepted),
+            Ok(Some(accepted)) => {
+                config.traces.accepted_results(&accepted);
+                backlog.settle(batch_len, &accepted)
+            }
             Ok(None) | Err(_) => false,
         };
         if !all_accepted {
@@ -401,6 +420,7 @@ mod tests {
             spool_dir: dir.path().join("callbacklogs"),
             spool_after: Duration::from_millis(200),
             flush_timeout: Duration::from_millis(100),
+            traces: Arc::default(),
         };
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let flush = CancellationToken::new();
@@ -449,7 +469,7 @@ mod tests {
         // Listed from the moment the runner hands the result over, before the callback task
         // (perhaps waiting on an admin that does not answer) takes it.
         let (results_tx, _results_rx) = mpsc::unbounded_channel();
-        let sender = ResultsSender::new(results_tx, unreported.clone());
+        let sender = ResultsSender::new(results_tx, unreported.clone(), Arc::default());
         assert!(sender.send(result(3)));
         assert_eq!(unreported.log_ids(), vec![3]);
     }

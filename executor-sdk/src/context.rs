@@ -23,6 +23,7 @@ struct ContextInner {
     log_opt: Option<Arc<RunLog>>,
     cancellation: CancellationToken,
     stop_grace: Duration,
+    trace: Option<opentelemetry::Context>,
 }
 
 impl JobContext {
@@ -31,6 +32,7 @@ impl JobContext {
         log_opt: Option<Arc<RunLog>>,
         cancellation: CancellationToken,
         stop_grace: Duration,
+        trace: Option<opentelemetry::Context>,
     ) -> Self {
         Self {
             inner: Arc::new(ContextInner {
@@ -38,8 +40,25 @@ impl JobContext {
                 log_opt,
                 cancellation,
                 stop_grace,
+                trace,
             }),
         }
+    }
+
+    /// The OpenTelemetry context of the run's `handler` span, when the executor traces: start
+    /// your own spans with it as parent (`tracer.start_with_context(name, &cx)`) to nest them
+    /// in the run's trace. `None` when tracing is off.
+    pub fn trace_context(&self) -> Option<&opentelemetry::Context> {
+        self.inner.trace.as_ref()
+    }
+
+    /// The W3C `traceparent` of the run's `handler` span, to pass to services the handler calls
+    /// so their spans join the run's trace; empty when tracing is off.
+    pub fn traceparent(&self) -> String {
+        use opentelemetry::trace::TraceContextExt;
+        self.inner.trace.as_ref().map_or_else(String::new, |trace| {
+            crate::telemetry::traceparent(trace.span().span_context())
+        })
     }
 
     /// Returns the job's id.

@@ -58,12 +58,15 @@ mod joblog;
 mod runner;
 mod running;
 mod server;
+mod telemetry;
 
 pub use builder::{Executor, ExecutorBuilder};
 pub use command::CommandSpec;
 pub use context::JobContext;
 pub use error::Error;
 pub use handler::{JobError, JobOutput, JobResult};
+/// The OpenTelemetry API at the version the SDK traces with (`JobContext::trace_context`).
+pub use opentelemetry;
 pub use running::RunningExecutor;
 pub use tokio_util::sync::CancellationToken;
 pub use xjob_proto::pb;

@@ -270,6 +270,22 @@ impl Runner {
 
     /// Enqueues a run, applying the job's block strategy, or says why it is refused.
     pub(crate) fn submit(&self, request: pb::RunRequest) -> Result<(), Refusal> {
+        let traces = self.shared.results.traces();
+        let mut run_trace = traces.run_span(&request);
+        let outcome = self.enqueue(request, &mut run_trace);
+        if let Err(refusal) = &outcome {
+            traces.refused(run_trace, &refusal.to_string());
+        }
+        outcome
+    }
+
+    /// `submit` without the tracing: an accepted run's `run` span is taken from `run_trace`
+    /// and registered before the run is queued, so its handler always finds it.
+    fn enqueue(
+        &self,
+        request: pb::RunRequest,
+        run_trace: &mut Option<opentelemetry::Context>,
+    ) -> Result<(), Refusal> {
         let (job_id, log_id) = (request.job_id, request.log_id);
         let mut state = self.shared.lock();
         if state.closed {
@@ -313,6 +329,10 @@ impl Runner {
                 })
             }
         };
+        self.shared
+            .results
+            .traces()
+            .accepted(log_id, run_trace.take());
         slot.queue.push_back(QueuedRun { request, handler });
         slot.wake.notify_one();
         drop(state);
@@ -448,8 +468,16 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
         if let Some((run, stop)) = next_opt {
             let log_id = run.request.log_id;
             let kill_grace = shared.config.kill_grace;
-            let result =
-                execute_run(&shared.joblog, kill_grace, run.request, run.handler, &stop).await;
+            let handler_trace = shared.results.traces().handler_span(log_id);
+            let result = execute_run(
+                &shared.joblog,
+                kill_grace,
+                run.request,
+                run.handler,
+                &stop,
+                handler_trace,
+            )
+            .await;
             {
                 let mut state = shared.lock();
                 if let Some(slot) = state.jobs.get_mut(&job_id) {

@@ -23,6 +23,7 @@ use crate::error::Error;
 use crate::joblog::{JobLogStore, cleanup_loop};
 use crate::runner::{Runner, RunnerConfig};
 use crate::server::{ExecutorServer, health, report_stopping, serve};
+use crate::telemetry::RunTraces;
 
 /// How long batches may fail before their results are spooled to disk.
 const CALLBACK_SPOOL_AFTER: Duration = Duration::from_secs(10);
@@ -55,6 +56,7 @@ pub struct RunningExecutor {
     connection_task: JoinHandle<()>,
     callback_task: JoinHandle<()>,
     cleanup_task_opt: Option<JoinHandle<()>>,
+    traces: Arc<RunTraces>,
 }
 
 impl RunningExecutor {
@@ -117,7 +119,16 @@ impl RunningExecutor {
             labels: settings.labels,
         };
         let unreported = Unreported::default();
-        let results = ResultsSender::new(results_tx, unreported.clone());
+        // Tracing is optional: a collector that cannot be set up is reported, not fatal.
+        let traces = Arc::new(
+            RunTraces::start(&announcement.app_name, &settings.otlp_endpoint).unwrap_or_else(
+                |error| {
+                    tracing::warn!(%error, "traces will not be exported");
+                    RunTraces::default()
+                },
+            ),
+        );
+        let results = ResultsSender::new(results_tx, unreported.clone(), Arc::clone(&traces));
         let runner = Runner::new(settings.handlers, joblog.clone(), results, runner_config);
         let crashed = Arc::new(AtomicBool::new(false));
 
@@ -142,6 +153,7 @@ impl RunningExecutor {
             spool_dir,
             spool_after: CALLBACK_SPOOL_AFTER,
             flush_timeout: settings.callback_flush_timeout,
+            traces: Arc::clone(&traces),
         };
         let callback_task = tokio::spawn(callback_loop(
             settings.admins.clone(),
@@ -189,6 +201,7 @@ impl RunningExecutor {
             connection_task,
             callback_task,
             cleanup_task_opt,
+            traces,
         })
     }
 
@@ -242,6 +255,9 @@ impl RunningExecutor {
         if let Some(cleanup_task) = self.cleanup_task_opt {
             cleanup_task.abort();
         }
+        // Flushing waits for the exporter, which runs on this runtime: off the async thread.
+        let traces = Arc::clone(&self.traces);
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
         tracing::info!(address = %self.address, "executor stopped");
     }
 

@@ -186,6 +186,7 @@ pub fn reported_result(result: &pb::RunResult) -> crate::callback::ReportedResul
         code: result.code,
         message: result.message.clone(),
         finished_at_ms: result.finished_at_ms,
+        traceparent: result.traceparent.clone(),
     }
 }
 
@@ -209,7 +210,12 @@ pub fn log_to_pb(run: RunLog) -> pb::Log {
         shard_index: run.shard_index,
         shard_total: run.shard_total,
         attempt: run.attempt,
-        trace_id: run.trace_id,
+        // A run not dispatched yet may hold the traceparent its trace will continue: the
+        // trace id is its second part.
+        trace_id: match crate::telemetry::parse_traceparent(&run.trace_id) {
+            Some(context) => format!("{:032x}", context.trace_id()),
+            None => run.trace_id,
+        },
         handler: run.handler,
     }
 }

@@ -51,6 +51,12 @@ pub struct RunBatcher {
 }
 
 impl RunBatcher {
+    /// Whether a run to `address` goes through the `RunBatch` queue (false once the executor
+    /// answered UNIMPLEMENTED); the dispatch span records it.
+    pub fn batches(&self, address: &str) -> bool {
+        self.support.batches(address)
+    }
+
     /// Sends one run to the executor at `address` (over `channel`) and returns its answer.
     pub async fn run(
         &self,

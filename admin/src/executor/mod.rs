@@ -85,6 +85,11 @@ impl ExecutorClient {
         self.batcher.evict(address);
     }
 
+    /// Whether a run to `address` goes in a `RunBatch` (see `batcher`).
+    pub fn batches(&self, address: &str) -> bool {
+        self.batcher.batches(address)
+    }
+
     /// Sends one run through the executor's batching queue (see `batcher`).
     pub async fn run(
         &self,

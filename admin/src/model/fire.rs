@@ -46,6 +46,12 @@ pub struct Fire<Id = LogId> {
     /// Whether the row carries a fire key: fires of the schedule (and their shards and retries)
     /// are unique per job, instant, shard and attempt; manual and parent runs are not.
     pub keyed: bool,
+    /// What the fire's trace continues from: a caller's W3C `traceparent` (a `TriggerJob`
+    /// carrying one: the run joins that trace), or the trace id of the run it follows (a retry's
+    /// failed attempt, a child job's parent run: the run's trace links to it). Kept in the
+    /// row's `trace_id` until the run is dispatched, which writes its own trace id there.
+    /// Empty when there is none or tracing is off.
+    pub trace_from: String,
 }
 
 /// A fire whose row is not written yet.
@@ -64,6 +70,7 @@ impl Fire<()> {
             shard: Shard::ONLY,
             attempt: 0,
             keyed: true,
+            trace_from: String::new(),
         }
     }
 
@@ -85,6 +92,7 @@ impl Fire<()> {
             shard: Shard::ONLY,
             attempt: 0,
             keyed: false,
+            trace_from: String::new(),
         }
     }
 
@@ -100,6 +108,7 @@ impl Fire<()> {
             handler: self.handler,
             params: self.params,
             keyed: self.keyed,
+            trace_from: self.trace_from,
         }
     }
 }
@@ -129,7 +138,7 @@ impl Fire {
             shard_index: self.shard.index,
             shard_total: self.shard.total,
             attempt: self.attempt,
-            trace_id: String::new(),
+            trace_id: self.trace_from.clone(),
             owner_node: node.node_id.clone(),
             epoch: node.epoch,
             dispatch_at_ms: 0,
@@ -151,6 +160,7 @@ impl Fire {
             handler: run.handler.clone(),
             params: run.params.clone(),
             keyed: run.fire_key.is_some(),
+            trace_from: run.trace_id.clone(),
         }
     }
 }
@@ -198,6 +208,7 @@ impl<Id> Fire<Id> {
             handler: self.handler.clone(),
             params: self.params.clone(),
             keyed: self.keyed,
+            trace_from: self.trace_from.clone(),
         }
     }
 
@@ -228,6 +239,7 @@ impl<Id> Fire<Id> {
             owner_node: node.node_id.clone(),
             epoch: node.epoch,
             dispatch_at_ms: 0,
+            trace_id: self.trace_from.clone(),
         }
     }
 }

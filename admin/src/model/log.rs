@@ -52,6 +52,8 @@ pub struct NewRun {
     pub epoch: i64,
     /// When the run may be dispatched (a retry's backoff); 0 = at once.
     pub dispatch_at_ms: i64,
+    /// What its trace continues from until it is dispatched (`Fire::trace_from`); usually empty.
+    pub trace_id: String,
 }
 
 impl NewRun {

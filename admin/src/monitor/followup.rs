@@ -148,7 +148,7 @@ impl Followup {
     ) -> Result<(), StoreError> {
         let now = self.ctx.clock.now_ms();
         let alarm_status = self.raise_alarm(&decision, run, job).await;
-        let (children, children_need_all_shards) = self.child_runs(&decision, now).await?;
+        let (children, children_need_all_shards) = self.child_runs(run, &decision, now).await?;
         let write = FollowupWrite {
             log_id: run.id,
             claim_node: self.ctx.node.node_id.clone(),
@@ -215,6 +215,7 @@ impl Followup {
     /// Builds the runs of the child jobs to start; a child deleted meanwhile is skipped.
     async fn child_runs(
         &self,
+        parent: &RunLog,
         decision: &Decision,
         now: i64,
     ) -> Result<(Vec<NewRun>, bool), StoreError> {
@@ -233,7 +234,11 @@ impl Followup {
         }
         let runs = children
             .iter()
-            .map(|child| policy::child_run(child, now, &self.ctx.node))
+            .map(|child| NewRun {
+                // The child's trace links to its parent run's.
+                trace_id: parent.trace_id.clone(),
+                ..policy::child_run(child, now, &self.ctx.node)
+            })
             .collect();
         Ok((runs, need_all_shards))
     }

@@ -335,6 +335,14 @@ async fn check_once(
             .await?
         {
             tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
+            let trace_id = runs
+                .iter()
+                .chain(&stranded)
+                .find(|run| run.id == verdict.log_id.0)
+                .map(|run| run.trace_id.as_str());
+            if let Some(trace_id) = trace_id {
+                crate::telemetry::record_lost(trace_id, verdict.log_id.0, &verdict.message);
+            }
         }
     }
     Ok(())

@@ -315,6 +315,7 @@ fn new_run(
         owner_node: params.node_id.clone(),
         epoch: params.epoch,
         dispatch_at_ms: 0,
+        trace_id: String::new(),
     }
 }
 

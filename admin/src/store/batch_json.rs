@@ -47,7 +47,7 @@ fn completion_row(completion: &RunCompletion) -> serde_json::Value {
     })
 }
 
-/// `[{"id", "code", "msg", "address", "time"}, …]` for `record_dispatches`.
+/// `[{"id", "code", "msg", "address", "time", "trace"}, …]` for `record_dispatches`.
 pub fn dispatches(chunk: &[&DispatchRecord]) -> String {
     let rows: Vec<_> = chunk
         .iter()
@@ -58,6 +58,7 @@ pub fn dispatches(chunk: &[&DispatchRecord]) -> String {
                 "msg": record.trigger_msg,
                 "address": record.executor_address,
                 "time": record.finished_ms,
+                "trace": record.trace_id,
             })
         })
         .collect();

@@ -126,6 +126,7 @@ fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
         owner_node: node.to_string(),
         epoch,
         dispatch_at_ms: 0,
+        trace_id: String::new(),
     }
 }
 

@@ -151,6 +151,8 @@ pub struct DispatchRecord {
     pub trigger_msg: String,
     pub executor_address: String,
     pub finished_ms: i64,
+    /// The run's trace id when it is traced (sampled), else empty: written on the row.
+    pub trace_id: String,
 }
 
 /// A result reported by an executor.

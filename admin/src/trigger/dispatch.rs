@@ -8,6 +8,7 @@
 use super::pool::PoolKind;
 use super::request::run_request;
 use super::route::{self, Probe, ProbeVerdict, RouteError};
+use super::trace::{DispatchTrace, FireTrace};
 use super::{Claimed, TRIGGER_ACCEPTED, TRIGGER_UNKNOWN, Target, Trigger};
 use crate::executor::Idleness;
 use crate::model::{Fire, RouteStrategy};
@@ -30,18 +31,48 @@ impl Trigger {
         claimed: &Claimed,
         target: &Target,
         pool: PoolKind,
+        trace: Option<&FireTrace>,
     ) -> DispatchRecord {
         let fire = &claimed.fire;
         let routed = match self.choose_address(fire, target).await {
             Ok(routed) => routed,
             Err(message) => return self.failed_record(fire.log_id, message, ""),
         };
+        let dispatch_trace = trace.and_then(|trace| {
+            trace.dispatch(
+                &routed.address,
+                &pool.to_string(),
+                self.executors.batches(&routed.address),
+                self.now_ms() - fire.scheduled_at_ms,
+            )
+        });
+        let traceparent = dispatch_trace
+            .as_ref()
+            .map(DispatchTrace::traceparent)
+            .unwrap_or_default();
+        let record = self.send(claimed, target, pool, routed, traceparent).await;
+        if let Some(dispatch_trace) = dispatch_trace {
+            dispatch_trace.end(&record);
+        }
+        record
+    }
+
+    /// Sends the routed run and classifies the answer.
+    async fn send(
+        &self,
+        claimed: &Claimed,
+        target: &Target,
+        pool: PoolKind,
+        routed: Routed,
+        traceparent: String,
+    ) -> DispatchRecord {
+        let fire = &claimed.fire;
         let address = routed.address;
         let route = format!(
             "route {}{}, {pool} pool",
             fire.job.route_strategy, routed.note
         );
-        let request = run_request(fire, claimed.trigger_time_ms);
+        let request = run_request(fire, claimed.trigger_time_ms, traceparent);
         let answer = self
             .executors
             .run(&address, &target.group.access_token, request)
@@ -54,6 +85,7 @@ impl Trigger {
                 trigger_msg: format!("{route}: accepted by {address}{}", routed.transcript),
                 executor_address: address,
                 finished_ms: self.now_ms(),
+                trace_id: String::new(),
             },
             Ok(response) => self.failed_record(
                 fire.log_id,
@@ -76,6 +108,7 @@ impl Trigger {
                 ),
                 executor_address: address,
                 finished_ms: self.now_ms(),
+                trace_id: String::new(),
             },
             Err(status) => self.failed_record(
                 fire.log_id,

@@ -23,6 +23,7 @@ pub mod pool;
 pub mod recorder;
 mod request;
 pub mod route;
+mod trace;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -329,11 +330,18 @@ impl Trigger {
     ) -> Vec<DispatchRecord> {
         let target = match self.target_of(&claimed.fire, targets) {
             Ok(target) => target,
-            Err(record) => return vec![record],
+            Err(record) => return vec![traced_unsent(&claimed.fire, record)],
         };
+        // Kept only for its span if the shard rows cannot be written (no copy when not tracing).
+        let traced_fire = crate::telemetry::tracer().map(|_| claimed.fire.clone());
         let shards = match self.broadcast_shards(claimed, &target).await {
             Ok(shards) => shards,
-            Err(record) => return vec![record],
+            Err(record) => {
+                return vec![match &traced_fire {
+                    Some(fire) => traced_unsent(fire, record),
+                    None => record,
+                }];
+            }
         };
         if let [only] = shards.as_slice() {
             return vec![self.dispatch_in_pool(only, &target).await];
@@ -444,19 +452,28 @@ impl Trigger {
     /// failure. The dispatch time feeds the fast/slow decision.
     async fn dispatch_in_pool(&self, claimed: &Claimed, target: &Target) -> DispatchRecord {
         let fire = &claimed.fire;
-        let permit = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-            Ok(permit) => permit,
+        // The fire span covers the pool wait too, so a full pool shows in the trace.
+        let trace = trace::FireTrace::start(fire);
+        let mut record = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
+            Ok(permit) => {
+                let started = Instant::now();
+                let record = self
+                    .dispatch_one(claimed, target, permit.pool, trace.as_ref())
+                    .await;
+                self.pools
+                    .record_dispatch_time(fire.job_id(), started.elapsed(), self.now_ms());
+                drop(permit);
+                record
+            }
             Err(overloaded) => {
                 tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
                     pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                return self.failed_record(fire.log_id, overloaded.to_string(), "");
+                self.failed_record(fire.log_id, overloaded.to_string(), "")
             }
         };
-        let started = Instant::now();
-        let record = self.dispatch_one(claimed, target, permit.pool).await;
-        self.pools
-            .record_dispatch_time(fire.job_id(), started.elapsed(), self.now_ms());
-        drop(permit);
+        if let Some(trace) = trace {
+            trace.end(&mut record);
+        }
         record
     }
 
@@ -515,8 +532,18 @@ impl Trigger {
             trigger_msg: message,
             executor_address: address.to_string(),
             finished_ms: self.now_ms(),
+            trace_id: String::new(),
         }
     }
+}
+
+/// The record of a fire that ends before it is routed (skipped, its group gone), with the
+/// fire's span opened and ended on it when tracing is on.
+fn traced_unsent(fire: &Fire, mut record: DispatchRecord) -> DispatchRecord {
+    if let Some(trace) = trace::FireTrace::start(fire) {
+        trace.end(&mut record);
+    }
+    record
 }
 
 /// Retries a read with a growing pause until the database answers.

@@ -6,8 +6,12 @@ use crate::model::Fire;
 use crate::wire::{block_strategy_to_pb, glue_type_to_pb, trigger_type_to_pb};
 
 /// The `RunRequest` for `fire`, claimed at `trigger_time_ms` (the executor files the run's log
-/// under that day).
-pub(super) fn run_request(fire: &Fire, trigger_time_ms: i64) -> pb::RunRequest {
+/// under that day); `traceparent` is the dispatch span's, empty when not traced.
+pub(super) fn run_request(
+    fire: &Fire,
+    trigger_time_ms: i64,
+    traceparent: String,
+) -> pb::RunRequest {
     let job = &fire.job;
     pb::RunRequest {
         job_id: job.id,
@@ -29,5 +33,6 @@ pub(super) fn run_request(fire: &Fire, trigger_time_ms: i64) -> pb::RunRequest {
         scheduled_at_ms: fire.scheduled_at_ms,
         attempt: fire.attempt,
         trigger_type: trigger_type_to_pb(fire.trigger_type) as i32,
+        traceparent,
     }
 }

@@ -215,8 +215,12 @@ type RunRequest struct {
 	// The instant the schedule planned this fire for (not the dispatch time).
 	ScheduledAtMs int64 `protobuf:"varint,13,opt,name=scheduled_at_ms,json=scheduledAtMs,proto3" json:"scheduled_at_ms,omitempty"`
 	// 0 for the first attempt, +1 for each retry.
-	Attempt       int32       `protobuf:"varint,14,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	TriggerType   TriggerType `protobuf:"varint,15,opt,name=trigger_type,json=triggerType,proto3,enum=xjob.v1.TriggerType" json:"trigger_type,omitempty"`
+	Attempt     int32       `protobuf:"varint,14,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	TriggerType TriggerType `protobuf:"varint,15,opt,name=trigger_type,json=triggerType,proto3,enum=xjob.v1.TriggerType" json:"trigger_type,omitempty"`
+	// W3C trace context (`00-<trace id>-<span id>-<flags>`) of the admin's dispatch span, when the
+	// run is traced: the executor's run span continues that trace. Per run, so each run of a
+	// RunBatch keeps its own trace. Empty when the admin does not trace.
+	Traceparent   string `protobuf:"bytes,16,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -354,6 +358,13 @@ func (x *RunRequest) GetTriggerType() TriggerType {
 		return x.TriggerType
 	}
 	return TriggerType_TRIGGER_TYPE_UNSPECIFIED
+}
+
+func (x *RunRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 type RunResponse struct {
@@ -745,7 +756,7 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\">\n" +
 	"\x10IdleBeatResponse\x12\x12\n" +
 	"\x04idle\x18\x01 \x01(\bR\x04idle\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa0\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc2\x04\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x15\n" +
@@ -767,7 +778,8 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"shardTotal\x12&\n" +
 	"\x0fscheduled_at_ms\x18\r \x01(\x03R\rscheduledAtMs\x12\x18\n" +
 	"\aattempt\x18\x0e \x01(\x05R\aattempt\x127\n" +
-	"\ftrigger_type\x18\x0f \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\"C\n" +
+	"\ftrigger_type\x18\x0f \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\x12 \n" +
+	"\vtraceparent\x18\x10 \x01(\tR\vtraceparent\"C\n" +
 	"\vRunResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\":\n" +

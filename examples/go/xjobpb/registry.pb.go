@@ -537,7 +537,8 @@ type RunResult struct {
 	Code         int32  `protobuf:"varint,4,opt,name=code,proto3" json:"code,omitempty"`
 	Message      string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	FinishedAtMs int64  `protobuf:"varint,6,opt,name=finished_at_ms,json=finishedAtMs,proto3" json:"finished_at_ms,omitempty"`
-	// W3C trace context of the run, when traced.
+	// W3C trace context of the executor's callback span for this run, when traced: the admin's
+	// complete span continues that trace.
 	Traceparent   string `protobuf:"bytes,7,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	StartedAtMs   int64  `protobuf:"varint,8,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -41,6 +41,7 @@ impl Run {
             Some(Arc::new(log)),
             cancellation.clone(),
             stop_grace,
+            None,
         );
         Self {
             context,

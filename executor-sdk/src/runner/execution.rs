@@ -93,6 +93,7 @@ pub(crate) async fn execute_run(
     request: pb::RunRequest,
     handler: HandlerFn,
     stop: &StopSignal,
+    handler_trace: Option<opentelemetry::Context>,
 ) -> pb::RunResult {
     let started_at_ms = now_ms();
     // The start line waits in memory; the file appears with the first line written after it.
@@ -101,14 +102,21 @@ pub(crate) async fn execute_run(
         request.log_date_ms,
         &start_line(&request),
     )));
+    let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
+    if let Some(trace) = &handler_trace {
+        // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
+        // under the run's `handler` span; without one this does nothing.
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let _ = span.set_parent(trace.clone());
+    }
     let context = JobContext::new(
         request.clone(),
         log_opt.clone(),
         stop.token.child_token(),
         kill_grace,
+        handler_trace,
     );
     // The handler is called inside its task, so even a panic while building its future is caught.
-    let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
     let handler_future = async move { handler(context).await }.instrument(span);
     let mut handler_task = AbortOnDrop(tokio::spawn(handler_future));
     let timeout_ms = request.timeout_ms;

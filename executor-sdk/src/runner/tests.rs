@@ -86,7 +86,7 @@ impl Harness {
         let runner = Runner::new(
             handlers,
             JobLogStore::new(log_dir.path()),
-            ResultsSender::new(results_tx, Unreported::default()),
+            ResultsSender::new(results_tx, Unreported::default(), Arc::default()),
             config,
         );
         Self {

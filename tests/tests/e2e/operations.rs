@@ -90,6 +90,7 @@ fn new_run(job: &pb::Job, status: RunStatus, scheduled_at_ms: i64) -> NewRun {
         owner_node: SEED_NODE.to_string(),
         epoch: 1,
         dispatch_at_ms: 0,
+        trace_id: String::new(),
     }
 }
 

@@ -293,13 +293,21 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::TriggerJobRequest>,
     ) -> RpcResult<pb::TriggerJobResponse> {
         let caller = self.caller(&request).await?;
+        // A caller's W3C trace context makes the run part of the caller's trace (only read
+        // when tracing is on; a malformed header is ignored).
+        let caller_trace = crate::telemetry::tracer()
+            .and_then(|_| request.metadata().get("traceparent"))
+            .and_then(|value| value.to_str().ok())
+            .and_then(crate::telemetry::parse_traceparent)
+            .map(|context| crate::telemetry::traceparent(&context))
+            .unwrap_or_default();
         let request = request.into_inner();
         let job = self.load_job(request.id).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         self.check_override_addresses(&caller, &job, &request.addresses)
             .await?;
         let summary = trigger_summary(&request);
-        let log_ids = self.trigger_job_checked(request).await?;
+        let log_ids = self.trigger_job_checked(request, caller_trace).await?;
         let summary = format!("{summary}, log ids {log_ids:?}");
         self.audit(&caller, "TriggerJob", job_object(job.id), summary)
             .await;

@@ -16,18 +16,22 @@ impl JobAdminService {
     pub(super) async fn trigger_job_checked(
         &self,
         request: pb::TriggerJobRequest,
+        caller_trace: String,
     ) -> Result<Vec<i64>, Error> {
         let job = self.load_job(request.id).await?;
         if let Some(params) = &request.params {
             check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
         }
         validate_executor_addresses(&request.addresses, "addresses")?;
-        let fire = UnwrittenFire::requested(
-            Arc::new(job),
-            TriggerType::Manual,
-            request.params,
-            self.ctx.clock.now_ms(),
-        );
+        let fire = UnwrittenFire {
+            trace_from: caller_trace,
+            ..UnwrittenFire::requested(
+                Arc::new(job),
+                TriggerType::Manual,
+                request.params,
+                self.ctx.clock.now_ms(),
+            )
+        };
         let fires = Fires::Requested {
             fire,
             addresses: request.addresses,

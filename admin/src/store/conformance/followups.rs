@@ -73,6 +73,7 @@ async fn dispatched_to(store: &Store, log_id: i64, address: &str) {
             trigger_msg: "accepted".into(),
             executor_address: address.to_string(),
             finished_ms: 0,
+            trace_id: String::new(),
         }])
         .await
         .expect("dispatch recorded");

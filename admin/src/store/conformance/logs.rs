@@ -36,6 +36,7 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             trigger_msg: "accepted".into(),
             executor_address: "http://a:1".into(),
             finished_ms: 1_050,
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
         };
         store.record_dispatches(&[accepted]).await.expect("record");
         let failed_late = RunCompletion {
@@ -58,6 +59,10 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             "{backend}"
         );
         assert_eq!(run.executor_address, "http://a:1", "{backend}");
+        assert_eq!(
+            run.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736",
+            "{backend}: the dispatch writes the run's trace id"
+        );
         store.close().await;
     }
 }
@@ -178,6 +183,7 @@ async fn failed_and_skipped_dispatches_end_only_open_runs() {
             trigger_msg: format!("{outcome:?}"),
             executor_address: "http://a:1".into(),
             finished_ms: 4_000,
+            trace_id: String::new(),
         };
         store
             .record_dispatches(&[
@@ -552,6 +558,7 @@ async fn batches_lock_only_their_runs_never_the_job_row_and_keep_text_exactly() 
             trigger_msg: format!("{tricky} {log_id}"),
             executor_address: "http://exécuteur:1".to_string(),
             finished_ms: 5,
+            trace_id: String::new(),
         };
         tokio::time::timeout(
             deadline,

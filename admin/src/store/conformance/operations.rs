@@ -39,6 +39,7 @@ async fn run_with(
                 trigger_msg: "skipped".into(),
                 executor_address: String::new(),
                 finished_ms: trigger_ms,
+                trace_id: String::new(),
             };
             store.record_dispatches(&[skip]).await.expect("skip");
         }

@@ -19,8 +19,9 @@ macro_rules! dispatch_rows {
         "JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', code INT PATH '$.code', \
          msg LONGTEXT CHARACTER SET utf8mb4 PATH '$.msg', \
          address LONGTEXT CHARACTER SET utf8mb4 PATH '$.address', \
-         `time` BIGINT PATH '$.time')) r STRAIGHT_JOIN xjob_log l FORCE INDEX (PRIMARY) \
-         ON l.id = r.id"
+         `time` BIGINT PATH '$.time', \
+         trace VARCHAR(64) CHARACTER SET utf8mb4 PATH '$.trace')) \
+         r STRAIGHT_JOIN xjob_log l FORCE INDEX (PRIMARY) ON l.id = r.id"
     };
 }
 
@@ -29,7 +30,8 @@ macro_rules! dispatch_rows {
 const RECORD_ACCEPTED: &str = concat!(
     "UPDATE ",
     dispatch_rows!(),
-    " SET l.trigger_code = r.code, l.trigger_msg = r.msg, l.executor_address = r.address"
+    " SET l.trigger_code = r.code, l.trigger_msg = r.msg, l.executor_address = r.address, \
+     l.trace_id = r.trace"
 );
 
 /// Not delivered: FAILED, unless a result arrived first.
@@ -37,7 +39,7 @@ const RECORD_FAILED: &str = concat!(
     "UPDATE ",
     dispatch_rows!(),
     " SET l.status = 'FAILED', l.trigger_code = r.code, l.trigger_msg = r.msg, \
-     l.executor_address = r.address, l.handle_time_ms = r.`time` \
+     l.executor_address = r.address, l.handle_time_ms = r.`time`, l.trace_id = r.trace \
      WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING')"
 );
 
@@ -45,7 +47,7 @@ const RECORD_FAILED: &str = concat!(
 const RECORD_SKIPPED: &str = concat!(
     "UPDATE ",
     dispatch_rows!(),
-    " SET l.status = 'SKIPPED', l.trigger_msg = r.msg \
+    " SET l.status = 'SKIPPED', l.trigger_msg = r.msg, l.trace_id = r.trace \
      WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING')"
 );
 
@@ -96,7 +98,9 @@ impl MySqlStore {
                 |record| record.log_id,
             );
             let text_len = |record: &DispatchRecord| {
-                json_len(&record.trigger_msg) + json_len(&record.executor_address)
+                json_len(&record.trigger_msg)
+                    + json_len(&record.executor_address)
+                    + json_len(&record.trace_id)
             };
             for chunk in statement_chunks(&of_kind, text_len) {
                 sqlx::query(sql)
@@ -329,6 +333,7 @@ mod tests {
                 trigger_msg: message(log_id),
                 executor_address: format!("http://exécuteur-{log_id}:1"),
                 finished_ms: 5,
+                trace_id: String::new(),
             })
             .collect();
         store.record_dispatches(&records).await.expect("dispatches");

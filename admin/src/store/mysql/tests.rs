@@ -103,6 +103,7 @@ fn fire(job_id: i64, scheduled_at_ms: i64) -> NewRun {
         owner_node: "n1".to_string(),
         epoch: 1,
         dispatch_at_ms: 0,
+        trace_id: String::new(),
     }
 }
 

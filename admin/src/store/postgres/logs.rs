@@ -17,7 +17,7 @@ use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, 
 macro_rules! dispatch_rows {
     () => {
         "jsonb_to_recordset($1::jsonb) AS r(id bigint, code integer, msg text, address text, \
-         \"time\" bigint)"
+         \"time\" bigint, trace text)"
     };
 }
 
@@ -25,7 +25,7 @@ macro_rules! dispatch_rows {
 /// finished the run and that result must not be overwritten.
 const RECORD_ACCEPTED: &str = concat!(
     "UPDATE xjob_log l SET trigger_code = r.code, trigger_msg = r.msg, \
-     executor_address = r.address FROM ",
+     executor_address = r.address, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) ORDER BY id FOR UPDATE)"
@@ -34,7 +34,7 @@ const RECORD_ACCEPTED: &str = concat!(
 /// Not delivered: FAILED, unless a result arrived first.
 const RECORD_FAILED: &str = concat!(
     "UPDATE xjob_log l SET status = 'FAILED', trigger_code = r.code, trigger_msg = r.msg, \
-     executor_address = r.address, handle_time_ms = r.\"time\" FROM ",
+     executor_address = r.address, handle_time_ms = r.\"time\", trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) AND handle_code = 0 \
@@ -43,7 +43,7 @@ const RECORD_FAILED: &str = concat!(
 
 /// Not dispatched on purpose (the job was stopped after the fire was planned).
 const RECORD_SKIPPED: &str = concat!(
-    "UPDATE xjob_log l SET status = 'SKIPPED', trigger_msg = r.msg FROM ",
+    "UPDATE xjob_log l SET status = 'SKIPPED', trigger_msg = r.msg, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) AND handle_code = 0 \

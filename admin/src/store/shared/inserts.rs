@@ -237,6 +237,7 @@ mod tests {
             owner_node: String::new(),
             epoch: 0,
             dispatch_at_ms: 0,
+            trace_id: String::new(),
         }
     }
 

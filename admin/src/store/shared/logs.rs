@@ -16,7 +16,8 @@ pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql
     let mut insert = Sql::<DB>::new(
         "INSERT INTO xjob_log (job_id, group_id, fire_key, status, trigger_type, \
          scheduled_at_ms, trigger_time_ms, handler, params, shard_index, shard_total, attempt, \
-         trigger_msg, handle_msg, executor_address, owner_node, epoch, dispatch_at_ms) VALUES ",
+         trigger_msg, handle_msg, executor_address, owner_node, epoch, dispatch_at_ms, \
+         trace_id) VALUES ",
     );
     for (index, run) in runs.iter().enumerate() {
         insert.push_mut(if index == 0 { "(" } else { ", (" });
@@ -51,6 +52,13 @@ pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql
         for number in [run.epoch, run.dispatch_at_ms] {
             insert.push_mut(", ");
             insert.bind_mut(number);
+        }
+        // Almost always empty (the scan's fires): a literal then, one bound value less per row.
+        if run.trace_id.is_empty() {
+            insert.push_mut(", ''");
+        } else {
+            insert.push_mut(", ");
+            insert.bind_mut(run.trace_id.as_str());
         }
         insert.push_mut(")");
     }

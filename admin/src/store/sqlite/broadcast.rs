@@ -31,6 +31,7 @@ fn run(shard_index: i32, shard_total: i32, fire_key: Option<String>) -> NewRun {
         owner_node: "n".to_string(),
         epoch: 1,
         dispatch_at_ms: 0,
+        trace_id: String::new(),
     }
 }
 

@@ -15,7 +15,8 @@ macro_rules! dispatch_rows {
     () => {
         "(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.code') AS code, \
          json_extract(value, '$.msg') AS msg, json_extract(value, '$.address') AS address, \
-         json_extract(value, '$.time') AS time FROM json_each(?)) AS r"
+         json_extract(value, '$.time') AS time, json_extract(value, '$.trace') AS trace \
+         FROM json_each(?)) AS r"
     };
 }
 
@@ -23,7 +24,7 @@ macro_rules! dispatch_rows {
 /// finished the run and that result must not be overwritten.
 const RECORD_ACCEPTED: &str = concat!(
     "UPDATE xjob_log SET trigger_code = r.code, trigger_msg = r.msg, \
-     executor_address = r.address FROM ",
+     executor_address = r.address, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE xjob_log.id = r.id"
 );
@@ -31,7 +32,7 @@ const RECORD_ACCEPTED: &str = concat!(
 /// Not delivered: FAILED, unless a result arrived first.
 const RECORD_FAILED: &str = concat!(
     "UPDATE xjob_log SET status = 'FAILED', trigger_code = r.code, trigger_msg = r.msg, \
-     executor_address = r.address, handle_time_ms = r.time FROM ",
+     executor_address = r.address, handle_time_ms = r.time, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
      AND +xjob_log.status IN ('PENDING', 'RUNNING')"
@@ -39,7 +40,7 @@ const RECORD_FAILED: &str = concat!(
 
 /// Not dispatched on purpose (the job was stopped after the fire was planned).
 const RECORD_SKIPPED: &str = concat!(
-    "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = r.msg FROM ",
+    "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = r.msg, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
      AND +xjob_log.status IN ('PENDING', 'RUNNING')"

@@ -164,6 +164,7 @@ mod tests {
             owner_node: "n1".into(),
             epoch: 1,
             dispatch_at_ms: 0,
+            trace_id: String::new(),
         }
     }
 

@@ -1,0 +1,224 @@
+//! Traces over OTLP: off unless an endpoint is configured, then one trace per run (see
+//! docs/observability.md). The admin's spans are made with the OpenTelemetry API on one
+//! process-wide tracer, reached through [`tracer`]; code that traces asks for it and does
+//! nothing when it is `None`, so an admin without an endpoint builds no spans at all.
+//!
+//! The exporter and the SDK read the standard variables themselves: `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (unless `otlp_endpoint` is set in the config),
+//! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` and `_ARG`.
+
+use std::sync::OnceLock;
+
+use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState, TracerProvider};
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+
+/// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
+pub const DEFAULT_SERVICE_NAME: &str = "xjob-admin";
+
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+
+/// The admin's tracer, when traces are exported.
+pub fn tracer() -> Option<&'static SdkTracer> {
+    TRACER.get()
+}
+
+/// The exporting half of tracing, kept by `main` to flush spans at shutdown.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Starts exporting when `config_endpoint` (the config's `otlp_endpoint`) or an
+    /// `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set; otherwise tracing stays off. Call once,
+    /// inside the Tokio runtime (the gRPC exporter lives on it).
+    pub fn start(config_endpoint: &str) -> anyhow::Result<Telemetry> {
+        let env = |key: &str| std::env::var(key).ok().filter(|value| !value.is_empty());
+        let Some(provider) = provider(config_endpoint, DEFAULT_SERVICE_NAME, env)? else {
+            return Ok(Telemetry { provider: None });
+        };
+        let tracer = provider.tracer("xjob-admin");
+        if TRACER.set(tracer).is_err() {
+            anyhow::bail!("tracing was started twice");
+        }
+        Ok(Telemetry {
+            provider: Some(provider),
+        })
+    }
+
+    /// Tracing off, whatever the environment says (`xjob migrate`).
+    pub fn off() -> Telemetry {
+        Telemetry { provider: None }
+    }
+
+    /// The `tracing` layer that exports the admin's `tracing` spans into the same traces.
+    pub fn layer<S>(&self) -> Option<tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        let provider = self.provider.as_ref()?;
+        Some(tracing_opentelemetry::layer().with_tracer(provider.tracer("xjob-admin")))
+    }
+
+    /// Sends the spans still buffered and stops the exporter (graceful shutdown).
+    pub fn shutdown(self) {
+        if let Some(provider) = self.provider
+            && let Err(error) = provider.shutdown()
+        {
+            tracing::warn!(%error, "flushing traces at shutdown failed");
+        }
+    }
+}
+
+/// A batch-exporting provider when an endpoint is configured; `None` when tracing is off.
+/// `default_service` names the service unless the standard variables do.
+pub fn provider(
+    config_endpoint: &str,
+    default_service: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Option<SdkTracerProvider>> {
+    let env_endpoint = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .is_some();
+    if config_endpoint.is_empty() && !env_endpoint {
+        return Ok(None);
+    }
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+    if !config_endpoint.is_empty() {
+        exporter = exporter.with_endpoint(config_endpoint);
+    }
+    let exporter = exporter
+        .build()
+        .map_err(|error| anyhow::anyhow!("OTLP trace exporter: {error}"))?;
+    let named_by_env = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attributes| {
+            attributes
+                .split(',')
+                .any(|pair| pair.trim_start().starts_with("service.name="))
+        });
+    let mut resource = Resource::builder();
+    if !named_by_env {
+        resource = resource.with_service_name(default_service.to_string());
+    }
+    // The sampler comes from OTEL_TRACES_SAMPLER/_ARG (the SDK's default config reads them).
+    Ok(Some(
+        SdkTracerProvider::builder()
+            .with_resource(resource.build())
+            .with_batch_exporter(exporter)
+            .build(),
+    ))
+}
+
+/// W3C `traceparent` of a span: `00-<trace id>-<span id>-<flags>`.
+pub fn traceparent(context: &SpanContext) -> String {
+    if !context.is_valid() {
+        return String::new();
+    }
+    format!(
+        "00-{:032x}-{:016x}-{:02x}",
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags().to_u8()
+    )
+}
+
+/// The remote span a W3C `traceparent` names; `None` for anything else (a bad header is
+/// ignored, never an error: tracing must not refuse work).
+pub fn parse_traceparent(text: &str) -> Option<SpanContext> {
+    let mut parts = text.trim().split('-');
+    let (version, trace, span, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if version.len() != 2 || version == "ff" || trace.len() != 32 || span.len() != 16 {
+        return None;
+    }
+    let trace_id = TraceId::from_hex(trace).ok()?;
+    let span_id = SpanId::from_hex(span).ok()?;
+    let flags = u8::from_str_radix(flags.get(..2)?, 16).ok()?;
+    let context = SpanContext::new(
+        trace_id,
+        span_id,
+        TraceFlags::new(flags),
+        true,
+        TraceState::default(),
+    );
+    context.is_valid().then_some(context)
+}
+
+/// The trace id a log row names (32 hex digits), as a span context to link to: links need a
+/// span id, and the row keeps only the trace, so the link names the trace's first span id
+/// position (`trace id`'s low 8 bytes); Jaeger shows it as a reference to that trace.
+pub fn trace_of_row(trace_id: &str) -> Option<SpanContext> {
+    if trace_id.len() != 32 {
+        return None;
+    }
+    let trace = TraceId::from_hex(trace_id).ok()?;
+    let span = SpanId::from_hex(&trace_id[16..]).ok()?;
+    let context = SpanContext::new(
+        trace,
+        span,
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::default(),
+    );
+    context.is_valid().then_some(context)
+}
+
+/// A `lost` span with an error status in the trace of a run the lost-run monitor gave up on
+/// (its executor's spans never end). The row keeps the trace id only, so the span hangs in the
+/// trace without its parent (Jaeger shows it beside the run's tree). Nothing when tracing is off
+/// or the run has no trace.
+pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
+    use opentelemetry::trace::{Span, Status, TraceContextExt, Tracer};
+    let (Some(tracer), Some(run)) = (tracer(), trace_of_row(trace_id)) else {
+        return;
+    };
+    let mut span = tracer
+        .span_builder("lost")
+        .with_attributes(vec![opentelemetry::KeyValue::new("xjob.log_id", log_id)])
+        .start_with_context(
+            tracer,
+            &opentelemetry::Context::new().with_remote_span_context(run),
+        );
+    span.set_status(Status::error(reason.to_string()));
+    span.end();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_round_trips_and_rejects_junk() {
+        let text = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let context = parse_traceparent(text).expect("valid");
+        assert!(context.is_remote() && context.is_sampled());
+        assert_eq!(traceparent(&context), text);
+        for junk in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-xyz-00f067aa0ba902b7-01",
+        ] {
+            assert!(parse_traceparent(junk).is_none(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn a_row_trace_id_becomes_a_link_target() {
+        let context = trace_of_row("4bf92f3577b34da6a3ce929d0e0e4736").expect("valid");
+        assert_eq!(
+            format!("{:032x}", context.trace_id()),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert!(trace_of_row("").is_none());
+        assert!(trace_of_row("00-4bf9").is_none());
+    }
+
+    #[test]
+    fn no_endpoint_means_no_provider() {
+        let provider = provider("", "x", |_| None).expect("no error");
+        assert!(provider.is_none());
+    }
+}

@@ -1,0 +1,526 @@
+//! Traces against a real Jaeger: Jaeger v2 (in-memory storage, OTLP/gRPC receiver, query HTTP
+//! API) on free loopback ports, the real `xjob` binary exporting to it (its TOML's
+//! `otlp_endpoint`), and an SDK executor in the test process (the builder's `otlp_endpoint`).
+//! Runs are fired, both processes stop gracefully (which flushes their spans), and the traces
+//! are read back from Jaeger's `/api/traces/{id}`.
+//!
+//! Jaeger is built by `.ci/jaeger.sh` and found through `XJOB_JAEGER_BIN`. Without it the test
+//! says so and passes outside CI; in CI (`CI` set) it fails.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::process::ChildProcess;
+use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, connect_admin, free_port, wait_until};
+
+const APP: &str = "traced-app";
+/// A caller's trace context sent with TriggerJob (the run must join this trace).
+const CALLER_TRACE: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
+const CALLER_SPAN: &str = "051581bf3cb55c13";
+
+/// The Jaeger binary, or why the test cannot run.
+fn jaeger_binary() -> Result<PathBuf, String> {
+    match std::env::var("XJOB_JAEGER_BIN") {
+        Ok(path) if Path::new(&path).is_file() => Ok(PathBuf::from(path)),
+        Ok(path) => Err(format!("XJOB_JAEGER_BIN={path} is not a file")),
+        Err(_) => Err("XJOB_JAEGER_BIN is not set (build Jaeger with .ci/jaeger.sh)".into()),
+    }
+}
+
+/// Jaeger v2 with in-memory storage, receiving OTLP/gRPC on `otlp_port` and serving its query
+/// API on `query_port`; everything on loopback, no telemetry ports of its own.
+fn start_jaeger(
+    binary: &Path,
+    dir: &Path,
+    otlp_port: u16,
+    query_port: u16,
+) -> anyhow::Result<ChildProcess> {
+    let query_grpc_port = free_port()?;
+    let config = format!(
+        "service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+extensions:
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 10000
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: 127.0.0.1:{query_port}
+    grpc:
+      endpoint: 127.0.0.1:{query_grpc_port}
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{otlp_port}
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+"
+    );
+    let config_file = dir.join("jaeger.yaml");
+    std::fs::write(&config_file, config)?;
+    let mut command = Command::new(binary);
+    command.arg("--config").arg(&config_file);
+    ChildProcess::spawn("jaeger", &mut command)
+}
+
+/// `GET path` on the query API; the body when the status is 200.
+async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    // HTTP/1.0: the server closes the connection after the body and never chunks it.
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut response)).await??;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("no HTTP header in {response:.200}"))?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        anyhow::bail!("GET {path}: {}", head.lines().next().unwrap_or_default());
+    }
+    Ok(body.to_string())
+}
+
+/// One span as Jaeger returns it.
+#[derive(Debug, Clone)]
+struct JaegerSpan {
+    span_id: String,
+    name: String,
+    service: String,
+    /// `CHILD_OF` span id.
+    parent: Option<String>,
+    /// Trace ids of `FOLLOWS_FROM` references (links).
+    links: Vec<String>,
+    tags: HashMap<String, serde_json::Value>,
+    duration_us: i64,
+}
+
+/// Jaeger ids compared without leading zeros (its JSON may drop them).
+fn same_id(left: &str, right: &str) -> bool {
+    left.trim_start_matches('0')
+        .eq_ignore_ascii_case(right.trim_start_matches('0'))
+}
+
+/// The spans of trace `trace_id`, once Jaeger has at least `at_least` of them.
+async fn trace_spans(
+    query_port: u16,
+    trace_id: &str,
+    at_least: usize,
+) -> anyhow::Result<Vec<JaegerSpan>> {
+    let path = format!("/api/traces/{trace_id}");
+    wait_until(
+        Duration::from_secs(30),
+        &format!("{at_least} spans of trace {trace_id} in Jaeger"),
+        || async {
+            let body = http_get(query_port, &path).await.ok()?;
+            let spans = parse_trace(&body).ok()?;
+            (spans.len() >= at_least).then_some(spans)
+        },
+    )
+    .await
+}
+
+fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
+    let json: serde_json::Value = serde_json::from_str(body)?;
+    let trace = &json["data"][0];
+    let services: HashMap<String, String> = trace["processes"]
+        .as_object()
+        .map(|processes| {
+            processes
+                .iter()
+                .map(|(id, process)| {
+                    let name = process["serviceName"].as_str().unwrap_or_default();
+                    (id.clone(), name.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let spans = trace["spans"].as_array().cloned().unwrap_or_default();
+    Ok(spans
+        .iter()
+        .map(|span| {
+            let references = span["references"].as_array().cloned().unwrap_or_default();
+            let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
+            JaegerSpan {
+                span_id: text(&span["spanID"]),
+                name: text(&span["operationName"]),
+                service: services
+                    .get(span["processID"].as_str().unwrap_or_default())
+                    .cloned()
+                    .unwrap_or_default(),
+                parent: references
+                    .iter()
+                    .find(|reference| reference["refType"] == "CHILD_OF")
+                    .map(|reference| text(&reference["spanID"])),
+                links: references
+                    .iter()
+                    .filter(|reference| reference["refType"] == "FOLLOWS_FROM")
+                    .map(|reference| text(&reference["traceID"]))
+                    .collect(),
+                tags: span["tags"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|tag| (text(&tag["key"]), tag["value"].clone()))
+                    .collect(),
+                duration_us: span["duration"].as_i64().unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+fn span<'a>(spans: &'a [JaegerSpan], name: &str) -> &'a JaegerSpan {
+    let found: Vec<&JaegerSpan> = spans.iter().filter(|span| span.name == name).collect();
+    assert_eq!(found.len(), 1, "one `{name}` span expected in {spans:#?}");
+    found[0]
+}
+
+/// Asserts the chain fire → dispatch → run → handler → callback → complete and the service of
+/// each span; returns the `fire` span.
+fn assert_run_chain(spans: &[JaegerSpan], log_id: i64) -> &JaegerSpan {
+    let chain = [
+        ("fire", "xjob-admin"),
+        ("dispatch", "xjob-admin"),
+        ("run", APP),
+        ("handler", APP),
+        ("callback", APP),
+        ("complete", "xjob-admin"),
+    ];
+    for window in chain.windows(2) {
+        let (parent, child) = (span(spans, window[0].0), span(spans, window[1].0));
+        assert_eq!(
+            child.parent.as_deref(),
+            Some(parent.span_id.as_str()),
+            "`{}` must be a child of `{}` (log {log_id})",
+            child.name,
+            parent.name
+        );
+    }
+    for (name, service) in chain {
+        assert_eq!(span(spans, name).service, service, "service of `{name}`");
+    }
+    let fire = span(spans, "fire");
+    assert_eq!(
+        fire.tags
+            .get("xjob.log_id")
+            .and_then(serde_json::Value::as_i64),
+        Some(log_id),
+        "the fire span names its log id: {fire:#?}"
+    );
+    fire
+}
+
+/// A manual-only job of `flaky` with one retry, starting `children` on success.
+async fn create_job(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+    children: Vec<i64>,
+) -> anyhow::Result<i64> {
+    let job = pb::Job {
+        group_id,
+        name: "traced job".into(),
+        schedule_type: pb::ScheduleType::None as i32,
+        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        route_strategy: pb::RouteStrategy::First as i32,
+        handler: "flaky".into(),
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        glue_type: pb::GlueType::Bean as i32,
+        fail_retry_count: 1,
+        child_job_ids: children,
+        ..Default::default()
+    };
+    let created = client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job;
+    created
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))
+}
+
+/// A handler that fails the first attempt of a run whose params say `retry`.
+async fn flaky(ctx: JobContext) -> JobResult {
+    if ctx.params() == "retry" && ctx.attempt() == 0 {
+        return Err(JobError::new("first attempt fails on purpose"));
+    }
+    Ok(JobOutput::message(format!("attempt {} ok", ctx.attempt())))
+}
+
+async fn final_logs(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    job_id: i64,
+    count: usize,
+) -> anyhow::Result<Vec<pb::Log>> {
+    let open = [pb::RunStatus::Pending as i32, pb::RunStatus::Running as i32];
+    wait_until(
+        Duration::from_secs(30),
+        &format!("{count} finished runs of job {job_id}"),
+        || {
+            let mut client = client.clone();
+            async move {
+                let logs = client
+                    .list_logs(pb::ListLogsRequest {
+                        job_id,
+                        page_size: 100,
+                        ..Default::default()
+                    })
+                    .await
+                    .ok()?
+                    .into_inner()
+                    .logs;
+                (logs.len() >= count && logs.iter().all(|log| !open.contains(&log.status)))
+                    .then_some(logs)
+            }
+        },
+    )
+    .await
+}
+
+/// Renders a trace as an indented tree (printed for docs/observability.md).
+fn tree(spans: &[JaegerSpan]) -> String {
+    fn walk(spans: &[JaegerSpan], node: &JaegerSpan, depth: usize, out: &mut String) {
+        let mut tags: Vec<String> = node
+            .tags
+            .iter()
+            .filter(|(key, _)| key.starts_with("xjob.") || key.as_str() == "error")
+            .map(|(key, value)| format!("{}={value}", key.trim_start_matches("xjob.")))
+            .collect();
+        tags.sort();
+        out.push_str(&format!(
+            "{}{} [{}] {:.1} ms  {}\n",
+            "  ".repeat(depth),
+            node.name,
+            node.service,
+            node.duration_us as f64 / 1000.0,
+            tags.join(" ")
+        ));
+        for child in spans
+            .iter()
+            .filter(|span| span.parent.as_deref() == Some(node.span_id.as_str()))
+        {
+            walk(spans, child, depth + 1, out);
+        }
+    }
+    let mut out = String::new();
+    for root in spans.iter().filter(|span| {
+        span.parent
+            .as_deref()
+            .is_none_or(|parent| !spans.iter().any(|other| other.span_id == parent))
+    }) {
+        walk(spans, root, 0, &mut out);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow::Result<()> {
+    let jaeger_binary = match jaeger_binary() {
+        Ok(binary) => binary,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            anyhow::bail!("the Jaeger test cannot run in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the Jaeger trace test: {reason}");
+            return Ok(());
+        }
+    };
+    let started = Instant::now();
+    let dir = tempfile::tempdir()?;
+    let (otlp_port, query_port) = (free_port()?, free_port()?);
+    let _jaeger = start_jaeger(&jaeger_binary, dir.path(), otlp_port, query_port)?;
+    wait_until(Duration::from_secs(30), "Jaeger's query API", || async {
+        http_get(query_port, "/api/services").await.ok()
+    })
+    .await?;
+    let otlp = format!("http://127.0.0.1:{otlp_port}");
+
+    let port = free_port()?;
+    let url = format!("http://127.0.0.1:{port}");
+    let config_file = dir.path().join("admin.toml");
+    std::fs::write(
+        &config_file,
+        format!(
+            "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\n\
+             followup_interval = \"100ms\"\notlp_endpoint = \"{otlp}\"\n"
+        ),
+    )?;
+    let mut admin = AdminProcess::spawn(AdminSpec {
+        binary: env!("CARGO_BIN_EXE_xjob").into(),
+        node_id: "traced-admin".into(),
+        port,
+        data_dir: dir.path().join("admin"),
+        database_url: None,
+        config_file,
+        log_filter: "warn".into(),
+        output: AdminOutput::Quiet,
+    })?;
+    let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
+    let executor = Executor::builder()
+        .app_name(APP)
+        .admin_addrs([url.clone()])
+        .bind("127.0.0.1:0")
+        .log_dir(dir.path().join("executor-logs"))
+        .otlp_endpoint(otlp.clone())
+        .handler("flaky", flaky)
+        .start()
+        .await?;
+    executor.wait_registered(Duration::from_secs(10)).await?;
+
+    let group = client
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: APP.into(),
+                title: "traced".into(),
+                address_type: pb::AddressType::Auto as i32,
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .unwrap_or_default();
+    let job_id = create_job(&mut client, group, Vec::new()).await?;
+    // A parent whose success starts a child job: the child's trace links to the parent's.
+    let child_id = create_job(&mut client, group, Vec::new()).await?;
+    let parent_id = create_job(&mut client, group, vec![child_id]).await?;
+
+    // A run that fails, then its retry; then a run asked for inside a caller's trace.
+    client
+        .trigger_job(pb::TriggerJobRequest {
+            id: job_id,
+            params: Some("retry".into()),
+            ..Default::default()
+        })
+        .await?;
+    final_logs(&mut client, job_id, 2).await?;
+    let mut request = tonic::Request::new(pb::TriggerJobRequest {
+        id: job_id,
+        ..Default::default()
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01").parse()?,
+    );
+    client.trigger_job(request).await?;
+    let logs = final_logs(&mut client, job_id, 3).await?;
+    client
+        .trigger_job(pb::TriggerJobRequest {
+            id: parent_id,
+            ..Default::default()
+        })
+        .await?;
+    let parent = final_logs(&mut client, parent_id, 1).await?.remove(0);
+    let child = final_logs(&mut client, child_id, 1).await?.remove(0);
+
+    // Graceful stops flush what the batch exporters still hold.
+    executor.shutdown().await;
+    admin.process_mut().ask_to_exit()?;
+    admin
+        .process_mut()
+        .wait_exit(Instant::now() + Duration::from_secs(15))?;
+
+    let by_attempt = |attempt: i32, params: &str| {
+        logs.iter()
+            .find(|log| log.attempt == attempt && log.params == params)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no run of attempt {attempt} in {logs:#?}"))
+    };
+    let (first, retry, joined) = (
+        by_attempt(0, "retry")?,
+        by_attempt(1, "retry")?,
+        by_attempt(0, "")?,
+    );
+    for log in [&first, &retry, &joined] {
+        assert_eq!(
+            log.trace_id.len(),
+            32,
+            "log {} has a trace id: {log:#?}",
+            log.id
+        );
+    }
+    assert_ne!(
+        first.trace_id, retry.trace_id,
+        "a retry is a trace of its own"
+    );
+    assert_eq!(
+        joined.trace_id, CALLER_TRACE,
+        "TriggerJob's traceparent is joined"
+    );
+
+    let first_spans = trace_spans(query_port, &first.trace_id, 6).await?;
+    eprintln!(
+        "trace of a failed run (log {}):\n{}",
+        first.id,
+        tree(&first_spans)
+    );
+    assert_run_chain(&first_spans, first.id);
+    assert_eq!(
+        span(&first_spans, "run").tags.get("error"),
+        Some(&serde_json::Value::Bool(true)),
+        "the failed run's span has an error status"
+    );
+
+    let retry_spans = trace_spans(query_port, &retry.trace_id, 6).await?;
+    eprintln!(
+        "trace of its retry (log {}):\n{}",
+        retry.id,
+        tree(&retry_spans)
+    );
+    let retry_fire = assert_run_chain(&retry_spans, retry.id);
+    assert!(
+        retry_fire
+            .links
+            .iter()
+            .any(|trace| same_id(trace, &first.trace_id)),
+        "the retry's fire span links to the first attempt's trace: {retry_fire:#?}"
+    );
+
+    let joined_spans = trace_spans(query_port, &joined.trace_id, 6).await?;
+    let joined_fire = assert_run_chain(&joined_spans, joined.id);
+    assert_eq!(
+        joined_fire
+            .parent
+            .as_deref()
+            .map(|parent| same_id(parent, CALLER_SPAN)),
+        Some(true),
+        "the run hangs under the caller's span: {joined_fire:#?}"
+    );
+    let child_spans = trace_spans(query_port, &child.trace_id, 6).await?;
+    let child_fire = assert_run_chain(&child_spans, child.id);
+    assert_ne!(
+        child.trace_id, parent.trace_id,
+        "a child run is a trace of its own"
+    );
+    assert!(
+        child_fire
+            .links
+            .iter()
+            .any(|trace| same_id(trace, &parent.trace_id)),
+        "the child's fire span links to its parent run's trace: {child_fire:#?}"
+    );
+    eprintln!("Jaeger trace test took {:?}", started.elapsed());
+    Ok(())
+}
