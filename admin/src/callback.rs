@@ -44,6 +44,7 @@ pub async fn apply_results(
         .iter()
         .map(|result| completion_of(result, now_ms))
         .collect();
+    crate::metrics::callbacks().inc_by(results.len() as u64);
     let finished = store.complete_runs(&completions).await?;
     // Per-run lines would cost more than the write at thousands of runs per second.
     tracing::debug!(reported = completions.len(), finished = finished.len(), ids = ?finished,
@@ -51,6 +52,7 @@ pub async fn apply_results(
     // Only results that finished nothing can name no run (usually repeats of finished runs), so
     // the common batch costs no extra read.
     let finished: std::collections::HashSet<i64> = finished.into_iter().collect();
+    count_outcomes(&completions, &finished);
     let not_finished: Vec<i64> = completions
         .iter()
         .map(|completion| completion.log_id)
@@ -68,6 +70,24 @@ pub async fn apply_results(
         accepted: results.iter().map(|result| result.log_id).collect(),
         unknown: unknown.into_iter().map(LogId).collect(),
     })
+}
+
+/// Counts the runs these results finished (a repeated result finished nothing and is not
+/// counted again).
+fn count_outcomes(completions: &[RunCompletion], finished: &std::collections::HashSet<i64>) {
+    use crate::metrics::{FireOutcome, fires};
+    for completion in completions {
+        if !finished.contains(&completion.log_id) {
+            continue;
+        }
+        let outcome = match completion.status {
+            RunStatus::Success => FireOutcome::Success,
+            RunStatus::Timeout => FireOutcome::Timeout,
+            RunStatus::Killed => FireOutcome::Killed,
+            _ => FireOutcome::Failed,
+        };
+        fires(outcome).inc();
+    }
 }
 
 fn completion_of(result: &ReportedResult, now_ms: i64) -> RunCompletion {

@@ -85,6 +85,12 @@ pub struct Config {
     pub log_keep_per_job: u32,
     /// Also start an in-process demo executor with sample jobs (`--demo`).
     pub demo: bool,
+    /// Address serving Prometheus metrics on `GET /metrics` (plain HTTP/1.1); unset = no
+    /// metrics endpoint (`--metrics-listen`, `XJOB_METRICS_LISTEN`). Bind it to loopback or a
+    /// private network: it has no authentication.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
+    pub alarm: crate::monitor::AlarmConfig,
 }
 
 impl Default for Config {
@@ -116,6 +122,8 @@ impl Default for Config {
             log_retention: Duration::ZERO,
             log_keep_per_job: 0,
             demo: false,
+            metrics_listen: None,
+            alarm: crate::monitor::AlarmConfig::default(),
         }
     }
 }
@@ -181,6 +189,14 @@ impl Config {
         if let Some(value) = lookup("XJOB_LOG_KEEP_PER_JOB") {
             self.log_keep_per_job = parse_field("log_keep_per_job", &value)?;
         }
+        if let Some(value) = lookup("XJOB_METRICS_LISTEN") {
+            self.metrics_listen = if value.is_empty() {
+                None
+            } else {
+                Some(parse_field("metrics_listen", &value)?)
+            };
+        }
+        self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
         }
@@ -246,6 +262,7 @@ impl Config {
         if self.max_params_bytes == 0 {
             return Err(invalid("max_params_bytes", "must be at least 1"));
         }
+        self.alarm.validate()?;
         Ok(self)
     }
 
@@ -255,14 +272,17 @@ impl Config {
     }
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field,
         message: message.into(),
     }
 }
 
-fn parse_field<T: std::str::FromStr>(field: &'static str, value: &str) -> Result<T, ConfigError>
+pub(crate) fn parse_field<T: std::str::FromStr>(
+    field: &'static str,
+    value: &str,
+) -> Result<T, ConfigError>
 where
     T::Err: std::fmt::Display,
 {
@@ -313,7 +333,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(millis))
 }
 
-mod duration_text {
+pub(crate) mod duration_text {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer};

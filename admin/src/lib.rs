@@ -17,6 +17,7 @@ pub mod demo;
 pub mod error;
 pub mod executor;
 pub mod maintenance;
+pub mod metrics;
 pub mod model;
 pub mod monitor;
 pub mod registry;

@@ -44,6 +44,9 @@ struct ServeArgs {
     /// Also run a demo executor (app `xjob-demo`) with sample jobs.
     #[arg(long)]
     demo: bool,
+    /// Address to serve Prometheus metrics on (`GET /metrics`), e.g. 127.0.0.1:9464.
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -71,6 +74,13 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         config.node_id = node_id.clone();
     }
     config.demo |= args.demo;
+    if let Some(address) = &args.metrics_listen {
+        config.metrics_listen = Some(
+            address
+                .parse()
+                .map_err(|error| anyhow::anyhow!("--metrics-listen '{address}': {error}"))?,
+        );
+    }
     Ok(config.validate()?)
 }
 

@@ -49,6 +49,7 @@ pub struct ExecutorBuilder {
     glue_interpreters: BTreeMap<i32, String>,
     glue_env: Vec<(String, String)>,
     invalid_glue_opt: Option<String>,
+    metrics_listen_opt: Option<String>,
 }
 
 impl Default for ExecutorBuilder {
@@ -71,11 +72,19 @@ impl Default for ExecutorBuilder {
             glue_interpreters: BTreeMap::new(),
             glue_env: Vec::new(),
             invalid_glue_opt: None,
+            metrics_listen_opt: None,
         }
     }
 }
 
 impl ExecutorBuilder {
+    /// Serves Prometheus metrics on `GET /metrics` at `address` (e.g. `127.0.0.1:9465`; plain
+    /// HTTP/1.1, no authentication: keep it on loopback or a private network). Off by default.
+    pub fn metrics_listen(mut self, address: impl ToString) -> Self {
+        self.metrics_listen_opt = Some(address.to_string());
+        self
+    }
+
     /// Sets the app name of the executor's group (required).
     pub fn app_name(mut self, app_name: impl Into<String>) -> Self {
         self.app_name = app_name.into();
@@ -337,6 +346,7 @@ impl ExecutorBuilder {
             log_retention_days: self.log_retention_days,
             callback_flush_timeout: self.callback_flush_timeout,
             handlers,
+            metrics_listen_opt: self.metrics_listen_opt,
         })
     }
 }
@@ -356,6 +366,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) log_retention_days: u32,
     pub(crate) callback_flush_timeout: Duration,
     pub(crate) handlers: HandlerRegistry,
+    /// Where `/metrics` is served; None = not served.
+    pub(crate) metrics_listen_opt: Option<String>,
 }
 
 #[cfg(test)]

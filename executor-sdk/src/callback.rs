@@ -92,6 +92,7 @@ impl ResultsSender {
     /// Queues a result for the admins; false when the callback task is gone (the executor
     /// crashed or stopped: nothing is left to report to).
     pub(crate) fn send(&self, result: pb::RunResult) -> bool {
+        crate::metrics::run_ended(result.status);
         self.unreported.insert(result.log_id);
         self.results_tx.send(result).is_ok()
     }

@@ -210,6 +210,7 @@ pub fn log_to_pb(run: RunLog) -> pb::Log {
         shard_total: run.shard_total,
         attempt: run.attempt,
         trace_id: run.trace_id,
+        alarm_delivery: run.alarm_delivery,
         handler: run.handler,
     }
 }

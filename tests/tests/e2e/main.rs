@@ -1,6 +1,7 @@
 //! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
 //! admin's state in a real SQLite file. One test binary; one module per area.
 
+mod alarms;
 mod auth;
 mod basics;
 mod block_strategies;
@@ -8,6 +9,7 @@ mod children;
 mod keepalive;
 mod kill;
 mod lost;
+mod metrics;
 mod operations;
 mod pools;
 mod retention;

@@ -22,6 +22,7 @@ fn followup(log_id: i64) -> FollowupWrite {
         claim_node: "n1".into(),
         claim_epoch: 1,
         alarm_status: 1,
+        alarm_delivery: String::new(),
         retry: None,
         children: Vec::new(),
         children_need_all_shards: false,
@@ -218,6 +219,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             claim_node: claim_node.to_string(),
             claim_epoch,
             alarm_status: 3,
+            alarm_delivery: String::new(),
             retry: Some(shard_run(&parent, T0, (0, 1), 1, RunStatus::Pending)),
             children: vec![child_run(&child)],
             ..with_release(done, &parent, T0, T0 + 5_000)
@@ -264,6 +266,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
                 claim_node: "b".into(),
                 claim_epoch: epoch_b,
                 alarm_status: 2,
+                alarm_delivery: String::new(),
                 children: vec![child_run(&child)],
                 ..followup(done)
             })
