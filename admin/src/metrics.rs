@@ -48,6 +48,17 @@ pub enum FireOutcome {
 }
 
 impl FireOutcome {
+    const ALL: [FireOutcome; 8] = [
+        FireOutcome::Success,
+        FireOutcome::Failed,
+        FireOutcome::Timeout,
+        FireOutcome::Killed,
+        FireOutcome::Lost,
+        FireOutcome::Skipped,
+        FireOutcome::Overloaded,
+        FireOutcome::Refused,
+    ];
+
     fn label(self) -> &'static str {
         match self {
             FireOutcome::Success => "success",
@@ -83,10 +94,10 @@ struct Metrics {
     seen_apps: Mutex<BTreeSet<String>>,
 }
 
-/// Seconds, from 5 ms to ~82 s: lateness and scan times of a healthy admin sit in the low
+/// Seconds, from 1 ms to ~65 s: lateness and scan times of a healthy admin sit in the low
 /// buckets, and an outage's still shows which power of two it reached.
 fn seconds_buckets() -> Histogram {
-    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -180,6 +191,22 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Database calls that failed (unreachable, or answered with an error)",
         metrics.database_errors.clone(),
     );
+    // Every labelled series exists from the start at 0, so an alert on `increase(…)` or a
+    // dashboard sees the first event as a change, not as a series appearing.
+    for outcome in FireOutcome::ALL {
+        metrics
+            .fires
+            .get_or_create_owned(&[("outcome", outcome.label())]);
+    }
+    for pool in ["fast", "slow"] {
+        metrics
+            .pool_in_flight
+            .get_or_create_owned(&[("pool", pool)]);
+        metrics.pool_waiting.get_or_create_owned(&[("pool", pool)]);
+    }
+    for result in ["sent", "failed"] {
+        metrics.alarms.get_or_create_owned(&[("result", result)]);
+    }
     Metrics {
         registry,
         ..metrics

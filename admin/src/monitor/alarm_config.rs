@@ -155,3 +155,55 @@ impl AlarmConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    use super::*;
+
+    #[test]
+    fn the_alarm_section_parses_and_env_overrides_it() {
+        let mut config = Config::from_toml(
+            "metrics_listen = \"127.0.0.1:9464\"\n\
+             [alarm]\nwebhook_url = \"http://relay:8080/x\"\nwebhook_template = \"slack\"\n\
+             max_per_job = 2\nrate_window = \"1m\"\n\
+             [alarm.smtp]\nhost = \"smtp.example.com\"\nsecurity = \"tls\"\nport = 465\n",
+        )
+        .expect("valid toml");
+        config
+            .apply_env(|key| (key == "XJOB_SMTP_PASSWORD").then(|| "secret".to_string()))
+            .expect("env applies");
+        let config = config.validate().expect("valid config");
+        assert_eq!(config.metrics_listen.map(|a| a.port()), Some(9464));
+        assert_eq!(config.alarm.webhook_template, WebhookTemplate::Slack);
+        assert_eq!(config.alarm.rate_window, Duration::from_secs(60));
+        assert_eq!(config.alarm.smtp.security, SmtpSecurity::Tls);
+        assert_eq!(config.alarm.smtp.port, 465);
+        assert_eq!(config.alarm.smtp.password, "secret");
+    }
+
+    #[test]
+    fn unusable_alarm_settings_name_their_field() {
+        let field = |alarm: AlarmConfig| alarm.validate().map_err(|error| error.field);
+        assert_eq!(
+            field(AlarmConfig {
+                webhook_url: "https://hooks.example.com/x".into(),
+                ..AlarmConfig::default()
+            }),
+            Err("alarm.webhook_url")
+        );
+        assert_eq!(
+            field(AlarmConfig {
+                attempts: 0,
+                ..AlarmConfig::default()
+            }),
+            Err("alarm.attempts")
+        );
+        let mut no_sender = AlarmConfig::default();
+        no_sender.smtp.host = "smtp.example.com".into();
+        no_sender.smtp.from = "nobody".into();
+        assert_eq!(field(no_sender), Err("alarm.smtp.from"));
+        assert!(Config::from_toml("[alarm]\nwebhok_url = \"x\"").is_err());
+    }
+}

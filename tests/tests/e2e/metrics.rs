@@ -188,3 +188,37 @@ async fn other_paths_are_not_found() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn executor_metrics_count_runs_and_their_duration() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group("executor-metrics-app").await?;
+    let executor = cluster
+        .executor("executor-metrics-app")
+        .handler("ok", ok_handler)
+        .metrics_listen("127.0.0.1:0")
+        .start()
+        .await?;
+    executor.wait_registered(Duration::from_secs(5)).await?;
+    let address = executor
+        .metrics_addr()
+        .ok_or_else(|| anyhow::anyhow!("executor has no metrics address"))?;
+    let before = scrape(address).await?;
+    let job = cluster
+        .create_job(TestCluster::job(group_id, "ok", pb::ScheduleType::None, ""))
+        .await?;
+    for _ in 0..2 {
+        let log_id = cluster.trigger(job.id, None).await?;
+        cluster
+            .wait_log_final(log_id, Duration::from_secs(10))
+            .await?;
+    }
+    let after = scrape(address).await?;
+    let grew = |series: &str| value(&after, series) - value(&before, series);
+    assert!(grew(r#"xjob_executor_runs_total{status="success"}"#) >= 2.0);
+    assert!(grew("xjob_executor_handler_duration_seconds_count") >= 2.0);
+    assert!(after.contains_key("xjob_executor_queued_runs"));
+    executor.shutdown().await;
+    cluster.shutdown().await;
+    Ok(())
+}

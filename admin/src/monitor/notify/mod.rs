@@ -171,6 +171,9 @@ impl Notifier {
             all_sent &= outcome.is_ok();
             lines.push(outcome.unwrap_or_else(|error| format!("email: {error}")));
         }
+        if self.mailer.is_none() && !job.alarm_email.trim().is_empty() {
+            lines.push("email: not sent, no SMTP server configured (alarm.smtp.host)".to_string());
+        }
         if let Some(webhook) = &self.webhook {
             let body = webhook.body(&message);
             let outcome = self
@@ -181,7 +184,7 @@ impl Notifier {
             lines.push(outcome.unwrap_or_else(|error| format!("webhook: {error}")));
         }
         if lines.is_empty() {
-            lines.push("log: no e-mail address or webhook for this job".to_string());
+            lines.push("log: no alarm_email on the job and no webhook configured".to_string());
         }
         let summary = lines.join("\n");
         if all_sent { Ok(summary) } else { Err(summary) }

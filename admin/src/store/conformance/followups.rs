@@ -266,7 +266,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
                 claim_node: "b".into(),
                 claim_epoch: epoch_b,
                 alarm_status: 2,
-                alarm_delivery: String::new(),
+                alarm_delivery: "email: sent to 2 recipient(s)\nwebhook: sent (HTTP 200)".into(),
                 children: vec![child_run(&child)],
                 ..followup(done)
             })
@@ -293,6 +293,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             .expect("finish");
         assert_eq!(finished, 0, "{backend}");
         assert_eq!(alarm_status_of(&store, done).await, 2, "{backend}");
+        let delivered = store.get_log(done).await.expect("read").expect("row");
+        assert_eq!(
+            delivered.alarm_delivery, "email: sent to 2 recipient(s)\nwebhook: sent (HTTP 200)",
+            "{backend}: the delivery is written with the alarm status, and kept by the refusal"
+        );
         assert_eq!(alarm_status_of(&store, quiet).await, 1, "{backend}");
         assert_eq!(
             ids_of(&runs_of(&store, child.id).await),
