@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! follow-up ─▶ Notifier::alarm(job, run)
+//!   no channel for this job (no alarm_email or SMTP server, no webhook) ─▶ Ok("log: …")
 //!   rate limit (per job, sliding window) ─▶ held back? ─▶ Err("rate limited: …")
 //!   e-mail (job has alarm_email, smtp.host set) ─▶ attempts × (send, pause·2ⁿ)
 //!   webhook (webhook_url set)                   ─▶ attempts × (POST, pause·2ⁿ)
@@ -151,6 +152,16 @@ impl Notifier {
     async fn deliver(&self, job: &Job, run: &RunLog) -> Result<String, String> {
         // The log line stays: it is the record when every channel is down.
         let _ = LogAlarm.alarm(job, run).await;
+        let mails = self.mailer.is_some() && !job.alarm_email.trim().is_empty();
+        if !mails && self.webhook.is_none() {
+            // Nothing leaves the admin, so nothing counts against the rate limit.
+            return Ok(if job.alarm_email.trim().is_empty() {
+                "log: no alarm_email on the job and no webhook configured".to_string()
+            } else {
+                "log: alarm_email not mailed, no SMTP server configured (alarm.smtp.host)"
+                    .to_string()
+            });
+        }
         if !self.limit.allow(job.id, self.clock.now_ms()) {
             crate::metrics::alarms_rate_limited().inc();
             return Err(format!(
@@ -162,7 +173,7 @@ impl Notifier {
         let mut lines = Vec::new();
         let mut all_sent = true;
         if let Some(mailer) = &self.mailer
-            && !job.alarm_email.trim().is_empty()
+            && mails
         {
             let outcome = self
                 .with_retries("email", || mailer.send(&job.alarm_email, &message))
@@ -182,9 +193,6 @@ impl Notifier {
                 .map(|status| format!("webhook: sent (HTTP {status})"));
             all_sent &= outcome.is_ok();
             lines.push(outcome.unwrap_or_else(|error| format!("webhook: {error}")));
-        }
-        if lines.is_empty() {
-            lines.push("log: no alarm_email on the job and no webhook configured".to_string());
         }
         let summary = lines.join("\n");
         if all_sent { Ok(summary) } else { Err(summary) }

@@ -78,3 +78,44 @@ impl Webhook {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message() -> AlarmMessage {
+        AlarmMessage {
+            job_id: 7,
+            job_name: "nightly".into(),
+            log_id: 1234,
+            status: "FAILED".into(),
+            message: "disk full".into(),
+            attempt: 2,
+            trace_id: String::new(),
+            link: "http://console/logs/1234".into(),
+            executor_address: "http://10.0.0.5:9999".into(),
+            scheduled_at_ms: 1,
+        }
+    }
+
+    #[test]
+    fn templates_shape_the_body() {
+        let json = Webhook::new("http://relay:8080/x", WebhookTemplate::Json).expect("url");
+        let body: serde_json::Value = serde_json::from_str(&json.body(&message())).expect("json");
+        assert_eq!(body["log_id"], 1234);
+        assert_eq!(body["message"], "disk full");
+        let slack = Webhook::new("http://relay/x", WebhookTemplate::Slack).expect("url");
+        let body: serde_json::Value = serde_json::from_str(&slack.body(&message())).expect("json");
+        assert_eq!(
+            body["text"],
+            "xjob: job 7 'nightly' run 1234 FAILED (attempt 2): disk full http://console/logs/1234"
+        );
+    }
+
+    #[test]
+    fn only_http_urls_with_a_host_are_taken() {
+        assert!(Webhook::new("https://hooks.example.com/x", WebhookTemplate::Json).is_err());
+        assert!(Webhook::new("http:///x", WebhookTemplate::Json).is_err());
+        assert!(Webhook::new("not a url", WebhookTemplate::Json).is_err());
+    }
+}
