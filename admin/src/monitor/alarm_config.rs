@@ -61,8 +61,11 @@ pub enum WebhookTemplate {
 #[serde(default, deny_unknown_fields)]
 pub struct AlarmConfig {
     pub smtp: SmtpConfig,
-    /// `http://…` URL every alarm is POSTed to; empty = no webhook (`XJOB_ALARM_WEBHOOK_URL`).
+    /// `http(s)://…` URL every alarm is POSTed to; empty = no webhook (`XJOB_ALARM_WEBHOOK_URL`).
     pub webhook_url: String,
+    /// PEM file of extra CA certificates trusted for an https webhook (an internal CA); empty =
+    /// the built-in Mozilla roots only.
+    pub webhook_ca_file: String,
     pub webhook_template: WebhookTemplate,
     /// Prefix of the link in an alarm; the log id is appended (e.g. a console's log page).
     /// Empty = no link.
@@ -87,6 +90,7 @@ impl Default for AlarmConfig {
         AlarmConfig {
             smtp: SmtpConfig::default(),
             webhook_url: String::new(),
+            webhook_ca_file: String::new(),
             webhook_template: WebhookTemplate::Json,
             link_base: String::new(),
             max_per_job: 5,
@@ -140,13 +144,14 @@ impl AlarmConfig {
                 "must be longer than 0 when max_per_job is set",
             ));
         }
-        if !self.webhook_url.is_empty() && !self.webhook_url.starts_with("http://") {
+        if !self.webhook_url.is_empty()
+            && !self.webhook_url.starts_with("http://")
+            && !self.webhook_url.starts_with("https://")
+        {
             let prefix: String = self.webhook_url.chars().take(24).collect();
             return Err(invalid(
                 "alarm.webhook_url",
-                format!(
-                    "'{prefix}': only http:// URLs are supported (use a local relay for https)"
-                ),
+                format!("'{prefix}': must start with http:// or https://"),
             ));
         }
         if !self.smtp.host.is_empty() && !self.smtp.from.contains('@') {
@@ -188,7 +193,7 @@ mod tests {
         let field = |alarm: AlarmConfig| alarm.validate().map_err(|error| error.field);
         assert_eq!(
             field(AlarmConfig {
-                webhook_url: "https://hooks.example.com/x".into(),
+                webhook_url: "ftp://hooks.example.com/x".into(),
                 ..AlarmConfig::default()
             }),
             Err("alarm.webhook_url")

@@ -1,14 +1,19 @@
 //! Alarms that reach a person: the admin's `Notifier` mails a real SMTP server (Python's
-//! aiosmtpd, started here) and POSTs to a webhook served by this test, retries a failing
-//! webhook, holds a flapping job back with its rate limit, and records each delivery on the run
+//! aiosmtpd, started here) and POSTs to a webhook served by this test (plain http, and https
+//! with a test CA made by the openssl CLI), retries a failing webhook, holds a flapping job back with its rate limit, and records each delivery on the run
 //! (`Log.alarm_delivery`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::crypto::ring::default_provider;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use xjob_admin::model::system_clock;
 use xjob_admin::monitor::Notifier;
 use xjob_admin::monitor::alarm_config::{AlarmConfig, SmtpSecurity};
@@ -31,13 +36,29 @@ struct Hook {
 
 impl Hook {
     async fn start(statuses: Vec<u16>) -> anyhow::Result<Hook> {
+        Hook::serve(statuses, None).await
+    }
+
+    /// Serves `http://127.0.0.1:port/hook`, or `https://localhost:port/hook` with `tls`.
+    async fn serve(statuses: Vec<u16>, tls: Option<TlsAcceptor>) -> anyhow::Result<Hook> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/hook", listener.local_addr()?);
+        let port = listener.local_addr()?.port();
+        let url = match tls {
+            Some(_) => format!("https://localhost:{port}/hook"),
+            None => format!("http://127.0.0.1:{port}/hook"),
+        };
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&bodies);
         let task = tokio::spawn(async move {
             let mut statuses = statuses.into_iter();
-            while let Ok((mut stream, _)) = listener.accept().await {
+            while let Ok((stream, _)) = listener.accept().await {
+                let mut stream: Box<dyn Stream> = match &tls {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(stream) => Box::new(stream),
+                        Err(_) => continue,
+                    },
+                    None => Box::new(stream),
+                };
                 let Ok(body) = read_request(&mut stream).await else {
                     continue;
                 };
@@ -49,6 +70,7 @@ impl Hook {
                     "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
                 );
                 let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.shutdown().await;
             }
         });
         Ok(Hook { url, bodies, task })
@@ -65,8 +87,12 @@ impl Drop for Hook {
     }
 }
 
+/// A plain or TLS connection of the webhook receiver.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
 /// Reads one HTTP/1.1 request with a `content-length` body; returns the body.
-async fn read_request(stream: &mut tokio::net::TcpStream) -> anyhow::Result<String> {
+async fn read_request(stream: &mut Box<dyn Stream>) -> anyhow::Result<String> {
     let mut data = Vec::new();
     let mut buffer = [0u8; 4096];
     loop {
@@ -280,6 +306,131 @@ async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
     assert!(mail.contains("ops@example.test") && mail.contains("dev@example.test"));
     assert!(mail.contains(&format!("Run (log id): {log_id}")), "{mail}");
     assert!(mail.contains("failing on purpose"), "{mail}");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// A test CA and a `localhost` certificate it signed, made with the openssl CLI; `None` (with
+/// the reason printed) when openssl is missing outside CI.
+fn test_certificates(dir: &Path) -> anyhow::Result<Option<()>> {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|status| status.success())
+    };
+    match openssl(&["version"]) {
+        Ok(true) => {}
+        _ if std::env::var_os("CI").is_some() => anyhow::bail!("openssl CLI missing in CI"),
+        _ => {
+            eprintln!("skipped: the openssl CLI is not installed (it makes the test CA)");
+            return Ok(None);
+        }
+    }
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )?;
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let steps: [Vec<&str>; 3] = [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+            &["-days", "2", "-subj", "/CN=xjob test CA"],
+        ]
+        .concat(),
+        [
+            &["req"][..],
+            &ec,
+            &["-keyout", "leaf.key", "-out", "leaf.csr"],
+            &["-subj", "/CN=localhost"],
+        ]
+        .concat(),
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "leaf.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "leaf.ext",
+        ],
+    ];
+    for step in steps {
+        anyhow::ensure!(openssl(&step)?, "openssl {step:?} failed");
+    }
+    Ok(Some(()))
+}
+
+#[tokio::test]
+async fn https_webhook_checks_the_server_certificate() -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    if test_certificates(scratch.path())?.is_none() {
+        return Ok(());
+    }
+    let chain = CertificateDer::pem_file_iter(scratch.path().join("leaf.pem"))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let key = PrivateKeyDer::from_pem_file(scratch.path().join("leaf.key"))?;
+    let server = ServerConfig::builder_with_provider(Arc::new(default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    let hook = Hook::serve(vec![], Some(TlsAcceptor::from(Arc::new(server)))).await?;
+    let ca_file = scratch.path().join("ca.pem").to_string_lossy().into_owned();
+
+    // Trusting the test CA: delivered over TLS.
+    let mut cluster = cluster_with(AlarmConfig {
+        webhook_url: hook.url.clone(),
+        webhook_ca_file: ca_file,
+        ..alarm_config()
+    })
+    .await?;
+    let job_id = failing_job(&mut cluster, "alarm-https-app", "").await?;
+    let log_id = cluster.trigger(job_id, None).await?;
+    assert_eq!(
+        delivery_of(&cluster, log_id).await?,
+        "webhook: sent (HTTP 200)"
+    );
+    assert_eq!(hook.bodies().len(), 1);
+    cluster.shutdown().await;
+
+    // With the built-in roots only, the test CA's certificate is refused: nothing arrives.
+    let mut cluster = cluster_with(AlarmConfig {
+        webhook_url: hook.url.clone(),
+        attempts: 1,
+        ..alarm_config()
+    })
+    .await?;
+    let job_id = failing_job(&mut cluster, "alarm-https-untrusted-app", "").await?;
+    let log_id = cluster.trigger(job_id, None).await?;
+    let delivery = delivery_of(&cluster, log_id).await?;
+    assert!(
+        delivery.starts_with("webhook: failed after 1 attempt(s): TLS with localhost"),
+        "{delivery}"
+    );
+    assert_eq!(
+        hook.bodies().len(),
+        1,
+        "no request over an untrusted connection"
+    );
     cluster.shutdown().await;
     Ok(())
 }

@@ -138,7 +138,11 @@ impl Notifier {
         let webhook = if config.webhook_url.is_empty() {
             None
         } else {
-            Some(Webhook::new(&config.webhook_url, config.webhook_template)?)
+            Some(Webhook::new(
+                &config.webhook_url,
+                config.webhook_template,
+                &config.webhook_ca_file,
+            )?)
         };
         Ok(Notifier {
             limit: RateLimit::new(config.max_per_job, config.rate_window.as_millis() as i64),
