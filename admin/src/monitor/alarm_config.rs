@@ -31,6 +31,9 @@ pub struct SmtpConfig {
     pub password: String,
     /// The sender, e.g. `xjob <xjob@example.com>`.
     pub from: String,
+    /// PEM file of extra CA certificates trusted for the server (an internal CA); empty = the
+    /// built-in Mozilla roots only.
+    pub ca_file: String,
 }
 
 impl Default for SmtpConfig {
@@ -42,6 +45,7 @@ impl Default for SmtpConfig {
             username: String::new(),
             password: String::new(),
             from: "xjob <xjob@localhost>".to_string(),
+            ca_file: String::new(),
         }
     }
 }

@@ -250,11 +250,23 @@ fn mails(maildir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[tokio::test]
-async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
-    if !aiosmtpd_available()? {
-        return Ok(());
-    }
+/// Mails one alarm through aiosmtpd started with `server_args` (TLS flags) and checks it
+/// arrived; `configure` sets the admin's SMTP security.
+async fn email_through(
+    app: &str,
+    server_args: &[&str],
+    configure: impl FnOnce(&mut AlarmConfig),
+) -> anyhow::Result<()> {
+    email_outcome(app, server_args, configure, true).await
+}
+
+/// Like [`email_through`]; with `delivered` false, checks the alarm failed and nothing arrived.
+async fn email_outcome(
+    app: &str,
+    server_args: &[&str],
+    configure: impl FnOnce(&mut AlarmConfig),
+    delivered: bool,
+) -> anyhow::Result<()> {
     let scratch = tempfile::tempdir()?;
     let maildir = scratch.path().join("maildir");
     let port = free_port()?;
@@ -263,6 +275,7 @@ async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
         std::process::Command::new("python3")
             .args(["-m", "aiosmtpd", "-n", "-l"])
             .arg(format!("127.0.0.1:{port}"))
+            .args(server_args)
             .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(&maildir),
     )?;
@@ -273,20 +286,23 @@ async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
     })
     .await?;
     let mut config = alarm_config();
-    config.smtp.host = "127.0.0.1".to_string();
+    config.smtp.host = "localhost".to_string();
     config.smtp.port = port;
-    // A test server without a certificate; production uses starttls or tls.
-    config.smtp.security = SmtpSecurity::None;
     config.smtp.from = "xjob <xjob@example.test>".to_string();
+    configure(&mut config);
     let mut cluster = cluster_with(config).await?;
-    let job_id = failing_job(
-        &mut cluster,
-        "alarm-email-app",
-        "ops@example.test, dev@example.test",
-    )
-    .await?;
+    let job_id = failing_job(&mut cluster, app, "ops@example.test, dev@example.test").await?;
     let log_id = cluster.trigger(job_id, None).await?;
     let delivery = delivery_of(&cluster, log_id).await?;
+    if !delivered {
+        assert!(
+            delivery.starts_with("email: failed after 1 attempt(s)"),
+            "{delivery}"
+        );
+        assert!(mails(&maildir).is_empty(), "nothing may arrive");
+        cluster.shutdown().await;
+        return Ok(());
+    }
     assert_eq!(delivery, "email: sent to 2 recipient(s)");
     let mails = wait_until(
         Duration::from_secs(10),
@@ -308,6 +324,69 @@ async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
     assert!(mail.contains("failing on purpose"), "{mail}");
     cluster.shutdown().await;
     Ok(())
+}
+
+#[tokio::test]
+async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
+    if !aiosmtpd_available()? {
+        return Ok(());
+    }
+    // A relay without TLS (loopback only in production).
+    email_through("alarm-email-app", &[], |config| {
+        config.smtp.security = SmtpSecurity::None;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn email_over_starttls_and_smtps_checks_the_server_certificate() -> anyhow::Result<()> {
+    if !aiosmtpd_available()? {
+        return Ok(());
+    }
+    let certificates = tempfile::tempdir()?;
+    if test_certificates(certificates.path())?.is_none() {
+        return Ok(());
+    }
+    let file = |name: &str| {
+        certificates
+            .path()
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let (cert, key, ca) = (file("leaf.pem"), file("leaf.key"), file("ca.pem"));
+    // STARTTLS, required by the server before MAIL.
+    email_through(
+        "alarm-starttls-app",
+        &["--tlscert", &cert, "--tlskey", &key],
+        |config| {
+            config.smtp.security = SmtpSecurity::Starttls;
+            config.smtp.ca_file = ca.clone();
+        },
+    )
+    .await?;
+    // TLS from the first byte (SMTPS).
+    email_through(
+        "alarm-smtps-app",
+        &["--smtpscert", &cert, "--smtpskey", &key],
+        |config| {
+            config.smtp.security = SmtpSecurity::Tls;
+            config.smtp.ca_file = ca.clone();
+        },
+    )
+    .await?;
+    // Without the test CA the server's certificate does not verify: no mail leaves (aiosmtpd
+    // prints the refused handshake to stderr).
+    email_outcome(
+        "alarm-untrusted-smtp-app",
+        &["--tlscert", &cert, "--tlskey", &key],
+        |config| {
+            config.smtp.security = SmtpSecurity::Starttls;
+            config.attempts = 1;
+        },
+        false,
+    )
+    .await
 }
 
 /// A test CA and a `localhost` certificate it signed, made with the openssl CLI; `None` (with

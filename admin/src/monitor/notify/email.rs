@@ -4,6 +4,7 @@
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::AlarmMessage;
@@ -30,6 +31,13 @@ impl Mailer {
             }
         };
         let mut builder = builder.port(config.port).timeout(Some(timeout));
+        if !config.ca_file.is_empty() && config.security != SmtpSecurity::None {
+            let parameters = tls_parameters(config)?;
+            builder = builder.tls(match config.security {
+                SmtpSecurity::Tls => Tls::Wrapper(parameters),
+                _ => Tls::Required(parameters),
+            });
+        }
         if !config.username.is_empty() {
             builder = builder.credentials(Credentials::new(
                 config.username.clone(),
@@ -77,4 +85,16 @@ impl Mailer {
             .map_err(|error| error.to_string())?;
         Ok(count)
     }
+}
+
+/// TLS settings trusting the Mozilla roots and the certificates of `ca_file`.
+fn tls_parameters(config: &SmtpConfig) -> Result<TlsParameters, String> {
+    let pem = std::fs::read(&config.ca_file)
+        .map_err(|error| format!("smtp CA file {}: {error}", config.ca_file))?;
+    let certificate = Certificate::from_pem(&pem)
+        .map_err(|error| format!("smtp CA file {}: {error}", config.ca_file))?;
+    TlsParameters::builder(config.host.clone())
+        .add_root_certificate(certificate)
+        .build_rustls()
+        .map_err(|error| format!("smtp TLS setup: {error}"))
 }
