@@ -34,12 +34,12 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
+use crate::metrics::FireOutcome;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
     UnwrittenFire,
 };
 // Named here too for the store's conformance suite, which reaches it through the trigger.
-use crate::metrics::FireOutcome;
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
