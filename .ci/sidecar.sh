@@ -24,6 +24,9 @@ xjob_install_sidecar_tools() {
   # PyYAML for the `python3` on PATH (which may be a pyenv one, not Debian's), from PyPI.
   python3 -c 'import yaml' >/dev/null 2>&1 ||
     python3 -m pip install -q --disable-pip-version-check --cache-dir "${XJOB_CI_CACHE:-/var/cache/xjob-ci}/pip" pyyaml
+  # aiosmtpd: the real SMTP server the alarm e-mail test (tests/tests/e2e/alarms.rs) mails to.
+  python3 -c 'import aiosmtpd' >/dev/null 2>&1 ||
+    python3 -m pip install -q --disable-pip-version-check --cache-dir "${XJOB_CI_CACHE:-/var/cache/xjob-ci}/pip" aiosmtpd
 }
 
 xjob_check_deploy() {

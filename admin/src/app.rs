@@ -27,6 +27,7 @@ use crate::trigger::{Trigger, TriggerParts};
 /// A started admin: its address and the handles to stop it.
 pub struct RunningAdmin {
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     node: NodeIdentity,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -47,6 +48,11 @@ impl RunningAdmin {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}", self.local_addr)
+    }
+
+    /// The bound `/metrics` address, when `metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// This admin's node id and epoch.
@@ -93,9 +99,11 @@ pub async fn run(
 }
 
 /// Starts an admin: returns once the port is bound and every task is running. Alarms go to
-/// the log (`monitor::LogAlarm`).
+/// the log and to the e-mail and webhook channels of `config.alarm` (`monitor::Notifier`).
 pub async fn start(config: Config) -> Result<RunningAdmin, Error> {
-    start_with(config, Arc::new(crate::monitor::LogAlarm)).await
+    let notifier = crate::monitor::Notifier::new(&config.alarm, system_clock())
+        .map_err(|message| Error::InvalidArgument(format!("alarm configuration: {message}")))?;
+    start_with(config, Arc::new(notifier)).await
 }
 
 /// Like [`start`], with the given alarm hook (tests count alarms through it).
@@ -131,6 +139,16 @@ pub async fn start_with(
             )
         })?;
     }
+    let metrics_listener = match config.metrics_listen {
+        Some(address) => Some(crate::metrics::bind(address).await?),
+        None => None,
+    };
+    let metrics_addr = match &metrics_listener {
+        Some(listener) => Some(listener.local_addr().map_err(|error| {
+            Error::internal(format!("metrics listener address: {error}"), error)
+        })?),
+        None => None,
+    };
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             Error::unavailable(
@@ -249,6 +267,9 @@ pub async fn start_with(
         Arc::clone(&config),
         cancel.clone(),
     ));
+    if let Some(metrics_listener) = metrics_listener {
+        tracker.spawn(crate::metrics::serve(metrics_listener, cancel.clone()));
+    }
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),
         cancel.clone(),
@@ -315,6 +336,7 @@ pub async fn start_with(
     tracing::info!(address = %local_addr, node = %node.node_id, epoch, tls, database = %redact(&config.database_url), "admin started");
     Ok(RunningAdmin {
         local_addr,
+        metrics_addr,
         node,
         cancel,
         tracker,

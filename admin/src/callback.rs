@@ -46,6 +46,7 @@ pub async fn apply_results(
         .iter()
         .map(|result| completion_of(result, now_ms))
         .collect();
+    crate::metrics::callbacks().inc_by(results.len() as u64);
     let spans = complete_spans(results);
     let finished = store.complete_runs(&completions).await;
     end_complete_spans(spans, &finished);
@@ -56,6 +57,7 @@ pub async fn apply_results(
     // Only results that finished nothing can name no run (usually repeats of finished runs), so
     // the common batch costs no extra read.
     let finished: std::collections::HashSet<i64> = finished.into_iter().collect();
+    count_outcomes(&completions, &finished);
     let not_finished: Vec<i64> = completions
         .iter()
         .map(|completion| completion.log_id)
@@ -118,6 +120,24 @@ fn end_complete_spans(
             Err(error) => span.set_status(Status::error(error.to_string())),
         }
         span.end();
+    }
+}
+
+/// Counts the runs these results finished (a repeated result finished nothing and is not
+/// counted again).
+fn count_outcomes(completions: &[RunCompletion], finished: &std::collections::HashSet<i64>) {
+    use crate::metrics::{FireOutcome, fires};
+    for completion in completions {
+        if !finished.contains(&completion.log_id) {
+            continue;
+        }
+        let outcome = match completion.status {
+            RunStatus::Success => FireOutcome::Success,
+            RunStatus::Timeout => FireOutcome::Timeout,
+            RunStatus::Killed => FireOutcome::Killed,
+            _ => FireOutcome::Failed,
+        };
+        fires(outcome).inc();
     }
 }
 

@@ -164,6 +164,14 @@ pub struct Config {
     /// standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` variables
     /// decide, and with neither set nothing is traced (docs/observability.md).
     pub otlp_endpoint: String,
+
+    // ---- Metrics and alarms (docs/observability.md)
+    /// Address serving Prometheus metrics on `GET /metrics` (plain HTTP/1.1); unset = no
+    /// metrics endpoint (`--metrics-listen`, `XJOB_METRICS_LISTEN`). Bind it to loopback or a
+    /// private network: it has no authentication.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
+    pub alarm: crate::monitor::AlarmConfig,
 }
 
 /// Which callers must present a client certificate (`tls_client_auth`).
@@ -243,6 +251,8 @@ impl Default for Config {
             connection_handshake_timeout: Duration::from_secs(10),
             max_connection_age: Duration::from_secs(600),
             otlp_endpoint: String::new(),
+            metrics_listen: None,
+            alarm: crate::monitor::AlarmConfig::default(),
         }
     }
 }
@@ -320,6 +330,14 @@ impl Config {
         if let Some(value) = lookup("XJOB_TLS_CLIENT_AUTH") {
             self.tls_client_auth = parse_field("tls_client_auth", &value)?;
         }
+        if let Some(value) = lookup("XJOB_METRICS_LISTEN") {
+            self.metrics_listen = if value.is_empty() {
+                None
+            } else {
+                Some(parse_field("metrics_listen", &value)?)
+            };
+        }
+        self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
         }
@@ -405,6 +423,7 @@ impl Config {
         }
         self.validate_tls()?;
         self.validate_limits()?;
+        self.alarm.validate()?;
         Ok(self)
     }
 
@@ -526,14 +545,17 @@ impl Config {
     }
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field,
         message: message.into(),
     }
 }
 
-fn parse_field<T: std::str::FromStr>(field: &'static str, value: &str) -> Result<T, ConfigError>
+pub(crate) fn parse_field<T: std::str::FromStr>(
+    field: &'static str,
+    value: &str,
+) -> Result<T, ConfigError>
 where
     T::Err: std::fmt::Display,
 {
@@ -584,7 +606,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(millis))
 }
 
-mod duration_text {
+pub(crate) mod duration_text {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer};

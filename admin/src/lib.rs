@@ -3,9 +3,9 @@
 //!
 //! Imports point downward: `api` / `monitor` → `schedule` → `trigger` → `executor` / `callback`
 //! / `maintenance` → `registry` / `error` → `store` → `model`. Only `store` speaks SQL; only
-//! `model` is imported by the store. A fire is one `model::Fire` from the scan's plan to the
-//! executor's `RunRequest`, and enters the trigger through `Trigger::dispatch` alone
-//! (docs/architecture.md, "The fire path").
+//! `model` is imported by the store; `metrics` is a leaf every layer calls to count what
+//! happens. A fire is one `model::Fire` from the scan's plan to the executor's `RunRequest`, and
+//! enters the trigger through `Trigger::dispatch` alone (docs/architecture.md, "The fire path").
 
 pub mod api;
 pub mod app;
@@ -19,6 +19,7 @@ pub mod error;
 pub mod executor;
 pub mod health;
 pub mod maintenance;
+pub mod metrics;
 pub mod model;
 pub mod monitor;
 pub mod registry;

@@ -72,6 +72,9 @@ struct ServeArgs {
     /// user exists.
     #[arg(long)]
     insecure_open_admin_api: bool,
+    /// Address to serve Prometheus metrics on (`GET /metrics`), e.g. 127.0.0.1:9464.
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -100,6 +103,13 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     config.demo |= args.demo;
     config.insecure_open_admin_api |= args.insecure_open_admin_api;
+    if let Some(address) = &args.metrics_listen {
+        config.metrics_listen = Some(
+            address
+                .parse()
+                .map_err(|error| anyhow::anyhow!("--metrics-listen '{address}': {error}"))?,
+        );
+    }
     Ok(config.validate()?)
 }
 

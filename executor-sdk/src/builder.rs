@@ -52,6 +52,7 @@ pub struct ExecutorBuilder {
     tls: TlsSettings,
     insecure_open_network: bool,
     otlp_endpoint_opt: Option<String>,
+    metrics_listen_opt: Option<String>,
 }
 
 /// TLS options of the builder (see [`ExecutorBuilder::tls`]).
@@ -86,11 +87,19 @@ impl Default for ExecutorBuilder {
             tls: TlsSettings::default(),
             insecure_open_network: false,
             otlp_endpoint_opt: None,
+            metrics_listen_opt: None,
         }
     }
 }
 
 impl ExecutorBuilder {
+    /// Serves Prometheus metrics on `GET /metrics` at `address` (e.g. `127.0.0.1:9465`; plain
+    /// HTTP/1.1, no authentication: keep it on loopback or a private network). Off by default.
+    pub fn metrics_listen(mut self, address: impl ToString) -> Self {
+        self.metrics_listen_opt = Some(address.to_string());
+        self
+    }
+
     /// Sets the app name of the executor's group (required).
     pub fn app_name(mut self, app_name: impl Into<String>) -> Self {
         self.app_name = app_name.into();
@@ -411,6 +420,7 @@ impl ExecutorBuilder {
             server_tls_opt,
             insecure_open_network: self.insecure_open_network,
             otlp_endpoint: self.otlp_endpoint_opt.unwrap_or_default(),
+            metrics_listen_opt: self.metrics_listen_opt,
         })
     }
 }
@@ -433,6 +443,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) server_tls_opt: Option<xjob_tls::ServerTlsFiles>,
     pub(crate) insecure_open_network: bool,
     /// Empty: the standard OTEL variables decide whether traces are exported.
+    /// Where `/metrics` is served; None = not served.
+    pub(crate) metrics_listen_opt: Option<String>,
     pub(crate) otlp_endpoint: String,
 }
 

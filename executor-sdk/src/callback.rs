@@ -104,6 +104,7 @@ impl ResultsSender {
     /// crashed or stopped: nothing is left to report to). Ends the run's spans and opens its
     /// `callback` span, whose context the result carries.
     pub(crate) fn send(&self, mut result: pb::RunResult) -> bool {
+        crate::metrics::run_ended(result.status);
         self.traces.finished(&mut result);
         self.unreported.insert(result.log_id);
         self.results_tx.send(result).is_ok()

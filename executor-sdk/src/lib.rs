@@ -55,6 +55,7 @@ mod error;
 mod glue;
 mod handler;
 mod joblog;
+pub mod metrics;
 mod runner;
 mod running;
 mod server;

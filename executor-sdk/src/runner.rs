@@ -167,6 +167,7 @@ impl State {
             return (Vec::new(), 0);
         };
         let dropped: Vec<pb::RunRequest> = slot.queue.drain(..).map(|run| run.request).collect();
+        crate::metrics::queued().dec_by(dropped.len() as i64);
         let mut stopped = dropped.len();
         if let Some(running) = &slot.running_opt {
             running.stop.stop(reason.clone());
@@ -334,6 +335,7 @@ impl Runner {
             .traces()
             .accepted(log_id, run_trace.take());
         slot.queue.push_back(QueuedRun { request, handler });
+        crate::metrics::queued().inc();
         slot.wake.notify_one();
         drop(state);
         self.shared.report_dropped(dropped, &cover_reason);
@@ -409,6 +411,7 @@ impl Runner {
                 };
                 let queued: Vec<pb::RunRequest> =
                     slot.queue.drain(..).map(|run| run.request).collect();
+                crate::metrics::queued().dec_by(queued.len() as i64);
                 for request in &queued {
                     state.retire(request.log_id);
                 }
@@ -438,6 +441,7 @@ impl Runner {
         let mut state = self.shared.lock();
         state.closed = true;
         for (_, slot) in state.jobs.drain() {
+            crate::metrics::queued().dec_by(slot.queue.len() as i64);
             slot.task_abort.abort();
         }
         state.active_log_ids.clear();
@@ -455,6 +459,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 return;
             };
             slot.queue.pop_front().map(|run| {
+                crate::metrics::queued().dec();
                 let stop = Arc::new(StopSignal::default());
                 let log_id = run.request.log_id;
                 let stop_for_slot = Arc::clone(&stop);

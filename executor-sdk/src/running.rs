@@ -42,6 +42,7 @@ const MIN_RETENTION_DAYS: u32 = 3;
 pub struct RunningExecutor {
     address: String,
     local_addr: SocketAddr,
+    metrics_addr_opt: Option<SocketAddr>,
     runner: Runner,
     session_rx: watch::Receiver<SessionState>,
     shutdown_grace: Duration,
@@ -102,6 +103,27 @@ impl RunningExecutor {
         } else {
             "http"
         };
+        let metrics_listener_opt = match &settings.metrics_listen_opt {
+            Some(metrics_listen) => Some(
+                TcpListener::bind(metrics_listen.as_str())
+                    .await
+                    .map_err(|source| Error::Bind {
+                        address: metrics_listen.clone(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
+        let metrics_addr_opt =
+            match &metrics_listener_opt {
+                Some(metrics_listener) => Some(metrics_listener.local_addr().map_err(
+                    |source| Error::Bind {
+                        address: settings.metrics_listen_opt.clone().unwrap_or_default(),
+                        source,
+                    },
+                )?),
+                None => None,
+            };
         let address = settings
             .advertise_address_opt
             .unwrap_or_else(|| default_advertise_address(scheme, local_addr));
@@ -148,6 +170,10 @@ impl RunningExecutor {
             stop_server.clone(),
         ));
 
+        if let Some(metrics_listener) = metrics_listener_opt {
+            // Ends with the gRPC server, at shutdown.
+            tokio::spawn(crate::metrics::serve(metrics_listener, stop_server.clone()));
+        }
         let flush_callbacks = CancellationToken::new();
         let callback_config = CallbackConfig {
             spool_dir,
@@ -187,6 +213,7 @@ impl RunningExecutor {
         Ok(Self {
             address,
             local_addr,
+            metrics_addr_opt,
             runner,
             session_rx,
             shutdown_grace: settings.shutdown_grace,
@@ -208,6 +235,11 @@ impl RunningExecutor {
     /// Returns the advertised address (what the admins dial).
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// Returns the address `/metrics` is served on, when the builder set `metrics_listen`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr_opt
     }
 
     /// Returns the socket address the server is bound to.

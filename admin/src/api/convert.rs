@@ -216,6 +216,7 @@ pub fn log_to_pb(run: RunLog) -> pb::Log {
             Some(context) => format!("{:032x}", context.trace_id()),
             None => run.trace_id,
         },
+        alarm_delivery: run.alarm_delivery,
         handler: run.handler,
     }
 }

@@ -142,6 +142,7 @@ impl Fire {
             owner_node: node.node_id.clone(),
             epoch: node.epoch,
             dispatch_at_ms: 0,
+            alarm_delivery: String::new(),
         }
     }
 

@@ -30,6 +30,8 @@ pub struct RunLog {
     pub epoch: i64,
     /// When a PENDING run may be dispatched (a retry's backoff); 0 = at once.
     pub dispatch_at_ms: i64,
+    /// Where its alarm went, one `channel: outcome` per line; empty when none was due.
+    pub alarm_delivery: String,
 }
 
 /// A run to insert: the scheduler's durable fire, a manual trigger, a skipped occurrence.

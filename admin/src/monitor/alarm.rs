@@ -1,14 +1,15 @@
 //! The alarm hook: called by the follow-up when a run's failure deserves attention (its final
-//! failure, or every failure when the job asks for it). One trait so e-mail, webhooks or a test's
-//! counter can stand in for the log-only implementation shipped today.
+//! failure, or every failure when the job asks for it). One trait so the e-mail and webhook
+//! delivery (`notify::Notifier`), the log-only [`LogAlarm`] or a test's counter can stand in.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use crate::model::{Job, RunLog};
 
-/// The future an [`Alarm`] returns: `Err` carries why the alarm could not be sent.
-pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+/// The future an [`Alarm`] returns: `Ok` says where the alarm went, `Err` why it (or part of
+/// it) was not delivered. Either text is stored as the run's `alarm_delivery`.
+pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
 
 /// Tells someone that a run failed. Implementations must not panic; an `Err` is recorded as
 /// `AlarmStatus::Failed` on the run. (A boxed future rather than `async fn` keeps the trait usable as
@@ -37,7 +38,7 @@ impl Alarm for LogAlarm {
                 handle_msg = %run.handle_msg,
                 "job run failed"
             );
-            Ok(())
+            Ok("log: written to the admin's log".to_string())
         })
     }
 }

@@ -147,13 +147,14 @@ impl Followup {
         decision: Decision,
     ) -> Result<(), StoreError> {
         let now = self.ctx.clock.now_ms();
-        let alarm_status = self.raise_alarm(&decision, run, job).await;
+        let (alarm_status, alarm_delivery) = self.raise_alarm(&decision, run, job).await;
         let (children, children_need_all_shards) = self.child_runs(run, &decision, now).await?;
         let write = FollowupWrite {
             log_id: run.id,
             claim_node: self.ctx.node.node_id.clone(),
             claim_epoch: self.ctx.node.epoch,
             alarm_status: alarm_status.code(),
+            alarm_delivery,
             retry: decision.retry,
             children,
             children_need_all_shards,
@@ -171,6 +172,7 @@ impl Followup {
             return Ok(());
         }
         if let (Some(retry_id), Some(retry)) = (written.retry_id, &write.retry) {
+            crate::metrics::retries().inc();
             tracing::info!(log_id = run.id, job_id = run.job_id, status = %run.status,
                 retry_log_id = retry_id, attempt = retry.attempt,
                 delay_ms = retry.dispatch_at_ms - now, "failed run will be retried");
@@ -193,21 +195,26 @@ impl Followup {
         Ok(())
     }
 
-    /// Sends the alarm when one is due; returns the `alarm_status` to record.
+    /// Sends the alarm when one is due; returns the `alarm_status` and `alarm_delivery` to
+    /// record.
     async fn raise_alarm(
         &self,
         decision: &Decision,
         run: &RunLog,
         job: Option<&Job>,
-    ) -> AlarmStatus {
+    ) -> (AlarmStatus, String) {
         let (true, Some(job)) = (decision.alarm, job) else {
-            return AlarmStatus::NothingToAlarm;
+            return (AlarmStatus::NothingToAlarm, String::new());
         };
         match self.alarm.alarm(job, run).await {
-            Ok(()) => AlarmStatus::Sent,
+            Ok(delivery) => {
+                crate::metrics::alarms("sent").inc();
+                (AlarmStatus::Sent, bounded(delivery))
+            }
             Err(error) => {
+                crate::metrics::alarms("failed").inc();
                 tracing::warn!(log_id = run.id, job_id = job.id, %error, "sending alarm failed");
-                AlarmStatus::Failed
+                (AlarmStatus::Failed, bounded(error))
             }
         }
     }
@@ -260,5 +267,15 @@ impl Followup {
             tracing::warn!(%error, "dispatching due retries and child runs failed");
         }
         Ok(())
+    }
+}
+
+/// The `alarm_delivery` column holds at most 2048 characters (MySQL's VARCHAR).
+fn bounded(delivery: String) -> String {
+    const MAX_DELIVERY_CHARS: usize = 2000;
+    if delivery.chars().count() <= MAX_DELIVERY_CHARS {
+        delivery
+    } else {
+        delivery.chars().take(MAX_DELIVERY_CHARS).collect()
     }
 }

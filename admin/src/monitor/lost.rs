@@ -334,6 +334,7 @@ async fn check_once(
             .mark_lost(verdict.log_id.0, &verdict.message, ctx.clock.now_ms())
             .await?
         {
+            crate::metrics::fires(crate::metrics::FireOutcome::Lost).inc();
             tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
             let trace_id = runs
                 .iter()
@@ -451,6 +452,7 @@ mod tests {
             owner_node: "n".into(),
             epoch: 1,
             dispatch_at_ms: 0,
+            alarm_delivery: String::new(),
         }
     }
 

@@ -254,6 +254,7 @@ mod tests {
             owner_node: "n0".into(),
             epoch: 1,
             dispatch_at_ms: 0,
+            alarm_delivery: String::new(),
         }
     }
 

@@ -103,6 +103,11 @@ pub async fn run_refresh(
     loop {
         let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
         let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh_once(&ctx, cutoff_ms)).await;
+        // Once a second is often enough for a gauge, and the list includes the other admins'.
+        let online = ctx.registry.list_with_peers("");
+        crate::metrics::set_online_executors(
+            online.iter().map(|executor| executor.app_name.as_str()),
+        );
         let error = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(error)) => Some(error.to_string()),

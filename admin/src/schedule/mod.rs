@@ -131,14 +131,16 @@ impl Scheduler {
             let late_ids: Vec<i64> = late.iter().map(|fire| fire.log_id.0).collect();
             let reason =
                 "misfire: the database was unreachable until too late; DO_NOTHING skips it";
-            if !late_ids.is_empty()
-                && let Err(error) = self.store.skip_runs(&late_ids, reason, now).await
-            {
-                self.health
-                    .failed(Loop::Claim, &crate::health::with_causes(&error));
-                tracing::debug!(%error, "database still unavailable for unclaimed fires");
-                fires = late.into_iter().chain(due).collect();
-                continue;
+            if !late_ids.is_empty() {
+                if let Err(error) = self.store.skip_runs(&late_ids, reason, now).await {
+                    self.health
+                        .failed(Loop::Claim, &crate::health::with_causes(&error));
+                    tracing::debug!(%error, "database still unavailable for unclaimed fires");
+                    fires = late.into_iter().chain(due).collect();
+                    continue;
+                }
+                crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
+                    .inc_by(late_ids.len() as u64);
             }
             match self.trigger.dispatch(Fires::Written(due.clone())).await {
                 Ok(_) => {
@@ -197,6 +199,7 @@ pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             _ = tokio::time::sleep(pause) => {}
         }
         let due = scheduler.ring().drain_due(second_ms.max(clock.now_ms()));
+        crate::metrics::set_planned_fires(scheduler.ring_len());
         scheduler.dispatch(due);
     }
     let left = scheduler.ring_len();
@@ -395,6 +398,7 @@ mod tests {
             owner_node: "old".into(),
             epoch: 1,
             dispatch_at_ms,
+            alarm_delivery: String::new(),
         }
     }
 

@@ -25,7 +25,11 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     let mut failures: u32 = 0;
     loop {
         let started = clock.now_ms();
-        let pause = match scan_once(&scheduler, started).await {
+        let timer = std::time::Instant::now();
+        let round = scan_once(&scheduler, started).await;
+        crate::metrics::observe_scan(timer.elapsed());
+        crate::metrics::set_planned_fires(scheduler.ring_len());
+        let pause = match round {
             Ok(found) => {
                 failures = 0;
                 scheduler.health.succeeded(Loop::Scan);
@@ -92,6 +96,7 @@ async fn scan_once(
             &mut plan_round,
         )
         .await?;
+    let inserted_count = inserted.len();
     let fires: Vec<Fire> = inserted
         .into_iter()
         .filter_map(|run| {
@@ -100,6 +105,9 @@ async fn scan_once(
                 .map(|fire| fire.written(LogId(run.log_id)))
         })
         .collect();
+    // Rows written without a fire to dispatch are misfires the plan skipped.
+    crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
+        .inc_by((inserted_count - fires.len()) as u64);
     scheduler.schedule_fires(fires);
     Ok(found)
 }

@@ -209,17 +209,44 @@ impl Store {
 }
 
 /// Forwards each listed method to the backend of the current variant.
+/// What a store call returns, as far as `xjob_database_errors_total` is concerned.
+trait Outcome {
+    fn count_error(&self);
+}
+
+impl Outcome for () {
+    fn count_error(&self) {}
+}
+
+impl<T> Outcome for StoreResult<T> {
+    /// Counts the database's own failures, not a refused write (`Conflict`), which callers
+    /// expect.
+    fn count_error(&self) {
+        if let Err(StoreError::Unavailable(_) | StoreError::Corrupt(_) | StoreError::Schema(_)) =
+            self
+        {
+            crate::metrics::database_errors().inc();
+        }
+    }
+}
+
+fn count_error(result: &impl Outcome) {
+    result.count_error();
+}
+
 macro_rules! delegate {
     ($( $(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty; )*) => {
         impl Store {
             $(
                 $(#[$meta])*
                 pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
-                    match self {
+                    let result = match self {
                         Store::Sqlite(backend) => backend.$name($($arg),*).await,
                         Store::Postgres(backend) => backend.$name($($arg),*).await,
                         Store::Mysql(backend) => backend.$name($($arg),*).await,
-                    }
+                    };
+                    count_error(&result);
+                    result
                 }
             )*
         }
@@ -234,11 +261,13 @@ macro_rules! shared {
             $(
                 $(#[$meta])*
                 pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
-                    match self {
+                    let result = match self {
                         Store::Sqlite(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
                         Store::Postgres(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
                         Store::Mysql(backend) => shared::$module::$name(backend.pools() $(, $arg)*).await,
-                    }
+                    };
+                    count_error(&result);
+                    result
                 }
             )*
         }
@@ -440,6 +469,8 @@ pub struct FollowupWrite {
     /// 1 nothing to alarm, 2 alarm sent, 3 alarm failed (XXL-JOB's values; a final value, never
     /// the claim's -1).
     pub alarm_status: i32,
+    /// Where the alarm went (`alarm_delivery`), empty when none was due.
+    pub alarm_delivery: String,
     /// The next attempt, when the retry policy allows one (skipped if its fire_key exists).
     pub retry: Option<NewRun>,
     /// Runs of the child jobs to start (PENDING, dispatched by the follow-up loop).

@@ -72,6 +72,10 @@ impl Trigger {
             "route {}{}, {pool} pool",
             fire.job.route_strategy, routed.note
         );
+        // Lateness of the schedule's own fires: a retry waits for its backoff on purpose.
+        if fire.is_of_schedule() && fire.attempt == 0 {
+            crate::metrics::observe_lateness(self.now_ms() - fire.scheduled_at_ms);
+        }
         let request = run_request(fire, claimed.trigger_time_ms, traceparent);
         let answer = self
             .executors
@@ -87,7 +91,8 @@ impl Trigger {
                 finished_ms: self.now_ms(),
                 trace_id: String::new(),
             },
-            Ok(response) => self.failed_record(
+            Ok(response) => self.failed_record_as(
+                crate::metrics::FireOutcome::Refused,
                 fire.log_id,
                 format!(
                     "{route}: executor {address} refused the run: {}{}",

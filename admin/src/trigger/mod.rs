@@ -35,6 +35,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
+use crate::metrics::FireOutcome;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
     UnwrittenFire,
@@ -377,13 +378,14 @@ impl Trigger {
     ) -> Result<Target, DispatchRecord> {
         if fire.job.status == JobStatus::Stopped && fire.is_of_schedule() {
             // Planned before the job was stopped: a stopped job fires no more.
+            crate::metrics::fires(FireOutcome::Skipped).inc();
             return Err(DispatchRecord {
                 outcome: DispatchOutcome::Skipped,
                 trigger_msg: format!(
                     "job {} was stopped after this fire was planned",
                     fire.job.id
                 ),
-                ..self.failed_record(fire.log_id, String::new(), "")
+                ..self.record(fire.log_id, String::new(), "")
             });
         }
         targets.get(&fire.group_id()).cloned().ok_or_else(|| {
@@ -468,7 +470,12 @@ impl Trigger {
             Err(overloaded) => {
                 tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
                     pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                self.failed_record(fire.log_id, overloaded.to_string(), "")
+                self.failed_record_as(
+                    FireOutcome::Overloaded,
+                    fire.log_id,
+                    overloaded.to_string(),
+                    "",
+                )
             }
         };
         if let Some(trace) = trace {
@@ -523,8 +530,27 @@ impl Trigger {
         until_answered(job_ids.len(), || load::jobs(&self.store, job_ids)).await
     }
 
-    /// A FAILED outcome (trigger code 500) for a run that was not delivered.
+    /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
+    /// failed fire.
     fn failed_record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
+        self.failed_record_as(FireOutcome::Failed, log_id, message, address)
+    }
+
+    /// A FAILED outcome counted as `outcome` (overloaded, refused: failures with a cause an
+    /// operator watches on its own).
+    fn failed_record_as(
+        &self,
+        outcome: FireOutcome,
+        log_id: LogId,
+        message: String,
+        address: &str,
+    ) -> DispatchRecord {
+        crate::metrics::fires(outcome).inc();
+        self.record(log_id, message, address)
+    }
+
+    /// A FAILED outcome, not counted (the caller counts it or replaces the outcome).
+    fn record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
         DispatchRecord {
             log_id: log_id.0,
             outcome: DispatchOutcome::Failed,

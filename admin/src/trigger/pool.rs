@@ -52,6 +52,34 @@ pub struct Overloaded {
 pub struct PoolPermit {
     pub pool: PoolKind,
     _permit: OwnedSemaphorePermit,
+    _in_flight: GaugeHold,
+}
+
+/// Holds one unit of a gauge (`trigger_pool_in_flight`, `trigger_pool_waiting`) until dropped,
+/// so every way out of a wait or a dispatch gives it back.
+struct GaugeHold(prometheus_client::metrics::gauge::Gauge);
+
+impl GaugeHold {
+    fn new(gauge: prometheus_client::metrics::gauge::Gauge) -> GaugeHold {
+        gauge.inc();
+        GaugeHold(gauge)
+    }
+}
+
+impl Drop for GaugeHold {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl PoolKind {
+    /// The metrics label.
+    fn label(self) -> &'static str {
+        match self {
+            PoolKind::Fast => "fast",
+            PoolKind::Slow => "slow",
+        }
+    }
 }
 
 /// Sizes and wait bound of the pools.
@@ -102,12 +130,16 @@ impl TriggerPools {
             size,
             waited: self.settings.wait,
         };
+        let waiting = GaugeHold::new(crate::metrics::pool_waiting(pool.label()));
         // The semaphore is fair: waiting fires get slots in arrival order.
-        match tokio::time::timeout(self.settings.wait, Arc::clone(semaphore).acquire_owned()).await
-        {
+        let acquired =
+            tokio::time::timeout(self.settings.wait, Arc::clone(semaphore).acquire_owned()).await;
+        drop(waiting);
+        match acquired {
             Ok(Ok(permit)) => Ok(PoolPermit {
                 pool,
                 _permit: permit,
+                _in_flight: GaugeHold::new(crate::metrics::pool_in_flight(pool.label())),
             }),
             // Closed never happens (the pools are never closed); treat it as no slot.
             Ok(Err(_)) | Err(_) => Err(overloaded),

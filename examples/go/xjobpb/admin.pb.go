@@ -599,8 +599,12 @@ type Log struct {
 	Attempt         int32  `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	TraceId         string `protobuf:"bytes,18,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	Handler         string `protobuf:"bytes,19,opt,name=handler,proto3" json:"handler,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where the run's alarm went, one "channel: outcome" per line (e.g. "email: sent to 2
+	// recipients", "webhook: failed after 3 attempts: HTTP 500", "rate limited: …"); empty when
+	// no alarm was due.
+	AlarmDelivery string `protobuf:"bytes,20,opt,name=alarm_delivery,json=alarmDelivery,proto3" json:"alarm_delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Log) Reset() {
@@ -762,6 +766,13 @@ func (x *Log) GetTraceId() string {
 func (x *Log) GetHandler() string {
 	if x != nil {
 		return x.Handler
+	}
+	return ""
+}
+
+func (x *Log) GetAlarmDelivery() string {
+	if x != nil {
+		return x.AlarmDelivery
 	}
 	return ""
 }
@@ -4809,7 +4820,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"created_ms\x18\x19 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x1a \x01(\x03R\tupdatedMs\x123\n" +
-	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\"\xfa\x04\n" +
+	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -4835,7 +4846,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"shardTotal\x12\x18\n" +
 	"\aattempt\x18\x11 \x01(\x05R\aattempt\x12\x19\n" +
 	"\btrace_id\x18\x12 \x01(\tR\atraceId\x12\x18\n" +
-	"\ahandler\x18\x13 \x01(\tR\ahandler\":\n" +
+	"\ahandler\x18\x13 \x01(\tR\ahandler\x12%\n" +
+	"\x0ealarm_delivery\x18\x14 \x01(\tR\ralarmDelivery\":\n" +
 	"\x12CreateGroupRequest\x12$\n" +
 	"\x05group\x18\x01 \x01(\v2\x0e.xjob.v1.GroupR\x05group\";\n" +
 	"\x13CreateGroupResponse\x12$\n" +

@@ -149,6 +149,9 @@ pub(crate) async fn execute_run(
             (reason.status, reason.code, reason.message)
         }
     };
+    crate::metrics::observe_handler(Duration::from_millis(
+        u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
+    ));
     let result = run_result(&request, status, code, &message, started_at_ms);
     append_opt(
         &log_opt,

@@ -113,6 +113,11 @@ impl TestCluster {
             .unwrap_or_default()
     }
 
+    /// The admin's bound `/metrics` address, when `metrics_listen` was configured.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().and_then(RunningAdmin::metrics_addr)
+    }
+
     /// A JobAdmin client (cheap clone of one channel).
     pub fn client(&self) -> JobAdminClient<Channel> {
         self.client.clone()

@@ -1,6 +1,7 @@
 //! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
 //! admin's state in a real SQLite file. One test binary; one module per area.
 
+mod alarms;
 mod attacks;
 mod auth;
 mod basics;
@@ -10,6 +11,7 @@ mod keepalive;
 mod kill;
 mod limits;
 mod lost;
+mod metrics;
 mod operations;
 mod pools;
 mod retention;

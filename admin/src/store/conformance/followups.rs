@@ -22,6 +22,7 @@ fn followup(log_id: i64) -> FollowupWrite {
         claim_node: "n1".into(),
         claim_epoch: 1,
         alarm_status: 1,
+        alarm_delivery: String::new(),
         retry: None,
         children: Vec::new(),
         children_need_all_shards: false,
@@ -219,6 +220,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             claim_node: claim_node.to_string(),
             claim_epoch,
             alarm_status: 3,
+            alarm_delivery: String::new(),
             retry: Some(shard_run(&parent, T0, (0, 1), 1, RunStatus::Pending)),
             children: vec![child_run(&child)],
             ..with_release(done, &parent, T0, T0 + 5_000)
@@ -265,6 +267,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
                 claim_node: "b".into(),
                 claim_epoch: epoch_b,
                 alarm_status: 2,
+                alarm_delivery: "email: sent to 2 recipient(s)\nwebhook: sent (HTTP 200)".into(),
                 children: vec![child_run(&child)],
                 ..followup(done)
             })
@@ -291,6 +294,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             .expect("finish");
         assert_eq!(finished, 0, "{backend}");
         assert_eq!(alarm_status_of(&store, done).await, 2, "{backend}");
+        let delivered = store.get_log(done).await.expect("read").expect("row");
+        assert_eq!(
+            delivered.alarm_delivery, "email: sent to 2 recipient(s)\nwebhook: sent (HTTP 200)",
+            "{backend}: the delivery is written with the alarm status, and kept by the refusal"
+        );
         assert_eq!(alarm_status_of(&store, quiet).await, 1, "{backend}");
         assert_eq!(
             ids_of(&runs_of(&store, child.id).await),

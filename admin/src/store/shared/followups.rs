@@ -90,6 +90,8 @@ async fn close_claim<DB: Dialect>(
     // On MySQL rows_affected counts matched rows; the value changes from -1 anyway.
     let closed = Sql::<DB>::new("UPDATE xjob_log SET alarm_status = ")
         .bind(write.alarm_status)
+        .push(", alarm_delivery = ")
+        .bind(write.alarm_delivery.as_str())
         .push(" WHERE id = ")
         .bind(write.log_id)
         .push(" AND alarm_status = -1 AND owner_node = ")

@@ -21,7 +21,7 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
     scheduled_at_ms, trigger_time_ms, trigger_code, trigger_msg, handle_time_ms, handle_code, \
     handle_msg, executor_address, handler, params, shard_index, shard_total, attempt, trace_id, \
-    owner_node, epoch, dispatch_at_ms";
+    owner_node, epoch, dispatch_at_ms, alarm_delivery";
 
 /// Splits a comma-separated id list ("3,5") as stored in `child_job_ids`.
 pub fn parse_id_list(text: &str) -> StoreResult<Vec<i64>> {
@@ -132,6 +132,7 @@ pub fn run_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<RunLog> {
         owner_node: row.get("owner_node")?,
         epoch: row.get("epoch")?,
         dispatch_at_ms: row.get("dispatch_at_ms")?,
+        alarm_delivery: row.get("alarm_delivery")?,
     })
 }
 

@@ -78,7 +78,9 @@ pub async fn run_schedule_round<DB: Dialect>(
     limit: i64,
     plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
 ) -> StoreResult<(usize, Vec<InsertedRun>)> {
+    let waiting = std::time::Instant::now();
     let mut tx = lock_schedule(db).await?;
+    crate::metrics::observe_lock_wait(waiting.elapsed());
     let rows = Sql::<DB>::new(format!(
         "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= "
     ))

@@ -148,6 +148,7 @@ mod tests {
             claim_node: "n1".into(),
             claim_epoch: 1,
             alarm_status: 1,
+            alarm_delivery: String::new(),
             retry: None,
             children: Vec::new(),
             children_need_all_shards: false,

@@ -1,0 +1,371 @@
+//! Prometheus metrics of the admin: one process-wide registry and typed handles, so the code
+//! where something happens only says `metrics::fires(FireOutcome::Lost).inc()`.
+//!
+//! The registry is process-wide (a `LazyLock`), not per admin: a process serves one admin in
+//! production, and the handles stay free functions instead of a field threaded through every
+//! module. Tests that start several admins in one process see their sum. `/metrics` is served
+//! by [`serve`] on `metrics_listen` (docs/observability.md lists every metric).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode, body::Incoming, header};
+use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// One label, e.g. `[("outcome", "lost")]`.
+type Label = [(&'static str, &'static str); 1];
+
+/// How a fire ended, as far as the admin knows: the final status of its run, or why it never
+/// reached an executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireOutcome {
+    Success,
+    /// The handler failed, or the run could not be delivered (no executor, connection refused).
+    Failed,
+    Timeout,
+    Killed,
+    /// The executor stopped holding it without a result (`monitor::lost`).
+    Lost,
+    /// Deliberately not run (a misfire, a stopped job, a block strategy).
+    Skipped,
+    /// No trigger-pool slot within `pool_wait`.
+    Overloaded,
+    /// The executor answered and refused the run.
+    Refused,
+}
+
+impl FireOutcome {
+    const ALL: [FireOutcome; 8] = [
+        FireOutcome::Success,
+        FireOutcome::Failed,
+        FireOutcome::Timeout,
+        FireOutcome::Killed,
+        FireOutcome::Lost,
+        FireOutcome::Skipped,
+        FireOutcome::Overloaded,
+        FireOutcome::Refused,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            FireOutcome::Success => "success",
+            FireOutcome::Failed => "failed",
+            FireOutcome::Timeout => "timeout",
+            FireOutcome::Killed => "killed",
+            FireOutcome::Lost => "lost",
+            FireOutcome::Skipped => "skipped",
+            FireOutcome::Overloaded => "overloaded",
+            FireOutcome::Refused => "refused",
+        }
+    }
+}
+
+struct Metrics {
+    registry: Registry,
+    fires: Family<Label, Counter>,
+    lateness: Histogram,
+    scan_duration: Histogram,
+    lock_wait: Histogram,
+    planned_ahead: Gauge,
+    pool_in_flight: Family<Label, Gauge>,
+    pool_waiting: Family<Label, Gauge>,
+    online_executors: Family<[(&'static str, String); 1], Gauge>,
+    callbacks: Counter,
+    retries: Counter,
+    alarms: Family<Label, Counter>,
+    alarm_deliveries: Family<[(&'static str, &'static str); 2], Counter>,
+    alarms_rate_limited: Counter,
+    database_errors: Counter,
+    /// Apps that had executors once: they stay in the gauge at 0 when the last one leaves, so
+    /// "no executor online" is a value an alert can see, not a missing series.
+    seen_apps: Mutex<BTreeSet<String>>,
+}
+
+/// Seconds, from 1 ms to ~65 s: lateness and scan times of a healthy admin sit in the low
+/// buckets, and an outage's still shows which power of two it reached.
+fn seconds_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let mut registry = Registry::with_prefix("xjob");
+    let metrics = Metrics {
+        fires: Family::default(),
+        lateness: seconds_buckets(),
+        scan_duration: seconds_buckets(),
+        lock_wait: seconds_buckets(),
+        planned_ahead: Gauge::default(),
+        pool_in_flight: Family::default(),
+        pool_waiting: Family::default(),
+        online_executors: Family::default(),
+        callbacks: Counter::default(),
+        retries: Counter::default(),
+        alarms: Family::default(),
+        alarm_deliveries: Family::default(),
+        alarms_rate_limited: Counter::default(),
+        database_errors: Counter::default(),
+        seen_apps: Mutex::default(),
+        registry: Registry::default(),
+    };
+    registry.register(
+        "fires",
+        "Fires by how they ended (final run status, or why they were not delivered)",
+        metrics.fires.clone(),
+    );
+    registry.register(
+        "fire_lateness_seconds",
+        "Time from a scheduled fire's instant to its dispatch",
+        metrics.lateness.clone(),
+    );
+    registry.register(
+        "schedule_scan_seconds",
+        "Duration of one schedule round (lock, read due jobs, plan, write, commit)",
+        metrics.scan_duration.clone(),
+    );
+    registry.register(
+        "schedule_lock_wait_seconds",
+        "Time a schedule round waited for the schedule lock",
+        metrics.lock_wait.clone(),
+    );
+    registry.register(
+        "planned_fires",
+        "Fires planned and waiting in the time ring for their second",
+        metrics.planned_ahead.clone(),
+    );
+    registry.register(
+        "trigger_pool_in_flight",
+        "Dispatches holding a trigger-pool slot, by pool",
+        metrics.pool_in_flight.clone(),
+    );
+    registry.register(
+        "trigger_pool_waiting",
+        "Fires waiting for a trigger-pool slot, by pool",
+        metrics.pool_waiting.clone(),
+    );
+    registry.register(
+        "executors_online",
+        "Live executors per app, in the whole cluster as this admin sees it",
+        metrics.online_executors.clone(),
+    );
+    registry.register(
+        "callbacks",
+        "Run results received from executors",
+        metrics.callbacks.clone(),
+    );
+    registry.register(
+        "retries",
+        "Retries of failed runs scheduled by the follow-up",
+        metrics.retries.clone(),
+    );
+    registry.register(
+        "alarms",
+        "Alarms due for failed runs, by result: sent (every channel delivered) or failed \
+         (a channel failed, or the job's rate limit held the alarm back)",
+        metrics.alarms.clone(),
+    );
+    registry.register(
+        "alarm_deliveries",
+        "Alarm deliveries by channel (email, webhook) and result (sent, failed)",
+        metrics.alarm_deliveries.clone(),
+    );
+    registry.register(
+        "alarms_rate_limited",
+        "Alarms held back by the per-job rate limit (not sent)",
+        metrics.alarms_rate_limited.clone(),
+    );
+    registry.register(
+        "database_errors",
+        "Database calls that failed (unreachable, or answered with an error)",
+        metrics.database_errors.clone(),
+    );
+    // Every labelled series exists from the start at 0, so an alert on `increase(…)` or a
+    // dashboard sees the first event as a change, not as a series appearing.
+    for outcome in FireOutcome::ALL {
+        metrics
+            .fires
+            .get_or_create_owned(&[("outcome", outcome.label())]);
+    }
+    for pool in ["fast", "slow"] {
+        metrics
+            .pool_in_flight
+            .get_or_create_owned(&[("pool", pool)]);
+        metrics.pool_waiting.get_or_create_owned(&[("pool", pool)]);
+    }
+    for result in ["sent", "failed"] {
+        metrics.alarms.get_or_create_owned(&[("result", result)]);
+    }
+    Metrics {
+        registry,
+        ..metrics
+    }
+});
+
+/// Fires that ended with `outcome`.
+pub fn fires(outcome: FireOutcome) -> Counter {
+    METRICS
+        .fires
+        .get_or_create_owned(&[("outcome", outcome.label())])
+}
+
+/// Observes how late a scheduled fire left (negative lateness counts as 0).
+pub fn observe_lateness(lateness_ms: i64) {
+    METRICS.lateness.observe(lateness_ms.max(0) as f64 / 1000.0);
+}
+
+/// Observes one schedule round.
+pub fn observe_scan(duration: Duration) {
+    METRICS.scan_duration.observe(duration.as_secs_f64());
+}
+
+/// Observes the wait for the schedule lock.
+pub fn observe_lock_wait(duration: Duration) {
+    METRICS.lock_wait.observe(duration.as_secs_f64());
+}
+
+/// Sets the number of fires waiting in the ring.
+pub fn set_planned_fires(count: usize) {
+    METRICS
+        .planned_ahead
+        .set(i64::try_from(count).unwrap_or(i64::MAX));
+}
+
+/// Dispatches holding a slot of `pool` (`fast`, `slow`).
+pub fn pool_in_flight(pool: &'static str) -> Gauge {
+    METRICS
+        .pool_in_flight
+        .get_or_create_owned(&[("pool", pool)])
+}
+
+/// Fires waiting for a slot of `pool`.
+pub fn pool_waiting(pool: &'static str) -> Gauge {
+    METRICS.pool_waiting.get_or_create_owned(&[("pool", pool)])
+}
+
+/// Publishes the live executors per app; apps seen before and now without any read 0.
+pub fn set_online_executors<'a>(apps: impl IntoIterator<Item = &'a str>) {
+    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+    for app in apps {
+        *counts.entry(app.to_string()).or_default() += 1;
+    }
+    let mut seen = METRICS
+        .seen_apps
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    seen.extend(counts.keys().cloned());
+    for app in seen.iter() {
+        let count = counts.get(app).copied().unwrap_or(0);
+        METRICS
+            .online_executors
+            .get_or_create(&[("app", app.clone())])
+            .set(count);
+    }
+}
+
+/// Run results received from executors.
+pub fn callbacks() -> Counter {
+    METRICS.callbacks.clone()
+}
+
+/// Retries scheduled.
+pub fn retries() -> Counter {
+    METRICS.retries.clone()
+}
+
+/// Alarms due, by `result`: `sent`, `failed`.
+pub fn alarms(result: &'static str) -> Counter {
+    METRICS.alarms.get_or_create_owned(&[("result", result)])
+}
+
+/// One alarm delivery on `channel` (`email`, `webhook`) with `result` (`sent`, `failed`).
+pub fn alarm_deliveries(channel: &'static str, result: &'static str) -> Counter {
+    METRICS
+        .alarm_deliveries
+        .get_or_create_owned(&[("channel", channel), ("result", result)])
+}
+
+/// Alarms the per-job rate limit held back.
+pub fn alarms_rate_limited() -> Counter {
+    METRICS.alarms_rate_limited.clone()
+}
+
+/// Database calls that failed.
+pub fn database_errors() -> Counter {
+    METRICS.database_errors.clone()
+}
+
+/// The registry in the text exposition format (OpenMetrics).
+pub fn render() -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut text, &METRICS.registry);
+    text
+}
+
+/// Binds `address` for `/metrics`; a bind error names the address.
+pub async fn bind(address: SocketAddr) -> Result<TcpListener, crate::Error> {
+    TcpListener::bind(address).await.map_err(|error| {
+        crate::Error::unavailable(
+            format!("cannot listen on {address} for metrics: {error}"),
+            error,
+        )
+    })
+}
+
+/// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.
+pub async fn serve(listener: TcpListener, cancel: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors and the like: try again shortly.
+                    tracing::warn!(%error, "metrics listener accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), hyper::service::service_fn(answer));
+            tokio::select! {
+                _ = connection => {}
+                _ = cancel.cancelled() => {}
+            }
+        });
+    }
+}
+
+async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let response = if request.uri().path() == "/metrics" {
+        Response::builder()
+            .header(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )
+            .body(Full::new(Bytes::from(render())))
+    } else {
+        Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .body(Full::new(Bytes::from_static(
+                b"only /metrics is served here\n",
+            )))
+    };
+    // The builder only fails on invalid header values, and these are constants.
+    Ok(response.unwrap_or_default())
+}

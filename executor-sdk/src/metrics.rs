@@ -1,0 +1,133 @@
+//! Prometheus metrics of an executor: one process-wide registry and typed handles (runs by
+//! status, handler duration, queued runs), served on `GET /metrics` when the builder's
+//! `metrics_listen` is set. Several executors in one process add up in the same series.
+
+use std::convert::Infallible;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode, body::Incoming, header};
+use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use xjob_proto::pb;
+
+struct Metrics {
+    registry: Registry,
+    runs: Family<[(&'static str, &'static str); 1], Counter>,
+    handler_duration: Histogram,
+    queued: Gauge,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let mut registry = Registry::with_prefix("xjob_executor");
+    let runs = Family::default();
+    // 10 ms to ~23 h in factors of 4: handlers range from a ping to a nightly batch.
+    let handler_duration = Histogram::new(exponential_buckets(0.01, 4.0, 14));
+    let queued = Gauge::default();
+    registry.register(
+        "runs",
+        "Runs ended on this executor, by final status",
+        runs.clone(),
+    );
+    registry.register(
+        "handler_duration_seconds",
+        "Time from a run's start to its result (handler, timeout or kill)",
+        handler_duration.clone(),
+    );
+    registry.register(
+        "queued_runs",
+        "Runs waiting in job queues behind a running run of the same job",
+        queued.clone(),
+    );
+    Metrics {
+        registry,
+        runs,
+        handler_duration,
+        queued,
+    }
+});
+
+/// Counts a run that ended with `status`.
+pub(crate) fn run_ended(status: i32) {
+    let label = match pb::RunStatus::try_from(status) {
+        Ok(pb::RunStatus::Success) => "success",
+        Ok(pb::RunStatus::Failed) => "failed",
+        Ok(pb::RunStatus::Timeout) => "timeout",
+        Ok(pb::RunStatus::Killed) => "killed",
+        Ok(pb::RunStatus::Skipped) => "skipped",
+        _ => "other",
+    };
+    METRICS.runs.get_or_create(&[("status", label)]).inc();
+}
+
+/// Observes one run's duration.
+pub(crate) fn observe_handler(duration: Duration) {
+    METRICS.handler_duration.observe(duration.as_secs_f64());
+}
+
+/// The queued-runs gauge (incremented on enqueue, decremented when a run leaves its queue).
+pub(crate) fn queued() -> &'static Gauge {
+    &METRICS.queued
+}
+
+/// The registry in the text exposition format (OpenMetrics).
+pub fn render() -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut text, &METRICS.registry);
+    text
+}
+
+/// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.
+pub(crate) async fn serve(listener: TcpListener, cancel: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "metrics listener accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), hyper::service::service_fn(answer));
+            tokio::select! {
+                _ = connection => {}
+                _ = cancel.cancelled() => {}
+            }
+        });
+    }
+}
+
+async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let response = if request.uri().path() == "/metrics" {
+        Response::builder()
+            .header(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )
+            .body(Full::new(Bytes::from(render())))
+    } else {
+        Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .body(Full::new(Bytes::from_static(
+                b"only /metrics is served here\n",
+            )))
+    };
+    // The builder only fails on invalid header values, and these are constants.
+    Ok(response.unwrap_or_default())
+}
