@@ -266,7 +266,7 @@ fn recovery_of(
 
 /// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
 /// or parent run still runs when found late), and only on their first attempt.
-fn misfires(
+pub fn misfires(
     trigger_type: TriggerType,
     attempt: i32,
     scheduled_at_ms: i64,

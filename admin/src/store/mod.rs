@@ -292,6 +292,11 @@ shared! {
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
+    /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.
+    fn adopt_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
+    fn skip_adopted_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;

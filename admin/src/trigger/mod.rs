@@ -17,6 +17,7 @@
 //! Every fire ends in a record: a pool that stays full for `pool_wait` turns the fire into a
 //! FAILED `overloaded:` run (retried and alarmed like any failure), never a silent drop.
 
+pub mod admission;
 mod dispatch;
 pub mod load;
 pub mod pool;
@@ -42,7 +43,9 @@ use crate::model::{
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
+use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
+pub use recorder::Outcome;
 
 /// XXL-JOB's trigger codes: accepted, not delivered, maybe delivered (a deadline after sending).
 const TRIGGER_ACCEPTED: i32 = 200;
@@ -64,6 +67,13 @@ pub enum Fires {
     Requested {
         fire: UnwrittenFire,
         addresses: Vec<String>,
+    },
+    /// Runs this node already holds RUNNING and unsent: stranded runs of an admin that died
+    /// between claiming and sending them, taken over once no executor had them
+    /// (`Store::adopt_stranded`, which set their trigger time). Not claimed again; sent now.
+    Adopted {
+        fires: Vec<Fire>,
+        trigger_time_ms: i64,
     },
 }
 
@@ -96,6 +106,8 @@ struct Claimed {
     fire: Fire,
     /// When it was claimed (its executor files the log under this day).
     trigger_time_ms: i64,
+    /// Its place among the runs outstanding (`admission`), freed once its outcome is written.
+    slot: Option<Arc<Slot>>,
 }
 
 /// The group a claimed fire goes to and the addresses it is routed over, taken once per batch
@@ -115,8 +127,9 @@ pub struct Trigger {
     node: NodeIdentity,
     pools: TriggerPools,
     clock: SharedClock,
-    recorder_tx: mpsc::UnboundedSender<DispatchRecord>,
+    recorder_tx: mpsc::UnboundedSender<Outcome>,
     tracker: TaskTracker,
+    admission: Admission,
 }
 
 /// What the trigger is built from (besides the config).
@@ -127,7 +140,7 @@ pub struct TriggerParts {
     pub node: NodeIdentity,
     pub clock: SharedClock,
     /// Where dispatch outcomes of fires not waited for go (`recorder`).
-    pub recorder_tx: mpsc::UnboundedSender<DispatchRecord>,
+    pub recorder_tx: mpsc::UnboundedSender<Outcome>,
     /// Where dispatch tasks are spawned; shutdown waits for them.
     pub tracker: TaskTracker,
 }
@@ -149,6 +162,7 @@ impl Trigger {
             clock: parts.clock,
             recorder_tx: parts.recorder_tx,
             tracker: parts.tracker,
+            admission: Admission::new(config.max_unsent_runs),
         }
     }
 
@@ -174,7 +188,7 @@ impl Trigger {
                 let (claimed, ended) = self.claim_stored(&log_ids).await?;
                 for record in ended {
                     // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = self.recorder_tx.send(record);
+                    let _ = self.recorder_tx.send(Outcome { record, slot: None });
                 }
                 let targets = self.load_targets_until_answered(&claimed, &[]).await;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
@@ -182,6 +196,25 @@ impl Trigger {
                 Ok(ids)
             }
             Fires::Requested { fire, addresses } => self.dispatch_requested(fire, addresses).await,
+            Fires::Adopted {
+                fires,
+                trigger_time_ms,
+            } => {
+                let slots = self.admission.force(fires.len());
+                let claimed: Vec<Claimed> = fires
+                    .into_iter()
+                    .zip(slots)
+                    .map(|(fire, slot)| Claimed {
+                        fire,
+                        trigger_time_ms,
+                        slot: Some(Arc::new(slot)),
+                    })
+                    .collect();
+                let targets = self.load_targets_until_answered(&claimed, &[]).await;
+                let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
+                self.send_when_due(claimed, targets);
+                Ok(ids)
+            }
         }
     }
 
@@ -191,6 +224,7 @@ impl Trigger {
         &self,
         fires: Vec<Fire>,
     ) -> Result<(Vec<Claimed>, HashMap<GroupId, Target>), Error> {
+        let (fires, slots) = self.admit(fires).await?;
         let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
             return Ok((Vec::new(), HashMap::new()));
         };
@@ -209,12 +243,15 @@ impl Trigger {
             load::groups(&self.store, &group_ids)
         );
         let claimed_ids: std::collections::HashSet<i64> = claimed?.into_iter().collect();
+        // A fire the fence left out frees its slot here.
         let claimed: Vec<Claimed> = fires
             .into_iter()
-            .filter(|fire| claimed_ids.contains(&fire.log_id.0))
-            .map(|fire| Claimed {
+            .zip(slots)
+            .filter(|(fire, _)| claimed_ids.contains(&fire.log_id.0))
+            .map(|(fire, slot)| Claimed {
                 fire,
                 trigger_time_ms,
+                slot: Some(Arc::new(slot)),
             })
             .collect();
         let targets = match groups {
@@ -227,6 +264,31 @@ impl Trigger {
             "dispatching written fires"
         );
         Ok((claimed, targets))
+    }
+
+    /// Admits the earliest fires while the bound on outstanding runs allows (`admission`); the
+    /// rest are recorded SKIPPED with the reason at once. Returns the admitted fires, earliest
+    /// first, each with its slot.
+    async fn admit(&self, mut fires: Vec<Fire>) -> Result<(Vec<Fire>, Vec<Slot>), Error> {
+        let slots = self.admission.admit(fires.len());
+        if slots.len() < fires.len() {
+            fires.sort_by_key(|fire| (fire.scheduled_at_ms, fire.log_id.0));
+            let refused = fires.split_off(slots.len());
+            let ids: Vec<i64> = refused.iter().map(|fire| fire.log_id.0).collect();
+            tracing::warn!(
+                skipped = ids.len(),
+                outstanding = self.admission.outstanding(),
+                max_unsent_runs = self.admission.max(),
+                "overloaded: fires beyond the bound on unsent runs are skipped"
+            );
+            let reason = admission::overloaded_reason(self.admission.max());
+            if let Err(error) = self.store.skip_runs(&ids, &reason, self.now_ms()).await {
+                // They stay PENDING and this node's: the caller retries them all, admitted or
+                // not, once the database answers.
+                return Err(error.into());
+            }
+        }
+        Ok((fires, slots))
     }
 
     /// Claims stored rows and reads their jobs; a row whose job is gone ends in a record.
@@ -251,6 +313,7 @@ impl Trigger {
                 Some(job) => claimed.push(Claimed {
                     fire: Fire::from_run(&run, Arc::clone(job)),
                     trigger_time_ms: run.trigger_time_ms,
+                    slot: self.admission.force(1).pop().map(Arc::new),
                 }),
                 None => ended.push(self.failed_record(
                     LogId(run.id),
@@ -279,6 +342,7 @@ impl Trigger {
             .map(|run| Claimed {
                 fire: Fire::from_run(run, Arc::clone(&fire.job)),
                 trigger_time_ms: run.trigger_time_ms,
+                slot: None,
             })
             .collect();
         let groups = load::groups(&self.store, &[fire.group_id()]).await?;
@@ -335,9 +399,15 @@ impl Trigger {
             let this = Arc::clone(self);
             let targets = Arc::clone(targets);
             self.tracker.spawn(async move {
+                // The slot goes with the first record (a broadcast fire's shard 0) and is freed
+                // once the recorder has written it.
+                let mut slot = claimed.slot.clone();
                 for record in this.fire(claimed, &targets).await {
                     // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = this.recorder_tx.send(record);
+                    let _ = this.recorder_tx.send(Outcome {
+                        record,
+                        slot: slot.take(),
+                    });
                 }
             });
         }
@@ -446,6 +516,7 @@ impl Trigger {
                 .map(|run| Claimed {
                     fire: Fire::from_run(run, Arc::clone(&fire.job)),
                     trigger_time_ms: run.trigger_time_ms,
+                    slot: None,
                 })
                 .collect()),
             Ok(_) => {
