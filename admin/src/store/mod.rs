@@ -19,6 +19,7 @@ mod postgres;
 mod shared;
 mod sql;
 mod sqlite;
+pub mod writer_gate;
 
 use thiserror::Error;
 

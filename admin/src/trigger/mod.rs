@@ -130,6 +130,8 @@ pub struct Trigger {
     recorder_tx: mpsc::UnboundedSender<Outcome>,
     tracker: TaskTracker,
     admission: Admission,
+    /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
+    misfire_threshold_ms: i64,
 }
 
 /// What the trigger is built from (besides the config).
@@ -163,6 +165,7 @@ impl Trigger {
             recorder_tx: parts.recorder_tx,
             tracker: parts.tracker,
             admission: Admission::new(config.max_unsent_runs),
+            misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
         }
     }
 
@@ -546,12 +549,36 @@ impl Trigger {
                 return self.failed_record(fire.log_id, overloaded.to_string(), "");
             }
         };
+        if let Some(late_ms) = self.too_late_to_send(fire) {
+            // An overloaded admin degrades: its late fires become misfires, not late runs.
+            return DispatchRecord {
+                outcome: DispatchOutcome::Skipped,
+                trigger_msg: format!(
+                    "misfire: its turn to be sent came {late_ms} ms after its time (the admin \
+                     is overloaded); DO_NOTHING skips it"
+                ),
+                ..self.failed_record(fire.log_id, String::new(), "")
+            };
+        }
         let started = Instant::now();
         let record = self.dispatch_one(claimed, target, permit.pool).await;
         self.pools
             .record_dispatch_time(fire.job_id(), started.elapsed(), self.now_ms());
         drop(permit);
         record
+    }
+
+    /// How late a scheduled fire of a DO_NOTHING job is, when that is past the misfire
+    /// threshold (its claim, its pool slot or the admin were slow): such a fire is skipped like
+    /// any misfire. Broadcast shards, retries and manual runs always go.
+    fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
+        let late_ms = self.now_ms() - fire.scheduled_at_ms;
+        (fire.is_of_schedule()
+            && fire.is_fresh()
+            && fire.scheduled_at_ms > 0
+            && fire.job.misfire_strategy == crate::model::MisfireStrategy::DoNothing
+            && late_ms > self.misfire_threshold_ms)
+            .then_some(late_ms)
     }
 
     /// The target of each group: the addresses to route over (`address_override` when not

@@ -19,7 +19,7 @@ const JOBS: usize = 40;
 #[tokio::test]
 async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_reason()
 -> anyhow::Result<()> {
-    let mut cluster = TestCluster::builder()
+    let cluster = TestCluster::builder()
         .configure(|config| {
             config.max_unsent_runs = BOUND;
             config.executor_timeout = Duration::from_secs(2);

@@ -42,6 +42,7 @@ use crate::error::Error;
 use crate::model::validate::JobLimits;
 use crate::model::{Group, Job, RunLog};
 use crate::store::Store;
+use crate::store::writer_gate::api_write;
 
 pub use jobs::SCHEDULE_CHANGE_DELAY_MS;
 
@@ -104,7 +105,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::CreateGroupRequest>,
     ) -> RpcResult<pb::CreateGroupResponse> {
         let wire_group = required(request.into_inner().group, "group")?;
-        let group = self.create_group_checked(wire_group).await;
+        let group = api_write(self.create_group_checked(wire_group)).await;
         reply(group.map(|group| pb::CreateGroupResponse { group: Some(group) }))
     }
 
@@ -113,7 +114,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::UpdateGroupRequest>,
     ) -> RpcResult<pb::UpdateGroupResponse> {
         let wire_group = required(request.into_inner().group, "group")?;
-        let group = self.update_group_checked(wire_group).await;
+        let group = api_write(self.update_group_checked(wire_group)).await;
         reply(group.map(|group| pb::UpdateGroupResponse { group: Some(group) }))
     }
 
@@ -121,7 +122,7 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::DeleteGroupRequest>,
     ) -> RpcResult<pb::DeleteGroupResponse> {
-        let deleted = self.delete_group_checked(request.into_inner().id).await;
+        let deleted = api_write(self.delete_group_checked(request.into_inner().id)).await;
         reply(deleted.map(|()| pb::DeleteGroupResponse {}))
     }
 
@@ -147,7 +148,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::CreateJobRequest>,
     ) -> RpcResult<pb::CreateJobResponse> {
         let wire_job = required(request.into_inner().job, "job")?;
-        let job = self.create_job_checked(wire_job).await;
+        let job = api_write(self.create_job_checked(wire_job)).await;
         reply(job.map(|job| pb::CreateJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -158,7 +159,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::UpdateJobRequest>,
     ) -> RpcResult<pb::UpdateJobResponse> {
         let wire_job = required(request.into_inner().job, "job")?;
-        let job = self.update_job_checked(wire_job).await;
+        let job = api_write(self.update_job_checked(wire_job)).await;
         reply(job.map(|job| pb::UpdateJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -168,7 +169,7 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::DeleteJobRequest>,
     ) -> RpcResult<pb::DeleteJobResponse> {
-        let deleted = self.delete_job_checked(request.into_inner().id).await;
+        let deleted = api_write(self.delete_job_checked(request.into_inner().id)).await;
         reply(deleted.map(|()| pb::DeleteJobResponse {}))
     }
 
@@ -190,7 +191,7 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::StartJobRequest>,
     ) -> RpcResult<pb::StartJobResponse> {
-        let job = self.start_job_checked(request.into_inner().id).await;
+        let job = api_write(self.start_job_checked(request.into_inner().id)).await;
         reply(job.map(|job| pb::StartJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -200,7 +201,7 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::StopJobRequest>,
     ) -> RpcResult<pb::StopJobResponse> {
-        let job = self.stop_job_checked(request.into_inner().id).await;
+        let job = api_write(self.stop_job_checked(request.into_inner().id)).await;
         reply(job.map(|job| pb::StopJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -210,7 +211,7 @@ impl JobAdmin for JobAdminService {
         &self,
         request: Request<pb::TriggerJobRequest>,
     ) -> RpcResult<pb::TriggerJobResponse> {
-        let log_ids = self.trigger_job_checked(request.into_inner()).await;
+        let log_ids = api_write(self.trigger_job_checked(request.into_inner())).await;
         reply(log_ids.map(|log_ids| pb::TriggerJobResponse { log_ids }))
     }
 

@@ -75,6 +75,7 @@ impl MySqlStore {
         super::sql::Pools {
             writer: &self.pool,
             reader: &self.pool,
+            gate: None,
         }
     }
 
