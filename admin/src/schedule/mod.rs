@@ -206,7 +206,7 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
             )
             .await
         {
-            Ok(true) => {}
+            Ok(true) => scheduler.trigger.lease_renewed(now + lease_ms),
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
                 "node epoch was taken by another start with the same node id"),
             Err(error) => tracing::warn!(%error, "renewing node lease failed"),

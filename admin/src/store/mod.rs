@@ -270,6 +270,8 @@ shared! {
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
     fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
+    fn owned_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.

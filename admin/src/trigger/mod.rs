@@ -132,6 +132,10 @@ pub struct Trigger {
     admission: Admission,
     /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
     misfire_threshold_ms: i64,
+    /// Until when this node's lease is known to hold (renewed by the recovery loop). Past it,
+    /// another admin may have taken over this node's claimed runs, so none is sent before the
+    /// lease is renewed and the run is found still this node's (`send_allowed`).
+    lease_until_ms: std::sync::atomic::AtomicI64,
 }
 
 /// What the trigger is built from (besides the config).
@@ -150,6 +154,7 @@ pub struct TriggerParts {
 impl Trigger {
     /// Builds the pipeline; pool sizes and wait come from the config.
     pub fn new(parts: TriggerParts, config: &Config) -> Trigger {
+        let lease_until_ms = parts.clock.now_ms() + config.node_lease.as_millis() as i64;
         Trigger {
             store: parts.store,
             registry: parts.registry,
@@ -166,11 +171,49 @@ impl Trigger {
             tracker: parts.tracker,
             admission: Admission::new(config.max_unsent_runs),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
+            lease_until_ms: std::sync::atomic::AtomicI64::new(lease_until_ms),
         }
     }
 
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// The recovery loop renewed this node's lease until `until_ms`.
+    pub fn lease_renewed(&self, until_ms: i64) {
+        self.lease_until_ms
+            .fetch_max(until_ms, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Whether a claimed run may be sent. While this node's lease holds, yes. Past it (the
+    /// admin stalled, or the database was away), another admin may have taken the run over
+    /// as stranded: wait for the lease to be renewed, then send only if the row is still this
+    /// node's, unsent (a taken-over run is the adopter's to send and record).
+    async fn send_allowed(&self, log_id: LogId) -> bool {
+        let lapsed = || {
+            self.now_ms()
+                >= self
+                    .lease_until_ms
+                    .load(std::sync::atomic::Ordering::Acquire)
+        };
+        if !lapsed() {
+            return true;
+        }
+        while lapsed() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let owned = until_answered(1, || async {
+            Ok(self
+                .store
+                .owned_unsent_runs(&[log_id.0], &self.node.node_id, self.node.epoch)
+                .await?)
+        })
+        .await;
+        if owned.is_empty() {
+            tracing::warn!(%log_id, "this admin's lease lapsed and another admin took over the \
+                claimed run; not sending it");
+        }
+        !owned.is_empty()
     }
 
     /// THE way into the trigger. Claims the fires (only rows still PENDING and owned by this
@@ -432,7 +475,11 @@ impl Trigger {
             Err(record) => return vec![record],
         };
         if let [only] = shards.as_slice() {
-            return vec![self.dispatch_in_pool(only, &target).await];
+            return self
+                .dispatch_in_pool(only, &target)
+                .await
+                .into_iter()
+                .collect();
         }
         // Each shard waits for its own pool slot; they dispatch concurrently.
         let handles: Vec<_> = shards
@@ -449,9 +496,14 @@ impl Trigger {
             .collect();
         let mut records = Vec::with_capacity(handles.len());
         for (log_id, handle) in handles {
-            records.push(handle.await.unwrap_or_else(|error| {
-                self.failed_record(log_id, format!("dispatch task failed: {error}"), "")
-            }));
+            match handle.await {
+                Ok(record) => records.extend(record),
+                Err(error) => records.push(self.failed_record(
+                    log_id,
+                    format!("dispatch task failed: {error}"),
+                    "",
+                )),
+            }
         }
         records
     }
@@ -539,33 +591,36 @@ impl Trigger {
 
     /// Waits for a pool slot (bounded), then dispatches; a full pool makes an `overloaded:`
     /// failure. The dispatch time feeds the fast/slow decision.
-    async fn dispatch_in_pool(&self, claimed: &Claimed, target: &Target) -> DispatchRecord {
+    async fn dispatch_in_pool(&self, claimed: &Claimed, target: &Target) -> Option<DispatchRecord> {
         let fire = &claimed.fire;
+        if !self.send_allowed(fire.log_id).await {
+            return None;
+        }
         let permit = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
             Ok(permit) => permit,
             Err(overloaded) => {
                 tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
                     pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                return self.failed_record(fire.log_id, overloaded.to_string(), "");
+                return Some(self.failed_record(fire.log_id, overloaded.to_string(), ""));
             }
         };
         if let Some(late_ms) = self.too_late_to_send(fire) {
             // An overloaded admin degrades: its late fires become misfires, not late runs.
-            return DispatchRecord {
+            return Some(DispatchRecord {
                 outcome: DispatchOutcome::Skipped,
                 trigger_msg: format!(
                     "misfire: its turn to be sent came {late_ms} ms after its time (the admin \
                      is overloaded); DO_NOTHING skips it"
                 ),
                 ..self.failed_record(fire.log_id, String::new(), "")
-            };
+            });
         }
         let started = Instant::now();
         let record = self.dispatch_one(claimed, target, permit.pool).await;
         self.pools
             .record_dispatch_time(fire.job_id(), started.elapsed(), self.now_ms());
         drop(permit);
-        record
+        Some(record)
     }
 
     /// How late a scheduled fire of a DO_NOTHING job is, when that is past the misfire
