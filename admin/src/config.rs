@@ -65,6 +65,10 @@ pub struct Config {
     /// How long a fire waits for a pool slot before it is recorded as failed `overloaded`.
     #[serde(with = "duration_text")]
     pub pool_wait: Duration,
+    /// Most runs this admin holds claimed and not yet recorded as sent (admission control).
+    /// Scheduled fires beyond it are skipped at once with the reason, like a misfire, instead
+    /// of queueing behind a backlog that would only grow.
+    pub max_unsent_runs: usize,
     /// How often finished runs are followed up (retries, alarms, child jobs, FIX_DELAY).
     #[serde(with = "duration_text")]
     pub followup_interval: Duration,
@@ -219,6 +223,7 @@ impl Default for Config {
             fast_pool_size: 256,
             slow_pool_size: 64,
             pool_wait: Duration::from_secs(1),
+            max_unsent_runs: 5_000,
             followup_interval: Duration::from_millis(200),
             report_interval: Duration::from_secs(60),
             retention_interval: Duration::from_secs(3600),
@@ -396,6 +401,9 @@ impl Config {
         }
         if self.keepalive_timeout.is_zero() {
             return Err(invalid("keepalive_timeout", "must be longer than 0"));
+        }
+        if self.max_unsent_runs == 0 {
+            return Err(invalid("max_unsent_runs", "must be at least 1"));
         }
         if self.fast_pool_size == 0 {
             return Err(invalid("fast_pool_size", "must be at least 1"));

@@ -14,6 +14,8 @@ use crate::processes::{self, ChildProcess, sibling_binary};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timing {
     pub node_lease: Option<Duration>,
+    /// `max_unsent_runs` (admission control), when not the admin's default.
+    pub max_unsent_runs: Option<usize>,
 }
 
 impl Timing {
@@ -30,6 +32,9 @@ impl Timing {
                 lease.as_millis(),
                 executor_lease.as_millis()
             ));
+        }
+        if let Some(bound) = self.max_unsent_runs {
+            toml.push_str(&format!("max_unsent_runs = {bound}\n"));
         }
         toml
     }
@@ -178,6 +183,7 @@ mod tests {
         assert_eq!(Timing::default().config_toml(), "time_zone = \"UTC\"\n");
         let short = Timing {
             node_lease: Some(Duration::from_secs(2)),
+            max_unsent_runs: None,
         };
         let toml = short.config_toml();
         assert!(toml.contains("node_lease = \"2000ms\""));

@@ -123,3 +123,42 @@ pub async fn start_jobs(client: &JobAdminClient<Channel>, job_ids: &[i64]) -> an
     }
     Ok(first_fire_ms)
 }
+
+/// Renames each job (`GetJob`, then `UpdateJob` with a new name: a write that leaves the
+/// schedule alone), `concurrency` at a time, as a script editing jobs under load would; returns
+/// the latency of each `UpdateJob`, in ms, sorted.
+pub async fn rename_jobs(
+    client: &JobAdminClient<Channel>,
+    job_ids: &[i64],
+    concurrency: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let mut latencies = Vec::with_capacity(job_ids.len());
+    for chunk in job_ids.chunks(concurrency.max(1)) {
+        let mut tasks = Vec::new();
+        for &id in chunk {
+            let mut client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let job = client
+                    .get_job(pb::GetJobRequest { id })
+                    .await?
+                    .into_inner()
+                    .job
+                    .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
+                let renamed = pb::Job {
+                    name: format!("{} (renamed)", job.name),
+                    ..job
+                };
+                let started = std::time::Instant::now();
+                client
+                    .update_job(pb::UpdateJobRequest { job: Some(renamed) })
+                    .await?;
+                anyhow::Ok(started.elapsed().as_secs_f64() * 1000.0)
+            }));
+        }
+        for task in tasks {
+            latencies.push(task.await??);
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    Ok(latencies)
+}

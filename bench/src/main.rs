@@ -113,6 +113,13 @@ struct Args {
     /// File the JSON line is appended to.
     #[arg(long, default_value = "bench-results.jsonl")]
     results: PathBuf,
+    /// Jobs renamed (`GetJob` + `UpdateJob`, 16 at a time) a third into the window, while the
+    /// load runs; the latencies of the writes are printed (0: none).
+    #[arg(long, default_value_t = 0)]
+    api_writes: usize,
+    /// The admins' `max_unsent_runs` (admission control; default: the admin's).
+    #[arg(long)]
+    max_unsent_runs: Option<usize>,
     /// Exit with an error when any fire was lost (missed and not recorded as a misfire),
     /// duplicated or off the grid (CI smoke run).
     #[arg(long)]
@@ -217,6 +224,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         backend,
         timing: Timing {
             node_lease: node_lease_ms.map(Duration::from_millis),
+            max_unsent_runs: args.max_unsent_runs,
         },
     })
 }
@@ -337,6 +345,15 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
 
     sleep_until_ms(window.start_ms, "warm-up").await;
     let before = Usage::read(&admins, &executors, &database);
+    let api_probe = (args.api_writes > 0).then(|| {
+        let client = client.clone();
+        let ids: Vec<i64> = job_ids.iter().copied().take(args.api_writes).collect();
+        let at_ms = window.start_ms + (window.end_ms - window.start_ms) / 3;
+        tokio::spawn(async move {
+            sleep_until_ms(at_ms, "window (API writes next)").await;
+            grpc::rename_jobs(&client, &ids, 16).await
+        })
+    });
     let events = disrupt(
         args,
         plan,
@@ -348,6 +365,9 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     )
     .await?;
     sleep_until_ms(window.end_ms, "window").await;
+    if let Some(probe) = api_probe {
+        report_api_writes(&probe.await??);
+    }
     let after = Usage::read(&admins, &executors, &database);
     let peaks = Peaks::read(&admins, &executors, &database);
     sleep_until_ms(window.end_ms + args.drain as i64 * 1000, "drain").await;
@@ -405,6 +425,21 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     }
     append(&args.results, &line)?;
     check_loss(args, &figures, failover.as_ref())
+}
+
+/// Prints the latencies of the API writes made under load (sorted, in ms).
+fn report_api_writes(latencies: &[f64]) {
+    let at = |quantile: f64| {
+        let index = ((latencies.len() as f64 * quantile).ceil() as usize).saturating_sub(1);
+        latencies.get(index).copied().unwrap_or(0.0)
+    };
+    eprintln!(
+        "API writes under load: {} UpdateJob calls, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        latencies.len(),
+        at(0.5),
+        at(0.99),
+        latencies.last().copied().unwrap_or(0.0)
+    );
 }
 
 /// The run's database: an SQLite file, a server started here, or a scratch database on the

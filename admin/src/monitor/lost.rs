@@ -23,10 +23,12 @@
 //! never re-sent; the retry, if any, is a new attempt with its own log id.
 //!
 //! A run whose dispatcher died between claiming it and recording where it went (RUNNING, no
-//! address; XXL-JOB leaves those "running" forever) is stranded: it is lost once no session of
-//! this admin has listed it for an executor lease, long enough for every live executor to have
-//! sent heartbeats. While other admins hold sessions it is left alone (their executors may run
-//! it).
+//! address; XXL-JOB leaves those "running" forever) is stranded. Every executor that may have
+//! received it is asked (`ReadLog` of the run: running or queued, over with a run log, or never
+//! seen). When all of them never saw it and no session here lists it, it was never sent: it is
+//! taken over and sent now (`stranded.rs`). Otherwise it is lost once no executor has held it
+//! for an executor lease: no session of this admin lists it and every executor held by another
+//! admin said it does not hold it (one that cannot be asked counts as holding it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -36,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::executor::RunLogChunk;
 use crate::health::Loop;
 use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, RunLog};
 
@@ -68,6 +71,9 @@ pub struct SessionView<'a> {
 pub struct StrandedProbes {
     /// Stranded runs every executor held elsewhere was asked about and holds nowhere.
     pub absent: HashSet<i64>,
+    /// Stranded runs every executor that may have received them says it never did: their
+    /// admin died between claiming and sending them, and they are sent now.
+    pub never_sent: HashSet<i64>,
 }
 
 /// A run found lost, with the reason recorded as its handle message.
@@ -265,6 +271,21 @@ fn normalize(address: &str) -> &str {
     address.trim_end_matches('/')
 }
 
+/// Splits off the stranded runs no executor ever received (every candidate said so, and no
+/// session of this admin lists it): those are sent now instead of being judged lost.
+pub fn split_never_sent(
+    stranded: Vec<RunLog>,
+    sessions: &[ExecutorInfo],
+    probes: &StrandedProbes,
+) -> (Vec<RunLog>, Vec<RunLog>) {
+    stranded.into_iter().partition(|run| {
+        probes.never_sent.contains(&run.id)
+            && !sessions
+                .iter()
+                .any(|session| session.running_log_ids.contains(&run.id))
+    })
+}
+
 /// Checks RUNNING runs every half heartbeat interval until cancelled.
 pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken) {
     let period = (ctx.config.heartbeat_interval / 2).max(Duration::from_millis(50));
@@ -321,11 +342,15 @@ async fn check_once(
             now - params.executor_timeout_ms,
         )
         .await?;
-    let elsewhere = if held_elsewhere.is_empty() || stranded.is_empty() {
+    let elsewhere = if stranded.is_empty() {
         StrandedProbes::default()
     } else {
         probe_stranded(ctx, &stranded, &held_elsewhere).await?
     };
+    let (never_sent, stranded) = split_never_sent(stranded, &sessions, &elsewhere);
+    if !never_sent.is_empty() {
+        super::stranded::send(ctx, never_sent).await?;
+    }
     let mut verdicts = judge.judge(&runs, view, now, params);
     verdicts.extend(judge.judge_stranded(&stranded, view, &elsewhere, now, params));
     for verdict in verdicts {
@@ -349,14 +374,68 @@ async fn check_once(
     Ok(())
 }
 
-/// The AUTO groups among those of `runs` (read with one query).
-/// Asks every executor held by another admin whether it holds each stranded run (`ReadLog` of
-/// the run; `is_end` false while it runs or waits there). A run is absent when every such
-/// executor of its group answered and none holds it; an executor that cannot be asked counts as
-/// holding it, so no run is judged on missing evidence.
-/// Stranded runs whose executors are asked about in one check.
-const MAX_PROBED_PER_CHECK: usize = 200;
+/// What one executor said of a stranded run when asked (`ReadLog` of the run from line 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sighting {
+    /// Running or queued there (`is_end` false), or it could not be asked: it may hold it.
+    MayHold,
+    /// Over there, with a run log: it received the run (its result may still be on the way).
+    Ran,
+    /// Not running there and no run log: it never received the run (the SDK writes a log line
+    /// for every run it accepts, if only the end line or "run not started").
+    NeverSaw,
+}
 
+impl Sighting {
+    /// Reads an executor's answer to `ReadLog(log_id, from_line 1)`.
+    pub fn of(answer: Result<&RunLogChunk, ()>) -> Sighting {
+        match answer {
+            Ok(chunk) if !chunk.is_end => Sighting::MayHold,
+            Ok(chunk) if chunk.to_line >= chunk.from_line => Sighting::Ran,
+            Ok(_) => Sighting::NeverSaw,
+            Err(()) => Sighting::MayHold,
+        }
+    }
+}
+
+/// What the candidate executors of one stranded run said, by address.
+type Answers = Vec<(String, Sighting)>;
+
+/// Sorts what the executors said into the two sets the checks use.
+pub fn sort_answers(
+    answers: &HashMap<i64, Answers>,
+    held_elsewhere: &HashSet<String>,
+) -> StrandedProbes {
+    let mut probes = StrandedProbes::default();
+    for (&log_id, said) in answers {
+        let elsewhere_done = said
+            .iter()
+            .filter(|(address, _)| held_elsewhere.contains(address))
+            .all(|(_, sighting)| *sighting != Sighting::MayHold);
+        if elsewhere_done {
+            probes.absent.insert(log_id);
+        }
+        if !said.is_empty()
+            && said
+                .iter()
+                .all(|(_, sighting)| *sighting == Sighting::NeverSaw)
+        {
+            probes.never_sent.insert(log_id);
+        }
+    }
+    probes
+}
+
+/// Stranded runs whose executors are asked about in one check.
+const MAX_PROBED_PER_CHECK: usize = 1_000;
+/// `ReadLog` calls in flight at once while asking.
+const PROBES_IN_FLIGHT: usize = 64;
+
+/// Asks every executor that may have received each stranded run whether it did (`ReadLog` of
+/// the run): for an AUTO group every live executor of its app (this admin's sessions, the other
+/// admins' rows, and the routes restored at start for executors still reconnecting), for a
+/// MANUAL group its typed addresses too. An executor that cannot be asked in time may hold the
+/// run, so no run is judged, or sent again, on missing evidence.
 async fn probe_stranded(
     ctx: &AdminContext,
     stranded: &[RunLog],
@@ -364,7 +443,8 @@ async fn probe_stranded(
 ) -> Result<StrandedProbes, Error> {
     let group_ids: Vec<GroupId> = stranded.iter().map(|run| GroupId(run.group_id)).collect();
     let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
-    let live = ctx.registry.list_with_peers("");
+    let deadline = ctx.config.executor_timeout;
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(PROBES_IN_FLIGHT));
     let mut probes = tokio::task::JoinSet::new();
     // Bounded per check, so a mass of stranded runs after an outage never becomes a burst of
     // calls; the rest are asked in later checks (oldest first, as the store lists them).
@@ -372,36 +452,47 @@ async fn probe_stranded(
         let Some(group) = groups.get(&GroupId(run.group_id)) else {
             continue;
         };
-        let addresses: Vec<String> = live
+        let mut addresses: Vec<String> = ctx
+            .registry
+            .online_addresses(&group.app_name)
             .iter()
-            .filter(|executor| executor.app_name == group.app_name)
-            .map(|executor| normalize(&executor.address).to_string())
-            .filter(|address| held_elsewhere.contains(address))
+            .map(|address| normalize(address).to_string())
             .collect();
+        if group.address_type == AddressType::Manual {
+            addresses.extend(group.addresses.iter().map(|a| normalize(a).to_string()));
+        }
+        addresses.sort();
+        addresses.dedup();
         let executors = Arc::clone(&ctx.executors);
+        let in_flight = Arc::clone(&in_flight);
         let token = group.access_token.clone();
         let (log_id, log_date_ms) = (run.id, run.trigger_time_ms);
         probes.spawn(async move {
+            let mut said = Vec::with_capacity(addresses.len());
             for address in addresses {
-                let chunk = executors
-                    .read_log(&address, &token, LogId(log_id), log_date_ms, 1)
-                    .await;
-                if !matches!(chunk, Ok(chunk) if chunk.is_end) {
-                    return None;
-                }
+                let Ok(_permit) = in_flight.acquire().await else {
+                    break;
+                };
+                let read = executors.read_log(&address, &token, LogId(log_id), log_date_ms, 1);
+                let sighting = match tokio::time::timeout(deadline, read).await {
+                    Ok(Ok(chunk)) => Sighting::of(Ok(&chunk)),
+                    _ => Sighting::of(Err(())),
+                };
+                said.push((address, sighting));
             }
-            Some(log_id)
+            (log_id, said)
         });
     }
-    let mut absent = HashSet::new();
+    let mut answers = HashMap::new();
     while let Some(joined) = probes.join_next().await {
-        if let Ok(Some(log_id)) = joined {
-            absent.insert(log_id);
+        if let Ok((log_id, said)) = joined {
+            answers.insert(log_id, said);
         }
     }
-    Ok(StrandedProbes { absent })
+    Ok(sort_answers(&answers, held_elsewhere))
 }
 
+/// The AUTO groups among those of `runs` (read with one query).
 async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, Error> {
     let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
     Ok(crate::trigger::load::groups(&ctx.store, &group_ids)
@@ -658,6 +749,7 @@ mod tests {
         };
         let probes = StrandedProbes {
             absent: absent.iter().copied().collect(),
+            ..StrandedProbes::default()
         };
         judge.judge_stranded(runs, view, &probes, at, PARAMS)
     }
@@ -692,6 +784,55 @@ mod tests {
         assert!(check_stranded_probed(&mut asked, &runs, &[], &[ADDRESS], &absent, T0).is_empty());
         let lost = check_stranded_probed(&mut asked, &runs, &[], &[ADDRESS], &absent, T0 + 3_100);
         assert_eq!(lost.len(), 1, "{lost:?}");
+    }
+
+    fn chunk(to_line: i32, is_end: bool) -> RunLogChunk {
+        RunLogChunk {
+            from_line: 1,
+            to_line,
+            content: String::new(),
+            is_end,
+        }
+    }
+
+    #[test]
+    fn an_executor_never_saw_a_run_only_if_it_neither_holds_it_nor_logged_it() {
+        assert_eq!(Sighting::of(Ok(&chunk(0, false))), Sighting::MayHold);
+        assert_eq!(Sighting::of(Ok(&chunk(3, false))), Sighting::MayHold);
+        assert_eq!(Sighting::of(Ok(&chunk(2, true))), Sighting::Ran);
+        assert_eq!(Sighting::of(Ok(&chunk(0, true))), Sighting::NeverSaw);
+        assert_eq!(Sighting::of(Err(())), Sighting::MayHold);
+    }
+
+    #[test]
+    fn a_stranded_run_is_sent_again_only_when_every_candidate_never_saw_it() {
+        let other = "http://127.0.0.1:9002".to_string();
+        let held_elsewhere: HashSet<String> = [other.clone()].into();
+        let mut answers: HashMap<i64, Answers> = HashMap::new();
+        let never = |address: &str| (address.to_string(), Sighting::NeverSaw);
+        answers.insert(1, vec![never(ADDRESS), never(&other)]);
+        answers.insert(2, vec![never(ADDRESS), (other.clone(), Sighting::Ran)]);
+        answers.insert(3, vec![(ADDRESS.into(), Sighting::MayHold), never(&other)]);
+        answers.insert(4, vec![never(ADDRESS), (other.clone(), Sighting::MayHold)]);
+        answers.insert(5, vec![]);
+        let probes = sort_answers(&answers, &held_elsewhere);
+        assert_eq!(probes.never_sent, [1].into());
+        // Absent from the executors held elsewhere (judged by the lost-run rules): 1, 2, 3, 5.
+        assert_eq!(probes.absent, [1, 2, 3, 5].into());
+
+        // A session of this admin listing the run overrides a "never saw it".
+        let mut one = run(1, 0);
+        one.executor_address = String::new();
+        let mut two = run(2, 0);
+        two.executor_address = String::new();
+        let listing = [session("e1", T0, &[1])];
+        let probes = StrandedProbes {
+            never_sent: [1, 2].into(),
+            ..StrandedProbes::default()
+        };
+        let (send, judge) = split_never_sent(vec![one.clone(), two.clone()], &listing, &probes);
+        assert_eq!(send.iter().map(|r| r.id).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(judge.iter().map(|r| r.id).collect::<Vec<_>>(), vec![1]);
     }
 
     #[test]

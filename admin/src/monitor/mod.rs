@@ -8,6 +8,7 @@
 //!   ─▶ due retries and child runs ─▶ Trigger::dispatch(Fires::Stored)
 //! lost (every heartbeat_interval / 2)
 //!   RUNNING runs ─▶ LostJudge (heartbeat lists, live sessions) ─▶ LOST ─▶ followup retries it
+//!   stranded runs (claimed by a dead admin, never sent; no executor saw them) ─▶ stranded::send
 //! ```
 //! The decisions are pure (`policy`, `lost::LostJudge`); the loops only read, call and write.
 
@@ -17,6 +18,7 @@ pub mod followup;
 pub mod lost;
 pub mod notify;
 pub mod policy;
+pub mod stranded;
 
 pub use alarm::{Alarm, AlarmFuture, LogAlarm};
 pub use alarm_config::AlarmConfig;

@@ -227,7 +227,7 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
             )
             .await;
         match renewed {
-            Ok(true) => {}
+            Ok(true) => scheduler.trigger.lease_renewed(now + lease_ms),
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
                 "node epoch was taken by another start with the same node id"),
             Err(ref error) => tracing::warn!(%error, "renewing node lease failed"),
@@ -291,7 +291,7 @@ fn recovery_of(
 
 /// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
 /// or parent run still runs when found late), and only on their first attempt.
-fn misfires(
+pub fn misfires(
     trigger_type: TriggerType,
     attempt: i32,
     scheduled_at_ms: i64,

@@ -19,6 +19,7 @@ mod postgres;
 mod shared;
 mod sql;
 mod sqlite;
+pub mod writer_gate;
 
 use thiserror::Error;
 
@@ -371,6 +372,8 @@ shared! {
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
     fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
+    fn owned_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
@@ -394,6 +397,11 @@ shared! {
     /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
     /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
+    /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.
+    fn adopt_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
+    fn skip_adopted_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;

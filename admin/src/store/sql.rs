@@ -123,6 +123,8 @@ impl<'q, DB: Dialect> Sql<'q, DB> {
 pub struct Pools<'a, DB: Dialect> {
     pub writer: &'a Pool<DB>,
     pub reader: &'a Pool<DB>,
+    /// On a single writer connection (SQLite): lets API writes go first (`writer_gate`).
+    pub gate: Option<&'a super::writer_gate::WriterGate>,
 }
 
 impl<DB: Dialect> Clone for Pools<'_, DB> {
@@ -141,12 +143,20 @@ impl<DB: Dialect> Pools<'_, DB> {
 
     /// A connection for a statement that writes.
     pub async fn write(&self) -> StoreResult<PoolConnection<DB>> {
-        self.writer.acquire().await.map_err(StoreError::Unavailable)
+        let acquired = match self.gate {
+            Some(gate) => gate.enter(|| self.writer.acquire()).await,
+            None => self.writer.acquire().await,
+        };
+        acquired.map_err(StoreError::Unavailable)
     }
 
     /// A transaction on the writer.
     pub async fn begin(&self) -> StoreResult<Transaction<'static, DB>> {
-        self.writer.begin().await.map_err(StoreError::Unavailable)
+        let begun = match self.gate {
+            Some(gate) => gate.enter(|| self.writer.begin()).await,
+            None => self.writer.begin().await,
+        };
+        begun.map_err(StoreError::Unavailable)
     }
 }
 

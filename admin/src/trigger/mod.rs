@@ -17,6 +17,7 @@
 //! Every fire ends in a record: a pool that stays full for `pool_wait` turns the fire into a
 //! FAILED `overloaded:` run (retried and alarmed like any failure), never a silent drop.
 
+pub mod admission;
 mod dispatch;
 pub mod load;
 pub mod pool;
@@ -44,7 +45,9 @@ use crate::model::{
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
+use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
+pub use recorder::Outcome;
 
 /// XXL-JOB's trigger codes: accepted, not delivered, maybe delivered (a deadline after sending).
 const TRIGGER_ACCEPTED: i32 = 200;
@@ -67,6 +70,13 @@ pub enum Fires {
         fire: UnwrittenFire,
         addresses: Vec<String>,
     },
+    /// Runs this node already holds RUNNING and unsent: stranded runs of an admin that died
+    /// between claiming and sending them, taken over once no executor had them
+    /// (`Store::adopt_stranded`, which set their trigger time). Not claimed again; sent now.
+    Adopted {
+        fires: Vec<Fire>,
+        trigger_time_ms: i64,
+    },
 }
 
 /// A fire this node claimed: it is RUNNING and nobody else sends it.
@@ -75,6 +85,8 @@ struct Claimed {
     fire: Fire,
     /// When it was claimed (its executor files the log under this day).
     trigger_time_ms: i64,
+    /// Its place among the runs outstanding (`admission`), freed once its outcome is written.
+    slot: Option<Arc<Slot>>,
 }
 
 /// The group a claimed fire goes to and the addresses it is routed over, taken once per batch
@@ -94,8 +106,15 @@ pub struct Trigger {
     node: NodeIdentity,
     pools: TriggerPools,
     clock: SharedClock,
-    recorder_tx: mpsc::UnboundedSender<DispatchRecord>,
+    recorder_tx: mpsc::UnboundedSender<Outcome>,
     tracker: TaskTracker,
+    admission: Admission,
+    /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
+    misfire_threshold_ms: i64,
+    /// Until when this node's lease is known to hold (renewed by the recovery loop). Past it,
+    /// another admin may have taken over this node's claimed runs, so none is sent before the
+    /// lease is renewed and the run is found still this node's (`send_allowed`).
+    lease_until_ms: std::sync::atomic::AtomicI64,
 }
 
 /// What the trigger is built from (besides the config).
@@ -106,7 +125,7 @@ pub struct TriggerParts {
     pub node: NodeIdentity,
     pub clock: SharedClock,
     /// Where dispatch outcomes of fires not waited for go (`recorder`).
-    pub recorder_tx: mpsc::UnboundedSender<DispatchRecord>,
+    pub recorder_tx: mpsc::UnboundedSender<Outcome>,
     /// Where dispatch tasks are spawned; shutdown waits for them.
     pub tracker: TaskTracker,
 }
@@ -114,6 +133,7 @@ pub struct TriggerParts {
 impl Trigger {
     /// Builds the pipeline; pool sizes and wait come from the config.
     pub fn new(parts: TriggerParts, config: &Config) -> Trigger {
+        let lease_until_ms = parts.clock.now_ms() + config.node_lease.as_millis() as i64;
         Trigger {
             store: parts.store,
             registry: parts.registry,
@@ -128,11 +148,51 @@ impl Trigger {
             clock: parts.clock,
             recorder_tx: parts.recorder_tx,
             tracker: parts.tracker,
+            admission: Admission::new(config.max_unsent_runs),
+            misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
+            lease_until_ms: std::sync::atomic::AtomicI64::new(lease_until_ms),
         }
     }
 
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// The recovery loop renewed this node's lease until `until_ms`.
+    pub fn lease_renewed(&self, until_ms: i64) {
+        self.lease_until_ms
+            .fetch_max(until_ms, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Whether a claimed run may be sent. While this node's lease holds, yes. Past it (the
+    /// admin stalled, or the database was away), another admin may have taken the run over
+    /// as stranded: wait for the lease to be renewed, then send only if the row is still this
+    /// node's, unsent (a taken-over run is the adopter's to send and record).
+    async fn send_allowed(&self, log_id: LogId) -> bool {
+        let lapsed = || {
+            self.now_ms()
+                >= self
+                    .lease_until_ms
+                    .load(std::sync::atomic::Ordering::Acquire)
+        };
+        if !lapsed() {
+            return true;
+        }
+        while lapsed() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let owned = until_answered(1, || async {
+            Ok(self
+                .store
+                .owned_unsent_runs(&[log_id.0], &self.node.node_id, self.node.epoch)
+                .await?)
+        })
+        .await;
+        if owned.is_empty() {
+            tracing::warn!(%log_id, "this admin's lease lapsed and another admin took over the \
+                claimed run; not sending it");
+        }
+        !owned.is_empty()
     }
 
     /// THE way into the trigger. Claims the fires (only rows still PENDING and owned by this
@@ -153,7 +213,7 @@ impl Trigger {
                 let (claimed, ended) = self.claim_stored(&log_ids).await?;
                 for record in ended {
                     // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = self.recorder_tx.send(record);
+                    let _ = self.recorder_tx.send(Outcome { record, slot: None });
                 }
                 let targets = self.load_targets_until_answered(&claimed, &[]).await;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
@@ -161,6 +221,25 @@ impl Trigger {
                 Ok(ids)
             }
             Fires::Requested { fire, addresses } => self.dispatch_requested(fire, addresses).await,
+            Fires::Adopted {
+                fires,
+                trigger_time_ms,
+            } => {
+                let slots = self.admission.force(fires.len());
+                let claimed: Vec<Claimed> = fires
+                    .into_iter()
+                    .zip(slots)
+                    .map(|(fire, slot)| Claimed {
+                        fire,
+                        trigger_time_ms,
+                        slot: Some(Arc::new(slot)),
+                    })
+                    .collect();
+                let targets = self.load_targets_until_answered(&claimed, &[]).await;
+                let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
+                self.send_when_due(claimed, targets);
+                Ok(ids)
+            }
         }
     }
 
@@ -170,6 +249,7 @@ impl Trigger {
         &self,
         fires: Vec<Fire>,
     ) -> Result<(Vec<Claimed>, HashMap<GroupId, Target>), Error> {
+        let (fires, slots) = self.admit(fires).await?;
         let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
             return Ok((Vec::new(), HashMap::new()));
         };
@@ -188,12 +268,15 @@ impl Trigger {
             load::groups(&self.store, &group_ids)
         );
         let claimed_ids: std::collections::HashSet<i64> = claimed?.into_iter().collect();
+        // A fire the fence left out frees its slot here.
         let claimed: Vec<Claimed> = fires
             .into_iter()
-            .filter(|fire| claimed_ids.contains(&fire.log_id.0))
-            .map(|fire| Claimed {
+            .zip(slots)
+            .filter(|(fire, _)| claimed_ids.contains(&fire.log_id.0))
+            .map(|(fire, slot)| Claimed {
                 fire,
                 trigger_time_ms,
+                slot: Some(Arc::new(slot)),
             })
             .collect();
         let targets = match groups {
@@ -206,6 +289,31 @@ impl Trigger {
             "dispatching written fires"
         );
         Ok((claimed, targets))
+    }
+
+    /// Admits the earliest fires while the bound on outstanding runs allows (`admission`); the
+    /// rest are recorded SKIPPED with the reason at once. Returns the admitted fires, earliest
+    /// first, each with its slot.
+    async fn admit(&self, mut fires: Vec<Fire>) -> Result<(Vec<Fire>, Vec<Slot>), Error> {
+        let slots = self.admission.admit(fires.len());
+        if slots.len() < fires.len() {
+            fires.sort_by_key(|fire| (fire.scheduled_at_ms, fire.log_id.0));
+            let refused = fires.split_off(slots.len());
+            let ids: Vec<i64> = refused.iter().map(|fire| fire.log_id.0).collect();
+            tracing::warn!(
+                skipped = ids.len(),
+                outstanding = self.admission.outstanding(),
+                max_unsent_runs = self.admission.max(),
+                "overloaded: fires beyond the bound on unsent runs are skipped"
+            );
+            let reason = admission::overloaded_reason(self.admission.max());
+            if let Err(error) = self.store.skip_runs(&ids, &reason, self.now_ms()).await {
+                // They stay PENDING and this node's: the caller retries them all, admitted or
+                // not, once the database answers.
+                return Err(error.into());
+            }
+        }
+        Ok((fires, slots))
     }
 
     /// Claims stored rows and reads their jobs; a row whose job is gone ends in a record.
@@ -230,6 +338,7 @@ impl Trigger {
                 Some(job) => claimed.push(Claimed {
                     fire: Fire::from_run(&run, Arc::clone(job)),
                     trigger_time_ms: run.trigger_time_ms,
+                    slot: self.admission.force(1).pop().map(Arc::new),
                 }),
                 None => ended.push(self.failed_record(
                     LogId(run.id),
@@ -258,6 +367,7 @@ impl Trigger {
             .map(|run| Claimed {
                 fire: Fire::from_run(run, Arc::clone(&fire.job)),
                 trigger_time_ms: run.trigger_time_ms,
+                slot: None,
             })
             .collect();
         let groups = load::groups(&self.store, &[fire.group_id()]).await?;
@@ -314,9 +424,15 @@ impl Trigger {
             let this = Arc::clone(self);
             let targets = Arc::clone(targets);
             self.tracker.spawn(async move {
+                // The slot goes with the first record (a broadcast fire's shard 0) and is freed
+                // once the recorder has written it.
+                let mut slot = claimed.slot.clone();
                 for record in this.fire(claimed, &targets).await {
                     // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = this.recorder_tx.send(record);
+                    let _ = this.recorder_tx.send(Outcome {
+                        record,
+                        slot: slot.take(),
+                    });
                 }
             });
         }
@@ -345,7 +461,11 @@ impl Trigger {
             }
         };
         if let [only] = shards.as_slice() {
-            return vec![self.dispatch_in_pool(only, &target).await];
+            return self
+                .dispatch_in_pool(only, &target)
+                .await
+                .into_iter()
+                .collect();
         }
         // Each shard waits for its own pool slot; they dispatch concurrently.
         let handles: Vec<_> = shards
@@ -362,9 +482,14 @@ impl Trigger {
             .collect();
         let mut records = Vec::with_capacity(handles.len());
         for (log_id, handle) in handles {
-            records.push(handle.await.unwrap_or_else(|error| {
-                self.failed_record(log_id, format!("dispatch task failed: {error}"), "")
-            }));
+            match handle.await {
+                Ok(record) => records.extend(record),
+                Err(error) => records.push(self.failed_record(
+                    log_id,
+                    format!("dispatch task failed: {error}"),
+                    "",
+                )),
+            }
         }
         records
     }
@@ -433,6 +558,7 @@ impl Trigger {
                 .map(|run| Claimed {
                     fire: Fire::from_run(run, Arc::clone(&fire.job)),
                     trigger_time_ms: run.trigger_time_ms,
+                    slot: None,
                 })
                 .collect()),
             Ok(_) => {
@@ -452,21 +578,31 @@ impl Trigger {
 
     /// Waits for a pool slot (bounded), then dispatches; a full pool makes an `overloaded:`
     /// failure. The dispatch time feeds the fast/slow decision.
-    async fn dispatch_in_pool(&self, claimed: &Claimed, target: &Target) -> DispatchRecord {
+    async fn dispatch_in_pool(&self, claimed: &Claimed, target: &Target) -> Option<DispatchRecord> {
         let fire = &claimed.fire;
+        if !self.send_allowed(fire.log_id).await {
+            return None;
+        }
         // The fire span covers the pool wait too, so a full pool shows in the trace.
         let trace = trace::FireTrace::start(fire);
         let mut record = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-            Ok(permit) => {
-                let started = Instant::now();
-                let record = self
-                    .dispatch_one(claimed, target, permit.pool, trace.as_ref())
-                    .await;
-                self.pools
-                    .record_dispatch_time(fire.job_id(), started.elapsed(), self.now_ms());
-                drop(permit);
-                record
-            }
+            Ok(permit) => match self.too_late_to_send(fire) {
+                // An overloaded admin degrades: its late fires become misfires, not late runs.
+                Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
+                None => {
+                    let started = Instant::now();
+                    let record = self
+                        .dispatch_one(claimed, target, permit.pool, trace.as_ref())
+                        .await;
+                    self.pools.record_dispatch_time(
+                        fire.job_id(),
+                        started.elapsed(),
+                        self.now_ms(),
+                    );
+                    drop(permit);
+                    record
+                }
+            },
             Err(overloaded) => {
                 tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
                     pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
@@ -481,7 +617,33 @@ impl Trigger {
         if let Some(trace) = trace {
             trace.end(&mut record);
         }
-        record
+        Some(record)
+    }
+
+    /// A fire skipped because its turn to be sent came past the misfire threshold.
+    fn skipped_as_late(&self, log_id: LogId, late_ms: i64) -> DispatchRecord {
+        crate::metrics::fires(FireOutcome::Skipped).inc();
+        DispatchRecord {
+            outcome: DispatchOutcome::Skipped,
+            trigger_msg: format!(
+                "misfire: its turn to be sent came {late_ms} ms after its time (the admin is \
+                 overloaded); DO_NOTHING skips it"
+            ),
+            ..self.record(log_id, String::new(), "")
+        }
+    }
+
+    /// How late a scheduled fire of a DO_NOTHING job is, when that is past the misfire
+    /// threshold (its claim, its pool slot or the admin were slow): such a fire is skipped like
+    /// any misfire. Broadcast shards, retries and manual runs always go.
+    fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
+        let late_ms = self.now_ms() - fire.scheduled_at_ms;
+        (fire.is_of_schedule()
+            && fire.is_fresh()
+            && fire.scheduled_at_ms > 0
+            && fire.job.misfire_strategy == crate::model::MisfireStrategy::DoNothing
+            && late_ms > self.misfire_threshold_ms)
+            .then_some(late_ms)
     }
 
     /// The target of each group: the addresses to route over (`address_override` when not

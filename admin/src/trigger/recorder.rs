@@ -1,15 +1,23 @@
 //! Writes dispatch outcomes of scheduled fires in batches: one transaction per burst instead of
-//! one per fire. A write that fails is retried, never dropped.
+//! one per fire. A write that fails is retried, never dropped. A run's admission slot is freed
+//! only once its outcome is written, so the bound on outstanding runs covers this queue too.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use std::sync::Arc;
-
+use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::store::{DispatchRecord, Store};
+
+/// One dispatch outcome to write, with the admission slot of its run.
+#[derive(Debug)]
+pub struct Outcome {
+    pub record: DispatchRecord,
+    pub slot: Option<Arc<Slot>>,
+}
 
 /// Most records written in one transaction.
 const BATCH: usize = 1000;
@@ -17,26 +25,30 @@ const BATCH: usize = 1000;
 /// Runs until the channel closes (every sender dropped) or `cancel` fires and the queue is empty.
 pub async fn run_recorder(
     store: Store,
-    mut records_rx: mpsc::UnboundedReceiver<DispatchRecord>,
+    mut records_rx: mpsc::UnboundedReceiver<Outcome>,
     health: Arc<Health>,
     cancel: CancellationToken,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut slots = Vec::with_capacity(BATCH);
     loop {
         let first = tokio::select! {
             record = records_rx.recv() => record,
             _ = cancel.cancelled() => records_rx.try_recv().ok(),
         };
         let Some(first) = first else { break };
-        batch.push(first);
-        while batch.len() < BATCH {
-            match records_rx.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(outcome) = next.take() {
+            batch.push(outcome.record);
+            slots.extend(outcome.slot);
+            if batch.len() < BATCH {
+                next = records_rx.try_recv().ok();
             }
         }
         write_with_retry(&store, &batch, &health, &cancel).await;
         batch.clear();
+        // Written: these runs are no longer outstanding.
+        slots.clear();
     }
 }
 

@@ -46,6 +46,11 @@ impl Database {
             "XJOB_TEST_POSTGRES_URL is not set: running on one SQLite file shared by the admin \
              processes (.ci/run sets it to run this on PostgreSQL)"
         );
+        Database::sqlite()
+    }
+
+    /// One SQLite file in a scratch directory, shared by the admin processes.
+    pub fn sqlite() -> anyhow::Result<Option<Database>> {
         let dir = tempfile::tempdir()?;
         let url = format!("sqlite://{}", dir.path().join("shared.db").display());
         Ok(Some(Database {
@@ -154,6 +159,8 @@ pub struct Cluster {
     pub store: Store,
     pub group_id: i64,
     pub job_ids: Vec<i64>,
+    /// `fail_retry_count` of the jobs `create_jobs` creates (`JOB_RETRIES` unless changed).
+    pub retries: i32,
 }
 
 impl Cluster {
@@ -193,6 +200,7 @@ impl Cluster {
             store,
             group_id: 0,
             job_ids: Vec::new(),
+            retries: JOB_RETRIES,
         };
         for admin in &cluster.admins {
             connect(&admin.spec.url()).await?;
@@ -279,7 +287,7 @@ impl Cluster {
                 route_strategy: pb::RouteStrategy::Round as i32,
                 // A run lost with the admin that was sending it is retried at once (a new
                 // attempt with the same scheduled time): the ledger counts it across attempts.
-                fail_retry_count: JOB_RETRIES,
+                fail_retry_count: self.retries,
                 handler: "record".into(),
                 block_strategy: pb::BlockStrategy::SerialExecution as i32,
                 glue_type: pb::GlueType::Bean as i32,
@@ -331,7 +339,7 @@ impl Cluster {
                 &self.job_ids,
                 &self.records_snapshot(),
                 &rows,
-                JOB_RETRIES,
+                self.retries,
             );
             ledger.settled().then_some(ledger)
         })
@@ -345,7 +353,7 @@ impl Cluster {
                     &self.job_ids,
                     &self.records_snapshot(),
                     &rows,
-                    JOB_RETRIES,
+                    self.retries,
                 );
                 ledger.print("unsettled");
                 Err(error)

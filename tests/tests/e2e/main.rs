@@ -1,6 +1,7 @@
 //! End-to-end scenarios: a real admin and real executors talking gRPC on loopback, with the
 //! admin's state in a real SQLite file. One test binary; one module per area.
 
+mod admission;
 mod alarms;
 mod attacks;
 mod auth;

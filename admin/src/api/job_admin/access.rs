@@ -92,7 +92,9 @@ impl JobAdminService {
             object,
             summary,
         };
-        if let Err(error) = self.store().insert_audit(&entry).await {
+        // An API write: it goes ahead of background writes on SQLite's single writer.
+        let written = crate::store::writer_gate::api_write(self.store().insert_audit(&entry)).await;
+        if let Err(error) = written {
             tracing::error!(%error, actor = %entry.actor, call, object = %entry.object,
                 summary = %entry.summary, "audit entry not written");
         }

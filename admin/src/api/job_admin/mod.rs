@@ -46,6 +46,7 @@ use crate::error::Error;
 use crate::model::validate::JobLimits;
 use crate::model::{Group, Job, RunLog};
 use crate::store::Store;
+use crate::store::writer_gate::api_write;
 
 pub use jobs::SCHEDULE_CHANGE_DELAY_MS;
 
@@ -119,7 +120,7 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ManageGroups, Scope::Any)?;
         let wire_group = required(request.into_inner().group, "group")?;
-        let group = self.create_group_checked(wire_group).await?;
+        let group = api_write(self.create_group_checked(wire_group)).await?;
         self.audit(
             &caller,
             "CreateGroup",
@@ -137,7 +138,7 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ManageGroups, Scope::Any)?;
         let wire_group = required(request.into_inner().group, "group")?;
-        let (group, token_changed) = self.update_group_checked(wire_group).await?;
+        let (group, token_changed) = api_write(self.update_group_checked(wire_group)).await?;
         let summary = format!(
             "{}{}",
             group_summary(&group),
@@ -159,7 +160,7 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ManageGroups, Scope::Any)?;
         let id = request.into_inner().id;
-        self.delete_group_checked(id).await?;
+        api_write(self.delete_group_checked(id)).await?;
         self.audit(&caller, "DeleteGroup", group_object(id), String::new())
             .await;
         reply(Ok(pb::DeleteGroupResponse {}))
@@ -195,7 +196,7 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
         caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
-        let job = self.create_job_checked(wire_job).await?;
+        let job = api_write(self.create_job_checked(wire_job)).await?;
         self.audit(&caller, "CreateJob", job_object(job.id), job_summary(&job))
             .await;
         reply(Ok(pb::CreateJobResponse {
@@ -213,7 +214,7 @@ impl JobAdmin for JobAdminService {
         let current = self.load_job(wire_job.id).await?;
         caller.require(Permission::Operate, Scope::Group(current.group_id))?;
         caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
-        let job = self.update_job_checked(wire_job).await?;
+        let job = api_write(self.update_job_checked(wire_job)).await?;
         self.audit(&caller, "UpdateJob", job_object(job.id), job_summary(&job))
             .await;
         reply(Ok(pb::UpdateJobResponse {
@@ -229,7 +230,7 @@ impl JobAdmin for JobAdminService {
         let id = request.into_inner().id;
         let job = self.load_job(id).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
-        self.delete_job_checked(id).await?;
+        api_write(self.delete_job_checked(id)).await?;
         self.audit(&caller, "DeleteJob", job_object(id), job_summary(&job))
             .await;
         reply(Ok(pb::DeleteJobResponse {}))
@@ -264,7 +265,7 @@ impl JobAdmin for JobAdminService {
         let id = request.into_inner().id;
         self.require_in_job(&caller, Permission::Operate, id)
             .await?;
-        let job = self.start_job_checked(id).await?;
+        let job = api_write(self.start_job_checked(id)).await?;
         self.audit(&caller, "StartJob", job_object(id), String::new())
             .await;
         reply(Ok(pb::StartJobResponse {
@@ -280,7 +281,7 @@ impl JobAdmin for JobAdminService {
         let id = request.into_inner().id;
         self.require_in_job(&caller, Permission::Operate, id)
             .await?;
-        let job = self.stop_job_checked(id).await?;
+        let job = api_write(self.stop_job_checked(id)).await?;
         self.audit(&caller, "StopJob", job_object(id), String::new())
             .await;
         reply(Ok(pb::StopJobResponse {
@@ -307,7 +308,7 @@ impl JobAdmin for JobAdminService {
         self.check_override_addresses(&caller, &job, &request.addresses)
             .await?;
         let summary = trigger_summary(&request);
-        let log_ids = self.trigger_job_checked(request, caller_trace).await?;
+        let log_ids = api_write(self.trigger_job_checked(request, caller_trace)).await?;
         let summary = format!("{summary}, log ids {log_ids:?}");
         self.audit(&caller, "TriggerJob", job_object(job.id), summary)
             .await;

@@ -259,6 +259,80 @@ async fn a_lease_is_renewed_only_by_the_current_epoch() {
     }
 }
 
+/// Runs a dead admin claimed but never sent (RUNNING, no address): two admins taking them over
+/// at once get each exactly once; a live owner's, a sent one and a finished one are not taken;
+/// a taken run is skipped only by its new owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let dead = store.register_node("dead", 0, 1_000).await.expect("node");
+        for node in ["a", "b", "alive"] {
+            store.register_node(node, 0, 100_000).await.expect("node");
+        }
+        let running = |second: i64, node: &str, epoch: i64| NewRun {
+            status: RunStatus::Running,
+            ..fire(&job, 10_000 + second * 1_000, node, epoch)
+        };
+        let mut runs: Vec<NewRun> = (0..40)
+            .map(|second| running(second, "dead", dead))
+            .collect();
+        runs.push(running(40, "alive", 1));
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let (dead_ids, alive_id) = (&ids[..40], ids[40]);
+        // One of the dead admin's runs was sent (its address recorded), one finished.
+        let sent = DispatchRecord {
+            log_id: dead_ids[0],
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: "accepted".into(),
+            executor_address: "http://127.0.0.1:1".into(),
+            finished_ms: 5_000,
+            trace_id: String::new(),
+        };
+        store.record_dispatches(&[sent]).await.expect("record");
+        store
+            .mark_lost(dead_ids[1], "gone", 5_000)
+            .await
+            .expect("mark");
+
+        let (by_a, by_b) = tokio::join!(
+            store.adopt_stranded(&ids, "a", 1, 5_000),
+            store.adopt_stranded(&ids, "b", 1, 5_000),
+        );
+        let mut taken = ids_of(&by_a.expect("adopt a"));
+        taken.extend(ids_of(&by_b.expect("adopt b")));
+        taken.sort_unstable();
+        assert_eq!(taken, dead_ids[2..].to_vec(), "{backend}: each taken once");
+        assert!(!taken.contains(&alive_id), "{backend}");
+
+        // Only the new owner may record one skipped.
+        let after = runs_of(&store, job.id).await;
+        let owned_by_a: Vec<i64> = after
+            .iter()
+            .filter(|run| run.owner_node == "a" && run.status == RunStatus::Running)
+            .map(|run| run.id)
+            .collect();
+        let owned_by_b: Vec<i64> = after
+            .iter()
+            .filter(|run| run.owner_node == "b" && run.status == RunStatus::Running)
+            .map(|run| run.id)
+            .collect();
+        assert_eq!(owned_by_a.len() + owned_by_b.len(), 38, "{backend}");
+        let wrong = store
+            .skip_adopted_stranded(&owned_by_a, "b", 1, "late", 6_000)
+            .await
+            .expect("skip");
+        assert_eq!(wrong, 0, "{backend}: not b's to skip");
+        let right = store
+            .skip_adopted_stranded(&owned_by_a, "a", 1, "late", 6_000)
+            .await
+            .expect("skip");
+        assert_eq!(right as usize, owned_by_a.len(), "{backend}");
+        store.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
     for (backend, store, _dir) in fresh_stores().await {

@@ -76,6 +76,7 @@ impl MySqlStore {
         super::sql::Pools {
             writer: &self.pool,
             reader: &self.pool,
+            gate: None,
         }
     }
 

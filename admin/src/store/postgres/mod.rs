@@ -69,6 +69,7 @@ impl PgStore {
         super::sql::Pools {
             writer: &self.pool,
             reader: &self.pool,
+            gate: None,
         }
     }
 

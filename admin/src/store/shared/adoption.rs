@@ -1,7 +1,7 @@
 //! Taking over the rows of admins that are gone: PENDING fires and follow-up claims of dead
 //! nodes and of this node's older epochs, and the runs such an admin claimed but never sent.
 
-use super::claims::{Lock, update_logs};
+use super::claims::{Lock, unindexed, update_logs};
 use super::rows::{LOG_COLUMNS, run_from_row};
 use crate::model::RunLog;
 use crate::store::StoreResult;
@@ -134,6 +134,86 @@ pub async fn adopt_stale_followups<DB: Dialect>(
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     adopt(db, "alarm_status = -1", node_id, epoch, "<=", now_ms).await
+}
+
+/// Takes over stranded runs among `ids` (RUNNING, no address, claimed by an admin that is gone)
+/// that no executor holds, so this node sends them: the owner becomes this node/epoch and the
+/// trigger time `now_ms`. Fenced like a claim: the condition is re-checked on the row, so of two
+/// admins taking over the same run only the first changes it (the second no longer sees a gone
+/// owner), and a result that landed meanwhile (status no longer RUNNING) wins.
+pub async fn adopt_stranded<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &'q str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.write().await?;
+    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
+    let mut adopted = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("owner_node = ");
+            sql.bind_mut(node_id);
+            sql.push_mut(", epoch = ");
+            sql.bind_mut(epoch);
+            sql.push_mut(", trigger_time_ms = ");
+            sql.bind_mut(now_ms);
+        };
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(&format!(
+                " AND {} = 'RUNNING' AND executor_address = ''",
+                unindexed::<DB>("status")
+            ));
+            gone.push(sql);
+        };
+        let (_, rows) =
+            update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
+        for row in &rows {
+            adopted.push(run_from_row::<DB>(row)?);
+        }
+    }
+    Ok(adopted)
+}
+
+/// Marks stranded runs this node took over (`adopt_stranded`) and will not send as SKIPPED
+/// with a reason (a misfire, or a job that is gone); only rows still RUNNING, unsent and owned
+/// by this node/epoch change.
+pub async fn skip_adopted_stranded<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &'q str,
+    epoch: i64,
+    reason: &'q str,
+    now_ms: i64,
+) -> StoreResult<u64> {
+    let mut conn = db.write().await?;
+    let mut skipped = 0;
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("status = 'SKIPPED', trigger_msg = ");
+            sql.bind_mut(reason);
+            sql.push_mut(", trigger_time_ms = ");
+            sql.bind_mut(now_ms);
+        };
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(&format!(
+                " AND {} = 'RUNNING' AND executor_address = '' AND owner_node = ",
+                unindexed::<DB>("status")
+            ));
+            sql.bind_mut(node_id);
+            sql.push_mut(" AND epoch = ");
+            sql.bind_mut(epoch);
+        };
+        skipped += update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None)
+            .await?
+            .0;
+    }
+    Ok(skipped)
 }
 
 /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no

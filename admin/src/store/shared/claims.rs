@@ -271,3 +271,28 @@ pub async fn finish_followups<'q, DB: Dialect>(
     }
     Ok(finished)
 }
+
+/// Ids among `ids` still RUNNING, unsent (no address) and owned by this node/epoch: the runs a
+/// node whose lease lapsed may still send (another admin may have taken the others over).
+pub async fn owned_unsent_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &str,
+    epoch: i64,
+) -> StoreResult<Vec<i64>> {
+    let mut conn = db.read().await?;
+    let mut owned = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE id");
+        DB::push_id_list(&mut select, chunk);
+        select.push_mut(&format!(
+            " AND {} = 'RUNNING' AND executor_address = '' AND owner_node = ",
+            unindexed::<DB>("status")
+        ));
+        select.bind_mut(node_id);
+        select.push_mut(" AND epoch = ");
+        select.bind_mut(epoch);
+        owned.extend(select.fetch_column::<i64>(&mut conn).await?);
+    }
+    Ok(owned)
+}

@@ -64,7 +64,7 @@ const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code 
 impl SqliteStore {
     /// One UPDATE per outcome kind present, the rows passed as one JSON parameter.
     pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
-        let mut tx = self.writer.begin().await.map_err(map_error)?;
+        let mut tx = self.pools().begin().await?;
         for (outcome, sql) in [
             (DispatchOutcome::Accepted, RECORD_ACCEPTED),
             (DispatchOutcome::Failed, RECORD_FAILED),
@@ -87,7 +87,7 @@ impl SqliteStore {
 
     pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
         let completions = batch_json::first_completion_per_run(completions);
-        let mut tx = self.writer.begin().await.map_err(map_error)?;
+        let mut tx = self.pools().begin().await?;
         let mut finished = Vec::with_capacity(completions.len());
         for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
             let rows = sqlx::query(COMPLETE_RUNS)

@@ -36,6 +36,8 @@ use super::{StoreError, StoreResult};
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// API writes first on the one writer connection.
+    gate: std::sync::Arc<super::writer_gate::WriterGate>,
 }
 
 /// Read connections per admin: the API, the registry refresh and the trigger path read at once.
@@ -73,7 +75,11 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await
             .map_err(StoreError::Unavailable)?;
-        let store = SqliteStore { writer, reader };
+        let store = SqliteStore {
+            writer,
+            reader,
+            gate: Default::default(),
+        };
         store.check_lock_row().await?;
         Ok(store)
     }
@@ -83,6 +89,7 @@ impl SqliteStore {
         super::sql::Pools {
             writer: &self.writer,
             reader: &self.reader,
+            gate: Some(&self.gate),
         }
     }
 

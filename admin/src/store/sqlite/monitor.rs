@@ -36,7 +36,7 @@ impl SqliteStore {
             .bind(node_id)
             .bind(epoch)
             .bind(limit)
-            .fetch_all(&self.writer)
+            .fetch_all(&mut *self.pools().write().await?)
             .await
             .map_err(map_error)?;
         let mut claimed = rows

@@ -1,0 +1,200 @@
+//! Runs a dead admin claimed but never sent: delivered, exactly once.
+//!
+//! An admin claims a second's fires about 200 ms before it (PENDING → RUNNING) and records
+//! where each went only after sending it. Killed in between, it leaves RUNNING runs with no
+//! address ("stranded"). The lost-run monitor asks every executor that may have received one
+//! (`lost::probe_stranded`); when all of them say they never saw it, this module takes it over
+//! and sends it:
+//!
+//! ```text
+//! stranded, never seen ─▶ store.adopt_stranded (fenced: still RUNNING, unsent, owner gone)
+//!   ─▶ too late for a DO_NOTHING job (misfire rules) ─▶ SKIPPED with the reason
+//!   ─▶ otherwise ─▶ Trigger::dispatch(Fires::Adopted) ─▶ route, Run, record
+//! ```
+//! Exactly once: the take-over is a conditional write, so of two admins finding the same run
+//! only one changes it; the executors refuse a log id they already ran; and a run any executor
+//! may hold is never sent again (it is judged by the lost-run rules instead).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::context::AdminContext;
+use crate::error::Error;
+use crate::model::{Fire, Job, JobId, MisfireStrategy, RunLog};
+use crate::schedule::misfires;
+use crate::trigger::Fires;
+
+/// The reason recorded on a stranded run too late for its DO_NOTHING job.
+pub const LATE_REASON: &str = "misfire: claimed by an admin that stopped before sending it, and \
+     found unsent too late; DO_NOTHING skips it";
+
+/// What becomes of one stranded run this admin took over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    Send,
+    /// Too late for its DO_NOTHING job (the misfire rules, as for adopted PENDING fires).
+    SkipLate,
+    /// Its job was deleted meanwhile.
+    SkipJobless,
+}
+
+/// Decides what becomes of an adopted stranded run (pure); `strategy` is its job's misfire
+/// strategy, `None` when the job is gone.
+pub fn fate_of(
+    run: &RunLog,
+    strategy: Option<MisfireStrategy>,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> Fate {
+    let Some(strategy) = strategy else {
+        return Fate::SkipJobless;
+    };
+    let late = misfires(
+        run.trigger_type,
+        run.attempt,
+        run.scheduled_at_ms,
+        now_ms,
+        threshold_ms,
+    );
+    if late && strategy == MisfireStrategy::DoNothing {
+        Fate::SkipLate
+    } else {
+        Fate::Send
+    }
+}
+
+/// Takes over `runs` (stranded, received by no executor) and sends them, or records them
+/// skipped by the misfire rules.
+pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
+    let now = ctx.clock.now_ms();
+    let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+    let adopted = ctx
+        .store
+        .adopt_stranded(&ids, &ctx.node.node_id, ctx.node.epoch, now)
+        .await?;
+    if adopted.is_empty() {
+        return Ok(());
+    }
+    // From here the rows are this live node's: nobody else sends or judges them, so every
+    // write below is retried until it lands.
+    let job_ids: Vec<JobId> = adopted.iter().map(|run| JobId(run.job_id)).collect();
+    let jobs: HashMap<JobId, Arc<Job>> = retried("reading the jobs of stranded runs", || {
+        crate::trigger::load::jobs(&ctx.store, &job_ids)
+    })
+    .await;
+    let threshold = ctx.config.misfire_threshold.as_millis() as i64;
+    let (mut fires, mut late, mut jobless) = (Vec::new(), Vec::new(), Vec::new());
+    for run in &adopted {
+        let job = jobs.get(&JobId(run.job_id));
+        match fate_of(run, job.map(|job| job.misfire_strategy), now, threshold) {
+            Fate::Send => {
+                if let Some(job) = job {
+                    fires.push(Fire::from_run(run, Arc::clone(job)));
+                }
+            }
+            Fate::SkipLate => late.push(run.id),
+            Fate::SkipJobless => jobless.push(run.id),
+        }
+    }
+    tracing::info!(
+        sent = fires.len(),
+        skipped_late = late.len(),
+        skipped_jobless = jobless.len(),
+        "took over runs a stopped admin claimed but never sent"
+    );
+    for (ids, reason) in [
+        (late, LATE_REASON),
+        (jobless, "the job was deleted before this run was sent"),
+    ] {
+        if !ids.is_empty() {
+            retried("recording skipped stranded runs", || async {
+                ctx.store
+                    .skip_adopted_stranded(&ids, &ctx.node.node_id, ctx.node.epoch, reason, now)
+                    .await
+                    .map_err(Error::from)
+            })
+            .await;
+        }
+    }
+    if !fires.is_empty() {
+        ctx.trigger
+            .dispatch(Fires::Adopted {
+                fires,
+                trigger_time_ms: now,
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+/// Retries a database call with a growing pause until it answers.
+async fn retried<T, F, Fut>(what: &str, mut call: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match call().await {
+            Ok(value) => return value,
+            Err(error) => {
+                tracing::warn!(%error, what, "retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunStatus, TriggerType};
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn stranded(scheduled_at_ms: i64, trigger_type: TriggerType) -> RunLog {
+        RunLog {
+            id: 7,
+            job_id: 1,
+            group_id: 1,
+            fire_key: None,
+            status: RunStatus::Running,
+            trigger_type,
+            scheduled_at_ms,
+            trigger_time_ms: scheduled_at_ms - 200,
+            trigger_code: 0,
+            trigger_msg: String::new(),
+            handle_time_ms: 0,
+            handle_code: 0,
+            handle_msg: String::new(),
+            executor_address: String::new(),
+            handler: "h".into(),
+            params: String::new(),
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            trace_id: String::new(),
+            alarm_delivery: String::new(),
+            owner_node: "gone".into(),
+            epoch: 1,
+            dispatch_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_stranded_run_is_sent_unless_too_late_for_do_nothing_or_jobless() {
+        let do_nothing = Some(MisfireStrategy::DoNothing);
+        let once_now = Some(MisfireStrategy::FireOnceNow);
+        let recent = stranded(NOW - 3_000, TriggerType::Cron);
+        let late = stranded(NOW - 9_000, TriggerType::Cron);
+        assert_eq!(fate_of(&recent, do_nothing, NOW, 5_000), Fate::Send);
+        assert_eq!(fate_of(&late, do_nothing, NOW, 5_000), Fate::SkipLate);
+        assert_eq!(fate_of(&late, once_now, NOW, 5_000), Fate::Send);
+        assert_eq!(fate_of(&recent, None, NOW, 5_000), Fate::SkipJobless);
+        // A manual run is never a misfire, however late.
+        let manual = stranded(0, TriggerType::Manual);
+        assert_eq!(fate_of(&manual, do_nothing, NOW, 5_000), Fate::Send);
+    }
+}

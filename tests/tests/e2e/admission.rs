@@ -1,0 +1,145 @@
+//! Admission control end to end (issue 11, item 2): an admin whose dispatches cannot keep up
+//! holds at most `max_unsent_runs` runs claimed and not yet recorded as sent; every fire beyond
+//! that is recorded SKIPPED with the reason at once, and API writes stay fast meanwhile.
+//!
+//! The overload comes from a black hole: a MANUAL group whose one address accepts connections
+//! and never answers, so every `Run` waits the whole executor timeout, while 40 jobs fire every
+//! second. Unbounded, the admin would hold about 40 × 2 s = 80 runs unsent, a backlog that only
+//! grows with more jobs; the bound is 10.
+
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use xjob_proto::pb;
+use xjob_tests::TestCluster;
+
+const BOUND: usize = 10;
+const JOBS: usize = 40;
+
+#[tokio::test]
+async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_reason()
+-> anyhow::Result<()> {
+    let cluster = TestCluster::builder()
+        .configure(|config| {
+            config.max_unsent_runs = BOUND;
+            config.executor_timeout = Duration::from_secs(2);
+        })
+        .start()
+        .await?;
+    // A loopback listener that accepts and never answers: each Run waits the full timeout.
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = format!("http://{}", listener.local_addr()?);
+    let hole = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let group = pb::Group {
+        app_name: "admission-app".into(),
+        title: "black hole".into(),
+        address_type: pb::AddressType::Manual as i32,
+        addresses: vec![address],
+        ..Default::default()
+    };
+    let mut client = cluster.client();
+    let group_id = client
+        .create_group(pb::CreateGroupRequest { group: Some(group) })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group returned"))?;
+    let mut job_ids = Vec::new();
+    for _ in 0..JOBS {
+        let mut job = TestCluster::job(group_id, "ok", pb::ScheduleType::Cron, "* * * * * ?");
+        job.route_strategy = pb::RouteStrategy::Round as i32;
+        let id = cluster.create_job(job).await?.id;
+        cluster.start_job(id).await?;
+        job_ids.push(id);
+    }
+
+    // Fires start 5 s after StartJob; watch the unsent runs for 8 s of overload, with an API
+    // write (UpdateJob, then StopJob) in the middle.
+    let watch_until = Instant::now() + Duration::from_secs(14);
+    let mut most_unsent = 0;
+    let mut samples = 0;
+    let mut write_latencies = Vec::new();
+    let mut wrote = false;
+    while Instant::now() < watch_until {
+        let running = client
+            .list_logs(pb::ListLogsRequest {
+                group_id,
+                status: pb::RunStatus::Running as i32,
+                page_size: 1000,
+                ..Default::default()
+            })
+            .await?
+            .into_inner()
+            .logs;
+        let unsent = running
+            .iter()
+            .filter(|log| log.executor_address.is_empty())
+            .count();
+        most_unsent = most_unsent.max(unsent);
+        samples += 1;
+        if !wrote && Instant::now() + Duration::from_secs(4) > watch_until {
+            wrote = true;
+            let job = cluster
+                .client()
+                .get_job(pb::GetJobRequest { id: job_ids[0] })
+                .await?;
+            let mut job = job
+                .into_inner()
+                .job
+                .ok_or_else(|| anyhow::anyhow!("no job"))?;
+            job.name = "renamed under overload".into();
+            let started = Instant::now();
+            client
+                .update_job(pb::UpdateJobRequest { job: Some(job) })
+                .await?;
+            write_latencies.push(started.elapsed());
+            let started = Instant::now();
+            client
+                .stop_job(pb::StopJobRequest { id: job_ids[1] })
+                .await?;
+            write_latencies.push(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for id in &job_ids {
+        client.stop_job(pb::StopJobRequest { id: *id }).await?;
+    }
+    let mut overloaded = 0;
+    for id in &job_ids {
+        overloaded += cluster
+            .logs_with_status(*id, pb::RunStatus::Skipped)
+            .await?
+            .iter()
+            .filter(|log| log.trigger_msg.starts_with("overloaded: "))
+            .count();
+    }
+    eprintln!(
+        "admission: {samples} samples, at most {most_unsent} runs claimed and unsent (bound \
+         {BOUND}); {overloaded} fires skipped as overloaded; API writes took {write_latencies:?}"
+    );
+    assert!(samples > 20, "too few samples: {samples}");
+    assert!(
+        most_unsent <= BOUND,
+        "{most_unsent} runs claimed and unsent, bound {BOUND}"
+    );
+    assert!(most_unsent > 0, "the overload never showed");
+    assert!(
+        overloaded > 0,
+        "no fire was skipped with the overload reason"
+    );
+    for latency in &write_latencies {
+        assert!(
+            *latency < Duration::from_secs(1),
+            "an API write took {latency:?} under overload"
+        );
+    }
+    hole.abort();
+    cluster.shutdown().await;
+    Ok(())
+}
