@@ -15,7 +15,8 @@ type Config struct {
 	// AdminAddrs are the admins (http://host:port), tried in order: the next one is used when
 	// one fails.
 	AdminAddrs []string
-	// Bind is the listen address (default "0.0.0.0:9999"; port 0 picks a free port).
+	// Bind is the listen address (default "127.0.0.1:9999"; port 0 picks a free port). Bound
+	// off loopback, Start refuses to run without AccessToken unless InsecureOpenNetwork is set.
 	Bind string
 	// AdvertiseAddress is the URL the admins dial (default http://{bound ip}:{bound port}, with
 	// 127.0.0.1 when bound to all interfaces).
@@ -23,6 +24,10 @@ type Config struct {
 	// AccessToken, when set, is required on incoming calls and sent on outgoing ones as
 	// "authorization: Bearer <token>".
 	AccessToken string
+	// InsecureOpenNetwork allows serving on a non-loopback address without an access token.
+	// Anyone who reaches the port can then run this executor's handlers with any params and
+	// read its run logs: only for networks where that is acceptable.
+	InsecureOpenNetwork bool
 	// LogDir is the run log directory (default "./xjob-executor-logs").
 	LogDir string
 	// Labels are announced at registration.
@@ -65,7 +70,7 @@ func (c *Config) withDefaults() (Config, error) {
 		}
 	}
 	if out.Bind == "" {
-		out.Bind = "0.0.0.0:9999"
+		out.Bind = "127.0.0.1:9999"
 	}
 	if out.LogDir == "" {
 		out.LogDir = "./xjob-executor-logs"

@@ -72,6 +72,11 @@ func (e *Executor) Start() error {
 	if err != nil {
 		return fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
 	}
+	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "",
+		e.config.InsecureOpenNetwork, e.config.Logf); err != nil {
+		_ = listener.Close()
+		return err
+	}
 	e.listener = listener
 	e.address = e.config.AdvertiseAddress
 	if e.address == "" {
@@ -197,4 +202,25 @@ func advertiseAddress(bound *net.TCPAddr) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
+}
+
+// ErrOpenNetwork is returned (wrapped) by Start for a non-loopback bind with no access token and
+// no InsecureOpenNetwork.
+var ErrOpenNetwork = errors.New("executor: open to the network without an access token")
+
+// refuseOpenNetwork: an executor reachable from other machines must know who calls it, by the
+// group's access token. Without one, anyone who reaches the port runs its handlers with any
+// params and reads its logs, so starting is refused unless the operator opted out by name.
+func refuseOpenNetwork(bound *net.TCPAddr, tokenSet, insecureOpenNetwork bool, logf func(string, ...any)) error {
+	if bound.IP.IsLoopback() || tokenSet {
+		return nil
+	}
+	if insecureOpenNetwork {
+		logf("INSECURE: executor open to the network without access token (InsecureOpenNetwork) on %s", bound)
+		return nil
+	}
+	return fmt.Errorf("%w: %s is reachable from other machines, and with no access token anyone who "+
+		"reaches it can run this executor's handlers and read its logs. Set AccessToken (the group's "+
+		"token, also set on the group in the admin), or bind 127.0.0.1; to run open anyway, set "+
+		"InsecureOpenNetwork", ErrOpenNetwork, bound)
 }

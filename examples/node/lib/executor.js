@@ -5,6 +5,8 @@
 // Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
 // finish within shutdownGraceMs, kill the rest -> flush results (up to callbackFlushTimeoutMs)
 // -> stop the server.
+const dns = require('node:dns/promises');
+const net = require('node:net');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { xjob } = require('./proto');
@@ -24,11 +26,13 @@ const consoleLog = {
 
 class Executor {
   // bind: host:port to listen on; address: the URL the admin dials (default http://<bind>);
-  // adminAddrs: admin URLs, tried in turn.
+  // adminAddrs: admin URLs, tried in turn. Bound off loopback, start() refuses without
+  // accessToken unless insecureOpenNetwork is true: anyone who reaches the port could then run
+  // its handlers with any params and read its run logs.
   constructor({
     appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
-    logRetentionDays = 30,
+    logRetentionDays = 30, insecureOpenNetwork = false,
   }) {
     this.appName = appName;
     this.adminAddrs = adminAddrs;
@@ -41,6 +45,7 @@ class Executor {
     this.callbackFlushTimeoutMs = callbackFlushTimeoutMs;
     this.labels = labels;
     this.logRetentionDays = logRetentionDays;
+    this.insecureOpenNetwork = insecureOpenNetwork;
     this.log = log;
     this.handlers = new Map();
   }
@@ -53,6 +58,7 @@ class Executor {
   }
 
   async start() {
+    await refuseOpenNetwork(this.bind, Boolean(this.accessToken), this.insecureOpenNetwork, this.log);
     this.admins = new Admins(this.adminAddrs, this.accessToken);
     this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'));
     this.joblog = new JobLogStore(this.logDir);
@@ -122,4 +128,44 @@ class Executor {
   }
 }
 
-module.exports = { Executor };
+// Thrown by start() for a non-loopback bind with no access token and no opt-out.
+class OpenNetworkRefused extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'OpenNetworkRefused';
+  }
+}
+
+const isLoopbackIp = (ip) => (net.isIPv4(ip) ? ip.startsWith('127.')
+  : ip === '::1' || /^::ffff:127\./i.test(ip));
+
+// True when every address the host of `bind` (host:port, [v6]:port) resolves to is a loopback
+// one. An empty host or a wildcard (0.0.0.0, [::]) listens on every interface, so it is not.
+async function isLoopbackBind(bind) {
+  const colon = bind.lastIndexOf(':');
+  const host = (colon >= 0 ? bind.slice(0, colon) : bind).replace(/^\[|\]$/g, '');
+  if (!host) return false;
+  if (net.isIP(host)) return isLoopbackIp(host);
+  try {
+    const addresses = await dns.lookup(host, { all: true });
+    return addresses.length > 0 && addresses.every(({ address }) => isLoopbackIp(address));
+  } catch {
+    return false;
+  }
+}
+
+// An executor reachable from other machines must know who calls it: the group's access token.
+// Without one, anyone who reaches the port runs its handlers with any params and reads its
+// logs, so starting is refused unless the operator opted out by name.
+async function refuseOpenNetwork(bind, tokenSet, insecureOpenNetwork, log) {
+  if (tokenSet || await isLoopbackBind(bind)) return;
+  if (insecureOpenNetwork) {
+    log.warn(`INSECURE: executor open to the network without access token (insecureOpenNetwork) on ${bind}`);
+    return;
+  }
+  throw new OpenNetworkRefused(`${bind} is reachable from other machines, and with no access token anyone who `
+    + "reaches it can run this executor's handlers and read its logs. Set accessToken (the group's token, also "
+    + 'set on the group in the admin), or bind 127.0.0.1; to run open anyway, set insecureOpenNetwork: true');
+}
+
+module.exports = { Executor, OpenNetworkRefused, isLoopbackBind };

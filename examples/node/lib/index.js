@@ -6,7 +6,7 @@
 //   const executor = new Executor({ appName: 'my-app', adminAddrs: ['http://127.0.0.1:8080'] });
 //   executor.handler('hello', async (ctx) => { ctx.log('hi'); return 'greeted'; });
 //   executor.run();   // until SIGTERM/SIGINT, then a graceful stop
-const { Executor } = require('./executor');
+const { Executor, OpenNetworkRefused } = require('./executor');
 const { JobContext, JobError } = require('./context');
 
-module.exports = { Executor, JobContext, JobError };
+module.exports = { Executor, JobContext, JobError, OpenNetworkRefused };

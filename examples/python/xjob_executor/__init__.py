@@ -16,6 +16,6 @@ The protocol it implements is described in docs/executors.md of the xjob reposit
 """
 
 from .context import JobContext, JobError
-from .executor import Executor
+from .executor import Executor, OpenNetworkRefused
 
-__all__ = ["Executor", "JobContext", "JobError"]
+__all__ = ["Executor", "JobContext", "JobError", "OpenNetworkRefused"]

@@ -7,8 +7,10 @@ finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_
 """
 
 import asyncio
+import ipaddress
 import logging
 import signal
+import socket
 from pathlib import Path
 
 import grpc
@@ -40,9 +42,14 @@ class Executor:
         callback_flush_timeout: float = 10.0,
         labels: dict = None,
         log_retention_days: int = 30,
+        insecure_open_network: bool = False,
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
-        (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn."""
+        (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn.
+
+        Bound off loopback, the executor refuses to start without `access_token`, unless
+        `insecure_open_network=True`: anyone who reaches the port could then run its handlers
+        with any params and read its run logs."""
         self.app_name = app_name
         self.bind = bind
         self.address = (address or f"http://{bind}").rstrip("/")
@@ -54,6 +61,7 @@ class Executor:
         self._flush_timeout = callback_flush_timeout
         self._labels = dict(labels or {})
         self._log_retention_days = log_retention_days
+        self._insecure_open_network = insecure_open_network
         self._handlers = {}
         self._tasks = []
         self._server = None
@@ -69,6 +77,7 @@ class Executor:
         return register
 
     async def start(self) -> None:
+        refuse_open_network(self.bind, bool(self._access_token), self._insecure_open_network)
         loop = asyncio.get_running_loop()
         self._admins = Admins(self._admin_addrs, self._access_token)
         self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
@@ -145,3 +154,41 @@ class Executor:
         for waiter in waiters:
             waiter.cancel()
         await self.stop()
+
+
+class OpenNetworkRefused(ValueError):
+    """Raised by `start` for a non-loopback bind with no access token and no opt-out."""
+
+
+def is_loopback_bind(bind: str) -> bool:
+    """True when every address `bind`'s host resolves to is a loopback one. An empty host or a
+    wildcard (`0.0.0.0`, `[::]`) listens on every interface, so it is not."""
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    host = host.strip("[]")
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass  # a host name: look at what it resolves to
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def refuse_open_network(bind: str, token_set: bool, insecure_open_network: bool) -> None:
+    """An executor reachable from other machines must know who calls it: the group's access
+    token. Without one, anyone who reaches the port runs its handlers with any params and reads
+    its logs, so starting is refused unless the operator opted out by name."""
+    if token_set or is_loopback_bind(bind):
+        return
+    if insecure_open_network:
+        log.warning("INSECURE: executor open to the network without access token (insecure_open_network) on %s", bind)
+        return
+    raise OpenNetworkRefused(
+        f"{bind} is reachable from other machines, and with no access token anyone who reaches "
+        "it can run this executor's handlers and read its logs. Set access_token (the group's "
+        "token, also set on the group in the admin), or bind 127.0.0.1; to run open anyway, set "
+        "insecure_open_network=True")

@@ -52,6 +52,8 @@ public final class XjobExecutor {
 
   private XjobExecutor(Builder config) throws IOException {
     this.config = config;
+    InetSocketAddress bindAddress = new InetSocketAddress(config.host, config.port);
+    refuseOpenNetwork(bindAddress, !config.accessToken.isEmpty(), config.insecureOpenNetwork);
     Path spoolDir = config.logDir.resolve("callbacklogs");
     Files.createDirectories(spoolDir);
     LogStore logs = new LogStore(config.logDir);
@@ -60,7 +62,7 @@ public final class XjobExecutor {
     this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
-        NettyServerBuilder.forAddress(new InetSocketAddress(config.host, config.port))
+        NettyServerBuilder.forAddress(bindAddress)
             // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
             // would fail the whole batch.
             .maxInboundMessageSize(64 << 20);
@@ -100,6 +102,38 @@ public final class XjobExecutor {
           TimeUnit.DAYS);
     }
     LOG.info("executor " + config.appName + " started on " + address);
+  }
+
+  /**
+   * An executor reachable from other machines must know who calls it: the group's access token.
+   * Without one, anyone who reaches the port runs its handlers with any params and reads its
+   * logs, so starting is refused unless the operator opted out by name. The address checked is
+   * the one the server binds (a host name resolved as Netty resolves it).
+   */
+  static void refuseOpenNetwork(
+      InetSocketAddress bind, boolean tokenSet, boolean insecureOpenNetwork) {
+    boolean loopback = !bind.isUnresolved() && bind.getAddress().isLoopbackAddress();
+    if (loopback || tokenSet) {
+      return;
+    }
+    String where = bind.getHostString() + ":" + bind.getPort();
+    if (insecureOpenNetwork) {
+      LOG.warning("INSECURE: executor open to the network without access token"
+          + " (insecureOpenNetwork) on " + where);
+      return;
+    }
+    throw new OpenNetworkRefusedException(
+        where + " is reachable from other machines, and"
+            + " with no access token anyone who reaches it can run this executor's handlers and"
+            + " read its logs. Set accessToken (the group's token, also set on the group in the"
+            + " admin), or bind 127.0.0.1; to run open anyway, set insecureOpenNetwork(true)");
+  }
+
+  /** Thrown by {@link Builder#start()} for a non-loopback bind without access token or opt-out. */
+  public static final class OpenNetworkRefusedException extends IllegalStateException {
+    OpenNetworkRefusedException(String message) {
+      super(message);
+    }
   }
 
   public static Builder builder() {
@@ -184,7 +218,7 @@ public final class XjobExecutor {
   public static final class Builder {
     private String appName = "";
     private final List<String> adminAddrs = new ArrayList<>();
-    private String host = "0.0.0.0";
+    private String host = "127.0.0.1";
     private int port = 9999;
     private String advertiseAddress;
     private String accessToken = "";
@@ -194,6 +228,7 @@ public final class XjobExecutor {
     private Duration killGrace = Duration.ofSeconds(2);
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
     private int logRetentionDays = 30;
+    private boolean insecureOpenNetwork;
     private final Map<String, JobHandler> handlers = new LinkedHashMap<>();
 
     private Builder() {}
@@ -214,7 +249,10 @@ public final class XjobExecutor {
       return this;
     }
 
-    /** The listen address (default 0.0.0.0:9999; port 0 picks a free port). */
+    /**
+     * The listen address (default 127.0.0.1:9999; port 0 picks a free port). Off loopback,
+     * {@link #start()} refuses without {@link #accessToken} unless {@link #insecureOpenNetwork}.
+     */
     public Builder bind(String host, int port) {
       this.host = host;
       this.port = port;
@@ -236,6 +274,16 @@ public final class XjobExecutor {
         throw new IllegalArgumentException("the access token must be visible ASCII, no spaces");
       }
       this.accessToken = token;
+      return this;
+    }
+
+    /**
+     * Allows serving on a non-loopback address without an access token. Anyone who reaches the
+     * port can then run this executor's handlers with any params and read its run logs: only for
+     * networks where that is acceptable.
+     */
+    public Builder insecureOpenNetwork(boolean open) {
+      this.insecureOpenNetwork = open;
       return this;
     }
 
