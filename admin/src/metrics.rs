@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{LazyLock, Mutex};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -89,9 +89,6 @@ struct Metrics {
     alarm_deliveries: Family<[(&'static str, &'static str); 2], Counter>,
     alarms_rate_limited: Counter,
     database_errors: Counter,
-    /// Apps that had executors once: they stay in the gauge at 0 when the last one leaves, so
-    /// "no executor online" is a value an alert can see, not a missing series.
-    seen_apps: Mutex<BTreeSet<String>>,
 }
 
 /// Seconds, from 1 ms to ~65 s: lateness and scan times of a healthy admin sit in the low
@@ -117,7 +114,6 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         alarm_deliveries: Family::default(),
         alarms_rate_limited: Counter::default(),
         database_errors: Counter::default(),
-        seen_apps: Mutex::default(),
         registry: Registry::default(),
     };
     registry.register(
@@ -254,16 +250,17 @@ pub fn pool_waiting(pool: &'static str) -> Gauge {
     METRICS.pool_waiting.get_or_create_owned(&[("pool", pool)])
 }
 
-/// Publishes the live executors per app; apps seen before and now without any read 0.
-pub fn set_online_executors<'a>(apps: impl IntoIterator<Item = &'a str>) {
+/// Publishes the live executors per app; apps this admin saw before and now without any read
+/// 0. `seen` belongs to one admin's refresh loop, so admins sharing a process (tests, embedded
+/// admins) never zero an app another of them serves.
+pub fn set_online_executors<'a>(
+    apps: impl IntoIterator<Item = &'a str>,
+    seen: &mut BTreeSet<String>,
+) {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     for app in apps {
         *counts.entry(app.to_string()).or_default() += 1;
     }
-    let mut seen = METRICS
-        .seen_apps
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     seen.extend(counts.keys().cloned());
     for app in seen.iter() {
         let count = counts.get(app).copied().unwrap_or(0);

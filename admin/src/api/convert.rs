@@ -309,6 +309,7 @@ pub fn preview_count(count: i32) -> Result<usize, Error> {
 pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter, Error> {
     Ok(JobFilter {
         group_id: non_zero(request.group_id),
+        group_ids: None,
         status: optional_filter(request.status, "status", pb_job_status)?,
         name: non_empty(request.name),
         handler: non_empty(request.handler),
@@ -322,6 +323,7 @@ pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter,
 pub fn log_filter(request: &pb::ListLogsRequest, page: Page) -> Result<LogFilter, Error> {
     Ok(LogFilter {
         group_id: non_zero(request.group_id),
+        group_ids: None,
         job_id: non_zero(request.job_id),
         status: optional_filter(request.status, "status", pb_run_status)?,
         from_ms: non_zero(request.from_ms),

@@ -132,6 +132,15 @@ impl Caller {
         )))
     }
 
+    /// The groups whose objects the caller may read, for list calls to filter by in the
+    /// database (so pages come back full); `None` = every group.
+    pub fn readable_groups(&self) -> Option<Vec<i64>> {
+        match self {
+            Caller::User(user) if user.role != Role::Admin => Some(user.group_ids.clone()),
+            _ => None,
+        }
+    }
+
     /// Whether a list answer may show this group's objects to the caller.
     pub fn may_read(&self, group_id: i64) -> bool {
         self.allows(Permission::Read, Scope::Group(group_id))

@@ -69,6 +69,8 @@ impl NewRun {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogFilter {
     pub group_id: Option<i64>,
+    /// Only runs of these groups (a caller's grants); `None` = every group.
+    pub group_ids: Option<Vec<i64>>,
     pub job_id: Option<i64>,
     pub status: Option<RunStatus>,
     pub from_ms: Option<i64>,

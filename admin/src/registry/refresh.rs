@@ -100,6 +100,7 @@ pub async fn run_refresh(
 ) {
     let period = refresh_period(ctx.config.heartbeat_interval);
     let mut liveness = Liveness::new(ctx.config.executor_lease.as_millis() as i64);
+    let mut seen_apps = std::collections::BTreeSet::new();
     loop {
         let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
         let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh_once(&ctx, cutoff_ms)).await;
@@ -107,6 +108,7 @@ pub async fn run_refresh(
         let online = ctx.registry.list_with_peers("");
         crate::metrics::set_online_executors(
             online.iter().map(|executor| executor.app_name.as_str()),
+            &mut seen_apps,
         );
         let error = match outcome {
             Ok(Ok(())) => None,

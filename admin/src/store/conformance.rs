@@ -313,6 +313,80 @@ async fn groups_are_read_by_id_list_skipping_missing_ids() {
     }
 }
 
+/// A caller granted some groups lists only their jobs and runs, filtered in the database so a
+/// page is full; no group at all lists nothing.
+#[tokio::test]
+async fn jobs_and_runs_are_listed_for_a_set_of_groups() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let mut granted = Vec::new();
+        let mut hidden = Vec::new();
+        for name in ["a", "b", "c"] {
+            let group = store.insert_group(&group(name)).await.expect("group");
+            for _ in 0..2 {
+                let job = store.insert_job(&job(group.id, 0)).await.expect("job");
+                insert(&store, manual_run(&job, RunStatus::Pending)).await;
+                if name == "b" {
+                    hidden.push(job.id);
+                } else {
+                    granted.push(job.id);
+                }
+            }
+        }
+        let groups: Vec<i64> = store
+            .list_groups("", 0, 10)
+            .await
+            .expect("groups")
+            .iter()
+            .filter(|group| group.app_name != "b")
+            .map(|group| group.id)
+            .collect();
+        let jobs = store
+            .list_jobs(&JobFilter {
+                group_ids: Some(groups.clone()),
+                limit: 3,
+                ..JobFilter::default()
+            })
+            .await
+            .expect("jobs");
+        let job_ids: Vec<i64> = jobs.iter().map(|job| job.id).collect();
+        assert_eq!(job_ids, granted[..3].to_vec(), "{backend}: a full page");
+        let runs = store
+            .list_logs(&LogFilter {
+                group_ids: Some(groups),
+                limit: 10,
+                ..LogFilter::default()
+            })
+            .await
+            .expect("runs");
+        assert_eq!(runs.len(), 4, "{backend}");
+        assert!(
+            runs.iter().all(|run| !hidden.contains(&run.job_id)),
+            "{backend}: no run of an ungranted group"
+        );
+        let no_jobs = store
+            .list_jobs(&JobFilter {
+                group_ids: Some(Vec::new()),
+                limit: 10,
+                ..JobFilter::default()
+            })
+            .await
+            .expect("no jobs");
+        let no_runs = store
+            .list_logs(&LogFilter {
+                group_ids: Some(Vec::new()),
+                limit: 10,
+                ..LogFilter::default()
+            })
+            .await
+            .expect("no runs");
+        assert!(
+            no_jobs.is_empty() && no_runs.is_empty(),
+            "{backend}: no grants"
+        );
+        store.close().await;
+    }
+}
+
 #[tokio::test]
 async fn jobs_round_trip_filter_and_delete_with_their_logs() {
     for (backend, store, _dir) in fresh_stores().await {

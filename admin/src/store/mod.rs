@@ -90,6 +90,8 @@ fn reusable<C: sqlx::Connection>(conn: &C) -> bool {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobFilter {
     pub group_id: Option<i64>,
+    /// Only jobs of these groups (a caller's grants); `None` = every group.
+    pub group_ids: Option<Vec<i64>>,
     pub status: Option<JobStatus>,
     pub name: Option<String>,
     pub handler: Option<String>,

@@ -95,19 +95,35 @@ impl JobAdminService {
         Ok(())
     }
 
+    /// `visible`: the caller's groups (`None` = all); the database filters by them, so a page
+    /// holds only what the caller may see and is still full.
     pub(super) async fn list_groups_page(
         &self,
         request: pb::ListGroupsRequest,
+        visible: Option<Vec<i64>>,
     ) -> Result<pb::ListGroupsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
             &request.page_token,
             self.ctx.config.max_page_size,
         )?;
-        let groups = self
-            .store()
-            .list_groups(&request.app_name, page.offset, page.limit)
-            .await?;
+        let groups = match visible {
+            None => {
+                self.store()
+                    .list_groups(&request.app_name, page.offset, page.limit)
+                    .await?
+            }
+            // A user's grants are few: their groups are read by id and paged here.
+            Some(ids) => self
+                .store()
+                .get_groups(&ids)
+                .await?
+                .into_iter()
+                .filter(|group| group.app_name.contains(request.app_name.as_str()))
+                .skip(usize::try_from(page.offset).unwrap_or(usize::MAX))
+                .take(usize::try_from(page.limit).unwrap_or(0))
+                .collect(),
+        };
         Ok(pb::ListGroupsResponse {
             next_page_token: page.next_token(groups.len()),
             groups: groups

@@ -14,7 +14,7 @@ use crate::model::validate::{
 };
 use crate::model::{Job, JobStatus, ScheduleType};
 use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
-use crate::store::JobScheduleUpdate;
+use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
 
 /// Delay between a start or schedule change and the earliest fire it may produce (XXL-JOB:
@@ -163,16 +163,23 @@ impl JobAdminService {
         Ok(())
     }
 
+    /// `visible`: the caller's groups (`None` = all); the database filters by them, so a page
+    /// holds only what the caller may see and is still full.
     pub(super) async fn list_jobs_page(
         &self,
         request: pb::ListJobsRequest,
+        visible: Option<Vec<i64>>,
     ) -> Result<pb::ListJobsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
             &request.page_token,
             self.ctx.config.max_page_size,
         )?;
-        let jobs = self.store().list_jobs(&job_filter(request, page)?).await?;
+        let filter = JobFilter {
+            group_ids: visible,
+            ..job_filter(request, page)?
+        };
+        let jobs = self.store().list_jobs(&filter).await?;
         Ok(pb::ListJobsResponse {
             next_page_token: page.next_token(jobs.len()),
             jobs: jobs.into_iter().map(job_to_pb).collect(),

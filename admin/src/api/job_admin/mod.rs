@@ -184,7 +184,9 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::ListGroupsResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
-        let mut page = self.list_groups_page(request.into_inner()).await?;
+        let mut page = self
+            .list_groups_page(request.into_inner(), caller.readable_groups())
+            .await?;
         page.groups.retain(|group| caller.may_read(group.id));
         reply(Ok(page))
     }
@@ -252,7 +254,9 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
         caller.require(Permission::Read, group_scope(request.group_id))?;
-        let mut page = self.list_jobs_page(request).await?;
+        let mut page = self
+            .list_jobs_page(request, caller.readable_groups())
+            .await?;
         page.jobs.retain(|job| caller.may_read(job.group_id));
         reply(Ok(page))
     }
@@ -332,7 +336,9 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
         caller.require(Permission::Read, group_scope(request.group_id))?;
-        let mut page = self.list_logs_page(request).await?;
+        let mut page = self
+            .list_logs_page(request, caller.readable_groups())
+            .await?;
         page.logs.retain(|log| caller.may_read(log.group_id));
         reply(Ok(page))
     }

@@ -9,7 +9,7 @@ use super::JobAdminService;
 use crate::api::convert::{Page, log_filter, log_to_pb};
 use crate::error::Error;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
-use crate::model::{JobId, LogId, RunStatus, TriggerType, UnwrittenFire};
+use crate::model::{JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
 use crate::trigger::Fires;
 
 impl JobAdminService {
@@ -40,16 +40,23 @@ impl JobAdminService {
         Ok(log_ids.into_iter().map(|id| id.0).collect())
     }
 
+    /// `visible`: the caller's groups (`None` = all); the database filters by them, so a page
+    /// holds only what the caller may see and is still full.
     pub(super) async fn list_logs_page(
         &self,
         request: pb::ListLogsRequest,
+        visible: Option<Vec<i64>>,
     ) -> Result<pb::ListLogsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
             &request.page_token,
             self.ctx.config.max_page_size,
         )?;
-        let logs = self.store().list_logs(&log_filter(&request, page)?).await?;
+        let filter = LogFilter {
+            group_ids: visible,
+            ..log_filter(&request, page)?
+        };
+        let logs = self.store().list_logs(&filter).await?;
         Ok(pb::ListLogsResponse {
             next_page_token: page.next_token(logs.len()),
             logs: logs.into_iter().map(log_to_pb).collect(),

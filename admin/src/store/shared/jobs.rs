@@ -161,7 +161,14 @@ pub async fn list_jobs<DB: Dialect>(
     db: Pools<'_, DB>,
     filter: &JobFilter,
 ) -> StoreResult<Vec<Job>> {
+    if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
     let mut query = Sql::<DB>::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE 1 = 1"));
+    if let Some(group_ids) = &filter.group_ids {
+        query.push_mut(" AND group_id");
+        DB::push_id_list(&mut query, group_ids);
+    }
     if let Some(group_id) = filter.group_id {
         query.push_mut(" AND group_id = ");
         query.bind_mut(group_id);

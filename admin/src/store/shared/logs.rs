@@ -101,7 +101,14 @@ pub async fn list_logs<DB: Dialect>(
     db: Pools<'_, DB>,
     filter: &LogFilter,
 ) -> StoreResult<Vec<RunLog>> {
+    if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
     let mut query = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
+    if let Some(group_ids) = &filter.group_ids {
+        query.push_mut(" AND group_id");
+        DB::push_id_list(&mut query, group_ids);
+    }
     for (condition, value) in [
         (" AND group_id = ", filter.group_id),
         (" AND job_id = ", filter.job_id),
