@@ -214,6 +214,7 @@ pub async fn start_with(
         health: Arc::clone(&health),
         superseded: std::sync::Mutex::default(),
         session_peers: std::sync::Mutex::default(),
+        session_tokens: std::sync::Mutex::default(),
         session_counts: Arc::default(),
     });
     let ctx = Arc::new(AdminContext {

@@ -49,6 +49,10 @@ pub struct RegistryContext {
     /// The peer IP each open session of this admin came from, by executor id: a registration
     /// from another IP cannot take over a live session's address.
     pub session_peers: std::sync::Mutex<HashMap<String, Option<std::net::IpAddr>>>,
+    /// The access token each open session of this admin presented, by executor id: checked
+    /// again each registry refresh, so a group token changed through any admin closes the
+    /// sessions that no longer hold it.
+    pub session_tokens: std::sync::Mutex<HashMap<String, Option<String>>>,
     /// Sessions open on this admin, for `max_sessions` and `max_sessions_per_peer`.
     pub session_counts: Arc<limits::SessionCounts>,
 }

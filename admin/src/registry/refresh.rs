@@ -115,6 +115,11 @@ pub async fn run_refresh(
             Ok(Err(error)) => Some(error.to_string()),
             Err(_) => Some(format!("no answer within {REFRESH_TIMEOUT:?}")),
         };
+        if error.is_none() {
+            let check = super::stream::close_sessions_with_stale_tokens(&ctx);
+            // A slow database delays the check to the next round, not the refresh loop.
+            let _ = tokio::time::timeout(REFRESH_TIMEOUT, check).await;
+        }
         match error {
             None => {
                 ctx.health.succeeded(Loop::RegistryRefresh);

@@ -75,6 +75,7 @@ pub async fn serve_session(
     let superseded = CancellationToken::new();
     lock_superseded(&ctx).insert(executor_id.clone(), superseded.clone());
     lock_peers(&ctx).insert(executor_id.clone(), peer_ip);
+    lock_tokens(&ctx).insert(executor_id.clone(), presented_token);
     open(&ctx, info.clone()).await;
     let registered = pb::AdminMessage {
         kind: Some(pb::admin_message::Kind::Registered(pb::Registered {
@@ -101,6 +102,7 @@ pub async fn serve_session(
     }
     lock_superseded(&ctx).remove(&executor_id);
     lock_peers(&ctx).remove(&executor_id);
+    lock_tokens(&ctx).remove(&executor_id);
     close(&ctx, &info).await;
 }
 
@@ -182,6 +184,54 @@ fn lock_peers(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+fn lock_tokens(
+    ctx: &RegistryContext,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Option<String>>> {
+    ctx.session_tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Closes this admin's sessions whose token its group no longer accepts: the token was changed
+/// through another admin (a change through this one closes them at once). One group read per
+/// app; a database error leaves the sessions to the next round.
+pub async fn close_sessions_with_stale_tokens(ctx: &RegistryContext) {
+    let mut by_app: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for session in ctx.registry.list("") {
+        by_app
+            .entry(session.app_name)
+            .or_default()
+            .push(session.executor_id);
+    }
+    for (app_name, executor_ids) in by_app {
+        let Ok(group) = ctx.store.get_group_by_app(&app_name).await else {
+            return;
+        };
+        let group_token = group.map(|group| group.access_token).unwrap_or_default();
+        let stale: Vec<String> = {
+            let tokens = lock_tokens(ctx);
+            executor_ids
+                .into_iter()
+                .filter(|id| {
+                    let presented = tokens.get(id).cloned().flatten();
+                    !token_accepted(ctx, &group_token, presented.as_deref())
+                })
+                .collect()
+        };
+        if stale.is_empty() {
+            continue;
+        }
+        let superseded = lock_superseded(ctx);
+        for executor_id in &stale {
+            if let Some(token) = superseded.get(executor_id) {
+                token.cancel();
+            }
+        }
+        tracing::info!(app = %app_name, closed = stale.len(),
+            "group access token changed elsewhere: sessions without it closed");
+    }
+}
+
 fn lock_superseded(
     ctx: &RegistryContext,
 ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, CancellationToken>> {
@@ -246,21 +296,26 @@ async fn check_token(
     // The group's token, else the cluster-wide executor token (an app with no group yet has
     // only the latter).
     let group_token = group.map(|group| group.access_token).unwrap_or_default();
-    let expected = ctx.config.executor_token_for(&group_token);
-    if expected.is_empty() {
-        // Off loopback, no token would let anyone on the network register under the app name
-        // and receive its runs (params included).
-        if ctx.config.tokenless_executors_allowed() {
-            return Ok(());
-        }
-        return Err(Status::unauthenticated(tokenless_refusal(app_name)));
-    }
-    if presented.is_some_and(|presented| tokens_match(presented, expected)) {
+    if token_accepted(ctx, &group_token, presented) {
         return Ok(());
+    }
+    if ctx.config.executor_token_for(&group_token).is_empty() {
+        return Err(Status::unauthenticated(tokenless_refusal(app_name)));
     }
     Err(Status::unauthenticated(format!(
         "wrong or missing access token for app '{app_name}'"
     )))
+}
+
+/// Whether a session presenting `presented` may serve a group whose token is `group_token`.
+fn token_accepted(ctx: &RegistryContext, group_token: &str, presented: Option<&str>) -> bool {
+    let expected = ctx.config.executor_token_for(group_token);
+    if expected.is_empty() {
+        // Off loopback, no token would let anyone on the network register under the app name
+        // and receive its runs (params included).
+        return ctx.config.tokenless_executors_allowed();
+    }
+    presented.is_some_and(|presented| tokens_match(presented, expected))
 }
 
 /// Why an executor of a group without a token is refused on a non-loopback listener.

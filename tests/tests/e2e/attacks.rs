@@ -204,6 +204,44 @@ async fn a_new_group_token_closes_sessions_opened_without_it() -> anyhow::Result
     Ok(())
 }
 
+/// In a cluster the token may change through another admin: this admin finds out at its next
+/// registry refresh and closes the sessions that no longer hold the token.
+#[tokio::test]
+async fn a_group_token_changed_through_another_admin_closes_sessions_here() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group("rotated-elsewhere").await?;
+    let stale = cluster
+        .executor("rotated-elsewhere")
+        .handler("ok", ok_handler);
+    cluster.start_executor(stale).await?;
+    assert_eq!(executors_of(&cluster, "rotated-elsewhere").await?.len(), 1);
+
+    // Another admin writes the new token to the shared database; this one serves no call.
+    let store = xjob_admin::store::Store::connect(&format!(
+        "sqlite://{}",
+        cluster.data_dir().join("xjob.db").display()
+    ))
+    .await?;
+    let group = store
+        .get_group(group_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    let secured = xjob_admin::model::Group {
+        access_token: "changed-elsewhere".to_string(),
+        ..group
+    };
+    assert!(store.update_group(&secured).await?);
+    store.close().await;
+
+    wait_until(WAIT, "the stale session to close", || async {
+        let executors = executors_of(&cluster, "rotated-elsewhere").await.ok()?;
+        executors.is_empty().then_some(())
+    })
+    .await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn off_loopback_executors_of_groups_without_a_token_are_refused() -> anyhow::Result<()> {
     // A listener on every interface (JobAdmin opened explicitly for the test: no users).
