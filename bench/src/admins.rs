@@ -14,6 +14,8 @@ use crate::processes::{self, ChildProcess, sibling_binary};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timing {
     pub node_lease: Option<Duration>,
+    /// `log_retention` and `retention_interval` (off: the admin's defaults).
+    pub retention: Option<(Duration, Duration)>,
 }
 
 impl Timing {
@@ -29,6 +31,13 @@ impl Timing {
                  executor_lease = \"{}ms\"\nhandshake_timeout = \"2s\"\n",
                 lease.as_millis(),
                 executor_lease.as_millis()
+            ));
+        }
+        if let Some((retention, interval)) = self.retention {
+            toml.push_str(&format!(
+                "log_retention = \"{}s\"\nretention_interval = \"{}s\"\n",
+                retention.as_secs(),
+                interval.as_secs()
             ));
         }
         toml
@@ -178,10 +187,21 @@ mod tests {
         assert_eq!(Timing::default().config_toml(), "time_zone = \"UTC\"\n");
         let short = Timing {
             node_lease: Some(Duration::from_secs(2)),
+            ..Timing::default()
         };
         let toml = short.config_toml();
         assert!(toml.contains("node_lease = \"2000ms\""));
         assert!(toml.contains("executor_lease = \"6000ms\""));
         assert_eq!(Timing::default().node_lease(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_retention_is_written_in_seconds() {
+        let timing = Timing {
+            retention: Some((Duration::from_secs(60), Duration::from_secs(5))),
+            ..Timing::default()
+        };
+        let toml = timing.config_toml();
+        assert!(toml.contains("log_retention = \"60s\"\nretention_interval = \"5s\"\n"));
     }
 }
