@@ -19,6 +19,9 @@ pub struct SizeSample {
     /// SQLite: main file + WAL as the file system counts them; servers: the log table with its
     /// indexes as the server reports it.
     pub bytes: u64,
+    /// SQLite: the part of `bytes` that is the WAL file (it keeps its largest size until a
+    /// checkpoint can truncate it); servers: 0.
+    pub wal_bytes: u64,
 }
 
 /// Samples every `every` from now until `end_ms`; a failed read is skipped (the admin may hold
@@ -37,38 +40,40 @@ pub async fn sample_until(
         let Ok(storage) = store.log_storage().await else {
             continue;
         };
-        let bytes = match sqlite_file {
-            Some(path) => file_bytes(path),
-            None => u64::try_from(storage.bytes).unwrap_or(0),
+        let (bytes, wal_bytes) = match sqlite_file {
+            Some(path) => (file_len(path), file_len(&wal_path(path))),
+            None => (u64::try_from(storage.bytes).unwrap_or(0), 0),
         };
         samples.push(SizeSample {
             at_s: (now_ms() - first_fire_ms) / 1000,
             rows: storage.rows,
-            bytes,
+            bytes: bytes + wal_bytes,
+            wal_bytes,
         });
     }
     samples
 }
 
-/// The SQLite file and its WAL.
-pub fn file_bytes(path: &Path) -> u64 {
-    let wal = PathBuf::from(format!("{}-wal", path.display()));
-    [path, wal.as_path()]
-        .iter()
-        .map(|file| std::fs::metadata(file).map(|meta| meta.len()).unwrap_or(0))
-        .sum()
+fn wal_path(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-wal", path.display()))
+}
+
+/// A file's length; 0 when it does not exist (no WAL yet).
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|meta| meta.len()).unwrap_or(0)
 }
 
 /// The curve as a Markdown table on stderr.
 pub fn print_curve(samples: &[SizeSample]) {
-    eprintln!("| t (s) | rows | size (MB) | bytes/row |");
-    eprintln!("|---|---|---|---|");
+    eprintln!("| t (s) | rows | size (MB) | of which WAL (MB) | bytes/row |");
+    eprintln!("|---|---|---|---|---|");
     for sample in samples {
         eprintln!(
-            "| {} | {} | {:.1} | {} |",
+            "| {} | {} | {:.1} | {:.1} | {} |",
             sample.at_s,
             sample.rows,
             sample.bytes as f64 / 1e6,
+            sample.wal_bytes as f64 / 1e6,
             sample.bytes / sample.rows.max(1) as u64
         );
     }
