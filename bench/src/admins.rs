@@ -16,6 +16,8 @@ pub struct Timing {
     pub node_lease: Option<Duration>,
     /// `max_unsent_runs` (admission control), when not the admin's default.
     pub max_unsent_runs: Option<usize>,
+    /// `log_retention` and `retention_interval` (off: the admin's defaults).
+    pub retention: Option<(Duration, Duration)>,
 }
 
 impl Timing {
@@ -35,6 +37,13 @@ impl Timing {
         }
         if let Some(bound) = self.max_unsent_runs {
             toml.push_str(&format!("max_unsent_runs = {bound}\n"));
+        }
+        if let Some((retention, interval)) = self.retention {
+            toml.push_str(&format!(
+                "log_retention = \"{}s\"\nretention_interval = \"{}s\"\n",
+                retention.as_secs(),
+                interval.as_secs()
+            ));
         }
         toml
     }
@@ -183,11 +192,21 @@ mod tests {
         assert_eq!(Timing::default().config_toml(), "time_zone = \"UTC\"\n");
         let short = Timing {
             node_lease: Some(Duration::from_secs(2)),
-            max_unsent_runs: None,
+            ..Timing::default()
         };
         let toml = short.config_toml();
         assert!(toml.contains("node_lease = \"2000ms\""));
         assert!(toml.contains("executor_lease = \"6000ms\""));
         assert_eq!(Timing::default().node_lease(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_retention_is_written_in_seconds() {
+        let timing = Timing {
+            retention: Some((Duration::from_secs(60), Duration::from_secs(5))),
+            ..Timing::default()
+        };
+        let toml = timing.config_toml();
+        assert!(toml.contains("log_retention = \"60s\"\nretention_interval = \"5s\"\n"));
     }
 }

@@ -19,6 +19,7 @@ mod grpc;
 mod metrics;
 mod processes;
 mod report;
+mod sizing;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -110,6 +111,16 @@ struct Args {
     /// The admins' node lease in ms (default: the admin's 10 s; F*: 2000, as the cluster tests).
     #[arg(long)]
     node_lease_ms: Option<u64>,
+    /// The admins' `log_retention` in seconds; with it the database's size is sampled every
+    /// `--size-every` seconds and printed as a curve (default: the admin's retention, no curve).
+    #[arg(long)]
+    log_retention_s: Option<u64>,
+    /// The admins' `retention_interval` in seconds, with --log-retention-s.
+    #[arg(long, default_value_t = 5)]
+    retention_interval_s: u64,
+    /// Seconds between two samples of the database's size, with --log-retention-s.
+    #[arg(long, default_value_t = 10)]
+    size_every: u64,
     /// File the JSON line is appended to.
     #[arg(long, default_value = "bench-results.jsonl")]
     results: PathBuf,
@@ -225,6 +236,12 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         timing: Timing {
             node_lease: node_lease_ms.map(Duration::from_millis),
             max_unsent_runs: args.max_unsent_runs,
+            retention: args.log_retention_s.map(|retention| {
+                (
+                    Duration::from_secs(retention),
+                    Duration::from_secs(args.retention_interval_s.max(1)),
+                )
+            }),
         },
     })
 }
@@ -343,6 +360,20 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         end_ms: start_ms + args.duration as i64 * 1000,
     };
 
+    let sizes = plan.timing.retention.map(|_| {
+        let url = database.url.clone();
+        let sqlite_file = (plan.backend == Backend::Sqlite).then(|| scratch.path().join("xjob.db"));
+        let every = Duration::from_secs(args.size_every.max(1));
+        let end_ms = window.end_ms;
+        tokio::spawn(async move {
+            let store = Store::connect(&url).await?;
+            let samples =
+                sizing::sample_until(&store, sqlite_file.as_deref(), first_fire_ms, end_ms, every)
+                    .await;
+            store.close().await;
+            anyhow::Ok(samples)
+        })
+    });
     sleep_until_ms(window.start_ms, "warm-up").await;
     let before = Usage::read(&admins, &executors, &database);
     let api_probe = (args.api_writes > 0).then(|| {
@@ -370,6 +401,9 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     }
     let after = Usage::read(&admins, &executors, &database);
     let peaks = Peaks::read(&admins, &executors, &database);
+    if let Some(sizes) = sizes {
+        sizing::print_curve(&sizes.await??);
+    }
     sleep_until_ms(window.end_ms + args.drain as i64 * 1000, "drain").await;
 
     // Executors first: they write their records when they exit.

@@ -447,6 +447,9 @@ delegate! {
     /// SQLite: returns up to `max_pages` free pages to the file system (the file shrinks) and
     /// answers how many it freed; PostgreSQL and MySQL: nothing to do, 0.
     fn reclaim_space(&self, max_pages: i64) -> StoreResult<i64>;
+    /// How many run rows the log table holds and the bytes it takes, for sizing (tests and
+    /// docs/operations.md): see [`LogStorage`].
+    fn log_storage(&self) -> StoreResult<LogStorage>;
 
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
@@ -532,6 +535,19 @@ pub struct DayCounts {
     pub running: i64,
     pub success: i64,
     pub failed: i64,
+}
+
+/// The size of the run log, as each database reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStorage {
+    /// Rows in `xjob_log`.
+    pub rows: i64,
+    /// SQLite: the whole database file's pages in use (`page_count - freelist_count`, times the
+    /// page size; the log table is nearly all of it), without the WAL file. PostgreSQL: the
+    /// table with its indexes and TOAST (`pg_total_relation_size`), dead row versions included.
+    /// MySQL/MariaDB: `data_length + index_length` from the table's statistics (refreshed by
+    /// an `ANALYZE TABLE` first; InnoDB's figures are in whole pages).
+    pub bytes: i64,
 }
 
 /// Which finished runs a clean-up deletes; every condition set must hold.

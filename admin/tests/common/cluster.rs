@@ -172,10 +172,22 @@ impl Cluster {
         executor_count: usize,
         timing: Timing,
     ) -> anyhow::Result<Cluster> {
+        Cluster::start_configured(database, admin_count, executor_count, timing, "").await
+    }
+
+    /// As [`Cluster::start`], with `extra_toml` (more configuration keys) appended to the
+    /// admins' configuration file.
+    pub async fn start_configured(
+        database: Database,
+        admin_count: usize,
+        executor_count: usize,
+        timing: Timing,
+        extra_toml: &str,
+    ) -> anyhow::Result<Cluster> {
         let dir = tempfile::tempdir()?;
         let store = Store::connect(&database.url).await?;
         let config_file = dir.path().join("admin.toml");
-        std::fs::write(&config_file, timing.config_toml())?;
+        std::fs::write(&config_file, timing.config_toml() + extra_toml)?;
         let mut admins = Vec::with_capacity(admin_count);
         for index in 1..=admin_count {
             let spec = AdminSpec {

@@ -90,6 +90,27 @@ impl MySqlStore {
         Ok(0)
     }
 
+    /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+        // The statistics InnoDB reports are only as fresh as its last analysis.
+        sqlx::query("ANALYZE TABLE xjob_log")
+            .execute(&self.pool)
+            .await
+            .map_err(map_error)?;
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM xjob_log")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_error)?;
+        let (bytes,): (i64,) = sqlx::query_as(
+            "SELECT CAST(data_length + index_length AS SIGNED) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name = 'xjob_log'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(super::LogStorage { rows, bytes })
+    }
+
     /// Refuses to run without the schedule lock row: without it admins would not exclude
     /// each other (XXL-JOB silently loses mutual exclusion in that case).
     async fn check_lock_row(&self) -> StoreResult<()> {

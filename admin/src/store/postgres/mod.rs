@@ -83,6 +83,17 @@ impl PgStore {
         Ok(0)
     }
 
+    /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+        let (rows, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM xjob_log), pg_total_relation_size('xjob_log')",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(super::LogStorage { rows, bytes })
+    }
+
     /// Refuses to run without the schedule lock row: without it admins would not exclude
     /// each other (XXL-JOB silently loses mutual exclusion in that case).
     async fn check_lock_row(&self) -> StoreResult<()> {

@@ -112,6 +112,27 @@ impl SqliteStore {
         Ok(before - self.free_pages().await?)
     }
 
+    /// Rows of the log and the pages of the file in use (see [`super::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM xjob_log")
+            .fetch_one(&self.reader)
+            .await
+            .map_err(map_error)?;
+        let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
+            .fetch_one(&self.writer)
+            .await
+            .map_err(map_error)?;
+        let (page_size,): (i64,) = sqlx::query_as("PRAGMA page_size")
+            .fetch_one(&self.writer)
+            .await
+            .map_err(map_error)?;
+        let free = self.free_pages().await?;
+        Ok(super::LogStorage {
+            rows,
+            bytes: (pages - free) * page_size,
+        })
+    }
+
     async fn free_pages(&self) -> StoreResult<i64> {
         let (free,): (i64,) = sqlx::query_as("PRAGMA freelist_count")
             .fetch_one(&self.writer)
