@@ -1,5 +1,7 @@
 //! `xjob`: the admin's command line.
 
+mod cli;
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,9 @@ enum Command {
     /// Manages JobAdmin users (against the configured database).
     #[command(subcommand)]
     User(UserCommand),
+    /// Client commands against a running admin over gRPC (jobs, runs, groups, executors, preview).
+    #[command(flatten)]
+    Client(cli::Command),
 }
 
 #[derive(Subcommand)]
@@ -184,6 +189,7 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!("database is migrated");
         }
         Command::User(UserCommand::Create(args)) => create_user(args).await?,
+        Command::Client(command) => std::process::exit(cli::run(command).await),
     }
     Ok(())
 }
