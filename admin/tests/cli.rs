@@ -1,0 +1,437 @@
+//! The `xjob` client commands end to end: the real binary run as a subprocess against a real
+//! admin process, with a real executor (the SDK, in the test process) whose handlers write log
+//! lines and wait to be killed. Checks what a person and a script see: exit codes (0 ok, 1 the
+//! admin said no, 2 usage, 3 unreachable), one-line errors naming the field, tables, JSON.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult, RunningExecutor};
+use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, free_port, unused_address, wait_until};
+
+const XJOB: &str = env!("CARGO_BIN_EXE_xjob");
+/// Upper bound of one CLI command (`runs log --follow` included).
+const COMMAND_WITHIN: Duration = Duration::from_secs(30);
+const APP: &str = "cli-test-app";
+
+/// What one `xjob` command did.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn json(&self) -> anyhow::Result<Value> {
+        serde_json::from_str(&self.stdout)
+            .map_err(|error| anyhow::anyhow!("stdout is not JSON ({error}): {}", self.stdout))
+    }
+}
+
+impl std::fmt::Debug for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `xjob ARGS` against `admin` (XJOB_ADMIN), bounded in time.
+async fn xjob(admin: &str, args: &[&str]) -> anyhow::Result<Ran> {
+    xjob_with(admin, args, None).await
+}
+
+async fn xjob_with(admin: &str, args: &[&str], token: Option<&str>) -> anyhow::Result<Ran> {
+    let mut command = tokio::process::Command::new(XJOB);
+    command
+        .args(args)
+        .env("XJOB_ADMIN", admin)
+        .env("TZ", "UTC")
+        .env_remove("XJOB_TOKEN")
+        .env_remove("XJOB_OUTPUT")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        command.env("XJOB_TOKEN", token);
+    }
+    let output = tokio::time::timeout(COMMAND_WITHIN, command.output())
+        .await
+        .map_err(|_| anyhow::anyhow!("xjob {args:?} did not exit within {COMMAND_WITHIN:?}"))??;
+    Ok(Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// Runs a command that must succeed and returns its JSON output.
+async fn xjob_json(admin: &str, args: &[&str]) -> anyhow::Result<Value> {
+    let mut with_json = args.to_vec();
+    with_json.extend(["--output", "json"]);
+    let ran = xjob(admin, &with_json).await?;
+    anyhow::ensure!(ran.code == 0, "xjob {args:?} failed: {ran:?}");
+    ran.json()
+}
+
+fn admin_spec(data_dir: &Path, port: u16, extra_config: &str) -> anyhow::Result<AdminSpec> {
+    let config_file = data_dir.join("admin.toml");
+    std::fs::write(
+        &config_file,
+        format!(
+            "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\n\
+             time_zone = \"UTC\"\n{extra_config}"
+        ),
+    )?;
+    Ok(AdminSpec {
+        binary: XJOB.into(),
+        node_id: "cli-test-admin".into(),
+        port,
+        data_dir: data_dir.to_path_buf(),
+        database_url: None,
+        config_file,
+        log_filter: "warn".into(),
+        output: AdminOutput::Quiet,
+    })
+}
+
+/// Waits until `xjob groups list` is answered (the admin serves and its database is up).
+async fn wait_serving(admin: &str, token: Option<&str>) -> anyhow::Result<()> {
+    wait_until(Duration::from_secs(30), "the admin to serve", || async {
+        let ran = xjob_with(admin, &["groups", "list"], token).await.ok()?;
+        (ran.code == 0).then_some(())
+    })
+    .await
+}
+
+/// `echo` logs its params over a second (so `--follow` sees the log grow); `long` runs until
+/// it is killed.
+async fn start_executor(admin: &str, log_dir: &Path) -> anyhow::Result<RunningExecutor> {
+    let executor = Executor::builder()
+        .app_name(APP)
+        .admin_addrs([admin.to_string()])
+        .bind("127.0.0.1:0")
+        .log_dir(log_dir)
+        .handler("echo", |ctx: JobContext| async move {
+            ctx.log(format!("echo params={}", ctx.params()));
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            ctx.log("echo second line");
+            Ok::<_, JobError>(JobOutput::message("echoed"))
+        })
+        .handler("long", |ctx: JobContext| async move {
+            ctx.log("long run started");
+            tokio::select! {
+                _ = ctx.cancelled() => ctx.log("long run cancelled"),
+                _ = tokio::time::sleep(Duration::from_secs(120)) => {}
+            }
+            JobResult::Ok(JobOutput::default())
+        })
+        .start()
+        .await?;
+    executor.wait_registered(Duration::from_secs(15)).await?;
+    Ok(executor)
+}
+
+/// The status of run `id`, as `runs show -o json` says.
+async fn run_status(admin: &str, id: i64) -> anyhow::Result<String> {
+    let run = xjob_json(admin, &["runs", "show", &id.to_string()]).await?;
+    Ok(run["status"].as_str().unwrap_or_default().to_string())
+}
+
+fn id_of(value: &Value) -> anyhow::Result<i64> {
+    value["id"]
+        .as_i64()
+        .ok_or_else(|| anyhow::anyhow!("no id in {value}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, "")?)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+
+    let group = xjob_json(
+        url,
+        &["groups", "create", "--app-name", APP, "--title", "cli"],
+    )
+    .await?;
+    let group_id = id_of(&group)?;
+    let executor = start_executor(url, &data_dir.path().join("executor-logs")).await?;
+
+    // An invalid cron: the admin says no (1), in one line naming the field.
+    let bad = xjob(
+        url,
+        &[
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            "bad",
+            "--cron",
+            "0 0 25 * * ?",
+            "--handler",
+            "echo",
+        ],
+    )
+    .await?;
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr
+            .contains("invalid argument: job.schedule_conf: invalid cron '0 0 25 * * ?'")
+            && bad.stderr.trim().lines().count() == 1,
+        "{bad:?}"
+    );
+    // Usage errors (2): a missing required flag, an unknown enum value named with its choices.
+    let usage = xjob(url, &["jobs", "create", "--name", "no group"]).await?;
+    assert!(
+        usage.code == 2 && usage.stderr.contains("--group"),
+        "{usage:?}"
+    );
+    let usage = xjob(url, &["jobs", "list", "--status", "sleeping"]).await?;
+    assert!(
+        usage.code == 2 && usage.stderr.contains("running"),
+        "{usage:?}"
+    );
+    // The same check in preview, where the field has no prefix.
+    let preview = xjob(url, &["preview", "0 0 25 * * ?"]).await?;
+    assert!(
+        preview.code == 1 && preview.stderr.contains("schedule_conf"),
+        "{preview:?}"
+    );
+    let fires = xjob_json(url, &["preview", "*/5 * * * * ?", "-n", "3"]).await?;
+    assert_eq!(fires.as_array().map(Vec::len), Some(3), "{fires}");
+
+    // A valid job, by the group's app name, with the proto field names and their aliases.
+    let job = xjob_json(
+        url,
+        &[
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            "cli echo",
+            "--cron",
+            "0 0 3 * * ?",
+            "--handler",
+            "echo",
+            "--params",
+            "default",
+            "--route",
+            "first",
+            "--block",
+            "discard-later",
+            "--timeout",
+            "30s",
+            "--retries",
+            "0",
+        ],
+    )
+    .await?;
+    let job_id = id_of(&job)?;
+    let job_arg = job_id.to_string();
+    let job_arg = job_arg.as_str();
+    assert_eq!(
+        (
+            &job["group_id"],
+            &job["schedule_type"],
+            &job["block_strategy"],
+            &job["timeout_ms"],
+            &job["status"]
+        ),
+        (
+            &Value::from(group_id),
+            &Value::from("CRON"),
+            &Value::from("DISCARD_LATER"),
+            &Value::from(30_000),
+            &Value::from("STOPPED")
+        ),
+        "{job}"
+    );
+
+    // The table for people, the JSON array for scripts.
+    let table = xjob(url, &["jobs", "list"]).await?;
+    assert_eq!(table.code, 0, "{table:?}");
+    let header = table.stdout.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("ID") && header.contains("NAME"),
+        "{table:?}"
+    );
+    let row = table.stdout.lines().find(|line| line.contains("cli echo"));
+    assert!(
+        row.is_some_and(|row| row.contains("cron 0 0 3 * * ?") && row.contains(APP)),
+        "{table:?}"
+    );
+    let listed = xjob_json(url, &["jobs", "list", "--group", APP]).await?;
+    assert_eq!(listed[0]["id"], Value::from(job_id), "{listed}");
+
+    // update changes only what it is given.
+    let updated = xjob_json(url, &["jobs", "update", job_arg, "--params", "changed"]).await?;
+    assert_eq!(
+        (
+            &updated["params"],
+            &updated["name"],
+            &updated["schedule_conf"]
+        ),
+        (
+            &Value::from("changed"),
+            &Value::from("cli echo"),
+            &Value::from("0 0 3 * * ?")
+        ),
+        "{updated}"
+    );
+
+    let started = xjob_json(url, &["jobs", "start", job_arg]).await?;
+    assert_eq!(started["status"], Value::from("RUNNING"), "{started}");
+
+    // Trigger with params, then follow the log: the handler's lines, and an exit when it ends.
+    let triggered = xjob_json(url, &["jobs", "trigger", job_arg, "--params", "hello-cli"]).await?;
+    let log_id = triggered["log_ids"][0]
+        .as_i64()
+        .ok_or_else(|| anyhow::anyhow!("no log id: {triggered}"))?;
+    let log_arg = log_id.to_string();
+    let followed = xjob(url, &["runs", "log", &log_arg, "--follow"]).await?;
+    assert_eq!(followed.code, 0, "{followed:?}");
+    assert!(
+        followed.stdout.contains("echo params=hello-cli")
+            && followed.stdout.contains("echo second line")
+            && followed.stderr.contains("ended SUCCESS"),
+        "{followed:?}"
+    );
+    let runs = xjob(url, &["runs", "list", "--job", job_arg]).await?;
+    let run_row = runs
+        .stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{log_id} ")));
+    assert!(
+        run_row.is_some_and(|row| row.contains("SUCCESS") && row.contains("MANUAL")),
+        "{runs:?}"
+    );
+    let run = xjob_json(url, &["runs", "show", &log_arg]).await?;
+    assert_eq!(
+        (&run["params"], &run["handle_msg"]),
+        (&Value::from("hello-cli"), &Value::from("echoed")),
+        "{run}"
+    );
+
+    // A long run, killed from the command line.
+    let long = xjob_json(
+        url,
+        &[
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            "cli long",
+            "--handler",
+            "long",
+        ],
+    )
+    .await?;
+    let long_arg = id_of(&long)?.to_string();
+    let triggered = xjob_json(url, &["jobs", "trigger", &long_arg]).await?;
+    let long_run = triggered["log_ids"][0]
+        .as_i64()
+        .ok_or_else(|| anyhow::anyhow!("no log id: {triggered}"))?;
+    wait_until(
+        Duration::from_secs(20),
+        "the long run to be RUNNING",
+        || async { (run_status(url, long_run).await.ok()? == "RUNNING").then_some(()) },
+    )
+    .await?;
+    let executors = xjob_json(url, &["executors", "--app", APP]).await?;
+    assert!(
+        executors[0]["handlers"]
+            .as_array()
+            .is_some_and(|handlers| handlers.contains(&Value::from("long"))),
+        "{executors}"
+    );
+    let killed = xjob(url, &["runs", "kill", &long_run.to_string()]).await?;
+    assert!(
+        killed.code == 0 && killed.stdout.contains("Killed run"),
+        "{killed:?}"
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "the long run to be KILLED",
+        || async { (run_status(url, long_run).await.ok()? == "KILLED").then_some(()) },
+    )
+    .await?;
+    // Following a run that did not succeed ends with 1 and says how it ended.
+    let followed = xjob(url, &["runs", "log", &long_run.to_string(), "-f"]).await?;
+    assert!(
+        followed.code == 1
+            && followed.stdout.contains("long run cancelled")
+            && followed.stderr.contains("ended KILLED"),
+        "{followed:?}"
+    );
+
+    let stopped = xjob_json(url, &["jobs", "stop", job_arg]).await?;
+    assert_eq!(stopped["status"], Value::from("STOPPED"), "{stopped}");
+    // Deleting asks for confirmation; without a terminal, --yes is required.
+    let unconfirmed = xjob(url, &["jobs", "delete", job_arg]).await?;
+    assert!(
+        unconfirmed.code == 2 && unconfirmed.stderr.contains("--yes"),
+        "{unconfirmed:?}"
+    );
+    let deleted = xjob(url, &["jobs", "delete", job_arg, "--yes"]).await?;
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    let gone = xjob(url, &["jobs", "show", job_arg]).await?;
+    assert!(
+        gone.code == 1 && gone.stderr.contains("not found"),
+        "{gone:?}"
+    );
+
+    executor.shutdown().await;
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_unreachable_admins() -> anyhow::Result<()> {
+    // Nobody listens there: exit 3, saying so.
+    let nowhere = unused_address()?;
+    let unreachable = xjob(&nowhere, &["jobs", "list"]).await?;
+    assert!(
+        unreachable.code == 3 && unreachable.stderr.contains("cannot connect to the admin"),
+        "{unreachable:?}"
+    );
+    let malformed = xjob("ftp://127.0.0.1:1", &["jobs", "list"]).await?;
+    assert_eq!(malformed.code, 2, "{malformed:?}");
+
+    // An admin with a user (the bootstrap token): every call needs the token.
+    let token = "cli-test-bootstrap-0123456789abcdef";
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let extra = format!("bootstrap_token = \"{token}\"\n");
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, &extra)?)?;
+    let url = admin.spec.url();
+    wait_serving(&url, Some(token)).await?;
+
+    let refused = xjob(&url, &["jobs", "list"]).await?;
+    assert!(
+        refused.code == 1
+            && refused.stderr.contains("unauthenticated: ")
+            && refused.stderr.contains("pass --token or set XJOB_TOKEN"),
+        "{refused:?}"
+    );
+    let wrong = xjob(&url, &["jobs", "list", "--token", "xjob_not-a-token"]).await?;
+    assert!(
+        wrong.code == 1 && wrong.stderr.contains("the token was refused"),
+        "{wrong:?}"
+    );
+    let flag = xjob(&url, &["groups", "list", "--token", token]).await?;
+    assert_eq!(flag.code, 0, "{flag:?}");
+    let env = xjob_with(&url, &["jobs", "list", "-o", "json"], Some(token)).await?;
+    assert_eq!(env.json()?, Value::Array(Vec::new()), "{env:?}");
+
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
