@@ -6,6 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair,
+};
 use serde_json::Value;
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult, RunningExecutor};
 use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, free_port, unused_address, wait_until};
@@ -424,13 +428,88 @@ async fn tokens_and_unreachable_admins() -> anyhow::Result<()> {
     );
     let wrong = xjob(&url, &["jobs", "list", "--token", "xjob_not-a-token"]).await?;
     assert!(
-        wrong.code == 1 && wrong.stderr.contains("the token was refused"),
+        wrong.code == 1 && wrong.stderr.contains("XJOB_TOKEN was refused"),
         "{wrong:?}"
     );
     let flag = xjob(&url, &["groups", "list", "--token", token]).await?;
     assert_eq!(flag.code, 0, "{flag:?}");
     let env = xjob_with(&url, &["jobs", "list", "-o", "json"], Some(token)).await?;
     assert_eq!(env.json()?, Value::Array(Vec::new()), "{env:?}");
+
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
+
+/// Writes a CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it,
+/// into `dir` (`ca.pem`, `server.pem`/`server.key`, `client.pem`/`client.key`).
+fn issue_mtls(dir: &Path) -> anyhow::Result<()> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "cli test CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    std::fs::write(dir.join("ca.pem"), ca.pem())?;
+    for (name, subject, usage) in [
+        ("server", "127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth),
+        ("client", "cli-user", ExtendedKeyUsagePurpose::ClientAuth),
+    ] {
+        let mut params = CertificateParams::new(vec![subject.to_string()])?;
+        params.extended_key_usages = vec![usage];
+        let key_pair = KeyPair::generate()?;
+        let certificate = params.signed_by(&key_pair, &*ca)?;
+        std::fs::write(dir.join(format!("{name}.pem")), certificate.pem())?;
+        std::fs::write(dir.join(format!("{name}.key")), key_pair.serialize_pem())?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_client_certificates() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    issue_mtls(dir.path())?;
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let extra = format!(
+        "tls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\ntls_client_auth = \"all\"\n",
+        file("server.pem"),
+        file("server.key"),
+        file("ca.pem")
+    );
+    let port = free_port()?;
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let mut admin = AdminProcess::spawn(admin_spec(&data_dir, port, &extra)?)?;
+    let url = format!("https://127.0.0.1:{port}");
+    let (ca, cert, key) = (file("ca.pem"), file("client.pem"), file("client.key"));
+    let mtls = [
+        "groups", "list", "--ca", &ca, "--cert", &cert, "--key", &key,
+    ];
+    wait_until(
+        Duration::from_secs(30),
+        "the TLS admin to serve",
+        || async {
+            let ran = xjob(&url, &mtls).await.ok()?;
+            (ran.code == 0).then_some(())
+        },
+    )
+    .await?;
+
+    // Without a client certificate the admin ends the handshake: unreachable for this client.
+    let no_cert = xjob(&url, &["groups", "list", "--ca", &ca]).await?;
+    assert!(
+        no_cert.code == 3 && no_cert.stderr.contains("connection to the admin"),
+        "{no_cert:?}"
+    );
+    eprintln!("without a client certificate: {}", no_cert.stderr.trim());
+    // TLS options need an https:// admin, and a certificate needs its key: usage errors.
+    let plain = format!("http://127.0.0.1:{port}");
+    let mixed = xjob(&plain, &["groups", "list", "--ca", &ca]).await?;
+    assert!(
+        mixed.code == 2 && mixed.stderr.contains("https://"),
+        "{mixed:?}"
+    );
+    let half = xjob(&url, &["groups", "list", "--ca", &ca, "--cert", &cert]).await?;
+    assert!(half.code == 2 && half.stderr.contains("key"), "{half:?}");
 
     admin.process_mut().kill_now()?;
     Ok(())

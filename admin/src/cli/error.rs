@@ -26,9 +26,14 @@ pub enum CliError {
 
 impl From<Status> for CliError {
     fn from(status: Status) -> CliError {
-        if is_transport_failure(&status) {
+        if let Some(cause) = transport_cause(&status) {
+            return CliError::Connect(format!("the connection to the admin failed: {cause}"));
+        }
+        // The client's own channel gives up a call this way when the connection drops (e.g. a
+        // TLS admin that refused the certificate after the handshake); the admin never does.
+        if status.code() == Code::Cancelled {
             return CliError::Connect(format!(
-                "lost the connection to the admin: {}",
+                "the connection to the admin was closed during the call ({})",
                 first_line(status.message())
             ));
         }
@@ -49,9 +54,9 @@ impl CliError {
         match self {
             CliError::Server { status, hint: None } if status.code() == Code::Unauthenticated => {
                 let hint = if token_given {
-                    "the token was refused (unknown, expired or revoked?)"
+                    "the token sent with --token or XJOB_TOKEN was refused"
                 } else {
-                    "pass --token or set XJOB_TOKEN (xjob user create prints one)"
+                    "pass --token or set XJOB_TOKEN; xjob user create prints one"
                 };
                 CliError::Server {
                     status,
@@ -103,19 +108,17 @@ impl CliError {
     }
 }
 
-/// A status made by the client's transport (connection refused or reset), not by the admin.
-fn is_transport_failure(status: &Status) -> bool {
-    if status.code() != Code::Unavailable {
-        return false;
-    }
+/// The transport error (connection refused or reset, TLS alert) behind a status the client's
+/// channel made, rather than the admin; `None` for the admin's own answers.
+fn transport_cause(status: &Status) -> Option<String> {
     let mut source = std::error::Error::source(status);
     while let Some(cause) = source {
-        if cause.is::<tonic::transport::Error>() || cause.is::<std::io::Error>() {
-            return true;
+        if cause.is::<tonic::transport::Error>() {
+            return Some(super::client::error_chain(cause));
         }
         source = cause.source();
     }
-    false
+    None
 }
 
 fn code_words(code: Code) -> &'static str {

@@ -24,7 +24,7 @@ pub async fn run(args: ExecutorsArgs, out: Output, mut client: Client) -> Result
     let now = render::now_ms();
     out.list(
         &views,
-        "No executors online. Start one with the SDK (see docs/sdk.md) or xjob serve --demo",
+        "No executors online. Start one with an SDK (docs/executors.md), or try xjob serve --demo",
         |executors| {
             let mut table = Table::new(&[
                 "APP",

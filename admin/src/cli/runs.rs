@@ -136,7 +136,14 @@ async fn list(args: ListArgs, out: &Output, client: &mut Client) -> Result<(), C
         "No runs. Trigger one with: xjob jobs trigger JOB_ID",
         |runs| {
             let mut table = Table::new(&[
-                "ID", "JOB", "STATUS", "TRIGGER", "STARTED", "DURATION", "EXECUTOR", "ATTEMPT",
+                "ID",
+                "JOB",
+                "STATUS",
+                "TRIGGER",
+                "SCHEDULED",
+                "DURATION",
+                "EXECUTOR",
+                "ATTEMPT",
                 "MESSAGE",
             ]);
             for run in runs {
@@ -145,7 +152,7 @@ async fn list(args: ListArgs, out: &Output, client: &mut Client) -> Result<(), C
                     run.job_id.to_string(),
                     run.status.clone(),
                     run.trigger_type.clone(),
-                    render::time(run.trigger_time_ms),
+                    render::time(run.scheduled_at_ms),
                     took(run),
                     render::or_dash(&run.executor_address),
                     run.attempt.to_string(),
