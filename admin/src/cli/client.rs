@@ -25,6 +25,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options every client command takes (before or after its verb).
 #[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Connection and output")]
 pub struct ClientOptions {
     /// The admin's gRPC address (https:// for TLS).
     #[arg(

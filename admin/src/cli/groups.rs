@@ -17,12 +17,16 @@ pub enum GroupsCommand {
         #[arg(long)]
         app: Option<String>,
     },
-    /// Shows a group (id or app name).
-    Show { group: String },
+    /// Shows a group.
+    Show {
+        /// Group id or app name.
+        group: String,
+    },
     /// Creates a group.
     Create(CreateArgs),
     /// Changes the given fields of a group (id or app name), keeping the others.
     Update {
+        /// Group id or app name.
         group: String,
         #[command(flatten)]
         fields: GroupFields,
@@ -40,6 +44,7 @@ pub struct CreateArgs {
 
 #[derive(Args)]
 pub struct GroupFields {
+    /// A name for people (default: the app name).
     #[arg(long)]
     title: Option<String>,
     /// auto (executors register) or manual (--addresses).

@@ -18,26 +18,37 @@ pub enum JobsCommand {
     /// Lists jobs, filtered.
     List(ListArgs),
     /// Shows every field of a job.
-    Show { id: i64 },
+    Show {
+        /// Job id.
+        id: i64,
+    },
     /// Creates a job (stopped; `jobs start` schedules it).
     Create(Box<CreateArgs>),
     /// Changes the given fields of a job, keeping the others.
     Update {
+        /// Job id.
         id: i64,
         #[command(flatten)]
         fields: Box<JobFields>,
     },
     /// Deletes a job and its runs' logs.
     Delete {
+        /// Job id.
         id: i64,
         /// Do not ask for confirmation (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
     },
     /// Starts scheduling a job (first fire at least 5 s from now).
-    Start { id: i64 },
+    Start {
+        /// Job id.
+        id: i64,
+    },
     /// Stops scheduling a job; runs already dispatched go on.
-    Stop { id: i64 },
+    Stop {
+        /// Job id.
+        id: i64,
+    },
     /// Runs a job once now.
     Trigger(TriggerArgs),
 }
@@ -72,6 +83,7 @@ pub struct CreateArgs {
 
 #[derive(Args)]
 pub struct TriggerArgs {
+    /// Job id.
     id: i64,
     /// Params for this run instead of the job's.
     #[arg(long)]
@@ -90,8 +102,10 @@ pub struct JobFields {
     /// Group id or app name (group_id).
     #[arg(long)]
     group: Option<String>,
+    /// The job's name (required by create).
     #[arg(long)]
     name: Option<String>,
+    /// Who owns the job.
     #[arg(long)]
     author: Option<String>,
     /// Comma-separated e-mail addresses for alarms.
@@ -128,6 +142,7 @@ pub struct JobFields {
     /// Handler name (bean jobs).
     #[arg(long)]
     handler: Option<String>,
+    /// Text passed to every run (a trigger may replace it).
     #[arg(long)]
     params: Option<String>,
     /// serial-execution, discard-later or cover-early.
@@ -154,6 +169,7 @@ pub struct JobFields {
     /// Script source, or @FILE to read it from a file.
     #[arg(long)]
     glue_source: Option<String>,
+    /// What the script's source is or what changed in it.
     #[arg(long)]
     glue_remark: Option<String>,
     /// Jobs run when a run of this one succeeds, comma-separated ids ("" = none).

@@ -24,9 +24,15 @@ pub enum RunsCommand {
     /// Lists runs, newest first.
     List(ListArgs),
     /// Shows every field of a run.
-    Show { id: i64 },
+    Show {
+        /// Run (log) id.
+        id: i64,
+    },
     /// Asks the run's executor to kill it.
-    Kill { id: i64 },
+    Kill {
+        /// Run (log) id.
+        id: i64,
+    },
     /// Prints a run's log (from its executor).
     Log(LogArgs),
 }
@@ -52,6 +58,7 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct LogArgs {
+    /// Run (log) id.
     id: i64,
     /// Keep printing new lines until the run ends; exits 1 when it did not succeed.
     #[arg(long, short = 'f')]
