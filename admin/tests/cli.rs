@@ -392,6 +392,12 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
         gone.code == 1 && gone.stderr.contains("not found"),
         "{gone:?}"
     );
+    // A group still used by a job: FAILED_PRECONDITION, printed as a refusal.
+    let in_use = xjob(url, &["groups", "delete", APP, "--yes"]).await?;
+    assert!(
+        in_use.code == 1 && in_use.stderr.contains("refused: "),
+        "{in_use:?}"
+    );
 
     executor.shutdown().await;
     admin.process_mut().kill_now()?;

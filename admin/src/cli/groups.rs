@@ -5,7 +5,7 @@ use xjob_proto::pb;
 
 use super::client::Client;
 use super::error::CliError;
-use super::jobs::resolve_group;
+use super::jobs::{confirm, resolve_group};
 use super::render::{self, Details, Output, Table};
 use super::view::{self, GroupView};
 
@@ -24,6 +24,14 @@ pub enum GroupsCommand {
     },
     /// Creates a group.
     Create(CreateArgs),
+    /// Deletes a group; refused while jobs use it.
+    Delete {
+        /// Group id or app name.
+        group: String,
+        /// Do not ask for confirmation (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Changes the given fields of a group (id or app name), keeping the others.
     Update {
         /// Group id or app name.
@@ -107,6 +115,17 @@ pub async fn run(command: GroupsCommand, out: Output, mut client: Client) -> Res
                 group.ok_or_else(|| CliError::Failed("the admin returned no group".into()))?;
             let sentence = format!("Created group {} '{}'", group.id, group.app_name);
             out.done(&GroupView::from(&group), &sentence)
+        }
+        GroupsCommand::Delete { group, yes } => {
+            let id = resolve_group(&mut client, &group).await?;
+            if !yes {
+                confirm(&format!("Delete group {id}?"))?;
+            }
+            client.delete_group(pb::DeleteGroupRequest { id }).await?;
+            out.done(
+                &serde_json::json!({ "deleted_group_id": id }),
+                &format!("Deleted group {id}"),
+            )
         }
         GroupsCommand::Update { group, fields } => {
             let id = resolve_group(&mut client, &group).await?;

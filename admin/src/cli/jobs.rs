@@ -322,7 +322,7 @@ async fn delete(id: i64, yes: bool, out: &Output, client: &mut Client) -> Result
 }
 
 /// Asks on the terminal; without one, `--yes` is required.
-fn confirm(question: &str) -> Result<(), CliError> {
+pub fn confirm(question: &str) -> Result<(), CliError> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         return Err(CliError::Usage(

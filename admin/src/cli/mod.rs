@@ -34,7 +34,7 @@ pub enum Command {
     Jobs(Noun<jobs::JobsCommand>),
     /// Runs (log rows): list, show, kill, log [--follow].
     Runs(Noun<runs::RunsCommand>),
-    /// Executor groups (apps): list, show, create, update.
+    /// Executor groups (apps): list, show, create, update, delete.
     Groups(Noun<groups::GroupsCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {
