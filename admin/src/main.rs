@@ -26,6 +26,14 @@ enum Command {
     /// Manages JobAdmin users (against the configured database).
     #[command(subcommand)]
     User(UserCommand),
+    /// Imports an XXL-JOB installation's groups and jobs (docs/migrating-from-xxl-job.md);
+    /// exits 2 when something could not be imported (listed with the reason).
+    ImportXxlJob {
+        #[command(flatten)]
+        import: xjob_admin::import_xxl::ImportArgs,
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -184,6 +192,12 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!("database is migrated");
         }
         Command::User(UserCommand::Create(args)) => create_user(args).await?,
+        Command::ImportXxlJob { import, serve } => {
+            let config = load_config(&serve)?;
+            init_tracing(None)?;
+            let status = xjob_admin::import_xxl::run(&config, &import).await?;
+            std::process::exit(status);
+        }
     }
     Ok(())
 }
