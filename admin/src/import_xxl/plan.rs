@@ -131,7 +131,11 @@ impl Plan {
     /// The plan as printed: one line per item, reasons and notes indented below it.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "XXL-JOB database {} ({})", self.source, self.layout);
+        let _ = writeln!(
+            out,
+            "XXL-JOB database {}, schema {}",
+            self.source, self.layout
+        );
         let _ = writeln!(out, "groups:");
         for item in &self.groups {
             let what = match &item.action {
