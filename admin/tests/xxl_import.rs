@@ -9,7 +9,9 @@
 //! Checked: a dry run prints the plan and writes nothing; the import creates exactly what the
 //! plan says, field by field; a second import creates nothing; a job deleted in xjob is made
 //! again; what is skipped is listed with its reason and the exit status is 2. The 3.5 layout
-//! (`name` columns, per-group `access_token`) is read too. Needs `XJOB_TEST_MYSQL_URL`.
+//! (`name` columns, per-group `access_token`) is read too, with `--import-stopped` and
+//! `--job-time-zone`. Needs `XJOB_TEST_MYSQL_URL`; each test drops its database, also when an
+//! assertion fails.
 
 mod common;
 
@@ -273,8 +275,8 @@ const GLUE_VERSIONS: &[(i64, &str, &str, &str)] = &[
     (12, "print('v2')", "python second", "2025-01-06 10:00:00"),
 ];
 
-async fn fill_v3(database: &XxlDatabase) -> anyhow::Result<()> {
-    let mut conn = database.connect().await?;
+async fn fill_v3_at(url: &str) -> anyhow::Result<()> {
+    let mut conn = MySqlConnection::connect(url).await?;
     let groups: [(i64, &str, &str, i64, Option<&str>); 3] = [
         (
             1,
@@ -365,7 +367,7 @@ async fn fill_v3(database: &XxlDatabase) -> anyhow::Result<()> {
 }
 
 /// Runs `xjob import-xxl-job` to its end (bounded); returns (exit code, stdout).
-fn import(from: &str, data_dir: &std::path::Path, dry_run: bool) -> anyhow::Result<(i32, String)> {
+fn import(from: &str, data_dir: &std::path::Path, flags: &[&str]) -> anyhow::Result<(i32, String)> {
     let mut command = Command::new(XJOB);
     command
         .args(["import-xxl-job", "--from", from, "--data-dir"])
@@ -377,9 +379,7 @@ fn import(from: &str, data_dir: &std::path::Path, dry_run: bool) -> anyhow::Resu
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if dry_run {
-        command.arg("--dry-run");
-    }
+    command.args(flags);
     let mut child = command.spawn()?;
     let deadline = Instant::now() + EXIT_WITHIN;
     loop {
@@ -387,7 +387,7 @@ fn import(from: &str, data_dir: &std::path::Path, dry_run: bool) -> anyhow::Resu
             let output = child.wait_with_output()?;
             let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
             let stderr = String::from_utf8_lossy(&output.stderr);
-            eprintln!("--- import (dry run: {dry_run}) stdout:\n{stdout}--- stderr:\n{stderr}");
+            eprintln!("--- import {flags:?} stdout:\n{stdout}--- stderr:\n{stderr}");
             let code = status
                 .code()
                 .ok_or_else(|| anyhow::anyhow!("import ended by a signal"))?;
@@ -437,20 +437,31 @@ async fn imports_an_xxl_job_installation_once_listing_what_it_skips() -> anyhow:
         return Ok(());
     };
     let database = XxlDatabase::create(&base_url, Layout::V3).await?;
-    let outcome = async {
-        fill_v3(&database).await?;
-        check_import(&database.url()).await
-    }
+    let url = database.url();
+    let outcome = tokio::spawn(async move {
+        fill_v3_at(&url).await?;
+        check_import(&url).await
+    })
     .await;
     database.drop_database().await;
-    outcome
+    finish(outcome)
+}
+
+/// The outcome of a check run in its own task (so the database is dropped even when an
+/// assertion panicked), the panic carried on.
+fn finish(outcome: Result<anyhow::Result<()>, tokio::task::JoinError>) -> anyhow::Result<()> {
+    match outcome {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => Err(error.into()),
+    }
 }
 
 async fn check_import(from: &str) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
 
     // Dry run: the whole plan, nothing written.
-    let (code, plan) = import(from, dir.path(), true)?;
+    let (code, plan) = import(from, dir.path(), &["--dry-run"])?;
     assert_eq!(code, 2, "something is skipped: exit status 2");
     assert!(plan.contains("2.3-3.4"), "layout named: {plan}");
     assert!(
@@ -509,7 +520,7 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
 
     // The import.
     let before_ms = xjob_admin::model::now_ms();
-    let (code, output) = import(from, dir.path(), false)?;
+    let (code, output) = import(from, dir.path(), &[])?;
     assert_eq!(code, 2);
     assert!(
         output.contains("done: created 2 groups and 13 jobs"),
@@ -521,7 +532,7 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
     let first_ids = checked?;
 
     // Again: nothing new.
-    let (code, output) = import(from, dir.path(), false)?;
+    let (code, output) = import(from, dir.path(), &[])?;
     assert_eq!(code, 2);
     assert!(
         output.contains(
@@ -542,7 +553,7 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
     let busyover = by_name(&jobs, "busyover")?.id;
     assert!(store.delete_job(busyover).await?);
     store.close().await;
-    let (code, output) = import(from, dir.path(), false)?;
+    let (code, output) = import(from, dir.path(), &[])?;
     assert_eq!(code, 2);
     assert!(
         output.contains("jobs 1 to create, 12 existing, 6 skipped"),
@@ -668,8 +679,9 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
         return Ok(());
     };
     let database = XxlDatabase::create(&base_url, Layout::V35).await?;
-    let outcome = async {
-        let mut conn = database.connect().await?;
+    let url = database.url();
+    let outcome = tokio::spawn(async move {
+        let mut conn = MySqlConnection::connect(&url).await?;
         conn.execute(
             "INSERT INTO xxl_job_group (id, app_name, name, address_type, access_token) \
              VALUES (1, 'orders-executor', 'Orders', 0, 'orders-token')",
@@ -685,7 +697,8 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
         .await?;
         conn.close().await?;
         let dir = tempfile::tempdir()?;
-        let (code, output) = import(&database.url(), dir.path(), false)?;
+        let flags = ["--import-stopped", "--job-time-zone", "Asia/Shanghai"];
+        let (code, output) = import(&url, dir.path(), &flags)?;
         assert_eq!(code, 0, "nothing skipped: exit status 0");
         assert!(output.contains("3.5+"), "{output}");
         let store = xjob_store(dir.path()).await?;
@@ -698,10 +711,11 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
             ("Orders", "orders-token")
         );
         let job = by_name(&jobs, "sync orders")?;
-        assert_eq!(job.status, JobStatus::Running);
+        assert_eq!(job.status, JobStatus::Stopped, "--import-stopped");
+        assert_eq!(job.time_zone, "Asia/Shanghai");
         anyhow::Ok(())
-    }
+    })
     .await;
     database.drop_database().await;
-    outcome
+    finish(outcome)
 }

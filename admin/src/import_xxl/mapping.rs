@@ -29,6 +29,9 @@ pub struct MapOptions {
     /// IANA zone given to imported jobs; empty = the admin's default zone (XXL-JOB evaluates
     /// cron in its JVM's zone).
     pub time_zone: String,
+    /// Import running jobs stopped too (started later with `StartJob`, once XXL-JOB's admin no
+    /// longer schedules them and their executors are online).
+    pub import_stopped: bool,
     pub now_ms: i64,
 }
 
@@ -160,7 +163,9 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
         updated_ms: options.now_ms,
     };
     validate_job(&job, &options.limits, "job").map_err(|refusal| vec![refusal.to_string()])?;
-    if running {
+    if running && options.import_stopped {
+        notes.push("running in XXL-JOB: imported stopped (--import-stopped)".into());
+    } else if running {
         start(&mut job, options, &mut notes)?;
     }
     Ok(MappedJob {
@@ -342,6 +347,7 @@ mod tests {
                 default_time_zone: chrono_tz::UTC,
             },
             time_zone: String::new(),
+            import_stopped: false,
             now_ms: 1_700_000_000_000,
         }
     }
@@ -477,6 +483,22 @@ mod tests {
         let mapped = map_job(&row, &options()).expect("maps");
         assert_eq!(mapped.job.status, JobStatus::Stopped);
         assert!(mapped.notes[0].contains("NONE"), "{:?}", mapped.notes);
+    }
+
+    #[test]
+    fn import_stopped_keeps_running_jobs_stopped_with_a_note() {
+        let options = MapOptions {
+            import_stopped: true,
+            ..options()
+        };
+        let mapped = map_job(&bean_row(), &options).expect("maps");
+        assert_eq!(mapped.job.status, JobStatus::Stopped);
+        assert_eq!(mapped.job.trigger_next_ms, 0);
+        assert!(
+            mapped.notes[0].contains("--import-stopped"),
+            "{:?}",
+            mapped.notes
+        );
     }
 
     #[test]

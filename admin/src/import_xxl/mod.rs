@@ -42,6 +42,10 @@ pub struct ImportArgs {
     /// the admin's `time_zone`.
     #[arg(long)]
     pub job_time_zone: Option<String>,
+    /// Import jobs running in XXL-JOB stopped too; start them (StartJob) once their executors
+    /// are online under xjob and XXL-JOB's admin no longer schedules them.
+    #[arg(long)]
+    pub import_stopped: bool,
 }
 
 /// Runs the import against the configured xjob database; returns the process exit status:
@@ -74,6 +78,7 @@ async fn plan_and_apply(
             default_time_zone: config.default_time_zone(),
         },
         time_zone: args.job_time_zone.clone().unwrap_or_default(),
+        import_stopped: args.import_stopped,
         now_ms: crate::model::now_ms(),
     };
     let existing = read_existing(store, source, snapshot).await?;

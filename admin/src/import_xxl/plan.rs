@@ -467,6 +467,7 @@ mod tests {
                 default_time_zone: chrono_tz::UTC,
             },
             time_zone: String::new(),
+            import_stopped: false,
             now_ms: 1_700_000_000_000,
         }
     }
