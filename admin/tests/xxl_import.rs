@@ -719,3 +719,167 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
     database.drop_database().await;
     finish(outcome)
 }
+
+// ---------------------------------------------------------------------------------------------
+// The import record on every backend xjob runs on
+
+mod record {
+    use xjob_admin::model::{
+        AddressType, BlockStrategy, GlueType, GlueVersion, Group, Job, JobStatus, MisfireStrategy,
+        RetryBackoff, RouteStrategy, ScheduleType,
+    };
+    use xjob_admin::store::{Store, StoreError, XxlJobImport};
+
+    const SOURCE: &str = "xxl-db:3306/xxl_job";
+
+    fn import_of(group_id: i64, replaces: Option<i64>) -> XxlJobImport {
+        let job = Job {
+            id: 0,
+            group_id,
+            name: "imported".into(),
+            author: "ops".into(),
+            alarm_email: String::new(),
+            alarm_on_every_failure: false,
+            schedule_type: ScheduleType::FixRate,
+            schedule_conf: "60".into(),
+            time_zone: String::new(),
+            misfire_strategy: MisfireStrategy::DoNothing,
+            route_strategy: RouteStrategy::First,
+            handler: String::new(),
+            params: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            fail_retry_count: 0,
+            retry_backoff: RetryBackoff::default(),
+            glue_type: GlueType::Shell,
+            glue_source: "echo 2".into(),
+            glue_remark: "v2".into(),
+            glue_updated_ms: 20,
+            child_job_ids: Vec::new(),
+            status: JobStatus::Running,
+            trigger_last_ms: 0,
+            trigger_next_ms: 5_000,
+            created_ms: 30,
+            updated_ms: 30,
+        };
+        let version = |n: i64| GlueVersion {
+            id: 0,
+            job_id: 0,
+            glue_type: GlueType::Shell,
+            glue_source: format!("echo {n}"),
+            glue_remark: format!("v{n}"),
+            created_ms: n * 10,
+        };
+        XxlJobImport {
+            source: SOURCE.into(),
+            xxl_job_id: 7,
+            job,
+            glue_versions: vec![version(1), version(2)],
+            replaces,
+            now_ms: 30,
+        }
+    }
+
+    async fn check_backend(store: &Store) -> anyhow::Result<()> {
+        let group = store
+            .insert_group(&Group {
+                id: 0,
+                app_name: "imported-app".into(),
+                title: "imported".into(),
+                address_type: AddressType::Auto,
+                addresses: Vec::new(),
+                access_token: String::new(),
+                updated_ms: 1,
+            })
+            .await?;
+        let job = store.import_xxl_job(&import_of(group.id, None)).await?;
+        assert_eq!(store.xxl_imported_jobs(SOURCE).await?, vec![(7, job.id)]);
+        assert!(store.xxl_imported_jobs("other:3306/x").await?.is_empty());
+        let stored = store.get_job(job.id).await?;
+        let stored = stored.ok_or_else(|| anyhow::anyhow!("job not stored"))?;
+        assert_eq!(
+            (stored.status, stored.trigger_next_ms),
+            (JobStatus::Running, 5_000)
+        );
+        let versions = store.list_glue_versions(job.id).await?;
+        let remarks: Vec<&str> = versions.iter().map(|v| v.glue_remark.as_str()).collect();
+        assert_eq!(remarks, ["v2", "v1"]);
+        assert_eq!(versions[1].created_ms, 10);
+
+        // A second record for the same XXL-JOB job is refused whole: no second job.
+        match store.import_xxl_job(&import_of(group.id, None)).await {
+            Err(StoreError::Conflict(_)) => {}
+            other => anyhow::bail!("expected a conflict, got {other:?}"),
+        }
+        assert_eq!(store.count_jobs().await?, 1);
+
+        // The job deleted in xjob: the next import replaces its record.
+        assert!(store.delete_job(job.id).await?);
+        let again = store
+            .import_xxl_job(&import_of(group.id, Some(job.id)))
+            .await?;
+        assert_ne!(again.id, job.id);
+        assert_eq!(store.xxl_imported_jobs(SOURCE).await?, vec![(7, again.id)]);
+        assert_eq!(store.list_glue_versions(again.id).await?.len(), 2);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn import_record_on_sqlite() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let url = format!("sqlite://{}", dir.path().join("xjob.db").display());
+        let store = Store::connect(&url).await?;
+        let result = check_backend(&store).await;
+        store.close().await;
+        result
+    }
+
+    #[tokio::test]
+    async fn import_record_on_database_servers() -> anyhow::Result<()> {
+        for variable in ["XJOB_TEST_POSTGRES_URL", "XJOB_TEST_MYSQL_URL"] {
+            let Ok(base_url) = std::env::var(variable) else {
+                eprintln!("skipped the {variable} server: the variable is not set");
+                continue;
+            };
+            let url = Store::create_scratch_database(&base_url).await?;
+            let store = Store::connect(&url).await?;
+            let checked = store.clone();
+            let outcome = tokio::spawn(async move { check_backend(&checked).await }).await;
+            store.close().await;
+            super::drop_scratch_database(&base_url, &url).await;
+            super::finish(outcome)?;
+        }
+        Ok(())
+    }
+}
+
+/// Drops a database `Store::create_scratch_database` made on `base_url`'s server.
+async fn drop_scratch_database(base_url: &str, scratch_url: &str) {
+    let name = scratch_url
+        .rsplit('/')
+        .next()
+        .and_then(|tail| tail.split('?').next())
+        .unwrap_or_default()
+        .to_string();
+    if !name.starts_with("xjob_test_") {
+        eprintln!("not dropping '{name}': not a scratch database");
+        return;
+    }
+    let dropped = if base_url.starts_with("postgres") {
+        // A closed pool's server processes may still be ending: FORCE waits them out.
+        let statement = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        match sqlx::PgConnection::connect(base_url).await {
+            Ok(mut conn) => conn.execute(statement.as_str()).await.map(|_| ()),
+            Err(error) => Err(error),
+        }
+    } else {
+        let statement = format!("DROP DATABASE IF EXISTS {name}");
+        match MySqlConnection::connect(base_url).await {
+            Ok(mut conn) => conn.execute(statement.as_str()).await.map(|_| ()),
+            Err(error) => Err(error),
+        }
+    };
+    if let Err(error) = dropped {
+        eprintln!("could not drop {name}: {error}");
+    }
+}
