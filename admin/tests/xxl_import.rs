@@ -7,7 +7,8 @@
 //! GLUE_GROOVY, a parent of one of those, a missing child, a job of an unmappable group).
 //!
 //! Checked: a dry run prints the plan and writes nothing; the import creates exactly what the
-//! plan says, field by field; a second import creates nothing; a job deleted in xjob is made
+//! plan says, field by field; a real admin on the imported database lists it over gRPC and
+//! fires a running imported job; a second import (the admin still running) creates nothing; a job deleted in xjob is made
 //! again; what is skipped is listed with its reason and the exit status is 2. The 3.5 layout
 //! (`name` columns, per-group `access_token`) is read too, with `--import-stopped` and
 //! `--job-time-zone`. Needs `XJOB_TEST_MYSQL_URL`; each test drops its database, also when an
@@ -25,6 +26,9 @@ use xjob_admin::model::{
     ScheduleType,
 };
 use xjob_admin::store::{JobFilter, Store};
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::{ChildProcess, free_port, wait_until};
 
 const XJOB: &str = env!("CARGO_BIN_EXE_xjob");
 const EXIT_WITHIN: Duration = Duration::from_secs(60);
@@ -204,7 +208,7 @@ fn fixture_jobs() -> Vec<XxlJob> {
             ..bean(1, "cron first", "FIRST")
         },
         XxlJob {
-            schedule: ("FIX_RATE", "30"),
+            schedule: ("FIX_RATE", "1"),
             block: Some("DISCARD_LATER"),
             running: true,
             ..bean(2, "rate last", "LAST")
@@ -531,6 +535,25 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
     store.close().await;
     let first_ids = checked?;
 
+    // An admin serves what was imported, and a running imported job fires. It keeps running
+    // through the next import (the import needs no stopped admin).
+    let port = free_port()?;
+    let mut serve = Command::new(XJOB);
+    serve
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .env_remove("XJOB_CONFIG")
+        .env_remove("XJOB_DATABASE_URL")
+        .env_remove("XJOB_BOOTSTRAP_TOKEN");
+    let _admin = ChildProcess::spawn("xxl-import-admin", &mut serve)?;
+    check_served(&format!("http://127.0.0.1:{port}")).await?;
+
     // Again: nothing new.
     let (code, output) = import(from, dir.path(), &[])?;
     assert_eq!(code, 2);
@@ -564,6 +587,73 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
     let count = all_jobs(&store).await?.len();
     store.close().await;
     assert_eq!(count, 13);
+    Ok(())
+}
+
+/// Over gRPC: the imported jobs and glue versions are listed, and the running FIX_RATE job
+/// (1 s) gets scheduled runs (they fail for want of an executor, which is fine here).
+async fn check_served(url: &str) -> anyhow::Result<()> {
+    let mut client = wait_until(Duration::from_secs(20), "the admin to serve", || {
+        let url = url.to_string();
+        async move {
+            let mut client = JobAdminClient::connect(url).await.ok()?;
+            client
+                .list_groups(pb::ListGroupsRequest::default())
+                .await
+                .ok()?;
+            Some(client)
+        }
+    })
+    .await?;
+    let request = pb::ListJobsRequest {
+        page_size: 100,
+        ..Default::default()
+    };
+    let jobs = client.list_jobs(request).await?.into_inner().jobs;
+    assert_eq!(jobs.len(), 13);
+    let id_of = |name: &str| {
+        jobs.iter()
+            .find(|job| job.name == name)
+            .map(|job| job.id)
+            .ok_or_else(|| anyhow::anyhow!("'{name}' not listed"))
+    };
+    let first = client
+        .get_job(pb::GetJobRequest {
+            id: id_of("cron first")?,
+        })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| anyhow::anyhow!("no job"))?;
+    assert_eq!(first.timeout_ms, 90_000);
+    assert_eq!(first.child_job_ids.len(), 2);
+    let versions = client
+        .list_glue_versions(pb::ListGlueVersionsRequest {
+            job_id: id_of("shell script")?,
+        })
+        .await?
+        .into_inner()
+        .versions;
+    assert_eq!(versions.len(), 3);
+    let rate = id_of("rate last")?;
+    let runs = wait_until(Duration::from_secs(30), "the imported job to fire", || {
+        let mut client = client.clone();
+        async move {
+            let request = pb::ListLogsRequest {
+                job_id: rate,
+                page_size: 10,
+                ..Default::default()
+            };
+            let logs = client.list_logs(request).await.ok()?.into_inner().logs;
+            (!logs.is_empty()).then_some(logs)
+        }
+    })
+    .await?;
+    assert!(
+        runs.iter()
+            .all(|run| run.trigger_type == pb::TriggerType::Cron as i32),
+        "scheduled fires: {runs:?}"
+    );
     Ok(())
 }
 
@@ -621,7 +711,7 @@ async fn check_imported(store: &Store, before_ms: i64) -> anyhow::Result<HashSet
     let rate = by_name(&jobs, "rate last")?;
     assert_eq!(
         (rate.schedule_type, rate.schedule_conf.as_str()),
-        (ScheduleType::FixRate, "30")
+        (ScheduleType::FixRate, "1")
     );
     assert_eq!(rate.status, JobStatus::Running);
     assert_eq!(rate.block_strategy, BlockStrategy::DiscardLater);
