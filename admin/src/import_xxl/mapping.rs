@@ -4,8 +4,9 @@
 //!
 //! Rules, where XXL-JOB itself is lenient: an empty misfire strategy is `DO_NOTHING` and an
 //! empty block strategy `SERIAL_EXECUTION` (XXL-JOB's own defaults for NULL); any other unknown
-//! name is refused rather than guessed. A job is then checked by the same `validate_job` the
-//! `CreateJob` API runs, so an imported job is exactly as valid as one created by hand.
+//! name is refused rather than guessed. A job is then checked by the same `validate_job` and
+//! route check the `CreateJob` API runs, so an imported job is exactly as valid as one created
+//! by hand.
 
 use chrono_tz::Tz;
 
@@ -17,6 +18,7 @@ use crate::model::{
 };
 use crate::schedule::plan::next_fire_after;
 use crate::store::xxl_source::{XxlGlueRow, XxlGroupRow, XxlJobRow};
+use crate::trigger::route::is_supported;
 
 /// Delay before an imported running job's first fire: like `StartJob`, it never lands inside a
 /// scan's current pre-read window.
@@ -163,6 +165,13 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
         updated_ms: options.now_ms,
     };
     validate_job(&job, &options.limits, "job").map_err(|refusal| vec![refusal.to_string()])?;
+    if !is_supported(job.route_strategy) {
+        // CreateJob's check too: a strategy named in the contract but not run by this release.
+        return Err(vec![format!(
+            "executor_route_strategy {} is not implemented by this xjob release",
+            job.route_strategy
+        )]);
+    }
     if running && options.import_stopped {
         notes.push("running in XXL-JOB: imported stopped (--import-stopped)".into());
     } else if running {
