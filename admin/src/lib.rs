@@ -6,6 +6,8 @@
 //! `model` is imported by the store; `metrics` is a leaf every layer calls to count what
 //! happens. A fire is one `model::Fire` from the scan's plan to the executor's `RunRequest`, and
 //! enters the trigger through `Trigger::dispatch` alone (docs/architecture.md, "The fire path").
+//! `import_xxl` (the `xjob import-xxl-job` command) sits beside `api`: it maps XXL-JOB's rows
+//! with `model`'s validation and writes through `store`.
 
 pub mod api;
 pub mod app;
@@ -18,6 +20,7 @@ pub mod demo;
 pub mod error;
 pub mod executor;
 pub mod health;
+pub mod import_xxl;
 pub mod maintenance;
 pub mod metrics;
 pub mod model;

@@ -31,6 +31,14 @@ enum Command {
     /// Client commands against a running admin over gRPC (jobs, runs, groups, executors, preview).
     #[command(flatten)]
     Client(cli::Command),
+    /// Imports an XXL-JOB installation's groups and jobs (docs/migrating-from-xxl-job.md);
+    /// exits 2 when something could not be imported (listed with the reason).
+    ImportXxlJob {
+        #[command(flatten)]
+        import: xjob_admin::import_xxl::ImportArgs,
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -190,6 +198,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::User(UserCommand::Create(args)) => create_user(args).await?,
         Command::Client(command) => std::process::exit(cli::run(command).await),
+        Command::ImportXxlJob { import, serve } => {
+            let config = load_config(&serve)?;
+            init_tracing(None)?;
+            let status = xjob_admin::import_xxl::run(&config, &import).await?;
+            std::process::exit(status);
+        }
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ mod shared;
 mod sql;
 mod sqlite;
 pub mod writer_gate;
+pub mod xxl_source;
 
 use thiserror::Error;
 
@@ -342,6 +343,11 @@ shared! {
     /// A job's saved glue versions, newest first.
     fn list_glue_versions(&self, job_id: i64) -> StoreResult<Vec<GlueVersion>> => glue;
     fn get_glue_version(&self, id: i64) -> StoreResult<Option<GlueVersion>> => glue;
+    // ---- XXL-JOB import (`xjob import-xxl-job`)
+    /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
+    fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, i64)>> => xxl_import;
+    /// Inserts an imported job with its glue versions and its import record, in one transaction.
+    fn import_xxl_job(&self, import: &XxlJobImport) -> StoreResult<Job> => xxl_import;
     // ---- broadcast (SHARDING_BROADCAST shard rows)
     /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
     /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;
@@ -525,6 +531,22 @@ impl FollowupWritten {
             ..FollowupWritten::default()
         }
     }
+}
+
+/// One job `xjob import-xxl-job` writes: the job (status and fire times set), its glue
+/// versions, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct XxlJobImport {
+    /// The XXL-JOB database (`host:port/database`).
+    pub source: String,
+    pub xxl_job_id: i64,
+    pub job: Job,
+    /// Saved versions, oldest first (their `id` and `job_id` are ignored).
+    pub glue_versions: Vec<GlueVersion>,
+    /// The xjob job an earlier import created for this XXL-JOB job, deleted since: its record
+    /// is replaced.
+    pub replaces: Option<i64>,
+    pub now_ms: i64,
 }
 
 /// One day's run counts in the report table (`xjob_log_report`).

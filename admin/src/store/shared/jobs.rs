@@ -69,6 +69,12 @@ fn bind_value<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, value: Value<'q>) {
 }
 
 pub async fn insert_job<DB: Dialect>(db: Pools<'_, DB>, job: &Job) -> StoreResult<Job> {
+    insert_job_on::<DB>(&mut *db.write().await?, job).await
+}
+
+/// `insert_job` on a given connection or transaction (the XXL-JOB import writes a job with its
+/// glue versions and its import record in one transaction).
+pub async fn insert_job_on<DB: Dialect>(conn: &mut DB::Connection, job: &Job) -> StoreResult<Job> {
     let mut columns: Vec<(&str, Value<'_>)> = editable_columns(job).into();
     // Only an insert sets the glue type and the scheduling state.
     columns.extend([
@@ -91,7 +97,7 @@ pub async fn insert_job<DB: Dialect>(db: Pools<'_, DB>, job: &Job) -> StoreResul
         bind_value(&mut insert, value);
     }
     insert.push_mut(")");
-    let id = super::insert_returning_id(&mut *db.write().await?, insert).await?;
+    let id = super::insert_returning_id(conn, insert).await?;
     Ok(Job { id, ..job.clone() })
 }
 

@@ -17,6 +17,7 @@ pub mod registry;
 pub mod report;
 pub mod rows;
 pub mod schedule;
+pub mod xxl_import;
 
 use super::StoreResult;
 use super::dialect::Dialect;
