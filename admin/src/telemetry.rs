@@ -166,20 +166,22 @@ pub fn trace_of_row(trace_id: &str) -> Option<SpanContext> {
 
 /// A `lost` span with an error status in the trace of a run the lost-run monitor gave up on
 /// (its executor's spans never end). The row keeps the trace id only, so the span hangs in the
-/// trace without its parent (Jaeger shows it beside the run's tree). Nothing when tracing is off
-/// or the run has no trace.
+/// trace without its parent (Jaeger shows it beside the run's tree). A run whose own trace is
+/// unknown (`trace_id` empty: a stranded run, whose dispatch was never recorded) gets a trace of
+/// its own. Nothing when tracing is off.
 pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
     use opentelemetry::trace::{Span, Status, TraceContextExt, Tracer};
-    let (Some(tracer), Some(run)) = (tracer(), trace_of_row(trace_id)) else {
+    let Some(tracer) = tracer() else {
         return;
+    };
+    let parent = match trace_of_row(trace_id) {
+        Some(run) => opentelemetry::Context::new().with_remote_span_context(run),
+        None => opentelemetry::Context::new(),
     };
     let mut span = tracer
         .span_builder("lost")
         .with_attributes(vec![opentelemetry::KeyValue::new("xjob.log_id", log_id)])
-        .start_with_context(
-            tracer,
-            &opentelemetry::Context::new().with_remote_span_context(run),
-        );
+        .start_with_context(tracer, &parent);
     span.set_status(Status::error(reason.to_string()));
     span.end();
 }

@@ -271,10 +271,22 @@ async fn create_job(
     group_id: i64,
     children: Vec<i64>,
 ) -> anyhow::Result<i64> {
+    create_job_on(client, group_id, children, pb::ScheduleType::None, "").await
+}
+
+/// Like [`create_job`], on a schedule.
+async fn create_job_on(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+    children: Vec<i64>,
+    schedule_type: pb::ScheduleType,
+    schedule_conf: &str,
+) -> anyhow::Result<i64> {
     let job = pb::Job {
         group_id,
         name: "traced job".into(),
-        schedule_type: pb::ScheduleType::None as i32,
+        schedule_type: schedule_type as i32,
+        schedule_conf: schedule_conf.into(),
         misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
         route_strategy: pb::RouteStrategy::First as i32,
         handler: "flaky".into(),
@@ -294,47 +306,40 @@ async fn create_job(
         .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))
 }
 
+/// The runs of `job_id` (up to 100); `None` when the admin does not answer.
+async fn logs_of(
+    mut client: JobAdminClient<tonic::transport::Channel>,
+    job_id: i64,
+) -> Option<Vec<pb::Log>> {
+    let logs = client
+        .list_logs(pb::ListLogsRequest {
+            job_id,
+            page_size: 100,
+            ..Default::default()
+        })
+        .await
+        .ok()?
+        .into_inner()
+        .logs;
+    Some(logs)
+}
+
 /// Starts a FIX_RATE job (every second), waits until the scan has planned fires of it, then
 /// stops it: its planned fires are recorded SKIPPED with the reason. Returns one such run.
 async fn skipped_by_stop(
     client: &mut JobAdminClient<tonic::transport::Channel>,
     group_id: i64,
 ) -> anyhow::Result<pb::Log> {
-    let job = pb::Job {
-        group_id,
-        name: "stopped job".into(),
-        schedule_type: pb::ScheduleType::FixRate as i32,
-        schedule_conf: "1".into(),
-        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
-        route_strategy: pb::RouteStrategy::First as i32,
-        handler: "flaky".into(),
-        block_strategy: pb::BlockStrategy::SerialExecution as i32,
-        glue_type: pb::GlueType::Bean as i32,
-        ..Default::default()
-    };
-    let job_id = client
-        .create_job(pb::CreateJobRequest { job: Some(job) })
-        .await?
-        .into_inner()
-        .job
-        .map(|job| job.id)
-        .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))?;
+    let job_id =
+        create_job_on(client, group_id, Vec::new(), pb::ScheduleType::FixRate, "1").await?;
     client.start_job(pb::StartJobRequest { id: job_id }).await?;
     let reader = client.clone();
     let logs_with = |status: pb::RunStatus| {
-        let mut client = reader.clone();
+        let logs = logs_of(reader.clone(), job_id);
         async move {
-            let logs = client
-                .list_logs(pb::ListLogsRequest {
-                    job_id,
-                    page_size: 100,
-                    ..Default::default()
-                })
-                .await
-                .ok()?
-                .into_inner()
-                .logs;
-            logs.into_iter().find(|log| log.status == status as i32)
+            logs.await?
+                .into_iter()
+                .find(|log| log.status == status as i32)
         }
     };
     // The scan plans each fire up to 5 s ahead of its time; FIX_RATE 1 s keeps several planned.
@@ -369,18 +374,9 @@ async fn final_logs(
         Duration::from_secs(30),
         &format!("{count} finished runs of job {job_id}"),
         || {
-            let mut client = client.clone();
+            let logs = logs_of(client.clone(), job_id);
             async move {
-                let logs = client
-                    .list_logs(pb::ListLogsRequest {
-                        job_id,
-                        page_size: 100,
-                        ..Default::default()
-                    })
-                    .await
-                    .ok()?
-                    .into_inner()
-                    .logs;
+                let logs = logs.await?;
                 (logs.len() >= count && logs.iter().all(|log| !open.contains(&log.status)))
                     .then_some(logs)
             }
