@@ -191,5 +191,12 @@ mod tests {
         // A manual run is never a misfire, however late.
         let manual = stranded(0, TriggerType::Manual);
         assert_eq!(fate_of(&manual, do_nothing, NOW, 5_000), Fate::Send);
+        // A shard of an expanded broadcast goes, to complete it.
+        let shard = RunLog {
+            shard_index: 1,
+            shard_total: 3,
+            ..late
+        };
+        assert_eq!(fate_of(&shard, do_nothing, NOW, 5_000), Fate::Send);
     }
 }
