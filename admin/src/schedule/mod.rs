@@ -329,6 +329,8 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
         let ids: Vec<i64> = skipped.iter().map(|run| run.id).collect();
         match scheduler.store.skip_runs(&ids, reason, now).await {
             Ok(()) => {
+                crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
+                    .inc_by(skipped.len() as u64);
                 for run in skipped {
                     crate::telemetry::record_unsent(run.into(), "skipped", reason);
                 }

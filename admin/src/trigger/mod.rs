@@ -312,6 +312,7 @@ impl Trigger {
                 // not, once the database answers.
                 return Err(error.into());
             }
+            crate::metrics::fires(FireOutcome::Overloaded).inc_by(refused.len() as u64);
             for fire in &refused {
                 crate::telemetry::record_unsent(fire.into(), "overloaded", &reason);
             }
