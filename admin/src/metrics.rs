@@ -250,25 +250,41 @@ pub fn pool_waiting(pool: &'static str) -> Gauge {
     METRICS.pool_waiting.get_or_create_owned(&[("pool", pool)])
 }
 
-/// Publishes the live executors per app; apps this admin saw before and now without any read
-/// 0. `seen` belongs to one admin's refresh loop, so admins sharing a process (tests, embedded
-/// admins) never zero an app another of them serves.
+/// Publishes the live executors per app: every app of `group_apps` (the groups in the store),
+/// 0 when none of its executors is online, and any app with a live executor but no group.
+/// `published` holds what this admin's refresh loop published last round: an app gone from both
+/// (its group deleted, its executors gone) loses its series, and admins sharing a process
+/// (tests, embedded admins) never remove an app only another of them publishes.
 pub fn set_online_executors<'a>(
-    apps: impl IntoIterator<Item = &'a str>,
-    seen: &mut BTreeSet<String>,
+    online: impl IntoIterator<Item = &'a str>,
+    group_apps: &BTreeSet<String>,
+    published: &mut BTreeSet<String>,
 ) {
-    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
-    for app in apps {
-        *counts.entry(app.to_string()).or_default() += 1;
+    let counts = online_counts(online, group_apps);
+    for app in published.iter() {
+        if !counts.contains_key(app) {
+            METRICS.online_executors.remove(&[("app", app.clone())]);
+        }
     }
-    seen.extend(counts.keys().cloned());
-    for app in seen.iter() {
-        let count = counts.get(app).copied().unwrap_or(0);
+    for (app, count) in &counts {
         METRICS
             .online_executors
             .get_or_create(&[("app", app.clone())])
-            .set(count);
+            .set(*count);
     }
+    *published = counts.into_keys().collect();
+}
+
+/// Live executors per app, with every app of `group_apps` present (0 when none is online).
+fn online_counts<'a>(
+    online: impl IntoIterator<Item = &'a str>,
+    group_apps: &BTreeSet<String>,
+) -> BTreeMap<String, i64> {
+    let mut counts: BTreeMap<String, i64> = group_apps.iter().map(|app| (app.clone(), 0)).collect();
+    for app in online {
+        *counts.entry(app.to_string()).or_default() += 1;
+    }
+    counts
 }
 
 /// Run results received from executors.
@@ -365,4 +381,19 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     };
     // The builder only fails on invalid header values, and these are constants.
     Ok(response.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_group_app_is_counted_even_with_no_executor_online() {
+        let groups: BTreeSet<String> = ["billing", "reports"].map(String::from).into();
+        let counts = online_counts(["billing", "billing", "adhoc"], &groups);
+        let expected: BTreeMap<String, i64> = [("adhoc", 1), ("billing", 2), ("reports", 0)]
+            .map(|(app, count)| (app.to_string(), count))
+            .into();
+        assert_eq!(counts, expected);
+    }
 }

@@ -166,20 +166,83 @@ pub fn trace_of_row(trace_id: &str) -> Option<SpanContext> {
 
 /// A `lost` span with an error status in the trace of a run the lost-run monitor gave up on
 /// (its executor's spans never end). The row keeps the trace id only, so the span hangs in the
-/// trace without its parent (Jaeger shows it beside the run's tree). Nothing when tracing is off
-/// or the run has no trace.
+/// trace without its parent (Jaeger shows it beside the run's tree). A run whose own trace is
+/// unknown (`trace_id` empty: a stranded run, whose dispatch was never recorded) gets a trace of
+/// its own. Nothing when tracing is off.
 pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
     use opentelemetry::trace::{Span, Status, TraceContextExt, Tracer};
-    let (Some(tracer), Some(run)) = (tracer(), trace_of_row(trace_id)) else {
+    let Some(tracer) = tracer() else {
         return;
+    };
+    let parent = match trace_of_row(trace_id) {
+        Some(run) => opentelemetry::Context::new().with_remote_span_context(run),
+        None => opentelemetry::Context::new(),
     };
     let mut span = tracer
         .span_builder("lost")
         .with_attributes(vec![opentelemetry::KeyValue::new("xjob.log_id", log_id)])
-        .start_with_context(
-            tracer,
-            &opentelemetry::Context::new().with_remote_span_context(run),
-        );
+        .start_with_context(tracer, &parent);
+    span.set_status(Status::error(reason.to_string()));
+    span.end();
+}
+
+/// A run that ended before any dispatch, as its `fire` span names it.
+#[derive(Debug, Clone, Copy)]
+pub struct UnsentRun {
+    pub job_id: i64,
+    pub log_id: i64,
+    pub scheduled_at_ms: i64,
+    pub trigger_type: crate::model::TriggerType,
+    pub attempt: i32,
+}
+
+impl From<&crate::model::Fire> for UnsentRun {
+    fn from(fire: &crate::model::Fire) -> UnsentRun {
+        UnsentRun {
+            job_id: fire.job.id,
+            log_id: fire.log_id.0,
+            scheduled_at_ms: fire.scheduled_at_ms,
+            trigger_type: fire.trigger_type,
+            attempt: fire.attempt,
+        }
+    }
+}
+
+impl From<&crate::model::RunLog> for UnsentRun {
+    fn from(run: &crate::model::RunLog) -> UnsentRun {
+        UnsentRun {
+            job_id: run.job_id,
+            log_id: run.id,
+            scheduled_at_ms: run.scheduled_at_ms,
+            trigger_type: run.trigger_type,
+            attempt: run.attempt,
+        }
+    }
+}
+
+/// The `fire` span of a run that ends before it reaches the trigger's dispatch (a misfire
+/// skipped by DO_NOTHING, a fire skipped by admission control as `overloaded`, the planned fires
+/// of a job stopped or rescheduled, a run whose job was deleted): opened and ended at once,
+/// with `xjob.outcome` and an error status carrying `reason`, the message its row records. Each
+/// is a trace of its own, found in Jaeger by `xjob.log_id` (the row keeps no trace id: it was
+/// written before the span existed). Nothing when tracing is off.
+pub fn record_unsent(run: UnsentRun, outcome: &'static str, reason: &str) {
+    use opentelemetry::KeyValue;
+    use opentelemetry::trace::{Span, Status, Tracer};
+    let Some(tracer) = tracer() else {
+        return;
+    };
+    let mut span = tracer
+        .span_builder("fire")
+        .with_attributes(vec![
+            KeyValue::new("xjob.job_id", run.job_id),
+            KeyValue::new("xjob.log_id", run.log_id),
+            KeyValue::new("xjob.scheduled_at_ms", run.scheduled_at_ms),
+            KeyValue::new("xjob.trigger_type", run.trigger_type.as_str()),
+            KeyValue::new("xjob.attempt", i64::from(run.attempt)),
+            KeyValue::new("xjob.outcome", outcome),
+        ])
+        .start(tracer);
     span.set_status(Status::error(reason.to_string()));
     span.end();
 }

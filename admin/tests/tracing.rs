@@ -142,7 +142,41 @@ async fn trace_spans(
 
 fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
     let json: serde_json::Value = serde_json::from_str(body)?;
-    let trace = &json["data"][0];
+    Ok(spans_of(&json["data"][0]))
+}
+
+/// The spans of every trace in a `/api/traces?…` search answer.
+fn parse_traces(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
+    let json: serde_json::Value = serde_json::from_str(body)?;
+    let traces = json["data"].as_array().cloned().unwrap_or_default();
+    Ok(traces.iter().flat_map(spans_of).collect())
+}
+
+/// The `fire` span of the admin that names `log_id`, searched among the admin's traces (a run
+/// that never reached an executor has no trace id on its row).
+async fn fire_span_of(query_port: u16, log_id: i64, since: Instant) -> anyhow::Result<JaegerSpan> {
+    let since_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .saturating_sub(since.elapsed() + Duration::from_secs(60))
+        .as_micros();
+    let path = format!("/api/traces?service=xjob-admin&operation=fire&limit=1000&start={since_us}");
+    wait_until(
+        Duration::from_secs(30),
+        &format!("the fire span of log {log_id} in Jaeger"),
+        || async {
+            let body = http_get(query_port, &path).await.ok()?;
+            parse_traces(&body).ok()?.into_iter().find(|span| {
+                span.tags
+                    .get("xjob.log_id")
+                    .and_then(serde_json::Value::as_i64)
+                    == Some(log_id)
+            })
+        },
+    )
+    .await
+}
+
+fn spans_of(trace: &serde_json::Value) -> Vec<JaegerSpan> {
     let services: HashMap<String, String> = trace["processes"]
         .as_object()
         .map(|processes| {
@@ -156,7 +190,7 @@ fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
         })
         .unwrap_or_default();
     let spans = trace["spans"].as_array().cloned().unwrap_or_default();
-    Ok(spans
+    spans
         .iter()
         .map(|span| {
             let references = span["references"].as_array().cloned().unwrap_or_default();
@@ -187,7 +221,7 @@ fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
                 duration_us: span["duration"].as_i64().unwrap_or_default(),
             }
         })
-        .collect())
+        .collect()
 }
 
 fn span<'a>(spans: &'a [JaegerSpan], name: &str) -> &'a JaegerSpan {
@@ -237,10 +271,22 @@ async fn create_job(
     group_id: i64,
     children: Vec<i64>,
 ) -> anyhow::Result<i64> {
+    create_job_on(client, group_id, children, pb::ScheduleType::None, "").await
+}
+
+/// Like [`create_job`], on a schedule.
+async fn create_job_on(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+    children: Vec<i64>,
+    schedule_type: pb::ScheduleType,
+    schedule_conf: &str,
+) -> anyhow::Result<i64> {
     let job = pb::Job {
         group_id,
         name: "traced job".into(),
-        schedule_type: pb::ScheduleType::None as i32,
+        schedule_type: schedule_type as i32,
+        schedule_conf: schedule_conf.into(),
         misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
         route_strategy: pb::RouteStrategy::First as i32,
         handler: "flaky".into(),
@@ -258,6 +304,56 @@ async fn create_job(
     created
         .map(|job| job.id)
         .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))
+}
+
+/// The runs of `job_id` (up to 100); `None` when the admin does not answer.
+async fn logs_of(
+    mut client: JobAdminClient<tonic::transport::Channel>,
+    job_id: i64,
+) -> Option<Vec<pb::Log>> {
+    let logs = client
+        .list_logs(pb::ListLogsRequest {
+            job_id,
+            page_size: 100,
+            ..Default::default()
+        })
+        .await
+        .ok()?
+        .into_inner()
+        .logs;
+    Some(logs)
+}
+
+/// Starts a FIX_RATE job (every second), waits until the scan has planned fires of it, then
+/// stops it: its planned fires are recorded SKIPPED with the reason. Returns one such run.
+async fn skipped_by_stop(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+) -> anyhow::Result<pb::Log> {
+    let job_id =
+        create_job_on(client, group_id, Vec::new(), pb::ScheduleType::FixRate, "1").await?;
+    client.start_job(pb::StartJobRequest { id: job_id }).await?;
+    let reader = client.clone();
+    let logs_with = |status: pb::RunStatus| {
+        let logs = logs_of(reader.clone(), job_id);
+        async move {
+            logs.await?
+                .into_iter()
+                .find(|log| log.status == status as i32)
+        }
+    };
+    // The scan plans each fire up to 5 s ahead of its time; FIX_RATE 1 s keeps several planned.
+    wait_until(Duration::from_secs(30), "a planned fire", || {
+        logs_with(pb::RunStatus::Pending)
+    })
+    .await?;
+    client.stop_job(pb::StopJobRequest { id: job_id }).await?;
+    wait_until(
+        Duration::from_secs(10),
+        "a fire skipped by the stop",
+        || logs_with(pb::RunStatus::Skipped),
+    )
+    .await
 }
 
 /// A handler that fails the first attempt of a run whose params say `retry`.
@@ -278,18 +374,9 @@ async fn final_logs(
         Duration::from_secs(30),
         &format!("{count} finished runs of job {job_id}"),
         || {
-            let mut client = client.clone();
+            let logs = logs_of(client.clone(), job_id);
             async move {
-                let logs = client
-                    .list_logs(pb::ListLogsRequest {
-                        job_id,
-                        page_size: 100,
-                        ..Default::default()
-                    })
-                    .await
-                    .ok()?
-                    .into_inner()
-                    .logs;
+                let logs = logs.await?;
                 (logs.len() >= count && logs.iter().all(|log| !open.contains(&log.status)))
                     .then_some(logs)
             }
@@ -434,6 +521,8 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         .await?;
     let parent = final_logs(&mut client, parent_id, 1).await?.remove(0);
     let child = final_logs(&mut client, child_id, 1).await?.remove(0);
+    // A run that never reaches an executor (a planned fire of a job stopped meanwhile).
+    let skipped = skipped_by_stop(&mut client, group).await?;
 
     // Graceful stops flush what the batch exporters still hold.
     executor.shutdown().await;
@@ -520,6 +609,34 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
             .iter()
             .any(|trace| same_id(trace, &parent.trace_id)),
         "the child's fire span links to its parent run's trace: {child_fire:#?}"
+    );
+    // The skipped run's `fire` span ends with an error status and the reason its row records.
+    let skipped_fire = fire_span_of(query_port, skipped.id, started).await?;
+    assert_eq!(
+        skipped_fire.tags.get("error"),
+        Some(&serde_json::Value::Bool(true)),
+        "a skipped run's span has an error status: {skipped_fire:#?}"
+    );
+    assert!(
+        skipped
+            .trigger_msg
+            .contains("was stopped after this fire was planned"),
+        "{skipped:#?}"
+    );
+    assert_eq!(
+        skipped_fire
+            .tags
+            .get("otel.status_description")
+            .and_then(serde_json::Value::as_str),
+        Some(skipped.trigger_msg.as_str()),
+        "the span's status carries the reason: {skipped_fire:#?}"
+    );
+    assert_eq!(
+        skipped_fire
+            .tags
+            .get("xjob.outcome")
+            .and_then(serde_json::Value::as_str),
+        Some("skipped")
     );
     eprintln!("Jaeger trace test took {:?}", started.elapsed());
     Ok(())

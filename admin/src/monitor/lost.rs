@@ -361,14 +361,13 @@ async fn check_once(
         {
             crate::metrics::fires(crate::metrics::FireOutcome::Lost).inc();
             tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
+            // A stranded run's dispatch was never recorded: its row still holds what its trace
+            // was to continue (a retry's failed attempt, a caller's traceparent), not its own.
             let trace_id = runs
                 .iter()
-                .chain(&stranded)
                 .find(|run| run.id == verdict.log_id.0)
-                .map(|run| run.trace_id.as_str());
-            if let Some(trace_id) = trace_id {
-                crate::telemetry::record_lost(trace_id, verdict.log_id.0, &verdict.message);
-            }
+                .map_or("", |run| run.trace_id.as_str());
+            crate::telemetry::record_lost(trace_id, verdict.log_id.0, &verdict.message);
         }
     }
     Ok(())

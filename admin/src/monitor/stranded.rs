@@ -22,7 +22,6 @@ use std::time::Duration;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::{Fire, Job, JobId, MisfireStrategy, RunLog};
-use crate::schedule::misfires;
 use crate::trigger::Fires;
 
 /// The reason recorded on a stranded run too late for its DO_NOTHING job.
@@ -50,17 +49,9 @@ pub fn fate_of(
     let Some(strategy) = strategy else {
         return Fate::SkipJobless;
     };
-    let late = misfires(
-        run.trigger_type,
-        run.attempt,
-        run.scheduled_at_ms,
-        now_ms,
-        threshold_ms,
-    );
-    if late && strategy == MisfireStrategy::DoNothing {
-        Fate::SkipLate
-    } else {
-        Fate::Send
+    match crate::model::skipped_as_misfire(run.into(), strategy, now_ms, threshold_ms) {
+        Some(_) => Fate::SkipLate,
+        None => Fate::Send,
     }
 }
 
@@ -93,8 +84,8 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
                     fires.push(Fire::from_run(run, Arc::clone(job)));
                 }
             }
-            Fate::SkipLate => late.push(run.id),
-            Fate::SkipJobless => jobless.push(run.id),
+            Fate::SkipLate => late.push(run),
+            Fate::SkipJobless => jobless.push(run),
         }
     }
     tracing::info!(
@@ -103,11 +94,12 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
         skipped_jobless = jobless.len(),
         "took over runs a stopped admin claimed but never sent"
     );
-    for (ids, reason) in [
+    for (runs, reason) in [
         (late, LATE_REASON),
         (jobless, "the job was deleted before this run was sent"),
     ] {
-        if !ids.is_empty() {
+        if !runs.is_empty() {
+            let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
             retried("recording skipped stranded runs", || async {
                 ctx.store
                     .skip_adopted_stranded(&ids, &ctx.node.node_id, ctx.node.epoch, reason, now)
@@ -115,6 +107,10 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
                     .map_err(Error::from)
             })
             .await;
+            crate::metrics::fires(crate::metrics::FireOutcome::Skipped).inc_by(runs.len() as u64);
+            for run in runs {
+                crate::telemetry::record_unsent(run.into(), "skipped", reason);
+            }
         }
     }
     if !fires.is_empty() {
@@ -196,5 +192,12 @@ mod tests {
         // A manual run is never a misfire, however late.
         let manual = stranded(0, TriggerType::Manual);
         assert_eq!(fate_of(&manual, do_nothing, NOW, 5_000), Fate::Send);
+        // A shard of an expanded broadcast goes, to complete it.
+        let shard = RunLog {
+            shard_index: 1,
+            shard_total: 3,
+            ..late
+        };
+        assert_eq!(fate_of(&shard, do_nothing, NOW, 5_000), Fate::Send);
     }
 }

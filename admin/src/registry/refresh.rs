@@ -100,15 +100,25 @@ pub async fn run_refresh(
 ) {
     let period = refresh_period(ctx.config.heartbeat_interval);
     let mut liveness = Liveness::new(ctx.config.executor_lease.as_millis() as i64);
-    let mut seen_apps = std::collections::BTreeSet::new();
+    // The apps of the groups as last read (kept while the database does not answer), and the
+    // apps whose gauge this loop published.
+    let mut group_apps = std::collections::BTreeSet::new();
+    let mut published_apps = std::collections::BTreeSet::new();
     loop {
         let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
         let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh_once(&ctx, cutoff_ms)).await;
+        if matches!(outcome, Ok(Ok(()))) {
+            let apps = tokio::time::timeout(REFRESH_TIMEOUT, ctx.store.group_app_names()).await;
+            if let Ok(Ok(apps)) = apps {
+                group_apps = apps.into_iter().collect();
+            }
+        }
         // Once a second is often enough for a gauge, and the list includes the other admins'.
         let online = ctx.registry.list_with_peers("");
         crate::metrics::set_online_executors(
             online.iter().map(|executor| executor.app_name.as_str()),
-            &mut seen_apps,
+            &group_apps,
+            &mut published_apps,
         );
         let error = match outcome {
             Ok(Ok(())) => None,

@@ -29,9 +29,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::health::{Health, Loop};
-use crate::model::{
-    Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock, TriggerType,
-};
+use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock};
 use crate::store::Store;
 use crate::trigger::{Fires, Trigger};
 pub use ring::{Ring, Timed};
@@ -141,6 +139,9 @@ impl Scheduler {
                 }
                 crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
                     .inc_by(late_ids.len() as u64);
+                for fire in &late {
+                    crate::telemetry::record_unsent(fire.into(), "skipped", reason);
+                }
             }
             match self.trigger.dispatch(Fires::Written(due.clone())).await {
                 Ok(_) => {
@@ -275,45 +276,16 @@ fn recovery_of(
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    let misfired = misfires(
-        run.trigger_type,
-        run.attempt,
-        run.scheduled_at_ms,
-        now_ms,
-        threshold_ms,
-    );
-    if misfired && strategy == MisfireStrategy::DoNothing {
-        Recovery::Skip
-    } else {
-        Recovery::Dispatch
+    match crate::model::skipped_as_misfire(run.into(), strategy, now_ms, threshold_ms) {
+        Some(_) => Recovery::Skip,
+        None => Recovery::Dispatch,
     }
 }
 
-/// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
-/// or parent run still runs when found late), and only on their first attempt.
-pub fn misfires(
-    trigger_type: TriggerType,
-    attempt: i32,
-    scheduled_at_ms: i64,
-    now_ms: i64,
-    threshold_ms: i64,
-) -> bool {
-    matches!(trigger_type, TriggerType::Cron | TriggerType::Misfire)
-        && attempt == 0
-        && scheduled_at_ms > 0
-        && now_ms - scheduled_at_ms > threshold_ms
-}
-
-/// Whether a fire whose claim failed is too late by now for its DO_NOTHING job.
+/// Whether a fire whose claim failed is too late by now for its job's misfire strategy.
 fn skipped_after_failed_claim(fire: &Fire, now_ms: i64, threshold_ms: i64) -> bool {
-    fire.job.misfire_strategy == MisfireStrategy::DoNothing
-        && misfires(
-            fire.trigger_type,
-            fire.attempt,
-            fire.scheduled_at_ms,
-            now_ms,
-            threshold_ms,
-        )
+    crate::model::skipped_as_misfire(fire.into(), fire.job.misfire_strategy, now_ms, threshold_ms)
+        .is_some()
 }
 
 /// Dispatches adopted fires (through the ring, like the scan's own), or applies the misfire
@@ -339,7 +311,7 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
         let job = jobs.get(&JobId(run.job_id));
         let strategy = job.map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
         match (recovery_of(run, strategy, now, threshold), job) {
-            (Recovery::Skip, _) => skipped.push(run.id),
+            (Recovery::Skip, _) => skipped.push(run),
             (Recovery::LeaveToFollowup, _) => {}
             (Recovery::Dispatch, Some(job)) => fires.push(Fire::from_run(run, Arc::clone(job))),
             // The trigger records why it cannot run.
@@ -354,8 +326,16 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     );
     if !skipped.is_empty() {
         let reason = "misfire: adopted from a stopped admin too late; DO_NOTHING skips it";
-        if let Err(error) = scheduler.store.skip_runs(&skipped, reason, now).await {
-            tracing::warn!(%error, "recording skipped fires failed");
+        let ids: Vec<i64> = skipped.iter().map(|run| run.id).collect();
+        match scheduler.store.skip_runs(&ids, reason, now).await {
+            Ok(()) => {
+                crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
+                    .inc_by(skipped.len() as u64);
+                for run in skipped {
+                    crate::telemetry::record_unsent(run.into(), "skipped", reason);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "recording skipped fires failed"),
         }
     }
     if !jobless.is_empty()

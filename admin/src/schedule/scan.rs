@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
 use crate::health::Loop;
-use crate::model::{Fire, Job, LogId, UnwrittenFire};
+use crate::model::{Fire, Job, LogId, NewRun, RunStatus, UnwrittenFire};
 use crate::store::RoundPlan;
 
 /// The pause after a failed round. The fires stay in the job rows meanwhile, and the next
@@ -74,6 +74,9 @@ async fn scan_once(
     // The fires planned, by the key their rows are written under: the store reports the rows
     // it inserted by that key (a fire whose row exists already is not inserted again).
     let mut planned: HashMap<String, UnwrittenFire> = HashMap::new();
+    // The skipped occurrences by key, kept only to give each a span once written.
+    let tracing_on = crate::telemetry::tracer().is_some();
+    let mut skipped: HashMap<String, NewRun> = HashMap::new();
     let mut plan_round = |jobs: Vec<Job>| {
         let mut round = RoundPlan::default();
         for job in jobs {
@@ -81,6 +84,13 @@ async fn scan_once(
             for fire in job_plan.fires(&Arc::new(job)) {
                 if let Some(key) = fire.fire_key() {
                     planned.insert(key, fire);
+                }
+            }
+            if tracing_on {
+                for run in &job_plan.runs {
+                    if let (RunStatus::Skipped, Some(key)) = (run.status, &run.fire_key) {
+                        skipped.insert(key.clone(), run.clone());
+                    }
                 }
             }
             round.new_runs.extend(job_plan.runs);
@@ -99,10 +109,14 @@ async fn scan_once(
     let inserted_count = inserted.len();
     let fires: Vec<Fire> = inserted
         .into_iter()
-        .filter_map(|run| {
-            planned
-                .remove(&run.fire_key)
-                .map(|fire| fire.written(LogId(run.log_id)))
+        .filter_map(|run| match planned.remove(&run.fire_key) {
+            Some(fire) => Some(fire.written(LogId(run.log_id))),
+            None => {
+                if let Some(row) = skipped.remove(&run.fire_key) {
+                    record_skipped(&row, run.log_id);
+                }
+                None
+            }
         })
         .collect();
     // Rows written without a fire to dispatch are misfires the plan skipped.
@@ -110,6 +124,18 @@ async fn scan_once(
         .inc_by((inserted_count - fires.len()) as u64);
     scheduler.schedule_fires(fires);
     Ok(found)
+}
+
+/// The span of an occurrence the plan skipped (a misfire), now that its row has an id.
+fn record_skipped(row: &NewRun, log_id: i64) {
+    let run = crate::telemetry::UnsentRun {
+        job_id: row.job_id,
+        log_id,
+        scheduled_at_ms: row.scheduled_at_ms,
+        trigger_type: row.trigger_type,
+        attempt: row.attempt,
+    };
+    crate::telemetry::record_unsent(run, "skipped", &row.trigger_msg);
 }
 
 /// The scan runs half-way through each second: the ring dispatches (and claims its fires in the

@@ -317,6 +317,8 @@ shared! {
     fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
     /// Groups whose app name contains `app_name_filter`, by id.
     fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
+    /// The app name of every group, sorted (the online-executors gauge reports each).
+    fn group_app_names(&self) -> StoreResult<Vec<String>> => groups;
     /// Number of jobs in a group.
     fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> => groups;
     // ---- jobs
@@ -385,7 +387,7 @@ shared! {
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
-    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => claims;
+    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
     fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64> => claims;

@@ -312,6 +312,10 @@ impl Trigger {
                 // not, once the database answers.
                 return Err(error.into());
             }
+            crate::metrics::fires(FireOutcome::Overloaded).inc_by(refused.len() as u64);
+            for fire in &refused {
+                crate::telemetry::record_unsent(fire.into(), "overloaded", &reason);
+            }
         }
         Ok((fires, slots))
     }
@@ -340,11 +344,11 @@ impl Trigger {
                     trigger_time_ms: run.trigger_time_ms,
                     slot: self.admission.force(1).pop().map(Arc::new),
                 }),
-                None => ended.push(self.failed_record(
-                    LogId(run.id),
-                    format!("job {} no longer exists", run.job_id),
-                    "",
-                )),
+                None => {
+                    let reason = format!("job {} no longer exists", run.job_id);
+                    crate::telemetry::record_unsent((&run).into(), "failed", &reason);
+                    ended.push(self.failed_record(LogId(run.id), reason, ""));
+                }
             }
         }
         Ok((claimed, ended))
@@ -633,17 +637,16 @@ impl Trigger {
         }
     }
 
-    /// How late a scheduled fire of a DO_NOTHING job is, when that is past the misfire
-    /// threshold (its claim, its pool slot or the admin were slow): such a fire is skipped like
-    /// any misfire. Broadcast shards, retries and manual runs always go.
+    /// How late a fire is, when its turn to be sent came past the misfire threshold (its claim,
+    /// its pool slot or the admin were slow) and its job's misfire strategy skips it
+    /// (`model::skipped_as_misfire`).
     fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
-        let late_ms = self.now_ms() - fire.scheduled_at_ms;
-        (fire.is_of_schedule()
-            && fire.is_fresh()
-            && fire.scheduled_at_ms > 0
-            && fire.job.misfire_strategy == crate::model::MisfireStrategy::DoNothing
-            && late_ms > self.misfire_threshold_ms)
-            .then_some(late_ms)
+        crate::model::skipped_as_misfire(
+            fire.into(),
+            fire.job.misfire_strategy,
+            self.now_ms(),
+            self.misfire_threshold_ms,
+        )
     }
 
     /// The target of each group: the addresses to route over (`address_override` when not

@@ -16,6 +16,16 @@ use xjob_tests::TestCluster;
 const BOUND: usize = 10;
 const JOBS: usize = 40;
 
+/// `xjob_fires_total{outcome="overloaded"}` in this process's metrics registry (shared with the
+/// other tests of this binary, so only its growth is checked).
+fn overloaded_fires_counted() -> f64 {
+    let series = r#"xjob_fires_total{outcome="overloaded"} "#;
+    xjob_admin::metrics::render()
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 #[tokio::test]
 async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_reason()
 -> anyhow::Result<()> {
@@ -43,6 +53,7 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
         ..Default::default()
     };
     let mut client = cluster.client();
+    let counted_before = overloaded_fires_counted();
     let group_id = client
         .create_group(pb::CreateGroupRequest { group: Some(group) })
         .await?
@@ -132,6 +143,11 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
     assert!(
         overloaded > 0,
         "no fire was skipped with the overload reason"
+    );
+    let counted = overloaded_fires_counted() - counted_before;
+    assert!(
+        counted >= overloaded as f64,
+        "{overloaded} fires skipped as overloaded, {counted} counted in xjob_fires_total"
     );
     for latency in &write_latencies {
         assert!(

@@ -250,6 +250,51 @@ fn mails(maildir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The aiosmtpd server an alarm is mailed through.
+enum SmtpServer<'a> {
+    /// `python3 -m aiosmtpd` with these extra flags (TLS certificates).
+    Cli(&'a [&'a str]),
+    /// aiosmtpd through its Python API, requiring AUTH (PLAIN or LOGIN, offered without TLS:
+    /// `auth_require_tls=False`, loopback only) with this user and password before MAIL.
+    Auth { user: &'a str, password: &'a str },
+}
+
+/// aiosmtpd's Controller with an authenticator: argv is port, maildir, user, password.
+const AUTH_SERVER: &str = r#"
+import sys, threading
+from aiosmtpd.controller import Controller
+from aiosmtpd.handlers import Mailbox
+from aiosmtpd.smtp import AuthResult, LoginPassword
+port, maildir, user, password = sys.argv[1:5]
+def authenticator(server, session, envelope, mechanism, auth_data):
+    ok = (isinstance(auth_data, LoginPassword)
+          and auth_data.login == user.encode() and auth_data.password == password.encode())
+    # handled=False: aiosmtpd itself answers a failure (535).
+    return AuthResult(success=ok, handled=False)
+Controller(Mailbox(maildir), hostname="127.0.0.1", port=int(port),
+           authenticator=authenticator, auth_required=True, auth_require_tls=False).start()
+threading.Event().wait()
+"#;
+
+impl SmtpServer<'_> {
+    fn spawn(&self, port: u16, maildir: &Path) -> anyhow::Result<ChildProcess> {
+        let mut command = std::process::Command::new("python3");
+        match self {
+            SmtpServer::Cli(flags) => command
+                .args(["-m", "aiosmtpd", "-n", "-l"])
+                .arg(format!("127.0.0.1:{port}"))
+                .args(*flags)
+                .args(["-c", "aiosmtpd.handlers.Mailbox"])
+                .arg(maildir),
+            SmtpServer::Auth { user, password } => command
+                .args(["-c", AUTH_SERVER, &port.to_string()])
+                .arg(maildir)
+                .args([user, password]),
+        };
+        ChildProcess::spawn("aiosmtpd", &mut command)
+    }
+}
+
 /// Mails one alarm through aiosmtpd started with `server_args` (TLS flags) and checks it
 /// arrived; `configure` sets the admin's SMTP security.
 async fn email_through(
@@ -257,28 +302,23 @@ async fn email_through(
     server_args: &[&str],
     configure: impl FnOnce(&mut AlarmConfig),
 ) -> anyhow::Result<()> {
-    email_outcome(app, server_args, configure, true).await
+    email_outcome(app, SmtpServer::Cli(server_args), configure, true)
+        .await
+        .map(drop)
 }
 
-/// Like [`email_through`]; with `delivered` false, checks the alarm failed and nothing arrived.
+/// Mails one alarm through `server`; with `delivered` true checks it arrived, with false checks
+/// the alarm failed and nothing arrived. Returns the run's `alarm_delivery`.
 async fn email_outcome(
     app: &str,
-    server_args: &[&str],
+    server: SmtpServer<'_>,
     configure: impl FnOnce(&mut AlarmConfig),
     delivered: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let scratch = tempfile::tempdir()?;
     let maildir = scratch.path().join("maildir");
     let port = free_port()?;
-    let _smtp = ChildProcess::spawn(
-        "aiosmtpd",
-        std::process::Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(server_args)
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir),
-    )?;
+    let _smtp = server.spawn(port, &maildir)?;
     wait_until(Duration::from_secs(20), "aiosmtpd listening", || async {
         tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -301,7 +341,7 @@ async fn email_outcome(
         );
         assert!(mails(&maildir).is_empty(), "nothing may arrive");
         cluster.shutdown().await;
-        return Ok(());
+        return Ok(delivery);
     }
     assert_eq!(delivery, "email: sent to 2 recipient(s)");
     let mails = wait_until(
@@ -323,7 +363,7 @@ async fn email_outcome(
     assert!(mail.contains(&format!("Run (log id): {log_id}")), "{mail}");
     assert!(mail.contains("failing on purpose"), "{mail}");
     cluster.shutdown().await;
-    Ok(())
+    Ok(delivery)
 }
 
 #[tokio::test]
@@ -336,6 +376,33 @@ async fn email_reaches_a_real_smtp_server() -> anyhow::Result<()> {
         config.smtp.security = SmtpSecurity::None;
     })
     .await
+}
+
+#[tokio::test]
+async fn email_authenticates_with_the_configured_user_and_password() -> anyhow::Result<()> {
+    if !aiosmtpd_available()? {
+        return Ok(());
+    }
+    // The server refuses MAIL before a successful AUTH, so a mail that arrives authenticated.
+    let server = || SmtpServer::Auth {
+        user: "xjob",
+        password: "s3cret",
+    };
+    let auth = |password: &'static str| {
+        move |config: &mut AlarmConfig| {
+            config.smtp.security = SmtpSecurity::None;
+            config.smtp.username = "xjob".to_string();
+            config.smtp.password = password.to_string();
+            config.attempts = 1;
+        }
+    };
+    email_outcome("alarm-auth-app", server(), auth("s3cret"), true).await?;
+    let refused = email_outcome("alarm-bad-auth-app", server(), auth("wrong"), false).await?;
+    assert!(
+        refused.contains("535"),
+        "the server's answer to a wrong password is recorded: {refused}"
+    );
+    Ok(())
 }
 
 #[tokio::test]
@@ -379,14 +446,15 @@ async fn email_over_starttls_and_smtps_checks_the_server_certificate() -> anyhow
     // prints the refused handshake to stderr).
     email_outcome(
         "alarm-untrusted-smtp-app",
-        &["--tlscert", &cert, "--tlskey", &key],
+        SmtpServer::Cli(&["--tlscert", &cert, "--tlskey", &key]),
         |config| {
             config.smtp.security = SmtpSecurity::Starttls;
             config.attempts = 1;
         },
         false,
     )
-    .await
+    .await?;
+    Ok(())
 }
 
 /// A test CA and a `localhost` certificate it signed, made with the openssl CLI; `None` (with

@@ -13,6 +13,8 @@ use xjob_proto::pb;
 use xjob_tests::{TestCluster, ok_handler, wait_until};
 
 const APP: &str = "metrics-app";
+/// An app with a group and no executor.
+const IDLE_APP: &str = "metrics-idle-app";
 
 async fn fails(_ctx: JobContext) -> JobResult {
     Err(JobError::new("failing on purpose"))
@@ -80,6 +82,16 @@ async fn metrics_move_with_fires() -> anyhow::Result<()> {
         .metrics_addr()
         .ok_or_else(|| anyhow::anyhow!("metrics_listen set but no metrics address"))?;
     let group_id = cluster.create_group(APP).await?;
+    // A group whose app has no executor online (none ever was) is in the gauge too, at 0,
+    // from the next registry refresh round on.
+    cluster.create_group(IDLE_APP).await?;
+    let idle = r#"xjob_executors_online{app="metrics-idle-app"}"#;
+    wait_until(
+        Duration::from_secs(10),
+        "the idle group's app in the gauge at 0",
+        || async { (scrape(address).await.ok()?.get(idle) == Some(&0.0)).then_some(()) },
+    )
+    .await?;
     cluster
         .start_executor(
             cluster
@@ -155,6 +167,7 @@ async fn metrics_move_with_fires() -> anyhow::Result<()> {
     assert!(value(&after, "xjob_schedule_scan_seconds_count") >= 1.0);
     assert!(value(&after, "xjob_schedule_lock_wait_seconds_count") >= 1.0);
     assert_eq!(value(&after, online), 1.0);
+    assert_eq!(after.get(idle), Some(&0.0), "the idle app stays at 0");
     for series in [
         "xjob_planned_fires",
         "xjob_retries_total",

@@ -85,8 +85,12 @@ impl JobAdminService {
             .store()
             .skip_planned_fires(job_id, &reason, self.ctx.clock.now_ms())
             .await?;
-        if skipped > 0 {
-            tracing::info!(job_id, skipped, "planned fires skipped");
+        if !skipped.is_empty() {
+            tracing::info!(job_id, skipped = skipped.len(), "planned fires skipped");
+        }
+        crate::metrics::fires(crate::metrics::FireOutcome::Skipped).inc_by(skipped.len() as u64);
+        for run in &skipped {
+            crate::telemetry::record_unsent(run.into(), "skipped", &reason);
         }
         Ok(())
     }

@@ -408,7 +408,12 @@ async fn skipping_touches_only_pending_runs_and_planned_fires() {
             .skip_planned_fires(job.id, "job stopped", 12_000)
             .await
             .expect("skip planned");
-        assert_eq!(skipped, 2, "{backend}: the two pending scheduled fires");
+        let skipped: Vec<i64> = skipped.iter().map(|run| run.id).collect();
+        assert_eq!(
+            skipped,
+            vec![planned, later],
+            "{backend}: the two pending scheduled fires"
+        );
         for id in [planned, later] {
             let run = store.get_log(id).await.expect("get").expect("run");
             assert_eq!(

@@ -215,22 +215,28 @@ pub async fn skip_runs<'q, DB: Dialect>(
 }
 
 /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or
-/// rescheduled.
+/// rescheduled. Returns the skipped runs (their traces name them).
 pub async fn skip_planned_fires<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     job_id: i64,
     reason: &'q str,
     now_ms: i64,
-) -> StoreResult<u64> {
+) -> StoreResult<Vec<RunLog>> {
     let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
     let filter = |sql: &mut Sql<'q, DB>| {
         sql.push_mut("job_id = ");
         sql.bind_mut(job_id);
         sql.push_mut(" AND status = 'PENDING' AND fire_key IS NOT NULL");
     };
-    let (skipped, _) =
-        update_logs::<DB>(&mut *db.write().await?, &set, &filter, Lock::Wait, None).await?;
-    Ok(skipped)
+    let (_, rows) = update_logs::<DB>(
+        &mut *db.write().await?,
+        &set,
+        &filter,
+        Lock::Wait,
+        Some(LOG_COLUMNS),
+    )
+    .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
 }
 
 fn skipped<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, reason: &'q str, now_ms: i64) {

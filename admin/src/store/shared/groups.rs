@@ -4,7 +4,7 @@ use super::rows::group_from_row;
 use crate::model::Group;
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
-use crate::store::sql::{Pools, Sql};
+use crate::store::sql::{Cols, Pools, Sql};
 
 const SELECT_GROUP: &str =
     "SELECT id, app_name, title, address_type, addresses, access_token, updated_ms FROM xjob_group";
@@ -114,6 +114,15 @@ pub async fn list_groups<DB: Dialect>(
         .fetch_all(&mut *db.read().await?)
         .await?;
     rows.iter().map(group_from_row::<DB>).collect()
+}
+
+pub async fn group_app_names<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<String>> {
+    let rows = Sql::<DB>::new("SELECT app_name FROM xjob_group ORDER BY app_name")
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter()
+        .map(|row| Cols::<DB>(row).get::<String>("app_name"))
+        .collect()
 }
 
 pub async fn count_jobs_in_group<DB: Dialect>(

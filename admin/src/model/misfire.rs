@@ -1,0 +1,137 @@
+//! The misfire rule for a fire found late *after* it was planned: its claim failed until too
+//! late, its admin stopped before sending it (adopted PENDING fires, stranded runs), or its turn
+//! in an overloaded trigger came too late. One rule for all of them, so the admin never sends
+//! a fire in one place that it would skip in another. (The scan's own branch A, a fire whose
+//! time passed before it was planned at all, is `schedule::plan`.)
+
+use super::{Fire, MisfireStrategy, RunLog, Shard, TriggerType};
+
+/// What the rule needs to know of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LateRun {
+    pub trigger_type: TriggerType,
+    pub attempt: i32,
+    pub shard: Shard,
+    pub scheduled_at_ms: i64,
+}
+
+impl From<&Fire> for LateRun {
+    fn from(fire: &Fire) -> LateRun {
+        LateRun {
+            trigger_type: fire.trigger_type,
+            attempt: fire.attempt,
+            shard: fire.shard,
+            scheduled_at_ms: fire.scheduled_at_ms,
+        }
+    }
+}
+
+impl From<&RunLog> for LateRun {
+    fn from(run: &RunLog) -> LateRun {
+        LateRun {
+            trigger_type: run.trigger_type,
+            attempt: run.attempt,
+            shard: Shard {
+                index: run.shard_index,
+                total: run.shard_total,
+            },
+            scheduled_at_ms: run.scheduled_at_ms,
+        }
+    }
+}
+
+/// How late `run` is, when its job's misfire `strategy` skips it at `now_ms`; `None` when it is
+/// to be sent. Only `DO_NOTHING` skips, and only a first attempt the schedule made (a cron or
+/// fixed-rate/delay fire, or FIRE_ONCE_NOW's misfire run) found more than `threshold_ms` after
+/// its time. A manual, API or child run still runs when late, a retry keeps its backoff, and
+/// the shards of an expanded broadcast go whole (the fire was already under way: skipping some
+/// would leave a partial broadcast).
+pub fn skipped_as_misfire(
+    run: LateRun,
+    strategy: MisfireStrategy,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> Option<i64> {
+    let late_ms = now_ms - run.scheduled_at_ms;
+    (strategy == MisfireStrategy::DoNothing
+        && matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire)
+        && run.attempt == 0
+        && run.shard == Shard::ONLY
+        && run.scheduled_at_ms > 0
+        && late_ms > threshold_ms)
+        .then_some(late_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000_000;
+    const THRESHOLD: i64 = 5_000;
+
+    fn cron(late_ms: i64) -> LateRun {
+        LateRun {
+            trigger_type: TriggerType::Cron,
+            attempt: 0,
+            shard: Shard::ONLY,
+            scheduled_at_ms: NOW - late_ms,
+        }
+    }
+
+    fn skipped(run: LateRun, strategy: MisfireStrategy) -> Option<i64> {
+        skipped_as_misfire(run, strategy, NOW, THRESHOLD)
+    }
+
+    #[test]
+    fn do_nothing_skips_a_scheduled_first_attempt_found_past_the_threshold() {
+        let do_nothing = MisfireStrategy::DoNothing;
+        assert_eq!(skipped(cron(9_000), do_nothing), Some(9_000));
+        assert_eq!(
+            skipped(
+                LateRun {
+                    trigger_type: TriggerType::Misfire,
+                    ..cron(9_000)
+                },
+                do_nothing
+            ),
+            Some(9_000)
+        );
+        // At the threshold or under it, the fire goes.
+        assert_eq!(skipped(cron(THRESHOLD), do_nothing), None);
+        assert_eq!(skipped(cron(1_000), do_nothing), None);
+        // FIRE_ONCE_NOW sends a late fire.
+        assert_eq!(skipped(cron(60_000), MisfireStrategy::FireOnceNow), None);
+    }
+
+    #[test]
+    fn runs_that_were_asked_for_retried_or_broadcast_are_never_misfires() {
+        let do_nothing = MisfireStrategy::DoNothing;
+        for trigger_type in [
+            TriggerType::Manual,
+            TriggerType::Api,
+            TriggerType::Parent,
+            TriggerType::Retry,
+        ] {
+            let run = LateRun {
+                trigger_type,
+                ..cron(60_000)
+            };
+            assert_eq!(skipped(run, do_nothing), None, "{trigger_type:?}");
+        }
+        let retry = LateRun {
+            attempt: 1,
+            ..cron(60_000)
+        };
+        assert_eq!(skipped(retry, do_nothing), None);
+        let shard = LateRun {
+            shard: Shard { index: 1, total: 3 },
+            ..cron(60_000)
+        };
+        assert_eq!(skipped(shard, do_nothing), None);
+        let unscheduled = LateRun {
+            scheduled_at_ms: 0,
+            ..cron(0)
+        };
+        assert_eq!(skipped(unscheduled, do_nothing), None);
+    }
+}
