@@ -46,7 +46,8 @@ for line in open(sys.argv[1]):
     # Every outcome but a success, e.g. "skipped_misfire 12, no_row 3".
     outcomes = ", ".join(f"{k} {v}" for k, v in (r.get("outcomes") or {}).items()
                          if k != "success" and v) or "–"
-    print(f"| {r['workload']} N={r['n']}, {r['duration_s']} s | {r['database']} "
+    locks = "" if r.get("liveness_locks", True) else ", no liveness locks"
+    print(f"| {r['workload']} N={r['n']}, {r['duration_s']} s{locks} | {r['database']} "
           f"| {r['delivered']} / {r['expected']} | {r['duplicates']} "
           f"| {r['lateness_p50_ms']} / {r['lateness_p99_ms']} / {r['lateness_max_ms']} "
           f"| {r['throughput_fps']:.0f} | {cpu} "
