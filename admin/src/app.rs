@@ -166,6 +166,11 @@ pub async fn start_with(
     let clock = system_clock();
     // Before this node registers or serves anything: JobAdmin never runs open on a network.
     crate::auth::startup::check(&store, &config, clock.now_ms()).await?;
+    // Taken before the epoch is registered, so the lock covers the whole epoch.
+    let node_lock = match config.liveness_locks {
+        true => crate::schedule::liveness::acquire_at_start(&store, &config.node_id).await,
+        false => None,
+    };
     let epoch = store
         .register_node(
             &config.node_id,
@@ -283,6 +288,13 @@ pub async fn start_with(
         Arc::clone(&scheduler),
         cancel.clone(),
     ));
+    if config.liveness_locks {
+        tracker.spawn(crate::schedule::liveness::run_liveness(
+            Arc::clone(&scheduler),
+            node_lock,
+            cancel.clone(),
+        ));
+    }
     tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
     // Cluster: other admins' executors into routing each second; database health and the
     // loops' progress to gRPC health.

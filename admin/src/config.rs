@@ -55,6 +55,11 @@ pub struct Config {
     /// Lease of this admin's node row; other admins adopt its pending fires once it lapses.
     #[serde(with = "duration_text")]
     pub node_lease: Duration,
+    /// Whether this admin holds a liveness lock for its node and watches the other admins'
+    /// (`schedule::liveness`), so a dead admin's planned fires are taken over within a fraction
+    /// of a second instead of after its lease. Off only to measure the difference, or while
+    /// older admins that take no lock share the database (they are judged by their lease anyway).
+    pub liveness_locks: bool,
     /// Largest accepted job or trigger params, in bytes.
     pub max_params_bytes: usize,
     /// Dispatches in flight at once in the fast trigger pool.
@@ -219,6 +224,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             executor_timeout: Duration::from_secs(3),
             node_lease: Duration::from_secs(10),
+            liveness_locks: true,
             max_params_bytes: 64 * 1024,
             fast_pool_size: 256,
             slow_pool_size: 64,

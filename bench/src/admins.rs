@@ -18,6 +18,9 @@ pub struct Timing {
     pub max_unsent_runs: Option<usize>,
     /// `log_retention` and `retention_interval` (off: the admin's defaults).
     pub retention: Option<(Duration, Duration)>,
+    /// The admins run without their liveness locks (`liveness_locks = false`): a dead admin is
+    /// then noticed by its lease alone, as before the locks existed.
+    pub no_liveness_locks: bool,
 }
 
 impl Timing {
@@ -34,6 +37,9 @@ impl Timing {
                 lease.as_millis(),
                 executor_lease.as_millis()
             ));
+        }
+        if self.no_liveness_locks {
+            toml.push_str("liveness_locks = false\n");
         }
         if let Some(bound) = self.max_unsent_runs {
             toml.push_str(&format!("max_unsent_runs = {bound}\n"));

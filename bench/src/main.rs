@@ -108,9 +108,14 @@ struct Args {
     /// F3: seconds the database stays down.
     #[arg(long, default_value_t = 5)]
     outage: u64,
-    /// The admins' node lease in ms (default: the admin's 10 s; F*: 2000, as the cluster tests).
+    /// The admins' node lease in ms (default: the admin's 10 s; F2 and F3: 2000, as the
+    /// cluster tests, so a stall of two leases fits the window).
     #[arg(long)]
     node_lease_ms: Option<u64>,
+    /// Run the admins without their liveness locks (`liveness_locks = false`): a killed admin
+    /// is then taken over only once its lease lapses (the "before" of F1).
+    #[arg(long)]
+    no_liveness_locks: bool,
     /// The admins' `log_retention` in seconds; with it the database's size is sampled every
     /// `--size-every` seconds and printed as a curve (default: the admin's retention, no curve).
     #[arg(long)]
@@ -227,7 +232,9 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
     );
     let executors = args.executors.unwrap_or(if failover { 2 } else { 1 });
     anyhow::ensure!(executors >= 1, "--executors must be at least 1");
-    let node_lease_ms = args.node_lease_ms.or(failover.then_some(2000));
+    // F1 runs with the admin's default lease: a kill is noticed by the liveness lock.
+    let short_lease = matches!(args.workload, Workload::F2 | Workload::F3);
+    let node_lease_ms = args.node_lease_ms.or(short_lease.then_some(2000));
     Ok(Plan {
         shape,
         admins,
@@ -236,6 +243,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         timing: Timing {
             node_lease: node_lease_ms.map(Duration::from_millis),
             max_unsent_runs: args.max_unsent_runs,
+            no_liveness_locks: args.no_liveness_locks,
             retention: args.log_retention_s.map(|retention| {
                 (
                     Duration::from_secs(retention),
@@ -434,6 +442,14 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let outcomes = read_outcomes(
+        store.as_ref(),
+        &database.url,
+        group_id,
+        window,
+        figures.expected,
+    )
+    .await;
     if let Some(store) = store {
         store.close().await;
     }
@@ -451,6 +467,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         &before.delta(&after, db_measured),
         &peaks,
         failover.as_ref(),
+        outcomes,
     )?;
     // The JSON line on stdout is this tool's output (progress goes to stderr).
     #[allow(clippy::print_stdout)]
@@ -459,6 +476,45 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     }
     append(&args.results, &line)?;
     check_loss(args, &figures, failover.as_ref())
+}
+
+/// What the log rows say became of the window's fires (`report::outcomes`), read once every
+/// admin has stopped; None (and a warning) when the database cannot be read.
+async fn read_outcomes(
+    store: Option<&Store>,
+    url: &str,
+    group_id: i64,
+    window: Window,
+    expected: u64,
+) -> Option<std::collections::BTreeMap<String, i64>> {
+    let read = async {
+        match store {
+            Some(store) => {
+                store
+                    .run_outcomes(group_id, window.start_ms, window.end_ms)
+                    .await
+            }
+            None => {
+                let own = Store::connect(url).await?;
+                let counts = own
+                    .run_outcomes(group_id, window.start_ms, window.end_ms)
+                    .await;
+                own.close().await;
+                counts
+            }
+        }
+    };
+    match read.await {
+        Ok(counts) => {
+            let outcomes = report::outcomes(&counts, expected);
+            eprintln!("outcomes of the window's fires (first attempts, by log row): {outcomes:?}");
+            Some(outcomes)
+        }
+        Err(error) => {
+            eprintln!("warning: could not count the log rows by status: {error}");
+            None
+        }
+    }
 }
 
 /// Prints the latencies of the API writes made under load (sorted, in ms).
@@ -733,6 +789,7 @@ fn json_line(
     cpu: &WindowCpu,
     peaks: &Peaks,
     failover: Option<&FailoverFigures>,
+    outcomes: Option<std::collections::BTreeMap<String, i64>>,
 ) -> anyhow::Result<String> {
     let (cores, model) = processes::machine();
     // The embedded SQLite's work is the admins'; an external server's processes are not ours.
@@ -755,9 +812,18 @@ fn json_line(
         admin_cpu_s: rounded(cpu.admin_s, 2),
         executor_cpu_s: rounded(cpu.executor_s, 2),
         db_cpu_s: db_cpu_s.map(|seconds| rounded(seconds, 2)),
+        admin_cpu_us_per_fire: report::per_fire_us(Some(cpu.admin_s), figures.delivered),
+        executor_cpu_us_per_fire: report::per_fire_us(Some(cpu.executor_s), figures.delivered),
+        // SQLite's work is inside the admin's figure.
+        db_cpu_us_per_fire: match plan.backend {
+            Backend::Sqlite => None,
+            _ => report::per_fire_us(cpu.db_s, figures.delivered),
+        },
         admin_peak_rss_mb: rounded(peaks.admin_mb, 1),
         executor_peak_rss_mb: rounded(peaks.executor_mb, 1),
         db_rss_mb: db_rss_mb.map(|mb| rounded(mb, 1)),
+        outcomes,
+        liveness_locks: !plan.timing.no_liveness_locks,
         period_s: plan.shape.period_s,
         node_lease_ms: plan.timing.node_lease().as_millis(),
         failover: failover.map(|failover| failover_line(args, figures, failover)),
@@ -766,7 +832,17 @@ fn json_line(
         cores,
         cpu: model,
     };
+    eprintln!(
+        "CPU per delivered fire: admin {} µs, executor {} µs, database {} µs",
+        shown(line.admin_cpu_us_per_fire),
+        shown(line.executor_cpu_us_per_fire),
+        shown(line.db_cpu_us_per_fire)
+    );
     line.to_json()
+}
+
+fn shown(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_string(), |value| format!("{value:.1}"))
 }
 
 fn failover_line(args: &Args, figures: &Figures, failover: &FailoverFigures) -> FailoverLine {
@@ -841,7 +917,9 @@ mod tests {
         let f1 = plan(&args("--workload f1")).expect("plan");
         assert_eq!(f1.shape.fires_per_second(), 1000.0);
         assert_eq!((f1.admins, f1.executors), (3, 2));
-        assert_eq!(f1.timing.node_lease, Some(Duration::from_millis(2000)));
+        assert_eq!(f1.timing.node_lease, None, "F1 runs with the default lease");
+        let f2 = plan(&args("--workload f2")).expect("plan");
+        assert_eq!(f2.timing.node_lease, Some(Duration::from_millis(2000)));
         assert_eq!(f1.shape.cron(3), "1/2 * * * * ?");
         assert_eq!(f1.shape.phase(3), 1);
         let f3 = plan(&args("--workload f3")).expect("plan");

@@ -2,6 +2,8 @@
 //! the line's order. Measured floats are rounded to the decimals the figures deserve; what was
 //! not measured is `null`; the failover fields appear only for the F workloads.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::metrics::Figures;
@@ -22,9 +24,19 @@ pub struct ResultLine {
     pub admin_cpu_s: f64,
     pub executor_cpu_s: f64,
     pub db_cpu_s: Option<f64>,
+    /// CPU µs per fire delivered in the window (`null` when none was, or the database's
+    /// processes are not the harness's to measure).
+    pub admin_cpu_us_per_fire: Option<f64>,
+    pub executor_cpu_us_per_fire: Option<f64>,
+    pub db_cpu_us_per_fire: Option<f64>,
     pub admin_peak_rss_mb: f64,
     pub executor_peak_rss_mb: f64,
     pub db_rss_mb: Option<f64>,
+    /// What became of the window's fires by their log rows (`Outcomes`), `null` when the rows
+    /// could not be read.
+    pub outcomes: Option<BTreeMap<String, i64>>,
+    /// Whether the admins ran with their liveness locks (`liveness_locks`).
+    pub liveness_locks: bool,
     pub period_s: i64,
     pub node_lease_ms: u128,
     #[serde(flatten)]
@@ -73,6 +85,35 @@ impl ResultLine {
     }
 }
 
+/// CPU µs per delivered fire, `None` without a fire or a measurement.
+pub fn per_fire_us(cpu_s: Option<f64>, delivered: u64) -> Option<f64> {
+    let cpu_s = cpu_s?;
+    (delivered > 0).then(|| rounded(cpu_s * 1e6 / delivered as f64, 1))
+}
+
+/// The window's fires by what their log rows say: one count per final status, with the
+/// reason class where there is one (`skipped_misfire`, `skipped_overloaded`,
+/// `failed_overloaded`), and `no_row` for the grid points with no first-attempt row of their
+/// own (never written: lost before planning, or covered by a scan's misfire row that stands for
+/// several seconds).
+pub fn outcomes(
+    counts: &[xjob_admin::store::OutcomeCount],
+    expected: u64,
+) -> BTreeMap<String, i64> {
+    let mut outcomes = BTreeMap::new();
+    let mut rows = 0;
+    for count in counts {
+        let mut key = count.status.to_ascii_lowercase();
+        if !count.reason.is_empty() {
+            key = format!("{key}_{}", count.reason);
+        }
+        *outcomes.entry(key).or_insert(0) += count.runs;
+        rows += count.runs;
+    }
+    outcomes.insert("no_row".to_string(), (expected as i64 - rows).max(0));
+    outcomes
+}
+
 /// `value` rounded to `decimals` places, so the line shows `12.3`, not `12.299999713`.
 pub fn rounded(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
@@ -106,9 +147,17 @@ mod tests {
             admin_cpu_s: rounded(1.234, 2),
             executor_cpu_s: 0.5,
             db_cpu_s: None,
+            admin_cpu_us_per_fire: Some(rounded(137.123, 1)),
+            executor_cpu_us_per_fire: None,
+            db_cpu_us_per_fire: None,
             admin_peak_rss_mb: 30.0,
             executor_peak_rss_mb: 20.0,
             db_rss_mb: None,
+            outcomes: Some(BTreeMap::from([
+                ("success".to_string(), 9),
+                ("no_row".to_string(), 1),
+            ])),
+            liveness_locks: true,
             period_s: 1,
             node_lease_ms: 2000,
             failover,
@@ -117,6 +166,30 @@ mod tests {
             cores: 2,
             cpu: "a \"quoted\" model".into(),
         }
+    }
+
+    #[test]
+    fn outcomes_are_keyed_by_status_and_reason_and_count_missing_rows() {
+        let count = |status: &str, reason: &str, runs| xjob_admin::store::OutcomeCount {
+            status: status.into(),
+            reason: reason.into(),
+            runs,
+        };
+        let counts = [
+            count("SUCCESS", "", 90),
+            count("SKIPPED", "misfire", 4),
+            count("SKIPPED", "overloaded", 3),
+            count("PENDING", "", 1),
+        ];
+        let outcomes = outcomes(&counts, 100);
+        assert_eq!(outcomes["success"], 90);
+        assert_eq!(outcomes["skipped_misfire"], 4);
+        assert_eq!(outcomes["skipped_overloaded"], 3);
+        assert_eq!(outcomes["pending"], 1);
+        assert_eq!(outcomes["no_row"], 2);
+        assert_eq!(per_fire_us(Some(0.5), 1000), Some(500.0));
+        assert_eq!(per_fire_us(Some(0.5), 0), None);
+        assert_eq!(per_fire_us(None, 10), None);
     }
 
     #[test]
@@ -137,6 +210,14 @@ mod tests {
         );
         assert!(json.contains("\"admin_cpu_s\":1.23,"), "{json}");
         assert!(json.contains("\"db_cpu_s\":null,"), "{json}");
+        assert!(
+            json.contains("\"admin_cpu_us_per_fire\":137.1,\"executor_cpu_us_per_fire\":null,"),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"outcomes\":{\"no_row\":1,\"success\":9},\"liveness_locks\":true,"),
+            "{json}"
+        );
         assert!(
             json.contains("\"node_lease_ms\":2000,\"version\":\"0.1.0\""),
             "{json}"

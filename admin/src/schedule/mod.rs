@@ -6,6 +6,7 @@
 //!   commit ─▶ each Fire gets its row's id ─▶ due now: Trigger::dispatch   later: Ring::push
 //! ring (200 ms before each second) ─▶ Ring::drain_due ─▶ Trigger::dispatch(Fires::Written)
 //! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs
+//! liveness (every 150 ms) ─▶ a peer's liveness lock seen held is free: adopt its PENDING rows
 //!   ─▶ Fire::from_run(row, job) ─▶ the ring, like the scan's own
 //!   (delayed ones, retries and child runs, are then dispatched by the follow-up when due)
 //! ```
@@ -13,6 +14,7 @@
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
 //! and `fire_key` is unique, so none runs twice.
 
+pub mod liveness;
 pub mod plan;
 pub mod ring;
 mod scan;

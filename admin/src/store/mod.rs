@@ -14,6 +14,7 @@ mod batch_json;
 #[cfg(test)]
 pub(crate) mod conformance;
 mod dialect;
+pub mod liveness;
 mod mysql;
 mod postgres;
 mod shared;
@@ -360,6 +361,8 @@ shared! {
     fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
     /// Extends a node's lease; false when another start took its epoch.
     fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> => schedule;
+    /// Other nodes whose lease holds at `now_ms`, with their epoch (the liveness watch's list).
+    fn live_peers(&self, node_id: &str, now_ms: i64) -> StoreResult<Vec<(String, i64)>> => schedule;
     /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
     fn run_schedule_round(
         &self,
@@ -400,6 +403,9 @@ shared! {
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over the PENDING runs of a node seen dead by its liveness lock (epochs up to
+    /// `dead_epoch`), before its lease lapses.
+    fn adopt_pending_of(&self, dead_node: &str, dead_epoch: i64, node_id: &str, epoch: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
     /// write that failed; only its single follow-up task claims, so none is in progress when it
     /// calls this) and those of dead nodes.
@@ -424,6 +430,9 @@ shared! {
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
     fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts> => report;
     /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
+    /// First attempts of a group's fires scheduled in `[from_ms, to_ms)`, counted by final status
+    /// and reason class (`overloaded`, `misfire`, or empty), for the benchmark harness.
+    fn run_outcomes(&self, group_id: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<OutcomeCount>> => report;
     fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>> => report;
     /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
     fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>> => report;
@@ -549,6 +558,15 @@ pub struct XxlJobImport {
     /// is replaced.
     pub replaces: Option<i64>,
     pub now_ms: i64,
+}
+
+/// Runs counted by status (`SUCCESS`, `FAILED`, `SKIPPED`, `LOST`, `PENDING`, `RUNNING` as
+/// stored) and the class of their trigger message (`overloaded`, `misfire`, or empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeCount {
+    pub status: String,
+    pub reason: String,
+    pub runs: i64,
 }
 
 /// One day's run counts in the report table (`xjob_log_report`).

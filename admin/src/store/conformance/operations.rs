@@ -346,3 +346,46 @@ async fn every_admin_sees_the_live_registry_rows_of_all_admins() {
         store.close().await;
     }
 }
+
+/// The benchmark's outcome counts: first attempts of shard 0 in the window, by status and the
+/// class of their message; retries, other shards, other groups and other seconds left out.
+#[tokio::test]
+async fn run_outcomes_count_first_attempts_by_status_and_reason() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let with = |at: i64, status: RunStatus, message: &str| NewRun {
+            status,
+            trigger_msg: message.to_string(),
+            ..fire(&job, at, "n1", 1)
+        };
+        insert(&store, with(1_000, RunStatus::Success, "")).await;
+        insert(&store, with(2_000, RunStatus::Success, "")).await;
+        insert(&store, with(3_000, RunStatus::Skipped, "misfire: late")).await;
+        insert(&store, with(4_000, RunStatus::Skipped, "overloaded: full")).await;
+        insert(&store, with(5_000, RunStatus::Pending, "")).await;
+        let retry = NewRun {
+            attempt: 1,
+            fire_key: Some(NewRun::fire_key(job.id, 1_000, 0, 1)),
+            ..with(1_000, RunStatus::Failed, "")
+        };
+        insert(&store, retry).await;
+        insert(&store, with(9_000, RunStatus::Failed, "")).await;
+        let counts = store
+            .run_outcomes(job.group_id, 1_000, 9_000)
+            .await
+            .expect("counts");
+        let found: Vec<(String, String, i64)> = counts
+            .into_iter()
+            .map(|count| (count.status, count.reason, count.runs))
+            .collect();
+        let expected = [
+            ("PENDING", "", 1),
+            ("SKIPPED", "misfire", 1),
+            ("SKIPPED", "overloaded", 1),
+            ("SUCCESS", "", 2),
+        ]
+        .map(|(status, reason, runs)| (status.to_string(), reason.to_string(), runs));
+        assert_eq!(found, expected, "{backend}");
+        store.close().await;
+    }
+}

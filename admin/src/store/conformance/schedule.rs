@@ -447,3 +447,65 @@ async fn skipping_touches_only_pending_runs_and_planned_fires() {
         store.close().await;
     }
 }
+
+/// A node's liveness lock: one holder at a time, seen by another admin while held, free once
+/// its holder is gone (here: the lock dropped, as when the process dies); then that admin takes
+/// over the node's PENDING fires of the epochs it saw, not those of a later epoch, and a claim
+/// by the node it judged dead finds nothing.
+#[tokio::test]
+async fn a_liveness_lock_shows_while_held_and_frees_with_its_holder() {
+    for (backend, url, _dir) in super::fresh_databases().await {
+        let store = Store::connect(&url).await.expect("store");
+        let other = Store::connect(&url).await.expect("a second admin's store");
+        let mut lock = store
+            .acquire_node_lock("n1")
+            .await
+            .expect("lock")
+            .expect("a free lock is taken");
+        assert!(
+            other.acquire_node_lock("n1").await.expect("lock").is_none(),
+            "{backend}: one holder at a time"
+        );
+        let names = ["n1".to_string(), "n2".to_string()];
+        assert_eq!(
+            other.node_locks_held(&names).await.expect("check"),
+            [true, false],
+            "{backend}"
+        );
+        lock.confirm().await.expect("the session lives");
+        drop(lock);
+        // The server notices the closed connection on its own schedule (at once, in practice).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while other.node_locks_held(&names).await.expect("check") != [false, false] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{backend}: the lock of a closed session was never released"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let dead_epoch = store.register_node("n1", 0, 100_000).await.expect("node");
+        let old = insert(&store, fire(&job, 5_000, "n1", dead_epoch)).await;
+        let later = insert(&store, fire(&job, 6_000, "n1", dead_epoch + 1)).await;
+        let adopted = other
+            .adopt_pending_of("n1", dead_epoch, "n2", 1)
+            .await
+            .expect("adopt");
+        assert_eq!(
+            adopted.iter().map(|run| run.id).collect::<Vec<_>>(),
+            [old],
+            "{backend}: a later epoch's fires stay with it"
+        );
+        assert!(
+            store
+                .claim_runs(&[old, later], "n1", dead_epoch, 1_000)
+                .await
+                .expect("claim")
+                .is_empty(),
+            "{backend}: the adopted fire is fenced off"
+        );
+        other.close().await;
+        store.close().await;
+    }
+}

@@ -47,6 +47,8 @@ const IDLE_TRANSACTION_TIMEOUT_SECONDS: u32 = 10;
 #[derive(Clone)]
 pub struct MySqlStore {
     pool: MySqlPool,
+    /// For the liveness lock's own connection (`store::liveness`), which must not be pooled.
+    pub(in crate::store) options: MySqlConnectOptions,
 }
 
 impl MySqlStore {
@@ -59,14 +61,14 @@ impl MySqlStore {
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(|conn, _meta| Box::pin(prepare_session(conn)))
             .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
         sqlx::migrate!("migrations/mysql")
             .run(&pool)
             .await
             .map_err(StoreError::Migrate)?;
-        let store = MySqlStore { pool };
+        let store = MySqlStore { pool, options };
         store.check_lock_row().await?;
         Ok(store)
     }

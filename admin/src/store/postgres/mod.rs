@@ -36,6 +36,8 @@ const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// For the liveness lock's own connection (`store::liveness`), which must not be pooled.
+    pub(in crate::store) options: PgConnectOptions,
 }
 
 impl PgStore {
@@ -52,14 +54,14 @@ impl PgStore {
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
         sqlx::migrate!("migrations/postgres")
             .run(&pool)
             .await
             .map_err(StoreError::Migrate)?;
-        let store = PgStore { pool };
+        let store = PgStore { pool, options };
         store.check_lock_row().await?;
         Ok(store)
     }

@@ -125,6 +125,44 @@ pub async fn adopt_orphan_runs<DB: Dialect>(
     adopt(db, "status = 'PENDING'", node_id, epoch, "<", now_ms).await
 }
 
+/// Takes over the PENDING runs of `dead_node` written by its epochs up to `dead_epoch`: a node
+/// whose liveness lock (`store::liveness`) was seen held in that epoch and is free now, so its
+/// process is gone although its lease has not lapsed yet. Fenced like every adoption (a fire
+/// claimed meanwhile is no longer PENDING; one being claimed right now is left to its claimer by
+/// `SKIP LOCKED`), so a live node judged dead by mistake (its lock connection dropped) only
+/// loses those fires to this node: none is lost, none runs twice. A later epoch of the node
+/// (it restarted) keeps its own rows.
+pub async fn adopt_pending_of<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    dead_node: &'q str,
+    dead_epoch: i64,
+    node_id: &'q str,
+    epoch: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.write().await?;
+    let set = |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("owner_node = ");
+        sql.bind_mut(node_id);
+        sql.push_mut(", epoch = ");
+        sql.bind_mut(epoch);
+    };
+    let filter = |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("status = 'PENDING' AND owner_node = ");
+        sql.bind_mut(dead_node);
+        sql.push_mut(" AND epoch <= ");
+        sql.bind_mut(dead_epoch);
+    };
+    let (_, rows) = update_logs::<DB>(
+        &mut conn,
+        &set,
+        &filter,
+        Lock::SkipLocked,
+        Some(LOG_COLUMNS),
+    )
+    .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
 /// Takes over follow-up claims left unfinished: this node's own (any epoch up to the current
 /// one) and those of dead nodes.
 pub async fn adopt_stale_followups<DB: Dialect>(

@@ -7,10 +7,43 @@
 
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
-use crate::store::{DayCounts, LogCleanup, StoreResult};
+use crate::store::{DayCounts, LogCleanup, OutcomeCount, StoreResult};
 
 /// Status filter every deletion carries: a run still pending or running is never deleted.
 const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING')";
+
+/// How the first attempts (shard 0) of a group's fires scheduled in `[from_ms, to_ms)` ended,
+/// counted by status and reason class (for benchmarks: what became of every planned fire).
+pub async fn run_outcomes<DB: Dialect>(
+    db: Pools<'_, DB>,
+    group_id: i64,
+    from_ms: i64,
+    to_ms: i64,
+) -> StoreResult<Vec<OutcomeCount>> {
+    let rows = Sql::<DB>::new(
+        "SELECT status, CASE WHEN trigger_msg LIKE 'overloaded%' THEN 'overloaded' \
+           WHEN trigger_msg LIKE 'misfire%' THEN 'misfire' ELSE '' END AS reason, \
+           COUNT(*) AS runs FROM xjob_log WHERE group_id = ",
+    )
+    .bind(group_id)
+    .push(" AND scheduled_at_ms >= ")
+    .bind(from_ms)
+    .push(" AND scheduled_at_ms < ")
+    .bind(to_ms)
+    .push(" AND attempt = 0 AND shard_index = 0 GROUP BY status, reason ORDER BY status, reason")
+    .fetch_all(&mut *db.read().await?)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let cols = Cols::<DB>(row);
+            Ok(OutcomeCount {
+                status: cols.get("status")?,
+                reason: cols.get("reason")?,
+                runs: cols.get("runs")?,
+            })
+        })
+        .collect()
+}
 
 pub async fn refresh_log_report<DB: Dialect>(
     db: Pools<'_, DB>,

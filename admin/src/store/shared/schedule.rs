@@ -71,6 +71,27 @@ pub async fn renew_node<DB: Dialect>(
     Ok(renewed == 1)
 }
 
+/// The other nodes whose lease has not lapsed at `now_ms`, with their current epoch: those
+/// whose liveness lock the watch checks (a lapsed one is adopted by the recovery sweep anyway).
+pub async fn live_peers<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node_id: &str,
+    now_ms: i64,
+) -> StoreResult<Vec<(String, i64)>> {
+    let rows = Sql::<DB>::new("SELECT node_id, epoch FROM xjob_node WHERE node_id <> ")
+        .bind(node_id)
+        .push(" AND lease_until_ms >= ")
+        .bind(now_ms)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let cols = crate::store::sql::Cols::<DB>(row);
+            Ok((cols.get::<String>("node_id")?, cols.get::<i64>("epoch")?))
+        })
+        .collect()
+}
+
 /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
 pub async fn run_schedule_round<DB: Dialect>(
     db: Pools<'_, DB>,

@@ -38,6 +38,9 @@ pub struct SqliteStore {
     reader: SqlitePool,
     /// API writes first on the one writer connection.
     gate: std::sync::Arc<super::writer_gate::WriterGate>,
+    /// The database file, whose per-node lock files sit next to it (`store::liveness`); None
+    /// for an in-memory database, which no other admin can share.
+    pub(in crate::store) file: Option<std::path::PathBuf>,
 }
 
 /// Read connections per admin: the API, the registry refresh and the trigger path read at once.
@@ -68,6 +71,7 @@ impl SqliteStore {
             .run(&writer)
             .await
             .map_err(StoreError::Migrate)?;
+        let file = database_file(&options);
         let reader = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .min_connections(1)
@@ -79,6 +83,7 @@ impl SqliteStore {
             writer,
             reader,
             gate: Default::default(),
+            file,
         };
         store.check_lock_row().await?;
         Ok(store)
@@ -157,6 +162,14 @@ impl SqliteStore {
             )),
         }
     }
+}
+
+/// The file behind `options`, None for an in-memory database.
+fn database_file(options: &SqliteConnectOptions) -> Option<std::path::PathBuf> {
+    let path = options.get_filename();
+    let text = path.to_string_lossy();
+    (!text.is_empty() && !text.contains(":memory:") && !text.starts_with("file:"))
+        .then(|| path.to_path_buf())
 }
 
 /// Maps a driver error to the store's error: unique violations become `Conflict`.

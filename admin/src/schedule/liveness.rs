@@ -1,0 +1,214 @@
+//! Takeover within a fraction of a second: each admin holds its node's liveness lock
+//! (`store::liveness`) for its whole life and watches the other nodes' locks several times a
+//! second; a node whose lock it saw held and now finds free has died (its database session or
+//! its lock file closed with its process), so its PENDING fires are adopted at once instead of
+//! after its lease lapses.
+//!
+//! What this does not change, and why it stays safe:
+//! - The adoption is the fenced one of the recovery sweep (`Store::adopt_pending_of`): a
+//!   PENDING fire is claimed only by its current `(node, epoch)`, so even a node judged dead by
+//!   mistake (alive, but its lock connection dropped: a database restart, a network cut) only
+//!   loses the right to dispatch those fires; none is lost and none runs twice.
+//! - Runs a dead admin claimed but had not sent yet, and its follow-up claims, still wait for
+//!   its lease: taking those over is safe only once the owner can no longer send them, which
+//!   only the lease guarantees (the owner checks its own lease before each send; a lost lock
+//!   connection does not stop a live owner from sending).
+//! - A stalled admin (`SIGSTOP`, a frozen VM) keeps its session and so its lock: the lease
+//!   remains the guard against it, as before.
+//! - A node whose lock was never seen held in its current epoch (an older admin that takes no
+//!   lock, or one that could not take it) is judged by its lease alone.
+//!
+//! This admin's own lock: confirmed by a round trip every period; if its connection is gone
+//! the lock is gone with it, so it is dropped and taken again (at most once a second) on a new
+//! connection. Meanwhile others may adopt this node's PENDING fires, which is safe as said
+//! above; its lease and everything else carry on unchanged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Scheduler, recover_runs};
+use crate::store::Store;
+use crate::store::liveness::NodeLock;
+
+/// How often the other nodes' locks are checked (and this node's confirmed): a dead admin's
+/// fires are adopted within about this much after its death, which costs two small queries
+/// per period.
+pub const WATCH_PERIOD: Duration = Duration::from_millis(150);
+/// A round trip on the lock connection slower than this counts as a lost connection.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often a lost own lock is taken again.
+const REACQUIRE_EVERY: Duration = Duration::from_secs(1);
+/// How long a start waits for its lock (another admin may be checking it at that instant, or
+/// the previous process of this node id is still exiting).
+const ACQUIRE_AT_START: Duration = Duration::from_secs(2);
+
+/// Takes this node's lock at start, before its epoch is registered, so the lock covers the
+/// whole epoch. Without it (a process with the same node id still runs, the database refused)
+/// the admin runs anyway, judged by its lease alone, and the watch keeps trying.
+pub async fn acquire_at_start(store: &Store, node_id: &str) -> Option<NodeLock> {
+    let deadline = Instant::now() + ACQUIRE_AT_START;
+    loop {
+        match store.acquire_node_lock(node_id).await {
+            Ok(Some(lock)) => return Some(lock),
+            Ok(None) if Instant::now() < deadline => {}
+            Ok(None) => {
+                tracing::warn!(
+                    node = node_id,
+                    "the node's liveness lock is held by another \
+                    process (is an admin with the same node id running?); other admins will \
+                    judge this one by its lease"
+                );
+                return None;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "taking the node's liveness lock failed; retrying later");
+                return None;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The watch loop: keeps this node's lock and adopts the PENDING fires of nodes found dead.
+pub async fn run_liveness(
+    scheduler: Arc<Scheduler>,
+    mut own: Option<NodeLock>,
+    cancel: CancellationToken,
+) {
+    let mut seen = SeenHeld::default();
+    let mut next_acquire = Instant::now();
+    loop {
+        own = keep_own_lock(&scheduler, own, &mut next_acquire).await;
+        if let Err(error) = watch_peers(&scheduler, &mut seen).await {
+            tracing::debug!(%error, "checking the other admins' liveness locks failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(WATCH_PERIOD) => {}
+        }
+    }
+}
+
+/// Confirms the held lock, or takes it again once it was lost (rate-limited).
+async fn keep_own_lock(
+    scheduler: &Scheduler,
+    own: Option<NodeLock>,
+    next_acquire: &mut Instant,
+) -> Option<NodeLock> {
+    if let Some(mut lock) = own {
+        match tokio::time::timeout(CONFIRM_TIMEOUT, lock.confirm()).await {
+            Ok(Ok(())) => return Some(lock),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the node's liveness lock connection is gone; other \
+                    admins may take over this node's planned fires until it is taken again");
+            }
+            Err(_) => tracing::warn!("the node's liveness lock connection stopped answering"),
+        }
+        // Dropping it closes the connection (and with it any lock the server still holds).
+        drop(lock);
+    }
+    if Instant::now() < *next_acquire {
+        return None;
+    }
+    *next_acquire = Instant::now() + REACQUIRE_EVERY;
+    match scheduler
+        .store
+        .acquire_node_lock(&scheduler.node.node_id)
+        .await
+    {
+        Ok(Some(lock)) => {
+            tracing::info!("the node's liveness lock is held again");
+            Some(lock)
+        }
+        Ok(None) => None,
+        Err(error) => {
+            tracing::debug!(%error, "taking the node's liveness lock failed");
+            None
+        }
+    }
+}
+
+/// Per node, the epoch in which its lock was seen held: only for that epoch does a free lock
+/// say the node died.
+#[derive(Debug, Default)]
+struct SeenHeld(HashMap<String, i64>);
+
+impl SeenHeld {
+    /// Records what one check found for a live-leased node at `epoch`; true when the node is
+    /// dead (its lock, seen held in this epoch, is free now).
+    fn observe(&mut self, node: &str, epoch: i64, held: bool) -> bool {
+        if held {
+            self.0.insert(node.to_string(), epoch);
+            return false;
+        }
+        self.0.get(node) == Some(&epoch)
+    }
+
+    /// Forgets nodes no longer listed (their lease lapsed: the recovery sweep has them).
+    fn keep_only(&mut self, listed: &[(String, i64)]) {
+        self.0
+            .retain(|node, _| listed.iter().any(|(listed, _)| listed == node));
+    }
+}
+
+/// One check of every other live-leased node's lock; adopts the PENDING fires of those found
+/// dead and hands them to the recovery path (ring, misfire rules) like the lease sweep does.
+async fn watch_peers(
+    scheduler: &Arc<Scheduler>,
+    seen: &mut SeenHeld,
+) -> crate::store::StoreResult<()> {
+    let store = &scheduler.store;
+    let node = &scheduler.node;
+    let peers = store
+        .live_peers(&node.node_id, scheduler.clock.now_ms())
+        .await?;
+    seen.keep_only(&peers);
+    if peers.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = peers.iter().map(|(name, _)| name.clone()).collect();
+    let held = store.node_locks_held(&names).await?;
+    for ((peer, epoch), held) in peers.iter().zip(held) {
+        if !seen.observe(peer, *epoch, held) {
+            continue;
+        }
+        let runs = store
+            .adopt_pending_of(peer, *epoch, &node.node_id, node.epoch)
+            .await?;
+        if !runs.is_empty() {
+            tracing::info!(dead = %peer, epoch, fires = runs.len(),
+                "took over the planned fires of an admin whose liveness lock was released");
+            recover_runs(scheduler, runs).await;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_free_lock_means_death_only_after_it_was_seen_held_in_the_same_epoch() {
+        let mut seen = SeenHeld::default();
+        assert!(
+            !seen.observe("a", 1, false),
+            "never seen held: the lease decides"
+        );
+        assert!(!seen.observe("a", 1, true));
+        assert!(seen.observe("a", 1, false), "held, then free: dead");
+        assert!(
+            !seen.observe("a", 2, false),
+            "a new epoch not seen held yet"
+        );
+        assert!(!seen.observe("a", 2, true));
+        seen.keep_only(&[("b".to_string(), 1)]);
+        assert!(
+            !seen.observe("a", 2, false),
+            "forgotten once its lease lapsed"
+        );
+    }
+}
