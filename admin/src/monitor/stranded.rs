@@ -22,7 +22,7 @@ use std::time::Duration;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::{Fire, Job, JobId, MisfireStrategy, RunLog};
-use crate::schedule::misfires;
+use crate::schedule::adopted_too_late;
 use crate::trigger::Fires;
 
 /// The reason recorded on a stranded run too late for its DO_NOTHING job.
@@ -50,14 +50,7 @@ pub fn fate_of(
     let Some(strategy) = strategy else {
         return Fate::SkipJobless;
     };
-    let late = misfires(
-        run.trigger_type,
-        run.attempt,
-        run.scheduled_at_ms,
-        now_ms,
-        threshold_ms,
-    );
-    if late && strategy == MisfireStrategy::DoNothing {
+    if adopted_too_late(run, strategy, now_ms, threshold_ms) {
         Fate::SkipLate
     } else {
         Fate::Send

@@ -275,18 +275,30 @@ fn recovery_of(
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    let misfired = misfires(
-        run.trigger_type,
-        run.attempt,
-        run.scheduled_at_ms,
-        now_ms,
-        threshold_ms,
-    );
-    if misfired && strategy == MisfireStrategy::DoNothing {
+    if adopted_too_late(run, strategy, now_ms, threshold_ms) {
         Recovery::Skip
     } else {
         Recovery::Dispatch
     }
+}
+
+/// Whether a run this admin adopted from a dead one (a PENDING fire, or a stranded RUNNING
+/// one: `monitor::stranded`) is to be skipped: a misfire of a DO_NOTHING job. Every other
+/// strategy still runs a late fire once.
+pub fn adopted_too_late(
+    run: &RunLog,
+    strategy: MisfireStrategy,
+    now_ms: i64,
+    threshold_ms: i64,
+) -> bool {
+    strategy == MisfireStrategy::DoNothing
+        && misfires(
+            run.trigger_type,
+            run.attempt,
+            run.scheduled_at_ms,
+            now_ms,
+            threshold_ms,
+        )
 }
 
 /// Whether a fire found at `now_ms` is a misfire: only schedule-made fires can misfire (a manual
