@@ -7,15 +7,10 @@
 //! by [`serve`] on `metrics_listen` (docs/observability.md lists every metric).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::{Request, Response, StatusCode, body::Incoming, header};
-use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -339,48 +334,7 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, crate::Error> {
 
 /// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.
 pub async fn serve(listener: TcpListener, cancel: CancellationToken) {
-    loop {
-        let stream = tokio::select! {
-            _ = cancel.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    // Out of file descriptors and the like: try again shortly.
-                    tracing::warn!(%error, "metrics listener accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), hyper::service::service_fn(answer));
-            tokio::select! {
-                _ = connection => {}
-                _ = cancel.cancelled() => {}
-            }
-        });
-    }
-}
-
-async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let response = if request.uri().path() == "/metrics" {
-        Response::builder()
-            .header(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )
-            .body(Full::new(Bytes::from(render())))
-    } else {
-        Response::builder()
-            .status(StatusCode::NOT_FOUND)
-            .body(Full::new(Bytes::from_static(
-                b"only /metrics is served here\n",
-            )))
-    };
-    // The builder only fails on invalid header values, and these are constants.
-    Ok(response.unwrap_or_default())
+    xjob_metrics_http::serve(listener, cancel, render).await;
 }
 
 #[cfg(test)]

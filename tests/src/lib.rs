@@ -8,7 +8,7 @@ pub use harness::alarm::{CountingAlarm, Raised};
 pub use harness::certs::TestCa;
 pub use harness::cluster::{TestCluster, TestClusterBuilder};
 pub use harness::handlers::{
-    HandlerFuture, RunSpan, RunSpans, ok_handler, sleeping_handler, spans_of,
+    HandlerFuture, RunSpan, RunSpans, held_handler, ok_handler, sleeping_handler, spans_of,
 };
 pub use xjob_testkit::wait_until;
 

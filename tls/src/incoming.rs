@@ -6,7 +6,9 @@
 //! its own task with a deadline and a bound on handshakes in flight: a client that connects and
 //! sends nothing costs one task until the deadline, never a stalled accept loop.
 
+use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,42 +48,19 @@ pub fn plain_incoming(
     listener: TcpListener,
     options: ListenOptions,
 ) -> impl Stream<Item = io::Result<TcpStream>> + Send + 'static {
-    let (tx, rx) = mpsc::channel(16);
-    let slots = Arc::new(Semaphore::new(options.max_handshakes.max(1)));
-    tokio::spawn(async move {
-        loop {
-            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                return;
-            };
-            let accepted = tokio::select! {
-                _ = tx.closed() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    accept_failed(error).await;
-                    continue;
-                }
-            };
-            configure(&stream, &options);
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut first = [0u8; 1];
-                let spoke =
-                    tokio::time::timeout(options.handshake_timeout, stream.peek(&mut first)).await;
-                drop(slot);
-                match spoke {
-                    Ok(Ok(read)) if read > 0 => {
-                        let _ = tx.send(Ok(stream)).await;
-                    }
-                    Ok(_) => {}
-                    Err(_) => tracing::debug!(%peer, "connection sent nothing; closed"),
-                }
-            });
+    let first_bytes = |stream: TcpStream, _peer| async move {
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first).await {
+            Ok(read) if read > 0 => Some(stream),
+            _ => None,
         }
-    });
-    ReceiverStream::new(rx)
+    };
+    accept_loop(
+        listener,
+        options,
+        "connection sent nothing; closed",
+        first_bytes,
+    )
 }
 
 /// TLS connections from `listener`, each handshaken with the config current at its accept.
@@ -90,6 +69,40 @@ pub fn tls_incoming(
     tls: Arc<ServerTls>,
     options: ListenOptions,
 ) -> impl Stream<Item = io::Result<TlsStream<TcpStream>>> + Send + 'static {
+    let handshake = move |stream: TcpStream, peer: SocketAddr| {
+        // Taken here, at accept, not when the handshake task first runs.
+        let acceptor = tls.acceptor();
+        async move {
+            match acceptor.accept(stream).await {
+                Ok(stream) => Some(stream),
+                Err(error) => {
+                    // A plaintext client, a wrong certificate, a port scan: the peer's
+                    // problem, logged at debug so a scan does not flood the log.
+                    tracing::debug!(%peer, %error, "tls handshake failed");
+                    None
+                }
+            }
+        }
+    };
+    accept_loop(listener, options, "tls handshake timed out", handshake)
+}
+
+/// The loop both listeners share: accepts while a handshake slot is free, applies the socket
+/// options, and runs `admit` (which turns a socket into the connection tonic gets, or `None`
+/// when it turned the peer away) in its own task within `handshake_timeout`. `admit` is called
+/// in the loop, so what it captures synchronously is as of the accept. Stops when tonic drops
+/// the stream.
+fn accept_loop<S, A, F>(
+    listener: TcpListener,
+    options: ListenOptions,
+    timed_out: &'static str,
+    admit: A,
+) -> ReceiverStream<io::Result<S>>
+where
+    S: Send + 'static,
+    A: Fn(TcpStream, SocketAddr) -> F + Send + 'static,
+    F: Future<Output = Option<S>> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(16);
     let slots = Arc::new(Semaphore::new(options.max_handshakes.max(1)));
     tokio::spawn(async move {
@@ -109,20 +122,17 @@ pub fn tls_incoming(
                 }
             };
             configure(&stream, &options);
-            let acceptor = tls.acceptor();
+            let admitting = admit(stream, peer);
             let tx = tx.clone();
             tokio::spawn(async move {
-                let handshake =
-                    tokio::time::timeout(options.handshake_timeout, acceptor.accept(stream)).await;
+                let admitted = tokio::time::timeout(options.handshake_timeout, admitting).await;
                 drop(slot);
-                match handshake {
-                    Ok(Ok(stream)) => {
-                        let _ = tx.send(Ok(stream)).await;
+                match admitted {
+                    Ok(Some(connection)) => {
+                        let _ = tx.send(Ok(connection)).await;
                     }
-                    // A plaintext client, a wrong certificate, a port scan: the peer's problem,
-                    // logged at debug so a scan does not flood the log.
-                    Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
-                    Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
+                    Ok(None) => {}
+                    Err(_) => tracing::debug!(%peer, "{timed_out}"),
                 }
             });
         }

@@ -177,14 +177,7 @@ impl Registry {
     /// Sorted, de-duplicated addresses of an app's live executors, this admin's sessions and
     /// the other admins' rows together (the route input).
     pub fn online_addresses(&self, app_name: &str) -> Vec<String> {
-        let mut addresses: Vec<String> = self
-            .list_with_peers_unsorted(|app| app == app_name)
-            .into_values()
-            .map(|executor| executor.address)
-            .collect();
-        addresses.sort();
-        addresses.dedup();
-        addresses
+        self.addresses_of_apps(|app| app == app_name)
     }
 
     /// The sessions this admin holds, of apps whose name contains `app_filter` (all when
@@ -246,8 +239,14 @@ impl Registry {
     }
 
     fn routable_addresses(&self) -> Vec<String> {
+        self.addresses_of_apps(|_| true)
+    }
+
+    /// Sorted, de-duplicated addresses of the live executors of the apps `app_matches` accepts
+    /// (an executor serving two apps is listed once).
+    fn addresses_of_apps(&self, app_matches: impl Fn(&str) -> bool) -> Vec<String> {
         let mut addresses: Vec<String> = self
-            .list_with_peers_unsorted(|_| true)
+            .list_with_peers_unsorted(app_matches)
             .into_values()
             .map(|executor| executor.address)
             .collect();

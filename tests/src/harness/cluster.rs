@@ -17,7 +17,7 @@ use xjob_executor::{Executor, ExecutorBuilder, RunningExecutor};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
-use xjob_testkit::wait_until;
+use super::client;
 
 /// A change applied to the admin configuration before start.
 type ConfigChange = Box<dyn FnOnce(&mut Config) + Send>;
@@ -163,21 +163,8 @@ impl TestCluster {
 
     /// Creates an AUTO group for `app_name`; returns its id.
     pub async fn create_group(&self, app_name: &str) -> anyhow::Result<i64> {
-        let group = pb::Group {
-            app_name: app_name.to_string(),
-            title: format!("{app_name} executors"),
-            address_type: pb::AddressType::Auto as i32,
-            ..Default::default()
-        };
-        let response = self
-            .client()
-            .create_group(pb::CreateGroupRequest { group: Some(group) })
-            .await?;
-        response
-            .into_inner()
-            .group
-            .map(|group| group.id)
-            .ok_or_else(|| anyhow::anyhow!("no group returned"))
+        let title = format!("{app_name} executors");
+        client::create_group(&self.client, app_name, &title).await
     }
 
     /// A valid BEAN job of `group_id` (stopped), ready to customise before `create_job`.
@@ -204,14 +191,7 @@ impl TestCluster {
 
     /// Creates a job; returns it as stored.
     pub async fn create_job(&self, job: pb::Job) -> anyhow::Result<pb::Job> {
-        let response = self
-            .client()
-            .create_job(pb::CreateJobRequest { job: Some(job) })
-            .await?;
-        response
-            .into_inner()
-            .job
-            .ok_or_else(|| anyhow::anyhow!("no job returned"))
+        client::create_job(&self.client, job).await
     }
 
     /// Starts a job; returns it with its first fire time.
@@ -226,21 +206,7 @@ impl TestCluster {
     /// Triggers a job once (`TriggerJob`), with `params` instead of the job's own when given;
     /// returns the first log id (a sharded job has one per shard: see `trigger_on`).
     pub async fn trigger(&self, job_id: i64, params: Option<&str>) -> anyhow::Result<i64> {
-        let request = pb::TriggerJobRequest {
-            id: job_id,
-            params: params.map(str::to_string),
-            addresses: vec![],
-        };
-        let log_ids = self
-            .client()
-            .trigger_job(request)
-            .await?
-            .into_inner()
-            .log_ids;
-        log_ids
-            .first()
-            .copied()
-            .ok_or_else(|| anyhow::anyhow!("TriggerJob returned no log id"))
+        client::trigger(&self.client, job_id, params).await
     }
 
     /// Triggers a job once on `addresses` (empty: the job's route); returns every log id.
@@ -298,21 +264,7 @@ impl TestCluster {
 
     /// Waits until a log is final (not PENDING/RUNNING); returns it.
     pub async fn wait_log_final(&self, log_id: i64, timeout: Duration) -> anyhow::Result<pb::Log> {
-        let client = self.client();
-        wait_until(timeout, &format!("log {log_id} to finish"), || {
-            let mut client = client.clone();
-            async move {
-                let log = client
-                    .get_log(pb::GetLogRequest { id: log_id })
-                    .await
-                    .ok()?
-                    .into_inner()
-                    .log?;
-                let running = [pb::RunStatus::Pending as i32, pb::RunStatus::Running as i32];
-                (!running.contains(&log.status)).then_some(log)
-            }
-        })
-        .await
+        client::wait_log_final(&self.client, log_id, timeout).await
     }
 
     /// Stops the admin gracefully and starts a new one on the same data dir and node id.

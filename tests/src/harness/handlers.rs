@@ -1,4 +1,5 @@
-//! Handlers several scenarios share: `ok_handler` succeeds at once; `sleeping_handler` sleeps as long as its params say and
+//! Handlers several scenarios share: `ok_handler` succeeds at once; `held_handler` holds its
+//! run until the test lets it go; `sleeping_handler` sleeps as long as its params say and
 //! records when each run started and finished, so a test can check order and overlap.
 
 use std::future::Future;
@@ -6,12 +7,26 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use xjob_admin::model::now_ms;
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 
 /// Succeeds at once with the message "done".
 pub async fn ok_handler(_ctx: JobContext) -> JobResult {
     Ok(JobOutput::message("done"))
+}
+
+/// Holds its run until `gate` gets a permit, then succeeds with the message "released".
+pub fn held_handler(
+    gate: Arc<Semaphore>,
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
+    move |_ctx: JobContext| {
+        let gate = Arc::clone(&gate);
+        Box::pin(async move {
+            let _permit = gate.acquire().await.map_err(|_| JobError::new("closed"))?;
+            Ok(JobOutput::message("released"))
+        })
+    }
 }
 
 /// One finished run of `sleeping_handler` (ordered by start).

@@ -11,10 +11,9 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
-use xjob_executor::{JobContext, JobError, JobOutput};
 use xjob_proto::pb;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::{HandlerFuture, TestCluster, ok_handler, wait_until};
+use xjob_tests::{TestCluster, held_handler, ok_handler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,16 +26,27 @@ async fn attacker_channel(cluster: &TestCluster) -> anyhow::Result<Channel> {
         .await?)
 }
 
-fn held_handler(
-    gate: Arc<Semaphore>,
-) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
-    move |_ctx: JobContext| {
-        let gate = Arc::clone(&gate);
-        Box::pin(async move {
-            let _permit = gate.acquire().await.map_err(|_| JobError::new("closed"))?;
-            Ok(JobOutput::message("released"))
+/// An admin listening on every interface (JobAdmin opened explicitly for the test: no users)
+/// with `executor_token` as its cluster-wide executor token (empty: none), and the loopback URL
+/// executors dial it on.
+async fn open_network_cluster(executor_token: &str) -> anyhow::Result<(TestCluster, String)> {
+    let executor_token = executor_token.to_string();
+    let cluster = TestCluster::builder()
+        .configure(move |config| {
+            config.listen = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+            config.insecure_open_admin_api = true;
+            config.executor_token = executor_token;
         })
-    }
+        .start()
+        .await?;
+    let port = cluster
+        .admin_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let loopback_admin = format!("http://127.0.0.1:{port}");
+    Ok((cluster, loopback_admin))
 }
 
 async fn executors_of(cluster: &TestCluster, app_name: &str) -> anyhow::Result<Vec<pb::Executor>> {
@@ -244,23 +254,8 @@ async fn a_group_token_changed_through_another_admin_closes_sessions_here() -> a
 
 #[tokio::test]
 async fn off_loopback_executors_of_groups_without_a_token_are_refused() -> anyhow::Result<()> {
-    // A listener on every interface (JobAdmin opened explicitly for the test: no users).
-    let mut cluster = TestCluster::builder()
-        .configure(|config| {
-            config.listen = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
-            config.insecure_open_admin_api = true;
-        })
-        .start()
-        .await?;
+    let (mut cluster, loopback_admin) = open_network_cluster("").await?;
     cluster.create_group("tokenless-app").await?;
-    // Executors dial the admin on loopback (it listens on every interface).
-    let port = cluster
-        .admin_url()
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let loopback_admin = format!("http://127.0.0.1:{port}");
     let rogue = cluster
         .executor("tokenless-app")
         .admin_addrs([loopback_admin.clone()])
@@ -298,22 +293,8 @@ async fn off_loopback_executors_of_groups_without_a_token_are_refused() -> anyho
 
 #[tokio::test]
 async fn a_cluster_executor_token_stands_in_for_groups_without_one() -> anyhow::Result<()> {
-    let mut cluster = TestCluster::builder()
-        .configure(|config| {
-            config.listen = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
-            config.insecure_open_admin_api = true;
-            config.executor_token = "cluster-secret".to_string();
-        })
-        .start()
-        .await?;
+    let (mut cluster, loopback_admin) = open_network_cluster("cluster-secret").await?;
     let group_id = cluster.create_group("clustered-app").await?;
-    let port = cluster
-        .admin_url()
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let loopback_admin = format!("http://127.0.0.1:{port}");
     let without = cluster
         .executor("clustered-app")
         .admin_addrs([loopback_admin.clone()])

@@ -10,29 +10,15 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
-use xjob_executor::{JobContext, JobError, JobOutput};
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::{HandlerFuture, TestCluster, ok_handler};
+use xjob_tests::{TestCluster, held_handler, ok_handler};
 
 const SECURED_APP: &str = "secured-app";
 const OPEN_APP: &str = "open-app";
 const TOKEN: &str = "s3cret-token";
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A handler that holds its run until the semaphore gets a permit.
-fn held_handler(
-    gate: Arc<Semaphore>,
-) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
-    move |_ctx: JobContext| {
-        let gate = Arc::clone(&gate);
-        Box::pin(async move {
-            let _permit = gate.acquire().await.map_err(|_| JobError::new("closed"))?;
-            Ok(JobOutput::message("released"))
-        })
-    }
-}
 
 async fn create_group(cluster: &TestCluster, app_name: &str, token: &str) -> anyhow::Result<i64> {
     let group = pb::Group {

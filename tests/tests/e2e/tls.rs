@@ -18,7 +18,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::{TestCa, TestCluster, ok_handler, wait_until};
+use xjob_tests::{TestCa, TestCluster, harness, ok_handler, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
 const APP: &str = "tls-app";
@@ -52,23 +52,6 @@ async fn list_groups(channel: Channel) -> Result<usize, tonic::Status> {
         .list_groups(pb::ListGroupsRequest::default())
         .await?;
     Ok(response.into_inner().groups.len())
-}
-
-async fn create_group(channel: Channel, app_name: &str) -> anyhow::Result<i64> {
-    let group = pb::Group {
-        app_name: app_name.to_string(),
-        title: app_name.to_string(),
-        address_type: pb::AddressType::Auto as i32,
-        ..Default::default()
-    };
-    let response = JobAdminClient::new(channel)
-        .create_group(pb::CreateGroupRequest { group: Some(group) })
-        .await?;
-    response
-        .into_inner()
-        .group
-        .map(|group| group.id)
-        .ok_or_else(|| anyhow::anyhow!("no group"))
 }
 
 fn executor(admin: &RunningAdmin, dir: &Path, name: &str) -> ExecutorBuilder {
@@ -133,7 +116,8 @@ async fn mtls_executor_runs_a_job_and_executors_without_a_valid_certificate_are_
     .await?;
     // API clients need no certificate in "executors" mode.
     let api = tls_channel(&admin.url(), &ca.ca_path(), None)?;
-    let group_id = create_group(api.clone(), APP).await?;
+    let client = JobAdminClient::new(api.clone());
+    let group_id = harness::client::create_group(&client, APP, APP).await?;
 
     let good = executor(&admin, dir.path(), "good")
         .tls(&exec_cert, &exec_key)
@@ -146,38 +130,10 @@ async fn mtls_executor_runs_a_job_and_executors_without_a_valid_certificate_are_
 
     // A job fires and completes: admin -> executor and executor -> admin, both over mTLS.
     let job = TestCluster::job(group_id, "ok", pb::ScheduleType::None, "");
-    let mut client = JobAdminClient::new(api.clone());
-    let job_id = client
-        .create_job(pb::CreateJobRequest { job: Some(job) })
-        .await?
-        .into_inner()
-        .job
-        .map(|job| job.id)
-        .ok_or_else(|| anyhow::anyhow!("no job"))?;
-    let log_ids = client
-        .trigger_job(pb::TriggerJobRequest {
-            id: job_id,
-            params: None,
-            addresses: vec![],
-        })
-        .await?
-        .into_inner()
-        .log_ids;
-    let log_id = *log_ids.first().ok_or_else(|| anyhow::anyhow!("no log"))?;
-    let log = wait_until(WAIT, "the mTLS run to succeed", || {
-        let mut client = client.clone();
-        async move {
-            let log = client
-                .get_log(pb::GetLogRequest { id: log_id })
-                .await
-                .ok()?
-                .into_inner()
-                .log?;
-            (log.status == pb::RunStatus::Success as i32).then_some(log)
-        }
-    })
-    .await?;
-    assert_eq!(log.status, pb::RunStatus::Success as i32);
+    let job_id = harness::client::create_job(&client, job).await?.id;
+    let log_id = harness::client::trigger(&client, job_id, None).await?;
+    let log = harness::client::wait_log_final(&client, log_id, WAIT).await?;
+    assert_eq!(log.status, pb::RunStatus::Success as i32, "{log:?}");
 
     // An executor whose certificate another CA signed, and one with none: never registered.
     let rogue = executor(&admin, dir.path(), "rogue")
