@@ -176,6 +176,16 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
     pub alarm: crate::monitor::AlarmConfig,
+
+    // ---- XXL-JOB executors (docs/xxl-job-compat.md)
+    /// Address serving XXL-JOB's executor-facing API (`api/registry`, `api/registryRemove`,
+    /// `api/callback`, plain HTTP/1.1) so unmodified `xxl-job-core` executors can register;
+    /// unset = off (`--xxl-job-compat-listen`, `XJOB_XXL_JOB_COMPAT_LISTEN`).
+    pub xxl_job_compat_listen: Option<SocketAddr>,
+    /// An XXL-JOB executor without a registry call for this long leaves routing (XXL-JOB: 90 s,
+    /// three missed 30 s registry calls) (`XJOB_XXL_JOB_COMPAT_LEASE`).
+    #[serde(with = "duration_text")]
+    pub xxl_job_compat_lease: Duration,
 }
 
 /// Which callers must present a client certificate (`tls_client_auth`).
@@ -258,6 +268,8 @@ impl Default for Config {
             otlp_endpoint: String::new(),
             metrics_listen: None,
             alarm: crate::monitor::AlarmConfig::default(),
+            xxl_job_compat_listen: None,
+            xxl_job_compat_lease: Duration::from_secs(90),
         }
     }
 }
@@ -341,6 +353,17 @@ impl Config {
             } else {
                 Some(parse_field("metrics_listen", &value)?)
             };
+        }
+        if let Some(value) = lookup("XJOB_XXL_JOB_COMPAT_LISTEN") {
+            self.xxl_job_compat_listen = if value.is_empty() {
+                None
+            } else {
+                Some(parse_field("xxl_job_compat_listen", &value)?)
+            };
+        }
+        if let Some(value) = lookup("XJOB_XXL_JOB_COMPAT_LEASE") {
+            self.xxl_job_compat_lease = parse_duration(&value)
+                .map_err(|message| invalid("xxl_job_compat_lease", message))?;
         }
         self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {

@@ -40,7 +40,7 @@ use crate::context::AdminContext;
 use crate::error::Error;
 use crate::executor::RunLogChunk;
 use crate::health::Loop;
-use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, RunLog};
+use crate::model::{AddressType, ExecutorInfo, ExecutorProtocol, GroupId, LogId, RunLog};
 
 /// Most RUNNING runs examined per check.
 const MAX_RUNS_PER_CHECK: i64 = 10_000;
@@ -208,6 +208,15 @@ impl LostJudge {
             .collect();
         if !holders.is_empty() {
             self.absent_since.remove(&run.id);
+            // An XXL-JOB executor does not list its runs: while it keeps registering, its
+            // runs are its own; once its registration expires, the absence rule below applies.
+            if holders
+                .iter()
+                .all(|session| session.protocol == ExecutorProtocol::XxlJobHttp)
+            {
+                self.missing_since.remove(&run.id);
+                return None;
+            }
             return self.judge_by_heartbeats(run, &holders, judge_from, params);
         }
         self.missing_since.remove(&run.id);
@@ -557,6 +566,7 @@ mod tests {
             last_heartbeat_ms: heartbeat_ms,
             admin_node: "n".into(),
             running_log_ids: running.to_vec(),
+            protocol: Default::default(),
         }
     }
 

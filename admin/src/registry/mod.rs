@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
 use crate::config::Config;
-use crate::model::{ExecutorInfo, NodeIdentity, SharedClock};
+use crate::model::{ExecutorInfo, ExecutorProtocol, NodeIdentity, SharedClock};
 use crate::store::Store;
 
 /// What the registry's tasks (executor sessions, the refresh of the other admins' rows) work
@@ -140,14 +140,20 @@ impl Registry {
         false
     }
 
-    /// Removes sessions whose last heartbeat is older than `lease_ms`; returns them.
-    pub fn expire(&self, now_ms: i64, lease_ms: i64) -> Vec<ExecutorInfo> {
+    /// Removes sessions whose last heartbeat is older than their lease (`lease_ms`, or
+    /// `xxl_lease_ms` for XXL-JOB executors, whose heartbeats are registry calls every 30 s);
+    /// returns them.
+    pub fn expire(&self, now_ms: i64, lease_ms: i64, xxl_lease_ms: i64) -> Vec<ExecutorInfo> {
         let mut expired = Vec::new();
         let mut executors = self.write();
+        let lease_of = |entry: &ExecutorInfo| match entry.protocol {
+            ExecutorProtocol::Grpc => lease_ms,
+            ExecutorProtocol::XxlJobHttp => xxl_lease_ms,
+        };
         for entries in executors.values_mut() {
             let (dead, alive): (Vec<_>, Vec<_>) = entries
                 .drain(..)
-                .partition(|entry| now_ms - entry.last_heartbeat_ms > lease_ms);
+                .partition(|entry| now_ms - entry.last_heartbeat_ms > lease_of(entry));
             *entries = alive;
             expired.extend(dead);
         }
@@ -156,6 +162,20 @@ impl Registry {
             self.publish_removal(&executor.address);
         }
         expired
+    }
+
+    /// The XXL-JOB executor this admin holds at `address` (trailing `/` ignored), if any:
+    /// the executor client sends its calls over XXL-JOB's HTTP API instead of gRPC.
+    pub fn xxl_executor(&self, address: &str) -> Option<ExecutorInfo> {
+        let address = address.trim_end_matches('/');
+        self.read()
+            .values()
+            .flat_map(|entries| entries.iter())
+            .find(|entry| {
+                entry.protocol == ExecutorProtocol::XxlJobHttp
+                    && entry.address.trim_end_matches('/') == address
+            })
+            .cloned()
     }
 
     /// Replaces the other admins' rows with a fresh read of the table; returns the addresses
@@ -302,6 +322,7 @@ mod tests {
             last_heartbeat_ms: heartbeat_ms,
             admin_node: node.to_string(),
             running_log_ids: vec![],
+            protocol: Default::default(),
         }
     }
 
@@ -333,7 +354,7 @@ mod tests {
         let registry = Registry::default();
         registry.register(executor("a", "app", "http://h:1", 1_000));
         registry.register(executor("b", "app", "http://h:2", 9_000));
-        let expired = registry.expire(10_000, 5_000);
+        let expired = registry.expire(10_000, 5_000, 5_000);
         assert_eq!(expired.len(), 1);
         assert_eq!(registry.online_addresses("app"), vec!["http://h:2"]);
         assert!(registry.heartbeat("b", vec![7], 10_500));

@@ -173,7 +173,13 @@ async fn refresh_once(ctx: &RegistryContext, cutoff_ms: i64) -> Result<(), Store
 /// written meanwhile), so other admins route to its executors again within a refresh.
 async fn republish_sessions(ctx: &RegistryContext) {
     let now = ctx.clock.now_ms();
-    for session in ctx.registry.list("") {
+    // XXL-JOB executors have no rows: only the admin they register with routes to them.
+    for session in ctx
+        .registry
+        .list("")
+        .into_iter()
+        .filter(|session| session.protocol == crate::model::ExecutorProtocol::Grpc)
+    {
         let fresh = ExecutorInfo {
             last_heartbeat_ms: now,
             ..session
@@ -205,6 +211,7 @@ mod tests {
             last_heartbeat_ms: 0,
             admin_node: node.to_string(),
             running_log_ids: Vec::new(),
+            protocol: Default::default(),
         }
     }
 

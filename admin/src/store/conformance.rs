@@ -462,6 +462,7 @@ async fn registry_rows_belong_to_their_node() {
             last_heartbeat_ms: 2,
             admin_node: "n1".into(),
             running_log_ids: vec![],
+            protocol: Default::default(),
         };
         store.upsert_registry(&executor).await.expect("upsert");
         store
