@@ -297,6 +297,10 @@ pub async fn start_with(
             Arc::clone(&ctx),
             cancel.clone(),
         ));
+        tracker.spawn(crate::xxl_compat::run_row_refresh(
+            Arc::clone(&ctx),
+            cancel.clone(),
+        ));
     }
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),

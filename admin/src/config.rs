@@ -188,6 +188,9 @@ pub struct Config {
     pub xxl_job_compat_lease: Duration,
 }
 
+/// XXL-JOB executors call `api/registry` this often (fixed in `xxl-job-core`).
+const XXL_JOB_REGISTRY_INTERVAL: Duration = Duration::from_secs(30);
+
 /// Which callers must present a client certificate (`tls_client_auth`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -427,6 +430,12 @@ impl Config {
         }
         if self.max_unsent_runs == 0 {
             return Err(invalid("max_unsent_runs", "must be at least 1"));
+        }
+        if self.xxl_job_compat_lease <= XXL_JOB_REGISTRY_INTERVAL {
+            return Err(invalid(
+                "xxl_job_compat_lease",
+                "must be longer than 30s, the interval of XXL-JOB executors' registry calls",
+            ));
         }
         if self.fast_pool_size == 0 {
             return Err(invalid("fast_pool_size", "must be at least 1"));

@@ -13,7 +13,16 @@ pub enum ExecutorProtocol {
 }
 
 impl ExecutorProtocol {
-    /// The name `ListExecutors` shows.
+    /// Reads a stored name back (`as_str`).
+    pub fn parse(name: &str) -> Option<ExecutorProtocol> {
+        match name {
+            "grpc" => Some(ExecutorProtocol::Grpc),
+            "xxl-job-http" => Some(ExecutorProtocol::XxlJobHttp),
+            _ => None,
+        }
+    }
+
+    /// The name `ListExecutors` and the registry table show.
     pub fn as_str(self) -> &'static str {
         match self {
             ExecutorProtocol::Grpc => "grpc",

@@ -164,18 +164,22 @@ impl Registry {
         expired
     }
 
-    /// The XXL-JOB executor this admin holds at `address` (trailing `/` ignored), if any:
-    /// the executor client sends its calls over XXL-JOB's HTTP API instead of gRPC.
+    /// The XXL-JOB executor registered at `address` (trailing `/` ignored) with this admin or
+    /// another one, if any: the executor client sends its calls over XXL-JOB's HTTP API
+    /// instead of gRPC.
     pub fn xxl_executor(&self, address: &str) -> Option<ExecutorInfo> {
         let address = address.trim_end_matches('/');
-        self.read()
+        let is_it = |entry: &&ExecutorInfo| {
+            entry.protocol == ExecutorProtocol::XxlJobHttp
+                && entry.address.trim_end_matches('/') == address
+        };
+        let own = self
+            .read()
             .values()
             .flat_map(|entries| entries.iter())
-            .find(|entry| {
-                entry.protocol == ExecutorProtocol::XxlJobHttp
-                    && entry.address.trim_end_matches('/') == address
-            })
-            .cloned()
+            .find(is_it)
+            .cloned();
+        own.or_else(|| self.peers_read().iter().find(is_it).cloned())
     }
 
     /// Replaces the other admins' rows with a fresh read of the table; returns the addresses
@@ -338,6 +342,36 @@ mod tests {
         assert!(registry.remove("a").is_some());
         assert_eq!(registry.online_addresses("app"), vec!["http://h:2"]);
         assert!(registry.remove("a").is_none());
+    }
+
+    #[test]
+    fn xxl_job_executors_are_found_among_own_sessions_and_other_admins_rows() {
+        let registry = Registry::default();
+        registry.register(ExecutorInfo {
+            protocol: ExecutorProtocol::XxlJobHttp,
+            ..executor("x1", "app", "http://h:1", 0)
+        });
+        registry.register(executor("g1", "app", "http://h:2", 0));
+        registry.replace_peers(vec![ExecutorInfo {
+            protocol: ExecutorProtocol::XxlJobHttp,
+            ..peer("x3", "app", "http://h:3", 0, "n2")
+        }]);
+        assert_eq!(
+            registry.xxl_executor("http://h:1/").map(|e| e.executor_id),
+            Some("x1".to_string())
+        );
+        assert!(
+            registry.xxl_executor("http://h:2").is_none(),
+            "a gRPC session"
+        );
+        assert_eq!(
+            registry.xxl_executor("http://h:3").map(|e| e.admin_node),
+            Some("n2".to_string())
+        );
+        // Each protocol expires by its own lease.
+        let expired = registry.expire(10_000, 5_000, 20_000);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].executor_id, "g1");
     }
 
     #[test]

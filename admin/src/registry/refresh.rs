@@ -173,13 +173,7 @@ async fn refresh_once(ctx: &RegistryContext, cutoff_ms: i64) -> Result<(), Store
 /// written meanwhile), so other admins route to its executors again within a refresh.
 async fn republish_sessions(ctx: &RegistryContext) {
     let now = ctx.clock.now_ms();
-    // XXL-JOB executors have no rows: only the admin they register with routes to them.
-    for session in ctx
-        .registry
-        .list("")
-        .into_iter()
-        .filter(|session| session.protocol == crate::model::ExecutorProtocol::Grpc)
-    {
+    for session in ctx.registry.list("") {
         let fresh = ExecutorInfo {
             last_heartbeat_ms: now,
             ..session

@@ -14,8 +14,13 @@
 //! route strategy, broadcast, `ListExecutors` and the online counts see it. The executor client
 //! sends its runs, kills, log reads and probes over XXL-JOB's HTTP API (`executor::xxl`). Each
 //! registry call is its heartbeat; it leaves routing after `xxl_job_compat_lease` (90 s)
-//! without one. It is held by this admin only (no `xjob_registry` row): other admins of a
-//! cluster do not route to it.
+//! without one.
+//!
+//! The admin it registers with mirrors it into `xjob_registry` (protocol `xxl-job-http`), so
+//! the other admins of a cluster route to it too. Its registry calls come every 30 s, longer
+//! than the `executor_lease` after which other admins count a row as dead, so this admin
+//! rewrites the rows of the XXL-JOB executors it holds every third of a lease while their
+//! registrations are live ([`run_row_refresh`]).
 
 mod wire;
 
@@ -202,6 +207,9 @@ async fn registry_call(
         if ctx.registry.remove(&executor_id).is_some() {
             tracing::info!(app = %app_name, %address, "XXL-JOB executor deregistered");
         }
+        if let Err(error) = ctx.store.delete_registry(&executor_id).await {
+            tracing::warn!(%error, %executor_id, "deleting an XXL-JOB executor's row failed");
+        }
         return Ok(());
     }
     let now = ctx.clock.now_ms();
@@ -218,7 +226,7 @@ async fn registry_call(
             "address '{address}' of app '{app_name}' is held by an xjob executor's session"
         ));
     }
-    ctx.registry.register(ExecutorInfo {
+    let executor = ExecutorInfo {
         executor_id,
         app_name: app_name.to_string(),
         address: address.to_string(),
@@ -228,9 +236,45 @@ async fn registry_call(
         admin_node: ctx.node.node_id.clone(),
         running_log_ids: Vec::new(),
         protocol: ExecutorProtocol::XxlJobHttp,
-    });
+    };
+    ctx.registry.register(executor.clone());
     tracing::info!(app = %app_name, %address, "XXL-JOB executor registered");
+    // Routable here already; the row tells the other admins (rewritten by the row refresh).
+    if let Err(error) = ctx.store.upsert_registry(&executor).await {
+        tracing::warn!(%error, executor_id = %executor.executor_id,
+            "writing an XXL-JOB executor's registry row failed");
+    }
     Ok(())
+}
+
+/// Rewrites the registry rows of the XXL-JOB executors this admin holds, every third of
+/// `executor_lease`, with the current time as their heartbeat: this admin vouches for them
+/// while their registrations (renewed every 30 s) are live, so the other admins keep routing
+/// to them. Expired ones are gone from the registry and their rows deleted by the reaper.
+pub async fn run_row_refresh(ctx: Arc<AdminContext>, cancel: CancellationToken) {
+    let period = (ctx.config.executor_lease / 3).max(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(period) => {}
+        }
+        let now = ctx.clock.now_ms();
+        let held = ctx
+            .registry
+            .list("")
+            .into_iter()
+            .filter(|executor| executor.protocol == ExecutorProtocol::XxlJobHttp);
+        for executor in held {
+            let row = ExecutorInfo {
+                last_heartbeat_ms: now,
+                ..executor
+            };
+            if let Err(error) = ctx.store.upsert_registry(&row).await {
+                tracing::debug!(%error, executor_id = %row.executor_id,
+                    "rewriting an XXL-JOB executor's registry row failed");
+            }
+        }
+    }
 }
 
 /// The registering executor must present its group's access token (or `executor_token`). A
