@@ -6,7 +6,9 @@
 //! runs and its success comes back, a failure comes back as FAILED; params and sharding arrive;
 //! `ReadRunLog` returns the handler's log lines; `KillRun` stops a sleeping handler; a wrong
 //! token is refused; after a `kill -9` of one JVM, FAILOVER skips it, and its running run ends
-//! LOST once its registration expires and is retried on the other executor.
+//! LOST once its registration expires and is retried on the other executor; a JVM killed and
+//! restarted on the same address before its registration expires has its lost run found by
+//! `idleBeat`.
 //!
 //! Without java or mvn the test is skipped with the reason, except under `CI=true`, where it
 //! fails.
@@ -105,7 +107,17 @@ fn start_executor(
     token: &str,
     log_dir: &Path,
 ) -> anyhow::Result<XxlExecutor> {
-    let port = free_port()?;
+    start_executor_on(jar, admin, app, token, log_dir, free_port()?)
+}
+
+fn start_executor_on(
+    jar: &Path,
+    admin: SocketAddr,
+    app: &str,
+    token: &str,
+    log_dir: &Path,
+    port: u16,
+) -> anyhow::Result<XxlExecutor> {
     let mut command = Command::new("java");
     command
         .args([
@@ -418,6 +430,52 @@ async fn scenario(version: &str) -> anyhow::Result<()> {
             .iter()
             .any(|executor| executor.address == first),
         "the killed executor left the listing"
+    );
+
+    // A JVM that crashes and comes back on the same address before its registration expires:
+    // it lists no runs, so its lost run is found by asking it (idleBeat of the job answers
+    // idle for a whole lease) rather than by the registration expiring.
+    let log_id = cluster.trigger(sleep, Some("120")).await?;
+    wait_until(
+        RUN_WITHIN,
+        "the second sleeping handler's first line",
+        || async {
+            let read = cluster
+                .client()
+                .read_run_log(pb::ReadRunLogRequest {
+                    log_id,
+                    from_line: 1,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            read.content.contains("sleeping 0").then_some(())
+        },
+    )
+    .await?;
+    assert_eq!(cluster.get_log(log_id).await?.executor_address, second);
+    executors[1].process.kill_now()?;
+    // The registration is renewed right away (as the restarted JVM will), so it cannot be its
+    // expiry that ends the run.
+    let port: u16 = second.rsplit(':').next().unwrap_or_default().parse()?;
+    let renewed = post(
+        compat,
+        "/api/registry",
+        TOKEN,
+        &format!(
+            r#"{{"registryGroup":"EXECUTOR","registryKey":"{app}","registryValue":"{second}/"}}"#
+        ),
+    )?;
+    assert!(renewed.contains("\"code\":200"), "{renewed}");
+    executors[1] = start_executor_on(&jar, compat, &app, TOKEN, logs.path(), port)?;
+    let lost = cluster
+        .wait_log_final(log_id, TEST_LEASE + Duration::from_secs(60))
+        .await?;
+    assert_eq!(lost.status, pb::RunStatus::Lost as i32, "{lost:?}");
+    assert!(
+        lost.handle_msg.contains(&format!("no run of job {sleep}")),
+        "{}",
+        lost.handle_msg
     );
 
     for mut executor in executors {

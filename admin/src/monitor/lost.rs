@@ -97,6 +97,8 @@ pub struct LostJudge {
     seen_live: HashSet<String>,
     /// When a stranded run (dispatch never recorded) was first found listed by no session.
     stranded_since: HashMap<i64, i64>,
+    /// Runs on XXL-JOB executors held here, judged by their idle answers (`xxl_idle`).
+    xxl_idle: super::xxl_idle::XxlIdleJudge,
 }
 
 impl LostJudge {
@@ -362,6 +364,16 @@ async fn check_once(
     }
     let mut verdicts = judge.judge(&runs, view, now, params);
     verdicts.extend(judge.judge_stranded(&stranded, view, &elsewhere, now, params));
+    let xxl_runs = super::xxl_idle::xxl_runs(&runs, &sessions);
+    if !xxl_runs.is_empty() && judge.xxl_idle.due(now) {
+        let answers = super::xxl_idle::probe(ctx, &xxl_runs).await;
+        let grace_ms = ctx.config.xxl_job_compat_lease.as_millis() as i64;
+        verdicts.extend(
+            judge
+                .xxl_idle
+                .judge(&xxl_runs, &answers, ctx.clock.now_ms(), grace_ms),
+        );
+    }
     for verdict in verdicts {
         if ctx
             .store
