@@ -700,4 +700,22 @@ mod tests {
             .expect("env applies");
         assert_eq!(config.listen.port(), 7000);
     }
+
+    #[test]
+    fn xxl_job_compat_is_off_by_default_and_its_lease_outlasts_the_registry_interval() {
+        assert!(Config::default().xxl_job_compat_listen.is_none());
+        let mut config = Config::default();
+        config
+            .apply_env(|key| match key {
+                "XJOB_XXL_JOB_COMPAT_LISTEN" => Some("127.0.0.1:8081".to_string()),
+                "XJOB_XXL_JOB_COMPAT_LEASE" => Some("30s".to_string()),
+                _ => None,
+            })
+            .expect("env applies");
+        assert_eq!(config.xxl_job_compat_listen.map(|a| a.port()), Some(8081));
+        let error = config
+            .validate()
+            .expect_err("30 s is XXL-JOB's registry interval");
+        assert_eq!(error.field, "xxl_job_compat_lease");
+    }
 }

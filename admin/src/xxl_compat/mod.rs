@@ -139,7 +139,7 @@ async fn answer(
         return Answer::fail("invalid request, HttpMethod not support.");
     }
     let Some(call) = call_of(request.uri().path()) else {
-        let path: String = request.uri().path().chars().take(64).collect();
+        let path = short(request.uri().path());
         return Answer::fail(format!("invalid request, uri-mapping({path}) not found."));
     };
     let presented = request
@@ -161,13 +161,19 @@ async fn answer(
     let outcome = match call {
         Call::Registry | Call::RegistryRemove => match serde_json::from_slice(&body) {
             Ok(param) => registry_call(ctx, call, param, presented.as_deref(), loopback).await,
-            Err(error) => Err(format!("registry body is not a RegistryParam: {error}")),
+            Err(error) => Err(format!(
+                "registry body is not a RegistryParam: {}",
+                short(&error.to_string())
+            )),
         },
         Call::Callback => match serde_json::from_slice::<CallbackBody>(&body) {
             Ok(callback) => {
                 callback_call(ctx, callback, presented.as_deref(), peer_ip.to_canonical()).await
             }
-            Err(error) => Err(format!("callback body is not a list of results: {error}")),
+            Err(error) => Err(format!(
+                "callback body is not a list of results: {}",
+                short(&error.to_string())
+            )),
         },
     };
     match outcome {
@@ -200,6 +206,13 @@ async fn registry_call(
         .map_err(|refusal| refusal.to_string())?;
     crate::model::validate::validate_executor_address(address, "registryValue")
         .map_err(|refusal| refusal.to_string())?;
+    if !address.starts_with("http://") {
+        // The admin calls XXL-JOB executors over plain HTTP, as XXL-JOB's admin does.
+        return Err(format!(
+            "registryValue '{}' must be an http:// address",
+            short(address)
+        ));
+    }
     let address = address.trim_end_matches('/');
     check_token(ctx, app_name, presented, loopback).await?;
     let executor_id = format!("xxl-job:{app_name}:{address}");
@@ -305,7 +318,7 @@ async fn check_token(
     } else {
         Err(format!(
             "The access token is wrong or missing for app '{}'.",
-            app_name.chars().take(64).collect::<String>()
+            short(app_name)
         ))
     }
 }
@@ -361,6 +374,11 @@ async fn callback_call(
         .map(|_| ())
         // Not acknowledged: the executor keeps the results and sends them again.
         .map_err(|error| format!("results not recorded, send them again: {error}"))
+}
+
+/// A short prefix of a value from outside, for messages.
+fn short(text: &str) -> String {
+    text.chars().take(64).collect()
 }
 
 #[cfg(test)]
