@@ -46,6 +46,95 @@ async fn xxl_job_core_2_4_2_runs_its_jobs_under_xjob() -> anyhow::Result<()> {
     scenario("2.4.2").await
 }
 
+/// Two admins sharing one database: an XXL-JOB executor registered with the first is routed to
+/// and called over HTTP by the second too, and stays so past `executor_lease` although it
+/// calls the first only every 30 s (the first rewrites its row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_executor_held_by_one_admin_runs_the_fires_of_another() -> anyhow::Result<()> {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    if !java_available()? {
+        return Ok(());
+    }
+    let jar = tokio::task::spawn_blocking(|| executor_jar("3.2.0")).await??;
+    let shared = tempfile::tempdir()?;
+    let database_url = format!("sqlite://{}", shared.path().join("xjob.db").display());
+    let holder = TestCluster::builder()
+        .configure({
+            let database_url = database_url.clone();
+            move |config| {
+                config.database_url = database_url;
+                config.node_id = "holder".into();
+                config.xxl_job_compat_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+            }
+        })
+        .start()
+        .await?;
+    let other = TestCluster::builder()
+        .configure(move |config| {
+            config.database_url = database_url;
+            config.node_id = "other".into();
+        })
+        .start()
+        .await?;
+    let compat = holder
+        .xxl_compat_addr()
+        .ok_or_else(|| anyhow::anyhow!("no XXL-JOB compatibility listener"))?;
+    let app = "xxl-compat-cluster";
+    let group = other
+        .client()
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: app.into(),
+                title: "XXL-JOB executors".into(),
+                address_type: pb::AddressType::Auto as i32,
+                access_token: TOKEN.into(),
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    let logs = tempfile::tempdir()?;
+    let mut executor = start_executor(&jar, compat, app, TOKEN, logs.path())?;
+    wait_online(&holder, app, &executor.address).await?;
+    // The other admin lists it from the shared table, with its protocol and holder.
+    let listed = wait_until(RUN_WITHIN, "the other admin to list it", || async {
+        xxl_executors(&other, app)
+            .await
+            .into_iter()
+            .find(|listed| listed.address == executor.address)
+    })
+    .await?;
+    assert_eq!(
+        (listed.protocol.as_str(), listed.admin_node.as_str()),
+        ("xxl-job-http", "holder")
+    );
+    let job = create_job(&other, group, "succeed", |_| {}).await?;
+    for round in 0..2 {
+        if round == 1 {
+            // Well past executor_lease (3 s here) with no registry call from the executor.
+            tokio::time::sleep(Duration::from_secs(8)).await;
+        }
+        let log_id = other.trigger(job, Some(&format!("round {round}"))).await?;
+        let log = other.wait_log_final(log_id, RUN_WITHIN).await?;
+        assert_eq!(log.status, pb::RunStatus::Success as i32, "{log:?}");
+        assert_eq!(log.executor_address, executor.address);
+        assert!(
+            log.handle_msg.contains(&format!("ok params=round {round}")),
+            "{log:?}"
+        );
+    }
+    let _ = executor.process.ask_to_exit();
+    let _ = executor
+        .process
+        .wait_exit(std::time::Instant::now() + Duration::from_secs(15));
+    other.shutdown().await;
+    holder.shutdown().await;
+    Ok(())
+}
+
 /// Whether java and mvn are here; `Err` under CI when they are not.
 fn java_available() -> anyhow::Result<bool> {
     let found = |tool: &str| {
