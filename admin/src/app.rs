@@ -28,6 +28,7 @@ use crate::trigger::{Trigger, TriggerParts};
 pub struct RunningAdmin {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    xxl_compat_addr: Option<SocketAddr>,
     node: NodeIdentity,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -53,6 +54,11 @@ impl RunningAdmin {
     /// The bound `/metrics` address, when `metrics_listen` is set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The bound XXL-JOB compatibility address, when `xxl_job_compat_listen` is set.
+    pub fn xxl_compat_addr(&self) -> Option<SocketAddr> {
+        self.xxl_compat_addr
     }
 
     /// This admin's node id and epoch.
@@ -149,6 +155,19 @@ pub async fn start_with(
         })?),
         None => None,
     };
+    let xxl_compat_listener = match config.xxl_job_compat_listen {
+        Some(address) => Some(crate::xxl_compat::bind(address).await?),
+        None => None,
+    };
+    let xxl_compat_addr = match &xxl_compat_listener {
+        Some(listener) => Some(listener.local_addr().map_err(|error| {
+            Error::internal(
+                format!("XXL-JOB compatibility listener address: {error}"),
+                error,
+            )
+        })?),
+        None => None,
+    };
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             Error::unavailable(
@@ -194,7 +213,8 @@ pub async fn start_with(
     restore_routes(&registry, previous_sessions, &clock);
     let executors = Arc::new(
         ExecutorClient::new(config.executor_timeout, config.executor_client_tls())
-            .with_default_token(config.executor_token.clone()),
+            .with_default_token(config.executor_token.clone())
+            .with_registry(Arc::clone(&registry)),
     );
     let trigger = Arc::new(Trigger::new(
         TriggerParts {
@@ -276,6 +296,17 @@ pub async fn start_with(
     if let Some(metrics_listener) = metrics_listener {
         tracker.spawn(crate::metrics::serve(metrics_listener, cancel.clone()));
     }
+    if let Some(listener) = xxl_compat_listener {
+        tracker.spawn(crate::xxl_compat::serve(
+            listener,
+            Arc::clone(&ctx),
+            cancel.clone(),
+        ));
+        tracker.spawn(crate::xxl_compat::run_row_refresh(
+            Arc::clone(&ctx),
+            cancel.clone(),
+        ));
+    }
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),
         cancel.clone(),
@@ -347,9 +378,13 @@ pub async fn start_with(
         (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
     };
     tracing::info!(address = %local_addr, node = %node.node_id, epoch, tls, database = %redact(&config.database_url), "admin started");
+    if let Some(address) = xxl_compat_addr {
+        tracing::info!(%address, "serving XXL-JOB executors (registry, callback)");
+    }
     Ok(RunningAdmin {
         local_addr,
         metrics_addr,
+        xxl_compat_addr,
         node,
         cancel,
         tracker,
@@ -429,13 +464,17 @@ fn restore_routes(
 /// Takes executors whose heartbeats stopped out of routing.
 async fn run_reaper(ctx: Arc<AdminContext>, cancel: CancellationToken) {
     let lease_ms = ctx.config.executor_lease.as_millis() as i64;
+    let xxl_lease_ms = ctx.config.xxl_job_compat_lease.as_millis() as i64;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
         // The registry publishes the removals to the executor client.
-        for expired in ctx.registry.expire(ctx.clock.now_ms(), lease_ms) {
+        for expired in ctx
+            .registry
+            .expire(ctx.clock.now_ms(), lease_ms, xxl_lease_ms)
+        {
             tracing::warn!(app = %expired.app_name, address = %expired.address, "executor lease expired");
             let _ = ctx.store.delete_registry(&expired.executor_id).await;
         }

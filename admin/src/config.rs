@@ -181,7 +181,20 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
     pub alarm: crate::monitor::AlarmConfig,
+
+    // ---- XXL-JOB executors (docs/xxl-job-compat.md)
+    /// Address serving XXL-JOB's executor-facing API (`api/registry`, `api/registryRemove`,
+    /// `api/callback`, plain HTTP/1.1) so unmodified `xxl-job-core` executors can register;
+    /// unset = off (`--xxl-job-compat-listen`, `XJOB_XXL_JOB_COMPAT_LISTEN`).
+    pub xxl_job_compat_listen: Option<SocketAddr>,
+    /// An XXL-JOB executor without a registry call for this long leaves routing (XXL-JOB: 90 s,
+    /// three missed 30 s registry calls) (`XJOB_XXL_JOB_COMPAT_LEASE`).
+    #[serde(with = "duration_text")]
+    pub xxl_job_compat_lease: Duration,
 }
+
+/// XXL-JOB executors call `api/registry` this often (fixed in `xxl-job-core`).
+const XXL_JOB_REGISTRY_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Which callers must present a client certificate (`tls_client_auth`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -264,6 +277,8 @@ impl Default for Config {
             otlp_endpoint: String::new(),
             metrics_listen: None,
             alarm: crate::monitor::AlarmConfig::default(),
+            xxl_job_compat_listen: None,
+            xxl_job_compat_lease: Duration::from_secs(90),
         }
     }
 }
@@ -348,6 +363,17 @@ impl Config {
                 Some(parse_field("metrics_listen", &value)?)
             };
         }
+        if let Some(value) = lookup("XJOB_XXL_JOB_COMPAT_LISTEN") {
+            self.xxl_job_compat_listen = if value.is_empty() {
+                None
+            } else {
+                Some(parse_field("xxl_job_compat_listen", &value)?)
+            };
+        }
+        if let Some(value) = lookup("XJOB_XXL_JOB_COMPAT_LEASE") {
+            self.xxl_job_compat_lease = parse_duration(&value)
+                .map_err(|message| invalid("xxl_job_compat_lease", message))?;
+        }
         self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {
             self.demo = matches!(value.as_str(), "1" | "true" | "yes");
@@ -410,6 +436,12 @@ impl Config {
         }
         if self.max_unsent_runs == 0 {
             return Err(invalid("max_unsent_runs", "must be at least 1"));
+        }
+        if self.xxl_job_compat_lease <= XXL_JOB_REGISTRY_INTERVAL {
+            return Err(invalid(
+                "xxl_job_compat_lease",
+                "must be longer than 30s, the interval of XXL-JOB executors' registry calls",
+            ));
         }
         if self.fast_pool_size == 0 {
             return Err(invalid("fast_pool_size", "must be at least 1"));
@@ -673,5 +705,23 @@ mod tests {
             .apply_env(|key| (key == "XJOB_LISTEN").then(|| "127.0.0.1:7000".to_string()))
             .expect("env applies");
         assert_eq!(config.listen.port(), 7000);
+    }
+
+    #[test]
+    fn xxl_job_compat_is_off_by_default_and_its_lease_outlasts_the_registry_interval() {
+        assert!(Config::default().xxl_job_compat_listen.is_none());
+        let mut config = Config::default();
+        config
+            .apply_env(|key| match key {
+                "XJOB_XXL_JOB_COMPAT_LISTEN" => Some("127.0.0.1:8081".to_string()),
+                "XJOB_XXL_JOB_COMPAT_LEASE" => Some("30s".to_string()),
+                _ => None,
+            })
+            .expect("env applies");
+        assert_eq!(config.xxl_job_compat_listen.map(|a| a.port()), Some(8081));
+        let error = config
+            .validate()
+            .expect_err("30 s is XXL-JOB's registry interval");
+        assert_eq!(error.field, "xxl_job_compat_lease");
     }
 }

@@ -31,6 +31,7 @@ pub mod store;
 pub mod telemetry;
 pub mod trigger;
 pub mod wire;
+pub mod xxl_compat;
 
 pub use app::{RunningAdmin, run, start};
 pub use config::Config;

@@ -88,6 +88,10 @@ struct ServeArgs {
     /// Address to serve Prometheus metrics on (`GET /metrics`), e.g. 127.0.0.1:9464.
     #[arg(long)]
     metrics_listen: Option<String>,
+    /// Address to serve XXL-JOB's executor-facing API on (registry, callback), so unmodified
+    /// XXL-JOB executors can register, e.g. 0.0.0.0:8081.
+    #[arg(long)]
+    xxl_job_compat_listen: Option<String>,
 }
 
 fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -122,6 +126,12 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
                 .parse()
                 .map_err(|error| anyhow::anyhow!("--metrics-listen '{address}': {error}"))?,
         );
+    }
+    if let Some(address) = &args.xxl_job_compat_listen {
+        config.xxl_job_compat_listen =
+            Some(address.parse().map_err(|error| {
+                anyhow::anyhow!("--xxl-job-compat-listen '{address}': {error}")
+            })?);
     }
     Ok(config.validate()?)
 }

@@ -232,6 +232,7 @@ pub fn executor_to_pb(executor: ExecutorInfo) -> pb::Executor {
         last_heartbeat_ms: executor.last_heartbeat_ms,
         admin_node: executor.admin_node,
         running_log_ids: executor.running_log_ids,
+        protocol: executor.protocol.as_str().to_string(),
     }
 }
 

@@ -151,7 +151,7 @@ fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
 /// executor keeps them; nothing is written) when their run was never dispatched (PENDING) or
 /// when its address is held by a live session of this admin from another peer IP than the
 /// callback's (a forged result for someone else's run). Returns those left unaccepted.
-async fn check_callback(
+pub(crate) async fn check_callback(
     ctx: &AdminContext,
     log_ids: &[i64],
     presented: Option<&str>,

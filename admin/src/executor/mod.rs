@@ -8,6 +8,7 @@
 
 mod batcher;
 mod channels;
+pub mod xxl;
 
 use std::time::Duration;
 
@@ -18,9 +19,12 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
 use crate::error::Error;
+use crate::model::ExecutorInfo;
 use crate::model::{JobId, LogId};
+use crate::registry::Registry;
 use batcher::RunBatcher;
 use channels::ExecutorChannels;
+use xxl::{XxlClient, XxlTarget};
 
 /// Longest a FAILOVER `Beat` or BUSYOVER `IdleBeat` probe waits for its answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -49,6 +53,9 @@ pub struct ExecutorClient {
     probe_timeout: Duration,
     /// Presented to executors of groups without their own token (`executor_token`).
     default_token: String,
+    /// Which addresses are XXL-JOB executors (`with_registry`); their calls go over HTTP.
+    registry: Option<std::sync::Arc<Registry>>,
+    xxl: XxlClient,
 }
 
 impl ExecutorClient {
@@ -60,7 +67,21 @@ impl ExecutorClient {
             batcher: RunBatcher::default(),
             probe_timeout: request_timeout.min(PROBE_TIMEOUT),
             default_token: String::new(),
+            registry: None,
+            xxl: XxlClient::new(request_timeout, request_timeout.min(PROBE_TIMEOUT)),
         }
+    }
+
+    /// Looks executors up in `registry`: an address registered by an XXL-JOB executor is
+    /// called over XXL-JOB's HTTP API, every other over gRPC.
+    pub fn with_registry(mut self, registry: std::sync::Arc<Registry>) -> ExecutorClient {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// The XXL-JOB executor registered at `address`, if it is one.
+    fn xxl_executor(&self, address: &str) -> Option<ExecutorInfo> {
+        self.registry.as_ref()?.xxl_executor(address)
     }
 
     /// Presents `token` (the cluster-wide `executor_token`) to executors of groups that have
@@ -87,7 +108,7 @@ impl ExecutorClient {
 
     /// Whether a run to `address` goes in a `RunBatch` (see `batcher`).
     pub fn batches(&self, address: &str) -> bool {
-        self.batcher.batches(address)
+        self.xxl_executor(address).is_none() && self.batcher.batches(address)
     }
 
     /// Sends one run through the executor's batching queue (see `batcher`).
@@ -97,6 +118,10 @@ impl ExecutorClient {
         token: &str,
         request: pb::RunRequest,
     ) -> Result<pb::RunResponse, tonic::Status> {
+        if let Some(executor) = self.xxl_executor(address) {
+            let target = xxl_target(&executor, self.token(token));
+            return self.xxl.run(target, &request).await;
+        }
         let channel = self
             .channels
             .channel(address)
@@ -108,6 +133,12 @@ impl ExecutorClient {
 
     /// FAILOVER's probe: whether the executor answers at all, within the probe timeout.
     pub async fn beat(&self, address: &str, token: &str) -> Result<(), tonic::Status> {
+        if let Some(executor) = self.xxl_executor(address) {
+            return self
+                .xxl
+                .beat(xxl_target(&executor, self.token(token)))
+                .await;
+        }
         let request = self.probe_request(pb::BeatRequest {}, self.token(token))?;
         self.client(address)?.beat(request).await.map(|_| ())
     }
@@ -119,6 +150,13 @@ impl ExecutorClient {
         token: &str,
         job: JobId,
     ) -> Result<Idleness, tonic::Status> {
+        if let Some(executor) = self.xxl_executor(address) {
+            let target = xxl_target(&executor, self.token(token));
+            return Ok(match self.xxl.idle_beat(target, job.0).await? {
+                None => Idleness::Idle,
+                Some(reason) => Idleness::Busy(reason),
+            });
+        }
         let request =
             self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, self.token(token))?;
         let response = self.client(address)?.idle_beat(request).await?.into_inner();
@@ -137,6 +175,15 @@ impl ExecutorClient {
         job: JobId,
         log: LogId,
     ) -> Result<(bool, String), Error> {
+        if let Some(executor) = self.xxl_executor(address) {
+            // XXL-JOB kills by job: the job's running run and whatever is queued behind it.
+            let target = xxl_target(&executor, self.token(token));
+            return self
+                .xxl
+                .kill(target, job.0)
+                .await
+                .map_err(|status| Error::executor(address, status));
+        }
         let request = pb::KillRequest {
             job_id: job.0,
             log_id: log.0,
@@ -159,6 +206,14 @@ impl ExecutorClient {
         log_date_ms: i64,
         from_line: i32,
     ) -> Result<RunLogChunk, Error> {
+        if let Some(executor) = self.xxl_executor(address) {
+            let target = xxl_target(&executor, self.token(token));
+            return self
+                .xxl
+                .read_log(target, log.0, log_date_ms, from_line)
+                .await
+                .map_err(|status| Error::executor(address, status));
+        }
         let request = pb::ReadLogRequest {
             log_id: log.0,
             log_date_ms,
@@ -221,6 +276,15 @@ pub async fn follow_removals(
             }
             Err(broadcast::error::RecvError::Closed) => break,
         }
+    }
+}
+
+/// How an XXL-JOB executor is called: at the address it registered, with the group's token.
+fn xxl_target<'a>(executor: &'a ExecutorInfo, token: &'a str) -> XxlTarget<'a> {
+    XxlTarget {
+        address: &executor.address,
+        token,
+        app_name: &executor.app_name,
     }
 }
 

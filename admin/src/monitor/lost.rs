@@ -40,7 +40,7 @@ use crate::context::AdminContext;
 use crate::error::Error;
 use crate::executor::RunLogChunk;
 use crate::health::Loop;
-use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, RunLog};
+use crate::model::{AddressType, ExecutorInfo, ExecutorProtocol, GroupId, LogId, RunLog};
 
 /// Most RUNNING runs examined per check.
 const MAX_RUNS_PER_CHECK: i64 = 10_000;
@@ -97,6 +97,8 @@ pub struct LostJudge {
     seen_live: HashSet<String>,
     /// When a stranded run (dispatch never recorded) was first found listed by no session.
     stranded_since: HashMap<i64, i64>,
+    /// Runs on XXL-JOB executors held here, judged by their idle answers (`xxl_idle`).
+    xxl_idle: super::xxl_idle::XxlIdleJudge,
 }
 
 impl LostJudge {
@@ -208,6 +210,15 @@ impl LostJudge {
             .collect();
         if !holders.is_empty() {
             self.absent_since.remove(&run.id);
+            // An XXL-JOB executor does not list its runs: while it keeps registering, its
+            // runs are its own; once its registration expires, the absence rule below applies.
+            if holders
+                .iter()
+                .all(|session| session.protocol == ExecutorProtocol::XxlJobHttp)
+            {
+                self.missing_since.remove(&run.id);
+                return None;
+            }
             return self.judge_by_heartbeats(run, &holders, judge_from, params);
         }
         self.missing_since.remove(&run.id);
@@ -353,6 +364,16 @@ async fn check_once(
     }
     let mut verdicts = judge.judge(&runs, view, now, params);
     verdicts.extend(judge.judge_stranded(&stranded, view, &elsewhere, now, params));
+    let xxl_runs = super::xxl_idle::xxl_runs(&runs, &sessions);
+    if !xxl_runs.is_empty() && judge.xxl_idle.due(now) {
+        let answers = super::xxl_idle::probe(ctx, &xxl_runs).await;
+        let grace_ms = ctx.config.xxl_job_compat_lease.as_millis() as i64;
+        verdicts.extend(
+            judge
+                .xxl_idle
+                .judge(&xxl_runs, &answers, ctx.clock.now_ms(), grace_ms),
+        );
+    }
     for verdict in verdicts {
         if ctx
             .store
@@ -556,6 +577,7 @@ mod tests {
             last_heartbeat_ms: heartbeat_ms,
             admin_node: "n".into(),
             running_log_ids: running.to_vec(),
+            protocol: Default::default(),
         }
     }
 

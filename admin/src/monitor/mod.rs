@@ -19,6 +19,7 @@ pub mod lost;
 pub mod notify;
 pub mod policy;
 pub mod stranded;
+pub mod xxl_idle;
 
 pub use alarm::{Alarm, AlarmFuture, LogAlarm};
 pub use alarm_config::AlarmConfig;

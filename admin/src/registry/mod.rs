@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
 use crate::config::Config;
-use crate::model::{ExecutorInfo, NodeIdentity, SharedClock};
+use crate::model::{ExecutorInfo, ExecutorProtocol, NodeIdentity, SharedClock};
 use crate::store::Store;
 
 /// What the registry's tasks (executor sessions, the refresh of the other admins' rows) work
@@ -140,14 +140,20 @@ impl Registry {
         false
     }
 
-    /// Removes sessions whose last heartbeat is older than `lease_ms`; returns them.
-    pub fn expire(&self, now_ms: i64, lease_ms: i64) -> Vec<ExecutorInfo> {
+    /// Removes sessions whose last heartbeat is older than their lease (`lease_ms`, or
+    /// `xxl_lease_ms` for XXL-JOB executors, whose heartbeats are registry calls every 30 s);
+    /// returns them.
+    pub fn expire(&self, now_ms: i64, lease_ms: i64, xxl_lease_ms: i64) -> Vec<ExecutorInfo> {
         let mut expired = Vec::new();
         let mut executors = self.write();
+        let lease_of = |entry: &ExecutorInfo| match entry.protocol {
+            ExecutorProtocol::Grpc => lease_ms,
+            ExecutorProtocol::XxlJobHttp => xxl_lease_ms,
+        };
         for entries in executors.values_mut() {
             let (dead, alive): (Vec<_>, Vec<_>) = entries
                 .drain(..)
-                .partition(|entry| now_ms - entry.last_heartbeat_ms > lease_ms);
+                .partition(|entry| now_ms - entry.last_heartbeat_ms > lease_of(entry));
             *entries = alive;
             expired.extend(dead);
         }
@@ -156,6 +162,24 @@ impl Registry {
             self.publish_removal(&executor.address);
         }
         expired
+    }
+
+    /// The XXL-JOB executor registered at `address` (trailing `/` ignored) with this admin or
+    /// another one, if any: the executor client sends its calls over XXL-JOB's HTTP API
+    /// instead of gRPC.
+    pub fn xxl_executor(&self, address: &str) -> Option<ExecutorInfo> {
+        let address = address.trim_end_matches('/');
+        let is_it = |entry: &&ExecutorInfo| {
+            entry.protocol == ExecutorProtocol::XxlJobHttp
+                && entry.address.trim_end_matches('/') == address
+        };
+        let own = self
+            .read()
+            .values()
+            .flat_map(|entries| entries.iter())
+            .find(is_it)
+            .cloned();
+        own.or_else(|| self.peers_read().iter().find(is_it).cloned())
     }
 
     /// Replaces the other admins' rows with a fresh read of the table; returns the addresses
@@ -301,6 +325,7 @@ mod tests {
             last_heartbeat_ms: heartbeat_ms,
             admin_node: node.to_string(),
             running_log_ids: vec![],
+            protocol: Default::default(),
         }
     }
 
@@ -319,6 +344,36 @@ mod tests {
     }
 
     #[test]
+    fn xxl_job_executors_are_found_among_own_sessions_and_other_admins_rows() {
+        let registry = Registry::default();
+        registry.register(ExecutorInfo {
+            protocol: ExecutorProtocol::XxlJobHttp,
+            ..executor("x1", "app", "http://h:1", 0)
+        });
+        registry.register(executor("g1", "app", "http://h:2", 0));
+        registry.replace_peers(vec![ExecutorInfo {
+            protocol: ExecutorProtocol::XxlJobHttp,
+            ..peer("x3", "app", "http://h:3", 0, "n2")
+        }]);
+        assert_eq!(
+            registry.xxl_executor("http://h:1/").map(|e| e.executor_id),
+            Some("x1".to_string())
+        );
+        assert!(
+            registry.xxl_executor("http://h:2").is_none(),
+            "a gRPC session"
+        );
+        assert_eq!(
+            registry.xxl_executor("http://h:3").map(|e| e.admin_node),
+            Some("n2".to_string())
+        );
+        // Each protocol expires by its own lease.
+        let expired = registry.expire(10_000, 5_000, 20_000);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].executor_id, "g1");
+    }
+
+    #[test]
     fn re_registration_replaces_the_stale_session() {
         let registry = Registry::default();
         registry.register(executor("old", "app", "http://h:1", 0));
@@ -332,7 +387,7 @@ mod tests {
         let registry = Registry::default();
         registry.register(executor("a", "app", "http://h:1", 1_000));
         registry.register(executor("b", "app", "http://h:2", 9_000));
-        let expired = registry.expire(10_000, 5_000);
+        let expired = registry.expire(10_000, 5_000, 5_000);
         assert_eq!(expired.len(), 1);
         assert_eq!(registry.online_addresses("app"), vec!["http://h:2"]);
         assert!(registry.heartbeat("b", vec![7], 10_500));

@@ -215,6 +215,7 @@ mod tests {
             last_heartbeat_ms: 0,
             admin_node: node.to_string(),
             running_log_ids: Vec::new(),
+            protocol: Default::default(),
         }
     }
 

@@ -364,6 +364,7 @@ fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo 
         last_heartbeat_ms: now,
         admin_node: ctx.node.node_id.clone(),
         running_log_ids: Vec::new(),
+        protocol: Default::default(),
     }
 }
 

@@ -18,8 +18,9 @@ mod schedule;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, LogFilter,
-    MisfireStrategy, NewRun, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
+    AddressType, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group, Job, JobStatus,
+    LogFilter, MisfireStrategy, NewRun, RetryBackoff, RouteStrategy, RunStatus, ScheduleType,
+    TriggerType,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -462,6 +463,7 @@ async fn registry_rows_belong_to_their_node() {
             last_heartbeat_ms: 2,
             admin_node: "n1".into(),
             running_log_ids: vec![],
+            protocol: Default::default(),
         };
         store.upsert_registry(&executor).await.expect("upsert");
         store
@@ -477,6 +479,26 @@ async fn registry_rows_belong_to_their_node() {
             (rows[0].last_heartbeat_ms, rows[0].handlers.clone()),
             (5, executor.handlers.clone())
         );
+        assert_eq!(rows[0].protocol, ExecutorProtocol::Grpc, "{backend}");
+        // An XXL-JOB executor's row keeps its protocol, so other admins call it over HTTP.
+        let xxl = ExecutorInfo {
+            executor_id: "xxl-job:app:http://b:9999".into(),
+            address: "http://b:9999".into(),
+            protocol: ExecutorProtocol::XxlJobHttp,
+            ..executor.clone()
+        };
+        store.upsert_registry(&xxl).await.expect("upsert xxl");
+        let live = store.list_live_registry(0).await.expect("live");
+        let read = live.iter().find(|row| row.executor_id == xxl.executor_id);
+        assert_eq!(
+            read.map(|row| row.protocol),
+            Some(ExecutorProtocol::XxlJobHttp),
+            "{backend}"
+        );
+        store
+            .delete_registry(&xxl.executor_id)
+            .await
+            .expect("delete");
         assert!(
             store
                 .list_registry_of_node("n2")

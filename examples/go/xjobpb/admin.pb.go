@@ -3075,6 +3075,9 @@ type Executor struct {
 	// Node id of the admin holding the session.
 	AdminNode     string  `protobuf:"bytes,7,opt,name=admin_node,json=adminNode,proto3" json:"admin_node,omitempty"`
 	RunningLogIds []int64 `protobuf:"varint,8,rep,packed,name=running_log_ids,json=runningLogIds,proto3" json:"running_log_ids,omitempty"`
+	// How the admin talks to it: "grpc" (an xjob executor) or "xxl-job-http" (an unmodified
+	// XXL-JOB executor registered through xxl_job_compat_listen; it lists no running runs).
+	Protocol      string `protobuf:"bytes,9,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3163,6 +3166,13 @@ func (x *Executor) GetRunningLogIds() []int64 {
 		return x.RunningLogIds
 	}
 	return nil
+}
+
+func (x *Executor) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
 }
 
 type ListExecutorsRequest struct {
@@ -4981,7 +4991,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
 	"\x04mode\x18\x03 \x01(\x0e2\x16.xjob.v1.ClearLogsModeR\x04mode\"-\n" +
 	"\x11ClearLogsResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\x03R\adeleted\"\x94\x02\n" +
+	"\adeleted\x18\x01 \x01(\x03R\adeleted\"\xb0\x02\n" +
 	"\bExecutor\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x19\n" +
@@ -4992,7 +5002,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x11last_heartbeat_ms\x18\x06 \x01(\x03R\x0flastHeartbeatMs\x12\x1d\n" +
 	"\n" +
 	"admin_node\x18\a \x01(\tR\tadminNode\x12&\n" +
-	"\x0frunning_log_ids\x18\b \x03(\x03R\rrunningLogIds\"1\n" +
+	"\x0frunning_log_ids\x18\b \x03(\x03R\rrunningLogIds\x12\x1a\n" +
+	"\bprotocol\x18\t \x01(\tR\bprotocol\"1\n" +
 	"\x14ListExecutorsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\"H\n" +
 	"\x15ListExecutorsResponse\x12/\n" +

@@ -118,6 +118,12 @@ impl TestCluster {
         self.admin.as_ref().and_then(RunningAdmin::metrics_addr)
     }
 
+    /// The admin's bound XXL-JOB compatibility address, when `xxl_job_compat_listen` was
+    /// configured.
+    pub fn xxl_compat_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().and_then(RunningAdmin::xxl_compat_addr)
+    }
+
     /// A JobAdmin client (cheap clone of one channel).
     pub fn client(&self) -> JobAdminClient<Channel> {
         self.client.clone()

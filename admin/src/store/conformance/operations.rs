@@ -290,6 +290,7 @@ fn executor(executor_id: &str, owner: &str, address: &str, heartbeat_ms: i64) ->
         last_heartbeat_ms: heartbeat_ms,
         admin_node: owner.to_string(),
         running_log_ids: Vec::new(),
+        protocol: Default::default(),
     }
 }
 

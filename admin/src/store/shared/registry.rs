@@ -10,7 +10,7 @@ use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
 
 const SELECT_REGISTRY: &str = "SELECT executor_id, app_name, address, handlers, owner_node, \
-     registered_ms, heartbeat_ms FROM xjob_registry";
+     registered_ms, heartbeat_ms, protocol FROM xjob_registry";
 
 pub async fn upsert_registry<DB: Dialect>(
     db: Pools<'_, DB>,
@@ -18,7 +18,7 @@ pub async fn upsert_registry<DB: Dialect>(
 ) -> StoreResult<()> {
     Sql::<DB>::new(
         "INSERT INTO xjob_registry (executor_id, app_name, address, handlers, owner_node, \
-         registered_ms, heartbeat_ms) VALUES (",
+         registered_ms, heartbeat_ms, protocol) VALUES (",
     )
     .bind(executor.executor_id.as_str())
     .push(", ")
@@ -33,6 +33,8 @@ pub async fn upsert_registry<DB: Dialect>(
     .bind(executor.registered_ms)
     .push(", ")
     .bind(executor.last_heartbeat_ms)
+    .push(", ")
+    .bind(executor.protocol.as_str())
     .push(") ")
     .push(&DB::upsert("executor_id", &["heartbeat_ms", "owner_node"]))
     .execute(&mut *db.write().await?)

@@ -148,5 +148,6 @@ pub fn executor_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<ExecutorInfo
         last_heartbeat_ms: row.get("heartbeat_ms")?,
         admin_node: row.get("owner_node")?,
         running_log_ids: Vec::new(),
+        protocol: row.parse("protocol", crate::model::ExecutorProtocol::parse)?,
     })
 }
