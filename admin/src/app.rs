@@ -28,6 +28,7 @@ use crate::trigger::{Trigger, TriggerParts};
 pub struct RunningAdmin {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    console_addr: Option<SocketAddr>,
     node: NodeIdentity,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -53,6 +54,11 @@ impl RunningAdmin {
     /// The bound `/metrics` address, when `metrics_listen` is set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The bound web console address, when `http_listen` is set.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.console_addr
     }
 
     /// This admin's node id and epoch.
@@ -141,6 +147,16 @@ pub async fn start_with(
     }
     let metrics_listener = match config.metrics_listen {
         Some(address) => Some(crate::metrics::bind(address).await?),
+        None => None,
+    };
+    let console_listener = match config.http_listen {
+        Some(address) => Some(crate::console::bind(address).await?),
+        None => None,
+    };
+    let console_addr = match &console_listener {
+        Some(listener) => Some(listener.local_addr().map_err(|error| {
+            Error::internal(format!("console listener address: {error}"), error)
+        })?),
         None => None,
     };
     let metrics_addr = match &metrics_listener {
@@ -243,9 +259,13 @@ pub async fn start_with(
         Arc::clone(&config),
     ));
 
-    let (routes, health_reporter) = crate::api::routes(Arc::clone(&ctx), cancel.clone())
-        .await
-        .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
+    let job_admin = Arc::new(crate::api::job_admin::JobAdminService::new(Arc::clone(
+        &ctx,
+    )));
+    let (routes, health_reporter) =
+        crate::api::routes(Arc::clone(&ctx), Arc::clone(&job_admin), cancel.clone())
+            .await
+            .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
 
     recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
         store.clone(),
@@ -264,12 +284,21 @@ pub async fn start_with(
     tracker.spawn(serve(
         routes,
         listener,
-        server_tls,
+        server_tls.clone(),
         Arc::clone(&config),
         cancel.clone(),
     ));
     if let Some(metrics_listener) = metrics_listener {
         tracker.spawn(crate::metrics::serve(metrics_listener, cancel.clone()));
+    }
+    if let Some(console_listener) = console_listener {
+        let console = crate::console::Console::new(Arc::clone(&job_admin), Arc::clone(&ctx));
+        tracker.spawn(crate::console::serve(
+            console_listener,
+            server_tls.clone(),
+            console,
+            cancel.clone(),
+        ));
     }
     tracker.spawn(crate::schedule::run_scan(
         Arc::clone(&scheduler),
@@ -338,6 +367,7 @@ pub async fn start_with(
     Ok(RunningAdmin {
         local_addr,
         metrics_addr,
+        console_addr,
         node,
         cancel,
         tracker,

@@ -32,7 +32,7 @@ pub use ids::{GroupId, JobId, LogId};
 pub use job::{Job, JobStatus, RetryBackoff};
 pub use log::{LogFilter, NewRun, RunLog};
 pub use node::NodeIdentity;
-pub use user::{ApiToken, AuditEntry, Role, User};
+pub use user::{ApiToken, AuditEntry, ConsoleSession, Role, User};
 pub use zone::{job_time_zone, parse_time_zone};
 
 /// Current wall-clock time in epoch milliseconds (the admin clock every stored time uses).

@@ -24,8 +24,8 @@ pub mod writer_gate;
 use thiserror::Error;
 
 use crate::model::{
-    ApiToken, AuditEntry, ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter,
-    NewRun, RunLog, RunStatus, User,
+    ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group, Job,
+    JobStatus, LogFilter, NewRun, RunLog, RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -288,6 +288,15 @@ shared! {
     fn get_user(&self, id: i64) -> StoreResult<Option<User>> => auth;
     /// Every user with its grants, by id.
     fn list_users(&self) -> StoreResult<Vec<User>> => auth;
+    /// A user by name, with its grants (console login).
+    fn user_by_name(&self, name: &str) -> StoreResult<Option<User>> => auth;
+    // ---- web console sessions
+    fn insert_console_session(&self, session: &ConsoleSession) -> StoreResult<()> => console;
+    /// The session whose cookie hashes to `token_hash`, expired or not.
+    fn console_session(&self, token_hash: &str) -> StoreResult<Option<ConsoleSession>> => console;
+    fn delete_console_session(&self, token_hash: &str) -> StoreResult<()> => console;
+    /// Deletes expired sessions; returns how many.
+    fn prune_console_sessions(&self, now_ms: i64) -> StoreResult<u64> => console;
     fn grant_group(&self, user_id: i64, group_id: i64) -> StoreResult<()> => auth;
     /// False when there was no such grant.
     fn revoke_group(&self, user_id: i64, group_id: i64) -> StoreResult<bool> => auth;
