@@ -75,6 +75,7 @@
     var next = Number(pre.getAttribute('data-next-line')) || 1;
     var status = document.getElementById('run-status');
     var note = document.getElementById('log-note');
+    var openAtLoad = status && /RUNNING|PENDING/.test(status.textContent);
     function poll() {
       fetch('/runs/' + id + '/log?from=' + next, { credentials: 'same-origin' })
         .then(function (response) { return response.json(); })
@@ -97,6 +98,11 @@
             status.appendChild(badge);
           }
           var open = answer.status === 'RUNNING' || answer.status === 'PENDING';
+          if (openAtLoad && answer.status && !open) {
+            // The run ended while watched: reload once for its final fields (times, codes).
+            window.location.reload();
+            return;
+          }
           if (open || !answer.ended) {
             setTimeout(poll, 1000);
           } else {
