@@ -1,10 +1,11 @@
 // Drives the xjob web console in headless Chromium (Playwright, browser given by path).
-// Started by admin/tests/console_browser.rs, which runs a real admin and executor and passes:
+// Started by admin/tests/console_browser.rs, which runs a real admin and an executor with the
+// handlers `echo`, `sleep` and `flaky`, and passes:
 //   XJOB_CONSOLE_URL     the console, e.g. http://127.0.0.1:8081
 //   XJOB_CHROMIUM        the Chromium binary
 //   XJOB_SCREENSHOTS     directory for one screenshot per page
 //   XJOB_ADMIN_USER / XJOB_ADMIN_PASSWORD   an admin with a console password
-//   XJOB_GROUP_ID        the executor group whose executor has the handlers `echo` and `sleep`
+//   XJOB_GROUP_ID        the executor group of that executor
 // Each step prints one line; the first failure ends the run with exit code 1.
 'use strict';
 
@@ -54,6 +55,7 @@ async function createJob(page, fields) {
   await page.fill('#handler', fields.handler);
   await page.selectOption('#schedule_type', fields.scheduleType);
   await page.fill('#schedule_conf', fields.schedule);
+  if (fields.retries) { await page.fill('#fail_retry_count', String(fields.retries)); }
   await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
   const match = /\/jobs\/(\d+)/.exec(page.url());
   check(match, `no job page after saving: ${page.url()}`);
@@ -143,6 +145,11 @@ step('a trigger with params shows them in the live log', async (page) => {
   await page.waitForFunction(
     (text) => document.getElementById('run-log').textContent.includes(text), marker,
     { timeout: TIMEOUT });
+  // The run ends while watched: the page reloads once with its final fields.
+  await page.waitForFunction(
+    () => document.getElementById('run-status').textContent.trim() === 'SUCCESS', null,
+    { timeout: TIMEOUT });
+  await page.waitForLoadState('load');
   const params = await page.textContent('#run-params');
   check(params.includes(marker), `run params: ${params}`);
   await shot(page, 'run-detail');
@@ -163,6 +170,25 @@ step('a long run is killed from its page', async (page) => {
     () => document.getElementById('run-status').textContent.trim() === 'KILLED', null,
     { timeout: TIMEOUT });
   await shot(page, 'run-killed');
+});
+
+step('a failed run and its retry show as the attempts of one fire', async (page) => {
+  const job = await createJob(page, {
+    name: 'console flaky', handler: 'flaky', scheduleType: 'NONE', schedule: '', retries: 1,
+  });
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  const runUrl = page.url();
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await page.goto(runUrl);
+    const rows = await page.$$('#attempts tr[data-run-id]');
+    if (rows.length === 2 && await page.$('#attempts .s-success') && await page.$('#attempts .s-failed')) {
+      break;
+    }
+    check(Date.now() < deadline, `no failed attempt and successful retry of job ${job} within 30 s`);
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, 'run-attempts');
 });
 
 step('a post without the CSRF token is refused', async (page) => {

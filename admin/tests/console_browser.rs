@@ -1,6 +1,6 @@
 //! The web console in a real browser: the real `xjob` binary with `http_listen`, an SDK executor
-//! in the test process (handlers `echo`, which logs its params, and `sleep`, which runs until
-//! killed), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
+//! in the test process (handlers `echo`, which logs its params, `sleep`, which runs until
+//! killed, and `flaky`, whose first attempt fails), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
 //! login, a cron error shown inline then a valid job, a SUCCESS run, a trigger whose params
 //! show in the live log, a kill, CSRF refusals, clearing logs, and a viewer without controls
 //! whose forged post the API refuses. Screenshots of each page go to
@@ -61,6 +61,16 @@ async fn echo(ctx: JobContext) -> JobResult {
         "echoed {} bytes",
         ctx.params().len()
     )))
+}
+
+/// Fails a fire's first attempt, succeeds on the retry (the run page's attempt history).
+async fn flaky(ctx: JobContext) -> JobResult {
+    if ctx.attempt() == 0 {
+        return Err(xjob_executor::JobError::new(
+            "first attempt fails on purpose",
+        ));
+    }
+    Ok(JobOutput::message("the retry succeeds"))
 }
 
 /// Runs until killed.
@@ -145,6 +155,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         .log_dir(dir.path().join("executor-logs"))
         .handler("echo", echo)
         .handler("sleep", sleep)
+        .handler("flaky", flaky)
         .start()
         .await?;
     executor.wait_registered(Duration::from_secs(10)).await?;

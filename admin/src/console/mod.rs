@@ -48,6 +48,10 @@ pub struct Console {
     logins: session::LoginThrottle,
     /// Served over TLS: cookies get `Secure`.
     tls: bool,
+    /// Whether this console may run without login while no user exists: its own listener is
+    /// on loopback (or the operator opted out with `insecure_open_admin_api`). A console on a
+    /// network address never runs open, even when the gRPC port is on loopback.
+    open_allowed: bool,
 }
 
 type Shared = Arc<Console>;
@@ -55,18 +59,34 @@ type Shared = Arc<Console>;
 impl Console {
     pub fn new(service: Arc<JobAdminService>, ctx: Arc<AdminContext>) -> Arc<Console> {
         let tls = ctx.config.tls_cert.is_some();
+        let open_allowed = open_allowed(&ctx.config);
         Arc::new(Console {
             service,
             ctx,
             logins: session::LoginThrottle::default(),
             tls,
+            open_allowed,
         })
+    }
+
+    /// Whether the console needs no login right now: no users yet, and both `JobAdmin` and
+    /// this console may run open.
+    async fn runs_open(&self) -> Result<bool, tonic::Status> {
+        Ok(self.open_allowed && self.api().authenticator().runs_open().await?)
     }
 
     /// The `JobAdmin` service the console calls.
     fn api(&self) -> &JobAdminService {
         &self.service
     }
+}
+
+/// Whether a console may run without login while no user exists (see `Console::open_allowed`).
+fn open_allowed(config: &crate::config::Config) -> bool {
+    config
+        .http_listen
+        .is_some_and(|address| address.ip().is_loopback())
+        || config.insecure_open_admin_api
 }
 
 /// A `JobAdmin` request carrying the console's resolved caller.
@@ -249,5 +269,24 @@ where
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_loopback_console_runs_open() {
+        let mut config = crate::config::Config::default();
+        config.http_listen = Some(SocketAddr::from(([127, 0, 0, 1], 8081)));
+        assert!(open_allowed(&config));
+        config.http_listen = Some(SocketAddr::from(([0, 0, 0, 0], 8081)));
+        assert!(
+            !open_allowed(&config),
+            "a network console always asks for a login"
+        );
+        config.insecure_open_admin_api = true;
+        assert!(open_allowed(&config));
     }
 }

@@ -105,7 +105,7 @@ pub async fn resolve(
         return Ok(None);
     }
     let caller = if session.user_id == 0 {
-        if !console.api().authenticator().runs_open().await? {
+        if !console.runs_open().await? {
             // Users exist now: the open session is over.
             return Ok(None);
         }
@@ -133,12 +133,7 @@ async fn no_session(console: &Console, parts: &Parts) -> Response {
         .path_and_query()
         .map(|path| path.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
-    let open = console
-        .api()
-        .authenticator()
-        .runs_open()
-        .await
-        .unwrap_or(false);
+    let open = console.runs_open().await.unwrap_or(false);
     if open && parts.method == Method::GET {
         return match start_session(console, 0).await {
             Ok(cookie) => with_cookie(Redirect::to(&target).into_response(), &cookie),

@@ -20,13 +20,7 @@ pub async fn form(State(console): State<Shared>, headers: HeaderMap, uri: Uri) -
     if let Ok(Some(_)) = session::resolve(&console, &headers).await {
         return Redirect::to(&safe_next(&next)).into_response();
     }
-    if console
-        .api()
-        .authenticator()
-        .runs_open()
-        .await
-        .unwrap_or(false)
-    {
+    if console.runs_open().await.unwrap_or(false) {
         // Nothing to log in to: the open console makes its session on the first page.
         return Redirect::to(&safe_next(&next)).into_response();
     }

@@ -324,6 +324,7 @@ pub async fn detail(
         "<p><a href=\"/runs?job={}\">Other runs of this job</a></p></section>",
         log.job_id
     );
+    body.push_str(&attempts(&console, &viewer, &log, &groups).await);
     // The first read is server-side, so the log shows without the script; the script then
     // polls for more lines while the run is open.
     let first = console
@@ -357,6 +358,56 @@ pub async fn detail(
         esc(&content),
     );
     html::page(Some(&viewer), &format!("Run {id}"), Nav::Runs, &body)
+}
+
+/// The retry history of the run's occurrence: every attempt of the same fire (same job,
+/// scheduled time and shard), when there is more than this one.
+async fn attempts(
+    console: &super::super::Console,
+    viewer: &Viewer,
+    log: &pb::Log,
+    groups: &[pb::Group],
+) -> String {
+    if log.scheduled_at_ms <= 0 {
+        return String::new();
+    }
+    // Retries keep the fire's scheduled time and are triggered after it (backoff is capped well
+    // below a day).
+    let answer = console
+        .api()
+        .list_logs(request(
+            &viewer.caller,
+            pb::ListLogsRequest {
+                job_id: log.job_id,
+                from_ms: log.scheduled_at_ms - 60_000,
+                to_ms: log.scheduled_at_ms + 86_400_000,
+                page_size: 200,
+                ..Default::default()
+            },
+        ))
+        .await;
+    let mut runs: Vec<pb::Log> = answer
+        .map(|answer| answer.into_inner().logs)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|run| {
+            run.scheduled_at_ms == log.scheduled_at_ms && run.shard_index == log.shard_index
+        })
+        .collect();
+    if runs.len() < 2 {
+        return String::new();
+    }
+    runs.sort_by_key(|run| run.attempt);
+    let mut out = String::from(
+        "<section class=\"card\" id=\"attempts\"><h2>Attempts of this fire</h2>\
+         <div class=\"scroll\"><table><tr><th>Run</th><th>Job</th><th>Group</th><th>Status</th>\
+         <th>Trigger</th><th>Triggered</th><th>Took</th><th>Executor</th><th>Message</th></tr>",
+    );
+    for run in &runs {
+        out.push_str(&run_row(run, groups));
+    }
+    out.push_str("</table></div></section>");
+    out
 }
 
 fn trace_link(template: &str, trace_id: &str) -> String {
