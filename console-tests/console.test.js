@@ -92,7 +92,6 @@ step('the admin logs in and sees the dashboard', async (page) => {
   check(new URL(page.url()).pathname === '/', `after login: ${page.url()}`);
   await page.waitForSelector('#totals');
   check(!(await page.$('#open-banner')), 'no open-console banner once users exist');
-  await shot(page, 'dashboard');
 });
 
 step('a cron error shows inline, first as you type, then from the API on save', async (page) => {
@@ -239,6 +238,15 @@ step('executors, groups, users and audit pages render; a viewer is created', asy
   await page.goto(`${base}/audit`);
   await page.waitForSelector('#audit');
   await shot(page, 'audit');
+  // The daily report (refreshed every second in this test) now has the runs above.
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await page.goto(`${base}/`);
+    if (await page.$('#runs-per-day rect.ok') && await page.$('#failing-jobs table')) { break; }
+    check(Date.now() < deadline, 'the dashboard shows no succeeded run per day within 30 s');
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, 'dashboard');
   await logout(page);
 });
 

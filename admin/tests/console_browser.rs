@@ -132,7 +132,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         &config_file,
         format!(
             "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\n\
-             followup_interval = \"100ms\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n"
+             followup_interval = \"100ms\"\nreport_interval = \"1s\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n"
         ),
     )?;
     let data_dir = dir.path().join("admin");

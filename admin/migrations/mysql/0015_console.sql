@@ -12,3 +12,11 @@ CREATE TABLE xjob_console_session (
     UNIQUE KEY ux_console_session_token (token_hash),
     KEY ix_console_session_expires (expires_ms)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- The dashboard's per-day counts of lost and skipped runs, and how late scheduled fires were
+-- sent (first attempts of CRON/MISFIRE fires): how many more than 1 s late, and the latest.
+ALTER TABLE xjob_log_report
+    ADD COLUMN lost BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN skipped BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN late_fires BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN max_lateness_ms BIGINT NOT NULL DEFAULT 0;

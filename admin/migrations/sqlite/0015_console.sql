@@ -11,3 +11,10 @@ CREATE TABLE xjob_console_session (
     expires_ms    INTEGER NOT NULL
 );
 CREATE INDEX ix_console_session_expires ON xjob_console_session (expires_ms);
+
+-- The dashboard's per-day counts of lost and skipped runs, and how late scheduled fires were
+-- sent (first attempts of CRON/MISFIRE fires): how many more than 1 s late, and the latest.
+ALTER TABLE xjob_log_report ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN late_fires INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN max_lateness_ms INTEGER NOT NULL DEFAULT 0;

@@ -278,8 +278,10 @@ mod tests {
 
     #[test]
     fn only_a_loopback_console_runs_open() {
-        let mut config = crate::config::Config::default();
-        config.http_listen = Some(SocketAddr::from(([127, 0, 0, 1], 8081)));
+        let mut config = crate::config::Config {
+            http_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
+            ..crate::config::Config::default()
+        };
         assert!(open_allowed(&config));
         config.http_listen = Some(SocketAddr::from(([0, 0, 0, 0], 8081)));
         assert!(

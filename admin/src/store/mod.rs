@@ -537,13 +537,20 @@ impl FollowupWritten {
 }
 
 /// One day's run counts in the report table (`xjob_log_report`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DayCounts {
     /// Start of the day in the admin's zone, epoch ms.
     pub day_ms: i64,
     pub running: i64,
     pub success: i64,
+    /// Every final status but SUCCESS and SKIPPED (LOST included).
     pub failed: i64,
+    pub lost: i64,
+    pub skipped: i64,
+    /// First attempts of scheduled fires (CRON, MISFIRE) sent more than 1 s after their time.
+    pub late_fires: i64,
+    /// The latest of those sends, in ms after its scheduled time (0 when none was late).
+    pub max_lateness_ms: i64,
 }
 
 /// The size of the run log, as each database reports it.

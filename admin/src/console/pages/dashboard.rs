@@ -43,6 +43,7 @@ pub async fn page(State(console): State<Shared>, viewer: Viewer) -> Response {
     body.push_str(&totals(&dashboard, &executors));
     body.push_str("<div class=\"grid\">");
     body.push_str(&chart(&dashboard.days));
+    body.push_str(&lateness(&dashboard.days));
     body.push_str(&failing_jobs(&console, &viewer, now).await);
     body.push_str(&executors_per_app(&executors));
     body.push_str(&loops(&dashboard));
@@ -64,6 +65,8 @@ fn totals(dashboard: &pb::GetDashboardResponse, executors: &[pb::Executor]) -> S
          <div class=\"tile\"><b>{}</b><span>runs today</span></div>\
          <div class=\"tile ok\"><b>{}</b><span>succeeded today</span></div>\
          <div class=\"tile bad\"><b>{}</b><span>failed today</span></div>\
+         <div class=\"tile bad\"><b>{}</b><span>lost today</span></div>\
+         <div class=\"tile\"><b>{}</b><span>skipped today</span></div>\
          <div class=\"tile\"><b>{}</b><span>running</span></div>\
          <div class=\"tile\"><b>{health}</b><span>admin health</span></div></section>",
         dashboard.job_count,
@@ -71,6 +74,8 @@ fn totals(dashboard: &pb::GetDashboardResponse, executors: &[pb::Executor]) -> S
         today.running + today.success + today.failed,
         today.success,
         today.failed,
+        today.lost,
+        today.skipped,
         today.running,
     )
 }
@@ -84,7 +89,7 @@ fn chart(days: &[pb::DayReport]) -> String {
     }
     let max = days
         .iter()
-        .map(|day| day.running + day.success + day.failed)
+        .map(|day| day.running + day.success + day.failed + day.skipped)
         .max()
         .unwrap_or(0)
         .max(1);
@@ -99,8 +104,10 @@ fn chart(days: &[pb::DayReport]) -> String {
         let mut y = 110;
         for (count, class) in [
             (day.success, "ok"),
-            (day.failed, "bad"),
+            (day.failed - day.lost, "bad"),
+            (day.lost, "lost"),
             (day.running, "run"),
+            (day.skipped, "skip"),
         ] {
             let height = count * 100 / max;
             if height > 0 {
@@ -119,7 +126,58 @@ fn chart(days: &[pb::DayReport]) -> String {
     }
     out.push_str(
         "</svg><p class=\"legend\"><span class=\"k ok\"></span>succeeded \
-         <span class=\"k bad\"></span>failed <span class=\"k run\"></span>running</p></section>",
+         <span class=\"k bad\"></span>failed <span class=\"k lost\"></span>lost \
+         <span class=\"k run\"></span>running <span class=\"k skip\"></span>skipped</p></section>",
+    );
+    out
+}
+
+/// Scheduled fires sent more than 1 s late, per day, with the latest send of each day.
+fn lateness(days: &[pb::DayReport]) -> String {
+    let mut out =
+        String::from("<section class=\"card\" id=\"lateness\"><h2>Late fires per day</h2>");
+    let max = days.iter().map(|day| day.late_fires).max().unwrap_or(0);
+    if max == 0 {
+        out.push_str(
+            "<p class=\"empty\">No scheduled fire was sent more than 1 s after its time.</p>\
+             </section>",
+        );
+        return out;
+    }
+    let width = 36 * days.len() as i64;
+    let _ = write!(
+        out,
+        "<svg class=\"chart\" viewBox=\"0 0 {width} 130\" role=\"img\" \
+         aria-label=\"scheduled fires sent more than 1 s late, per day\">"
+    );
+    for (index, day) in days.iter().enumerate() {
+        let x = index as i64 * 36 + 6;
+        let height = day.late_fires * 100 / max;
+        if height > 0 {
+            let _ = write!(
+                out,
+                "<rect class=\"run\" x=\"{x}\" y=\"{}\" width=\"24\" height=\"{height}\">\
+                 <title>{} late, the latest {}</title></rect>",
+                110 - height,
+                day.late_fires,
+                html::duration(day.max_lateness_ms)
+            );
+        }
+        let label = chrono::DateTime::from_timestamp_millis(day.day_ms)
+            .map(|at| at.format("%d").to_string())
+            .unwrap_or_default();
+        let _ = write!(out, "<text x=\"{}\" y=\"125\">{label}</text>", x + 5);
+    }
+    let worst = days
+        .iter()
+        .map(|day| day.max_lateness_ms)
+        .max()
+        .unwrap_or(0);
+    let _ = write!(
+        out,
+        "</svg><p class=\"legend\">first attempts of CRON fires sent more than 1 s after their \
+         time; the latest: {}</p></section>",
+        html::duration(worst)
     );
     out
 }
