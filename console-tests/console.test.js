@@ -35,6 +35,19 @@ async function shot(page, name) {
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
 }
 
+/// Goes to a page. A run's page reloads itself once when the watched run ends; a visit that
+/// this reload interrupts is simply made again.
+async function visit(page, url) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await page.goto(url);
+    } catch (error) {
+      if (attempt >= 2 || !/interrupted by another navigation/.test(error.message)) { throw error; }
+      await page.waitForLoadState('load');
+    }
+  }
+}
+
 async function login(page, user, password) {
   await page.goto(`${base}/login`);
   await page.fill('#name', user);
@@ -48,7 +61,7 @@ async function logout(page) {
 
 /// Creates a job through the editor; returns its id (from the URL it lands on).
 async function createJob(page, fields) {
-  await page.goto(`${base}/jobs/new`);
+  await visit(page, `${base}/jobs/new`);
   await page.selectOption('#group_id', groupId);
   await page.fill('#name', fields.name);
   await page.fill('#author', 'console-test');
@@ -56,6 +69,10 @@ async function createJob(page, fields) {
   await page.selectOption('#schedule_type', fields.scheduleType);
   await page.fill('#schedule_conf', fields.schedule);
   if (fields.retries) { await page.fill('#fail_retry_count', String(fields.retries)); }
+  if (fields.glue) {
+    await page.selectOption('#glue_type', fields.glue);
+    await page.fill('#glue_source', fields.source);
+  }
   await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
   const match = /\/jobs\/(\d+)/.exec(page.url());
   check(match, `no job page after saving: ${page.url()}`);
@@ -137,7 +154,7 @@ step('the started cron job produces a SUCCESS run', async (page) => {
 
 step('a trigger with params shows them in the live log', async (page) => {
   const marker = `hello-from-console-${Date.now()}`;
-  await page.goto(`${base}/jobs/${state.cronJob}`);
+  await visit(page, `${base}/jobs/${state.cronJob}`);
   await page.fill('#trigger_params', marker);
   await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
   check(/\/runs\/\d+/.test(page.url()), `trigger lands on the run: ${page.url()}`);
@@ -179,7 +196,7 @@ step('a failed run and its retry show as the attempts of one fire', async (page)
   const runUrl = page.url();
   const deadline = Date.now() + TIMEOUT;
   for (;;) {
-    await page.goto(runUrl);
+    await visit(page, runUrl);
     const rows = await page.$$('#attempts tr[data-run-id]');
     if (rows.length === 2 && await page.$('#attempts .s-success') && await page.$('#attempts .s-failed')) {
       break;
@@ -190,8 +207,38 @@ step('a failed run and its retry show as the attempts of one fire', async (page)
   await shot(page, 'run-attempts');
 });
 
+step('a script job keeps the versions of its source', async (page) => {
+  const job = await createJob(page, {
+    name: 'console script', handler: '', scheduleType: 'NONE', schedule: '', glue: 'SHELL',
+    source: 'echo "first version"',
+  });
+  await page.fill('#glue_source', 'echo "first version, edited"');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const missing = await page.textContent('#err-glue_remark');
+  check(/required/.test(missing), `a save without a remark names the field: ${missing}`);
+  await page.fill('#glue_source', 'echo "second version"');
+  await page.fill('#glue_remark', 'say second');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const rows = await page.$$('#glue-versions tr td:first-child');
+  check(rows.length >= 1, `job ${job}: saved versions listed (${rows.length})`);
+  const source = await page.inputValue('#glue_source');
+  check(source.includes('second version'), `the saved source is shown: ${source}`);
+  await shot(page, 'job-script');
+});
+
+step('the dashboard fits a phone', async (page) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/`);
+  await page.waitForSelector('#totals');
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  check(overflow <= 0, `no sideways scrolling on a phone (${overflow} px)`);
+  await shot(page, 'phone-dashboard');
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
 step('a post without the CSRF token is refused', async (page) => {
-  await page.goto(`${base}/jobs`);
+  await visit(page, `${base}/jobs`);
   const answer = await forgedPost(page, `/jobs/${state.cronJob}/start`, {});
   check(answer.status === 403, `post without CSRF: HTTP ${answer.status}`);
   check(/CSRF/.test(answer.text), 'the refusal names the CSRF token');
@@ -200,7 +247,7 @@ step('a post without the CSRF token is refused', async (page) => {
 });
 
 step('clear logs asks first, then deletes finished runs', async (page) => {
-  await page.goto(`${base}/runs?job=${state.sleepJob}`);
+  await visit(page, `${base}/runs?job=${state.sleepJob}`);
   await page.click('#clear-logs summary');
   await page.selectOption('#clear-form select[name=group]', groupId);
   await page.fill('#clear_job', String(state.sleepJob));

@@ -129,6 +129,7 @@ fn router(console: Shared) -> Router {
         .route("/jobs/{id}/start", post(pages::jobs::start))
         .route("/jobs/{id}/stop", post(pages::jobs::stop))
         .route("/jobs/{id}/trigger", post(pages::jobs::trigger))
+        .route("/jobs/{id}/glue", post(pages::jobs::save_glue))
         .route("/preview", get(pages::jobs::preview))
         .route("/runs", get(pages::runs::list))
         .route("/runs/clear", post(pages::runs::clear))

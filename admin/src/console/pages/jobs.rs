@@ -30,6 +30,26 @@ const ROUTES: &[&str] = &[
     "SHARDING_BROADCAST",
 ];
 const BLOCKS: &[&str] = &["SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY"];
+/// Fields the editor renders: an API error naming another one is shown above the form.
+const FORM_FIELDS: &[&str] = &[
+    "group_id",
+    "name",
+    "author",
+    "alarm_email",
+    "schedule_type",
+    "schedule_conf",
+    "time_zone",
+    "handler",
+    "params",
+    "route_strategy",
+    "misfire_strategy",
+    "block_strategy",
+    "timeout_ms",
+    "fail_retry_count",
+    "child_job_ids",
+    "glue_type",
+    "glue_source",
+];
 const GLUES: &[&str] = &["BEAN", "SHELL", "PYTHON", "NODEJS", "PHP", "POWERSHELL"];
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
@@ -226,7 +246,9 @@ pub async fn edit_form(
     let query = Fields::from_query(uri.query());
     match load(&console, &viewer, id).await {
         Ok(job) => {
-            let mut response = editor(&console, &viewer, &job, None, StatusCode::OK).await;
+            let glue = glue_section(&console, &viewer, &job, query.int("version"), None).await;
+            let mut response =
+                editor_with(&console, &viewer, &job, None, StatusCode::OK, &glue).await;
             if !query.get("notice").is_empty() {
                 response = inject_notice(response, query.get("notice")).await;
             }
@@ -275,6 +297,18 @@ async fn editor(
     error: Option<(Option<String>, String)>,
     code: StatusCode,
 ) -> Response {
+    editor_with(console, viewer, job, error, code, "").await
+}
+
+/// The editor with extra sections below it (a script job's source and versions).
+async fn editor_with(
+    console: &Console,
+    viewer: &Viewer,
+    job: &pb::Job,
+    error: Option<(Option<String>, String)>,
+    code: StatusCode,
+    extra: &str,
+) -> Response {
     let groups = readable_groups(console, viewer).await;
     let editable = if job.id == 0 {
         viewer.can_operate_any()
@@ -289,7 +323,10 @@ async fn editor(
         (error_field.as_deref() == Some(name)).then_some(error_message.as_str())
     };
     let mut body = String::new();
-    if error.is_some() && error_field.is_none() {
+    let on_form = error_field.as_deref().is_some_and(|field| {
+        FORM_FIELDS.contains(&field) && (field != "glue_source" || job.id == 0)
+    });
+    if error.is_some() && !on_form {
         body.push_str(&format!(
             "<div class=\"notice bad\" id=\"form-error\" role=\"alert\">{}</div>",
             esc(&error_message)
@@ -476,6 +513,23 @@ async fn editor(
         html::field("Glue type", "glue_type", &glue, err("glue_type"), ""),
     ]
     .concat();
+    // A new script job needs its first source here; later versions are saved below the form.
+    let fields = if job.id == 0 {
+        let source = html::field(
+            "Script source",
+            "glue_source",
+            &format!(
+                "<textarea name=\"glue_source\" id=\"glue_source\" rows=\"4\" \
+                 spellcheck=\"false\">{}</textarea>",
+                esc(&job.glue_source)
+            ),
+            err("glue_source"),
+            "script glue types only (SHELL, PYTHON, …); BEAN jobs run their handler",
+        );
+        format!("{fields}{source}")
+    } else {
+        fields
+    };
     let fieldset = if editable {
         "<fieldset>"
     } else {
@@ -495,6 +549,7 @@ async fn editor(
     if job.id != 0 {
         body.push_str(&job_side(viewer, job, editable));
     }
+    body.push_str(extra);
     let title = if job.id == 0 {
         "New job".to_string()
     } else {
@@ -550,6 +605,149 @@ fn job_side(viewer: &Viewer, job: &pb::Job, editable: bool) -> String {
     out
 }
 
+/// A script job's source editor (`UpdateGlue`) and its saved versions (`ListGlueVersions`);
+/// `version` > 0 loads that version's source into the editor (`GetGlueVersion`).
+async fn glue_section(
+    console: &Console,
+    viewer: &Viewer,
+    job: &pb::Job,
+    version: i64,
+    error: Option<(Option<String>, String)>,
+) -> String {
+    if job.glue_type == pb::GlueType::Bean as i32 || job.glue_type == 0 {
+        return String::new();
+    }
+    let mut source = job.glue_source.clone();
+    let mut remark = String::new();
+    if version > 0 {
+        let loaded = console
+            .api()
+            .get_glue_version(request(
+                &viewer.caller,
+                pb::GetGlueVersionRequest { id: version },
+            ))
+            .await;
+        if let Some(loaded) = loaded.ok().and_then(|answer| answer.into_inner().version) {
+            source = loaded.glue_source;
+            remark = format!("back to version {version}");
+        }
+    }
+    let versions = console
+        .api()
+        .list_glue_versions(request(
+            &viewer.caller,
+            pb::ListGlueVersionsRequest { job_id: job.id },
+        ))
+        .await
+        .map(|answer| answer.into_inner().versions)
+        .unwrap_or_default();
+    let (error_field, message) = error.unwrap_or((None, String::new()));
+    let err = |name: &str| (error_field.as_deref() == Some(name)).then_some(message.as_str());
+    let editable = viewer.can_operate(job.group_id);
+    let mut out = format!(
+        "<section class=\"card\" id=\"glue\"><h2>Script source</h2>\
+         <form method=\"post\" action=\"/jobs/{}/glue\" id=\"glue-form\">{}{}{}{}{}</fieldset>{}</form>",
+        job.id,
+        html::csrf_field(viewer),
+        if editable {
+            "<fieldset>"
+        } else {
+            "<fieldset disabled>"
+        },
+        html::field(
+            "Source",
+            "glue_source",
+            &format!(
+                "<textarea name=\"glue_source\" id=\"glue_source\" rows=\"12\" \
+                 spellcheck=\"false\">{}</textarea>",
+                esc(&source)
+            ),
+            err("glue_source"),
+            "the next run uses the saved source",
+        ),
+        html::field(
+            "What changed",
+            "glue_remark",
+            &html::text_input("glue_remark", &remark),
+            err("glue_remark"),
+            "",
+        ),
+        if error_field.is_none() && !message.is_empty() {
+            html::notice("bad", &message)
+        } else {
+            String::new()
+        },
+        if editable {
+            "<button id=\"save-glue\">Save source</button>"
+        } else {
+            ""
+        },
+    );
+    if versions.is_empty() {
+        out.push_str("<p class=\"empty\">No saved versions yet.</p>");
+    } else {
+        out.push_str(
+            "<table id=\"glue-versions\"><tr><th>Version</th><th>Saved</th><th>Remark</th>\
+             <th></th></tr>",
+        );
+        for saved in &versions {
+            let _ = write!(
+                out,
+                "<tr><td>{id}</td><td>{}</td><td>{}</td>\
+                 <td><a href=\"/jobs/{job}?version={id}#glue\">load</a></td></tr>",
+                html::time(saved.created_ms),
+                esc(&saved.glue_remark),
+                id = saved.id,
+                job = job.id,
+            );
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</section>");
+    out
+}
+
+pub async fn save_glue(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let answer = console
+        .api()
+        .update_glue(request(
+            &posted.viewer.caller,
+            pb::UpdateGlueRequest {
+                job_id: id,
+                glue_source: posted.fields.raw("glue_source").unwrap_or("").to_string(),
+                glue_remark: posted.fields.get("glue_remark").to_string(),
+            },
+        ))
+        .await;
+    match answer {
+        Ok(_) => see_other(&format!("/jobs/{id}"), "Source saved as a new version."),
+        Err(status) => {
+            let job = match load(&console, &posted.viewer, id).await {
+                Ok(job) => job,
+                Err(response) => return response,
+            };
+            let edited = pb::Job {
+                glue_source: posted.fields.raw("glue_source").unwrap_or("").to_string(),
+                ..job.clone()
+            };
+            let glue = glue_section(
+                &console,
+                &posted.viewer,
+                &edited,
+                0,
+                Some(field_error(&status)),
+            )
+            .await;
+            let code = super::http_status(status.code());
+            editor_with(&console, &posted.viewer, &job, None, code, &glue).await
+        }
+    }
+}
+
 /// A job from the editor's fields over `base` (the stored job on edit, defaults on create).
 fn job_from_fields(fields: &Fields, base: pb::Job) -> pb::Job {
     let enum_value = |name: &str, prefix: &str, parse: fn(&str) -> Option<i32>| -> i32 {
@@ -585,6 +783,10 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> pb::Job {
         timeout_ms: fields.int("timeout_ms"),
         fail_retry_count: fields.int("fail_retry_count") as i32,
         child_job_ids,
+        glue_source: match fields.raw("glue_source") {
+            Some(source) => source.to_string(),
+            None => base.glue_source.clone(),
+        },
         glue_type: if fields.has("glue_type") {
             enum_value("glue_type", "GLUE_TYPE_", |name| {
                 pb::GlueType::from_str_name(name).map(|value| value as i32)
