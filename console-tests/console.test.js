@@ -282,6 +282,21 @@ step('executors, groups, users and audit pages render; a viewer is created', asy
   await row.locator('select[name=group]').selectOption(groupId);
   await Promise.all([page.waitForNavigation(), row.locator('button', { hasText: 'Grant' }).click()]);
   await shot(page, 'users');
+  await visit(page, `${base}/users`);
+  await Promise.all([
+    page.waitForNavigation(),
+    page.locator('#users tr', { hasText: 'victor' }).locator('a', { hasText: 'tokens' }).click(),
+  ]);
+  await page.fill('#description', 'ci');
+  await Promise.all([page.waitForNavigation(), page.click('#create-token')]);
+  const issued = await page.textContent('.notice.ok');
+  check(/xjob_[0-9a-f]{64}/.test(issued), `a new token is shown once: ${issued}`);
+  const open = await page.$$('#tokens button.danger');
+  check(open.length === 2, `victor has two live tokens (${open.length})`);
+  page.once('dialog', (dialog) => dialog.accept());
+  await Promise.all([page.waitForNavigation(), open[0].click()]);
+  check((await page.$$('#tokens button.danger')).length === 1, 'one token revoked');
+  await shot(page, 'tokens');
   await page.goto(`${base}/audit`);
   await page.waitForSelector('#audit');
   await shot(page, 'audit');

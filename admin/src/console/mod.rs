@@ -148,6 +148,15 @@ fn router(console: Shared) -> Router {
         .route("/users", get(pages::users::list).post(pages::users::create))
         .route("/users/{id}/delete", post(pages::users::delete))
         .route("/users/{id}/grant", post(pages::users::grant))
+        .route("/users/{id}/revoke", post(pages::users::revoke))
+        .route(
+            "/users/{id}/tokens",
+            get(pages::users::tokens).post(pages::users::create_token),
+        )
+        .route(
+            "/users/{id}/tokens/{token}/revoke",
+            post(pages::users::revoke_token),
+        )
         .route("/audit", get(pages::users::audit))
         .fallback(not_found)
         .with_state(console)

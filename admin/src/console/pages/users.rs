@@ -51,11 +51,20 @@ fn render(
         let granted: Vec<String> = user
             .group_ids
             .iter()
-            .map(|id| group_name(groups, *id))
+            .map(|id| {
+                format!(
+                    "{} <form method=\"post\" action=\"/users/{}/revoke\" class=\"inline\">{csrf}\
+                     <input type=\"hidden\" name=\"group\" value=\"{id}\">\
+                     <button class=\"small secondary\" title=\"revoke this grant\">×</button></form>",
+                    esc(&group_name(groups, *id)),
+                    user.id
+                )
+            })
             .collect();
         let _ = write!(
             body,
             "<tr><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>\
+             <a href=\"/users/{id}/tokens\">tokens</a> \
              <form method=\"post\" action=\"/users/{id}/grant\" class=\"inline\">{csrf}{}\
              <button class=\"small\">Grant</button></form> \
              <form method=\"post\" action=\"/users/{id}/delete\" class=\"inline\" \
@@ -63,7 +72,7 @@ fn render(
              <button class=\"small danger\">Delete</button></form></td></tr>",
             esc(&user.name),
             esc(&user.role),
-            esc(&granted.join(", ")),
+            granted.join(", "),
             html::time(user.created_ms),
             html::select("group", &group_options, ""),
             esc(&user.name),
@@ -210,4 +219,168 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
     }
     body.push_str(&next_page_link("/audit", &[], &page.next_page_token));
     html::page(Some(&viewer), "Audit trail", Nav::Audit, &body)
+}
+
+pub async fn revoke(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let group_id = posted.fields.int("group");
+    match console
+        .api()
+        .revoke_group(request(
+            &posted.viewer.caller,
+            pb::RevokeGroupRequest {
+                user_id: id,
+                group_id,
+            },
+        ))
+        .await
+    {
+        Ok(_) => see_other(
+            "/users",
+            &format!("Group {group_id} revoked from user {id}."),
+        ),
+        Err(status) => status_page(&status),
+    }
+}
+
+/// A user's API tokens: prefix, description, expiry, revocation; issue and revoke.
+pub async fn tokens(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    uri: Uri,
+) -> Response {
+    let query = Fields::from_query(uri.query());
+    tokens_page(&console, &viewer, id, query.get("notice")).await
+}
+
+async fn tokens_page(
+    console: &super::super::Console,
+    viewer: &Viewer,
+    user_id: i64,
+    notice: &str,
+) -> Response {
+    let tokens = match console
+        .api()
+        .list_tokens(request(&viewer.caller, pb::ListTokensRequest { user_id }))
+        .await
+    {
+        Ok(answer) => answer.into_inner().tokens,
+        Err(status) => return status_page(&status),
+    };
+    let csrf = html::csrf_field(viewer);
+    let mut body = html::notice("ok", notice);
+    body.push_str(
+        "<div class=\"scroll\"><table id=\"tokens\"><tr><th>Id</th><th>Prefix</th>\
+         <th>Description</th><th>Created</th><th>Expires</th><th>Revoked</th><th></th></tr>",
+    );
+    for token in &tokens {
+        let action = if token.revoked_ms > 0 {
+            String::new()
+        } else {
+            format!(
+                "<form method=\"post\" action=\"/users/{user_id}/tokens/{}/revoke\" \
+                 class=\"inline\" data-confirm=\"Revoke token {}…?\">{csrf}\
+                 <button class=\"small danger\">Revoke</button></form>",
+                token.id,
+                esc(&token.prefix)
+            )
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td><code>{}…</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{action}</td></tr>",
+            token.id,
+            esc(&token.prefix),
+            esc(&token.description),
+            html::time(token.created_ms),
+            if token.expires_ms > 0 {
+                html::time(token.expires_ms)
+            } else {
+                "never".to_string()
+            },
+            html::time(token.revoked_ms),
+        );
+    }
+    body.push_str("</table></div>");
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/users/{user_id}/tokens\" class=\"card form\" \
+         id=\"token-form\"><h2>New token</h2>{csrf}<div class=\"fields\">{}{}</div>\
+         <button id=\"create-token\">Issue</button></form><p><a href=\"/users\">← Users</a></p>",
+        html::field(
+            "Description",
+            "description",
+            &html::text_input("description", ""),
+            None,
+            ""
+        ),
+        html::field(
+            "Lifetime (days)",
+            "ttl_days",
+            &html::text_input("ttl_days", "90"),
+            None,
+            "0 = never expires"
+        ),
+    );
+    html::page(
+        Some(viewer),
+        &format!("Tokens of user {user_id}"),
+        Nav::Users,
+        &body,
+    )
+}
+
+pub async fn create_token(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let ttl_days = posted.fields.int("ttl_days").max(0);
+    let answer = console
+        .api()
+        .create_token(request(
+            &posted.viewer.caller,
+            pb::CreateTokenRequest {
+                user_id: id,
+                ttl_ms: ttl_days.saturating_mul(86_400_000),
+                description: posted.fields.get("description").to_string(),
+            },
+        ))
+        .await;
+    match answer {
+        // Shown this once, on this answer (never in a URL).
+        Ok(answer) => {
+            let notice = format!(
+                "Token issued. Copy it now, it is not shown again: {}",
+                answer.into_inner().token
+            );
+            tokens_page(&console, &posted.viewer, id, &notice).await
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+pub async fn revoke_token(
+    State(console): State<Shared>,
+    Path((user_id, token_id)): Path<(i64, i64)>,
+    posted: Posted,
+) -> Response {
+    match console
+        .api()
+        .revoke_token(request(
+            &posted.viewer.caller,
+            pb::RevokeTokenRequest { id: token_id },
+        ))
+        .await
+    {
+        Ok(_) => see_other(
+            &format!("/users/{user_id}/tokens"),
+            &format!("Token {token_id} revoked."),
+        ),
+        Err(status) => status_page(&status),
+    }
 }
