@@ -29,6 +29,7 @@ pub struct RunningAdmin {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     xxl_compat_addr: Option<SocketAddr>,
+    console_addr: Option<SocketAddr>,
     node: NodeIdentity,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -59,6 +60,9 @@ impl RunningAdmin {
     /// The bound XXL-JOB compatibility address, when `xxl_job_compat_listen` is set.
     pub fn xxl_compat_addr(&self) -> Option<SocketAddr> {
         self.xxl_compat_addr
+    /// The bound web console address, when `http_listen` is set.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.console_addr
     }
 
     /// This admin's node id and epoch.
@@ -147,6 +151,16 @@ pub async fn start_with(
     }
     let metrics_listener = match config.metrics_listen {
         Some(address) => Some(crate::metrics::bind(address).await?),
+        None => None,
+    };
+    let console_listener = match config.http_listen {
+        Some(address) => Some(crate::console::bind(address).await?),
+        None => None,
+    };
+    let console_addr = match &console_listener {
+        Some(listener) => Some(listener.local_addr().map_err(|error| {
+            Error::internal(format!("console listener address: {error}"), error)
+        })?),
         None => None,
     };
     let metrics_addr = match &metrics_listener {
@@ -268,9 +282,13 @@ pub async fn start_with(
         Arc::clone(&config),
     ));
 
-    let (routes, health_reporter) = crate::api::routes(Arc::clone(&ctx), cancel.clone())
-        .await
-        .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
+    let job_admin = Arc::new(crate::api::job_admin::JobAdminService::new(Arc::clone(
+        &ctx,
+    )));
+    let (routes, health_reporter) =
+        crate::api::routes(Arc::clone(&ctx), Arc::clone(&job_admin), cancel.clone())
+            .await
+            .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
 
     recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
         store.clone(),
@@ -289,7 +307,7 @@ pub async fn start_with(
     tracker.spawn(serve(
         routes,
         listener,
-        server_tls,
+        server_tls.clone(),
         Arc::clone(&config),
         cancel.clone(),
     ));
@@ -304,6 +322,15 @@ pub async fn start_with(
         ));
         tracker.spawn(crate::xxl_compat::run_row_refresh(
             Arc::clone(&ctx),
+            cancel.clone(),
+        ));
+    }
+    if let Some(console_listener) = console_listener {
+        let console = crate::console::Console::new(Arc::clone(&job_admin), Arc::clone(&ctx));
+        tracker.spawn(crate::console::serve(
+            console_listener,
+            server_tls.clone(),
+            console,
             cancel.clone(),
         ));
     }
@@ -385,6 +412,7 @@ pub async fn start_with(
         local_addr,
         metrics_addr,
         xxl_compat_addr,
+        console_addr,
         node,
         cancel,
         tracker,

@@ -179,6 +179,13 @@ pub struct Config {
     /// metrics endpoint (`--metrics-listen`, `XJOB_METRICS_LISTEN`). Bind it to loopback or a
     /// private network: it has no authentication.
     pub metrics_listen: Option<SocketAddr>,
+    /// Address serving the web console (HTTP/1.1; HTTPS with the admin's `tls_cert`); unset =
+    /// no console (`--http-listen`, `XJOB_HTTP_LISTEN`; `xjob serve --demo` defaults it to
+    /// 127.0.0.1:8081). See docs/console.md.
+    pub http_listen: Option<SocketAddr>,
+    /// Link to a run's trace in the console, `{trace_id}` replaced by the run's trace id, e.g.
+    /// `http://127.0.0.1:16686/trace/{trace_id}` (Jaeger's UI); empty = the id is shown alone.
+    pub console_trace_url: String,
     /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
     pub alarm: crate::monitor::AlarmConfig,
 
@@ -276,6 +283,8 @@ impl Default for Config {
             max_connection_age: Duration::from_secs(600),
             otlp_endpoint: String::new(),
             metrics_listen: None,
+            http_listen: None,
+            console_trace_url: String::new(),
             alarm: crate::monitor::AlarmConfig::default(),
             xxl_job_compat_listen: None,
             xxl_job_compat_lease: Duration::from_secs(90),
@@ -373,6 +382,16 @@ impl Config {
         if let Some(value) = lookup("XJOB_XXL_JOB_COMPAT_LEASE") {
             self.xxl_job_compat_lease = parse_duration(&value)
                 .map_err(|message| invalid("xxl_job_compat_lease", message))?;
+        }
+        if let Some(value) = lookup("XJOB_HTTP_LISTEN") {
+            self.http_listen = if value.is_empty() {
+                None
+            } else {
+                Some(parse_field("http_listen", &value)?)
+            };
+        }
+        if let Some(value) = lookup("XJOB_CONSOLE_TRACE_URL") {
+            self.console_trace_url = value;
         }
         self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {

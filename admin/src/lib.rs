@@ -14,6 +14,7 @@ pub mod app;
 pub mod auth;
 pub mod callback;
 pub mod config;
+pub mod console;
 pub mod context;
 #[cfg(feature = "demo")]
 pub mod demo;

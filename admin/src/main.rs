@@ -57,6 +57,9 @@ struct UserCreateArgs {
     /// Lifetime of the token, e.g. 2160h (90 days); default: never expires.
     #[arg(long)]
     token_ttl: Option<String>,
+    /// Reads a web console password from the first line of stdin (none: token only).
+    #[arg(long)]
+    password_stdin: bool,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -89,9 +92,12 @@ struct ServeArgs {
     #[arg(long)]
     metrics_listen: Option<String>,
     /// Address to serve XXL-JOB's executor-facing API on (registry, callback), so unmodified
-    /// XXL-JOB executors can register, e.g. 0.0.0.0:8081.
+    /// XXL-JOB executors can register, e.g. 0.0.0.0:8090.
     #[arg(long)]
     xxl_job_compat_listen: Option<String>,
+    /// Address to serve the web console on, e.g. 127.0.0.1:8081 (`--demo`: that by default).
+    #[arg(long)]
+    http_listen: Option<String>,
 }
 
 fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -132,6 +138,17 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
             Some(address.parse().map_err(|error| {
                 anyhow::anyhow!("--xxl-job-compat-listen '{address}': {error}")
             })?);
+    }
+    if let Some(address) = &args.http_listen {
+        config.http_listen = Some(
+            address
+                .parse()
+                .map_err(|error| anyhow::anyhow!("--http-listen '{address}': {error}"))?,
+        );
+    }
+    if config.demo && config.http_listen.is_none() {
+        // The quick start opens the console here.
+        config.http_listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 8081)));
     }
     Ok(config.validate()?)
 }
@@ -235,10 +252,20 @@ async fn create_user(args: UserCreateArgs) -> anyhow::Result<()> {
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir)?;
     }
+    let password = if args.password_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    } else {
+        String::new()
+    };
+    if args.password_stdin && password.is_empty() {
+        anyhow::bail!("--password-stdin: stdin held no password");
+    }
     let store = xjob_admin::store::Store::connect(&config.database_url).await?;
     let now_ms = xjob_admin::model::now_ms();
     let created = xjob_admin::auth::accounts::create_user(
-        &store, &args.name, &args.role, "", None, now_ms, ttl_ms,
+        &store, &args.name, &args.role, &password, None, now_ms, ttl_ms,
     )
     .await;
     store.close().await;

@@ -388,6 +388,10 @@ fn day_report_to_pb(day: DayCounts) -> pb::DayReport {
         running: day.running,
         success: day.success,
         failed: day.failed,
+        lost: day.lost,
+        skipped: day.skipped,
+        late_fires: day.late_fires,
+        max_lateness_ms: day.max_lateness_ms,
     }
 }
 

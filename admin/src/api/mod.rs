@@ -34,6 +34,7 @@ type JobAdminServer = pb::job_admin_server::JobAdminServer<job_admin::JobAdminSe
 /// [`run_health`].
 pub async fn routes(
     ctx: Arc<AdminContext>,
+    job_admin: Arc<job_admin::JobAdminService>,
     cancel: CancellationToken,
 ) -> Result<(Routes, HealthReporter), tonic_reflection::server::Error> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -51,10 +52,9 @@ pub async fn routes(
         .build_v1alpha()?;
     let max_request_bytes = ctx.config.max_request_bytes;
     let executors_need_certs = ctx.config.tls_client_auth != TlsClientAuth::None;
-    let job_admin = pb::job_admin_server::JobAdminServer::new(job_admin::JobAdminService::new(
-        Arc::clone(&ctx),
-    ))
-    .max_decoding_message_size(max_request_bytes);
+    // The same service instance the web console calls (one job-write lock, one token cache).
+    let job_admin = pb::job_admin_server::JobAdminServer::from_arc(job_admin)
+        .max_decoding_message_size(max_request_bytes);
     let registry =
         pb::registry_server::RegistryServer::new(registry::RegistryService::new(ctx, cancel))
             .max_decoding_message_size(max_request_bytes);

@@ -147,6 +147,12 @@ impl Caller {
     }
 }
 
+/// A caller this process resolved itself (the web console, from its session cookie), attached
+/// to a `JobAdmin` request's extensions so the handler skips the bearer token. Only code in
+/// this process can attach it: a gRPC client sends metadata, never extensions.
+#[derive(Debug, Clone)]
+pub struct ResolvedCaller(pub Caller);
+
 /// Resolves callers from their bearer tokens, with a short cache.
 pub struct Authenticator {
     store: Store,
@@ -197,6 +203,12 @@ impl Authenticator {
         }
         let user = self.load(&hash, now_ms).await?;
         Ok(Caller::User(user))
+    }
+
+    /// Whether a caller without credentials acts as an admin right now (no users yet, and
+    /// open allowed on this listener): the console then needs no login.
+    pub async fn runs_open(&self) -> Result<bool, Status> {
+        Ok(self.open_without_users && !self.users_exist().await?)
     }
 
     /// Forgets every resolved token (after a change to users, tokens or grants).

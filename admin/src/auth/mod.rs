@@ -15,4 +15,4 @@ pub mod caller;
 pub mod secrets;
 pub mod startup;
 
-pub use caller::{Authenticator, Caller, Permission, Scope};
+pub use caller::{Authenticator, Caller, Permission, ResolvedCaller, Scope};

@@ -40,6 +40,18 @@ pub fn hash_password(password: &str) -> Result<String, String> {
         .map_err(|error| error.to_string())
 }
 
+/// Whether `password` matches a stored argon2id PHC string (false for an empty or malformed
+/// hash: such a user has no password login).
+pub fn verify_password(password: &str, phc: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    let Ok(parsed) = PasswordHash::new(phc) else {
+        return false;
+    };
+    argon2::Argon2::default()
+        .verify_password(password.as_bytes(), &parsed)
+        .is_ok()
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
@@ -64,5 +76,8 @@ mod tests {
         let hash = hash_password("correct horse").unwrap();
         assert!(hash.starts_with("$argon2id$"), "{hash}");
         assert_ne!(hash, hash_password("correct horse").unwrap());
+        assert!(verify_password("correct horse", &hash));
+        assert!(!verify_password("wrong horse", &hash));
+        assert!(!verify_password("", ""));
     }
 }

@@ -7,8 +7,10 @@
 //!
 //! - running: PENDING or RUNNING;
 //! - success: SUCCESS;
-//! - failed: FAILED, TIMEOUT, KILLED, LOST;
-//! - SKIPPED runs are not counted at all: they were deliberately not run (a misfire with
+//! - failed: FAILED, TIMEOUT, KILLED, LOST (lost: LOST alone, as well);
+//! - late fires: first attempts of CRON/MISFIRE fires sent more than 1 s after their time, and
+//!   the latest of those sends (the console's lateness chart);
+//! - skipped: SKIPPED, in none of the other counts: they were deliberately not run (a misfire with
 //!   DO_NOTHING, a fire planned before its job was stopped). XXL-JOB has no such status and
 //!   writes no log row for those fires, so leaving them out keeps the totals comparable.
 
@@ -146,9 +148,7 @@ fn fill_days(day_starts: &[i64], rows: &[DayCounts]) -> Vec<DayCounts> {
             let found = rows.iter().find(|row| row.day_ms == *day_ms);
             found.copied().unwrap_or(DayCounts {
                 day_ms: *day_ms,
-                running: 0,
-                success: 0,
-                failed: 0,
+                ..DayCounts::default()
             })
         })
         .collect()
@@ -205,6 +205,7 @@ mod tests {
             running: 1,
             success: 2,
             failed: 3,
+            ..DayCounts::default()
         };
         let days = fill_days(&[TODAY - DAY, TODAY], &[row]);
         assert_eq!(days[0].day_ms, TODAY - DAY);

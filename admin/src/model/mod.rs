@@ -34,7 +34,7 @@ pub use job::{Job, JobStatus, RetryBackoff};
 pub use log::{LogFilter, NewRun, RunLog};
 pub use misfire::{LateRun, skipped_as_misfire};
 pub use node::NodeIdentity;
-pub use user::{ApiToken, AuditEntry, Role, User};
+pub use user::{ApiToken, AuditEntry, ConsoleSession, Role, User};
 pub use zone::{job_time_zone, parse_time_zone};
 
 /// Current wall-clock time in epoch milliseconds (the admin clock every stored time uses).

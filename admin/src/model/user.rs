@@ -66,3 +66,16 @@ pub struct AuditEntry {
     pub object: String,
     pub summary: String,
 }
+
+/// A web console session as stored in `xjob_console_session` (the id's hash, never the id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsoleSession {
+    /// Hex SHA-256 of the session id the cookie holds.
+    pub token_hash: String,
+    /// 0 = an open console's session (no users yet, loopback).
+    pub user_id: i64,
+    /// The token every form of this session posts back.
+    pub csrf_token: String,
+    pub created_ms: i64,
+    pub expires_ms: i64,
+}

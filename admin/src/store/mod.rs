@@ -26,8 +26,8 @@ pub mod xxl_source;
 use thiserror::Error;
 
 use crate::model::{
-    ApiToken, AuditEntry, ExecutorInfo, GlueEdit, GlueVersion, Group, Job, JobStatus, LogFilter,
-    NewRun, RunLog, RunStatus, User,
+    ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group, Job,
+    JobStatus, LogFilter, NewRun, RunLog, RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -290,6 +290,15 @@ shared! {
     fn get_user(&self, id: i64) -> StoreResult<Option<User>> => auth;
     /// Every user with its grants, by id.
     fn list_users(&self) -> StoreResult<Vec<User>> => auth;
+    /// A user by name, with its grants (console login).
+    fn user_by_name(&self, name: &str) -> StoreResult<Option<User>> => auth;
+    // ---- web console sessions
+    fn insert_console_session(&self, session: &ConsoleSession) -> StoreResult<()> => console;
+    /// The session whose cookie hashes to `token_hash`, expired or not.
+    fn console_session(&self, token_hash: &str) -> StoreResult<Option<ConsoleSession>> => console;
+    fn delete_console_session(&self, token_hash: &str) -> StoreResult<()> => console;
+    /// Deletes expired sessions; returns how many.
+    fn prune_console_sessions(&self, now_ms: i64) -> StoreResult<u64> => console;
     fn grant_group(&self, user_id: i64, group_id: i64) -> StoreResult<()> => auth;
     /// False when there was no such grant.
     fn revoke_group(&self, user_id: i64, group_id: i64) -> StoreResult<bool> => auth;
@@ -570,13 +579,20 @@ pub struct OutcomeCount {
 }
 
 /// One day's run counts in the report table (`xjob_log_report`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DayCounts {
     /// Start of the day in the admin's zone, epoch ms.
     pub day_ms: i64,
     pub running: i64,
     pub success: i64,
+    /// Every final status but SUCCESS and SKIPPED (LOST included).
     pub failed: i64,
+    pub lost: i64,
+    pub skipped: i64,
+    /// First attempts of scheduled fires (CRON, MISFIRE) sent more than 1 s after their time.
+    pub late_fires: i64,
+    /// The latest of those sends, in ms after its scheduled time (0 when none was late).
+    pub max_lateness_ms: i64,
 }
 
 /// The size of the run log, as each database reports it.

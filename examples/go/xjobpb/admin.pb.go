@@ -3320,10 +3320,18 @@ func (x *GetDashboardRequest) GetToMs() int64 {
 type DayReport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Start of the day (admin's zone), epoch ms.
-	DayMs         int64 `protobuf:"varint,1,opt,name=day_ms,json=dayMs,proto3" json:"day_ms,omitempty"`
-	Running       int64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
-	Success       int64 `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
-	Failed        int64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	DayMs   int64 `protobuf:"varint,1,opt,name=day_ms,json=dayMs,proto3" json:"day_ms,omitempty"`
+	Running int64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	Success int64 `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	Failed  int64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Runs LOST (also counted in failed).
+	Lost int64 `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`
+	// Runs SKIPPED (misfires, stopped jobs, overload): in none of the counts above.
+	Skipped int64 `protobuf:"varint,6,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// First attempts of scheduled fires (CRON, MISFIRE) sent more than 1 s after their time.
+	LateFires int64 `protobuf:"varint,7,opt,name=late_fires,json=lateFires,proto3" json:"late_fires,omitempty"`
+	// How late the latest-sent of those fires left, in ms after its scheduled time (0 = none late).
+	MaxLatenessMs int64 `protobuf:"varint,8,opt,name=max_lateness_ms,json=maxLatenessMs,proto3" json:"max_lateness_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3382,6 +3390,34 @@ func (x *DayReport) GetSuccess() int64 {
 func (x *DayReport) GetFailed() int64 {
 	if x != nil {
 		return x.Failed
+	}
+	return 0
+}
+
+func (x *DayReport) GetLost() int64 {
+	if x != nil {
+		return x.Lost
+	}
+	return 0
+}
+
+func (x *DayReport) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *DayReport) GetLateFires() int64 {
+	if x != nil {
+		return x.LateFires
+	}
+	return 0
+}
+
+func (x *DayReport) GetMaxLatenessMs() int64 {
+	if x != nil {
+		return x.MaxLatenessMs
 	}
 	return 0
 }
@@ -5010,12 +5046,17 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\texecutors\x18\x01 \x03(\v2\x11.xjob.v1.ExecutorR\texecutors\"C\n" +
 	"\x13GetDashboardRequest\x12\x17\n" +
 	"\afrom_ms\x18\x01 \x01(\x03R\x06fromMs\x12\x13\n" +
-	"\x05to_ms\x18\x02 \x01(\x03R\x04toMs\"n\n" +
+	"\x05to_ms\x18\x02 \x01(\x03R\x04toMs\"\xe3\x01\n" +
 	"\tDayReport\x12\x15\n" +
 	"\x06day_ms\x18\x01 \x01(\x03R\x05dayMs\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\x03R\arunning\x12\x18\n" +
 	"\asuccess\x18\x03 \x01(\x03R\asuccess\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\x8d\x02\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\x12\x12\n" +
+	"\x04lost\x18\x05 \x01(\x03R\x04lost\x12\x18\n" +
+	"\askipped\x18\x06 \x01(\x03R\askipped\x12\x1d\n" +
+	"\n" +
+	"late_fires\x18\a \x01(\x03R\tlateFires\x12&\n" +
+	"\x0fmax_lateness_ms\x18\b \x01(\x03R\rmaxLatenessMs\"\x8d\x02\n" +
 	"\x14GetDashboardResponse\x12\x1b\n" +
 	"\tjob_count\x18\x01 \x01(\x03R\bjobCount\x12)\n" +
 	"\x10online_executors\x18\x02 \x01(\x03R\x0fonlineExecutors\x12\x1d\n" +

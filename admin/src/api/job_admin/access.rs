@@ -5,14 +5,18 @@ use std::collections::HashSet;
 use tonic::{Request, Status};
 
 use super::JobAdminService;
-use crate::auth::{Caller, Permission, Scope};
+use crate::auth::{Caller, Permission, ResolvedCaller, Scope};
 use crate::error::Error;
 use crate::model::validate::validate_executor_addresses;
 use crate::model::{AuditEntry, Job};
 
 impl JobAdminService {
     /// The caller of a request (`UNAUTHENTICATED` without a valid token).
+    /// A caller the console resolved from its session comes in the request's extensions.
     pub(super) async fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
+        if let Some(ResolvedCaller(caller)) = request.extensions().get::<ResolvedCaller>() {
+            return Ok(caller.clone());
+        }
         self.auth.caller(request.metadata()).await
     }
 

@@ -81,6 +81,16 @@ impl JobAdminService {
         }
     }
 
+    /// Resolves callers (the console asks it whether it runs open).
+    pub fn authenticator(&self) -> &Authenticator {
+        &self.auth
+    }
+
+    /// The configuration of the admin this service belongs to.
+    pub fn config(&self) -> &crate::config::Config {
+        &self.ctx.config
+    }
+
     pub(super) fn store(&self) -> &Store {
         &self.ctx.store
     }

@@ -197,3 +197,48 @@ async fn callback_targets_name_status_address_app_and_token() {
         store.close().await;
     }
 }
+
+#[tokio::test]
+async fn console_sessions_and_users_by_name_round_trip() {
+    use crate::model::ConsoleSession;
+    for (backend, store, _dir) in fresh_stores().await {
+        let carol = store
+            .insert_user(&user("carol", Role::Operator))
+            .await
+            .expect("carol");
+        let group_id = store.insert_group(&group("c")).await.expect("group").id;
+        store.grant_group(carol.id, group_id).await.expect("grant");
+        let found = store.user_by_name("carol").await.expect("by name");
+        assert_eq!(
+            found.map(|user| user.group_ids),
+            Some(vec![group_id]),
+            "{backend}"
+        );
+        assert_eq!(store.user_by_name("nobody").await.expect("by name"), None);
+
+        let session = |hash: &str, user_id: i64, expires_ms: i64| ConsoleSession {
+            token_hash: hash.to_string(),
+            user_id,
+            csrf_token: format!("csrf-{hash}"),
+            created_ms: 100,
+            expires_ms,
+        };
+        let live = session("live", carol.id, 10_000);
+        store.insert_console_session(&live).await.expect("insert");
+        store
+            .insert_console_session(&session("open", 0, 500))
+            .await
+            .expect("insert an open session");
+        let read = store.console_session("live").await.expect("read");
+        assert_eq!(read.as_ref(), Some(&live), "{backend}");
+        assert_eq!(store.console_session("nope").await.expect("read"), None);
+        assert_eq!(
+            store.prune_console_sessions(1_000).await.expect("prune"),
+            1,
+            "{backend}: only the expired session goes"
+        );
+        assert_eq!(store.console_session("open").await.expect("read"), None);
+        store.delete_console_session("live").await.expect("logout");
+        assert_eq!(store.console_session("live").await.expect("read"), None);
+    }
+}

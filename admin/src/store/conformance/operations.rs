@@ -121,16 +121,34 @@ async fn the_daily_report_counts_by_trigger_day_and_leaves_skipped_runs_out() {
                     day_ms: DAY_START,
                     running: 2,
                     success: 2,
-                    failed: 5
+                    failed: 5,
+                    lost: 1,
+                    skipped: 1,
+                    ..DayCounts::default()
                 },
                 DayCounts {
                     day_ms: DAY_END,
                     running: 0,
                     success: 1,
-                    failed: 0
+                    failed: 0,
+                    ..DayCounts::default()
                 },
             ],
             "{backend}: oldest first, bounds included"
+        );
+
+        // Lateness of scheduled first attempts: one sent 3 s late, one 0.5 s late.
+        let day = DAY_END + 3 * 86_400_000;
+        run_with(&store, &job, RunStatus::Success, day + 4_000, day + 1_000).await;
+        run_with(&store, &job, RunStatus::Success, day + 2_500, day + 2_000).await;
+        let late = store
+            .refresh_log_report(day, day + 86_400_000, 8)
+            .await
+            .expect("refresh a day with late fires");
+        assert_eq!(
+            (late.success, late.late_fires, late.max_lateness_ms),
+            (2, 1, 3_000),
+            "{backend}"
         );
         store.close().await;
     }

@@ -97,6 +97,20 @@ pub async fn get_user<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Op
     Ok(Some(user))
 }
 
+/// A user by name, with its grants.
+pub async fn user_by_name<DB: Dialect>(db: Pools<'_, DB>, name: &str) -> StoreResult<Option<User>> {
+    let id: Option<i64> = Sql::<DB>::new("SELECT id FROM xjob_user WHERE name = ")
+        .bind(name)
+        .fetch_column(&mut *db.read().await?)
+        .await?
+        .into_iter()
+        .next();
+    match id {
+        Some(id) => get_user(db, id).await,
+        None => Ok(None),
+    }
+}
+
 /// Every user with its grants, by id.
 pub async fn list_users<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<User>> {
     let mut conn = db.read().await?;

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod auth;
 pub mod broadcast;
 pub mod claims;
+pub mod console;
 pub mod followups;
 pub mod glue;
 pub mod groups;

@@ -9,6 +9,11 @@ use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
 use crate::store::{DayCounts, LogCleanup, OutcomeCount, StoreResult};
 
+/// The first attempt of a scheduled fire that was sent (its lateness is what the dashboard
+/// charts).
+const SCHEDULED_SENT: &str = "trigger_type IN ('CRON', 'MISFIRE') AND attempt = 0 \
+    AND status <> 'SKIPPED' AND scheduled_at_ms > 0";
+
 /// Status filter every deletion carries: a run still pending or running is never deleted.
 const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING')";
 
@@ -56,11 +61,20 @@ pub async fn refresh_log_report<DB: Dialect>(
     // day of log rows, and on SQLite's single writer connection it would hold every dispatch
     // write back meanwhile. COUNT yields a 64-bit integer everywhere (MySQL's SUM would not).
     let row = Sql::<DB>::new(
-        "SELECT COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
+        format!(
+            "SELECT COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
            COUNT(CASE WHEN status = 'SUCCESS' THEN 1 END) AS success, \
            COUNT(CASE WHEN status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED') \
-             THEN 1 END) AS failed \
-         FROM xjob_log WHERE trigger_time_ms >= ",
+             THEN 1 END) AS failed, \
+           COUNT(CASE WHEN status = 'LOST' THEN 1 END) AS lost, \
+           COUNT(CASE WHEN status = 'SKIPPED' THEN 1 END) AS skipped, \
+           COUNT(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms - scheduled_at_ms > 1000 \
+             THEN 1 END) AS late_fires, \
+           COALESCE(MAX(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms > scheduled_at_ms \
+             THEN trigger_time_ms - scheduled_at_ms END), 0) AS max_lateness_ms \
+         FROM xjob_log WHERE trigger_time_ms >= "
+        )
+        .replace("{SCHEDULED_SENT}", SCHEDULED_SENT),
     )
     .bind(day_start_ms)
     .push(" AND trigger_time_ms < ")
@@ -74,10 +88,15 @@ pub async fn refresh_log_report<DB: Dialect>(
             running: row.get("running")?,
             success: row.get("success")?,
             failed: row.get("failed")?,
+            lost: row.get("lost")?,
+            skipped: row.get("skipped")?,
+            late_fires: row.get("late_fires")?,
+            max_lateness_ms: row.get("max_lateness_ms")?,
         }
     };
     Sql::<DB>::new(
-        "INSERT INTO xjob_log_report (day_ms, running, success, failed, updated_ms) VALUES (",
+        "INSERT INTO xjob_log_report (day_ms, running, success, failed, lost, skipped, \
+         late_fires, max_lateness_ms, updated_ms) VALUES (",
     )
     .bind(counts.day_ms)
     .push(", ")
@@ -87,11 +106,28 @@ pub async fn refresh_log_report<DB: Dialect>(
     .push(", ")
     .bind(counts.failed)
     .push(", ")
+    .bind(counts.lost)
+    .push(", ")
+    .bind(counts.skipped)
+    .push(", ")
+    .bind(counts.late_fires)
+    .push(", ")
+    .bind(counts.max_lateness_ms)
+    .push(", ")
     .bind(now_ms)
     .push(") ")
     .push(&DB::upsert(
         "day_ms",
-        &["running", "success", "failed", "updated_ms"],
+        &[
+            "running",
+            "success",
+            "failed",
+            "lost",
+            "skipped",
+            "late_fires",
+            "max_lateness_ms",
+            "updated_ms",
+        ],
     ))
     .execute(&mut *db.write().await?)
     .await?;
@@ -104,7 +140,8 @@ pub async fn list_log_report<DB: Dialect>(
     to_day_ms: i64,
 ) -> StoreResult<Vec<DayCounts>> {
     let rows = Sql::<DB>::new(
-        "SELECT day_ms, running, success, failed FROM xjob_log_report WHERE day_ms >= ",
+        "SELECT day_ms, running, success, failed, lost, skipped, late_fires, max_lateness_ms \
+         FROM xjob_log_report WHERE day_ms >= ",
     )
     .bind(from_day_ms)
     .push(" AND day_ms <= ")
@@ -120,6 +157,10 @@ pub async fn list_log_report<DB: Dialect>(
                 running: row.get("running")?,
                 success: row.get("success")?,
                 failed: row.get("failed")?,
+                lost: row.get("lost")?,
+                skipped: row.get("skipped")?,
+                late_fires: row.get("late_fires")?,
+                max_lateness_ms: row.get("max_lateness_ms")?,
             })
         })
         .collect()

@@ -82,7 +82,10 @@ async fn report_counts_by_trigger_day_and_leaves_skipped_out() {
             day_ms: DAY_START,
             running: 2,
             success: 2,
-            failed: 5
+            failed: 5,
+            lost: 1,
+            skipped: 1,
+            ..DayCounts::default()
         }]
     );
 

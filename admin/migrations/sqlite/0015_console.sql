@@ -1,0 +1,20 @@
+-- Web console sessions (docs/console.md). The cookie holds a random session id; only its
+-- SHA-256 is stored, so a database dump does not let anyone log in. user_id 0 is the session of
+-- an open console (no users yet, loopback): it exists only to carry the CSRF token.
+CREATE TABLE xjob_console_session (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    token_hash    TEXT    NOT NULL UNIQUE,
+    user_id       INTEGER NOT NULL,
+    -- Random per session; every form posts it back (CSRF).
+    csrf_token    TEXT    NOT NULL,
+    created_ms    INTEGER NOT NULL,
+    expires_ms    INTEGER NOT NULL
+);
+CREATE INDEX ix_console_session_expires ON xjob_console_session (expires_ms);
+
+-- The dashboard's per-day counts of lost and skipped runs, and how late scheduled fires were
+-- sent (first attempts of CRON/MISFIRE fires): how many more than 1 s late, and the latest.
+ALTER TABLE xjob_log_report ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN late_fires INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE xjob_log_report ADD COLUMN max_lateness_ms INTEGER NOT NULL DEFAULT 0;

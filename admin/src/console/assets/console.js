@@ -1,0 +1,124 @@
+// xjob console: progressive enhancement only. Every page works without this file; it adds
+// local times, confirmations, the schedule preview as you type and the live run-log tail.
+(function () {
+  'use strict';
+
+  function localize(root) {
+    root.querySelectorAll('time[data-ms]').forEach(function (el) {
+      var ms = Number(el.getAttribute('data-ms'));
+      if (ms > 0) { el.textContent = new Date(ms).toLocaleString(); }
+    });
+  }
+
+  function confirmations() {
+    document.querySelectorAll('form[data-confirm]').forEach(function (form) {
+      form.addEventListener('submit', function (event) {
+        if (!window.confirm(form.getAttribute('data-confirm'))) { event.preventDefault(); }
+      });
+    });
+  }
+
+  // The job editor: next fire times (PreviewSchedule) while typing, cron errors inline.
+  function schedulePreview() {
+    var form = document.getElementById('job-form');
+    var out = document.getElementById('preview');
+    if (!form || !out) { return; }
+    var type = form.querySelector('[name=schedule_type]');
+    var conf = form.querySelector('[name=schedule_conf]');
+    var zone = form.querySelector('[name=time_zone]');
+    var error = document.getElementById('err-schedule_conf');
+    var timer = null;
+    var asked = 0;
+    function show() {
+      var query = new URLSearchParams({
+        schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value
+      });
+      var ticket = ++asked;
+      fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
+        .then(function (response) { return response.json(); })
+        .then(function (answer) {
+          if (ticket !== asked) { return; }
+          if (answer.error) {
+            out.textContent = '';
+            error.textContent = answer.error;
+            error.hidden = false;
+            return;
+          }
+          error.hidden = true;
+          error.textContent = '';
+          var list = document.createElement('ol');
+          list.id = 'preview-times';
+          answer.times.forEach(function (ms) {
+            var item = document.createElement('li');
+            item.textContent = new Date(ms).toLocaleString();
+            item.title = new Date(ms).toISOString();
+            list.appendChild(item);
+          });
+          out.textContent = answer.times.length ? 'Next fires (your time):' : 'Never fires.';
+          out.appendChild(list);
+        })
+        .catch(function () {});
+    }
+    function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
+    [type, conf, zone].forEach(function (el) {
+      el.addEventListener('input', later);
+      el.addEventListener('change', later);
+    });
+    show();
+  }
+
+  // A run's detail: polls ReadRunLog for new lines until the run ended.
+  function logTail() {
+    var pre = document.getElementById('run-log');
+    if (!pre) { return; }
+    var id = pre.getAttribute('data-log-id');
+    var next = Number(pre.getAttribute('data-next-line')) || 1;
+    var status = document.getElementById('run-status');
+    var note = document.getElementById('log-note');
+    var openAtLoad = status && /RUNNING|PENDING/.test(status.textContent);
+    function poll() {
+      fetch('/runs/' + id + '/log?from=' + next, { credentials: 'same-origin' })
+        .then(function (response) { return response.json(); })
+        .then(function (answer) {
+          if (answer.error) {
+            note.textContent = answer.error;
+          } else {
+            note.textContent = answer.ended ? '' : 'live: following the log…';
+            if (answer.content) {
+              pre.textContent += answer.content;
+              pre.scrollTop = pre.scrollHeight;
+            }
+            next = answer.next_line;
+          }
+          if (answer.status && status && status.textContent !== answer.status) {
+            status.innerHTML = '';
+            var badge = document.createElement('span');
+            badge.className = 'badge s-' + answer.status.toLowerCase();
+            badge.textContent = answer.status;
+            status.appendChild(badge);
+          }
+          var open = answer.status === 'RUNNING' || answer.status === 'PENDING';
+          if (openAtLoad && answer.status && !open) {
+            // The run ended while watched: reload once for its final fields (times, codes).
+            window.location.reload();
+            return;
+          }
+          if (open || !answer.ended) {
+            setTimeout(poll, 1000);
+          } else {
+            pre.setAttribute('data-ended', 'true');
+            note.textContent = 'run ended';
+          }
+        })
+        .catch(function () { setTimeout(poll, 3000); });
+    }
+    poll();
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    localize(document);
+    confirmations();
+    schedulePreview();
+    logTail();
+  });
+})();

@@ -1,0 +1,304 @@
+//! The web console: server-rendered pages over `JobAdmin`, served on `http_listen`.
+//!
+//! Every page and form calls the `JobAdmin` service itself (the same instance gRPC serves),
+//! with the caller resolved from the console session attached to the request
+//! ([`crate::auth::ResolvedCaller`]). So authorization, validation, audit and error messages
+//! are the API's own: the console never decides what a user may do, it only hides controls
+//! the API would refuse.
+//!
+//! - `session.rs`: login sessions (cookie → caller), login throttling, the open console.
+//! - `csrf.rs`: the token every form posts back.
+//! - `html.rs`: escaping, the page frame, times and durations, form widgets.
+//! - `pages/`: one module per page family.
+//! - `assets/`: the stylesheet and the small script (progressive enhancement: local times,
+//!   schedule preview, live log tail, confirmations), compiled into the binary.
+//!
+//! Served by hyper (HTTP/1.1) over the admin's accept loops, with TLS when the admin has a
+//! certificate; cookies are then `Secure`.
+
+mod csrf;
+mod html;
+mod pages;
+mod session;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
+use tonic::Request;
+
+use crate::api::job_admin::JobAdminService;
+use crate::auth::{Caller, ResolvedCaller};
+use crate::context::AdminContext;
+use crate::error::Error;
+
+pub use session::Viewer;
+
+/// What every console handler shares.
+pub struct Console {
+    service: Arc<JobAdminService>,
+    ctx: Arc<AdminContext>,
+    logins: session::LoginThrottle,
+    /// Served over TLS: cookies get `Secure`.
+    tls: bool,
+    /// Whether this console may run without login while no user exists: its own listener is
+    /// on loopback (or the operator opted out with `insecure_open_admin_api`). A console on a
+    /// network address never runs open, even when the gRPC port is on loopback.
+    open_allowed: bool,
+}
+
+type Shared = Arc<Console>;
+
+impl Console {
+    pub fn new(service: Arc<JobAdminService>, ctx: Arc<AdminContext>) -> Arc<Console> {
+        let tls = ctx.config.tls_cert.is_some();
+        let open_allowed = open_allowed(&ctx.config);
+        Arc::new(Console {
+            service,
+            ctx,
+            logins: session::LoginThrottle::default(),
+            tls,
+            open_allowed,
+        })
+    }
+
+    /// Whether the console needs no login right now: no users yet, and both `JobAdmin` and
+    /// this console may run open.
+    async fn runs_open(&self) -> Result<bool, tonic::Status> {
+        Ok(self.open_allowed && self.api().authenticator().runs_open().await?)
+    }
+
+    /// The `JobAdmin` service the console calls.
+    fn api(&self) -> &JobAdminService {
+        &self.service
+    }
+}
+
+/// Whether a console may run without login while no user exists (see `Console::open_allowed`).
+fn open_allowed(config: &crate::config::Config) -> bool {
+    config
+        .http_listen
+        .is_some_and(|address| address.ip().is_loopback())
+        || config.insecure_open_admin_api
+}
+
+/// A `JobAdmin` request carrying the console's resolved caller.
+fn request<T>(caller: &Caller, message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .extensions_mut()
+        .insert(ResolvedCaller(caller.clone()));
+    request
+}
+
+/// Binds the console's listener (at start, so a taken port fails startup).
+pub async fn bind(address: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(address).await.map_err(|error| {
+        Error::unavailable(
+            format!("cannot listen on {address} (http_listen): {error}"),
+            error,
+        )
+    })
+}
+
+fn router(console: Shared) -> Router {
+    Router::new()
+        .route("/", get(pages::dashboard::page))
+        .route("/assets/console.css", get(css))
+        .route("/assets/console.js", get(js))
+        .route("/login", get(pages::login::form).post(pages::login::submit))
+        .route("/logout", post(pages::login::logout))
+        .route("/jobs", get(pages::jobs::list))
+        .route(
+            "/jobs/new",
+            get(pages::jobs::new_form).post(pages::jobs::create),
+        )
+        .route(
+            "/jobs/{id}",
+            get(pages::jobs::edit_form).post(pages::jobs::update),
+        )
+        .route("/jobs/{id}/copy", get(pages::jobs::copy_form))
+        .route("/jobs/{id}/delete", post(pages::jobs::delete))
+        .route("/jobs/{id}/start", post(pages::jobs::start))
+        .route("/jobs/{id}/stop", post(pages::jobs::stop))
+        .route("/jobs/{id}/trigger", post(pages::jobs::trigger))
+        .route("/jobs/{id}/glue", post(pages::jobs::save_glue))
+        .route("/preview", get(pages::jobs::preview))
+        .route("/runs", get(pages::runs::list))
+        .route("/runs/clear", post(pages::runs::clear))
+        .route("/runs/{id}", get(pages::runs::detail))
+        .route("/runs/{id}/log", get(pages::runs::log_chunk))
+        .route("/runs/{id}/kill", post(pages::runs::kill))
+        .route("/executors", get(pages::groups::list))
+        .route(
+            "/groups/new",
+            get(pages::groups::new_form).post(pages::groups::create),
+        )
+        .route(
+            "/groups/{id}",
+            get(pages::groups::edit_form).post(pages::groups::update),
+        )
+        .route("/users", get(pages::users::list).post(pages::users::create))
+        .route("/users/{id}/delete", post(pages::users::delete))
+        .route("/users/{id}/grant", post(pages::users::grant))
+        .route("/users/{id}/revoke", post(pages::users::revoke))
+        .route(
+            "/users/{id}/tokens",
+            get(pages::users::tokens).post(pages::users::create_token),
+        )
+        .route(
+            "/users/{id}/tokens/{token}/revoke",
+            post(pages::users::revoke_token),
+        )
+        .route("/audit", get(pages::users::audit))
+        .fallback(not_found)
+        .with_state(console)
+}
+
+async fn css() -> Response {
+    asset(
+        "text/css; charset=utf-8",
+        include_str!("assets/console.css"),
+    )
+}
+
+async fn js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/console.js"),
+    )
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "not found\n").into_response()
+}
+
+/// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking
+/// ids, a script policy that allows only the console's own files.
+fn harden(response: &mut Response) {
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; \
+             frame-ancestors 'none'; form-action 'self'",
+        ),
+    );
+}
+
+/// Serves the console until cancelled: one hyper HTTP/1.1 connection per accepted stream, from
+/// the admin's own accept loops (TCP keepalive, handshake deadline, TLS with reloads).
+pub async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<xjob_tls::ServerTls>>,
+    console: Shared,
+    cancel: CancellationToken,
+) {
+    let address = listener.local_addr().ok();
+    tracing::info!(?address, tls = tls.is_some(), "web console listening");
+    tokio::spawn(session::prune_loop(Arc::clone(&console), cancel.clone()));
+    let app = router(console);
+    let options = xjob_tls::ListenOptions::default();
+    match tls {
+        Some(tls) => {
+            let incoming = xjob_tls::tls_incoming(listener, tls, options);
+            accept_loop(incoming, app, cancel).await;
+        }
+        None => {
+            let incoming = xjob_tls::plain_incoming(listener, options);
+            accept_loop(incoming, app, cancel).await;
+        }
+    }
+}
+
+async fn accept_loop<S, I>(incoming: S, app: Router, cancel: CancellationToken)
+where
+    S: tokio_stream::Stream<Item = std::io::Result<I>> + Unpin,
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut incoming = incoming;
+    loop {
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return,
+            next = incoming.next() => match next {
+                Some(Ok(stream)) => stream,
+                Some(Err(_)) => continue,
+                None => return,
+            },
+        };
+        let app = app.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let mut app = app.clone();
+                async move {
+                    let mut response = tower_service::Service::call(&mut app, request).await?;
+                    harden(&mut response);
+                    Ok::<_, std::convert::Infallible>(response)
+                }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = cancel.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        connection,
+                    )
+                    .await;
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_loopback_console_runs_open() {
+        let mut config = crate::config::Config {
+            http_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
+            ..crate::config::Config::default()
+        };
+        assert!(open_allowed(&config));
+        config.http_listen = Some(SocketAddr::from(([0, 0, 0, 0], 8081)));
+        assert!(
+            !open_allowed(&config),
+            "a network console always asks for a login"
+        );
+        config.insecure_open_admin_api = true;
+        assert!(open_allowed(&config));
+    }
+}

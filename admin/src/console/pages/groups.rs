@@ -1,0 +1,290 @@
+//! Executors and groups: each group with its online executors (heartbeat age, handlers,
+//! running runs), and the group editor (admins), manual address lists included.
+
+use std::fmt::Write;
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::Response;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_server::JobAdmin;
+
+use super::super::csrf::{Fields, Posted};
+use super::super::html::{self, Nav, esc};
+use super::super::session::Viewer;
+use super::super::{Console, Shared, request};
+use super::{field_error, readable_groups, see_other, status_page};
+
+pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let groups = readable_groups(&console, &viewer).await;
+    let executors = match console
+        .api()
+        .list_executors(request(&viewer.caller, pb::ListExecutorsRequest::default()))
+        .await
+    {
+        Ok(answer) => answer.into_inner().executors,
+        Err(status) => return status_page(&status),
+    };
+    let now = console.ctx.clock.now_ms();
+    let mut body = html::notice("ok", query.get("notice"));
+    if viewer.is_admin() {
+        body.push_str(
+            "<p><a class=\"button\" href=\"/groups/new\" id=\"new-group\">New group</a></p>",
+        );
+    }
+    if groups.is_empty() {
+        body.push_str(
+            "<p class=\"empty\">No groups yet. A group names an executor app (its \
+             <code>app_name</code>); executors of that app register into it.</p>",
+        );
+    }
+    for group in &groups {
+        let address_type = pb::AddressType::try_from(group.address_type)
+            .map(|kind| html::enum_label(kind.as_str_name(), "ADDRESS_TYPE_"))
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "<section class=\"card\" id=\"group-{id}\"><h2>{} <span class=\"muted\">{}</span></h2>\
+             <p>{} addresses{}{}</p>",
+            esc(&group.title),
+            esc(&group.app_name),
+            address_type,
+            if group.addresses.is_empty() {
+                String::new()
+            } else {
+                format!(": <code>{}</code>", esc(&group.addresses.join(", ")))
+            },
+            if viewer.is_admin() {
+                format!(" · <a href=\"/groups/{}\">edit</a>", group.id)
+            } else {
+                String::new()
+            },
+            id = group.id,
+        );
+        let online: Vec<&pb::Executor> = executors
+            .iter()
+            .filter(|executor| executor.app_name == group.app_name)
+            .collect();
+        if online.is_empty() {
+            body.push_str(
+                "<p class=\"empty\">No executor online. Start one with this app name.</p>",
+            );
+        } else {
+            body.push_str(
+                "<div class=\"scroll\"><table class=\"executors\"><tr><th>Address</th>\
+                 <th>Heartbeat</th><th>Running</th><th>Handlers</th><th>Admin</th></tr>",
+            );
+            for executor in online {
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td title=\"{}\">{} ago</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&executor.address),
+                    html::utc_text(executor.last_heartbeat_ms),
+                    html::duration(now - executor.last_heartbeat_ms),
+                    executor.running_log_ids.len(),
+                    esc(&executor.handlers.join(", ")),
+                    esc(&executor.admin_node),
+                );
+            }
+            body.push_str("</table></div>");
+        }
+        body.push_str("</section>");
+    }
+    html::page(Some(&viewer), "Executors and groups", Nav::Executors, &body)
+}
+
+pub async fn new_form(State(console): State<Shared>, viewer: Viewer) -> Response {
+    let group = pb::Group {
+        address_type: pb::AddressType::Auto as i32,
+        ..Default::default()
+    };
+    editor(&console, &viewer, &group, None, StatusCode::OK)
+}
+
+pub async fn edit_form(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+) -> Response {
+    match console
+        .api()
+        .get_group(request(&viewer.caller, pb::GetGroupRequest { id }))
+        .await
+    {
+        Ok(answer) => {
+            let group = answer.into_inner().group.unwrap_or_default();
+            editor(&console, &viewer, &group, None, StatusCode::OK)
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+fn editor(
+    _console: &Console,
+    viewer: &Viewer,
+    group: &pb::Group,
+    error: Option<(Option<String>, String)>,
+    code: StatusCode,
+) -> Response {
+    let (error_field, message) = error.clone().unwrap_or((None, String::new()));
+    let err = |name: &str| (error_field.as_deref() == Some(name)).then_some(message.as_str());
+    let mut body = String::new();
+    if error.is_some() && error_field.is_none() {
+        body.push_str(&html::notice("bad", &message));
+    }
+    let kind = pb::AddressType::try_from(group.address_type)
+        .map(|kind| html::enum_label(kind.as_str_name(), "ADDRESS_TYPE_"))
+        .unwrap_or_default();
+    let kinds = vec![
+        ("AUTO".to_string(), "AUTO: executors register".to_string()),
+        (
+            "MANUAL".to_string(),
+            "MANUAL: the addresses below".to_string(),
+        ),
+    ];
+    let action = if group.id == 0 {
+        "/groups/new".to_string()
+    } else {
+        format!("/groups/{}", group.id)
+    };
+    let app_input = if group.id == 0 {
+        html::text_input("app_name", &group.app_name)
+    } else {
+        format!(
+            "<input type=\"text\" name=\"app_name\" id=\"app_name\" value=\"{}\" readonly>",
+            esc(&group.app_name)
+        )
+    };
+    let fields = [
+        html::field(
+            "App name",
+            "app_name",
+            &app_input,
+            err("app_name"),
+            "executors register with this name",
+        ),
+        html::field(
+            "Title",
+            "title",
+            &html::text_input("title", &group.title),
+            err("title"),
+            "",
+        ),
+        html::field(
+            "Addresses",
+            "address_type",
+            &html::select("address_type", &kinds, &kind),
+            err("address_type"),
+            "",
+        ),
+        html::field(
+            "Manual addresses",
+            "addresses",
+            &format!(
+                "<textarea name=\"addresses\" id=\"addresses\" rows=\"3\">{}</textarea>",
+                esc(&group.addresses.join("\n"))
+            ),
+            err("addresses"),
+            "one per line, e.g. http://10.0.0.5:9999 (MANUAL only)",
+        ),
+        html::field(
+            "Access token",
+            "access_token",
+            &format!(
+                "<input type=\"password\" name=\"access_token\" id=\"access_token\" value=\"{}\" \
+                 autocomplete=\"off\">",
+                esc(&group.access_token)
+            ),
+            err("access_token"),
+            "executors of this app must present it; leave the mask to keep the current one",
+        ),
+    ]
+    .concat();
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"{action}\" class=\"card form\" id=\"group-form\">{}\
+         <div class=\"fields\">{fields}</div><button id=\"save-group\">Save</button></form>",
+        html::csrf_field(viewer)
+    );
+    let title = if group.id == 0 {
+        "New group".to_string()
+    } else {
+        format!("Group {}", group.app_name)
+    };
+    let mut response = html::page(Some(viewer), &title, Nav::Executors, &body);
+    *response.status_mut() = code;
+    response
+}
+
+fn group_from_fields(fields: &Fields, id: i64) -> pb::Group {
+    pb::Group {
+        id,
+        app_name: fields.get("app_name").to_string(),
+        title: fields.get("title").to_string(),
+        address_type: pb::AddressType::from_str_name(&format!(
+            "ADDRESS_TYPE_{}",
+            fields.get("address_type")
+        ))
+        .map_or(0, |kind| kind as i32),
+        addresses: fields
+            .get("addresses")
+            .split(['\n', ',', ' '])
+            .map(str::trim)
+            .filter(|address| !address.is_empty())
+            .map(str::to_string)
+            .collect(),
+        online: Vec::new(),
+        access_token: fields.get("access_token").to_string(),
+    }
+}
+
+pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
+    let group = group_from_fields(&posted.fields, 0);
+    let answer = console
+        .api()
+        .create_group(request(
+            &posted.viewer.caller,
+            pb::CreateGroupRequest {
+                group: Some(group.clone()),
+            },
+        ))
+        .await;
+    match answer {
+        Ok(_) => see_other("/executors", "Group created."),
+        Err(status) => editor(
+            &console,
+            &posted.viewer,
+            &group,
+            Some(field_error(&status)),
+            super::http_status(status.code()),
+        ),
+    }
+}
+
+pub async fn update(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let group = group_from_fields(&posted.fields, id);
+    let answer = console
+        .api()
+        .update_group(request(
+            &posted.viewer.caller,
+            pb::UpdateGroupRequest {
+                group: Some(group.clone()),
+            },
+        ))
+        .await;
+    match answer {
+        Ok(_) => see_other("/executors", "Group saved."),
+        Err(status) => editor(
+            &console,
+            &posted.viewer,
+            &group,
+            Some(field_error(&status)),
+            super::http_status(status.code()),
+        ),
+    }
+}

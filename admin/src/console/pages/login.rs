@@ -1,0 +1,144 @@
+//! Login and logout. The login form has no session yet, so its CSRF token is a random value in
+//! a short-lived cookie that the form posts back (double submit).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use super::super::csrf::{Fields, Posted, same};
+use super::super::html::{self, Nav, esc};
+use super::super::session::{self, cookie, set_cookie, with_cookie};
+use super::super::{Console, Shared};
+use super::status_page;
+use crate::auth::secrets::verify_password;
+
+const LOGIN_COOKIE: &str = "xjob_login";
+
+pub async fn form(State(console): State<Shared>, headers: HeaderMap, uri: Uri) -> Response {
+    let next = Fields::from_query(uri.query()).get("next").to_string();
+    if let Ok(Some(_)) = session::resolve(&console, &headers).await {
+        return Redirect::to(&safe_next(&next)).into_response();
+    }
+    if console.runs_open().await.unwrap_or(false) {
+        // Nothing to log in to: the open console makes its session on the first page.
+        return Redirect::to(&safe_next(&next)).into_response();
+    }
+    login_page(&console, &next, "", "", StatusCode::OK)
+}
+
+fn login_page(
+    console: &Console,
+    next: &str,
+    name: &str,
+    error: &str,
+    code: StatusCode,
+) -> Response {
+    let token = match session::random() {
+        Ok(token) => token,
+        Err(status) => return status_page(&status),
+    };
+    let error = if error.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<div class=\"notice bad\" id=\"login-error\" role=\"alert\">{}</div>",
+            esc(error)
+        )
+    };
+    let body = format!(
+        "<form method=\"post\" action=\"/login\" class=\"card narrow\" id=\"login-form\">{error}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+         <input type=\"hidden\" name=\"next\" value=\"{}\">\
+         <div class=\"field\"><label for=\"name\">User</label>\
+         <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" autocomplete=\"username\" \
+         required autofocus></div>\
+         <div class=\"field\"><label for=\"password\">Password</label>\
+         <input type=\"password\" name=\"password\" id=\"password\" \
+         autocomplete=\"current-password\" required></div>\
+         <button type=\"submit\" id=\"login\">Log in</button>\
+         <p class=\"hint\">Users get a password with <code>xjob user create --password-stdin</code> \
+         or from an admin on the Users page.</p></form>",
+        esc(next),
+        esc(name)
+    );
+    let mut response = html::page(None, "Log in to xjob", Nav::None, &body);
+    *response.status_mut() = code;
+    with_cookie(
+        response,
+        &set_cookie(LOGIN_COOKIE, &token, 600, console.tls),
+    )
+}
+
+pub async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let fields = Fields::parse(&body);
+    let next = fields.get("next").to_string();
+    let name = fields.get("name").to_string();
+    let expected = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+    if !same(fields.get("csrf"), &expected) {
+        return super::error_page(
+            StatusCode::FORBIDDEN,
+            "The login form's CSRF token is missing or wrong: reload the page and try again.",
+        );
+    }
+    if let Some(seconds) = console.logins.locked_for(&name) {
+        let message = format!("Too many failed logins for this user: try again in {seconds} s.");
+        return login_page(
+            &console,
+            &next,
+            &name,
+            &message,
+            StatusCode::TOO_MANY_REQUESTS,
+        );
+    }
+    let password = fields.raw("password").unwrap_or("").to_string();
+    let user = match console.ctx.store.user_by_name(&name).await {
+        Ok(user) => user,
+        Err(error) => return status_page(&crate::error::Error::from(error).into()),
+    };
+    let hash = user
+        .as_ref()
+        .map(|user| user.password_hash.clone())
+        .unwrap_or_default();
+    // argon2 takes tens of milliseconds of CPU: off the async threads.
+    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false);
+    let Some(user) = user.filter(|_| matches) else {
+        console.logins.failed(&name);
+        tracing::info!(user = %name.chars().take(64).collect::<String>(), "console login failed");
+        return login_page(
+            &console,
+            &next,
+            &name,
+            "Wrong user name or password.",
+            StatusCode::UNAUTHORIZED,
+        );
+    };
+    console.logins.succeeded(&name);
+    match session::start_session(&console, user.id).await {
+        Ok(cookie) => {
+            tracing::info!(user = %user.name, "console login");
+            let response = Redirect::to(&safe_next(&next)).into_response();
+            let response = with_cookie(response, &cookie);
+            with_cookie(response, &set_cookie(LOGIN_COOKIE, "", 0, console.tls))
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+/// Ends the session (a post with the session's CSRF token, so no other site can log you out).
+pub async fn logout(State(console): State<Shared>, headers: HeaderMap, posted: Posted) -> Response {
+    tracing::info!(user = %posted.viewer.name(), "console logout");
+    let clear = session::end_session(&console, &headers).await;
+    with_cookie(Redirect::to("/login").into_response(), &clear)
+}
+
+/// Where to go after login: a path on this console only (never another site).
+fn safe_next(next: &str) -> String {
+    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+        next.to_string()
+    } else {
+        "/".to_string()
+    }
+}

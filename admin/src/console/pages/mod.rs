@@ -1,0 +1,147 @@
+//! The console's pages, one module per family, and what they share: error pages, the field an
+//! API error names, redirects after a post.
+
+pub mod dashboard;
+pub mod groups;
+pub mod jobs;
+pub mod login;
+pub mod runs;
+pub mod users;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use tonic::{Code, Status};
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_server::JobAdmin;
+
+use super::html::{self, Nav, esc};
+use super::session::Viewer;
+use super::{Console, request};
+
+/// A page for an API error with the matching HTTP status.
+pub fn status_page(status: &Status) -> Response {
+    error_page(http_status(status.code()), status.message())
+}
+
+pub fn http_status(code: Code) -> StatusCode {
+    match code {
+        Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        Code::PermissionDenied => StatusCode::FORBIDDEN,
+        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => StatusCode::CONFLICT,
+        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
+        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A bare error page (no navigation: it may be shown without a session).
+pub fn error_page(code: StatusCode, message: &str) -> Response {
+    let body = format!(
+        "<div class=\"notice bad\" id=\"error\" role=\"alert\">{}</div>\
+         <p><a href=\"javascript:history.back()\">Back</a> · <a href=\"/\">Dashboard</a></p>",
+        esc(message)
+    );
+    let mut response = html::page(None, &format!("Error {}", code.as_u16()), Nav::None, &body);
+    *response.status_mut() = code;
+    response
+}
+
+/// The form field an API error names (`job.schedule_conf: …` → `schedule_conf`), and the
+/// message without that prefix.
+pub fn field_error(status: &Status) -> (Option<String>, String) {
+    let message = status.message();
+    let named = matches!(status.code(), Code::InvalidArgument | Code::NotFound);
+    if named && let Some((path, rest)) = message.split_once(": ") {
+        let field = path.rsplit('.').next().unwrap_or(path);
+        let simple = !field.is_empty()
+            && field
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if simple {
+            return (Some(field.to_string()), rest.to_string());
+        }
+    }
+    (None, message.to_string())
+}
+
+/// 303 to a page after a post, with a one-line notice in its query.
+pub fn see_other(path: &str, notice: &str) -> Response {
+    let separator = if path.contains('?') { '&' } else { '?' };
+    let target = if notice.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}{separator}notice={}", html::url(notice))
+    };
+    Redirect::to(&target).into_response()
+}
+
+/// Every group the viewer may read (for selects and names), by id.
+pub async fn readable_groups(console: &Console, viewer: &Viewer) -> Vec<pb::Group> {
+    let answer = console
+        .api()
+        .list_groups(request(
+            &viewer.caller,
+            pb::ListGroupsRequest {
+                app_name: String::new(),
+                page_size: 1000,
+                page_token: String::new(),
+            },
+        ))
+        .await;
+    answer
+        .map(|answer| answer.into_inner().groups)
+        .unwrap_or_default()
+}
+
+/// A group's display name.
+pub fn group_name(groups: &[pb::Group], id: i64) -> String {
+    groups
+        .iter()
+        .find(|group| group.id == id)
+        .map(|group| {
+            if group.title.is_empty() {
+                group.app_name.clone()
+            } else {
+                group.title.clone()
+            }
+        })
+        .unwrap_or_else(|| format!("group {id}"))
+}
+
+/// A "Next page" link keeping the current filters.
+pub fn next_page_link(path: &str, filters: &[(&str, String)], token: &str) -> String {
+    if token.is_empty() {
+        return String::new();
+    }
+    let mut query: Vec<String> = filters
+        .iter()
+        .filter(|(_, value)| !value.is_empty())
+        .map(|(key, value)| format!("{key}={}", html::url(value)))
+        .collect();
+    query.push(format!("page={}", html::url(token)));
+    format!(
+        "<p class=\"pager\"><a id=\"next-page\" href=\"{path}?{}\">Next page →</a></p>",
+        esc(&query.join("&"))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_name_their_field() {
+        let status = Status::invalid_argument("job.schedule_conf: cron needs 6 or 7 fields");
+        assert_eq!(
+            field_error(&status),
+            (
+                Some("schedule_conf".to_string()),
+                "cron needs 6 or 7 fields".to_string()
+            )
+        );
+        let status = Status::failed_precondition("job 3 has schedule type NONE");
+        assert_eq!(field_error(&status).0, None);
+    }
+}

@@ -1,0 +1,386 @@
+//! Users (admins only): list with roles and grants, create with a console password (the first
+//! API token is shown once), delete, grant a group; and the audit trail.
+
+use std::fmt::Write;
+
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::response::Response;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_server::JobAdmin;
+
+use super::super::csrf::{Fields, Posted};
+use super::super::html::{self, Nav, esc};
+use super::super::session::Viewer;
+use super::super::{Shared, request};
+use super::{group_name, next_page_link, readable_groups, see_other, status_page};
+
+pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let users = match console
+        .api()
+        .list_users(request(&viewer.caller, pb::ListUsersRequest {}))
+        .await
+    {
+        Ok(answer) => answer.into_inner().users,
+        Err(status) => return status_page(&status),
+    };
+    let groups = readable_groups(&console, &viewer).await;
+    render(&viewer, &users, &groups, query.get("notice"), "")
+}
+
+fn render(
+    viewer: &Viewer,
+    users: &[pb::User],
+    groups: &[pb::Group],
+    notice: &str,
+    error: &str,
+) -> Response {
+    let csrf = html::csrf_field(viewer);
+    let mut body = html::notice("ok", notice);
+    body.push_str(&html::notice("bad", error));
+    body.push_str(
+        "<div class=\"scroll\"><table id=\"users\"><tr><th>Id</th><th>Name</th><th>Role</th>\
+         <th>Groups</th><th>Created</th><th></th></tr>",
+    );
+    let group_options: Vec<(String, String)> = groups
+        .iter()
+        .map(|group| (group.id.to_string(), group_name(groups, group.id)))
+        .collect();
+    for user in users {
+        let granted: Vec<String> = user
+            .group_ids
+            .iter()
+            .map(|id| {
+                format!(
+                    "{} <form method=\"post\" action=\"/users/{}/revoke\" class=\"inline\">{csrf}\
+                     <input type=\"hidden\" name=\"group\" value=\"{id}\">\
+                     <button class=\"small secondary\" title=\"revoke this grant\">×</button></form>",
+                    esc(&group_name(groups, *id)),
+                    user.id
+                )
+            })
+            .collect();
+        let _ = write!(
+            body,
+            "<tr><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>\
+             <a href=\"/users/{id}/tokens\">tokens</a> \
+             <form method=\"post\" action=\"/users/{id}/grant\" class=\"inline\">{csrf}{}\
+             <button class=\"small\">Grant</button></form> \
+             <form method=\"post\" action=\"/users/{id}/delete\" class=\"inline\" \
+             data-confirm=\"Delete user {} and its tokens?\">{csrf}\
+             <button class=\"small danger\">Delete</button></form></td></tr>",
+            esc(&user.name),
+            esc(&user.role),
+            granted.join(", "),
+            html::time(user.created_ms),
+            html::select("group", &group_options, ""),
+            esc(&user.name),
+            id = user.id,
+        );
+    }
+    body.push_str("</table></div>");
+    let roles = vec![
+        ("viewer".to_string(), "viewer: reads its groups".to_string()),
+        (
+            "operator".to_string(),
+            "operator: runs its groups' jobs".to_string(),
+        ),
+        ("admin".to_string(), "admin: everything".to_string()),
+    ];
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/users\" class=\"card form\" id=\"user-form\"><h2>New user</h2>\
+         {csrf}<div class=\"fields\">{}{}{}</div><button id=\"create-user\">Create</button></form>",
+        html::field("Name", "name", &html::text_input("name", ""), None, ""),
+        html::field(
+            "Role",
+            "role",
+            &html::select("role", &roles, "viewer"),
+            None,
+            ""
+        ),
+        html::field(
+            "Password",
+            "password",
+            "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"new-password\">",
+            None,
+            "for the console; empty = API token only",
+        ),
+    );
+    html::page(Some(viewer), "Users", Nav::Users, &body)
+}
+
+pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
+    let fields = &posted.fields;
+    let answer = console
+        .api()
+        .create_user(request(
+            &posted.viewer.caller,
+            pb::CreateUserRequest {
+                name: fields.get("name").to_string(),
+                role: fields.get("role").to_string(),
+                password: fields.raw("password").unwrap_or("").to_string(),
+                token_ttl_ms: 0,
+            },
+        ))
+        .await;
+    match answer {
+        Ok(answer) => {
+            let answer = answer.into_inner();
+            let users = console
+                .api()
+                .list_users(request(&posted.viewer.caller, pb::ListUsersRequest {}))
+                .await
+                .map(|answer| answer.into_inner().users)
+                .unwrap_or_default();
+            let groups = readable_groups(&console, &posted.viewer).await;
+            // The token is shown this once, on this answer (never in a URL).
+            let notice = format!(
+                "User {} created. Its API token, shown only now: {}",
+                answer.user.map(|user| user.name).unwrap_or_default(),
+                answer.token
+            );
+            render(&posted.viewer, &users, &groups, &notice, "")
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+pub async fn delete(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    match console
+        .api()
+        .delete_user(request(&posted.viewer.caller, pb::DeleteUserRequest { id }))
+        .await
+    {
+        Ok(_) => see_other("/users", &format!("User {id} deleted.")),
+        Err(status) => status_page(&status),
+    }
+}
+
+pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: Posted) -> Response {
+    let group_id = posted.fields.int("group");
+    match console
+        .api()
+        .grant_group(request(
+            &posted.viewer.caller,
+            pb::GrantGroupRequest {
+                user_id: id,
+                group_id,
+            },
+        ))
+        .await
+    {
+        Ok(_) => see_other("/users", &format!("Group {group_id} granted to user {id}.")),
+        Err(status) => status_page(&status),
+    }
+}
+
+pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let page = match console
+        .api()
+        .list_audit(request(
+            &viewer.caller,
+            pb::ListAuditRequest {
+                page_size: 100,
+                page_token: query.get("page").to_string(),
+            },
+        ))
+        .await
+    {
+        Ok(answer) => answer.into_inner(),
+        Err(status) => return status_page(&status),
+    };
+    let mut body = String::new();
+    if page.entries.is_empty() {
+        body.push_str("<p class=\"empty\">No changes recorded yet.</p>");
+    } else {
+        body.push_str(
+            "<div class=\"scroll\"><table id=\"audit\"><tr><th>When</th><th>Who</th><th>Call</th>\
+             <th>Object</th><th>Summary</th></tr>",
+        );
+        for entry in &page.entries {
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
+                html::time(entry.at_ms),
+                esc(&entry.actor),
+                esc(&entry.call),
+                esc(&entry.object),
+                esc(&entry.summary)
+            );
+        }
+        body.push_str("</table></div>");
+    }
+    body.push_str(&next_page_link("/audit", &[], &page.next_page_token));
+    html::page(Some(&viewer), "Audit trail", Nav::Audit, &body)
+}
+
+pub async fn revoke(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let group_id = posted.fields.int("group");
+    match console
+        .api()
+        .revoke_group(request(
+            &posted.viewer.caller,
+            pb::RevokeGroupRequest {
+                user_id: id,
+                group_id,
+            },
+        ))
+        .await
+    {
+        Ok(_) => see_other(
+            "/users",
+            &format!("Group {group_id} revoked from user {id}."),
+        ),
+        Err(status) => status_page(&status),
+    }
+}
+
+/// A user's API tokens: prefix, description, expiry, revocation; issue and revoke.
+pub async fn tokens(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    uri: Uri,
+) -> Response {
+    let query = Fields::from_query(uri.query());
+    tokens_page(&console, &viewer, id, query.get("notice")).await
+}
+
+async fn tokens_page(
+    console: &super::super::Console,
+    viewer: &Viewer,
+    user_id: i64,
+    notice: &str,
+) -> Response {
+    let tokens = match console
+        .api()
+        .list_tokens(request(&viewer.caller, pb::ListTokensRequest { user_id }))
+        .await
+    {
+        Ok(answer) => answer.into_inner().tokens,
+        Err(status) => return status_page(&status),
+    };
+    let csrf = html::csrf_field(viewer);
+    let mut body = html::notice("ok", notice);
+    body.push_str(
+        "<div class=\"scroll\"><table id=\"tokens\"><tr><th>Id</th><th>Prefix</th>\
+         <th>Description</th><th>Created</th><th>Expires</th><th>Revoked</th><th></th></tr>",
+    );
+    for token in &tokens {
+        let action = if token.revoked_ms > 0 {
+            String::new()
+        } else {
+            format!(
+                "<form method=\"post\" action=\"/users/{user_id}/tokens/{}/revoke\" \
+                 class=\"inline\" data-confirm=\"Revoke token {}…?\">{csrf}\
+                 <button class=\"small danger\">Revoke</button></form>",
+                token.id,
+                esc(&token.prefix)
+            )
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td><code>{}…</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{action}</td></tr>",
+            token.id,
+            esc(&token.prefix),
+            esc(&token.description),
+            html::time(token.created_ms),
+            if token.expires_ms > 0 {
+                html::time(token.expires_ms)
+            } else {
+                "never".to_string()
+            },
+            html::time(token.revoked_ms),
+        );
+    }
+    body.push_str("</table></div>");
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/users/{user_id}/tokens\" class=\"card form\" \
+         id=\"token-form\"><h2>New token</h2>{csrf}<div class=\"fields\">{}{}</div>\
+         <button id=\"create-token\">Issue</button></form><p><a href=\"/users\">← Users</a></p>",
+        html::field(
+            "Description",
+            "description",
+            &html::text_input("description", ""),
+            None,
+            ""
+        ),
+        html::field(
+            "Lifetime (days)",
+            "ttl_days",
+            &html::text_input("ttl_days", "90"),
+            None,
+            "0 = never expires"
+        ),
+    );
+    html::page(
+        Some(viewer),
+        &format!("Tokens of user {user_id}"),
+        Nav::Users,
+        &body,
+    )
+}
+
+pub async fn create_token(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let ttl_days = posted.fields.int("ttl_days").max(0);
+    let answer = console
+        .api()
+        .create_token(request(
+            &posted.viewer.caller,
+            pb::CreateTokenRequest {
+                user_id: id,
+                ttl_ms: ttl_days.saturating_mul(86_400_000),
+                description: posted.fields.get("description").to_string(),
+            },
+        ))
+        .await;
+    match answer {
+        // Shown this once, on this answer (never in a URL).
+        Ok(answer) => {
+            let notice = format!(
+                "Token issued. Copy it now, it is not shown again: {}",
+                answer.into_inner().token
+            );
+            tokens_page(&console, &posted.viewer, id, &notice).await
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+pub async fn revoke_token(
+    State(console): State<Shared>,
+    Path((user_id, token_id)): Path<(i64, i64)>,
+    posted: Posted,
+) -> Response {
+    match console
+        .api()
+        .revoke_token(request(
+            &posted.viewer.caller,
+            pb::RevokeTokenRequest { id: token_id },
+        ))
+        .await
+    {
+        Ok(_) => see_other(
+            &format!("/users/{user_id}/tokens"),
+            &format!("Token {token_id} revoked."),
+        ),
+        Err(status) => status_page(&status),
+    }
+}

@@ -1,0 +1,321 @@
+//! Console sessions: a random id in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` under
+//! TLS), stored only as its SHA-256 in `xjob_session`'s table, so any admin of a cluster
+//! resolves it. A session names its user (re-read on every request, so a deleted user or a
+//! changed grant applies at once) and carries the CSRF token of its forms.
+//!
+//! With no users yet on an admin that may run open (loopback), the console needs no login: a
+//! session without a user is made on the first visit, only to carry the CSRF token, and acts
+//! as [`Caller::Open`] until the first user exists.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use tokio_util::sync::CancellationToken;
+
+use super::{Console, Shared};
+use crate::auth::secrets::{generate_token, hash_token};
+use crate::auth::{Caller, Permission, Scope};
+use crate::model::ConsoleSession;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "xjob_session";
+/// How long a session lasts after login.
+const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
+/// Failed logins of one name before it is locked for [`LOCKOUT`].
+const MAX_FAILURES: u32 = 5;
+/// How long a name stays locked after [`MAX_FAILURES`] failed logins in a row.
+const LOCKOUT: Duration = Duration::from_secs(60);
+/// Names tracked at most (the map is cleared when full: it only delays guessing).
+const MAX_TRACKED: usize = 10_000;
+
+/// Who is looking at a page: the caller the API sees, and the session's CSRF token.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    pub caller: Caller,
+    pub csrf: String,
+}
+
+impl Viewer {
+    pub fn is_open(&self) -> bool {
+        matches!(self.caller, Caller::Open)
+    }
+
+    pub fn name(&self) -> &str {
+        self.caller.actor()
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.caller.is_admin()
+    }
+
+    /// Whether the API would let this viewer change jobs and runs of a group: controls are
+    /// shown only then (the API checks again on every post).
+    pub fn can_operate(&self, group_id: i64) -> bool {
+        self.caller
+            .allows(Permission::Operate, Scope::Group(group_id))
+    }
+
+    /// Whether the viewer may create jobs in some group.
+    pub fn can_operate_any(&self) -> bool {
+        match &self.caller {
+            Caller::Open => true,
+            Caller::User(user) => {
+                self.caller.is_admin()
+                    || (user.role >= crate::model::Role::Operator && !user.group_ids.is_empty())
+            }
+        }
+    }
+}
+
+impl FromRequestParts<Shared> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, console: &Shared) -> Result<Viewer, Response> {
+        match resolve(console, &parts.headers).await {
+            Ok(Some(viewer)) => Ok(viewer),
+            Ok(None) => Err(no_session(console, parts).await),
+            Err(status) => Err(super::pages::status_page(&status)),
+        }
+    }
+}
+
+/// The viewer of a valid session cookie; `None` without one.
+pub async fn resolve(
+    console: &Console,
+    headers: &HeaderMap,
+) -> Result<Option<Viewer>, tonic::Status> {
+    let Some(id) = cookie(headers, COOKIE) else {
+        return Ok(None);
+    };
+    let store = &console.ctx.store;
+    let hash = hash_token(&id);
+    let session = store
+        .console_session(&hash)
+        .await
+        .map_err(crate::error::Error::from)?;
+    let Some(session) = session else {
+        return Ok(None);
+    };
+    if session.expires_ms <= console.ctx.clock.now_ms() {
+        return Ok(None);
+    }
+    let caller = if session.user_id == 0 {
+        if !console.runs_open().await? {
+            // Users exist now: the open session is over.
+            return Ok(None);
+        }
+        Caller::Open
+    } else {
+        let user = store
+            .get_user(session.user_id)
+            .await
+            .map_err(crate::error::Error::from)?;
+        match user {
+            Some(user) => Caller::User(user),
+            None => return Ok(None),
+        }
+    };
+    Ok(Some(Viewer {
+        caller,
+        csrf: session.csrf_token,
+    }))
+}
+
+/// Without a session: an open console makes one and comes back; otherwise the login page.
+async fn no_session(console: &Console, parts: &Parts) -> Response {
+    let target = parts
+        .uri
+        .path_and_query()
+        .map(|path| path.as_str().to_string())
+        .unwrap_or_else(|| "/".to_string());
+    let open = console.runs_open().await.unwrap_or(false);
+    if open && parts.method == Method::GET {
+        return match start_session(console, 0).await {
+            Ok(cookie) => with_cookie(Redirect::to(&target).into_response(), &cookie),
+            Err(status) => super::pages::status_page(&status),
+        };
+    }
+    if parts.method != Method::GET {
+        // A post without a session (expired, or forged from another site): refused.
+        return super::pages::error_page(
+            axum::http::StatusCode::FORBIDDEN,
+            "Your session has expired or is missing: log in again.",
+        );
+    }
+    let next: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+    Redirect::to(&format!("/login?next={next}")).into_response()
+}
+
+/// Creates a session for `user_id` (0 = open console) and returns its `Set-Cookie` value.
+pub async fn start_session(console: &Console, user_id: i64) -> Result<String, tonic::Status> {
+    let id = random()?;
+    let csrf = random()?;
+    let now_ms = console.ctx.clock.now_ms();
+    let session = ConsoleSession {
+        token_hash: hash_token(&id),
+        user_id,
+        csrf_token: csrf,
+        created_ms: now_ms,
+        expires_ms: now_ms + SESSION_TTL_MS,
+    };
+    console
+        .ctx
+        .store
+        .insert_console_session(&session)
+        .await
+        .map_err(crate::error::Error::from)?;
+    Ok(set_cookie(COOKIE, &id, SESSION_TTL_MS / 1000, console.tls))
+}
+
+/// Ends the session of this cookie (logout); returns the `Set-Cookie` that clears it.
+pub async fn end_session(console: &Console, headers: &HeaderMap) -> String {
+    if let Some(id) = cookie(headers, COOKIE) {
+        let deleted = console
+            .ctx
+            .store
+            .delete_console_session(&hash_token(&id))
+            .await;
+        if let Err(error) = deleted {
+            tracing::warn!(%error, "console session not deleted at logout");
+        }
+    }
+    set_cookie(COOKIE, "", 0, console.tls)
+}
+
+/// A random value for ids and tokens (256 bits, hex, without the API token prefix).
+pub fn random() -> Result<String, tonic::Status> {
+    let token = generate_token()
+        .map_err(|error| tonic::Status::unavailable(format!("no randomness: {error}")))?;
+    Ok(token
+        .trim_start_matches(crate::auth::secrets::TOKEN_PREFIX)
+        .to_string())
+}
+
+/// A cookie's `Set-Cookie` value: `HttpOnly`, `SameSite=Strict`, `Path=/`, `Secure` under TLS.
+pub fn set_cookie(name: &str, value: &str, max_age_s: i64, secure: bool) -> String {
+    format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+pub fn with_cookie(mut response: Response, cookie: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The value of cookie `name`, if the request sent one.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+        .filter(|value| !value.is_empty())
+}
+
+/// Deletes expired sessions every 10 minutes.
+pub async fn prune_loop(console: Shared, cancel: CancellationToken) {
+    loop {
+        let now_ms = console.ctx.clock.now_ms();
+        if let Err(error) = console.ctx.store.prune_console_sessions(now_ms).await {
+            tracing::debug!(%error, "expired console sessions not pruned");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(600)) => {}
+        }
+    }
+}
+
+/// Failed logins per user name on this admin: after [`MAX_FAILURES`] in a row the name is
+/// locked for [`LOCKOUT`], whatever the password (so guessing costs a minute per 5 tries).
+#[derive(Default)]
+pub struct LoginThrottle {
+    names: Mutex<HashMap<String, Failures>>,
+}
+
+struct Failures {
+    count: u32,
+    locked_until: Option<Instant>,
+}
+
+impl LoginThrottle {
+    /// Seconds left on the name's lock, if it is locked.
+    pub fn locked_for(&self, name: &str) -> Option<u64> {
+        let names = self.lock();
+        let until = names.get(name)?.locked_until?;
+        let left = until.checked_duration_since(Instant::now())?;
+        Some(left.as_secs().max(1))
+    }
+
+    pub fn failed(&self, name: &str) {
+        let mut names = self.lock();
+        if names.len() >= MAX_TRACKED {
+            names.clear();
+        }
+        let entry = names.entry(name.to_string()).or_insert(Failures {
+            count: 0,
+            locked_until: None,
+        });
+        entry.count += 1;
+        if entry.count >= MAX_FAILURES {
+            entry.count = 0;
+            entry.locked_until = Some(Instant::now() + LOCKOUT);
+        }
+    }
+
+    pub fn succeeded(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Failures>> {
+        self.names
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_failures_lock_a_name_and_success_clears_it() {
+        let throttle = LoginThrottle::default();
+        for _ in 0..4 {
+            throttle.failed("ann");
+        }
+        assert_eq!(throttle.locked_for("ann"), None);
+        throttle.failed("ann");
+        assert!(throttle.locked_for("ann").is_some());
+        assert_eq!(throttle.locked_for("bob"), None);
+        throttle.succeeded("ann");
+        assert_eq!(throttle.locked_for("ann"), None);
+    }
+
+    #[test]
+    fn cookies_are_found_by_name_and_set_strict() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; xjob_session=abc; b=2"),
+        );
+        assert_eq!(cookie(&headers, COOKIE).as_deref(), Some("abc"));
+        assert_eq!(cookie(&headers, "c"), None);
+        let set = set_cookie(COOKIE, "v", 10, true);
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"));
+        assert!(set.ends_with("; Secure"));
+        assert!(!set_cookie(COOKIE, "v", 10, false).contains("Secure"));
+    }
+}

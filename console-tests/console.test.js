@@ -1,0 +1,366 @@
+// Drives the xjob web console in headless Chromium (Playwright, browser given by path).
+// Started by admin/tests/console_browser.rs, which runs a real admin and an executor with the
+// handlers `echo`, `sleep` and `flaky`, and passes:
+//   XJOB_CONSOLE_URL     the console, e.g. http://127.0.0.1:8081
+//   XJOB_CHROMIUM        the Chromium binary
+//   XJOB_SCREENSHOTS     directory for one screenshot per page
+//   XJOB_ADMIN_USER / XJOB_ADMIN_PASSWORD   an admin with a console password
+//   XJOB_GROUP_ID        the executor group of that executor
+// Each step prints one line; the first failure ends the run with exit code 1.
+'use strict';
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const base = need('XJOB_CONSOLE_URL');
+const shots = need('XJOB_SCREENSHOTS');
+const adminUser = need('XJOB_ADMIN_USER');
+const adminPassword = need('XJOB_ADMIN_PASSWORD');
+const groupId = need('XJOB_GROUP_ID');
+const TIMEOUT = 30000;
+
+function need(name) {
+  const value = process.env[name];
+  if (!value) { throw new Error(`${name} is not set`); }
+  return value;
+}
+
+function check(condition, message) {
+  if (!condition) { throw new Error(message); }
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+/// Goes to a page. A run's page reloads itself once when the watched run ends; a visit that
+/// this reload interrupts is simply made again.
+async function visit(page, url) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await page.goto(url);
+    } catch (error) {
+      if (attempt >= 2 || !/interrupted by another navigation/.test(error.message)) { throw error; }
+      await page.waitForLoadState('load');
+    }
+  }
+}
+
+async function login(page, user, password) {
+  await page.goto(`${base}/login`);
+  await page.fill('#name', user);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForNavigation(), page.click('#login')]);
+}
+
+async function logout(page) {
+  await Promise.all([page.waitForNavigation(), page.click('#logout')]);
+}
+
+/// Creates a job through the editor; returns its id (from the URL it lands on).
+async function createJob(page, fields) {
+  await visit(page, `${base}/jobs/new`);
+  await page.selectOption('#group_id', groupId);
+  await page.fill('#name', fields.name);
+  await page.fill('#author', 'console-test');
+  await page.fill('#handler', fields.handler);
+  await page.selectOption('#schedule_type', fields.scheduleType);
+  await page.fill('#schedule_conf', fields.schedule);
+  if (fields.retries) { await page.fill('#fail_retry_count', String(fields.retries)); }
+  if (fields.glue) {
+    await page.selectOption('#glue_type', fields.glue);
+    await page.fill('#glue_source', fields.source);
+  }
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  const match = /\/jobs\/(\d+)/.exec(page.url());
+  check(match, `no job page after saving: ${page.url()}`);
+  return Number(match[1]);
+}
+
+/// Posts a form from inside the page (as a forger would, with the page's cookies).
+async function forgedPost(page, url, fields) {
+  return page.evaluate(async ({ url, fields }) => {
+    const response = await fetch(url, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    return { status: response.status, text: await response.text() };
+  }, { url, fields });
+}
+
+const steps = [];
+function step(name, run) { steps.push({ name, run }); }
+
+const state = {};
+
+step('a wrong password is refused with a message', async (page) => {
+  await login(page, adminUser, 'not-the-password');
+  const error = await page.textContent('#login-error');
+  check(/Wrong user name or password/.test(error), `login error: ${error}`);
+  await shot(page, 'login');
+});
+
+step('the admin logs in and sees the dashboard', async (page) => {
+  await login(page, adminUser, adminPassword);
+  check(new URL(page.url()).pathname === '/', `after login: ${page.url()}`);
+  await page.waitForSelector('#totals');
+  check(!(await page.$('#open-banner')), 'no open-console banner once users exist');
+});
+
+step('a cron error shows inline, first as you type, then from the API on save', async (page) => {
+  await page.goto(`${base}/jobs/new`);
+  await page.selectOption('#group_id', groupId);
+  await page.fill('#name', 'console cron');
+  await page.fill('#handler', 'echo');
+  await page.fill('#schedule_conf', '0 0 * * *');
+  await page.waitForSelector('#err-schedule_conf:not([hidden])', { timeout: TIMEOUT });
+  const live = await page.textContent('#err-schedule_conf');
+  check(/6 or 7 fields/.test(live), `live cron error: ${live}`);
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  const saved = await page.textContent('#err-schedule_conf');
+  check(/6 or 7 fields/.test(saved), `cron error after save: ${saved}`);
+  await shot(page, 'job-editor-cron-error');
+  await page.fill('#schedule_conf', '*/2 * * * * ?');
+  await page.waitForFunction(
+    () => document.querySelectorAll('#preview-times li').length === 5, null, { timeout: TIMEOUT });
+  await shot(page, 'job-editor-preview');
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  const match = /\/jobs\/(\d+)/.exec(page.url());
+  check(match, `saved job page: ${page.url()}`);
+  state.cronJob = Number(match[1]);
+});
+
+step('the started cron job produces a SUCCESS run', async (page) => {
+  await page.goto(`${base}/jobs/${state.cronJob}`);
+  await Promise.all([page.waitForNavigation(), page.click('#start-job')]);
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await page.goto(`${base}/runs?job=${state.cronJob}&status=SUCCESS`);
+    if (await page.$('#runs .s-success')) { break; }
+    check(Date.now() < deadline, 'no SUCCESS run of the started job within 30 s');
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, 'runs');
+  await page.goto(`${base}/jobs/${state.cronJob}`);
+  await Promise.all([page.waitForNavigation(), page.click('#stop-job')]);
+  await page.goto(`${base}/jobs`);
+  await page.waitForSelector(`tr[data-job-id="${state.cronJob}"]`);
+  await shot(page, 'jobs');
+});
+
+step('a trigger with params shows them in the live log', async (page) => {
+  const marker = `hello-from-console-${Date.now()}`;
+  await visit(page, `${base}/jobs/${state.cronJob}`);
+  await page.fill('#trigger_params', marker);
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  check(/\/runs\/\d+/.test(page.url()), `trigger lands on the run: ${page.url()}`);
+  await page.waitForFunction(
+    (text) => document.getElementById('run-log').textContent.includes(text), marker,
+    { timeout: TIMEOUT });
+  // The run ends while watched: the page reloads once with its final fields.
+  await page.waitForFunction(
+    () => document.getElementById('run-status').textContent.trim() === 'SUCCESS', null,
+    { timeout: TIMEOUT });
+  await page.waitForLoadState('load');
+  const params = await page.textContent('#run-params');
+  check(params.includes(marker), `run params: ${params}`);
+  await shot(page, 'run-detail');
+});
+
+step('a long run is killed from its page', async (page) => {
+  state.sleepJob = await createJob(page, {
+    name: 'console sleeper', handler: 'sleep', scheduleType: 'NONE', schedule: '',
+  });
+  await page.fill('#trigger_params', 'long');
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  await page.waitForFunction(
+    () => document.getElementById('run-log').textContent.includes('sleeping'), null,
+    { timeout: TIMEOUT });
+  page.once('dialog', (dialog) => dialog.accept());
+  await Promise.all([page.waitForNavigation(), page.click('#kill-run')]);
+  await page.waitForFunction(
+    () => document.getElementById('run-status').textContent.trim() === 'KILLED', null,
+    { timeout: TIMEOUT });
+  await shot(page, 'run-killed');
+});
+
+step('a failed run and its retry show as the attempts of one fire', async (page) => {
+  const job = await createJob(page, {
+    name: 'console flaky', handler: 'flaky', scheduleType: 'NONE', schedule: '', retries: 1,
+  });
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  const runUrl = page.url();
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await visit(page, runUrl);
+    const rows = await page.$$('#attempts tr[data-run-id]');
+    if (rows.length === 2 && await page.$('#attempts .s-success') && await page.$('#attempts .s-failed')) {
+      break;
+    }
+    check(Date.now() < deadline, `no failed attempt and successful retry of job ${job} within 30 s`);
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, 'run-attempts');
+});
+
+step('a script job keeps the versions of its source', async (page) => {
+  const job = await createJob(page, {
+    name: 'console script', handler: '', scheduleType: 'NONE', schedule: '', glue: 'SHELL',
+    source: 'echo "first version"',
+  });
+  await page.fill('#glue_source', 'echo "first version, edited"');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const missing = await page.textContent('#err-glue_remark');
+  check(/required/.test(missing), `a save without a remark names the field: ${missing}`);
+  await page.fill('#glue_source', 'echo "second version"');
+  await page.fill('#glue_remark', 'say second');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const rows = await page.$$('#glue-versions tr td:first-child');
+  check(rows.length >= 1, `job ${job}: saved versions listed (${rows.length})`);
+  const source = await page.inputValue('#glue_source');
+  check(source.includes('second version'), `the saved source is shown: ${source}`);
+  await shot(page, 'job-script');
+});
+
+step('the dashboard fits a phone', async (page) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/`);
+  await page.waitForSelector('#totals');
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  check(overflow <= 0, `no sideways scrolling on a phone (${overflow} px)`);
+  await shot(page, 'phone-dashboard');
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+step('a post without the CSRF token is refused', async (page) => {
+  await visit(page, `${base}/jobs`);
+  const answer = await forgedPost(page, `/jobs/${state.cronJob}/start`, {});
+  check(answer.status === 403, `post without CSRF: HTTP ${answer.status}`);
+  check(/CSRF/.test(answer.text), 'the refusal names the CSRF token');
+  const wrong = await forgedPost(page, `/jobs/${state.cronJob}/start`, { csrf: 'x'.repeat(64) });
+  check(wrong.status === 403, `post with a wrong CSRF token: HTTP ${wrong.status}`);
+});
+
+step('clear logs asks first, then deletes finished runs', async (page) => {
+  await visit(page, `${base}/runs?job=${state.sleepJob}`);
+  await page.click('#clear-logs summary');
+  await page.selectOption('#clear-form select[name=group]', groupId);
+  await page.fill('#clear_job', String(state.sleepJob));
+  await page.selectOption('#mode', 'ALL');
+  await shot(page, 'clear-logs');
+  page.once('dialog', (dialog) => dialog.dismiss());
+  await page.click('#clear-logs-button');
+  check(new URL(page.url()).pathname === '/runs', 'dismissing the confirmation stays');
+  page.once('dialog', (dialog) => dialog.accept());
+  await Promise.all([page.waitForNavigation(), page.click('#clear-logs-button')]);
+  const notice = await page.textContent('.notice.ok');
+  check(/^[1-9]\d* finished runs deleted/.test(notice), `clear notice: ${notice}`);
+  await page.goto(`${base}/runs?job=${state.sleepJob}`);
+  check(await page.$('#no-runs'), 'the killed run is gone');
+});
+
+step('executors, groups, users and audit pages render; a viewer is created', async (page) => {
+  await page.goto(`${base}/executors`);
+  await page.waitForSelector('table.executors');
+  await shot(page, 'executors');
+  await page.goto(`${base}/groups/${groupId}`);
+  await page.waitForSelector('#group-form');
+  await shot(page, 'group-editor');
+  await page.goto(`${base}/users`);
+  await page.fill('#user-form #name', 'victor');
+  await page.selectOption('#user-form #role', 'viewer');
+  await page.fill('#user-form #password', 'viewer-password-1');
+  await Promise.all([page.waitForNavigation(), page.click('#create-user')]);
+  const created = await page.textContent('.notice.ok');
+  check(/User victor created/.test(created), `user notice: ${created}`);
+  const row = page.locator('#users tr', { hasText: 'victor' });
+  await row.locator('select[name=group]').selectOption(groupId);
+  await Promise.all([page.waitForNavigation(), row.locator('button', { hasText: 'Grant' }).click()]);
+  await shot(page, 'users');
+  await visit(page, `${base}/users`);
+  await Promise.all([
+    page.waitForNavigation(),
+    page.locator('#users tr', { hasText: 'victor' }).locator('a', { hasText: 'tokens' }).click(),
+  ]);
+  await page.fill('#description', 'ci');
+  await Promise.all([page.waitForNavigation(), page.click('#create-token')]);
+  const issued = await page.textContent('.notice.ok');
+  check(/xjob_[0-9a-f]{64}/.test(issued), `a new token is shown once: ${issued}`);
+  const open = await page.$$('#tokens button.danger');
+  check(open.length === 2, `victor has two live tokens (${open.length})`);
+  page.once('dialog', (dialog) => dialog.accept());
+  await Promise.all([page.waitForNavigation(), open[0].click()]);
+  check((await page.$$('#tokens button.danger')).length === 1, 'one token revoked');
+  await shot(page, 'tokens');
+  await page.goto(`${base}/audit`);
+  await page.waitForSelector('#audit');
+  await shot(page, 'audit');
+  // The daily report (refreshed every second in this test) now has the runs above.
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await page.goto(`${base}/`);
+    if (await page.$('#runs-per-day rect.ok') && await page.$('#failing-jobs table')) { break; }
+    check(Date.now() < deadline, 'the dashboard shows no succeeded run per day within 30 s');
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, 'dashboard');
+  await logout(page);
+});
+
+step('a viewer sees no edit controls and a forged post is refused', async (page) => {
+  await login(page, 'victor', 'viewer-password-1');
+  await page.goto(`${base}/jobs`);
+  await page.waitForSelector(`tr[data-job-id="${state.cronJob}"]`);
+  check(!(await page.$('#new-job')), 'no New job for a viewer');
+  check(!(await page.$(`#start-${state.cronJob}`)), 'no Start button for a viewer');
+  await shot(page, 'viewer-jobs');
+  await page.goto(`${base}/jobs/${state.cronJob}`);
+  check(!(await page.$('#save-job')), 'no Save for a viewer');
+  check(!(await page.$('#trigger-form')), 'no trigger form for a viewer');
+  check(await page.$('#job-form fieldset[disabled]'), 'the job form is read-only');
+  const csrf = await page.getAttribute('input[name=csrf]', 'value');
+  const answer = await forgedPost(page, `/jobs/${state.cronJob}/start`, { csrf });
+  check(answer.status === 403, `viewer's forged start: HTTP ${answer.status}`);
+  check(/missing permission jobs\.operate/.test(answer.text), 'the API names the permission');
+  check(!(await page.$('a[href="/users"]')), 'no Users page for a viewer');
+  await logout(page);
+});
+
+(async () => {
+  fs.mkdirSync(shots, { recursive: true });
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'xjob-console-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: need('XJOB_CHROMIUM'),
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  let failed = false;
+  for (const { name, run } of steps) {
+    const started = Date.now();
+    try {
+      await run(page);
+      console.log(`ok   ${name} (${Date.now() - started} ms)`);
+    } catch (error) {
+      failed = true;
+      console.log(`FAIL ${name}: ${error.message}`);
+      await shot(page, 'failure').catch(() => {});
+      console.log(`     at ${page.url()}`);
+      break;
+    }
+  }
+  await context.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+  process.exit(failed ? 1 : 0);
+})().catch((error) => {
+  console.log(`FAIL ${error.stack}`);
+  process.exit(1);
+});
