@@ -60,6 +60,8 @@ impl RunningAdmin {
     /// The bound XXL-JOB compatibility address, when `xxl_job_compat_listen` is set.
     pub fn xxl_compat_addr(&self) -> Option<SocketAddr> {
         self.xxl_compat_addr
+    }
+
     /// The bound web console address, when `http_listen` is set.
     pub fn console_addr(&self) -> Option<SocketAddr> {
         self.console_addr
