@@ -226,7 +226,8 @@ impl Shared {
             if let Ok(log) = self.joblog.create(request.log_id, request.log_date_ms) {
                 log.append(&format!("run not started: {}", reason.message));
             }
-            let result = run_result(&request, reason.status, reason.code, &reason.message, 0);
+            let outcome = (reason.status, reason.code, reason.message.as_str());
+            let result = run_result(request.log_id, request.log_date_ms, outcome, 0);
             // A closed channel means the executor crashed or stopped: nothing left to report to.
             self.results.send(result);
         }

@@ -96,13 +96,17 @@ pub(crate) async fn execute_run(
     handler_trace: Option<opentelemetry::Context>,
 ) -> pb::RunResult {
     let started_at_ms = now_ms();
+    // What the result needs once the request has moved into the handler's context (moved, not
+    // cloned: its strings can be large).
+    let (log_id, log_date_ms, timeout_ms) =
+        (request.log_id, request.log_date_ms, request.timeout_ms);
     // The start line waits in memory; the file appears with the first line written after it.
     let log_opt = Some(Arc::new(joblog.lazy(
-        request.log_id,
-        request.log_date_ms,
+        log_id,
+        log_date_ms,
         &start_line(&request),
     )));
-    let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
+    let span = tracing::info_span!("handler", job_id = request.job_id, log_id);
     if let Some(trace) = &handler_trace {
         // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
         // under the run's `handler` span; without one this does nothing.
@@ -110,7 +114,7 @@ pub(crate) async fn execute_run(
         let _ = span.set_parent(trace.clone());
     }
     let context = JobContext::new(
-        request.clone(),
+        request,
         log_opt.clone(),
         stop.token.child_token(),
         kill_grace,
@@ -119,7 +123,6 @@ pub(crate) async fn execute_run(
     // The handler is called inside its task, so even a panic while building its future is caught.
     let handler_future = async move { handler(context).await }.instrument(span);
     let mut handler_task = AbortOnDrop(tokio::spawn(handler_future));
-    let timeout_ms = request.timeout_ms;
     let timeout = async {
         match u64::try_from(timeout_ms) {
             Ok(millis) if millis > 0 => tokio::time::sleep(Duration::from_millis(millis)).await,
@@ -142,7 +145,7 @@ pub(crate) async fn execute_run(
             if matches!(wake, RunWake::TimedOut) {
                 stop.stop(StopReason::timeout(timeout_ms));
             }
-            end_handler(&mut handler_task, kill_grace, request.log_id).await;
+            end_handler(&mut handler_task, kill_grace, log_id).await;
             let reason = stop
                 .reason()
                 .unwrap_or_else(|| StopReason::killed("killed"));
@@ -152,7 +155,7 @@ pub(crate) async fn execute_run(
     crate::metrics::observe_handler(Duration::from_millis(
         u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
     ));
-    let result = run_result(&request, status, code, &message, started_at_ms);
+    let result = run_result(log_id, log_date_ms, (status, code, &message), started_at_ms);
     append_opt(
         &log_opt,
         &format!(
@@ -234,16 +237,17 @@ fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
     }
 }
 
+/// The result of run `log_id`: `outcome` is its status, handle code and message.
 pub(crate) fn run_result(
-    request: &pb::RunRequest,
-    status: pb::RunStatus,
-    code: i32,
-    message: &str,
+    log_id: i64,
+    log_date_ms: i64,
+    outcome: (pb::RunStatus, i32, &str),
     started_at_ms: i64,
 ) -> pb::RunResult {
+    let (status, code, message) = outcome;
     pb::RunResult {
-        log_id: request.log_id,
-        log_date_ms: request.log_date_ms,
+        log_id,
+        log_date_ms,
         status: status as i32,
         code,
         message: truncate_message(message),
