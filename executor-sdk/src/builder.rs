@@ -197,8 +197,8 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Sets how long a cancelled (killed, timed-out) handler may take to return before its task
-    /// is aborted (default 2 s).
+    /// Sets how long a cancelled (killed, timed-out) handler may take to return before it is
+    /// aborted (its future dropped; default 2 s).
     pub fn kill_grace(mut self, grace: Duration) -> Self {
         self.kill_grace = grace;
         self

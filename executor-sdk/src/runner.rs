@@ -1,15 +1,16 @@
 //! The runner: one queue per job id, drained by one tokio task per job, one run at a time.
 //!
 //! ```text
-//! server Run ──submit──▶ JobSlot{queue, running} ──job task──▶ handler task ──▶ RunResult ─▶ callback
+//! server Run ──submit──▶ JobSlot{queue, running} ──job task (polls the handler)──▶ RunResult ─▶ callback
 //!            refusals: shutting down, duplicate log id, glue disabled, unknown handler, DISCARD_LATER
 //! server Kill / COVER_EARLY ──▶ drop queued runs (KILLED at once) + stop the running one
 //! ```
 //!
 //! A running run is stopped by cancelling its token (the handler sees it through
-//! `JobContext::cancelled`), waiting `kill_grace` for the handler to return, then aborting its
-//! task and awaiting the abort: the next queued run never starts while a stopped handler is still
-//! alive. Each handler runs in its own task so a panic becomes a FAILED result, not a dead queue.
+//! `JobContext::cancelled`), waiting `kill_grace` for the handler to return, then dropping its
+//! future: the next queued run never starts while a stopped handler is still alive. The job task
+//! polls the handler itself (no task per run) and catches its panic as a FAILED result, so a
+//! panic never kills the queue.
 //! A job task ends after `idle_timeout` without work, and its slot goes with it.
 
 use std::collections::hash_map::Entry;
@@ -41,7 +42,7 @@ const RECENT_RUN_CAP: usize = 100_000;
 pub(crate) struct RunnerConfig {
     /// A job task without work for this long ends.
     pub(crate) idle_timeout: Duration,
-    /// How long a cancelled handler may take to return before its task is aborted.
+    /// How long a cancelled handler may take to return before it is dropped.
     pub(crate) kill_grace: Duration,
 }
 
@@ -226,7 +227,8 @@ impl Shared {
             if let Ok(log) = self.joblog.create(request.log_id, request.log_date_ms) {
                 log.append(&format!("run not started: {}", reason.message));
             }
-            let result = run_result(&request, reason.status, reason.code, &reason.message, 0);
+            let outcome = (reason.status, reason.code, reason.message.as_str());
+            let result = run_result(request.log_id, request.log_date_ms, outcome, 0);
             // A closed channel means the executor crashed or stopped: nothing left to report to.
             self.results.send(result);
         }

@@ -1,12 +1,19 @@
 //! One run, start to result: prepare the run log with its start line, call the handler
-//! in its own task (so a panic becomes FAILED), race it against the timeout and the stop
-//! signal, and on timeout/kill give it `kill_grace` to return before aborting its task and
-//! awaiting the abort. Writes the end line and builds the `RunResult`.
+//! (polled inside the job task, a panic caught as FAILED), race it against the timeout and the
+//! stop signal, and on timeout/kill give it `kill_grace` to return before dropping it. Writes
+//! the end line and builds the `RunResult`.
+//!
+//! The handler is not spawned as a task of its own: a task per run was a measurable share of a
+//! short run's CPU, and dropping the handler's future ends it as surely as aborting its task.
 
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use xjob_proto::pb;
@@ -71,17 +78,29 @@ impl StopSignal {
     }
 }
 
-/// Aborts the handler task when the job task is dropped (crash) or moves on.
-struct AbortOnDrop(JoinHandle<JobResult>);
+/// A panic caught while polling a handler.
+type Panic = Box<dyn Any + Send>;
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+/// The handler's future, polled where it is awaited: a panic while polling becomes
+/// `Err(payload)` instead of unwinding through the job task. Dropping it ends the handler.
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, Panic>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.get_mut().0.as_mut();
+        // Unwind safety: after a panic the future is never polled again, only dropped.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(context))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
     }
 }
 
 enum RunWake {
-    Finished(Result<JobResult, JoinError>),
+    Finished(Result<JobResult, Panic>),
     Stopped,
     TimedOut,
 }
@@ -96,13 +115,17 @@ pub(crate) async fn execute_run(
     handler_trace: Option<opentelemetry::Context>,
 ) -> pb::RunResult {
     let started_at_ms = now_ms();
+    // What the result needs once the request has moved into the handler's context (moved, not
+    // cloned: its strings can be large).
+    let (log_id, log_date_ms, timeout_ms) =
+        (request.log_id, request.log_date_ms, request.timeout_ms);
     // The start line waits in memory; the file appears with the first line written after it.
     let log_opt = Some(Arc::new(joblog.lazy(
-        request.log_id,
-        request.log_date_ms,
+        log_id,
+        log_date_ms,
         &start_line(&request),
     )));
-    let span = tracing::info_span!("handler", job_id = request.job_id, log_id = request.log_id);
+    let span = tracing::info_span!("handler", job_id = request.job_id, log_id);
     if let Some(trace) = &handler_trace {
         // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
         // under the run's `handler` span; without one this does nothing.
@@ -110,7 +133,7 @@ pub(crate) async fn execute_run(
         let _ = span.set_parent(trace.clone());
     }
     let context = JobContext::new(
-        request.clone(),
+        request,
         log_opt.clone(),
         stop.token.child_token(),
         kill_grace,
@@ -118,8 +141,7 @@ pub(crate) async fn execute_run(
     );
     // The handler is called inside its task, so even a panic while building its future is caught.
     let handler_future = async move { handler(context).await }.instrument(span);
-    let mut handler_task = AbortOnDrop(tokio::spawn(handler_future));
-    let timeout_ms = request.timeout_ms;
+    let mut handler_task = CatchPanic(Box::pin(handler_future));
     let timeout = async {
         match u64::try_from(timeout_ms) {
             Ok(millis) if millis > 0 => tokio::time::sleep(Duration::from_millis(millis)).await,
@@ -128,7 +150,7 @@ pub(crate) async fn execute_run(
     };
     let wake = tokio::select! {
         biased;
-        joined = &mut handler_task.0 => RunWake::Finished(joined),
+        joined = &mut handler_task => RunWake::Finished(joined),
         () = stop.token.cancelled() => RunWake::Stopped,
         () = timeout => RunWake::TimedOut,
     };
@@ -142,17 +164,19 @@ pub(crate) async fn execute_run(
             if matches!(wake, RunWake::TimedOut) {
                 stop.stop(StopReason::timeout(timeout_ms));
             }
-            end_handler(&mut handler_task, kill_grace, request.log_id).await;
+            end_handler(&mut handler_task, kill_grace, log_id).await;
             let reason = stop
                 .reason()
                 .unwrap_or_else(|| StopReason::killed("killed"));
             (reason.status, reason.code, reason.message)
         }
     };
+    // Ends a handler that ignored its cancellation: nothing of it outlives its run.
+    drop(handler_task);
     crate::metrics::observe_handler(Duration::from_millis(
         u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
     ));
-    let result = run_result(&request, status, code, &message, started_at_ms);
+    let result = run_result(log_id, log_date_ms, (status, code, &message), started_at_ms);
     append_opt(
         &log_opt,
         &format!(
@@ -164,19 +188,14 @@ pub(crate) async fn execute_run(
     result
 }
 
-/// Gives a cancelled handler `grace` to return, then aborts its task and awaits the abort.
-async fn end_handler(handler_task: &mut AbortOnDrop, grace: Duration, log_id: i64) {
-    if tokio::time::timeout(grace, &mut handler_task.0)
-        .await
-        .is_err()
-    {
+/// Gives a cancelled handler `grace` to return; past it, the handler is dropped by the caller.
+async fn end_handler<F: Future>(handler_task: &mut CatchPanic<F>, grace: Duration, log_id: i64) {
+    if tokio::time::timeout(grace, handler_task).await.is_err() {
         tracing::warn!(log_id, ?grace, "handler ignored cancellation, aborting it");
-        handler_task.0.abort();
-        let _ = (&mut handler_task.0).await;
     }
 }
 
-fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32, String) {
+fn finished_outcome(joined: Result<JobResult, Panic>) -> (pb::RunStatus, i32, String) {
     match joined {
         Ok(Ok(output)) => (
             pb::RunStatus::Success,
@@ -188,27 +207,20 @@ fn finished_outcome(joined: Result<JobResult, JoinError>) -> (pb::RunStatus, i32
             CODE_FAILED,
             error.message().to_owned(),
         ),
-        Err(join_error) => match join_error.try_into_panic() {
-            Ok(payload) => {
-                let text = if let Some(text) = payload.downcast_ref::<&str>() {
-                    (*text).to_owned()
-                } else if let Some(text) = payload.downcast_ref::<String>() {
-                    text.clone()
-                } else {
-                    "non-string panic payload".to_owned()
-                };
-                (
-                    pb::RunStatus::Failed,
-                    CODE_FAILED,
-                    format!("handler panicked: {text}"),
-                )
-            }
-            Err(_) => (
+        Err(payload) => {
+            let text = if let Some(text) = payload.downcast_ref::<&str>() {
+                (*text).to_owned()
+            } else if let Some(text) = payload.downcast_ref::<String>() {
+                text.clone()
+            } else {
+                "non-string panic payload".to_owned()
+            };
+            (
                 pb::RunStatus::Failed,
                 CODE_FAILED,
-                "handler task was cancelled".to_owned(),
-            ),
-        },
+                format!("handler panicked: {text}"),
+            )
+        }
     }
 }
 
@@ -234,16 +246,17 @@ fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
     }
 }
 
+/// The result of run `log_id`: `outcome` is its status, handle code and message.
 pub(crate) fn run_result(
-    request: &pb::RunRequest,
-    status: pb::RunStatus,
-    code: i32,
-    message: &str,
+    log_id: i64,
+    log_date_ms: i64,
+    outcome: (pb::RunStatus, i32, &str),
     started_at_ms: i64,
 ) -> pb::RunResult {
+    let (status, code, message) = outcome;
     pb::RunResult {
-        log_id: request.log_id,
-        log_date_ms: request.log_date_ms,
+        log_id,
+        log_date_ms,
         status: status as i32,
         code,
         message: truncate_message(message),
