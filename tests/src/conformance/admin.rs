@@ -15,8 +15,11 @@ use crate::wait_until;
 /// Heartbeat interval the admin asks executors for: short, so lost runs show within seconds.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
 
-/// The admin configuration the suite runs with.
-const CONFIG: &str = "heartbeat_interval = \"500ms\"\nexecutor_lease = \"2s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n";
+/// The admin configuration the suite runs with. The executor lease is longer than the SDKs'
+/// reconnect backoff cap (5 s): an executor reconnecting after an admin restart (the
+/// `admin_outage` scenario) may wait that long between attempts, and a shorter lease marked its
+/// finished run LOST before its session and callback came back.
+const CONFIG: &str = "heartbeat_interval = \"500ms\"\nexecutor_lease = \"6s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n";
 
 /// A running `xjob serve`.
 pub struct AdminProcess {
