@@ -29,6 +29,11 @@
 //! taken over and sent now (`stranded.rs`). Otherwise it is lost once no executor has held it
 //! for an executor lease: no session of this admin lists it and every executor held by another
 //! admin said it does not hold it (one that cannot be asked counts as holding it).
+//!
+//! A dead node's runs count as stranded once its lease has lapsed and they were claimed an
+//! executor timeout ago (its last Run calls may still be in flight); this node's earlier
+//! epochs' count at once, from the first check after a restart, so a restarted admin sends
+//! what its previous process claimed while most of it is still within the misfire threshold.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -306,11 +311,9 @@ pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken)
         absence_grace_ms: ctx.config.executor_lease.as_millis() as i64,
     };
     let mut judge = LostJudge::default();
+    // The first check comes at once: after a restart, the runs this node's previous process
+    // claimed but never sent are sent now, while most are still within the misfire threshold.
     loop {
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(period) => {}
-        }
         match check_once(&ctx, &mut judge, params).await {
             Ok(_) => ctx.health.succeeded(Loop::LostRuns),
             Err(error) => {
@@ -318,6 +321,10 @@ pub async fn run_lost_monitor(ctx: Arc<AdminContext>, cancel: CancellationToken)
                     .failed(Loop::LostRuns, &crate::health::with_causes(&error));
                 tracing::warn!(%error, "lost-run check failed");
             }
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(period) => {}
         }
     }
 }

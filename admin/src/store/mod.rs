@@ -419,8 +419,9 @@ shared! {
     /// write that failed; only its single follow-up task claims, so none is in progress when it
     /// calls this) and those of dead nodes.
     fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
-    /// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
-    /// address) by an admin that is gone: a dead node, or an earlier epoch of this one.
+    /// RUNNING runs whose dispatch was never recorded (no address) by an admin that is gone: an
+    /// earlier epoch of this node (at once: that process is over), or a dead node (only runs it
+    /// claimed before `claimed_before_ms`, as its last Run calls may still be in flight).
     fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
     /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.

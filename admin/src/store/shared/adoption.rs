@@ -17,6 +17,10 @@ struct GoneOwner<'q> {
     now_ms: i64,
     /// The lapsed nodes, read first where the dialect names them as a list.
     listed: Option<Vec<String>>,
+    /// When set, other nodes' rows count only if claimed before this instant (their dispatch
+    /// may still be in flight); this node's earlier epochs are gone for good, so theirs count
+    /// at once.
+    others_claimed_before_ms: Option<i64>,
 }
 
 impl<'q> GoneOwner<'q> {
@@ -44,35 +48,47 @@ impl<'q> GoneOwner<'q> {
             own_epochs,
             now_ms,
             listed,
+            others_claimed_before_ms: None,
         })
     }
 
-    /// ` AND ((owner_node = this AND epoch < e) OR owner_node IN (gone nodes))`.
+    /// ` AND ((owner_node = this AND epoch < e) OR owner_node IN (gone nodes))`, the second
+    /// branch prefixed with `trigger_time_ms < t AND` when `others_claimed_before_ms` is set.
     fn push<DB: Dialect>(&self, sql: &mut Sql<'q, DB>) {
         sql.push_mut(" AND ((owner_node = ");
         sql.bind_mut(self.node_id);
         sql.push_mut(&format!(" AND epoch {} ", self.own_epochs));
         sql.bind_mut(self.epoch);
         sql.push_mut(")");
+        let others_from = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut(" OR (");
+            if let Some(claimed_before_ms) = self.others_claimed_before_ms {
+                sql.push_mut("trigger_time_ms < ");
+                sql.bind_mut(claimed_before_ms);
+                sql.push_mut(" AND ");
+            }
+        };
         match &self.listed {
             None => {
+                others_from(sql);
                 sql.push_mut(
-                    " OR owner_node IN (SELECT node_id FROM xjob_node WHERE lease_until_ms < ",
+                    "owner_node IN (SELECT node_id FROM xjob_node WHERE lease_until_ms < ",
                 );
                 sql.bind_mut(self.now_ms);
                 sql.push_mut(" AND node_id <> ");
                 sql.bind_mut(self.node_id);
-                sql.push_mut(")");
+                sql.push_mut("))");
             }
             Some(nodes) if !nodes.is_empty() => {
-                sql.push_mut(" OR owner_node IN (");
+                others_from(sql);
+                sql.push_mut("owner_node IN (");
                 for (index, node) in nodes.iter().enumerate() {
                     if index > 0 {
                         sql.push_mut(", ");
                     }
                     sql.bind_mut(node.clone());
                 }
-                sql.push_mut(")");
+                sql.push_mut("))");
             }
             Some(_) => {}
         }
@@ -254,17 +270,12 @@ pub async fn skip_adopted_stranded<'q, DB: Dialect>(
     Ok(skipped)
 }
 
-/// RUNNING runs claimed before `claimed_before_ms` whose dispatch was never recorded (no
-/// address) by an admin that is gone.
-pub fn stranded_dispatches_query<'q, DB: Dialect>(
-    gone: &GoneOwnerArgs<'q>,
-    claimed_before_ms: i64,
-) -> Sql<'q, DB> {
+/// RUNNING runs whose dispatch was never recorded (no address) by an admin that is gone: any of
+/// this node's earlier epochs, and other nodes' claimed before the instant `gone` carries.
+pub fn stranded_dispatches_query<'q, DB: Dialect>(gone: &GoneOwnerArgs<'q>) -> Sql<'q, DB> {
     let mut select = Sql::<DB>::new(format!(
-        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' \
-         AND executor_address = '' AND trigger_time_ms < "
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' AND executor_address = ''"
     ));
-    select.bind_mut(claimed_before_ms);
     gone.0.push(&mut select);
     select.push(" ORDER BY id LIMIT 10000")
 }
@@ -280,8 +291,9 @@ pub async fn stranded_dispatches<DB: Dialect>(
     claimed_before_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let mut conn = db.read().await?;
-    let gone = GoneOwnerArgs(GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?);
-    let rows = stranded_dispatches_query::<DB>(&gone, claimed_before_ms)
+    let mut gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
+    gone.others_claimed_before_ms = Some(claimed_before_ms);
+    let rows = stranded_dispatches_query::<DB>(&GoneOwnerArgs(gone))
         .fetch_all(&mut conn)
         .await?;
     rows.iter().map(run_from_row::<DB>).collect()
@@ -298,6 +310,7 @@ pub fn sqlite_texts_for_plans() -> [String; 3] {
         own_epochs,
         now_ms: 0,
         listed: None,
+        others_claimed_before_ms: None,
     };
     let adoption = |condition: &str, own_epochs| {
         let mut update = Sql::<Sqlite>::new("UPDATE xjob_log SET owner_node = ");
@@ -313,9 +326,12 @@ pub fn sqlite_texts_for_plans() -> [String; 3] {
             .text()
             .to_string()
     };
-    let stranded = stranded_dispatches_query::<Sqlite>(&GoneOwnerArgs(gone("<")), 0)
-        .text()
-        .to_string();
+    let stranded = stranded_dispatches_query::<Sqlite>(&GoneOwnerArgs(GoneOwner {
+        others_claimed_before_ms: Some(0),
+        ..gone("<")
+    }))
+    .text()
+    .to_string();
     [
         adoption("status = 'PENDING'", "<"),
         adoption("alarm_status = -1", "<="),

@@ -43,6 +43,9 @@ pub struct SqliteStore {
     pub(in crate::store) file: Option<std::path::PathBuf>,
 }
 
+/// The size a checkpoint truncates the WAL file back to (`journal_size_limit`).
+const WAL_SIZE_LIMIT_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Read connections per admin: the API, the registry refresh and the trigger path read at once.
 const READ_CONNECTIONS: u32 = 4;
 
@@ -55,7 +58,11 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(false);
+            .foreign_keys(false)
+            // SQLite keeps the WAL file at the largest size a checkpoint ever needed; with a
+            // limit, each checkpoint that empties it truncates it back, so a burst does not
+            // leave its peak on disk for good.
+            .pragma("journal_size_limit", WAL_SIZE_LIMIT_BYTES.to_string());
         // A database created by this writer keeps pointer maps, so deleted rows' pages can be
         // handed back to the file system (`reclaim_space`). Applies to new files only: an
         // existing one keeps its mode until a `VACUUM` (docs/operations.md).
