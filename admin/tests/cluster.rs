@@ -156,6 +156,11 @@ async fn takeover_before_the_lease(database: Database) -> anyhow::Result<()> {
         ledger.print(&format!("{KILLS} kills with a 10 s node lease on {label}"));
         print_takeovers(&takeovers);
         eprintln!(
+            "adopted delay (latest dispatch by a survivor of a victim's planned fire, after its \
+             second), per kill: {:?} ms",
+            cluster.adopted_delays_ms().await?
+        );
+        eprintln!(
             "load: {}",
             std::fs::read_to_string("/proc/loadavg")
                 .unwrap_or_default()

@@ -84,6 +84,20 @@ pub fn takeover_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {
         .map(|first_ms| (first_ms - disruption.at_ms).max(0))
 }
 
+/// How late the survivors dispatched the victim's planned fires: the largest claim time minus
+/// scheduled time among those another admin dispatched (negative when every one went out
+/// before its second, as the ring claims ahead); None when no survivor dispatched any.
+/// Takeover (above) also counts the wait for the victim's next planned fire, seconds away when
+/// the other admins planned the coming seconds; this is the delay the failover added to them.
+pub fn adopted_delay_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {
+    rows.iter()
+        .filter(|row| disruption.planned.contains(&row.id))
+        .filter(|row| row.owner_node != disruption.node)
+        .filter(|row| !matches!(row.status, RunStatus::Pending | RunStatus::Skipped))
+        .map(|row| row.trigger_time_ms - row.scheduled_at_ms)
+        .max()
+}
+
 /// Median (mean of the two middle values for an even count) and maximum of the measured
 /// values; disruptions without a takeover are left out.
 pub fn median_and_max(values: &[Option<i64>]) -> (Option<i64>, Option<i64>) {
@@ -202,9 +216,13 @@ mod tests {
         assert_eq!(takeover_ms(&rows, &disruption), Some(1800));
         let untouched = Disruption {
             planned: HashSet::from([1]),
-            ..disruption
+            ..disruption.clone()
         };
         assert_eq!(takeover_ms(&rows, &untouched), None);
+        // Row 3 went out 2 100 ms after its second (T0), row 4 1 800 ms after; the skipped
+        // row 2 and the victim's own row 1 say nothing of the failover's delay.
+        assert_eq!(adopted_delay_ms(&rows, &disruption), Some(2100));
+        assert_eq!(adopted_delay_ms(&rows, &untouched), None);
     }
 
     #[test]

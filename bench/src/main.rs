@@ -612,6 +612,7 @@ async fn disrupt(
 /// The failover figures, from the log rows once every admin has stopped.
 struct FailoverFigures {
     takeover_ms: Vec<Option<i64>>,
+    adopted_delay_ms: Vec<Option<i64>>,
     misfired: u64,
     /// Stop issued → start returned (F3).
     outage_ms: Option<i64>,
@@ -631,6 +632,11 @@ impl FailoverFigures {
                 .disruptions
                 .iter()
                 .map(|disruption| failover::takeover_ms(rows, disruption))
+                .collect(),
+            adopted_delay_ms: events
+                .disruptions
+                .iter()
+                .map(|disruption| failover::adopted_delay_ms(rows, disruption))
                 .collect(),
             misfired: failover::misfired(grid, records, rows, window.start_ms, window.end_ms),
             outage_ms: events
@@ -780,6 +786,8 @@ fn read_records(dir: &Path, executors: usize) -> anyhow::Result<Vec<Record>> {
 
 const TAKEOVER_DEF: &str = "kill/stop of the admin owning the most PENDING fires -> first \
                             dispatch (claim time on the row) by another admin of one of those fires";
+const ADOPTED_DELAY_DEF: &str = "per kill/stop, the latest dispatch (claim time) by another \
+                                 admin of a fire the victim had planned, minus its scheduled time";
 const RECOVERY_DEF: &str = "database start returned -> first handler start after it";
 
 fn json_line(
@@ -854,6 +862,9 @@ fn failover_line(args: &Args, figures: &Figures, failover: &FailoverFigures) -> 
             takeover_median_ms: median,
             takeover_max_ms: max,
             takeover_def: TAKEOVER_DEF,
+            adopted_delay_max_ms: failover.adopted_delay_ms.iter().flatten().copied().max(),
+            adopted_delay_ms: failover.adopted_delay_ms.clone(),
+            adopted_delay_def: ADOPTED_DELAY_DEF,
         }
     });
     let recovery = (args.workload == Workload::F3).then_some(RecoveryLine {
@@ -956,6 +967,7 @@ mod tests {
         };
         let failover = FailoverFigures {
             takeover_ms: Vec::new(),
+            adopted_delay_ms: Vec::new(),
             misfired: 2,
             outage_ms: None,
             recovery_ms: None,

@@ -68,6 +68,11 @@ pub struct TakeoverLine {
     pub takeover_median_ms: Option<i64>,
     pub takeover_max_ms: Option<i64>,
     pub takeover_def: &'static str,
+    /// One entry per disruption: the latest dispatch of a victim's planned fire by a survivor,
+    /// after its scheduled time (`null` where no survivor dispatched any).
+    pub adopted_delay_ms: Vec<Option<i64>>,
+    pub adopted_delay_max_ms: Option<i64>,
+    pub adopted_delay_def: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -239,6 +244,9 @@ mod tests {
                 takeover_median_ms: Some(1800),
                 takeover_max_ms: Some(1800),
                 takeover_def: "def",
+                adopted_delay_ms: vec![Some(-150), None],
+                adopted_delay_max_ms: Some(-150),
+                adopted_delay_def: "late",
             }),
             recovery: None,
         };
@@ -247,7 +255,9 @@ mod tests {
             json.contains(
                 "\"node_lease_ms\":2000,\"misfired\":2,\"lost\":0,\"kills\":2,\
                  \"takeover_ms\":[1800,null],\"takeover_median_ms\":1800,\
-                 \"takeover_max_ms\":1800,\"takeover_def\":\"def\",\"version\""
+                 \"takeover_max_ms\":1800,\"takeover_def\":\"def\",\
+                 \"adopted_delay_ms\":[-150,null],\"adopted_delay_max_ms\":-150,\
+                 \"adopted_delay_def\":\"late\",\"version\""
             ),
             "{json}"
         );

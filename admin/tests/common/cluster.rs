@@ -161,6 +161,8 @@ pub struct Cluster {
     pub job_ids: Vec<i64>,
     /// `fail_retry_count` of the jobs `create_jobs` creates (`JOB_RETRIES` unless changed).
     pub retries: i32,
+    /// Per `kill_lock_holder_and_restart`: the victim and the PENDING fires it owned.
+    pub kills: Vec<(String, HashSet<i64>)>,
 }
 
 impl Cluster {
@@ -213,6 +215,7 @@ impl Cluster {
             group_id: 0,
             job_ids: Vec::new(),
             retries: JOB_RETRIES,
+            kills: Vec::new(),
         };
         for admin in &cluster.admins {
             connect(&admin.spec.url()).await?;
@@ -456,7 +459,26 @@ impl Cluster {
         };
         self.admins[victim].restart()?;
         connect(&self.admins[victim].spec.url()).await?;
+        self.kills.push((node, owned));
         Ok(takeover)
+    }
+
+    /// Per kill, how late the survivors dispatched the victim's planned fires: the latest claim
+    /// time minus scheduled time among those another admin dispatched (negative when all went
+    /// out ahead of their second); kills whose fires no survivor dispatched are left out.
+    pub async fn adopted_delays_ms(&self) -> anyhow::Result<Vec<i64>> {
+        let rows = self.rows().await?;
+        Ok(self
+            .kills
+            .iter()
+            .filter_map(|(node, owned)| {
+                rows.iter()
+                    .filter(|row| owned.contains(&row.id) && &row.owner_node != node)
+                    .filter(|row| !matches!(row.status, RunStatus::Pending | RunStatus::Skipped))
+                    .map(|row| row.trigger_time_ms - row.scheduled_at_ms)
+                    .max()
+            })
+            .collect())
     }
 
     /// The earliest dispatch by another admin of a fire `node` owned when it was killed.
