@@ -225,6 +225,7 @@ pub async fn start_with(
     let recorder_cancel = CancellationToken::new();
     let recorder_tracker = TaskTracker::new();
     let (records_tx, records_rx) = mpsc::unbounded_channel();
+    let held_outcomes = crate::trigger::recorder::HeldOutcomes::default();
     let registry = Arc::new(Registry::default());
     restore_routes(&registry, previous_sessions, &clock);
     let executors = Arc::new(
@@ -240,6 +241,7 @@ pub async fn start_with(
             node: node.clone(),
             clock: Arc::clone(&clock),
             recorder_tx: records_tx,
+            held: held_outcomes.clone(),
             tracker: dispatch_tracker.clone(),
         },
         &config,
@@ -295,6 +297,7 @@ pub async fn start_with(
     recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
         store.clone(),
         records_rx,
+        held_outcomes,
         Arc::clone(&health),
         recorder_cancel.clone(),
     ));

@@ -7,6 +7,7 @@
 use crate::error::Error;
 use crate::model::{LogId, RunStatus};
 use crate::store::{RunCompletion, Store};
+use crate::trigger::Trigger;
 
 /// Longest handle message kept (XXL-JOB truncates too).
 const MAX_MESSAGE_CHARS: usize = 15_000;
@@ -36,9 +37,12 @@ pub struct AppliedResults {
     pub unknown: Vec<LogId>,
 }
 
-/// Persists a batch of results; says which log ids are durable and which name no run.
+/// Persists a batch of results; says which log ids are durable and which name no run. The
+/// dispatch outcomes the trigger's recorder still holds for these runs are written in the same
+/// row updates (`trigger::recorder`); those of runs this write does not finish go back to it.
 pub async fn apply_results(
     store: &Store,
+    trigger: &Trigger,
     now_ms: i64,
     results: &[ReportedResult],
 ) -> Result<AppliedResults, Error> {
@@ -48,9 +52,25 @@ pub async fn apply_results(
         .collect();
     crate::metrics::callbacks().inc_by(results.len() as u64);
     let spans = complete_spans(results);
-    let finished = store.complete_runs(&completions).await;
+    let folded = trigger.take_held_outcomes(completions.iter().map(|c| c.log_id));
+    let finished = store.complete_runs_folding(&completions, &folded).await;
     end_complete_spans(spans, &finished);
-    let finished = finished?;
+    let finished = match finished {
+        Ok(finished) => finished,
+        Err(error) => {
+            trigger.unfolded(folded);
+            return Err(error.into());
+        }
+    };
+    if !folded.is_empty() {
+        let written: std::collections::HashSet<i64> = finished.iter().copied().collect();
+        trigger.unfolded(
+            folded
+                .into_iter()
+                .filter(|record| !written.contains(&record.log_id))
+                .collect(),
+        );
+    }
     // Per-run lines would cost more than the write at thousands of runs per second.
     tracing::debug!(reported = completions.len(), finished = finished.len(), ids = ?finished,
         "run results recorded");

@@ -100,7 +100,9 @@ impl pb::registry_server::Registry for RegistryService {
             .map(reported_result)
             .collect();
         let now_ms = self.ctx.clock.now_ms();
-        let applied = crate::callback::apply_results(&self.ctx.store, now_ms, &results).await?;
+        let applied =
+            crate::callback::apply_results(&self.ctx.store, &self.ctx.trigger, now_ms, &results)
+                .await?;
         Ok(Response::new(pb::CallbackResponse {
             accepted_log_ids: applied.accepted.into_iter().map(|id| id.0).collect(),
             unknown_log_ids: applied.unknown.into_iter().map(|id| id.0).collect(),

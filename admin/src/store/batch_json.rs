@@ -2,7 +2,7 @@
 //! (`json_each`, `jsonb_to_recordset`, `JSON_TABLE`), so a batch is one statement whose text
 //! never changes and stays prepared, instead of one statement per row.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
@@ -12,11 +12,27 @@ use crate::model::{JobStatus, RunStatus};
 /// Most rows one batched statement carries.
 pub const ROWS_PER_STATEMENT: usize = 1000;
 
-/// `[{"id", "status", "code", "msg", "time"}, …]` for `complete_runs`.
-pub fn completions(chunk: &[&RunCompletion]) -> String {
+/// Accepted dispatch outcomes folded into the result write, by log id (see
+/// `trigger::recorder`: a run whose result arrives while its outcome is held gets both in one
+/// row update).
+pub type Folded<'a> = HashMap<i64, &'a DispatchRecord>;
+
+/// The accepted outcomes of `records` by log id (the last one of a run wins).
+pub fn folded(records: &[DispatchRecord]) -> Folded<'_> {
+    records
+        .iter()
+        .filter(|record| record.outcome == super::DispatchOutcome::Accepted)
+        .map(|record| (record.log_id, record))
+        .collect()
+}
+
+/// `[{"id", "status", "code", "msg", "time"}, …]` for `complete_runs`, with
+/// `"tcode", "tmsg", "taddress", "ttrace"` (the dispatch outcome) on rows that have one folded
+/// in; the SQL keeps the row's own values where they are absent (NULL).
+pub fn completions(chunk: &[&RunCompletion], folded: &Folded<'_>) -> String {
     let rows: Vec<_> = chunk
         .iter()
-        .map(|completion| completion_row(completion))
+        .map(|completion| completion_row(completion, folded))
         .collect();
     serde_json::Value::Array(rows).to_string()
 }
@@ -24,12 +40,12 @@ pub fn completions(chunk: &[&RunCompletion]) -> String {
 /// `completions` with `"quiet"` (1 or 0) added to each row, for MySQL, which decides the
 /// follow-up need in a locking read before the update: 1 for a success whose job needs no
 /// follow-up.
-pub fn completions_with_quiet(chunk: &[&(&RunCompletion, bool)]) -> String {
+pub fn completions_with_quiet(chunk: &[&(&RunCompletion, bool)], folded: &Folded<'_>) -> String {
     let rows: Vec<_> = chunk
         .iter()
         .map(|(completion, needs_followup)| {
             let quiet = completion.status == RunStatus::Success && !needs_followup;
-            let mut row = completion_row(completion);
+            let mut row = completion_row(completion, folded);
             row["quiet"] = json!(i32::from(quiet));
             row
         })
@@ -37,14 +53,21 @@ pub fn completions_with_quiet(chunk: &[&(&RunCompletion, bool)]) -> String {
     serde_json::Value::Array(rows).to_string()
 }
 
-fn completion_row(completion: &RunCompletion) -> serde_json::Value {
-    json!({
+fn completion_row(completion: &RunCompletion, folded: &Folded<'_>) -> serde_json::Value {
+    let mut row = json!({
         "id": completion.log_id,
         "status": completion.status.as_str(),
         "code": completion.handle_code,
         "msg": completion.handle_msg,
         "time": completion.finished_ms,
-    })
+    });
+    if let Some(record) = folded.get(&completion.log_id) {
+        row["tcode"] = json!(record.trigger_code);
+        row["tmsg"] = json!(record.trigger_msg);
+        row["taddress"] = json!(record.executor_address);
+        row["ttrace"] = json!(record.trace_id);
+    }
+    row
 }
 
 /// `[{"id", "code", "msg", "address", "time", "trace"}, …]` for `record_dispatches`.
@@ -123,7 +146,7 @@ mod tests {
     #[test]
     fn messages_with_quotes_and_newlines_survive_the_round_trip() {
         let tricky = completion(1, "said \"no\"\nthen \\ left");
-        let text = completions(&[&tricky]);
+        let text = completions(&[&tricky], &Folded::new());
         let parsed: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
         assert_eq!(parsed[0]["msg"], "said \"no\"\nthen \\ left");
         assert_eq!(parsed[0]["status"], "SUCCESS");

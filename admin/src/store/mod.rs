@@ -239,6 +239,13 @@ fn count_error(result: &impl Outcome) {
     result.count_error();
 }
 
+impl Store {
+    /// `complete_runs_folding` with no dispatch outcome to fold in.
+    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+        self.complete_runs_folding(completions, &[]).await
+    }
+}
+
 macro_rules! delegate {
     ($( $(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty; )*) => {
         impl Store {
@@ -484,8 +491,10 @@ delegate! {
     /// Applies executor results to runs not yet final; returns the ids of the runs this call
     /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing.
     /// A run that becomes SUCCESS is marked as needing no follow-up (`alarm_status` 1) when its
-    /// job has no child jobs and is not FIX_DELAY.
-    fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>>;
+    /// job has no child jobs and is not FIX_DELAY. The accepted dispatch outcomes in `accepted`
+    /// (trigger code, message, address, trace id) are written on the runs this call finishes,
+    /// in the same row update; the caller records the others itself (`trigger::recorder`).
+    fn complete_runs_folding(&self, completions: &[RunCompletion], accepted: &[DispatchRecord]) -> StoreResult<Vec<i64>>;
 
     // ---- follow-up claim (MySQL reads each final status on its own, see mysql/monitor.rs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =

@@ -107,6 +107,8 @@ pub struct Trigger {
     pools: TriggerPools,
     clock: SharedClock,
     recorder_tx: mpsc::UnboundedSender<Outcome>,
+    /// Accepted outcomes the recorder holds for the result write to fold in.
+    held: recorder::HeldOutcomes,
     tracker: TaskTracker,
     admission: Admission,
     /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
@@ -126,6 +128,8 @@ pub struct TriggerParts {
     pub clock: SharedClock,
     /// Where dispatch outcomes of fires not waited for go (`recorder`).
     pub recorder_tx: mpsc::UnboundedSender<Outcome>,
+    /// The accepted outcomes that recorder holds (shared with it).
+    pub held: recorder::HeldOutcomes,
     /// Where dispatch tasks are spawned; shutdown waits for them.
     pub tracker: TaskTracker,
 }
@@ -147,6 +151,7 @@ impl Trigger {
             }),
             clock: parts.clock,
             recorder_tx: parts.recorder_tx,
+            held: parts.held,
             tracker: parts.tracker,
             admission: Admission::new(config.max_unsent_runs),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
@@ -156,6 +161,23 @@ impl Trigger {
 
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// Takes the held accepted outcomes of these runs, for the result write to fold in
+    /// (`recorder`); whatever that write does not finish goes back through `unfolded`.
+    pub fn take_held_outcomes(
+        &self,
+        log_ids: impl IntoIterator<Item = i64>,
+    ) -> Vec<DispatchRecord> {
+        self.held.take(log_ids)
+    }
+
+    /// Hands taken outcomes the result write did not write back to the recorder.
+    pub fn unfolded(&self, records: Vec<DispatchRecord>) {
+        for record in records {
+            // The recorder outlives every dispatch task (app.rs stops it last).
+            let _ = self.recorder_tx.send(Outcome { record, slot: None });
+        }
     }
 
     /// The recovery loop renewed this node's lease until `until_ms`.

@@ -287,6 +287,86 @@ async fn results_return_the_runs_they_changed() {
     }
 }
 
+#[tokio::test]
+async fn a_result_write_folds_in_the_accepted_dispatch_outcome() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let open = insert_running(&store, fire(&job, 1_000, "n1", 1), 1_000).await;
+        let plain = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        let ended = insert_running(&store, fire(&job, 3_000, "n1", 1), 3_000).await;
+        let completion = |log_id| RunCompletion {
+            log_id,
+            status: RunStatus::Success,
+            handle_code: 200,
+            handle_msg: "ok".into(),
+            finished_ms: 4_000,
+        };
+        store
+            .complete_runs(&[completion(ended)])
+            .await
+            .expect("first result");
+        let accepted = |log_id| DispatchRecord {
+            log_id,
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: format!("sent {log_id}"),
+            executor_address: "http://a:1".into(),
+            finished_ms: 3_500,
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+        };
+        let mut finished = store
+            .complete_runs_folding(
+                &[completion(open), completion(plain), completion(ended)],
+                &[accepted(open), accepted(ended)],
+            )
+            .await
+            .expect("complete");
+        finished.sort_unstable();
+        assert_eq!(finished, vec![open, plain], "{backend}");
+        let run = |id| {
+            let store = store.clone();
+            async move { store.get_log(id).await.expect("get").expect("run") }
+        };
+        let folded = run(open).await;
+        assert_eq!(
+            (
+                folded.status,
+                folded.handle_code,
+                folded.trigger_code,
+                folded.trigger_msg,
+                folded.executor_address.as_str(),
+                folded.trace_id.as_str()
+            ),
+            (
+                RunStatus::Success,
+                200,
+                200,
+                format!("sent {open}"),
+                "http://a:1",
+                "4bf92f3577b34da6a3ce929d0e0e4736"
+            ),
+            "{backend}: result and dispatch outcome in one write"
+        );
+        let alone = run(plain).await;
+        assert_eq!(
+            (
+                alone.status,
+                alone.trigger_code,
+                alone.executor_address.as_str()
+            ),
+            (RunStatus::Success, 0, ""),
+            "{backend}: a run without an outcome to fold keeps its own"
+        );
+        let untouched = run(ended).await;
+        assert_eq!(
+            (untouched.trigger_code, untouched.executor_address.as_str()),
+            (0, ""),
+            "{backend}: a run the write does not finish gets nothing (the caller records it)"
+        );
+        store.close().await;
+    }
+}
+
 /// Inserts and claims shard 0 of a broadcast fire at `scheduled_at_ms`; returns its id.
 async fn claimed_broadcast(store: &Store, job: &Job, scheduled_at_ms: i64) -> i64 {
     insert_running(

@@ -70,10 +70,17 @@ const LOCK_OPEN_RUNS: &str = "SELECT l.id, EXISTS (SELECT 1 FROM xjob_job j \
 const COMPLETE_RUNS: &str = "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', \
        status VARCHAR(16) CHARACTER SET utf8mb4 PATH '$.status', code INT PATH '$.code', \
        msg LONGTEXT CHARACTER SET utf8mb4 PATH '$.msg', `time` BIGINT PATH '$.time', \
-       quiet INT PATH '$.quiet')) r \
+       quiet INT PATH '$.quiet', tcode INT PATH '$.tcode', \
+       tmsg LONGTEXT CHARACTER SET utf8mb4 PATH '$.tmsg', \
+       taddress LONGTEXT CHARACTER SET utf8mb4 PATH '$.taddress', \
+       ttrace VARCHAR(64) CHARACTER SET utf8mb4 PATH '$.ttrace')) r \
      STRAIGHT_JOIN xjob_log l FORCE INDEX (PRIMARY) ON l.id = r.id \
      SET l.status = r.status, l.handle_code = r.code, l.handle_msg = r.msg, \
        l.handle_time_ms = r.`time`, \
+       l.trigger_code = COALESCE(r.tcode, l.trigger_code), \
+       l.trigger_msg = COALESCE(r.tmsg, l.trigger_msg), \
+       l.executor_address = COALESCE(r.taddress, l.executor_address), \
+       l.trace_id = COALESCE(r.ttrace, l.trace_id), \
        l.alarm_status = CASE WHEN r.quiet = 1 THEN 1 ELSE l.alarm_status END \
      WHERE l.status IN ('PENDING', 'RUNNING')";
 
@@ -113,7 +120,12 @@ impl MySqlStore {
         tx.commit().await.map_err(map_error)
     }
 
-    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+    pub async fn complete_runs_folding(
+        &self,
+        completions: &[RunCompletion],
+        accepted: &[DispatchRecord],
+    ) -> StoreResult<Vec<i64>> {
+        let folded = batch_json::folded(accepted);
         let completions = in_id_order(
             batch_json::first_completion_per_run(completions),
             |completion| completion.log_id,
@@ -137,12 +149,19 @@ impl MySqlStore {
                     locked.push((*completion, needs_followup));
                 }
             }
-            let text_len =
-                |(completion, _): &(&RunCompletion, bool)| json_len(&completion.handle_msg);
+            let text_len = |(completion, _): &(&RunCompletion, bool)| {
+                let folded_len = folded.get(&completion.log_id).map_or(0, |record| {
+                    JSON_BYTES_PER_ROW
+                        + json_len(&record.trigger_msg)
+                        + json_len(&record.executor_address)
+                        + json_len(&record.trace_id)
+                });
+                json_len(&completion.handle_msg) + folded_len
+            };
             let locked: Vec<&(&RunCompletion, bool)> = locked.iter().collect();
             for part in statement_chunks(&locked, text_len) {
                 sqlx::query(COMPLETE_RUNS)
-                    .bind(batch_json::completions_with_quiet(part))
+                    .bind(batch_json::completions_with_quiet(part, &folded))
                     .execute(&mut *tx)
                     .await
                     .map_err(map_error)?;
@@ -342,7 +361,10 @@ mod tests {
             .rev()
             .map(|&log_id| success(log_id, &message(log_id)))
             .collect();
-        let mut finished = store.complete_runs(&completions).await.expect("results");
+        let mut finished = store
+            .complete_runs_folding(&completions, &[])
+            .await
+            .expect("results");
         finished.sort_unstable();
         assert_eq!(finished, ids);
         for &log_id in [ids[0], ids[999], ids[1_000], ids[1_099]].iter() {

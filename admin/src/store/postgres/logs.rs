@@ -50,19 +50,25 @@ const RECORD_SKIPPED: &str = concat!(
        AND status IN ('PENDING', 'RUNNING') ORDER BY id FOR UPDATE)"
 );
 
-/// Results (`batch_json::completions`, each run once) applied to runs not final yet; returns
+/// Results (`batch_json::completions`, each run once, with the accepted dispatch outcome of
+/// those that have one folded in) applied to runs not final yet; returns
 /// the ids it finished. Of two admins applying the same result, the second waits for the
 /// first's row lock, then finds the run final and leaves it. A success whose job has no child
 /// jobs and is not FIX_DELAY (or no longer exists) needs no follow-up: its `alarm_status`
 /// becomes 1 here, so the follow-up loop never claims it. The job row is only read, not locked.
 const COMPLETE_RUNS: &str = "UPDATE xjob_log l SET status = r.status, handle_code = r.code, \
      handle_msg = r.msg, handle_time_ms = r.\"time\", \
+     trigger_code = COALESCE(r.tcode, l.trigger_code), \
+     trigger_msg = COALESCE(r.tmsg, l.trigger_msg), \
+     executor_address = COALESCE(r.taddress, l.executor_address), \
+     trace_id = COALESCE(r.ttrace, l.trace_id), \
      alarm_status = CASE WHEN r.status = 'SUCCESS' AND NOT EXISTS ( \
          SELECT 1 FROM xjob_job j WHERE j.id = l.job_id \
          AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
        THEN 1 ELSE l.alarm_status END \
      FROM jsonb_to_recordset($1::jsonb) \
-       AS r(id bigint, status text, code integer, msg text, \"time\" bigint) \
+       AS r(id bigint, status text, code integer, msg text, \"time\" bigint, \
+         tcode integer, tmsg text, taddress text, ttrace text) \
      WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) AND status IN ('PENDING', 'RUNNING') \
        ORDER BY id FOR UPDATE) \
@@ -94,7 +100,12 @@ impl PgStore {
         tx.commit().await.map_err(map_error)
     }
 
-    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+    pub async fn complete_runs_folding(
+        &self,
+        completions: &[RunCompletion],
+        accepted: &[DispatchRecord],
+    ) -> StoreResult<Vec<i64>> {
+        let folded = batch_json::folded(accepted);
         let completions = in_id_order(
             batch_json::first_completion_per_run(completions),
             |completion| completion.log_id,
@@ -104,7 +115,7 @@ impl PgStore {
         for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
             let ids: Vec<i64> = chunk.iter().map(|completion| completion.log_id).collect();
             let mut changed: Vec<i64> = sqlx::query_scalar(COMPLETE_RUNS)
-                .bind(batch_json::completions(chunk))
+                .bind(batch_json::completions(chunk, &folded))
                 .bind(ids)
                 .fetch_all(&mut *tx)
                 .await

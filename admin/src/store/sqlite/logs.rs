@@ -51,13 +51,19 @@ const RECORD_SKIPPED: &str = concat!(
 /// the follow-up loop never claims it.
 const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code = r.code, \
      handle_msg = r.msg, handle_time_ms = r.time, \
+     trigger_code = COALESCE(r.tcode, xjob_log.trigger_code), \
+     trigger_msg = COALESCE(r.tmsg, xjob_log.trigger_msg), \
+     executor_address = COALESCE(r.taddress, xjob_log.executor_address), \
+     trace_id = COALESCE(r.ttrace, xjob_log.trace_id), \
      alarm_status = CASE WHEN r.status = 'SUCCESS' AND NOT EXISTS ( \
          SELECT 1 FROM xjob_job j WHERE j.id = xjob_log.job_id \
          AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
        THEN 1 ELSE xjob_log.alarm_status END \
      FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.status') AS status, \
        json_extract(value, '$.code') AS code, json_extract(value, '$.msg') AS msg, \
-       json_extract(value, '$.time') AS time FROM json_each(?)) AS r \
+       json_extract(value, '$.time') AS time, json_extract(value, '$.tcode') AS tcode, \
+       json_extract(value, '$.tmsg') AS tmsg, json_extract(value, '$.taddress') AS taddress, \
+       json_extract(value, '$.ttrace') AS ttrace FROM json_each(?)) AS r \
      WHERE xjob_log.id = r.id AND +xjob_log.status IN ('PENDING', 'RUNNING') \
      RETURNING xjob_log.id";
 
@@ -85,13 +91,18 @@ impl SqliteStore {
         tx.commit().await.map_err(map_error)
     }
 
-    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+    pub async fn complete_runs_folding(
+        &self,
+        completions: &[RunCompletion],
+        accepted: &[DispatchRecord],
+    ) -> StoreResult<Vec<i64>> {
+        let folded = batch_json::folded(accepted);
         let completions = batch_json::first_completion_per_run(completions);
         let mut tx = self.pools().begin().await?;
         let mut finished = Vec::with_capacity(completions.len());
         for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
             let rows = sqlx::query(COMPLETE_RUNS)
-                .bind(batch_json::completions(chunk))
+                .bind(batch_json::completions(chunk, &folded))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(map_error)?;
