@@ -369,7 +369,7 @@ async fn callback_call(
             }
         })
         .collect();
-    crate::callback::apply_results(&ctx.store, ctx.clock.now_ms(), &results)
+    crate::callback::apply_results(&ctx.store, &ctx.trigger, ctx.clock.now_ms(), &results)
         .await
         .map(|_| ())
         // Not acknowledged: the executor keeps the results and sends them again.
