@@ -84,9 +84,9 @@ pub fn takeover_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {
         .map(|first_ms| (first_ms - disruption.at_ms).max(0))
 }
 
-/// How late the survivors dispatched the victim's planned fires: the largest claim time minus
-/// scheduled time among those another admin dispatched (negative when every one went out
-/// before its second, as the ring claims ahead); None when no survivor dispatched any.
+/// How late the survivors dispatched the victim's planned fires: the largest trigger time (when
+/// the run left: its second, or later) minus scheduled time among those another admin
+/// dispatched, so 0 when every one left on its second; None when no survivor dispatched any.
 /// Takeover (above) also counts the wait for the victim's next planned fire, seconds away when
 /// the other admins planned the coming seconds; this is the delay the failover added to them.
 pub fn adopted_delay_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {

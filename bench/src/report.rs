@@ -244,8 +244,8 @@ mod tests {
                 takeover_median_ms: Some(1800),
                 takeover_max_ms: Some(1800),
                 takeover_def: "def",
-                adopted_delay_ms: vec![Some(-150), None],
-                adopted_delay_max_ms: Some(-150),
+                adopted_delay_ms: vec![Some(40), None],
+                adopted_delay_max_ms: Some(40),
                 adopted_delay_def: "late",
             }),
             recovery: None,
@@ -256,7 +256,7 @@ mod tests {
                 "\"node_lease_ms\":2000,\"misfired\":2,\"lost\":0,\"kills\":2,\
                  \"takeover_ms\":[1800,null],\"takeover_median_ms\":1800,\
                  \"takeover_max_ms\":1800,\"takeover_def\":\"def\",\
-                 \"adopted_delay_ms\":[-150,null],\"adopted_delay_max_ms\":-150,\
+                 \"adopted_delay_ms\":[40,null],\"adopted_delay_max_ms\":40,\
                  \"adopted_delay_def\":\"late\",\"version\""
             ),
             "{json}"

@@ -463,9 +463,10 @@ impl Cluster {
         Ok(takeover)
     }
 
-    /// Per kill, how late the survivors dispatched the victim's planned fires: the latest claim
-    /// time minus scheduled time among those another admin dispatched (negative when all went
-    /// out ahead of their second); kills whose fires no survivor dispatched are left out.
+    /// Per kill, how late the survivors dispatched the victim's planned fires: the largest
+    /// trigger time (when the run left: its second, or later) minus scheduled time among those
+    /// another admin dispatched, so 0 when all left on their second; kills whose fires no
+    /// survivor dispatched are left out.
     pub async fn adopted_delays_ms(&self) -> anyhow::Result<Vec<i64>> {
         let rows = self.rows().await?;
         Ok(self
