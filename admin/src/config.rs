@@ -249,7 +249,7 @@ impl Default for Config {
             fast_pool_size: 256,
             slow_pool_size: 64,
             pool_wait: Duration::from_secs(1),
-            max_unsent_runs: 5_000,
+            max_unsent_runs: 20_000,
             followup_interval: Duration::from_millis(200),
             report_interval: Duration::from_secs(60),
             retention_interval: Duration::from_secs(3600),
