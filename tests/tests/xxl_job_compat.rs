@@ -355,13 +355,15 @@ async fn scenario(version: &str) -> anyhow::Result<()> {
     })
     .await?;
     cluster.start_job(cron).await?;
+    // The dispatch outcome (trigger code, address) of a scheduled run is written apart from
+    // its result and may land a moment after it, so wait for a success with both.
     let success = wait_until(RUN_WITHIN, "a cron run to succeed", || async {
         cluster
             .logs_with_status(cron, pb::RunStatus::Success)
             .await
             .ok()?
             .into_iter()
-            .next()
+            .find(|log| log.trigger_code != 0)
     })
     .await?;
     cluster
@@ -509,7 +511,7 @@ async fn scenario(version: &str) -> anyhow::Result<()> {
             .await
             .ok()?
             .into_iter()
-            .find(|log| log.attempt == 1)
+            .find(|log| log.attempt == 1 && log.trigger_code != 0)
     })
     .await?;
     assert_eq!(retried.executor_address, second, "{retried:?}");

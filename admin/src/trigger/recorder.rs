@@ -11,7 +11,7 @@
 //! a crash: an outcome in this queue was never durable before it was written either (a run
 //! claimed but never recorded is found by the lost-run monitor, `monitor::stranded`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,39 +40,86 @@ pub const HOLD: Duration = Duration::from_millis(250);
 /// accepted outcomes are written at once.
 const MAX_HELD: usize = 25_000;
 
+/// How long a result that found no held outcome is remembered: its outcome, on its way to the
+/// recorder, is then written at once instead of held (see [`HeldOutcomes::take`]).
+const EARLY_RESULT_MEMORY: Duration = Duration::from_secs(2);
+
 /// Accepted outcomes waiting for their run's result, by log id; shared by the recorder and the
 /// result write.
 #[derive(Debug, Clone, Default)]
 pub struct HeldOutcomes {
-    held: Arc<Mutex<HashMap<i64, DispatchRecord>>>,
+    inner: Arc<Mutex<Held>>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    outcomes: HashMap<i64, DispatchRecord>,
+    /// Runs whose result was written before their outcome reached the recorder (an executor
+    /// may report back before the admin has read the answer to its Run call), with when.
+    early_results: HashSet<i64>,
+    early_order: VecDeque<(Instant, i64)>,
+}
+
+impl Held {
+    fn note_early_result(&mut self, log_id: i64, now: Instant) {
+        if self.early_results.len() < MAX_HELD && self.early_results.insert(log_id) {
+            self.early_order.push_back((now, log_id));
+        }
+    }
+
+    fn forget_old_early_results(&mut self, now: Instant) {
+        while let Some(&(at, log_id)) = self.early_order.front() {
+            if now.duration_since(at) < EARLY_RESULT_MEMORY {
+                break;
+            }
+            self.early_order.pop_front();
+            self.early_results.remove(&log_id);
+        }
+    }
 }
 
 impl HeldOutcomes {
-    /// Takes the held outcomes of `log_ids` (whoever takes one writes it).
+    /// Takes the held outcomes of `log_ids` (whoever takes one writes it). A run with no held
+    /// outcome is remembered for a while: if its outcome turns up after all, the recorder writes
+    /// it at once, so the finished run shows its executor without waiting for [`HOLD`].
     pub fn take(&self, log_ids: impl IntoIterator<Item = i64>) -> Vec<DispatchRecord> {
+        let now = Instant::now();
         let mut held = self.lock();
-        if held.is_empty() {
-            return Vec::new();
+        held.forget_old_early_results(now);
+        let mut taken = Vec::new();
+        for log_id in log_ids {
+            match held.outcomes.remove(&log_id) {
+                Some(record) => taken.push(record),
+                None => held.note_early_result(log_id, now),
+            }
         }
-        log_ids
-            .into_iter()
-            .filter_map(|log_id| held.remove(&log_id))
-            .collect()
+        taken
     }
 
-    /// Holds `record` unless too many are held already; gives it back then.
+    /// Holds `record` unless too many are held already or its run's result came first; gives
+    /// it back then.
     fn hold(&self, record: DispatchRecord) -> Option<DispatchRecord> {
         let mut held = self.lock();
-        if held.len() >= MAX_HELD {
+        if held.early_results.remove(&record.log_id) || held.outcomes.len() >= MAX_HELD {
             return Some(record);
         }
-        held.insert(record.log_id, record);
+        held.outcomes.insert(record.log_id, record);
         None
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, DispatchRecord>> {
-        // A panic while holding the lock leaves a map that is still consistent.
-        self.held
+    /// Takes whatever is still held for `log_ids` (the recorder's due list), without noting
+    /// anything: these outcomes are written now whatever their results do.
+    fn take_due(&self, log_ids: impl IntoIterator<Item = i64>) -> Vec<DispatchRecord> {
+        let mut held = self.lock();
+        log_ids
+            .into_iter()
+            .filter_map(|log_id| held.outcomes.remove(&log_id))
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A panic while holding the lock leaves maps that are still consistent.
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -102,7 +149,7 @@ pub async fn run_recorder(
                 while due.front().is_some_and(|(at, _)| *at <= now) {
                     ids.extend(due.pop_front().map(|(_, id)| id));
                 }
-                batch.extend(held.take(ids));
+                batch.extend(held.take_due(ids));
                 write_with_retry(&store, &batch, &health, &cancel).await;
                 batch.clear();
                 continue;
@@ -135,7 +182,7 @@ pub async fn run_recorder(
         slots.clear();
     }
     // Shutdown: whatever is still held is written now.
-    let rest = held.take(due.into_iter().map(|(_, id)| id));
+    let rest = held.take_due(due.into_iter().map(|(_, id)| id));
     if !rest.is_empty() {
         write_with_retry(&store, &rest, &health, &cancel).await;
     }
@@ -190,5 +237,51 @@ async fn write_with_retry(
                 delay = (delay * 2).min(Duration::from_secs(1));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepted(log_id: i64) -> DispatchRecord {
+        DispatchRecord {
+            log_id,
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: String::new(),
+            executor_address: "http://127.0.0.1:1".into(),
+            finished_ms: 0,
+            trace_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_outcome_held_before_its_result_is_taken_by_the_result_write() {
+        let held = HeldOutcomes::default();
+        assert!(held.hold(accepted(1)).is_none(), "held");
+        let taken = held.take([1]);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].log_id, 1);
+        assert!(held.take_due([1]).is_empty(), "taken once only");
+    }
+
+    #[test]
+    fn an_outcome_arriving_after_its_result_is_written_at_once() {
+        let held = HeldOutcomes::default();
+        assert!(held.take([7]).is_empty(), "nothing held yet");
+        let back = held.hold(accepted(7));
+        assert_eq!(back.map(|record| record.log_id), Some(7), "not held");
+        // Remembered once: a later outcome of the same run (a resend) is held as usual.
+        assert!(held.hold(accepted(7)).is_none());
+    }
+
+    #[test]
+    fn an_early_result_is_forgotten_after_a_while() {
+        let held = HeldOutcomes::default();
+        held.take([9]);
+        let later = Instant::now() + EARLY_RESULT_MEMORY;
+        held.lock().forget_old_early_results(later);
+        assert!(held.hold(accepted(9)).is_none(), "forgotten, so held");
     }
 }
