@@ -118,12 +118,29 @@ impl Scheduler {
     /// live node, so no other admin adopts them: retry until the database answers. Those too
     /// late by then follow their job's misfire strategy, like recovered fires (DO_NOTHING skips
     /// them); the claim's fence leaves out any that is no longer this node's PENDING fire.
+    /// Only this loop may send these fires: while this node lives, no other admin and no
+    /// monitor of its own takes a run it claimed (`monitor::lost`).
     async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>) {
         let threshold = self.config.misfire_threshold.as_millis() as i64;
         let mut delay = Duration::from_millis(200);
         while !fires.is_empty() {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));
+            // The failed claim may have committed all the same (the connection dropped as it
+            // answered), or some of its chunks may have: such rows are RUNNING and ours but
+            // were never sent, and nothing else would ever send them. Nothing in this process
+            // holds them, so they go back to PENDING and are claimed (or skipped) below.
+            let ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
+            if let Err(error) = self
+                .store
+                .unclaim_unsent_runs(&ids, &self.node.node_id, self.node.epoch)
+                .await
+            {
+                self.health
+                    .failed(Loop::Claim, &crate::health::with_causes(&error));
+                tracing::debug!(%error, "database still unavailable for unclaimed fires");
+                continue;
+            }
             let now = self.clock.now_ms();
             let (late, due): (Vec<Fire>, Vec<Fire>) = fires
                 .into_iter()

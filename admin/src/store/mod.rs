@@ -401,6 +401,10 @@ shared! {
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
     fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
+    /// back to PENDING; returns how many. For a claim whose answer was lost (the connection
+    /// dropped as it committed): the caller knows it sent none of them.
+    fn unclaim_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<u64> => claims;
     /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
     fn owned_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).

@@ -143,6 +143,62 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
     }
 }
 
+/// A claim whose answer was lost leaves its rows RUNNING and unsent; only those of the
+/// claiming node and epoch go back to PENDING, never a sent or finished run.
+#[tokio::test]
+async fn only_own_unsent_claims_go_back_to_pending() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = store.insert_group(&group("app")).await.expect("group");
+        let job = store.insert_job(&job(group.id, 0)).await.expect("job");
+        let epoch = store.register_node("n1", 0, 60_000).await.expect("node");
+        let ids = store
+            .insert_runs(&[
+                fire(&job, 5_000, "n1", epoch),
+                fire(&job, 6_000, "n1", epoch),
+                fire(&job, 7_000, "n1", epoch),
+            ])
+            .await
+            .expect("runs");
+        let claimed = store
+            .claim_run_ids(&ids, "n1", epoch, 5_000)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 3, "{backend}");
+        store
+            .record_dispatches(&[DispatchRecord {
+                log_id: ids[1],
+                outcome: DispatchOutcome::Accepted,
+                trigger_code: 200,
+                trigger_msg: "accepted".into(),
+                executor_address: "http://127.0.0.1:1".into(),
+                finished_ms: 0,
+                trace_id: String::new(),
+            }])
+            .await
+            .expect("sent");
+
+        for (node, wrong_epoch) in [("n2", epoch), ("n1", epoch + 1)] {
+            let unclaimed = store
+                .unclaim_unsent_runs(&ids, node, wrong_epoch)
+                .await
+                .expect("unclaim");
+            assert_eq!(unclaimed, 0, "{backend}: {node}/{wrong_epoch} owns none");
+        }
+        let unclaimed = store
+            .unclaim_unsent_runs(&ids, "n1", epoch)
+            .await
+            .expect("unclaim");
+        assert_eq!(unclaimed, 2, "{backend}: the sent run stays RUNNING");
+        let mut again = store
+            .claim_run_ids(&ids, "n1", epoch, 5_100)
+            .await
+            .expect("claim");
+        again.sort_unstable();
+        assert_eq!(again, vec![ids[0], ids[2]], "{backend}");
+        store.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn schedule_rounds_started_together_run_one_after_the_other() {
     for (backend, store, _dir) in fresh_stores().await {

@@ -280,6 +280,34 @@ pub async fn finish_followups<'q, DB: Dialect>(
 
 /// Ids among `ids` still RUNNING, unsent (no address) and owned by this node/epoch: the runs a
 /// node whose lease lapsed may still send (another admin may have taken the others over).
+pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[i64],
+    node_id: &'q str,
+    epoch: i64,
+) -> StoreResult<u64> {
+    let mut conn = db.write().await?;
+    let mut unclaimed = 0;
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| sql.push_mut("status = 'PENDING'");
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(&format!(
+                " AND {} = 'RUNNING' AND executor_address = '' AND handle_code = 0 \
+                 AND owner_node = ",
+                unindexed::<DB>("status")
+            ));
+            sql.bind_mut(node_id);
+            sql.push_mut(" AND epoch = ");
+            sql.bind_mut(epoch);
+        };
+        let (count, _) = update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None).await?;
+        unclaimed += count;
+    }
+    Ok(unclaimed)
+}
+
 pub async fn owned_unsent_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
