@@ -37,7 +37,11 @@ pub async fn run_followup(
     alarm: Arc<dyn Alarm>,
     cancel: CancellationToken,
 ) {
-    let followup = Followup { ctx, alarm };
+    let followup = Followup {
+        ctx,
+        alarm,
+        uncertain_claims: std::sync::Mutex::new(Vec::new()),
+    };
     let interval = followup.ctx.config.followup_interval;
     loop {
         match followup.round().await {
@@ -60,6 +64,10 @@ pub async fn run_followup(
 struct Followup {
     ctx: Arc<AdminContext>,
     alarm: Arc<dyn Alarm>,
+    /// Due runs whose claim failed: it may have gone through all the same (the answer was
+    /// lost), leaving them RUNNING and unsent, where `due_delayed_runs` no longer finds them.
+    /// The next round puts those back to PENDING first.
+    uncertain_claims: std::sync::Mutex<Vec<i64>>,
 }
 
 impl Followup {
@@ -253,6 +261,7 @@ impl Followup {
     /// Dispatches this node's delayed runs whose time has come (retries, child runs).
     async fn dispatch_due(&self) -> Result<(), StoreError> {
         let node = &self.ctx.node;
+        self.release_uncertain_claims().await?;
         let due = self
             .ctx
             .store
@@ -261,12 +270,39 @@ impl Followup {
         if due.is_empty() {
             return Ok(());
         }
-        let due = due.into_iter().map(LogId).collect();
-        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(due)).await {
-            // The rows stay PENDING and come back in the next round.
+        let ids = due.iter().copied().map(LogId).collect();
+        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(ids)).await {
+            // The rows come back in the next round (put back to PENDING first if need be).
             tracing::warn!(%error, "dispatching due retries and child runs failed");
+            self.uncertain().extend(due);
         }
         Ok(())
+    }
+
+    /// Puts the unsent runs of failed claims back to PENDING (see `uncertain_claims`); they
+    /// stay listed until that write succeeds.
+    async fn release_uncertain_claims(&self) -> Result<(), StoreError> {
+        let ids = std::mem::take(&mut *self.uncertain());
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let node = &self.ctx.node;
+        let released = self
+            .ctx
+            .store
+            .unclaim_unsent_runs(&ids, &node.node_id, node.epoch)
+            .await;
+        if released.is_err() {
+            self.uncertain().extend(ids);
+        }
+        released.map(|_| ())
+    }
+
+    fn uncertain(&self) -> std::sync::MutexGuard<'_, Vec<i64>> {
+        // A Vec of ids stays consistent whatever panicked while it was locked.
+        self.uncertain_claims
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
