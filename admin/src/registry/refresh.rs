@@ -106,7 +106,10 @@ pub async fn run_refresh(
     let mut published_apps = std::collections::BTreeSet::new();
     loop {
         let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
-        let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh_once(&ctx, cutoff_ms)).await;
+        // Ahead of background writes: an overloaded writer's queue is no outage, and health
+        // (and the other admins' view of this one's executors) hangs on this write.
+        let refresh = crate::store::writer_gate::urgent_write(refresh_once(&ctx, cutoff_ms));
+        let outcome = tokio::time::timeout(REFRESH_TIMEOUT, refresh).await;
         if matches!(outcome, Ok(Ok(()))) {
             let apps = tokio::time::timeout(REFRESH_TIMEOUT, ctx.store.group_app_names()).await;
             if let Ok(Ok(apps)) = apps {

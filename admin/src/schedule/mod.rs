@@ -33,6 +33,7 @@ use crate::config::Config;
 use crate::health::{Health, Loop};
 use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock};
 use crate::store::Store;
+use crate::store::writer_gate::urgent_write;
 use crate::trigger::{Fires, Trigger};
 pub use ring::{Ring, Timed};
 pub use scan::run_scan;
@@ -232,38 +233,62 @@ pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     }
 }
 
-/// Recovery loop: renews this node's lease and adopts PENDING fires nobody else will dispatch.
+/// Recovery: renews this node's lease and adopts PENDING fires nobody else will dispatch, in
+/// two loops of the same period. They are apart so the renewal never waits for an adoption: on
+/// an overloaded SQLite writer the adoption's write waits in the background queue, and a
+/// renewal behind it let the lease lapse, which stops every send (`Trigger::send_allowed`).
 pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
-    let lease_ms = scheduler.config.node_lease.as_millis() as i64;
     let period = (scheduler.config.node_lease / 3).max(Duration::from_millis(200));
+    tokio::join!(
+        renew_lease(&scheduler, period, &cancel),
+        adopt_orphans(&scheduler, period, &cancel)
+    );
+}
+
+async fn renew_lease(scheduler: &Arc<Scheduler>, period: Duration, cancel: &CancellationToken) {
+    let lease_ms = scheduler.config.node_lease.as_millis() as i64;
     loop {
         let now = scheduler.clock.now_ms();
-        let renewed = scheduler
-            .store
-            .renew_node(
-                &scheduler.node.node_id,
-                scheduler.node.epoch,
-                now + lease_ms,
-            )
-            .await;
+        // Ahead of background writes (`store::writer_gate`).
+        let renewed = urgent_write(scheduler.store.renew_node(
+            &scheduler.node.node_id,
+            scheduler.node.epoch,
+            now + lease_ms,
+        ))
+        .await;
         match renewed {
-            Ok(true) => scheduler.trigger.lease_renewed(now + lease_ms),
+            Ok(true) => {
+                scheduler.trigger.lease_renewed(now + lease_ms);
+                scheduler.health.succeeded(Loop::LeaseRenewal);
+            }
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
                 "node epoch was taken by another start with the same node id"),
-            Err(ref error) => tracing::warn!(%error, "renewing node lease failed"),
+            Err(error) => {
+                tracing::warn!(%error, "renewing node lease failed");
+                scheduler.health.failed(Loop::LeaseRenewal, &error);
+            }
         }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(period) => {}
+        }
+    }
+}
+
+async fn adopt_orphans(scheduler: &Arc<Scheduler>, period: Duration, cancel: &CancellationToken) {
+    loop {
+        let now = scheduler.clock.now_ms();
         let adopted = scheduler
             .store
             .adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now)
             .await;
-        match (&renewed, &adopted) {
-            (Err(error), _) | (_, Err(error)) => scheduler.health.failed(Loop::LeaseRenewal, error),
-            _ => scheduler.health.succeeded(Loop::LeaseRenewal),
-        }
         match adopted {
-            Ok(runs) if !runs.is_empty() => recover_runs(&scheduler, runs).await,
+            Ok(runs) if !runs.is_empty() => recover_runs(scheduler, runs).await,
             Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "adopting orphan fires failed"),
+            Err(error) => {
+                tracing::warn!(%error, "adopting orphan fires failed");
+                scheduler.health.failed(Loop::LeaseRenewal, &error);
+            }
         }
         tokio::select! {
             _ = cancel.cancelled() => break,

@@ -107,6 +107,12 @@ async fn scan_once(
         )
         .await?;
     let inserted_count = inserted.len();
+    tracing::debug!(
+        jobs = found,
+        rows = inserted_count,
+        round_ms = scheduler.clock.now_ms() - now,
+        "schedule round written"
+    );
     let fires: Vec<Fire> = inserted
         .into_iter()
         .filter_map(|run| match planned.remove(&run.fire_key) {

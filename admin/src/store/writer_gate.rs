@@ -1,31 +1,46 @@
-//! API writes go first on a single writer connection (SQLite).
+//! API writes, and the admin's own urgent writes, go first on a single writer connection
+//! (SQLite).
 //!
 //! SQLite has one writer connection per admin, and its pool hands it out in arrival order.
 //! Under load the schedule round, the ring's claims, the recorder, the follow-up and every
 //! executor's callbacks all queue for it, so an API write (`StopJob`, `UpdateJob`) arriving
 //! behind them would wait for all of them. The gate lets background writers into the pool's
-//! queue one at a time, and not at all while an API write is waiting: an API write waits for at
-//! most the write in progress and one background write already queued.
+//! queue one at a time, and not at all while a write that goes first is waiting: such a write
+//! waits for at most the write in progress and one background write already queued.
 //!
-//! API handlers mark their work with [`api_write`]; everything else is background.
+//! Two kinds go first:
+//! - API writes ([`api_write`]): a user is waiting for them.
+//! - The admin's urgent writes ([`urgent_write`]): the lease renewal, the claims of the ring
+//!   and the registry refresh (health is judged by it). Once offered writes exceed what the writer can do, the background queue grows
+//!   without bound; a lease renewal waiting in it lets the lease lapse, and a lapsed lease stops
+//!   every send (`Trigger::send_allowed`), so an overloaded admin delivered nothing at all.
+//!   Results and dispatch outcomes can wait; the firing itself must not.
+//!
+//! Everything else is background.
 
 use std::future::Future;
 
 use tokio::sync::{Semaphore, SemaphorePermit, watch};
 
 tokio::task_local! {
-    static API_WRITE: ();
+    static GOES_FIRST: ();
 }
 
 /// Runs `work` as an API write: its writes on a gated store go ahead of background writes.
 pub async fn api_write<F: Future>(work: F) -> F::Output {
-    API_WRITE.scope((), work).await
+    GOES_FIRST.scope((), work).await
+}
+
+/// Runs `work` as one of the admin's urgent writes (lease renewal, claims, registry refresh):
+/// ahead of background writes, like an API write.
+pub async fn urgent_write<F: Future>(work: F) -> F::Output {
+    GOES_FIRST.scope((), work).await
 }
 
 /// The turnstile in front of one writer pool.
 #[derive(Debug)]
 pub struct WriterGate {
-    /// API writes waiting for the writer.
+    /// Writes that go first waiting for the writer.
     api_waiting: watch::Sender<usize>,
     /// One background writer at a time enters the pool's queue.
     background: Semaphore,
@@ -53,7 +68,7 @@ impl Drop for Waiting<'_> {
 impl WriterGate {
     /// Runs `acquire` (the pool's acquire or begin) through the gate.
     pub async fn enter<T, Fut: Future<Output = T>>(&self, acquire: impl FnOnce() -> Fut) -> T {
-        if API_WRITE.try_with(|_| ()).is_ok() {
+        if GOES_FIRST.try_with(|_| ()).is_ok() {
             self.api_waiting.send_modify(|waiting| *waiting += 1);
             let _waiting = Waiting(&self.api_waiting);
             return acquire().await;
@@ -85,9 +100,23 @@ mod tests {
 
     use super::*;
 
-    /// A one-connection "pool": a fair mutex, as sqlx's pool is.
     #[tokio::test]
     async fn an_api_write_overtakes_queued_background_writes() {
+        assert_goes_first(Kind::Api).await;
+    }
+
+    #[tokio::test]
+    async fn a_lease_renewal_or_claim_overtakes_queued_background_writes() {
+        assert_goes_first(Kind::Schedule).await;
+    }
+
+    enum Kind {
+        Api,
+        Schedule,
+    }
+
+    /// A one-connection "pool": a fair mutex, as sqlx's pool is.
+    async fn assert_goes_first(kind: Kind) {
         let gate = Arc::new(WriterGate::default());
         let writer = Arc::new(Mutex::new(()));
         let (order_tx, mut order_rx) = mpsc::unbounded_channel();
@@ -104,10 +133,14 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         let (api_gate, api_writer, api_order) = (gate.clone(), writer.clone(), order_tx.clone());
-        tasks.push(tokio::spawn(api_write(async move {
+        let first = async move {
             let _conn = api_gate.enter(|| api_writer.lock()).await;
             let _ = api_order.send("api".to_string());
-        })));
+        };
+        tasks.push(match kind {
+            Kind::Api => tokio::spawn(api_write(first)),
+            Kind::Schedule => tokio::spawn(urgent_write(first)),
+        });
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(busy);
         for task in tasks {
@@ -121,7 +154,7 @@ mod tests {
         let api_at = order.iter().position(|entry| entry == "api");
         assert!(
             matches!(api_at, Some(0 | 1)),
-            "the API write waited behind the queue: {order:?}"
+            "the write that goes first waited behind the queue: {order:?}"
         );
     }
 }

@@ -44,6 +44,7 @@ use crate::model::{
 // Named here too for the store's conformance suite, which reaches it through the trigger.
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
+use crate::store::writer_gate::urgent_write;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
@@ -271,6 +272,8 @@ impl Trigger {
         &self,
         fires: Vec<Fire>,
     ) -> Result<(Vec<Claimed>, HashMap<GroupId, Target>), Error> {
+        let started = Instant::now();
+        let offered = fires.len();
         let (fires, slots) = self.admit(fires).await?;
         let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
             return Ok((Vec::new(), HashMap::new()));
@@ -279,14 +282,14 @@ impl Trigger {
         let group_ids: Vec<GroupId> = fires.iter().map(Fire::group_id).collect();
         // The trigger time recorded is when the runs leave, not the (earlier) claim.
         let trigger_time_ms = self.now_ms().max(earliest);
-        let started = Instant::now();
         let (claimed, groups) = tokio::join!(
-            self.store.claim_run_ids(
+            // Ahead of background writes: a late claim is a late fire (`store::writer_gate`).
+            urgent_write(self.store.claim_run_ids(
                 &log_ids,
                 &self.node.node_id,
                 self.node.epoch,
                 trigger_time_ms
-            ),
+            )),
             load::groups(&self.store, &group_ids)
         );
         let claimed_ids: std::collections::HashSet<i64> = claimed?.into_iter().collect();
@@ -306,6 +309,7 @@ impl Trigger {
             Err(_) => self.load_targets_until_answered(&claimed, &[]).await,
         };
         tracing::debug!(
+            offered,
             runs = claimed.len(),
             claim_ms = started.elapsed().as_millis() as u64,
             "dispatching written fires"
@@ -329,7 +333,9 @@ impl Trigger {
                 "overloaded: fires beyond the bound on unsent runs are skipped"
             );
             let reason = admission::overloaded_reason(self.admission.max());
-            if let Err(error) = self.store.skip_runs(&ids, &reason, self.now_ms()).await {
+            // Ahead of background writes too: the claim of the admitted fires waits for it.
+            let skipped = urgent_write(self.store.skip_runs(&ids, &reason, self.now_ms()));
+            if let Err(error) = skipped.await {
                 // They stay PENDING and this node's: the caller retries them all, admitted or
                 // not, once the database answers.
                 return Err(error.into());
