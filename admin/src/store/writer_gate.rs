@@ -11,10 +11,11 @@
 //! Two kinds go first:
 //! - API writes ([`api_write`]): a user is waiting for them.
 //! - The admin's urgent writes ([`urgent_write`]): the lease renewal, the claims of the ring
-//!   and the registry refresh (health is judged by it). Once offered writes exceed what the writer can do, the background queue grows
-//!   without bound; a lease renewal waiting in it lets the lease lapse, and a lapsed lease stops
-//!   every send (`Trigger::send_allowed`), so an overloaded admin delivered nothing at all.
-//!   Results and dispatch outcomes can wait; the firing itself must not.
+//!   and the registry refresh (health is judged by it). Once offered writes exceed what the
+//!   writer can do, the background queue grows without bound; a lease renewal waiting in it
+//!   lets the lease lapse, and a lapsed lease stops every send (`Trigger::send_allowed`), so an
+//!   overloaded admin delivered nothing at all. Results and dispatch outcomes can wait; the
+//!   firing itself must not.
 //!
 //! Everything else is background.
 
@@ -41,7 +42,7 @@ pub async fn urgent_write<F: Future>(work: F) -> F::Output {
 #[derive(Debug)]
 pub struct WriterGate {
     /// Writes that go first waiting for the writer.
-    api_waiting: watch::Sender<usize>,
+    first_waiting: watch::Sender<usize>,
     /// One background writer at a time enters the pool's queue.
     background: Semaphore,
 }
@@ -49,7 +50,7 @@ pub struct WriterGate {
 impl Default for WriterGate {
     fn default() -> Self {
         WriterGate {
-            api_waiting: watch::Sender::new(0),
+            first_waiting: watch::Sender::new(0),
             background: Semaphore::new(1),
         }
     }
@@ -69,8 +70,8 @@ impl WriterGate {
     /// Runs `acquire` (the pool's acquire or begin) through the gate.
     pub async fn enter<T, Fut: Future<Output = T>>(&self, acquire: impl FnOnce() -> Fut) -> T {
         if GOES_FIRST.try_with(|_| ()).is_ok() {
-            self.api_waiting.send_modify(|waiting| *waiting += 1);
-            let _waiting = Waiting(&self.api_waiting);
+            self.first_waiting.send_modify(|waiting| *waiting += 1);
+            let _waiting = Waiting(&self.first_waiting);
             return acquire().await;
         }
         let _turn = self.background_turn().await;
@@ -78,13 +79,13 @@ impl WriterGate {
     }
 
     async fn background_turn(&self) -> Option<SemaphorePermit<'_>> {
-        let mut waiting = self.api_waiting.subscribe();
+        let mut waiting = self.first_waiting.subscribe();
         loop {
             // The sender lives in `self`, so this cannot fail.
             let _ = waiting.wait_for(|count| *count == 0).await;
             // Never closed; `None` would only let the write through ungated.
             let permit = self.background.acquire().await.ok()?;
-            if *self.api_waiting.borrow() == 0 {
+            if *self.first_waiting.borrow() == 0 {
                 return Some(permit);
             }
         }
@@ -107,12 +108,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_lease_renewal_or_claim_overtakes_queued_background_writes() {
-        assert_goes_first(Kind::Schedule).await;
+        assert_goes_first(Kind::Urgent).await;
     }
 
     enum Kind {
         Api,
-        Schedule,
+        Urgent,
     }
 
     /// A one-connection "pool": a fair mutex, as sqlx's pool is.
@@ -139,7 +140,7 @@ mod tests {
         };
         tasks.push(match kind {
             Kind::Api => tokio::spawn(api_write(first)),
-            Kind::Schedule => tokio::spawn(urgent_write(first)),
+            Kind::Urgent => tokio::spawn(urgent_write(first)),
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(busy);

@@ -278,8 +278,8 @@ pub async fn finish_followups<'q, DB: Dialect>(
     Ok(finished)
 }
 
-/// Ids among `ids` still RUNNING, unsent (no address) and owned by this node/epoch: the runs a
-/// node whose lease lapsed may still send (another admin may have taken the others over).
+/// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address, no
+/// result) back to PENDING, for a claim whose answer was lost; returns how many.
 pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
@@ -308,6 +308,8 @@ pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
     Ok(unclaimed)
 }
 
+/// Ids among `ids` still RUNNING, unsent (no address) and owned by this node/epoch: the runs a
+/// node whose lease lapsed may still send (another admin may have taken the others over).
 pub async fn owned_unsent_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
