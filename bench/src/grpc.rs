@@ -126,13 +126,15 @@ pub async fn start_jobs(client: &JobAdminClient<Channel>, job_ids: &[i64]) -> an
 
 /// Renames each job (`GetJob`, then `UpdateJob` with a new name: a write that leaves the
 /// schedule alone), `concurrency` at a time, as a script editing jobs under load would; returns
-/// the latency of each `UpdateJob`, in ms, sorted.
+/// the latency of each `UpdateJob` answered, in ms, sorted, and the error of each call that
+/// failed (an overloaded admin may answer a call with an error: that is a figure, not the end
+/// of the run).
 pub async fn rename_jobs(
     client: &JobAdminClient<Channel>,
     job_ids: &[i64],
     concurrency: usize,
-) -> anyhow::Result<Vec<f64>> {
-    let mut latencies = Vec::with_capacity(job_ids.len());
+) -> ApiWrites {
+    let mut writes = ApiWrites::default();
     for chunk in job_ids.chunks(concurrency.max(1)) {
         let mut tasks = Vec::new();
         for &id in chunk {
@@ -156,9 +158,22 @@ pub async fn rename_jobs(
             }));
         }
         for task in tasks {
-            latencies.push(task.await??);
+            match task.await {
+                Ok(Ok(latency)) => writes.latencies_ms.push(latency),
+                Ok(Err(error)) => writes.failures.push(format!("{error:#}")),
+                Err(error) => writes.failures.push(error.to_string()),
+            }
         }
     }
-    latencies.sort_by(f64::total_cmp);
-    Ok(latencies)
+    writes.latencies_ms.sort_by(f64::total_cmp);
+    writes
+}
+
+/// What the API writes under load came to.
+#[derive(Debug, Default)]
+pub struct ApiWrites {
+    /// Latency of each `UpdateJob` answered, in ms, sorted.
+    pub latencies_ms: Vec<f64>,
+    /// The error of each rename that failed (its `GetJob` or its `UpdateJob`).
+    pub failures: Vec<String>,
 }

@@ -405,7 +405,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     .await?;
     sleep_until_ms(window.end_ms, "window").await;
     if let Some(probe) = api_probe {
-        report_api_writes(&probe.await??);
+        report_api_writes(&probe.await?);
     }
     let after = Usage::read(&admins, &executors, &database);
     let peaks = Peaks::read(&admins, &executors, &database);
@@ -517,8 +517,9 @@ async fn read_outcomes(
     }
 }
 
-/// Prints the latencies of the API writes made under load (sorted, in ms).
-fn report_api_writes(latencies: &[f64]) {
+/// Prints the latencies of the API writes made under load, and how many failed.
+fn report_api_writes(writes: &grpc::ApiWrites) {
+    let latencies = &writes.latencies_ms;
     let at = |quantile: f64| {
         let index = ((latencies.len() as f64 * quantile).ceil() as usize).saturating_sub(1);
         latencies.get(index).copied().unwrap_or(0.0)
@@ -530,6 +531,12 @@ fn report_api_writes(latencies: &[f64]) {
         at(0.99),
         latencies.last().copied().unwrap_or(0.0)
     );
+    if let Some(first) = writes.failures.first() {
+        eprintln!(
+            "API writes under load: {} failed; the first: {first}",
+            writes.failures.len()
+        );
+    }
 }
 
 /// The run's database: an SQLite file, a server started here, or a scratch database on the
