@@ -249,24 +249,95 @@ impl Backlog {
     }
 }
 
-/// Sends one batch to the first admin that answers; returns the accepted log ids.
-async fn send_batch(
-    clients: &mut [(String, AdminClient)],
-    batch: &[pb::RunResult],
-) -> Option<Vec<i64>> {
+/// What became of one batch.
+#[derive(Debug, PartialEq)]
+enum Sent {
+    /// An admin answered; these log ids are durable there.
+    Accepted(Vec<i64>),
+    /// No admin took it, and one refused it as larger than it accepts (`max_request_bytes`).
+    TooLarge,
+    /// No admin answered, or none took it.
+    NotTaken,
+}
+
+/// Sends one batch to the first admin that answers.
+async fn send_batch(clients: &mut [(String, AdminClient)], batch: &[pb::RunResult]) -> Sent {
+    let mut too_large = false;
     for (address, client) in clients.iter_mut() {
         let request = pb::CallbackRequest {
             results: batch.to_vec(),
         };
         match tokio::time::timeout(CALL_TIMEOUT, client.callback(request)).await {
-            Ok(Ok(response)) => return Some(response.into_inner().accepted_log_ids),
+            Ok(Ok(response)) => return Sent::Accepted(response.into_inner().accepted_log_ids),
             Ok(Err(status)) => {
+                // gRPC servers answer OUT_OF_RANGE to a request over their decoding limit.
+                too_large |= status.code() == tonic::Code::OutOfRange;
                 tracing::debug!(admin = %address, code = ?status.code(), message = status.message(), "callback failed");
             }
             Err(_) => tracing::debug!(admin = %address, "callback timed out"),
         }
     }
-    None
+    if too_large {
+        Sent::TooLarge
+    } else {
+        Sent::NotTaken
+    }
+}
+
+/// The encoded size batches stay under. An admin may take smaller requests than
+/// [`MAX_BATCH_BYTES`] (its `max_request_bytes`): a batch it refuses as too large is sent again
+/// as half, down to one result, and a single result still too large has its message halved, so
+/// that no result is retried unchanged for ever.
+#[derive(Debug)]
+struct BatchBytes {
+    max: usize,
+}
+
+impl Default for BatchBytes {
+    fn default() -> Self {
+        Self {
+            max: MAX_BATCH_BYTES,
+        }
+    }
+}
+
+impl BatchBytes {
+    /// After a refusal of the first `batch_len` results as too large; false when nothing is
+    /// left to make smaller (an empty message refused: only a retry can help then).
+    fn shrink(&mut self, pending: &mut VecDeque<pb::RunResult>, batch_len: usize) -> bool {
+        if batch_len > 1 {
+            let sent: usize = pending
+                .iter()
+                .take(batch_len)
+                .map(Message::encoded_len)
+                .sum();
+            self.max = (sent / 2).max(1);
+            tracing::warn!(
+                max_bytes = self.max,
+                "an admin refused a callback batch as too large; sending smaller batches"
+            );
+            return true;
+        }
+        let Some(result) = pending.front_mut() else {
+            return false;
+        };
+        if result.message.is_empty() {
+            return false;
+        }
+        // Below a few dozen characters the cut mark would be most of what is left.
+        let keep = result.message.chars().count() / 2;
+        result.message = if keep < 32 {
+            String::new()
+        } else {
+            crate::runner::cut_message(&result.message, keep)
+        };
+        tracing::warn!(
+            log_id = result.log_id,
+            kept_chars = keep,
+            "an admin refused a run result as too large; its message is cut"
+        );
+        true
+    }
 }
 
 /// The callback task: runs until `flush` fires (graceful shutdown), then flushes and spools.
@@ -280,6 +351,7 @@ pub(crate) async fn callback_loop(
     let mut clients = admins.lazy_clients();
     let mut backlog = Backlog::load(&config.spool_dir, unreported);
     let mut backoff = Backoff::default();
+    let mut batch_bytes = BatchBytes::default();
     let mut failing_since_opt: Option<Instant> = None;
     'deliver: loop {
         if backlog.pending.is_empty() {
@@ -305,7 +377,7 @@ pub(crate) async fn callback_loop(
                 Err(_) => break,
             }
         }
-        let batch_len = batch_len(&backlog.pending);
+        let batch_len = batch_len(&backlog.pending, batch_bytes.max);
         let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
         // A send in flight when shutdown starts is abandoned (the admin is idempotent per log
         // id), so the flush below keeps to its bound.
@@ -314,11 +386,12 @@ pub(crate) async fn callback_loop(
             () = flush.cancelled() => break 'deliver,
         };
         let all_accepted = match sent {
-            Some(accepted) => {
+            Sent::Accepted(accepted) => {
                 config.traces.accepted_results(&accepted);
                 backlog.settle(batch_len, &accepted)
             }
-            None => false,
+            Sent::TooLarge if batch_bytes.shrink(&mut backlog.pending, batch_len) => continue,
+            Sent::TooLarge | Sent::NotTaken => false,
         };
         if all_accepted {
             backoff.reset();
@@ -341,17 +414,24 @@ pub(crate) async fn callback_loop(
             }
         }
     }
-    flush_backlog(&mut clients, &mut backlog, &mut results_rx, &config).await;
+    flush_backlog(
+        &mut clients,
+        &mut backlog,
+        &mut results_rx,
+        &config,
+        &mut batch_bytes,
+    )
+    .await;
 }
 
 /// How many results from the front of `pending` make the next batch: up to [`MAX_BATCH`]
-/// results and [`MAX_BATCH_BYTES`] encoded, at least one.
-fn batch_len(pending: &VecDeque<pb::RunResult>) -> usize {
+/// results and `max_bytes` encoded, at least one.
+fn batch_len(pending: &VecDeque<pb::RunResult>, max_bytes: usize) -> usize {
     let mut bytes = 0;
     let mut len = 0;
     for result in pending.iter().take(MAX_BATCH) {
         bytes += result.encoded_len();
-        if len > 0 && bytes > MAX_BATCH_BYTES {
+        if len > 0 && bytes > max_bytes {
             break;
         }
         len += 1;
@@ -365,6 +445,7 @@ async fn flush_backlog(
     backlog: &mut Backlog,
     results_rx: &mut mpsc::UnboundedReceiver<pb::RunResult>,
     config: &CallbackConfig,
+    batch_bytes: &mut BatchBytes,
 ) {
     while let Ok(result) = results_rx.try_recv() {
         backlog.push(result);
@@ -372,15 +453,16 @@ async fn flush_backlog(
     let deadline = Instant::now() + config.flush_timeout;
     let mut backoff = Backoff::default();
     while !backlog.pending.is_empty() && Instant::now() < deadline {
-        let batch_len = batch_len(&backlog.pending);
+        let batch_len = batch_len(&backlog.pending, batch_bytes.max);
         let batch: Vec<pb::RunResult> = backlog.pending.iter().take(batch_len).cloned().collect();
         let sent = tokio::time::timeout_at(deadline, send_batch(clients, &batch)).await;
         let all_accepted = match sent {
-            Ok(Some(accepted)) => {
+            Ok(Sent::Accepted(accepted)) => {
                 config.traces.accepted_results(&accepted);
                 backlog.settle(batch_len, &accepted)
             }
-            Ok(None) | Err(_) => false,
+            Ok(Sent::TooLarge) if batch_bytes.shrink(&mut backlog.pending, batch_len) => continue,
+            Ok(Sent::TooLarge | Sent::NotTaken) | Err(_) => false,
         };
         if !all_accepted {
             tokio::time::sleep_until((Instant::now() + backoff.next_delay()).min(deadline)).await;
@@ -408,16 +490,19 @@ mod tests {
     #[test]
     fn a_batch_stops_at_its_count_or_its_size_and_holds_at_least_one_result() {
         let small: VecDeque<pb::RunResult> = (0..1500).map(result).collect();
-        assert_eq!(batch_len(&small), MAX_BATCH);
-        assert_eq!(batch_len(&small.iter().take(7).cloned().collect()), 7);
-        assert_eq!(batch_len(&VecDeque::new()), 0);
+        assert_eq!(batch_len(&small, MAX_BATCH_BYTES), MAX_BATCH);
+        assert_eq!(
+            batch_len(&small.iter().take(7).cloned().collect(), MAX_BATCH_BYTES),
+            7
+        );
+        assert_eq!(batch_len(&VecDeque::new(), MAX_BATCH_BYTES), 0);
         let big = |log_id| pb::RunResult {
             message: "x".repeat(MAX_BATCH_BYTES / 3),
             ..result(log_id)
         };
         let large: VecDeque<pb::RunResult> = (0..5).map(big).collect();
         assert_eq!(
-            batch_len(&large),
+            batch_len(&large, MAX_BATCH_BYTES),
             2,
             "a third of the byte cap each, with their other fields"
         );
@@ -427,7 +512,7 @@ mod tests {
         }]
         .into();
         assert_eq!(
-            batch_len(&huge),
+            batch_len(&huge, MAX_BATCH_BYTES),
             1,
             "one result alone goes whatever its size"
         );
@@ -504,6 +589,36 @@ mod tests {
         assert_eq!(spool_count(), 1);
         let reloaded = Backlog::load(&config.spool_dir, Unreported::default());
         assert_eq!(reloaded.pending, VecDeque::from([result(1)]));
+    }
+
+    #[test]
+    fn a_batch_refused_as_too_large_is_halved_and_a_lone_result_has_its_message_cut() {
+        let mut limit = BatchBytes::default();
+        let mut pending: VecDeque<pb::RunResult> = (0..100).map(result).collect();
+        let sent = batch_len(&pending, limit.max);
+        assert_eq!(sent, 100);
+        let sent_bytes: usize = pending.iter().map(Message::encoded_len).sum();
+        assert!(limit.shrink(&mut pending, sent));
+        assert_eq!(limit.max, sent_bytes / 2);
+        let next = batch_len(&pending, limit.max);
+        assert!((45..=50).contains(&next), "about half: {next}");
+
+        let mut lone: VecDeque<pb::RunResult> = [pb::RunResult {
+            message: "é".repeat(1000),
+            ..result(1)
+        }]
+        .into();
+        assert!(limit.shrink(&mut lone, 1));
+        assert_eq!(lone[0].message.chars().count(), 500 + 3, "half, marked");
+        assert!(lone[0].message.ends_with("é..."));
+        assert_eq!(lone[0].log_id, 1, "the rest of the result is kept");
+        while !lone[0].message.is_empty() {
+            assert!(
+                limit.shrink(&mut lone, 1),
+                "shrinks while there is a message"
+            );
+        }
+        assert!(!limit.shrink(&mut lone, 1), "nothing left to cut");
     }
 
     #[test]

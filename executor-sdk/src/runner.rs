@@ -31,7 +31,7 @@ use crate::handler::{HandlerFn, HandlerRegistry};
 use crate::joblog::JobLogStore;
 use execution::{StopReason, StopSignal, execute_run, run_result};
 
-pub(crate) use execution::now_ms;
+pub(crate) use execution::{cut_message, now_ms};
 
 const RECENT_RUN_TTL: Duration = Duration::from_secs(10 * 60);
 /// Most finished log ids remembered for duplicate detection.

@@ -268,7 +268,12 @@ pub(crate) fn run_result(
 
 /// Cuts a message to [`MAX_MESSAGE_CHARS`] characters, marking the cut with "...".
 pub(crate) fn truncate_message(message: &str) -> String {
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+    cut_message(message, MAX_MESSAGE_CHARS)
+}
+
+/// Cuts a message to `max_chars` characters, marking the cut with "...".
+pub(crate) fn cut_message(message: &str, max_chars: usize) -> String {
+    match message.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}...", &message[..cut]),
         None => message.to_owned(),
     }

@@ -2,15 +2,18 @@
 //! normal client keeps working: request size, sessions per peer, handlers per registration,
 //! session message rate, and HTTP/2 streams per connection.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Status, Streaming};
+use xjob_executor::{JobContext, JobError, JobOutput};
 use xjob_proto::pb;
 use xjob_proto::pb::registry_client::RegistryClient;
-use xjob_tests::TestCluster;
+use xjob_tests::{HandlerFuture, TestCluster, wait_until};
 
 const APP: &str = "limits-app";
 const WAIT: Duration = Duration::from_secs(10);
@@ -131,6 +134,78 @@ async fn oversized_request_is_refused_with_out_of_range_and_pages_are_capped() -
         .await
         .expect_err("oversized request");
     assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+    normal_client_works(&cluster).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// Counts its runs as they start, holds them until `gate` lets them go, then succeeds with a
+/// message of as many characters as its params say.
+fn sized_result_handler(
+    started: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+) -> impl Fn(JobContext) -> HandlerFuture + Send + Sync + 'static {
+    move |ctx: JobContext| {
+        let (started, gate) = (Arc::clone(&started), Arc::clone(&gate));
+        Box::pin(async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            let _permit = gate.acquire().await.map_err(|_| JobError::new("closed"))?;
+            let chars = ctx.params().parse::<usize>().unwrap_or(0);
+            Ok(JobOutput::message("m".repeat(chars)))
+        })
+    }
+}
+
+/// An admin that takes smaller requests than the executor's result batches still gets every
+/// result: the executor splits a batch the admin refuses as too large (OUT_OF_RANGE), and cuts
+/// the message of a single result too large on its own, instead of retrying them for ever.
+#[tokio::test]
+async fn results_larger_than_the_admin_takes_are_split_and_cut_not_retried_for_ever()
+-> anyhow::Result<()> {
+    const LIMIT: usize = 16 * 1024;
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.max_request_bytes = LIMIT)
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let started = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let executor = cluster.executor(APP).handler(
+        "sized",
+        sized_result_handler(Arc::clone(&started), Arc::clone(&gate)),
+    );
+    cluster.start_executor(executor).await?;
+    // Twelve results of 3 000 characters, finishing together: one batch of about 36 kB.
+    // And one of 40 000 characters: over the limit even alone.
+    let mut sizes = vec![3_000; 12];
+    sizes.push(40_000);
+    let mut log_ids = Vec::new();
+    for chars in &sizes {
+        let mut job = TestCluster::job(group_id, "sized", pb::ScheduleType::None, "");
+        job.params = chars.to_string();
+        let job = cluster.create_job(job).await?;
+        log_ids.push(cluster.trigger(job.id, None).await?);
+    }
+    let total = sizes.len();
+    wait_until(WAIT, "every run started", || {
+        let started = started.load(Ordering::SeqCst);
+        async move { (started == total).then_some(()) }
+    })
+    .await?;
+    gate.add_permits(sizes.len());
+    for (log_id, chars) in log_ids.iter().zip(&sizes) {
+        let log = cluster.wait_log_final(*log_id, WAIT).await?;
+        assert_eq!(log.status, pb::RunStatus::Success as i32, "{log:?}");
+        if *chars < LIMIT {
+            assert_eq!(log.handle_msg.len(), *chars, "a small result arrives whole");
+        } else {
+            assert!(
+                log.handle_msg.len() < LIMIT && log.handle_msg.ends_with("..."),
+                "the oversized message is cut, and says so: {} bytes",
+                log.handle_msg.len()
+            );
+        }
+    }
     normal_client_works(&cluster).await?;
     cluster.shutdown().await;
     Ok(())
