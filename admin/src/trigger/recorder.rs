@@ -138,20 +138,38 @@ pub async fn run_recorder(
     let mut slots = Vec::with_capacity(BATCH);
     // Log ids held, with when each is due to be written here, oldest first.
     let mut due: VecDeque<(Instant, i64)> = VecDeque::new();
+    // The write of outcomes that fell due, in flight beside the loop: new outcomes are still
+    // taken (and their admission slots freed) while it waits for a busy writer. Run inline,
+    // a slow due write held back every slot behind it, and the bound on unsent runs refused
+    // fires although nothing was waiting to be sent. The loop waits for it before it returns.
+    let mut due_write: Option<DueWrite> = None;
     loop {
-        let next_due = due.front().map(|(at, _)| *at);
+        let next_due = if due_write.is_none() {
+            due.front().map(|(at, _)| *at)
+        } else {
+            None
+        };
         let first = tokio::select! {
             record = records_rx.recv() => record,
             _ = cancel.cancelled() => records_rx.try_recv().ok(),
+            () = finish(&mut due_write) => {
+                due_write = None;
+                continue;
+            }
             () = sleep_until_opt(next_due) => {
                 let now = Instant::now();
                 let mut ids = Vec::new();
                 while due.front().is_some_and(|(at, _)| *at <= now) {
                     ids.extend(due.pop_front().map(|(_, id)| id));
                 }
-                batch.extend(held.take_due(ids));
-                write_with_retry(&store, &batch, &health, &cancel).await;
-                batch.clear();
+                let records = held.take_due(ids);
+                let (store, health, cancel) = (store.clone(), health.clone(), cancel.clone());
+                // A task of its own, not a future polled here: while this loop awaits its own
+                // write below, a future of this task would sit unpolled holding the writer it
+                // may have taken, and the two writes would wait for each other for ever.
+                due_write = Some(tokio::spawn(async move {
+                    write_with_retry(&store, &records, &health, &cancel).await;
+                }));
                 continue;
             }
         };
@@ -181,10 +199,32 @@ pub async fn run_recorder(
         // Written (or held): these runs are no longer outstanding.
         slots.clear();
     }
-    // Shutdown: whatever is still held is written now.
+    // Shutdown: the due write in flight ends, and whatever is still held is written now.
+    if let Some(write) = due_write.take() {
+        finished(write.await);
+    }
     let rest = held.take_due(due.into_iter().map(|(_, id)| id));
     if !rest.is_empty() {
         write_with_retry(&store, &rest, &health, &cancel).await;
+    }
+}
+
+/// The task writing held outcomes that fell due.
+type DueWrite = tokio::task::JoinHandle<()>;
+
+/// Waits for the due write in flight, or forever without one.
+async fn finish(write: &mut Option<DueWrite>) {
+    match write {
+        Some(write) => finished(write.await),
+        None => std::future::pending().await,
+    }
+}
+
+/// A due write that panicked lost its outcomes' trigger codes (the runs themselves are in the
+/// log table); said once here, the recorder goes on.
+fn finished(joined: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = joined {
+        tracing::error!(%error, "writing due dispatch outcomes ended abnormally");
     }
 }
 
@@ -254,6 +294,68 @@ mod tests {
             finished_ms: 0,
             trace_id: String::new(),
         }
+    }
+
+    /// A write of outcomes that fell due may wait long for the writer (here: for a database
+    /// that fails every write); the outcomes arriving meanwhile are still taken and their
+    /// admission slots freed, so the bound on unsent runs counts unsent runs only.
+    #[tokio::test]
+    async fn slots_are_freed_while_a_due_write_waits_for_the_database() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("recorder.db").display());
+        let store = Store::connect(&url).await.expect("store opens");
+        store.close().await;
+        let health = Arc::new(Health::new(crate::model::system_clock()));
+        let held = HeldOutcomes::default();
+        let admission = super::super::admission::Admission::new(10);
+        let (records_tx, records_rx) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let recorder = tokio::spawn(run_recorder(
+            store,
+            records_rx,
+            held.clone(),
+            Arc::clone(&health),
+            cancel.clone(),
+        ));
+        let send = |log_id: i64| {
+            let slot = admission.admit(1).pop().map(Arc::new);
+            assert!(slot.is_some(), "admitted");
+            records_tx
+                .send(Outcome {
+                    record: accepted(log_id),
+                    slot,
+                })
+                .expect("recorder listens");
+        };
+        send(1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // The held outcome falls due after HOLD, and its write starts failing.
+        while health
+            .snapshot()
+            .iter()
+            .all(|state| state.last_error.is_empty())
+        {
+            assert!(Instant::now() < deadline, "the due write never ran");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        send(2);
+        while admission.outstanding() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "run 2's slot still taken while the due write waits"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            held.take([2]).len(),
+            1,
+            "run 2's outcome is held for its result"
+        );
+        cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(10), recorder)
+            .await
+            .expect("the recorder gives up at shutdown within its bound")
+            .expect("recorder task");
     }
 
     #[test]
