@@ -42,6 +42,53 @@ pub struct ExecutorInfo {
     pub last_heartbeat_ms: i64,
     /// Node id of the admin holding the session.
     pub admin_node: String,
+    /// The runs the session's last heartbeat listed; the registry keeps them sorted ascending
+    /// without repeats ([`sorted_log_ids`]), so [`ExecutorInfo::lists`] is a binary search.
     pub running_log_ids: Vec<i64>,
     pub protocol: ExecutorProtocol,
+}
+
+impl ExecutorInfo {
+    /// Whether the session's last heartbeat listed `log_id`. A heartbeat lists every run its
+    /// executor holds or has no result accepted for yet: under a result backlog that is hundreds
+    /// of thousands, and the lost-run monitor asks about each of up to 10 000 runs per check.
+    /// A linear search made that check quadratic: seconds of CPU every few seconds, just when
+    /// the admin was already behind.
+    pub fn lists(&self, log_id: i64) -> bool {
+        self.running_log_ids.binary_search(&log_id).is_ok()
+    }
+}
+
+/// A heartbeat's log ids as [`ExecutorInfo::running_log_ids`] keeps them: sorted, no repeats.
+pub fn sorted_log_ids(mut log_ids: Vec<i64>) -> Vec<i64> {
+    log_ids.sort_unstable();
+    log_ids.dedup();
+    log_ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heartbeat_list_in_any_order_is_searched_once_sorted() {
+        let session = ExecutorInfo {
+            executor_id: "e".into(),
+            app_name: "app".into(),
+            address: "http://127.0.0.1:1".into(),
+            handlers: vec![],
+            registered_ms: 0,
+            last_heartbeat_ms: 0,
+            admin_node: "n".into(),
+            running_log_ids: sorted_log_ids(vec![90, 3, 70_000, 3, -1]),
+            protocol: ExecutorProtocol::Grpc,
+        };
+        assert_eq!(session.running_log_ids, vec![-1, 3, 90, 70_000]);
+        for listed in [-1, 3, 90, 70_000] {
+            assert!(session.lists(listed), "{listed} listed");
+        }
+        for absent in [0, 4, 89, 91, 70_001] {
+            assert!(!session.lists(absent), "{absent} not listed");
+        }
+    }
 }

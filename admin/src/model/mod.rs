@@ -25,7 +25,7 @@ pub use enums::{
     AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,
     TriggerType,
 };
-pub use executor::{ExecutorInfo, ExecutorProtocol};
+pub use executor::{ExecutorInfo, ExecutorProtocol, sorted_log_ids};
 pub use fire::{Fire, Shard, UnwrittenFire};
 pub use glue::{GlueEdit, GlueVersion};
 pub use group::Group;

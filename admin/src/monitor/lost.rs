@@ -147,10 +147,7 @@ impl LostJudge {
             .retain(|log_id, _| stranded.contains(log_id));
         let mut lost = Vec::new();
         for run in runs {
-            let listed = view
-                .sessions
-                .iter()
-                .any(|session| session.running_log_ids.contains(&run.id))
+            let listed = view.sessions.iter().any(|session| session.lists(run.id))
                 || (!view.held_elsewhere.is_empty() && !elsewhere.absent.contains(&run.id));
             if listed {
                 self.stranded_since.remove(&run.id);
@@ -251,10 +248,7 @@ impl LostJudge {
         judge_from: i64,
         params: LostParams,
     ) -> Option<LostVerdict> {
-        if holders
-            .iter()
-            .any(|session| session.running_log_ids.contains(&run.id))
-        {
+        if holders.iter().any(|session| session.lists(run.id)) {
             self.missing_since.remove(&run.id);
             return None;
         }
@@ -295,10 +289,7 @@ pub fn split_never_sent(
     probes: &StrandedProbes,
 ) -> (Vec<RunLog>, Vec<RunLog>) {
     stranded.into_iter().partition(|run| {
-        probes.never_sent.contains(&run.id)
-            && !sessions
-                .iter()
-                .any(|session| session.running_log_ids.contains(&run.id))
+        probes.never_sent.contains(&run.id) && !sessions.iter().any(|session| session.lists(run.id))
     })
 }
 
@@ -583,7 +574,7 @@ mod tests {
             registered_ms: T0 - 10_000,
             last_heartbeat_ms: heartbeat_ms,
             admin_node: "n".into(),
-            running_log_ids: running.to_vec(),
+            running_log_ids: crate::model::sorted_log_ids(running.to_vec()),
             protocol: Default::default(),
         }
     }

@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
 use crate::config::Config;
-use crate::model::{ExecutorInfo, ExecutorProtocol, NodeIdentity, SharedClock};
+use crate::model::{ExecutorInfo, ExecutorProtocol, NodeIdentity, SharedClock, sorted_log_ids};
 use crate::store::Store;
 
 /// What the registry's tasks (executor sessions, the refresh of the other admins' rows) work
@@ -92,7 +92,8 @@ impl Registry {
 
     /// Adds an executor; an older session with the same app and address is replaced and
     /// returned (its stream is stale: the executor restarted or reconnected).
-    pub fn register(&self, executor: ExecutorInfo) -> Option<ExecutorInfo> {
+    pub fn register(&self, mut executor: ExecutorInfo) -> Option<ExecutorInfo> {
+        executor.running_log_ids = sorted_log_ids(std::mem::take(&mut executor.running_log_ids));
         let mut executors = self.write();
         let entries = executors.entry(executor.app_name.clone()).or_default();
         let replaced = entries
@@ -126,6 +127,8 @@ impl Registry {
 
     /// Records a heartbeat; false when the session is no longer registered.
     pub fn heartbeat(&self, executor_id: &str, running_log_ids: Vec<i64>, now_ms: i64) -> bool {
+        // Sorted before the lock: under a result backlog the list is long.
+        let running_log_ids = sorted_log_ids(running_log_ids);
         let mut executors = self.write();
         for entries in executors.values_mut() {
             if let Some(entry) = entries
