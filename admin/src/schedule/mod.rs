@@ -198,10 +198,15 @@ fn place_in_ring<T: Timed>(ring: &mut Ring<T>, fires: Vec<T>, now_ms: i64) -> Ve
     due_now
 }
 
-/// How long before each second the ring hands that second's fires to the trigger pipeline: the
-/// claim (a database write for the whole second's fires) is done by the time the second starts,
-/// and the runs wait for their instant instead of the claim (`Trigger::dispatch`).
-const DISPATCH_LEAD_MS: i64 = 200;
+/// How long before each second the ring hands that second's fires to the trigger pipeline, at
+/// least: the claim (a database write for the whole second's fires) is done by the time the
+/// second starts, and the runs wait for their instant instead of the claim
+/// (`Trigger::dispatch`). A second holding many fires is handed over earlier, by what its claim
+/// is expected to take (`trigger::claim_pace`).
+const DISPATCH_LEAD_MS: i64 = crate::trigger::claim_pace::BASE_LEAD_MS;
+/// How often the ring re-reads the count of the coming second while it waits for it: the scan
+/// may still add fires to it, which can call for a longer lead.
+const RING_RECHECK_MS: i64 = 100;
 
 /// The next second whose fires the ring hands over, and when: `DISPATCH_LEAD_MS` before it.
 fn next_ring_tick(now_ms: i64) -> (i64, i64) {
@@ -209,19 +214,22 @@ fn next_ring_tick(now_ms: i64) -> (i64, i64) {
     (second_ms, second_ms - DISPATCH_LEAD_MS)
 }
 
+/// The start of the second after the one `ms` falls in.
+fn second_after(ms: i64) -> i64 {
+    (ms.div_euclid(1000) + 1) * 1000
+}
+
 /// Ring loop: shortly before every second boundary, dispatches what is due by then.
 pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     let clock = Arc::clone(&scheduler.clock);
-    loop {
-        let (second_ms, wake_ms) = next_ring_tick(clock.now_ms());
-        let pause = Duration::from_millis(u64::try_from(wake_ms - clock.now_ms()).unwrap_or(0));
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(pause) => {}
-        }
-        let due = scheduler.ring().drain_due(second_ms.max(clock.now_ms()));
+    let (mut second_ms, _) = next_ring_tick(clock.now_ms());
+    while wait_for_hand_over(&scheduler, second_ms, &cancel).await {
+        // A late wake (a stalled runtime) hands over every second up to now as well.
+        let until_ms = second_ms.max(clock.now_ms());
+        let due = scheduler.ring().drain_due(until_ms);
         crate::metrics::set_planned_fires(scheduler.ring_len());
         scheduler.dispatch(due);
+        second_ms = second_after(until_ms);
     }
     let left = scheduler.ring_len();
     if left > 0 {
@@ -230,6 +238,28 @@ pub async fn run_ring(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             left,
             "ring stopped; pending fires are handed back to the database"
         );
+    }
+}
+
+/// Waits until the fires of the second starting at `second_ms` are to be handed over: the
+/// trigger's lead for that many fires before it. False when cancelled.
+async fn wait_for_hand_over(
+    scheduler: &Scheduler,
+    second_ms: i64,
+    cancel: &CancellationToken,
+) -> bool {
+    loop {
+        let fires = scheduler.ring().count_in_second(second_ms);
+        let wake_ms = second_ms - scheduler.trigger.claim_lead_ms(fires);
+        let now_ms = scheduler.clock.now_ms();
+        if now_ms >= wake_ms {
+            return true;
+        }
+        let pause = (wake_ms - now_ms).min(RING_RECHECK_MS);
+        tokio::select! {
+            _ = cancel.cancelled() => return false,
+            _ = tokio::time::sleep(Duration::from_millis(pause as u64)) => {}
+        }
     }
 }
 
@@ -480,6 +510,10 @@ mod tests {
             next_ring_tick(second + 1000 - DISPATCH_LEAD_MS - 1),
             (second + 1000, second + 1000 - DISPATCH_LEAD_MS)
         );
+        // After a hand-over (early, on time or late) comes the following second.
+        assert_eq!(second_after(second), second + 1000);
+        assert_eq!(second_after(second + 999), second + 1000);
+        assert_eq!(second_after(second - 1), second);
     }
 
     #[test]

@@ -102,6 +102,16 @@ impl<T: Timed> Ring<T> {
         due
     }
 
+    /// How many fires wait for the second starting at `second_ms` (the ring's lead for that
+    /// second depends on it: `trigger::claim_pace`).
+    pub fn count_in_second(&self, second_ms: i64) -> usize {
+        let second = second_ms.div_euclid(1000);
+        self.slots[slot_of(second)]
+            .iter()
+            .filter(|entry| entry.due_at_ms().div_euclid(1000) == second)
+            .count()
+    }
+
     /// Number of fires waiting.
     pub fn len(&self) -> usize {
         self.len
@@ -169,6 +179,20 @@ mod tests {
         ring.push(entry(2, T0 - 3000));
         let ids: Vec<i64> = ring.drain_due(T0).iter().map(|e| e.log_id).collect();
         assert_eq!(ids, vec![1]);
+    }
+
+    #[test]
+    fn a_second_is_counted_without_the_fires_of_a_later_turn() {
+        let mut ring = Ring::default();
+        ring.push(entry(1, T0));
+        ring.push(entry(2, T0 + 999));
+        ring.push(entry(3, T0 + 1_000));
+        // Same slot, one turn later (pushed more than a minute early).
+        ring.push(entry(4, T0 + 60_000));
+        assert_eq!(ring.count_in_second(T0), 2);
+        assert_eq!(ring.count_in_second(T0 + 1_000), 1);
+        assert_eq!(ring.count_in_second(T0 + 2_000), 0);
+        assert_eq!(ring.count_in_second(T0 + 60_000), 1);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! FAILED `overloaded:` run (retried and alarmed like any failure), never a silent drop.
 
 pub mod admission;
+pub mod claim_pace;
 mod dispatch;
 pub mod load;
 pub mod pool;
@@ -112,6 +113,8 @@ pub struct Trigger {
     held: recorder::HeldOutcomes,
     tracker: TaskTracker,
     admission: Admission,
+    /// What claims cost per fire lately: the ring's lead for a large second (`claim_pace`).
+    claim_pace: claim_pace::ClaimPace,
     /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
     misfire_threshold_ms: i64,
     /// Until when this node's lease is known to hold (renewed by the recovery loop). Past it,
@@ -155,6 +158,7 @@ impl Trigger {
             held: parts.held,
             tracker: parts.tracker,
             admission: Admission::new(config.max_unsent_runs),
+            claim_pace: claim_pace::ClaimPace::default(),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
             lease_until_ms: std::sync::atomic::AtomicI64::new(lease_until_ms),
         }
@@ -162,6 +166,12 @@ impl Trigger {
 
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// How long before its second a second of `fires` scheduled fires should be handed over,
+    /// for its claim to be done as the second starts (`claim_pace`).
+    pub fn claim_lead_ms(&self, fires: usize) -> i64 {
+        self.claim_pace.lead_ms(fires)
     }
 
     /// Takes the held accepted outcomes of these runs, for the result write to fold in
@@ -304,6 +314,7 @@ impl Trigger {
                 slot: Some(Arc::new(slot)),
             })
             .collect();
+        self.claim_pace.observe(offered, started.elapsed());
         let targets = match groups {
             Ok(groups) => self.targets(groups, &[]),
             Err(_) => self.load_targets_until_answered(&claimed, &[]).await,
