@@ -29,12 +29,15 @@ pub enum Loop {
     LostRuns,
     /// Reads the other admins' executors (`registry::refresh`); the database probe.
     RegistryRefresh,
-    /// Renews this node's lease and adopts orphaned fires (`schedule::run_recovery`).
+    /// Renews this node's lease (`schedule::run_recovery`).
     LeaseRenewal,
+    /// Adopts the PENDING fires of dead admins and of this node's earlier starts
+    /// (`schedule::run_recovery`).
+    Adoption,
 }
 
 impl Loop {
-    pub const ALL: [Loop; 7] = [
+    pub const ALL: [Loop; 8] = [
         Loop::Scan,
         Loop::Claim,
         Loop::Recorder,
@@ -42,6 +45,7 @@ impl Loop {
         Loop::LostRuns,
         Loop::RegistryRefresh,
         Loop::LeaseRenewal,
+        Loop::Adoption,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,12 +57,21 @@ impl Loop {
             Loop::LostRuns => "lost_runs",
             Loop::RegistryRefresh => "registry_refresh",
             Loop::LeaseRenewal => "lease_renewal",
+            Loop::Adoption => "adoption",
         }
     }
 
     /// Loops without which no fire reaches an executor (or gets its outcome written).
     fn on_fire_path(self) -> bool {
         matches!(self, Loop::Scan | Loop::Claim | Loop::Recorder)
+    }
+
+    /// Loops whose every successful round got an answer from the database.
+    fn asks_the_database(self) -> bool {
+        matches!(
+            self,
+            Loop::Scan | Loop::Claim | Loop::Recorder | Loop::LeaseRenewal | Loop::Adoption
+        )
     }
 
     fn index(self) -> usize {
@@ -132,6 +145,16 @@ impl Health {
         state.failing_since_ms.get_or_insert(now);
         // Bounded: a driver error can carry a whole statement.
         state.last_error = error.to_string().chars().take(300).collect();
+    }
+
+    /// Whether a loop got an answer from the database at or after `since_ms`: a statement that
+    /// timed out meanwhile met a busy database (a full pool, a queued writer), not a dead one.
+    pub fn database_answered_since(&self, since_ms: i64) -> bool {
+        let states = self.states();
+        Loop::ALL
+            .iter()
+            .zip(states.iter())
+            .any(|(which, state)| which.asks_the_database() && state.last_success_ms >= since_ms)
     }
 
     /// Every loop's state now.
@@ -232,6 +255,23 @@ mod tests {
         health.succeeded(Loop::Scan);
         assert!(health.verdict().serving);
         assert_eq!(health.snapshot()[0].last_error, "");
+    }
+
+    #[test]
+    fn the_database_answered_if_a_loop_that_asks_it_succeeded_since() {
+        let clock = Arc::new(ManualClock::at(1_000_000));
+        let health = Health::new(clock.clone());
+        health.succeeded(Loop::Claim);
+        assert!(health.database_answered_since(1_000_000));
+        assert!(!health.database_answered_since(1_000_001));
+        // The lost-run monitor and the refresh itself are no proof: their rounds can succeed
+        // without a statement, or are the one in question.
+        clock.advance(10);
+        health.succeeded(Loop::LostRuns);
+        health.succeeded(Loop::RegistryRefresh);
+        assert!(!health.database_answered_since(1_000_005));
+        health.succeeded(Loop::LeaseRenewal);
+        assert!(health.database_answered_since(1_000_005));
     }
 
     #[test]

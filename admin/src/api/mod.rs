@@ -53,8 +53,10 @@ pub async fn routes(
     let max_request_bytes = ctx.config.max_request_bytes;
     let executors_need_certs = ctx.config.tls_client_auth != TlsClientAuth::None;
     // The same service instance the web console calls (one job-write lock, one token cache).
-    let job_admin = pb::job_admin_server::JobAdminServer::from_arc(job_admin)
-        .max_decoding_message_size(max_request_bytes);
+    let job_admin = ApiFirst(
+        pb::job_admin_server::JobAdminServer::from_arc(job_admin)
+            .max_decoding_message_size(max_request_bytes),
+    );
     let registry =
         pb::registry_server::RegistryServer::new(registry::RegistryService::new(ctx, cancel))
             .max_decoding_message_size(max_request_bytes);
@@ -79,6 +81,37 @@ pub async fn routes(
         .add_service(job_admin)
         .add_service(registry);
     Ok((builder.routes(), health_reporter))
+}
+
+/// A JobAdmin call goes ahead of the admin's background work on the database: its reads and
+/// writes (`store::writer_gate::api_call`). A user waits for it; the loops can wait.
+#[derive(Clone)]
+struct ApiFirst<S>(S);
+
+impl<S, Request> tower_service::Service<Request> for ApiFirst<S>
+where
+    S: tower_service::Service<Request>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        Box::pin(crate::store::writer_gate::api_call(self.0.call(request)))
+    }
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for ApiFirst<S> {
+    const NAME: &'static str = S::NAME;
 }
 
 /// How often the loops' progress is re-judged for gRPC health (a stall shows within this of

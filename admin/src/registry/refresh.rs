@@ -105,7 +105,8 @@ pub async fn run_refresh(
     let mut group_apps = std::collections::BTreeSet::new();
     let mut published_apps = std::collections::BTreeSet::new();
     loop {
-        let cutoff_ms = liveness.cutoff_ms(ctx.clock.now_ms());
+        let started_ms = ctx.clock.now_ms();
+        let cutoff_ms = liveness.cutoff_ms(started_ms);
         // Ahead of background writes: an overloaded writer's queue is no outage, and health
         // (and the other admins' view of this one's executors) hangs on this write.
         let refresh = crate::store::writer_gate::urgent_write(refresh_once(&ctx, cutoff_ms));
@@ -123,10 +124,24 @@ pub async fn run_refresh(
             &group_apps,
             &mut published_apps,
         );
-        let error = match outcome {
-            Ok(Ok(())) => None,
-            Ok(Err(error)) => Some(error.to_string()),
-            Err(_) => Some(format!("no answer within {REFRESH_TIMEOUT:?}")),
+        let answered_meanwhile = || ctx.health.database_answered_since(started_ms);
+        let error = match refresh_verdict(outcome, answered_meanwhile) {
+            RefreshVerdict::Done => None,
+            RefreshVerdict::Busy => {
+                // Other loops got their answers meanwhile: the database is overloaded, not
+                // away. Shown on the dashboard as this loop's error; health stays SERVING.
+                ctx.health.failed(
+                    Loop::RegistryRefresh,
+                    &format!("no answer within {REFRESH_TIMEOUT:?}; the database is busy"),
+                );
+                tracing::debug!("registry refresh timed out on a busy database");
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(period) => {}
+                }
+                continue;
+            }
+            RefreshVerdict::Down(error) => Some(error),
         };
         if error.is_none() {
             let check = super::stream::close_sessions_with_stale_tokens(&ctx);
@@ -157,6 +172,33 @@ pub async fn run_refresh(
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(period) => {}
         }
+    }
+}
+
+/// What one refresh round says of the database.
+#[derive(Debug, PartialEq, Eq)]
+enum RefreshVerdict {
+    /// It answered.
+    Done,
+    /// It did not answer in time, but other loops got answers meanwhile: busy, not away.
+    Busy,
+    /// It failed, or nothing got an answer: an outage (health goes NOT_SERVING).
+    Down(String),
+}
+
+/// Judges a round from its outcome (`Err` when it timed out) and, for a timeout only, whether
+/// the database answered another loop meanwhile. Under twice the load an admin can take, a
+/// pool's queue passed the timeout while claims and writes went on; calling that an outage
+/// turned health NOT_SERVING for minutes (issue 11).
+fn refresh_verdict<E: std::fmt::Display>(
+    outcome: Result<Result<(), E>, tokio::time::error::Elapsed>,
+    answered_meanwhile: impl FnOnce() -> bool,
+) -> RefreshVerdict {
+    match outcome {
+        Ok(Ok(())) => RefreshVerdict::Done,
+        Ok(Err(error)) => RefreshVerdict::Down(error.to_string()),
+        Err(_) if answered_meanwhile() => RefreshVerdict::Busy,
+        Err(_) => RefreshVerdict::Down(format!("no answer within {REFRESH_TIMEOUT:?}")),
     }
 }
 
@@ -207,6 +249,33 @@ fn rows_of_other_admins(rows: Vec<ExecutorInfo>, own_node_id: &str) -> Vec<Execu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn timed_out() -> Result<Result<(), String>, tokio::time::error::Elapsed> {
+        tokio::time::timeout(Duration::ZERO, std::future::pending()).await
+    }
+
+    #[tokio::test]
+    async fn a_timeout_is_an_outage_only_when_nothing_got_an_answer_meanwhile() {
+        assert_eq!(
+            refresh_verdict(timed_out().await, || true),
+            RefreshVerdict::Busy
+        );
+        assert_eq!(
+            refresh_verdict(timed_out().await, || false),
+            RefreshVerdict::Down("no answer within 2s".to_string())
+        );
+    }
+
+    #[test]
+    fn an_error_is_an_outage_whatever_else_answered() {
+        let failed: Result<Result<(), String>, _> = Ok(Err("connection refused".to_string()));
+        assert_eq!(
+            refresh_verdict(failed, || true),
+            RefreshVerdict::Down("connection refused".to_string())
+        );
+        let done: Result<Result<(), String>, _> = Ok(Ok(()));
+        assert_eq!(refresh_verdict(done, || false), RefreshVerdict::Done);
+    }
 
     fn row(executor_id: &str, node: &str) -> ExecutorInfo {
         ExecutorInfo {

@@ -313,11 +313,15 @@ async fn adopt_orphans(scheduler: &Arc<Scheduler>, period: Duration, cancel: &Ca
             .adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now)
             .await;
         match adopted {
-            Ok(runs) if !runs.is_empty() => recover_runs(scheduler, runs).await,
-            Ok(_) => {}
+            Ok(runs) => {
+                scheduler.health.succeeded(Loop::Adoption);
+                if !runs.is_empty() {
+                    recover_runs(scheduler, runs).await;
+                }
+            }
             Err(error) => {
                 tracing::warn!(%error, "adopting orphan fires failed");
-                scheduler.health.failed(Loop::LeaseRenewal, &error);
+                scheduler.health.failed(Loop::Adoption, &error);
             }
         }
         tokio::select! {

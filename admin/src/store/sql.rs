@@ -125,6 +125,10 @@ pub struct Pools<'a, DB: Dialect> {
     pub reader: &'a Pool<DB>,
     /// On a single writer connection (SQLite): lets API writes go first (`writer_gate`).
     pub gate: Option<&'a super::writer_gate::WriterGate>,
+    /// Read connections kept for work that goes first (API calls, the admin's urgent work), so
+    /// a `GetJob` never queues behind the background loops' reads (SQLite; the servers' one
+    /// pool is large enough).
+    pub first_reader: Option<&'a Pool<DB>>,
 }
 
 impl<DB: Dialect> Clone for Pools<'_, DB> {
@@ -138,7 +142,11 @@ impl<DB: Dialect> Copy for Pools<'_, DB> {}
 impl<DB: Dialect> Pools<'_, DB> {
     /// A connection for a statement that only reads.
     pub async fn read(&self) -> StoreResult<PoolConnection<DB>> {
-        self.reader.acquire().await.map_err(StoreError::Unavailable)
+        let pool = match self.first_reader {
+            Some(first) if super::writer_gate::goes_first() => first,
+            _ => self.reader,
+        };
+        pool.acquire().await.map_err(StoreError::Unavailable)
     }
 
     /// A connection for a statement that writes.

@@ -32,6 +32,18 @@ pub async fn api_write<F: Future>(work: F) -> F::Output {
     GOES_FIRST.scope((), work).await
 }
 
+/// Runs `work`, a whole API call, as going first: its writes like [`api_write`], and its reads
+/// on the connections kept for calls that go first (SQLite; `sql::Pools::read`).
+pub async fn api_call<F: Future>(work: F) -> F::Output {
+    GOES_FIRST.scope((), work).await
+}
+
+/// Whether the running task goes first (inside [`api_call`], [`api_write`] or
+/// [`urgent_write`]).
+pub fn goes_first() -> bool {
+    GOES_FIRST.try_with(|_| ()).is_ok()
+}
+
 /// Runs `work` as one of the admin's urgent writes (lease renewal, claims, registry refresh):
 /// ahead of background writes, like an API write.
 pub async fn urgent_write<F: Future>(work: F) -> F::Output {
@@ -69,7 +81,7 @@ impl Drop for Waiting<'_> {
 impl WriterGate {
     /// Runs `acquire` (the pool's acquire or begin) through the gate.
     pub async fn enter<T, Fut: Future<Output = T>>(&self, acquire: impl FnOnce() -> Fut) -> T {
-        if GOES_FIRST.try_with(|_| ()).is_ok() {
+        if goes_first() {
             self.first_waiting.send_modify(|waiting| *waiting += 1);
             let _waiting = Waiting(&self.first_waiting);
             return acquire().await;

@@ -3430,7 +3430,7 @@ type GetDashboardResponse struct {
 	SuccessRuns     int64                  `protobuf:"varint,4,opt,name=success_runs,json=successRuns,proto3" json:"success_runs,omitempty"`
 	Days            []*DayReport           `protobuf:"bytes,5,rep,name=days,proto3" json:"days,omitempty"`
 	// The admin's background loops (scan, claim, recorder, followup, lost_runs, registry_refresh,
-	// lease_renewal): their last successful round and last error.
+	// lease_renewal, adoption): their last successful round and last error.
 	Loops []*LoopHealth `protobuf:"bytes,6,rep,name=loops,proto3" json:"loops,omitempty"`
 	// false while the schedule cannot make progress (gRPC health says NOT_SERVING then too).
 	Serving       bool `protobuf:"varint,7,opt,name=serving,proto3" json:"serving,omitempty"`

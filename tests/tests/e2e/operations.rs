@@ -281,7 +281,8 @@ async fn dashboard_shows_each_loop_and_serving() -> anyhow::Result<()> {
             "followup",
             "lost_runs",
             "registry_refresh",
-            "lease_renewal"
+            "lease_renewal",
+            "adoption"
         ]
     );
     assert!(shown.serving);

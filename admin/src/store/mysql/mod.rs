@@ -79,6 +79,7 @@ impl MySqlStore {
             writer: &self.pool,
             reader: &self.pool,
             gate: None,
+            first_reader: None,
         }
     }
 

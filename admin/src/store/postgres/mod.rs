@@ -72,6 +72,7 @@ impl PgStore {
             writer: &self.pool,
             reader: &self.pool,
             gate: None,
+            first_reader: None,
         }
     }
 

@@ -36,6 +36,8 @@ use super::{StoreError, StoreResult};
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Reads of API calls and of the admin's urgent work (`writer_gate::goes_first`).
+    first_reader: SqlitePool,
     /// API writes first on the one writer connection.
     gate: std::sync::Arc<super::writer_gate::WriterGate>,
     /// The database file, whose per-node lock files sit next to it (`store::liveness`); None
@@ -46,8 +48,23 @@ pub struct SqliteStore {
 /// The size a checkpoint truncates the WAL file back to (`journal_size_limit`).
 const WAL_SIZE_LIMIT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Read connections per admin: the API, the registry refresh and the trigger path read at once.
+/// Read connections per admin for the background loops and the trigger path.
 const READ_CONNECTIONS: u32 = 4;
+/// Read connections kept for API calls and the admin's urgent work (the registry refresh,
+/// which health hangs on). Under twice the load an admin can take, the background loops' reads
+/// held all four others and a `GetJob` waited minutes for one (issue 11).
+const FIRST_READ_CONNECTIONS: u32 = 2;
+
+/// A pool of `size` read-only connections.
+async fn read_pool(size: u32, options: SqliteConnectOptions) -> StoreResult<SqlitePool> {
+    SqlitePoolOptions::new()
+        .max_connections(size)
+        .min_connections(1)
+        .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
+        .connect_with(options)
+        .await
+        .map_err(StoreError::Unavailable)
+}
 
 impl SqliteStore {
     /// Opens (creating if missing) the database file and migrates it.
@@ -79,16 +96,13 @@ impl SqliteStore {
             .await
             .map_err(StoreError::Migrate)?;
         let file = database_file(&options);
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READ_CONNECTIONS)
-            .min_connections(1)
-            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
-            .connect_with(options.read_only(true))
-            .await
-            .map_err(StoreError::Unavailable)?;
+        let options = options.read_only(true);
+        let reader = read_pool(READ_CONNECTIONS, options.clone()).await?;
+        let first_reader = read_pool(FIRST_READ_CONNECTIONS, options).await?;
         let store = SqliteStore {
             writer,
             reader,
+            first_reader,
             gate: Default::default(),
             file,
         };
@@ -102,10 +116,12 @@ impl SqliteStore {
             writer: &self.writer,
             reader: &self.reader,
             gate: Some(&self.gate),
+            first_reader: Some(&self.first_reader),
         }
     }
 
     pub async fn close(&self) {
+        self.first_reader.close().await;
         self.reader.close().await;
         self.writer.close().await;
     }
@@ -222,6 +238,52 @@ mod tests {
             .await
             .expect("page count");
         pages
+    }
+
+    /// An API call's read does not queue behind the background loops' reads: with every
+    /// background read connection held, a read inside `api_call` still gets a connection,
+    /// and a background read waits.
+    #[tokio::test]
+    async fn api_reads_have_connections_of_their_own() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("first.db");
+        let sqlite = SqliteStore::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("store opens");
+        let mut held = Vec::new();
+        for _ in 0..READ_CONNECTIONS {
+            held.push(
+                sqlite
+                    .pools()
+                    .read()
+                    .await
+                    .expect("background read connection"),
+            );
+        }
+        let wait = std::time::Duration::from_millis(500);
+        let background = tokio::time::timeout(wait, sqlite.pools().read()).await;
+        assert!(
+            background.is_err(),
+            "a fifth background read got a connection"
+        );
+        let api = tokio::time::timeout(
+            wait,
+            crate::store::writer_gate::api_call(async {
+                let mut conn = sqlite.pools().read().await?;
+                let (one,): (i64,) = sqlx::query_as("SELECT 1")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(StoreError::Unavailable)?;
+                Ok::<i64, StoreError>(one)
+            }),
+        )
+        .await;
+        assert!(
+            matches!(api, Ok(Ok(1))),
+            "the API read waited for a background one: {api:?}"
+        );
+        drop(held);
+        sqlite.close().await;
     }
 
     /// A new database is created with incremental auto-vacuum, so the pages of deleted runs go
