@@ -232,6 +232,14 @@ mod tests {
         }
     }
 
+    /// A new database file `name` in `dir`.
+    async fn open_in(dir: &tempfile::TempDir, name: &str) -> SqliteStore {
+        let path = dir.path().join(name);
+        SqliteStore::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("store opens")
+    }
+
     async fn pages(store: &SqliteStore) -> i64 {
         let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
             .fetch_one(&store.writer)
@@ -246,10 +254,7 @@ mod tests {
     #[tokio::test]
     async fn api_reads_have_connections_of_their_own() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("first.db");
-        let sqlite = SqliteStore::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("store opens");
+        let sqlite = open_in(&dir, "first.db").await;
         let mut held = Vec::new();
         for _ in 0..READ_CONNECTIONS {
             held.push(
@@ -291,10 +296,7 @@ mod tests {
     #[tokio::test]
     async fn deleted_runs_give_their_space_back() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("vacuum.db");
-        let sqlite = SqliteStore::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("store opens");
+        let sqlite = open_in(&dir, "vacuum.db").await;
         let store = Store::Sqlite(sqlite.clone());
         let empty = pages(&sqlite).await;
         for chunk in 0..20 {
@@ -322,7 +324,9 @@ mod tests {
             .execute(&sqlite.writer)
             .await
             .expect("checkpoint");
-        let file_bytes = std::fs::metadata(&path).expect("file").len();
+        let file_bytes = std::fs::metadata(dir.path().join("vacuum.db"))
+            .expect("file")
+            .len();
         eprintln!(
             "20 000 runs: {full} pages (empty: {empty}); deleted and reclaimed {freed} pages: \
              {after} pages, file {file_bytes} bytes"
