@@ -2,10 +2,10 @@
 # Runs every benchmark of the results table in docs/benchmarks.md, one after the other, and
 # prints the table. Needs a quiet machine: anything else using the CPU shows up as lateness.
 #   bench/run-table.sh [RESULTS_FILE]      (default: bench-table.jsonl; appended to)
-# Takes about 55 minutes: W1 at 100 / 1 000 / 10 000 jobs on SQLite, PostgreSQL and MariaDB
+# Takes about an hour: W1 at 100 / 1 000 / 10 000 jobs on SQLite, PostgreSQL and MariaDB
 # (10 s warm-up, 60 s window), W3-short (300 jobs, 5 minutes) and W4 (10 000 jobs at second 0
-# of each minute, two bursts) on each, and F1 (3 admins, 5 kills of the lock holder, default
-# node lease) on each.
+# of each minute, two bursts) on each, F1 (3 admins, 5 kills of the lock holder, default
+# node lease) on each, and the memory run: 100 000 jobs every 60 s on SQLite (W2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 results=${1:-bench-table.jsonl}
@@ -27,11 +27,13 @@ done
 for database in sqlite postgres mariadb; do
   run --workload f1 --database "$database" --duration 60 --kills 5
 done
+# The memory target: 100 000 running jobs, their fires spread over the minute (1 667 fires/s).
+run --workload w2 --jobs 100000 --period 60 --warmup 10 --duration 60 --drain 5 --database sqlite
 
 # The table, from every line of the results file.
 python3 - "$results" <<'PY'
 import json, sys
-print("| run | database | delivered / expected | dup | p50 / p99 / max ms | fires/s | CPU µs per fire: admin / executor / db | admin RSS MB | takeover median / max ms | not delivered, by log row |")
+print("| run | database | delivered / expected | dup | p50 / p99 / max ms | fires/s | CPU µs per fire: admin / executor / db | RSS MB: admin / executor | takeover median / max ms | not delivered, by log row |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 def us(value):
     return "–" if value is None else f"{value:.0f}"
@@ -47,9 +49,10 @@ for line in open(sys.argv[1]):
     outcomes = ", ".join(f"{k} {v}" for k, v in (r.get("outcomes") or {}).items()
                          if k != "success" and v) or "–"
     locks = "" if r.get("liveness_locks", True) else ", no liveness locks"
-    print(f"| {r['workload']} N={r['n']}, {r['duration_s']} s{locks} | {r['database']} "
+    period = f", every {r['period_s']} s" if r.get("period_s", 1) != 1 else ""
+    print(f"| {r['workload']} N={r['n']}{period}, {r['duration_s']} s{locks} | {r['database']} "
           f"| {r['delivered']} / {r['expected']} | {r['duplicates']} "
           f"| {r['lateness_p50_ms']} / {r['lateness_p99_ms']} / {r['lateness_max_ms']} "
           f"| {r['throughput_fps']:.0f} | {cpu} "
-          f"| {r['admin_peak_rss_mb']:.0f} | {takeover} | {outcomes} |")
+          f"| {r['admin_peak_rss_mb']:.0f} / {r['executor_peak_rss_mb']:.0f} | {takeover} | {outcomes} |")
 PY
