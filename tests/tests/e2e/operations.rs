@@ -667,3 +667,57 @@ async fn child_cycles_are_rejected_on_create_and_update() -> anyhow::Result<()> 
     cluster.shutdown().await;
     Ok(())
 }
+
+/// Two edits sent at once, each linking its job to the other, close a cycle together: one of
+/// them must be refused. Renames of different jobs sent at once all land.
+#[tokio::test]
+async fn concurrent_edits_never_close_a_cycle_and_renames_run_side_by_side() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = create_group(&cluster, APP).await?;
+    let link = |job: &pb::Job, child: i64| {
+        let mut client = cluster.client();
+        let job = pb::Job {
+            child_job_ids: vec![child],
+            ..job.clone()
+        };
+        async move {
+            client
+                .update_job(pb::UpdateJobRequest { job: Some(job) })
+                .await
+        }
+    };
+    for _ in 0..10 {
+        let job_a = create_job(&cluster, group_id, "ok", vec![]).await?;
+        let job_b = create_job(&cluster, group_id, "ok", vec![]).await?;
+        let (a_to_b, b_to_a) = tokio::join!(link(&job_a, job_b.id), link(&job_b, job_a.id));
+        let accepted = usize::from(a_to_b.is_ok()) + usize::from(b_to_a.is_ok());
+        assert_eq!(accepted, 1, "a -> b: {a_to_b:?}, b -> a: {b_to_a:?}");
+    }
+
+    let mut jobs = Vec::new();
+    for _ in 0..16 {
+        jobs.push(create_job(&cluster, group_id, "ok", vec![]).await?);
+    }
+    let mut renames = tokio::task::JoinSet::new();
+    for job in &jobs {
+        let mut client = cluster.client();
+        let job = pb::Job {
+            name: format!("renamed {}", job.id),
+            ..job.clone()
+        };
+        renames.spawn(async move {
+            client
+                .update_job(pb::UpdateJobRequest { job: Some(job) })
+                .await
+        });
+    }
+    while let Some(renamed) = renames.join_next().await {
+        let job = renamed??
+            .into_inner()
+            .job
+            .ok_or_else(|| anyhow::anyhow!("no job"))?;
+        assert_eq!(job.name, format!("renamed {}", job.id));
+    }
+    cluster.shutdown().await;
+    Ok(())
+}

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::write_locks::adds_child_links;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
 use crate::error::Error;
 use crate::model::validate::{
@@ -111,7 +112,11 @@ impl JobAdminService {
     pub(super) async fn create_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
         let mut job = job_from_pb(wire_job, "job")?;
         job.id = 0;
-        let _job_writes = self.job_writes.lock().await;
+        let _child_links = if job.child_job_ids.is_empty() {
+            None
+        } else {
+            Some(self.job_writes.child_links().await)
+        };
         self.check_job(&mut job).await?;
         let now = self.ctx.clock.now_ms();
         let new_job = Job {
@@ -128,10 +133,15 @@ impl JobAdminService {
 
     pub(super) async fn update_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
         let incoming = job_from_pb(wire_job, "job")?;
-        let _job_writes = self.job_writes.lock().await;
+        let _this_job = self.job_writes.job(incoming.id).await;
         let existing = self.load_job(incoming.id).await?;
         let now = self.ctx.clock.now_ms();
         let mut updated = merge_job_update(&existing, incoming, now)?;
+        let _child_links = if adds_child_links(&existing.child_job_ids, &updated.child_job_ids) {
+            Some(self.job_writes.child_links().await)
+        } else {
+            None
+        };
         self.check_job(&mut updated).await?;
         // A FIX_DELAY fire still running keeps the job parked: its completion sets the next
         // fire, so rescheduling now would let the job overlap itself.

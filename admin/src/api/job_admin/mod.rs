@@ -31,10 +31,10 @@ mod operations;
 mod runs;
 mod schedule;
 mod users;
+mod write_locks;
 
 use std::sync::Arc;
 
-use tokio::sync::Mutex;
 use tonic::{Request, Response, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
@@ -60,9 +60,8 @@ fn reply<T>(result: Result<T, Error>) -> RpcResult<T> {
 /// The `JobAdmin` gRPC service.
 pub struct JobAdminService {
     ctx: Arc<AdminContext>,
-    /// Held from the child-cycle check of a create/update to its write, so two concurrent
-    /// edits on this admin cannot each pass the check and together close a cycle.
-    job_writes: Mutex<()>,
+    /// Which job edits wait for each other (same job; added child links).
+    job_writes: write_locks::JobWriteLocks,
     /// Resolves callers from their tokens (see `auth`).
     auth: Authenticator,
 }
@@ -76,7 +75,7 @@ impl JobAdminService {
         );
         JobAdminService {
             ctx,
-            job_writes: Mutex::new(()),
+            job_writes: write_locks::JobWriteLocks::default(),
             auth,
         }
     }
