@@ -6,7 +6,8 @@
 # `cargo build --release -p xjob-admin -p xjob-bench --bins`). Needs `perf` (Debian's
 # linux-perf) and inferno's `inferno-collapse-perf` / `inferno-flamegraph`
 # (`cargo install inferno`). Run it on a quiet machine: it samples each process for
-# PROFILE_SECONDS (default 10) in the middle of a 30 s window.
+# PROFILE_SECONDS (default 10) in the middle of a 30 s window. With FOLDED_DIR set, the
+# folded stacks are kept there too.
 set -euo pipefail
 out=${1:?OUT_DIR}
 label=${2:?LABEL}
@@ -36,7 +37,10 @@ wait "$admin_perf" $!
 wait "$bench"
 for role in admin executor; do
   perf script -i "$scratch/$role.data" 2>/dev/null | inferno-collapse-perf >"$scratch/$role.folded"
-  inferno-flamegraph --title "xjob $role, W1 N=$jobs, $label" <"$scratch/$role.folded" \
+  # Frames narrower than 1 px are left out: they cannot be read and would make the file large.
+  inferno-flamegraph --minwidth 1 --title "xjob $role, W1 N=$jobs, $label" <"$scratch/$role.folded" \
     >"$out/$role-$label.svg"
+  # The folded stacks, for comparing shares between two runs (optional).
+  [ -n "${FOLDED_DIR:-}" ] && cp "$scratch/$role.folded" "$FOLDED_DIR/$role-$label.folded"
 done
 tail -n 1 "$scratch/results.jsonl"

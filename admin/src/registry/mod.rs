@@ -221,6 +221,18 @@ impl Registry {
         listed
     }
 
+    /// The id of this admin's session of `app_name` at `address`, if it holds one. Looked up in
+    /// place: [`Registry::list`] clones each session with its heartbeat's run list (hundreds of
+    /// thousands of ids under a result backlog), and the callback check asks this for every
+    /// result it is sent.
+    pub fn session_at(&self, app_name: &str, address: &str) -> Option<String> {
+        self.read()
+            .get(app_name)?
+            .iter()
+            .find(|entry| entry.address == address)
+            .map(|entry| entry.executor_id.clone())
+    }
+
     /// Every live executor of the cluster (this admin's sessions and the other admins' rows)
     /// of apps whose name contains `app_filter`, one per app and address, by app and address;
     /// `admin_node` names the admin holding its session (`ListExecutors`).
@@ -374,6 +386,23 @@ mod tests {
         let expired = registry.expire(10_000, 5_000, 20_000);
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].executor_id, "g1");
+    }
+
+    #[test]
+    fn the_session_at_an_address_is_found_by_exact_app_and_address() {
+        let registry = Registry::default();
+        registry.register(executor("a1", "app", "http://h:1", 0));
+        registry.register(executor("b1", "app-b", "http://h:1", 0));
+        assert_eq!(
+            registry.session_at("app", "http://h:1").as_deref(),
+            Some("a1")
+        );
+        assert_eq!(
+            registry.session_at("app-b", "http://h:1").as_deref(),
+            Some("b1")
+        );
+        assert_eq!(registry.session_at("ap", "http://h:1"), None);
+        assert_eq!(registry.session_at("app", "http://h:2"), None);
     }
 
     #[test]

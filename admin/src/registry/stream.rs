@@ -116,15 +116,11 @@ fn check_address_owner(
     if !ctx.config.executor_peer_check {
         return Ok(());
     }
-    let holders = ctx.registry.list(&info.app_name);
-    let Some(holder) = holders
-        .iter()
-        .find(|held| held.app_name == info.app_name && held.address == info.address)
-    else {
+    let Some(holder) = ctx.registry.session_at(&info.app_name, &info.address) else {
         return Ok(());
     };
     let peers = lock_peers(ctx);
-    match peers.get(&holder.executor_id) {
+    match peers.get(&holder) {
         Some(holder_ip) if *holder_ip != peer_ip => Err(Status::already_exists(format!(
             "address '{}' of app '{}' is held by a live session from another peer; a second \
              process cannot take it over while that session is connected",
@@ -168,12 +164,8 @@ pub fn session_peer(
     app_name: &str,
     address: &str,
 ) -> Option<Option<IpAddr>> {
-    let holder = ctx
-        .registry
-        .list(app_name)
-        .into_iter()
-        .find(|held| held.app_name == app_name && held.address == address)?;
-    lock_peers(ctx).get(&holder.executor_id).copied()
+    let holder = ctx.registry.session_at(app_name, address)?;
+    lock_peers(ctx).get(&holder).copied()
 }
 
 fn lock_peers(
