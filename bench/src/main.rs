@@ -343,7 +343,10 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     }
     let mut client = grpc::connect(&urls[0], Duration::from_secs(30)).await?;
     let group_id = grpc::create_group(&mut client).await?;
-    let mut executors = spawn_executors(scratch.path(), &urls, plan.executors)?;
+    // The executors' run logs (a file per run): on a tmpfs when there is one, in a directory
+    // deleted when the run ends, also when an executor was killed before it cleaned up.
+    let run_logs = run_log_dir()?;
+    let mut executors = spawn_executors(scratch.path(), run_logs.path(), &urls, plan.executors)?;
     grpc::wait_for_executors(&mut client, plan.executors).await?;
 
     eprintln!(
@@ -682,6 +685,7 @@ fn check_loss(
 /// Executor `i` lists every admin, starting at admin `i`.
 fn spawn_executors(
     dir: &Path,
+    run_logs: &Path,
     admin_urls: &[String],
     count: usize,
 ) -> anyhow::Result<Vec<ChildProcess>> {
@@ -695,13 +699,28 @@ fn spawn_executors(
                 .arg(admins::rotated_urls(admin_urls, index).join(","))
                 .arg(bind)
                 .arg(records)
-                // Its job-log directory goes under TMPDIR: inside the scratch directory, it is
-                // deleted with it even when the executor is killed.
-                .env("TMPDIR", dir)
+                .env("XJOB_BENCH_RUN_LOGS", run_logs)
                 .env("RUST_LOG", "warn");
             ChildProcess::spawn(&format!("executor-{index}"), &mut command)
         })
         .collect()
+}
+
+/// A new directory for the executors' run logs, on `/dev/shm` when there is one. Each run
+/// writes its own file; on a disk's file system, after earlier runs deleted millions of them,
+/// creating a file cost more executor CPU than everything else a run does (ext4's inode
+/// allocator skipping recently deleted inodes), and the benchmark measures the scheduler, not
+/// the disk. Deleted when dropped: a tmpfs holds only so many files (an hour at 1 000 runs/s
+/// is 3.6 million), and leftovers of earlier runs would make the executors' log writes fail.
+fn run_log_dir() -> anyhow::Result<tempfile::TempDir> {
+    let shm = Path::new("/dev/shm");
+    let builder = &mut tempfile::Builder::new();
+    builder.prefix("xjob-bench-run-logs-");
+    Ok(if shm.is_dir() {
+        builder.tempdir_in(shm)?
+    } else {
+        builder.tempdir()?
+    })
 }
 
 /// Sleeps until `target_ms`, printing the time left every 5 s on stderr.
