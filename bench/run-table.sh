@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 results=${1:-bench-table.jsonl}
 cargo build --release --quiet -p xjob-admin -p xjob-bench --bins
-bench=target/release/xjob-bench
+bench=${CARGO_TARGET_DIR:-target}/release/xjob-bench
 
 run() {
   echo "== xjob-bench $*" >&2
