@@ -52,7 +52,7 @@ pub async fn routes(
         .build_v1alpha()?;
     let max_request_bytes = ctx.config.max_request_bytes;
     let executors_need_certs = ctx.config.tls_client_auth != TlsClientAuth::None;
-    // The same service instance the web console calls (one job-write lock, one token cache).
+    // The same service instance the web console calls (one set of job-edit locks, one token cache).
     let job_admin = ApiFirst(
         pb::job_admin_server::JobAdminServer::from_arc(job_admin)
             .max_decoding_message_size(max_request_bytes),
