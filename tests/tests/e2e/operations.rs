@@ -669,9 +669,10 @@ async fn child_cycles_are_rejected_on_create_and_update() -> anyhow::Result<()> 
 }
 
 /// Two edits sent at once, each linking its job to the other, close a cycle together: one of
-/// them must be refused. Renames of different jobs sent at once all land.
+/// them must be refused. Renames of different jobs sent at once all land (that they do not wait
+/// for each other is `write_locks`' unit test).
 #[tokio::test]
-async fn concurrent_edits_never_close_a_cycle_and_renames_run_side_by_side() -> anyhow::Result<()> {
+async fn concurrent_edits_never_close_a_cycle_and_renames_all_land() -> anyhow::Result<()> {
     let cluster = TestCluster::builder().start().await?;
     let group_id = create_group(&cluster, APP).await?;
     let link = |job: &pb::Job, child: i64| {
