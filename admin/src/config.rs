@@ -32,6 +32,10 @@ pub struct Config {
     pub misfire_threshold: Duration,
     /// Most jobs one scan reads.
     pub pre_read_count: i64,
+    /// Most jobs one transaction of a scan reads and writes: a scan of `pre_read_count` jobs is
+    /// written in transactions of at most this many, so a write waiting for the database (an
+    /// API call on SQLite's single writer) waits for one of them, not for the whole scan.
+    pub scan_chunk_jobs: i64,
     /// Interval executors send heartbeats at.
     #[serde(with = "duration_text")]
     pub heartbeat_interval: Duration,
@@ -237,6 +241,7 @@ impl Default for Config {
             pre_read: Duration::from_secs(5),
             misfire_threshold: Duration::from_secs(5),
             pre_read_count: 6000,
+            scan_chunk_jobs: 1000,
             heartbeat_interval: Duration::from_secs(10),
             executor_lease: Duration::from_secs(30),
             keepalive_interval: Duration::from_secs(2),
@@ -440,6 +445,9 @@ impl Config {
         }
         if self.pre_read_count < 1 {
             return Err(invalid("pre_read_count", "must be at least 1"));
+        }
+        if self.scan_chunk_jobs < 1 {
+            return Err(invalid("scan_chunk_jobs", "must be at least 1"));
         }
         if self.heartbeat_interval.is_zero() || self.executor_lease <= self.heartbeat_interval {
             return Err(invalid(

@@ -57,7 +57,14 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
     }
 }
 
-/// One round: lock, plan, write, commit; then hand the fires to the ring or dispatch.
+/// One round: transactions of at most `scan_chunk_jobs` jobs until none is left due in the
+/// window or `pre_read_count` jobs were read. Returns the jobs read.
+///
+/// Why chunks: on SQLite's single writer an API write waits for the write in progress, and at
+/// twice an admin's capacity one transaction of 6 000 jobs and all their fires in the window
+/// wrote 20 000 rows or more (issue 11). Each chunk holds the schedule lock and reads the jobs
+/// the previous one left due, in `trigger_next_ms` order, so the round covers the same jobs as
+/// one big transaction would.
 async fn scan_once(
     scheduler: &Arc<Scheduler>,
     now: i64,
@@ -71,6 +78,26 @@ async fn scan_once(
         node_id: scheduler.node.node_id.clone(),
         epoch: scheduler.node.epoch,
     };
+    let mut found: i64 = 0;
+    while found < config.pre_read_count {
+        let limit = config.scan_chunk_jobs.min(config.pre_read_count - found);
+        let read = scan_chunk(scheduler, &params, limit).await? as i64;
+        found += read;
+        if read < limit {
+            break;
+        }
+    }
+    Ok(found as usize)
+}
+
+/// One transaction of a round: lock, read at most `limit` due jobs, plan, write, commit; then
+/// hand the fires to the ring or dispatch. Returns the jobs read.
+async fn scan_chunk(
+    scheduler: &Arc<Scheduler>,
+    params: &ScanParams,
+    limit: i64,
+) -> Result<usize, crate::store::StoreError> {
+    let now = params.now_ms;
     // The fires planned, by the key their rows are written under: the store reports the rows
     // it inserted by that key (a fire whose row exists already is not inserted again).
     let mut planned: HashMap<String, UnwrittenFire> = HashMap::new();
@@ -80,7 +107,7 @@ async fn scan_once(
     let mut plan_round = |jobs: Vec<Job>| {
         let mut round = RoundPlan::default();
         for job in jobs {
-            let job_plan = plan_job(&job, &params);
+            let job_plan = plan_job(&job, params);
             for fire in job_plan.fires(&Arc::new(job)) {
                 if let Some(key) = fire.fire_key() {
                     planned.insert(key, fire);
@@ -100,11 +127,7 @@ async fn scan_once(
     };
     let (found, inserted) = scheduler
         .store
-        .run_schedule_round(
-            now + params.window_ms,
-            config.pre_read_count,
-            &mut plan_round,
-        )
+        .run_schedule_round(now + params.window_ms, limit, &mut plan_round)
         .await?;
     let inserted_count = inserted.len();
     tracing::debug!(

@@ -94,6 +94,78 @@ async fn every_second_cron_fires_three_times_within_four_seconds_on_whole_second
     Ok(())
 }
 
+/// A scan is written in transactions of `scan_chunk_jobs` jobs; together they must still read
+/// every job due in the window, in one round. 60 jobs share one fire time more than the
+/// 5 s pre-read away when started, so no start's wake-up reads them; the round that first
+/// sees that time in its window must read all 60, 2 per transaction. Were a round to stop after
+/// its first chunk, 2 jobs a second would be read, and most would come into view after their
+/// time had passed by more than the misfire threshold and be skipped.
+#[tokio::test]
+async fn a_scan_in_small_transactions_still_fires_every_due_job_on_time() -> anyhow::Result<()> {
+    const JOBS: usize = 60;
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.scan_chunk_jobs = 2)
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("ok", ok_handler);
+    cluster.start_executor(executor).await?;
+    // Starts just after a tens-of-seconds mark, so the next one is more than 5 s away even
+    // after the jobs were created and started.
+    let into_ten_s = xjob_admin::model::now_ms() % 10_000;
+    if into_ten_s > 1_000 {
+        tokio::time::sleep(Duration::from_millis((10_100 - into_ten_s) as u64)).await;
+    }
+    let mut fire_times = HashSet::new();
+    let mut job_ids = Vec::new();
+    for _ in 0..JOBS {
+        let job = TestCluster::job(group_id, "ok", pb::ScheduleType::Cron, "*/10 * * * * ?");
+        let id = cluster.create_job(job).await?.id;
+        fire_times.insert(cluster.start_job(id).await?.next_fire_ms);
+        job_ids.push(id);
+    }
+    assert_eq!(fire_times.len(), 1, "all jobs share one fire time");
+    let fire_ms = fire_times.into_iter().next().unwrap_or_default();
+    let ahead_ms = fire_ms - xjob_admin::model::now_ms();
+    assert!(
+        ahead_ms > 5_000,
+        "the fire time must be beyond the pre-read when the jobs are started ({ahead_ms} ms ahead)"
+    );
+
+    let wait_for = Duration::from_millis(ahead_ms as u64) + Duration::from_secs(15);
+    wait_until(wait_for, "every job's first fire finished", || async {
+        for id in &job_ids {
+            let first_done = cluster.logs(*id).await.ok()?.iter().any(|log| {
+                log.scheduled_at_ms == fire_ms
+                    && log.status != pb::RunStatus::Pending as i32
+                    && log.status != pb::RunStatus::Running as i32
+            });
+            if !first_done {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await?;
+    for id in &job_ids {
+        let first: Vec<pb::Log> = cluster
+            .logs(*id)
+            .await?
+            .into_iter()
+            .filter(|log| log.scheduled_at_ms == fire_ms)
+            .collect();
+        assert_eq!(first.len(), 1, "job {id}: one row for its fire: {first:?}");
+        assert_eq!(
+            first[0].status,
+            pb::RunStatus::Success as i32,
+            "job {id}: its fire at {fire_ms} did not run: {:?}",
+            first[0]
+        );
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn manual_trigger_delivers_params_and_handler_log_lines_come_back() -> anyhow::Result<()> {
     let mut cluster = TestCluster::builder().start().await?;

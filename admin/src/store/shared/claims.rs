@@ -194,15 +194,21 @@ pub async fn claim_run_ids<DB: Dialect>(
     Ok(claimed)
 }
 
-/// Marks PENDING runs skipped with a reason (misfire at recovery).
+/// Most rows one statement of [`skip_runs`] marks. Each statement commits on its own, and the
+/// writer is handed back between them: at twice an admin's capacity a second's refused fires
+/// are close to 20 000 rows, and an API write waiting for the single SQLite writer should wait
+/// for one such statement, not for all of them.
+const SKIPS_PER_STATEMENT: usize = 2000;
+
+/// Marks PENDING runs skipped with a reason (misfire at recovery, fires refused by admission).
 pub async fn skip_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
     reason: &'q str,
     now_ms: i64,
 ) -> StoreResult<()> {
-    let mut conn = db.write().await?;
-    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT.min(SKIPS_PER_STATEMENT)) {
+        let mut conn = db.write().await?;
         let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
         let filter = |sql: &mut Sql<'q, DB>| {
             sql.push_mut("id");

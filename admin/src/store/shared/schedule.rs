@@ -130,12 +130,15 @@ pub async fn run_schedule_round<DB: Dialect>(
 /// round without mutual exclusion.
 async fn lock_schedule<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Transaction<'static, DB>> {
     if DB::SINGLE_WRITER {
-        // SQLite serializes writers: its write lock, taken up front, is the schedule lock.
-        return db
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_error);
+        // SQLite serializes writers: its write lock, taken up front, is the schedule lock. The
+        // round is a background write: it enters the writer's queue through the gate, so an API
+        // write or a claim waiting for the writer goes ahead of it (`writer_gate`).
+        let begin = || db.writer.begin_with("BEGIN IMMEDIATE");
+        let begun = match db.gate {
+            Some(gate) => gate.enter(begin).await,
+            None => begin().await,
+        };
+        return begun.map_err(map_error);
     }
     let mut tx = db.begin().await?;
     let locked = Sql::<DB>::new(
