@@ -5,13 +5,14 @@
 //! The overload comes from a black hole: a MANUAL group whose one address accepts connections
 //! and never answers, so every `Run` waits the whole executor timeout, while 40 jobs fire every
 //! second. Unbounded, the admin would hold about 40 × 2 s = 80 runs unsent, a backlog that only
-//! grows with more jobs; the bound is 10.
+//! grows with more jobs; the bound is 10. When the load drops, the admin recovers on its own.
 
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
+use xjob_executor::{JobContext, JobOutput, JobResult};
 use xjob_proto::pb;
-use xjob_tests::TestCluster;
+use xjob_tests::{TestCluster, wait_until};
 
 const BOUND: usize = 10;
 const JOBS: usize = 40;
@@ -29,7 +30,7 @@ fn overloaded_fires_counted() -> f64 {
 #[tokio::test]
 async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_reason()
 -> anyhow::Result<()> {
-    let cluster = TestCluster::builder()
+    let mut cluster = TestCluster::builder()
         .configure(|config| {
             config.max_unsent_runs = BOUND;
             config.executor_timeout = Duration::from_secs(2);
@@ -155,7 +156,42 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
             "an API write took {latency:?} under overload"
         );
     }
+
+    // The load drops (the jobs above are stopped): the admin recovers on its own. Once the
+    // black hole's runs have timed out and freed their places, a job on a real executor fires
+    // every second again, none of its fires refused.
+    let executor = cluster.executor("recovered-app").handler("ok", ok_handler);
+    cluster.start_executor(executor).await?;
+    let healthy_group = cluster.create_group("recovered-app").await?;
+    let job = TestCluster::job(healthy_group, "ok", pb::ScheduleType::Cron, "* * * * * ?");
+    let job_id = cluster.create_job(job).await?.id;
+    cluster.start_job(job_id).await?;
+    wait_until(
+        Duration::from_secs(25),
+        "3 fires after the overload",
+        || async {
+            let done = cluster
+                .logs_with_status(job_id, pb::RunStatus::Success)
+                .await
+                .ok()?;
+            (done.len() >= 3).then_some(())
+        },
+    )
+    .await?;
+    let refused = cluster
+        .logs_with_status(job_id, pb::RunStatus::Skipped)
+        .await?;
+    assert!(
+        refused
+            .iter()
+            .all(|log| !log.trigger_msg.starts_with("overloaded: ")),
+        "fires refused after the load dropped: {refused:?}"
+    );
     hole.abort();
     cluster.shutdown().await;
     Ok(())
+}
+
+async fn ok_handler(_ctx: JobContext) -> JobResult {
+    Ok(JobOutput::message("done"))
 }
