@@ -124,38 +124,42 @@ pub async fn start_jobs(client: &JobAdminClient<Channel>, job_ids: &[i64]) -> an
     Ok(first_fire_ms)
 }
 
-/// Renames each job (`GetJob`, then `UpdateJob` with a new name: a write that leaves the
-/// schedule alone), `concurrency` at a time, as a script editing jobs under load would; returns
-/// the latency of each `UpdateJob` answered, in ms, sorted, and the error of each call that
+/// An API write a script would send while the admin is under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiWrite {
+    /// `GetJob`, then `UpdateJob` with a new name: a write that leaves the schedule alone.
+    Rename,
+    /// `StopJob`, as a script cleaning up would send it (issue 11's fault 2).
+    Stop,
+}
+
+impl ApiWrite {
+    /// The call whose latency is measured.
+    pub fn call(self) -> &'static str {
+        match self {
+            ApiWrite::Rename => "UpdateJob",
+            ApiWrite::Stop => "StopJob",
+        }
+    }
+}
+
+/// Sends `kind` for each job, `concurrency` at a time; returns the latency of each call
+/// answered (for a rename, of its `UpdateJob`), in ms, sorted, and the error of each call that
 /// failed (an overloaded admin may answer a call with an error: that is a figure, not the end
 /// of the run).
-pub async fn rename_jobs(
+pub async fn write_jobs(
     client: &JobAdminClient<Channel>,
     job_ids: &[i64],
     concurrency: usize,
+    kind: ApiWrite,
 ) -> ApiWrites {
     let mut writes = ApiWrites::default();
+    let started_all = std::time::Instant::now();
     for chunk in job_ids.chunks(concurrency.max(1)) {
         let mut tasks = Vec::new();
         for &id in chunk {
-            let mut client = client.clone();
-            tasks.push(tokio::spawn(async move {
-                let job = client
-                    .get_job(pb::GetJobRequest { id })
-                    .await?
-                    .into_inner()
-                    .job
-                    .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
-                let renamed = pb::Job {
-                    name: format!("{} (renamed)", job.name),
-                    ..job
-                };
-                let started = std::time::Instant::now();
-                client
-                    .update_job(pb::UpdateJobRequest { job: Some(renamed) })
-                    .await?;
-                anyhow::Ok(started.elapsed().as_secs_f64() * 1000.0)
-            }));
+            let client = client.clone();
+            tasks.push(tokio::spawn(write_job(client, id, kind)));
         }
         for task in tasks {
             match task.await {
@@ -165,15 +169,50 @@ pub async fn rename_jobs(
             }
         }
     }
+    writes.total_s = started_all.elapsed().as_secs_f64();
     writes.latencies_ms.sort_by(f64::total_cmp);
     writes
+}
+
+/// One write; returns the measured call's latency in ms.
+async fn write_job(
+    mut client: JobAdminClient<Channel>,
+    id: i64,
+    kind: ApiWrite,
+) -> anyhow::Result<f64> {
+    match kind {
+        ApiWrite::Rename => {
+            let job = client
+                .get_job(pb::GetJobRequest { id })
+                .await?
+                .into_inner()
+                .job
+                .ok_or_else(|| anyhow::anyhow!("no job returned"))?;
+            let renamed = pb::Job {
+                name: format!("{} (renamed)", job.name),
+                ..job
+            };
+            let started = std::time::Instant::now();
+            client
+                .update_job(pb::UpdateJobRequest { job: Some(renamed) })
+                .await?;
+            Ok(started.elapsed().as_secs_f64() * 1000.0)
+        }
+        ApiWrite::Stop => {
+            let started = std::time::Instant::now();
+            client.stop_job(pb::StopJobRequest { id }).await?;
+            Ok(started.elapsed().as_secs_f64() * 1000.0)
+        }
+    }
 }
 
 /// What the API writes under load came to.
 #[derive(Debug, Default)]
 pub struct ApiWrites {
-    /// Latency of each `UpdateJob` answered, in ms, sorted.
+    /// Latency of each measured call answered, in ms, sorted.
     pub latencies_ms: Vec<f64>,
-    /// The error of each rename that failed (its `GetJob` or its `UpdateJob`).
+    /// The error of each write that failed (for a rename, its `GetJob` or its `UpdateJob`).
     pub failures: Vec<String>,
+    /// Seconds from the first write sent to the last answered.
+    pub total_s: f64,
 }
