@@ -166,6 +166,19 @@ impl<DB: Dialect> Pools<'_, DB> {
         };
         begun.map_err(StoreError::Unavailable)
     }
+
+    /// A transaction on the writer opened by `statement` (SQLite's `BEGIN IMMEDIATE`, which takes
+    /// the write lock up front), through the gate like [`Pools::begin`].
+    pub async fn begin_with(
+        &self,
+        statement: &'static str,
+    ) -> StoreResult<Transaction<'static, DB>> {
+        let begun = match self.gate {
+            Some(gate) => gate.enter(|| self.writer.begin_with(statement)).await,
+            None => self.writer.begin_with(statement).await,
+        };
+        begun.map_err(StoreError::Unavailable)
+    }
 }
 
 /// Commits a transaction.

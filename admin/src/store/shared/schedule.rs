@@ -14,7 +14,7 @@ use super::logs::new_run_insert;
 use super::rows::{JOB_COLUMNS, job_from_row};
 use crate::model::Job;
 use crate::store::dialect::Dialect;
-use crate::store::sql::{Pools, Sql, commit, map_error};
+use crate::store::sql::{Pools, Sql, commit};
 use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
 
 /// Creates or re-registers an admin node; returns its new epoch.
@@ -133,12 +133,7 @@ async fn lock_schedule<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Transactio
         // SQLite serializes writers: its write lock, taken up front, is the schedule lock. The
         // round is a background write: it enters the writer's queue through the gate, so an API
         // write or a claim waiting for the writer goes ahead of it (`writer_gate`).
-        let begin = || db.writer.begin_with("BEGIN IMMEDIATE");
-        let begun = match db.gate {
-            Some(gate) => gate.enter(begin).await,
-            None => begin().await,
-        };
-        return begun.map_err(map_error);
+        return db.begin_with("BEGIN IMMEDIATE").await;
     }
     let mut tx = db.begin().await?;
     let locked = Sql::<DB>::new(
