@@ -1,5 +1,5 @@
-//! Issue 12 item 5 replayed as an attacker on the same network would, and refused: a rogue
-//! process taking over a live executor's address, a forged callback finishing someone else's
+//! The first security review replayed as an attacker on the same network would, and refused: a
+//! rogue process taking over a live executor's address, a forged callback finishing someone else's
 //! run, malformed results, and an executor that keeps its session after its group's token
 //! changed. The attacker connects from 127.0.0.2 (another peer IP on loopback); the real
 //! executor from 127.0.0.1.

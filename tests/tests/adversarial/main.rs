@@ -1,0 +1,6 @@
+//! The standing adversarial suite: every attack the security reviews found, replayed against real
+//! processes on loopback (a real admin, real executors, real sockets), each asserting the refusal,
+//! plus bounded property tests over the parsers that read untrusted input. One module per surface
+//! an attacker reaches; docs/security.md lists what each covers.
+
+mod first_round;
