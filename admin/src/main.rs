@@ -1,6 +1,8 @@
 //! `xjob`: the admin's command line.
 
 mod cli;
+#[cfg(test)]
+mod doc_examples;
 
 use std::path::PathBuf;
 
