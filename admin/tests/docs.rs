@@ -653,14 +653,15 @@ async fn runnable_blocks_run_against_a_real_admin() {
         let dir = tempfile::tempdir().expect("temp dir");
         let env = BlockEnv::new(dir.path());
         let admin = start_demo_admin(&env).await;
-        problems.extend(run_blocks(&file, &text, &env).await);
+        let found = run_blocks(&file, &text, &env).await;
         drop(admin);
-        if !problems.is_empty() {
+        if !found.is_empty() {
             eprintln!(
                 "admin log:\n{}",
                 xjob_testkit::admin::tail(&env.dir.join("admin.log"), 30)
             );
         }
+        problems.extend(found);
     }
     assert!(ran_files >= 1, "no doc has a runnable block");
     assert_none("runnable blocks that failed", problems);
