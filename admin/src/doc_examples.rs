@@ -14,11 +14,17 @@ use crate::Cli;
 /// Problems of the `xjob` examples in one Markdown text, as `file:line: what`.
 fn cli_example_problems(file: &Path, markdown: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    for block in docs::blocks(markdown).iter().filter(|block| block.is_shell()) {
+    for block in docs::blocks(markdown)
+        .iter()
+        .filter(|block| block.is_shell())
+    {
         for args in docs::xjob_invocations(&block.text) {
             let argv = std::iter::once("xjob".to_string()).chain(args.iter().cloned());
             if let Err(error) = Cli::try_parse_from(argv) {
-                if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                if matches!(
+                    error.kind(),
+                    ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+                ) {
                     continue;
                 }
                 let first_line = error.to_string();
@@ -52,7 +58,11 @@ fn every_xjob_example_in_the_docs_parses() {
         problems.extend(cli_example_problems(&file, &text));
     }
     assert!(checked > 5, "only {checked} xjob examples found");
-    assert!(problems.is_empty(), "CLI examples the parser refuses:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "CLI examples the parser refuses:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -62,6 +72,9 @@ fn a_wrong_cli_example_is_reported() {
     let problems = cli_example_problems(Path::new("x.md"), text);
     assert_eq!(problems.len(), 3, "{problems:?}");
     assert!(problems[0].contains("`xjob jobs lst`"), "{problems:?}");
-    assert!(problems[1].contains("`xjob jobs create --group`"), "{problems:?}");
+    assert!(
+        problems[1].contains("`xjob jobs create --group`"),
+        "{problems:?}"
+    );
     assert!(problems[2].contains("--colour"), "{problems:?}");
 }

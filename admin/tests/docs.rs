@@ -103,7 +103,11 @@ fn expected_fields(error: &str) -> Vec<String> {
 /// parser itself with an unknown key in each table.
 fn code_keys(reader: Reader) -> BTreeSet<String> {
     let tables: &[(&str, &str, &str)] = match reader {
-        Reader::Admin => &[("", "", ""), ("[alarm]", "alarm.", ""), ("[alarm.smtp]", "alarm.smtp.", "")],
+        Reader::Admin => &[
+            ("", "", ""),
+            ("[alarm]", "alarm.", ""),
+            ("[alarm.smtp]", "alarm.smtp.", ""),
+        ],
         Reader::Sidecar => &[
             ("", "", ""),
             ("[tls]", "tls.", ""),
@@ -136,7 +140,10 @@ fn code_keys(reader: Reader) -> BTreeSet<String> {
 /// TOML blocks the reader refuses (unknown keys, wrong types).
 fn toml_block_problems(file: &Path, markdown: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    for block in docs::blocks(markdown).iter().filter(|block| block.is_toml()) {
+    for block in docs::blocks(markdown)
+        .iter()
+        .filter(|block| block.is_toml())
+    {
         let place = format!("{}:{}", file.display(), block.line);
         let result = match Reader::of_block(block) {
             Some(reader) => reader.parse(&block.text),
@@ -219,14 +226,27 @@ fn source_text() -> String {
     let root = root();
     let mut text = String::new();
     let mut pending: Vec<PathBuf> = [
-        "admin", "sidecar", "executor-sdk", "examples", "tests", "testkit", "bench", "src",
-        ".ci", "deploy", "scripts", "tls", "metrics-http",
+        "admin",
+        "sidecar",
+        "executor-sdk",
+        "examples",
+        "tests",
+        "testkit",
+        "bench",
+        "src",
+        ".ci",
+        "deploy",
+        "scripts",
+        "tls",
+        "metrics-http",
     ]
     .iter()
     .map(|dir| root.join(dir))
     .collect();
     let skip = ["target", "node_modules", ".git", "docs"];
-    let kept = ["rs", "sh", "py", "js", "go", "java", "yaml", "yml", "toml", "json"];
+    let kept = [
+        "rs", "sh", "py", "js", "go", "java", "yaml", "yml", "toml", "json",
+    ];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -315,9 +335,19 @@ fn setting_rows(markdown: &str) -> Vec<SettingRow> {
         if !text.starts_with('|') {
             continue;
         }
-        let cells: Vec<&str> = text.trim().trim_matches('|').split(" | ").map(str::trim).collect();
-        if cells.iter().any(|cell| cell.eq_ignore_ascii_case("default")) {
-            default_column = cells.iter().position(|cell| cell.eq_ignore_ascii_case("default"));
+        let cells: Vec<&str> = text
+            .trim()
+            .trim_matches('|')
+            .split(" | ")
+            .map(str::trim)
+            .collect();
+        if cells
+            .iter()
+            .any(|cell| cell.eq_ignore_ascii_case("default"))
+        {
+            default_column = cells
+                .iter()
+                .position(|cell| cell.eq_ignore_ascii_case("default"));
             continue;
         }
         if cells[0].starts_with("---") {
@@ -400,11 +430,12 @@ fn default_problem(row: &SettingRow) -> Option<String> {
         .filter_map(|text| row.reader.parse(text).ok())
         .collect();
     if parsed.is_empty() {
-        return Some(format!("{key}: default `{literal}` is not a value of this key"));
+        return Some(format!(
+            "{key}: default `{literal}` is not a value of this key"
+        ));
     }
-    (!parsed.contains(&baseline)).then(|| {
-        format!("{key}: documented default `{literal}` is not the code's default")
-    })
+    (!parsed.contains(&baseline))
+        .then(|| format!("{key}: documented default `{literal}` is not the code's default"))
 }
 
 #[test]
@@ -533,7 +564,8 @@ async fn run_blocks(file: &Path, markdown: &str, env: &BlockEnv) -> Vec<String> 
             .iter()
             .any(|words| words.first().is_some_and(|w| w == "grpcurl"));
         if uses_grpcurl && !env.has_grpcurl {
-            let message = format!("{place}: needs grpcurl (XJOB_GRPCURL_BIN, built by .ci/grpcurl.sh)");
+            let message =
+                format!("{place}: needs grpcurl (XJOB_GRPCURL_BIN, built by .ci/grpcurl.sh)");
             if std::env::var_os("CI").is_some() {
                 problems.push(message);
             } else {
@@ -621,17 +653,21 @@ async fn start_demo_admin(env: &BlockEnv) -> ChildProcess {
     let mut client = xjob_testkit::connect_admin(&url, Duration::from_secs(60))
         .await
         .expect("the docs' admin serves");
-    wait_until(Duration::from_secs(60), "the demo executor to register", || {
-        let mut client = client.clone();
-        async move {
-            let executors = client
-                .list_executors(pb::ListExecutorsRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            (!executors.executors.is_empty()).then_some(())
-        }
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the demo executor to register",
+        || {
+            let mut client = client.clone();
+            async move {
+                let executors = client
+                    .list_executors(pb::ListExecutorsRequest::default())
+                    .await
+                    .ok()?
+                    .into_inner();
+                (!executors.executors.is_empty()).then_some(())
+            }
+        },
+    )
     .await
     .expect("demo executor online");
     let _ = &mut client;
@@ -702,7 +738,10 @@ fn the_configuration_page_is_held_to_the_code() {
     let has = |needle: &str| problems.iter().any(|p| p.contains(needle));
     assert!(has("Admin key retention does not exist"), "{problems:?}");
     assert!(has("Admin key data_dir is not documented"), "{problems:?}");
-    assert!(has("Sidecar key app_name is not documented"), "{problems:?}");
+    assert!(
+        has("Sidecar key app_name is not documented"),
+        "{problems:?}"
+    );
     assert!(has("pre_read: documented default `9s`"), "{problems:?}");
     assert!(!has("listen:") && !has("bind:"), "{problems:?}");
 }

@@ -308,9 +308,9 @@ pub fn unmarked_shell_blocks(file: &Path, markdown: &str) -> Vec<String> {
         .filter(|block| block.is_shell())
         .filter(|block| match block.marker.as_deref() {
             Some("run") => false,
-            Some(marker) => !marker
+            Some(marker) => marker
                 .strip_prefix("no-run:")
-                .is_some_and(|reason| !reason.trim().is_empty()),
+                .is_none_or(|reason| reason.trim().is_empty()),
             None => true,
         })
         .map(|block| {
@@ -439,11 +439,16 @@ pub fn xjob_invocations(script: &str) -> Vec<Vec<String>> {
         .into_iter()
         .filter_map(|words| {
             let program = words.first()?;
-            if Path::new(program).file_name().is_some_and(|name| name == "xjob") {
+            if Path::new(program)
+                .file_name()
+                .is_some_and(|name| name == "xjob")
+            {
                 return Some(words[1..].to_vec());
             }
             let is_cargo_run = program == "cargo" && words.get(1).is_some_and(|w| w == "run");
-            let runs_xjob = words.windows(2).any(|pair| pair[0] == "--bin" && pair[1] == "xjob");
+            let runs_xjob = words
+                .windows(2)
+                .any(|pair| pair[0] == "--bin" && pair[1] == "xjob");
             if is_cargo_run && runs_xjob {
                 let separator = words.iter().position(|w| w == "--")?;
                 return Some(words[separator + 1..].to_vec());
@@ -682,9 +687,20 @@ mod tests {
         assert_eq!(commands[0], ["xjob", "serve"]);
         assert_eq!(
             commands[1],
-            ["xjob", "jobs", "create", "--cron", "0 30 2 * * ?", "--name", "a b"]
+            [
+                "xjob",
+                "jobs",
+                "create",
+                "--cron",
+                "0 30 2 * * ?",
+                "--name",
+                "a b"
+            ]
         );
-        assert_eq!(commands[2], ["grpcurl", "-d", "{\"a\":\n 1}", "host", "list"]);
+        assert_eq!(
+            commands[2],
+            ["grpcurl", "-d", "{\"a\":\n 1}", "host", "list"]
+        );
         assert_eq!(commands[3], ["grep", "x"]);
         assert_eq!(commands[4], ["echo", "done"]);
         let invocations = xjob_invocations(
