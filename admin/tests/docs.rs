@@ -486,6 +486,85 @@ fn every_rpc_named_exists_in_proto() {
     assert_none("names proto/ does not declare", problems);
 }
 
+/// Keys of the JSON that shell blocks send with `grpcurl -d '…'` that no proto message has.
+fn unknown_json_field_problems(
+    file: &Path,
+    markdown: &str,
+    proto: &docs::ProtoNames,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for block in docs::blocks(markdown)
+        .iter()
+        .filter(|block| block.is_shell())
+    {
+        for words in docs::shell_commands(&block.text) {
+            if words.first().is_none_or(|program| program != "grpcurl") {
+                continue;
+            }
+            let Some(at) = words.iter().position(|word| word == "-d") else {
+                continue;
+            };
+            let Some(body) = words.get(at + 1) else {
+                continue;
+            };
+            let place = format!("{}:{}", file.display(), block.line);
+            match serde_json::from_str::<serde_json::Value>(body) {
+                Ok(value) => {
+                    let mut keys = Vec::new();
+                    json_keys(&value, &mut keys);
+                    for key in keys.iter().filter(|key| !proto.is_field(key)) {
+                        problems.push(format!(
+                            "{place}: grpcurl JSON field {key:?} is in no proto message"
+                        ));
+                    }
+                }
+                Err(error) => problems.push(format!("{place}: grpcurl -d is not JSON: {error}")),
+            }
+        }
+    }
+    problems
+}
+
+fn json_keys(value: &serde_json::Value, keys: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                keys.push(key.clone());
+                json_keys(inner, keys);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| json_keys(item, keys)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_grpcurl_json_field_exists_in_proto() {
+    let proto = docs::ProtoNames::read_dir(&root().join("proto"));
+    let problems = doc_texts()
+        .iter()
+        .flat_map(|(file, text)| unknown_json_field_problems(file, text, &proto))
+        .collect();
+    assert_none("grpcurl JSON fields proto/ does not declare", problems);
+}
+
+#[test]
+fn a_grpcurl_field_that_does_not_exist_is_reported() {
+    let proto =
+        docs::ProtoNames::parse(["message Job {\n  int64 group_id = 1;\n  string name = 2;\n}\n"]);
+    let text = "<!-- run -->\n```sh\ngrpcurl -plaintext -d '{\"job\": {\"groupId\": 1, \"nmae\": \"x\"}}' \\\n  h xjob.v1.JobAdmin/CreateJob\n```\n";
+    let proto_with_job = docs::ProtoNames::parse([
+        "message CreateJobRequest {\n  Job job = 1;\n}\nmessage Job {\n  int64 group_id = 1;\n  string name = 2;\n}\n",
+    ]);
+    assert_eq!(
+        unknown_json_field_problems(Path::new("x.md"), text, &proto).len(),
+        2
+    );
+    let problems = unknown_json_field_problems(Path::new("x.md"), text, &proto_with_job);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("\"nmae\""), "{problems:?}");
+}
+
 #[test]
 fn relative_links_and_anchors_resolve() {
     let problems = doc_texts()

@@ -463,6 +463,8 @@ pub fn xjob_invocations(script: &str) -> Vec<Vec<String>> {
 pub struct ProtoNames {
     pub services: BTreeMap<String, BTreeSet<String>>,
     pub types: BTreeSet<String>,
+    /// Every message field name (snake_case, as declared).
+    pub fields: BTreeSet<String>,
 }
 
 impl ProtoNames {
@@ -472,6 +474,7 @@ impl ProtoNames {
         for text in texts {
             let mut service: Option<String> = None;
             for line in text.lines() {
+                let line = line.split("//").next().unwrap_or_default();
                 let words: Vec<&str> = line
                     .split(|c: char| c.is_whitespace() || c == '(' || c == '{')
                     .filter(|word| !word.is_empty())
@@ -495,6 +498,19 @@ impl ProtoNames {
                     }
                     _ => {}
                 }
+                // `string app_name = 1;`, `repeated Job jobs = 2;`, also several on one line
+                // (`message A { Group group = 1; }`); enum values are upper case.
+                let statements: Vec<&str> = line.split(';').collect();
+                for statement in &statements[..statements.len() - 1] {
+                    let statement = statement.rsplit('{').next().unwrap_or_default();
+                    let words: Vec<&str> = statement.split_whitespace().collect();
+                    if let [.., name, "=", number] = words.as_slice()
+                        && number.chars().all(|c| c.is_ascii_digit())
+                        && name.chars().any(|c| c.is_ascii_lowercase())
+                    {
+                        names.fields.insert(name.to_string());
+                    }
+                }
             }
         }
         names
@@ -515,6 +531,22 @@ impl ProtoNames {
             }
         }
         ProtoNames::parse(texts.iter().map(String::as_str))
+    }
+
+    /// Whether a JSON key (`appName` or `app_name`, as grpcurl takes both) is a field of some
+    /// message.
+    pub fn is_field(&self, json_key: &str) -> bool {
+        let mut snake = String::new();
+        for c in json_key.chars() {
+            if c.is_ascii_uppercase() {
+                snake.push('_');
+                snake.push(c.to_ascii_lowercase());
+            } else {
+                snake.push(c);
+            }
+        }
+        // `service` is the field of grpc.health.v1's HealthCheckRequest, which grpcurl calls too.
+        self.fields.contains(&snake) || snake == "service"
     }
 
     fn is_rpc(&self, name: &str) -> bool {
@@ -712,11 +744,13 @@ mod tests {
     #[test]
     fn names_proto_does_not_declare_are_reported() {
         let proto = ProtoNames::parse([
-            "service JobAdmin {\n  rpc CreateJob(CreateJobRequest) returns (CreateJobResponse);\n  rpc TriggerJob(A) returns (B);\n}\nmessage CreateJobRequest {}\nenum RunStatus {}\n",
+            "service JobAdmin {\n  rpc CreateJob(CreateJobRequest) returns (CreateJobResponse);\n  rpc TriggerJob(A) returns (B);\n}\nmessage CreateJobRequest {\n  int64 group_id = 1;\n}\nenum RunStatus {\n  RUN_STATUS_OK = 0;\n}\n",
         ]);
         let text = "Call `JobAdmin.CreateJob` or `JobAdmin/TriggerJob`, `TriggerJob {\"id\": 1}`, \
                     `CreateJobRequest`, `RunStatus`, `JobContext`.\n\
                     Wrong: `JobAdmin.RunJob`, `CreateJobs`, `TriggerJobNow {}`.\n";
+        assert!(proto.is_field("groupId") && proto.is_field("group_id"));
+        assert!(!proto.is_field("groupID") && !proto.is_field("RUN_STATUS_OK"));
         let problems = proto.unknown_names(Path::new("x.md"), text);
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert!(problems[0].contains("JobAdmin.RunJob"));
