@@ -169,7 +169,25 @@ fn one_line(text: &str) -> String {
 /// Inline settings written as `key = value` that neither the admin nor the sidecar accepts.
 fn inline_setting_problems(file: &Path, markdown: &str) -> Vec<String> {
     let mut problems = Vec::new();
+    let known: BTreeSet<String> = code_keys(Reader::Admin)
+        .into_iter()
+        .chain(code_keys(Reader::Sidecar))
+        .collect();
     for (line, code) in docs::inline_code(markdown) {
+        // A dotted key of a table (`alarm.smtp.host`, `tls.cert`) must exist.
+        let table_key = ["alarm.", "tls.", "glue."]
+            .iter()
+            .any(|table| code.starts_with(table))
+            && code
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.');
+        if table_key && !known.contains(&code) {
+            problems.push(format!(
+                "{}:{line}: `{code}` is not a setting",
+                file.display()
+            ));
+            continue;
+        }
         let Some((key, value)) = code.split_once(" = ") else {
             continue;
         };
@@ -799,10 +817,12 @@ fn a_toml_block_with_an_unknown_key_is_refused() {
 #[test]
 fn an_inline_setting_that_does_not_exist_is_reported() {
     let text = "Set `retention = \"2h\"`, or `log_retention = \"2h\"`, or `alarm.attempts = 3`, \
-                or the sidecar's `shutdown_grace = \"30s\"`, not `a = b` prose.\n";
+                or the sidecar's `shutdown_grace = \"30s\"`, not `a = b` prose.\n\
+                `alarm.smtp.host` and `tls.cert` exist, `alarm.link_bse` does not.\n";
     let problems = inline_setting_problems(Path::new("x.md"), text);
-    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
     assert!(problems[0].contains("`retention = \"2h\"`"));
+    assert!(problems[1].contains("x.md:2: `alarm.link_bse`"));
 }
 
 #[test]
