@@ -3,7 +3,8 @@
 //! - every TOML block is parsed by the admin's own config parser (or the sidecar's, marked
 //!   `<!-- toml: sidecar -->`), which refuses unknown keys; inline `key = value` settings too;
 //! - every key and `XJOB_*` variable the code reads is in docs/configuration.md, every key
-//!   named there exists, and every default written there as one literal is the code's default;
+//!   named there exists, and every default written there as one literal, or in prose as
+//!   `` `key` (default `value`) ``, is the code's default;
 //! - every `XJOB_*` variable named anywhere exists in the code;
 //! - every RPC named (`JobAdmin.CreateJob`, `TriggerJob`) exists in proto/;
 //! - relative links and #anchors resolve;
@@ -454,6 +455,70 @@ fn default_problem(row: &SettingRow) -> Option<String> {
     }
     (!parsed.contains(&baseline))
         .then(|| format!("{key}: documented default `{literal}` is not the code's default"))
+}
+
+/// Defaults written in prose as `` `key` (default `value`) `` (bold allowed) that are not the
+/// code's. Derived defaults (`admin-{listen}`) are written so in configuration.md and skipped.
+fn prose_default_problems(file: &Path, markdown: &str) -> Vec<String> {
+    let admin = code_keys(Reader::Admin);
+    let sidecar = code_keys(Reader::Sidecar);
+    let mut problems = Vec::new();
+    for (line, text) in docs::prose_lines(markdown) {
+        let mut rest = text;
+        while let Some(at) = rest.find("(default `") {
+            let before = rest[..at]
+                .trim_end()
+                .trim_end_matches('*')
+                .trim_end_matches(',');
+            let after = &rest[at + "(default `".len()..];
+            rest = after;
+            let Some(key) = before.strip_suffix('`').and_then(|b| b.rsplit('`').next()) else {
+                continue;
+            };
+            let Some(value) = after.split('`').next() else {
+                continue;
+            };
+            let reader = if admin.contains(key) {
+                Reader::Admin
+            } else if sidecar.contains(key) {
+                Reader::Sidecar
+            } else {
+                continue;
+            };
+            if value.contains('{') {
+                continue;
+            }
+            let row = SettingRow {
+                line,
+                reader,
+                keys: vec![key.to_string()],
+                default: format!("`{value}`"),
+            };
+            if let Some(problem) = default_problem(&row) {
+                problems.push(format!("{}:{line}: {problem}", file.display()));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn defaults_written_in_prose_are_the_codes() {
+    let problems = doc_texts()
+        .iter()
+        .flat_map(|(file, text)| prose_default_problems(file, text))
+        .collect();
+    assert_none("defaults the code does not have", problems);
+}
+
+#[test]
+fn a_wrong_default_in_prose_is_reported() {
+    let text = "- **`node_lease`** (default `10s`), `retention_interval` (default `2h`), \
+                `alarm.rate_window` (default `10m`), `shutdown_grace` (default `5s`).\n";
+    let problems = prose_default_problems(Path::new("x.md"), text);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("retention_interval: documented default `2h`"));
+    assert!(problems[1].contains("shutdown_grace: documented default `5s`"));
 }
 
 #[test]
