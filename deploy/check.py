@@ -448,6 +448,7 @@ def check_kubernetes(label, documents, external_secrets):
             expected_port = ADMIN_PORT if role == "admin" else EXECUTOR_PORT
             if expected_port not in ports:
                 fail(spot, f"does not declare containerPort {expected_port}")
+            check_metrics(spot, template, container, env_values)
             tls = any(name.startswith("XJOB_TLS_") for name in env_names)
             check_probe(spot, container, "readinessProbe", tcp_allowed=tls)
             check_probe(spot, container, "livenessProbe", tcp_allowed=tls or role == "executor")
@@ -455,7 +456,7 @@ def check_kubernetes(label, documents, external_secrets):
             if role == "admin":
                 check_env(spot, env_names, ADMIN_ENV)
                 check_args(spot, args, ADMIN_FLAGS, ADMIN_SUBCOMMANDS)
-                check_admin_workload(spot, kind, doc, container, env_values, budgets)
+                check_admin_workload(spot, kind, doc, container, budgets)
                 for needed in ("XJOB_DATABASE_URL", "XJOB_EXECUTOR_TOKEN", "XJOB_BOOTSTRAP_TOKEN"):
                     if needed not in env_names:
                         fail(spot, f"no {needed} (from a Secret)")
@@ -488,8 +489,25 @@ def check_kubernetes(label, documents, external_secrets):
             fail(label, f"no container runs the xjob-{role} image")
 
 
-def check_admin_workload(spot, kind, doc, container, env_values, budgets):
-    """Stable node ids, spread replicas, a disruption budget and scrapeable metrics."""
+def check_metrics(spot, template, container, env_values):
+    """A metrics listener is a declared port, and the scrape annotations name it."""
+    annotations = template["metadata"].get("annotations", {})
+    metrics = env_values.get("XJOB_METRICS_LISTEN")
+    if metrics:
+        port = int(metrics.rsplit(":", 1)[1])
+        if port_of(container, port) is None:
+            fail(spot, f"metrics port {port} is not a container port")
+        if annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") != str(port):
+            fail(spot, f"prometheus.io/port {annotations.get('prometheus.io/port')} is not the metrics port {port}")
+    elif annotations.get("prometheus.io/scrape") == "true" and not any(
+        "XJOB_METRICS_LISTEN" in [e["name"] for e in c.get("env", [])]
+        for c in template["spec"]["containers"]
+    ):
+        fail(spot, "scrape annotations but no container sets XJOB_METRICS_LISTEN")
+
+
+def check_admin_workload(spot, kind, doc, container, budgets):
+    """Stable node ids, spread replicas and a disruption budget."""
     template = doc["spec"]["template"]
     node_id = next((e for e in container.get("env", []) if e["name"] == "XJOB_NODE_ID"), None)
     if kind != "StatefulSet" or not node_id or node_id.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "metadata.name":
@@ -504,16 +522,6 @@ def check_admin_workload(spot, kind, doc, container, env_values, budgets):
         ]
         if not any(selects(t["labelSelector"].get("matchLabels", {}), labels) for t in terms):
             fail(spot, "no pod anti-affinity between the admins")
-    annotations = template["metadata"].get("annotations", {})
-    metrics = env_values.get("XJOB_METRICS_LISTEN")
-    if metrics:
-        port = int(metrics.rsplit(":", 1)[1])
-        if port_of(container, port) is None:
-            fail(spot, f"metrics port {port} is not a container port")
-        if annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") != str(port):
-            fail(spot, f"prometheus.io/port {annotations.get('prometheus.io/port')} is not the metrics port {port}")
-    elif annotations.get("prometheus.io/scrape") == "true":
-        fail(spot, "scrape annotations without XJOB_METRICS_LISTEN")
 
 
 def check_app_outlives_sidecar(spot, pod, container, objects, volumes):
