@@ -16,7 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-eval "$(bash .ci/deploy-tools.sh)"
+# Assigned first, so a failed install stops the check (set -e does not see into eval's argument).
+tools=$(bash .ci/deploy-tools.sh)
+eval "$tools"
 out="${CARGO_TARGET_DIR:-target}/deploy-check"
 mkdir -p "$out"
 
