@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Offline check of deploy/: parses every manifest, the compose file and the Dockerfiles, and
-checks their structure against the real binaries: images, ports, probes, the environment
-variables and flags the binaries read, config keys, references between objects, and that the
-example sidecar config is the file the sidecar tests load.
+"""Offline check of deploy/: parses every manifest, the compose file, the Dockerfiles and
+.dockerignore, and checks them against the real binaries (images, ports, probes, the environment
+variables and flags the binaries read, config keys), against each other (references, matching
+tokens) and against what a cluster expects (the restricted Pod Security rules, stable admin node
+ids, disruption budgets, anti-affinity, NetworkPolicies, scrape annotations, the app outliving
+the sidecar at shutdown). Schemas are kubeconform's job (.ci/deploy-check.sh runs both).
 
 Containers cannot be built here, so this is what stands between a renamed flag or config key
-and a broken deployment. Run from anywhere: python3 deploy/check.py
-Needs PyYAML (Debian: python3-yaml) and Python 3.11+ (tomllib). When target/debug/xjob-executor
-exists, every sidecar config is also validated by the binary itself (--check).
+and a broken deployment. Run from anywhere: python3 deploy/check.py [--rendered=NAME=FILE[:SECRET=KEY,…]]
+(--rendered adds a rendered Helm chart; the listed Secrets exist outside it.)
+Needs PyYAML (Debian: python3-yaml) and Python 3.11+ (tomllib). When xjob-executor is built
+(in $CARGO_TARGET_DIR or target/), every sidecar config is also validated by the binary itself
+(--check), with the container's environment.
 """
 
 import os
