@@ -450,3 +450,57 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
 }
+
+/// Under TLS every answer tells the browser to use HTTPS only from now on, so a network
+/// attacker cannot serve a look-alike console over plain HTTP on a later visit.
+#[tokio::test]
+async fn the_console_over_tls_sends_strict_transport_security() -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use tokio_rustls::TlsConnector;
+    use tokio_rustls::rustls::crypto::ring::default_provider;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+
+    let dir = tempfile::tempdir()?;
+    let ca = xjob_tests::TestCa::new(dir.path(), "console")?;
+    let (cert, key) = ca.issue("admin")?;
+    let mut config = xjob_admin::Config::for_tests(dir.path().join("admin-data"));
+    config.tls_cert = Some(cert);
+    config.tls_key = Some(key);
+    config.http_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    let admin = xjob_admin::app::start(config.validate()?).await?;
+    let console = admin
+        .console_addr()
+        .ok_or_else(|| anyhow::anyhow!("no console address"))?;
+
+    let mut roots = RootCertStore::empty();
+    for certificate in CertificateDer::pem_file_iter(ca.ca_path())? {
+        roots.add(certificate?)?;
+    }
+    let client = ClientConfig::builder_with_provider(Arc::new(default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(console).await?;
+    let server_name = ServerName::try_from("127.0.0.1")?;
+    let mut tls = TlsConnector::from(Arc::new(client))
+        .connect(server_name, tcp)
+        .await?;
+    let request = format!(
+        "GET /login HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+        console.port()
+    );
+    tls.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    // The server closes after the answer; a TLS close without close_notify is fine here.
+    let _ = tokio::time::timeout(WAIT, tls.read_to_end(&mut answer)).await?;
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 "), "{answer:.200}");
+    assert!(
+        answer.contains("\r\nstrict-transport-security: max-age=31536000\r\n"),
+        "{answer:.600}"
+    );
+    admin.shutdown().await;
+    Ok(())
+}
