@@ -3,4 +3,5 @@
 //! plus bounded property tests over the parsers that read untrusted input. One module per surface
 //! an attacker reaches; docs/security.md lists what each covers.
 
+mod console;
 mod first_round;
