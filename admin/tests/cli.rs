@@ -603,3 +603,117 @@ async fn tls_with_client_certificates() -> anyhow::Result<()> {
     admin.process_mut().kill_now()?;
     Ok(())
 }
+
+/// The long flags `xjob ARGS --help` lists (the option column of its help).
+fn flags_in_help(args: &[&str]) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let output = std::process::Command::new(XJOB)
+        .args(args)
+        .arg("--help")
+        .output()?;
+    anyhow::ensure!(output.status.success(), "xjob {args:?} --help: {output:?}");
+    let help = String::from_utf8(output.stdout)?;
+    let mut flags = std::collections::BTreeSet::new();
+    for line in help.lines() {
+        let line = line.trim_start();
+        if !line.starts_with('-') {
+            continue;
+        }
+        let column = line.split("  ").next().unwrap_or_default();
+        for token in column.split([' ', ',']) {
+            if let Some(name) = token.strip_prefix("--") {
+                flags.insert(format!("--{name}"));
+            }
+        }
+    }
+    Ok(flags)
+}
+
+/// Each command's `--help` shows the options it takes and no other: the database commands
+/// their configuration flags (not serve's listeners), the client commands their connection
+/// flags (not the configuration's).
+#[test]
+fn each_command_help_shows_only_its_own_options() -> anyhow::Result<()> {
+    const CONFIGURATION: &[&str] = &["--config", "--data-dir", "--database-url", "--log-format"];
+    const SERVE_ONLY: &[&str] = &[
+        "--listen",
+        "--node-id",
+        "--demo",
+        "--insecure-open-admin-api",
+        "--metrics-listen",
+        "--xxl-job-compat-listen",
+        "--http-listen",
+    ];
+    const CONNECTION: &[&str] = &["--admin", "--token", "--ca", "--cert", "--key", "--output"];
+    let database_commands: &[(&[&str], &[&str])] = &[
+        (&["serve"], SERVE_ONLY),
+        (&["migrate"], &[]),
+        (
+            &["user", "create"],
+            &["--role", "--token-ttl", "--password-stdin"],
+        ),
+        (
+            &["import-xxl-job"],
+            &["--from", "--dry-run", "--import-stopped"],
+        ),
+    ];
+    for (command, own) in database_commands {
+        let flags = flags_in_help(command)?;
+        for flag in CONFIGURATION.iter().chain(own.iter()) {
+            assert!(flags.contains(*flag), "{command:?} lacks {flag}: {flags:?}");
+        }
+        for flag in SERVE_ONLY.iter().chain(CONNECTION) {
+            let allowed = own.contains(flag);
+            assert!(
+                allowed || !flags.contains(*flag),
+                "{command:?} shows {flag}: {flags:?}"
+            );
+        }
+    }
+    let client_commands: &[&[&str]] = &[
+        &["jobs"],
+        &["jobs", "list"],
+        &["jobs", "trigger"],
+        &["runs", "log"],
+        &["groups", "create"],
+        &["executors"],
+        &["preview"],
+    ];
+    for command in client_commands {
+        let flags = flags_in_help(command)?;
+        for flag in CONNECTION {
+            assert!(flags.contains(*flag), "{command:?} lacks {flag}: {flags:?}");
+        }
+        for flag in CONFIGURATION.iter().chain(SERVE_ONLY) {
+            assert!(
+                !flags.contains(*flag),
+                "{command:?} shows {flag}: {flags:?}"
+            );
+        }
+    }
+    // The top level takes no option but its own.
+    let top = flags_in_help(&[])?;
+    assert_eq!(
+        top.into_iter().collect::<Vec<_>>(),
+        ["--help", "--version"],
+        "xjob --help"
+    );
+    Ok(())
+}
+
+/// docs/cli.md: the connection options go before or after the verb. Both orders parse (exit 3:
+/// the admin is unreachable, not 2: a usage error); before the noun they are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_options_go_before_or_after_the_verb() -> anyhow::Result<()> {
+    let nowhere = unused_address()?;
+    for args in [
+        ["jobs", "-o", "json", "list"],
+        ["jobs", "list", "-o", "json"],
+        ["runs", "--output", "json", "list"],
+    ] {
+        let ran = xjob(&nowhere, &args).await?;
+        assert_eq!(ran.code, 3, "{args:?}: {ran:?}");
+    }
+    let before_the_noun = xjob(&nowhere, &["-o", "json", "jobs", "list"]).await?;
+    assert_eq!(before_the_noun.code, 2, "{before_the_noun:?}");
+    Ok(())
+}
