@@ -382,3 +382,43 @@ async fn migrate_warns_when_serve_would_refuse_the_configuration() -> anyhow::Re
     );
     Ok(())
 }
+
+/// On a terminal the text logs have colours, unless `NO_COLOR` is set. The terminal is a
+/// pseudo-terminal made by util-linux `script`, which copies what the command wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colours_on_a_terminal_unless_no_color() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let migrate = format!("{XJOB} migrate --data-dir {}", dir.path().display());
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut command = tokio::process::Command::new("script");
+        command
+            .args(["-qec", migrate.as_str(), "/dev/null"])
+            .env("RUST_LOG", "info")
+            .env_remove("XJOB_LOG_FORMAT")
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        async move {
+            let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+                .await
+                .map_err(|_| anyhow::anyhow!("xjob migrate on a terminal did not exit"))??;
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            anyhow::ensure!(
+                output.status.success() && text.contains("database is migrated"),
+                "{output:?}"
+            );
+            Ok::<_, anyhow::Error>(text)
+        }
+    };
+    let coloured = on_a_terminal(None).await?;
+    assert!(
+        coloured.contains("\x1b["),
+        "no colours on a terminal: {coloured:?}"
+    );
+    let plain = on_a_terminal(Some("1")).await?;
+    assert!(!plain.contains("\x1b["), "colours with NO_COLOR: {plain:?}");
+    Ok(())
+}
