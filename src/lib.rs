@@ -20,3 +20,13 @@ pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("xjob
 pub const GROOVY_UNSUPPORTED: &str = "GLUE_TYPE_GROOVY is not supported: it is Java source \
      compiled inside XXL-JOB's JVM executor, and xjob executors are not JVMs; use a BEAN handler \
      or a script glue type (shell, python, nodejs, php, powershell)";
+
+/// Shortest app name the admin accepts (`Register`, groups), in characters.
+pub const APP_NAME_MIN_CHARS: usize = 4;
+/// Longest app name the admin accepts, in characters.
+pub const APP_NAME_MAX_CHARS: usize = 64;
+
+/// Whether `c` may appear in an app name: letters, digits, `_`, `.` and `-`.
+pub fn is_app_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')
+}

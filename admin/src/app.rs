@@ -415,7 +415,7 @@ pub async fn start_with(
         (true, crate::config::TlsClientAuth::Executors) => "on, executors need client certificates",
         (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
     };
-    tracing::info!(address = %local_addr, node = %node.node_id, epoch, tls, database = %redact(&config.database_url), "admin started");
+    tracing::info!(address = %local_addr, node = %node.node_id, epoch, %tls, database = %redact(&config.database_url), "admin started");
     if let Some(address) = xxl_compat_addr {
         tracing::info!(%address, "serving XXL-JOB executors (registry, callback)");
     }

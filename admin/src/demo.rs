@@ -38,7 +38,7 @@ pub async fn run_demo(ctx: Arc<AdminContext>, admin_url: String, cancel: Cancell
             return;
         }
     };
-    tracing::info!(address = executor.address(), "demo executor started");
+    tracing::info!(address = %executor.address(), "demo executor started");
     if let Err(error) = ensure_sample_jobs(&ctx).await {
         tracing::error!(%error, "creating demo jobs failed");
     }

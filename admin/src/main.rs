@@ -1,12 +1,15 @@
 //! `xjob`: the admin's command line.
 
 mod cli;
+mod logs;
 
 use std::path::PathBuf;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use logs::LogFormat;
 use xjob_admin::Config;
-use xjob_admin::telemetry::Telemetry;
 
 #[derive(Parser)]
 #[command(
@@ -24,7 +27,7 @@ enum Command {
     /// Runs the admin (scheduling center).
     Serve(ServeArgs),
     /// Creates or upgrades the database schema, then exits.
-    Migrate(ServeArgs),
+    Migrate(ConfigArgs),
     /// Manages JobAdmin users (against the configured database).
     #[command(subcommand)]
     User(UserCommand),
@@ -37,7 +40,7 @@ enum Command {
         #[command(flatten)]
         import: xjob_admin::import_xxl::ImportArgs,
         #[command(flatten)]
-        serve: ServeArgs,
+        config: ConfigArgs,
     },
 }
 
@@ -61,23 +64,35 @@ struct UserCreateArgs {
     #[arg(long)]
     password_stdin: bool,
     #[command(flatten)]
-    serve: ServeArgs,
+    config: ConfigArgs,
 }
 
+/// Where the configuration and the database are, and how logs are written: every command that
+/// works on the admin's database takes these.
 #[derive(clap::Args)]
-struct ServeArgs {
+#[command(next_help_heading = "Configuration and logs")]
+struct ConfigArgs {
     /// TOML configuration file (flags and XJOB_* variables override it).
     #[arg(long, env = "XJOB_CONFIG")]
     config: Option<PathBuf>,
-    /// Address to serve gRPC on [default: 127.0.0.1:8080].
-    #[arg(long)]
-    listen: Option<String>,
     /// Data directory for the embedded SQLite database [default: ./xjob-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Database URL, e.g. sqlite://./xjob-data/xjob.db.
     #[arg(long)]
     database_url: Option<String>,
+    #[command(flatten)]
+    logs: logs::LogArgs,
+}
+
+/// `serve`'s own flags: what it listens on and runs, on top of the configuration.
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Address to serve gRPC on [default: 127.0.0.1:8080].
+    #[arg(long)]
+    listen: Option<String>,
     /// This admin's node id (stable across restarts).
     #[arg(long)]
     node_id: Option<String>,
@@ -100,7 +115,9 @@ struct ServeArgs {
     http_listen: Option<String>,
 }
 
-fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
+/// The file, then `XJOB_*` variables, then the flags every database command takes. Not yet
+/// validated: `serve` applies its own flags first.
+fn read_config(args: &ConfigArgs) -> anyhow::Result<Config> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -110,16 +127,27 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         None => Config::default(),
     };
     config.apply_env(|key| std::env::var(key).ok())?;
-    if let Some(listen) = &args.listen {
-        config.listen = listen
-            .parse()
-            .map_err(|error| anyhow::anyhow!("--listen '{listen}': {error}"))?;
-    }
     if let Some(data_dir) = &args.data_dir {
         config.data_dir = data_dir.clone();
     }
     if let Some(url) = &args.database_url {
         config.database_url = url.clone();
+    }
+    Ok(config)
+}
+
+/// The configuration of `migrate`, `user create` and `import-xxl-job`, validated as `serve`
+/// validates it.
+fn load_config(args: &ConfigArgs) -> anyhow::Result<Config> {
+    Ok(read_config(args)?.validate()?)
+}
+
+fn load_serve_config(args: &ServeArgs) -> anyhow::Result<Config> {
+    let mut config = read_config(&args.config)?;
+    if let Some(listen) = &args.listen {
+        config.listen = listen
+            .parse()
+            .map_err(|error| anyhow::anyhow!("--listen '{listen}': {error}"))?;
     }
     if let Some(node_id) = &args.node_id {
         config.node_id = node_id.clone();
@@ -174,65 +202,69 @@ async fn shutdown_signal() {
     }
 }
 
-/// Logs to stderr; `serve` (`otlp_endpoint` given) also exports traces when an endpoint is
-/// configured. The returned handle flushes the spans still buffered when the admin stops.
-fn init_tracing(otlp_endpoint: Option<&str>) -> anyhow::Result<Telemetry> {
-    use tracing_subscriber::Layer;
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn")
-    });
-    let telemetry = match otlp_endpoint {
-        Some(endpoint) => Telemetry::start(endpoint)?,
-        None => Telemetry::off(),
-    };
-    // The demo executor runs in this process and traces its runs itself, under its own service:
-    // its `tracing` spans stay out of the admin's.
-    let otel_layer = telemetry.layer().map(|layer| {
-        layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
-            !metadata.target().starts_with("xjob_executor")
-        }))
-    });
-    tracing_subscriber::registry()
-        .with(otel_layer)
-        .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_target(false))
-        .init();
-    Ok(telemetry)
-}
-
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Serve(args) => {
-            let config = load_config(&args)?;
-            let telemetry = init_tracing(Some(&config.otlp_endpoint))?;
-            let result = xjob_admin::run(config, shutdown_signal()).await;
-            // Flushing waits for the exporter, which runs on this runtime: off the async thread.
-            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
-            result?;
+async fn main() -> ExitCode {
+    let command = Cli::parse().command;
+    let format = match &command {
+        Command::Serve(args) => args.config.logs.log_format,
+        Command::Migrate(config)
+        | Command::ImportXxlJob { config, .. }
+        | Command::User(UserCommand::Create(UserCreateArgs { config, .. })) => {
+            config.logs.log_format
         }
-        Command::Migrate(args) => {
-            let config = load_config(&args)?;
-            init_tracing(None)?;
-            if config.database_url.starts_with("sqlite:") {
-                std::fs::create_dir_all(&config.data_dir)?;
-            }
-            xjob_admin::store::Store::connect(&config.database_url).await?;
-            tracing::info!("database is migrated");
-        }
-        Command::User(UserCommand::Create(args)) => create_user(args).await?,
-        Command::Client(command) => std::process::exit(cli::run(command).await),
-        Command::ImportXxlJob { import, serve } => {
-            let config = load_config(&serve)?;
-            init_tracing(None)?;
-            let status = xjob_admin::import_xxl::run(&config, &import).await?;
-            std::process::exit(status);
+        Command::Client(_) => LogFormat::Text,
+    };
+    let result = match command {
+        // The client prints its own one-line errors, with its own exit codes.
+        Command::Client(command) => Ok(cli::run(command).await),
+        Command::Serve(args) => serve(args).await.map(|()| 0),
+        Command::Migrate(config) => migrate(config).await.map(|()| 0),
+        Command::User(UserCommand::Create(args)) => create_user(args).await.map(|()| 0),
+        Command::ImportXxlJob { import, config } => import_xxl_job(import, config).await,
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(error) => {
+            logs::report_error(format, &error);
+            ExitCode::FAILURE
         }
     }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = load_serve_config(&args)?;
+    let telemetry = logs::init(args.config.logs.log_format, Some(&config.otlp_endpoint))?;
+    let result = xjob_admin::run(config, shutdown_signal()).await;
+    // Flushing waits for the exporter, which runs on this runtime: off the async thread.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    Ok(result?)
+}
+
+/// `xjob migrate`: the schema, then what `serve` would say about this configuration on this
+/// database, so a refusal is met here rather than at the first start.
+async fn migrate(args: ConfigArgs) -> anyhow::Result<()> {
+    let config = load_config(&args)?;
+    logs::init(args.logs.log_format, None)?;
+    if config.database_url.starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir)?;
+    }
+    let store = xjob_admin::store::Store::connect(&config.database_url).await?;
+    let refusal = xjob_admin::auth::startup::refusal(&store, &config).await;
+    store.close().await;
+    tracing::info!("database is migrated");
+    if let Some(refusal) = refusal? {
+        tracing::warn!("`xjob serve` with this configuration will not start yet: {refusal}");
+    }
     Ok(())
+}
+
+async fn import_xxl_job(
+    import: xjob_admin::import_xxl::ImportArgs,
+    args: ConfigArgs,
+) -> anyhow::Result<i32> {
+    let config = load_config(&args)?;
+    logs::init(args.logs.log_format, None)?;
+    xjob_admin::import_xxl::run(&config, &import).await
 }
 
 /// `xjob user create`: inserts the user in the configured database (migrating it first) and
@@ -240,7 +272,8 @@ async fn main() -> anyhow::Result<()> {
 async fn create_user(args: UserCreateArgs) -> anyhow::Result<()> {
     use std::io::Write;
 
-    let config = load_config(&args.serve)?;
+    let config = load_config(&args.config)?;
+    logs::init(args.config.logs.log_format, None)?;
     let ttl_ms = match &args.token_ttl {
         Some(text) => {
             let ttl = xjob_admin::config::parse_duration(text)

@@ -12,7 +12,9 @@ use rcgen::{
 };
 use serde_json::Value;
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult, RunningExecutor};
-use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, free_port, unused_address, wait_until};
+use xjob_testkit::{
+    AdminOutput, AdminProcess, AdminSpec, LatencyProxy, free_port, unused_address, wait_until,
+};
 
 const XJOB: &str = env!("CARGO_BIN_EXE_xjob");
 /// Upper bound of one CLI command (`runs log --follow` included).
@@ -81,13 +83,20 @@ async fn xjob_json(admin: &str, args: &[&str]) -> anyhow::Result<Value> {
 }
 
 fn admin_spec(data_dir: &Path, port: u16, extra_config: &str) -> anyhow::Result<AdminSpec> {
+    let leases = "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\n";
+    admin_spec_with_leases(data_dir, port, leases, extra_config)
+}
+
+fn admin_spec_with_leases(
+    data_dir: &Path,
+    port: u16,
+    leases: &str,
+    extra_config: &str,
+) -> anyhow::Result<AdminSpec> {
     let config_file = data_dir.join("admin.toml");
     std::fs::write(
         &config_file,
-        format!(
-            "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\n\
-             time_zone = \"UTC\"\n{extra_config}"
-        ),
+        format!("{leases}node_lease = \"2s\"\ntime_zone = \"UTC\"\n{extra_config}"),
     )?;
     Ok(AdminSpec {
         binary: XJOB.into(),
@@ -111,7 +120,8 @@ async fn wait_serving(admin: &str, token: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// `echo` logs its params over a second (so `--follow` sees the log grow); `long` runs until
-/// it is killed.
+/// it is killed; `quick` and `fails` end at once, so their log ends before their result
+/// reaches the admin.
 async fn start_executor(admin: &str, log_dir: &Path) -> anyhow::Result<RunningExecutor> {
     let executor = Executor::builder()
         .app_name(APP)
@@ -123,6 +133,14 @@ async fn start_executor(admin: &str, log_dir: &Path) -> anyhow::Result<RunningEx
             tokio::time::sleep(Duration::from_millis(1200)).await;
             ctx.log("echo second line");
             Ok::<_, JobError>(JobOutput::message("echoed"))
+        })
+        .handler("quick", |ctx: JobContext| async move {
+            ctx.log(format!("quick params={}", ctx.params()));
+            Ok::<_, JobError>(JobOutput::message("quick done"))
+        })
+        .handler("fails", |ctx: JobContext| async move {
+            ctx.log("fails on purpose");
+            Err::<JobOutput, _>(JobError::new("failed on purpose"))
         })
         .handler("long", |ctx: JobContext| async move {
             ctx.log("long run started");
@@ -148,6 +166,71 @@ fn id_of(value: &Value) -> anyhow::Result<i64> {
     value["id"]
         .as_i64()
         .ok_or_else(|| anyhow::anyhow!("no id in {value}"))
+}
+
+/// `jobs trigger --follow` ends with the run's final status and exit code, every time. The
+/// executor reaches the admin through a proxy that delivers its messages a second late, so its
+/// log has ended (the admin reads it from the executor directly) while its result is still on
+/// the way: the command must wait for the result instead of reporting the run still RUNNING.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trigger_follow_ends_with_the_final_status_every_time() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    // Heartbeats arrive a second late too: an interval longer than that keeps the admin from
+    // taking a run missing from a heartbeat sent before its dispatch for a lost one.
+    let leases = "heartbeat_interval = \"2s\"\nexecutor_lease = \"6s\"\n";
+    let spec = admin_spec_with_leases(data_dir.path(), port, leases, "")?;
+    let mut admin = AdminProcess::spawn(spec)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+    xjob_json(url, &["groups", "create", "--app-name", APP]).await?;
+    let late = LatencyProxy::start(([127, 0, 0, 1], port).into(), Duration::from_secs(1)).await?;
+    let executor = start_executor(&late.url(), &data_dir.path().join("executor-logs")).await?;
+    let create = |name: &'static str, handler: &'static str| {
+        let args = [
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            name,
+            "--handler",
+            handler,
+        ];
+        async move { id_of(&xjob_json(url, &args).await?) }
+    };
+    let quick = create("follow quick", "quick").await?.to_string();
+    let fails = create("follow fails", "fails").await?.to_string();
+
+    for attempt in 0..10 {
+        let params = format!("adhoc-{attempt}");
+        let args = ["jobs", "trigger", &quick, "--params", &params, "--follow"];
+        let followed = xjob(url, &args).await?;
+        assert!(
+            followed.code == 0
+                && followed.stdout.contains(&format!("quick params={params}"))
+                && followed
+                    .stderr
+                    .lines()
+                    .any(|line| line.starts_with("run ") && line.contains(" ended SUCCESS after ")),
+            "attempt {attempt}: {followed:?}"
+        );
+    }
+    // A failed run: exit 1 (docs/cli.md) and the final status, not RUNNING.
+    for attempt in 0..3 {
+        let followed = xjob(url, &["jobs", "trigger", &fails, "--follow"]).await?;
+        assert!(
+            followed.code == 1
+                && followed.stdout.contains("fails on purpose")
+                && followed.stderr.contains(" ended FAILED: ")
+                && followed.stderr.contains("failed on purpose"),
+            "attempt {attempt}: {followed:?}"
+        );
+    }
+    executor.shutdown().await;
+    admin.process_mut().kill_now()?;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -518,5 +601,119 @@ async fn tls_with_client_certificates() -> anyhow::Result<()> {
     assert!(half.code == 2 && half.stderr.contains("key"), "{half:?}");
 
     admin.process_mut().kill_now()?;
+    Ok(())
+}
+
+/// The long flags `xjob ARGS --help` lists (the option column of its help).
+fn flags_in_help(args: &[&str]) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let output = std::process::Command::new(XJOB)
+        .args(args)
+        .arg("--help")
+        .output()?;
+    anyhow::ensure!(output.status.success(), "xjob {args:?} --help: {output:?}");
+    let help = String::from_utf8(output.stdout)?;
+    let mut flags = std::collections::BTreeSet::new();
+    for line in help.lines() {
+        let line = line.trim_start();
+        if !line.starts_with('-') {
+            continue;
+        }
+        let column = line.split("  ").next().unwrap_or_default();
+        for token in column.split([' ', ',']) {
+            if let Some(name) = token.strip_prefix("--") {
+                flags.insert(format!("--{name}"));
+            }
+        }
+    }
+    Ok(flags)
+}
+
+/// Each command's `--help` shows the options it takes and no other: the database commands
+/// their configuration flags (not serve's listeners), the client commands their connection
+/// flags (not the configuration's).
+#[test]
+fn each_command_help_shows_only_its_own_options() -> anyhow::Result<()> {
+    const CONFIGURATION: &[&str] = &["--config", "--data-dir", "--database-url", "--log-format"];
+    const SERVE_ONLY: &[&str] = &[
+        "--listen",
+        "--node-id",
+        "--demo",
+        "--insecure-open-admin-api",
+        "--metrics-listen",
+        "--xxl-job-compat-listen",
+        "--http-listen",
+    ];
+    const CONNECTION: &[&str] = &["--admin", "--token", "--ca", "--cert", "--key", "--output"];
+    let database_commands: &[(&[&str], &[&str])] = &[
+        (&["serve"], SERVE_ONLY),
+        (&["migrate"], &[]),
+        (
+            &["user", "create"],
+            &["--role", "--token-ttl", "--password-stdin"],
+        ),
+        (
+            &["import-xxl-job"],
+            &["--from", "--dry-run", "--import-stopped"],
+        ),
+    ];
+    for (command, own) in database_commands {
+        let flags = flags_in_help(command)?;
+        for flag in CONFIGURATION.iter().chain(own.iter()) {
+            assert!(flags.contains(*flag), "{command:?} lacks {flag}: {flags:?}");
+        }
+        for flag in SERVE_ONLY.iter().chain(CONNECTION) {
+            let allowed = own.contains(flag);
+            assert!(
+                allowed || !flags.contains(*flag),
+                "{command:?} shows {flag}: {flags:?}"
+            );
+        }
+    }
+    let client_commands: &[&[&str]] = &[
+        &["jobs"],
+        &["jobs", "list"],
+        &["jobs", "trigger"],
+        &["runs", "log"],
+        &["groups", "create"],
+        &["executors"],
+        &["preview"],
+    ];
+    for command in client_commands {
+        let flags = flags_in_help(command)?;
+        for flag in CONNECTION {
+            assert!(flags.contains(*flag), "{command:?} lacks {flag}: {flags:?}");
+        }
+        for flag in CONFIGURATION.iter().chain(SERVE_ONLY) {
+            assert!(
+                !flags.contains(*flag),
+                "{command:?} shows {flag}: {flags:?}"
+            );
+        }
+    }
+    // The top level takes no option but its own.
+    let top = flags_in_help(&[])?;
+    assert_eq!(
+        top.into_iter().collect::<Vec<_>>(),
+        ["--help", "--version"],
+        "xjob --help"
+    );
+    Ok(())
+}
+
+/// docs/cli.md: the connection options go before or after the verb. Both orders parse (exit 3:
+/// the admin is unreachable, not 2: a usage error); before the noun they are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_options_go_before_or_after_the_verb() -> anyhow::Result<()> {
+    let nowhere = unused_address()?;
+    for args in [
+        ["jobs", "-o", "json", "list"],
+        ["jobs", "list", "-o", "json"],
+        ["runs", "--output", "json", "list"],
+    ] {
+        let ran = xjob(&nowhere, &args).await?;
+        assert_eq!(ran.code, 3, "{args:?}: {ran:?}");
+    }
+    let before_the_noun = xjob(&nowhere, &["-o", "json", "jobs", "list"]).await?;
+    assert_eq!(before_the_noun.code, 2, "{before_the_noun:?}");
     Ok(())
 }

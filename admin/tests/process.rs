@@ -187,3 +187,238 @@ async fn an_admin_killed_with_sigkill_resumes_without_losing_or_duplicating_fire
     }
     Ok(())
 }
+
+const XJOB: &str = env!("CARGO_BIN_EXE_xjob");
+
+/// `xjob ARGS` with stderr on a pipe (as in a container or a log file), colours left to the
+/// admin (`NO_COLOR` unset); killed when dropped.
+fn xjob_on_a_pipe(args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<tokio::process::Child> {
+    let mut command = tokio::process::Command::new(XJOB);
+    command
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env_remove("XJOB_LOG_FORMAT")
+        .env_remove("XJOB_CONFIG")
+        .env("RUST_LOG", "info")
+        .envs(envs.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    Ok(command.spawn()?)
+}
+
+/// Reads `serve`'s stderr until a line holds `until`; returns the raw bytes read.
+async fn stderr_until(child: &mut tokio::process::Child, until: &str) -> anyhow::Result<String> {
+    use tokio::io::AsyncBufReadExt;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("stderr is not piped"))?;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut read = String::new();
+    let deadline = Duration::from_secs(30);
+    tokio::time::timeout(deadline, async {
+        while let Some(line) = lines.next_line().await? {
+            read.push_str(&line);
+            read.push('\n');
+            if line.contains(until) {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("stderr ended before a line with {until:?}")
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("no line with {until:?} within {deadline:?}: {read}"))??;
+    Ok(read)
+}
+
+/// Serve on free loopback ports, console included, in `data_dir`.
+fn serve_args(data_dir: &Path) -> anyhow::Result<Vec<String>> {
+    Ok(vec![
+        "serve".into(),
+        "--listen".into(),
+        format!("127.0.0.1:{}", free_port()?),
+        "--http-listen".into(),
+        format!("127.0.0.1:{}", free_port()?),
+        "--data-dir".into(),
+        data_dir.display().to_string(),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_on_a_pipe_are_plain_text_without_colours_or_debug_values() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let args = serve_args(data_dir.path())?;
+    let console_address = args[4].clone();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut admin = xjob_on_a_pipe(&args, &[])?;
+    let logs = stderr_until(&mut admin, "web console listening").await?;
+    admin.kill().await?;
+    assert!(!logs.contains("\x1b["), "ANSI codes on a pipe: {logs:?}");
+    let console_line = logs
+        .lines()
+        .find(|line| line.contains("web console listening"));
+    assert!(
+        console_line
+            .is_some_and(|line| line.contains(&format!("address={console_address}"))
+                && !line.contains("Some(")),
+        "{logs}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_per_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let args = serve_args(data_dir.path())?;
+    let console_address = args[4].clone();
+    let mut flag_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    flag_args.extend(["--log-format", "json"]);
+    let mut admin = xjob_on_a_pipe(&flag_args, &[])?;
+    let logs = stderr_until(&mut admin, "web console listening").await?;
+    admin.kill().await?;
+    let mut console = None;
+    for line in logs.lines() {
+        let object: serde_json::Value = serde_json::from_str(line)
+            .map_err(|error| anyhow::anyhow!("not JSON ({error}): {line}"))?;
+        assert!(
+            object["level"].is_string() && object["fields"]["message"].is_string(),
+            "{line}"
+        );
+        if object["fields"]["message"] == "web console listening" {
+            console = Some(object);
+        }
+    }
+    assert_eq!(
+        console.map(|object| object["fields"]["address"].clone()),
+        Some(serde_json::Value::from(console_address)),
+        "{logs}"
+    );
+
+    // The same with XJOB_LOG_FORMAT, and a startup error as one JSON object.
+    let refused = xjob_on_a_pipe(
+        &["migrate", "--database-url", "nowhere://x"],
+        &[("XJOB_LOG_FORMAT", "json")],
+    )?
+    .wait_with_output()
+    .await?;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(!refused.status.success() && lines.len() == 1, "{stderr}");
+    let error: serde_json::Value = serde_json::from_str(lines[0])?;
+    assert_eq!(error["level"], "ERROR", "{stderr}");
+    Ok(())
+}
+
+/// A command that cannot start says why on one line, each cause once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_startup_error_is_one_line_with_its_causes_once() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "listen = \"not an address\"\n")?;
+    let bad = bad.display().to_string();
+    for args in [
+        vec!["serve", "--config", bad.as_str()],
+        vec!["migrate", "--config", bad.as_str()],
+        vec!["serve", "--config", "/nonexistent/xjob.toml"],
+    ] {
+        let ran = xjob_on_a_pipe(&args, &[])?.wait_with_output().await?;
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        let line = stderr.trim_end();
+        assert!(
+            ran.status.code() == Some(1) && line.lines().count() == 1 && line.starts_with("xjob: "),
+            "{args:?}: {stderr}"
+        );
+        // No cause repeated: each `: `-separated part appears once.
+        let parts: Vec<&str> = line.split(": ").collect();
+        let unique: HashSet<&str> = parts.iter().copied().collect();
+        assert_eq!(parts.len(), unique.len(), "{args:?}: {line}");
+    }
+    Ok(())
+}
+
+/// `migrate` reads the configuration as `serve` does: on a fresh database, a listener off
+/// loopback is refused by `serve` until a user exists, and `migrate` says so and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_warns_when_serve_would_refuse_the_configuration() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("xjob.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"0.0.0.0:8080\"\ndata_dir = {:?}\n",
+            dir.path().join("data").display().to_string()
+        ),
+    )?;
+    let config = config.display().to_string();
+    let migrate = ["migrate", "--config", config.as_str()];
+    let ran = xjob_on_a_pipe(&migrate, &[])?.wait_with_output().await?;
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        ran.status.success()
+            && stderr.contains("database is migrated")
+            && stderr.contains("will not start yet")
+            && stderr.contains("xjob user create --role admin NAME"),
+        "{stderr}"
+    );
+    // Once the first admin exists, nothing stands in the way: no warning.
+    let create = [
+        "user",
+        "create",
+        "--role",
+        "admin",
+        "first",
+        "--config",
+        config.as_str(),
+    ];
+    let created = xjob_on_a_pipe(&create, &[])?.wait_with_output().await?;
+    assert!(created.status.success(), "{created:?}");
+    let ran = xjob_on_a_pipe(&migrate, &[])?.wait_with_output().await?;
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        ran.status.success() && !stderr.contains("will not start yet"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+/// On a terminal the text logs have colours, unless `NO_COLOR` is set. The terminal is a
+/// pseudo-terminal made by util-linux `script`, which copies what the command wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colours_on_a_terminal_unless_no_color() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let migrate = format!("{XJOB} migrate --data-dir {}", dir.path().display());
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut command = tokio::process::Command::new("script");
+        command
+            .args(["-qec", migrate.as_str(), "/dev/null"])
+            .env("RUST_LOG", "info")
+            .env_remove("XJOB_LOG_FORMAT")
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        async move {
+            let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+                .await
+                .map_err(|_| anyhow::anyhow!("xjob migrate on a terminal did not exit"))??;
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            anyhow::ensure!(
+                output.status.success() && text.contains("database is migrated"),
+                "{output:?}"
+            );
+            Ok::<_, anyhow::Error>(text)
+        }
+    };
+    let coloured = on_a_terminal(None).await?;
+    assert!(
+        coloured.contains("\x1b["),
+        "no colours on a terminal: {coloured:?}"
+    );
+    let plain = on_a_terminal(Some("1")).await?;
+    assert!(!plain.contains("\x1b["), "colours with NO_COLOR: {plain:?}");
+    Ok(())
+}

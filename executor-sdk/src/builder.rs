@@ -326,6 +326,15 @@ impl ExecutorBuilder {
         RunningExecutor::launch(self.into_settings()?).await
     }
 
+    /// Makes every check [`start`](Self::start) makes, without binding, serving or connecting:
+    /// the settings, the TLS files, and whether the bind address would be reachable from other
+    /// machines without an access token or mTLS. A configuration this accepts is refused by
+    /// `start` only for what happens at run time (the port is taken, a directory is not
+    /// writable).
+    pub async fn check(self) -> Result<(), Error> {
+        crate::running::preflight(&self.into_settings()?).await
+    }
+
     /// Starts the executor, waits for `shutdown`, then shuts down gracefully.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         let running = self.start().await?;
@@ -341,6 +350,29 @@ impl ExecutorBuilder {
         };
         if self.app_name.trim().is_empty() {
             return Err(invalid("app_name", "an app name is required"));
+        }
+        // The admin refuses to register any other name: refused here, it is not an executor
+        // that starts, looks healthy and never gets a run.
+        let length = self.app_name.chars().count();
+        if !(xjob_proto::APP_NAME_MIN_CHARS..=xjob_proto::APP_NAME_MAX_CHARS).contains(&length) {
+            return Err(Error::InvalidConfig {
+                field: "app_name",
+                message: format!(
+                    "{:?} must be {}-{} characters, has {length}",
+                    self.app_name,
+                    xjob_proto::APP_NAME_MIN_CHARS,
+                    xjob_proto::APP_NAME_MAX_CHARS
+                ),
+            });
+        }
+        if !self.app_name.chars().all(xjob_proto::is_app_name_char) {
+            return Err(Error::InvalidConfig {
+                field: "app_name",
+                message: format!(
+                    "{:?} may contain only letters, digits, '_', '.' and '-'",
+                    self.app_name
+                ),
+            });
         }
         if let Some(name) = self.duplicate_handler_opt {
             return Err(Error::InvalidConfig {
@@ -520,6 +552,8 @@ mod tests {
             field_of(Executor::builder().admin_addrs(["http://a:1"])),
             "app_name"
         );
+        assert_eq!(field_of(valid().app_name("x")), "app_name");
+        assert_eq!(field_of(valid().app_name("my app")), "app_name");
         assert_eq!(
             field_of(valid().admin_addrs(Vec::<String>::new())),
             "admin_addrs"

@@ -81,25 +81,12 @@ impl RunningExecutor {
             address: settings.bind.clone(),
             source,
         })?;
-        let mtls = settings
-            .server_tls_opt
-            .as_ref()
-            .is_some_and(|tls| tls.client_auth == xjob_tls::ClientAuth::Required);
         refuse_open_network(
             local_addr,
-            settings.auth_header_opt.is_some() || mtls,
+            callers_checked(settings.auth_header_opt.is_some(), &settings.server_tls_opt),
             settings.insecure_open_network,
         )?;
-        let server_tls_opt =
-            match settings.server_tls_opt.clone() {
-                Some(files) => Some(xjob_tls::ServerTls::load(files).map_err(|error| {
-                    Error::InvalidConfig {
-                        field: "tls",
-                        message: error.to_string(),
-                    }
-                })?),
-                None => None,
-            };
+        let server_tls_opt = load_server_tls(settings.server_tls_opt.clone())?;
         let scheme = if server_tls_opt.is_some() {
             "https"
         } else {
@@ -345,6 +332,54 @@ async fn join_bounded(name: &'static str, mut task: JoinHandle<()>, bound: Durat
         );
         task.abort();
     }
+}
+
+/// What `launch` checks before serving, without binding: the bind address as it resolves (the
+/// first address, as `TcpListener::bind` tries it first), the open-network rule, the TLS files.
+pub(crate) async fn preflight(settings: &ExecutorSettings) -> Result<(), Error> {
+    let bind_error = |source| Error::Bind {
+        address: settings.bind.clone(),
+        source,
+    };
+    let address = tokio::net::lookup_host(settings.bind.as_str())
+        .await
+        .map_err(bind_error)?
+        .next()
+        .ok_or_else(|| {
+            bind_error(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the address resolves to nothing",
+            ))
+        })?;
+    refuse_open_network(
+        address,
+        callers_checked(settings.auth_header_opt.is_some(), &settings.server_tls_opt),
+        settings.insecure_open_network,
+    )?;
+    load_server_tls(settings.server_tls_opt.clone())?;
+    Ok(())
+}
+
+/// Whether callers must prove who they are: the group's access token, or client certificates.
+fn callers_checked(token: bool, server_tls: &Option<xjob_tls::ServerTlsFiles>) -> bool {
+    token
+        || server_tls
+            .as_ref()
+            .is_some_and(|tls| tls.client_auth == xjob_tls::ClientAuth::Required)
+}
+
+/// Reads and checks the server's certificate, key and CA files.
+fn load_server_tls(
+    files: Option<xjob_tls::ServerTlsFiles>,
+) -> Result<Option<Arc<xjob_tls::ServerTls>>, Error> {
+    files
+        .map(|files| {
+            xjob_tls::ServerTls::load(files).map_err(|error| Error::InvalidConfig {
+                field: "tls",
+                message: error.to_string(),
+            })
+        })
+        .transpose()
 }
 
 /// An executor reachable from other machines must know who calls it: the group's access token

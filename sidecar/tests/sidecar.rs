@@ -959,3 +959,98 @@ async fn health_is_not_serving_while_the_admin_refuses_the_token() -> anyhow::Re
     cluster.shutdown().await;
     Ok(())
 }
+
+/// `xjob-executor ARGS` with `config` and stderr on a pipe, bounded in time (a start that is
+/// not refused would run until killed).
+async fn executor_exit(config: &Path, check: bool) -> anyhow::Result<(bool, String)> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_xjob-executor"));
+    command.arg("--config").arg(config);
+    if check {
+        command.arg("--check");
+    }
+    command
+        .env_remove("NO_COLOR")
+        .env_remove("XJOB_LOG_FORMAT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(20), command.output())
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("xjob-executor (check: {check}) was not refused: it runs")
+        })??;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    Ok((output.status.success(), stderr))
+}
+
+/// `--check` refuses what the start refuses, with the same line: an open bind without a token,
+/// an admin address without its scheme, an app name the admin would never register.
+#[tokio::test]
+async fn check_refuses_what_the_start_refuses() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let admin = format!(
+        "http://{}",
+        TcpListener::bind("127.0.0.1:0").await?.local_addr()?
+    );
+    let config = |app: &str, admin: &str, bind: &str| {
+        format!(
+            "app_name = \"{app}\"\nadmin_addrs = [\"{admin}\"]\nbind = \"{bind}\"\n\
+             log_dir = {:?}\n[handlers.greet]\nkind = \"command\"\nargv = [\"echo\", \"hi\"]\n",
+            dir.path().join("logs").display().to_string()
+        )
+    };
+    // A fixed port, so both name the same address (the start names the port it bound).
+    let port = TcpListener::bind("127.0.0.1:0").await?.local_addr()?.port();
+    let open = format!("0.0.0.0:{port}");
+    let refused = [
+        (
+            "open bind",
+            config("demo-app", &admin, &open),
+            "insecure_open_network",
+        ),
+        (
+            "no scheme",
+            config("demo-app", "127.0.0.1:8080", "127.0.0.1:0"),
+            "admin_addrs",
+        ),
+        (
+            "short app name",
+            config("x", &admin, "127.0.0.1:0"),
+            "app_name",
+        ),
+    ];
+    for (case, text, names) in refused {
+        let path = dir.path().join("executor.toml");
+        std::fs::write(&path, &text)?;
+        let (checked, check_stderr) = executor_exit(&path, true).await?;
+        let (started, start_stderr) = executor_exit(&path, false).await?;
+        assert!(
+            !checked && !started,
+            "{case}: check ok {checked}, start ok {started}\n{check_stderr}\n{start_stderr}"
+        );
+        let check_line = check_stderr.trim_end();
+        assert!(
+            check_line.lines().count() == 1
+                && check_line.starts_with("xjob-executor: ")
+                && check_line.contains(names)
+                && !check_line.contains("\x1b["),
+            "{case}: {check_stderr}"
+        );
+        // The start refuses with the very same line (after its own log lines, if any).
+        assert_eq!(
+            start_stderr.trim_end().lines().last(),
+            Some(check_line),
+            "{case}: {start_stderr}"
+        );
+    }
+    // A valid one passes, listing its handlers without Rust's debug quotes.
+    let path = dir.path().join("executor.toml");
+    std::fs::write(&path, config("demo-app", &admin, "127.0.0.1:0"))?;
+    let (checked, stderr) = executor_exit(&path, true).await?;
+    assert!(
+        checked && stderr.contains("ok (app demo-app, handlers: greet; glue: none)"),
+        "{stderr}"
+    );
+    Ok(())
+}

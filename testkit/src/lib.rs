@@ -2,7 +2,7 @@
 //!
 //! - [`wait_until`]: the one way to wait for an event, polled with a deadline and a message
 //!   naming the event when it never comes;
-//! - [`net`]: free loopback ports and addresses nobody listens on;
+//! - [`net`]: free loopback ports, addresses nobody listens on, and a proxy that adds latency;
 //! - [`process`]: child processes killed when dropped, signals, and awaiting a pid's death;
 //! - [`admin`]: the `xjob serve` binary as a child process, restarted the same way;
 //! - [`misfire`]: which scheduled seconds a misfire row of the scan stands for;
@@ -21,6 +21,6 @@ pub mod process;
 mod wait;
 
 pub use admin::{AdminOutput, AdminProcess, AdminSpec, connect_admin};
-pub use net::{free_port, unused_address};
+pub use net::{LatencyProxy, free_port, unused_address};
 pub use process::{ChildProcess, Signal, is_gone, read_pid, signal, wait_gone};
 pub use wait::wait_until;

@@ -144,10 +144,11 @@ pub async fn run_health(
             } else {
                 verdict.reason
             };
+            // The names grpc_health_probe and grpcurl print, not Rust's.
             if status == ServingStatus::Serving {
-                tracing::info!(?status, %reason, "health updated");
+                tracing::info!(status = "SERVING", %reason, "health updated");
             } else {
-                tracing::warn!(?status, %reason, "health updated");
+                tracing::warn!(status = "NOT_SERVING", %reason, "health updated");
             }
             reported = Some(status);
         }

@@ -48,22 +48,45 @@ pub async fn check(store: &Store, config: &Config, now_ms: i64) -> Result<(), Er
         );
         return Ok(());
     }
-    Err(Error::FailedPrecondition(format!(
+    Err(Error::FailedPrecondition(open_network_refusal(config)))
+}
+
+/// What `check` would refuse on this database with this configuration, without changing
+/// anything (no bootstrap user is created): `xjob migrate` says it before the first start.
+pub async fn refusal(store: &Store, config: &Config) -> Result<Option<String>, Error> {
+    if store.count_users().await? > 0 || open_without_users(config) {
+        return Ok(None);
+    }
+    if config.bootstrap_token.is_empty() {
+        return Ok(Some(open_network_refusal(config)));
+    }
+    Ok(short_bootstrap_token(&config.bootstrap_token).map(|error| error.to_string()))
+}
+
+/// Why JobAdmin is not served on a network without users, and the ways out.
+fn open_network_refusal(config: &Config) -> String {
+    format!(
         "refusing to serve JobAdmin without authentication on {} (not loopback) while no user \
          exists: create the first admin with `xjob user create --role admin NAME` (same \
          configuration; it prints the token once), or set XJOB_BOOTSTRAP_TOKEN to a random \
          secret of at least {MIN_BOOTSTRAP_CHARS} characters, or listen on 127.0.0.1; \
          `--insecure-open-admin-api` (XJOB_INSECURE_OPEN_ADMIN_API) serves it open anyway",
         config.listen
-    )))
+    )
+}
+
+fn short_bootstrap_token(token: &str) -> Option<Error> {
+    (token.chars().count() < MIN_BOOTSTRAP_CHARS).then(|| {
+        Error::invalid(
+            "bootstrap_token",
+            format!("must be at least {MIN_BOOTSTRAP_CHARS} characters"),
+        )
+    })
 }
 
 async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error> {
-    if token.chars().count() < MIN_BOOTSTRAP_CHARS {
-        return Err(Error::invalid(
-            "bootstrap_token",
-            format!("must be at least {MIN_BOOTSTRAP_CHARS} characters"),
-        ));
+    if let Some(error) = short_bootstrap_token(token) {
+        return Err(error);
     }
     let created = super::accounts::create_user(
         store,

@@ -53,8 +53,11 @@ pub enum Command {
 }
 
 /// A noun's connection options and its verb; the options are global so they may come before or
-/// after the verb (`xjob jobs --output json list` = `xjob jobs list -o json`).
+/// after the verb (`xjob jobs --output json list` = `xjob jobs list -o json`). No `help` verb:
+/// it would show connection options it does not take (`xjob jobs list --help` and
+/// `xjob help jobs` remain).
 #[derive(Args)]
+#[command(disable_help_subcommand = true)]
 pub struct Noun<V: Subcommand> {
     #[command(flatten)]
     options: ClientOptions,

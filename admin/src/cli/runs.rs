@@ -18,6 +18,13 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Reads made after the run is seen ended, waiting for the executor's last lines, before
 /// giving up on `is_end` (an executor gone with the run never says it).
 const READS_AFTER_END: u32 = 6;
+/// How long the run row may stay unfinished after its log ended. The executor ends the log
+/// when the handler returns and reports the result separately, so the row turns final a moment
+/// later (or later still while the executor retries its report to an admin that restarted).
+const RESULT_WAIT: Duration = Duration::from_secs(30);
+/// First and longest pause between two reads of the run row while waiting for its result.
+const RESULT_POLL_FIRST: Duration = Duration::from_millis(50);
+const RESULT_POLL_MAX: Duration = Duration::from_secs(1);
 
 #[derive(Subcommand)]
 pub enum RunsCommand {
@@ -210,8 +217,23 @@ pub async fn follow(
         }
         tokio::time::sleep(FOLLOW_POLL).await;
     }
-    let run = get(client, log_id).await?;
+    let run = wait_result(client, log_id).await?;
     outcome(&run)
+}
+
+/// Reads the run row until its status is final, with backoff, for at most [`RESULT_WAIT`];
+/// returns the last row read (still unfinished when the result never came).
+async fn wait_result(client: &mut Client, log_id: i64) -> Result<pb::Log, CliError> {
+    let deadline = tokio::time::Instant::now() + RESULT_WAIT;
+    let mut pause = RESULT_POLL_FIRST;
+    loop {
+        let run = get(client, log_id).await?;
+        if is_final(run.status) || tokio::time::Instant::now() >= deadline {
+            return Ok(run);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(RESULT_POLL_MAX);
+    }
 }
 
 /// Whether a run's status is final.
@@ -229,6 +251,15 @@ fn outcome(run: &pb::Log) -> Result<(), CliError> {
     if run.status == pb::RunStatus::Success as i32 {
         eprintln!("run {} ended {status} after {}", run.id, took(&view));
         return Ok(());
+    }
+    if !is_final(run.status) {
+        return Err(CliError::Failed(format!(
+            "run {} is still {status} {}s after its log ended: its result has not reached the \
+             admin (see it later with: xjob runs show {})",
+            run.id,
+            RESULT_WAIT.as_secs(),
+            run.id
+        )));
     }
     Err(CliError::Failed(format!(
         "run {} ended {status}: {}",

@@ -233,8 +233,10 @@ pub async fn serve(
     console: Shared,
     cancel: CancellationToken,
 ) {
-    let address = listener.local_addr().ok();
-    tracing::info!(?address, tls = tls.is_some(), "web console listening");
+    match listener.local_addr() {
+        Ok(address) => tracing::info!(%address, tls = tls.is_some(), "web console listening"),
+        Err(error) => tracing::info!(tls = tls.is_some(), %error, "web console listening"),
+    }
     tokio::spawn(session::prune_loop(Arc::clone(&console), cancel.clone()));
     // Validated at start; a failure here falls back to the console's own address only.
     let hosts = console.ctx.config.allowed_hosts().unwrap_or_default();

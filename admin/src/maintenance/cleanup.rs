@@ -82,8 +82,9 @@ pub async fn clear_logs(
         ClearMode::All => {}
     }
     let deleted = delete_in_batches(store, &cleanup, None).await?;
-    tracing::info!(deleted, mode = ?request.mode, group_id = ?request.group_id,
-        job_id = ?request.job_id, "logs cleared");
+    // 0 = every group / job, as in the request.
+    tracing::info!(deleted, mode = ?request.mode, group_id = request.group_id.unwrap_or(0),
+        job_id = request.job_id.unwrap_or(0), "logs cleared");
     if deleted > 0 {
         reclaim_space(store, None).await;
     }

@@ -32,10 +32,10 @@ impl Refusal {
     }
 }
 
-/// Shortest accepted app name, in characters.
-pub const APP_NAME_MIN_CHARS: usize = 4;
+/// Shortest accepted app name, in characters (the wire contract's, which executors check too).
+pub const APP_NAME_MIN_CHARS: usize = xjob_proto::APP_NAME_MIN_CHARS;
 /// Longest accepted app name, in characters.
-pub const APP_NAME_MAX_CHARS: usize = 64;
+pub const APP_NAME_MAX_CHARS: usize = xjob_proto::APP_NAME_MAX_CHARS;
 /// Longest accepted group access token, in characters.
 pub const ACCESS_TOKEN_MAX_CHARS: usize = 256;
 /// Largest FIX_RATE / FIX_DELAY interval, in seconds (keeps every fire time far from overflow).
@@ -345,8 +345,7 @@ pub fn validate_app_name(app_name: &str, field: &str) -> Result<(), Refusal> {
             ),
         ));
     }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-    if !app_name.chars().all(allowed) {
+    if !app_name.chars().all(xjob_proto::is_app_name_char) {
         return Err(Refusal::invalid(
             field,
             format!("'{shown}' may contain only letters, digits, '_', '.' and '-'"),

@@ -66,7 +66,8 @@ pub async fn serve_session(
     }
     let info = executor_info(&ctx, register);
     if let Err(status) = check_address_owner(&ctx, &info, peer_ip) {
-        tracing::warn!(app = %info.app_name, address = %info.address, ?peer_ip,
+        let peer = peer_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+        tracing::warn!(app = %info.app_name, address = %info.address, %peer,
             "session refused: its address is held by a live session from another peer");
         let _ = outbound.send(Err(status)).await;
         return;

@@ -88,9 +88,12 @@ fn env(name: &str) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     tracing_subscriber::fmt()
         .with_target(false)
         .with_writer(std::io::stderr)
+        .with_ansi(colours)
         .init();
     let admin_addrs: Vec<String> = env("XJOB_ADMIN_ADDR")?
         .split(',')

@@ -52,7 +52,13 @@ async fn demo_sleep(ctx: JobContext) -> JobResult {
 
 #[tokio::main]
 async fn main() -> Result<(), xjob_executor::Error> {
-    tracing_subscriber::fmt().with_target(false).init();
+    // Colours on a terminal only (and never with NO_COLOR): piped or collected logs stay plain.
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .with_ansi(colours)
+        .init();
     let mut args = std::env::args().skip(1);
     let admin = args
         .next()
