@@ -8,6 +8,7 @@
 //!
 //! - `session.rs`: login sessions (cookie → caller), login throttling, the open console.
 //! - `csrf.rs`: the token every form posts back.
+//! - `form.rs`: numbers typed into forms (timeouts with units, counts, id lists), read strictly.
 //! - `html.rs`: escaping, the page frame, times and durations, form widgets.
 //! - `pages/`: one module per page family.
 //! - `assets/`: the stylesheet and the small script (progressive enhancement: local times,
@@ -17,6 +18,7 @@
 //! certificate; cookies are then `Secure`.
 
 mod csrf;
+mod form;
 mod html;
 mod pages;
 mod session;
@@ -25,7 +27,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
@@ -188,7 +190,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "not found\n").into_response()
+    pages::not_found_page()
 }
 
 /// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking
