@@ -156,6 +156,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         .handler("echo", echo)
         .handler("sleep", sleep)
         .handler("flaky", flaky)
+        .glue_interpreter(pb::GlueType::Shell, "bash")
         .start()
         .await?;
     executor.wait_registered(Duration::from_secs(10)).await?;
