@@ -479,6 +479,30 @@ mod tests {
     }
 
     #[test]
+    fn scripts_params_and_glue_versions_are_imported_with_lf_line_ends() {
+        let row = XxlJobRow {
+            glue_type: "GLUE_SHELL".into(),
+            executor_handler: String::new(),
+            glue_source: "if true; then\r\n  echo ok\r\nfi\r".into(),
+            executor_param: "a\r\nb".into(),
+            ..bean_row()
+        };
+        let job = map_job(&row, &options()).expect("maps").job;
+        assert_eq!(job.glue_source, "if true; then\n  echo ok\nfi\n");
+        assert_eq!(job.params, "a\nb");
+        let version = XxlGlueRow {
+            id: 1,
+            job_id: 7,
+            glue_type: "GLUE_SHELL".into(),
+            glue_source: "echo old\r\n".into(),
+            glue_remark: "v1".into(),
+            saved_ms: 1000,
+        };
+        let versions = map_glue_versions(&[&version], GlueType::Shell, 99);
+        assert_eq!(versions[0].glue_source, "echo old\n");
+    }
+
+    #[test]
     fn stopped_jobs_stay_stopped_and_a_running_none_job_is_noted() {
         let row = XxlJobRow {
             trigger_status: 0,
