@@ -226,6 +226,43 @@ step('a script job keeps the versions of its source', async (page) => {
   await shot(page, 'job-script');
 });
 
+step('a multi-line shell script saved from the editor runs and succeeds', async (page) => {
+  // The browser posts the text area with CRLF line ends; the admin stores LF, so bash can
+  // read the `if` block (with CR left in, it fails: unexpected end of file).
+  const job = await createJob(page, {
+    name: 'console multi-line script', handler: '', scheduleType: 'NONE', schedule: '',
+    glue: 'SHELL', source: 'if true; then\n  echo "multi-line script ran"\nfi\n',
+  });
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  check(/\/runs\/\d+/.test(page.url()), `trigger lands on the run: ${page.url()}`);
+  await page.waitForFunction(
+    () => /SUCCESS|FAILED/.test(document.getElementById('run-status').textContent), null,
+    { timeout: TIMEOUT });
+  await page.waitForLoadState('load');
+  const status = (await page.textContent('#run-status')).trim();
+  check(status === 'SUCCESS', `job ${job}: the script's run ends ${status}`);
+});
+
+step('errors stay under their field: time zone, trigger address, bad numbers', async (page) => {
+  await visit(page, `${base}/jobs/new`);
+  await page.fill('#time_zone', 'Mars/Base');
+  await page.waitForSelector('#err-time_zone:not([hidden])', { timeout: TIMEOUT });
+  check(await page.isHidden('#err-schedule_conf'), 'the zone error is not under Schedule');
+  await page.fill('#time_zone', '');
+  await page.selectOption('#group_id', groupId);
+  await page.fill('#name', 'console bad numbers');
+  await page.fill('#handler', 'echo');
+  await page.fill('#timeout_ms', '30x');
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  const timeout = await page.textContent('#err-timeout_ms');
+  check(/not a duration/.test(timeout), `a bad timeout is refused under its field: ${timeout}`);
+  await visit(page, `${base}/jobs/${state.cronJob}`);
+  await page.fill('#trigger_addresses', 'http://127.0.0.1:9');
+  await Promise.all([page.waitForNavigation(), page.click('#trigger-job')]);
+  const address = await page.textContent('#err-addresses');
+  check(/is not an address of group/.test(address), `foreign address under its field: ${address}`);
+});
+
 step('the dashboard fits a phone', async (page) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/`);

@@ -1,9 +1,10 @@
 //! The web console in a real browser: the real `xjob` binary with `http_listen`, an SDK executor
 //! in the test process (handlers `echo`, which logs its params, `sleep`, which runs until
-//! killed, and `flaky`, whose first attempt fails), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
+//! killed, and `flaky`, whose first attempt fails; SHELL scripts run with bash), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
 //! login, a cron error shown inline then a valid job, a SUCCESS run, a trigger whose params
-//! show in the live log, a kill, CSRF refusals, clearing logs, and a viewer without controls
-//! whose forged post the API refuses. Screenshots of each page go to
+//! show in the live log, a kill, a multi-line script typed in the editor that runs, errors
+//! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, and
+//! a viewer without controls whose forged post the API refuses. Screenshots of each page go to
 //! `target/console-screenshots/`.
 //!
 //! Needs Debian's `chromium` (`XJOB_CHROMIUM`, default `/usr/bin/chromium`), `node`, and
@@ -156,6 +157,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         .handler("echo", echo)
         .handler("sleep", sleep)
         .handler("flaky", flaky)
+        .glue_interpreter(pb::GlueType::Shell, "bash")
         .start()
         .await?;
     executor.wait_registered(Duration::from_secs(10)).await?;

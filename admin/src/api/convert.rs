@@ -55,7 +55,7 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
             xjob_proto::GROOVY_UNSUPPORTED
         )));
     }
-    Ok(Job {
+    let mut model = Job {
         id: job.id,
         group_id: job.group_id,
         schedule_type: pb_schedule_type(job.schedule_type, &field("schedule_type"))?,
@@ -86,7 +86,9 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
         trigger_next_ms: 0,
         created_ms: 0,
         updated_ms: 0,
-    })
+    };
+    model.normalize_line_ends();
+    Ok(model)
 }
 
 /// Converts a stored job to the wire.

@@ -8,6 +8,7 @@ use xjob_proto::pb;
 
 use super::convert::{glue_type_to_pb, job_to_pb};
 use crate::error::Error;
+use crate::model::line_ends::to_lf;
 use crate::model::{GlueEdit, GlueType, GlueVersion, now_ms};
 use crate::store::Store;
 
@@ -15,7 +16,8 @@ use crate::store::Store;
 /// is a mistake).
 pub const MAX_GLUE_SOURCE_BYTES: usize = 1024 * 1024;
 
-/// `UpdateGlue`: validates, saves the source as the job's current one and as a version.
+/// `UpdateGlue`: validates, saves the source (line ends made LF) as the job's current one and
+/// as a version.
 pub async fn update_glue(
     store: &Store,
     request: pb::UpdateGlueRequest,
@@ -43,7 +45,7 @@ pub async fn update_glue(
     let edit = GlueEdit {
         job_id: job.id,
         glue_type: job.glue_type,
-        glue_source: request.glue_source,
+        glue_source: to_lf(&request.glue_source),
         glue_remark: remark.to_owned(),
         now_ms: now_ms(),
     };

@@ -11,6 +11,7 @@
 //! - `session.rs`: login sessions (cookie → caller), the open console.
 //! - `throttle.rs`: failed logins per name, per client address and in all.
 //! - `csrf.rs`: the token every form posts back.
+//! - `form.rs`: numbers typed into forms (timeouts with units, counts, id lists), read strictly.
 //! - `html.rs`: escaping, the page frame, times and durations, form widgets.
 //! - `pages/`: one module per page family.
 //! - `assets/`: the stylesheet and the small script (progressive enhancement: local times,
@@ -20,6 +21,7 @@
 //! certificate; cookies are then `Secure` and answers carry `Strict-Transport-Security`.
 
 mod csrf;
+mod form;
 mod guard;
 mod html;
 mod pages;
@@ -30,7 +32,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
@@ -193,7 +195,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "not found\n").into_response()
+    pages::not_found_page()
 }
 
 /// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking

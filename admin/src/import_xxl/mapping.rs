@@ -11,6 +11,7 @@
 use chrono_tz::Tz;
 
 use crate::model::glue::GLUE_VERSIONS_KEPT;
+use crate::model::line_ends::to_lf;
 use crate::model::validate::{JobLimits, resolve_time_zone, validate_group, validate_job};
 use crate::model::{
     AddressType, BlockStrategy, GlueType, GlueVersion, Group, Job, JobStatus, MisfireStrategy,
@@ -164,6 +165,7 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
         created_ms: options.now_ms,
         updated_ms: options.now_ms,
     };
+    job.normalize_line_ends();
     validate_job(&job, &options.limits, "job").map_err(|refusal| vec![refusal.to_string()])?;
     if !is_supported(job.route_strategy) {
         // CreateJob's check too: a strategy named in the contract but not run by this release.
@@ -226,7 +228,7 @@ pub fn map_glue_versions(
             id: 0,
             job_id: 0,
             glue_type,
-            glue_source: row.glue_source.clone(),
+            glue_source: to_lf(&row.glue_source),
             glue_remark: row.glue_remark.clone(),
             created_ms: if row.saved_ms > 0 {
                 row.saved_ms
@@ -474,6 +476,30 @@ mod tests {
         assert_eq!(job.status, JobStatus::Running);
         assert!(job.trigger_next_ms >= options().now_ms + SCHEDULE_CHANGE_DELAY_MS);
         assert_eq!(job.trigger_next_ms % 1000, 0);
+    }
+
+    #[test]
+    fn scripts_params_and_glue_versions_are_imported_with_lf_line_ends() {
+        let row = XxlJobRow {
+            glue_type: "GLUE_SHELL".into(),
+            executor_handler: String::new(),
+            glue_source: "if true; then\r\n  echo ok\r\nfi\r".into(),
+            executor_param: "a\r\nb".into(),
+            ..bean_row()
+        };
+        let job = map_job(&row, &options()).expect("maps").job;
+        assert_eq!(job.glue_source, "if true; then\n  echo ok\nfi\n");
+        assert_eq!(job.params, "a\nb");
+        let version = XxlGlueRow {
+            id: 1,
+            job_id: 7,
+            glue_type: "GLUE_SHELL".into(),
+            glue_source: "echo old\r\n".into(),
+            glue_remark: "v1".into(),
+            saved_ms: 1000,
+        };
+        let versions = map_glue_versions(&[&version], GlueType::Shell, 99);
+        assert_eq!(versions[0].glue_source, "echo old\n");
     }
 
     #[test]

@@ -62,4 +62,11 @@ impl Job {
             || self.schedule_conf != other.schedule_conf
             || self.time_zone != other.time_zone
     }
+
+    /// Turns CRLF and lone CR into LF in the params and the script (see [`super::line_ends`]).
+    /// Every way a job comes in calls this before validating it.
+    pub fn normalize_line_ends(&mut self) {
+        super::line_ends::make_lf(&mut self.params);
+        super::line_ends::make_lf(&mut self.glue_source);
+    }
 }

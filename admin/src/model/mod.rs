@@ -12,6 +12,7 @@ pub mod glue;
 pub mod group;
 pub mod ids;
 pub mod job;
+pub mod line_ends;
 pub mod log;
 pub mod misfire;
 pub mod node;

@@ -628,9 +628,20 @@ fn group_summary(group: &pb::Group) -> String {
         "app_name '{}', title '{}', address_type {}, {} address(es)",
         short(&group.app_name),
         short(&group.title),
-        group.address_type,
+        address_type_name(group.address_type),
         group.addresses.len()
     )
+}
+
+/// `AUTO` / `MANUAL` (what the console and the docs call them), not the wire number.
+fn address_type_name(address_type: i32) -> String {
+    match pb::AddressType::try_from(address_type) {
+        Ok(known) => known
+            .as_str_name()
+            .trim_start_matches("ADDRESS_TYPE_")
+            .to_string(),
+        Err(_) => format!("unknown ({address_type})"),
+    }
 }
 
 /// What an audit row says about a job (never its params: they may hold secrets).

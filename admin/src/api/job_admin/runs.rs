@@ -8,6 +8,7 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::{Page, log_filter, log_to_pb};
 use crate::error::Error;
+use crate::model::line_ends::to_lf;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
 use crate::model::{JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
 use crate::trigger::Fires;
@@ -19,7 +20,8 @@ impl JobAdminService {
         caller_trace: String,
     ) -> Result<Vec<i64>, Error> {
         let job = self.load_job(request.id).await?;
-        if let Some(params) = &request.params {
+        let params = request.params.as_deref().map(to_lf);
+        if let Some(params) = &params {
             check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
         }
         validate_executor_addresses(&request.addresses, "addresses")?;
@@ -28,7 +30,7 @@ impl JobAdminService {
             ..UnwrittenFire::requested(
                 Arc::new(job),
                 TriggerType::Manual,
-                request.params,
+                params,
                 self.ctx.clock.now_ms(),
             )
         };

@@ -26,7 +26,19 @@
     var type = form.querySelector('[name=schedule_type]');
     var conf = form.querySelector('[name=schedule_conf]');
     var zone = form.querySelector('[name=time_zone]');
-    var error = document.getElementById('err-schedule_conf');
+    // The preview names the field it refused (`time_zone` or `schedule_conf`): the error goes
+    // under that field, and the other one is cleared.
+    var errors = {
+      schedule_conf: document.getElementById('err-schedule_conf'),
+      time_zone: document.getElementById('err-time_zone')
+    };
+    function showError(field, text) {
+      Object.keys(errors).forEach(function (name) {
+        var shown = text && (name === field || (!errors[field] && name === 'schedule_conf'));
+        errors[name].textContent = shown ? text : '';
+        errors[name].hidden = !shown;
+      });
+    }
     var timer = null;
     var asked = 0;
     function show() {
@@ -40,12 +52,10 @@
           if (ticket !== asked) { return; }
           if (answer.error) {
             out.textContent = '';
-            error.textContent = answer.error;
-            error.hidden = false;
+            showError(answer.field, answer.error);
             return;
           }
-          error.hidden = true;
-          error.textContent = '';
+          showError(null, '');
           var list = document.createElement('ol');
           list.id = 'preview-times';
           answer.times.forEach(function (ms) {

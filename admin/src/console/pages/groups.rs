@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use xjob_proto::pb;
@@ -13,7 +13,7 @@ use super::super::csrf::{Fields, Posted};
 use super::super::html::{self, Nav, esc};
 use super::super::session::Viewer;
 use super::super::{Console, Shared, request};
-use super::{field_error, readable_groups, see_other, status_page};
+use super::{Path, field_error, readable_groups, see_other, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());

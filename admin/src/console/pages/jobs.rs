@@ -3,17 +3,20 @@
 
 use std::fmt::Write;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
+use super::super::form::{self, FieldRefusal};
 use super::super::html::{self, Nav, esc};
 use super::super::session::Viewer;
 use super::super::{Console, Shared, request};
-use super::{field_error, group_name, next_page_link, readable_groups, see_other, status_page};
+use super::{
+    Path, field_error, group_name, next_page_link, readable_groups, see_other, status_page,
+};
 
 const SCHEDULE_TYPES: &[&str] = &["CRON", "FIX_RATE", "FIX_DELAY", "NONE"];
 const MISFIRE: &[&str] = &["DO_NOTHING", "FIRE_ONCE_NOW"];
@@ -248,7 +251,7 @@ pub async fn edit_form(
         Ok(job) => {
             let glue = glue_section(&console, &viewer, &job, query.int("version"), None).await;
             let mut response =
-                editor_with(&console, &viewer, &job, None, StatusCode::OK, &glue).await;
+                editor_with(&console, &viewer, &job, None, StatusCode::OK, &glue, None).await;
             if !query.get("notice").is_empty() {
                 response = inject_notice(response, query.get("notice")).await;
             }
@@ -297,10 +300,11 @@ async fn editor(
     error: Option<(Option<String>, String)>,
     code: StatusCode,
 ) -> Response {
-    editor_with(console, viewer, job, error, code, "").await
+    editor_with(console, viewer, job, error, code, "", None).await
 }
 
-/// The editor with extra sections below it (a script job's source and versions).
+/// The editor with extra sections below it (a script job's source and versions), and the
+/// trigger form as posted when a trigger was refused.
 async fn editor_with(
     console: &Console,
     viewer: &Viewer,
@@ -308,6 +312,7 @@ async fn editor_with(
     error: Option<(Option<String>, String)>,
     code: StatusCode,
     extra: &str,
+    trigger: Option<&TriggerForm>,
 ) -> Response {
     let groups = readable_groups(console, viewer).await;
     let editable = if job.id == 0 {
@@ -490,11 +495,11 @@ async fn editor_with(
             "",
         ),
         html::field(
-            "Timeout (ms)",
+            "Timeout",
             "timeout_ms",
-            &html::text_input("timeout_ms", &job.timeout_ms.to_string()),
+            &html::text_input("timeout_ms", &form::timeout_text(job.timeout_ms)),
             err("timeout_ms"),
-            "0 = none",
+            "<code>30s</code>, <code>5m</code>, <code>1h</code> or plain seconds; 0 = none",
         ),
         html::field(
             "Retries",
@@ -547,7 +552,7 @@ async fn editor_with(
         }
     );
     if job.id != 0 {
-        body.push_str(&job_side(viewer, job, editable));
+        body.push_str(&job_side(viewer, job, editable, trigger));
     }
     body.push_str(extra);
     let title = if job.id == 0 {
@@ -560,8 +565,21 @@ async fn editor_with(
     response
 }
 
+/// The trigger form as posted, with the refusal to show under its field.
+struct TriggerForm {
+    params: String,
+    addresses: String,
+    /// (`params` or `addresses`, message); any other refusal shows above the form.
+    error: (Option<String>, String),
+}
+
 /// State, start/stop, trigger once, copy and delete of a saved job.
-fn job_side(viewer: &Viewer, job: &pb::Job, editable: bool) -> String {
+fn job_side(
+    viewer: &Viewer,
+    job: &pb::Job,
+    editable: bool,
+    trigger: Option<&TriggerForm>,
+) -> String {
     let running = job.status == pb::JobStatus::Running as i32;
     let mut out = format!(
         "<section class=\"card\" id=\"job-state\"><h2>State</h2><p>{} next fire {} · last fire {} \
@@ -576,6 +594,22 @@ fn job_side(viewer: &Viewer, job: &pb::Job, editable: bool) -> String {
         return out;
     }
     let csrf = html::csrf_field(viewer);
+    let (params, addresses) = match trigger {
+        Some(posted) => (posted.params.as_str(), posted.addresses.as_str()),
+        None => (job.params.as_str(), ""),
+    };
+    let error_on = |field: &str| {
+        trigger
+            .filter(|posted| posted.error.0.as_deref() == Some(field))
+            .map(|posted| posted.error.1.as_str())
+    };
+    let form_error = match trigger {
+        Some(TriggerForm {
+            error: (None, message),
+            ..
+        }) => html::notice("bad", message),
+        _ => String::new(),
+    };
     let (action, text) = if running {
         ("stop", "Stop")
     } else {
@@ -589,20 +623,60 @@ fn job_side(viewer: &Viewer, job: &pb::Job, editable: bool) -> String {
          <form method=\"post\" action=\"/jobs/{id}/delete\" class=\"inline\" \
          data-confirm=\"Delete job {id} and all its runs?\">{csrf}\
          <button class=\"danger\" id=\"delete-job\">Delete</button></form></section>\
-         <section class=\"card\" id=\"trigger\"><h2>Trigger once</h2>\
+         <section class=\"card\" id=\"trigger\"><h2>Trigger once</h2>{form_error}\
          <form method=\"post\" action=\"/jobs/{id}/trigger\" id=\"trigger-form\">{csrf}\
          <div class=\"field\"><label for=\"trigger_params\">Params</label>\
          <textarea name=\"params\" id=\"trigger_params\" rows=\"2\">{params}</textarea>\
-         <div class=\"hint\">sent instead of the job's params</div></div>\
+         <div class=\"hint\">sent instead of the job's params</div>{params_error}</div>\
          <div class=\"field\"><label for=\"trigger_addresses\">Executor addresses</label>\
-         <input type=\"text\" name=\"addresses\" id=\"trigger_addresses\" \
-         placeholder=\"optional: http://10.0.0.5:9999, …\">\
-         <div class=\"error\" id=\"err-addresses\" hidden></div></div>\
+         <input type=\"text\" name=\"addresses\" id=\"trigger_addresses\" value=\"{addresses}\" \
+         placeholder=\"optional: http://10.0.0.5:9999, …\">{addresses_error}</div>\
          <button id=\"trigger-job\">Trigger</button></form></section>",
         id = job.id,
-        params = esc(&job.params),
+        params = esc(params),
+        addresses = esc(addresses),
+        params_error = trigger_error_div("params", error_on("params")),
+        addresses_error = trigger_error_div("addresses", error_on("addresses")),
     );
     out
+}
+
+/// The error line under a trigger field (hidden when there is none).
+fn trigger_error_div(field: &str, message: Option<&str>) -> String {
+    match message {
+        Some(message) => format!(
+            "<div class=\"error\" id=\"err-{field}\" role=\"alert\">{}</div>",
+            esc(message)
+        ),
+        None => format!("<div class=\"error\" id=\"err-{field}\" hidden></div>"),
+    }
+}
+
+/// Where a refused trigger's error belongs, in the user's words: an address the group does
+/// not have (`PERMISSION_DENIED` naming the permission) or a malformed one goes under the
+/// addresses, too-large params under the params; anything else above the form.
+fn trigger_refusal(status: &tonic::Status) -> (Option<String>, String) {
+    let message = status.message();
+    let after_prefix = |text: &'static str| message.strip_prefix(text);
+    if status.code() == tonic::Code::PermissionDenied
+        && let Some((_, why)) = message.split_once(": ")
+        && why.starts_with("address '")
+    {
+        // Drop the permission's internal name and the configuration key: say what is wrong.
+        let why = why.split(" (admins may").next().unwrap_or(why);
+        return (Some("addresses".to_string()), why.to_string());
+    }
+    if status.code() == tonic::Code::InvalidArgument {
+        if let Some(rest) = after_prefix("addresses[")
+            && let Some((_, why)) = rest.split_once("]: ")
+        {
+            return (Some("addresses".to_string()), why.to_string());
+        }
+        if let Some(why) = after_prefix("params: ") {
+            return (Some("params".to_string()), why.to_string());
+        }
+    }
+    (None, message.to_string())
 }
 
 /// A script job's source editor (`UpdateGlue`) and its saved versions (`ListGlueVersions`);
@@ -743,23 +817,40 @@ pub async fn save_glue(
             )
             .await;
             let code = super::http_status(status.code());
-            editor_with(&console, &posted.viewer, &job, None, code, &glue).await
+            editor_with(&console, &posted.viewer, &job, None, code, &glue, None).await
         }
     }
 }
 
-/// A job from the editor's fields over `base` (the stored job on edit, defaults on create).
-fn job_from_fields(fields: &Fields, base: pb::Job) -> pb::Job {
+/// A job from the editor's fields over `base` (the stored job on edit, defaults on create),
+/// and the first number field that does not parse (that field then keeps its `base` value).
+fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefusal>) {
     let enum_value = |name: &str, prefix: &str, parse: fn(&str) -> Option<i32>| -> i32 {
         parse(&format!("{prefix}{}", fields.get(name))).unwrap_or(0)
     };
-    let child_job_ids = fields
-        .get("child_job_ids")
-        .split([',', ' '])
-        .filter(|id| !id.is_empty())
-        .map(|id| id.parse().unwrap_or(-1))
-        .collect();
-    pb::Job {
+    let mut refusal = None;
+    let timeout_ms = read_number(
+        fields,
+        "timeout_ms",
+        form::timeout_ms,
+        base.timeout_ms,
+        &mut refusal,
+    );
+    let fail_retry_count = read_number(
+        fields,
+        "fail_retry_count",
+        form::count,
+        base.fail_retry_count,
+        &mut refusal,
+    );
+    let child_job_ids = read_number(
+        fields,
+        "child_job_ids",
+        form::id_list,
+        base.child_job_ids.clone(),
+        &mut refusal,
+    );
+    let job = pb::Job {
         group_id: fields.int("group_id"),
         name: fields.get("name").to_string(),
         author: fields.get("author").to_string(),
@@ -780,8 +871,8 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> pb::Job {
         }),
         handler: fields.get("handler").to_string(),
         params: fields.raw("params").unwrap_or("").to_string(),
-        timeout_ms: fields.int("timeout_ms"),
-        fail_retry_count: fields.int("fail_retry_count") as i32,
+        timeout_ms,
+        fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {
             Some(source) => source.to_string(),
@@ -795,11 +886,44 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> pb::Job {
             base.glue_type
         },
         ..base
+    };
+    (job, refusal)
+}
+
+/// Reads the number field `name` with `parse`; a refusal is kept (the first one wins) and the
+/// field keeps `fallback`, so the form comes back with the error under it.
+fn read_number<T>(
+    fields: &Fields,
+    name: &str,
+    parse: fn(&str) -> Result<T, String>,
+    fallback: T,
+    refusal: &mut Option<FieldRefusal>,
+) -> T {
+    match parse(fields.get(name)) {
+        Ok(value) => value,
+        Err(message) => {
+            refusal.get_or_insert((name.to_string(), message));
+            fallback
+        }
     }
 }
 
+/// The editor again with a form field the console refused before calling the API.
+async fn refused_form(
+    console: &Console,
+    viewer: &Viewer,
+    job: &pb::Job,
+    (field, message): FieldRefusal,
+) -> Response {
+    let error = Some((Some(field), message));
+    editor(console, viewer, job, error, StatusCode::BAD_REQUEST).await
+}
+
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
-    let job = job_from_fields(&posted.fields, new_job(0));
+    let (job, refusal) = job_from_fields(&posted.fields, new_job(0));
+    if let Some(refusal) = refusal {
+        return refused_form(&console, &posted.viewer, &job, refusal).await;
+    }
     let answer = console
         .api()
         .create_job(request(
@@ -840,7 +964,10 @@ pub async fn update(
         Ok(job) => job,
         Err(response) => return response,
     };
-    let job = job_from_fields(&posted.fields, stored);
+    let (job, refusal) = job_from_fields(&posted.fields, stored);
+    if let Some(refusal) = refusal {
+        return refused_form(&console, &posted.viewer, &job, refusal).await;
+    }
     let answer = console
         .api()
         .update_job(request(
@@ -912,9 +1039,8 @@ pub async fn trigger(
     posted: Posted,
 ) -> Response {
     let params = posted.fields.raw("params").map(str::to_string);
-    let addresses: Vec<String> = posted
-        .fields
-        .get("addresses")
+    let addresses_text = posted.fields.get("addresses");
+    let addresses: Vec<String> = addresses_text
         .split([',', ' ', '\n'])
         .map(str::trim)
         .filter(|address| !address.is_empty())
@@ -926,7 +1052,7 @@ pub async fn trigger(
             &posted.viewer.caller,
             pb::TriggerJobRequest {
                 id,
-                params,
+                params: params.clone(),
                 addresses,
             },
         ))
@@ -936,7 +1062,21 @@ pub async fn trigger(
             Some(log_id) => see_other(&format!("/runs/{log_id}"), "Triggered."),
             None => see_other(&format!("/jobs/{id}"), "Triggered: no run was created."),
         },
-        Err(status) => status_page(&status),
+        Err(status) => {
+            let job = match load(&console, &posted.viewer, id).await {
+                Ok(job) => job,
+                Err(response) => return response,
+            };
+            let refused = TriggerForm {
+                params: params.unwrap_or_default(),
+                addresses: addresses_text.to_string(),
+                error: trigger_refusal(&status),
+            };
+            let code = super::http_status(status.code());
+            let viewer = &posted.viewer;
+            let glue = glue_section(&console, viewer, &job, 0, None).await;
+            editor_with(&console, viewer, &job, None, code, &glue, Some(&refused)).await
+        }
     }
 }
 

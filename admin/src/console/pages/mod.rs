@@ -8,7 +8,9 @@ pub mod login;
 pub mod runs;
 pub mod users;
 
+use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
 use tonic::{Code, Status};
 use xjob_proto::pb;
@@ -17,6 +19,33 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::html::{self, Nav, esc};
 use super::session::Viewer;
 use super::{Console, request};
+
+/// The console's path extractor: axum's `Path`, except that a part that does not parse
+/// (`/runs/abc`) answers the console's 404 page instead of axum's plain-text parse error.
+pub struct Path<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Path<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Path(value)),
+            Err(_) => Err(not_found_page()),
+        }
+    }
+}
+
+/// The console's 404 page: for unknown URLs and ids that are not numbers.
+pub fn not_found_page() -> Response {
+    error_page(
+        StatusCode::NOT_FOUND,
+        "There is no such page here. Pick a page from the dashboard.",
+    )
+}
 
 /// A page for an API error with the matching HTTP status.
 pub fn status_page(status: &Status) -> Response {

@@ -3,17 +3,18 @@
 
 use std::fmt::Write;
 
-use axum::extract::{Path, State};
-use axum::http::{Uri, header};
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
+use super::super::form;
 use super::super::html::{self, Nav, esc};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{group_name, next_page_link, readable_groups, see_other, status_page};
+use super::{Path, group_name, next_page_link, readable_groups, see_other, status_page};
 
 const STATUSES: &[&str] = &[
     "PENDING", "RUNNING", "SUCCESS", "FAILED", "TIMEOUT", "KILLED", "LOST", "SKIPPED",
@@ -44,11 +45,25 @@ fn trigger_name(trigger: i32) -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
-/// `YYYY-MM-DDTHH:MM` (a `datetime-local` field, read as UTC) to epoch ms; 0 when empty.
-fn parse_time(text: &str) -> i64 {
-    chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
+/// `YYYY-MM-DDTHH:MM` (a `datetime-local` field, read as UTC; seconds allowed) to epoch ms;
+/// 0 when empty.
+fn parse_time(name: &str, text: &str) -> Result<i64, String> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
+        .iter()
+        .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
         .map(|at| at.and_utc().timestamp_millis())
-        .unwrap_or(0)
+        .ok_or_else(|| format!("{name}: '{text}' is not a time like 2024-05-01T13:30 (UTC)"))
+}
+
+/// The list's filters as the API takes them, or why one of them was refused.
+fn read_filters(query: &Fields) -> Result<(i64, i64, i64), String> {
+    let job = form::id_filter(query.get("job")).map_err(|message| format!("job: {message}"))?;
+    let from_ms = parse_time("from", query.get("from"))?;
+    let to_ms = parse_time("to", query.get("to"))?;
+    Ok((job, from_ms, to_ms))
 }
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
@@ -56,16 +71,20 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
     let groups = readable_groups(&console, &viewer).await;
     let status = pb::RunStatus::from_str_name(&format!("RUN_STATUS_{}", query.get("status")))
         .map_or(0, |status| status as i32);
+    let (job_id, from_ms, to_ms) = match read_filters(&query) {
+        Ok(filters) => filters,
+        Err(message) => return refused_filters(&viewer, &query, &groups, &message),
+    };
     let answer = console
         .api()
         .list_logs(request(
             &viewer.caller,
             pb::ListLogsRequest {
                 group_id: query.int("group"),
-                job_id: query.int("job"),
+                job_id,
                 status,
-                from_ms: parse_time(query.get("from")),
-                to_ms: parse_time(query.get("to")),
+                from_ms,
+                to_ms,
                 page_size: 50,
                 page_token: query.get("page").to_string(),
             },
@@ -102,6 +121,24 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         body.push_str(&clear_form(&viewer, &query, &groups));
     }
     html::page(Some(&viewer), "Runs", Nav::Runs, &body)
+}
+
+/// The list page with the filters as typed and why one was refused, instead of the runs: a
+/// filter silently dropped would list runs the user did not ask for.
+fn refused_filters(
+    viewer: &Viewer,
+    query: &Fields,
+    groups: &[pb::Group],
+    message: &str,
+) -> Response {
+    let mut body = filters(query, groups);
+    body.push_str(&format!(
+        "<div class=\"notice bad\" id=\"filter-error\" role=\"alert\">{}</div>",
+        esc(message)
+    ));
+    let mut response = html::page(Some(viewer), "Runs", Nav::Runs, &body);
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
 }
 
 fn filters(query: &Fields, groups: &[pb::Group]) -> String {
@@ -197,13 +234,20 @@ pub async fn clear(State(console): State<Shared>, posted: Posted) -> Response {
     let fields = &posted.fields;
     let mode = pb::ClearLogsMode::from_str_name(&format!("CLEAR_LOGS_MODE_{}", fields.get("mode")))
         .map_or(0, |mode| mode as i32);
+    // A mistyped job id must not widen the deletion to every job of the group.
+    let job_id = match form::id_filter(fields.get("job")) {
+        Ok(job_id) => job_id,
+        Err(message) => {
+            return super::error_page(StatusCode::BAD_REQUEST, &format!("job: {message}"));
+        }
+    };
     let answer = console
         .api()
         .clear_logs(request(
             &posted.viewer.caller,
             pb::ClearLogsRequest {
                 group_id: fields.int("group"),
-                job_id: fields.int("job"),
+                job_id,
                 mode,
             },
         ))

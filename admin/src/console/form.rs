@@ -1,0 +1,114 @@
+//! Numbers typed into the console's forms, read strictly: a typo is refused under its field
+//! (the message says what is accepted) instead of being saved as 0 or dropped. An empty field
+//! keeps its documented default (0 = no timeout, no retries, no children).
+
+/// A form field the console refused before calling the API: the field's name and why.
+pub type FieldRefusal = (String, String);
+
+/// A job timeout: `30s`, `5m`, `1h`, `250ms` or plain seconds; empty = 0 (none). In ms.
+pub fn timeout_ms(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let refused = || format!("'{text}' is not a duration: use 30s, 5m, 1h or plain seconds");
+    let split_at = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split_at);
+    let value: i64 = number.parse().map_err(|_| refused())?;
+    let unit_ms = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(refused()),
+    };
+    value
+        .checked_mul(unit_ms)
+        .ok_or_else(|| format!("'{text}' is too long a timeout"))
+}
+
+/// A timeout as the editor shows it: the largest unit that writes it whole (`5m`, `90s`).
+pub fn timeout_text(ms: i64) -> String {
+    match ms {
+        0 => "0".to_string(),
+        _ if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        _ if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        _ if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
+}
+
+/// A count such as retries: a whole number ≥ 0; empty = 0.
+pub fn count(text: &str) -> Result<i32, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    match text.parse::<i32>() {
+        Ok(value) if value >= 0 => Ok(value),
+        _ => Err(format!("'{text}' is not a whole number of 0 or more")),
+    }
+}
+
+/// Job ids separated by commas or spaces; empty = none.
+pub fn id_list(text: &str) -> Result<Vec<i64>, String> {
+    text.split([',', ' '])
+        .filter(|id| !id.is_empty())
+        .map(|id| match id.parse::<i64>() {
+            Ok(value) if value > 0 => Ok(value),
+            _ => Err(format!(
+                "'{id}' is not a job id: list job ids (numbers) separated by commas"
+            )),
+        })
+        .collect()
+}
+
+/// An id filter such as `?job=`: a positive whole number; empty = any (0).
+pub fn id_filter(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    match text.parse::<i64>() {
+        Ok(value) if value > 0 => Ok(value),
+        _ => Err(format!("'{text}' is not an id (a whole number above 0)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_take_units_or_plain_seconds() {
+        assert_eq!(timeout_ms("30s"), Ok(30_000));
+        assert_eq!(timeout_ms("5m"), Ok(300_000));
+        assert_eq!(timeout_ms("1h"), Ok(3_600_000));
+        assert_eq!(timeout_ms("45"), Ok(45_000));
+        assert_eq!(timeout_ms("250ms"), Ok(250));
+        assert_eq!(timeout_ms(""), Ok(0));
+        for bad in ["30x", "abc", "-5", "1.5m", "99999999999999999h"] {
+            assert!(timeout_ms(bad).is_err(), "{bad}");
+        }
+        for ms in [0, 250, 30_000, 90_000, 300_000, 7_200_000] {
+            assert_eq!(timeout_ms(&timeout_text(ms)), Ok(ms));
+        }
+    }
+
+    #[test]
+    fn counts_and_ids_refuse_what_is_not_a_number() {
+        assert_eq!(count("3"), Ok(3));
+        assert_eq!(count(""), Ok(0));
+        assert!(count("-1").is_err());
+        assert!(count("three").is_err());
+        assert_eq!(id_list("3, 5 7"), Ok(vec![3, 5, 7]));
+        assert_eq!(id_list(""), Ok(vec![]));
+        let refused = id_list("3,abc").expect_err("abc is no id");
+        assert!(refused.contains("'abc' is not a job id"), "{refused}");
+        assert!(id_list("-1").is_err());
+        assert_eq!(id_filter("12"), Ok(12));
+        assert!(id_filter("x").is_err());
+    }
+}

@@ -1,0 +1,500 @@
+//! The web console's forms over plain HTTP, against the real `xjob` binary (an open console on
+//! loopback, no users) and, for scripts, a real executor running bash:
+//!
+//! - a SHELL script with CRLF line ends, posted as a browser posts a text area, is stored with
+//!   LF and runs SUCCESS; the API's UpdateGlue, UpdateJob and TriggerJob store LF too;
+//! - bad numbers (timeout, retries, child ids, run filters) are refused under their field and
+//!   nothing is saved; timeouts take units;
+//! - errors stay in the form and name no internals: a trigger address outside the group, a
+//!   run id that is not a number, an unknown URL, the audit trail's address type, the
+//!   preview's time-zone error.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use xjob_executor::Executor;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_client::JobAdminClient;
+use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, connect_admin, free_port, wait_until};
+
+type Client = JobAdminClient<tonic::transport::Channel>;
+
+const APP: &str = "forms-app";
+
+/// A running admin with its console, and an open console session (cookie and CSRF token).
+struct Fixture {
+    _dir: tempfile::TempDir,
+    admin: AdminProcess,
+    url: String,
+    client: Client,
+    http_port: u16,
+    cookie: String,
+    csrf: String,
+    group_id: i64,
+}
+
+/// An HTTP answer: the status code, the headers and the body.
+struct Answer {
+    code: u16,
+    head: String,
+    body: String,
+}
+
+impl Fixture {
+    async fn start() -> anyhow::Result<Fixture> {
+        let dir = tempfile::tempdir()?;
+        let (port, http_port) = (free_port()?, free_port()?);
+        let url = format!("http://127.0.0.1:{port}");
+        let config_file = dir.path().join("admin.toml");
+        std::fs::write(
+            &config_file,
+            format!(
+                "heartbeat_interval = \"500ms\"\nexecutor_lease = \"3s\"\nnode_lease = \"2s\"\n\
+                 followup_interval = \"100ms\"\nreport_interval = \"1s\"\n\
+                 http_listen = \"127.0.0.1:{http_port}\"\n"
+            ),
+        )?;
+        let admin = AdminProcess::spawn(AdminSpec {
+            binary: env!("CARGO_BIN_EXE_xjob").into(),
+            node_id: "forms-admin".into(),
+            port,
+            data_dir: dir.path().join("admin"),
+            database_url: None,
+            config_file,
+            log_filter: "warn".into(),
+            output: AdminOutput::AppendTo(dir.path().join("admin.log")),
+        })?;
+        let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
+        let group_id = client
+            .create_group(pb::CreateGroupRequest {
+                group: Some(pb::Group {
+                    app_name: APP.into(),
+                    title: "forms".into(),
+                    address_type: pb::AddressType::Auto as i32,
+                    ..Default::default()
+                }),
+            })
+            .await?
+            .into_inner()
+            .group
+            .map(|group| group.id)
+            .unwrap_or_default();
+        let first = wait_until(Duration::from_secs(10), "the console to answer", || async {
+            http(http_port, "GET", "/", "", "").await.ok()
+        })
+        .await?;
+        let cookie = first
+            .head
+            .lines()
+            .filter_map(|line| line.strip_prefix("set-cookie: "))
+            .find(|value| value.starts_with("xjob_session="))
+            .and_then(|value| value.split(';').next())
+            .map(str::to_string)
+            .ok_or_else(|| anyhow::anyhow!("no session cookie: {}", first.head))?;
+        let form = http(http_port, "GET", "/jobs/new", &cookie, "").await?;
+        let csrf = form
+            .body
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .map(str::to_string)
+            .ok_or_else(|| anyhow::anyhow!("no CSRF field on /jobs/new"))?;
+        Ok(Fixture {
+            _dir: dir,
+            admin,
+            url,
+            client,
+            http_port,
+            cookie,
+            csrf,
+            group_id,
+        })
+    }
+
+    async fn get(&self, path: &str) -> anyhow::Result<Answer> {
+        http(self.http_port, "GET", path, &self.cookie, "").await
+    }
+
+    /// Posts `fields` (with the session's CSRF token) as a browser posts a form.
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> anyhow::Result<Answer> {
+        let mut body = form_urlencoded::Serializer::new(String::new());
+        body.append_pair("csrf", &self.csrf);
+        for (name, value) in fields {
+            body.append_pair(name, value);
+        }
+        http(self.http_port, "POST", path, &self.cookie, &body.finish()).await
+    }
+
+    /// The editor's fields for a new job of the fixture's group; `overrides` replace them.
+    fn job_form<'a>(
+        &'a self,
+        group: &'a str,
+        overrides: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let mut fields = vec![
+            ("group_id", group),
+            ("name", "form job"),
+            ("author", "tests"),
+            ("schedule_type", "NONE"),
+            ("schedule_conf", ""),
+            ("time_zone", ""),
+            ("handler", "echo"),
+            ("params", ""),
+            ("route_strategy", "FIRST"),
+            ("misfire_strategy", "DO_NOTHING"),
+            ("block_strategy", "SERIAL_EXECUTION"),
+            ("timeout_ms", "0"),
+            ("fail_retry_count", "0"),
+            ("child_job_ids", ""),
+            ("glue_type", "BEAN"),
+        ];
+        for (name, value) in overrides {
+            match fields.iter_mut().find(|(field, _)| field == name) {
+                Some(field) => field.1 = value,
+                None => fields.push((name, value)),
+            }
+        }
+        fields
+    }
+
+    async fn job_count(&mut self) -> anyhow::Result<usize> {
+        let jobs = self
+            .client
+            .list_jobs(pb::ListJobsRequest {
+                page_size: 100,
+                ..Default::default()
+            })
+            .await?
+            .into_inner()
+            .jobs;
+        Ok(jobs.len())
+    }
+
+    async fn get_job(&mut self, id: i64) -> anyhow::Result<pb::Job> {
+        self.client
+            .get_job(pb::GetJobRequest { id })
+            .await?
+            .into_inner()
+            .job
+            .ok_or_else(|| anyhow::anyhow!("job {id} has no body"))
+    }
+}
+
+/// One HTTP/1.0 request on a fresh connection (the answer ends when the server closes it).
+async fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    body: &str,
+) -> anyhow::Result<Answer> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let mut request = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
+    if !cookie.is_empty() {
+        request.push_str(&format!("Cookie: {cookie}\r\n"));
+    }
+    if method == "POST" {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        stream.read_to_string(&mut response),
+    )
+    .await??;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("no HTTP header in {response:.200}"))?;
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no status in {head:.200}"))?;
+    Ok(Answer {
+        code,
+        head: head.to_string(),
+        body: body.to_string(),
+    })
+}
+
+/// The text of the error shown under field `name` (`<div class="error" id="err-NAME">`),
+/// unescaped.
+fn field_error(body: &str, name: &str) -> Option<String> {
+    let marker = format!("id=\"err-{name}\" role=\"alert\">");
+    let rest = body.split(&marker).nth(1)?;
+    rest.split("</div>").next().map(unescape)
+}
+
+/// Page text without the HTML escapes the console writes.
+fn unescape(text: &str) -> String {
+    text.replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// The job id a successful create redirects to (`location: /jobs/ID?notice=…`).
+fn created_job_id(answer: &Answer) -> Option<i64> {
+    let location = answer
+        .head
+        .lines()
+        .find_map(|line| line.strip_prefix("location: /jobs/"))?;
+    location.split(['?', '/']).next()?.parse().ok()
+}
+
+async fn wait_for_end(client: &mut Client, log_id: i64) -> anyhow::Result<pb::Log> {
+    wait_until(Duration::from_secs(30), "the run to end", || {
+        let mut client = client.clone();
+        async move {
+            let log = client
+                .get_log(pb::GetLogRequest { id: log_id })
+                .await
+                .ok()?
+                .into_inner()
+                .log?;
+            let open = [pb::RunStatus::Pending as i32, pb::RunStatus::Running as i32];
+            (!open.contains(&log.status)).then_some(log)
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crlf_script_from_the_console_is_stored_with_lf_and_runs() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let dir = tempfile::tempdir()?;
+    let executor = Executor::builder()
+        .app_name(APP)
+        .admin_addrs([fx.url.clone()])
+        .bind("127.0.0.1:0")
+        .log_dir(dir.path())
+        .glue_interpreter(pb::GlueType::Shell, "bash")
+        .start()
+        .await?;
+    executor.wait_registered(Duration::from_secs(10)).await?;
+    // With CR left in, bash reads `then\r` as a command and fails ("unexpected end of file").
+    let script = "if true; then\r\n  echo \"crlf-ok $1\"\r\nfi\r\n";
+    let group = fx.group_id.to_string();
+    let fields = fx.job_form(
+        &group,
+        &[
+            ("glue_type", "SHELL"),
+            ("handler", ""),
+            ("glue_source", script),
+            ("params", "first\r\nsecond"),
+        ],
+    );
+    let created = fx.post("/jobs/new", &fields).await?;
+    let job_id = created_job_id(&created).ok_or_else(|| {
+        anyhow::anyhow!("job not created: {} {:.2000}", created.head, created.body)
+    })?;
+    let job = fx.get_job(job_id).await?;
+    assert_eq!(
+        job.glue_source,
+        "if true; then\n  echo \"crlf-ok $1\"\nfi\n"
+    );
+    assert_eq!(job.params, "first\nsecond");
+
+    let log_ids = fx
+        .client
+        .trigger_job(pb::TriggerJobRequest {
+            id: job_id,
+            params: Some("one\r\ntwo".into()),
+            addresses: Vec::new(),
+        })
+        .await?
+        .into_inner()
+        .log_ids;
+    let log_id = *log_ids.first().ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let log = wait_for_end(&mut fx.client, log_id).await?;
+    assert_eq!(log.params, "one\ntwo", "trigger params are stored with LF");
+    assert_eq!(
+        log.status,
+        pb::RunStatus::Success as i32,
+        "the script runs: {log:?}"
+    );
+
+    // A new version saved from the console's source form, and one through UpdateGlue.
+    let saved = fx
+        .post(
+            &format!("/jobs/{job_id}/glue"),
+            &[
+                ("glue_source", "echo v2\r\necho done\r"),
+                ("glue_remark", "v2"),
+            ],
+        )
+        .await?;
+    assert_eq!(saved.code, 303, "{:.1000}", saved.body);
+    assert_eq!(
+        fx.get_job(job_id).await?.glue_source,
+        "echo v2\necho done\n"
+    );
+    let updated = fx
+        .client
+        .update_glue(pb::UpdateGlueRequest {
+            job_id,
+            glue_source: "echo v3\r\n".into(),
+            glue_remark: "v3".into(),
+        })
+        .await?
+        .into_inner()
+        .job
+        .unwrap_or_default();
+    assert_eq!(updated.glue_source, "echo v3\n");
+    let mut edited = fx.get_job(job_id).await?;
+    edited.params = "a\rb\r\nc".into();
+    fx.client
+        .update_job(pb::UpdateJobRequest { job: Some(edited) })
+        .await?;
+    assert_eq!(fx.get_job(job_id).await?.params, "a\nb\nc");
+    executor.shutdown().await;
+    drop(fx.admin);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_numbers_are_refused_under_their_field_and_nothing_is_saved() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let refusals = [
+        (
+            "timeout_ms",
+            "30x",
+            "'30x' is not a duration: use 30s, 5m, 1h or plain seconds",
+        ),
+        (
+            "fail_retry_count",
+            "three",
+            "'three' is not a whole number of 0 or more",
+        ),
+        (
+            "fail_retry_count",
+            "-1",
+            "'-1' is not a whole number of 0 or more",
+        ),
+        ("child_job_ids", "abc", "'abc' is not a job id"),
+    ];
+    for (field, value, expected) in refusals {
+        let answer = fx
+            .post("/jobs/new", &fx.job_form(&group, &[(field, value)]))
+            .await?;
+        assert_eq!(answer.code, 400, "{field}={value}");
+        let shown = field_error(&answer.body, field)
+            .ok_or_else(|| anyhow::anyhow!("no error under {field}: {:.3000}", answer.body))?;
+        assert!(shown.contains(expected), "{field}={value}: {shown}");
+        assert_eq!(fx.job_count().await?, 0, "{field}={value} saved nothing");
+    }
+
+    // Units are accepted and the editor shows them back.
+    let created = fx
+        .post("/jobs/new", &fx.job_form(&group, &[("timeout_ms", "5m")]))
+        .await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+    assert_eq!(fx.get_job(job_id).await?.timeout_ms, 300_000);
+    let editor = fx.get(&format!("/jobs/{job_id}")).await?;
+    assert!(
+        editor
+            .body
+            .contains("name=\"timeout_ms\" id=\"timeout_ms\" value=\"5m\""),
+        "{:.3000}",
+        editor.body
+    );
+    // An edit with a bad timeout keeps the stored one.
+    let answer = fx
+        .post(
+            &format!("/jobs/{job_id}"),
+            &fx.job_form(&group, &[("timeout_ms", "30 parsecs")]),
+        )
+        .await?;
+    assert_eq!(answer.code, 400);
+    assert!(field_error(&answer.body, "timeout_ms").is_some());
+    assert_eq!(fx.get_job(job_id).await?.timeout_ms, 300_000);
+
+    // The runs list refuses a filter it cannot read instead of dropping it.
+    for (query, expected) in [
+        ("from=yesterday", "from: 'yesterday' is not a time"),
+        (
+            "to=2024-13-45T10:00",
+            "to: '2024-13-45T10:00' is not a time",
+        ),
+        ("job=abc", "job: 'abc' is not an id"),
+    ] {
+        let answer = fx.get(&format!("/runs?{query}")).await?;
+        assert_eq!(answer.code, 400, "{query}");
+        assert!(
+            answer.body.contains("id=\"filter-error\"")
+                && unescape(&answer.body).contains(expected),
+            "{query}: {:.3000}",
+            answer.body
+        );
+    }
+    let fine = fx.get("/runs?from=2024-05-01T13%3A30&to=").await?;
+    assert_eq!(fine.code, 200, "{:.2000}", fine.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let created = fx.post("/jobs/new", &fx.job_form(&group, &[])).await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+
+    // An address the group does not have: under the addresses field, on the job page.
+    let answer = fx
+        .post(
+            &format!("/jobs/{job_id}/trigger"),
+            &[("params", "p"), ("addresses", "http://127.0.0.1:9")],
+        )
+        .await?;
+    assert_eq!(answer.code, 403);
+    let shown = field_error(&answer.body, "addresses")
+        .ok_or_else(|| anyhow::anyhow!("no error under addresses: {:.3000}", answer.body))?;
+    assert!(
+        shown.contains("'http://127.0.0.1:9' is not an address of group"),
+        "{shown}"
+    );
+    assert!(
+        answer.body.contains("id=\"trigger-form\""),
+        "the form is still there"
+    );
+    assert!(!answer.body.contains("trigger.any_address"), "{shown}");
+    assert!(!answer.body.contains("trigger_any_address"), "{shown}");
+
+    // Ids that are not numbers and unknown URLs: the console's HTML 404 page.
+    for path in ["/runs/abc", "/jobs/abc", "/no/such/page"] {
+        let answer = fx.get(path).await?;
+        assert_eq!(answer.code, 404, "{path}");
+        assert!(answer.head.contains("text/html"), "{path}: {}", answer.head);
+        assert!(
+            answer.body.contains("id=\"error\""),
+            "{path}: {:.500}",
+            answer.body
+        );
+        assert!(!answer.body.contains("Cannot parse"), "{path}");
+    }
+
+    // The audit trail names the address type.
+    let audit = fx.get("/audit").await?;
+    assert!(
+        audit.body.contains("address_type AUTO"),
+        "{:.3000}",
+        audit.body
+    );
+    assert!(!audit.body.contains("address_type 1"));
+
+    // The preview names the time zone as the refused field (the editor shows it there).
+    let preview = fx
+        .get("/preview?schedule_type=CRON&schedule_conf=0+*+*+*+*+%3F&time_zone=Mars%2FBase")
+        .await?;
+    let json: serde_json::Value = serde_json::from_str(&preview.body)?;
+    assert_eq!(json["field"], "time_zone", "{json}");
+    Ok(())
+}
