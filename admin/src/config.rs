@@ -400,25 +400,25 @@ impl Config {
         }
         self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {
-            self.demo = matches!(value.as_str(), "1" | "true" | "yes");
+            self.demo = parse_bool("XJOB_DEMO", &value)?;
         }
         if let Some(value) = lookup("XJOB_INSECURE_OPEN_ADMIN_API") {
-            self.insecure_open_admin_api = matches!(value.as_str(), "1" | "true" | "yes");
+            self.insecure_open_admin_api = parse_bool("XJOB_INSECURE_OPEN_ADMIN_API", &value)?;
         }
         if let Some(value) = lookup("XJOB_BOOTSTRAP_TOKEN") {
             self.bootstrap_token = value;
         }
         if let Some(value) = lookup("XJOB_EXECUTOR_PEER_CHECK") {
-            self.executor_peer_check = matches!(value.as_str(), "1" | "true" | "yes");
+            self.executor_peer_check = parse_bool("XJOB_EXECUTOR_PEER_CHECK", &value)?;
         }
         if let Some(value) = lookup("XJOB_INSECURE_OPEN_REGISTRY") {
-            self.insecure_open_registry = matches!(value.as_str(), "1" | "true" | "yes");
+            self.insecure_open_registry = parse_bool("XJOB_INSECURE_OPEN_REGISTRY", &value)?;
         }
         if let Some(value) = lookup("XJOB_EXECUTOR_TOKEN") {
             self.executor_token = value;
         }
         if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
-            self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
+            self.trigger_any_address = parse_bool("XJOB_TRIGGER_ANY_ADDRESS", &value)?;
         }
         Ok(())
     }
@@ -637,6 +637,23 @@ where
         .map_err(|error: T::Err| invalid(field, format!("'{value}': {error}")))
 }
 
+/// A boolean environment variable: `true`/`on`/`yes`/`1` or `false`/`off`/`no`/`0`, in any case
+/// (surrounding spaces ignored). Anything else stops the start with an error naming the
+/// variable: a typo in a security switch must not silently pick one side.
+pub(crate) fn parse_bool(variable: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        _ => Err(invalid(
+            variable,
+            format!(
+                "'{}' is not a boolean: use true/false, on/off, yes/no or 1/0",
+                value.chars().take(32).collect::<String>()
+            ),
+        )),
+    }
+}
+
 /// The machine's IANA zone: `TZ`, else the `/etc/localtime` link target, else UTC.
 fn machine_time_zone() -> String {
     if let Ok(zone) = std::env::var("TZ")
@@ -693,6 +710,25 @@ pub(crate) mod duration_text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boolean_variables_take_every_spelling_and_refuse_the_rest() {
+        for yes in ["TRUE", "true", "On", "1", "yes", " YES "] {
+            assert_eq!(parse_bool("XJOB_DEMO", yes).ok(), Some(true), "{yes}");
+        }
+        for no in ["FALSE", "false", "off", "0", "No"] {
+            assert_eq!(parse_bool("XJOB_DEMO", no).ok(), Some(false), "{no}");
+        }
+        for bad in ["", "maybe", "2", "enabled"] {
+            let refused = parse_bool("XJOB_DEMO", bad).expect_err(bad);
+            assert_eq!(refused.field, "XJOB_DEMO");
+        }
+        let mut config = Config::default();
+        let refused = config
+            .apply_env(|key| (key == "XJOB_EXECUTOR_PEER_CHECK").then(|| "ture".to_string()))
+            .expect_err("a typo is refused");
+        assert!(refused.to_string().contains("XJOB_EXECUTOR_PEER_CHECK"), "{refused}");
+    }
 
     #[test]
     fn durations_parse_with_units() {

@@ -93,7 +93,15 @@ impl pb::registry_server::Registry for RegistryService {
         let results = request.into_inner().results;
         check_results(&results)?;
         let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
-        let refused = check_callback(&self.ctx, &log_ids, presented.as_deref(), peer_ip).await?;
+        let tokenless_allowed = self.ctx.config.tokenless_executors_allowed();
+        let refused = check_callback(
+            &self.ctx,
+            &log_ids,
+            presented.as_deref(),
+            peer_ip,
+            tokenless_allowed,
+        )
+        .await?;
         let results: Vec<_> = results
             .iter()
             .filter(|result| !refused.contains(&result.log_id))
@@ -153,11 +161,19 @@ fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
 /// executor keeps them; nothing is written) when their run was never dispatched (PENDING) or
 /// when its address is held by a live session of this admin from another peer IP than the
 /// callback's (a forged result for someone else's run). Returns those left unaccepted.
+///
+/// `tokenless_allowed` is decided by the listener the callback arrived on (a loopback listener,
+/// or `insecure_open_registry`), exactly as for registrations on that listener.
+///
+/// A log id that names no run is answered to a caller who holds no executor secret (no group's
+/// access token, not `executor_token`) exactly like a run of a group whose token it lacks: else
+/// an outsider could tell which log ids exist by which ones are refused.
 pub(crate) async fn check_callback(
     ctx: &AdminContext,
     log_ids: &[i64],
     presented: Option<&str>,
     peer_ip: Option<std::net::IpAddr>,
+    tokenless_allowed: bool,
 ) -> Result<std::collections::HashSet<i64>, Status> {
     let mut refused = std::collections::HashSet::new();
     if log_ids.is_empty() {
@@ -168,10 +184,22 @@ pub(crate) async fn check_callback(
         .callback_targets(log_ids)
         .await
         .map_err(Error::from)?;
+    let known: std::collections::HashSet<i64> =
+        targets.iter().map(|target| target.log_id).collect();
+    if let Some(unknown) = log_ids.iter().find(|id| !known.contains(id))
+        && !holds_executor_secret(ctx, presented, tokenless_allowed).await?
+    {
+        tracing::warn!(log_id = unknown, "callback refused: unknown log id, no executor secret");
+        return Err(wrong_token(*unknown));
+    }
     for target in targets {
         let log_id = target.log_id;
         let expected = ctx.config.executor_token_for(&target.access_token);
-        if expected.is_empty() && !ctx.config.tokenless_executors_allowed() {
+        if expected.is_empty() && !tokenless_allowed {
+            if !holds_executor_secret(ctx, presented, false).await? {
+                // Naming the app would tell an outsider where the run belongs.
+                return Err(wrong_token(log_id));
+            }
             return Err(Status::unauthenticated(
                 crate::registry::stream::tokenless_refusal(&target.app_name),
             ));
@@ -180,9 +208,7 @@ pub(crate) async fn check_callback(
             && !presented.is_some_and(|presented| tokens_match(presented, expected))
         {
             tracing::warn!(log_id, "callback refused: wrong or missing access token");
-            return Err(Status::unauthenticated(format!(
-                "wrong or missing access token for the group of log {log_id}"
-            )));
+            return Err(wrong_token(log_id));
         }
         if target.status == RunStatus::Pending {
             tracing::warn!(
@@ -213,6 +239,45 @@ pub(crate) async fn check_callback(
         }
     }
     Ok(refused)
+}
+
+/// The one refusal an unauthenticated callback gets, whether its log id exists or not.
+fn wrong_token(log_id: i64) -> Status {
+    Status::unauthenticated(format!(
+        "wrong or missing access token for the group of log {log_id}"
+    ))
+}
+
+/// Whether the caller proved it is some group's executor: it presented `executor_token` or a
+/// group's access token. When the admin holds no such secret at all and token-less executors
+/// are allowed on this listener (the laptop setup), every caller counts: there is nothing to
+/// tell apart.
+async fn holds_executor_secret(
+    ctx: &AdminContext,
+    presented: Option<&str>,
+    tokenless_allowed: bool,
+) -> Result<bool, Status> {
+    let cluster = ctx.config.executor_token.as_str();
+    let presented = presented.filter(|presented| !presented.is_empty());
+    if let Some(presented) = presented
+        && !cluster.is_empty()
+        && tokens_match(presented, cluster)
+    {
+        return Ok(true);
+    }
+    let group_tokens = ctx
+        .store
+        .group_access_tokens()
+        .await
+        .map_err(Error::from)?;
+    if tokenless_allowed && cluster.is_empty() && group_tokens.is_empty() {
+        return Ok(true);
+    }
+    Ok(presented.is_some_and(|presented| {
+        group_tokens
+            .iter()
+            .any(|token| tokens_match(presented, token))
+    }))
 }
 
 #[cfg(test)]

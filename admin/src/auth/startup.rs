@@ -81,6 +81,11 @@ async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error>
         Err(Error::AlreadyExists(_)) => return Ok(()),
         Err(error) => return Err(error),
     };
+    if let Err(error) =
+        super::accounts::audit_created(store, "(bootstrap token)", &created, now_ms).await
+    {
+        tracing::error!(%error, user = %created.user.name, "audit entry not written");
+    }
     tracing::warn!(
         user = %created.user.name,
         "created the first admin from XJOB_BOOTSTRAP_TOKEN; issue personal tokens and revoke \
