@@ -132,6 +132,11 @@ pub struct Config {
     /// is required for `Registry.Session` and `Registry.Callback`; other callers may have none)
     /// or `all` (the TLS handshake fails without one) (`XJOB_TLS_CLIENT_AUTH`).
     pub tls_client_auth: TlsClientAuth,
+    /// Binds executors' client certificates to groups: app name → the names (DNS names or IP
+    /// addresses in the certificate's subject alternative names) a certificate must carry to
+    /// register or report results for that app. Empty = any certificate from `tls_ca` serves
+    /// every group. Once set, apps not listed are refused. Needs `tls_client_auth`.
+    pub executor_cert_names: std::collections::BTreeMap<String, Vec<String>>,
     /// Certificate the admin presents when it calls executors; unset = `tls_cert`.
     pub tls_client_cert: Option<PathBuf>,
     /// Key of `tls_client_cert`; unset = `tls_key`.
@@ -272,6 +277,7 @@ impl Default for Config {
             tls_key: None,
             tls_ca: None,
             tls_client_auth: TlsClientAuth::None,
+            executor_cert_names: Default::default(),
             tls_client_cert: None,
             tls_client_key: None,
             tls_reload_interval: Duration::from_secs(2),
@@ -524,6 +530,7 @@ impl Config {
                 ));
             }
         }
+        self.check_executor_cert_names()?;
         if self.demo && self.tls_cert.is_some() {
             return Err(invalid(
                 "demo",
@@ -601,6 +608,37 @@ impl Config {
     /// loopback listener, or when the operator opted out (`insecure_open_registry`).
     pub fn tokenless_executors_allowed(&self) -> bool {
         self.listen.ip().is_loopback() || self.insecure_open_registry
+    }
+
+    /// `executor_cert_names` needs client certificates, and each name must be matchable.
+    fn check_executor_cert_names(&self) -> Result<(), ConfigError> {
+        if self.executor_cert_names.is_empty() {
+            return Ok(());
+        }
+        if self.tls_client_auth == TlsClientAuth::None {
+            return Err(invalid(
+                "executor_cert_names",
+                "binds client certificates to groups: set tls_client_auth = \"executors\" or \"all\"",
+            ));
+        }
+        for (app_name, names) in &self.executor_cert_names {
+            if names.is_empty() {
+                return Err(invalid(
+                    "executor_cert_names",
+                    format!("app '{app_name}': list at least one certificate name"),
+                ));
+            }
+            if let Some(bad) = names
+                .iter()
+                .find(|name| !xjob_tls::is_certificate_name(name))
+            {
+                return Err(invalid(
+                    "executor_cert_names",
+                    format!("app '{app_name}': '{bad}' is neither a DNS name nor an IP address"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The token executors of a group must hold: the group's own, else the cluster-wide
@@ -727,7 +765,10 @@ mod tests {
         let refused = config
             .apply_env(|key| (key == "XJOB_EXECUTOR_PEER_CHECK").then(|| "ture".to_string()))
             .expect_err("a typo is refused");
-        assert!(refused.to_string().contains("XJOB_EXECUTOR_PEER_CHECK"), "{refused}");
+        assert!(
+            refused.to_string().contains("XJOB_EXECUTOR_PEER_CHECK"),
+            "{refused}"
+        );
     }
 
     #[test]

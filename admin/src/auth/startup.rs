@@ -58,6 +58,37 @@ pub async fn check(store: &Store, config: &Config, now_ms: i64) -> Result<(), Er
     )))
 }
 
+/// Says at start when a listener accepts executors of groups without an access token from any
+/// process that reaches it: on loopback (the laptop default, `--demo`) that is every local
+/// process, which can register under such a group's app name and receive its runs and params.
+pub fn warn_open_registry(
+    config: &Config,
+    grpc: std::net::SocketAddr,
+    xxl_job: Option<std::net::SocketAddr>,
+) {
+    if !config.executor_token.is_empty() {
+        return;
+    }
+    let listeners = std::iter::once(grpc).chain(xxl_job);
+    for address in listeners {
+        if address.ip().is_loopback() {
+            tracing::warn!(
+                %address,
+                "groups without an access token are open to executors on this loopback \
+                 listener: any local process can register as their executor and receive their \
+                 runs and params; give each group an access token (or set executor_token) on \
+                 a shared machine"
+            );
+        } else if config.insecure_open_registry {
+            tracing::error!(
+                %address,
+                "INSECURE: groups without an access token are open to executors from the \
+                 network (insecure_open_registry is set)"
+            );
+        }
+    }
+}
+
 async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error> {
     if token.chars().count() < MIN_BOOTSTRAP_CHARS {
         return Err(Error::invalid(

@@ -58,7 +58,8 @@ fn is_own_origin(origin: &str, local: SocketAddr) -> bool {
     if authority.eq_ignore_ascii_case(&local.to_string()) {
         return true;
     }
-    local.ip().is_loopback() && authority.eq_ignore_ascii_case(&format!("localhost:{}", local.port()))
+    local.ip().is_loopback()
+        && authority.eq_ignore_ascii_case(&format!("localhost:{}", local.port()))
 }
 
 fn short(text: &str) -> String {
@@ -86,14 +87,29 @@ mod tests {
         assert!(check(&headers(&[json]), local).is_ok());
         assert!(check(&headers(&[("content-type", "text/plain")]), local).is_err());
         assert!(check(&headers(&[]), local).is_err());
-        assert!(check(&headers(&[json, ("origin", "http://127.0.0.1:8081")]), local).is_ok());
-        assert!(check(&headers(&[json, ("origin", "http://localhost:8081")]), local).is_ok());
+        assert!(
+            check(
+                &headers(&[json, ("origin", "http://127.0.0.1:8081")]),
+                local
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &headers(&[json, ("origin", "http://localhost:8081")]),
+                local
+            )
+            .is_ok()
+        );
         for foreign in ["http://evil.example", "null", "http://127.0.0.1:8082", ""] {
             let refused = check(&headers(&[json, ("origin", foreign)]), local);
             assert!(refused.is_err(), "{foreign}");
         }
         assert!(from_browser(&headers(&[("sec-fetch-site", "cross-site")])));
-        assert!(from_browser(&headers(&[("origin", "http://127.0.0.1:8081")])));
+        assert!(from_browser(&headers(&[(
+            "origin",
+            "http://127.0.0.1:8081"
+        )])));
         assert!(!from_browser(&headers(&[json])));
     }
 }

@@ -45,6 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::registry::CallbackCaller;
 use crate::callback::ReportedResult;
 use crate::context::AdminContext;
 use crate::error::Error;
@@ -189,8 +190,9 @@ async fn answer(
             Ok(callback) => {
                 let caller = CallbackCaller {
                     presented: presented.as_deref(),
-                    peer_ip: peer_ip.to_canonical(),
+                    peer_ip: Some(peer_ip.to_canonical()),
                     tokenless_allowed,
+                    cert: None,
                 };
                 callback_call(ctx, callback, caller).await
             }
@@ -350,13 +352,6 @@ async fn check_token(
 
 /// `api/callback`: the results go through the same checks and persistence as
 /// `Registry.Callback`, so retries, alarms and child jobs follow as for any run.
-/// Who sent a callback, as this listener judges it.
-struct CallbackCaller<'a> {
-    presented: Option<&'a str>,
-    peer_ip: IpAddr,
-    tokenless_allowed: bool,
-}
-
 async fn callback_call(
     ctx: &AdminContext,
     body: CallbackBody,
@@ -376,15 +371,9 @@ async fn callback_call(
         ));
     }
     let log_ids: Vec<i64> = items.iter().map(|item| item.log_id).collect();
-    let refused = crate::api::registry::check_callback(
-        ctx,
-        &log_ids,
-        caller.presented,
-        Some(caller.peer_ip),
-        caller.tokenless_allowed,
-    )
-    .await
-    .map_err(|status| status.message().to_string())?;
+    let refused = crate::api::registry::check_callback(ctx, &log_ids, &caller)
+        .await
+        .map_err(|status| status.message().to_string())?;
     let results: Vec<ReportedResult> = items
         .into_iter()
         .filter(|item| !refused.contains(&item.log_id))
