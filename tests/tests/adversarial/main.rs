@@ -3,4 +3,9 @@
 //! plus bounded property tests over the parsers that read untrusted input. One module per surface
 //! an attacker reaches; docs/security.md lists what each covers.
 
+mod child_links;
+mod compat_listener;
+mod config_flags;
 mod first_round;
+mod oracles;
+mod support;
