@@ -7,5 +7,6 @@ mod child_links;
 mod compat_listener;
 mod config_flags;
 mod first_round;
+mod mtls_binding;
 mod oracles;
 mod support;
