@@ -102,6 +102,37 @@ async fn non_loopback_without_users_refuses_until_an_admin_is_created() -> anyho
     let user = me.user.ok_or_else(|| anyhow::anyhow!("no user"))?;
     assert_eq!((user.name.as_str(), user.role.as_str()), ("alice", "admin"));
     assert!(!me.open);
+
+    // The user made on the command line is in the audit trail, named by its token's prefix
+    // only.
+    let mut request = Request::new(pb::ListAuditRequest::default());
+    request.metadata_mut().insert("authorization", bearer);
+    let entries = client.list_audit(request).await?.into_inner().entries;
+    let made = entries
+        .iter()
+        .find(|entry| entry.call == "CreateUser")
+        .ok_or_else(|| anyhow::anyhow!("no CreateUser row: {entries:?}"))?;
+    assert_eq!(made.actor, "(command line)");
+    assert_eq!(made.object, format!("user:{}", user.id));
+    assert!(
+        made.summary.contains("name 'alice', role admin"),
+        "{made:?}"
+    );
+    assert!(!made.summary.contains(&token), "{made:?}");
+    Ok(())
+}
+
+#[test]
+fn a_boolean_variable_that_is_not_a_boolean_stops_the_start() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut serve = serve_command(dir.path(), &format!("127.0.0.1:{}", free_port()?));
+    serve.env("XJOB_EXECUTOR_PEER_CHECK", "ture");
+    let (ok, _, stderr) = run_bounded(&mut serve)?;
+    assert!(!ok, "a typo must not start the admin: {stderr}");
+    assert!(
+        stderr.contains("XJOB_EXECUTOR_PEER_CHECK") && stderr.contains("'ture' is not a boolean"),
+        "{stderr}"
+    );
     Ok(())
 }
 
