@@ -97,7 +97,9 @@ async fn non_loopback_without_users_refuses_until_an_admin_is_created() -> anyho
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
     let mut request = Request::new(pb::WhoAmIRequest {});
     let bearer = MetadataValue::try_from(format!("Bearer {token}"))?;
-    request.metadata_mut().insert("authorization", bearer);
+    request
+        .metadata_mut()
+        .insert("authorization", bearer.clone());
     let me = client.who_am_i(request).await?.into_inner();
     let user = me.user.ok_or_else(|| anyhow::anyhow!("no user"))?;
     assert_eq!((user.name.as_str(), user.role.as_str()), ("alice", "admin"));
