@@ -15,7 +15,10 @@ use xjob_tests::{TestCluster, ok_handler};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-const VARIABLES: [(&str, fn(&Config) -> bool); 5] = [
+/// Reads one boolean setting of a config.
+type Setting = fn(&Config) -> bool;
+
+const VARIABLES: [(&str, Setting); 5] = [
     ("XJOB_DEMO", |config| config.demo),
     ("XJOB_INSECURE_OPEN_ADMIN_API", |config| {
         config.insecure_open_admin_api
@@ -33,12 +36,14 @@ const VARIABLES: [(&str, fn(&Config) -> bool); 5] = [
 
 /// A config whose booleans all start as `initial`, with one variable applied.
 fn with_env(variable: &'static str, value: &'static str, initial: bool) -> Result<Config, String> {
-    let mut config = Config::default();
-    config.demo = initial;
-    config.insecure_open_admin_api = initial;
-    config.executor_peer_check = initial;
-    config.insecure_open_registry = initial;
-    config.trigger_any_address = initial;
+    let mut config = Config {
+        demo: initial,
+        insecure_open_admin_api: initial,
+        executor_peer_check: initial,
+        insecure_open_registry: initial,
+        trigger_any_address: initial,
+        ..Config::default()
+    };
     config
         .apply_env(|key| (key == variable).then(|| value.to_string()))
         .map_err(|error| error.to_string())?;
