@@ -200,15 +200,6 @@ pub(crate) async fn check_callback(
     }
     for target in targets {
         let log_id = target.log_id;
-        if let Some(cert) = &caller.cert {
-            let what = format!("log {log_id}");
-            crate::registry::cert_binding::check(
-                &ctx.config,
-                cert.as_ref(),
-                &target.app_name,
-                &what,
-            )?;
-        }
         let expected = ctx.config.executor_token_for(&target.access_token);
         if expected.is_empty() && !tokenless_allowed {
             if !holds_executor_secret(ctx, presented, false).await? {
@@ -224,6 +215,16 @@ pub(crate) async fn check_callback(
         {
             tracing::warn!(log_id, "callback refused: wrong or missing access token");
             return Err(wrong_token(log_id));
+        }
+        // After the token: a caller without the group's token learns nothing more here.
+        if let Some(cert) = &caller.cert {
+            let what = format!("log {log_id}");
+            crate::registry::cert_binding::check(
+                &ctx.config,
+                cert.as_ref(),
+                &target.app_name,
+                &what,
+            )?;
         }
         if target.status == RunStatus::Pending {
             tracing::warn!(
