@@ -168,3 +168,28 @@ async fn a_bootstrap_token_creates_the_first_admin() -> anyhow::Result<()> {
     assert_eq!((user.name.as_str(), user.role.as_str()), ("admin", "admin"));
     Ok(())
 }
+
+/// Laptop mode (no users, no executor token, loopback): the start says that token-less groups
+/// are open to every local process.
+#[tokio::test]
+async fn laptop_mode_says_that_any_local_process_can_register() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let log_path = dir.path().join("admin.log");
+    let log = std::fs::File::create(&log_path)?;
+    let mut serve = serve_command(dir.path(), &format!("127.0.0.1:{}", free_port()?));
+    serve
+        .env_remove("XJOB_EXECUTOR_TOKEN")
+        .stderr(log.try_clone()?);
+    let _admin = ChildProcess::spawn_with_stdout("laptop-admin", &mut serve, log.into())?;
+    wait_until(
+        Duration::from_secs(20),
+        "the open-registry warning",
+        || async {
+            let text = std::fs::read_to_string(&log_path).ok()?;
+            text.contains("any local process can register")
+                .then_some(())
+        },
+    )
+    .await?;
+    Ok(())
+}
