@@ -419,6 +419,7 @@ pub async fn start_with(
     if let Some(address) = xxl_compat_addr {
         tracing::info!(%address, "serving XXL-JOB executors (registry, callback)");
     }
+    crate::auth::startup::warn_open_registry(&config, local_addr, xxl_compat_addr);
     Ok(RunningAdmin {
         local_addr,
         metrics_addr,

@@ -132,6 +132,11 @@ pub struct Config {
     /// is required for `Registry.Session` and `Registry.Callback`; other callers may have none)
     /// or `all` (the TLS handshake fails without one) (`XJOB_TLS_CLIENT_AUTH`).
     pub tls_client_auth: TlsClientAuth,
+    /// Binds executors' client certificates to groups: app name → the names (DNS names or IP
+    /// addresses in the certificate's subject alternative names) a certificate must carry to
+    /// register or report results for that app. Empty = any certificate from `tls_ca` serves
+    /// every group. Once set, apps not listed are refused. Needs `tls_client_auth`.
+    pub executor_cert_names: std::collections::BTreeMap<String, Vec<String>>,
     /// Certificate the admin presents when it calls executors; unset = `tls_cert`.
     pub tls_client_cert: Option<PathBuf>,
     /// Key of `tls_client_cert`; unset = `tls_key`.
@@ -277,6 +282,7 @@ impl Default for Config {
             tls_key: None,
             tls_ca: None,
             tls_client_auth: TlsClientAuth::None,
+            executor_cert_names: Default::default(),
             tls_client_cert: None,
             tls_client_key: None,
             tls_reload_interval: Duration::from_secs(2),
@@ -414,25 +420,25 @@ impl Config {
         }
         self.alarm.apply_env(&lookup)?;
         if let Some(value) = lookup("XJOB_DEMO") {
-            self.demo = matches!(value.as_str(), "1" | "true" | "yes");
+            self.demo = parse_bool("XJOB_DEMO", &value)?;
         }
         if let Some(value) = lookup("XJOB_INSECURE_OPEN_ADMIN_API") {
-            self.insecure_open_admin_api = matches!(value.as_str(), "1" | "true" | "yes");
+            self.insecure_open_admin_api = parse_bool("XJOB_INSECURE_OPEN_ADMIN_API", &value)?;
         }
         if let Some(value) = lookup("XJOB_BOOTSTRAP_TOKEN") {
             self.bootstrap_token = value;
         }
         if let Some(value) = lookup("XJOB_EXECUTOR_PEER_CHECK") {
-            self.executor_peer_check = matches!(value.as_str(), "1" | "true" | "yes");
+            self.executor_peer_check = parse_bool("XJOB_EXECUTOR_PEER_CHECK", &value)?;
         }
         if let Some(value) = lookup("XJOB_INSECURE_OPEN_REGISTRY") {
-            self.insecure_open_registry = matches!(value.as_str(), "1" | "true" | "yes");
+            self.insecure_open_registry = parse_bool("XJOB_INSECURE_OPEN_REGISTRY", &value)?;
         }
         if let Some(value) = lookup("XJOB_EXECUTOR_TOKEN") {
             self.executor_token = value;
         }
         if let Some(value) = lookup("XJOB_TRIGGER_ANY_ADDRESS") {
-            self.trigger_any_address = matches!(value.as_str(), "1" | "true" | "yes");
+            self.trigger_any_address = parse_bool("XJOB_TRIGGER_ANY_ADDRESS", &value)?;
         }
         Ok(())
     }
@@ -539,6 +545,7 @@ impl Config {
                 ));
             }
         }
+        self.check_executor_cert_names()?;
         if self.demo && self.tls_cert.is_some() {
             return Err(invalid(
                 "demo",
@@ -624,6 +631,37 @@ impl Config {
         self.listen.ip().is_loopback() || self.insecure_open_registry
     }
 
+    /// `executor_cert_names` needs client certificates, and each name must be matchable.
+    fn check_executor_cert_names(&self) -> Result<(), ConfigError> {
+        if self.executor_cert_names.is_empty() {
+            return Ok(());
+        }
+        if self.tls_client_auth == TlsClientAuth::None {
+            return Err(invalid(
+                "executor_cert_names",
+                "binds client certificates to groups: set tls_client_auth = \"executors\" or \"all\"",
+            ));
+        }
+        for (app_name, names) in &self.executor_cert_names {
+            if names.is_empty() {
+                return Err(invalid(
+                    "executor_cert_names",
+                    format!("app '{app_name}': list at least one certificate name"),
+                ));
+            }
+            if let Some(bad) = names
+                .iter()
+                .find(|name| !xjob_tls::is_certificate_name(name))
+            {
+                return Err(invalid(
+                    "executor_cert_names",
+                    format!("app '{app_name}': '{bad}' is neither a DNS name nor an IP address"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The token executors of a group must hold: the group's own, else the cluster-wide
     /// `executor_token` (empty: none).
     pub fn executor_token_for<'a>(&'a self, group_token: &'a str) -> &'a str {
@@ -656,6 +694,23 @@ where
     value
         .parse()
         .map_err(|error: T::Err| invalid(field, format!("'{value}': {error}")))
+}
+
+/// A boolean environment variable: `true`/`on`/`yes`/`1` or `false`/`off`/`no`/`0`, in any case
+/// (surrounding spaces ignored). Anything else stops the start with an error naming the
+/// variable: a typo in a security switch must not silently pick one side.
+pub(crate) fn parse_bool(variable: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        _ => Err(invalid(
+            variable,
+            format!(
+                "'{}' is not a boolean: use true/false, on/off, yes/no or 1/0",
+                value.chars().take(32).collect::<String>()
+            ),
+        )),
+    }
 }
 
 /// The machine's IANA zone: `TZ`, else the `/etc/localtime` link target, else UTC.
@@ -714,6 +769,28 @@ pub(crate) mod duration_text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boolean_variables_take_every_spelling_and_refuse_the_rest() {
+        for yes in ["TRUE", "true", "On", "1", "yes", " YES "] {
+            assert_eq!(parse_bool("XJOB_DEMO", yes).ok(), Some(true), "{yes}");
+        }
+        for no in ["FALSE", "false", "off", "0", "No"] {
+            assert_eq!(parse_bool("XJOB_DEMO", no).ok(), Some(false), "{no}");
+        }
+        for bad in ["", "maybe", "2", "enabled"] {
+            let refused = parse_bool("XJOB_DEMO", bad).expect_err(bad);
+            assert_eq!(refused.field, "XJOB_DEMO");
+        }
+        let mut config = Config::default();
+        let refused = config
+            .apply_env(|key| (key == "XJOB_EXECUTOR_PEER_CHECK").then(|| "ture".to_string()))
+            .expect_err("a typo is refused");
+        assert!(
+            refused.to_string().contains("XJOB_EXECUTOR_PEER_CHECK"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn durations_parse_with_units() {

@@ -301,10 +301,21 @@ async fn create_user(args: UserCreateArgs) -> anyhow::Result<()> {
         &store, &args.name, &args.role, &password, None, now_ms, ttl_ms,
     )
     .await;
+    let audited = match &created {
+        Ok(created) => {
+            xjob_admin::auth::accounts::audit_created(&store, "(command line)", created, now_ms)
+                .await
+        }
+        Err(_) => Ok(()),
+    };
     store.close().await;
     let created = created?;
     tracing::info!(user = %created.user.name, role = created.user.role.as_str(),
         "user created; its token is printed once below");
+    if let Err(error) = audited {
+        // The user exists and its token is printed; only the trail lacks the row.
+        tracing::error!(%error, user = %created.user.name, "audit entry not written");
+    }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", created.token)?;
     stdout.flush()?;

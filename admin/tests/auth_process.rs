@@ -97,11 +97,44 @@ async fn non_loopback_without_users_refuses_until_an_admin_is_created() -> anyho
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
     let mut request = Request::new(pb::WhoAmIRequest {});
     let bearer = MetadataValue::try_from(format!("Bearer {token}"))?;
-    request.metadata_mut().insert("authorization", bearer);
+    request
+        .metadata_mut()
+        .insert("authorization", bearer.clone());
     let me = client.who_am_i(request).await?.into_inner();
     let user = me.user.ok_or_else(|| anyhow::anyhow!("no user"))?;
     assert_eq!((user.name.as_str(), user.role.as_str()), ("alice", "admin"));
     assert!(!me.open);
+
+    // The user made on the command line is in the audit trail, named by its token's prefix
+    // only.
+    let mut request = Request::new(pb::ListAuditRequest::default());
+    request.metadata_mut().insert("authorization", bearer);
+    let entries = client.list_audit(request).await?.into_inner().entries;
+    let made = entries
+        .iter()
+        .find(|entry| entry.call == "CreateUser")
+        .ok_or_else(|| anyhow::anyhow!("no CreateUser row: {entries:?}"))?;
+    assert_eq!(made.actor, "(command line)");
+    assert_eq!(made.object, format!("user:{}", user.id));
+    assert!(
+        made.summary.contains("name 'alice', role admin"),
+        "{made:?}"
+    );
+    assert!(!made.summary.contains(&token), "{made:?}");
+    Ok(())
+}
+
+#[test]
+fn a_boolean_variable_that_is_not_a_boolean_stops_the_start() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut serve = serve_command(dir.path(), &format!("127.0.0.1:{}", free_port()?));
+    serve.env("XJOB_EXECUTOR_PEER_CHECK", "ture");
+    let (ok, _, stderr) = run_bounded(&mut serve)?;
+    assert!(!ok, "a typo must not start the admin: {stderr}");
+    assert!(
+        stderr.contains("XJOB_EXECUTOR_PEER_CHECK") && stderr.contains("'ture' is not a boolean"),
+        "{stderr}"
+    );
     Ok(())
 }
 
@@ -133,5 +166,30 @@ async fn a_bootstrap_token_creates_the_first_admin() -> anyhow::Result<()> {
     let me = client.who_am_i(request).await?.into_inner();
     let user = me.user.ok_or_else(|| anyhow::anyhow!("no user"))?;
     assert_eq!((user.name.as_str(), user.role.as_str()), ("admin", "admin"));
+    Ok(())
+}
+
+/// Laptop mode (no users, no executor token, loopback): the start says that token-less groups
+/// are open to every local process.
+#[tokio::test]
+async fn laptop_mode_says_that_any_local_process_can_register() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let log_path = dir.path().join("admin.log");
+    let log = std::fs::File::create(&log_path)?;
+    let mut serve = serve_command(dir.path(), &format!("127.0.0.1:{}", free_port()?));
+    serve
+        .env_remove("XJOB_EXECUTOR_TOKEN")
+        .stderr(log.try_clone()?);
+    let _admin = ChildProcess::spawn_with_stdout("laptop-admin", &mut serve, log.into())?;
+    wait_until(
+        Duration::from_secs(20),
+        "the open-registry warning",
+        || async {
+            let text = std::fs::read_to_string(&log_path).ok()?;
+            text.contains("any local process can register")
+                .then_some(())
+        },
+    )
+    .await?;
     Ok(())
 }

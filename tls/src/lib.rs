@@ -22,6 +22,7 @@ mod server;
 use std::path::{Path, PathBuf};
 
 pub use incoming::{ListenOptions, plain_incoming, tls_incoming};
+pub use rustls_pki_types::CertificateDer;
 pub use server::{ClientAuth, ServerTls, ServerTlsFiles};
 pub use tokio_rustls::server::TlsStream;
 
@@ -85,6 +86,36 @@ pub fn peer_has_verified_cert<T>(request: &tonic::Request<T>) -> bool {
     request
         .peer_certs()
         .is_some_and(|certificates| !certificates.is_empty())
+}
+
+/// The certificate a client presented (its leaf, DER), which the handshake verified against the
+/// server's CA; `None` on plaintext or without a client certificate.
+pub fn peer_leaf_cert<T>(
+    request: &tonic::Request<T>,
+) -> Option<rustls_pki_types::CertificateDer<'static>> {
+    request
+        .peer_certs()
+        .and_then(|certificates| certificates.first().cloned())
+}
+
+/// Whether `cert` is valid for one of `names` (DNS names or IP addresses) by its subject
+/// alternative names, matched as a TLS client matches a server's name (the subject's common
+/// name is not used). Names that are neither a DNS name nor an IP address match nothing.
+pub fn cert_names_one_of(cert: &rustls_pki_types::CertificateDer<'_>, names: &[String]) -> bool {
+    use tokio_rustls::rustls::client::verify_server_name;
+    use tokio_rustls::rustls::server::ParsedCertificate;
+    let Ok(parsed) = ParsedCertificate::try_from(cert) else {
+        return false;
+    };
+    names.iter().any(|name| {
+        rustls_pki_types::ServerName::try_from(name.as_str())
+            .is_ok_and(|server_name| verify_server_name(&parsed, &server_name).is_ok())
+    })
+}
+
+/// Whether `name` can be matched against a certificate (a DNS name or an IP address).
+pub fn is_certificate_name(name: &str) -> bool {
+    rustls_pki_types::ServerName::try_from(name).is_ok()
 }
 
 /// Reads a PEM file, naming it on failure.

@@ -54,10 +54,13 @@ impl pb::registry_server::Registry for RegistryService {
         &self,
         request: Request<Streaming<pb::ExecutorMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
-        let token = bearer_token(&request);
-        let peer_ip = request
-            .remote_addr()
-            .map(|address| address.ip().to_canonical());
+        let caller = crate::registry::stream::SessionCaller {
+            token: bearer_token(&request),
+            peer_ip: request
+                .remote_addr()
+                .map(|address| address.ip().to_canonical()),
+            cert: xjob_tls::peer_leaf_cert(&request),
+        };
         let config = &self.ctx.config;
         let permit = self.ctx.sessions.session_counts.acquire(
             request.remote_addr().map(|address| address.ip()),
@@ -74,8 +77,7 @@ impl pb::registry_server::Registry for RegistryService {
                 sessions,
                 inbound,
                 outbound_tx,
-                token,
-                peer_ip,
+                caller,
                 cancel,
                 permit,
             ));
@@ -87,13 +89,18 @@ impl pb::registry_server::Registry for RegistryService {
         request: Request<pb::CallbackRequest>,
     ) -> Result<Response<pb::CallbackResponse>, Status> {
         let presented = bearer_token(&request);
-        let peer_ip = request
-            .remote_addr()
-            .map(|address| address.ip().to_canonical());
-        let results = request.into_inner().results;
-        check_results(&results)?;
+        let caller = CallbackCaller {
+            presented: presented.as_deref(),
+            peer_ip: request
+                .remote_addr()
+                .map(|address| address.ip().to_canonical()),
+            tokenless_allowed: self.ctx.config.tokenless_executors_allowed(),
+            cert: Some(xjob_tls::peer_leaf_cert(&request)),
+        };
+        let results = request.get_ref().results.as_slice();
+        check_results(results)?;
         let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
-        let refused = check_callback(&self.ctx, &log_ids, presented.as_deref(), peer_ip).await?;
+        let refused = check_callback(&self.ctx, &log_ids, &caller).await?;
         let results: Vec<_> = results
             .iter()
             .filter(|result| !refused.contains(&result.log_id))
@@ -153,12 +160,24 @@ fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
 /// executor keeps them; nothing is written) when their run was never dispatched (PENDING) or
 /// when its address is held by a live session of this admin from another peer IP than the
 /// callback's (a forged result for someone else's run). Returns those left unaccepted.
+///
+/// `tokenless_allowed` is decided by the listener the callback arrived on (a loopback listener,
+/// or `insecure_open_registry`), exactly as for registrations on that listener.
+///
+/// A log id that names no run is answered to a caller who holds no executor secret (no group's
+/// access token, not `executor_token`) exactly like a run of a group whose token it lacks: else
+/// an outsider could tell which log ids exist by which ones are refused.
 pub(crate) async fn check_callback(
     ctx: &AdminContext,
     log_ids: &[i64],
-    presented: Option<&str>,
-    peer_ip: Option<std::net::IpAddr>,
+    caller: &CallbackCaller<'_>,
 ) -> Result<std::collections::HashSet<i64>, Status> {
+    let CallbackCaller {
+        presented,
+        peer_ip,
+        tokenless_allowed,
+        ..
+    } = *caller;
     let mut refused = std::collections::HashSet::new();
     if log_ids.is_empty() {
         return Ok(refused);
@@ -168,10 +187,25 @@ pub(crate) async fn check_callback(
         .callback_targets(log_ids)
         .await
         .map_err(Error::from)?;
+    let known: std::collections::HashSet<i64> =
+        targets.iter().map(|target| target.log_id).collect();
+    if let Some(unknown) = log_ids.iter().find(|id| !known.contains(id))
+        && !holds_executor_secret(ctx, presented, tokenless_allowed).await?
+    {
+        tracing::warn!(
+            log_id = unknown,
+            "callback refused: unknown log id, no executor secret"
+        );
+        return Err(wrong_token(*unknown));
+    }
     for target in targets {
         let log_id = target.log_id;
         let expected = ctx.config.executor_token_for(&target.access_token);
-        if expected.is_empty() && !ctx.config.tokenless_executors_allowed() {
+        if expected.is_empty() && !tokenless_allowed {
+            if !holds_executor_secret(ctx, presented, false).await? {
+                // Naming the app would tell an outsider where the run belongs.
+                return Err(wrong_token(log_id));
+            }
             return Err(Status::unauthenticated(
                 crate::registry::stream::tokenless_refusal(&target.app_name),
             ));
@@ -180,9 +214,17 @@ pub(crate) async fn check_callback(
             && !presented.is_some_and(|presented| tokens_match(presented, expected))
         {
             tracing::warn!(log_id, "callback refused: wrong or missing access token");
-            return Err(Status::unauthenticated(format!(
-                "wrong or missing access token for the group of log {log_id}"
-            )));
+            return Err(wrong_token(log_id));
+        }
+        // After the token: a caller without the group's token learns nothing more here.
+        if let Some(cert) = &caller.cert {
+            let what = format!("log {log_id}");
+            crate::registry::cert_binding::check(
+                &ctx.config,
+                cert.as_ref(),
+                &target.app_name,
+                &what,
+            )?;
         }
         if target.status == RunStatus::Pending {
             tracing::warn!(
@@ -213,6 +255,54 @@ pub(crate) async fn check_callback(
         }
     }
     Ok(refused)
+}
+
+/// Who sent a callback, as the listener it arrived on judges it.
+pub(crate) struct CallbackCaller<'a> {
+    /// The executor token presented, if any.
+    pub presented: Option<&'a str>,
+    pub peer_ip: Option<std::net::IpAddr>,
+    /// Whether groups without an access token are open on this listener (a loopback listener,
+    /// or `insecure_open_registry`; never a browser context on the XXL-JOB listener).
+    pub tokenless_allowed: bool,
+    /// `Some` on the gRPC listener: the connection's client certificate, checked against
+    /// `executor_cert_names`. `None` where certificates do not apply (the XXL-JOB listener).
+    pub cert: Option<Option<xjob_tls::CertificateDer<'static>>>,
+}
+
+/// The one refusal an unauthenticated callback gets, whether its log id exists or not.
+fn wrong_token(log_id: i64) -> Status {
+    Status::unauthenticated(format!(
+        "wrong or missing access token for the group of log {log_id}"
+    ))
+}
+
+/// Whether the caller proved it is some group's executor: it presented `executor_token` or a
+/// group's access token. When the admin holds no such secret at all and token-less executors
+/// are allowed on this listener (the laptop setup), every caller counts: there is nothing to
+/// tell apart.
+async fn holds_executor_secret(
+    ctx: &AdminContext,
+    presented: Option<&str>,
+    tokenless_allowed: bool,
+) -> Result<bool, Status> {
+    let cluster = ctx.config.executor_token.as_str();
+    let presented = presented.filter(|presented| !presented.is_empty());
+    if let Some(presented) = presented
+        && !cluster.is_empty()
+        && tokens_match(presented, cluster)
+    {
+        return Ok(true);
+    }
+    let group_tokens = ctx.store.group_access_tokens().await.map_err(Error::from)?;
+    if tokenless_allowed && cluster.is_empty() && group_tokens.is_empty() {
+        return Ok(true);
+    }
+    Ok(presented.is_some_and(|presented| {
+        group_tokens
+            .iter()
+            .any(|token| tokens_match(presented, token))
+    }))
 }
 
 #[cfg(test)]

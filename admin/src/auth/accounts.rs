@@ -3,7 +3,7 @@
 
 use super::secrets::{generate_token, hash_password, hash_token, shown_prefix};
 use crate::error::Error;
-use crate::model::{ApiToken, Role, User};
+use crate::model::{ApiToken, AuditEntry, Role, User};
 use crate::store::Store;
 
 /// Longest user name (the MySQL column holds 191 characters).
@@ -69,6 +69,36 @@ pub async fn create_user(
         token,
         token_info,
     })
+}
+
+/// What the audit trail says about a new user (its token only by its shown prefix).
+pub fn created_summary(created: &CreatedUser) -> String {
+    format!(
+        "name '{}', role {}, token {}",
+        created.user.name,
+        created.user.role.as_str(),
+        created.token_info.prefix
+    )
+}
+
+/// Writes the audit row of a user made outside `JobAdmin` (`xjob user create`, the bootstrap
+/// token), so every user's origin is in the trail. `actor` says which way it was made.
+pub async fn audit_created(
+    store: &Store,
+    actor: &str,
+    created: &CreatedUser,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let entry = AuditEntry {
+        id: 0,
+        at_ms: now_ms,
+        actor: actor.to_string(),
+        call: "CreateUser".to_string(),
+        object: format!("user:{}", created.user.id),
+        summary: created_summary(created),
+    };
+    store.insert_audit(&entry).await?;
+    Ok(())
 }
 
 /// Issues a token for a user (random unless given); returns it with its stored description.

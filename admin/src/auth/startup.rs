@@ -84,6 +84,37 @@ fn short_bootstrap_token(token: &str) -> Option<Error> {
     })
 }
 
+/// Says at start when a listener accepts executors of groups without an access token from any
+/// process that reaches it: on loopback (the laptop default, `--demo`) that is every local
+/// process, which can register under such a group's app name and receive its runs and params.
+pub fn warn_open_registry(
+    config: &Config,
+    grpc: std::net::SocketAddr,
+    xxl_job: Option<std::net::SocketAddr>,
+) {
+    if !config.executor_token.is_empty() {
+        return;
+    }
+    let listeners = std::iter::once(grpc).chain(xxl_job);
+    for address in listeners {
+        if address.ip().is_loopback() {
+            tracing::warn!(
+                %address,
+                "groups without an access token are open to executors on this loopback \
+                 listener: any local process can register as their executor and receive their \
+                 runs and params; give each group an access token (or set executor_token) on \
+                 a shared machine"
+            );
+        } else if config.insecure_open_registry {
+            tracing::error!(
+                %address,
+                "INSECURE: groups without an access token are open to executors from the \
+                 network (insecure_open_registry is set)"
+            );
+        }
+    }
+}
+
 async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error> {
     if let Some(error) = short_bootstrap_token(token) {
         return Err(error);
@@ -104,6 +135,11 @@ async fn bootstrap(store: &Store, token: &str, now_ms: i64) -> Result<(), Error>
         Err(Error::AlreadyExists(_)) => return Ok(()),
         Err(error) => return Err(error),
     };
+    if let Err(error) =
+        super::accounts::audit_created(store, "(bootstrap token)", &created, now_ms).await
+    {
+        tracing::error!(%error, user = %created.user.name, "audit entry not written");
+    }
     tracing::warn!(
         user = %created.user.name,
         "created the first admin from XJOB_BOOTSTRAP_TOKEN; issue personal tokens and revoke \

@@ -20,6 +20,7 @@
 //! left the other admins' rows), the registry publishes its address on a broadcast channel
 //! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
+pub mod cert_binding;
 pub mod limits;
 pub mod refresh;
 pub mod stream;

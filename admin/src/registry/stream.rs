@@ -41,13 +41,21 @@ static SESSION_COUNTER: AtomicU64 = AtomicU64::new(1);
 /// Longest a heartbeat waits for its registry row to be written.
 const ROW_WRITE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Who opened a session: what the admin checks it by.
+pub struct SessionCaller {
+    /// The bearer token presented, if any.
+    pub token: Option<String>,
+    pub peer_ip: Option<IpAddr>,
+    /// The client certificate of the connection (mTLS), for `executor_cert_names`.
+    pub cert: Option<xjob_tls::CertificateDer<'static>>,
+}
+
 /// Serves one `Registry.Session` stream until it ends.
 pub async fn serve_session(
     ctx: Arc<RegistryContext>,
     mut inbound: Streaming<pb::ExecutorMessage>,
     outbound: Outbound,
-    presented_token: Option<String>,
-    peer_ip: Option<IpAddr>,
+    caller: SessionCaller,
     cancel: CancellationToken,
     // Held until the session ends: its place in `max_sessions` / `max_sessions_per_peer`.
     _permit: super::limits::SessionPermit,
@@ -60,7 +68,21 @@ pub async fn serve_session(
             return;
         }
     };
+    let SessionCaller {
+        token: presented_token,
+        peer_ip,
+        cert,
+    } = caller;
     if let Err(status) = check_token(&ctx, &register.app_name, presented_token.as_deref()).await {
+        let _ = outbound.send(Err(status)).await;
+        return;
+    }
+    let app = format!("app '{}'", register.app_name);
+    if let Err(status) =
+        super::cert_binding::check(&ctx.config, cert.as_ref(), &register.app_name, &app)
+    {
+        tracing::warn!(app = %register.app_name, ?peer_ip,
+            "session refused: its client certificate is not bound to the app");
         let _ = outbound.send(Err(status)).await;
         return;
     }

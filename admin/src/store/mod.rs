@@ -336,6 +336,8 @@ shared! {
     fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
     /// The app name of every group, sorted (the online-executors gauge reports each).
     fn group_app_names(&self) -> StoreResult<Vec<String>> => groups;
+    /// Every distinct group access token that is set.
+    fn group_access_tokens(&self) -> StoreResult<Vec<String>> => groups;
     /// Number of jobs in a group.
     fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> => groups;
     // ---- jobs

@@ -7,6 +7,14 @@
 //! POST …/api/registryRemove  ─▶ out of routing at once
 //! POST …/api/callback        ─▶ same token check as Registry.Callback ─▶ callback::apply_results
 //! ```
+//!
+//! Web pages must not be able to use a loopback listener on a developer's machine (a page can
+//! post to `127.0.0.1` without reading the answer): a request must say
+//! `Content-Type: application/json` (a page cannot send that cross-site without a CORS
+//! preflight, which this listener never answers), an `Origin` other than the listener itself is
+//! refused, and a request from a browser context (`Origin` or `Sec-Fetch-*` headers) is never
+//! accepted for a group without an access token. Whether token-less groups are open at all is
+//! decided by this listener's own address (loopback) for registrations and callbacks alike.
 //! Only the end of the path counts, so an executor configured with the old admin's context
 //! path (`http://host:port/xxl-job-admin`) needs only a new host and port.
 //!
@@ -22,6 +30,7 @@
 //! rewrites the rows of the XXL-JOB executors it holds every third of a lease while their
 //! registrations are live ([`run_row_refresh`]).
 
+mod browser_guard;
 mod wire;
 
 use std::convert::Infallible;
@@ -36,6 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::registry::CallbackCaller;
 use crate::callback::ReportedResult;
 use crate::context::AdminContext;
 use crate::error::Error;
@@ -60,10 +70,10 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, Error> {
 
 /// Serves XXL-JOB's executor-facing API on `listener` until `cancel`.
 pub async fn serve(listener: TcpListener, ctx: Arc<AdminContext>, cancel: CancellationToken) {
-    let loopback = listener
-        .local_addr()
-        .map(|address| address.ip().is_loopback())
-        .unwrap_or(false);
+    let Ok(local) = listener.local_addr() else {
+        tracing::error!("XXL-JOB compatibility listener has no local address; not serving");
+        return;
+    };
     loop {
         let (stream, peer) = tokio::select! {
             _ = cancel.cancelled() => break,
@@ -82,7 +92,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<AdminContext>, cancel: Cancel
             let service = hyper::service::service_fn(move |request| {
                 let ctx = Arc::clone(&ctx);
                 async move {
-                    let answer = answer(&ctx, request, peer.ip(), loopback).await;
+                    let answer = answer(&ctx, request, peer.ip(), local).await;
                     Ok::<_, Infallible>(json_response(&answer))
                 }
             });
@@ -133,7 +143,7 @@ async fn answer(
     ctx: &AdminContext,
     request: Request<Incoming>,
     peer_ip: IpAddr,
-    loopback: bool,
+    local: SocketAddr,
 ) -> Answer {
     if request.method() != Method::POST {
         return Answer::fail("invalid request, HttpMethod not support.");
@@ -142,6 +152,14 @@ async fn answer(
         let path = short(request.uri().path());
         return Answer::fail(format!("invalid request, uri-mapping({path}) not found."));
     };
+    if let Err(message) = browser_guard::check(request.headers(), local) {
+        tracing::warn!(?call, %peer_ip, reason = %message, "XXL-JOB executor call refused");
+        return Answer::fail(message);
+    }
+    // Token-less groups: open only on a loopback listener (or with insecure_open_registry),
+    // and never to a browser context, for registrations and callbacks alike.
+    let tokenless_allowed = !browser_guard::from_browser(request.headers())
+        && (local.ip().is_loopback() || ctx.config.insecure_open_registry);
     let presented = request
         .headers()
         .get(TOKEN_HEADER)
@@ -160,7 +178,9 @@ async fn answer(
     };
     let outcome = match call {
         Call::Registry | Call::RegistryRemove => match serde_json::from_slice(&body) {
-            Ok(param) => registry_call(ctx, call, param, presented.as_deref(), loopback).await,
+            Ok(param) => {
+                registry_call(ctx, call, param, presented.as_deref(), tokenless_allowed).await
+            }
             Err(error) => Err(format!(
                 "registry body is not a RegistryParam: {}",
                 short(&error.to_string())
@@ -168,7 +188,13 @@ async fn answer(
         },
         Call::Callback => match serde_json::from_slice::<CallbackBody>(&body) {
             Ok(callback) => {
-                callback_call(ctx, callback, presented.as_deref(), peer_ip.to_canonical()).await
+                let caller = CallbackCaller {
+                    presented: presented.as_deref(),
+                    peer_ip: Some(peer_ip.to_canonical()),
+                    tokenless_allowed,
+                    cert: None,
+                };
+                callback_call(ctx, callback, caller).await
             }
             Err(error) => Err(format!(
                 "callback body is not a list of results: {}",
@@ -191,7 +217,7 @@ async fn registry_call(
     call: Call,
     param: RegistryParam,
     presented: Option<&str>,
-    loopback: bool,
+    tokenless_allowed: bool,
 ) -> Result<(), String> {
     let app_name = param.registry_key.trim();
     let address = param.registry_value.trim();
@@ -214,7 +240,7 @@ async fn registry_call(
         ));
     }
     let address = address.trim_end_matches('/');
-    check_token(ctx, app_name, presented, loopback).await?;
+    check_token(ctx, app_name, presented, tokenless_allowed).await?;
     let executor_id = format!("xxl-job:{app_name}:{address}");
     if call == Call::RegistryRemove {
         if ctx.registry.remove(&executor_id).is_some() {
@@ -291,12 +317,13 @@ pub async fn run_row_refresh(ctx: Arc<AdminContext>, cancel: CancellationToken) 
 }
 
 /// The registering executor must present its group's access token (or `executor_token`). A
-/// group with neither is open only on a loopback listener or with `insecure_open_registry`.
+/// group with neither is open only when `tokenless_allowed` (a loopback listener or
+/// `insecure_open_registry`, and not a browser context).
 async fn check_token(
     ctx: &AdminContext,
     app_name: &str,
     presented: Option<&str>,
-    loopback: bool,
+    tokenless_allowed: bool,
 ) -> Result<(), String> {
     let group = ctx
         .store
@@ -306,7 +333,7 @@ async fn check_token(
     let group_token = group.map(|group| group.access_token).unwrap_or_default();
     let expected = ctx.config.executor_token_for(&group_token);
     if expected.is_empty() {
-        if loopback || ctx.config.insecure_open_registry {
+        if tokenless_allowed {
             return Ok(());
         }
         return Err(crate::registry::stream::tokenless_refusal(app_name));
@@ -328,8 +355,7 @@ async fn check_token(
 async fn callback_call(
     ctx: &AdminContext,
     body: CallbackBody,
-    presented: Option<&str>,
-    peer_ip: IpAddr,
+    caller: CallbackCaller<'_>,
 ) -> Result<(), String> {
     let items = body.items();
     if items.is_empty() {
@@ -345,7 +371,7 @@ async fn callback_call(
         ));
     }
     let log_ids: Vec<i64> = items.iter().map(|item| item.log_id).collect();
-    let refused = crate::api::registry::check_callback(ctx, &log_ids, presented, Some(peer_ip))
+    let refused = crate::api::registry::check_callback(ctx, &log_ids, &caller)
         .await
         .map_err(|status| status.message().to_string())?;
     let results: Vec<ReportedResult> = items

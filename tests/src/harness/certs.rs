@@ -47,10 +47,34 @@ impl TestCa {
         Ok((cert, key))
     }
 
+    /// Issues a certificate for `who` that also names `extra_names` (DNS names) in its subject
+    /// alternative names, for tests that bind certificates to groups.
+    pub fn issue_named(
+        &self,
+        who: &str,
+        extra_names: &[&str],
+    ) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let cert = self.dir.join(format!("{}-{who}.pem", self.name));
+        let key = self.dir.join(format!("{}-{who}.key", self.name));
+        self.write_leaf(who, extra_names, &cert, &key)?;
+        Ok((cert, key))
+    }
+
     /// Issues a certificate for `who` into the given files (replacing them: a renewal).
     pub fn issue_into(&self, who: &str, cert: &Path, key: &Path) -> anyhow::Result<()> {
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+        self.write_leaf(who, &[], cert, key)
+    }
+
+    fn write_leaf(
+        &self,
+        who: &str,
+        extra_names: &[&str],
+        cert: &Path,
+        key: &Path,
+    ) -> anyhow::Result<()> {
+        let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        names.extend(extra_names.iter().map(|name| name.to_string()));
+        let mut params = CertificateParams::new(names)?;
         params.distinguished_name.push(DnType::CommonName, who);
         params.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,

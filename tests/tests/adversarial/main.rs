@@ -4,4 +4,10 @@
 //! an attacker reaches; docs/security.md lists what each covers.
 
 mod console;
+mod child_links;
+mod compat_listener;
+mod config_flags;
 mod first_round;
+mod mtls_binding;
+mod oracles;
+mod support;

@@ -16,8 +16,11 @@ enum Expect {
     /// Past the authorization step (any other outcome: OK, NOT_FOUND, FAILED_PRECONDITION…).
     Allowed,
     Denied,
+    /// Refused as if the object did not exist (`NOT_FOUND`): the caller may not read its group,
+    /// so it must not learn that it exists.
+    Hidden,
 }
-use Expect::{Allowed, Denied};
+use Expect::{Allowed, Denied, Hidden};
 
 /// Objects the calls act on: group A (granted to the viewer and the operator) and group B (not).
 struct Fixture {
@@ -112,14 +115,14 @@ const TABLE: &[(Rpc, [Expect; 3])] = &[
     (Rpc::UpdateGroupA, [Denied, Denied, Allowed]),
     (Rpc::DeleteGroupMissing, [Denied, Denied, Allowed]),
     (Rpc::GetGroupA, [Allowed, Allowed, Allowed]),
-    (Rpc::GetGroupB, [Denied, Denied, Allowed]),
+    (Rpc::GetGroupB, [Hidden, Hidden, Allowed]),
     (Rpc::ListGroups, [Allowed, Allowed, Allowed]),
     (Rpc::CreateJobA, [Denied, Allowed, Allowed]),
     (Rpc::CreateJobB, [Denied, Denied, Allowed]),
     (Rpc::UpdateJobA, [Denied, Allowed, Allowed]),
     (Rpc::DeleteJobA, [Denied, Allowed, Allowed]),
     (Rpc::GetJobA, [Allowed, Allowed, Allowed]),
-    (Rpc::GetJobB, [Denied, Denied, Allowed]),
+    (Rpc::GetJobB, [Hidden, Hidden, Allowed]),
     (Rpc::ListJobs, [Allowed, Allowed, Allowed]),
     (Rpc::ListJobsOfB, [Denied, Denied, Allowed]),
     (Rpc::StartJobA, [Denied, Allowed, Allowed]),
@@ -133,7 +136,7 @@ const TABLE: &[(Rpc, [Expect; 3])] = &[
     (Rpc::PreviewSchedule, [Allowed, Allowed, Allowed]),
     (Rpc::ListLogs, [Allowed, Allowed, Allowed]),
     (Rpc::GetLogA, [Allowed, Allowed, Allowed]),
-    (Rpc::GetLogB, [Denied, Denied, Allowed]),
+    (Rpc::GetLogB, [Hidden, Hidden, Allowed]),
     (Rpc::KillRunA, [Denied, Allowed, Allowed]),
     (Rpc::ReadRunLogA, [Allowed, Allowed, Allowed]),
     (Rpc::ClearLogsA, [Denied, Allowed, Allowed]),
@@ -501,6 +504,7 @@ async fn every_role_against_every_rpc() -> anyhow::Result<()> {
             let code = outcome.as_ref().err().map(Status::code);
             let ok = match expect {
                 Allowed => !matches!(code, Some(Code::PermissionDenied | Code::Unauthenticated)),
+                Hidden => code == Some(Code::NotFound),
                 Denied => {
                     code == Some(Code::PermissionDenied)
                         && outcome
@@ -741,7 +745,7 @@ async fn mutating_calls_are_audited_without_secrets() -> anyhow::Result<()> {
             Some(&operator),
         ))
         .await?;
-    // A refused change is not audited.
+    // A refused change is not audited (a job of a group the operator cannot see: NOT_FOUND).
     let viewer_attempt = client
         .delete_job(authed(
             pb::DeleteJobRequest { id: fx.job_b },
@@ -750,7 +754,7 @@ async fn mutating_calls_are_audited_without_secrets() -> anyhow::Result<()> {
         .await;
     assert_eq!(
         viewer_attempt.err().map(|status| status.code()),
-        Some(Code::PermissionDenied)
+        Some(Code::NotFound)
     );
 
     let entries = client

@@ -8,7 +8,7 @@ use super::JobAdminService;
 use crate::auth::{Caller, Permission, ResolvedCaller, Scope};
 use crate::error::Error;
 use crate::model::validate::validate_executor_addresses;
-use crate::model::{AuditEntry, Job};
+use crate::model::{AuditEntry, Group, Job, RunLog};
 
 impl JobAdminService {
     /// The caller of a request (`UNAUTHENTICATED` without a valid token).
@@ -20,15 +20,82 @@ impl JobAdminService {
         self.auth.caller(request.metadata()).await
     }
 
-    /// Requires `permission` in the group of job `job_id` (`NOT_FOUND` when there is none).
+    /// Requires `permission` in the group of job `job_id` (`NOT_FOUND` when there is none, or
+    /// when the caller may not read its group: see [`JobAdminService::visible_job`]).
     pub(super) async fn require_in_job(
         &self,
         caller: &Caller,
         permission: Permission,
         job_id: i64,
     ) -> Result<(), Status> {
-        let job = self.load_job(job_id).await?;
+        let job = self.visible_job(caller, job_id).await?;
         caller.require(permission, Scope::Group(job.group_id))
+    }
+
+    /// Job `id`, if the caller may read its group. A job of a group the caller cannot read is
+    /// answered exactly like a job that does not exist (`NOT_FOUND "job N not found"`), so an
+    /// outsider learns neither which ids exist nor which group holds them. A caller who may
+    /// read the group but lacks the permission a call needs gets `PERMISSION_DENIED` from
+    /// [`Caller::require`] as before: it already sees the job.
+    pub(super) async fn visible_job(&self, caller: &Caller, id: i64) -> Result<Job, Error> {
+        let job = self.load_job(id).await?;
+        if caller.may_read(job.group_id) {
+            Ok(job)
+        } else {
+            Err(Error::NotFound(format!("job {id} not found")))
+        }
+    }
+
+    /// Group `id`, if the caller may read it; else the same `NOT_FOUND` as for no group.
+    pub(super) async fn visible_group(&self, caller: &Caller, id: i64) -> Result<Group, Error> {
+        let group = self.load_group(id).await?;
+        if caller.may_read(group.id) {
+            Ok(group)
+        } else {
+            Err(Error::NotFound(format!("group {id} not found")))
+        }
+    }
+
+    /// Run `id`, if the caller may read its group; else the same `NOT_FOUND` as for no run.
+    pub(super) async fn visible_log(&self, caller: &Caller, id: i64) -> Result<RunLog, Error> {
+        let run = self.load_log(id).await?;
+        if caller.may_read(run.group_id) {
+            Ok(run)
+        } else {
+            Err(Error::NotFound(format!("log {id} not found")))
+        }
+    }
+
+    /// A child link makes the parent's runs start the child: whoever adds one must be allowed
+    /// to run the child (`jobs.operate` in the child's group), else an operator of one group
+    /// could run another group's jobs by linking them under its own. Links the job already had
+    /// are kept without a check (an admin may have set them). A child in a group the caller
+    /// cannot read is answered as a missing child.
+    pub(super) async fn check_child_links(
+        &self,
+        caller: &Caller,
+        wanted: &[i64],
+        existing: &[i64],
+    ) -> Result<(), Status> {
+        let mut added: Vec<i64> = wanted
+            .iter()
+            .copied()
+            .filter(|id| !existing.contains(id))
+            .collect();
+        added.sort_unstable();
+        added.dedup();
+        if added.is_empty() || caller.is_admin() {
+            return Ok(());
+        }
+        // Missing children are left to `check_job`, which names the first one.
+        for child in self.store().get_jobs(&added).await.map_err(Error::from)? {
+            if !caller.may_read(child.group_id) {
+                let message = format!("job.child_job_ids: job {} not found", child.id);
+                return Err(Error::NotFound(message).into());
+            }
+            caller.require(Permission::Operate, Scope::Group(child.group_id))?;
+        }
+        Ok(())
     }
 
     /// App names of the groups the caller may read; `None` = every app (admins, open mode).

@@ -180,8 +180,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::GetGroupRequest>,
     ) -> RpcResult<pb::GetGroupResponse> {
         let caller = self.caller(&request).await?;
-        let group = self.load_group(request.into_inner().id).await?;
-        caller.require(Permission::Read, Scope::Group(group.id))?;
+        let group = self.visible_group(&caller, request.into_inner().id).await?;
         reply(Ok(pb::GetGroupResponse {
             group: Some(self.group_masked(group)),
         }))
@@ -207,6 +206,8 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
         caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
+        self.check_child_links(&caller, &wire_job.child_job_ids, &[])
+            .await?;
         let job = api_write(self.create_job_checked(wire_job)).await?;
         self.audit(&caller, "CreateJob", job_object(job.id), job_summary(&job))
             .await;
@@ -222,9 +223,11 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
         // Both the group the job is in and the one it moves to.
-        let current = self.load_job(wire_job.id).await?;
+        let current = self.visible_job(&caller, wire_job.id).await?;
         caller.require(Permission::Operate, Scope::Group(current.group_id))?;
         caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
+        self.check_child_links(&caller, &wire_job.child_job_ids, &current.child_job_ids)
+            .await?;
         let job = api_write(self.update_job_checked(wire_job)).await?;
         self.audit(&caller, "UpdateJob", job_object(job.id), job_summary(&job))
             .await;
@@ -239,7 +242,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::DeleteJobResponse> {
         let caller = self.caller(&request).await?;
         let id = request.into_inner().id;
-        let job = self.load_job(id).await?;
+        let job = self.visible_job(&caller, id).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         api_write(self.delete_job_checked(id)).await?;
         self.audit(&caller, "DeleteJob", job_object(id), job_summary(&job))
@@ -249,8 +252,7 @@ impl JobAdmin for JobAdminService {
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> RpcResult<pb::GetJobResponse> {
         let caller = self.caller(&request).await?;
-        let job = self.load_job(request.into_inner().id).await?;
-        caller.require(Permission::Read, Scope::Group(job.group_id))?;
+        let job = self.visible_job(&caller, request.into_inner().id).await?;
         reply(Ok(pb::GetJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -316,7 +318,7 @@ impl JobAdmin for JobAdminService {
             .map(|context| crate::telemetry::traceparent(&context))
             .unwrap_or_default();
         let request = request.into_inner();
-        let job = self.load_job(request.id).await?;
+        let job = self.visible_job(&caller, request.id).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         self.check_override_addresses(&caller, &job, &request.addresses)
             .await?;
@@ -354,8 +356,7 @@ impl JobAdmin for JobAdminService {
 
     async fn get_log(&self, request: Request<pb::GetLogRequest>) -> RpcResult<pb::GetLogResponse> {
         let caller = self.caller(&request).await?;
-        let run = self.load_log(request.into_inner().id).await?;
-        caller.require(Permission::Read, Scope::Group(run.group_id))?;
+        let run = self.visible_log(&caller, request.into_inner().id).await?;
         reply(Ok(pb::GetLogResponse {
             log: Some(log_to_pb(run)),
         }))
@@ -367,7 +368,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::KillRunResponse> {
         let caller = self.caller(&request).await?;
         let log_id = request.into_inner().log_id;
-        let run = self.load_log(log_id).await?;
+        let run = self.visible_log(&caller, log_id).await?;
         caller.require(Permission::Operate, Scope::Group(run.group_id))?;
         let killed = self.kill_run_checked(log_id).await?;
         let summary = format!("killed {}", killed.killed);
@@ -382,8 +383,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::ReadRunLogResponse> {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
-        let run = self.load_log(request.log_id).await?;
-        caller.require(Permission::Read, Scope::Group(run.group_id))?;
+        self.visible_log(&caller, request.log_id).await?;
         reply(self.read_run_log_checked(request).await)
     }
 
@@ -420,11 +420,14 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::GetGlueVersionResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
+        let id = request.get_ref().id;
         let answer = crate::api::glue::get_glue_version(self.store(), request.into_inner()).await?;
-        // The version names its job only once read; nothing is returned before the check.
+        // The version names its job only once read; nothing is returned before the check, and
+        // a version of a job the caller cannot see is answered as a missing version.
         let job_id = answer.version.as_ref().map_or(0, |version| version.job_id);
-        self.require_in_job(&caller, Permission::Read, job_id)
-            .await?;
+        if self.visible_job(&caller, job_id).await.is_err() {
+            return Err(Error::NotFound(format!("glue version {id} not found")).into());
+        }
         reply(Ok(answer))
     }
 
@@ -436,13 +439,13 @@ impl JobAdmin for JobAdminService {
         let request = request.into_inner();
         let scope = match (request.group_id, request.job_id) {
             (0, 0) => Scope::AllGroups,
-            (0, job_id) => Scope::Group(self.load_job(job_id).await?.group_id),
+            (0, job_id) => Scope::Group(self.visible_job(&caller, job_id).await?.group_id),
             (group_id, _) => Scope::Group(group_id),
         };
         caller.require(Permission::Operate, scope)?;
         if request.group_id != 0 && request.job_id != 0 {
             // A job of another group named with a granted group would widen the grant.
-            let job = self.load_job(request.job_id).await?;
+            let job = self.visible_job(&caller, request.job_id).await?;
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
         let summary = format!(

@@ -65,12 +65,7 @@ impl JobAdminService {
         )
         .await?;
         self.auth.user_created();
-        let summary = format!(
-            "name '{}', role {}, token {}",
-            created.user.name,
-            created.user.role.as_str(),
-            created.token_info.prefix
-        );
+        let summary = crate::auth::accounts::created_summary(&created);
         self.audit(
             caller,
             "CreateUser",

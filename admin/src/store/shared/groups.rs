@@ -125,6 +125,20 @@ pub async fn group_app_names<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<
         .collect()
 }
 
+/// Every distinct group access token that is set (a callback with a log id that names no run
+/// is acknowledged only to a caller holding one of them).
+pub async fn group_access_tokens<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<String>> {
+    let rows = Sql::<DB>::new(
+        "SELECT DISTINCT access_token FROM xjob_group WHERE access_token <> '' \
+         ORDER BY access_token",
+    )
+    .fetch_all(&mut *db.read().await?)
+    .await?;
+    rows.iter()
+        .map(|row| Cols::<DB>(row).get::<String>("access_token"))
+        .collect()
+}
+
 pub async fn count_jobs_in_group<DB: Dialect>(
     db: Pools<'_, DB>,
     group_id: i64,
