@@ -3,4 +3,10 @@
 //! plus bounded property tests over the parsers that read untrusted input. One module per surface
 //! an attacker reaches; docs/security.md lists what each covers.
 
+mod executor_calls;
 mod first_round;
+mod floods;
+mod group_tokens;
+mod oversized;
+mod ssrf;
+mod support;
