@@ -6,6 +6,7 @@
 mod executor_calls;
 mod first_round;
 mod floods;
+mod fuzz;
 mod group_tokens;
 mod oversized;
 mod ssrf;
