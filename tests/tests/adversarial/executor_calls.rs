@@ -8,7 +8,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 use xjob_tests::{TestCluster, ok_handler};
 
-use crate::support::{WAIT, group_with_token, with_token};
+use crate::attacker::{WAIT, group_with_token, with_token};
 
 const APP: &str = "called-app";
 const TOKEN: &str = "s3cret-token";

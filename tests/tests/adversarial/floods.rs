@@ -12,7 +12,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::registry_client::RegistryClient;
 use xjob_tests::TestCluster;
 
-use crate::support::{
+use crate::attacker::{
     WAIT, channel, heartbeat, next_answer, normal_client_works, open_session, register, registered,
 };
 

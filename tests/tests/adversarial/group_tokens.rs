@@ -13,7 +13,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::registry_client::RegistryClient;
 use xjob_tests::{TestCluster, held_handler, ok_handler};
 
-use crate::support::{WAIT, group_with_token, with_token};
+use crate::attacker::{WAIT, group_with_token, with_token};
 
 const SECURED_APP: &str = "secured-app";
 const OPEN_APP: &str = "open-app";

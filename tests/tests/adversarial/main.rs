@@ -3,6 +3,7 @@
 //! plus bounded property tests over the parsers that read untrusted input. One module per surface
 //! an attacker reaches; docs/security.md lists what each covers.
 
+mod attacker;
 mod executor_calls;
 mod first_round;
 mod floods;
@@ -10,4 +11,3 @@ mod fuzz;
 mod group_tokens;
 mod oversized;
 mod ssrf;
-mod support;

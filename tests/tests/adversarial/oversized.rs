@@ -7,7 +7,7 @@
 use xjob_proto::pb;
 use xjob_tests::TestCluster;
 
-use crate::support::normal_client_works;
+use crate::attacker::normal_client_works;
 
 const APP: &str = "oversized-app";
 /// Longest refusal message accepted: names the field and the limit, quotes at most a prefix.

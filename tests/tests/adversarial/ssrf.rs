@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use xjob_proto::pb;
 use xjob_tests::{TestCluster, ok_handler};
 
-use crate::support::WAIT;
+use crate::attacker::WAIT;
 
 const APP: &str = "ssrf-app";
 

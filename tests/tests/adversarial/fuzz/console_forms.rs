@@ -66,8 +66,11 @@ const PREVIEW_QUERY: &[(&str, &str)] = &[
     ("time_zone", "UTC"),
 ];
 
+/// A form's or query's fields: (name, valid value).
+type FormFields = &'static [(&'static str, &'static str)];
+
 /// (method, path, fields); `GROUP`, `JOB`, `RUN` stand for ids of real objects.
-const TARGETS: &[(&str, &str, &[(&str, &str)])] = &[
+const TARGETS: &[(&str, &str, FormFields)] = &[
     ("POST", "/jobs/new", JOB_FORM),
     ("POST", "/jobs/JOB", JOB_FORM),
     ("POST", "/jobs/JOB/trigger", TRIGGER_FORM),

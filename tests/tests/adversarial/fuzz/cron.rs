@@ -3,6 +3,9 @@
 //! for an accepted expression the next fire times are computed in bounded time, strictly after
 //! the start, on whole seconds, and strictly increasing.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use chrono_tz::Tz;
 use xjob_admin::model::ScheduleType;
 use xjob_admin::model::cron::CronExpr;
@@ -120,6 +123,7 @@ fn make(rng: &mut Gen) -> Case {
     let expression = match rng.below(6) {
         0 => String::from_utf8_lossy(&rng.bytes(64)).into_owned(),
         1 => rng.string(40, DICTIONARY),
+        2 | 3 => generated(rng),
         _ => {
             let valid = rng.pick(VALID).to_string();
             rng.mutate(&valid, &[',', '-', '/', '#'], DICTIONARY)
@@ -136,6 +140,71 @@ fn make(rng: &mut Gen) -> Case {
         expression,
         after_ms,
         zone,
+    }
+}
+
+/// An expression built field by field from the forms each field takes (lists, ranges, steps,
+/// `L`, `W`, `#`, names), mostly in range: most parse, so next-fire computation gets exercised
+/// on rare combinations (the 31st in February, the fifth Sunday, leap days, years near the end).
+fn generated(rng: &mut Gen) -> String {
+    // (lowest, highest) of second, minute, hour, day-of-month, month, day-of-week, year.
+    const RANGES: [(u32, u32); 7] = [
+        (0, 59),
+        (0, 59),
+        (0, 23),
+        (1, 31),
+        (1, 12),
+        (1, 7),
+        (1970, 2099),
+    ];
+    let mut fields: Vec<String> = RANGES
+        .iter()
+        .map(|&(low, high)| field(rng, low, high))
+        .collect();
+    // Day-of-month or day-of-week takes `?`, and the special forms where they belong.
+    if rng.chance(2) {
+        fields[3] = "?".to_string();
+        fields[5] = match rng.below(4) {
+            0 => format!("{}L", 1 + rng.below(7)),
+            1 => format!("{}#{}", 1 + rng.below(7), 1 + rng.below(5)),
+            2 => rng
+                .pick(&["MON-FRI", "SAT,SUN", "SUN", "TUE/2"])
+                .to_string(),
+            _ => fields[5].clone(),
+        };
+    } else {
+        fields[5] = "?".to_string();
+        fields[3] = match rng.below(5) {
+            0 => "L".to_string(),
+            1 => "LW".to_string(),
+            2 => format!("L-{}", rng.below(31)),
+            3 => format!("{}W", 1 + rng.below(31)),
+            _ => fields[3].clone(),
+        };
+    }
+    if rng.chance(3) {
+        fields[4] = rng
+            .pick(&["JAN", "FEB", "FEB-MAR", "DEC", "JAN/3"])
+            .to_string();
+    }
+    let count = if rng.chance(2) { 7 } else { 6 };
+    fields[..count].join(" ")
+}
+
+/// One field within `low..=high` (now and then one past it).
+fn field(rng: &mut Gen, low: u32, high: u32) -> String {
+    let span = (high - low + 2) as usize;
+    let value = |rng: &mut Gen| low + rng.below(span) as u32;
+    match rng.below(6) {
+        0 => "*".to_string(),
+        1 => value(rng).to_string(),
+        2 => format!("{}-{}", value(rng), value(rng)),
+        3 => format!("{}/{}", value(rng), 1 + rng.below(span)),
+        4 => format!("{}-{}/{}", value(rng), value(rng), 1 + rng.below(span)),
+        _ => (0..1 + rng.below(4))
+            .map(|_| value(rng).to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 
@@ -181,9 +250,31 @@ fn check(case: &Case) -> Result<(), String> {
 
 #[test]
 fn cron_expressions_parse_or_refuse_cleanly_and_next_fires_terminate() {
+    // Mutations start from expressions the parser accepts.
+    for valid in VALID {
+        assert!(CronExpr::parse(valid).is_ok(), "{valid}");
+    }
     let budget = Budget::for_target("cron", 20000);
-    let ran = run_cases("cron", budget, make, check);
-    assert!(ran.cases > 0);
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&accepted);
+    let ran = run_cases("cron", budget, make, move |case: &Case| {
+        check(case)?;
+        if CronExpr::parse(&case.expression).is_ok() {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    // Both sides were reached: expressions accepted (and evaluated) and refused.
+    let accepted = accepted.load(Ordering::Relaxed);
+    eprintln!(
+        "fuzz cron: {accepted} of {} expressions accepted",
+        ran.cases
+    );
+    assert!(
+        accepted > 0 && accepted < ran.cases,
+        "{accepted} of {}",
+        ran.cases
+    );
 }
 
 /// FIX_RATE / FIX_DELAY intervals at the edges of time: an error or a later whole second, never

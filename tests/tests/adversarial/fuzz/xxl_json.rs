@@ -178,7 +178,7 @@ async fn xxl_job_bodies_are_answered_cleanly() -> anyhow::Result<()> {
         .xxl_compat_addr()
         .ok_or_else(|| anyhow::anyhow!("no compatibility listener"))?;
     let group_id = cluster.create_group(APP).await?;
-    crate::support::group_with_token(&cluster, SECURED_APP, TOKEN).await?;
+    crate::attacker::group_with_token(&cluster, SECURED_APP, TOKEN).await?;
     // A real run, so that callbacks name an existing log id as well as unknown ones.
     let job = TestCluster::job(group_id, "fuzz", pb::ScheduleType::None, "");
     let job_id = cluster.create_job(job).await?.id;

@@ -1,6 +1,6 @@
-//! Small helpers several attack modules share: calls made with (or without) a bearer token, a
-//! group with an access token, and raw `Registry.Session` streams driven by hand, as an attacker
-//! would drive them instead of the SDK.
+//! What an attacker's client does by hand, shared by several attack modules: calls made with
+//! (or without) a bearer token, a group with an access token to attack, and raw
+//! `Registry.Session` streams driven message by message instead of through the SDK.
 
 use std::time::Duration;
 
