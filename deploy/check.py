@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Offline check of deploy/: parses every manifest, the compose file and the Dockerfiles, and
-checks their structure against the real binaries: images, ports, probes, the environment
-variables and flags the binaries read, config keys, references between objects, and that the
-example sidecar config is the file the sidecar tests load.
+"""Offline check of deploy/: parses every manifest, the compose file, the Dockerfiles and
+.dockerignore, and checks them against the real binaries (images, ports, probes, the environment
+variables and flags the binaries read, config keys), against each other (references, matching
+tokens) and against what a cluster expects (the restricted Pod Security rules, stable admin node
+ids, disruption budgets, anti-affinity, NetworkPolicies, scrape annotations, the app outliving
+the sidecar at shutdown). Schemas are kubeconform's job (.ci/deploy-check.sh runs both).
 
 Containers cannot be built here, so this is what stands between a renamed flag or config key
-and a broken deployment. Run from anywhere: python3 deploy/check.py
-Needs PyYAML (Debian: python3-yaml) and Python 3.11+ (tomllib). When target/debug/xjob-executor
-exists, every sidecar config is also validated by the binary itself (--check).
+and a broken deployment. Run from anywhere: python3 deploy/check.py [--rendered=NAME=FILE[:SECRET=KEY,…]]
+(--rendered adds a rendered Helm chart; the listed Secrets exist outside it.)
+Needs PyYAML (Debian: python3-yaml) and Python 3.11+ (tomllib). When xjob-executor is built
+(in $CARGO_TARGET_DIR or target/), every sidecar config is also validated by the binary itself
+(--check), with the container's environment.
 """
 
 import os
@@ -23,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 EXAMPLE_CONFIG = DEPLOY / "sidecar" / "xjob-executor.toml"
 errors = []
+# --rendered NAME=FILE[:SECRET=KEY,KEY;…]: a rendered Helm chart to check like the manifests;
+# the Secrets listed exist outside it (secrets.existingSecret) with those keys.
+RENDERED = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--rendered=")]
 
 
 def fail(where, message):
@@ -51,8 +58,10 @@ def clap_flags(source):
 
 ADMIN_CONFIG = read("admin/src/config.rs")
 ADMIN_MAIN = read("admin/src/main.rs")
-ADMIN_ENV = set(re.findall(r'lookup\("(XJOB_\w+)"\)', ADMIN_CONFIG)) | set(
-    re.findall(r'env = "(XJOB_\w+)"', ADMIN_MAIN)
+ADMIN_ENV = (
+    set(re.findall(r'lookup\("(XJOB_\w+)"\)', ADMIN_CONFIG))
+    | set(re.findall(r'\("(XJOB_\w+)", &mut self', ADMIN_CONFIG))
+    | set(re.findall(r'env = "(XJOB_\w+)"', ADMIN_MAIN))
 )
 ADMIN_FLAGS = clap_flags(ADMIN_MAIN)
 ADMIN_SUBCOMMANDS = {
@@ -67,7 +76,7 @@ SIDECAR_ENV = set(
 )
 SIDECAR_FLAGS = clap_flags(read("sidecar/src/main.rs"))
 SIDECAR_KEYS = struct_fields(SIDECAR_CONFIG, "Config")
-SIDECAR_BINARY = ROOT / "target" / "debug" / "xjob-executor"
+SIDECAR_BINARY = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug" / "xjob-executor"
 SIDECAR_CRATE = read("sidecar/Cargo.toml")
 BINARIES = set(re.findall(r'^name = "([\w-]+)"', read("admin/Cargo.toml") + SIDECAR_CRATE, re.M))
 
@@ -108,7 +117,7 @@ def check_env(where, names, allowed):
             fail(where, f"environment variable {name} is not read by the binary")
 
 
-def check_sidecar_toml(where, text):
+def check_sidecar_toml(where, text, env=None):
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -118,9 +127,9 @@ def check_sidecar_toml(where, text):
         if key not in SIDECAR_KEYS:
             fail(where, f"unknown sidecar config key {key}")
     if SIDECAR_BINARY.exists():
-        path = ROOT / "target" / "deploy-check.toml"
+        path = SIDECAR_BINARY.parent / "deploy-check.toml"
         path.write_text(text)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("XJOB_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("XJOB_")} | (env or {})
         result = subprocess.run(
             [str(SIDECAR_BINARY), "--config", str(path), "--check"],
             env=env, capture_output=True, text=True,
@@ -200,6 +209,9 @@ def check_compose():
             check_args(spot, service.get("command"), ADMIN_FLAGS, ADMIN_SUBCOMMANDS)
             listen_port = int(str(env.get("XJOB_LISTEN", f"0.0.0.0:{ADMIN_PORT}")).rsplit(":", 1)[1])
             targets = [int(str(p).rsplit(":", 1)[1]) for p in service.get("ports", [])]
+            for published in service.get("ports", []):
+                if not str(published).startswith("127.0.0.1:"):
+                    fail(spot, f"publishes {published} on every interface: the README promises loopback (127.0.0.1:…)")
             if listen_port not in targets:
                 fail(spot, f"publishes {targets}, but the admin listens on {listen_port}")
             admins[name] = listen_port
@@ -230,28 +242,125 @@ check_compose()
 
 # ---- Kubernetes
 
+WORKLOADS = ("Deployment", "StatefulSet")
+# The "restricted" Pod Security Standard allows these volume types only.
+RESTRICTED_VOLUMES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+    "projected", "secret",
+}
 
-def check_probe(where, container, probe_name, allowed_ports):
+
+def load_documents(path, where=None):
+    where = where or str(path.relative_to(ROOT))
+    try:
+        return [(where, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    except yaml.YAMLError as error:
+        fail(where, f"not YAML: {error}")
+        return []
+
+
+def documented_secrets(text):
+    """Secrets a manifest's header says to create (`kubectl create secret generic NAME
+    --from-literal=KEY=…`): {name: {keys}}."""
+    secrets = {}
+    for command in re.findall(r"kubectl create secret generic (\S+)((?:.|\n)*?)(?:\n#\s*\n|\n[^#])", text):
+        name, rest = command
+        secrets[name] = set(re.findall(r"--from-literal=([\w.-]+)=", rest))
+    return secrets
+
+
+def pod_containers(spec):
+    return spec.get("initContainers", []) + spec.get("containers", [])
+
+
+def check_restricted(where, pod):
+    """The rules of the "restricted" Pod Security Standard (v1.34) that a pod spec can break."""
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(field):
+            fail(where, f"{field} is not allowed (restricted)")
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            fail(where, f"volume {volume['name']} is {sorted(kinds)} (restricted allows {sorted(RESTRICTED_VOLUMES)})")
+    pod_context = pod.get("securityContext", {})
+    for container in pod_containers(pod):
+        spot = f"{where} container {container['name']}"
+        context = container.get("securityContext", {})
+        merged = pod_context | context
+        if not merged.get("runAsNonRoot"):
+            fail(spot, "runAsNonRoot must be true (restricted)")
+        if merged.get("runAsUser") == 0:
+            fail(spot, "runAsUser 0 (restricted)")
+        seccomp = merged.get("seccompProfile", {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            fail(spot, "seccompProfile must be RuntimeDefault (restricted)")
+        if context.get("privileged"):
+            fail(spot, "privileged (restricted)")
+        if context.get("allowPrivilegeEscalation") is not False:
+            fail(spot, "allowPrivilegeEscalation must be false (restricted)")
+        capabilities = context.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            fail(spot, "capabilities must drop ALL (restricted)")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            fail(spot, f"adds capabilities {capabilities['add']} (restricted)")
+        for probe_name in ("readinessProbe", "livenessProbe", "startupProbe"):
+            probe = container.get(probe_name, {})
+            if "httpGet" in probe and probe["httpGet"].get("host"):
+                fail(spot, f"{probe_name} sets a host")
+
+
+def port_of(container, port):
+    """A probe or policy port (number or name) resolved to the container's port number."""
+    for declared in container.get("ports", []):
+        if port in (declared["containerPort"], declared.get("name")):
+            return declared["containerPort"]
+    return None
+
+
+def check_probe(where, container, probe_name, tcp_allowed):
     probe = container.get(probe_name)
     if not probe:
         fail(where, f"no {probe_name}")
+        return
+    if "tcpSocket" in probe and tcp_allowed:
+        if port_of(container, probe["tcpSocket"].get("port")) is None:
+            fail(where, f"{probe_name} port {probe['tcpSocket'].get('port')} is not a container port")
         return
     grpc = probe.get("grpc")
     if not grpc:
         fail(where, f"{probe_name} is not a gRPC probe")
         return
-    if grpc.get("port") not in allowed_ports:
-        fail(where, f"{probe_name} port {grpc.get('port')} is not a container port {allowed_ports}")
+    if port_of(container, grpc.get("port")) is None:
+        fail(where, f"{probe_name} port {grpc.get('port')} is not a container port")
     if grpc.get("service", "") not in HEALTH_SERVICES:
         fail(where, f"{probe_name} service {grpc.get('service')!r} is not served ({sorted(HEALTH_SERVICES)})")
 
 
-def check_kubernetes():
-    documents = []
-    for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                documents.append((str(path.relative_to(ROOT)), doc))
+def selects(selector, labels):
+    return selector.items() <= labels.items()
+
+
+def duration_seconds(text):
+    match = re.fullmatch(r"(\d+)(ms|s|m|h)", str(text).strip())
+    if not match:
+        return None
+    return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def sidecar_env(container):
+    """The container's XJOB_* variables as the process would see them: literal values, with
+    $(POD_IP) filled in, and a stand-in token for values read from Secrets."""
+    env = {}
+    for entry in container.get("env", []):
+        if "value" in entry:
+            env[entry["name"]] = entry["value"].replace("$(POD_IP)", "10.0.0.7")
+        elif "secretKeyRef" in entry.get("valueFrom", {}):
+            env[entry["name"]] = "stand-in-secret-value-0123456789"
+    return {k: v for k, v in env.items() if k.startswith("XJOB_")}
+
+
+def check_kubernetes(label, documents, external_secrets):
+    """One set of manifests that is applied together: `label` names it in messages."""
     objects = {}
     for where, doc in documents:
         for field in ("apiVersion", "kind", "metadata"):
@@ -259,53 +368,69 @@ def check_kubernetes():
                 fail(where, f"a document has no {field}")
         objects[(doc.get("kind"), doc.get("metadata", {}).get("name"))] = doc
     kinds = {kind for kind, _ in objects}
-    for needed in ("Deployment", "Service", "ConfigMap", "Secret"):
+    for needed in ("Service", "ConfigMap", "PodDisruptionBudget", "NetworkPolicy"):
         if needed not in kinds:
-            fail("deploy/kubernetes", f"no {needed}")
+            fail(label, f"no {needed}")
 
     def data_keys(kind, name):
+        if kind == "Secret" and name in external_secrets:
+            return external_secrets[name]
         doc = objects.get((kind, name))
         if doc is None:
             return None
         return set(doc.get("data", {})) | set(doc.get("stringData", {}))
 
+    workloads = [(name, doc) for (kind, name), doc in objects.items() if kind in WORKLOADS]
+    policies = [doc for (kind, _), doc in objects.items() if kind == "NetworkPolicy"]
+    budgets = [doc for (kind, _), doc in objects.items() if kind == "PodDisruptionBudget"]
     images = set()
     for (kind, name), doc in objects.items():
-        where = f"deploy/kubernetes: {kind}/{name}"
+        where = f"{label}: {kind}/{name}"
         if kind == "ConfigMap":
             for key, text in doc.get("data", {}).items():
                 if key == "admin.toml":
                     check_admin_toml(f"{where} {key}", text)
-                elif key == "xjob-executor.toml":
-                    check_sidecar_toml(f"{where} {key}", text)
         if kind == "Service":
             selector = doc["spec"]["selector"]
-            backends = [
-                d for (k, _), d in objects.items()
-                if k == "Deployment" and d["spec"]["template"]["metadata"]["labels"].items() >= selector.items()
-            ]
+            backends = [d for _, d in workloads if selects(selector, d["spec"]["template"]["metadata"]["labels"])]
             if not backends:
-                fail(where, f"selector {selector} matches no Deployment")
+                fail(where, f"selector {selector} matches no workload")
+            names = {
+                p.get("name") for d in backends
+                for c in d["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])
+            }
             for port in doc["spec"]["ports"]:
-                names = {
-                    p.get("name") for d in backends
-                    for c in d["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])
-                }
                 if isinstance(port.get("targetPort"), str) and port["targetPort"] not in names:
                     fail(where, f"targetPort {port['targetPort']} is no container port name")
-        if kind != "Deployment":
+        if kind == "NetworkPolicy":
+            pods = [d for _, d in workloads if selects(doc["spec"]["podSelector"].get("matchLabels", {}), d["spec"]["template"]["metadata"]["labels"])]
+            if not pods:
+                fail(where, "podSelector matches no workload")
+            containers = [c for d in pods for c in d["spec"]["template"]["spec"]["containers"]]
+            for rule in doc["spec"].get("ingress", []):
+                for port in rule.get("ports", []):
+                    if not any(port_of(c, port["port"]) for c in containers):
+                        fail(where, f"port {port['port']} is no port of the selected pods")
+        if kind not in WORKLOADS:
             continue
         spec = doc["spec"]
         template = spec["template"]
-        if spec["selector"]["matchLabels"].items() > template["metadata"]["labels"].items():
+        pod = template["spec"]
+        pod_labels = template["metadata"]["labels"]
+        if not selects(spec["selector"]["matchLabels"], pod_labels):
             fail(where, "selector does not match the pod labels")
-        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
-        for container in template["spec"]["containers"]:
+        check_restricted(where, pod)
+        if not any(selects(p["spec"]["podSelector"].get("matchLabels", {}), pod_labels) for p in policies):
+            fail(where, "no NetworkPolicy selects its pods")
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        roles = {kind_of_image(c.get("image", "")) for c in pod["containers"]}
+        for container in pod["containers"]:
             spot = f"{where} container {container['name']}"
             role = kind_of_image(container.get("image", ""))
             images.add(role)
             ports = [p["containerPort"] for p in container.get("ports", [])]
             env_names = [e["name"] for e in container.get("env", [])]
+            env_values = {e["name"]: e.get("value") for e in container.get("env", [])}
             for entry in container.get("env", []):
                 ref = entry.get("valueFrom", {})
                 for ref_kind, field in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
@@ -320,24 +445,30 @@ def check_kubernetes():
                 elif "configMap" in volume and ("ConfigMap", volume["configMap"]["name"]) not in objects:
                     fail(spot, f"volume {mount['name']} uses missing ConfigMap {volume['configMap']['name']}")
             if role is None:
+                # The app next to a sidecar: it must outlive the sidecar's running HTTP jobs.
+                if "executor" in roles:
+                    check_app_outlives_sidecar(spot, pod, container, objects, volumes)
                 continue
-            context = container.get("securityContext", {}) | template["spec"].get("securityContext", {})
-            if not context.get("runAsNonRoot"):
-                fail(spot, "must run as non-root (runAsNonRoot)")
             expected_port = ADMIN_PORT if role == "admin" else EXECUTOR_PORT
             if expected_port not in ports:
                 fail(spot, f"does not declare containerPort {expected_port}")
-            check_probe(spot, container, "readinessProbe", ports)
-            check_probe(spot, container, "livenessProbe", ports)
+            check_metrics(spot, template, container, env_values)
+            tls = any(name.startswith("XJOB_TLS_") for name in env_names)
+            check_probe(spot, container, "readinessProbe", tcp_allowed=tls)
+            check_probe(spot, container, "livenessProbe", tcp_allowed=tls or role == "executor")
             args = container.get("args", [])
             if role == "admin":
                 check_env(spot, env_names, ADMIN_ENV)
                 check_args(spot, args, ADMIN_FLAGS, ADMIN_SUBCOMMANDS)
-                if "XJOB_DATABASE_URL" not in env_names:
-                    fail(spot, "no XJOB_DATABASE_URL (from a Secret)")
+                check_admin_workload(spot, kind, doc, container, budgets)
+                for needed in ("XJOB_DATABASE_URL", "XJOB_EXECUTOR_TOKEN", "XJOB_BOOTSTRAP_TOKEN"):
+                    if needed not in env_names:
+                        fail(spot, f"no {needed} (from a Secret)")
             else:
                 check_env(spot, env_names, SIDECAR_ENV)
                 check_args(spot, args, SIDECAR_FLAGS)
+                if "XJOB_ACCESS_TOKEN" not in env_names:
+                    fail(spot, "no XJOB_ACCESS_TOKEN: the admins refuse executors without a token off loopback")
             if "--config" in args:
                 config_path = args[args.index("--config") + 1]
                 mounted = [
@@ -349,15 +480,154 @@ def check_kubernetes():
                 else:
                     volume = volumes.get(mounted[0]["name"], {})
                     key = config_path.rsplit("/", 1)[1]
-                    keys = data_keys("ConfigMap", volume.get("configMap", {}).get("name"))
+                    map_name = volume.get("configMap", {}).get("name")
+                    keys = data_keys("ConfigMap", map_name)
                     if keys is None or key not in keys:
                         fail(spot, f"--config {config_path}: its ConfigMap has no key {key}")
+                    elif role == "executor":
+                        text = objects[("ConfigMap", map_name)]["data"][key]
+                        check_sidecar_toml(f"{spot} {key}", text, sidecar_env(container))
+    check_tokens_match(label, workloads, external_secrets)
     for role in ("admin", "executor"):
         if role not in images:
-            fail("deploy/kubernetes", f"no container runs the xjob-{role} image")
+            fail(label, f"no container runs the xjob-{role} image")
 
 
-check_kubernetes()
+def check_metrics(spot, template, container, env_values):
+    """A metrics listener is a declared port, and the scrape annotations name it."""
+    annotations = template["metadata"].get("annotations", {})
+    metrics = env_values.get("XJOB_METRICS_LISTEN")
+    if metrics:
+        port = int(metrics.rsplit(":", 1)[1])
+        if port_of(container, port) is None:
+            fail(spot, f"metrics port {port} is not a container port")
+        if annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") != str(port):
+            fail(spot, f"prometheus.io/port {annotations.get('prometheus.io/port')} is not the metrics port {port}")
+    elif annotations.get("prometheus.io/scrape") == "true" and not any(
+        "XJOB_METRICS_LISTEN" in [e["name"] for e in c.get("env", [])]
+        for c in template["spec"]["containers"]
+    ):
+        fail(spot, "scrape annotations but no container sets XJOB_METRICS_LISTEN")
+
+
+def check_admin_workload(spot, kind, doc, container, budgets):
+    """Stable node ids, spread replicas and a disruption budget."""
+    template = doc["spec"]["template"]
+    node_id = next((e for e in container.get("env", []) if e["name"] == "XJOB_NODE_ID"), None)
+    if kind != "StatefulSet" or not node_id or node_id.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "metadata.name":
+        fail(spot, "admins must be a StatefulSet with XJOB_NODE_ID from metadata.name (stable node ids)")
+    labels = template["metadata"]["labels"]
+    if doc["spec"].get("replicas", 1) > 1:
+        if not any(selects(b["spec"]["selector"].get("matchLabels", {}), labels) for b in budgets):
+            fail(spot, "no PodDisruptionBudget selects the admins")
+        anti = template["spec"].get("affinity", {}).get("podAntiAffinity", {})
+        terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution", []) + [
+            t["podAffinityTerm"] for t in anti.get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        ]
+        if not any(selects(t["labelSelector"].get("matchLabels", {}), labels) for t in terms):
+            fail(spot, "no pod anti-affinity between the admins")
+
+
+def check_app_outlives_sidecar(spot, pod, container, objects, volumes):
+    """Every container gets SIGTERM at once: the app's preStop must hold it past the sidecar's
+    shutdown_grace, and the grace period must cover both."""
+    sidecar = next(c for c in pod["containers"] if kind_of_image(c.get("image", "")) == "executor")
+    grace = 30
+    config_path = (sidecar.get("args") or ["", ""])[-1]
+    for mount in sidecar.get("volumeMounts", []):
+        volume = volumes.get(mount["name"], {})
+        if config_path.startswith(mount["mountPath"].rstrip("/") + "/") and "configMap" in volume:
+            config_map = objects.get(("ConfigMap", volume["configMap"]["name"]), {})
+            text = config_map.get("data", {}).get(config_path.rsplit("/", 1)[1], "")
+            configured = duration_seconds(tomllib.loads(text).get("shutdown_grace", "30s"))
+            grace = configured if configured is not None else grace
+    sleep = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds")
+    if sleep is None or sleep <= grace:
+        fail(spot, f"needs a preStop sleep longer than the sidecar's shutdown_grace ({grace} s), found {sleep}")
+    total = pod.get("terminationGracePeriodSeconds", 30)
+    if sleep is not None and total <= max(sleep, grace):
+        fail(spot, f"terminationGracePeriodSeconds {total} does not cover the preStop ({sleep} s)")
+
+
+def check_tokens_match(label, workloads, external_secrets):
+    """The admins' executor token and every sidecar's access token come from the same Secret key,
+    so the admins accept the sidecars as shipped."""
+    def source(container, name):
+        for entry in container.get("env", []):
+            if entry["name"] == name:
+                ref = entry.get("valueFrom", {}).get("secretKeyRef")
+                return (ref["name"], ref["key"]) if ref else ("literal", entry.get("value"))
+        return None
+
+    admin_tokens, sidecar_tokens = set(), []
+    for name, doc in workloads:
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            role = kind_of_image(container.get("image", ""))
+            if role == "admin":
+                admin_tokens.add(source(container, "XJOB_EXECUTOR_TOKEN"))
+            elif role == "executor":
+                sidecar_tokens.append((name, source(container, "XJOB_ACCESS_TOKEN")))
+    for name, token in sidecar_tokens:
+        if token not in admin_tokens or token is None or token[0] == "literal":
+            fail(label, f"{name}'s XJOB_ACCESS_TOKEN {token} is not the admins' XJOB_EXECUTOR_TOKEN {sorted(map(str, admin_tokens))}")
+
+
+manifests = []
+for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")):
+    manifests += load_documents(path)
+check_kubernetes("deploy/kubernetes", manifests, documented_secrets((DEPLOY / "kubernetes" / "admin.yaml").read_text()))
+for rendered in RENDERED:
+    name, _, rest = rendered.partition("=")
+    path, _, secrets = rest.partition(":")
+    external = {}
+    for item in filter(None, secrets.split(";")):
+        secret, _, keys = item.partition("=")
+        external[secret] = set(keys.split(","))
+    check_kubernetes(f"chart ({name})", load_documents(Path(path), f"chart ({name})"), external)
+
+
+# ---- .dockerignore: the build context holds what the images need and nothing else
+
+
+def docker_ignored(path, patterns):
+    """Docker's rule: the last pattern matching the path or one of its parents decides."""
+    parts = path.split("/")
+    ignored = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pattern = pattern.lstrip("!").strip("/")
+        regex = re.escape(pattern).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        if any(re.fullmatch(regex, "/".join(parts[:i])) for i in range(1, len(parts) + 1)):
+            ignored = not negate
+    return ignored
+
+
+def check_dockerignore():
+    where = ".dockerignore"
+    path = ROOT / ".dockerignore"
+    if not path.exists():
+        fail(where, "missing: COPY . . would send target/ and .git to the build")
+        return
+    patterns = [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    for unwanted in ("target/debug/xjob", "admin/target/x", ".git/HEAD", "xjob-data/xjob.db", "docs/operations.md"):
+        if not docker_ignored(unwanted, patterns):
+            fail(where, f"{unwanted} would be sent to the build")
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    members = re.search(r"members = \[(.*?)\]", read("Cargo.toml"), re.S).group(1)
+    crates = [m for m in re.findall(r'"([^"]+)"', members) if m != "."]
+    for file in tracked:
+        top = file.split("/")[0]
+        rust = (
+            file in ("Cargo.toml", "Cargo.lock", "build.rs")
+            or top in ("src", "proto")
+            or (top in crates and not (top == "examples" and file.count("/") > 1 and not file.startswith("examples/src/")))
+        )
+        copied = file in re.findall(r"^COPY (?!--from)(\S+) \S+$", read("deploy/docker/executor.Dockerfile"), re.M)
+        if (rust or copied) and docker_ignored(file, patterns):
+            fail(where, f"{file} is needed by the image build but ignored")
+
+
+check_dockerignore()
 
 
 # ---- the example sidecar config is the one the sidecar tests load

@@ -317,7 +317,13 @@ pub async fn start_with(
         cancel.clone(),
     ));
     if let Some(metrics_listener) = metrics_listener {
-        tracker.spawn(crate::metrics::serve(metrics_listener, cancel.clone()));
+        tracker.spawn(crate::metrics::serve(
+            metrics_listener,
+            cancel.clone(),
+            config
+                .allowed_hosts()
+                .map_err(|error| Error::internal(error.to_string(), error))?,
+        ));
     }
     if let Some(listener) = xxl_compat_listener {
         tracker.spawn(crate::xxl_compat::serve(

@@ -187,6 +187,11 @@ pub struct Config {
     /// no console (`--http-listen`, `XJOB_HTTP_LISTEN`; `xjob serve --demo` defaults it to
     /// 127.0.0.1:8081). See docs/console.md.
     pub http_listen: Option<SocketAddr>,
+    /// Host names (`name` for any port, or `name:port`) the console and `/metrics` answer
+    /// besides the address a request arrived on (and `localhost` on loopback), e.g. the name
+    /// of a reverse proxy in front of them (`XJOB_HTTP_ALLOWED_HOSTS`, comma-separated). Any
+    /// other `Host` is refused, so a page on another site cannot reach them by DNS rebinding.
+    pub http_allowed_hosts: Vec<String>,
     /// Link to a run's trace in the console, `{trace_id}` replaced by the run's trace id, e.g.
     /// `http://127.0.0.1:16686/trace/{trace_id}` (Jaeger's UI); empty = the id is shown alone.
     pub console_trace_url: String,
@@ -289,6 +294,7 @@ impl Default for Config {
             otlp_endpoint: String::new(),
             metrics_listen: None,
             http_listen: None,
+            http_allowed_hosts: Vec::new(),
             console_trace_url: String::new(),
             alarm: crate::monitor::AlarmConfig::default(),
             xxl_job_compat_listen: None,
@@ -395,6 +401,14 @@ impl Config {
                 Some(parse_field("http_listen", &value)?)
             };
         }
+        if let Some(value) = lookup("XJOB_HTTP_ALLOWED_HOSTS") {
+            self.http_allowed_hosts = value
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .collect();
+        }
         if let Some(value) = lookup("XJOB_CONSOLE_TRACE_URL") {
             self.console_trace_url = value;
         }
@@ -494,6 +508,7 @@ impl Config {
         if self.max_params_bytes == 0 {
             return Err(invalid("max_params_bytes", "must be at least 1"));
         }
+        self.allowed_hosts()?;
         self.validate_tls()?;
         self.validate_limits()?;
         self.alarm.validate()?;
@@ -567,6 +582,12 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The `Host` names the console and `/metrics` answer (`http_allowed_hosts`), parsed.
+    pub fn allowed_hosts(&self) -> Result<xjob_metrics_http::AllowedHosts, ConfigError> {
+        xjob_metrics_http::AllowedHosts::new(&self.http_allowed_hosts)
+            .map_err(|message| invalid("http_allowed_hosts", message))
     }
 
     /// The server's TLS files, when TLS is on.
@@ -736,6 +757,20 @@ mod tests {
             .apply_env(|key| (key == "XJOB_LISTEN").then(|| "127.0.0.1:7000".to_string()))
             .expect("env applies");
         assert_eq!(config.listen.port(), 7000);
+    }
+
+    #[test]
+    fn allowed_hosts_come_from_a_comma_list_and_are_checked() {
+        let mut config = Config::default();
+        config
+            .apply_env(|key| {
+                (key == "XJOB_HTTP_ALLOWED_HOSTS").then(|| "xjob.example, proxy:8443".to_string())
+            })
+            .expect("env applies");
+        assert_eq!(config.http_allowed_hosts, ["xjob.example", "proxy:8443"]);
+        config.http_allowed_hosts.push("not a name".to_string());
+        let error = config.validate().expect_err("a space is no host name");
+        assert_eq!(error.field, "http_allowed_hosts");
     }
 
     #[test]

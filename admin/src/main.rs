@@ -277,3 +277,7 @@ async fn create_user(args: UserCreateArgs) -> anyhow::Result<()> {
     stdout.flush()?;
     Ok(())
 }
+
+// The docs' `xjob …` examples parsed by this binary's own parser.
+#[cfg(test)]
+mod doc_examples;

@@ -332,9 +332,14 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, crate::Error> {
     })
 }
 
-/// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.
-pub async fn serve(listener: TcpListener, cancel: CancellationToken) {
-    xjob_metrics_http::serve(listener, cancel, render).await;
+/// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404, a
+/// `Host` other than the listener's address or one of `hosts` 421.
+pub async fn serve(
+    listener: TcpListener,
+    cancel: CancellationToken,
+    hosts: xjob_metrics_http::AllowedHosts,
+) {
+    xjob_metrics_http::serve(listener, cancel, render, hosts).await;
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The documented grpcurl commands (README "Use it with grpcurl", docs/security.md "grpcurl"),
+//! The documented grpcurl commands (docs/grpcurl.md, docs/security.md "grpcurl"),
 //! run with the real grpcurl binary against the real `xjob` process:
 //!
 //! - plaintext on loopback: `list` (server reflection), `grpc.health.v1.Health/Check` and the

@@ -6,7 +6,10 @@
 //!      └──────────────── stream error / end ◀─────────────────┘ wait ≤ 2 s for Deregistered
 //! ```
 //!
-//! The session state is published on a `watch` channel, which `wait_registered` waits on.
+//! The session state is published on a `watch` channel, which `wait_registered` waits on and
+//! the gRPC health follows: an admin that *answered* and refused the registration (wrong token,
+//! bad app name) makes the executor `Refused` until a later registration succeeds, while an
+//! unreachable admin only makes it `Connecting`.
 //! Heartbeats carry the runner's running log ids (and those of finished runs whose result is not
 //! accepted yet) and queued count, so the admin can tell a lost run from a live one.
 
@@ -38,6 +41,9 @@ pub(crate) enum SessionState {
     Connecting,
     /// Registered with the admin at `admin`.
     Registered { executor_id: String, admin: String },
+    /// The last admin that answered refused the registration (`message` says why); retrying
+    /// continues, and the state stays until a registration succeeds.
+    Refused { admin: String, message: String },
     /// Deregistered or stopped for good.
     Stopped,
 }
@@ -57,6 +63,8 @@ enum SessionEnd {
     Deregistered,
     /// The session could not be opened or was lost.
     Failed { was_registered: bool },
+    /// The admin answered and refused the registration.
+    Refused { admin: String, message: String },
 }
 
 /// The connection task: keeps one session open until `deregister` fires.
@@ -83,10 +91,21 @@ pub(crate) async fn connection_loop(
         match session.run().await {
             SessionEnd::Deregistered => break,
             SessionEnd::Failed { was_registered } => {
-                state_tx.send_replace(SessionState::Connecting);
+                // A refusal stands until an admin accepts: an unreachable admin tried next
+                // says nothing about the token.
+                state_tx.send_if_modified(|state| {
+                    if matches!(state, SessionState::Refused { .. }) {
+                        return false;
+                    }
+                    *state = SessionState::Connecting;
+                    true
+                });
                 if was_registered {
                     backoff.reset();
                 }
+            }
+            SessionEnd::Refused { admin, message } => {
+                state_tx.send_replace(SessionState::Refused { admin, message });
             }
         }
         admin_index = (admin_index + 1) % admins.len();
@@ -164,8 +183,15 @@ impl Session<'_> {
         };
         let (mut inbound, registered) = match handshake_outcome {
             Ok(Ok(accepted)) => accepted,
-            Ok(Err(status)) => {
+            Ok(Err(status)) if is_refusal(status.code()) => {
                 tracing::warn!(admin = %admin, code = ?status.code(), message = status.message(), "registration refused");
+                return SessionEnd::Refused {
+                    admin,
+                    message: status.message().to_owned(),
+                };
+            }
+            Ok(Err(status)) => {
+                tracing::warn!(admin = %admin, code = ?status.code(), message = status.message(), "registration failed");
                 return SessionEnd::Failed {
                     was_registered: false,
                 };
@@ -243,6 +269,18 @@ impl Session<'_> {
         log_ids.dedup();
         log_ids
     }
+}
+
+/// Whether the admin's answer refuses this executor as configured (its token, app name or
+/// address), as opposed to an outage that retrying outlives.
+fn is_refusal(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::Unauthenticated
+            | tonic::Code::PermissionDenied
+            | tonic::Code::InvalidArgument
+            | tonic::Code::FailedPrecondition
+    )
 }
 
 fn executor_message(kind: ExecutorKind) -> pb::ExecutorMessage {

@@ -41,6 +41,15 @@ pub enum Error {
     /// No admin answered `Registered` within the given time.
     #[error("executor not registered with any admin within {0:?}")]
     RegistrationTimeout(Duration),
+    /// No admin accepted the registration in time, and the last one that answered refused it
+    /// (a wrong or missing access token, most often).
+    #[error("admin {admin} refused the registration: {message}")]
+    RegistrationRefused {
+        /// The admin that refused.
+        admin: String,
+        /// Its reason.
+        message: String,
+    },
     /// The executor has stopped (shut down or crashed).
     #[error("executor stopped")]
     Stopped,

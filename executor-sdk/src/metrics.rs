@@ -83,6 +83,10 @@ pub fn render() -> String {
 }
 
 /// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.
+///
+/// Any `Host` is answered: the executor has no setting for the names it is scraped under yet,
+/// and its counters hold no job data.
 pub(crate) async fn serve(listener: TcpListener, cancel: CancellationToken) {
-    xjob_metrics_http::serve(listener, cancel, render).await;
+    let hosts = xjob_metrics_http::AllowedHosts::any();
+    xjob_metrics_http::serve(listener, cancel, render, hosts).await;
 }

@@ -22,7 +22,7 @@ use crate::connection::{Announcement, SessionState, connection_loop};
 use crate::error::Error;
 use crate::joblog::{JobLogStore, cleanup_loop};
 use crate::runner::{Runner, RunnerConfig};
-use crate::server::{ExecutorServer, health, report_stopping, serve};
+use crate::server::{ExecutorServer, follow_session, health, report_stopping, serve};
 use crate::telemetry::RunTraces;
 
 /// How long batches may fail before their results are spooled to disk.
@@ -49,6 +49,8 @@ pub struct RunningExecutor {
     callback_flush_timeout: Duration,
     crashed: Arc<AtomicBool>,
     health: tonic_health::server::HealthReporter,
+    /// Keeps health in step with the session (`server::follow_session`) until shutdown.
+    health_task: JoinHandle<()>,
     deregister: CancellationToken,
     flush_callbacks: CancellationToken,
     stop_server: CancellationToken,
@@ -199,6 +201,7 @@ impl RunningExecutor {
             state_tx,
             deregister.clone(),
         ));
+        let health_task = tokio::spawn(follow_session(health.clone(), session_rx.clone()));
 
         let stop_cleanup = CancellationToken::new();
         let cleanup_task_opt = (settings.log_retention_days >= MIN_RETENTION_DAYS).then(|| {
@@ -220,6 +223,7 @@ impl RunningExecutor {
             callback_flush_timeout: settings.callback_flush_timeout,
             crashed,
             health,
+            health_task,
             deregister,
             flush_callbacks,
             stop_server,
@@ -251,29 +255,51 @@ impl RunningExecutor {
     pub fn executor_id(&self) -> Option<String> {
         match &*self.session_rx.borrow() {
             SessionState::Registered { executor_id, .. } => Some(executor_id.clone()),
-            SessionState::Connecting | SessionState::Stopped => None,
+            SessionState::Connecting | SessionState::Refused { .. } | SessionState::Stopped => None,
         }
     }
 
-    /// Waits until an admin has answered `Registered` (at once when already registered).
+    /// Waits until an admin has answered `Registered` (at once when already registered). A
+    /// refusal does not end the wait (the admin's side may still be fixed), but when the time is
+    /// up while the admin refuses, the error is the refusal with the admin's reason.
     pub async fn wait_registered(&self, timeout: Duration) -> Result<(), Error> {
         let mut session_rx = self.session_rx.clone();
         let waited = tokio::time::timeout(
             timeout,
-            session_rx.wait_for(|state| !matches!(state, SessionState::Connecting)),
+            session_rx.wait_for(|state| {
+                matches!(
+                    state,
+                    SessionState::Registered { .. } | SessionState::Stopped
+                )
+            }),
         )
         .await;
         match waited {
             Ok(Ok(state)) if matches!(*state, SessionState::Registered { .. }) => Ok(()),
             Ok(_) => Err(Error::Stopped),
-            Err(_) => Err(Error::RegistrationTimeout(timeout)),
+            Err(_) => match &*self.session_rx.borrow() {
+                SessionState::Refused { admin, message } => Err(Error::RegistrationRefused {
+                    admin: admin.clone(),
+                    message: message.clone(),
+                }),
+                _ => Err(Error::RegistrationTimeout(timeout)),
+            },
         }
+    }
+
+    /// Whether the last admin that answered refused the registration (and none accepted it
+    /// since): the executor is then NOT_SERVING on gRPC health.
+    pub fn is_refused(&self) -> bool {
+        matches!(*self.session_rx.borrow(), SessionState::Refused { .. })
     }
 
     /// Graceful stop: Deregister first, stop accepting runs, wait for running handlers up to
     /// the shutdown grace, report the rest KILLED, flush callbacks, stop the server.
     pub async fn shutdown(self) {
         tracing::info!(address = %self.address, "executor shutting down");
+        // Stopped first, so a session change cannot turn health back to SERVING.
+        self.health_task.abort();
+        let _ = self.health_task.await;
         report_stopping(&self.health).await;
         self.deregister.cancel();
         join_bounded("connection", self.connection_task, DEREGISTER_BOUND).await;
@@ -300,6 +326,7 @@ impl RunningExecutor {
         self.crashed.store(true, Ordering::SeqCst);
         self.runner.abort_all();
         self.connection_task.abort();
+        self.health_task.abort();
         self.callback_task.abort();
         self.server_task.abort();
         if let Some(cleanup_task) = self.cleanup_task_opt {

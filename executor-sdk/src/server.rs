@@ -3,13 +3,16 @@
 //! listener, so the executor is reachable before it registers anywhere.
 //!
 //! gRPC health (`grpc.health.v1.Health`, no auth, so a Kubernetes probe can call it) answers
-//! SERVING for `""` and `xjob.v1.ExecutorService` while the executor runs, NOT_SERVING from the
-//! start of a graceful shutdown.
+//! SERVING for `""` and `xjob.v1.ExecutorService` while the executor runs; NOT_SERVING while the
+//! admin refuses its registration (a wrong token: the admin will send it no runs, so it must not
+//! look ready) and from the start of a graceful shutdown. An admin that is merely unreachable
+//! leaves it SERVING: an admin outage is no reason to take the app next to it out of service.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
@@ -18,6 +21,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_server::{ExecutorService, ExecutorServiceServer};
 
 use crate::auth::ServerAuth;
+use crate::connection::SessionState;
 use crate::joblog::JobLogStore;
 use crate::runner::Runner;
 
@@ -176,12 +180,51 @@ pub(crate) async fn health() -> (
 
 /// Marks the executor NOT_SERVING (graceful shutdown began).
 pub(crate) async fn report_stopping(reporter: &tonic_health::server::HealthReporter) {
-    reporter
-        .set_not_serving::<ExecutorServiceServer<ExecutorServer>>()
-        .await;
-    reporter
-        .set_service_status("", tonic_health::ServingStatus::NotServing)
-        .await;
+    set_status(reporter, tonic_health::ServingStatus::NotServing).await;
+}
+
+/// Keeps the health status in step with the admin session until the session watch closes:
+/// NOT_SERVING while the admin refuses the registration, SERVING otherwise. Shutdown aborts
+/// this task before it reports NOT_SERVING for good.
+pub(crate) async fn follow_session(
+    reporter: tonic_health::server::HealthReporter,
+    mut session_rx: watch::Receiver<SessionState>,
+) {
+    loop {
+        let refused = matches!(
+            *session_rx.borrow_and_update(),
+            SessionState::Refused { .. }
+        );
+        let status = if refused {
+            tonic_health::ServingStatus::NotServing
+        } else {
+            tonic_health::ServingStatus::Serving
+        };
+        set_status(&reporter, status).await;
+        if session_rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sets the status of both names a probe may ask for: `""` and `xjob.v1.ExecutorService`.
+async fn set_status(
+    reporter: &tonic_health::server::HealthReporter,
+    status: tonic_health::ServingStatus,
+) {
+    match status {
+        tonic_health::ServingStatus::Serving => {
+            reporter
+                .set_serving::<ExecutorServiceServer<ExecutorServer>>()
+                .await;
+        }
+        _ => {
+            reporter
+                .set_not_serving::<ExecutorServiceServer<ExecutorServer>>()
+                .await;
+        }
+    }
+    reporter.set_service_status("", status).await;
 }
 
 /// Serves the executor on an already bound listener until `shutdown` fires, over TLS when

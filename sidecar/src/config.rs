@@ -6,7 +6,7 @@
 //! Environment variables (each replaces the file's value):
 //! `XJOB_APP_NAME`, `XJOB_ADMIN_ADDRS` (comma-separated), `XJOB_ACCESS_TOKEN`, `XJOB_BIND`,
 //! `XJOB_ADVERTISE_ADDRESS`, `XJOB_LOG_DIR`, `XJOB_APP_URL`, `XJOB_SHUTDOWN_GRACE`,
-//! `XJOB_GLUE_ENABLED` (comma-separated languages; empty = none).
+//! `XJOB_GLUE_ENABLED` (comma-separated languages; empty = none), `XJOB_METRICS_LISTEN`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer};
 
 /// Every environment variable the sidecar reads for its settings (the deploy check compares
 /// manifests against this list).
-pub const ENV_VARS: [&str; 10] = [
+pub const ENV_VARS: [&str; 11] = [
     "XJOB_CONFIG",
     "XJOB_APP_NAME",
     "XJOB_ADMIN_ADDRS",
@@ -27,6 +27,7 @@ pub const ENV_VARS: [&str; 10] = [
     "XJOB_APP_URL",
     "XJOB_SHUTDOWN_GRACE",
     "XJOB_GLUE_ENABLED",
+    "XJOB_METRICS_LISTEN",
 ];
 
 /// The whole file.
@@ -75,6 +76,10 @@ pub struct Config {
     /// TLS of the executor's server and of its calls to `https://` admins.
     #[serde(default)]
     pub tls: TlsConfig,
+    /// Address serving Prometheus metrics on `GET /metrics` (plain HTTP, no authentication);
+    /// empty = off.
+    #[serde(default)]
+    pub metrics_listen: String,
     /// Serve on a non-loopback `bind` with neither `access_token` nor mTLS: anyone who reaches
     /// the port can run the handlers. Refused at startup unless set.
     #[serde(default)]
@@ -295,6 +300,9 @@ impl Config {
             self.shutdown_grace = parse_duration(&value)
                 .map_err(|message| config_error("XJOB_SHUTDOWN_GRACE", message))?;
         }
+        if let Some(value) = lookup("XJOB_METRICS_LISTEN") {
+            self.metrics_listen = value;
+        }
         if let Some(value) = lookup("XJOB_GLUE_ENABLED") {
             self.glue.enabled = split_list(&value)
                 .iter()
@@ -458,6 +466,7 @@ mod tests {
             ("XJOB_ADMIN_ADDRS", "http://a:1, http://b:2"),
             ("XJOB_GLUE_ENABLED", "shell,python"),
             ("XJOB_SHUTDOWN_GRACE", "7s"),
+            ("XJOB_METRICS_LISTEN", "0.0.0.0:9465"),
         ]
         .into();
         config
@@ -469,6 +478,7 @@ mod tests {
             [GlueLanguage::Shell, GlueLanguage::Python]
         );
         assert_eq!(config.shutdown_grace, Duration::from_secs(7));
+        assert_eq!(config.metrics_listen, "0.0.0.0:9465");
         let error = config
             .apply_env(|key| (key == "XJOB_GLUE_ENABLED").then(|| "groovy".to_owned()))
             .expect_err("groovy");

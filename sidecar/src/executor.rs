@@ -25,6 +25,9 @@ pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
     if !config.advertise_address.is_empty() {
         builder = builder.advertise_address(&config.advertise_address);
     }
+    if !config.metrics_listen.is_empty() {
+        builder = builder.metrics_listen(&config.metrics_listen);
+    }
     builder = with_tls(builder, config)?.insecure_open_network(config.insecure_open_network);
     for (key, value) in &config.labels {
         builder = builder.label(key, value);

@@ -872,3 +872,90 @@ async fn an_http_handler_timeout_cancels_the_request() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+/// Follows the sidecar's gRPC health (`grpc.health.v1.Health/Watch`, service `""`, what the
+/// Kubernetes probes ask) until it reports `wanted`; fails after DEADLINE.
+async fn wait_health(
+    address: &str,
+    wanted: tonic_health::pb::health_check_response::ServingStatus,
+) -> anyhow::Result<()> {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+    let mut client = wait_until(DEADLINE, "the sidecar's health service to answer", || {
+        let address = address.to_owned();
+        async move {
+            let channel = tonic::transport::Channel::from_shared(address)
+                .ok()?
+                .connect()
+                .await
+                .ok()?;
+            Some(HealthClient::new(channel))
+        }
+    })
+    .await?;
+    let mut updates = client
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await?
+        .into_inner();
+    let reached = tokio::time::timeout(DEADLINE, async {
+        while let Some(update) = updates.message().await? {
+            if update.status == wanted as i32 {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("the health watch ended before {wanted:?}")
+    })
+    .await;
+    reached.map_err(|_| anyhow::anyhow!("health did not become {wanted:?} within {DEADLINE:?}"))?
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_not_serving_while_the_admin_refuses_the_token() -> anyhow::Result<()> {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP_NAME).await?;
+    let mut client = cluster.client();
+    let mut group = client
+        .get_group(pb::GetGroupRequest { id: group_id })
+        .await?
+        .into_inner()
+        .group
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    group.access_token = "the-groups-token-0123456789".to_owned();
+    client
+        .update_group(pb::UpdateGroupRequest {
+            group: Some(group.clone()),
+        })
+        .await?;
+    let (app_url, _seen) = start_app().await?;
+    let sidecar_token = "the-sidecars-token-0123456789";
+    let sidecar = Sidecar::spawn(
+        &cluster.admin_url(),
+        &app_url,
+        &[("XJOB_ACCESS_TOKEN", sidecar_token)],
+    )?;
+
+    // The admin answers UNAUTHENTICATED: the sidecar must not look ready.
+    wait_health(&sidecar.address, ServingStatus::NotServing).await?;
+    let probe = Command::new(env!("CARGO_BIN_EXE_xjob-probe"))
+        .arg(&sidecar.address)
+        .output()?;
+    assert!(
+        !probe.status.success(),
+        "xjob-probe passed a refused sidecar: {}",
+        String::from_utf8_lossy(&probe.stdout)
+    );
+
+    // Once the group's token is the sidecar's, its next attempt registers and it is SERVING.
+    group.access_token = sidecar_token.to_owned();
+    client
+        .update_group(pb::UpdateGroupRequest { group: Some(group) })
+        .await?;
+    wait_online(&cluster, group_id, &sidecar.address).await?;
+    wait_health(&sidecar.address, ServingStatus::Serving).await?;
+    drop(sidecar);
+    cluster.shutdown().await;
+    Ok(())
+}

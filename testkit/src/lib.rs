@@ -6,11 +6,14 @@
 //! - [`process`]: child processes killed when dropped, signals, and awaiting a pid's death;
 //! - [`admin`]: the `xjob serve` binary as a child process, restarted the same way;
 //! - [`misfire`]: which scheduled seconds a misfire row of the scan stands for;
-//! - [`planned`]: which admin owns the most planned fires (the schedule lock's holder).
+//! - [`planned`]: which admin owns the most planned fires (the schedule lock's holder);
+//! - [`docs`]: the user docs' code blocks, markers, links, anchors and shell commands, for the
+//!   docs checks.
 //!
 //! It depends on neither the admin nor the SDK, so both can use it in their own tests.
 
 pub mod admin;
+pub mod docs;
 pub mod misfire;
 pub mod net;
 pub mod planned;

@@ -6,7 +6,10 @@
 //! are the API's own: the console never decides what a user may do, it only hides controls
 //! the API would refuse.
 //!
-//! - `session.rs`: login sessions (cookie → caller), login throttling, the open console.
+//! - `guard.rs`: which requests reach a page at all (`Host` names the console, posts come
+//!   from its own pages).
+//! - `session.rs`: login sessions (cookie → caller), the open console.
+//! - `throttle.rs`: failed logins per name, per client address and in all.
 //! - `csrf.rs`: the token every form posts back.
 //! - `html.rs`: escaping, the page frame, times and durations, form widgets.
 //! - `pages/`: one module per page family.
@@ -14,12 +17,14 @@
 //!   schedule preview, live log tail, confirmations), compiled into the binary.
 //!
 //! Served by hyper (HTTP/1.1) over the admin's accept loops, with TLS when the admin has a
-//! certificate; cookies are then `Secure`.
+//! certificate; cookies are then `Secure` and answers carry `Strict-Transport-Security`.
 
 mod csrf;
+mod guard;
 mod html;
 mod pages;
 mod session;
+mod throttle;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,7 +50,7 @@ pub use session::Viewer;
 pub struct Console {
     service: Arc<JobAdminService>,
     ctx: Arc<AdminContext>,
-    logins: session::LoginThrottle,
+    logins: throttle::LoginThrottle,
     /// Served over TLS: cookies get `Secure`.
     tls: bool,
     /// Whether this console may run without login while no user exists: its own listener is
@@ -63,7 +68,7 @@ impl Console {
         Arc::new(Console {
             service,
             ctx,
-            logins: session::LoginThrottle::default(),
+            logins: throttle::LoginThrottle::default(),
             tls,
             open_allowed,
         })
@@ -192,9 +197,16 @@ async fn not_found() -> Response {
 }
 
 /// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking
-/// ids, a script policy that allows only the console's own files.
-fn harden(response: &mut Response) {
+/// ids, a script policy that allows only the console's own files; under TLS, HSTS (browsers
+/// then never try the console over plain HTTP, where a network attacker could answer).
+fn harden(response: &mut Response, hsts: bool) {
     let headers = response.headers_mut();
+    if hsts {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
+    }
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -224,24 +236,31 @@ pub async fn serve(
     let address = listener.local_addr().ok();
     tracing::info!(?address, tls = tls.is_some(), "web console listening");
     tokio::spawn(session::prune_loop(Arc::clone(&console), cancel.clone()));
+    // Validated at start; a failure here falls back to the console's own address only.
+    let hosts = console.ctx.config.allowed_hosts().unwrap_or_default();
+    let guard = Arc::new(guard::Guard::new(hosts, tls.is_some()));
     let app = router(console);
     let options = xjob_tls::ListenOptions::default();
     match tls {
         Some(tls) => {
             let incoming = xjob_tls::tls_incoming(listener, tls, options);
-            accept_loop(incoming, app, cancel).await;
+            accept_loop(incoming, app, guard, cancel).await;
         }
         None => {
             let incoming = xjob_tls::plain_incoming(listener, options);
-            accept_loop(incoming, app, cancel).await;
+            accept_loop(incoming, app, guard, cancel).await;
         }
     }
 }
 
-async fn accept_loop<S, I>(incoming: S, app: Router, cancel: CancellationToken)
-where
+async fn accept_loop<S, I>(
+    incoming: S,
+    app: Router,
+    guard: Arc<guard::Guard>,
+    cancel: CancellationToken,
+) where
     S: tokio_stream::Stream<Item = std::io::Result<I>> + Unpin,
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + guard::Addresses + Unpin + Send + 'static,
 {
     let mut incoming = incoming;
     loop {
@@ -253,14 +272,28 @@ where
                 None => return,
             },
         };
+        let Some((local, peer)) = stream.addresses() else {
+            continue;
+        };
         let app = app.clone();
+        let guard = Arc::clone(&guard);
         let cancel = cancel.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let mut app = app.clone();
+                let guard = Arc::clone(&guard);
                 async move {
-                    let mut response = tower_service::Service::call(&mut app, request).await?;
-                    harden(&mut response);
+                    let mut request: axum::http::Request<hyper::body::Incoming> = request;
+                    let hsts = guard.hsts(&request);
+                    let mut response = match guard.refusal(&request, local) {
+                        Some(refusal) => refusal,
+                        None => {
+                            let client = guard::ClientAddress(peer.ip().to_canonical());
+                            request.extensions_mut().insert(client);
+                            tower_service::Service::call(&mut app, request).await?
+                        }
+                    };
+                    harden(&mut response, hsts);
                     Ok::<_, std::convert::Infallible>(response)
                 }
             });

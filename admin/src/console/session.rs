@@ -7,9 +7,7 @@
 //! session without a user is made on the first visit, only to carry the CSRF token, and acts
 //! as [`Caller::Open`] until the first user exists.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -26,12 +24,6 @@ use crate::model::ConsoleSession;
 pub const COOKIE: &str = "xjob_session";
 /// How long a session lasts after login.
 const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
-/// Failed logins of one name before it is locked for [`LOCKOUT`].
-const MAX_FAILURES: u32 = 5;
-/// How long a name stays locked after [`MAX_FAILURES`] failed logins in a row.
-const LOCKOUT: Duration = Duration::from_secs(60);
-/// Names tracked at most (the map is cleared when full: it only delays guessing).
-const MAX_TRACKED: usize = 10_000;
 
 /// Who is looking at a page: the caller the API sees, and the session's CSRF token.
 #[derive(Debug, Clone)]
@@ -238,71 +230,9 @@ pub async fn prune_loop(console: Shared, cancel: CancellationToken) {
     }
 }
 
-/// Failed logins per user name on this admin: after [`MAX_FAILURES`] in a row the name is
-/// locked for [`LOCKOUT`], whatever the password (so guessing costs a minute per 5 tries).
-#[derive(Default)]
-pub struct LoginThrottle {
-    names: Mutex<HashMap<String, Failures>>,
-}
-
-struct Failures {
-    count: u32,
-    locked_until: Option<Instant>,
-}
-
-impl LoginThrottle {
-    /// Seconds left on the name's lock, if it is locked.
-    pub fn locked_for(&self, name: &str) -> Option<u64> {
-        let names = self.lock();
-        let until = names.get(name)?.locked_until?;
-        let left = until.checked_duration_since(Instant::now())?;
-        Some(left.as_secs().max(1))
-    }
-
-    pub fn failed(&self, name: &str) {
-        let mut names = self.lock();
-        if names.len() >= MAX_TRACKED {
-            names.clear();
-        }
-        let entry = names.entry(name.to_string()).or_insert(Failures {
-            count: 0,
-            locked_until: None,
-        });
-        entry.count += 1;
-        if entry.count >= MAX_FAILURES {
-            entry.count = 0;
-            entry.locked_until = Some(Instant::now() + LOCKOUT);
-        }
-    }
-
-    pub fn succeeded(&self, name: &str) {
-        self.lock().remove(name);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Failures>> {
-        self.names
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn five_failures_lock_a_name_and_success_clears_it() {
-        let throttle = LoginThrottle::default();
-        for _ in 0..4 {
-            throttle.failed("ann");
-        }
-        assert_eq!(throttle.locked_for("ann"), None);
-        throttle.failed("ann");
-        assert!(throttle.locked_for("ann").is_some());
-        assert_eq!(throttle.locked_for("bob"), None);
-        throttle.succeeded("ann");
-        assert_eq!(throttle.locked_for("ann"), None);
-    }
 
     #[test]
     fn cookies_are_found_by_name_and_set_strict() {

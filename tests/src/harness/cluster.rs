@@ -118,6 +118,11 @@ impl TestCluster {
         self.admin.as_ref().and_then(RunningAdmin::metrics_addr)
     }
 
+    /// The admin's bound web console address, when `http_listen` was configured.
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().and_then(RunningAdmin::console_addr)
+    }
+
     /// The admin's bound XXL-JOB compatibility address, when `xxl_job_compat_listen` was
     /// configured.
     pub fn xxl_compat_addr(&self) -> Option<std::net::SocketAddr> {

@@ -83,7 +83,16 @@ async fn wrong_or_missing_token_is_rejected_on_session() -> anyhow::Result<()> {
         .handler("ok", ok_handler)
         .start()
         .await?;
-    assert!(wrong.wait_registered(Duration::from_secs(2)).await.is_err());
+    let refused = wrong.wait_registered(Duration::from_secs(2)).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(xjob_executor::Error::RegistrationRefused { message, .. })
+                if message.contains("wrong or missing access token")
+        ),
+        "{refused:?}"
+    );
+    assert!(wrong.is_refused());
     assert_eq!(executor_count(&cluster, SECURED_APP).await?, 0);
     wrong.shutdown().await;
 

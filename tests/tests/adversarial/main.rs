@@ -4,6 +4,7 @@
 //! an attacker reaches; docs/security.md lists what each covers.
 
 mod attacker;
+mod console;
 mod executor_calls;
 mod first_round;
 mod floods;

@@ -23,9 +23,9 @@ async fn fails(_ctx: JobContext) -> JobResult {
 /// One scrape: `GET /metrics` over HTTP/1.0, the body parsed into `series -> value`.
 async fn scrape(address: std::net::SocketAddr) -> anyhow::Result<HashMap<String, f64>> {
     let mut stream = tokio::net::TcpStream::connect(address).await?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: test\r\n\r\n")
-        .await?;
+    // The listener answers only requests naming its own address.
+    let request = format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
     let mut response = String::new();
     tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut response)).await??;
     let (head, body) = response

@@ -214,7 +214,8 @@ fn editor(
     };
     let mut response = html::page(Some(viewer), &title, Nav::Executors, &body);
     *response.status_mut() = code;
-    response
+    // After a refused save the form holds the access token as typed.
+    super::no_store(response)
 }
 
 fn group_from_fields(fields: &Fields, id: i64) -> pb::Group {

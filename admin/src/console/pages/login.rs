@@ -2,11 +2,12 @@
 //! a short-lived cookie that the form posts back (double submit).
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::super::csrf::{Fields, Posted, same};
+use super::super::guard::ClientAddress;
 use super::super::html::{self, Nav, esc};
 use super::super::session::{self, cookie, set_cookie, with_cookie};
 use super::super::{Console, Shared};
@@ -70,7 +71,12 @@ fn login_page(
     )
 }
 
-pub async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn submit(
+    State(console): State<Shared>,
+    Extension(ClientAddress(client)): Extension<ClientAddress>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let fields = Fields::parse(&body);
     let next = fields.get("next").to_string();
     let name = fields.get("name").to_string();
@@ -81,13 +87,12 @@ pub async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Byt
             "The login form's CSRF token is missing or wrong: reload the page and try again.",
         );
     }
-    if let Some(seconds) = console.logins.locked_for(&name) {
-        let message = format!("Too many failed logins for this user: try again in {seconds} s.");
+    if let Err(refusal) = console.logins.attempt(&name, client) {
         return login_page(
             &console,
             &next,
             &name,
-            &message,
+            &refusal.message(),
             StatusCode::TOO_MANY_REQUESTS,
         );
     }
@@ -100,12 +105,13 @@ pub async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Byt
         .as_ref()
         .map(|user| user.password_hash.clone())
         .unwrap_or_default();
-    // argon2 takes tens of milliseconds of CPU: off the async threads.
+    // argon2 takes tens of milliseconds of CPU: off the async threads. An unknown name or a
+    // user without a password costs the same hash (see `verify_password`), so the answer's
+    // time does not tell which names exist.
     let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
         .await
         .unwrap_or(false);
     let Some(user) = user.filter(|_| matches) else {
-        console.logins.failed(&name);
         tracing::info!(user = %name.chars().take(64).collect::<String>(), "console login failed");
         return login_page(
             &console,
@@ -115,7 +121,7 @@ pub async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Byt
             StatusCode::UNAUTHORIZED,
         );
     };
-    console.logins.succeeded(&name);
+    console.logins.succeeded(&name, client);
     match session::start_session(&console, user.id).await {
         Ok(cookie) => {
             tracing::info!(user = %user.name, "console login");
@@ -134,11 +140,45 @@ pub async fn logout(State(console): State<Shared>, headers: HeaderMap, posted: P
     with_cookie(Redirect::to("/login").into_response(), &clear)
 }
 
-/// Where to go after login: a path on this console only (never another site).
+/// Where to go after login: a path on this console only, else `/`. One leading `/` (`//host`
+/// is another site), no backslash (browsers read `/\\host` as `//host`), and only visible
+/// ASCII: browsers drop tabs and newlines from URLs, so `/\t/host` would become `//host`,
+/// and a control character cannot go into a `Location` header at all.
 fn safe_next(next: &str) -> String {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+    let path_only = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && next.bytes().all(|byte| byte.is_ascii_graphic());
+    if path_only {
         next.to_string()
     } else {
         "/".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_is_a_path_on_this_console_or_the_dashboard() {
+        for kept in ["/", "/jobs?group=1&status=RUNNING", "/runs/5"] {
+            assert_eq!(safe_next(kept), kept);
+        }
+        for refused in [
+            "",
+            "jobs",
+            "//evil.example/",
+            "/\\evil.example",
+            "/\t/evil.example/",
+            "/\n/evil.example/",
+            "/jobs\r\nSet-Cookie: x=1",
+            "/ /evil.example",
+            "/\u{85}/evil.example",
+            "/é",
+            "https://evil.example/",
+        ] {
+            assert_eq!(safe_next(refused), "/", "{refused:?}");
+        }
     }
 }

@@ -66,6 +66,16 @@ pub fn field_error(status: &Status) -> (Option<String>, String) {
     (None, message.to_string())
 }
 
+/// Marks an answer that shows a secret (a new API token, a group's access token as typed):
+/// browsers and proxies must not keep a copy (the back button, a shared cache, a disk cache).
+pub fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
 /// 303 to a page after a post, with a one-line notice in its query.
 pub fn see_other(path: &str, notice: &str) -> Response {
     let separator = if path.contains('?') { '&' } else { '?' };

@@ -13,7 +13,7 @@ use super::super::csrf::{Fields, Posted};
 use super::super::html::{self, Nav, esc};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{group_name, next_page_link, readable_groups, see_other, status_page};
+use super::{group_name, next_page_link, no_store, readable_groups, see_other, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -141,7 +141,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
                 answer.user.map(|user| user.name).unwrap_or_default(),
                 answer.token
             );
-            render(&posted.viewer, &users, &groups, &notice, "")
+            no_store(render(&posted.viewer, &users, &groups, &notice, ""))
         }
         Err(status) => status_page(&status),
     }
@@ -358,7 +358,7 @@ pub async fn create_token(
                 "Token issued. Copy it now, it is not shown again: {}",
                 answer.into_inner().token
             );
-            tokens_page(&console, &posted.viewer, id, &notice).await
+            no_store(tokens_page(&console, &posted.viewer, id, &notice).await)
         }
         Err(status) => status_page(&status),
     }
