@@ -741,18 +741,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let value: u64 = number
         .parse()
         .map_err(|_| format!("'{text}' is not a duration like 5s"))?;
-    let millis = match unit {
-        "ms" => value,
-        "" | "s" => value * 1000,
-        "m" => value * 60_000,
-        "h" => value * 3_600_000,
+    let unit_ms: u64 = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
         _ => {
             return Err(format!(
                 "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
             ));
         }
     };
-    Ok(Duration::from_millis(millis))
+    // A huge number of hours must be an error, not an overflow (a panic at start).
+    value
+        .checked_mul(unit_ms)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("'{text}' is too long"))
 }
 
 pub(crate) mod duration_text {

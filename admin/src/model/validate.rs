@@ -124,13 +124,15 @@ pub fn merge_job_update(existing: &Job, incoming: Job, now_ms: i64) -> Result<Jo
 }
 
 /// Checks a schedule type and its configuration: a Quartz cron for CRON, whole seconds ≥ 1 for
-/// FIX_RATE, anything for NONE.
+/// FIX_RATE, anything for NONE. The length comes first, as for a stored job: the errors below
+/// quote the expression, and `PreviewSchedule` (which stores nothing) must not echo a huge one.
 pub fn validate_schedule(
     schedule_type: ScheduleType,
     schedule_conf: &str,
     prefix: &str,
 ) -> Result<(), Refusal> {
     let conf_field = field_name(prefix, "schedule_conf");
+    check_text_len(schedule_conf, text_limits::SCHEDULE_CONF, &conf_field)?;
     match schedule_type {
         ScheduleType::None => Ok(()),
         ScheduleType::Cron => match CronExpr::parse(schedule_conf) {
@@ -168,8 +170,10 @@ pub fn resolve_time_zone(name: &str, default: Tz, field: &str) -> Result<Tz, Ref
     if name.trim().is_empty() {
         return Ok(default);
     }
-    parse_time_zone(name)
-        .map_err(|_| Refusal::invalid(field, format!("unknown time zone '{name}'")))
+    parse_time_zone(name).map_err(|_| {
+        let shown = short_prefix(name);
+        Refusal::invalid(field, format!("unknown time zone '{shown}'"))
+    })
 }
 
 /// Refuses params larger than `limit` bytes.
@@ -882,6 +886,21 @@ mod tests {
             message.contains("1001 addresses exceeds the limit of 1000"),
             "{message}"
         );
+    }
+
+    /// `PreviewSchedule` validates a schedule without a job around it: a megabyte expression or
+    /// zone once came back whole in the refusal, and the client saw a broken HTTP/2 stream.
+    #[test]
+    fn a_huge_schedule_or_zone_is_not_echoed_whole() {
+        let huge_cron = format!("0 * * * * ? {}", "9".repeat(1024 * 1024));
+        for schedule_type in [ScheduleType::Cron, ScheduleType::FixRate] {
+            let error = validate_schedule(schedule_type, &huge_cron, "").expect_err("too long");
+            assert!(error.to_string().starts_with("schedule_conf: "), "{error}");
+            assert!(error.to_string().len() < 200, "{error}");
+        }
+        let huge_zone = "Z".repeat(1024 * 1024);
+        let error = resolve_time_zone(&huge_zone, chrono_tz::UTC, "time_zone").expect_err("zone");
+        assert!(error.to_string().len() < 200, "{error}");
     }
 
     #[test]

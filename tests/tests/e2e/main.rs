@@ -3,7 +3,6 @@
 
 mod admission;
 mod alarms;
-mod auth;
 mod basics;
 mod block_strategies;
 mod children;
