@@ -14,6 +14,7 @@ pub mod ids;
 pub mod job;
 pub mod log;
 pub mod misfire;
+pub mod next_fire;
 pub mod node;
 pub mod user;
 pub mod validate;
