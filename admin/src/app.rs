@@ -152,7 +152,12 @@ pub async fn start_with(
         })?;
     }
     let metrics_listener = match config.metrics_listen {
-        Some(address) => Some(crate::metrics::bind(address).await?),
+        Some(address) => Some(crate::metrics::bind(address).await.map_err(|error| {
+            Error::unavailable(
+                format!("cannot listen on {address} for metrics: {error}"),
+                error,
+            )
+        })?),
         None => None,
     };
     let console_listener = match config.http_listen {

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod alarm;
+
 /// Everything the admin can be configured with. Durations are written like `500ms`, `5s`, `2m`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -201,7 +203,7 @@ pub struct Config {
     /// `http://127.0.0.1:16686/trace/{trace_id}` (Jaeger's UI); empty = the id is shown alone.
     pub console_trace_url: String,
     /// Alarm delivery: SMTP server, webhook, retries and the per-job rate limit.
-    pub alarm: crate::monitor::AlarmConfig,
+    pub alarm: alarm::AlarmConfig,
 
     // ---- XXL-JOB executors (docs/xxl-job-compat.md)
     /// Address serving XXL-JOB's executor-facing API (`api/registry`, `api/registryRemove`,
@@ -302,7 +304,7 @@ impl Default for Config {
             http_listen: None,
             http_allowed_hosts: Vec::new(),
             console_trace_url: String::new(),
-            alarm: crate::monitor::AlarmConfig::default(),
+            alarm: alarm::AlarmConfig::default(),
             xxl_job_compat_listen: None,
             xxl_job_compat_lease: Duration::from_secs(90),
         }

@@ -9,11 +9,11 @@ use tokio_util::sync::CancellationToken;
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 
 use crate::context::AdminContext;
+use crate::model::next_fire::next_fire_after;
 use crate::model::{
     AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, RetryBackoff,
     RouteStrategy, ScheduleType, now_ms,
 };
-use crate::schedule::plan::next_fire_after;
 use crate::store::{JobFilter, JobScheduleUpdate};
 
 const DEMO_APP: &str = "xjob-demo";

@@ -322,14 +322,10 @@ pub fn render() -> String {
     text
 }
 
-/// Binds `address` for `/metrics`; a bind error names the address.
-pub async fn bind(address: SocketAddr) -> Result<TcpListener, crate::Error> {
-    TcpListener::bind(address).await.map_err(|error| {
-        crate::Error::unavailable(
-            format!("cannot listen on {address} for metrics: {error}"),
-            error,
-        )
-    })
+/// Binds `address` for `/metrics`. The error stays an `io::Error`: metrics is a leaf every
+/// layer calls, so it knows nothing of the admin's `Error` (the caller names the address).
+pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(address).await
 }
 
 /// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404, a

@@ -119,7 +119,7 @@ pub fn job_to_pb(job: Job) -> pb::Job {
         last_fire_ms: job.trigger_last_ms,
         // A FIX_DELAY job waiting for its run to finish has no next time yet (internally a
         // far-future marker); show 0 like a job without a next fire.
-        next_fire_ms: if job.trigger_next_ms == crate::schedule::plan::AWAITING_COMPLETION_MS {
+        next_fire_ms: if job.trigger_next_ms == crate::model::next_fire::AWAITING_COMPLETION_MS {
             0
         } else {
             job.trigger_next_ms

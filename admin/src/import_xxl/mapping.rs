@@ -12,18 +12,14 @@ use chrono_tz::Tz;
 
 use crate::model::glue::GLUE_VERSIONS_KEPT;
 use crate::model::line_ends::to_lf;
+use crate::model::next_fire::{SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{JobLimits, resolve_time_zone, validate_group, validate_job};
 use crate::model::{
     AddressType, BlockStrategy, GlueType, GlueVersion, Group, Job, JobStatus, MisfireStrategy,
     RetryBackoff, RouteStrategy, ScheduleType,
 };
-use crate::schedule::plan::next_fire_after;
 use crate::store::xxl_source::{XxlGlueRow, XxlGroupRow, XxlJobRow};
 use crate::trigger::route::is_supported;
-
-/// Delay before an imported running job's first fire: like `StartJob`, it never lands inside a
-/// scan's current pre-read window.
-pub use crate::api::job_admin::SCHEDULE_CHANGE_DELAY_MS;
 
 /// What every mapping needs besides the row.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ pub mod job;
 pub mod line_ends;
 pub mod log;
 pub mod misfire;
+pub mod next_fire;
 pub mod node;
 pub mod user;
 pub mod validate;

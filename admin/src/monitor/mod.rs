@@ -13,7 +13,6 @@
 //! The decisions are pure (`policy`, `lost::LostJudge`); the loops only read, call and write.
 
 pub mod alarm;
-pub mod alarm_config;
 pub mod followup;
 pub mod lost;
 pub mod notify;
@@ -22,7 +21,6 @@ pub mod stranded;
 pub mod xxl_idle;
 
 pub use alarm::{Alarm, AlarmFuture, LogAlarm};
-pub use alarm_config::AlarmConfig;
 pub use followup::run_followup;
 pub use lost::run_lost_monitor;
 pub use notify::Notifier;

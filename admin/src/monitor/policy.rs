@@ -15,11 +15,11 @@
 
 use std::sync::Arc;
 
+use crate::model::next_fire::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::model::{
     Fire, Job, JobId, NewRun, NodeIdentity, RetryBackoff, RunLog, RunStatus, ScheduleType,
     TriggerType, UnwrittenFire,
 };
-use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::FixDelayRelease;
 
 /// Longest single retry delay, whatever the job says (keeps `now + delay` far from overflow).

@@ -1,4 +1,5 @@
-//! Pure scheduling decisions: a job's next fire time, and what one scan does with a due job.
+//! Pure scheduling decisions: what one scan does with a due job (a job's next fire time by its
+//! schedule type is `model::next_fire`).
 //!
 //! For each job read by the scan (`trigger_next_ms <= now + window`):
 //! - **A, misfire** (`now > next + misfire_threshold`): DO_NOTHING records a SKIPPED row,
@@ -28,7 +29,7 @@ use std::sync::Arc;
 
 use chrono_tz::Tz;
 
-use crate::model::cron::CronExpr;
+use crate::model::next_fire::{AWAITING_COMPLETION_MS, interval_seconds, next_fire_after};
 use crate::model::{
     Job, JobStatus, MisfireStrategy, NewRun, RunStatus, ScheduleType, TriggerType, UnwrittenFire,
     job_time_zone,
@@ -37,10 +38,6 @@ use crate::store::JobScheduleUpdate;
 
 /// Most fires one job gets in one scan (a 1 s job has at most `window` of them).
 const MAX_FIRES_PER_JOB: usize = 128;
-
-/// `trigger_next_ms` of a running FIX_DELAY job whose last fire has not finished yet: later than
-/// any scan window, so the job is not read until the follow-up sets `finished + delay`.
-pub const AWAITING_COMPLETION_MS: i64 = i64::MAX;
 
 /// Fixed inputs of one scan.
 #[derive(Debug, Clone)]
@@ -72,53 +69,6 @@ impl JobPlan {
                 UnwrittenFire::scheduled(Arc::clone(job), run.scheduled_at_ms, run.trigger_type)
             })
             .collect()
-    }
-}
-
-/// Next fire strictly after `from_ms`: cron in `time_zone`; FIX_RATE and FIX_DELAY seconds
-/// rounded up to a whole second (for FIX_DELAY, `from_ms` is when the previous run finished, or
-/// StartJob's "now + 5 s"). None for NONE schedules or a cron with no future fire.
-pub fn next_fire_after(
-    schedule_type: ScheduleType,
-    schedule_conf: &str,
-    time_zone: Tz,
-    from_ms: i64,
-) -> Result<Option<i64>, String> {
-    match schedule_type {
-        ScheduleType::Cron => {
-            let cron = CronExpr::parse(schedule_conf)
-                .map_err(|error| format!("invalid cron '{schedule_conf}': {error}"))?;
-            Ok(cron.next_after(from_ms, time_zone))
-        }
-        ScheduleType::FixRate | ScheduleType::FixDelay => {
-            let seconds = interval_seconds(schedule_conf)?;
-            // Past the end of representable time there is no next fire (not a wrapped one).
-            Ok(seconds
-                .checked_mul(1000)
-                .and_then(|interval_ms| from_ms.checked_add(interval_ms))
-                .and_then(ceil_to_second))
-        }
-        ScheduleType::None => Ok(None),
-    }
-}
-
-/// Parses a FIX_RATE / FIX_DELAY interval: whole seconds, at least 1.
-pub fn interval_seconds(schedule_conf: &str) -> Result<i64, String> {
-    match schedule_conf.trim().parse::<i64>() {
-        Ok(seconds) if seconds >= 1 => Ok(seconds),
-        _ => Err(format!(
-            "interval must be a whole number of seconds >= 1, got '{schedule_conf}'"
-        )),
-    }
-}
-
-/// `ms` rounded up to a whole second; None when that is past `i64::MAX`.
-fn ceil_to_second(ms: i64) -> Option<i64> {
-    let rem = ms.rem_euclid(1000);
-    if rem == 0 {
-        Some(ms)
-    } else {
-        (ms - rem).checked_add(1000)
     }
 }
 
@@ -479,15 +429,6 @@ mod tests {
         assert_eq!(plan.update.trigger_next_ms, AWAITING_COMPLETION_MS);
     }
 
-    #[test]
-    fn fix_delay_next_fire_is_the_delay_after_the_given_instant() {
-        assert_eq!(
-            next_fire_after(ScheduleType::FixDelay, "3", chrono_tz::UTC, T0 + 1),
-            Ok(Some(T0 + 4000))
-        );
-        assert!(next_fire_after(ScheduleType::FixDelay, "x", chrono_tz::UTC, T0).is_err());
-    }
-
     /// Runs scans the way the scan loop does (each a little before the next due fire) from
     /// `from` until `until`, in `zone`; returns every planned fire time.
     fn fires_across(conf: &str, zone: &str, from: i64, until: i64) -> Vec<i64> {
@@ -647,49 +588,5 @@ mod tests {
         assert_eq!(times(&plan), vec![0]);
         assert_eq!(plan.update.status, JobStatus::Stopped);
         assert_eq!(plan.update.trigger_next_ms, 0);
-    }
-
-    #[test]
-    fn fix_rate_rounds_up_to_whole_seconds_and_rejects_bad_periods() {
-        assert_eq!(
-            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0 + 1),
-            Ok(Some(T0 + 6000))
-        );
-        assert_eq!(
-            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0),
-            Ok(Some(T0 + 5000))
-        );
-        assert!(next_fire_after(ScheduleType::FixRate, "0", chrono_tz::UTC, T0).is_err());
-        assert_eq!(
-            next_fire_after(ScheduleType::None, "", chrono_tz::UTC, T0),
-            Ok(None)
-        );
-    }
-
-    #[test]
-    fn fix_rate_past_the_end_of_representable_time_has_no_next_fire() {
-        let near_end = i64::MAX - 500;
-        for (conf, from_ms) in [
-            ("5", near_end),
-            ("1", i64::MAX),
-            (&*i64::MAX.to_string(), T0),
-        ] {
-            assert_eq!(
-                next_fire_after(ScheduleType::FixRate, conf, chrono_tz::UTC, from_ms),
-                Ok(None),
-                "conf {conf} from {from_ms}"
-            );
-        }
-        // The last whole second before the end is still a fire.
-        let last_second = i64::MAX - i64::MAX.rem_euclid(1000);
-        assert_eq!(
-            next_fire_after(
-                ScheduleType::FixRate,
-                "1",
-                chrono_tz::UTC,
-                last_second - 1000
-            ),
-            Ok(Some(last_second))
-        );
     }
 }

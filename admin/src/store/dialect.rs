@@ -11,6 +11,9 @@
 //! because Rust only carries bounds on `Self` to the users of a trait: a bound such as
 //! "`i64` encodes for this database", written as a where-clause, would have to be repeated on
 //! every generic function.
+//!
+//! Each backend implements the trait in its own folder (`sqlite/dialect.rs`,
+//! `postgres/dialect.rs`, `mysql/dialect.rs`), so this file names no backend.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,7 +22,7 @@ use sqlx::error::BoxDynError;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
 use super::sql::Sql;
-use super::{JobScheduleUpdate, StoreResult, batch_json};
+use super::{JobScheduleUpdate, StoreResult};
 
 /// A boxed, sendable future (what sqlx's executors return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -206,121 +209,5 @@ macro_rules! text_as_declared {
     };
 }
 
-impl Dialect for sqlx::Sqlite {
-    const INSERT_RETURNING: bool = true;
-    const POSITION_FN: &'static str = "instr";
-    const SINGLE_WRITER: bool = true;
-    const FOR_UPDATE: &'static str = "";
-    const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
-    const GONE_NODES_AS_LIST: bool = false;
-    const DELETE_TAKES_LIMIT: bool = false;
-    const BYTE_ORDER: &'static str = "";
-    const IDS_PER_STATEMENT: usize = usize::MAX;
-
-    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
-        sql.push_mut(" IN (SELECT value FROM json_each(");
-        sql.bind_mut(batch_json::ids(ids));
-        sql.push_mut("))");
-    }
-
-    text_as_declared!();
-
-    fn write_schedule_updates<'c>(
-        conn: &'c mut Self::Connection,
-        updates: &'c [JobScheduleUpdate],
-    ) -> BoxFuture<'c, StoreResult<()>> {
-        Box::pin(super::sqlite::jobs::write_schedule_updates(conn, updates))
-    }
-
-    runners!(sqlx::Sqlite, |result| None);
-}
-
-impl Dialect for sqlx::Postgres {
-    const INSERT_RETURNING: bool = true;
-    const POSITION_FN: &'static str = "strpos";
-    const SINGLE_WRITER: bool = false;
-    const FOR_UPDATE: &'static str = " FOR UPDATE";
-    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    const GONE_NODES_AS_LIST: bool = false;
-    const DELETE_TAKES_LIMIT: bool = false;
-    const BYTE_ORDER: &'static str = " COLLATE \"C\"";
-    const IDS_PER_STATEMENT: usize = usize::MAX;
-
-    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
-        sql.push_mut(" = ANY(");
-        sql.bind_mut(ids.to_vec());
-        sql.push_mut(")");
-    }
-
-    text_as_declared!();
-
-    fn write_schedule_updates<'c>(
-        conn: &'c mut Self::Connection,
-        updates: &'c [JobScheduleUpdate],
-    ) -> BoxFuture<'c, StoreResult<()>> {
-        Box::pin(super::postgres::jobs::write_schedule_updates(conn, updates))
-    }
-
-    runners!(sqlx::Postgres, |result| None);
-}
-
-impl Dialect for sqlx::MySql {
-    const INSERT_RETURNING: bool = false;
-    const POSITION_FN: &'static str = "INSTR";
-    const SINGLE_WRITER: bool = false;
-    const FOR_UPDATE: &'static str = " FOR UPDATE";
-    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    const GONE_NODES_AS_LIST: bool = true;
-    const DELETE_TAKES_LIMIT: bool = true;
-    const BYTE_ORDER: &'static str = "";
-
-    fn upsert(_key: &str, columns: &[&str]) -> String {
-        let sets: Vec<String> = columns
-            .iter()
-            .map(|column| format!("{column} = VALUES({column})"))
-            .collect();
-        format!("ON DUPLICATE KEY UPDATE {}", sets.join(", "))
-    }
-    /// MySQL allows 65 535 bound values per statement.
-    const IDS_PER_STATEMENT: usize = 10_000;
-
-    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
-        sql.push_mut(" IN (");
-        for (index, id) in ids.iter().enumerate() {
-            if index > 0 {
-                sql.push_mut(", ");
-            }
-            sql.bind_mut(*id);
-        }
-        sql.push_mut(")");
-    }
-
-    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
-        let bytes: Vec<u8> = row.try_get(column)?;
-        utf8(bytes, column)
-    }
-
-    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
-        let bytes: Option<Vec<u8>> = row.try_get(column)?;
-        bytes.map(|bytes| utf8(bytes, column)).transpose()
-    }
-
-    fn write_schedule_updates<'c>(
-        conn: &'c mut Self::Connection,
-        updates: &'c [JobScheduleUpdate],
-    ) -> BoxFuture<'c, StoreResult<()>> {
-        Box::pin(super::mysql::jobs::write_schedule_updates(conn, updates))
-    }
-
-    runners!(sqlx::MySql, |result| i64::try_from(result.last_insert_id())
-        .ok()
-        .filter(|id| *id > 0));
-}
-
-/// Text read as bytes, checked to be UTF-8.
-fn utf8(bytes: Vec<u8>, column: &str) -> Result<String, sqlx::Error> {
-    String::from_utf8(bytes).map_err(|error| sqlx::Error::ColumnDecode {
-        index: column.to_string(),
-        source: Box::new(error),
-    })
-}
+// The backends' `impl Dialect` (in `sqlite/`, `postgres/`, `mysql/`) use these by path.
+pub(super) use {runners, text_as_declared};

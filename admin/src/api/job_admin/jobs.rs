@@ -9,18 +9,14 @@ use super::JobAdminService;
 use super::write_locks::adds_child_links;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
 use crate::error::Error;
+use crate::model::next_fire::{AWAITING_COMPLETION_MS, SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{
     child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
     validate_job,
 };
 use crate::model::{Job, JobStatus, ScheduleType};
-use crate::schedule::plan::{AWAITING_COMPLETION_MS, next_fire_after};
 use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
-
-/// Delay between a start or schedule change and the earliest fire it may produce (XXL-JOB:
-/// "takes effect after 5 s", so the fire never lands inside the scan's current pre-read window).
-pub const SCHEDULE_CHANGE_DELAY_MS: i64 = 5_000;
 
 impl JobAdminService {
     /// Validates a job for create/update: pure rules first, then its group and child jobs.

@@ -48,8 +48,6 @@ use crate::model::{Group, Job, RunLog};
 use crate::store::Store;
 use crate::store::writer_gate::api_write;
 
-pub use jobs::SCHEDULE_CHANGE_DELAY_MS;
-
 type RpcResult<T> = Result<Response<T>, Status>;
 
 /// Wraps a handler's outcome as a gRPC reply.

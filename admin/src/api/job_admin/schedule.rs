@@ -5,8 +5,8 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::error::Error;
+use crate::model::next_fire::next_fire_after;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
-use crate::schedule::plan::next_fire_after;
 
 impl JobAdminService {
     pub(super) fn preview(&self, request: pb::PreviewScheduleRequest) -> Result<Vec<i64>, Error> {

@@ -8,7 +8,7 @@ use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::AlarmMessage;
-use crate::monitor::alarm_config::{SmtpConfig, SmtpSecurity};
+use crate::config::alarm::{SmtpConfig, SmtpSecurity};
 
 /// A configured SMTP server.
 pub struct Mailer {

@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::alarm::{Alarm, AlarmFuture, LogAlarm};
-use super::alarm_config::AlarmConfig;
+use crate::config::alarm::AlarmConfig;
 use crate::model::{Job, RunLog, SharedClock};
 pub use email::Mailer;
 pub use rate::RateLimit;

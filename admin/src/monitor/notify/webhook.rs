@@ -15,7 +15,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto};
 
 use super::AlarmMessage;
-use crate::monitor::alarm_config::WebhookTemplate;
+use crate::config::alarm::WebhookTemplate;
 
 /// A configured webhook.
 pub struct Webhook {

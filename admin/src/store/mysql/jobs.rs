@@ -8,7 +8,7 @@ use crate::store::{JobScheduleUpdate, StoreResult};
 
 /// Writes next fire times in batches: XXL-JOB's `CASE id WHEN … END` update, guarded by
 /// `trigger_status = 1` so a job stopped while the round ran stays stopped.
-pub(in crate::store) async fn write_schedule_updates(
+pub(super) async fn write_schedule_updates(
     conn: &mut sqlx::MySqlConnection,
     updates: &[JobScheduleUpdate],
 ) -> StoreResult<()> {

@@ -16,7 +16,8 @@
 //! after taking a lock sees what the previous holder wrote), and InnoDB takes no gap locks for
 //! plain searches, which keeps concurrent admins from deadlocking on index ranges.
 
-pub(super) mod jobs;
+mod dialect;
+mod jobs;
 mod logs;
 mod monitor;
 mod rows;

@@ -9,7 +9,7 @@ use crate::store::{JobScheduleUpdate, StoreResult};
 /// Writes next fire times in one statement over parallel arrays (PostgreSQL's form of
 /// XXL-JOB's `CASE id WHEN … END` batch), guarded by `trigger_status = 1` so a job stopped
 /// while the round ran stays stopped.
-pub(in crate::store) async fn write_schedule_updates(
+pub(super) async fn write_schedule_updates(
     conn: &mut PgConnection,
     updates: &[JobScheduleUpdate],
 ) -> StoreResult<()> {

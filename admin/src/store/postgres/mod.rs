@@ -9,7 +9,8 @@
 //! `SKIP LOCKED` for work queues) so two admins never deadlock, and a follow-up that judges the
 //! other runs of its fire first locks the job row (see `shared/followups.rs`).
 
-pub(super) mod jobs;
+mod dialect;
+mod jobs;
 mod logs;
 mod monitor;
 mod rows;

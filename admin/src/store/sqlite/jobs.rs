@@ -16,7 +16,7 @@ pub(super) const SCHEDULE_UPDATES: &str = "UPDATE xjob_job SET trigger_last_ms =
              json_extract(value, '$.status') AS status FROM json_each(?)) AS r \
      WHERE xjob_job.id = r.id AND +xjob_job.trigger_status = 1";
 
-pub(in crate::store) async fn write_schedule_updates(
+pub(super) async fn write_schedule_updates(
     conn: &mut sqlx::SqliteConnection,
     updates: &[JobScheduleUpdate],
 ) -> StoreResult<()> {

@@ -11,7 +11,8 @@
 
 #[cfg(test)]
 mod broadcast;
-pub(super) mod jobs;
+mod dialect;
+mod jobs;
 mod logs;
 mod monitor;
 #[cfg(test)]

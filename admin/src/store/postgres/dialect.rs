@@ -1,0 +1,37 @@
+//! PostgreSQL's answers to `Dialect`: `RETURNING`, row locks with `SKIP LOCKED`, id lists as
+//! one bound array, byte-order text comparison.
+
+use sqlx::Row;
+
+use crate::store::dialect::{BoxFuture, Dialect, Executed, runners, text_as_declared};
+use crate::store::sql::Sql;
+use crate::store::{JobScheduleUpdate, StoreResult};
+
+impl Dialect for sqlx::Postgres {
+    const INSERT_RETURNING: bool = true;
+    const POSITION_FN: &'static str = "strpos";
+    const SINGLE_WRITER: bool = false;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const GONE_NODES_AS_LIST: bool = false;
+    const DELETE_TAKES_LIMIT: bool = false;
+    const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    const IDS_PER_STATEMENT: usize = usize::MAX;
+
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
+        sql.push_mut(" = ANY(");
+        sql.bind_mut(ids.to_vec());
+        sql.push_mut(")");
+    }
+
+    text_as_declared!();
+
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::jobs::write_schedule_updates(conn, updates))
+    }
+
+    runners!(sqlx::Postgres, |result| None);
+}

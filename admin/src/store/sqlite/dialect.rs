@@ -1,0 +1,38 @@
+//! SQLite's answers to `Dialect`: `RETURNING`, one writer (so no row locks), id lists as one
+//! JSON array bound once.
+
+use sqlx::Row;
+
+use crate::store::batch_json;
+use crate::store::dialect::{BoxFuture, Dialect, Executed, runners, text_as_declared};
+use crate::store::sql::Sql;
+use crate::store::{JobScheduleUpdate, StoreResult};
+
+impl Dialect for sqlx::Sqlite {
+    const INSERT_RETURNING: bool = true;
+    const POSITION_FN: &'static str = "instr";
+    const SINGLE_WRITER: bool = true;
+    const FOR_UPDATE: &'static str = "";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
+    const GONE_NODES_AS_LIST: bool = false;
+    const DELETE_TAKES_LIMIT: bool = false;
+    const BYTE_ORDER: &'static str = "";
+    const IDS_PER_STATEMENT: usize = usize::MAX;
+
+    fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {
+        sql.push_mut(" IN (SELECT value FROM json_each(");
+        sql.bind_mut(batch_json::ids(ids));
+        sql.push_mut("))");
+    }
+
+    text_as_declared!();
+
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::jobs::write_schedule_updates(conn, updates))
+    }
+
+    runners!(sqlx::Sqlite, |result| None);
+}
