@@ -13,9 +13,7 @@ use super::super::csrf::{Fields, Posted};
 use super::super::html::{self, Nav, esc};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{
-    Path, group_name, next_page_link, no_store, readable_groups, see_other, status_page,
-};
+use super::{Path, group_name, next_page_link, no_store, readable_groups, see_other, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
