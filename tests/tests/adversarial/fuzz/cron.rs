@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use chrono_tz::Tz;
 use xjob_admin::model::ScheduleType;
 use xjob_admin::model::cron::CronExpr;
+use xjob_admin::model::next_fire::next_fire_after;
 use xjob_admin::model::validate::validate_schedule;
-use xjob_admin::schedule::plan::next_fire_after;
 
 use super::{Budget, Gen, run_cases};
 
