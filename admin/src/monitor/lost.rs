@@ -6,10 +6,14 @@
 //!   ─▶ LostJudge::judge (pure; remembers what it saw across checks) ─▶ store.mark_lost
 //! ```
 //! A run is judged by what this admin knows first-hand:
-//! - its executor's session is held here: the run is lost once the executor's heartbeats have
-//!   left it out for a full heartbeat interval (two heartbeats at least an interval apart, both
-//!   received after the dispatch). One heartbeat is not enough: a run that just finished drops
-//!   out of the list before its callback lands.
+//! - its executor's session is held here: the run is suspect once the executor's heartbeats
+//!   have left it out for a full heartbeat interval (two heartbeats at least an interval apart,
+//!   both received after the dispatch). One heartbeat is not enough: a run that just finished
+//!   drops out of the list before its callback lands. Nor is the receipt time proof: on a slow
+//!   network a heartbeat sent before the run reached the executor arrives after the dispatch.
+//!   So a suspect is lost only once its executor, asked directly (`ReadLog` of the run, whose
+//!   answer is given after the dispatch, however slow the network), says it never had it, or
+//!   says it is over there and its result has not come for an executor lease.
 //! - another admin holds that session: not judged here (that admin does).
 //! - nobody holds it any more (stream gone, lease expired): the run is lost once that has lasted
 //!   an executor lease (the silence the registry itself tolerates; an executor that reconnects,
@@ -88,6 +92,24 @@ pub struct LostVerdict {
     pub message: String,
 }
 
+/// A run its executor's heartbeats have left out for a full interval. Heartbeats can arrive
+/// late (a slow network): one sent before the run reached the executor may arrive after the
+/// dispatch, and does not list it. So the executor is asked directly before the run is marked
+/// lost; a direct answer is given after the dispatch, whatever the delay ([`confirm`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspect {
+    pub verdict: LostVerdict,
+    /// How long the heartbeats have left it out.
+    pub missing_ms: i64,
+}
+
+/// One check's outcome: runs lost now, and runs to confirm with their executor first.
+#[derive(Debug, Default)]
+pub struct Judgement {
+    pub lost: Vec<LostVerdict>,
+    pub suspects: Vec<Suspect>,
+}
+
 /// What the lost-run monitor remembers between checks.
 #[derive(Debug, Default)]
 pub struct LostJudge {
@@ -108,23 +130,35 @@ pub struct LostJudge {
 
 impl LostJudge {
     /// Judges the RUNNING `runs` against what is known of the sessions; returns the runs now
-    /// lost.
+    /// lost, and those the heartbeats leave out (to confirm with their executor).
     pub fn judge(
         &mut self,
         runs: &[RunLog],
         view: SessionView<'_>,
         now_ms: i64,
         params: LostParams,
-    ) -> Vec<LostVerdict> {
+    ) -> Judgement {
         self.remember_sessions(view);
         let running: HashSet<i64> = runs.iter().map(|run| run.id).collect();
         self.missing_since
             .retain(|log_id, _| running.contains(log_id));
         self.absent_since
             .retain(|log_id, _| running.contains(log_id));
-        runs.iter()
-            .filter_map(|run| self.judge_run(run, view, now_ms, params))
-            .collect()
+        let mut judgement = Judgement::default();
+        for run in runs {
+            match self.judge_run(run, view, now_ms, params) {
+                Some(Finding::Lost(verdict)) => judgement.lost.push(verdict),
+                Some(Finding::Suspect(suspect)) => judgement.suspects.push(suspect),
+                None => {}
+            }
+        }
+        judgement
+    }
+
+    /// The executor, asked directly, may still hold a suspect run: the heartbeats that left it
+    /// out were sent before it arrived there. Its absence is counted again from the next one.
+    pub fn held_after_all(&mut self, log_id: i64) {
+        self.missing_since.remove(&log_id);
     }
 
     /// Judges stranded runs (claimed by an admin that is gone, dispatch never recorded);
@@ -195,7 +229,7 @@ impl LostJudge {
         view: SessionView<'_>,
         now_ms: i64,
         params: LostParams,
-    ) -> Option<LostVerdict> {
+    ) -> Option<Finding> {
         let address = normalize(&run.executor_address);
         // Before this instant the executor may not have the run yet (the Run call may still be
         // in flight when the dispatch outcome is unknown).
@@ -221,7 +255,9 @@ impl LostJudge {
                 self.missing_since.remove(&run.id);
                 return None;
             }
-            return self.judge_by_heartbeats(run, &holders, judge_from, params);
+            return self
+                .judge_by_heartbeats(run, &holders, judge_from, params)
+                .map(Finding::Suspect);
         }
         self.missing_since.remove(&run.id);
         let known_session_address =
@@ -232,12 +268,14 @@ impl LostJudge {
         }
         let absent_since = *self.absent_since.entry(run.id).or_insert(now_ms);
         let absent_ms = now_ms - absent_since;
-        (absent_ms > params.absence_grace_ms && now_ms > judge_from).then(|| LostVerdict {
-            log_id: LogId(run.id),
-            message: format!(
-                "run lost: executor {address} has had no live session for {absent_ms} ms \
-                 (it crashed, disconnected or its lease expired)"
-            ),
+        (absent_ms > params.absence_grace_ms && now_ms > judge_from).then(|| {
+            Finding::Lost(LostVerdict {
+                log_id: LogId(run.id),
+                message: format!(
+                    "run lost: executor {address} has had no live session for {absent_ms} ms \
+                     (it crashed, disconnected or its lease expired)"
+                ),
+            })
         })
     }
 
@@ -247,7 +285,7 @@ impl LostJudge {
         holders: &[&ExecutorInfo],
         judge_from: i64,
         params: LostParams,
-    ) -> Option<LostVerdict> {
+    ) -> Option<Suspect> {
         if holders.iter().any(|session| session.lists(run.id)) {
             self.missing_since.remove(&run.id);
             return None;
@@ -265,14 +303,46 @@ impl LostJudge {
         }
         let missing_since = *self.missing_since.entry(run.id).or_insert(heard_ms);
         let missing_ms = heard_ms - missing_since;
-        (missing_ms >= params.heartbeat_interval_ms).then(|| LostVerdict {
-            log_id: LogId(run.id),
-            message: format!(
-                "run lost: executor {} no longer lists it (left out of its heartbeats for \
-                 {missing_ms} ms; the executor restarted or dropped the run)",
-                normalize(&run.executor_address)
-            ),
+        (missing_ms >= params.heartbeat_interval_ms).then(|| Suspect {
+            verdict: LostVerdict {
+                log_id: LogId(run.id),
+                message: format!(
+                    "run lost: executor {} no longer lists it (left out of its heartbeats for \
+                     {missing_ms} ms; the executor restarted or dropped the run)",
+                    normalize(&run.executor_address)
+                ),
+            },
+            missing_ms,
         })
+    }
+}
+
+/// What one check finds of one run.
+enum Finding {
+    Lost(LostVerdict),
+    Suspect(Suspect),
+}
+
+/// What to make of a suspect run once its executor was asked (`ReadLog` of the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Not there and never was (a restarted executor, a dropped run): lost.
+    Lost,
+    /// Running or queued there, or the executor could not be asked: not lost.
+    Held,
+    /// Over there: its result is on the way (the executor keeps and resends it until the admin
+    /// acknowledges it). Lost only if it has not come for an executor lease (a run cut off by
+    /// a crash, with its log left behind).
+    Over,
+}
+
+/// Confirms (or not) a run the heartbeats left out with what its executor said of it.
+pub fn confirm(sighting: Sighting, missing_ms: i64, params: LostParams) -> Confirmation {
+    match sighting {
+        Sighting::MayHold => Confirmation::Held,
+        Sighting::NeverSaw => Confirmation::Lost,
+        Sighting::Ran if missing_ms > params.absence_grace_ms => Confirmation::Lost,
+        Sighting::Ran => Confirmation::Over,
     }
 }
 
@@ -360,7 +430,9 @@ async fn check_once(
     if !never_sent.is_empty() {
         super::stranded::send(ctx, never_sent).await?;
     }
-    let mut verdicts = judge.judge(&runs, view, now, params);
+    let judgement = judge.judge(&runs, view, now, params);
+    let mut verdicts = judgement.lost;
+    verdicts.extend(confirm_suspects(ctx, judge, &runs, judgement.suspects, params).await?);
     verdicts.extend(judge.judge_stranded(&stranded, view, &elsewhere, now, params));
     let xxl_runs = super::xxl_idle::xxl_runs(&runs, &sessions);
     if !xxl_runs.is_empty() && judge.xxl_idle.due(now) {
@@ -392,7 +464,63 @@ async fn check_once(
     Ok(())
 }
 
-/// What one executor said of a stranded run when asked (`ReadLog` of the run from line 1).
+/// Asks the executor of each suspect run whether it still holds it, and returns those it does
+/// not (see [`confirm`]).
+async fn confirm_suspects(
+    ctx: &AdminContext,
+    judge: &mut LostJudge,
+    runs: &[RunLog],
+    suspects: Vec<Suspect>,
+    params: LostParams,
+) -> Result<Vec<LostVerdict>, Error> {
+    if suspects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_id: HashMap<i64, &RunLog> = runs.iter().map(|run| (run.id, run)).collect();
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
+    let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
+    let deadline = ctx.config.executor_timeout;
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(PROBES_IN_FLIGHT));
+    let mut probes = tokio::task::JoinSet::new();
+    for suspect in suspects.into_iter().take(MAX_PROBED_PER_CHECK) {
+        let Some(run) = by_id.get(&suspect.verdict.log_id.0) else {
+            continue;
+        };
+        let token = groups
+            .get(&GroupId(run.group_id))
+            .map(|group| group.access_token.clone())
+            .unwrap_or_default();
+        let executors = Arc::clone(&ctx.executors);
+        let in_flight = Arc::clone(&in_flight);
+        let address = normalize(&run.executor_address).to_string();
+        let log_date_ms = run.trigger_time_ms;
+        probes.spawn(async move {
+            let _permit = in_flight.acquire().await;
+            let log_id = suspect.verdict.log_id;
+            let read = executors.read_log(&address, &token, log_id, log_date_ms, 1);
+            let sighting = match tokio::time::timeout(deadline, read).await {
+                Ok(Ok(chunk)) => Sighting::of(Ok(&chunk)),
+                _ => Sighting::of(Err(())),
+            };
+            (suspect, sighting)
+        });
+    }
+    let mut lost = Vec::new();
+    while let Some(joined) = probes.join_next().await {
+        let Ok((suspect, sighting)) = joined else {
+            continue;
+        };
+        match confirm(sighting, suspect.missing_ms, params) {
+            Confirmation::Lost => lost.push(suspect.verdict),
+            Confirmation::Held => judge.held_after_all(suspect.verdict.log_id.0),
+            Confirmation::Over => {}
+        }
+    }
+    Ok(lost)
+}
+
+/// What one executor said of a run when asked (`ReadLog` of the run from line 1): a stranded
+/// run, or one its heartbeats left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sighting {
     /// Running or queued there (`is_end` false), or it could not be asked: it may hold it.
@@ -594,9 +722,11 @@ mod tests {
             held_elsewhere: &held_elsewhere,
             session_groups: &session_groups,
         };
-        judge
-            .judge(runs, view, at, PARAMS)
+        let judgement = judge.judge(runs, view, at, PARAMS);
+        judgement
+            .lost
             .iter()
+            .chain(judgement.suspects.iter().map(|suspect| &suspect.verdict))
             .map(|verdict| verdict.log_id.0)
             .collect()
     }
@@ -710,6 +840,7 @@ mod tests {
             T0 + 3_600,
             PARAMS,
         );
+        let verdicts = verdicts.lost;
         assert_eq!(verdicts.len(), 1);
         assert!(
             verdicts[0].message.contains(ADDRESS),
@@ -852,6 +983,44 @@ mod tests {
         let (send, judge) = split_never_sent(vec![one.clone(), two.clone()], &listing, &probes);
         assert_eq!(send.iter().map(|r| r.id).collect::<Vec<_>>(), vec![2]);
         assert_eq!(judge.iter().map(|r| r.id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn a_run_left_out_of_heartbeats_is_lost_only_if_its_executor_confirms_it() {
+        // Running or queued there, or no answer: the heartbeats were older than the run.
+        assert_eq!(
+            confirm(Sighting::MayHold, 1_000, PARAMS),
+            Confirmation::Held
+        );
+        assert_eq!(
+            confirm(Sighting::MayHold, 60_000, PARAMS),
+            Confirmation::Held
+        );
+        // Never there: lost at once.
+        assert_eq!(
+            confirm(Sighting::NeverSaw, 1_000, PARAMS),
+            Confirmation::Lost
+        );
+        // Over there: its result is on the way, unless it has not come for a lease.
+        assert_eq!(confirm(Sighting::Ran, 1_000, PARAMS), Confirmation::Over);
+        assert_eq!(confirm(Sighting::Ran, 3_100, PARAMS), Confirmation::Lost);
+    }
+
+    #[test]
+    fn a_run_its_executor_still_holds_is_suspected_again_only_after_another_interval() {
+        let mut judge = LostJudge::default();
+        let runs = [run(5, 200)];
+        let lost = heartbeats(
+            &mut judge,
+            &runs,
+            &[(T0 - 500, &[]), (T0 + 100, &[]), (T0 + 1_100, &[])],
+        );
+        assert_eq!(lost, vec![5]);
+        // The executor said it holds the run: late heartbeats count from the next one again.
+        judge.held_after_all(5);
+        let lost = heartbeats(&mut judge, &runs, &[(T0 + 1_600, &[]), (T0 + 2_500, &[])]);
+        assert!(lost.is_empty(), "missing for 900 ms since the answer");
+        assert_eq!(heartbeats(&mut judge, &runs, &[(T0 + 2_600, &[])]), vec![5]);
     }
 
     #[test]

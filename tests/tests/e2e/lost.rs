@@ -174,6 +174,96 @@ async fn an_executor_killed_with_sigkill_mid_run_turns_its_run_lost_and_the_retr
     Ok(())
 }
 
+/// Params of the runs the counting handler was called with, one entry per call.
+type Calls = Arc<Mutex<Vec<String>>>;
+
+/// Heartbeats that arrive late are no evidence of a lost run. The executor reaches the admin
+/// through a proxy that delivers everything it sends 1.5 s late, three heartbeat intervals:
+/// when a run is dispatched, the heartbeats the admin receives for the next 1.5 s were sent
+/// before the run got there and do not list it, a full interval and more apart. Every run must
+/// still end SUCCESS, none LOST, and none run twice (a LOST run would be retried).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_delayed_past_the_interval_lose_no_run_and_run_none_twice() -> anyhow::Result<()>
+{
+    let mut cluster = TestCluster::builder()
+        .configure(|config| {
+            config.heartbeat_interval = Duration::from_millis(500);
+            config.executor_lease = Duration::from_secs(5);
+            config.followup_interval = Duration::from_millis(50);
+        })
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let admin_addr: std::net::SocketAddr =
+        cluster.admin_url().trim_start_matches("http://").parse()?;
+    let late = xjob_testkit::LatencyProxy::start(admin_addr, Duration::from_millis(1_500)).await?;
+    let calls: Calls = Arc::default();
+    let recorded = Arc::clone(&calls);
+    let executor =
+        cluster
+            .executor(APP)
+            .admin_addrs([late.url()])
+            .handler("count", move |ctx: JobContext| {
+                let recorded = Arc::clone(&recorded);
+                async move {
+                    if let Ok(mut calls) = recorded.lock() {
+                        calls.push(ctx.params().to_string());
+                    }
+                    // Long enough to span a heartbeat or two, so runs are listed while they run.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok(JobOutput::message("counted"))
+                }
+            });
+    cluster.start_executor(executor).await?;
+    let job = cluster
+        .create_job(pb::Job {
+            fail_retry_count: 1,
+            ..TestCluster::job(group_id, "count", pb::ScheduleType::None, "")
+        })
+        .await?;
+
+    // The executor sees its registration answered at once, while the admin got it 1.5 s after
+    // it was sent; so do the heartbeats: runs dispatched now would be listed by the very first
+    // heartbeats to arrive. Once heartbeats have been arriving for a second, there are always
+    // some on the way that were sent before any dispatch.
+    wait_until(
+        Duration::from_secs(10),
+        "heartbeats to arrive for a second",
+        || async {
+            let request = pb::ListExecutorsRequest {
+                app_name: APP.to_string(),
+            };
+            let executors = cluster.client().list_executors(request).await.ok()?;
+            executors
+                .into_inner()
+                .executors
+                .iter()
+                .any(|executor| executor.last_heartbeat_ms - executor.registered_ms >= 1_500)
+                .then_some(())
+        },
+    )
+    .await?;
+    const RUNS: usize = 6;
+    let mut log_ids = Vec::with_capacity(RUNS);
+    for run in 0..RUNS {
+        log_ids.push(cluster.trigger(job.id, Some(&format!("run-{run}"))).await?);
+    }
+    for log_id in &log_ids {
+        let log = cluster
+            .wait_log_final(*log_id, Duration::from_secs(20))
+            .await?;
+        assert_eq!(log.status, pb::RunStatus::Success as i32, "{log:?}");
+    }
+    let logs = cluster.logs(job.id).await?;
+    assert_eq!(logs.len(), RUNS, "no retry was made: {logs:?}");
+    let mut called = calls.lock().map(|calls| calls.clone()).unwrap_or_default();
+    called.sort();
+    let expected: Vec<String> = (0..RUNS).map(|run| format!("run-{run}")).collect();
+    assert_eq!(called, expected, "each run's handler ran exactly once");
+    cluster.shutdown().await;
+    Ok(())
+}
+
 /// Log ids and attempts of the Run calls a `FakeExecutor` received.
 type Received = Arc<Mutex<Vec<(i64, i32)>>>;
 
