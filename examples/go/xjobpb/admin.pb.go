@@ -4624,7 +4624,8 @@ type AuditEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	AtMs  int64                  `protobuf:"varint,2,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
-	// User name of the caller ("(open)" when the admin runs without users).
+	// User name of the caller ("(open)" when the admin runs without users; "(command line)"
+	// for `xjob user create`, "(bootstrap token)" for the user XJOB_BOOTSTRAP_TOKEN made).
 	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
 	// The RPC, e.g. "UpdateJob".
 	Call string `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
