@@ -117,6 +117,36 @@ def check_env(where, names, allowed):
             fail(where, f"environment variable {name} is not read by the binary")
 
 
+# The [tls] files of a pod come from a Secret mounted at run time, so they do not exist here.
+# --check reads them (as the start does), so each is replaced by a throwaway self-signed
+# certificate and key made once with openssl: the rest of the config is still checked for real.
+TLS_STAND_IN = {}
+
+
+def stand_in_tls_files():
+    if not TLS_STAND_IN:
+        directory = SIDECAR_BINARY.parent / "deploy-check-tls"
+        directory.mkdir(exist_ok=True)
+        cert, key = directory / "cert.pem", directory / "key.pem"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+             "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True,
+        )
+        TLS_STAND_IN.update(cert=cert, key=key)
+    return TLS_STAND_IN
+
+
+def with_stand_in_tls_files(text, tls):
+    files = {"cert": "cert", "ca": "cert", "client_cert": "cert", "key": "key", "client_key": "key"}
+    for name, kind in files.items():
+        value = tls.get(name)
+        if isinstance(value, str) and value and not Path(value).exists():
+            text = text.replace(f'"{value}"', f'"{stand_in_tls_files()[kind]}"')
+    return text
+
+
 def check_sidecar_toml(where, text, env=None):
     try:
         config = tomllib.loads(text)
@@ -128,7 +158,7 @@ def check_sidecar_toml(where, text, env=None):
             fail(where, f"unknown sidecar config key {key}")
     if SIDECAR_BINARY.exists():
         path = SIDECAR_BINARY.parent / "deploy-check.toml"
-        path.write_text(text)
+        path.write_text(with_stand_in_tls_files(text, config.get("tls", {})))
         env = {k: v for k, v in os.environ.items() if not k.startswith("XJOB_")} | (env or {})
         result = subprocess.run(
             [str(SIDECAR_BINARY), "--config", str(path), "--check"],
