@@ -60,13 +60,15 @@ pub struct JobPlan {
 }
 
 impl JobPlan {
-    /// The fires of the plan (its PENDING rows) for `job`, to dispatch once written.
-    pub fn fires(&self, job: &Arc<Job>) -> Vec<UnwrittenFire> {
+    /// The fire each row of the plan stands for, aligned with `runs`: a PENDING row is a fire
+    /// of `job` to dispatch once written, a skipped occurrence is none.
+    pub fn fire_of_each_run(&self, job: &Arc<Job>) -> Vec<Option<UnwrittenFire>> {
         self.runs
             .iter()
-            .filter(|run| run.status == RunStatus::Pending)
             .map(|run| {
-                UnwrittenFire::scheduled(Arc::clone(job), run.scheduled_at_ms, run.trigger_type)
+                (run.status == RunStatus::Pending).then(|| {
+                    UnwrittenFire::scheduled(Arc::clone(job), run.scheduled_at_ms, run.trigger_type)
+                })
             })
             .collect()
     }
@@ -575,7 +577,10 @@ mod tests {
                 .iter()
                 .all(|run| run.status == RunStatus::Skipped)
         );
-        assert_eq!(plan.fires(&Arc::new(late.clone())).len(), 1);
+        let fires = plan.fire_of_each_run(&Arc::new(late.clone()));
+        assert_eq!(fires.len(), plan.runs.len(), "one entry per row");
+        assert!(fires[0].is_some(), "the misfire run is the one fire");
+        assert!(fires[1..].iter().all(Option::is_none));
         assert_eq!(plan.update.trigger_next_ms, T0 + 660_000);
     }
 

@@ -1,6 +1,5 @@
 //! The scan loop: one schedule round per second under the database lock.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
 use crate::health::Loop;
-use crate::model::{Fire, Job, LogId, NewRun, RunStatus, UnwrittenFire};
+use crate::model::{Fire, Job, NewRun, UnwrittenFire};
 use crate::store::RoundPlan;
 
 /// The pause after a failed round. The fires stay in the job rows meanwhile, and the next
@@ -90,6 +89,15 @@ async fn scan_once(
     Ok(found as usize)
 }
 
+/// What one row of a round stands for, kept beside the row until the store answers with ids.
+enum RowRole {
+    /// A fire, dispatched (at once or from the ring) once its row is written.
+    Fire(UnwrittenFire),
+    /// An occurrence the plan skipped (a misfire); its row is kept only when tracing is on, to
+    /// give it a span once written.
+    Skipped(Option<NewRun>),
+}
+
 /// One transaction of a round: lock, read at most `limit` due jobs, plan, write, commit; then
 /// hand the fires to the ring or dispatch. Returns the jobs read.
 async fn scan_chunk(
@@ -98,56 +106,47 @@ async fn scan_chunk(
     limit: i64,
 ) -> Result<usize, crate::store::StoreError> {
     let now = params.now_ms;
-    // The fires planned, by the key their rows are written under: the store reports the rows
-    // it inserted by that key (a fire whose row exists already is not inserted again).
-    let mut planned: HashMap<String, UnwrittenFire> = HashMap::new();
-    // The skipped occurrences by key, kept only to give each a span once written.
+    // The role of each row, in the order of the round's rows: the store answers with the id of
+    // each row by the same position (none where the fire's row existed already).
+    let mut roles: Vec<RowRole> = Vec::new();
     let tracing_on = crate::telemetry::tracer().is_some();
-    let mut skipped: HashMap<String, NewRun> = HashMap::new();
     let mut plan_round = |jobs: Vec<Job>| {
         let mut round = RoundPlan::default();
         for job in jobs {
             let job_plan = plan_job(&job, params);
-            for fire in job_plan.fires(&Arc::new(job)) {
-                if let Some(key) = fire.fire_key() {
-                    planned.insert(key, fire);
-                }
-            }
-            if tracing_on {
-                for run in &job_plan.runs {
-                    if let (RunStatus::Skipped, Some(key)) = (run.status, &run.fire_key) {
-                        skipped.insert(key.clone(), run.clone());
-                    }
-                }
+            let fires = job_plan.fire_of_each_run(&Arc::new(job));
+            for (run, fire) in job_plan.runs.iter().zip(fires) {
+                roles.push(match fire {
+                    Some(fire) => RowRole::Fire(fire),
+                    None => RowRole::Skipped(tracing_on.then(|| run.clone())),
+                });
             }
             round.new_runs.extend(job_plan.runs);
             round.job_updates.push(job_plan.update);
         }
         round
     };
-    let (found, inserted) = scheduler
+    let (found, run_ids) = scheduler
         .store
         .run_schedule_round(now + params.window_ms, limit, &mut plan_round)
         .await?;
-    let inserted_count = inserted.len();
+    let inserted_count = run_ids.iter().flatten().count();
     tracing::debug!(
         jobs = found,
         rows = inserted_count,
         round_ms = scheduler.clock.now_ms() - now,
         "schedule round written"
     );
-    let fires: Vec<Fire> = inserted
-        .into_iter()
-        .filter_map(|run| match planned.remove(&run.fire_key) {
-            Some(fire) => Some(fire.written(LogId(run.log_id))),
-            None => {
-                if let Some(row) = skipped.remove(&run.fire_key) {
-                    record_skipped(&row, run.log_id);
-                }
-                None
-            }
-        })
-        .collect();
+    let mut fires: Vec<Fire> = Vec::new();
+    for (role, id) in roles.into_iter().zip(run_ids) {
+        // A row not written (`None`) existed already: its fire was handed on when it was.
+        let Some(id) = id else { continue };
+        match role {
+            RowRole::Fire(fire) => fires.push(fire.written(id)),
+            RowRole::Skipped(Some(row)) => record_skipped(&row, id.0),
+            RowRole::Skipped(None) => {}
+        }
+    }
     // Rows written without a fire to dispatch are misfires the plan skipped.
     crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
         .inc_by((inserted_count - fires.len()) as u64);

@@ -27,7 +27,7 @@ use thiserror::Error;
 
 use crate::model::{
     ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group, Job,
-    JobStatus, LogFilter, NewRun, RunLog, RunStatus, User,
+    JobStatus, LogFilter, LogId, NewRun, RunLog, RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -127,13 +127,6 @@ pub struct JobScheduleUpdate {
 pub struct RoundPlan {
     pub new_runs: Vec<NewRun>,
     pub job_updates: Vec<JobScheduleUpdate>,
-}
-
-/// A run the round inserted (fires already present by `fire_key` are left out).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertedRun {
-    pub log_id: i64,
-    pub fire_key: String,
 }
 
 /// How a dispatch ended.
@@ -381,13 +374,16 @@ shared! {
     fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> => schedule;
     /// Other nodes whose lease holds at `now_ms`, with their epoch (the liveness watch's list).
     fn live_peers(&self, node_id: &str, now_ms: i64) -> StoreResult<Vec<(String, i64)>> => schedule;
-    /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
+    /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits. Returns
+    /// the jobs read and the id of each planned run by position, aligned with
+    /// `RoundPlan::new_runs`: `None` where its `fire_key` existed already (written before, by
+    /// this admin or another), so that fire is not dispatched again.
     fn run_schedule_round(
         &self,
         window_end_ms: i64,
         limit: i64,
         plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
-    ) -> StoreResult<(usize, Vec<InsertedRun>)> => schedule;
+    ) -> StoreResult<(usize, Vec<Option<LogId>>)> => schedule;
     // ---- monitor (the reads; follow-up claims and writes lock per dialect)
     /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
     fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;

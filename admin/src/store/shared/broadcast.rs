@@ -49,7 +49,7 @@ pub async fn expand_broadcast<DB: Dialect>(
         .cloned()
         .partition(|shard| shard.fire_key.is_some());
     let written = insert_keyed::<DB>(&mut tx, &keyed, new_run_insert::<DB>, now_ms).await?;
-    let mut ids: Vec<i64> = written.iter().map(|(id, _)| *id).collect();
+    let mut ids: Vec<i64> = written.into_iter().flatten().collect();
     ids.extend(insert_all::<DB>(&mut tx, &keyless, new_run_insert::<DB>, now_ms).await?);
     let mut expanded = vec![first];
     if !ids.is_empty() {

@@ -25,15 +25,16 @@ const INSERT_BYTES: usize = 4 << 20;
 /// Builds `INSERT INTO xjob_log (…) VALUES (…), …` for a batch of runs.
 pub type BuildInsert<DB> = for<'a> fn(&'a [NewRun], i64) -> Sql<'a, DB>;
 
-/// Inserts runs that all carry a `fire_key`, skipping keys already present; returns
-/// `(id, fire_key)` of each row this call wrote, in the order of `runs`. `extra` is passed to
-/// `build` (a trigger time for rows written already claimed).
+/// Inserts runs that all carry a `fire_key`, skipping keys already present; returns the id
+/// of each row this call wrote, aligned with `runs` (`None` where the key existed, or appeared
+/// earlier in `runs`). `extra` is passed to `build` (a trigger time for rows written already
+/// claimed).
 pub async fn insert_keyed<DB: Dialect>(
     conn: &mut DB::Connection,
     runs: &[NewRun],
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Vec<(i64, String)>> {
+) -> StoreResult<Vec<Option<i64>>> {
     let mut written = Vec::with_capacity(runs.len());
     for batch in batches(runs) {
         if DB::INSERT_RETURNING {
@@ -41,10 +42,17 @@ pub async fn insert_keyed<DB: Dialect>(
                 .push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id, fire_key")
                 .fetch_all(&mut *conn)
                 .await?;
+            // RETURNING has no order of its own: each returned key finds its row.
+            let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
             for row in &rows {
                 let row = Cols::<DB>(row);
-                written.push((row.get("id")?, row.get("fire_key")?));
+                ids.insert(row.get("fire_key")?, row.get("id")?);
             }
+            written.extend(
+                batch
+                    .iter()
+                    .map(|run| run.fire_key.as_ref().and_then(|key| ids.remove(key))),
+            );
         } else {
             written.extend(
                 insert_keyed_without_returning::<DB>(&mut *conn, batch, build, extra).await?,
@@ -57,13 +65,13 @@ pub async fn insert_keyed<DB: Dialect>(
 /// `insert_keyed` for MySQL (see the module doc): keys already present are left out first;
 /// the rest go in as one multi-row insert, which either writes every row (so each key read
 /// back is ours) or, when a concurrent writer took a key meanwhile, fails as a whole and is
-/// redone row by row.
+/// redone row by row. Returns the new ids aligned with `batch`.
 async fn insert_keyed_without_returning<DB: Dialect>(
     conn: &mut DB::Connection,
     batch: &[NewRun],
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Vec<(i64, String)>> {
+) -> StoreResult<Vec<Option<i64>>> {
     let keys = batch
         .iter()
         .map(|run| {
@@ -78,45 +86,44 @@ async fn insert_keyed_without_returning<DB: Dialect>(
         .map(|(_, key)| key)
         .collect();
     let mut seen = HashSet::new();
-    let fresh: Vec<(NewRun, String)> = batch
+    // The positions in `batch` of the runs to write.
+    let fresh: Vec<usize> = keys
         .iter()
-        .zip(keys)
-        .filter(|(_, key)| !existing.contains(key) && seen.insert(key.clone()))
-        .map(|(run, key)| (run.clone(), key))
+        .enumerate()
+        .filter(|(_, key)| !existing.contains(*key) && seen.insert(key.as_str()))
+        .map(|(index, _)| index)
         .collect();
+    let mut written = vec![None; batch.len()];
     if fresh.is_empty() {
-        return Ok(Vec::new());
+        return Ok(written);
     }
-    let fresh_runs: Vec<NewRun> = fresh.iter().map(|(run, _)| run.clone()).collect();
+    let fresh_runs: Vec<NewRun> = fresh.iter().map(|&index| batch[index].clone()).collect();
     match build(&fresh_runs, extra).execute(&mut *conn).await {
         Ok(_) => {
-            let fresh_keys: Vec<String> = fresh.iter().map(|(_, key)| key.clone()).collect();
+            let fresh_keys: Vec<String> = fresh.iter().map(|&index| keys[index].clone()).collect();
             let ids: HashMap<String, i64> =
                 fire_keys_in::<DB>(&mut *conn, &fresh_keys, "id, fire_key")
                     .await?
                     .into_iter()
                     .map(|(id, key)| (key, id))
                     .collect();
-            fresh_keys
-                .into_iter()
-                .map(|key| match ids.get(&key) {
-                    Some(id) => Ok((*id, key)),
-                    None => Err(StoreError::Corrupt(format!(
-                        "inserted fire {key} not found"
-                    ))),
-                })
-                .collect()
+            for index in fresh {
+                let key = &keys[index];
+                let id = ids
+                    .get(key)
+                    .ok_or_else(|| StoreError::Corrupt(format!("inserted fire {key} not found")))?;
+                written[index] = Some(*id);
+            }
         }
         Err(StoreError::Conflict(_)) => {
-            let mut written = Vec::new();
-            for (run, key) in &fresh {
-                let id = insert_one_unless_present::<DB>(&mut *conn, run, build, extra).await?;
-                written.extend(id.map(|id| (id, key.clone())));
+            for (index, run) in fresh.into_iter().zip(&fresh_runs) {
+                written[index] =
+                    insert_one_unless_present::<DB>(&mut *conn, run, build, extra).await?;
             }
-            Ok(written)
         }
-        Err(error) => Err(error),
+        Err(error) => return Err(error),
     }
+    Ok(written)
 }
 
 /// `(id, fire_key)` of the rows with the `keys` (`id` is 0 when `columns` leaves it out).

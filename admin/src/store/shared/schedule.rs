@@ -12,10 +12,10 @@ use sqlx::Transaction;
 use super::inserts::insert_keyed;
 use super::logs::new_run_insert;
 use super::rows::{JOB_COLUMNS, job_from_row};
-use crate::model::Job;
+use crate::model::{Job, LogId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
-use crate::store::{InsertedRun, RoundPlan, StoreError, StoreResult};
+use crate::store::{RoundPlan, StoreError, StoreResult};
 
 /// Creates or re-registers an admin node; returns its new epoch.
 pub async fn register_node<DB: Dialect>(
@@ -92,13 +92,15 @@ pub async fn live_peers<DB: Dialect>(
         .collect()
 }
 
-/// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits.
+/// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits. Returns the
+/// jobs read and the id of each planned run, aligned with `RoundPlan::new_runs` (`None` where
+/// its `fire_key` existed: the fire was written before, by this admin or another).
 pub async fn run_schedule_round<DB: Dialect>(
     db: Pools<'_, DB>,
     window_end_ms: i64,
     limit: i64,
     plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
-) -> StoreResult<(usize, Vec<InsertedRun>)> {
+) -> StoreResult<(usize, Vec<Option<LogId>>)> {
     let waiting = std::time::Instant::now();
     let mut tx = lock_schedule(db).await?;
     crate::metrics::observe_lock_wait(waiting.elapsed());
@@ -119,7 +121,7 @@ pub async fn run_schedule_round<DB: Dialect>(
     let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0)
         .await?
         .into_iter()
-        .map(|(log_id, fire_key)| InsertedRun { log_id, fire_key })
+        .map(|id| id.map(LogId))
         .collect();
     DB::write_schedule_updates(&mut tx, &decided.job_updates).await?;
     commit(tx).await?;
