@@ -8,3 +8,12 @@ pub struct NodeIdentity {
     pub node_id: String,
     pub epoch: i64,
 }
+
+impl NodeIdentity {
+    pub fn new(node_id: impl Into<String>, epoch: i64) -> NodeIdentity {
+        NodeIdentity {
+            node_id: node_id.into(),
+            epoch,
+        }
+    }
+}

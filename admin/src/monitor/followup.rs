@@ -76,15 +76,11 @@ impl Followup {
         let adopted = self
             .ctx
             .store
-            .adopt_stale_followups(&node.node_id, node.epoch, self.ctx.clock.now_ms())
+            .adopt_stale_followups(node, self.ctx.clock.now_ms())
             .await?;
         self.follow_up_all(adopted).await?;
         for _ in 0..MAX_BATCHES_PER_ROUND {
-            let claimed = self
-                .ctx
-                .store
-                .claim_followups(&node.node_id, node.epoch, BATCH)
-                .await?;
+            let claimed = self.ctx.store.claim_followups(node, BATCH).await?;
             let full_batch = claimed.len() as i64 == BATCH;
             self.follow_up_all(claimed).await?;
             if !full_batch {
@@ -129,12 +125,7 @@ impl Followup {
         let finished = self
             .ctx
             .store
-            .finish_followups(
-                &node.node_id,
-                node.epoch,
-                &nothing_to_do,
-                AlarmStatus::NothingToAlarm.code(),
-            )
+            .finish_followups(node, &nothing_to_do, AlarmStatus::NothingToAlarm)
             .await?;
         let lost = (nothing_to_do.len() as u64).saturating_sub(finished);
         if lost > 0 {
@@ -161,7 +152,7 @@ impl Followup {
             log_id: run.id,
             claim_node: self.ctx.node.node_id.clone(),
             claim_epoch: self.ctx.node.epoch,
-            alarm_status: alarm_status.code(),
+            alarm_status,
             alarm_delivery,
             retry: decision.retry,
             children,
@@ -265,7 +256,7 @@ impl Followup {
         let due = self
             .ctx
             .store
-            .due_delayed_runs(&node.node_id, node.epoch, self.ctx.clock.now_ms(), BATCH)
+            .due_delayed_runs(node, self.ctx.clock.now_ms(), BATCH)
             .await?;
         if due.is_empty() {
             return Ok(());
@@ -287,11 +278,7 @@ impl Followup {
             return Ok(());
         }
         let node = &self.ctx.node;
-        let released = self
-            .ctx
-            .store
-            .unclaim_unsent_runs(&ids, &node.node_id, node.epoch)
-            .await;
+        let released = self.ctx.store.unclaim_unsent_runs(&ids, node).await;
         if released.is_err() {
             self.uncertain().extend(ids);
         }

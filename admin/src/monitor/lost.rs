@@ -414,12 +414,7 @@ async fn check_once(
     };
     let stranded = ctx
         .store
-        .stranded_dispatches(
-            &ctx.node.node_id,
-            ctx.node.epoch,
-            now,
-            now - params.executor_timeout_ms,
-        )
+        .stranded_dispatches(&ctx.node, now, now - params.executor_timeout_ms)
         .await?;
     let elsewhere = if stranded.is_empty() {
         StrandedProbes::default()

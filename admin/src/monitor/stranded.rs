@@ -60,10 +60,7 @@ pub fn fate_of(
 pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
     let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
-    let adopted = ctx
-        .store
-        .adopt_stranded(&ids, &ctx.node.node_id, ctx.node.epoch, now)
-        .await?;
+    let adopted = ctx.store.adopt_stranded(&ids, &ctx.node, now).await?;
     if adopted.is_empty() {
         return Ok(());
     }
@@ -102,7 +99,7 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
             let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
             retried("recording skipped stranded runs", || async {
                 ctx.store
-                    .skip_adopted_stranded(&ids, &ctx.node.node_id, ctx.node.epoch, reason, now)
+                    .skip_adopted_stranded(&ids, &ctx.node, reason, now)
                     .await
                     .map_err(Error::from)
             })

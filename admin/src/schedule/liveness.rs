@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{Scheduler, recover_runs};
+use crate::model::NodeIdentity;
 use crate::store::Store;
 use crate::store::liveness::NodeLock;
 
@@ -176,7 +177,7 @@ async fn watch_peers(
             continue;
         }
         let runs = store
-            .adopt_pending_of(peer, *epoch, &node.node_id, node.epoch)
+            .adopt_pending_of(&NodeIdentity::new(peer, *epoch), node)
             .await?;
         if !runs.is_empty() {
             tracing::info!(dead = %peer, epoch, fires = runs.len(),

@@ -132,11 +132,7 @@ impl Scheduler {
             // were never sent, and nothing else would ever send them. Nothing in this process
             // holds them, so they go back to PENDING and are claimed (or skipped) below.
             let ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
-            if let Err(error) = self
-                .store
-                .unclaim_unsent_runs(&ids, &self.node.node_id, self.node.epoch)
-                .await
-            {
+            if let Err(error) = self.store.unclaim_unsent_runs(&ids, &self.node).await {
                 self.health
                     .failed(Loop::Claim, &crate::health::with_causes(&error));
                 tracing::debug!(%error, "database still unavailable for unclaimed fires");
@@ -280,12 +276,8 @@ async fn renew_lease(scheduler: &Arc<Scheduler>, period: Duration, cancel: &Canc
     loop {
         let now = scheduler.clock.now_ms();
         // Ahead of background writes (`store::writer_gate`).
-        let renewed = urgent_write(scheduler.store.renew_node(
-            &scheduler.node.node_id,
-            scheduler.node.epoch,
-            now + lease_ms,
-        ))
-        .await;
+        let renewed =
+            urgent_write(scheduler.store.renew_node(&scheduler.node, now + lease_ms)).await;
         match renewed {
             Ok(true) => {
                 scheduler.trigger.lease_renewed(now + lease_ms);
@@ -310,7 +302,7 @@ async fn adopt_orphans(scheduler: &Arc<Scheduler>, period: Duration, cancel: &Ca
         let now = scheduler.clock.now_ms();
         let adopted = scheduler
             .store
-            .adopt_orphan_runs(&scheduler.node.node_id, scheduler.node.epoch, now)
+            .adopt_orphan_runs(&scheduler.node, now)
             .await;
         match adopted {
             Ok(runs) => {

@@ -18,9 +18,9 @@ mod schedule;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group, Job, JobStatus,
-    LogFilter, MisfireStrategy, NewRun, RetryBackoff, RouteStrategy, RunStatus, ScheduleType,
-    TriggerType,
+    AddressType, AlarmStatus, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group, Job,
+    JobStatus, LogFilter, MisfireStrategy, NewRun, NodeIdentity, RetryBackoff, RouteStrategy,
+    RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -205,7 +205,7 @@ async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
     )
     .await;
     let claimed = store
-        .claim_runs(&[id], &owner, epoch, trigger_ms)
+        .claim_runs(&[id], &NodeIdentity::new(&owner, epoch), trigger_ms)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1, "the run is claimed");

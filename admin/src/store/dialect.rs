@@ -1,88 +1,21 @@
 //! What differs between the three SQL dialects, in one trait.
 //!
 //! Every store statement is written once, as a generic function over `DB: Dialect` (see
-//! `shared/`). `Dialect` bundles the sqlx bounds those functions need (binding and decoding
-//! the domain's value types, running a statement on a connection) and the few SQL fragments
-//! that are spelled differently. Statements whose *shape* differs (the schedule lock, batch
-//! forms, upserts, inserts that return ids) ask the dialect for that piece by name instead of
-//! branching on the backend.
-//!
-//! Binding and decoding are expressed as supertraits with blanket impls (`Binds`, `Decodes`),
-//! because Rust only carries bounds on `Self` to the users of a trait: a bound such as
-//! "`i64` encodes for this database", written as a where-clause, would have to be repeated on
-//! every generic function.
+//! `shared/`). `Dialect` stands on the driver's binding, decoding and running (`Driver`, in
+//! `driver.rs`) and adds the few SQL fragments that are spelled differently. Statements whose
+//! *shape* differs (the schedule lock, batch forms, upserts, inserts that return ids) ask the
+//! dialect for that piece by name instead of branching on the backend.
 //!
 //! Each backend implements the trait in its own folder (`sqlite/dialect.rs`,
 //! `postgres/dialect.rs`, `mysql/dialect.rs`), so this file names no backend.
 
-use std::future::Future;
-use std::pin::Pin;
-
-use sqlx::error::BoxDynError;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
-
+use super::driver::{BoxFuture, Driver};
 use super::sql::Sql;
 use super::{JobScheduleUpdate, StoreResult};
 
-/// A boxed, sendable future (what sqlx's executors return).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Outcome of a statement that returns no rows.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Executed {
-    pub rows_affected: u64,
-    /// The auto-increment id of a one-row insert (MySQL; `None` where `RETURNING` is used).
-    pub last_insert_id: Option<i64>,
-}
-
-/// A value type `T` that statements of this database can bind.
-pub trait Binds<'q, T>: Database {
-    fn add(args: &mut Self::Arguments<'q>, value: T) -> Result<(), BoxDynError>;
-}
-
-impl<'q, DB, T> Binds<'q, T> for DB
-where
-    DB: Database,
-    T: 'q + Encode<'q, DB> + Type<DB>,
-{
-    fn add(args: &mut Self::Arguments<'q>, value: T) -> Result<(), BoxDynError> {
-        sqlx::Arguments::add(args, value)
-    }
-}
-
-/// A column type `T` that rows of this database decode as declared (numbers and booleans;
-/// text goes through `Dialect::text`, see there).
-pub trait Decodes<T>: Database {
-    fn get(row: &Self::Row, column: &str) -> Result<T, sqlx::Error>;
-}
-
-impl<DB, T> Decodes<T> for DB
-where
-    DB: Database,
-    T: for<'r> Decode<'r, DB> + Type<DB>,
-    for<'a> &'a str: ColumnIndex<DB::Row>,
-{
-    fn get(row: &Self::Row, column: &str) -> Result<T, sqlx::Error> {
-        row.try_get(column)
-    }
-}
-
-/// One SQL dialect: the sqlx bounds the shared statements rely on, and what is spelled
-/// differently.
-pub trait Dialect:
-    Database
-    + for<'q> Binds<'q, i64>
-    + for<'q> Binds<'q, i32>
-    + for<'q> Binds<'q, f64>
-    + for<'q> Binds<'q, bool>
-    + for<'q> Binds<'q, &'q str>
-    + for<'q> Binds<'q, String>
-    + Decodes<i64>
-    + Decodes<i32>
-    + Decodes<f64>
-    + Decodes<bool>
-    + Decodes<Option<i64>>
-{
+/// One SQL dialect: what is spelled differently, over the driver's binding, decoding and
+/// running (`Driver`).
+pub trait Dialect: Driver {
     /// `INSERT … RETURNING id` exists (not on MySQL/MariaDB: the insert id is read instead).
     const INSERT_RETURNING: bool;
     /// Position of a substring in a string, 1-based, 0 when absent: `FN(haystack, needle)`.
@@ -134,80 +67,4 @@ pub trait Dialect:
         conn: &'c mut Self::Connection,
         updates: &'c [JobScheduleUpdate],
     ) -> BoxFuture<'c, StoreResult<()>>;
-
-    /// A text column. MySQL reads text through bytes: columns in a `_bin` collation carry the
-    /// BINARY flag, which sqlx refuses to decode as `String`.
-    fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
-    /// A nullable text column (see `text`).
-    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
-
-    /// Runs a statement and returns its rows.
-    fn fetch_all<'e, 'q: 'e>(
-        conn: &'e mut Self::Connection,
-        sql: &'e str,
-        args: Self::Arguments<'q>,
-    ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>>;
-    /// Runs a statement and returns its first row, if any.
-    fn fetch_optional<'e, 'q: 'e>(
-        conn: &'e mut Self::Connection,
-        sql: &'e str,
-        args: Self::Arguments<'q>,
-    ) -> BoxFuture<'e, Result<Option<Self::Row>, sqlx::Error>>;
-    /// Runs a statement that returns no rows.
-    fn execute<'e, 'q: 'e>(
-        conn: &'e mut Self::Connection,
-        sql: &'e str,
-        args: Self::Arguments<'q>,
-    ) -> BoxFuture<'e, Result<Executed, sqlx::Error>>;
 }
-
-/// The statement runners, the same text for every driver (the types differ).
-macro_rules! runners {
-    ($db:ty, |$result:ident| $last_insert_id:expr) => {
-        fn fetch_all<'e, 'q: 'e>(
-            conn: &'e mut Self::Connection,
-            sql: &'e str,
-            args: Self::Arguments<'q>,
-        ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>> {
-            Box::pin(sqlx::query_with::<$db, _>(sql, args).fetch_all(conn))
-        }
-
-        fn fetch_optional<'e, 'q: 'e>(
-            conn: &'e mut Self::Connection,
-            sql: &'e str,
-            args: Self::Arguments<'q>,
-        ) -> BoxFuture<'e, Result<Option<Self::Row>, sqlx::Error>> {
-            Box::pin(sqlx::query_with::<$db, _>(sql, args).fetch_optional(conn))
-        }
-
-        fn execute<'e, 'q: 'e>(
-            conn: &'e mut Self::Connection,
-            sql: &'e str,
-            args: Self::Arguments<'q>,
-        ) -> BoxFuture<'e, Result<Executed, sqlx::Error>> {
-            Box::pin(async move {
-                let $result = sqlx::query_with::<$db, _>(sql, args).execute(conn).await?;
-                Ok(Executed {
-                    rows_affected: $result.rows_affected(),
-                    last_insert_id: $last_insert_id,
-                })
-            })
-        }
-    };
-}
-
-/// `Dialect::text` and `opt_text` where text columns decode as `String`.
-macro_rules! text_as_declared {
-    () => {
-        fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
-            row.try_get(column)
-        }
-
-        fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
-            row.try_get(column)
-        }
-    };
-}
-
-// The backends' `impl Dialect` (in `sqlite/`, `postgres/`, `mysql/`) use these by path.
-pub(super) use {runners, text_as_declared};

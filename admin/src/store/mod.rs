@@ -14,6 +14,7 @@ mod batch_json;
 #[cfg(test)]
 pub(crate) mod conformance;
 mod dialect;
+mod driver;
 pub mod liveness;
 mod mysql;
 mod postgres;
@@ -26,8 +27,8 @@ pub mod xxl_source;
 use thiserror::Error;
 
 use crate::model::{
-    ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group, Job,
-    JobStatus, LogFilter, LogId, NewRun, RunLog, RunStatus, User,
+    AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
+    Job, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RunLog, RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -371,7 +372,7 @@ shared! {
     /// Creates or re-registers an admin node; returns its new epoch.
     fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
     /// Extends a node's lease; false when another start took its epoch.
-    fn renew_node(&self, node_id: &str, epoch: i64, lease_until_ms: i64) -> StoreResult<bool> => schedule;
+    fn renew_node(&self, node: &NodeIdentity, lease_until_ms: i64) -> StoreResult<bool> => schedule;
     /// Other nodes whose lease holds at `now_ms`, with their epoch (the liveness watch's list).
     fn live_peers(&self, node_id: &str, now_ms: i64) -> StoreResult<Vec<(String, i64)>> => schedule;
     /// Locks, reads jobs due before `window_end_ms`, applies `plan`, writes, commits. Returns
@@ -386,7 +387,7 @@ shared! {
     ) -> StoreResult<(usize, Vec<Option<LogId>>)> => schedule;
     // ---- monitor (the reads; follow-up claims and writes lock per dialect)
     /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
-    fn due_delayed_runs(&self, node_id: &str, epoch: i64, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;
+    fn due_delayed_runs(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;
     /// RUNNING runs that reached an executor (an address is recorded), oldest first.
     fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> => monitor;
     /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
@@ -395,23 +396,23 @@ shared! {
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
     // ---- claims, skips, the end of a follow-up claim
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
-    fn claim_runs(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
+    fn claim_runs(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    fn claim_run_ids(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
     /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
     /// back to PENDING; returns how many. For a claim whose answer was lost (the connection
     /// dropped as it committed): the caller knows it sent none of them.
-    fn unclaim_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<u64> => claims;
+    fn unclaim_unsent_runs(&self, ids: &[i64], node: &NodeIdentity) -> StoreResult<u64> => claims;
     /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
-    fn owned_unsent_runs(&self, ids: &[i64], node_id: &str, epoch: i64) -> StoreResult<Vec<i64>> => claims;
+    fn owned_unsent_runs(&self, ids: &[i64], node: &NodeIdentity) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
     fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
-    fn finish_followups(&self, node_id: &str, epoch: i64, log_ids: &[i64], alarm_status: i32) -> StoreResult<u64> => claims;
+    fn finish_followups(&self, node: &NodeIdentity, log_ids: &[i64], alarm_status: AlarmStatus) -> StoreResult<u64> => claims;
     // ---- follow-ups
     /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
     /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
@@ -420,23 +421,23 @@ shared! {
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
-    fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over the PENDING runs of a node seen dead by its liveness lock (epochs up to
     /// `dead_epoch`), before its lease lapses.
-    fn adopt_pending_of(&self, dead_node: &str, dead_epoch: i64, node_id: &str, epoch: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn adopt_pending_of(&self, dead: &NodeIdentity, node: &NodeIdentity) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
     /// write that failed; only its single follow-up task claims, so none is in progress when it
     /// calls this) and those of dead nodes.
-    fn adopt_stale_followups(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn adopt_stale_followups(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// RUNNING runs whose dispatch was never recorded (no address) by an admin that is gone: an
     /// earlier epoch of this node (at once: that process is over), or a dead node (only runs it
     /// claimed before `claimed_before_ms`, as its last Run calls may still be in flight).
-    fn stranded_dispatches(&self, node_id: &str, epoch: i64, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn stranded_dispatches(&self, node: &NodeIdentity, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
     /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.
-    fn adopt_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn adopt_stranded(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
-    fn skip_adopted_stranded(&self, ids: &[i64], node_id: &str, epoch: i64, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
+    fn skip_adopted_stranded(&self, ids: &[i64], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
@@ -501,7 +502,7 @@ delegate! {
     // ---- follow-up claim (MySQL reads each final status on its own, see mysql/monitor.rs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
     /// this node/epoch), oldest first.
-    fn claim_followups(&self, node_id: &str, epoch: i64, limit: i64) -> StoreResult<Vec<RunLog>>;
+    fn claim_followups(&self, node: &NodeIdentity, limit: i64) -> StoreResult<Vec<RunLog>>;
 }
 
 /// What the follow-up of one finished run writes, in one transaction.
@@ -517,9 +518,8 @@ pub struct FollowupWrite {
     pub claim_node: String,
     /// That node's epoch at the claim.
     pub claim_epoch: i64,
-    /// 1 nothing to alarm, 2 alarm sent, 3 alarm failed (XXL-JOB's values; a final value, never
-    /// the claim's -1).
-    pub alarm_status: i32,
+    /// Nothing to alarm, alarm sent or alarm failed: a final status, never `Claimed`.
+    pub alarm_status: AlarmStatus,
     /// Where the alarm went (`alarm_delivery`), empty when none was due.
     pub alarm_delivery: String,
     /// The next attempt, when the retry policy allows one (skipped if its fire_key exists).

@@ -6,19 +6,19 @@ use sqlx::error::BoxDynError;
 use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Pool, Transaction};
 
-use super::dialect::{Binds, Decodes, Dialect, Executed};
+use super::driver::{Binds, Decodes, Driver, Executed};
 use super::{StoreError, StoreResult};
 
 /// One statement being built: text with placeholders and the values bound to them, in order.
 /// Like `sqlx::QueryBuilder`, but runnable from code generic over the database.
-pub struct Sql<'q, DB: Dialect> {
+pub struct Sql<'q, DB: Driver> {
     text: String,
     args: DB::Arguments<'q>,
     /// The first value that failed to encode; reported when the statement runs.
     error: Option<BoxDynError>,
 }
 
-impl<'q, DB: Dialect> Sql<'q, DB> {
+impl<'q, DB: Driver> Sql<'q, DB> {
     pub fn new(text: impl Into<String>) -> Self {
         Sql {
             text: text.into(),
@@ -120,7 +120,7 @@ impl<'q, DB: Dialect> Sql<'q, DB> {
 
 /// Where a backend writes and reads. SQLite has one writer connection and a pool of
 /// read-only ones (see `sqlite/mod.rs`); the servers have one pool for both.
-pub struct Pools<'a, DB: Dialect> {
+pub struct Pools<'a, DB: Driver> {
     pub writer: &'a Pool<DB>,
     pub reader: &'a Pool<DB>,
     /// On a single writer connection (SQLite): lets API writes go first (`writer_gate`).
@@ -131,15 +131,15 @@ pub struct Pools<'a, DB: Dialect> {
     pub first_reader: Option<&'a Pool<DB>>,
 }
 
-impl<DB: Dialect> Clone for Pools<'_, DB> {
+impl<DB: Driver> Clone for Pools<'_, DB> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<DB: Dialect> Copy for Pools<'_, DB> {}
+impl<DB: Driver> Copy for Pools<'_, DB> {}
 
-impl<DB: Dialect> Pools<'_, DB> {
+impl<DB: Driver> Pools<'_, DB> {
     /// A connection for a statement that only reads.
     pub async fn read(&self) -> StoreResult<PoolConnection<DB>> {
         let pool = match self.first_reader {
@@ -182,7 +182,7 @@ impl<DB: Dialect> Pools<'_, DB> {
 }
 
 /// Commits a transaction.
-pub async fn commit<DB: Dialect>(tx: Transaction<'static, DB>) -> StoreResult<()> {
+pub async fn commit<DB: Driver>(tx: Transaction<'static, DB>) -> StoreResult<()> {
     tx.commit().await.map_err(map_error)
 }
 
@@ -198,9 +198,9 @@ pub fn map_error(error: sqlx::Error) -> StoreError {
 
 /// A value type read from a column.
 pub trait Column: Sized {
-    fn read<DB: Dialect>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error>;
+    fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error>;
     /// The first column, whatever its name.
-    fn first<DB: Dialect>(row: &DB::Row) -> StoreResult<Self> {
+    fn first<DB: Driver>(row: &DB::Row) -> StoreResult<Self> {
         use sqlx::{Column as _, Row as _};
         let name = row
             .columns()
@@ -214,7 +214,7 @@ pub trait Column: Sized {
 macro_rules! decoded_as_declared {
     ($($ty:ty),*) => {$(
         impl Column for $ty {
-            fn read<DB: Dialect>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
+            fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
                 <DB as Decodes<$ty>>::get(row, column)
             }
         }
@@ -223,21 +223,21 @@ macro_rules! decoded_as_declared {
 decoded_as_declared!(i64, i32, f64, bool, Option<i64>);
 
 impl Column for String {
-    fn read<DB: Dialect>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
+    fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
         DB::text(row, column)
     }
 }
 
 impl Column for Option<String> {
-    fn read<DB: Dialect>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
+    fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
         DB::opt_text(row, column)
     }
 }
 
 /// Typed reads from one row, naming the column when a value does not decode.
-pub struct Cols<'r, DB: Dialect>(pub &'r DB::Row);
+pub struct Cols<'r, DB: Driver>(pub &'r DB::Row);
 
-impl<DB: Dialect> Cols<'_, DB> {
+impl<DB: Driver> Cols<'_, DB> {
     pub fn get<T: Column>(&self, column: &str) -> StoreResult<T> {
         T::read::<DB>(self.0, column).map_err(|error| corrupt(column, error))
     }

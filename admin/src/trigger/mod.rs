@@ -217,7 +217,7 @@ impl Trigger {
         let owned = until_answered(1, || async {
             Ok(self
                 .store
-                .owned_unsent_runs(&[log_id.0], &self.node.node_id, self.node.epoch)
+                .owned_unsent_runs(&[log_id.0], &self.node)
                 .await?)
         })
         .await;
@@ -294,12 +294,10 @@ impl Trigger {
         let trigger_time_ms = self.now_ms().max(earliest);
         let (claimed, groups) = tokio::join!(
             // Ahead of background writes: a late claim is a late fire (`store::writer_gate`).
-            urgent_write(self.store.claim_run_ids(
-                &log_ids,
-                &self.node.node_id,
-                self.node.epoch,
-                trigger_time_ms
-            )),
+            urgent_write(
+                self.store
+                    .claim_run_ids(&log_ids, &self.node, trigger_time_ms)
+            ),
             load::groups(&self.store, &group_ids)
         );
         let claimed_ids: std::collections::HashSet<i64> = claimed?.into_iter().collect();
@@ -370,7 +368,7 @@ impl Trigger {
         let raw: Vec<i64> = log_ids.iter().map(|id| id.0).collect();
         let runs = self
             .store
-            .claim_runs(&raw, &self.node.node_id, self.node.epoch, self.now_ms())
+            .claim_runs(&raw, &self.node, self.now_ms())
             .await?;
         let job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
         let jobs = self.load_jobs_until_answered(&job_ids).await;
@@ -403,7 +401,7 @@ impl Trigger {
         let ids = self.store.insert_runs(std::slice::from_ref(&row)).await?;
         let runs = self
             .store
-            .claim_runs(&ids, &self.node.node_id, self.node.epoch, self.now_ms())
+            .claim_runs(&ids, &self.node, self.now_ms())
             .await?;
         let claimed: Vec<Claimed> = runs
             .iter()

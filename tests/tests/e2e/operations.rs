@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use xjob_admin::model::{NewRun, RunStatus, TriggerType, now_ms};
+use xjob_admin::model::{NewRun, NodeIdentity, RunStatus, TriggerType, now_ms};
 use xjob_admin::store::{RunCompletion, Store};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
@@ -109,7 +109,9 @@ async fn seed_dispatched(
         store.skip_runs(&ids, "seeded", trigger_ms).await?;
         return Ok(log_id);
     }
-    store.claim_runs(&ids, SEED_NODE, 1, trigger_ms).await?;
+    store
+        .claim_runs(&ids, &NodeIdentity::new(SEED_NODE, 1), trigger_ms)
+        .await?;
     let completion = RunCompletion {
         log_id,
         status,

@@ -168,7 +168,7 @@ async fn callback_targets_name_status_address_app_and_token() {
             .await
             .expect("runs");
         store
-            .claim_runs(&ids[..1], "n1", 1, 1_000)
+            .claim_runs(&ids[..1], &NodeIdentity::new("n1", 1), 1_000)
             .await
             .expect("claim");
         let targets = store

@@ -21,7 +21,7 @@ fn followup(log_id: i64) -> FollowupWrite {
         log_id,
         claim_node: "n1".into(),
         claim_epoch: 1,
-        alarm_status: 1,
+        alarm_status: AlarmStatus::NothingToAlarm,
         alarm_delivery: String::new(),
         retry: None,
         children: Vec::new(),
@@ -32,7 +32,10 @@ fn followup(log_id: i64) -> FollowupWrite {
 
 /// Claims every finished run not claimed yet, for node `n1` epoch 1.
 async fn claim_all(store: &Store) {
-    store.claim_followups("n1", 1, 1_000).await.expect("claim");
+    store
+        .claim_followups(&NodeIdentity::new("n1", 1), 1_000)
+        .await
+        .expect("claim");
 }
 
 /// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
@@ -110,9 +113,11 @@ async fn follow_ups_claimed_together_are_claimed_once_and_adopted_from_dead_node
         store.insert_runs(&runs).await.expect("runs");
         store.register_node("a", T0, 10_000).await.expect("node a");
         store.register_node("b", T0, 10_000).await.expect("node b");
+        let node_a = NodeIdentity::new("a", 1);
+        let node_b = NodeIdentity::new("b", 1);
         let (claimed_a, claimed_b) = tokio::join!(
-            store.claim_followups("a", 1, 2),
-            store.claim_followups("b", 1, 2),
+            store.claim_followups(&node_a, 2),
+            store.claim_followups(&node_b, 2),
         );
         let mut claimed = ids_of(&claimed_a.expect("claim"));
         claimed.extend(ids_of(&claimed_b.expect("claim")));
@@ -125,7 +130,7 @@ async fn follow_ups_claimed_together_are_claimed_once_and_adopted_from_dead_node
         );
         assert!(
             store
-                .claim_followups("a", 1, 10)
+                .claim_followups(&NodeIdentity::new("a", 1), 10)
                 .await
                 .expect("claim")
                 .is_empty(),
@@ -134,13 +139,13 @@ async fn follow_ups_claimed_together_are_claimed_once_and_adopted_from_dead_node
 
         // Node b dies: after its lease, a takes over b's unfinished claims, not before.
         let early = store
-            .adopt_stale_followups("a", 1, T0 + 5_000)
+            .adopt_stale_followups(&NodeIdentity::new("a", 1), T0 + 5_000)
             .await
             .expect("adopt");
         assert!(early.len() < 3, "{backend}: b is still alive");
         assert!(early.iter().all(|run| run.owner_node == "a"), "{backend}");
         let adopted = store
-            .adopt_stale_followups("a", 1, T0 + 20_000)
+            .adopt_stale_followups(&NodeIdentity::new("a", 1), T0 + 20_000)
             .await
             .expect("adopt");
         assert_eq!(
@@ -163,7 +168,10 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
     for (backend, store, _dir) in fresh_stores().await {
         let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
         let done = insert(&store, shard_run(&job, T0, (0, 1), 0, RunStatus::Success)).await;
-        let claimed = store.claim_followups("n1", 1, 10).await.expect("claim");
+        let claimed = store
+            .claim_followups(&NodeIdentity::new("n1", 1), 10)
+            .await
+            .expect("claim");
         assert_eq!(ids_of(&claimed), vec![done], "{backend}");
         // A run finishing after the claim is not touched by ending the earlier claims.
         let later = insert(
@@ -172,22 +180,33 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
         )
         .await;
         let finished = store
-            .finish_followups("n1", 1, &[done, later], 1)
+            .finish_followups(
+                &NodeIdentity::new("n1", 1),
+                &[done, later],
+                AlarmStatus::NothingToAlarm,
+            )
             .await
             .expect("finish");
         assert_eq!(finished, 1, "{backend}: only the claimed run");
         assert!(
             store
-                .adopt_stale_followups("n1", 1, T0)
+                .adopt_stale_followups(&NodeIdentity::new("n1", 1), T0)
                 .await
                 .expect("adopt")
                 .is_empty(),
             "{backend}"
         );
-        let next = store.claim_followups("n1", 1, 10).await.expect("claim");
+        let next = store
+            .claim_followups(&NodeIdentity::new("n1", 1), 10)
+            .await
+            .expect("claim");
         assert_eq!(ids_of(&next), vec![later], "{backend}");
         let none = store
-            .finish_followups("n1", 1, &[], 1)
+            .finish_followups(
+                &NodeIdentity::new("n1", 1),
+                &[],
+                AlarmStatus::NothingToAlarm,
+            )
             .await
             .expect("nothing to finish");
         assert_eq!(none, 0, "{backend}");
@@ -211,7 +230,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         .await;
         let quiet = insert(&store, manual_run(&parent, RunStatus::Success)).await;
         let claimed = store
-            .claim_followups("a", epoch_a, 10)
+            .claim_followups(&NodeIdentity::new("a", epoch_a), 10)
             .await
             .expect("claim");
         assert_eq!(ids_of(&claimed), vec![done, quiet], "{backend}");
@@ -219,7 +238,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let late_write = |claim_node: &str, claim_epoch| FollowupWrite {
             claim_node: claim_node.to_string(),
             claim_epoch,
-            alarm_status: 3,
+            alarm_status: AlarmStatus::Failed,
             alarm_delivery: String::new(),
             retry: Some(shard_run(&parent, T0, (0, 1), 1, RunStatus::Pending)),
             children: vec![child_run(&child)],
@@ -229,12 +248,12 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         // a stalls past its lease; b (alive) adopts a's claims.
         assert!(
             store
-                .renew_node("b", epoch_b, T0 + 30_000)
+                .renew_node(&NodeIdentity::new("b", epoch_b), T0 + 30_000)
                 .await
                 .expect("renew")
         );
         let adopted = store
-            .adopt_stale_followups("b", epoch_b, T0 + 20_000)
+            .adopt_stale_followups(&NodeIdentity::new("b", epoch_b), T0 + 20_000)
             .await
             .expect("adopt");
         assert_eq!(ids_of(&adopted), vec![done, quiet], "{backend}");
@@ -250,7 +269,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             "{backend}: nothing written"
         );
         let finished = store
-            .finish_followups("a", epoch_a, &[quiet], 3)
+            .finish_followups(
+                &NodeIdentity::new("a", epoch_a),
+                &[quiet],
+                AlarmStatus::Failed,
+            )
             .await
             .expect("finish");
         assert_eq!(finished, 0, "{backend}: a's finish after the adoption");
@@ -266,7 +289,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             .write_followup(&FollowupWrite {
                 claim_node: "b".into(),
                 claim_epoch: epoch_b,
-                alarm_status: 2,
+                alarm_status: AlarmStatus::Sent,
                 alarm_delivery: "email: sent to 2 recipient(s)\nwebhook: sent (HTTP 200)".into(),
                 children: vec![child_run(&child)],
                 ..followup(done)
@@ -276,7 +299,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         assert!(!by_b.fenced_off, "{backend}");
         assert_eq!(by_b.child_ids.len(), 1, "{backend}");
         let finished = store
-            .finish_followups("b", epoch_b, &[quiet], 1)
+            .finish_followups(
+                &NodeIdentity::new("b", epoch_b),
+                &[quiet],
+                AlarmStatus::NothingToAlarm,
+            )
             .await
             .expect("finish");
         assert_eq!(finished, 1, "{backend}");
@@ -289,7 +316,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         assert!(refused.fenced_off, "{backend}");
         assert_eq!(refused.child_ids, Vec::<i64>::new(), "{backend}");
         let finished = store
-            .finish_followups("a", epoch_a, &[done, quiet], 3)
+            .finish_followups(
+                &NodeIdentity::new("a", epoch_a),
+                &[done, quiet],
+                AlarmStatus::Failed,
+            )
             .await
             .expect("finish");
         assert_eq!(finished, 0, "{backend}");
@@ -316,7 +347,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         // the old life's write is refused and the new one's goes through.
         let own = insert(&store, manual_run(&parent, RunStatus::Success)).await;
         let claimed = store
-            .claim_followups("a", epoch_a, 10)
+            .claim_followups(&NodeIdentity::new("a", epoch_a), 10)
             .await
             .expect("claim");
         assert_eq!(ids_of(&claimed), vec![own], "{backend}");
@@ -326,7 +357,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             .expect("node a");
         assert!(epoch_a2 > epoch_a, "{backend}");
         let adopted = store
-            .adopt_stale_followups("a", epoch_a2, T0 + 20_000)
+            .adopt_stale_followups(&NodeIdentity::new("a", epoch_a2), T0 + 20_000)
             .await
             .expect("adopt");
         assert_eq!(ids_of(&adopted), vec![own], "{backend}");
@@ -543,7 +574,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
 
         // The retry ends: its follow-up lets the schedule continue.
         store
-            .claim_runs(&[retry_id], "n1", 1, T0 + 200)
+            .claim_runs(&[retry_id], &NodeIdentity::new("n1", 1), T0 + 200)
             .await
             .expect("claim");
         finish(&store, retry_id, RunStatus::Success, T0 + 300).await;
@@ -583,7 +614,10 @@ async fn fix_delay_is_released_exactly_once_when_the_runs_of_a_fire_finish_toget
                 .map(|index| shard_run(&delayed, fire_at, (index, 3), 0, RunStatus::Success))
                 .collect();
             let ids = store.insert_runs(&runs).await.expect("shards");
-            let claimed = store.claim_followups("n1", 1, 100).await.expect("claim");
+            let claimed = store
+                .claim_followups(&NodeIdentity::new("n1", 1), 100)
+                .await
+                .expect("claim");
             assert_eq!(claimed.len(), 3, "{backend}");
             let writes = ids
                 .iter()
@@ -624,7 +658,7 @@ async fn delayed_runs_come_due_for_their_owner_and_epoch_only() {
         insert_running(&store, delayed(50, "n1", 2), 60).await;
         assert_eq!(
             store
-                .due_delayed_runs("n1", 2, 1_000, 10)
+                .due_delayed_runs(&NodeIdentity::new("n1", 2), 1_000, 10)
                 .await
                 .expect("due"),
             vec![sooner, later],
@@ -632,14 +666,17 @@ async fn delayed_runs_come_due_for_their_owner_and_epoch_only() {
         );
         assert_eq!(
             store
-                .due_delayed_runs("n1", 2, 1_000, 1)
+                .due_delayed_runs(&NodeIdentity::new("n1", 2), 1_000, 1)
                 .await
                 .expect("due"),
             vec![sooner],
             "{backend}"
         );
         assert_eq!(
-            store.due_delayed_runs("n1", 2, 150, 10).await.expect("due"),
+            store
+                .due_delayed_runs(&NodeIdentity::new("n1", 2), 150, 10)
+                .await
+                .expect("due"),
             vec![sooner],
             "{backend}"
         );
@@ -731,7 +768,7 @@ async fn stranded_dispatches_are_those_of_gone_admins_without_an_address() {
             let store = store.clone();
             async move {
                 let runs = store
-                    .stranded_dispatches("me", 2, now_ms, claimed_before_ms)
+                    .stranded_dispatches(&NodeIdentity::new("me", 2), now_ms, claimed_before_ms)
                     .await
                     .expect("query");
                 ids_of(&runs)

@@ -12,7 +12,10 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             .insert_runs(&[fire(&job, 1_000, "n1", 1)])
             .await
             .expect("runs");
-        store.claim_runs(&ids, "n1", 1, 1_000).await.expect("claim");
+        store
+            .claim_runs(&ids, &NodeIdentity::new("n1", 1), 1_000)
+            .await
+            .expect("claim");
         // The executor's result lands before the dispatch outcome is recorded.
         let completion = RunCompletion {
             log_id: ids[0],
@@ -94,7 +97,7 @@ async fn runs_are_listed_newest_first_with_every_filter() {
         );
         assert_eq!(store.get_log(9999).await.expect("get"), None, "{backend}");
         store
-            .claim_runs(&ids[..2], "n1", 1, 5_000)
+            .claim_runs(&ids[..2], &NodeIdentity::new("n1", 1), 5_000)
             .await
             .expect("claim");
         finish(&store, ids[0], RunStatus::Success, 5_500).await;
@@ -503,7 +506,12 @@ async fn only_results_with_something_to_follow_up_wait_for_the_follow_up() {
         finish(&store, plain_failure, RunStatus::Failed, 3_000).await;
         finish(&store, delayed, RunStatus::Success, 3_000).await;
         finish(&store, with_children, RunStatus::Success, 3_000).await;
-        let mut claimed = ids_of(&store.claim_followups("n1", 1, 100).await.expect("claim"));
+        let mut claimed = ids_of(
+            &store
+                .claim_followups(&NodeIdentity::new("n1", 1), 100)
+                .await
+                .expect("claim"),
+        );
         claimed.sort_unstable();
         let mut expected = vec![plain_failure, delayed, with_children];
         expected.sort_unstable();

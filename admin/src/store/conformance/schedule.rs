@@ -90,7 +90,7 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
         assert_eq!(new_epoch, old_epoch + 1, "{backend}");
         // A stalled holder of the old epoch can no longer claim its fire once adopted.
         let adopted = store
-            .adopt_orphan_runs("n1", new_epoch, 2_000)
+            .adopt_orphan_runs(&NodeIdentity::new("n1", new_epoch), 2_000)
             .await
             .expect("adopt");
         assert_eq!(
@@ -100,21 +100,21 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
         );
         assert!(
             store
-                .claim_runs(&ids, "n1", old_epoch, 2_100)
+                .claim_runs(&ids, &NodeIdentity::new("n1", old_epoch), 2_100)
                 .await
                 .expect("claim")
                 .is_empty(),
             "{backend}"
         );
         let claimed = store
-            .claim_runs(&ids, "n1", new_epoch, 2_200)
+            .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_200)
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 1, "{backend}");
         assert_eq!(claimed[0].status, RunStatus::Running, "{backend}");
         assert!(
             store
-                .claim_runs(&ids, "n1", new_epoch, 2_300)
+                .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_300)
                 .await
                 .expect("claim")
                 .is_empty(),
@@ -128,7 +128,7 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
             .expect("runs");
         assert!(
             store
-                .adopt_orphan_runs("n1", new_epoch, 2_500)
+                .adopt_orphan_runs(&NodeIdentity::new("n1", new_epoch), 2_500)
                 .await
                 .expect("adopt")
                 .is_empty(),
@@ -136,7 +136,7 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
         );
         assert_eq!(
             store
-                .adopt_orphan_runs("n1", new_epoch, 3_500)
+                .adopt_orphan_runs(&NodeIdentity::new("n1", new_epoch), 3_500)
                 .await
                 .expect("adopt")
                 .len(),
@@ -164,7 +164,7 @@ async fn only_own_unsent_claims_go_back_to_pending() {
             .await
             .expect("runs");
         let claimed = store
-            .claim_run_ids(&ids, "n1", epoch, 5_000)
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_000)
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 3, "{backend}");
@@ -183,18 +183,18 @@ async fn only_own_unsent_claims_go_back_to_pending() {
 
         for (node, wrong_epoch) in [("n2", epoch), ("n1", epoch + 1)] {
             let unclaimed = store
-                .unclaim_unsent_runs(&ids, node, wrong_epoch)
+                .unclaim_unsent_runs(&ids, &NodeIdentity::new(node, wrong_epoch))
                 .await
                 .expect("unclaim");
             assert_eq!(unclaimed, 0, "{backend}: {node}/{wrong_epoch} owns none");
         }
         let unclaimed = store
-            .unclaim_unsent_runs(&ids, "n1", epoch)
+            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch))
             .await
             .expect("unclaim");
         assert_eq!(unclaimed, 2, "{backend}: the sent run stays RUNNING");
         let mut again = store
-            .claim_run_ids(&ids, "n1", epoch, 5_100)
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_100)
             .await
             .expect("claim");
         again.sort_unstable();
@@ -274,7 +274,10 @@ async fn a_lease_is_renewed_only_by_the_current_epoch() {
         let first = store.register_node("n1", 1_000, 500).await.expect("node");
         assert_eq!(first, 1, "{backend}: a new node starts at epoch 1");
         assert!(
-            store.renew_node("n1", first, 2_000).await.expect("renew"),
+            store
+                .renew_node(&NodeIdentity::new("n1", first), 2_000)
+                .await
+                .expect("renew"),
             "{backend}"
         );
         let second = store
@@ -283,15 +286,24 @@ async fn a_lease_is_renewed_only_by_the_current_epoch() {
             .expect("restart");
         assert_eq!(second, 2, "{backend}");
         assert!(
-            !store.renew_node("n1", first, 4_000).await.expect("renew"),
+            !store
+                .renew_node(&NodeIdentity::new("n1", first), 4_000)
+                .await
+                .expect("renew"),
             "{backend}: the previous life of the node lost its lease"
         );
         assert!(
-            store.renew_node("n1", second, 4_000).await.expect("renew"),
+            store
+                .renew_node(&NodeIdentity::new("n1", second), 4_000)
+                .await
+                .expect("renew"),
             "{backend}"
         );
         assert!(
-            !store.renew_node("nobody", 1, 4_000).await.expect("renew"),
+            !store
+                .renew_node(&NodeIdentity::new("nobody", 1), 4_000)
+                .await
+                .expect("renew"),
             "{backend}"
         );
         // The renewed lease is what others judge by: n1 is alive until 4 000.
@@ -300,7 +312,7 @@ async fn a_lease_is_renewed_only_by_the_current_epoch() {
         store.register_node("n2", 0, 100_000).await.expect("node");
         assert!(
             store
-                .adopt_orphan_runs("n2", 1, 3_999)
+                .adopt_orphan_runs(&NodeIdentity::new("n2", 1), 3_999)
                 .await
                 .expect("adopt")
                 .is_empty(),
@@ -308,7 +320,7 @@ async fn a_lease_is_renewed_only_by_the_current_epoch() {
         );
         assert_eq!(
             store
-                .adopt_orphan_runs("n2", 1, 4_001)
+                .adopt_orphan_runs(&NodeIdentity::new("n2", 1), 4_001)
                 .await
                 .expect("adopt")
                 .len(),
@@ -356,9 +368,11 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
             .await
             .expect("mark");
 
+        let node_a = NodeIdentity::new("a", 1);
+        let node_b = NodeIdentity::new("b", 1);
         let (by_a, by_b) = tokio::join!(
-            store.adopt_stranded(&ids, "a", 1, 5_000),
-            store.adopt_stranded(&ids, "b", 1, 5_000),
+            store.adopt_stranded(&ids, &node_a, 5_000),
+            store.adopt_stranded(&ids, &node_b, 5_000),
         );
         let mut taken = ids_of(&by_a.expect("adopt a"));
         taken.extend(ids_of(&by_b.expect("adopt b")));
@@ -380,12 +394,12 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
             .collect();
         assert_eq!(owned_by_a.len() + owned_by_b.len(), 38, "{backend}");
         let wrong = store
-            .skip_adopted_stranded(&owned_by_a, "b", 1, "late", 6_000)
+            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("b", 1), "late", 6_000)
             .await
             .expect("skip");
         assert_eq!(wrong, 0, "{backend}: not b's to skip");
         let right = store
-            .skip_adopted_stranded(&owned_by_a, "a", 1, "late", 6_000)
+            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("a", 1), "late", 6_000)
             .await
             .expect("skip");
         assert_eq!(right as usize, owned_by_a.len(), "{backend}");
@@ -411,10 +425,13 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
         let ids = store.insert_runs(&runs).await.expect("fires");
 
         // The stalled node wakes up and claims its fires while a and b sweep for orphans.
+        let stalled_node = NodeIdentity::new("stalled", stalled);
+        let node_a = NodeIdentity::new("a", 1);
+        let node_b = NodeIdentity::new("b", 1);
         let (claimed, adopted_a, adopted_b) = tokio::join!(
-            store.claim_runs(&ids, "stalled", stalled, 5_000),
-            store.adopt_orphan_runs("a", 1, 5_000),
-            store.adopt_orphan_runs("b", 1, 5_000),
+            store.claim_runs(&ids, &stalled_node, 5_000),
+            store.adopt_orphan_runs(&node_a, 5_000),
+            store.adopt_orphan_runs(&node_b, 5_000),
         );
         let mut taken: Vec<i64> = ids_of(&claimed.expect("claim"));
         taken.extend(ids_of(&adopted_a.expect("adopt")));
@@ -434,7 +451,7 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
             let wrong = if run.owner_node == "a" { "b" } else { "a" };
             assert!(
                 store
-                    .claim_runs(&[run.id], wrong, 1, 6_000)
+                    .claim_runs(&[run.id], &NodeIdentity::new(wrong, 1), 6_000)
                     .await
                     .expect("claim")
                     .is_empty(),
@@ -442,9 +459,11 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
             );
         }
         let pending_ids = ids_of(&now_owned);
+        let node_a = NodeIdentity::new("a", 1);
+        let node_b = NodeIdentity::new("b", 1);
         let (by_a, by_b) = tokio::join!(
-            store.claim_runs(&pending_ids, "a", 1, 6_000),
-            store.claim_runs(&pending_ids, "b", 1, 6_000),
+            store.claim_runs(&pending_ids, &node_a, 6_000),
+            store.claim_runs(&pending_ids, &node_b, 6_000),
         );
         assert_eq!(
             by_a.expect("claim").len() + by_b.expect("claim").len(),
@@ -549,7 +568,10 @@ async fn a_liveness_lock_shows_while_held_and_frees_with_its_holder() {
         let old = insert(&store, fire(&job, 5_000, "n1", dead_epoch)).await;
         let later = insert(&store, fire(&job, 6_000, "n1", dead_epoch + 1)).await;
         let adopted = other
-            .adopt_pending_of("n1", dead_epoch, "n2", 1)
+            .adopt_pending_of(
+                &NodeIdentity::new("n1", dead_epoch),
+                &NodeIdentity::new("n2", 1),
+            )
             .await
             .expect("adopt");
         assert_eq!(
@@ -559,7 +581,7 @@ async fn a_liveness_lock_shows_while_held_and_frees_with_its_holder() {
         );
         assert!(
             store
-                .claim_runs(&[old, later], "n1", dead_epoch, 1_000)
+                .claim_runs(&[old, later], &NodeIdentity::new("n1", dead_epoch), 1_000)
                 .await
                 .expect("claim")
                 .is_empty(),

@@ -3,7 +3,8 @@
 
 use sqlx::Row;
 
-use crate::store::dialect::{BoxFuture, Dialect, Executed, runners};
+use crate::store::dialect::Dialect;
+use crate::store::driver::{BoxFuture, Driver, Executed, runners};
 use crate::store::sql::Sql;
 use crate::store::{JobScheduleUpdate, StoreResult};
 
@@ -38,6 +39,15 @@ impl Dialect for sqlx::MySql {
         sql.push_mut(")");
     }
 
+    fn write_schedule_updates<'c>(
+        conn: &'c mut Self::Connection,
+        updates: &'c [JobScheduleUpdate],
+    ) -> BoxFuture<'c, StoreResult<()>> {
+        Box::pin(super::jobs::write_schedule_updates(conn, updates))
+    }
+}
+
+impl Driver for sqlx::MySql {
     fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error> {
         let bytes: Vec<u8> = row.try_get(column)?;
         utf8(bytes, column)
@@ -46,13 +56,6 @@ impl Dialect for sqlx::MySql {
     fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error> {
         let bytes: Option<Vec<u8>> = row.try_get(column)?;
         bytes.map(|bytes| utf8(bytes, column)).transpose()
-    }
-
-    fn write_schedule_updates<'c>(
-        conn: &'c mut Self::Connection,
-        updates: &'c [JobScheduleUpdate],
-    ) -> BoxFuture<'c, StoreResult<()>> {
-        Box::pin(super::jobs::write_schedule_updates(conn, updates))
     }
 
     runners!(sqlx::MySql, |result| i64::try_from(result.last_insert_id())

@@ -7,7 +7,7 @@ use sqlx::MySqlConnection;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{MAX_BIND_PARAMS, MySqlStore, map_error, placeholders};
-use crate::model::RunLog;
+use crate::model::{NodeIdentity, RunLog};
 use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
@@ -16,10 +16,10 @@ const FINAL_STATUSES: [&str; 6] = ["SUCCESS", "FAILED", "TIMEOUT", "KILLED", "LO
 impl MySqlStore {
     pub async fn claim_followups(
         &self,
-        node_id: &str,
-        epoch: i64,
+        node: &NodeIdentity,
         limit: i64,
     ) -> StoreResult<Vec<RunLog>> {
+        let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         let ids = lock_unclaimed_followups(&mut tx, limit).await?;
         set_owner(&mut tx, &ids, node_id, epoch, "alarm_status = -1, ").await?;

@@ -10,7 +10,7 @@ use sqlx::{Connection, MySqlConnection};
 use super::{create_scratch_database, redact, with_database};
 use crate::model::{
     AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, NewRun,
-    RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
+    NodeIdentity, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{RoundPlan, Store};
 
@@ -339,7 +339,10 @@ async fn a_manual_broadcast_fire_gets_every_shard_row_without_fire_keys() {
         .insert_runs(&[manual(0, 1, RunStatus::Pending)])
         .await
         .expect("fire");
-    let claimed = store.claim_runs(&ids, "n1", 1, 5_000).await.expect("claim");
+    let claimed = store
+        .claim_runs(&ids, &NodeIdentity::new("n1", 1), 5_000)
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 1);
     let shards = [
         manual(1, 3, RunStatus::Running),

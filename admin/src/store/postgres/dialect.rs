@@ -3,7 +3,8 @@
 
 use sqlx::Row;
 
-use crate::store::dialect::{BoxFuture, Dialect, Executed, runners, text_as_declared};
+use crate::store::dialect::Dialect;
+use crate::store::driver::{BoxFuture, Driver, Executed, runners, text_as_declared};
 use crate::store::sql::Sql;
 use crate::store::{JobScheduleUpdate, StoreResult};
 
@@ -24,14 +25,16 @@ impl Dialect for sqlx::Postgres {
         sql.push_mut(")");
     }
 
-    text_as_declared!();
-
     fn write_schedule_updates<'c>(
         conn: &'c mut Self::Connection,
         updates: &'c [JobScheduleUpdate],
     ) -> BoxFuture<'c, StoreResult<()>> {
         Box::pin(super::jobs::write_schedule_updates(conn, updates))
     }
+}
+
+impl Driver for sqlx::Postgres {
+    text_as_declared!();
 
     runners!(sqlx::Postgres, |result| None);
 }

@@ -6,7 +6,7 @@
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{PgStore, map_error};
-use crate::model::RunLog;
+use crate::model::{NodeIdentity, RunLog};
 use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
@@ -15,10 +15,10 @@ const FINAL_STATUSES: &str = "'SUCCESS', 'FAILED', 'TIMEOUT', 'KILLED', 'LOST', 
 impl PgStore {
     pub async fn claim_followups(
         &self,
-        node_id: &str,
-        epoch: i64,
+        node: &NodeIdentity,
         limit: i64,
     ) -> StoreResult<Vec<RunLog>> {
+        let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
         let rows = sqlx::query(&format!(
             "UPDATE xjob_log SET alarm_status = -1, owner_node = $1, epoch = $2 \
              WHERE id IN ( \

@@ -3,7 +3,7 @@
 
 use super::claims::{Lock, unindexed, update_logs};
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::RunLog;
+use crate::model::{NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
@@ -134,10 +134,10 @@ async fn adopt<'q, DB: Dialect>(
 /// index of PENDING rows on SQLite, see `sqlite/plans.rs`).
 pub async fn adopt_orphan_runs<DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     adopt(db, "status = 'PENDING'", node_id, epoch, "<", now_ms).await
 }
 
@@ -150,11 +150,11 @@ pub async fn adopt_orphan_runs<DB: Dialect>(
 /// (it restarted) keeps its own rows.
 pub async fn adopt_pending_of<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    dead_node: &'q str,
-    dead_epoch: i64,
-    node_id: &'q str,
-    epoch: i64,
+    dead: &'q NodeIdentity,
+    node: &'q NodeIdentity,
 ) -> StoreResult<Vec<RunLog>> {
+    let (dead_node, dead_epoch) = (dead.node_id.as_str(), dead.epoch);
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let set = |sql: &mut Sql<'q, DB>| {
         sql.push_mut("owner_node = ");
@@ -183,10 +183,10 @@ pub async fn adopt_pending_of<'q, DB: Dialect>(
 /// one) and those of dead nodes.
 pub async fn adopt_stale_followups<DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     adopt(db, "alarm_status = -1", node_id, epoch, "<=", now_ms).await
 }
 
@@ -198,10 +198,10 @@ pub async fn adopt_stale_followups<DB: Dialect>(
 pub async fn adopt_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &'q str,
-    epoch: i64,
+    node: &'q NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
     let mut adopted = Vec::with_capacity(ids.len());
@@ -238,11 +238,11 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
 pub async fn skip_adopted_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &'q str,
-    epoch: i64,
+    node: &'q NodeIdentity,
     reason: &'q str,
     now_ms: i64,
 ) -> StoreResult<u64> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut skipped = 0;
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -285,11 +285,11 @@ pub struct GoneOwnerArgs<'q>(GoneOwner<'q>);
 
 pub async fn stranded_dispatches<DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
     claimed_before_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.read().await?;
     let mut gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
     gone.others_claimed_before_ms = Some(claimed_before_ms);

@@ -10,7 +10,7 @@
 use sqlx::Connection;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::RunLog;
+use crate::model::{AlarmStatus, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, map_error};
@@ -163,10 +163,10 @@ pub fn claim_sql_for_plans(columns: &str) -> String {
 pub async fn claim_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -180,10 +180,10 @@ pub async fn claim_runs<DB: Dialect>(
 pub async fn claim_run_ids<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<i64>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -257,17 +257,17 @@ fn skipped<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, reason: &'q str, now_ms: i64)
 /// it is re-checked); returns how many it ended.
 pub async fn finish_followups<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &'q str,
-    epoch: i64,
+    node: &'q NodeIdentity,
     log_ids: &[i64],
-    alarm_status: i32,
+    alarm_status: AlarmStatus,
 ) -> StoreResult<u64> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut finished = 0;
     for chunk in log_ids.chunks(DB::IDS_PER_STATEMENT) {
         let set = |sql: &mut Sql<'q, DB>| {
             sql.push_mut("alarm_status = ");
-            sql.bind_mut(alarm_status);
+            sql.bind_mut(alarm_status.code());
         };
         let filter = |sql: &mut Sql<'q, DB>| {
             sql.push_mut("id");
@@ -289,9 +289,9 @@ pub async fn finish_followups<'q, DB: Dialect>(
 pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &'q str,
-    epoch: i64,
+    node: &'q NodeIdentity,
 ) -> StoreResult<u64> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut unclaimed = 0;
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -319,9 +319,9 @@ pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
 pub async fn owned_unsent_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[i64],
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
 ) -> StoreResult<Vec<i64>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.read().await?;
     let mut owned = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {

@@ -89,7 +89,7 @@ async fn close_claim<DB: Dialect>(
 ) -> StoreResult<bool> {
     // On MySQL rows_affected counts matched rows; the value changes from -1 anyway.
     let closed = Sql::<DB>::new("UPDATE xjob_log SET alarm_status = ")
-        .bind(write.alarm_status)
+        .bind(write.alarm_status.code())
         .push(", alarm_delivery = ")
         .bind(write.alarm_delivery.as_str())
         .push(" WHERE id = ")

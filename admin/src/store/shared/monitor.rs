@@ -3,7 +3,7 @@
 //! `monitor.rs`.)
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::RunLog;
+use crate::model::{NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
@@ -31,11 +31,11 @@ pub fn due_delayed_runs_query<'q, DB: Dialect>(
 
 pub async fn due_delayed_runs<DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     now_ms: i64,
     limit: i64,
 ) -> StoreResult<Vec<i64>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     due_delayed_runs_query::<DB>(node_id, epoch, now_ms, limit)
         .fetch_column::<i64>(&mut *db.read().await?)
         .await

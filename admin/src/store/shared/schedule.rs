@@ -12,7 +12,7 @@ use sqlx::Transaction;
 use super::inserts::insert_keyed;
 use super::logs::new_run_insert;
 use super::rows::{JOB_COLUMNS, job_from_row};
-use crate::model::{Job, LogId};
+use crate::model::{Job, LogId, NodeIdentity};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 use crate::store::{RoundPlan, StoreError, StoreResult};
@@ -56,10 +56,10 @@ pub async fn register_node<DB: Dialect>(
 /// Extends a node's lease; false when another start took its epoch.
 pub async fn renew_node<DB: Dialect>(
     db: Pools<'_, DB>,
-    node_id: &str,
-    epoch: i64,
+    node: &NodeIdentity,
     lease_until_ms: i64,
 ) -> StoreResult<bool> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let renewed = Sql::<DB>::new("UPDATE xjob_node SET lease_until_ms = ")
         .bind(lease_until_ms)
         .push(" WHERE node_id = ")

@@ -1,6 +1,6 @@
 //! SQLite tests of the broadcast expansion (`shared/broadcast.rs`).
 
-use crate::model::{NewRun, RunStatus, TriggerType};
+use crate::model::{NewRun, NodeIdentity, RunStatus, TriggerType};
 
 const NOW: i64 = 1_716_163_200_000;
 const SCHEDULED: i64 = NOW - 1000;
@@ -42,7 +42,10 @@ async fn claimed_fire(store: &crate::store::Store) -> i64 {
         .insert_runs(&[run(0, 1, Some(key))])
         .await
         .expect("insert");
-    let claimed = store.claim_runs(&ids, "n", 1, NOW).await.expect("claim");
+    let claimed = store
+        .claim_runs(&ids, &NodeIdentity::new("n", 1), NOW)
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 1);
     ids[0]
 }

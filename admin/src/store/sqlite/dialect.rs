@@ -4,7 +4,8 @@
 use sqlx::Row;
 
 use crate::store::batch_json;
-use crate::store::dialect::{BoxFuture, Dialect, Executed, runners, text_as_declared};
+use crate::store::dialect::Dialect;
+use crate::store::driver::{BoxFuture, Driver, Executed, runners, text_as_declared};
 use crate::store::sql::Sql;
 use crate::store::{JobScheduleUpdate, StoreResult};
 
@@ -25,14 +26,16 @@ impl Dialect for sqlx::Sqlite {
         sql.push_mut("))");
     }
 
-    text_as_declared!();
-
     fn write_schedule_updates<'c>(
         conn: &'c mut Self::Connection,
         updates: &'c [JobScheduleUpdate],
     ) -> BoxFuture<'c, StoreResult<()>> {
         Box::pin(super::jobs::write_schedule_updates(conn, updates))
     }
+}
+
+impl Driver for sqlx::Sqlite {
+    text_as_declared!();
 
     runners!(sqlx::Sqlite, |result| None);
 }

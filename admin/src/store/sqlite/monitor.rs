@@ -5,7 +5,7 @@
 
 use super::rows::{LOG_COLUMNS, run_from_row};
 use super::{SqliteStore, map_error};
-use crate::model::RunLog;
+use crate::model::{NodeIdentity, RunLog};
 use crate::store::StoreResult;
 
 /// Statuses a run can end in; each is followed up once.
@@ -28,10 +28,10 @@ pub(super) fn claim_followups_sql() -> String {
 impl SqliteStore {
     pub async fn claim_followups(
         &self,
-        node_id: &str,
-        epoch: i64,
+        node: &NodeIdentity,
         limit: i64,
     ) -> StoreResult<Vec<RunLog>> {
+        let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
         let rows = sqlx::query(&claim_followups_sql())
             .bind(node_id)
             .bind(epoch)
@@ -147,7 +147,7 @@ mod tests {
             log_id,
             claim_node: "n1".into(),
             claim_epoch: 1,
-            alarm_status: 1,
+            alarm_status: crate::model::AlarmStatus::NothingToAlarm,
             alarm_delivery: String::new(),
             retry: None,
             children: Vec::new(),
@@ -158,7 +158,10 @@ mod tests {
 
     /// Claims every finished run not claimed yet for node n1 epoch 1.
     async fn claim_all(store: &Store) {
-        store.claim_followups("n1", 1, 100).await.expect("claim");
+        store
+            .claim_followups(&NodeIdentity::new("n1", 1), 100)
+            .await
+            .expect("claim");
     }
 
     async fn set_status(store: &Store, log_id: i64, status: RunStatus) {
@@ -396,9 +399,11 @@ mod tests {
         store.insert_runs(&runs).await.expect("runs");
         store.register_node("a", T0, 10_000).await.expect("node a");
         store.register_node("b", T0, 10_000).await.expect("node b");
+        let node_a = NodeIdentity::new("a", 1);
+        let node_b = NodeIdentity::new("b", 1);
         let (claimed_a, claimed_b) = tokio::join!(
-            store.claim_followups("a", 1, 2),
-            store.claim_followups("b", 1, 2),
+            store.claim_followups(&node_a, 2),
+            store.claim_followups(&node_b, 2),
         );
         let mut claimed: Vec<i64> = claimed_a
             .expect("claim")
@@ -418,14 +423,14 @@ mod tests {
         // Node b dies: after its lease, a takes over b's unfinished claims, not before.
         assert!(
             store
-                .adopt_stale_followups("a", 1, T0 + 5_000)
+                .adopt_stale_followups(&NodeIdentity::new("a", 1), T0 + 5_000)
                 .await
                 .expect("adopt")
                 .iter()
                 .all(|run| run.owner_node == "a")
         );
         let adopted = store
-            .adopt_stale_followups("a", 1, T0 + 20_000)
+            .adopt_stale_followups(&NodeIdentity::new("a", 1), T0 + 20_000)
             .await
             .expect("adopt");
         assert_eq!(adopted.len(), 3, "a's own unfinished claims and b's");
@@ -467,19 +472,19 @@ mod tests {
 
         // "me" restarted as epoch 2: its epoch-1 claim is stranded; "dead" is still leased.
         let early = store
-            .stranded_dispatches("me", 2, T0 + 5_000, T0 + 1_000)
+            .stranded_dispatches(&NodeIdentity::new("me", 2), T0 + 5_000, T0 + 1_000)
             .await
             .expect("query");
         assert_eq!(stranded_ids(early), vec![ids[1]]);
         let late = store
-            .stranded_dispatches("me", 2, T0 + 20_000, T0 + 1_000)
+            .stranded_dispatches(&NodeIdentity::new("me", 2), T0 + 20_000, T0 + 1_000)
             .await
             .expect("query");
         assert_eq!(stranded_ids(late), vec![ids[0], ids[1]]);
         // Claimed too recently by another node: its dispatch may still be in flight. This
         // node's earlier epoch is over, so its claim is stranded at once.
         let recent = store
-            .stranded_dispatches("me", 2, T0 + 20_000, T0)
+            .stranded_dispatches(&NodeIdentity::new("me", 2), T0 + 20_000, T0)
             .await
             .expect("query");
         assert_eq!(stranded_ids(recent), vec![ids[1]]);
@@ -490,7 +495,7 @@ mod tests {
             .await
             .expect("address");
         let recorded = store
-            .stranded_dispatches("me", 2, T0 + 20_000, T0 + 1_000)
+            .stranded_dispatches(&NodeIdentity::new("me", 2), T0 + 20_000, T0 + 1_000)
             .await
             .expect("query");
         assert_eq!(stranded_ids(recorded), vec![ids[1]]);
