@@ -423,7 +423,7 @@ shared! {
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over the PENDING runs of a node seen dead by its liveness lock (epochs up to
-    /// `dead_epoch`), before its lease lapses.
+    /// `dead.epoch`), before its lease lapses.
     fn adopt_pending_of(&self, dead: &NodeIdentity, node: &NodeIdentity) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over follow-up claims left unfinished: this node's own (an earlier epoch, or a
     /// write that failed; only its single follow-up task claims, so none is in progress when it
