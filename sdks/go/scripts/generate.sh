@@ -47,7 +47,7 @@ rm -rf "${out_dir:?}/xjob"
 if [[ "${1:-}" == "--check" ]]; then
   # The protoc version line differs between distributions and says nothing about the code.
   if ! diff -ru -I "^// 	protoc  " xjobpb "$out_dir"; then
-    echo "generate.sh: xjobpb/ is out of date; run examples/go/scripts/generate.sh" >&2
+    echo "generate.sh: xjobpb/ is out of date; run sdks/go/scripts/generate.sh" >&2
     exit 1
   fi
   echo "generate.sh: xjobpb/ is up to date"

@@ -4,7 +4,7 @@ try:
     from xjob.v1 import common_pb2, executor_pb2, executor_pb2_grpc, registry_pb2, registry_pb2_grpc
 except ImportError as error:  # pragma: no cover - depends on the install
     raise ImportError(
-        "xjob.v1 is not generated: install this project (pip install -e examples/python) "
+        "xjob.v1 is not generated: install this project (pip install -e sdks/python) "
         "or run `python -m xjob_executor.generate`"
     ) from error
 
