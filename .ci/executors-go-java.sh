@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Go and Java executor examples (sdks/go, sdks/java) and, when the executor
+# Builds the Go and Java executor SDKs (sdks/go, sdks/java) and, when the executor
 # conformance suite is present (tests/tests/executor_conformance.rs), runs it against both.
 #
 # Everything downloaded lands outside the clone, under $XJOB_CI_CACHE (default
@@ -55,13 +55,13 @@ stage "Go: generated code up to date, vet, test, build"
 sdks/go/scripts/generate.sh --check
 (cd sdks/go && go vet ./... && go test ./... && go build -o example-executor ./cmd/example-executor)
 
-stage "Java: mvn package (generates from proto/, compiles, jars)"
+stage "Java: mvn package (library, Spring Boot starter, example; generates from the library's proto copy)"
 (cd sdks/java && "${maven[@]}" package)
-ls -l sdks/java/target/xjob-executor-example.jar
+ls -l sdks/java/xjob-executor-example/target/xjob-executor-example.jar
 
 # The suite's entries for these two executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.
-spec="go=$repo/sdks/go/example-executor; java=java -jar $repo/sdks/java/target/xjob-executor-example.jar"
+spec="go=$repo/sdks/go/example-executor; java=java -jar $repo/sdks/java/xjob-executor-example/target/xjob-executor-example.jar"
 echo "== executors (Go, Java): conformance entries: $spec"
 if [[ "${XJOB_EXECUTORS_GO_JAVA_SUITE:-1}" == 0 ]]; then
   echo "== executors (Go, Java): suite skipped (XJOB_EXECUTORS_GO_JAVA_SUITE=0)"

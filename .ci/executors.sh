@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Python and Node.js executor examples (sdks/python, sdks/node) and runs the
+# Builds the Python and Node.js executor SDKs (sdks/python, sdks/node) and runs the
 # executor conformance suite (tests/tests/executor_conformance.rs) against the Rust SDK's
 # example, the Python one and the Node.js one, printing the scenario x executor table.
 #
@@ -40,10 +40,10 @@ pip=("$venv/bin/pip" --disable-pip-version-check --cache-dir "$cache/pip" -q)
 "$venv/bin/python" -c "import grpc, grpc_tools, setuptools" 2>/dev/null ||
   "${pip[@]}" install "grpcio>=1.60" "grpcio-tools>=1.60" "protobuf>=4.25" "setuptools>=64" wheel
 
-stage "Python: install sdks/python (generates xjob/v1 from proto/ with grpcio-tools)"
+stage "Python: install sdks/python (generates xjob_executor/_pb from its proto/ with grpcio-tools)"
 # The build dependencies are in the venv already, so no isolated build env is downloaded.
 "${pip[@]}" install --no-build-isolation -e sdks/python
-(cd / && "$venv/bin/python" -c "import xjob_executor, xjob.v1.executor_pb2_grpc") # importable from anywhere
+(cd / && "$venv/bin/python" -c "import xjob_executor, xjob_executor._pb.executor_pb2_grpc") # importable from anywhere
 "$venv/bin/python" -m compileall -q sdks/python/xjob_executor sdks/python/example.py
 
 stage "Python: unit tests (runner, run logs)"

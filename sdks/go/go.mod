@@ -1,4 +1,4 @@
-module xjob/examples/go
+module xjob.dev/sdk/go
 
 go 1.26.0
 

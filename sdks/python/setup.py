@@ -1,7 +1,7 @@
-"""Build hook: generates xjob/v1/*_pb2*.py from the repository's proto/ before packaging.
+"""Build hook: generates xjob_executor/_pb/*_pb2*.py from ./proto before packaging.
 
-Everything else about the project is in pyproject.toml. `pip install -e .` and `pip install .`
-both run this step; `python -m xjob_executor.generate` runs it by hand.
+Everything else about the project is in pyproject.toml. `pip install .`, `pip wheel .` and an
+sdist's build all run this step; `python build_proto.py` runs it by hand.
 """
 
 import importlib.util
@@ -14,8 +14,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def _load_generator():
-    # Loaded by path: the package itself cannot be imported before its code is generated.
-    spec = importlib.util.spec_from_file_location("xjob_generate", HERE / "xjob_executor" / "generate.py")
+    # Loaded by path: it is a build script beside setup.py, not part of the package.
+    spec = importlib.util.spec_from_file_location("xjob_build_proto", HERE / "build_proto.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -27,7 +27,7 @@ class BuildWithProto(build_py):
         super().run()
 
 
-# Generated before setup() too: setuptools checks that every listed package exists (xjob.v1)
-# while it writes the metadata, before any build step runs.
+# Generated before setup() too: setuptools checks that every listed package exists
+# (xjob_executor._pb) while it writes the metadata, before any build step runs.
 _load_generator().generate(HERE)
 setup(cmdclass={"build_py": BuildWithProto})

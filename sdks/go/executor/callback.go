@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // Callbacks: run results travel from the runner through a channel to one goroutine that batches

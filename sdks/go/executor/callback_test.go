@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 func newBacklog(dir string) *backlog {

@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // maxReceiveBytes is the largest request the executor accepts (as the Python and Node.js ones).
@@ -38,6 +38,7 @@ type Executor struct {
 	callbacksDone chan struct{}
 	stopCleanup   chan struct{}
 	stopOnce      sync.Once
+	stopped       chan struct{} // closed when the graceful stop has finished
 }
 
 // New validates the config; it does not bind or connect yet.
@@ -149,36 +150,55 @@ func (e *Executor) WaitRegistered(ctx context.Context) error {
 
 // Shutdown stops gracefully: Deregister first, stop accepting runs, wait for running handlers
 // up to the shutdown grace, report the rest KILLED, flush (or spool) results, stop the server.
-func (e *Executor) Shutdown() {
+// Each wait is bounded by the Config's graces; ctx bounds the whole stop: when it ends first,
+// the server is stopped at once (open calls fail), Shutdown returns ctx.Err(), and the rest of
+// the stop finishes in the background within those graces. Calling it again waits for the same
+// stop.
+func (e *Executor) Shutdown(ctx context.Context) error {
 	e.stopOnce.Do(func() {
-		e.config.Logf("executor shutting down")
-		e.deregister()
-		waitChan(e.sessionDone, deregisterTimeout+time.Second)
-		e.runner.shutdown(e.config.ShutdownGrace)
-		close(e.flush)
-		waitChan(e.callbacksDone, e.config.CallbackFlushTimeout+2*time.Second)
-		stopped := make(chan struct{})
-		go func() { e.grpc.GracefulStop(); close(stopped) }()
-		if !waitChan(stopped, 5*time.Second) {
-			e.grpc.Stop()
-		}
-		close(e.stopCleanup)
-		e.admins.close()
-		e.config.Logf("executor stopped")
+		e.stopped = make(chan struct{})
+		go func() {
+			defer close(e.stopped)
+			e.stop()
+		}()
 	})
+	select {
+	case <-e.stopped:
+		return nil
+	case <-ctx.Done():
+		e.grpc.Stop()
+		return ctx.Err()
+	}
 }
 
-// Run starts the executor and shuts it down gracefully on SIGINT or SIGTERM.
-func (e *Executor) Run() error {
+// stop is the graceful stop in order; every wait in it is bounded.
+func (e *Executor) stop() {
+	e.config.Logf("executor shutting down")
+	e.deregister()
+	waitChan(e.sessionDone, deregisterTimeout+time.Second)
+	e.runner.shutdown(e.config.ShutdownGrace)
+	close(e.flush)
+	waitChan(e.callbacksDone, e.config.CallbackFlushTimeout+2*time.Second)
+	stopped := make(chan struct{})
+	go func() { e.grpc.GracefulStop(); close(stopped) }()
+	if !waitChan(stopped, 5*time.Second) {
+		e.grpc.Stop()
+	}
+	close(e.stopCleanup)
+	e.admins.close()
+	e.config.Logf("executor stopped")
+}
+
+// Run starts the executor, serves until ctx is done or the process gets SIGINT or SIGTERM, then
+// shuts down gracefully (within the Config's graces, whatever ctx says by then).
+func (e *Executor) Run(ctx context.Context) error {
 	if err := e.Start(); err != nil {
 		return err
 	}
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	<-signals
-	signal.Stop(signals)
-	e.Shutdown()
-	return nil
+	signalled, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	<-signalled.Done()
+	return e.Shutdown(context.WithoutCancel(ctx))
 }
 
 func waitChan(ch <-chan struct{}, timeout time.Duration) bool {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // Handler runs one run of a BEAN job. It returns the success message, or an error whose text

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // Run log files: one per run at {logDir}/{yyyy-MM-dd}/{log_id}.log, the date being that of the

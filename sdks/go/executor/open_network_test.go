@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // capturedLog collects an executor's diagnostics so a test can look for the INSECURE line.
@@ -57,7 +57,7 @@ func startExecutor(t *testing.T, config Config) (*Executor, *capturedLog, error)
 	if err := exec.Start(); err != nil {
 		return nil, logs, err
 	}
-	t.Cleanup(exec.Shutdown)
+	t.Cleanup(func() { _ = exec.Shutdown(context.Background()) })
 	return exec, logs, nil
 }
 

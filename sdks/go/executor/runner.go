@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // The runner: one queue per job id, drained by one goroutine per job, one run at a time.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // newTestRunner returns a runner over a temporary log dir with handlers that sleep (until

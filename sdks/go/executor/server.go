@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // server implements ExecutorService, thin over the runner and the run logs.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	pb "xjob/examples/go/xjobpb"
+	pb "xjob.dev/sdk/go/xjobpb"
 )
 
 // The connection to the admins: one Registry.Session stream at a time.

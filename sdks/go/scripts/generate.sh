@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Pinned so that every machine generates the same bytes (the versions are written into the files).
 PROTOC_GEN_GO_VERSION=v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
-GO_PACKAGE=xjob/examples/go/xjobpb
+GO_PACKAGE=xjob.dev/sdk/go/xjobpb
 
 if [[ -n "${GOBIN:-}" ]]; then PATH="$GOBIN:$PATH"; fi
 PATH="$(go env GOPATH)/bin:$PATH"

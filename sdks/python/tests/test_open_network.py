@@ -9,7 +9,7 @@ import unittest
 
 import grpc
 
-from xjob.v1 import executor_pb2, executor_pb2_grpc
+from xjob_executor._pb import executor_pb2, executor_pb2_grpc
 from xjob_executor import Executor, OpenNetworkRefused
 from xjob_executor.executor import is_loopback_bind
 

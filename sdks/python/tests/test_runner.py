@@ -4,7 +4,7 @@ import asyncio
 import tempfile
 import unittest
 
-from xjob.v1 import common_pb2, executor_pb2
+from xjob_executor._pb import common_pb2, executor_pb2
 from xjob_executor.joblog import JobLogStore
 from xjob_executor.runner import Runner
 
@@ -153,7 +153,7 @@ class JobLogTest(unittest.TestCase):
 
 class SpoolTest(unittest.IsolatedAsyncioTestCase):
     async def test_spooled_results_are_loaded_again_and_deleted_once_acknowledged(self):
-        from xjob.v1 import registry_pb2
+        from xjob_executor._pb import registry_pb2
         from xjob_executor.callback import CallbackSender
 
         class Unreachable:

@@ -13,9 +13,10 @@ Registry.Session and reports results through Registry.Callback, on asyncio and g
     asyncio.run(executor.run())              # until SIGTERM/SIGINT, then a graceful stop
 
 The protocol it implements is described in docs/executors.md of the xjob repository.
+The package is typed (PEP 561): JobContext's fields and the handler signature are annotated.
 """
 
-from .context import JobContext, JobError
+from .context import Handler, JobContext, JobError
 from .executor import Executor, OpenNetworkRefused
 
-__all__ = ["Executor", "JobContext", "JobError", "OpenNetworkRefused"]
+__all__ = ["Executor", "Handler", "JobContext", "JobError", "OpenNetworkRefused"]

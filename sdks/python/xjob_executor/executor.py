@@ -6,18 +6,22 @@ finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_
 -> stop the server.
 """
 
+from __future__ import annotations
+
 import asyncio
 import ipaddress
 import logging
 import signal
 import socket
 from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional
 
 import grpc
 
 from ._proto import PROTOCOL_VERSION, registry_pb2
 from .admins import Admins
 from .callback import CallbackSender
+from .context import Handler
 from .joblog import JobLogStore
 from .runner import Runner
 from .server import ExecutorService, add_to_server
@@ -32,15 +36,15 @@ class Executor:
     def __init__(
         self,
         app_name: str,
-        admin_addrs,
+        admin_addrs: Iterable[str],
         bind: str = "127.0.0.1:9999",
-        address: str = None,
+        address: Optional[str] = None,
         access_token: str = "",
         log_dir: str = "xjob-executor-logs",
         kill_grace: float = 2.0,
         shutdown_grace: float = 5.0,
         callback_flush_timeout: float = 10.0,
-        labels: dict = None,
+        labels: Optional[Mapping[str, str]] = None,
         log_retention_days: int = 30,
         insecure_open_network: bool = False,
     ) -> None:
@@ -66,11 +70,11 @@ class Executor:
         self._tasks = []
         self._server = None
 
-    def handler(self, name: str):
+    def handler(self, name: str) -> Callable[[Handler], Handler]:
         """Decorator: registers an async (or plain) function taking a JobContext. Its return
         value is the SUCCESS message; raising ends the run FAILED with the exception's text."""
 
-        def register(function):
+        def register(function: Handler) -> Handler:
             self._handlers[name] = function
             return function
 

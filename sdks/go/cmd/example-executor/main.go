@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"xjob/examples/go/executor"
+	"xjob.dev/sdk/go/executor"
 )
 
 // succeed logs a line and succeeds with "ok params=<params> shard=<i>/<n>".
@@ -132,7 +132,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if err := exec.Run(); err != nil {
+	if err := exec.Run(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 }
