@@ -44,6 +44,27 @@ public class XjobExecutorLifecycle implements SmartLifecycle {
     } catch (IOException e) {
       throw new UncheckedIOException("xjob executor: cannot start", e);
     }
+    keepJvmAlive(executor);
+  }
+
+  /**
+   * The executor's threads are daemons, so an app with no web server would exit as soon as its
+   * main method returns. A non-daemon thread waits for the executor to stop, as a web server's
+   * does; SIGTERM still closes the context, which stops the executor and ends the thread.
+   */
+  private static void keepJvmAlive(XjobExecutor running) {
+    Thread waiter =
+        new Thread(
+            () -> {
+              try {
+                running.awaitStopped();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            },
+            "xjob-executor-await");
+    waiter.setDaemon(false);
+    waiter.start();
   }
 
   @Override
