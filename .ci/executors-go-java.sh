@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Go and Java executor examples (examples/go, examples/java) and, when the executor
+# Builds the Go and Java executor SDKs (sdks/go, sdks/java) and, when the executor
 # conformance suite is present (tests/tests/executor_conformance.rs), runs it against both.
 #
 # Everything downloaded lands outside the clone, under $XJOB_CI_CACHE (default
@@ -41,8 +41,8 @@ if ! command -v protoc >/dev/null; then
   apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null
 fi
 # The versions generate.sh pins: the generated Go code names them.
-gen_go=$(sed -n 's/^PROTOC_GEN_GO_VERSION=//p' examples/go/scripts/generate.sh)
-gen_go_grpc=$(sed -n 's/^PROTOC_GEN_GO_GRPC_VERSION=//p' examples/go/scripts/generate.sh)
+gen_go=$(sed -n 's/^PROTOC_GEN_GO_VERSION=//p' sdks/go/scripts/generate.sh)
+gen_go_grpc=$(sed -n 's/^PROTOC_GEN_GO_GRPC_VERSION=//p' sdks/go/scripts/generate.sh)
 if ! protoc-gen-go --version 2>/dev/null | grep -q "$gen_go"; then
   go install "google.golang.org/protobuf/cmd/protoc-gen-go@$gen_go"
 fi
@@ -52,16 +52,16 @@ fi
 protoc --version
 
 stage "Go: generated code up to date, vet, test, build"
-examples/go/scripts/generate.sh --check
-(cd examples/go && go vet ./... && go test ./... && go build -o example-executor ./cmd/example-executor)
+sdks/go/scripts/generate.sh --check
+(cd sdks/go && go vet ./... && go test ./... && go build -o example-executor ./cmd/example-executor)
 
-stage "Java: mvn package (generates from proto/, compiles, jars)"
-(cd examples/java && "${maven[@]}" package)
-ls -l examples/java/target/xjob-executor-example.jar
+stage "Java: mvn package (library, Spring Boot starter, example; generates from the library's proto copy)"
+(cd sdks/java && "${maven[@]}" package)
+ls -l sdks/java/xjob-executor-example/target/xjob-executor-example.jar
 
 # The suite's entries for these two executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.
-spec="go=$repo/examples/go/example-executor; java=java -jar $repo/examples/java/target/xjob-executor-example.jar"
+spec="go=$repo/sdks/go/example-executor; java=java -jar $repo/sdks/java/xjob-executor-example/target/xjob-executor-example.jar"
 echo "== executors (Go, Java): conformance entries: $spec"
 if [[ "${XJOB_EXECUTORS_GO_JAVA_SUITE:-1}" == 0 ]]; then
   echo "== executors (Go, Java): suite skipped (XJOB_EXECUTORS_GO_JAVA_SUITE=0)"

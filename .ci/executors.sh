@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Python and Node.js executor examples (examples/python, examples/node) and runs the
+# Builds the Python and Node.js executor SDKs (sdks/python, sdks/node) and runs the
 # executor conformance suite (tests/tests/executor_conformance.rs) against the Rust SDK's
 # example, the Python one and the Node.js one, printing the scenario x executor table.
 #
@@ -40,25 +40,25 @@ pip=("$venv/bin/pip" --disable-pip-version-check --cache-dir "$cache/pip" -q)
 "$venv/bin/python" -c "import grpc, grpc_tools, setuptools" 2>/dev/null ||
   "${pip[@]}" install "grpcio>=1.60" "grpcio-tools>=1.60" "protobuf>=4.25" "setuptools>=64" wheel
 
-stage "Python: install examples/python (generates xjob/v1 from proto/ with grpcio-tools)"
+stage "Python: install sdks/python (generates xjob_executor/_pb from its proto/ with grpcio-tools)"
 # The build dependencies are in the venv already, so no isolated build env is downloaded.
-"${pip[@]}" install --no-build-isolation -e examples/python
-(cd / && "$venv/bin/python" -c "import xjob_executor, xjob.v1.executor_pb2_grpc") # importable from anywhere
-"$venv/bin/python" -m compileall -q examples/python/xjob_executor examples/python/example.py
+"${pip[@]}" install --no-build-isolation -e sdks/python
+(cd / && "$venv/bin/python" -c "import xjob_executor, xjob_executor._pb.executor_pb2_grpc") # importable from anywhere
+"$venv/bin/python" -m compileall -q sdks/python/xjob_executor sdks/python/example.py
 
 stage "Python: unit tests (runner, run logs)"
-(cd examples/python && "$venv/bin/python" -m unittest discover -s tests)
+(cd sdks/python && "$venv/bin/python" -m unittest discover -s tests)
 
 stage "Node.js: npm ci (cache in $cache/npm)"
-(cd examples/node && npm ci --cache "$cache/npm" --prefer-offline --no-audit --no-fund --loglevel=error)
-for file in examples/node/example.js examples/node/lib/*.js; do node --check "$file"; done
+(cd sdks/node && npm ci --cache "$cache/npm" --prefer-offline --no-audit --no-fund --loglevel=error)
+for file in sdks/node/example.js sdks/node/lib/*.js; do node --check "$file"; done
 
 stage "Node.js: unit tests (runner, run logs)"
-(cd examples/node && npm test --silent)
+(cd sdks/node && npm test --silent)
 
 # The suite's entries for these executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.
-spec="python=$venv/bin/python $repo/examples/python/example.py; node=node $repo/examples/node/example.js"
+spec="python=$venv/bin/python $repo/sdks/python/example.py; node=node $repo/sdks/node/example.js"
 echo "== executors (Python, Node.js): conformance entries: $spec"
 if [[ "${XJOB_EXECUTORS_SUITE:-1}" == 0 ]]; then
   echo "== executors (Python, Node.js): suite skipped (XJOB_EXECUTORS_SUITE=0)"

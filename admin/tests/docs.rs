@@ -249,6 +249,7 @@ fn source_text() -> String {
         "sidecar",
         "executor-sdk",
         "examples",
+        "sdks",
         "tests",
         "testkit",
         "bench",

@@ -6,7 +6,7 @@
 //! # The Rust SDK's example only (the default):
 //! cargo test -p xjob-tests --test executor_conformance -- --nocapture
 //! # Any executors, `name=command` separated by ';' (`rust` = the Rust example):
-//! XJOB_CONFORMANCE_EXECUTOR='rust; python=examples/python/.venv/bin/python -m xjob_example' \
+//! XJOB_CONFORMANCE_EXECUTOR='rust; python=sdks/python/.venv/bin/python -m xjob_example' \
 //!   cargo test -p xjob-tests --test executor_conformance -- --nocapture
 //! ```
 //! Other variables: `XJOB_CONFORMANCE_SCENARIOS` (comma-separated names: run only those),

@@ -1,0 +1,246 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "xjob.dev/sdk/go/xjobpb"
+)
+
+// maxReceiveBytes is the largest request the executor accepts (as the Python and Node.js ones).
+const maxReceiveBytes = 64 << 20
+
+// Executor is an xjob executor: register handlers with Handle, then Start (or Run).
+type Executor struct {
+	config   Config
+	handlers map[string]Handler
+
+	address  string
+	listener net.Listener
+	grpc     *grpc.Server
+	admins   *admins
+	runner   *runner
+	session  *session
+
+	deregister    context.CancelFunc
+	sessionDone   chan struct{}
+	flush         chan struct{}
+	callbacksDone chan struct{}
+	stopCleanup   chan struct{}
+	stopOnce      sync.Once
+	stopped       chan struct{} // closed when the graceful stop has finished
+}
+
+// New validates the config; it does not bind or connect yet.
+func New(config Config) (*Executor, error) {
+	valid, err := config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{config: valid, handlers: map[string]Handler{}}, nil
+}
+
+// Handle registers a BEAN handler under name. Names must be unique and not empty.
+func (e *Executor) Handle(name string, handler Handler) error {
+	if name == "" {
+		return errors.New("executor: a handler name must not be empty")
+	}
+	if _, taken := e.handlers[name]; taken {
+		return fmt.Errorf("executor: handler name %q is registered twice", name)
+	}
+	e.handlers[name] = handler
+	return nil
+}
+
+// Start binds the server, starts serving, and registers with the admins in the background; it
+// returns once the server is bound.
+func (e *Executor) Start() error {
+	spoolDir := filepath.Join(e.config.LogDir, spoolDirName)
+	if err := os.MkdirAll(spoolDir, 0o755); err != nil {
+		return fmt.Errorf("executor: log dir: %w", err)
+	}
+	listener, err := net.Listen("tcp", e.config.Bind)
+	if err != nil {
+		return fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
+	}
+	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "",
+		e.config.InsecureOpenNetwork, e.config.Logf); err != nil {
+		_ = listener.Close()
+		return err
+	}
+	e.listener = listener
+	e.address = e.config.AdvertiseAddress
+	if e.address == "" {
+		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr))
+	}
+
+	logs := logStore{root: e.config.LogDir}
+	unreported := &unreported{ids: map[int64]bool{}}
+	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported}
+	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken)
+	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
+
+	e.grpc = grpc.NewServer(
+		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
+		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
+		// fail the whole batch.
+		grpc.MaxRecvMsgSize(maxReceiveBytes),
+	)
+	pb.RegisterExecutorServiceServer(e.grpc, &server{runner: e.runner, logs: logs})
+	go func() {
+		if err := e.grpc.Serve(listener); err != nil {
+			e.config.Logf("server stopped: %v", err)
+		}
+	}()
+
+	b := &backlog{spooled: map[int64]bool{}, unreported: unreported, spoolDir: spoolDir, logf: e.config.Logf}
+	b.load()
+	e.flush, e.callbacksDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(e.callbacksDone)
+		callbackLoop(e.admins, results.ch, b, e.flush, e.config.CallbackFlushTimeout)
+	}()
+
+	names := make([]string, 0, len(e.handlers))
+	for name := range e.handlers {
+		names = append(names, name)
+	}
+	e.session = &session{
+		admins: e.admins, runner: e.runner, unreported: unreported, logf: e.config.Logf,
+		announce:   announcement{appName: e.config.AppName, address: e.address, handlers: names, labels: e.config.Labels},
+		registered: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.deregister, e.sessionDone = cancel, make(chan struct{})
+	go func() {
+		defer close(e.sessionDone)
+		e.session.loop(ctx)
+	}()
+	e.stopCleanup = make(chan struct{})
+	go cleanupLoop(e.config.LogDir, e.config.LogRetentionDays, e.stopCleanup, e.config.Logf)
+	e.config.Logf("executor %s started on %s", e.config.AppName, e.address)
+	return nil
+}
+
+// Address is the advertised address (what the admins dial).
+func (e *Executor) Address() string { return e.address }
+
+// ExecutorID is the id of the current admin session, empty while not registered.
+func (e *Executor) ExecutorID() string { return e.session.currentExecutorID() }
+
+// WaitRegistered waits until an admin has answered Registered once.
+func (e *Executor) WaitRegistered(ctx context.Context) error {
+	select {
+	case <-e.session.registered:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown stops gracefully: Deregister first, stop accepting runs, wait for running handlers
+// up to the shutdown grace, report the rest KILLED, flush (or spool) results, stop the server.
+// Each wait is bounded by the Config's graces; ctx bounds the whole stop: when it ends first,
+// the server is stopped at once (open calls fail), Shutdown returns ctx.Err(), and the rest of
+// the stop finishes in the background within those graces. Calling it again waits for the same
+// stop.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	e.stopOnce.Do(func() {
+		e.stopped = make(chan struct{})
+		go func() {
+			defer close(e.stopped)
+			e.stop()
+		}()
+	})
+	select {
+	case <-e.stopped:
+		return nil
+	case <-ctx.Done():
+		e.grpc.Stop()
+		return ctx.Err()
+	}
+}
+
+// stop is the graceful stop in order; every wait in it is bounded.
+func (e *Executor) stop() {
+	e.config.Logf("executor shutting down")
+	e.deregister()
+	waitChan(e.sessionDone, deregisterTimeout+time.Second)
+	e.runner.shutdown(e.config.ShutdownGrace)
+	close(e.flush)
+	waitChan(e.callbacksDone, e.config.CallbackFlushTimeout+2*time.Second)
+	stopped := make(chan struct{})
+	go func() { e.grpc.GracefulStop(); close(stopped) }()
+	if !waitChan(stopped, 5*time.Second) {
+		e.grpc.Stop()
+	}
+	close(e.stopCleanup)
+	e.admins.close()
+	e.config.Logf("executor stopped")
+}
+
+// Run starts the executor, serves until ctx is done or the process gets SIGINT or SIGTERM, then
+// shuts down gracefully (within the Config's graces, whatever ctx says by then).
+func (e *Executor) Run(ctx context.Context) error {
+	if err := e.Start(); err != nil {
+		return err
+	}
+	signalled, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	<-signalled.Done()
+	return e.Shutdown(context.WithoutCancel(ctx))
+}
+
+func waitChan(ch <-chan struct{}, timeout time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// advertiseAddress is http://{ip}:{port} of the bound socket, with loopback when bound to all
+// interfaces (set Config.AdvertiseAddress for anything else).
+func advertiseAddress(bound *net.TCPAddr) string {
+	ip := bound.IP
+	if ip == nil || ip.IsUnspecified() {
+		if ip.To4() == nil && ip != nil {
+			ip = net.IPv6loopback
+		} else {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
+}
+
+// ErrOpenNetwork is returned (wrapped) by Start for a non-loopback bind with no access token and
+// no InsecureOpenNetwork.
+var ErrOpenNetwork = errors.New("executor: open to the network without an access token")
+
+// refuseOpenNetwork: an executor reachable from other machines must know who calls it, by the
+// group's access token. Without one, anyone who reaches the port runs its handlers with any
+// params and reads its logs, so starting is refused unless the operator opted out by name.
+func refuseOpenNetwork(bound *net.TCPAddr, tokenSet, insecureOpenNetwork bool, logf func(string, ...any)) error {
+	if bound.IP.IsLoopback() || tokenSet {
+		return nil
+	}
+	if insecureOpenNetwork {
+		logf("INSECURE: executor open to the network without access token (InsecureOpenNetwork) on %s", bound)
+		return nil
+	}
+	return fmt.Errorf("%w: %s is reachable from other machines, and with no access token anyone who "+
+		"reaches it can run this executor's handlers and read its logs. Set AccessToken (the group's "+
+		"token, also set on the group in the admin), or bind 127.0.0.1; to run open anyway, set "+
+		"InsecureOpenNetwork", ErrOpenNetwork, bound)
+}

@@ -1,0 +1,67 @@
+package xjob.spring;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** The executor's settings, from {@code xjob.*} properties (application.properties, env, …). */
+@ConfigurationProperties(prefix = "xjob")
+public class XjobProperties {
+  /** Whether to start an executor at all. */
+  private boolean enabled = true;
+  /** The app name of the executor's group (required). */
+  private String appName = "";
+  /** The admins' URLs (http://host:port), tried in order. */
+  private List<String> adminAddresses = new ArrayList<>(List.of("http://127.0.0.1:8080"));
+  /** The host the executor's server binds (a non-loopback one needs an access token). */
+  private String bindHost = "127.0.0.1";
+  /** The port the executor's server binds; 0 picks a free one. */
+  private int port = 9999;
+  /** The URL the admins dial; default http://{bind host}:{port}. */
+  private String advertiseAddress = "";
+  /** The group's access token, sent to the admin and required on incoming calls. */
+  private String accessToken = "";
+  /** Serve off loopback without an access token (logs an INSECURE warning). */
+  private boolean insecureOpenNetwork = false;
+  /** The run log directory. */
+  private Path logDir = Path.of("xjob-executor-logs");
+  /** Days of run logs kept. */
+  private int logRetentionDays = 30;
+  /** How long a graceful stop waits for running handlers. */
+  private Duration shutdownGrace = Duration.ofSeconds(5);
+  /** How long a stopped handler may take to return before its run is reported. */
+  private Duration killGrace = Duration.ofSeconds(2);
+  /** Labels sent at registration. */
+  private Map<String, String> labels = new LinkedHashMap<>();
+
+  public boolean isEnabled() { return enabled; }
+  public void setEnabled(boolean enabled) { this.enabled = enabled; }
+  public String getAppName() { return appName; }
+  public void setAppName(String appName) { this.appName = appName; }
+  public List<String> getAdminAddresses() { return adminAddresses; }
+  public void setAdminAddresses(List<String> adminAddresses) { this.adminAddresses = adminAddresses; }
+  public String getBindHost() { return bindHost; }
+  public void setBindHost(String bindHost) { this.bindHost = bindHost; }
+  public int getPort() { return port; }
+  public void setPort(int port) { this.port = port; }
+  public String getAdvertiseAddress() { return advertiseAddress; }
+  public void setAdvertiseAddress(String advertiseAddress) { this.advertiseAddress = advertiseAddress; }
+  public String getAccessToken() { return accessToken; }
+  public void setAccessToken(String accessToken) { this.accessToken = accessToken; }
+  public boolean isInsecureOpenNetwork() { return insecureOpenNetwork; }
+  public void setInsecureOpenNetwork(boolean insecureOpenNetwork) { this.insecureOpenNetwork = insecureOpenNetwork; }
+  public Path getLogDir() { return logDir; }
+  public void setLogDir(Path logDir) { this.logDir = logDir; }
+  public int getLogRetentionDays() { return logRetentionDays; }
+  public void setLogRetentionDays(int logRetentionDays) { this.logRetentionDays = logRetentionDays; }
+  public Duration getShutdownGrace() { return shutdownGrace; }
+  public void setShutdownGrace(Duration shutdownGrace) { this.shutdownGrace = shutdownGrace; }
+  public Duration getKillGrace() { return killGrace; }
+  public void setKillGrace(Duration killGrace) { this.killGrace = killGrace; }
+  public Map<String, String> getLabels() { return labels; }
+  public void setLabels(Map<String, String> labels) { this.labels = labels; }
+}

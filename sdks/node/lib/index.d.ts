@@ -1,0 +1,88 @@
+// Type declarations of xjob-executor (written by hand; the library is plain JavaScript).
+
+/** Where the executor writes its own lines (not run logs). Default: stderr with a timestamp. */
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface ExecutorOptions {
+  /** The group's app name. */
+  appName: string;
+  /** Admin URLs (`http://10.0.0.1:8080`), tried in turn. */
+  adminAddrs: string[];
+  /** host:port to listen on. Default `127.0.0.1:9999`. */
+  bind?: string;
+  /** The URL the admins dial. Default `http://<bind>`. */
+  address?: string;
+  /** The group's access token: sent to the admin and required on incoming calls. */
+  accessToken?: string;
+  /** Run log directory. Default `xjob-executor-logs`. */
+  logDir?: string;
+  /** How long a stopped handler may take to return before it is abandoned. Default 2000. */
+  killGraceMs?: number;
+  /** How long a graceful stop lets running handlers finish. Default 5000. */
+  shutdownGraceMs?: number;
+  /** How long a graceful stop tries to deliver results before spooling them. Default 10000. */
+  callbackFlushTimeoutMs?: number;
+  /** Labels sent at registration. */
+  labels?: Record<string, string>;
+  /** Run log date folders older than this are deleted. Default 30. */
+  logRetentionDays?: number;
+  /** Start bound off loopback with no access token (logs an INSECURE warning). Default false. */
+  insecureOpenNetwork?: boolean;
+  log?: Logger;
+}
+
+/** One run of a handler: its request's fields, its run log, and whether it is being stopped. */
+export class JobContext {
+  readonly jobId: number;
+  /** The run's id; its log is read by this id. */
+  readonly logId: number;
+  readonly handler: string;
+  /** The job's params, or the ones given to this trigger. */
+  readonly params: string;
+  /** This executor's shard (0-based) under the sharding broadcast route. */
+  readonly shardIndex: number;
+  /** The number of shards under the sharding broadcast route. */
+  readonly shardTotal: number;
+  /** 0 for the first attempt, +1 for each retry. */
+  readonly attempt: number;
+  /** When the fire was planned, in milliseconds since the Unix epoch. */
+  readonly scheduledAtMs: number;
+  /** Why the run was fired, a TriggerType name (`TRIGGER_TYPE_CRON`, …). */
+  readonly triggerType: string;
+  /** The run's timeout in milliseconds, 0 for none. */
+  readonly timeoutMs: number;
+  /** Aborted once the run is being stopped (kill, timeout, COVER_EARLY, shutdown). */
+  readonly signal: AbortSignal;
+  isCancelled(): boolean;
+  /** Appends a line to the run's log, readable through the admin's ReadRunLog. */
+  log(line: string): void;
+}
+
+/** Throw it from a handler to end the run FAILED with its message (any error does the same). */
+export class JobError extends Error {}
+
+/** Thrown by start() for a bind off loopback with no access token and no opt-out. */
+export class OpenNetworkRefused extends Error {}
+
+/** A handler: resolves to the success message; throwing or rejecting fails the run. */
+export type Handler = (ctx: JobContext) => Promise<string | void> | string | void;
+
+export class Executor {
+  constructor(options: ExecutorOptions);
+  readonly appName: string;
+  /** The URL the admins dial. */
+  readonly address: string;
+  /** Registers a handler under a name; returns the executor for chaining. */
+  handler(name: string, fn: Handler): this;
+  /** Binds the server and starts registering in the background. */
+  start(): Promise<void>;
+  /** Resolves once an admin has accepted the registration. */
+  waitRegistered(): Promise<void>;
+  /** Graceful stop: deregister, let runs finish, flush results, stop the server. */
+  stop(): Promise<void>;
+  /** start(), serve until SIGTERM or SIGINT, then stop(). */
+  run(): Promise<void>;
+}

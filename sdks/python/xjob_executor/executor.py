@@ -1,0 +1,198 @@
+"""The Executor: handlers by name, and the ordered start and stop of the server, the session
+and the callback sender.
+
+Graceful stop: Deregister (the admin stops routing here) -> refuse new runs, let running ones
+finish within `shutdown_grace`, kill the rest -> flush results (up to `callback_flush_timeout`)
+-> stop the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import signal
+import socket
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional
+
+import grpc
+
+from ._proto import PROTOCOL_VERSION, registry_pb2
+from .admins import Admins
+from .callback import CallbackSender
+from .context import Handler
+from .joblog import JobLogStore
+from .runner import Runner
+from .server import ExecutorService, add_to_server
+from .session import Session
+
+log = logging.getLogger("xjob_executor")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class Executor:
+    def __init__(
+        self,
+        app_name: str,
+        admin_addrs: Iterable[str],
+        bind: str = "127.0.0.1:9999",
+        address: Optional[str] = None,
+        access_token: str = "",
+        log_dir: str = "xjob-executor-logs",
+        kill_grace: float = 2.0,
+        shutdown_grace: float = 5.0,
+        callback_flush_timeout: float = 10.0,
+        labels: Optional[Mapping[str, str]] = None,
+        log_retention_days: int = 30,
+        insecure_open_network: bool = False,
+    ) -> None:
+        """`bind` is host:port to listen on; `address` is the URL the admin dials
+        (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn.
+
+        Bound off loopback, the executor refuses to start without `access_token`, unless
+        `insecure_open_network=True`: anyone who reaches the port could then run its handlers
+        with any params and read its run logs."""
+        self.app_name = app_name
+        self.bind = bind
+        self.address = (address or f"http://{bind}").rstrip("/")
+        self._admin_addrs = list(admin_addrs)
+        self._access_token = access_token or ""
+        self._log_dir = log_dir
+        self._kill_grace = kill_grace
+        self._shutdown_grace = shutdown_grace
+        self._flush_timeout = callback_flush_timeout
+        self._labels = dict(labels or {})
+        self._log_retention_days = log_retention_days
+        self._insecure_open_network = insecure_open_network
+        self._handlers = {}
+        self._tasks = []
+        self._server = None
+
+    def handler(self, name: str) -> Callable[[Handler], Handler]:
+        """Decorator: registers an async (or plain) function taking a JobContext. Its return
+        value is the SUCCESS message; raising ends the run FAILED with the exception's text."""
+
+        def register(function: Handler) -> Handler:
+            self._handlers[name] = function
+            return function
+
+        return register
+
+    async def start(self) -> None:
+        refuse_open_network(self.bind, bool(self._access_token), self._insecure_open_network)
+        loop = asyncio.get_running_loop()
+        self._admins = Admins(self._admin_addrs, self._access_token)
+        self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
+        self._joblog = JobLogStore(self._log_dir)
+        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
+        # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+        self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+        add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
+        if self._server.add_insecure_port(self.bind) == 0:
+            raise OSError(f"cannot listen on {self.bind}")
+        await self._server.start()
+        register = registry_pb2.Register(
+            app_name=self.app_name,
+            address=self.address,
+            handlers=sorted(self._handlers),
+            protocol_version=PROTOCOL_VERSION,
+            labels=self._labels,
+        )
+        self._session = Session(self._admins, register, self._running_list)
+        self._tasks = [
+            loop.create_task(self._callbacks.run()),
+            loop.create_task(self._session.run()),
+            loop.create_task(self._sweep_logs()),
+        ]
+        log.info("executor %s serving on %s, admins %s", self.app_name, self.address, self._admin_addrs)
+
+    async def wait_registered(self, timeout: float) -> None:
+        await asyncio.wait_for(self._session.registered.wait(), timeout)
+
+    def _running_list(self):
+        """What a heartbeat reports: runs queued or running, and finished runs whose result
+        the admin has not acknowledged yet."""
+        log_ids = self._runner.active_log_ids() | self._callbacks.pending_log_ids()
+        return log_ids, self._runner.queued_count()
+
+    async def _sweep_logs(self) -> None:
+        """Deletes run log folders older than the retention, at start and then hourly."""
+        while True:
+            removed = await asyncio.to_thread(self._joblog.remove_expired, self._log_retention_days)
+            if removed:
+                log.info("removed %d expired run log folder(s)", removed)
+            await asyncio.sleep(3600)
+
+    async def stop(self) -> None:
+        callbacks_task, session_task, sweep_task = self._tasks
+        sweep_task.cancel()
+        self._session.stop()
+        try:
+            await asyncio.wait_for(session_task, 3.0)
+        except asyncio.TimeoutError:
+            log.warning("the session did not close in time")
+        await self._runner.shutdown(self._shutdown_grace)
+        if not await self._callbacks.flush(self._flush_timeout):
+            log.error("results of log ids %s could not be reported; spooled for the next start",
+                      sorted(self._callbacks.pending_log_ids()))
+            self._callbacks.spool_all()
+        callbacks_task.cancel()
+        await self._server.stop(1.0)
+        await self._admins.close()
+        log.info("executor stopped")
+
+    async def run(self, until=None) -> None:
+        """Starts, serves until `until` (an awaitable) completes or SIGTERM/SIGINT arrives,
+        then stops gracefully."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        waiters = [loop.create_task(stop.wait())]
+        if until is not None:
+            waiters.append(asyncio.ensure_future(until))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        await self.stop()
+
+
+class OpenNetworkRefused(ValueError):
+    """Raised by `start` for a non-loopback bind with no access token and no opt-out."""
+
+
+def is_loopback_bind(bind: str) -> bool:
+    """True when every address `bind`'s host resolves to is a loopback one. An empty host or a
+    wildcard (`0.0.0.0`, `[::]`) listens on every interface, so it is not."""
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    host = host.strip("[]")
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass  # a host name: look at what it resolves to
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def refuse_open_network(bind: str, token_set: bool, insecure_open_network: bool) -> None:
+    """An executor reachable from other machines must know who calls it: the group's access
+    token. Without one, anyone who reaches the port runs its handlers with any params and reads
+    its logs, so starting is refused unless the operator opted out by name."""
+    if token_set or is_loopback_bind(bind):
+        return
+    if insecure_open_network:
+        log.warning("INSECURE: executor open to the network without access token (insecure_open_network) on %s", bind)
+        return
+    raise OpenNetworkRefused(
+        f"{bind} is reachable from other machines, and with no access token anyone who reaches "
+        "it can run this executor's handlers and read its logs. Set access_token (the group's "
+        "token, also set on the group in the admin), or bind 127.0.0.1; to run open anyway, set "
+        "insecure_open_network=True")
