@@ -422,6 +422,10 @@ shared! {
     /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
     /// follow-up was written already) it writes nothing and returns `fenced_off`.
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
+    /// Records the outcome of an alarm the follow-up queued (`alarm_status` 4, see
+    /// `monitor::alarm_queue`): 2 sent or 3 failed, with `alarm_delivery`; false when the run no
+    /// longer waits for it.
+    fn record_alarm_delivery(&self, log_id: i64, alarm_status: i32, alarm_delivery: &str) -> StoreResult<bool> => followups;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node_id: &str, epoch: i64, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
