@@ -973,3 +973,46 @@ async fn drop_scratch_database(base_url: &str, scratch_url: &str) {
         eprintln!("could not drop {name}: {error}");
     }
 }
+
+/// Runs `xjob import-xxl-job --from from` and returns its exit code and stderr.
+fn import_error(from: &str) -> anyhow::Result<(i32, String)> {
+    let dir = tempfile::tempdir()?;
+    let output = Command::new(XJOB)
+        .args(["import-xxl-job", "--dry-run", "--from", from, "--data-dir"])
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .env_remove("XJOB_CONFIG")
+        .env_remove("XJOB_DATABASE_URL")
+        .stdin(Stdio::null())
+        .output()?;
+    let code = output.status.code().unwrap_or(-1);
+    Ok((code, String::from_utf8_lossy(&output.stderr).into_owned()))
+}
+
+#[test]
+fn an_unreachable_or_non_mysql_source_is_named_at_once() -> anyhow::Result<()> {
+    // A closed port: refused at once, said so (it used to be "pool timed out" after 10 s).
+    let port = free_port()?;
+    let started = Instant::now();
+    let (code, stderr) = import_error(&format!("mysql://root:pw@127.0.0.1:{port}/xxl_job"))?;
+    let took = started.elapsed();
+    eprintln!("closed port answered in {took:?}: {stderr}");
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to the XXL-JOB database at 127.0.0.1:{port}/xxl_job"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.to_lowercase().contains("refused"), "{stderr}");
+    assert!(
+        !stderr.contains("pw"),
+        "the password stays out of messages: {stderr}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // A PostgreSQL URL is not read as MySQL.
+    let (code, stderr) = import_error("postgres://xjob:pw@127.0.0.1:5432/xxl_job")?;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("is not a MySQL URL"), "{stderr}");
+    Ok(())
+}

@@ -39,6 +39,10 @@ pub enum StoreError {
     /// The database could not be reached or answered with an error.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// A database named by the user could not be reached at all (a one-off connection, such as
+    /// the import's source); the text says where and why.
+    #[error("{0}")]
+    Unreachable(String),
     /// A stored value could not be read back into a domain type.
     #[error("corrupt row: {0}")]
     Corrupt(String),
