@@ -148,6 +148,15 @@ impl XxlDatabase {
             ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
         )
         .await?;
+        // Only its ids matter to the import (xjob's run ids must start above them).
+        conn.execute(
+            "CREATE TABLE xxl_job_log (
+                id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+                job_group INT NOT NULL,
+                job_id INT NOT NULL
+            ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
+        )
+        .await?;
         conn.close().await?;
         Ok(())
     }
@@ -279,8 +288,16 @@ const GLUE_VERSIONS: &[(i64, &str, &str, &str)] = &[
     (12, "print('v2')", "python second", "2025-01-06 10:00:00"),
 ];
 
+/// XXL-JOB's last run log id in the fixture: xjob's run ids must start above it.
+const XXL_LAST_LOG_ID: i64 = 70_000;
+
 async fn fill_v3_at(url: &str) -> anyhow::Result<()> {
     let mut conn = MySqlConnection::connect(url).await?;
+    conn.execute(
+        format!("INSERT INTO xxl_job_log (id, job_group, job_id) VALUES (12, 1, 1), ({XXL_LAST_LOG_ID}, 1, 1)")
+            .as_str(),
+    )
+    .await?;
     let groups: [(i64, &str, &str, i64, Option<&str>); 3] = [
         (
             1,
@@ -653,6 +670,11 @@ async fn check_served(url: &str) -> anyhow::Result<()> {
         runs.iter()
             .all(|run| run.trigger_type == pb::TriggerType::Cron as i32),
         "scheduled fires: {runs:?}"
+    );
+    // Run ids never repeat one of XXL-JOB's log ids (its executors name log files by them).
+    assert!(
+        runs.iter().all(|run| run.id > XXL_LAST_LOG_ID),
+        "run ids above XXL-JOB's last log id: {runs:?}"
     );
     Ok(())
 }

@@ -499,6 +499,11 @@ delegate! {
     /// docs/operations.md): see [`LogStorage`].
     fn log_storage(&self) -> StoreResult<LogStorage>;
 
+    /// Moves the run id sequence so the next run's id is above `past`, never lowering it (the
+    /// XXL-JOB import: run ids then never repeat an XXL-JOB log id, which its executors name
+    /// their log files by).
+    fn raise_log_ids_past(&self, past: i64) -> StoreResult<()>;
+
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.
     fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;

@@ -82,6 +82,8 @@ pub struct XxlSnapshot {
     pub groups: Vec<XxlGroupRow>,
     pub jobs: Vec<XxlJobRow>,
     pub glue_versions: Vec<XxlGlueRow>,
+    /// The highest `xxl_job_log.id` (0 without runs): xjob's run ids must start above it.
+    pub max_log_id: i64,
 }
 
 /// How long the first connection to the XXL-JOB database may take.
@@ -190,7 +192,20 @@ pub async fn read_snapshot(pool: &MySqlPool) -> StoreResult<XxlSnapshot> {
         groups: read_groups(pool, title, token).await?,
         jobs: read_jobs(pool, job_desc).await?,
         glue_versions: read_glue(pool, &glue_columns).await?,
+        max_log_id: read_max_log_id(pool).await?,
     })
+}
+
+/// The highest run log id XXL-JOB gave out (0 when its log table is empty or missing).
+async fn read_max_log_id(pool: &MySqlPool) -> StoreResult<i64> {
+    if columns_of(pool, "xxl_job_log").await.is_err() {
+        return Ok(0);
+    }
+    let (max,): (Option<i64>,) = sqlx::query_as("SELECT MAX(id) FROM xxl_job_log")
+        .fetch_one(pool)
+        .await
+        .map_err(StoreError::Unavailable)?;
+    Ok(max.unwrap_or(0))
 }
 
 /// The column names of `table` in the connected database; an error when it does not exist.
