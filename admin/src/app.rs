@@ -384,9 +384,13 @@ pub async fn start_with(
         Arc::clone(&health),
         cancel.clone(),
     ));
+    // Alarms leave from their own task: a hung mail server never holds up the follow-up.
+    let (alarms, deliveries) =
+        crate::monitor::AlarmQueue::new(crate::monitor::alarm_queue::QUEUE_CAPACITY);
+    tracker.spawn(deliveries.run(Arc::clone(&ctx), alarm, cancel.clone()));
     tracker.spawn(crate::monitor::run_followup(
         Arc::clone(&ctx),
-        alarm,
+        alarms,
         cancel.clone(),
     ));
     tracker.spawn(crate::monitor::run_lost_monitor(

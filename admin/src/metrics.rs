@@ -68,6 +68,9 @@ impl FireOutcome {
     }
 }
 
+/// The `reason` labels of `xjob_alarms_dropped_total` (`monitor::alarm_queue::DropReason`).
+pub const ALARM_DROP_REASONS: [&str; 2] = ["queue_full", "stopped"];
+
 struct Metrics {
     registry: Registry,
     fires: Family<Label, Counter>,
@@ -83,6 +86,8 @@ struct Metrics {
     alarms: Family<Label, Counter>,
     alarm_deliveries: Family<[(&'static str, &'static str); 2], Counter>,
     alarms_rate_limited: Counter,
+    alarms_dropped: Family<Label, Counter>,
+    alarm_queue_depth: Gauge,
     database_errors: Counter,
 }
 
@@ -108,6 +113,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         alarms: Family::default(),
         alarm_deliveries: Family::default(),
         alarms_rate_limited: Counter::default(),
+        alarms_dropped: Family::default(),
+        alarm_queue_depth: Gauge::default(),
         database_errors: Counter::default(),
         registry: Registry::default(),
     };
@@ -178,6 +185,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         metrics.alarms_rate_limited.clone(),
     );
     registry.register(
+        "alarms_dropped",
+        "Alarms not sent because they could not be queued for delivery, by reason \
+         (queue_full, stopped)",
+        metrics.alarms_dropped.clone(),
+    );
+    registry.register(
+        "alarm_queue_depth",
+        "Alarms queued and waiting for the delivery task",
+        metrics.alarm_queue_depth.clone(),
+    );
+    registry.register(
         "database_errors",
         "Database calls that failed (unreachable, or answered with an error)",
         metrics.database_errors.clone(),
@@ -197,6 +215,16 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     }
     for result in ["sent", "failed"] {
         metrics.alarms.get_or_create_owned(&[("result", result)]);
+        for channel in ["email", "webhook"] {
+            metrics
+                .alarm_deliveries
+                .get_or_create_owned(&[("channel", channel), ("result", result)]);
+        }
+    }
+    for reason in ALARM_DROP_REASONS {
+        metrics
+            .alarms_dropped
+            .get_or_create_owned(&[("reason", reason)]);
     }
     Metrics {
         registry,
@@ -307,6 +335,18 @@ pub fn alarm_deliveries(channel: &'static str, result: &'static str) -> Counter 
 /// Alarms the per-job rate limit held back.
 pub fn alarms_rate_limited() -> Counter {
     METRICS.alarms_rate_limited.clone()
+}
+
+/// Alarms dropped before delivery, by `reason` (`queue_full`, `stopped`).
+pub fn alarms_dropped(reason: &'static str) -> Counter {
+    METRICS
+        .alarms_dropped
+        .get_or_create_owned(&[("reason", reason)])
+}
+
+/// Alarms waiting in the alarm queue.
+pub fn alarm_queue_depth() -> Gauge {
+    METRICS.alarm_queue_depth.clone()
 }
 
 /// Database calls that failed.

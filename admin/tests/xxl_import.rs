@@ -148,6 +148,15 @@ impl XxlDatabase {
             ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
         )
         .await?;
+        // Only its ids matter to the import (xjob's run ids must start above them).
+        conn.execute(
+            "CREATE TABLE xxl_job_log (
+                id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+                job_group INT NOT NULL,
+                job_id INT NOT NULL
+            ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
+        )
+        .await?;
         conn.close().await?;
         Ok(())
     }
@@ -279,8 +288,16 @@ const GLUE_VERSIONS: &[(i64, &str, &str, &str)] = &[
     (12, "print('v2')", "python second", "2025-01-06 10:00:00"),
 ];
 
+/// XXL-JOB's last run log id in the fixture: xjob's run ids must start above it.
+const XXL_LAST_LOG_ID: i64 = 70_000;
+
 async fn fill_v3_at(url: &str) -> anyhow::Result<()> {
     let mut conn = MySqlConnection::connect(url).await?;
+    conn.execute(
+        format!("INSERT INTO xxl_job_log (id, job_group, job_id) VALUES (12, 1, 1), ({XXL_LAST_LOG_ID}, 1, 1)")
+            .as_str(),
+    )
+    .await?;
     let groups: [(i64, &str, &str, i64, Option<&str>); 3] = [
         (
             1,
@@ -654,6 +671,11 @@ async fn check_served(url: &str) -> anyhow::Result<()> {
             .all(|run| run.trigger_type == pb::TriggerType::Cron as i32),
         "scheduled fires: {runs:?}"
     );
+    // Run ids never repeat one of XXL-JOB's log ids (its executors name log files by them).
+    assert!(
+        runs.iter().all(|run| run.id > XXL_LAST_LOG_ID),
+        "run ids above XXL-JOB's last log id: {runs:?}"
+    );
     Ok(())
 }
 
@@ -972,4 +994,47 @@ async fn drop_scratch_database(base_url: &str, scratch_url: &str) {
     if let Err(error) = dropped {
         eprintln!("could not drop {name}: {error}");
     }
+}
+
+/// Runs `xjob import-xxl-job --from from` and returns its exit code and stderr.
+fn import_error(from: &str) -> anyhow::Result<(i32, String)> {
+    let dir = tempfile::tempdir()?;
+    let output = Command::new(XJOB)
+        .args(["import-xxl-job", "--dry-run", "--from", from, "--data-dir"])
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .env_remove("XJOB_CONFIG")
+        .env_remove("XJOB_DATABASE_URL")
+        .stdin(Stdio::null())
+        .output()?;
+    let code = output.status.code().unwrap_or(-1);
+    Ok((code, String::from_utf8_lossy(&output.stderr).into_owned()))
+}
+
+#[test]
+fn an_unreachable_or_non_mysql_source_is_named_at_once() -> anyhow::Result<()> {
+    // A closed port: refused at once, said so (it used to be "pool timed out" after 10 s).
+    let port = free_port()?;
+    let started = Instant::now();
+    let (code, stderr) = import_error(&format!("mysql://root:pw@127.0.0.1:{port}/xxl_job"))?;
+    let took = started.elapsed();
+    eprintln!("closed port answered in {took:?}: {stderr}");
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to the XXL-JOB database at 127.0.0.1:{port}/xxl_job"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.to_lowercase().contains("refused"), "{stderr}");
+    assert!(
+        !stderr.contains("pw"),
+        "the password stays out of messages: {stderr}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // A PostgreSQL URL is not read as MySQL.
+    let (code, stderr) = import_error("postgres://xjob:pw@127.0.0.1:5432/xxl_job")?;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("is not a MySQL URL"), "{stderr}");
+    Ok(())
 }

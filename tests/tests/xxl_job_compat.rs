@@ -126,6 +126,51 @@ async fn an_xxl_job_executor_held_by_one_admin_runs_the_fires_of_another() -> an
             "{log:?}"
         );
     }
+    // Those rounds came after several registry refreshes: the token the executor registered
+    // with was accepted each time (it used to be taken as stale every second).
+
+    // A token rotation through the other admin: the holder drops the executor, which still
+    // holds the old token, from routing at its next refresh, as it closes gRPC sessions.
+    let sleeping = create_job(&other, group, "sleep", |_| {}).await?;
+    let in_flight = other.trigger(sleeping, Some("60")).await?;
+    wait_until(RUN_WITHIN, "the sleeping run on the executor", || async {
+        let log = other.get_log(in_flight).await.ok()?;
+        (log.trigger_code == 200).then_some(())
+    })
+    .await?;
+    let mut group_now = other
+        .client()
+        .get_group(pb::GetGroupRequest { id: group })
+        .await?
+        .into_inner()
+        .group
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    group_now.access_token = format!("{TOKEN}-rotated");
+    let rotated_at = std::time::Instant::now();
+    other
+        .client()
+        .update_group(pb::UpdateGroupRequest {
+            group: Some(group_now),
+        })
+        .await?;
+    for cluster in [&holder, &other] {
+        wait_until(
+            Duration::from_secs(10),
+            "the executor out of routing",
+            || async {
+                let listed = xxl_executors(cluster, app).await;
+                (!listed.iter().any(|e| e.address == executor.address)).then_some(())
+            },
+        )
+        .await?;
+    }
+    let left_after = rotated_at.elapsed();
+    eprintln!("XXL-JOB executor out of routing {left_after:?} after the token rotation");
+    // Its run in flight is judged as a closed gRPC session's: lost once its executor has had
+    // no registration for executor_lease, with that reason (not left RUNNING for 90 s).
+    let lost = other.wait_log_final(in_flight, RUN_WITHIN).await?;
+    assert_eq!(lost.status, pb::RunStatus::Lost as i32, "{lost:?}");
+    assert!(lost.handle_msg.contains("no live session"), "{lost:?}");
     let _ = executor.process.ask_to_exit();
     let _ = executor
         .process

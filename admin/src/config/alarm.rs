@@ -107,6 +107,19 @@ impl Default for AlarmConfig {
 }
 
 impl AlarmConfig {
+    /// The longest one alarm may take on its way out: every attempt on both channels with its
+    /// timeout and the pauses between them. Past it the alarm is given up as failed.
+    pub fn delivery_deadline(&self) -> Duration {
+        let mut per_channel = Duration::ZERO;
+        let mut pause = self.retry_delay;
+        for _ in 0..self.attempts.max(1) {
+            per_channel += self.timeout + pause;
+            pause = (pause * 2).min(Duration::from_secs(60));
+        }
+        // Both channels, plus a second for the database look-ups around them.
+        per_channel * 2 + Duration::from_secs(1)
+    }
+
     /// Applies `XJOB_ALARM_*` and `XJOB_SMTP_*` variables.
     pub fn apply_env(
         &mut self,

@@ -85,10 +85,19 @@ async fn plan_and_apply(
     let plan = plan::build(snapshot, &existing, &options, source);
     let mut stdout = std::io::stdout().lock();
     write!(stdout, "{}", plan.render())?;
+    if snapshot.max_log_id > 0 {
+        writeln!(
+            stdout,
+            "run ids: xjob's next run id above XXL-JOB's last log id {} (its executors name \
+             log files by it)",
+            snapshot.max_log_id
+        )?;
+    }
     if args.dry_run {
         writeln!(stdout, "dry run: nothing was written")?;
     } else {
         apply(store, &plan, &existing, source, options.now_ms, &mut stdout).await?;
+        store.raise_log_ids_past(snapshot.max_log_id).await?;
     }
     stdout.flush()?;
     Ok(if plan.skipped() > 0 { EXIT_SKIPPED } else { 0 })

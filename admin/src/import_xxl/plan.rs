@@ -504,6 +504,7 @@ mod tests {
             groups: vec![group(1, "app-one"), group(2, "x")],
             jobs,
             glue_versions: Vec::new(),
+            max_log_id: 0,
         }
     }
 

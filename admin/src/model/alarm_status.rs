@@ -13,6 +13,9 @@ pub enum AlarmStatus {
     Sent,
     /// 3: sending the alarm failed.
     Failed,
+    /// 4: followed up, its alarm waits in the alarm queue (xjob's own value; the delivery task
+    /// sets 2 or 3 once it ends).
+    Queued,
 }
 
 impl AlarmStatus {
@@ -24,6 +27,7 @@ impl AlarmStatus {
             AlarmStatus::NothingToAlarm => 1,
             AlarmStatus::Sent => 2,
             AlarmStatus::Failed => 3,
+            AlarmStatus::Queued => 4,
         }
     }
 
@@ -35,6 +39,7 @@ impl AlarmStatus {
             AlarmStatus::NothingToAlarm,
             AlarmStatus::Sent,
             AlarmStatus::Failed,
+            AlarmStatus::Queued,
         ]
         .into_iter()
         .find(|status| status.code() == code)
@@ -47,12 +52,12 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for code in -1..=3 {
+        for code in -1..=4 {
             assert_eq!(
                 AlarmStatus::from_code(code).map(AlarmStatus::code),
                 Some(code)
             );
         }
-        assert_eq!(AlarmStatus::from_code(4), None);
+        assert_eq!(AlarmStatus::from_code(5), None);
     }
 }

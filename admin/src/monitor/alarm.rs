@@ -1,9 +1,12 @@
-//! The alarm hook: called by the follow-up when a run's failure deserves attention (its final
-//! failure, or every failure when the job asks for it). One trait so the e-mail and webhook
-//! delivery (`notify::Notifier`), the log-only [`LogAlarm`] or a test's counter can stand in.
+//! The alarm hook: called for a run whose failure deserves attention (its final failure, or
+//! every failure when the job asks for it), from the alarm queue's delivery task
+//! (`alarm_queue`), never from the follow-up loop. One trait so the e-mail and webhook delivery
+//! (`notify::Notifier`), the log-only [`LogAlarm`] or a test's counter can stand in.
 
 use std::future::Future;
 use std::pin::Pin;
+
+use chrono_tz::Tz;
 
 use crate::model::{Job, RunLog};
 
@@ -11,12 +14,25 @@ use crate::model::{Job, RunLog};
 /// it) was not delivered. Either text is stored as the run's `alarm_delivery`.
 pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
 
+/// A run whose alarm is due, with what the alarm names besides the job and the run.
+#[derive(Debug, Clone)]
+pub struct AlarmedRun {
+    pub job: Job,
+    pub run: RunLog,
+    /// The app of the job's group (empty when the group is gone).
+    pub app_name: String,
+    /// The group's title (empty when the group is gone).
+    pub group_title: String,
+    /// The job's time zone (its own, else the admin's): the alarm shows times in it.
+    pub time_zone: Tz,
+}
+
 /// Tells someone that a run failed. Implementations must not panic; an `Err` is recorded as
 /// `AlarmStatus::Failed` on the run. (A boxed future rather than `async fn` keeps the trait usable as
 /// `Arc<dyn Alarm>`.)
 pub trait Alarm: Send + Sync {
-    /// Raises the alarm for `run` of `job`.
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a>;
+    /// Raises the alarm for `alarmed.run` of `alarmed.job`.
+    fn alarm<'a>(&'a self, alarmed: &'a AlarmedRun) -> AlarmFuture<'a>;
 }
 
 /// Writes each alarm as a warning to the admin's log.
@@ -24,11 +40,13 @@ pub trait Alarm: Send + Sync {
 pub struct LogAlarm;
 
 impl Alarm for LogAlarm {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
+    fn alarm<'a>(&'a self, alarmed: &'a AlarmedRun) -> AlarmFuture<'a> {
+        let AlarmedRun { job, run, .. } = alarmed;
         Box::pin(async move {
             tracing::warn!(
                 job_id = job.id,
                 job_name = %job.name,
+                app = %alarmed.app_name,
                 alarm_email = %job.alarm_email,
                 log_id = run.id,
                 status = %run.status,

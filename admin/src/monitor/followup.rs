@@ -4,21 +4,24 @@
 //!
 //! ```text
 //! adopt unfinished claims ─┐
-//! claim a batch (CAS) ─────┴─▶ policy::decide ─▶ alarm? ─▶ store.write_followup (one txn)
+//! claim a batch (CAS) ─────┴─▶ policy::decide ─▶ alarm? reserve a queue slot
+//!                               ─▶ store.write_followup (one txn) ─▶ alarm into the queue
 //! due delayed runs of this node ─▶ Trigger::dispatch(Fires::Stored)
 //! ```
+//! The alarm itself is delivered by the alarm queue's own task (`alarm_queue`): however long an
+//! SMTP server or webhook takes, this loop goes on.
 //! A claim is `AlarmStatus::NotFollowedUp` → `Claimed` with this node/epoch as owner, so another admin never
-//! follows up the same run; a claim left by a dead admin is adopted once its lease lapses. The
-//! alarm is sent before the write, so a crash in between repeats an alarm rather than losing it.
+//! follows up the same run; a claim left by a dead admin is adopted once its lease lapses.
 //! The writes are fenced by the claim: an admin that stalled past its lease, whose claims were
 //! adopted meanwhile, writes nothing for them when it resumes (logged, then skipped).
+//! An alarm is queued only once its follow-up is written, and at most once per written follow-up.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::alarm::Alarm;
+use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
 use crate::health::Loop;
@@ -32,14 +35,10 @@ const BATCH: i64 = 500;
 const MAX_BATCHES_PER_ROUND: usize = 20;
 
 /// Runs follow-up rounds until cancelled.
-pub async fn run_followup(
-    ctx: Arc<AdminContext>,
-    alarm: Arc<dyn Alarm>,
-    cancel: CancellationToken,
-) {
+pub async fn run_followup(ctx: Arc<AdminContext>, alarms: AlarmQueue, cancel: CancellationToken) {
     let followup = Followup {
         ctx,
-        alarm,
+        alarms,
         uncertain_claims: std::sync::Mutex::new(Vec::new()),
     };
     let interval = followup.ctx.config.followup_interval;
@@ -63,7 +62,7 @@ pub async fn run_followup(
 
 struct Followup {
     ctx: Arc<AdminContext>,
-    alarm: Arc<dyn Alarm>,
+    alarms: AlarmQueue,
     /// Due runs whose claim failed: it may have gone through all the same (the answer was
     /// lost), leaving them RUNNING and unsent, where `due_delayed_runs` no longer finds them.
     /// The next round puts those back to PENDING first.
@@ -146,7 +145,11 @@ impl Followup {
         decision: Decision,
     ) -> Result<(), StoreError> {
         let now = self.ctx.clock.now_ms();
-        let (alarm_status, alarm_delivery) = self.raise_alarm(&decision, run, job).await;
+        let alarm = self.reserve_alarm(&decision, run, job);
+        let (alarm_status, alarm_delivery) = alarm
+            .as_ref()
+            .map(Reservation::recorded)
+            .unwrap_or((AlarmStatus::NothingToAlarm, String::new()));
         let (children, children_need_all_shards) = self.child_runs(run, &decision, now).await?;
         let write = FollowupWrite {
             log_id: run.id,
@@ -169,6 +172,9 @@ impl Followup {
                  nothing written"
             );
             return Ok(());
+        }
+        if let (Some(alarm), Some(job)) = (alarm, job) {
+            alarm.send(job.clone(), run.clone());
         }
         if let (Some(retry_id), Some(retry)) = (written.retry_id, &write.retry) {
             crate::metrics::retries().inc();
@@ -194,28 +200,14 @@ impl Followup {
         Ok(())
     }
 
-    /// Sends the alarm when one is due; returns the `alarm_status` and `alarm_delivery` to
-    /// record.
-    async fn raise_alarm(
+    /// A place in the alarm queue when an alarm is due (or why the alarm is dropped).
+    fn reserve_alarm(
         &self,
         decision: &Decision,
         run: &RunLog,
         job: Option<&Job>,
-    ) -> (AlarmStatus, String) {
-        let (true, Some(job)) = (decision.alarm, job) else {
-            return (AlarmStatus::NothingToAlarm, String::new());
-        };
-        match self.alarm.alarm(job, run).await {
-            Ok(delivery) => {
-                crate::metrics::alarms("sent").inc();
-                (AlarmStatus::Sent, bounded(delivery))
-            }
-            Err(error) => {
-                crate::metrics::alarms("failed").inc();
-                tracing::warn!(log_id = run.id, job_id = job.id, %error, "sending alarm failed");
-                (AlarmStatus::Failed, bounded(error))
-            }
-        }
+    ) -> Option<Reservation<'_>> {
+        (decision.alarm && job.is_some()).then(|| self.alarms.reserve(run))
     }
 
     /// Builds the runs of the child jobs to start; a child deleted meanwhile is skipped.
@@ -290,15 +282,5 @@ impl Followup {
         self.uncertain_claims
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// The `alarm_delivery` column holds at most 2048 characters (MySQL's VARCHAR).
-fn bounded(delivery: String) -> String {
-    const MAX_DELIVERY_CHARS: usize = 2000;
-    if delivery.chars().count() <= MAX_DELIVERY_CHARS {
-        delivery
-    } else {
-        delivery.chars().take(MAX_DELIVERY_CHARS).collect()
     }
 }

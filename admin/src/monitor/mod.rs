@@ -4,7 +4,7 @@
 //! callback / failed dispatch / lost ─▶ run final, AlarmStatus::NotFollowedUp
 //! followup (every followup_interval, every admin, claimed by CAS)
 //!   ─▶ policy::decide: retry after backoff? alarm? child jobs? FIX_DELAY next fire?
-//!   ─▶ Alarm::alarm ─▶ store.write_followup (one transaction)
+//!   ─▶ store.write_followup (one transaction) ─▶ alarm queue ─▶ its own task: Alarm::alarm
 //!   ─▶ due retries and child runs ─▶ Trigger::dispatch(Fires::Stored)
 //! lost (every heartbeat_interval / 2)
 //!   RUNNING runs ─▶ LostJudge (heartbeat lists, live sessions) ─▶ LOST ─▶ followup retries it
@@ -13,6 +13,7 @@
 //! The decisions are pure (`policy`, `lost::LostJudge`); the loops only read, call and write.
 
 pub mod alarm;
+pub mod alarm_queue;
 pub mod followup;
 pub mod lost;
 pub mod notify;
@@ -20,7 +21,8 @@ pub mod policy;
 pub mod stranded;
 pub mod xxl_idle;
 
-pub use alarm::{Alarm, AlarmFuture, LogAlarm};
+pub use alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};
+pub use alarm_queue::AlarmQueue;
 pub use followup::run_followup;
 pub use lost::run_lost_monitor;
 pub use notify::Notifier;

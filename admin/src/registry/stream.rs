@@ -31,8 +31,8 @@ use xjob_proto::pb::executor_message::Kind;
 
 use super::RegistryContext;
 use crate::error::Error;
-use crate::model::ExecutorInfo;
 use crate::model::validate::{validate_app_name, validate_executor_address};
+use crate::model::{ExecutorInfo, ExecutorProtocol};
 
 type Outbound = mpsc::Sender<Result<pb::AdminMessage, Status>>;
 
@@ -155,15 +155,28 @@ fn check_address_owner(
 
 /// Closes every session of `app_name` on this admin (its group's access token changed: a
 /// session opened with the old token, or none, must not keep receiving runs). Executors that
-/// hold the current token reconnect; the others are refused.
-pub fn close_app_sessions(ctx: &RegistryContext, app_name: &str) -> usize {
-    let sessions: Vec<String> = ctx
+/// hold the current token reconnect; the others are refused. XXL-JOB executors, which cannot
+/// reconnect at once (they register every 30 s), leave routing only when the token they
+/// registered with is not `group_token`'s.
+pub async fn close_app_sessions(ctx: &RegistryContext, app_name: &str, group_token: &str) -> usize {
+    let (xxl, sessions): (Vec<ExecutorInfo>, Vec<ExecutorInfo>) = ctx
         .registry
         .list(app_name)
         .into_iter()
         .filter(|executor| executor.app_name == app_name)
-        .map(|executor| executor.executor_id)
-        .collect();
+        .partition(|executor| executor.protocol == ExecutorProtocol::XxlJobHttp);
+    let sessions: Vec<String> = sessions.into_iter().map(|s| s.executor_id).collect();
+    let stale_xxl: Vec<String> = {
+        let tokens = lock_tokens(ctx);
+        xxl.into_iter()
+            .map(|executor| executor.executor_id)
+            .filter(|id| {
+                let presented = tokens.get(id).cloned().flatten();
+                !token_accepted(ctx, group_token, presented.as_deref())
+            })
+            .collect()
+    };
+    let dropped = drop_xxl_executors(ctx, &stale_xxl).await;
     let superseded = lock_superseded(ctx);
     let mut closed = 0;
     for executor_id in &sessions {
@@ -175,9 +188,10 @@ pub fn close_app_sessions(ctx: &RegistryContext, app_name: &str) -> usize {
     tracing::info!(
         app = app_name,
         closed,
+        xxl_job_executors_dropped = dropped,
         "group access token changed: sessions closed"
     );
-    closed
+    closed + dropped
 }
 
 /// The peer IP of the live session of this admin holding `app_name` at `address`; `None` when
@@ -211,40 +225,75 @@ fn lock_tokens(
 /// through another admin (a change through this one closes them at once). One group read per
 /// app; a database error leaves the sessions to the next round.
 pub async fn close_sessions_with_stale_tokens(ctx: &RegistryContext) {
-    let mut by_app: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut by_app: std::collections::BTreeMap<String, Vec<ExecutorInfo>> = Default::default();
     for session in ctx.registry.list("") {
         by_app
-            .entry(session.app_name)
+            .entry(session.app_name.clone())
             .or_default()
-            .push(session.executor_id);
+            .push(session);
     }
-    for (app_name, executor_ids) in by_app {
+    for (app_name, executors) in by_app {
         let Ok(group) = ctx.store.get_group_by_app(&app_name).await else {
             return;
         };
         let group_token = group.map(|group| group.access_token).unwrap_or_default();
-        let stale: Vec<String> = {
+        let (xxl, sessions): (Vec<ExecutorInfo>, Vec<ExecutorInfo>) = {
             let tokens = lock_tokens(ctx);
-            executor_ids
+            executors
                 .into_iter()
-                .filter(|id| {
-                    let presented = tokens.get(id).cloned().flatten();
+                .filter(|executor| {
+                    let presented = tokens.get(&executor.executor_id).cloned().flatten();
                     !token_accepted(ctx, &group_token, presented.as_deref())
                 })
-                .collect()
+                .partition(|executor| executor.protocol == ExecutorProtocol::XxlJobHttp)
         };
-        if stale.is_empty() {
-            continue;
+        // gRPC sessions end through their cancel token; XXL-JOB executors have no session to
+        // end, they leave routing here.
+        let closed = {
+            let superseded = lock_superseded(ctx);
+            sessions
+                .iter()
+                .filter_map(|session| superseded.get(&session.executor_id))
+                .map(CancellationToken::cancel)
+                .count()
+        };
+        let xxl: Vec<String> = xxl.into_iter().map(|x| x.executor_id).collect();
+        let dropped = drop_xxl_executors(ctx, &xxl).await;
+        if closed + dropped > 0 {
+            tracing::info!(app = %app_name, closed, xxl_job_executors_dropped = dropped,
+                "group access token changed elsewhere: executors without it left routing");
         }
-        let superseded = lock_superseded(ctx);
-        for executor_id in &stale {
-            if let Some(token) = superseded.get(executor_id) {
-                token.cancel();
-            }
-        }
-        tracing::info!(app = %app_name, closed = stale.len(),
-            "group access token changed elsewhere: sessions without it closed");
     }
+}
+
+/// Records the token an XXL-JOB executor presented with its registration, so a change of its
+/// group's token drops it from routing as it closes the sessions of gRPC executors.
+pub fn remember_xxl_token(ctx: &RegistryContext, executor_id: &str, presented: Option<&str>) {
+    lock_tokens(ctx).insert(executor_id.to_string(), presented.map(str::to_string));
+}
+
+/// Forgets an XXL-JOB executor's token (it deregistered).
+pub fn forget_xxl_token(ctx: &RegistryContext, executor_id: &str) {
+    lock_tokens(ctx).remove(executor_id);
+}
+
+/// Takes XXL-JOB executors out of routing at once, here and (their rows) for the other admins;
+/// their runs in flight are judged as a closed session's are (`monitor::lost`). Returns how
+/// many left.
+async fn drop_xxl_executors(ctx: &RegistryContext, executor_ids: &[String]) -> usize {
+    let mut dropped = 0;
+    for executor_id in executor_ids {
+        forget_xxl_token(ctx, executor_id);
+        if let Some(info) = ctx.registry.remove(executor_id) {
+            dropped += 1;
+            tracing::info!(app = %info.app_name, address = %info.address,
+                "XXL-JOB executor left routing: its group's access token changed");
+        }
+        if let Err(error) = ctx.store.delete_registry(executor_id).await {
+            tracing::warn!(%error, %executor_id, "deleting an XXL-JOB executor's row failed");
+        }
+    }
+    dropped
 }
 
 fn lock_superseded(

@@ -40,6 +40,10 @@ pub enum StoreError {
     /// The database could not be reached or answered with an error.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// A database named by the user could not be reached at all (a one-off connection, such as
+    /// the import's source); the text says where and why.
+    #[error("{0}")]
+    Unreachable(String),
     /// A stored value could not be read back into a domain type.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -419,6 +423,10 @@ shared! {
     /// -1) by `claim_node`/`claim_epoch`. Otherwise (another admin adopted the claim, or the
     /// follow-up was written already) it writes nothing and returns `fenced_off`.
     fn write_followup(&self, write: &FollowupWrite) -> StoreResult<FollowupWritten> => followups;
+    /// Records the outcome of an alarm the follow-up queued (`alarm_status` 4, see
+    /// `monitor::alarm_queue`): 2 sent or 3 failed, with `alarm_delivery`; false when the run no
+    /// longer waits for it.
+    fn record_alarm_delivery(&self, log_id: i64, alarm_status: i32, alarm_delivery: &str) -> StoreResult<bool> => followups;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
@@ -487,6 +495,11 @@ delegate! {
     /// How many run rows the log table holds and the bytes it takes, for sizing (tests and
     /// docs/operations.md): see [`LogStorage`].
     fn log_storage(&self) -> StoreResult<LogStorage>;
+
+    /// Moves the run id sequence so the next run's id is above `past`, never lowering it (the
+    /// XXL-JOB import: run ids then never repeat an XXL-JOB log id, which its executors name
+    /// their log files by).
+    fn raise_log_ids_past(&self, past: i64) -> StoreResult<()>;
 
     // ---- logs (the batched writes differ per dialect)
     /// Records dispatch outcomes in one transaction.

@@ -14,7 +14,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::{MySqlPool, Row};
+use sqlx::{Connection, MySqlConnection, MySqlPool, Row};
 
 use super::{StoreError, StoreResult};
 
@@ -82,15 +82,47 @@ pub struct XxlSnapshot {
     pub groups: Vec<XxlGroupRow>,
     pub jobs: Vec<XxlJobRow>,
     pub glue_versions: Vec<XxlGlueRow>,
+    /// The highest `xxl_job_log.id` (0 without runs): xjob's run ids must start above it.
+    pub max_log_id: i64,
 }
 
-/// Connects to an XXL-JOB database (`mysql://user:password@host:port/xxl_job`).
+/// How long the first connection to the XXL-JOB database may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects to an XXL-JOB database (`mysql://user:password@host:port/xxl_job`). A URL of
+/// another database is refused (XXL-JOB keeps its data in MySQL), and a server that cannot be
+/// reached is said at once, with the reason, rather than as a pool timing out.
 pub async fn connect(url: &str) -> StoreResult<MySqlPool> {
+    let scheme = url
+        .split_once("://")
+        .map(|(scheme, _)| scheme)
+        .unwrap_or_default();
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "mysql" | "mariadb") {
+        return Err(StoreError::InvalidUrl(format!(
+            "'{}' is not a MySQL URL: XXL-JOB keeps its data in MySQL, so --from must be \
+             mysql://user:password@host:port/xxl_job (a PostgreSQL or SQLite database cannot be \
+             an XXL-JOB source)",
+            redacted(url)
+        )));
+    }
     let options = MySqlConnectOptions::from_str(&url.replacen("mariadb://", "mysql://", 1))
         .map_err(|error| StoreError::InvalidUrl(format!("{}: {error}", redacted(url))))?;
+    // One direct connection first: its error names the cause (refused, unknown host, wrong
+    // password); the pool would retry until its timeout and say only "pool timed out".
+    let unreachable = |reason: String| {
+        let label = source_label(url).unwrap_or_else(|_| redacted(url));
+        StoreError::Unreachable(format!(
+            "cannot connect to the XXL-JOB database at {label}: {reason}"
+        ))
+    };
+    let probe = tokio::time::timeout(CONNECT_TIMEOUT, MySqlConnection::connect_with(&options))
+        .await
+        .map_err(|_| unreachable(format!("no answer within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|error| unreachable(error.to_string()))?;
+    let _ = probe.close().await;
     MySqlPoolOptions::new()
         .max_connections(2)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(CONNECT_TIMEOUT)
         .connect_with(options)
         .await
         .map_err(StoreError::Unavailable)
@@ -160,7 +192,20 @@ pub async fn read_snapshot(pool: &MySqlPool) -> StoreResult<XxlSnapshot> {
         groups: read_groups(pool, title, token).await?,
         jobs: read_jobs(pool, job_desc).await?,
         glue_versions: read_glue(pool, &glue_columns).await?,
+        max_log_id: read_max_log_id(pool).await?,
     })
+}
+
+/// The highest run log id XXL-JOB gave out (0 when its log table is empty or missing).
+async fn read_max_log_id(pool: &MySqlPool) -> StoreResult<i64> {
+    if columns_of(pool, "xxl_job_log").await.is_err() {
+        return Ok(0);
+    }
+    let (max,): (Option<i64>,) = sqlx::query_as("SELECT MAX(id) FROM xxl_job_log")
+        .fetch_one(pool)
+        .await
+        .map_err(StoreError::Unavailable)?;
+    Ok(max.unwrap_or(0))
 }
 
 /// The column names of `table` in the connected database; an error when it does not exist.

@@ -243,6 +243,7 @@ async fn registry_call(
     check_token(ctx, app_name, presented, tokenless_allowed).await?;
     let executor_id = format!("xxl-job:{app_name}:{address}");
     if call == Call::RegistryRemove {
+        crate::registry::stream::forget_xxl_token(&ctx.sessions, &executor_id);
         if ctx.registry.remove(&executor_id).is_some() {
             tracing::info!(app = %app_name, %address, "XXL-JOB executor deregistered");
         }
@@ -251,6 +252,8 @@ async fn registry_call(
         }
         return Ok(());
     }
+    // The token it holds now: a later change of the group's token drops it from routing.
+    crate::registry::stream::remember_xxl_token(&ctx.sessions, &executor_id, presented);
     let now = ctx.clock.now_ms();
     if ctx.registry.heartbeat(&executor_id, Vec::new(), now) {
         return Ok(());

@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use xjob_admin::model::{Job, RunLog, now_ms};
-use xjob_admin::monitor::{Alarm, AlarmFuture};
+use xjob_admin::model::now_ms;
+use xjob_admin::monitor::{Alarm, AlarmFuture, AlarmedRun};
 
 /// One alarm as the hook saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,8 @@ impl CountingAlarm {
 }
 
 impl Alarm for CountingAlarm {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
+    fn alarm<'a>(&'a self, alarmed: &'a AlarmedRun) -> AlarmFuture<'a> {
+        let AlarmedRun { job, run, .. } = alarmed;
         Box::pin(async move {
             let raised = Raised {
                 job_id: job.id,

@@ -26,6 +26,10 @@ async fn fails(_ctx: JobContext) -> JobResult {
     Err(JobError::new("failing on purpose"))
 }
 
+async fn succeeds(_ctx: JobContext) -> JobResult {
+    Ok(Default::default())
+}
+
 /// A webhook receiver: answers each POST with the next status of `statuses` (then 200) and
 /// keeps the bodies.
 struct Hook {
@@ -146,6 +150,8 @@ async fn failing_job(cluster: &mut TestCluster, app: &str, emails: &str) -> anyh
     let job = cluster
         .create_job(pb::Job {
             alarm_email: emails.to_string(),
+            // Alarms show times in the job's zone.
+            time_zone: "Europe/Berlin".to_string(),
             ..TestCluster::job(group_id, "fail", pb::ScheduleType::None, "")
         })
         .await?;
@@ -159,7 +165,9 @@ async fn delivery_of(cluster: &TestCluster, log_id: i64) -> anyhow::Result<Strin
         &format!("alarm delivery of run {log_id}"),
         || async {
             let log = cluster.get_log(log_id).await.ok()?;
-            (!log.alarm_delivery.is_empty()).then_some(log.alarm_delivery)
+            let delivered =
+                !log.alarm_delivery.is_empty() && log.alarm_delivery != "queued for delivery";
+            delivered.then_some(log.alarm_delivery)
         },
     )
     .await
@@ -185,6 +193,9 @@ async fn webhook_is_retried_and_carries_the_run() -> anyhow::Result<()> {
     assert_eq!(alarm["status"], "FAILED");
     assert_eq!(alarm["attempt"], 0);
     assert_eq!(alarm["link"], format!("http://console.test/logs/{log_id}"));
+    assert_eq!(alarm["app_name"], "alarm-webhook-app");
+    let at = alarm["scheduled_at"].as_str().unwrap_or_default();
+    assert!(at.ends_with(" (Europe/Berlin)"), "scheduled_at: {at}");
     assert!(alarm["trace_id"].is_string());
     let message = alarm["message"].as_str().unwrap_or_default();
     assert!(message.contains("failing on purpose"), "message: {message}");
@@ -356,7 +367,14 @@ async fn email_outcome(
     assert_eq!(mails.len(), 1, "one message to both recipients");
     let mail = &mails[0];
     assert!(
-        mail.contains(&format!("Subject: [xjob] job {job_id} ")),
+        mail.contains(&format!("Subject: [xjob] {app}: job {job_id} ")),
+        "{mail}"
+    );
+    // The group, the time in the job's zone and the run's link.
+    assert!(mail.contains(&format!("of {app} (")), "{mail}");
+    assert!(mail.contains(" (Europe/Berlin)"), "{mail}");
+    assert!(
+        mail.contains(&format!("http://console.test/logs/{log_id}")),
         "{mail}"
     );
     assert!(mail.contains("ops@example.test") && mail.contains("dev@example.test"));
@@ -577,6 +595,136 @@ async fn https_webhook_checks_the_server_certificate() -> anyhow::Result<()> {
         hook.bodies().len(),
         1,
         "no request over an untrusted connection"
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// An SMTP server that accepts connections and never says a word (no greeting): each delivery
+/// attempt waits for its full timeout. It keeps every connection open until dropped.
+struct MuteSmtp {
+    port: u16,
+    accepted: Arc<Mutex<Vec<tokio::net::TcpStream>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MuteSmtp {
+    async fn start() -> anyhow::Result<MuteSmtp> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let accepted = Arc::new(Mutex::new(Vec::new()));
+        let held = Arc::clone(&accepted);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                if let Ok(mut held) = held.lock() {
+                    held.push(stream);
+                }
+            }
+        });
+        Ok(MuteSmtp {
+            port,
+            accepted,
+            task,
+        })
+    }
+
+    fn connections(&self) -> usize {
+        self.accepted.lock().map(|held| held.len()).unwrap_or(0)
+    }
+}
+
+impl Drop for MuteSmtp {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_hung_smtp_server_holds_up_no_retry_and_no_fire() -> anyhow::Result<()> {
+    let smtp = MuteSmtp::start().await?;
+    let mut config = AlarmConfig {
+        attempts: 3,
+        timeout: Duration::from_secs(10),
+        retry_delay: Duration::from_secs(1),
+        ..alarm_config()
+    };
+    config.smtp.host = "127.0.0.1".to_string();
+    config.smtp.port = smtp.port;
+    config.smtp.security = SmtpSecurity::None;
+    let mut cluster = cluster_with(config).await?;
+    let app = "alarm-hung-smtp-app";
+    let group_id = cluster.create_group(app).await?;
+    cluster
+        .start_executor(
+            cluster
+                .executor(app)
+                .handler("fail", fails)
+                .handler("ok", succeeds),
+        )
+        .await?;
+    // Alarms on every failure, retried once after 1 s: the first failure's alarm hangs on the
+    // mute server for ~33 s (3 attempts × 10 s + pauses) while the retry is due after 1 s.
+    let failing = cluster
+        .create_job(pb::Job {
+            alarm_email: "ops@example.test".to_string(),
+            alarm_on_every_failure: true,
+            fail_retry_count: 1,
+            retry_backoff: Some(pb::RetryBackoff {
+                initial_delay_ms: 1000,
+                factor: 1.0,
+                max_delay_ms: 0,
+            }),
+            ..TestCluster::job(group_id, "fail", pb::ScheduleType::None, "")
+        })
+        .await?;
+    let every_second = cluster
+        .create_job(TestCluster::job(
+            group_id,
+            "ok",
+            pb::ScheduleType::FixRate,
+            "1",
+        ))
+        .await?;
+    cluster.start_job(every_second.id).await?;
+
+    let first = cluster.trigger(failing.id, None).await?;
+    let first = cluster
+        .wait_log_final(first, Duration::from_secs(10))
+        .await?;
+    let retry = wait_until(Duration::from_secs(10), "the retry's dispatch", || async {
+        let logs = cluster.logs(failing.id).await.ok()?;
+        logs.into_iter()
+            .find(|log| log.attempt == 1 && log.trigger_time_ms > 0)
+    })
+    .await?;
+    // The backoff starts when the follow-up sees the failure (within a round of 50 ms).
+    let late_by = retry.trigger_time_ms - first.handle_time_ms - 1000;
+    eprintln!("the retry came {late_by} ms after its 1 s delay");
+    assert!(
+        late_by < 2000,
+        "the retry came {late_by} ms after its 1 s delay (the alarm's ~33 s used to hold it)"
+    );
+    let retry = cluster
+        .wait_log_final(retry.id, Duration::from_secs(10))
+        .await?;
+    assert!(smtp.connections() >= 1, "the alarm went to the mute server");
+    // Its alarm waits for delivery meanwhile; the run says so.
+    assert_eq!(
+        cluster.get_log(first.id).await?.alarm_delivery,
+        "queued for delivery"
+    );
+
+    // The every-second job kept firing while both alarms hung (a few more fires after the
+    // retry ended: none waits for the alarm).
+    let fires_before = cluster.logs(every_second.id).await?.len();
+    wait_until(Duration::from_secs(10), "three more fires", || async {
+        let fires = cluster.logs(every_second.id).await.ok()?.len();
+        (fires >= fires_before + 3).then_some(())
+    })
+    .await?;
+    assert!(
+        cluster.get_log(retry.id).await?.alarm_delivery == "queued for delivery",
+        "the test ended before the alarms gave up; it proves nothing otherwise"
     );
     cluster.shutdown().await;
     Ok(())

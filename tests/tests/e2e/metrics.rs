@@ -101,6 +101,15 @@ async fn metrics_move_with_fires() -> anyhow::Result<()> {
         )
         .await?;
     let before = scrape(address).await?;
+    // Alarm series exist before the first alarm, so an alert on their increase sees the first.
+    for series in [
+        r#"xjob_alarm_deliveries_total{channel="email",result="failed"}"#,
+        r#"xjob_alarm_deliveries_total{channel="webhook",result="sent"}"#,
+        r#"xjob_alarms_dropped_total{reason="queue_full"}"#,
+        "xjob_alarm_queue_depth",
+    ] {
+        assert!(before.contains_key(series), "{series} missing at start");
+    }
     let online = r#"xjob_executors_online{app="metrics-app"}"#;
     wait_until(
         Duration::from_secs(10),

@@ -78,7 +78,12 @@ impl JobAdminService {
         }
         if token_changed {
             // Executors registered with the old token (or none) must not keep receiving runs.
-            crate::registry::stream::close_app_sessions(&self.ctx.sessions, &group.app_name);
+            crate::registry::stream::close_app_sessions(
+                &self.ctx.sessions,
+                &group.app_name,
+                &group.access_token,
+            )
+            .await;
         }
         Ok((self.group_with_online(group), token_changed))
     }

@@ -3,15 +3,15 @@
 //! run's `alarm_delivery` text.
 //!
 //! ```text
-//! follow-up ─▶ Notifier::alarm(job, run)
+//! alarm queue's delivery task ─▶ Notifier::alarm(alarmed run)
 //!   no channel for this job (no alarm_email or SMTP server, no webhook) ─▶ Ok("log: …")
 //!   rate limit (per job, sliding window) ─▶ held back? ─▶ Err("rate limited: …")
 //!   e-mail (job has alarm_email, smtp.host set) ─▶ attempts × (send, pause·2ⁿ)
 //!   webhook (webhook_url set)                   ─▶ attempts × (POST, pause·2ⁿ)
 //!   ─▶ Ok(lines) when every channel delivered, else Err(lines)
 //! ```
-//! The alarm is sent before the follow-up is written (monitor::followup), so a crash in
-//! between repeats an alarm rather than losing it.
+//! The follow-up only queues the alarm (monitor::alarm_queue); a hung SMTP server or webhook
+//! never holds up retries, child jobs or next fires.
 
 mod email;
 mod rate;
@@ -22,9 +22,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::alarm::{Alarm, AlarmFuture, LogAlarm};
+use chrono_tz::Tz;
+
+use super::alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};
 use crate::config::alarm::AlarmConfig;
-use crate::model::{Job, RunLog, SharedClock};
+use crate::model::SharedClock;
 pub use email::Mailer;
 pub use rate::RateLimit;
 pub use webhook::Webhook;
@@ -34,6 +36,9 @@ pub use webhook::Webhook;
 pub struct AlarmMessage {
     pub job_id: i64,
     pub job_name: String,
+    /// The app of the job's group, and the group's title.
+    pub app_name: String,
+    pub group_title: String,
     pub log_id: i64,
     pub status: String,
     /// The executor's message, else the dispatch's (why it never ran).
@@ -44,13 +49,22 @@ pub struct AlarmMessage {
     pub link: String,
     pub executor_address: String,
     pub scheduled_at_ms: i64,
+    /// When the run was due (scheduled, else triggered), in the job's time zone, e.g.
+    /// `2026-03-01 02:00:00 CET (Europe/Berlin)`.
+    pub scheduled_at: String,
 }
 
 /// Longest message carried in an alarm: the log row has the rest.
 const MAX_MESSAGE_CHARS: usize = 2000;
 
 impl AlarmMessage {
-    pub fn of(job: &Job, run: &RunLog, link_base: &str) -> AlarmMessage {
+    pub fn of(alarmed: &AlarmedRun, link_base: &str) -> AlarmMessage {
+        let AlarmedRun { job, run, .. } = alarmed;
+        let due_ms = if run.scheduled_at_ms > 0 {
+            run.scheduled_at_ms
+        } else {
+            run.trigger_time_ms
+        };
         let message = if run.handle_msg.is_empty() {
             &run.trigger_msg
         } else {
@@ -59,6 +73,8 @@ impl AlarmMessage {
         AlarmMessage {
             job_id: job.id,
             job_name: job.name.clone(),
+            app_name: alarmed.app_name.clone(),
+            group_title: alarmed.group_title.clone(),
             log_id: run.id,
             status: run.status.to_string(),
             message: message.chars().take(MAX_MESSAGE_CHARS).collect(),
@@ -71,25 +87,28 @@ impl AlarmMessage {
             },
             executor_address: run.executor_address.clone(),
             scheduled_at_ms: run.scheduled_at_ms,
+            scheduled_at: in_zone(due_ms, alarmed.time_zone),
         }
     }
 
     /// The e-mail subject.
     pub fn subject(&self) -> String {
         format!(
-            "[xjob] job {} '{}' run {} {}",
-            self.job_id, self.job_name, self.log_id, self.status
+            "[xjob] {}: job {} '{}' run {} {}",
+            self.app_name, self.job_id, self.job_name, self.log_id, self.status
         )
     }
 
     /// One line for chat tools.
     pub fn one_line(&self) -> String {
         let mut line = format!(
-            "xjob: job {} '{}' run {} {} (attempt {}): {}",
+            "xjob: {} job {} '{}' run {} {} at {} (attempt {}): {}",
+            self.app_name,
             self.job_id,
             self.job_name,
             self.log_id,
             self.status,
+            self.scheduled_at,
             self.attempt,
             self.message.chars().take(300).collect::<String>()
         );
@@ -102,19 +121,33 @@ impl AlarmMessage {
     /// The e-mail body.
     pub fn text(&self) -> String {
         format!(
-            "Job {} '{}' failed.\n\nRun (log id): {}\nStatus: {}\nAttempt: {}\nExecutor: {}\n\
-             Scheduled at (ms): {}\nTrace id: {}\nLink: {}\n\n{}\n",
+            "Job {} '{}' of {} ({}) failed.\n\nRun (log id): {}\nStatus: {}\nAttempt: {}\n\
+             Executor: {}\nScheduled at: {}\nTrace id: {}\nLink: {}\n\n{}\n",
             self.job_id,
             self.job_name,
+            self.app_name,
+            self.group_title,
             self.log_id,
             self.status,
             self.attempt,
             self.executor_address,
-            self.scheduled_at_ms,
+            self.scheduled_at,
             self.trace_id,
             self.link,
             self.message
         )
+    }
+}
+
+/// `ms` as a wall-clock time in `zone`, with the zone's abbreviation and name.
+fn in_zone(ms: i64, zone: Tz) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(at) => format!(
+            "{} ({})",
+            at.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S %Z"),
+            zone.name()
+        ),
+        None => format!("{ms} ms"),
     }
 }
 
@@ -153,9 +186,10 @@ impl Notifier {
         })
     }
 
-    async fn deliver(&self, job: &Job, run: &RunLog) -> Result<String, String> {
+    async fn deliver(&self, alarmed: &AlarmedRun) -> Result<String, String> {
         // The log line stays: it is the record when every channel is down.
-        let _ = LogAlarm.alarm(job, run).await;
+        let _ = LogAlarm.alarm(alarmed).await;
+        let job = &alarmed.job;
         let mails = self.mailer.is_some() && !job.alarm_email.trim().is_empty();
         if !mails && self.webhook.is_none() {
             // Nothing leaves the admin, so nothing counts against the rate limit.
@@ -173,7 +207,7 @@ impl Notifier {
                 job.id, self.config.max_per_job, self.config.rate_window
             ));
         }
-        let message = AlarmMessage::of(job, run, &self.config.link_base);
+        let message = AlarmMessage::of(alarmed, &self.config.link_base);
         let mut lines = Vec::new();
         let mut all_sent = true;
         if let Some(mailer) = &self.mailer
@@ -233,7 +267,7 @@ impl Notifier {
 }
 
 impl Alarm for Notifier {
-    fn alarm<'a>(&'a self, job: &'a Job, run: &'a RunLog) -> AlarmFuture<'a> {
-        Box::pin(self.deliver(job, run))
+    fn alarm<'a>(&'a self, alarmed: &'a AlarmedRun) -> AlarmFuture<'a> {
+        Box::pin(self.deliver(alarmed))
     }
 }

@@ -152,6 +152,8 @@ mod tests {
         AlarmMessage {
             job_id: 7,
             job_name: "nightly".into(),
+            app_name: "billing".into(),
+            group_title: "Billing".into(),
             log_id: 1234,
             status: "FAILED".into(),
             message: "disk full".into(),
@@ -160,6 +162,7 @@ mod tests {
             link: "http://console/logs/1234".into(),
             executor_address: "http://10.0.0.5:9999".into(),
             scheduled_at_ms: 1,
+            scheduled_at: "2026-03-01 02:00:00 CET (Europe/Berlin)".into(),
         }
     }
 
@@ -173,7 +176,8 @@ mod tests {
         let body: serde_json::Value = serde_json::from_str(&slack.body(&message())).expect("json");
         assert_eq!(
             body["text"],
-            "xjob: job 7 'nightly' run 1234 FAILED (attempt 2): disk full http://console/logs/1234"
+            "xjob: billing job 7 'nightly' run 1234 FAILED at 2026-03-01 02:00:00 CET \
+             (Europe/Berlin) (attempt 2): disk full http://console/logs/1234"
         );
     }
 

@@ -715,3 +715,38 @@ async fn batches_lock_only_their_runs_never_the_job_row_and_keep_text_exactly() 
         store.close().await;
     }
 }
+
+#[tokio::test]
+async fn run_ids_can_be_moved_past_an_imported_last_id_and_never_back() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let job = new_job(&store, group.id, ScheduleType::Cron).await;
+        // Before the first run: the sequence starts above the given id.
+        store.raise_log_ids_past(70_000).await.expect("raise");
+        let first = store
+            .insert_runs(&[fire(&job, 1_000, "n1", 1)])
+            .await
+            .expect("run");
+        assert!(first[0] > 70_000, "{backend}: {first:?}");
+        // A lower id later (a second import of an older installation) lowers nothing.
+        store.raise_log_ids_past(10).await.expect("raise again");
+        store
+            .raise_log_ids_past(80_000)
+            .await
+            .expect("raise further");
+        let second = store
+            .insert_runs(&[fire(&job, 2_000, "n1", 1)])
+            .await
+            .expect("run");
+        assert!(second[0] > 80_000, "{backend}: {second:?}");
+        store.raise_log_ids_past(5).await.expect("raise lower");
+        let third = store
+            .insert_runs(&[fire(&job, 3_000, "n1", 1)])
+            .await
+            .expect("run");
+        assert!(
+            third[0] > second[0],
+            "{backend}: {third:?} after {second:?}"
+        );
+    }
+}

@@ -94,6 +94,29 @@ impl MySqlStore {
         Ok(0)
     }
 
+    /// Moves the run id counter so the next run's id is above `past` (never lowers it).
+    pub async fn raise_log_ids_past(&self, past: i64) -> StoreResult<()> {
+        let (next,): (Option<i64>,) = sqlx::query_as(
+            "SELECT CAST(AUTO_INCREMENT AS SIGNED) FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'xjob_log'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_error)?;
+        if next.unwrap_or(1) > past {
+            return Ok(());
+        }
+        // ALTER TABLE takes no parameters; the value is a number computed here.
+        sqlx::query(&format!(
+            "ALTER TABLE xjob_log AUTO_INCREMENT = {}",
+            past + 1
+        ))
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(())
+    }
+
     /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
     pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
         // The statistics InnoDB reports are only as fresh as its last analysis.

@@ -87,6 +87,19 @@ impl PgStore {
         Ok(0)
     }
 
+    /// Moves the run id sequence so the next run's id is above `past` (never lowers it).
+    pub async fn raise_log_ids_past(&self, past: i64) -> StoreResult<()> {
+        sqlx::query(
+            "SELECT setval(pg_get_serial_sequence('xjob_log', 'id'), \
+               GREATEST($1, (SELECT last_value FROM xjob_log_id_seq), 1))",
+        )
+        .bind(past)
+        .execute(&self.pool)
+        .await
+        .map_err(map_error)?;
+        Ok(())
+    }
+
     /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
     pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
         let (rows, bytes): (i64, i64) = sqlx::query_as(

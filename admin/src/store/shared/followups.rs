@@ -103,6 +103,26 @@ async fn close_claim<DB: Dialect>(
     Ok(closed == 1)
 }
 
+/// Records how a queued alarm ended (`alarm_status` 4 → 2 or 3, with its `alarm_delivery`);
+/// false when the run is no longer waiting for its alarm (deleted by the clean-up meanwhile).
+pub async fn record_alarm_delivery<DB: Dialect>(
+    db: Pools<'_, DB>,
+    log_id: i64,
+    alarm_status: i32,
+    alarm_delivery: &str,
+) -> StoreResult<bool> {
+    let recorded = Sql::<DB>::new("UPDATE xjob_log SET alarm_status = ")
+        .bind(alarm_status)
+        .push(", alarm_delivery = ")
+        .bind(alarm_delivery)
+        .push(" WHERE id = ")
+        .bind(log_id)
+        .push(" AND alarm_status = 4")
+        .affected(&mut *db.write().await?)
+        .await?;
+    Ok(recorded == 1)
+}
+
 /// Claims the child jobs of the broadcast fire `log_id` belongs to (its job, scheduled time and
 /// shard total): true only when every shard of the fire (any attempt) succeeded and no
 /// follow-up claimed them before. The claim sits on the fire's first successful shard-0 row,

@@ -141,6 +141,26 @@ impl SqliteStore {
         Ok(before - self.free_pages().await?)
     }
 
+    /// Moves the run id sequence so the next run's id is above `past` (never lowers it).
+    pub async fn raise_log_ids_past(&self, past: i64) -> StoreResult<()> {
+        let mut tx = self.writer.begin().await.map_err(map_error)?;
+        sqlx::query("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'xjob_log'")
+            .bind(past)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_error)?;
+        // No row before the table's first insert: the sequence starts from it.
+        sqlx::query(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'xjob_log', ? \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'xjob_log')",
+        )
+        .bind(past)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_error)?;
+        tx.commit().await.map_err(map_error)
+    }
+
     /// Rows of the log and the pages of the file in use (see [`super::LogStorage`]).
     pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
         let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM xjob_log")
