@@ -1,8 +1,13 @@
 //! The xjob wire contract: generated protobuf messages, gRPC clients and servers, the protocol
 //! version checked in the executor handshake, and the descriptor set served by reflection.
 //!
-//! Nothing else lives here: the admin and the executor SDK each depend on this crate and never
-//! on each other.
+//! Besides, a small spelling both the admin and the command line share: [`duration`] (`5s`,
+//! `2m` in flags and configuration).
+//!
+//! Nothing else lives here: the admin, the command line and the executor SDK each depend on this
+//! crate and never on each other.
+
+pub mod duration;
 
 /// Generated code of package `xjob.v1`.
 pub mod pb {
