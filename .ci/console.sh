@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web console's browser test (admin/tests/console_browser.rs) needs Debian's Chromium, node
+# The web console's browser test (admin/tests/it/console_browser.rs) needs Debian's Chromium, node
 # and the Playwright driver (npm `playwright-core`, which downloads no browser). Source this
 # file, then call xjob_install_console_tools; it is idempotent: apt runs only when Chromium is
 # missing, npm ci reuses its cache in $XJOB_CI_CACHE/npm. Under CI the test fails when any of

@@ -5,7 +5,7 @@
 #   xjob_start_postgres      exports XJOB_TEST_POSTGRES_URL  postgres://xjob:xjob@127.0.0.1:PORT/xjob
 #                            and XJOB_TEST_POSTGRES_CTL, a command taking
 #                            start|stop|restart|checkpoint
-#                            (admin/tests/cluster.rs restarts the server under load with it)
+#                            (admin/tests/it/cluster.rs restarts the server under load with it)
 #   xjob_start_mariadb       exports XJOB_TEST_MYSQL_URL     mysql://xjob:xjob@127.0.0.1:PORT/xjob
 #   xjob_stop_databases      stops both and deletes their directories
 # The caller stops them on exit (.ci/run: `trap xjob_stop_databases EXIT`).

@@ -1,5 +1,5 @@
 // Drives the xjob web console in headless Chromium (Playwright, browser given by path).
-// Started by admin/tests/console_browser.rs, which runs a real admin and an executor with the
+// Started by admin/tests/it/console_browser.rs, which runs a real admin and an executor with the
 // handlers `echo`, `sleep` and `flaky`, and passes:
 //   XJOB_CONSOLE_URL     the console, e.g. http://127.0.0.1:8081
 //   XJOB_CHROMIUM        the Chromium binary

@@ -1,8 +1,14 @@
 //! The xjob wire contract: generated protobuf messages, gRPC clients and servers, the protocol
 //! version checked in the executor handshake, and the descriptor set served by reflection.
 //!
-//! Nothing else lives here: the admin and the executor SDK each depend on this crate and never
-//! on each other.
+//! Besides, the two small spellings every side shares: [`duration`] (`5s`, `2m` in flags and
+//! configuration) and [`traceparent`] (the W3C header carried in `RunRequest`).
+//!
+//! Nothing else lives here: the admin, the command line and the executor SDK each depend on this
+//! crate and never on each other.
+
+pub mod duration;
+pub mod traceparent;
 
 /// Generated code of package `xjob.v1`.
 pub mod pb {

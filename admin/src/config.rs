@@ -733,33 +733,9 @@ fn machine_time_zone() -> String {
         .unwrap_or_else(|| "UTC".to_string())
 }
 
-/// Parses `250ms`, `5s`, `2m`, `1h` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split_at = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split_at);
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration like 5s"))?;
-    let unit_ms: u64 = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    // A huge number of hours must be an error, not an overflow (a panic at start).
-    value
-        .checked_mul(unit_ms)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("'{text}' is too long"))
-}
+/// Parses `250ms`, `5s`, `2m`, `1h` (a bare number is seconds): the spelling the command line
+/// shares, kept in the wire crate.
+pub use xjob_proto::duration::parse as parse_duration;
 
 pub(crate) mod duration_text {
     use std::time::Duration;
@@ -796,14 +772,6 @@ mod tests {
             refused.to_string().contains("XJOB_EXECUTOR_PEER_CHECK"),
             "{refused}"
         );
-    }
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("5 parsecs").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The docs check for CLI examples: every `xjob …` command in a shell block of README.md,
 //! CONTRIBUTING.md and docs/*.md is parsed by this binary's own argument parser, so an example
 //! with a misspelt flag, a removed verb or an option in the wrong place fails the build's tests.
-//! (Runnable blocks are also executed, in `admin/tests/docs.rs`.)
+//! (Runnable blocks are also executed, in `admin/tests/it/docs.rs`.)
 
 use std::path::Path;
 

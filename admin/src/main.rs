@@ -1,6 +1,5 @@
 //! `xjob`: the admin's command line.
 
-mod cli;
 mod logs;
 
 use std::path::PathBuf;
@@ -33,7 +32,7 @@ enum Command {
     User(UserCommand),
     /// Client commands against a running admin over gRPC (jobs, runs, groups, executors, preview).
     #[command(flatten)]
-    Client(cli::Command),
+    Client(xjob_cli::Command),
     /// Imports an XXL-JOB installation's groups and jobs (docs/migrating-from-xxl-job.md);
     /// exits 2 when something could not be imported (listed with the reason).
     ImportXxlJob {
@@ -216,7 +215,7 @@ async fn main() -> ExitCode {
     };
     let result = match command {
         // The client prints its own one-line errors, with its own exit codes.
-        Command::Client(command) => Ok(cli::run(command).await),
+        Command::Client(command) => Ok(xjob_cli::run(command).await),
         Command::Serve(args) => serve(args).await.map(|()| 0),
         Command::Migrate(config) => migrate(config).await.map(|()| 0),
         Command::User(UserCommand::Create(args)) => create_user(args).await.map(|()| 0),

@@ -13,6 +13,7 @@ use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState,
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use xjob_proto::traceparent::Traceparent;
 
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
 pub const DEFAULT_SERVICE_NAME: &str = "xjob-admin";
@@ -110,39 +111,30 @@ pub fn provider(
     ))
 }
 
-/// W3C `traceparent` of a span: `00-<trace id>-<span id>-<flags>`.
+/// W3C `traceparent` of a span (written by `xjob_proto::traceparent`); empty for none.
 pub fn traceparent(context: &SpanContext) -> String {
     if !context.is_valid() {
         return String::new();
     }
-    format!(
-        "00-{:032x}-{:016x}-{:02x}",
-        context.trace_id(),
-        context.span_id(),
-        context.trace_flags().to_u8()
-    )
+    Traceparent {
+        trace_id: u128::from_be_bytes(context.trace_id().to_bytes()),
+        span_id: u64::from_be_bytes(context.span_id().to_bytes()),
+        flags: context.trace_flags().to_u8(),
+    }
+    .to_string()
 }
 
 /// The remote span a W3C `traceparent` names; `None` for anything else (a bad header is
 /// ignored, never an error: tracing must not refuse work).
 pub fn parse_traceparent(text: &str) -> Option<SpanContext> {
-    let mut parts = text.trim().split('-');
-    let (version, trace, span, flags) =
-        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if version.len() != 2 || version == "ff" || trace.len() != 32 || span.len() != 16 {
-        return None;
-    }
-    let trace_id = TraceId::from_hex(trace).ok()?;
-    let span_id = SpanId::from_hex(span).ok()?;
-    let flags = u8::from_str_radix(flags.get(..2)?, 16).ok()?;
-    let context = SpanContext::new(
-        trace_id,
-        span_id,
-        TraceFlags::new(flags),
+    let header = Traceparent::parse(text)?;
+    Some(SpanContext::new(
+        TraceId::from(header.trace_id),
+        SpanId::from(header.span_id),
+        TraceFlags::new(header.flags),
         true,
         TraceState::default(),
-    );
-    context.is_valid().then_some(context)
+    ))
 }
 
 /// The trace id a log row names (32 hex digits), as a span context to link to: links need a

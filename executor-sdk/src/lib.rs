@@ -70,4 +70,6 @@ pub use handler::{JobError, JobOutput, JobResult};
 pub use opentelemetry;
 pub use running::RunningExecutor;
 pub use tokio_util::sync::CancellationToken;
-pub use xjob_proto::pb;
+/// The wire enums the builder and [`JobContext`] speak: which glue types run
+/// ([`ExecutorBuilder::enable_glue`]) and why a run was fired ([`JobContext::trigger_type`]).
+pub use xjob_proto::pb::{GlueType, TriggerType};

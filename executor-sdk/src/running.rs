@@ -307,7 +307,9 @@ impl RunningExecutor {
     }
 
     /// Simulates a process crash (for tests): aborts every task and handler, drops the session
-    /// without Deregister, stops the server and sends no callbacks.
+    /// without Deregister, stops the server and sends no callbacks. Only with the `test-crash`
+    /// feature, which the workspace's own tests turn on: an app has no use for it.
+    #[cfg(feature = "test-crash")]
     pub fn crash(self) {
         tracing::warn!(address = %self.address, "executor crashing on purpose");
         self.crashed.store(true, Ordering::SeqCst);

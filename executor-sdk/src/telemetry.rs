@@ -24,6 +24,7 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use xjob_proto::pb;
+use xjob_proto::traceparent::Traceparent;
 
 /// The open spans of this executor's runs, by log id.
 #[derive(Default)]
@@ -220,36 +221,30 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// W3C `traceparent` of a span: `00-<trace id>-<span id>-<flags>`.
+/// W3C `traceparent` of a span (written by `xjob_proto::traceparent`); empty for none.
 pub(crate) fn traceparent(context: &SpanContext) -> String {
     if !context.is_valid() {
         return String::new();
     }
-    format!(
-        "00-{:032x}-{:016x}-{:02x}",
-        context.trace_id(),
-        context.span_id(),
-        context.trace_flags().to_u8()
-    )
+    Traceparent {
+        trace_id: u128::from_be_bytes(context.trace_id().to_bytes()),
+        span_id: u64::from_be_bytes(context.span_id().to_bytes()),
+        flags: context.trace_flags().to_u8(),
+    }
+    .to_string()
 }
 
-/// The remote span a W3C `traceparent` names; `None` for anything else (ignored, never an
-/// error: tracing must not refuse a run).
+/// The remote span a W3C `traceparent` names; `None` for anything else (a bad header is
+/// ignored, never an error: tracing must not refuse work).
 pub(crate) fn parse_traceparent(text: &str) -> Option<SpanContext> {
-    let mut parts = text.trim().split('-');
-    let (version, trace, span, flags) =
-        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if version.len() != 2 || version == "ff" || trace.len() != 32 || span.len() != 16 {
-        return None;
-    }
-    let context = SpanContext::new(
-        TraceId::from_hex(trace).ok()?,
-        SpanId::from_hex(span).ok()?,
-        TraceFlags::new(u8::from_str_radix(flags.get(..2)?, 16).ok()?),
+    let header = Traceparent::parse(text)?;
+    Some(SpanContext::new(
+        TraceId::from(header.trace_id),
+        SpanId::from(header.span_id),
+        TraceFlags::new(header.flags),
         true,
         TraceState::default(),
-    );
-    context.is_valid().then_some(context)
+    ))
 }
 
 #[cfg(test)]

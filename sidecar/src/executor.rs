@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use xjob_executor::pb::GlueType;
+use xjob_executor::GlueType;
 use xjob_executor::{CommandSpec, Executor, ExecutorBuilder};
 
 use crate::config::{Config, GlueLanguage, HandlerConfig};

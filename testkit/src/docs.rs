@@ -2,7 +2,7 @@
 //! fenced code blocks with the marker comment written before them, links, headings as GitHub
 //! anchors, inline code, shell commands split into words, and the names `proto/` declares.
 //!
-//! The checks themselves live in the admin's tests (`admin/tests/docs.rs`, and the CLI examples
+//! The checks themselves live in the admin's tests (`admin/tests/it/docs.rs`, and the CLI examples
 //! in the `xjob` binary's own tests), where the admin's and the sidecar's parsers are at hand.
 //! Everything here is plain text processing, so a check's logic can be tested on small bad
 //! inputs without any file.

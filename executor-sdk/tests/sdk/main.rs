@@ -13,11 +13,12 @@ use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status, Streaming};
-use xjob_executor::pb::admin_message::Kind as AdminKind;
-use xjob_executor::pb::executor_message::Kind as ExecutorKind;
-use xjob_executor::pb::executor_service_client::ExecutorServiceClient;
-use xjob_executor::pb::registry_server::{Registry, RegistryServer};
-use xjob_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobOutput, JobResult, pb};
+use xjob_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobOutput, JobResult};
+use xjob_proto::pb;
+use xjob_proto::pb::admin_message::Kind as AdminKind;
+use xjob_proto::pb::executor_message::Kind as ExecutorKind;
+use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
+use xjob_proto::pb::registry_server::{Registry, RegistryServer};
 
 #[cfg(unix)]
 mod command;

@@ -5,7 +5,8 @@ use xjob_proto::pb;
 
 use super::client::Client;
 use super::error::CliError;
-use super::jobs::{confirm, resolve_group};
+use super::group_names::resolve_group;
+use super::prompt::confirm;
 use super::render::{self, Details, Output, Table};
 use super::view::{self, GroupView};
 

@@ -114,7 +114,7 @@ fn transport_cause(status: &Status) -> Option<String> {
     let mut source = std::error::Error::source(status);
     while let Some(cause) = source {
         if cause.is::<tonic::transport::Error>() {
-            return Some(super::client::error_chain(cause));
+            return Some(error_chain(cause));
         }
         source = cause.source();
     }
@@ -153,4 +153,19 @@ fn short_message(message: &str) -> String {
     }
     let cut: String = line.chars().take(MAX).collect();
     format!("{cut}…")
+}
+
+/// An error with its causes, `outer: inner: root` (tonic's transport errors say little alone).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -14,7 +14,7 @@
 //! `--job-time-zone`. Needs `XJOB_TEST_MYSQL_URL`; each test drops its database, also when an
 //! assertion fails.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::process::{Command, Stdio};

@@ -7,16 +7,25 @@
 //!   connect);
 //! - [`render`]: aligned tables and `key: value` details for people, JSON for scripts;
 //! - [`view`]: the stable JSON shape of each object and the enum names flags accept;
+//! - [`group_names`]: `--group` as an id or an app name, `app (id)` in tables;
+//! - [`prompt`]: the confirmation asked before a delete;
 //! - one module per noun: [`jobs`], [`runs`], [`groups`], [`executors`], [`preview`].
 //!
-//! docs/cli.md is the user's guide.
+//! Arrows point down only: the nouns use the helpers above; `jobs trigger --follow` uses
+//! [`runs`]; `render` imports only `error`, and `error` nothing of the crate.
+//!
+//! This crate knows the admin only through the wire contract (`xjob-proto`); the `xjob` binary
+//! (in the admin's package) flattens [`Command`] into its own commands. docs/cli.md is the
+//! user's guide.
 
 mod client;
 mod error;
 mod executors;
+mod group_names;
 mod groups;
 mod jobs;
 mod preview;
+mod prompt;
 mod render;
 mod runs;
 mod view;

@@ -9,7 +9,7 @@ use xjob_proto::pb;
 
 use super::client::Client;
 use super::error::CliError;
-use super::jobs::{group_label, group_names, resolve_group};
+use super::group_names::{group_label, group_names, resolve_group};
 use super::render::{self, Details, Output, Table};
 use super::view::{self, RunView};
 
@@ -120,7 +120,7 @@ async fn list(args: ListArgs, out: &Output, client: &mut Client) -> Result<(), C
     };
     let from_ms = match &args.since {
         Some(text) => {
-            let since = xjob_admin::config::parse_duration(text)
+            let since = xjob_proto::duration::parse(text)
                 .map_err(|error| CliError::Usage(format!("--since: {error}")))?;
             render::now_ms() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX / 2)
         }

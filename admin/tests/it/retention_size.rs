@@ -17,7 +17,7 @@
 //! within 60 s it shows the rows bounded but not yet the size; MariaDB (`XJOB_TEST_MYSQL_URL`) InnoDB's table statistics. The curves and the bytes per run
 //! are printed; docs/operations.md ("Sizing the log") quotes them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,8 +26,8 @@ use common::cluster::{Cluster, Database, Timing};
 use common::wait_until;
 use xjob_proto::pb;
 
-/// One scenario at a time: they measure on a small machine.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+// One scenario at a time, and never beside the timing scenarios of the other modules.
+use common::ONE_AT_A_TIME;
 
 /// Jobs firing every second.
 const JOBS: i64 = 200;

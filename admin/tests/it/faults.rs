@@ -10,7 +10,7 @@
 //!
 //! Figures measured are printed and written up in docs/operations.md ("Faults").
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,8 +25,8 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
-/// One scenario at a time: they measure timing on a small machine.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+// One scenario at a time, and never beside the timing scenarios of the other modules.
+use common::ONE_AT_A_TIME;
 
 /// Jobs firing every second in each scenario.
 const JOBS: usize = 100;

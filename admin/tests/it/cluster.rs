@@ -14,7 +14,7 @@
 //! The scenarios run one at a time (a process-wide lock): they measure timing on a 2-core
 //! machine and would disturb each other. Durations and load are in `docs/operations.md`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -24,8 +24,8 @@ use common::cluster::{
 use common::wait_until;
 use xjob_proto::pb;
 
-/// One scenario at a time, whatever the test harness's thread count.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+// One scenario at a time, and never beside the timing scenarios of the other modules.
+use common::ONE_AT_A_TIME;
 
 // ---------------------------------------------------------------------------------------------
 // The scenarios

@@ -246,6 +246,7 @@ fn source_text() -> String {
     let mut text = String::new();
     let mut pending: Vec<PathBuf> = [
         "admin",
+        "cli",
         "sidecar",
         "executor-sdk",
         "examples",
@@ -306,12 +307,16 @@ fn unknown_env_var_problems(file: &Path, markdown: &str, source: &str) -> Vec<St
     problems
 }
 
-/// The `XJOB_*` variables the admin and the sidecar read (their string literals), test-only
-/// ones aside.
+/// The `XJOB_*` variables the admin (with its command line) and the sidecar read (their string
+/// literals), test-only ones aside.
 fn code_env_vars() -> BTreeSet<String> {
     let root = root();
     let mut text = String::new();
-    let mut pending = vec![root.join("admin/src"), root.join("sidecar/src")];
+    let mut pending = vec![
+        root.join("admin/src"),
+        root.join("cli/src"),
+        root.join("sidecar/src"),
+    ];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();

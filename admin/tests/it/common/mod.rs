@@ -15,6 +15,10 @@ use tonic::transport::Channel;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 pub use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, free_port, wait_until};
 
+/// Held by each timing scenario (cluster, faults, retention): they measure timing on a 2-core
+/// machine, so they run one at a time, whatever the test harness's thread count.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The admin binary Cargo built for these tests.
 pub fn xjob_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_xjob"))

@@ -12,7 +12,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
-use super::error::CliError;
+use super::error::{CliError, error_chain};
 use super::render::Format;
 
 /// A connected `JobAdmin` client that sends the token on every call.
@@ -144,21 +144,6 @@ fn endpoint(options: &ClientOptions) -> Result<Endpoint, CliError> {
     endpoint
         .tls_config(config)
         .map_err(|error| CliError::Usage(format!("tls: {}", error_chain(&error))))
-}
-
-/// An error with its causes, `outer: inner: root` (tonic's transport errors say little alone).
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The first characters of a value the user gave, for messages.

@@ -3,14 +3,16 @@
 //! changes only the flags given and writes it back.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 
 use clap::{Args, Subcommand};
 use xjob_proto::pb;
 
 use super::client::{Client, short};
 use super::error::CliError;
+use super::group_names::{group_label, group_names, resolve_group};
+use super::prompt::confirm;
 use super::render::{self, Details, Output, Table};
+use super::runs;
 use super::view::{self, JobView};
 
 #[derive(Subcommand)]
@@ -179,7 +181,7 @@ pub struct JobFields {
 
 /// `90s`, `5m`, `250ms`, `0` as milliseconds.
 fn parse_ms(text: &str) -> Result<i64, String> {
-    let duration = xjob_admin::config::parse_duration(text)?;
+    let duration = xjob_proto::duration::parse(text)?;
     i64::try_from(duration.as_millis()).map_err(|_| format!("'{}' is too long", short(text)))
 }
 
@@ -321,26 +323,6 @@ async fn delete(id: i64, yes: bool, out: &Output, client: &mut Client) -> Result
     )
 }
 
-/// Asks on the terminal; without one, `--yes` is required.
-pub fn confirm(question: &str) -> Result<(), CliError> {
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(CliError::Usage(
-            "stdin is not a terminal: pass --yes to confirm".into(),
-        ));
-    }
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    stdin
-        .read_line(&mut answer)
-        .map_err(|error| CliError::Failed(format!("cannot read the answer: {error}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(CliError::Usage("not confirmed".into()))
-    }
-}
-
 async fn trigger(args: TriggerArgs, out: &Output, client: &mut Client) -> Result<(), CliError> {
     let request = pb::TriggerJobRequest {
         id: args.id,
@@ -364,7 +346,7 @@ async fn trigger(args: TriggerArgs, out: &Output, client: &mut Client) -> Result
         )?;
     }
     match (args.follow, log_ids.as_slice()) {
-        (true, [only]) => super::runs::follow(client, out, *only, 1).await,
+        (true, [only]) => runs::follow(client, out, *only, 1).await,
         (true, _) => Err(CliError::Usage(
             "--follow needs a single run; this trigger made several (a broadcast)".into(),
         )),
@@ -477,53 +459,6 @@ fn parse_ids(text: &str) -> Result<Vec<i64>, CliError> {
             })
         })
         .collect()
-}
-
-/// A group given as its id or its app name.
-pub async fn resolve_group(client: &mut Client, group: &str) -> Result<i64, CliError> {
-    if let Ok(id) = group.trim().parse::<i64>() {
-        return Ok(id);
-    }
-    let request = pb::ListGroupsRequest {
-        app_name: group.trim().to_string(),
-        page_size: 1000,
-        page_token: String::new(),
-    };
-    let groups = client.list_groups(request).await?.into_inner().groups;
-    groups
-        .iter()
-        .find(|found| found.app_name == group.trim())
-        .map(|found| found.id)
-        .ok_or_else(|| {
-            CliError::Failed(format!(
-                "not found: --group '{}': no group has this id or app name (xjob groups list)",
-                short(group)
-            ))
-        })
-}
-
-/// Group id → app name, for tables; empty when the caller may not list groups.
-pub async fn group_names(client: &mut Client) -> HashMap<i64, String> {
-    let request = pb::ListGroupsRequest {
-        page_size: 1000,
-        ..Default::default()
-    };
-    match client.list_groups(request).await {
-        Ok(answer) => answer
-            .into_inner()
-            .groups
-            .into_iter()
-            .map(|group| (group.id, group.app_name))
-            .collect(),
-        Err(_) => HashMap::new(),
-    }
-}
-
-pub fn group_label(groups: &HashMap<i64, String>, id: i64) -> String {
-    match groups.get(&id) {
-        Some(app) => format!("{app} ({id})"),
-        None => id.to_string(),
-    }
 }
 
 /// `cron 0 * * * * ?`, `every 30s`, `30s after each run`, `manual`.
