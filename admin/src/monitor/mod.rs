@@ -18,7 +18,6 @@ pub mod lost;
 pub mod notify;
 pub mod policy;
 pub mod stranded;
-pub mod xxl_idle;
 
 pub use alarm::{Alarm, AlarmFuture, LogAlarm};
 pub use followup::run_followup;
