@@ -1,27 +1,28 @@
-//! Wiring only: opens the store, registers this node, builds the shared context, binds the
-//! port, and spawns every background task under one `CancellationToken` and a `TaskTracker`.
-//! Shutdown runs in order: stop the scan, stop the ring (its fires are durable), end executor
-//! sessions, stop the server, drain dispatches and claims, flush the recorder, and only then
-//! close the database pool.
+//! Wiring only, in four steps: [`bind`] the ports (and read the certificates), [`open_and_register`]
+//! the database and this node, [`build`] the shared handles, [`spawn`] every task into its stage
+//! of the [`Lifecycle`]. Shutdown stops the stages in the lifecycle's order (loops, console,
+//! dispatch, batcher, recorder: `lifecycle.rs`), and only then closes the database pool.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
+use crate::api::job_admin::JobAdminService;
 use crate::config::Config;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::health::Health;
-use crate::model::{NodeIdentity, SharedClock, system_clock};
+use crate::lifecycle::{Lifecycle, Stage};
+use crate::model::{ExecutorInfo, NodeIdentity, SharedClock, system_clock};
 use crate::registry::{Registry, RegistryContext};
 use crate::schedule::{Scheduler, SchedulerParts};
 use crate::store::Store;
+use crate::store::liveness::NodeLock;
+use crate::trigger::recorder::{HeldOutcomes, Outcome};
 use crate::trigger::{Trigger, TriggerParts};
 
 /// A started admin: its address and the handles to stop it.
@@ -31,11 +32,7 @@ pub struct RunningAdmin {
     xxl_compat_addr: Option<SocketAddr>,
     console_addr: Option<SocketAddr>,
     node: NodeIdentity,
-    cancel: CancellationToken,
-    tracker: TaskTracker,
-    dispatch_tracker: TaskTracker,
-    recorder_cancel: CancellationToken,
-    recorder_tracker: TaskTracker,
+    lifecycle: Lifecycle,
     store: Store,
     tls: bool,
 }
@@ -72,27 +69,10 @@ impl RunningAdmin {
         &self.node
     }
 
-    /// Stops everything in order and waits (bounded) for the tasks to end.
+    /// Stops every stage in order, each within its bound, then closes the database pool: the
+    /// recorder, stopped last, has written what the dispatches recorded.
     pub async fn shutdown(self) {
-        self.cancel.cancel();
-        if tokio::time::timeout(Duration::from_secs(10), self.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("background tasks did not stop within 10s");
-        }
-        self.dispatch_tracker.close();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.dispatch_tracker.wait()).await;
-        // The recorder writes what the dispatches recorded, then ends; the pool closes after
-        // its last flush.
-        self.recorder_cancel.cancel();
-        self.recorder_tracker.close();
-        if tokio::time::timeout(Duration::from_secs(10), self.recorder_tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("dispatch outcomes were still being written after 10s");
-        }
+        self.lifecycle.shutdown().await;
         self.store.close().await;
         tracing::info!("admin stopped");
     }
@@ -126,16 +106,67 @@ pub async fn start_with(
     let config = Arc::new(config);
     // Bind first: a second admin started by mistake on the same port fails here, before it
     // touches the node row (and the epoch) of the one already running.
-    let listener = TcpListener::bind(config.listen).await.map_err(|error| {
+    let listeners = bind(&config).await?;
+    let clock = system_clock();
+    let opened = open_and_register(&config, &clock).await?;
+    let (store, node) = (opened.store.clone(), opened.node.clone());
+    let lifecycle = Lifecycle::new();
+    let built = build(Arc::clone(&config), opened, clock, &lifecycle);
+    let addresses = listeners.addresses;
+    spawn(built, listeners, alarm, &lifecycle).await?;
+
+    let tls = match (config.tls_cert.is_some(), config.tls_client_auth) {
+        (false, _) => "off",
+        (true, crate::config::TlsClientAuth::None) => "on",
+        (true, crate::config::TlsClientAuth::Executors) => "on, executors need client certificates",
+        (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
+    };
+    tracing::info!(address = %addresses.grpc, node = %node.node_id, epoch = node.epoch, %tls,
+        database = %redact(&config.database_url), "admin started");
+    if let Some(address) = addresses.xxl_compat {
+        tracing::info!(%address, "serving XXL-JOB executors (registry, callback)");
+    }
+    crate::auth::startup::warn_open_registry(&config, addresses.grpc, addresses.xxl_compat);
+    Ok(RunningAdmin {
+        local_addr: addresses.grpc,
+        metrics_addr: addresses.metrics,
+        xxl_compat_addr: addresses.xxl_compat,
+        console_addr: addresses.console,
+        node,
+        lifecycle,
+        store,
+        tls: config.tls_cert.is_some(),
+    })
+}
+
+/// The bound ports (and the server certificates), before anything else starts.
+struct Listeners {
+    grpc: TcpListener,
+    server_tls: Option<Arc<xjob_tls::ServerTls>>,
+    metrics: Option<TcpListener>,
+    console: Option<TcpListener>,
+    xxl_compat: Option<TcpListener>,
+    addresses: Addresses,
+}
+
+/// Where each bound port listens.
+#[derive(Clone, Copy)]
+struct Addresses {
+    grpc: SocketAddr,
+    metrics: Option<SocketAddr>,
+    console: Option<SocketAddr>,
+    xxl_compat: Option<SocketAddr>,
+}
+
+/// Binds every configured port and reads the certificates: a taken port or a bad file fails
+/// startup here, before the database is touched.
+async fn bind(config: &Config) -> Result<Listeners, Error> {
+    let grpc = TcpListener::bind(config.listen).await.map_err(|error| {
         Error::unavailable(
             format!("cannot listen on {}: {error}", config.listen),
             error,
         )
     })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|error| Error::internal(format!("listener address: {error}"), error))?;
-    // Certificates are read before anything else starts, so a bad file fails startup.
     let server_tls = match config.server_tls() {
         Some(files) => Some(xjob_tls::ServerTls::load(files).map_err(|error| {
             Error::unavailable(format!("cannot load TLS certificates: {error}"), error)
@@ -151,7 +182,7 @@ pub async fn start_with(
             )
         })?;
     }
-    let metrics_listener = match config.metrics_listen {
+    let metrics = match config.metrics_listen {
         Some(address) => Some(crate::metrics::bind(address).await.map_err(|error| {
             Error::unavailable(
                 format!("cannot listen on {address} for metrics: {error}"),
@@ -160,35 +191,58 @@ pub async fn start_with(
         })?),
         None => None,
     };
-    let console_listener = match config.http_listen {
+    let console = match config.http_listen {
         Some(address) => Some(crate::console::bind(address).await?),
         None => None,
     };
-    let console_addr = match &console_listener {
-        Some(listener) => Some(listener.local_addr().map_err(|error| {
-            Error::internal(format!("console listener address: {error}"), error)
-        })?),
-        None => None,
-    };
-    let metrics_addr = match &metrics_listener {
-        Some(listener) => Some(listener.local_addr().map_err(|error| {
-            Error::internal(format!("metrics listener address: {error}"), error)
-        })?),
-        None => None,
-    };
-    let xxl_compat_listener = match config.xxl_job_compat_listen {
+    let xxl_compat = match config.xxl_job_compat_listen {
         Some(address) => Some(crate::xxl_compat::bind(address).await?),
         None => None,
     };
-    let xxl_compat_addr = match &xxl_compat_listener {
-        Some(listener) => Some(listener.local_addr().map_err(|error| {
-            Error::internal(
-                format!("XXL-JOB compatibility listener address: {error}"),
-                error,
-            )
-        })?),
-        None => None,
+    let addresses = Addresses {
+        grpc: address_of(&grpc, "listener")?,
+        metrics: optional_address_of(&metrics, "metrics listener")?,
+        console: optional_address_of(&console, "console listener")?,
+        xxl_compat: optional_address_of(&xxl_compat, "XXL-JOB compatibility listener")?,
     };
+    Ok(Listeners {
+        grpc,
+        server_tls,
+        metrics,
+        console,
+        xxl_compat,
+        addresses,
+    })
+}
+
+fn address_of(listener: &TcpListener, what: &str) -> Result<SocketAddr, Error> {
+    listener
+        .local_addr()
+        .map_err(|error| Error::internal(format!("{what} address: {error}"), error))
+}
+
+fn optional_address_of(
+    listener: &Option<TcpListener>,
+    what: &str,
+) -> Result<Option<SocketAddr>, Error> {
+    listener
+        .as_ref()
+        .map(|listener| address_of(listener, what))
+        .transpose()
+}
+
+/// The database opened and this node registered under a new epoch.
+struct Opened {
+    store: Store,
+    node: NodeIdentity,
+    /// Held for the whole epoch (`liveness_locks`); the liveness loop keeps it.
+    node_lock: Option<NodeLock>,
+    /// This node's executor sessions of its previous run, restored for one lease.
+    previous_sessions: Vec<ExecutorInfo>,
+}
+
+/// Opens the database, checks the access rules, and registers this node (a new epoch).
+async fn open_and_register(config: &Config, clock: &SharedClock) -> Result<Opened, Error> {
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             Error::unavailable(
@@ -203,9 +257,8 @@ pub async fn start_with(
     let store = Store::connect(&config.database_url)
         .await
         .map_err(|error| Error::unavailable(format!("cannot open database: {error}"), error))?;
-    let clock = system_clock();
     // Before this node registers or serves anything: JobAdmin never runs open on a network.
-    crate::auth::startup::check(&store, &config, clock.now_ms()).await?;
+    crate::auth::startup::check(&store, config, clock.now_ms()).await?;
     // Taken before the epoch is registered, so the lock covers the whole epoch.
     let node_lock = match config.liveness_locks {
         true => crate::schedule::liveness::acquire_at_start(&store, &config.node_id).await,
@@ -223,20 +276,42 @@ pub async fn start_with(
         epoch,
     };
     let previous_sessions = store.list_registry_of_node(&node.node_id).await?;
+    Ok(Opened {
+        store,
+        node,
+        node_lock,
+        previous_sessions,
+    })
+}
 
-    let cancel = CancellationToken::new();
-    let tracker = TaskTracker::new();
-    let dispatch_tracker = TaskTracker::new();
-    let recorder_cancel = CancellationToken::new();
-    let recorder_tracker = TaskTracker::new();
+/// The shared handles, built once; nothing runs yet.
+struct Built {
+    ctx: Arc<AdminContext>,
+    scheduler: Arc<Scheduler>,
+    job_admin: Arc<JobAdminService>,
+    node_lock: Option<NodeLock>,
+    records_rx: mpsc::UnboundedReceiver<Outcome>,
+    held_outcomes: HeldOutcomes,
+}
+
+/// Builds the registry, the executor client, the trigger, the scheduler and the context, each
+/// given the stage its tasks run in.
+fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Lifecycle) -> Built {
+    let Opened {
+        store,
+        node,
+        node_lock,
+        previous_sessions,
+    } = opened;
     let (records_tx, records_rx) = mpsc::unbounded_channel();
-    let held_outcomes = crate::trigger::recorder::HeldOutcomes::default();
+    let held_outcomes = HeldOutcomes::default();
     let registry = Arc::new(Registry::default());
-    restore_routes(&registry, previous_sessions, &clock);
+    crate::registry::leases::restore_sessions(&registry, previous_sessions, &clock);
     let executors = Arc::new(
         ExecutorClient::new(config.executor_timeout, config.executor_client_tls())
             .with_default_token(config.executor_token.clone())
-            .with_registry(Arc::clone(&registry)),
+            .with_registry(Arc::clone(&registry))
+            .with_batcher_tasks(lifecycle.stage(Stage::Batcher).clone()),
     );
     let trigger = Arc::new(Trigger::new(
         TriggerParts {
@@ -247,7 +322,7 @@ pub async fn start_with(
             clock: Arc::clone(&clock),
             recorder_tx: records_tx,
             held: held_outcomes.clone(),
-            tracker: dispatch_tracker.clone(),
+            tasks: lifecycle.stage(Stage::Dispatch).clone(),
         },
         &config,
     ));
@@ -268,181 +343,170 @@ pub async fn start_with(
     let ctx = Arc::new(AdminContext {
         config: Arc::clone(&config),
         store: store.clone(),
-        registry: Arc::clone(&registry),
-        sessions: Arc::clone(&sessions),
+        registry,
+        sessions,
         trigger: Arc::clone(&trigger),
-        executors: Arc::clone(&executors),
+        executors,
         schedule_wake: Arc::clone(&schedule_wake),
         node: node.clone(),
         clock: Arc::clone(&clock),
-        tracker: tracker.clone(),
+        tasks: lifecycle.stage(Stage::Loops).clone(),
         health: Arc::clone(&health),
     });
     let scheduler = Arc::new(Scheduler::new(
         SchedulerParts {
-            store: store.clone(),
-            trigger: Arc::clone(&trigger),
-            node: node.clone(),
+            store,
+            trigger,
+            node,
             wake: schedule_wake,
-            clock: Arc::clone(&clock),
-            tracker: dispatch_tracker.clone(),
-            health: Arc::clone(&health),
+            clock,
+            tasks: lifecycle.stage(Stage::Dispatch).clone(),
+            health,
         },
-        Arc::clone(&config),
+        config,
     ));
-
-    let job_admin = Arc::new(crate::api::job_admin::JobAdminService::new(Arc::clone(
-        &ctx,
-    )));
-    let (routes, health_reporter) =
-        crate::api::routes(Arc::clone(&ctx), Arc::clone(&job_admin), cancel.clone())
-            .await
-            .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
-
-    recorder_tracker.spawn(crate::trigger::recorder::run_recorder(
-        store.clone(),
+    let job_admin = Arc::new(JobAdminService::new(Arc::clone(&ctx)));
+    Built {
+        ctx,
+        scheduler,
+        job_admin,
+        node_lock,
         records_rx,
         held_outcomes,
-        Arc::clone(&health),
-        recorder_cancel.clone(),
-    ));
-    tracker.spawn(crate::executor::follow_removals(
-        Arc::clone(&executors),
-        registry.removals(),
-        cancel.clone(),
-    ));
-    if let Some(tls) = &server_tls {
-        tracker.spawn(Arc::clone(tls).watch(config.tls_reload_interval, cancel.clone()));
     }
-    tracker.spawn(serve(
+}
+
+/// Starts every task in its stage: the recorder, the servers, the console, and the loops.
+async fn spawn(
+    built: Built,
+    listeners: Listeners,
+    alarm: Arc<dyn crate::monitor::Alarm>,
+    lifecycle: &Lifecycle,
+) -> Result<(), Error> {
+    let Built {
+        ctx,
+        scheduler,
+        job_admin,
+        node_lock,
+        records_rx,
+        held_outcomes,
+    } = built;
+    let config = Arc::clone(&ctx.config);
+    let loops = lifecycle.stage(Stage::Loops);
+    let cancel = || loops.stopping().clone();
+    let (routes, health_reporter) =
+        crate::api::routes(Arc::clone(&ctx), Arc::clone(&job_admin), cancel())
+            .await
+            .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
+    let recorder = lifecycle.stage(Stage::Recorder);
+    recorder.spawn(crate::trigger::recorder::run_recorder(
+        ctx.store.clone(),
+        records_rx,
+        held_outcomes,
+        Arc::clone(&ctx.health),
+        recorder.clone(),
+    ));
+    loops.spawn(crate::executor::follow_removals(
+        Arc::clone(&ctx.executors),
+        ctx.registry.removals(),
+        cancel(),
+    ));
+    if let Some(tls) = &listeners.server_tls {
+        loops.spawn(Arc::clone(tls).watch(config.tls_reload_interval, cancel()));
+    }
+    loops.spawn(serve(
         routes,
-        listener,
-        server_tls.clone(),
+        listeners.grpc,
+        listeners.server_tls.clone(),
         Arc::clone(&config),
-        cancel.clone(),
+        cancel(),
     ));
-    if let Some(metrics_listener) = metrics_listener {
-        tracker.spawn(crate::metrics::serve(
-            metrics_listener,
-            cancel.clone(),
-            config
-                .allowed_hosts()
-                .map_err(|error| Error::internal(error.to_string(), error))?,
-        ));
+    if let Some(listener) = listeners.metrics {
+        let hosts = config
+            .allowed_hosts()
+            .map_err(|error| Error::internal(error.to_string(), error))?;
+        loops.spawn(crate::metrics::serve(listener, cancel(), hosts));
     }
-    if let Some(listener) = xxl_compat_listener {
-        tracker.spawn(crate::xxl_compat::serve(
+    if let Some(listener) = listeners.xxl_compat {
+        loops.spawn(crate::xxl_compat::serve(
             listener,
             Arc::clone(&ctx),
-            cancel.clone(),
+            cancel(),
         ));
-        tracker.spawn(crate::xxl_compat::run_row_refresh(
+        loops.spawn(crate::xxl_compat::run_row_refresh(
             Arc::clone(&ctx),
-            cancel.clone(),
+            cancel(),
         ));
     }
-    if let Some(console_listener) = console_listener {
+    if let Some(listener) = listeners.console {
         let console = crate::console::Console::new(Arc::clone(&job_admin), Arc::clone(&ctx));
-        tracker.spawn(crate::console::serve(
-            console_listener,
-            server_tls.clone(),
+        let stage = lifecycle.stage(Stage::Console);
+        stage.spawn(crate::console::serve(
+            listener,
+            listeners.server_tls.clone(),
             console,
-            cancel.clone(),
+            stage.clone(),
         ));
     }
-    tracker.spawn(crate::schedule::run_scan(
+    loops.spawn(crate::schedule::run_scan(Arc::clone(&scheduler), cancel()));
+    loops.spawn(crate::schedule::run_ring(Arc::clone(&scheduler), cancel()));
+    loops.spawn(crate::schedule::run_recovery(
         Arc::clone(&scheduler),
-        cancel.clone(),
-    ));
-    tracker.spawn(crate::schedule::run_ring(
-        Arc::clone(&scheduler),
-        cancel.clone(),
-    ));
-    tracker.spawn(crate::schedule::run_recovery(
-        Arc::clone(&scheduler),
-        cancel.clone(),
+        cancel(),
     ));
     if config.liveness_locks {
-        tracker.spawn(crate::schedule::liveness::run_liveness(
+        loops.spawn(crate::schedule::liveness::run_liveness(
             Arc::clone(&scheduler),
             node_lock,
-            cancel.clone(),
+            cancel(),
         ));
     }
-    tracker.spawn(run_reaper(Arc::clone(&ctx), cancel.clone()));
+    loops.spawn(crate::registry::leases::run_reaper(
+        Arc::clone(&ctx.sessions),
+        cancel(),
+    ));
     // Cluster: other admins' executors into routing each second; database health and the
     // loops' progress to gRPC health.
     let (database_healthy_tx, database_health) = crate::registry::refresh::database_health();
-    tracker.spawn(crate::registry::refresh::run_refresh(
-        sessions,
+    loops.spawn(crate::registry::refresh::run_refresh(
+        Arc::clone(&ctx.sessions),
         database_healthy_tx,
-        cancel.clone(),
+        cancel(),
     ));
-    tracker.spawn(crate::api::run_health(
+    loops.spawn(crate::api::run_health(
         health_reporter,
         database_health,
-        Arc::clone(&health),
-        cancel.clone(),
+        Arc::clone(&ctx.health),
+        cancel(),
     ));
     // Alarms leave from their own task: a hung mail server never holds up the follow-up.
     let (alarms, deliveries) =
         crate::monitor::AlarmQueue::new(crate::monitor::alarm_queue::QUEUE_CAPACITY);
-    tracker.spawn(deliveries.run(Arc::clone(&ctx), alarm, cancel.clone()));
-    tracker.spawn(crate::monitor::run_followup(
+    loops.spawn(deliveries.run(Arc::clone(&ctx), alarm, cancel()));
+    loops.spawn(crate::monitor::run_followup(
         Arc::clone(&ctx),
         alarms,
-        cancel.clone(),
+        cancel(),
     ));
-    tracker.spawn(crate::monitor::run_lost_monitor(
-        Arc::clone(&ctx),
-        cancel.clone(),
-    ));
-    tracker.spawn(crate::maintenance::report::run_report_refresh(
-        store.clone(),
+    loops.spawn(crate::monitor::run_lost_monitor(Arc::clone(&ctx), cancel()));
+    loops.spawn(crate::maintenance::report::run_report_refresh(
+        ctx.store.clone(),
         Arc::clone(&config),
         Arc::clone(&ctx.clock),
-        cancel.clone(),
+        cancel(),
     ));
-    tracker.spawn(crate::maintenance::cleanup::run_retention(
-        store.clone(),
+    loops.spawn(crate::maintenance::cleanup::run_retention(
+        ctx.store.clone(),
         Arc::clone(&config),
         Arc::clone(&ctx.clock),
-        cancel.clone(),
+        cancel(),
     ));
     #[cfg(feature = "demo")]
     if config.demo {
-        tracker.spawn(crate::demo::run_demo(
-            Arc::clone(&ctx),
-            format!("http://{local_addr}"),
-            cancel.clone(),
-        ));
+        let url = format!("http://{}", listeners.addresses.grpc);
+        loops.spawn(crate::demo::run_demo(Arc::clone(&ctx), url, cancel()));
     }
-    tracker.close();
-    let tls = match (config.tls_cert.is_some(), config.tls_client_auth) {
-        (false, _) => "off",
-        (true, crate::config::TlsClientAuth::None) => "on",
-        (true, crate::config::TlsClientAuth::Executors) => "on, executors need client certificates",
-        (true, crate::config::TlsClientAuth::All) => "on, every client needs a certificate",
-    };
-    tracing::info!(address = %local_addr, node = %node.node_id, epoch, %tls, database = %redact(&config.database_url), "admin started");
-    if let Some(address) = xxl_compat_addr {
-        tracing::info!(%address, "serving XXL-JOB executors (registry, callback)");
-    }
-    crate::auth::startup::warn_open_registry(&config, local_addr, xxl_compat_addr);
-    Ok(RunningAdmin {
-        local_addr,
-        metrics_addr,
-        xxl_compat_addr,
-        console_addr,
-        node,
-        cancel,
-        tracker,
-        dispatch_tracker,
-        recorder_cancel,
-        recorder_tracker,
-        store,
-        tls: config.tls_cert.is_some(),
-    })
+    Ok(())
 }
 
 async fn serve(
@@ -488,45 +552,6 @@ async fn serve(
     };
     if let Err(error) = result {
         tracing::error!(%error, "grpc server failed");
-    }
-}
-
-/// Keeps routing to the executors this node served before it restarted, for one lease: they are
-/// most likely alive and reconnecting, and fires recovered at start should not fail meanwhile.
-/// Each entry is replaced as soon as its executor registers again, and expires otherwise.
-fn restore_routes(
-    registry: &Registry,
-    previous_sessions: Vec<crate::model::ExecutorInfo>,
-    clock: &SharedClock,
-) {
-    let now = clock.now_ms();
-    for executor in previous_sessions {
-        tracing::info!(app = %executor.app_name, address = %executor.address,
-            "routing to an executor of this node's previous run until it reconnects");
-        registry.register(crate::model::ExecutorInfo {
-            last_heartbeat_ms: now,
-            ..executor
-        });
-    }
-}
-
-/// Takes executors whose heartbeats stopped out of routing.
-async fn run_reaper(ctx: Arc<AdminContext>, cancel: CancellationToken) {
-    let lease_ms = ctx.config.executor_lease.as_millis() as i64;
-    let xxl_lease_ms = ctx.config.xxl_job_compat_lease.as_millis() as i64;
-    loop {
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-        // The registry publishes the removals to the executor client.
-        for expired in ctx
-            .registry
-            .expire(ctx.clock.now_ms(), lease_ms, xxl_lease_ms)
-        {
-            tracing::warn!(app = %expired.app_name, address = %expired.address, "executor lease expired");
-            let _ = ctx.store.delete_registry(&expired.executor_id).await;
-        }
     }
 }
 

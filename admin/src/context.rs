@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use tokio::sync::Notify;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::executor::ExecutorClient;
 use crate::health::Health;
+use crate::lifecycle::Tasks;
 use crate::model::{NodeIdentity, SharedClock};
 use crate::registry::{Registry, RegistryContext};
 use crate::store::Store;
@@ -29,8 +29,9 @@ pub struct AdminContext {
     pub node: NodeIdentity,
     /// The clock the loops decide by.
     pub clock: SharedClock,
-    /// Where tasks outliving a request (executor sessions) are spawned; shutdown waits for them.
-    pub tracker: TaskTracker,
+    /// The loops stage: tasks outliving a request (executor sessions) are spawned there, and
+    /// retries give up when its token is cancelled at shutdown.
+    pub tasks: Tasks,
     /// Each background loop's last round, for gRPC health and the dashboard.
     pub health: Arc<Health>,
 }

@@ -16,10 +16,11 @@
 //!  3  auth  health  maintenance  wire     callers, loop health, retention, protobuf enums
 //!  2  error                               the one error table
 //!  1  store  config  telemetry            all SQL, the settings (with `[alarm]`), tracing
-//!  0  model  metrics                      domain types and pure rules; counters any floor calls
+//!  0  model  metrics  lifecycle           domain types and pure rules; counters; task stages
 //! ```
 //!
-//! Only `store` speaks SQL; `model` imports nothing of the admin, and neither does `metrics`.
+//! Only `store` speaks SQL; `model` imports nothing of the admin, and neither do `metrics` and
+//! `lifecycle` (the stages every task is spawned in, and the order they stop in).
 //! A fire is one `model::Fire` from the scan's plan to the executor's `RunRequest`, and enters
 //! the trigger through `Trigger::dispatch` alone (docs/architecture.md, "The fire path").
 
@@ -38,6 +39,7 @@ pub mod health;
 pub mod import_xxl;
 #[cfg(test)]
 mod layering;
+pub mod lifecycle;
 pub mod maintenance;
 pub mod metrics;
 pub mod model;

@@ -28,7 +28,7 @@ use xjob_proto::pb;
 
 use crate::admins::{AdminClient, Admins};
 use crate::backoff::Backoff;
-use crate::runner::now_ms;
+use crate::runner::execution::{cut_message, now_ms};
 use crate::telemetry::RunTraces;
 
 const MAX_BATCH: usize = 1000;
@@ -329,7 +329,7 @@ impl BatchBytes {
         result.message = if keep < 32 {
             String::new()
         } else {
-            crate::runner::cut_message(&result.message, keep)
+            cut_message(&result.message, keep)
         };
         tracing::warn!(
             log_id = result.log_id,

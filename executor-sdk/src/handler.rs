@@ -1,19 +1,15 @@
-//! Job handlers: the user's async functions, their output and error types, and the name →
-//! handler table the runner looks BEAN handlers up in.
+//! Job handlers: the user's async functions, and their output and error types (the name →
+//! handler table the runner looks them up in is `handler_registry.rs`).
 //!
 //! A handler is any `Fn(JobContext) -> impl Future<Output = JobResult>`; it is boxed once at
 //! registration so the runner can store handlers of different types in one map.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use xjob_proto::pb;
-
 use crate::context::JobContext;
-use crate::glue::GlueRunners;
 
 /// What a handler returns: an output on success, an error on failure.
 pub type JobResult = Result<JobOutput, JobError>;
@@ -132,53 +128,6 @@ where
     Fut: Future<Output = JobResult> + Send + 'static,
 {
     Arc::new(move |context| Box::pin(handler(context)) as JobFuture)
-}
-
-/// The BEAN handlers of an executor, by name, and its enabled glue runners.
-#[derive(Clone, Default)]
-pub(crate) struct HandlerRegistry {
-    handlers: BTreeMap<String, HandlerFn>,
-    glue: GlueRunners,
-}
-
-impl HandlerRegistry {
-    /// Adds a handler; returns false when the name was already taken.
-    pub(crate) fn insert(&mut self, name: String, handler: HandlerFn) -> bool {
-        if self.handlers.contains_key(&name) {
-            return false;
-        }
-        self.handlers.insert(name, handler);
-        true
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<HandlerFn> {
-        self.handlers.get(name).cloned()
-    }
-
-    /// Sets the glue runners (the languages the executor enabled).
-    pub(crate) fn set_glue(&mut self, glue: GlueRunners) {
-        self.glue = glue;
-    }
-
-    /// Returns the runner of a glue type the executor enabled.
-    pub(crate) fn glue(&self, glue_type: pb::GlueType) -> Option<HandlerFn> {
-        self.glue.get(glue_type)
-    }
-
-    /// Returns the handler names, sorted (sent in `Register`).
-    pub(crate) fn names(&self) -> Vec<String> {
-        self.handlers.keys().cloned().collect()
-    }
-}
-
-impl fmt::Debug for HandlerRegistry {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("HandlerRegistry")
-            .field("handlers", &self.handlers.keys())
-            .field("glue", &self.glue)
-            .finish()
-    }
 }
 
 #[cfg(test)]

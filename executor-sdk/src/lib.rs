@@ -54,11 +54,13 @@ mod context;
 mod error;
 mod glue;
 mod handler;
+mod handler_registry;
 mod joblog;
 pub mod metrics;
 mod runner;
 mod running;
 mod server;
+mod settings;
 mod telemetry;
 
 pub use builder::{Executor, ExecutorBuilder};

@@ -27,11 +27,10 @@ use tokio_util::task::TaskTracker;
 use xjob_proto::pb;
 
 use crate::callback::ResultsSender;
-use crate::handler::{HandlerFn, HandlerRegistry};
+use crate::handler::HandlerFn;
+use crate::handler_registry::HandlerRegistry;
 use crate::joblog::JobLogStore;
 use execution::{StopReason, StopSignal, execute_run, run_result};
-
-pub(crate) use execution::{cut_message, now_ms};
 
 const RECENT_RUN_TTL: Duration = Duration::from_secs(10 * 60);
 /// Most finished log ids remembered for duplicate detection.
@@ -511,6 +510,6 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
     }
 }
 
-mod execution;
+pub(crate) mod execution;
 #[cfg(test)]
 mod tests;

@@ -16,13 +16,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ServerAuth;
-use crate::builder::ExecutorSettings;
 use crate::callback::{CallbackConfig, ResultsSender, Unreported, callback_loop};
 use crate::connection::{Announcement, SessionState, connection_loop};
 use crate::error::Error;
 use crate::joblog::{JobLogStore, cleanup_loop};
 use crate::runner::{Runner, RunnerConfig};
 use crate::server::{ExecutorServer, follow_session, health, report_stopping, serve};
+use crate::settings::ExecutorSettings;
 use crate::telemetry::RunTraces;
 
 /// How long batches may fail before their results are spooled to disk.

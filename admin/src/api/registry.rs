@@ -71,16 +71,14 @@ impl pb::registry_server::Registry for RegistryService {
         let (outbound_tx, outbound_rx) = mpsc::channel(8);
         let sessions = Arc::clone(&self.ctx.sessions);
         let cancel = self.cancel.child_token();
-        self.ctx
-            .tracker
-            .spawn(crate::registry::stream::serve_session(
-                sessions,
-                inbound,
-                outbound_tx,
-                caller,
-                cancel,
-                permit,
-            ));
+        self.ctx.tasks.spawn(crate::registry::stream::serve_session(
+            sessions,
+            inbound,
+            outbound_tx,
+            caller,
+            cancel,
+            permit,
+        ));
         Ok(Response::new(ReceiverStream::new(outbound_rx)))
     }
 

@@ -38,13 +38,13 @@ use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
-use tokio_util::sync::CancellationToken;
 use tonic::Request;
 
 use crate::api::job_admin::JobAdminService;
 use crate::auth::{Caller, ResolvedCaller};
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::lifecycle::Tasks;
 
 pub use session::Viewer;
 
@@ -227,19 +227,23 @@ fn harden(response: &mut Response, hsts: bool) {
     );
 }
 
-/// Serves the console until cancelled: one hyper HTTP/1.1 connection per accepted stream, from
-/// the admin's own accept loops (TCP keepalive, handshake deadline, TLS with reloads).
+/// Serves the console until its stage (`tasks`) is told to stop: one hyper HTTP/1.1 connection
+/// per accepted stream, from the admin's own accept loops (TCP keepalive, handshake deadline,
+/// TLS with reloads). The connections and the session pruning are tasks of that stage.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<Arc<xjob_tls::ServerTls>>,
     console: Shared,
-    cancel: CancellationToken,
+    tasks: Tasks,
 ) {
     match listener.local_addr() {
         Ok(address) => tracing::info!(%address, tls = tls.is_some(), "web console listening"),
         Err(error) => tracing::info!(tls = tls.is_some(), %error, "web console listening"),
     }
-    tokio::spawn(session::prune_loop(Arc::clone(&console), cancel.clone()));
+    tasks.spawn(session::prune_loop(
+        Arc::clone(&console),
+        tasks.stopping().clone(),
+    ));
     // Validated at start; a failure here falls back to the console's own address only.
     let hosts = console.ctx.config.allowed_hosts().unwrap_or_default();
     let guard = Arc::new(guard::Guard::new(hosts, tls.is_some()));
@@ -248,24 +252,21 @@ pub async fn serve(
     match tls {
         Some(tls) => {
             let incoming = xjob_tls::tls_incoming(listener, tls, options);
-            accept_loop(incoming, app, guard, cancel).await;
+            accept_loop(incoming, app, guard, &tasks).await;
         }
         None => {
             let incoming = xjob_tls::plain_incoming(listener, options);
-            accept_loop(incoming, app, guard, cancel).await;
+            accept_loop(incoming, app, guard, &tasks).await;
         }
     }
 }
 
-async fn accept_loop<S, I>(
-    incoming: S,
-    app: Router,
-    guard: Arc<guard::Guard>,
-    cancel: CancellationToken,
-) where
+async fn accept_loop<S, I>(incoming: S, app: Router, guard: Arc<guard::Guard>, tasks: &Tasks)
+where
     S: tokio_stream::Stream<Item = std::io::Result<I>> + Unpin,
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + guard::Addresses + Unpin + Send + 'static,
 {
+    let cancel = tasks.stopping();
     let mut incoming = incoming;
     loop {
         let stream = tokio::select! {
@@ -282,7 +283,7 @@ async fn accept_loop<S, I>(
         let app = app.clone();
         let guard = Arc::clone(&guard);
         let cancel = cancel.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let mut app = app.clone();
                 let guard = Arc::clone(&guard);

@@ -21,6 +21,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
 use super::authorized;
+use crate::lifecycle::Tasks;
 
 /// Most runs in one `RunBatch` call.
 const MAX_BATCH: usize = 512;
@@ -48,9 +49,20 @@ struct QueueKey {
 pub struct RunBatcher {
     queues: Mutex<HashMap<QueueKey, mpsc::UnboundedSender<QueuedRun>>>,
     support: Arc<BatchSupport>,
+    /// The batcher stage: the queue tasks and their calls run there. Once it is told to stop,
+    /// each queue sends what it holds and ends, and later runs go out one by one.
+    tasks: Tasks,
 }
 
 impl RunBatcher {
+    /// Runs the queues as tasks of `tasks` (the admin's batcher stage).
+    pub fn with_tasks(tasks: Tasks) -> RunBatcher {
+        RunBatcher {
+            tasks,
+            ..RunBatcher::default()
+        }
+    }
+
     /// Whether a run to `address` goes through the `RunBatch` queue (false once the executor
     /// answered UNIMPLEMENTED); the dispatch span records it.
     pub fn batches(&self, address: &str) -> bool {
@@ -65,7 +77,7 @@ impl RunBatcher {
         token: &str,
         request: pb::RunRequest,
     ) -> RunAnswer {
-        if !self.support.batches(address) {
+        if !self.support.batches(address) || self.tasks.is_stopping() {
             return send_one(ExecutorServiceClient::new(channel), token, request).await;
         }
         let (reply, answer) = oneshot::channel();
@@ -110,7 +122,7 @@ impl RunBatcher {
             key: key.clone(),
             support: Arc::clone(&self.support),
         };
-        tokio::spawn(queue.serve(receiver));
+        self.tasks.spawn(queue.serve(receiver, self.tasks.clone()));
         queues.insert(key.clone(), sender.clone());
         sender
     }
@@ -159,10 +171,23 @@ struct ExecutorQueue {
 }
 
 impl ExecutorQueue {
-    async fn serve(self, mut receiver: mpsc::UnboundedReceiver<QueuedRun>) {
+    /// Ends when its queue is dropped, or once its stage is told to stop and the runs queued
+    /// by then are sent.
+    async fn serve(self, mut receiver: mpsc::UnboundedReceiver<QueuedRun>, tasks: Tasks) {
         let this = Arc::new(self);
         let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-        while let Some(first) = receiver.recv().await {
+        let mut taking = true;
+        loop {
+            let first = tokio::select! {
+                first = receiver.recv() => first,
+                _ = tasks.stopping().cancelled(), if taking => {
+                    // No new runs; those already queued are still received and sent.
+                    receiver.close();
+                    taking = false;
+                    continue;
+                }
+            };
+            let Some(first) = first else { break };
             // The semaphore is never closed; `Err` cannot happen, and would only mean no limit.
             let slot = Arc::clone(&slots).acquire_owned().await.ok();
             let mut batch = vec![first];
@@ -173,7 +198,7 @@ impl ExecutorQueue {
                 }
             }
             let this = Arc::clone(&this);
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 this.send(batch).await;
                 drop(slot);
             });

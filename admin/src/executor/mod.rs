@@ -72,6 +72,13 @@ impl ExecutorClient {
         }
     }
 
+    /// Sends batched runs from tasks of `tasks` (the admin's batcher stage), so shutdown waits
+    /// for them and stops the queues once the dispatches are drained.
+    pub fn with_batcher_tasks(mut self, tasks: crate::lifecycle::Tasks) -> ExecutorClient {
+        self.batcher = RunBatcher::with_tasks(tasks);
+        self
+    }
+
     /// Looks executors up in `registry`: an address registered by an XXL-JOB executor is
     /// called over XXL-JOB's HTTP API, every other over gRPC.
     pub fn with_registry(mut self, registry: std::sync::Arc<Registry>) -> ExecutorClient {

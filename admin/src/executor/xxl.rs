@@ -331,18 +331,26 @@ impl XxlClient {
         let exchange = async {
             let (mut sender, connection) =
                 hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
-            let driver = tokio::spawn(connection);
-            let response = sender.send_request(request).await;
-            let result: Result<Result<Bytes, String>, hyper::Error> = match response {
-                Ok(response) => Ok(Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-                    .collect()
-                    .await
-                    .map(|collected| collected.to_bytes())
-                    .map_err(|error| error.to_string())),
-                Err(error) => Err(error),
+            let call = async {
+                let response = sender.send_request(request).await;
+                let result: Result<Result<Bytes, String>, hyper::Error> = match response {
+                    Ok(response) => Ok(Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+                        .collect()
+                        .await
+                        .map(|collected| collected.to_bytes())
+                        .map_err(|error| error.to_string())),
+                    Err(error) => Err(error),
+                };
+                result
             };
-            driver.abort();
-            result
+            // The connection is driven here, beside the call, not by a task of its own: it
+            // ends with the call (or with the timeout that drops both).
+            tokio::pin!(call);
+            tokio::select! {
+                result = &mut call => result,
+                // A connection that ends first fails the call, which then returns.
+                _ = connection => call.await,
+            }
         };
         let bytes = match tokio::time::timeout(timeout, exchange).await {
             Err(_) => {

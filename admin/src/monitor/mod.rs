@@ -19,7 +19,6 @@ pub mod lost;
 pub mod notify;
 pub mod policy;
 pub mod stranded;
-pub mod xxl_idle;
 
 pub use alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};
 pub use alarm_queue::AlarmQueue;

@@ -67,10 +67,10 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     // From here the rows are this live node's: nobody else sends or judges them, so every
     // write below is retried until it lands.
     let job_ids: Vec<JobId> = adopted.iter().map(|run| JobId(run.job_id)).collect();
-    let jobs: HashMap<JobId, Arc<Job>> = retried("reading the jobs of stranded runs", || {
+    let jobs: HashMap<JobId, Arc<Job>> = retried(ctx, "reading the jobs of stranded runs", || {
         crate::trigger::load::jobs(&ctx.store, &job_ids)
     })
-    .await;
+    .await?;
     let threshold = ctx.config.misfire_threshold.as_millis() as i64;
     let (mut fires, mut late, mut jobless) = (Vec::new(), Vec::new(), Vec::new());
     for run in &adopted {
@@ -97,13 +97,13 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     ] {
         if !runs.is_empty() {
             let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
-            retried("recording skipped stranded runs", || async {
+            retried(ctx, "recording skipped stranded runs", || async {
                 ctx.store
                     .skip_adopted_stranded(&ids, &ctx.node, reason, now)
                     .await
                     .map_err(Error::from)
             })
-            .await;
+            .await?;
             crate::metrics::fires(crate::metrics::FireOutcome::Skipped).inc_by(runs.len() as u64);
             for run in runs {
                 crate::telemetry::record_unsent(run.into(), "skipped", reason);
@@ -121,8 +121,9 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Retries a database call with a growing pause until it answers.
-async fn retried<T, F, Fut>(what: &str, mut call: F) -> T
+/// Retries a database call with a growing pause until it answers, or until the admin shuts
+/// down (then the last error: the runs stay this node's, and are taken over once it stopped).
+async fn retried<T, F, Fut>(ctx: &AdminContext, what: &str, mut call: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Error>>,
@@ -130,10 +131,13 @@ where
     let mut delay = Duration::from_millis(100);
     loop {
         match call().await {
-            Ok(value) => return value,
+            Ok(value) => return Ok(value),
             Err(error) => {
                 tracing::warn!(%error, what, "retrying");
-                tokio::time::sleep(delay).await;
+                tokio::select! {
+                    _ = ctx.tasks.stopping().cancelled() => return Err(error),
+                    _ = tokio::time::sleep(delay) => {}
+                }
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
         }

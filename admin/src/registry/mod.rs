@@ -5,7 +5,7 @@
 //! Session stream ──Register──▶ Registry::register ──▶ routing sees it at once
 //!                ──Heartbeat─▶ Registry::heartbeat (running log ids, lease renewed)
 //!                ──ends──────▶ Registry::remove    ──▶ gone from routing at once
-//! reaper ── every second ────▶ Registry::expire    (no heartbeat within the lease)
+//! reaper ── every second ────▶ Registry::expire    (no heartbeat within the lease; `leases`)
 //! refresh ─ every second ────▶ Registry::replace_peers (other admins' rows of xjob_registry)
 //! ```
 //! Own sessions are authoritative for this admin (they carry the running log ids the lost-run
@@ -21,6 +21,7 @@
 //! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
 pub mod cert_binding;
+pub mod leases;
 pub mod limits;
 pub mod refresh;
 pub mod stream;

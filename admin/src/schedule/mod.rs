@@ -27,10 +27,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::health::{Health, Loop};
+use crate::lifecycle::Tasks;
 use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock};
 use crate::store::Store;
 use crate::store::writer_gate::urgent_write;
@@ -47,8 +47,9 @@ pub struct Scheduler {
     node: NodeIdentity,
     wake: Arc<Notify>,
     clock: SharedClock,
-    /// Where claim tasks are spawned; shutdown waits for them.
-    tracker: TaskTracker,
+    /// The dispatch stage: claim tasks are spawned there; shutdown drains them, and stops
+    /// their retries.
+    tasks: Tasks,
     health: Arc<Health>,
 }
 
@@ -60,7 +61,8 @@ pub struct SchedulerParts {
     /// Wakes the scan early (a job was started or its schedule changed).
     pub wake: Arc<Notify>,
     pub clock: SharedClock,
-    pub tracker: TaskTracker,
+    /// The dispatch stage (claims are dispatches under way).
+    pub tasks: Tasks,
     /// Where the scan, the claims and the lease renewal report their rounds.
     pub health: Arc<Health>,
 }
@@ -75,7 +77,7 @@ impl Scheduler {
             node: parts.node,
             wake: parts.wake,
             clock: parts.clock,
-            tracker: parts.tracker,
+            tasks: parts.tasks,
             health: parts.health,
         }
     }
@@ -100,7 +102,7 @@ impl Scheduler {
             return;
         }
         let this = Arc::clone(self);
-        self.tracker.spawn(async move {
+        self.tasks.spawn(async move {
             let count = fires.len();
             // Kept for a retry should the claim fail (a clone of each fire costs about what
             // rebuilding its run from the plan did before).
@@ -120,12 +122,21 @@ impl Scheduler {
     /// late by then follow their job's misfire strategy, like recovered fires (DO_NOTHING skips
     /// them); the claim's fence leaves out any that is no longer this node's PENDING fire.
     /// Only this loop may send these fires: while this node lives, no other admin and no
-    /// monitor of its own takes a run it claimed (`monitor::lost`).
+    /// monitor of its own takes a run it claimed (`monitor::lost`). At shutdown it stops: the
+    /// fires stay this node's, PENDING or claimed and unsent, and whoever takes this node's
+    /// runs over once it has stopped fires them (`monitor::stranded`, the recovery scan).
     async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>) {
         let threshold = self.config.misfire_threshold.as_millis() as i64;
         let mut delay = Duration::from_millis(200);
         while !fires.is_empty() {
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                _ = self.tasks.stopping().cancelled() => {
+                    tracing::warn!(fires = fires.len(),
+                        "shutting down with fires whose claim failed; they are taken over");
+                    return;
+                }
+                _ = tokio::time::sleep(delay) => {}
+            }
             delay = (delay * 2).min(Duration::from_secs(2));
             // The failed claim may have committed all the same (the connection dropped as it
             // answered), or some of its chunks may have: such rows are RUNNING and ours but

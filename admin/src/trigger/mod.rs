@@ -32,11 +32,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
+use crate::lifecycle::Tasks;
 use crate::metrics::FireOutcome;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
@@ -111,7 +111,8 @@ pub struct Trigger {
     recorder_tx: mpsc::UnboundedSender<Outcome>,
     /// Accepted outcomes the recorder holds for the result write to fold in.
     held: recorder::HeldOutcomes,
-    tracker: TaskTracker,
+    /// The dispatch stage: its tasks, and the token that ends their retries at shutdown.
+    tasks: Tasks,
     admission: Admission,
     /// What claims cost per fire lately: the ring's lead for a large second (`claim_pace`).
     claim_pace: claim_pace::ClaimPace,
@@ -134,8 +135,8 @@ pub struct TriggerParts {
     pub recorder_tx: mpsc::UnboundedSender<Outcome>,
     /// The accepted outcomes that recorder holds (shared with it).
     pub held: recorder::HeldOutcomes,
-    /// Where dispatch tasks are spawned; shutdown waits for them.
-    pub tracker: TaskTracker,
+    /// The dispatch stage: dispatch tasks are spawned there; shutdown drains them.
+    pub tasks: Tasks,
 }
 
 impl Trigger {
@@ -156,7 +157,7 @@ impl Trigger {
             clock: parts.clock,
             recorder_tx: parts.recorder_tx,
             held: parts.held,
-            tracker: parts.tracker,
+            tasks: parts.tasks,
             admission: Admission::new(config.max_unsent_runs),
             claim_pace: claim_pace::ClaimPace::default(),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
@@ -212,15 +213,21 @@ impl Trigger {
             return true;
         }
         while lapsed() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            // At shutdown the run stays claimed and unsent: whoever takes this node's runs
+            // over after it stops sends it.
+            tokio::select! {
+                _ = self.tasks.stopping().cancelled() => return false,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
         }
-        let owned = until_answered(1, || async {
+        let owned = until_answered(&self.tasks, 1, || async {
             Ok(self
                 .store
                 .owned_unsent_runs(&[log_id.0], &self.node)
                 .await?)
         })
-        .await;
+        .await
+        .unwrap_or_default();
         if owned.is_empty() {
             tracing::warn!(%log_id, "this admin's lease lapsed and another admin took over the \
                 claimed run; not sending it");
@@ -248,7 +255,7 @@ impl Trigger {
                     // The recorder outlives every dispatch task (app.rs stops it last).
                     let _ = self.recorder_tx.send(Outcome { record, slot: None });
                 }
-                let targets = self.load_targets_until_answered(&claimed, &[]).await;
+                let targets = self.load_targets_until_answered(&claimed, &[]).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
                 self.send_when_due(claimed, targets);
                 Ok(ids)
@@ -268,7 +275,7 @@ impl Trigger {
                         slot: Some(Arc::new(slot)),
                     })
                     .collect();
-                let targets = self.load_targets_until_answered(&claimed, &[]).await;
+                let targets = self.load_targets_until_answered(&claimed, &[]).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
                 self.send_when_due(claimed, targets);
                 Ok(ids)
@@ -315,7 +322,7 @@ impl Trigger {
         self.claim_pace.observe(offered, started.elapsed());
         let targets = match groups {
             Ok(groups) => self.targets(groups, &[]),
-            Err(_) => self.load_targets_until_answered(&claimed, &[]).await,
+            Err(_) => self.load_targets_until_answered(&claimed, &[]).await?,
         };
         tracing::debug!(
             offered,
@@ -371,7 +378,7 @@ impl Trigger {
             .claim_runs(&raw, &self.node, self.now_ms())
             .await?;
         let job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
-        let jobs = self.load_jobs_until_answered(&job_ids).await;
+        let jobs = self.load_jobs_until_answered(&job_ids).await?;
         let mut claimed = Vec::with_capacity(runs.len());
         let mut ended = Vec::new();
         for run in runs {
@@ -438,7 +445,7 @@ impl Trigger {
         }
         early.sort_by_key(|claimed| claimed.fire.scheduled_at_ms);
         let this = Arc::clone(self);
-        self.tracker.spawn(async move {
+        self.tasks.spawn(async move {
             let mut early = early.into_iter().peekable();
             while let Some(first) = early.peek() {
                 let instant = first.fire.scheduled_at_ms;
@@ -464,7 +471,7 @@ impl Trigger {
         for claimed in claimed {
             let this = Arc::clone(self);
             let targets = Arc::clone(targets);
-            self.tracker.spawn(async move {
+            self.tasks.spawn(async move {
                 // The slot goes with the first record (a broadcast fire's shard 0) and is freed
                 // once the recorder has written it.
                 let mut slot = claimed.slot.clone();
@@ -516,7 +523,7 @@ impl Trigger {
                 let target = target.clone();
                 let log_id = shard.fire.log_id;
                 let handle = self
-                    .tracker
+                    .tasks
                     .spawn(async move { this.dispatch_in_pool(&shard, &target).await });
                 (log_id, handle)
             })
@@ -713,23 +720,33 @@ impl Trigger {
 
     /// Targets of fires this node has just claimed: retried until the database answers, since
     /// nobody else fires or fails runs that are RUNNING without an address while this node lives
-    /// (the lost-run monitor only judges those of admins that are gone).
+    /// (the lost-run monitor only judges those of admins that are gone). Fails only at
+    /// shutdown: the runs stay claimed and unsent, for whoever takes this node's runs over.
     async fn load_targets_until_answered(
         &self,
         claimed: &[Claimed],
         address_override: &[String],
-    ) -> HashMap<GroupId, Target> {
+    ) -> Result<HashMap<GroupId, Target>, Error> {
         let group_ids: Vec<GroupId> = claimed
             .iter()
             .map(|claimed| claimed.fire.group_id())
             .collect();
-        let groups = until_answered(claimed.len(), || load::groups(&self.store, &group_ids)).await;
-        self.targets(groups, address_override)
+        let groups = until_answered(&self.tasks, claimed.len(), || {
+            load::groups(&self.store, &group_ids)
+        })
+        .await?;
+        Ok(self.targets(groups, address_override))
     }
 
     /// Jobs of runs this node has just claimed (see `load_targets_until_answered`).
-    async fn load_jobs_until_answered(&self, job_ids: &[JobId]) -> HashMap<JobId, Arc<Job>> {
-        until_answered(job_ids.len(), || load::jobs(&self.store, job_ids)).await
+    async fn load_jobs_until_answered(
+        &self,
+        job_ids: &[JobId],
+    ) -> Result<HashMap<JobId, Arc<Job>>, Error> {
+        until_answered(&self.tasks, job_ids.len(), || {
+            load::jobs(&self.store, job_ids)
+        })
+        .await
     }
 
     /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
@@ -774,8 +791,9 @@ fn traced_unsent(fire: &Fire, mut record: DispatchRecord) -> DispatchRecord {
     record
 }
 
-/// Retries a read with a growing pause until the database answers.
-async fn until_answered<T, F, Fut>(runs: usize, mut read: F) -> T
+/// Retries a read with a growing pause until the database answers, or until the dispatch
+/// stage is told to stop (then the last error).
+async fn until_answered<T, F, Fut>(tasks: &Tasks, runs: usize, mut read: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Error>>,
@@ -783,10 +801,13 @@ where
     let mut delay = Duration::from_millis(100);
     loop {
         match read().await {
-            Ok(value) => return value,
+            Ok(value) => return Ok(value),
             Err(error) => {
                 tracing::warn!(%error, runs, "loading jobs or groups of claimed fires failed; retrying");
-                tokio::time::sleep(delay).await;
+                tokio::select! {
+                    _ = tasks.stopping().cancelled() => return Err(error),
+                    _ = tokio::time::sleep(delay) => {}
+                }
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
         }

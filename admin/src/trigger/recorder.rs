@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::admission::Slot;
 use crate::health::{Health, Loop};
+use crate::lifecycle::Tasks;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -125,15 +126,16 @@ impl HeldOutcomes {
     }
 }
 
-/// Runs until the channel closes (every sender dropped) or `cancel` fires and the queue is
-/// empty; outcomes still held are written before it returns.
+/// Runs until the channel closes (every sender dropped) or its stage (`tasks`, the recorder's)
+/// is told to stop and the queue is empty; outcomes still held are written before it returns.
 pub async fn run_recorder(
     store: Store,
     mut records_rx: mpsc::UnboundedReceiver<Outcome>,
     held: HeldOutcomes,
     health: Arc<Health>,
-    cancel: CancellationToken,
+    tasks: Tasks,
 ) {
+    let cancel = tasks.stopping().clone();
     let mut batch = Vec::with_capacity(BATCH);
     let mut slots = Vec::with_capacity(BATCH);
     // Log ids held, with when each is due to be written here, oldest first.
@@ -167,7 +169,7 @@ pub async fn run_recorder(
                 // A task of its own, not a future polled here: while this loop awaits its own
                 // write below, a future of this task would sit unpolled holding the writer it
                 // may have taken, and the two writes would wait for each other for ever.
-                due_write = Some(tokio::spawn(async move {
+                due_write = Some(tasks.spawn(async move {
                     write_with_retry(&store, &records, &health, &cancel).await;
                 }));
                 continue;
@@ -309,13 +311,13 @@ mod tests {
         let held = HeldOutcomes::default();
         let admission = super::super::admission::Admission::new(10);
         let (records_tx, records_rx) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
+        let tasks = Tasks::default();
         let recorder = tokio::spawn(run_recorder(
             store,
             records_rx,
             held.clone(),
             Arc::clone(&health),
-            cancel.clone(),
+            tasks.clone(),
         ));
         let send = |log_id: i64| {
             let slot = admission.admit(1).pop().map(Arc::new);
@@ -351,7 +353,7 @@ mod tests {
             1,
             "run 2's outcome is held for its result"
         );
-        cancel.cancel();
+        tasks.stopping().cancel();
         tokio::time::timeout(Duration::from_secs(10), recorder)
             .await
             .expect("the recorder gives up at shutdown within its bound")

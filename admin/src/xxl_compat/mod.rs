@@ -88,7 +88,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<AdminContext>, cancel: Cancel
         };
         let ctx = Arc::clone(&ctx);
         let cancel = cancel.clone();
-        ctx.tracker.clone().spawn(async move {
+        ctx.tasks.clone().spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let ctx = Arc::clone(&ctx);
                 async move {

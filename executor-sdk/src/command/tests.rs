@@ -29,7 +29,7 @@ impl Run {
             params: params.to_owned(),
             shard_total: 1,
             trigger_type: pb::TriggerType::Cron as i32,
-            log_date_ms: crate::runner::now_ms(),
+            log_date_ms: crate::runner::execution::now_ms(),
             ..Default::default()
         };
         let log = JobLogStore::new(dir.path().join("logs"))

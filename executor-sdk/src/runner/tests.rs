@@ -8,6 +8,8 @@ use super::*;
 use crate::callback::Unreported;
 use crate::context::JobContext;
 use crate::handler::{JobError, JobOutput, boxed_handler};
+use crate::handler_registry::HandlerRegistry;
+use crate::runner::execution::now_ms;
 
 #[derive(Debug, PartialEq, Eq)]
 enum Event {

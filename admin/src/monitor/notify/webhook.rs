@@ -87,10 +87,6 @@ impl Webhook {
         let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
             .await
             .map_err(|error| format!("HTTP handshake: {error}"))?;
-        // Drives the connection; it ends with the response (or the caller's timeout drops it).
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
         let path = self
             .uri
             .path_and_query()
@@ -107,10 +103,16 @@ impl Webhook {
             .header(header::USER_AGENT, "xjob-admin")
             .body(Full::new(Bytes::from(body)))
             .map_err(|error| format!("building the request: {error}"))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|error| format!("POST: {error}"))?;
+        // The connection is driven here, beside the request, not by a task of its own: it ends
+        // with the response (or with the caller's timeout, which drops both).
+        let call = sender.send_request(request);
+        tokio::pin!(call);
+        let response = tokio::select! {
+            response = &mut call => response,
+            // A connection that ends first fails the request, which then returns.
+            _ = connection => call.await,
+        }
+        .map_err(|error| format!("POST: {error}"))?;
         let status = response.status();
         if status.is_success() {
             Ok(status.as_u16())

@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::lost::LostVerdict;
+use super::verdict::LostVerdict;
 use crate::context::AdminContext;
 use crate::executor::Idleness;
 use crate::model::{ExecutorInfo, ExecutorProtocol, GroupId, JobId, LogId, RunLog};
