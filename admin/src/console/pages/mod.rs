@@ -9,14 +9,14 @@ pub mod runs;
 pub mod users;
 
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
 use tonic::{Code, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
-use super::html::{self, Nav, esc};
+pub use super::errors::{error_page, http_status, not_found_page, status_page};
+use super::html::{self, Markup, markup};
 use super::session::Viewer;
 use super::{Console, request};
 
@@ -37,44 +37,6 @@ where
             Err(_) => Err(not_found_page()),
         }
     }
-}
-
-/// The console's 404 page: for unknown URLs and ids that are not numbers.
-pub fn not_found_page() -> Response {
-    error_page(
-        StatusCode::NOT_FOUND,
-        "There is no such page here. Pick a page from the dashboard.",
-    )
-}
-
-/// A page for an API error with the matching HTTP status.
-pub fn status_page(status: &Status) -> Response {
-    error_page(http_status(status.code()), status.message())
-}
-
-pub fn http_status(code: Code) -> StatusCode {
-    match code {
-        Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
-        Code::NotFound => StatusCode::NOT_FOUND,
-        Code::PermissionDenied => StatusCode::FORBIDDEN,
-        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => StatusCode::CONFLICT,
-        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
-        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-/// A bare error page (no navigation: it may be shown without a session).
-pub fn error_page(code: StatusCode, message: &str) -> Response {
-    let body = format!(
-        "<div class=\"notice bad\" id=\"error\" role=\"alert\">{}</div>\
-         <p><a href=\"javascript:history.back()\">Back</a> · <a href=\"/\">Dashboard</a></p>",
-        esc(message)
-    );
-    let mut response = html::page(None, &format!("Error {}", code.as_u16()), Nav::None, &body);
-    *response.status_mut() = code;
-    response
 }
 
 /// The form field an API error names (`job.schedule_conf: …` → `schedule_conf`), and the
@@ -150,9 +112,9 @@ pub fn group_name(groups: &[pb::Group], id: i64) -> String {
 }
 
 /// A "Next page" link keeping the current filters.
-pub fn next_page_link(path: &str, filters: &[(&str, String)], token: &str) -> String {
+pub fn next_page_link(path: &str, filters: &[(&str, String)], token: &str) -> Markup {
     if token.is_empty() {
-        return String::new();
+        return Markup::new();
     }
     let mut query: Vec<String> = filters
         .iter()
@@ -160,9 +122,10 @@ pub fn next_page_link(path: &str, filters: &[(&str, String)], token: &str) -> St
         .map(|(key, value)| format!("{key}={}", html::url(value)))
         .collect();
     query.push(format!("page={}", html::url(token)));
-    format!(
-        "<p class=\"pager\"><a id=\"next-page\" href=\"{path}?{}\">Next page →</a></p>",
-        esc(&query.join("&"))
+    markup!(
+        "<p class=\"pager\"><a id=\"next-page\" href=\"{}?{}\">Next page →</a></p>",
+        path,
+        query.join("&")
     )
 }
 
