@@ -340,6 +340,15 @@ step('Retry and Kill from the runs list ask first and keep the list', async (pag
     await visit(page, list);
   }
   await shot(page, 'runs-actions');
+  // Runs show their job's name, and the list filters by (part of) a job name.
+  await visit(page, `${base}/runs?job_name=${encodeURIComponent('console sleeper')}`);
+  const jobs = await page.$$eval('#runs tr[data-run-id] td:nth-child(2)', (cells) =>
+    cells.map((cell) => cell.textContent));
+  check(jobs.length >= 2 && jobs.every((text) => text.includes(`console sleeper (${state.sleepJob})`)),
+    `runs of the named job only, with its name: ${jobs.join(' | ')}`);
+  await visit(page, `${base}/runs?job_name=console`);
+  const several = await page.textContent('#filter-error');
+  check(/matches several jobs/.test(several), `an ambiguous name is refused: ${several}`);
 });
 
 step('ticked jobs are started and stopped together', async (page) => {

@@ -1,6 +1,8 @@
 //! Runs: the list (filters in the URL, newest first, paged), a run's detail with every field of
 //! its log row and its run log (tailed live by the script), kill, and clearing logs.
 
+use std::collections::HashMap;
+
 use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +15,10 @@ use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{Path, group_name, next_page_link, readable_groups, see_other, status_page};
+use super::{
+    PAGE_SIZE, Path, group_name, job_named, job_names, page_token, pager, readable_groups,
+    see_other, status_page,
+};
 
 /// A clean-up mode in words (XXL-JOB's modes, in its order, come from `ClearLogsMode`).
 fn clear_mode_label(mode: pb::ClearLogsMode) -> &'static str {
@@ -83,10 +88,17 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
     let groups = readable_groups(&console, &viewer).await;
     let status = pb::RunStatus::from_str_name(&format!("RUN_STATUS_{}", query.get("status")))
         .map_or(0, |status| status as i32);
-    let (job_id, from_ms, to_ms) = match read_filters(&query) {
+    let (mut job_id, from_ms, to_ms) = match read_filters(&query) {
         Ok(filters) => filters,
         Err(message) => return refused_filters(&viewer, &query, &groups, &message),
     };
+    let job_name = query.get("job_name");
+    if job_id == 0 && !job_name.is_empty() {
+        job_id = match job_named(&console, &viewer, job_name).await {
+            Ok(id) => id,
+            Err(message) => return refused_filters(&viewer, &query, &groups, &message),
+        };
+    }
     let answer = console
         .api()
         .list_logs(request(
@@ -97,8 +109,8 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 status,
                 from_ms,
                 to_ms,
-                page_size: 50,
-                page_token: query.get("page").to_string(),
+                page_size: PAGE_SIZE as i32,
+                page_token: page_token(&query, PAGE_SIZE),
             },
         ))
         .await;
@@ -117,16 +129,24 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         body.push(Markup::literal("<div class=\"scroll\"><table id=\"runs\">"));
         body.push(RUN_HEADER.clone());
         let back = list_state(&query);
+        let ids: Vec<i64> = page.logs.iter().map(|log| log.job_id).collect();
+        let names = job_names(&console, &viewer, ids).await;
         for log in &page.logs {
-            body.push(run_row(log, &groups, Some((&viewer, &back))));
+            body.push(run_row(log, &groups, &names, Some((&viewer, &back))));
         }
         body.push(Markup::literal("</table></div>"));
     }
-    let filters: Vec<(&str, String)> = ["job", "group", "status", "from", "to"]
+    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to"]
         .iter()
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
-    body.push(next_page_link("/runs", &filters, &page.next_page_token));
+    body.push(pager(
+        "/runs",
+        &filters,
+        &page_token(&query, PAGE_SIZE),
+        &page.next_page_token,
+        PAGE_SIZE,
+    ));
     if groups.iter().any(|group| viewer.can_operate(group.id)) {
         body.push(clear_form(&viewer, &query, &groups));
     }
@@ -164,6 +184,8 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
         "<form method=\"get\" action=\"/runs\" class=\"filters\" id=\"run-filters\">\
          <label class=\"sr-only\" for=\"filter_job\">Job id</label>\
          <input type=\"number\" name=\"job\" id=\"filter_job\" placeholder=\"job id\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_job_name\">Job name</label>\
+         <input type=\"search\" name=\"job_name\" id=\"filter_job_name\" placeholder=\"job name\" value=\"{}\">\
          <label class=\"sr-only\" for=\"group\">Group</label>{}\
          <label class=\"sr-only\" for=\"status\">Status</label>{}\
          <label>from <input type=\"datetime-local\" name=\"from\" value=\"{}\"></label>\
@@ -171,6 +193,7 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
          <span class=\"hint\">(UTC)</span>\
          <button type=\"submit\">Filter</button> <a href=\"/runs\">Clear</a></form>",
         query.get("job"),
+        query.get("job_name"),
         html::select("group", &group_options, query.get("group")),
         html::select("status", &status_options, query.get("status")),
         query.get("from"),
@@ -191,7 +214,7 @@ static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
 
 /// The runs list's URL as it is now (filters and page), so Kill and Retry come back to it.
 fn list_state(query: &Fields) -> String {
-    let kept: Vec<String> = ["job", "group", "status", "from", "to", "page"]
+    let kept: Vec<String> = ["job", "job_name", "group", "status", "from", "to", "page"]
         .iter()
         .filter(|key| !query.get(key).is_empty())
         .map(|key| format!("{key}={}", html::url(query.get(key))))
@@ -253,7 +276,16 @@ fn back_to(fields: &Fields, fallback: String) -> String {
     }
 }
 
-fn run_row(log: &pb::Log, groups: &[pb::Group], controls: Option<(&Viewer, &str)>) -> Markup {
+fn run_row(
+    log: &pb::Log,
+    groups: &[pb::Group],
+    names: &HashMap<i64, String>,
+    controls: Option<(&Viewer, &str)>,
+) -> Markup {
+    let job = match names.get(&log.job_id) {
+        Some(name) => markup!("{} <span class=\"muted\">({})</span>", name, log.job_id),
+        None => markup!("{}", log.job_id),
+    };
     let took = if log.handle_time_ms > 0 && log.trigger_time_ms > 0 {
         html::duration(log.handle_time_ms - log.trigger_time_ms)
     } else {
@@ -273,7 +305,7 @@ fn run_row(log: &pb::Log, groups: &[pb::Group], controls: Option<(&Viewer, &str)
         log.id,
         log.id,
         log.job_id,
-        log.job_id,
+        job,
         group_name(groups, log.group_id),
         html::badge(&status_name(log.status)),
         trigger_name(log.trigger_type),
@@ -545,13 +577,14 @@ async fn attempts(
         return Markup::new();
     }
     runs.sort_by_key(|run| run.attempt);
+    let names = job_names(console, viewer, vec![log.job_id]).await;
     let mut out = Markup::literal(
         "<section class=\"card\" id=\"attempts\"><h2>Attempts of this fire</h2>\
          <div class=\"scroll\"><table>",
     );
     out.push(RUN_HEADER.clone());
     for run in &runs {
-        out.push(run_row(run, groups, None));
+        out.push(run_row(run, groups, &names, None));
     }
     out.push(Markup::literal("</table></div></section>"));
     out

@@ -12,7 +12,9 @@ use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{Path, group_name, next_page_link, no_store, readable_groups, see_other, status_page};
+use super::{
+    Path, group_name, no_store, page_token, pager, readable_groups, see_other, status_page,
+};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -200,6 +202,9 @@ pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: P
     }
 }
 
+/// Audit entries per page.
+const AUDIT_PAGE_SIZE: i64 = 100;
+
 pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let page = match console
@@ -207,8 +212,8 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         .list_audit(request(
             &viewer.caller,
             pb::ListAuditRequest {
-                page_size: 100,
-                page_token: query.get("page").to_string(),
+                page_size: AUDIT_PAGE_SIZE as i32,
+                page_token: page_token(&query, AUDIT_PAGE_SIZE),
             },
         ))
         .await
@@ -239,7 +244,13 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         }
         body.push(Markup::literal("</table></div>"));
     }
-    body.push(next_page_link("/audit", &[], &page.next_page_token));
+    body.push(pager(
+        "/audit",
+        &[],
+        &page_token(&query, AUDIT_PAGE_SIZE),
+        &page.next_page_token,
+        AUDIT_PAGE_SIZE,
+    ));
     frame::page(Some(&viewer), "Audit trail", Nav::Audit, body)
 }
 

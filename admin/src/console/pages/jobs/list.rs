@@ -11,7 +11,7 @@ use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
 use super::super::super::{Shared, request};
-use super::super::{group_name, next_page_link, readable_groups, status_page};
+use super::super::{PAGE_SIZE, group_name, page_token, pager, readable_groups, status_page};
 use super::label;
 
 /// The list's filters, in the order of the query.
@@ -35,8 +35,8 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 name: query.get("name").to_string(),
                 handler: query.get("handler").to_string(),
                 author: query.get("author").to_string(),
-                page_size: 50,
-                page_token: query.get("page").to_string(),
+                page_size: PAGE_SIZE as i32,
+                page_token: page_token(&query, PAGE_SIZE),
             },
         ))
         .await;
@@ -76,7 +76,13 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .iter()
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
-    body.push(next_page_link("/jobs", &filters, &page.next_page_token));
+    body.push(pager(
+        "/jobs",
+        &filters,
+        &page_token(&query, PAGE_SIZE),
+        &page.next_page_token,
+        PAGE_SIZE,
+    ));
     frame::page(Some(&viewer), "Jobs", Nav::Jobs, body)
 }
 
@@ -86,10 +92,13 @@ fn list_state(uri: &Uri) -> String {
     let query = Fields::from_query(uri.query());
     let mut kept: Vec<String> = FILTERS
         .iter()
-        .chain(["page"].iter())
         .filter(|key| !query.get(key).is_empty())
         .map(|key| format!("{key}={}", html::url(query.get(key))))
         .collect();
+    let page = page_token(&query, PAGE_SIZE);
+    if !page.is_empty() {
+        kept.push(format!("page={}", html::url(&page)));
+    }
     if kept.is_empty() {
         return "/jobs".to_string();
     }
