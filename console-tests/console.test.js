@@ -251,6 +251,16 @@ step('a script job keeps the versions of its source', async (page) => {
   const source = await page.inputValue('#glue_source');
   check(source.includes('second version'), `the saved source is shown: ${source}`);
   state.scriptJob = job;
+  // Loading an older version shows what it changes against the saved source.
+  await page.fill('#glue_source', 'echo "third version"');
+  await page.fill('#glue_remark', 'say third');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const loads = await page.$$('#glue-versions a');
+  check(loads.length >= 2, `two versions to compare (${loads.length})`);
+  await Promise.all([page.waitForNavigation(), loads[loads.length - 1].click()]);
+  await page.waitForSelector('#glue-diff');
+  check(await page.$('#glue-diff .add') && await page.$('#glue-diff .del'),
+    `the diff marks added and removed lines: ${await page.textContent('#glue-diff')}`);
   await shot(page, 'job-script');
 });
 

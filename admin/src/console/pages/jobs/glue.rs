@@ -23,6 +23,7 @@ pub async fn glue_section(
     }
     let mut source = job.glue_source.clone();
     let mut remark = String::new();
+    let mut diff = Markup::new();
     if version > 0 {
         let loaded = console
             .api()
@@ -32,6 +33,7 @@ pub async fn glue_section(
             ))
             .await;
         if let Some(loaded) = loaded.ok().and_then(|answer| answer.into_inner().version) {
+            diff = diff_section(&job.glue_source, &loaded.glue_source, version);
             source = loaded.glue_source;
             remark = format!("back to version {version}");
         }
@@ -83,6 +85,7 @@ pub async fn glue_section(
             Markup::new()
         },
     );
+    out.push(diff);
     if versions.is_empty() {
         out.push(Markup::literal(
             "<p class=\"empty\">No saved versions yet.</p>",
@@ -108,4 +111,86 @@ pub async fn glue_section(
     }
     out.push(Markup::literal("</section>"));
     out
+}
+
+/// What loading `version` changes against the saved source, line by line.
+fn diff_section(saved: &str, loaded: &str, version: i64) -> Markup {
+    let mut out = markup!(
+        "<h3>Version {} against the saved source</h3><pre class=\"diff\" id=\"glue-diff\">",
+        version
+    );
+    for (change, line) in line_diff(saved, loaded) {
+        out.push(match change {
+            Change::Same => markup!("<span>  {}</span>\n", line),
+            Change::Removed => markup!("<span class=\"del\">- {}</span>\n", line),
+            Change::Added => markup!("<span class=\"add\">+ {}</span>\n", line),
+        });
+    }
+    out.push(Markup::literal("</pre>"));
+    out
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Same,
+    Removed,
+    Added,
+}
+
+/// Most lines compared: a longer script's diff is cut there (the table of the longest common
+/// subsequence grows with the product of the two lengths).
+const MAX_DIFF_LINES: usize = 2000;
+
+/// A line diff from `old` to `new` by their longest common subsequence of lines.
+fn line_diff<'a>(old: &'a str, new: &'a str) -> Vec<(Change, &'a str)> {
+    let old: Vec<&str> = old.lines().take(MAX_DIFF_LINES).collect();
+    let new: Vec<&str> = new.lines().take(MAX_DIFF_LINES).collect();
+    // common[i][j]: the longest common subsequence of old[i..] and new[j..].
+    let mut common = vec![vec![0u32; new.len() + 1]; old.len() + 1];
+    for i in (0..old.len()).rev() {
+        for j in (0..new.len()).rev() {
+            common[i][j] = if old[i] == new[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < old.len() || j < new.len() {
+        if i < old.len() && j < new.len() && old[i] == new[j] {
+            out.push((Change::Same, old[i]));
+            i += 1;
+            j += 1;
+        } else if j < new.len() && (i == old.len() || common[i][j + 1] >= common[i + 1][j]) {
+            out.push((Change::Added, new[j]));
+            j += 1;
+        } else {
+            out.push((Change::Removed, old[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diffs_keep_common_lines_and_mark_the_rest() {
+        let diff = line_diff("a\nb\nc", "a\nx\nc\nd");
+        assert_eq!(
+            diff,
+            vec![
+                (Change::Same, "a"),
+                (Change::Added, "x"),
+                (Change::Removed, "b"),
+                (Change::Same, "c"),
+                (Change::Added, "d"),
+            ]
+        );
+        assert!(line_diff("", "").is_empty());
+    }
 }
