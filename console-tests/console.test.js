@@ -92,6 +92,32 @@ async function forgedPost(page, url, fields) {
   }, { url, fields });
 }
 
+/// Confirmation dialogs: every destructive button asks first. A step queues how the next one
+/// is answered (accept when nothing is queued); the messages shown are kept for checks.
+const dialogs = { answers: [], seen: [] };
+function watchDialogs(page) {
+  page.on('dialog', (dialog) => {
+    dialogs.seen.push(dialog.message());
+    const answer = dialogs.answers.shift() || 'accept';
+    (answer === 'accept' ? dialog.accept() : dialog.dismiss()).catch(() => {});
+  });
+}
+
+/// axe-core's findings of impact serious or critical on the page as it is now (axe-core from
+/// console-tests/node_modules, evaluated in the page: the console's content-security policy
+/// allows no inline script, and an evaluation from the driver is not one).
+const axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+async function axeFindings(page) {
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(() => window.axe.run(document, {
+    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+  }));
+  return result.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id} (${violation.impact}, ${violation.nodes.length} nodes: `
+      + `${violation.nodes.slice(0, 2).map((node) => node.target.join(' ')).join(', ')})`);
+}
+
 const steps = [];
 function step(name, run) { steps.push({ name, run }); }
 
@@ -180,11 +206,12 @@ step('a long run is killed from its page', async (page) => {
   await page.waitForFunction(
     () => document.getElementById('run-log').textContent.includes('sleeping'), null,
     { timeout: TIMEOUT });
-  page.once('dialog', (dialog) => dialog.accept());
+  dialogs.answers.push('accept');
   await Promise.all([page.waitForNavigation(), page.click('#kill-run')]);
   await page.waitForFunction(
     () => document.getElementById('run-status').textContent.trim() === 'KILLED', null,
     { timeout: TIMEOUT });
+  state.killedRun = Number(/\/runs\/(\d+)/.exec(page.url())[1]);
   await shot(page, 'run-killed');
 });
 
@@ -223,6 +250,17 @@ step('a script job keeps the versions of its source', async (page) => {
   check(rows.length >= 1, `job ${job}: saved versions listed (${rows.length})`);
   const source = await page.inputValue('#glue_source');
   check(source.includes('second version'), `the saved source is shown: ${source}`);
+  state.scriptJob = job;
+  // Loading an older version shows what it changes against the saved source.
+  await page.fill('#glue_source', 'echo "third version"');
+  await page.fill('#glue_remark', 'say third');
+  await Promise.all([page.waitForNavigation(), page.click('#save-glue')]);
+  const loads = await page.$$('#glue-versions a');
+  check(loads.length >= 2, `two versions to compare (${loads.length})`);
+  await Promise.all([page.waitForNavigation(), loads[loads.length - 1].click()]);
+  await page.waitForSelector('#glue-diff');
+  check(await page.$('#glue-diff .add') && await page.$('#glue-diff .del'),
+    `the diff marks added and removed lines: ${await page.textContent('#glue-diff')}`);
   await shot(page, 'job-script');
 });
 
@@ -263,6 +301,84 @@ step('errors stay under their field: time zone, trigger address, bad numbers', a
   check(/is not an address of group/.test(address), `foreign address under its field: ${address}`);
 });
 
+step('Start and Stop from the list ask first and come back to the same filtered list', async (page) => {
+  const filtered = `${base}/jobs?name=${encodeURIComponent('console cron')}`;
+  await visit(page, filtered);
+  const seen = dialogs.seen.length;
+  dialogs.answers.push('dismiss');
+  await page.click(`#start-${state.cronJob}`);
+  check(dialogs.seen.length === seen + 1, 'Start asks before it starts');
+  check(/Start job \d+ \(console cron\)\?/.test(dialogs.seen[seen]), `asked: ${dialogs.seen[seen]}`);
+  check(await page.$(`#start-${state.cronJob}`), 'dismissing keeps the job stopped');
+  for (const [action, done] of [['start', 'started'], ['stop', 'stopped']]) {
+    dialogs.answers.push('accept');
+    await Promise.all([page.waitForNavigation(), page.click(`#${action}-${state.cronJob}`)]);
+    const url = new URL(page.url());
+    check(url.pathname === '/jobs' && url.searchParams.get('name') === 'console cron',
+      `${action}: back on the filtered list, not the job: ${page.url()}`);
+    const notice = await page.textContent('.notice.ok');
+    check(new RegExp(`Job ${state.cronJob} ${done}`).test(notice), `${action} notice: ${notice}`);
+  }
+  check(await page.$(`#start-${state.cronJob}`), 'stopped again');
+});
+
+step('Retry and Kill from the runs list ask first and keep the list', async (page) => {
+  const list = `${base}/runs?job=${state.sleepJob}`;
+  await visit(page, list);
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click(`#retry-run-${state.killedRun}`)]);
+  check(page.url().startsWith(list), `Retry comes back to the list: ${page.url()}`);
+  const retried = await page.textContent('.notice.ok');
+  const match = /Run \d+ retried as run (\d+)/.exec(retried);
+  check(match, `retry notice: ${retried}`);
+  const run = Number(match[1]);
+  const deadline = Date.now() + TIMEOUT;
+  while (!(await page.$(`#kill-run-${run}`))) {
+    check(Date.now() < deadline, `run ${run} offers no Kill in the list within 30 s`);
+    await page.waitForTimeout(500);
+    await visit(page, list);
+  }
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click(`#kill-run-${run}`)]);
+  check(page.url().startsWith(list), `Kill comes back to the list: ${page.url()}`);
+  check(/Kill sent/.test(await page.textContent('.notice.ok')), 'kill notice');
+  for (;;) {
+    const status = await page.textContent(`tr[data-run-id="${run}"] .badge`);
+    if (status.trim() === 'KILLED') { break; }
+    check(Date.now() < deadline, `run ${run} is ${status}, not KILLED, within 30 s`);
+    await page.waitForTimeout(500);
+    await visit(page, list);
+  }
+  await shot(page, 'runs-actions');
+  // Runs show their job's name, and the list filters by (part of) a job name.
+  await visit(page, `${base}/runs?job_name=${encodeURIComponent('console sleeper')}`);
+  const jobs = await page.$$eval('#runs tr[data-run-id] td:nth-child(2)', (cells) =>
+    cells.map((cell) => cell.textContent));
+  check(jobs.length >= 2 && jobs.every((text) => text.includes(`console sleeper (${state.sleepJob})`)),
+    `runs of the named job only, with its name: ${jobs.join(' | ')}`);
+  await visit(page, `${base}/runs?job_name=console`);
+  const several = await page.textContent('#filter-error');
+  check(/matches several jobs/.test(several), `an ambiguous name is refused: ${several}`);
+});
+
+step('ticked jobs are started and stopped together', async (page) => {
+  await visit(page, `${base}/jobs?name=${encodeURIComponent('console cron')}`);
+  await page.check(`#select-${state.cronJob}`);
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#bulk-start')]);
+  const started = await page.textContent('.notice.ok');
+  check(new RegExp(`Jobs started: ${state.cronJob}\\.`).test(started), `bulk start: ${started}`);
+  check(await page.$(`#stop-${state.cronJob}`), 'the ticked job runs');
+  check(new URL(page.url()).searchParams.get('name') === 'console cron', 'same list');
+  await page.check(`#select-${state.cronJob}`);
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#bulk-stop')]);
+  const stopped = await page.textContent('.notice.ok');
+  check(new RegExp(`Jobs stopped: ${state.cronJob}\\.`).test(stopped), `bulk stop: ${stopped}`);
+  check(await page.$(`#start-${state.cronJob}`), 'the ticked job is stopped');
+  await shot(page, 'jobs-bulk');
+});
+
 step('the dashboard fits a phone', async (page) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/`);
@@ -290,10 +406,10 @@ step('clear logs asks first, then deletes finished runs', async (page) => {
   await page.fill('#clear_job', String(state.sleepJob));
   await page.selectOption('#mode', 'ALL');
   await shot(page, 'clear-logs');
-  page.once('dialog', (dialog) => dialog.dismiss());
+  dialogs.answers.push('dismiss');
   await page.click('#clear-logs-button');
   check(new URL(page.url()).pathname === '/runs', 'dismissing the confirmation stays');
-  page.once('dialog', (dialog) => dialog.accept());
+  dialogs.answers.push('accept');
   await Promise.all([page.waitForNavigation(), page.click('#clear-logs-button')]);
   const notice = await page.textContent('.notice.ok');
   check(/^[1-9]\d* finished runs deleted/.test(notice), `clear notice: ${notice}`);
@@ -330,7 +446,7 @@ step('executors, groups, users and audit pages render; a viewer is created', asy
   check(/xjob_[0-9a-f]{64}/.test(issued), `a new token is shown once: ${issued}`);
   const open = await page.$$('#tokens button.danger');
   check(open.length === 2, `victor has two live tokens (${open.length})`);
-  page.once('dialog', (dialog) => dialog.accept());
+  dialogs.answers.push('accept');
   await Promise.all([page.waitForNavigation(), open[0].click()]);
   check((await page.$$('#tokens button.danger')).length === 1, 'one token revoked');
   await shot(page, 'tokens');
@@ -349,6 +465,24 @@ step('executors, groups, users and audit pages render; a viewer is created', asy
   await logout(page);
 });
 
+step('axe-core finds no serious or critical issue on any page', async (page) => {
+  await login(page, adminUser, adminPassword);
+  const pages = [
+    '/', '/jobs', '/jobs/new', `/jobs/${state.cronJob}`, `/jobs/${state.scriptJob}`,
+    '/runs', `/runs/${state.killedRun}`, '/executors', '/groups/new', `/groups/${groupId}`,
+    '/users', '/audit', '/no-such-page',
+  ];
+  const found = [];
+  for (const url of pages) {
+    await visit(page, `${base}${url}`);
+    for (const finding of await axeFindings(page)) { found.push(`${url}: ${finding}`); }
+  }
+  await visit(page, `${base}/`);
+  await logout(page);
+  for (const finding of await axeFindings(page)) { found.push(`/login: ${finding}`); }
+  check(found.length === 0, `axe findings:\n  ${found.join('\n  ')}`);
+});
+
 step('a viewer sees no edit controls and a forged post is refused', async (page) => {
   await login(page, 'victor', 'viewer-password-1');
   await page.goto(`${base}/jobs`);
@@ -360,6 +494,9 @@ step('a viewer sees no edit controls and a forged post is refused', async (page)
   check(!(await page.$('#save-job')), 'no Save for a viewer');
   check(!(await page.$('#trigger-form')), 'no trigger form for a viewer');
   check(await page.$('#job-form fieldset[disabled]'), 'the job form is read-only');
+  const why = await page.textContent('#read-only');
+  check(/may read this job but not change it/.test(why), `the viewer is told why: ${why}`);
+  check(!/No executor group yet/.test(await page.content()), 'no wrong "no group" message');
   const csrf = await page.getAttribute('input[name=csrf]', 'value');
   const answer = await forgedPost(page, `/jobs/${state.cronJob}/start`, { csrf });
   check(answer.status === 403, `viewer's forged start: HTTP ${answer.status}`);
@@ -380,6 +517,7 @@ step('a viewer sees no edit controls and a forged post is refused', async (page)
   });
   const page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
+  watchDialogs(page);
   let failed = false;
   for (const { name, run } of steps) {
     const started = Date.now();

@@ -85,6 +85,15 @@ impl Fields {
             .map(|(_, value)| value.as_str())
     }
 
+    /// Every value of `name`, trimmed, in order (checkboxes that share a name).
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.trim())
+            .collect()
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.0.iter().any(|(key, _)| key == name)
     }
@@ -115,5 +124,6 @@ mod tests {
         assert_eq!(fields.get("c"), "&");
         assert_eq!(fields.int("a"), 1);
         assert_eq!(fields.get("missing"), "");
+        assert_eq!(fields.all("a"), vec!["1", "2"]);
     }
 }

@@ -52,6 +52,30 @@ pub fn count(text: &str) -> Result<i32, String> {
     }
 }
 
+/// A retry backoff factor: a decimal number of 1 or more (1 = the same delay each time);
+/// empty = 1.
+pub fn factor(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(1.0);
+    }
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() && (1.0..=100.0).contains(&value) => Ok(value),
+        _ => Err(format!(
+            "'{text}' is not a factor: use a number from 1 (same delay) to 100, e.g. 2"
+        )),
+    }
+}
+
+/// A factor as the editor shows it (`1`, `1.5`, `2`); 0 (unset) shows as 1.
+pub fn factor_text(value: f64) -> String {
+    if value <= 1.0 {
+        "1".to_string()
+    } else {
+        format!("{value}")
+    }
+}
+
 /// Job ids separated by commas or spaces; empty = none.
 pub fn id_list(text: &str) -> Result<Vec<i64>, String> {
     text.split([',', ' '])
@@ -109,6 +133,11 @@ mod tests {
         assert!(refused.contains("'abc' is not a job id"), "{refused}");
         assert!(id_list("-1").is_err());
         assert_eq!(id_filter("12"), Ok(12));
+        assert_eq!(factor("2"), Ok(2.0));
+        assert_eq!(factor(""), Ok(1.0));
+        assert!(factor("0.5").is_err());
+        assert!(factor("x").is_err());
+        assert_eq!(factor(&factor_text(1.5)), Ok(1.5));
         assert!(id_filter("x").is_err());
     }
 }

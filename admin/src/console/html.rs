@@ -1,16 +1,152 @@
-//! Building HTML: escaping (every value from the API goes through [`esc`]), the page frame,
-//! times (UTC on the server, the viewer's zone by the script, UTC kept in the `title`),
-//! durations and form widgets. Plain `format!` builders: no template engine to learn.
-
-use std::fmt::Write;
+//! Building HTML, with escaping as a type: a page is [`Markup`], and markup is made only here —
+//! by [`esc`] (text made safe), by [`markup!`] (a template written in the source whose every
+//! `{}` is filled with text escaped on the way in, numbers, or other markup), by
+//! [`Markup::literal`] (a `&'static str` in the source) and by the widgets below. A `String`
+//! from the API does not compile where markup is expected, so no page can forget to escape.
+//! Times are UTC on the server, turned into the viewer's zone by the script (UTC kept in the
+//! `title`). This module knows nothing of sessions: the page frame with its navigation lives
+//! in `frame.rs`.
 
 use axum::response::{Html, IntoResponse, Response};
 
-use super::session::Viewer;
+/// HTML that is safe to put in a page (see the module comment for who makes it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Markup(String);
 
-/// Escapes text for HTML content and quoted attributes.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+impl Markup {
+    pub fn new() -> Markup {
+        Markup(String::new())
+    }
+
+    /// Markup written in the source as a literal: nothing from outside can be in it.
+    pub fn literal(html: &'static str) -> Markup {
+        Markup(html.to_string())
+    }
+
+    pub fn push(&mut self, more: Markup) {
+        self.0.push_str(&more.0);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    #[cfg(test)]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// What [`markup!`] calls: `template` with each `{}` replaced by the next argument.
+    #[doc(hidden)]
+    pub fn fill(template: &'static str, args: &[&dyn Render]) -> Markup {
+        let mut out = String::with_capacity(template.len() + 24 * args.len());
+        let mut args = args.iter();
+        let mut rest = template;
+        while let Some(at) = rest.find("{}") {
+            out.push_str(&rest[..at]);
+            if let Some(arg) = args.next() {
+                arg.render_to(&mut out);
+            }
+            rest = &rest[at + 2..];
+        }
+        out.push_str(rest);
+        Markup(out)
+    }
+}
+
+impl FromIterator<Markup> for Markup {
+    fn from_iter<I: IntoIterator<Item = Markup>>(pieces: I) -> Markup {
+        let mut out = Markup::new();
+        for piece in pieces {
+            out.push(piece);
+        }
+        out
+    }
+}
+
+/// What may fill a [`markup!`] template's `{}`: text (escaped), numbers, and markup (as is).
+pub trait Render {
+    fn render_to(&self, out: &mut String);
+}
+
+impl Render for str {
+    fn render_to(&self, out: &mut String) {
+        escape_into(self, out);
+    }
+}
+
+impl Render for String {
+    fn render_to(&self, out: &mut String) {
+        escape_into(self, out);
+    }
+}
+
+impl Render for Markup {
+    fn render_to(&self, out: &mut String) {
+        out.push_str(&self.0);
+    }
+}
+
+impl<T: Render + ?Sized> Render for &T {
+    fn render_to(&self, out: &mut String) {
+        (**self).render_to(out);
+    }
+}
+
+macro_rules! render_numbers {
+    ($($number:ty),*) => {$(
+        impl Render for $number {
+            fn render_to(&self, out: &mut String) {
+                out.push_str(&self.to_string());
+            }
+        }
+    )*};
+}
+render_numbers!(i32, i64, u32, u64, usize, bool);
+
+/// The number of `{}` in a template; a `{` that does not open `{}` is refused while compiling,
+/// so a `{name}` capture (which would skip the escaping) cannot slip in.
+#[doc(hidden)]
+pub const fn placeholders(template: &str) -> usize {
+    let bytes = template.as_bytes();
+    let mut count = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'{' {
+            assert!(
+                at + 1 < bytes.len() && bytes[at + 1] == b'}',
+                "markup! templates take only {{}} placeholders"
+            );
+            count += 1;
+            at += 2;
+        } else {
+            at += 1;
+        }
+    }
+    count
+}
+
+/// `markup!("<td>{}</td>", value)`: a template from the source, each `{}` filled through
+/// [`Render`] (text is escaped). The count of `{}` and of arguments is checked while compiling.
+macro_rules! markup {
+    ($template:literal $(, $arg:expr)* $(,)?) => {{
+        const _: () = assert!(
+            $crate::console::html::placeholders($template) == 0 $(+ { let _ = stringify!($arg); 1 })*,
+            "markup!: as many arguments as {{}} in the template"
+        );
+        $crate::console::html::Markup::fill(
+            $template,
+            &[$(&$arg as &dyn $crate::console::html::Render),*],
+        )
+    }};
+}
+pub(crate) use markup;
+
+fn escape_into(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -21,105 +157,45 @@ pub fn esc(text: &str) -> String {
             _ => out.push(c),
         }
     }
-    out
 }
 
-/// Percent-encodes a value for a URL query.
+/// Text made safe for HTML content and quoted attributes.
+pub fn esc(text: &str) -> Markup {
+    let mut out = String::with_capacity(text.len());
+    escape_into(text, &mut out);
+    Markup(out)
+}
+
+/// Percent-encodes a value for a URL query (still text: it is escaped where it is put).
 pub fn url(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// Which navigation entry a page belongs to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Nav {
-    Dashboard,
-    Jobs,
-    Runs,
-    Executors,
-    Users,
-    Audit,
-    None,
-}
-
-/// A whole page: head, navigation (by what the viewer may see), the open-console banner,
-/// then `body`.
-pub fn page(viewer: Option<&Viewer>, title: &str, nav: Nav, body: &str) -> Response {
-    let mut out = String::with_capacity(body.len() + 2048);
-    let _ = write!(
-        out,
+/// A whole HTML document: head, `header` (navigation, or nothing on error and login pages),
+/// the title as the page's heading, then `body`.
+pub fn document(title: &str, header: Markup, body: Markup) -> Response {
+    let page = markup!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · xjob</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
-         <script src=\"/assets/console.js\" defer></script></head><body>",
-        esc(title)
+         <script src=\"/assets/console.js\" defer></script></head><body>\
+         <a class=\"skip\" href=\"#main\">Skip to content</a>{}\
+         <main id=\"main\"><h1>{}</h1>{}</main></body></html>",
+        title,
+        header,
+        title,
+        body
     );
-    if let Some(viewer) = viewer {
-        out.push_str("<header class=\"top\"><a class=\"brand\" href=\"/\">xjob</a><nav>");
-        let mut entries = vec![
-            (Nav::Dashboard, "/", "Dashboard"),
-            (Nav::Jobs, "/jobs", "Jobs"),
-            (Nav::Runs, "/runs", "Runs"),
-            (Nav::Executors, "/executors", "Executors"),
-        ];
-        if viewer.is_admin() && !viewer.is_open() {
-            entries.push((Nav::Users, "/users", "Users"));
-        }
-        if viewer.is_admin() {
-            entries.push((Nav::Audit, "/audit", "Audit"));
-        }
-        for (entry, href, label) in entries {
-            let current = if entry == nav {
-                " aria-current=\"page\""
-            } else {
-                ""
-            };
-            let _ = write!(out, "<a href=\"{href}\"{current}>{label}</a>");
-        }
-        out.push_str("</nav><div class=\"who\">");
-        if viewer.is_open() {
-            out.push_str("<span>open console</span>");
-        } else {
-            let _ = write!(
-                out,
-                "<span>{}</span><form method=\"post\" action=\"/logout\">{}\
-                 <button class=\"link\" id=\"logout\">Log out</button></form>",
-                esc(viewer.name()),
-                csrf_field(viewer)
-            );
-        }
-        out.push_str("</div></header>");
-        if viewer.is_open() {
-            out.push_str(
-                "<div class=\"banner\" id=\"open-banner\">No users exist yet, so this console \
-                 (on a loopback admin) needs no login and everyone who reaches it acts as an \
-                 admin. Create the first admin with <code>xjob user create --role admin \
-                 --password-stdin NAME</code> before exposing it.</div>",
-            );
-        }
-    }
-    let _ = write!(
-        out,
-        "<main><h1>{}</h1>{body}</main></body></html>",
-        esc(title)
-    );
-    Html(out).into_response()
-}
-
-/// The hidden CSRF field every form carries.
-pub fn csrf_field(viewer: &Viewer) -> String {
-    format!(
-        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-        esc(&viewer.csrf)
-    )
+    Html(page.into_string()).into_response()
 }
 
 /// A time: UTC text (with UTC in the title), turned into the viewer's zone by the script.
-pub fn time(ms: i64) -> String {
+pub fn time(ms: i64) -> Markup {
     if ms <= 0 {
-        return "<span class=\"muted\">–</span>".to_string();
+        return Markup::literal("<span class=\"muted\">–</span>");
     }
     let utc = utc_text(ms);
-    format!("<time data-ms=\"{ms}\" title=\"{utc}\">{utc}</time>")
+    markup!("<time data-ms=\"{}\" title=\"{}\">{}</time>", ms, utc, utc)
 }
 
 pub fn utc_text(ms: i64) -> String {
@@ -140,43 +216,92 @@ pub fn duration(ms: i64) -> String {
     }
 }
 
-/// A `<select>` over `(value, label)` options with `selected` chosen.
-pub fn select(name: &str, options: &[(String, String)], selected: &str) -> String {
-    let mut out = format!("<select name=\"{name}\" id=\"{name}\">");
+/// One `<option>` of a [`select`]: the value posted and the label shown.
+pub type Choice = (String, String);
+
+/// The choices of a protobuf enum, from the enum itself: `name_of` gives each value's name
+/// (prost's `as_str_name`), shown without `prefix` (`ROUTE_STRATEGY_FIRST` → `FIRST`), in
+/// declaration order; `*_UNSPECIFIED` (0) is left out, and so is any name in `except`.
+pub fn enum_choices(
+    prefix: &str,
+    name_of: impl Fn(i32) -> Option<&'static str>,
+    except: &[&str],
+) -> Vec<Choice> {
+    (1..)
+        .map_while(&name_of)
+        .map(|name| enum_label(name, prefix))
+        .filter(|label| !except.contains(&label.as_str()))
+        .map(|label| (label.clone(), label))
+        .collect()
+}
+
+/// A `<select>` over `(value, label)` options with `selected` chosen; `id` defaults to `name`.
+pub fn select(name: &str, options: &[Choice], selected: &str) -> Markup {
+    select_with_id(name, name, options, selected)
+}
+
+/// A `<select>` whose id differs from its name (two forms on one page post the same name).
+pub fn select_with_id(name: &str, id: &str, options: &[Choice], selected: &str) -> Markup {
+    let mut out = markup!("<select name=\"{}\" id=\"{}\">", name, id);
     for (value, label) in options {
-        let chosen = if value == selected { " selected" } else { "" };
-        let _ = write!(
-            out,
-            "<option value=\"{}\"{chosen}>{}</option>",
-            esc(value),
-            esc(label)
-        );
+        let chosen = if value == selected {
+            Markup::literal(" selected")
+        } else {
+            Markup::new()
+        };
+        out.push(markup!(
+            "<option value=\"{}\"{}>{}</option>",
+            value,
+            chosen,
+            label
+        ));
     }
-    out.push_str("</select>");
+    out.push(Markup::literal("</select>"));
     out
 }
 
 /// A labelled field with its error (from the API) right below it.
-pub fn field(label: &str, name: &str, input: &str, error: Option<&str>, hint: &str) -> String {
+pub fn field(label: &str, name: &str, input: Markup, error: Option<&str>, hint: Markup) -> Markup {
     let error = match error {
-        Some(message) => format!(
-            "<div class=\"error\" id=\"err-{name}\" role=\"alert\">{}</div>",
-            esc(message)
+        Some(message) => markup!(
+            "<div class=\"error\" id=\"err-{}\" role=\"alert\">{}</div>",
+            name,
+            message
         ),
-        None => format!("<div class=\"error\" id=\"err-{name}\" hidden></div>"),
+        None => markup!("<div class=\"error\" id=\"err-{}\" hidden></div>", name),
     };
     let hint = if hint.is_empty() {
-        String::new()
+        hint
     } else {
-        format!("<div class=\"hint\">{hint}</div>")
+        markup!("<div class=\"hint\">{}</div>", hint)
     };
-    format!("<div class=\"field\"><label for=\"{name}\">{label}</label>{input}{hint}{error}</div>")
+    markup!(
+        "<div class=\"field\"><label for=\"{}\">{}</label>{}{}{}</div>",
+        name,
+        label,
+        input,
+        hint,
+        error
+    )
 }
 
-pub fn text_input(name: &str, value: &str) -> String {
-    format!(
-        "<input type=\"text\" name=\"{name}\" id=\"{name}\" value=\"{}\">",
-        esc(value)
+pub fn text_input(name: &str, value: &str) -> Markup {
+    markup!(
+        "<input type=\"text\" name=\"{}\" id=\"{}\" value=\"{}\">",
+        name,
+        name,
+        value
+    )
+}
+
+/// A multi-line text field.
+pub fn textarea(name: &str, rows: u32, value: &str) -> Markup {
+    markup!(
+        "<textarea name=\"{}\" id=\"{}\" rows=\"{}\" spellcheck=\"false\">{}</textarea>",
+        name,
+        name,
+        rows,
+        value
     )
 }
 
@@ -186,23 +311,35 @@ pub fn enum_label(full: &str, prefix: &str) -> String {
 }
 
 /// A status badge.
-pub fn badge(text: &str) -> String {
-    format!(
+pub fn badge(text: &str) -> Markup {
+    markup!(
         "<span class=\"badge s-{}\">{}</span>",
-        esc(&text.to_ascii_lowercase()),
-        esc(text)
+        text.to_ascii_lowercase(),
+        text
     )
 }
 
 /// A message box (notice or error) shown above a page's content.
-pub fn notice(kind: &str, message: &str) -> String {
+pub fn notice(kind: Tone, message: &str) -> Markup {
     if message.is_empty() {
-        return String::new();
+        return Markup::new();
     }
-    format!(
-        "<div class=\"notice {kind}\" role=\"status\">{}</div>",
-        esc(message)
+    let class = match kind {
+        Tone::Ok => "ok",
+        Tone::Bad => "bad",
+    };
+    markup!(
+        "<div class=\"notice {}\" role=\"status\">{}</div>",
+        class,
+        message
     )
+}
+
+/// A notice's tone.
+#[derive(Clone, Copy)]
+pub enum Tone {
+    Ok,
+    Bad,
 }
 
 #[cfg(test)]
@@ -212,8 +349,26 @@ mod tests {
     #[test]
     fn escapes_markup_and_quotes() {
         assert_eq!(
-            esc("<a href=\"x\">'&'</a>"),
+            esc("<a href=\"x\">'&'</a>").as_str(),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn templates_escape_text_and_keep_markup() {
+        let cell = markup!(
+            "<td title=\"{}\">{}{}</td>",
+            "a\"b",
+            String::from("<script>"),
+            Markup::literal("<b>ok</b>")
+        );
+        assert_eq!(
+            cell.as_str(),
+            "<td title=\"a&quot;b\">&lt;script&gt;<b>ok</b></td>"
+        );
+        assert_eq!(
+            markup!("<p>{} of {}</p>", 3_i64, 7_usize).as_str(),
+            "<p>3 of 7</p>"
         );
     }
 
@@ -229,9 +384,12 @@ mod tests {
     #[test]
     fn times_keep_utc_in_the_title() {
         let html = time(0);
-        assert!(html.contains('–'));
+        assert!(html.as_str().contains('–'));
         let html = time(1_700_000_000_000);
-        assert!(html.contains("title=\"2023-11-14 22:13:20 UTC\""), "{html}");
-        assert!(html.contains("data-ms=\"1700000000000\""));
+        assert!(
+            html.as_str().contains("title=\"2023-11-14 22:13:20 UTC\""),
+            "{html:?}"
+        );
+        assert!(html.as_str().contains("data-ms=\"1700000000000\""));
     }
 }

@@ -12,7 +12,10 @@
 //! - `throttle.rs`: failed logins per name, per client address and in all.
 //! - `csrf.rs`: the token every form posts back.
 //! - `form.rs`: numbers typed into forms (timeouts with units, counts, id lists), read strictly.
-//! - `html.rs`: escaping, the page frame, times and durations, form widgets.
+//! - `html.rs`: escaping as a type (`Markup`, made only by the escaper, `markup!` templates and
+//!   the widgets), the bare document, times and durations, form widgets.
+//! - `frame.rs`: the signed-in page frame (navigation by role, the CSRF field).
+//! - `errors.rs`: error pages (no session needed).
 //! - `pages/`: one module per page family.
 //! - `assets/`: the stylesheet and the small script (progressive enhancement: local times,
 //!   schedule preview, live log tail, confirmations), compiled into the binary.
@@ -21,7 +24,9 @@
 //! certificate; cookies are then `Secure` and answers carry `Strict-Transport-Security`.
 
 mod csrf;
+mod errors;
 mod form;
+mod frame;
 mod guard;
 mod html;
 mod pages;
@@ -122,27 +127,29 @@ fn router(console: Shared) -> Router {
         .route("/assets/console.js", get(js))
         .route("/login", get(pages::login::form).post(pages::login::submit))
         .route("/logout", post(pages::login::logout))
-        .route("/jobs", get(pages::jobs::list))
+        .route("/jobs", get(pages::jobs::list::list))
+        .route("/jobs/bulk", post(pages::jobs::actions::bulk))
         .route(
             "/jobs/new",
-            get(pages::jobs::new_form).post(pages::jobs::create),
+            get(pages::jobs::editor::new_form).post(pages::jobs::actions::create),
         )
         .route(
             "/jobs/{id}",
-            get(pages::jobs::edit_form).post(pages::jobs::update),
+            get(pages::jobs::editor::edit_form).post(pages::jobs::actions::update),
         )
-        .route("/jobs/{id}/copy", get(pages::jobs::copy_form))
-        .route("/jobs/{id}/delete", post(pages::jobs::delete))
-        .route("/jobs/{id}/start", post(pages::jobs::start))
-        .route("/jobs/{id}/stop", post(pages::jobs::stop))
-        .route("/jobs/{id}/trigger", post(pages::jobs::trigger))
-        .route("/jobs/{id}/glue", post(pages::jobs::save_glue))
-        .route("/preview", get(pages::jobs::preview))
+        .route("/jobs/{id}/copy", get(pages::jobs::editor::copy_form))
+        .route("/jobs/{id}/delete", post(pages::jobs::actions::delete))
+        .route("/jobs/{id}/start", post(pages::jobs::actions::start))
+        .route("/jobs/{id}/stop", post(pages::jobs::actions::stop))
+        .route("/jobs/{id}/trigger", post(pages::jobs::actions::trigger))
+        .route("/jobs/{id}/glue", post(pages::jobs::actions::save_glue))
+        .route("/preview", get(pages::jobs::editor::preview))
         .route("/runs", get(pages::runs::list))
         .route("/runs/clear", post(pages::runs::clear))
         .route("/runs/{id}", get(pages::runs::detail))
         .route("/runs/{id}/log", get(pages::runs::log_chunk))
         .route("/runs/{id}/kill", post(pages::runs::kill))
+        .route("/runs/{id}/retry", post(pages::runs::retry))
         .route("/executors", get(pages::groups::list))
         .route(
             "/groups/new",
@@ -195,7 +202,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 async fn not_found() -> Response {
-    pages::not_found_page()
+    errors::not_found_page()
 }
 
 /// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking

@@ -71,7 +71,7 @@ impl FromRequestParts<Shared> for Viewer {
         match resolve(console, &parts.headers).await {
             Ok(Some(viewer)) => Ok(viewer),
             Ok(None) => Err(no_session(console, parts).await),
-            Err(status) => Err(super::pages::status_page(&status)),
+            Err(status) => Err(super::errors::status_page(&status)),
         }
     }
 }
@@ -129,12 +129,12 @@ async fn no_session(console: &Console, parts: &Parts) -> Response {
     if open && parts.method == Method::GET {
         return match start_session(console, 0).await {
             Ok(cookie) => with_cookie(Redirect::to(&target).into_response(), &cookie),
-            Err(status) => super::pages::status_page(&status),
+            Err(status) => super::errors::status_page(&status),
         };
     }
     if parts.method != Method::GET {
         // A post without a session (expired, or forged from another site): refused.
-        return super::pages::error_page(
+        return super::errors::error_page(
             axum::http::StatusCode::FORBIDDEN,
             "Your session has expired or is missing: log in again.",
         );

@@ -77,6 +77,18 @@
     show();
   }
 
+  // A new job's editor: the Handler field only matters for BEAN jobs (a script runs its
+  // source), so it hides while a script glue type is picked.
+  function handlerField() {
+    var glue = document.querySelector('#job-form select[name=glue_type]');
+    var handler = document.getElementById('handler');
+    if (!glue || !handler) { return; }
+    var field = handler.closest('.field');
+    function sync() { field.hidden = glue.value !== 'BEAN'; }
+    glue.addEventListener('change', sync);
+    sync();
+  }
+
   // A run's detail: polls ReadRunLog for new lines until the run ended.
   function logTail() {
     var pre = document.getElementById('run-log');
@@ -129,6 +141,7 @@
     localize(document);
     confirmations();
     schedulePreview();
+    handlerField();
     logTail();
   });
 })();

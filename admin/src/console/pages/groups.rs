@@ -1,8 +1,6 @@
 //! Executors and groups: each group with its online executors (heartbeat age, handlers,
 //! running runs), and the group editor (admins), manual address lists included.
 
-use std::fmt::Write;
-
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
@@ -10,7 +8,8 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
-use super::super::html::{self, Nav, esc};
+use super::super::frame::{self, Nav};
+use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
 use super::super::{Console, Shared, request};
 use super::{Path, field_error, readable_groups, see_other, status_page};
@@ -27,71 +26,70 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         Err(status) => return status_page(&status),
     };
     let now = console.ctx.clock.now_ms();
-    let mut body = html::notice("ok", query.get("notice"));
+    let mut body = html::notice(Tone::Ok, query.get("notice"));
     if viewer.is_admin() {
-        body.push_str(
+        body.push(Markup::literal(
             "<p><a class=\"button\" href=\"/groups/new\" id=\"new-group\">New group</a></p>",
-        );
+        ));
     }
     if groups.is_empty() {
-        body.push_str(
+        body.push(Markup::literal(
             "<p class=\"empty\">No groups yet. A group names an executor app (its \
              <code>app_name</code>); executors of that app register into it.</p>",
-        );
+        ));
     }
     for group in &groups {
         let address_type = pb::AddressType::try_from(group.address_type)
             .map(|kind| html::enum_label(kind.as_str_name(), "ADDRESS_TYPE_"))
             .unwrap_or_default();
-        let _ = write!(
-            body,
-            "<section class=\"card\" id=\"group-{id}\"><h2>{} <span class=\"muted\">{}</span></h2>\
+        body.push(markup!(
+            "<section class=\"card\" id=\"group-{}\"><h2>{} <span class=\"muted\">{}</span></h2>\
              <p>{} addresses{}{}</p>",
-            esc(&group.title),
-            esc(&group.app_name),
+            group.id,
+            group.title,
+            group.app_name,
             address_type,
             if group.addresses.is_empty() {
-                String::new()
+                Markup::new()
             } else {
-                format!(": <code>{}</code>", esc(&group.addresses.join(", ")))
+                markup!(": <code>{}</code>", group.addresses.join(", "))
             },
             if viewer.is_admin() {
-                format!(" · <a href=\"/groups/{}\">edit</a>", group.id)
+                markup!(" · <a href=\"/groups/{}\">edit</a>", group.id)
             } else {
-                String::new()
+                Markup::new()
             },
-            id = group.id,
-        );
+        ));
         let online: Vec<&pb::Executor> = executors
             .iter()
             .filter(|executor| executor.app_name == group.app_name)
             .collect();
         if online.is_empty() {
-            body.push_str(
+            body.push(Markup::literal(
                 "<p class=\"empty\">No executor online. Start one with this app name.</p>",
-            );
+            ));
         } else {
-            body.push_str(
-                "<div class=\"scroll\"><table class=\"executors\"><tr><th>Address</th>\
-                 <th>Heartbeat</th><th>Running</th><th>Handlers</th><th>Admin</th></tr>",
-            );
+            body.push(Markup::literal(
+                "<div class=\"scroll\"><table class=\"executors\"><tr><th scope=\"col\">Address</th>\
+                 <th scope=\"col\">Heartbeat</th><th scope=\"col\">Running</th>\
+                 <th scope=\"col\">Handlers</th><th scope=\"col\">Admin</th></tr>",
+            ));
             for executor in online {
-                let _ = write!(
-                    body,
+                body.push(markup!(
                     "<tr><td>{}</td><td title=\"{}\">{} ago</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&executor.address),
+                    executor.address,
                     html::utc_text(executor.last_heartbeat_ms),
                     html::duration(now - executor.last_heartbeat_ms),
                     executor.running_log_ids.len(),
-                    esc(&executor.handlers.join(", ")),
-                    esc(&executor.admin_node),
-                );
+                    executor.handlers.join(", "),
+                    executor.admin_node,
+                ));
             }
-            body.push_str("</table></div>");
+            body.push(Markup::literal("</table></div>"));
         }
-        body.push_str("</section>");
+        body.push(Markup::literal("</section>"));
     }
-    html::page(Some(&viewer), "Executors and groups", Nav::Executors, &body)
+    frame::page(Some(&viewer), "Executors and groups", Nav::Executors, body)
 }
 
 pub async fn new_form(State(console): State<Shared>, viewer: Viewer) -> Response {
@@ -129,20 +127,32 @@ fn editor(
 ) -> Response {
     let (error_field, message) = error.clone().unwrap_or((None, String::new()));
     let err = |name: &str| (error_field.as_deref() == Some(name)).then_some(message.as_str());
-    let mut body = String::new();
+    let mut body = Markup::new();
     if error.is_some() && error_field.is_none() {
-        body.push_str(&html::notice("bad", &message));
+        body.push(html::notice(Tone::Bad, &message));
     }
     let kind = pb::AddressType::try_from(group.address_type)
         .map(|kind| html::enum_label(kind.as_str_name(), "ADDRESS_TYPE_"))
         .unwrap_or_default();
-    let kinds = vec![
-        ("AUTO".to_string(), "AUTO: executors register".to_string()),
-        (
-            "MANUAL".to_string(),
-            "MANUAL: the addresses below".to_string(),
-        ),
-    ];
+    let kinds: Vec<html::Choice> = html::enum_choices(
+        "ADDRESS_TYPE_",
+        |value| {
+            pb::AddressType::try_from(value)
+                .ok()
+                .map(|kind| kind.as_str_name())
+        },
+        &[],
+    )
+    .into_iter()
+    .map(|(value, label)| {
+        let meaning = if value == "MANUAL" {
+            "the addresses below"
+        } else {
+            "executors register"
+        };
+        (value, format!("{label}: {meaning}"))
+    })
+    .collect();
     let action = if group.id == 0 {
         "/groups/new".to_string()
     } else {
@@ -151,68 +161,69 @@ fn editor(
     let app_input = if group.id == 0 {
         html::text_input("app_name", &group.app_name)
     } else {
-        format!(
+        markup!(
             "<input type=\"text\" name=\"app_name\" id=\"app_name\" value=\"{}\" readonly>",
-            esc(&group.app_name)
+            group.app_name
         )
     };
     let fields = [
         html::field(
             "App name",
             "app_name",
-            &app_input,
+            app_input,
             err("app_name"),
-            "executors register with this name",
+            Markup::literal("executors register with this name"),
         ),
         html::field(
             "Title",
             "title",
-            &html::text_input("title", &group.title),
+            html::text_input("title", &group.title),
             err("title"),
-            "",
+            Markup::new(),
         ),
         html::field(
             "Addresses",
             "address_type",
-            &html::select("address_type", &kinds, &kind),
+            html::select("address_type", &kinds, &kind),
             err("address_type"),
-            "",
+            Markup::new(),
         ),
         html::field(
             "Manual addresses",
             "addresses",
-            &format!(
-                "<textarea name=\"addresses\" id=\"addresses\" rows=\"3\">{}</textarea>",
-                esc(&group.addresses.join("\n"))
-            ),
+            html::textarea("addresses", 3, &group.addresses.join("\n")),
             err("addresses"),
-            "one per line, e.g. http://10.0.0.5:9999 (MANUAL only)",
+            Markup::literal("one per line, e.g. http://10.0.0.5:9999 (MANUAL only)"),
         ),
         html::field(
             "Access token",
             "access_token",
-            &format!(
+            markup!(
                 "<input type=\"password\" name=\"access_token\" id=\"access_token\" value=\"{}\" \
                  autocomplete=\"off\">",
-                esc(&group.access_token)
+                group.access_token
             ),
             err("access_token"),
-            "executors of this app must present it; leave the mask to keep the current one",
+            Markup::literal(
+                "executors of this app must present it; leave the mask to keep the current one",
+            ),
         ),
     ]
-    .concat();
-    let _ = write!(
-        body,
-        "<form method=\"post\" action=\"{action}\" class=\"card form\" id=\"group-form\">{}\
-         <div class=\"fields\">{fields}</div><button id=\"save-group\">Save</button></form>",
-        html::csrf_field(viewer)
-    );
+    .into_iter()
+    .collect::<Markup>();
+    body.push(markup!(
+        "<form method=\"post\" action=\"{}\" class=\"card form\" id=\"group-form\">{}\
+         <div class=\"fields\">{}</div><button id=\"save-group\">Save</button></form>",
+        action,
+        frame::csrf_field(viewer),
+        fields
+    ));
     let title = if group.id == 0 {
         "New group".to_string()
     } else {
         format!("Group {}", group.app_name)
     };
-    let mut response = html::page(Some(viewer), &title, Nav::Executors, &body);
+    let mut response = frame::page(Some(viewer), &title, Nav::Executors, body);
     *response.status_mut() = code;
     // After a refused save the form holds the access token as typed.
     super::no_store(response)

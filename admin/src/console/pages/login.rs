@@ -7,8 +7,9 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::super::csrf::{Fields, Posted, same};
+use super::super::frame::{self, Nav};
 use super::super::guard::ClientAddress;
-use super::super::html::{self, Nav, esc};
+use super::super::html::{Markup, markup};
 use super::super::session::{self, cookie, set_cookie, with_cookie};
 use super::super::{Console, Shared};
 use super::status_page;
@@ -40,16 +41,16 @@ fn login_page(
         Err(status) => return status_page(&status),
     };
     let error = if error.is_empty() {
-        String::new()
+        Markup::new()
     } else {
-        format!(
+        markup!(
             "<div class=\"notice bad\" id=\"login-error\" role=\"alert\">{}</div>",
-            esc(error)
+            error
         )
     };
-    let body = format!(
-        "<form method=\"post\" action=\"/login\" class=\"card narrow\" id=\"login-form\">{error}\
-         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+    let body = markup!(
+        "<form method=\"post\" action=\"/login\" class=\"card narrow\" id=\"login-form\">{}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
          <input type=\"hidden\" name=\"next\" value=\"{}\">\
          <div class=\"field\"><label for=\"name\">User</label>\
          <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" autocomplete=\"username\" \
@@ -60,10 +61,12 @@ fn login_page(
          <button type=\"submit\" id=\"login\">Log in</button>\
          <p class=\"hint\">Users get a password with <code>xjob user create --password-stdin</code> \
          or from an admin on the Users page.</p></form>",
-        esc(next),
-        esc(name)
+        error,
+        token,
+        next,
+        name
     );
-    let mut response = html::page(None, "Log in to xjob", Nav::None, &body);
+    let mut response = frame::page(None, "Log in to xjob", Nav::None, body);
     *response.status_mut() = code;
     with_cookie(
         response,

@@ -8,15 +8,18 @@ pub mod login;
 pub mod runs;
 pub mod users;
 
+use std::collections::HashMap;
+
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
 use tonic::{Code, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
-use super::html::{self, Nav, esc};
+use super::csrf::Fields;
+pub use super::errors::{error_page, http_status, not_found_page, status_page};
+use super::html::{self, Markup, markup};
 use super::session::Viewer;
 use super::{Console, request};
 
@@ -37,44 +40,6 @@ where
             Err(_) => Err(not_found_page()),
         }
     }
-}
-
-/// The console's 404 page: for unknown URLs and ids that are not numbers.
-pub fn not_found_page() -> Response {
-    error_page(
-        StatusCode::NOT_FOUND,
-        "There is no such page here. Pick a page from the dashboard.",
-    )
-}
-
-/// A page for an API error with the matching HTTP status.
-pub fn status_page(status: &Status) -> Response {
-    error_page(http_status(status.code()), status.message())
-}
-
-pub fn http_status(code: Code) -> StatusCode {
-    match code {
-        Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
-        Code::NotFound => StatusCode::NOT_FOUND,
-        Code::PermissionDenied => StatusCode::FORBIDDEN,
-        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => StatusCode::CONFLICT,
-        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
-        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-/// A bare error page (no navigation: it may be shown without a session).
-pub fn error_page(code: StatusCode, message: &str) -> Response {
-    let body = format!(
-        "<div class=\"notice bad\" id=\"error\" role=\"alert\">{}</div>\
-         <p><a href=\"javascript:history.back()\">Back</a> · <a href=\"/\">Dashboard</a></p>",
-        esc(message)
-    );
-    let mut response = html::page(None, &format!("Error {}", code.as_u16()), Nav::None, &body);
-    *response.status_mut() = code;
-    response
 }
 
 /// The form field an API error names (`job.schedule_conf: …` → `schedule_conf`), and the
@@ -134,6 +99,61 @@ pub async fn readable_groups(console: &Console, viewer: &Viewer) -> Vec<pb::Grou
         .unwrap_or_default()
 }
 
+/// The names of the jobs `ids` the viewer may read (a missing one is left out).
+pub async fn job_names(console: &Console, viewer: &Viewer, ids: Vec<i64>) -> HashMap<i64, String> {
+    let mut names = HashMap::new();
+    for id in ids {
+        if names.contains_key(&id) {
+            continue;
+        }
+        let job = console
+            .api()
+            .get_job(request(&viewer.caller, pb::GetJobRequest { id }))
+            .await
+            .ok()
+            .and_then(|answer| answer.into_inner().job);
+        if let Some(job) = job {
+            names.insert(id, job.name);
+        }
+    }
+    names
+}
+
+/// The one job whose name contains `name` (the jobs list's name filter), or why there is not
+/// exactly one.
+pub async fn job_named(console: &Console, viewer: &Viewer, name: &str) -> Result<i64, String> {
+    let answer = console
+        .api()
+        .list_jobs(request(
+            &viewer.caller,
+            pb::ListJobsRequest {
+                name: name.to_string(),
+                page_size: 6,
+                ..Default::default()
+            },
+        ))
+        .await
+        .map_err(|status| status.message().to_string())?;
+    let jobs = answer.into_inner().jobs;
+    match jobs.as_slice() {
+        [job] => Ok(job.id),
+        [] => Err(format!("job name: no job is named like '{name}'")),
+        several => {
+            let listed: Vec<String> = several
+                .iter()
+                .take(5)
+                .map(|job| format!("{} ({})", job.name, job.id))
+                .collect();
+            Err(format!(
+                "job name: '{name}' matches several jobs ({}{}): type more of the name, or \
+                 filter by job id",
+                listed.join(", "),
+                if several.len() > 5 { ", …" } else { "" }
+            ))
+        }
+    }
+}
+
 /// A group's display name.
 pub fn group_name(groups: &[pb::Group], id: i64) -> String {
     groups
@@ -149,26 +169,120 @@ pub fn group_name(groups: &[pb::Group], id: i64) -> String {
         .unwrap_or_else(|| format!("group {id}"))
 }
 
-/// A "Next page" link keeping the current filters.
-pub fn next_page_link(path: &str, filters: &[(&str, String)], token: &str) -> String {
-    if token.is_empty() {
-        return String::new();
+/// Rows per page in the console's lists.
+pub const PAGE_SIZE: i64 = 50;
+
+/// The page token to ask the API for: `goto` (a page number typed into the jump field) when
+/// given, else the `page` token of a link. The API's token is the offset of the page's first
+/// row, so page N starts at (N - 1) × the page size.
+pub fn page_token(query: &Fields, page_size: i64) -> String {
+    match query.get("goto").parse::<i64>() {
+        Ok(number) if number > 1 => number
+            .saturating_sub(1)
+            .saturating_mul(page_size)
+            .to_string(),
+        Ok(_) => String::new(),
+        Err(_) => query.get("page").to_string(),
     }
-    let mut query: Vec<String> = filters
+}
+
+/// Page links under a list, keeping its filters: previous, which page this is, next, and a
+/// field to jump to a page by number.
+pub fn pager(
+    path: &str,
+    filters: &[(&str, String)],
+    current: &str,
+    next: &str,
+    page_size: i64,
+) -> Markup {
+    let offset = current.parse::<i64>().unwrap_or(0).max(0);
+    if offset == 0 && next.is_empty() {
+        return Markup::new();
+    }
+    let kept: Vec<(&str, &str)> = filters
         .iter()
         .filter(|(_, value)| !value.is_empty())
-        .map(|(key, value)| format!("{key}={}", html::url(value)))
+        .map(|(key, value)| (*key, value.as_str()))
         .collect();
-    query.push(format!("page={}", html::url(token)));
-    format!(
-        "<p class=\"pager\"><a id=\"next-page\" href=\"{path}?{}\">Next page →</a></p>",
-        esc(&query.join("&"))
-    )
+    let link = |token: &str| {
+        let mut query: Vec<String> = kept
+            .iter()
+            .map(|(key, value)| format!("{key}={}", html::url(value)))
+            .collect();
+        if !token.is_empty() {
+            query.push(format!("page={}", html::url(token)));
+        }
+        if query.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}?{}", query.join("&"))
+        }
+    };
+    let mut out = Markup::literal("<nav class=\"pager\" aria-label=\"pages\">");
+    if offset > 0 {
+        let previous = (offset - page_size).max(0);
+        let token = if previous == 0 {
+            String::new()
+        } else {
+            previous.to_string()
+        };
+        out.push(markup!(
+            "<a id=\"previous-page\" href=\"{}\">← Previous</a> ",
+            link(&token)
+        ));
+    }
+    out.push(markup!(
+        "<span id=\"page-number\">page {}</span>",
+        offset / page_size.max(1) + 1
+    ));
+    if !next.is_empty() {
+        out.push(markup!(
+            " <a id=\"next-page\" href=\"{}\">Next page →</a>",
+            link(next)
+        ));
+    }
+    out.push(markup!(
+        "<form method=\"get\" action=\"{}\" class=\"inline\">",
+        path
+    ));
+    for (key, value) in &kept {
+        out.push(markup!(
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            key,
+            value
+        ));
+    }
+    out.push(Markup::literal(
+        " <label for=\"goto\">Go to page</label> \
+         <input type=\"number\" name=\"goto\" id=\"goto\" min=\"1\" class=\"narrow\"> \
+         <button class=\"small secondary\">Go</button></form></nav>",
+    ));
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_are_numbered_from_the_offset_token() {
+        let jump = Fields::from_query(Some("goto=3&page=50"));
+        assert_eq!(page_token(&jump, 50), "100");
+        assert_eq!(page_token(&Fields::from_query(Some("goto=1")), 50), "");
+        assert_eq!(page_token(&Fields::from_query(Some("page=50")), 50), "50");
+        let filters = [("name", "a b".to_string())];
+        let links = pager("/jobs", &filters, "100", "150", 50).into_string();
+        assert!(links.contains("page 3"), "{links}");
+        assert!(
+            links.contains("href=\"/jobs?name=a+b&amp;page=50\""),
+            "{links}"
+        );
+        assert!(
+            links.contains("href=\"/jobs?name=a+b&amp;page=150\""),
+            "{links}"
+        );
+        assert!(pager("/jobs", &filters, "", "", 50).is_empty());
+    }
 
     #[test]
     fn api_errors_name_their_field() {

@@ -1,7 +1,7 @@
 //! Runs: the list (filters in the URL, newest first, paged), a run's detail with every field of
 //! its log row and its run log (tailed live by the script), kill, and clearing logs.
 
-use std::fmt::Write;
+use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
@@ -11,27 +11,44 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
 use super::super::form;
-use super::super::html::{self, Nav, esc};
+use super::super::frame::{self, Nav};
+use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{Path, group_name, next_page_link, readable_groups, see_other, status_page};
+use super::{
+    PAGE_SIZE, Path, group_name, job_named, job_names, page_token, pager, readable_groups,
+    see_other, status_page,
+};
 
-const STATUSES: &[&str] = &[
-    "PENDING", "RUNNING", "SUCCESS", "FAILED", "TIMEOUT", "KILLED", "LOST", "SKIPPED",
-];
+/// A clean-up mode in words (XXL-JOB's modes, in its order, come from `ClearLogsMode`).
+fn clear_mode_label(mode: pb::ClearLogsMode) -> &'static str {
+    use pb::ClearLogsMode as Mode;
+    match mode {
+        Mode::Unspecified => "",
+        Mode::OlderThanOneMonth => "older than 1 month",
+        Mode::OlderThanThreeMonths => "older than 3 months",
+        Mode::OlderThanSixMonths => "older than 6 months",
+        Mode::OlderThanOneYear => "older than 1 year",
+        Mode::KeepLatest1000 => "all but the latest 1,000",
+        Mode::KeepLatest10000 => "all but the latest 10,000",
+        Mode::KeepLatest30000 => "all but the latest 30,000",
+        Mode::KeepLatest100000 => "all but the latest 100,000",
+        Mode::All => "all",
+    }
+}
 
-/// XXL-JOB's clean-up modes, in its order.
-const CLEAR_MODES: &[(&str, &str)] = &[
-    ("OLDER_THAN_ONE_MONTH", "older than 1 month"),
-    ("OLDER_THAN_THREE_MONTHS", "older than 3 months"),
-    ("OLDER_THAN_SIX_MONTHS", "older than 6 months"),
-    ("OLDER_THAN_ONE_YEAR", "older than 1 year"),
-    ("KEEP_LATEST_1000", "all but the latest 1,000"),
-    ("KEEP_LATEST_10000", "all but the latest 10,000"),
-    ("KEEP_LATEST_30000", "all but the latest 30,000"),
-    ("KEEP_LATEST_100000", "all but the latest 100,000"),
-    ("ALL", "all"),
-];
+/// The run statuses a filter offers, from `RunStatus`.
+fn status_choices() -> Vec<html::Choice> {
+    html::enum_choices(
+        "RUN_STATUS_",
+        |value| {
+            pb::RunStatus::try_from(value)
+                .ok()
+                .map(|status| status.as_str_name())
+        },
+        &[],
+    )
+}
 
 fn status_name(status: i32) -> String {
     pb::RunStatus::try_from(status)
@@ -71,10 +88,17 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
     let groups = readable_groups(&console, &viewer).await;
     let status = pb::RunStatus::from_str_name(&format!("RUN_STATUS_{}", query.get("status")))
         .map_or(0, |status| status as i32);
-    let (job_id, from_ms, to_ms) = match read_filters(&query) {
+    let (mut job_id, from_ms, to_ms) = match read_filters(&query) {
         Ok(filters) => filters,
         Err(message) => return refused_filters(&viewer, &query, &groups, &message),
     };
+    let job_name = query.get("job_name");
+    if job_id == 0 && !job_name.is_empty() {
+        job_id = match job_named(&console, &viewer, job_name).await {
+            Ok(id) => id,
+            Err(message) => return refused_filters(&viewer, &query, &groups, &message),
+        };
+    }
     let answer = console
         .api()
         .list_logs(request(
@@ -85,8 +109,8 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 status,
                 from_ms,
                 to_ms,
-                page_size: 50,
-                page_token: query.get("page").to_string(),
+                page_size: PAGE_SIZE as i32,
+                page_token: page_token(&query, PAGE_SIZE),
             },
         ))
         .await;
@@ -94,33 +118,39 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         Ok(answer) => answer.into_inner(),
         Err(status) => return status_page(&status),
     };
-    let mut body = html::notice("ok", query.get("notice"));
-    body.push_str(&filters(&query, &groups));
+    let mut body = html::notice(Tone::Ok, query.get("notice"));
+    body.push(filters(&query, &groups));
     if page.logs.is_empty() {
-        body.push_str(
+        body.push(Markup::literal(
             "<p class=\"empty\" id=\"no-runs\">No runs match. Runs appear when a started job \
              fires or when you trigger one from its job page.</p>",
-        );
+        ));
     } else {
-        body.push_str(
-            "<div class=\"scroll\"><table id=\"runs\"><tr><th>Run</th><th>Job</th><th>Group</th>\
-             <th>Status</th><th>Trigger</th><th>Triggered</th><th>Took</th><th>Executor</th>\
-             <th>Message</th></tr>",
-        );
+        body.push(Markup::literal("<div class=\"scroll\"><table id=\"runs\">"));
+        body.push(RUN_HEADER.clone());
+        let back = list_state(&query);
+        let ids: Vec<i64> = page.logs.iter().map(|log| log.job_id).collect();
+        let names = job_names(&console, &viewer, ids).await;
         for log in &page.logs {
-            body.push_str(&run_row(log, &groups));
+            body.push(run_row(log, &groups, &names, Some((&viewer, &back))));
         }
-        body.push_str("</table></div>");
+        body.push(Markup::literal("</table></div>"));
     }
-    let filters: Vec<(&str, String)> = ["job", "group", "status", "from", "to"]
+    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to"]
         .iter()
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
-    body.push_str(&next_page_link("/runs", &filters, &page.next_page_token));
+    body.push(pager(
+        "/runs",
+        &filters,
+        &page_token(&query, PAGE_SIZE),
+        &page.next_page_token,
+        PAGE_SIZE,
+    ));
     if groups.iter().any(|group| viewer.can_operate(group.id)) {
-        body.push_str(&clear_form(&viewer, &query, &groups));
+        body.push(clear_form(&viewer, &query, &groups));
     }
-    html::page(Some(&viewer), "Runs", Nav::Runs, &body)
+    frame::page(Some(&viewer), "Runs", Nav::Runs, body)
 }
 
 /// The list page with the filters as typed and why one was refused, instead of the runs: a
@@ -132,16 +162,16 @@ fn refused_filters(
     message: &str,
 ) -> Response {
     let mut body = filters(query, groups);
-    body.push_str(&format!(
+    body.push(markup!(
         "<div class=\"notice bad\" id=\"filter-error\" role=\"alert\">{}</div>",
-        esc(message)
+        message
     ));
-    let mut response = html::page(Some(viewer), "Runs", Nav::Runs, &body);
+    let mut response = frame::page(Some(viewer), "Runs", Nav::Runs, body);
     *response.status_mut() = StatusCode::BAD_REQUEST;
     response
 }
 
-fn filters(query: &Fields, groups: &[pb::Group]) -> String {
+fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
     let mut group_options = vec![(String::new(), "all groups".to_string())];
     group_options.extend(
         groups
@@ -149,27 +179,113 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> String {
             .map(|group| (group.id.to_string(), group_name(groups, group.id))),
     );
     let mut status_options = vec![(String::new(), "any status".to_string())];
-    status_options.extend(
-        STATUSES
-            .iter()
-            .map(|status| (status.to_string(), status.to_string())),
-    );
-    format!(
+    status_options.extend(status_choices());
+    markup!(
         "<form method=\"get\" action=\"/runs\" class=\"filters\" id=\"run-filters\">\
-         <input type=\"number\" name=\"job\" placeholder=\"job id\" value=\"{}\">{}{}\
+         <label class=\"sr-only\" for=\"filter_job\">Job id</label>\
+         <input type=\"number\" name=\"job\" id=\"filter_job\" placeholder=\"job id\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_job_name\">Job name</label>\
+         <input type=\"search\" name=\"job_name\" id=\"filter_job_name\" placeholder=\"job name\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"group\">Group</label>{}\
+         <label class=\"sr-only\" for=\"status\">Status</label>{}\
          <label>from <input type=\"datetime-local\" name=\"from\" value=\"{}\"></label>\
          <label>to <input type=\"datetime-local\" name=\"to\" value=\"{}\"></label>\
          <span class=\"hint\">(UTC)</span>\
          <button type=\"submit\">Filter</button> <a href=\"/runs\">Clear</a></form>",
-        esc(query.get("job")),
+        query.get("job"),
+        query.get("job_name"),
         html::select("group", &group_options, query.get("group")),
         html::select("status", &status_options, query.get("status")),
-        esc(query.get("from")),
-        esc(query.get("to")),
+        query.get("from"),
+        query.get("to"),
     )
 }
 
-fn run_row(log: &pb::Log, groups: &[pb::Group]) -> String {
+/// The runs table's header row (the list and a run's attempts).
+static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
+    Markup::literal(
+        "<tr><th scope=\"col\">Run</th><th scope=\"col\">Job</th><th scope=\"col\">Group</th>\
+         <th scope=\"col\">Status</th><th scope=\"col\">Trigger</th>\
+         <th scope=\"col\">Triggered</th><th scope=\"col\">Took</th>\
+         <th scope=\"col\">Executor</th><th scope=\"col\">Message</th>\
+         <th scope=\"col\">Actions</th></tr>",
+    )
+});
+
+/// The runs list's URL as it is now (filters and page), so Kill and Retry come back to it.
+fn list_state(query: &Fields) -> String {
+    let kept: Vec<String> = ["job", "job_name", "group", "status", "from", "to", "page"]
+        .iter()
+        .filter(|key| !query.get(key).is_empty())
+        .map(|key| format!("{key}={}", html::url(query.get(key))))
+        .collect();
+    if kept.is_empty() {
+        "/runs".to_string()
+    } else {
+        format!("/runs?{}", kept.join("&"))
+    }
+}
+
+/// Kill (an open run) or Retry (a run that ended badly) from a row, for who may operate the
+/// run's group; each asks first and comes back to `back`.
+fn row_actions(log: &pb::Log, viewer: &Viewer, back: &str) -> Markup {
+    if !viewer.can_operate(log.group_id) {
+        return Markup::new();
+    }
+    let (action, text, question) = match pb::RunStatus::try_from(log.status) {
+        Ok(pb::RunStatus::Pending | pb::RunStatus::Running) => ("kill", "Kill", "Kill run"),
+        Ok(
+            pb::RunStatus::Failed
+            | pb::RunStatus::Timeout
+            | pb::RunStatus::Killed
+            | pb::RunStatus::Lost,
+        ) => ("retry", "Retry", "Run the job again with the params of run"),
+        _ => return Markup::new(),
+    };
+    markup!(
+        "<form method=\"post\" action=\"/runs/{}/{}\" class=\"inline\" \
+         data-confirm=\"{} {}?\">{}<input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <button class=\"small{}\" id=\"{}-run-{}\">{}</button></form>",
+        log.id,
+        action,
+        question,
+        log.id,
+        frame::csrf_field(viewer),
+        back,
+        if action == "kill" {
+            Markup::literal(" danger")
+        } else {
+            Markup::new()
+        },
+        action,
+        log.id,
+        text
+    )
+}
+
+/// Where Kill or Retry from the list returns: the runs list it was pressed on (posted as
+/// `back`), else `fallback`. Only a path of the runs list is followed.
+fn back_to(fields: &Fields, fallback: String) -> String {
+    let back = fields.get("back");
+    let runs_list = back == "/runs"
+        || (back.starts_with("/runs?") && back.bytes().all(|byte| byte.is_ascii_graphic()));
+    if runs_list {
+        back.to_string()
+    } else {
+        fallback
+    }
+}
+
+fn run_row(
+    log: &pb::Log,
+    groups: &[pb::Group],
+    names: &HashMap<i64, String>,
+    controls: Option<(&Viewer, &str)>,
+) -> Markup {
+    let job = match names.get(&log.job_id) {
+        Some(name) => markup!("{} <span class=\"muted\">({})</span>", name, log.job_id),
+        None => markup!("{}", log.job_id),
+    };
     let took = if log.handle_time_ms > 0 && log.trigger_time_ms > 0 {
         html::duration(log.handle_time_ms - log.trigger_time_ms)
     } else {
@@ -181,22 +297,29 @@ fn run_row(log: &pb::Log, groups: &[pb::Group]) -> String {
         &log.handle_msg
     };
     let short: String = message.chars().take(80).collect();
-    format!(
-        "<tr data-run-id=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td>\
-         <td><a href=\"/jobs/{job}\">{job}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td>{took}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
-        esc(&group_name(groups, log.group_id)),
+    markup!(
+        "<tr data-run-id=\"{}\"><td><a href=\"/runs/{}\">{}</a></td>\
+         <td><a href=\"/jobs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+         <td>{}</td><td>{}</td><td class=\"msg\">{}</td><td>{}</td></tr>",
+        log.id,
+        log.id,
+        log.id,
+        log.job_id,
+        job,
+        group_name(groups, log.group_id),
         html::badge(&status_name(log.status)),
         trigger_name(log.trigger_type),
         html::time(log.trigger_time_ms),
-        esc(&log.executor_address),
-        esc(&short),
-        id = log.id,
-        job = log.job_id,
+        took,
+        log.executor_address,
+        short,
+        controls
+            .map(|(viewer, back)| row_actions(log, viewer, back))
+            .unwrap_or_default(),
     )
 }
 
-fn clear_form(viewer: &Viewer, query: &Fields, groups: &[pb::Group]) -> String {
+fn clear_form(viewer: &Viewer, query: &Fields, groups: &[pb::Group]) -> Markup {
     let mut group_options = Vec::new();
     if viewer.is_admin() {
         group_options.push((String::new(), "every group".to_string()));
@@ -207,25 +330,36 @@ fn clear_form(viewer: &Viewer, query: &Fields, groups: &[pb::Group]) -> String {
             .filter(|group| viewer.can_operate(group.id))
             .map(|group| (group.id.to_string(), group_name(groups, group.id))),
     );
-    let modes: Vec<(String, String)> = CLEAR_MODES
-        .iter()
-        .map(|(value, label)| (value.to_string(), label.to_string()))
-        .collect();
-    format!(
+    let modes: Vec<html::Choice> = html::enum_choices(
+        "CLEAR_LOGS_MODE_",
+        |value| {
+            pb::ClearLogsMode::try_from(value)
+                .ok()
+                .map(|mode| mode.as_str_name())
+        },
+        &[],
+    )
+    .into_iter()
+    .filter_map(|(value, _)| {
+        let mode = pb::ClearLogsMode::from_str_name(&format!("CLEAR_LOGS_MODE_{value}"))?;
+        Some((value, clear_mode_label(mode).to_string()))
+    })
+    .collect();
+    markup!(
         "<details class=\"card\" id=\"clear-logs\"><summary>Clear logs</summary>\
          <form method=\"post\" action=\"/runs/clear\" id=\"clear-form\" \
          data-confirm=\"Delete these finished runs? This cannot be undone.\">{}\
          <div class=\"fields\">\
-         <div class=\"field\"><label for=\"group\">Group</label>{}</div>\
+         <div class=\"field\"><label for=\"clear_group\">Group</label>{}</div>\
          <div class=\"field\"><label for=\"clear_job\">Job id</label>\
          <input type=\"number\" name=\"job\" id=\"clear_job\" value=\"{}\">\
          <div class=\"hint\">empty = every job of the group</div></div>\
          <div class=\"field\"><label for=\"mode\">Delete</label>{}</div></div>\
          <p class=\"hint\">Running and pending runs are never deleted.</p>\
          <button class=\"danger\" id=\"clear-logs-button\">Clear logs</button></form></details>",
-        html::csrf_field(viewer),
-        html::select("group", &group_options, query.get("group")),
-        esc(query.get("job")),
+        frame::csrf_field(viewer),
+        html::select_with_id("group", "clear_group", &group_options, query.get("group")),
+        query.get("job"),
         html::select("mode", &modes, "KEEP_LATEST_1000"),
     )
 }
@@ -289,7 +423,7 @@ pub async fn detail(
         .map_or_else(|| format!("job {}", log.job_id), |job| job.name);
     let status = status_name(log.status);
     let open = matches!(status.as_str(), "PENDING" | "RUNNING");
-    let mut body = html::notice("ok", query.get("notice"));
+    let mut body = html::notice(Tone::Ok, query.get("notice"));
     let lateness = if log.scheduled_at_ms > 0 && log.trigger_time_ms > 0 {
         html::duration(log.trigger_time_ms - log.scheduled_at_ms)
     } else {
@@ -301,74 +435,73 @@ pub async fn detail(
         "–".to_string()
     };
     let trace = trace_link(&console.api().config().console_trace_url, &log.trace_id);
-    let rows: Vec<(&str, String)> = vec![
+    let text = |value: &str| html::esc(value);
+    let rows: Vec<(&str, Markup)> = vec![
         (
             "Status",
-            format!("<span id=\"run-status\">{}</span>", html::badge(&status)),
+            markup!("<span id=\"run-status\">{}</span>", html::badge(&status)),
         ),
         (
             "Job",
-            format!(
+            markup!(
                 "<a href=\"/jobs/{}\">{}</a> ({})",
                 log.job_id,
-                esc(&job_name),
+                job_name,
                 log.job_id
             ),
         ),
-        ("Group", esc(&group_name(&groups, log.group_id))),
-        ("Trigger type", trigger_name(log.trigger_type)),
+        ("Group", text(&group_name(&groups, log.group_id))),
+        ("Trigger type", text(&trigger_name(log.trigger_type))),
         ("Scheduled at", html::time(log.scheduled_at_ms)),
         ("Triggered at", html::time(log.trigger_time_ms)),
-        ("Lateness", lateness),
+        ("Lateness", text(&lateness)),
         ("Finished at", html::time(log.handle_time_ms)),
-        ("Took", took),
-        ("Trigger code", log.trigger_code.to_string()),
+        ("Took", text(&took)),
+        ("Trigger code", markup!("{}", log.trigger_code)),
         (
             "Trigger message",
-            format!("<pre class=\"msg\">{}</pre>", esc(&log.trigger_msg)),
+            markup!("<pre class=\"msg\">{}</pre>", log.trigger_msg),
         ),
-        ("Handle code", log.handle_code.to_string()),
+        ("Handle code", markup!("{}", log.handle_code)),
         (
             "Handle message",
-            format!("<pre class=\"msg\">{}</pre>", esc(&log.handle_msg)),
+            markup!("<pre class=\"msg\">{}</pre>", log.handle_msg),
         ),
-        ("Executor", esc(&log.executor_address)),
-        ("Handler", esc(&log.handler)),
+        ("Executor", text(&log.executor_address)),
+        ("Handler", text(&log.handler)),
         (
             "Params",
-            format!(
-                "<pre class=\"msg\" id=\"run-params\">{}</pre>",
-                esc(&log.params)
-            ),
+            markup!("<pre class=\"msg\" id=\"run-params\">{}</pre>", log.params),
         ),
         (
             "Shard",
-            format!("{} / {}", log.shard_index, log.shard_total),
+            markup!("{} / {}", log.shard_index, log.shard_total),
         ),
-        ("Attempt", log.attempt.to_string()),
-        ("Alarm", esc(&log.alarm_delivery)),
+        ("Attempt", markup!("{}", log.attempt)),
+        ("Alarm", text(&log.alarm_delivery)),
         ("Trace", trace),
     ];
-    body.push_str("<section class=\"card\" id=\"run-fields\"><dl class=\"fields-list\">");
+    body.push(Markup::literal(
+        "<section class=\"card\" id=\"run-fields\"><dl class=\"fields-list\">",
+    ));
     for (name, value) in rows {
-        let _ = write!(body, "<dt>{name}</dt><dd>{value}</dd>");
+        body.push(markup!("<dt>{}</dt><dd>{}</dd>", name, value));
     }
-    body.push_str("</dl>");
+    body.push(Markup::literal("</dl>"));
     if open && viewer.can_operate(log.group_id) {
-        let _ = write!(
-            body,
-            "<form method=\"post\" action=\"/runs/{id}/kill\" data-confirm=\"Kill run {id}?\">{}\
+        body.push(markup!(
+            "<form method=\"post\" action=\"/runs/{}/kill\" data-confirm=\"Kill run {}?\">{}\
              <button class=\"danger\" id=\"kill-run\">Kill</button></form>",
-            html::csrf_field(&viewer),
-            id = log.id
-        );
+            log.id,
+            log.id,
+            frame::csrf_field(&viewer),
+        ));
     }
-    let _ = write!(
-        body,
+    body.push(markup!(
         "<p><a href=\"/runs?job={}\">Other runs of this job</a></p></section>",
         log.job_id
-    );
-    body.push_str(&attempts(&console, &viewer, &log, &groups).await);
+    ));
+    body.push(attempts(&console, &viewer, &log, &groups).await);
     // The first read is server-side, so the log shows without the script; the script then
     // polls for more lines while the run is open.
     let first = console
@@ -393,15 +526,17 @@ pub async fn detail(
         }
         Err(status) => (String::new(), 1, !open, status.message().to_string()),
     };
-    let _ = write!(
-        body,
+    body.push(markup!(
         "<section class=\"card\"><h2>Run log</h2><p class=\"hint\" id=\"log-note\">{}</p>\
-         <pre class=\"log\" id=\"run-log\" data-log-id=\"{id}\" data-next-line=\"{next_line}\" \
-         data-ended=\"{ended}\">{}</pre></section>",
-        esc(&note),
-        esc(&content),
-    );
-    html::page(Some(&viewer), &format!("Run {id}"), Nav::Runs, &body)
+         <pre class=\"log\" id=\"run-log\" data-log-id=\"{}\" data-next-line=\"{}\" \
+         data-ended=\"{}\">{}</pre></section>",
+        note,
+        id,
+        next_line,
+        ended,
+        content,
+    ));
+    frame::page(Some(&viewer), &format!("Run {id}"), Nav::Runs, body)
 }
 
 /// The retry history of the run's occurrence: every attempt of the same fire (same job,
@@ -411,9 +546,9 @@ async fn attempts(
     viewer: &Viewer,
     log: &pb::Log,
     groups: &[pb::Group],
-) -> String {
+) -> Markup {
     if log.scheduled_at_ms <= 0 {
-        return String::new();
+        return Markup::new();
     }
     // Retries keep the fire's scheduled time and are triggered after it (backoff is capped well
     // below a day).
@@ -439,33 +574,34 @@ async fn attempts(
         })
         .collect();
     if runs.len() < 2 {
-        return String::new();
+        return Markup::new();
     }
     runs.sort_by_key(|run| run.attempt);
-    let mut out = String::from(
+    let names = job_names(console, viewer, vec![log.job_id]).await;
+    let mut out = Markup::literal(
         "<section class=\"card\" id=\"attempts\"><h2>Attempts of this fire</h2>\
-         <div class=\"scroll\"><table><tr><th>Run</th><th>Job</th><th>Group</th><th>Status</th>\
-         <th>Trigger</th><th>Triggered</th><th>Took</th><th>Executor</th><th>Message</th></tr>",
+         <div class=\"scroll\"><table>",
     );
+    out.push(RUN_HEADER.clone());
     for run in &runs {
-        out.push_str(&run_row(run, groups));
+        out.push(run_row(run, groups, &names, None));
     }
-    out.push_str("</table></div></section>");
+    out.push(Markup::literal("</table></div></section>"));
     out
 }
 
-fn trace_link(template: &str, trace_id: &str) -> String {
+fn trace_link(template: &str, trace_id: &str) -> Markup {
     if trace_id.is_empty() {
-        return "<span class=\"muted\">not traced</span>".to_string();
+        return Markup::literal("<span class=\"muted\">not traced</span>");
     }
     if template.is_empty() {
-        return format!("<code>{}</code>", esc(trace_id));
+        return markup!("<code>{}</code>", trace_id);
     }
     let href = template.replace("{trace_id}", &html::url(trace_id));
-    format!(
+    markup!(
         "<a href=\"{}\" id=\"trace-link\" rel=\"noopener\">{}</a>",
-        esc(&href),
-        esc(trace_id)
+        href,
+        trace_id
     )
 }
 
@@ -536,7 +672,41 @@ pub async fn kill(State(console): State<Shared>, Path(id): Path<i64>, posted: Po
             } else {
                 format!("Not killed: {}", answer.message)
             };
-            see_other(&format!("/runs/{id}"), &notice)
+            see_other(&back_to(&posted.fields, format!("/runs/{id}")), &notice)
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+/// `POST /runs/{id}/retry`: triggers the run's job once more with that run's params (a manual
+/// trigger, so a new run, not an attempt of the old fire).
+pub async fn retry(State(console): State<Shared>, Path(id): Path<i64>, posted: Posted) -> Response {
+    let api = console.api();
+    let caller = &posted.viewer.caller;
+    let log = match api.get_log(request(caller, pb::GetLogRequest { id })).await {
+        Ok(answer) => answer.into_inner().log.unwrap_or_default(),
+        Err(status) => return status_page(&status),
+    };
+    let answer = api
+        .trigger_job(request(
+            caller,
+            pb::TriggerJobRequest {
+                id: log.job_id,
+                params: Some(log.params),
+                addresses: Vec::new(),
+            },
+        ))
+        .await;
+    match answer {
+        Ok(answer) => {
+            let new_runs: Vec<String> = answer
+                .into_inner()
+                .log_ids
+                .iter()
+                .map(i64::to_string)
+                .collect();
+            let notice = format!("Run {id} retried as run {}.", new_runs.join(", "));
+            see_other(&back_to(&posted.fields, format!("/runs/{id}")), &notice)
         }
         Err(status) => status_page(&status),
     }

@@ -1,8 +1,6 @@
 //! Users (admins only): list with roles and grants, create with a console password (the first
 //! API token is shown once), delete, grant a group; and the audit trail.
 
-use std::fmt::Write;
-
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Response;
@@ -10,10 +8,13 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
-use super::super::html::{self, Nav, esc};
+use super::super::frame::{self, Nav};
+use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
-use super::{Path, group_name, next_page_link, no_store, readable_groups, see_other, status_page};
+use super::{
+    Path, group_name, no_store, page_token, pager, readable_groups, see_other, status_page,
+};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -36,50 +37,63 @@ fn render(
     notice: &str,
     error: &str,
 ) -> Response {
-    let csrf = html::csrf_field(viewer);
-    let mut body = html::notice("ok", notice);
-    body.push_str(&html::notice("bad", error));
-    body.push_str(
-        "<div class=\"scroll\"><table id=\"users\"><tr><th>Id</th><th>Name</th><th>Role</th>\
-         <th>Groups</th><th>Created</th><th></th></tr>",
-    );
+    let csrf = frame::csrf_field(viewer);
+    let mut body = html::notice(Tone::Ok, notice);
+    body.push(html::notice(Tone::Bad, error));
+    body.push(Markup::literal(
+        "<div class=\"scroll\"><table id=\"users\"><tr><th scope=\"col\">Id</th>\
+         <th scope=\"col\">Name</th><th scope=\"col\">Role</th><th scope=\"col\">Groups</th>\
+         <th scope=\"col\">Created</th><th scope=\"col\">Actions</th></tr>",
+    ));
     let group_options: Vec<(String, String)> = groups
         .iter()
         .map(|group| (group.id.to_string(), group_name(groups, group.id)))
         .collect();
     for user in users {
-        let granted: Vec<String> = user
-            .group_ids
-            .iter()
-            .map(|id| {
-                format!(
-                    "{} <form method=\"post\" action=\"/users/{}/revoke\" class=\"inline\">{csrf}\
-                     <input type=\"hidden\" name=\"group\" value=\"{id}\">\
-                     <button class=\"small secondary\" title=\"revoke this grant\">×</button></form>",
-                    esc(&group_name(groups, *id)),
-                    user.id
-                )
-            })
-            .collect();
-        let _ = write!(
-            body,
-            "<tr><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>\
-             <a href=\"/users/{id}/tokens\">tokens</a> \
-             <form method=\"post\" action=\"/users/{id}/grant\" class=\"inline\">{csrf}{}\
+        let mut granted = Markup::new();
+        for (index, id) in user.group_ids.iter().enumerate() {
+            if index > 0 {
+                granted.push(Markup::literal(", "));
+            }
+            granted.push(markup!(
+                "{} <form method=\"post\" action=\"/users/{}/revoke\" class=\"inline\">{}\
+                 <input type=\"hidden\" name=\"group\" value=\"{}\">\
+                 <button class=\"small secondary\" title=\"revoke this grant\" \
+                 aria-label=\"revoke {}\">×</button></form>",
+                group_name(groups, *id),
+                user.id,
+                csrf,
+                id,
+                group_name(groups, *id)
+            ));
+        }
+        let grant_id = format!("grant-{}", user.id);
+        body.push(markup!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>\
+             <a href=\"/users/{}/tokens\">tokens</a> \
+             <form method=\"post\" action=\"/users/{}/grant\" class=\"inline\">{}\
+             <label class=\"sr-only\" for=\"{}\">Group to grant to {}</label>{}\
              <button class=\"small\">Grant</button></form> \
-             <form method=\"post\" action=\"/users/{id}/delete\" class=\"inline\" \
-             data-confirm=\"Delete user {} and its tokens?\">{csrf}\
+             <form method=\"post\" action=\"/users/{}/delete\" class=\"inline\" \
+             data-confirm=\"Delete user {} and its tokens?\">{}\
              <button class=\"small danger\">Delete</button></form></td></tr>",
-            esc(&user.name),
-            esc(&user.role),
-            granted.join(", "),
+            user.id,
+            user.name,
+            user.role,
+            granted,
             html::time(user.created_ms),
-            html::select("group", &group_options, ""),
-            esc(&user.name),
-            id = user.id,
-        );
+            user.id,
+            user.id,
+            csrf,
+            grant_id,
+            user.name,
+            html::select_with_id("group", &grant_id, &group_options, ""),
+            user.id,
+            user.name,
+            csrf,
+        ));
     }
-    body.push_str("</table></div>");
+    body.push(Markup::literal("</table></div>"));
     let roles = vec![
         ("viewer".to_string(), "viewer: reads its groups".to_string()),
         (
@@ -88,27 +102,35 @@ fn render(
         ),
         ("admin".to_string(), "admin: everything".to_string()),
     ];
-    let _ = write!(
-        body,
+    body.push(markup!(
         "<form method=\"post\" action=\"/users\" class=\"card form\" id=\"user-form\"><h2>New user</h2>\
-         {csrf}<div class=\"fields\">{}{}{}</div><button id=\"create-user\">Create</button></form>",
-        html::field("Name", "name", &html::text_input("name", ""), None, ""),
+         {}<div class=\"fields\">{}{}{}</div><button id=\"create-user\">Create</button></form>",
+        csrf,
+        html::field(
+            "Name",
+            "name",
+            html::text_input("name", ""),
+            None,
+            Markup::new()
+        ),
         html::field(
             "Role",
             "role",
-            &html::select("role", &roles, "viewer"),
+            html::select("role", &roles, "viewer"),
             None,
-            ""
+            Markup::new()
         ),
         html::field(
             "Password",
             "password",
-            "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"new-password\">",
+            Markup::literal(
+                "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"new-password\">"
+            ),
             None,
-            "for the console; empty = API token only",
+            Markup::literal("for the console; empty = API token only"),
         ),
-    );
-    html::page(Some(viewer), "Users", Nav::Users, &body)
+    ));
+    frame::page(Some(viewer), "Users", Nav::Users, body)
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
@@ -180,6 +202,9 @@ pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: P
     }
 }
 
+/// Audit entries per page.
+const AUDIT_PAGE_SIZE: i64 = 100;
+
 pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let page = match console
@@ -187,8 +212,8 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         .list_audit(request(
             &viewer.caller,
             pb::ListAuditRequest {
-                page_size: 100,
-                page_token: query.get("page").to_string(),
+                page_size: AUDIT_PAGE_SIZE as i32,
+                page_token: page_token(&query, AUDIT_PAGE_SIZE),
             },
         ))
         .await
@@ -196,29 +221,37 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         Ok(answer) => answer.into_inner(),
         Err(status) => return status_page(&status),
     };
-    let mut body = String::new();
+    let mut body = Markup::new();
     if page.entries.is_empty() {
-        body.push_str("<p class=\"empty\">No changes recorded yet.</p>");
+        body.push(Markup::literal(
+            "<p class=\"empty\">No changes recorded yet.</p>",
+        ));
     } else {
-        body.push_str(
-            "<div class=\"scroll\"><table id=\"audit\"><tr><th>When</th><th>Who</th><th>Call</th>\
-             <th>Object</th><th>Summary</th></tr>",
-        );
+        body.push(Markup::literal(
+            "<div class=\"scroll\"><table id=\"audit\"><tr><th scope=\"col\">When</th>\
+             <th scope=\"col\">Who</th><th scope=\"col\">Call</th><th scope=\"col\">Object</th>\
+             <th scope=\"col\">Summary</th></tr>",
+        ));
         for entry in &page.entries {
-            let _ = write!(
-                body,
+            body.push(markup!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
                 html::time(entry.at_ms),
-                esc(&entry.actor),
-                esc(&entry.call),
-                esc(&entry.object),
-                esc(&entry.summary)
-            );
+                entry.actor,
+                entry.call,
+                entry.object,
+                entry.summary
+            ));
         }
-        body.push_str("</table></div>");
+        body.push(Markup::literal("</table></div>"));
     }
-    body.push_str(&next_page_link("/audit", &[], &page.next_page_token));
-    html::page(Some(&viewer), "Audit trail", Nav::Audit, &body)
+    body.push(pager(
+        "/audit",
+        &[],
+        &page_token(&query, AUDIT_PAGE_SIZE),
+        &page.next_page_token,
+        AUDIT_PAGE_SIZE,
+    ));
+    frame::page(Some(&viewer), "Audit trail", Nav::Audit, body)
 }
 
 pub async fn revoke(
@@ -271,66 +304,71 @@ async fn tokens_page(
         Ok(answer) => answer.into_inner().tokens,
         Err(status) => return status_page(&status),
     };
-    let csrf = html::csrf_field(viewer);
-    let mut body = html::notice("ok", notice);
-    body.push_str(
-        "<div class=\"scroll\"><table id=\"tokens\"><tr><th>Id</th><th>Prefix</th>\
-         <th>Description</th><th>Created</th><th>Expires</th><th>Revoked</th><th></th></tr>",
-    );
+    let csrf = frame::csrf_field(viewer);
+    let mut body = html::notice(Tone::Ok, notice);
+    body.push(Markup::literal(
+        "<div class=\"scroll\"><table id=\"tokens\"><tr><th scope=\"col\">Id</th>\
+         <th scope=\"col\">Prefix</th><th scope=\"col\">Description</th>\
+         <th scope=\"col\">Created</th><th scope=\"col\">Expires</th>\
+         <th scope=\"col\">Revoked</th><th scope=\"col\">Actions</th></tr>",
+    ));
     for token in &tokens {
         let action = if token.revoked_ms > 0 {
-            String::new()
+            Markup::new()
         } else {
-            format!(
-                "<form method=\"post\" action=\"/users/{user_id}/tokens/{}/revoke\" \
-                 class=\"inline\" data-confirm=\"Revoke token {}…?\">{csrf}\
+            markup!(
+                "<form method=\"post\" action=\"/users/{}/tokens/{}/revoke\" \
+                 class=\"inline\" data-confirm=\"Revoke token {}…?\">{}\
                  <button class=\"small danger\">Revoke</button></form>",
+                user_id,
                 token.id,
-                esc(&token.prefix)
+                token.prefix,
+                csrf
             )
         };
-        let _ = write!(
-            body,
+        body.push(markup!(
             "<tr><td>{}</td><td><code>{}…</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{action}</td></tr>",
+             <td>{}</td></tr>",
             token.id,
-            esc(&token.prefix),
-            esc(&token.description),
+            token.prefix,
+            token.description,
             html::time(token.created_ms),
             if token.expires_ms > 0 {
                 html::time(token.expires_ms)
             } else {
-                "never".to_string()
+                Markup::literal("never")
             },
             html::time(token.revoked_ms),
-        );
+            action,
+        ));
     }
-    body.push_str("</table></div>");
-    let _ = write!(
-        body,
-        "<form method=\"post\" action=\"/users/{user_id}/tokens\" class=\"card form\" \
-         id=\"token-form\"><h2>New token</h2>{csrf}<div class=\"fields\">{}{}</div>\
+    body.push(Markup::literal("</table></div>"));
+    body.push(markup!(
+        "<form method=\"post\" action=\"/users/{}/tokens\" class=\"card form\" \
+         id=\"token-form\"><h2>New token</h2>{}<div class=\"fields\">{}{}</div>\
          <button id=\"create-token\">Issue</button></form><p><a href=\"/users\">← Users</a></p>",
+        user_id,
+        csrf,
         html::field(
             "Description",
             "description",
-            &html::text_input("description", ""),
+            html::text_input("description", ""),
             None,
-            ""
+            Markup::new()
         ),
         html::field(
             "Lifetime (days)",
             "ttl_days",
-            &html::text_input("ttl_days", "90"),
+            html::text_input("ttl_days", "90"),
             None,
-            "0 = never expires"
+            Markup::literal("0 = never expires")
         ),
-    );
-    html::page(
+    ));
+    frame::page(
         Some(viewer),
         &format!("Tokens of user {user_id}"),
         Nav::Users,
-        &body,
+        body,
     )
 }
 

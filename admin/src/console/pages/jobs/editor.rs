@@ -1,0 +1,585 @@
+//! The job editor: one form for create, edit and copy (read-only for a viewer), with the live
+//! schedule preview; on a saved job also its state card (start/stop, copy, delete) and the
+//! trigger-once form.
+
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_server::JobAdmin;
+
+use super::super::super::csrf::Fields;
+use super::super::super::form;
+use super::super::super::frame::{self, Nav};
+use super::super::super::html::{self, Markup, Tone, markup};
+use super::super::super::session::Viewer;
+use super::super::super::{Console, Shared, request};
+use super::super::{Path, field_error, group_name, readable_groups};
+use super::glue::glue_section;
+use super::{
+    block_strategies, editable, glue_types, label, load, misfire_strategies, new_job,
+    route_strategies, schedule_types,
+};
+
+/// Fields the editor renders: an API error naming another one is shown above the form.
+const FORM_FIELDS: &[&str] = &[
+    "group_id",
+    "name",
+    "author",
+    "alarm_email",
+    "alarm_on_every_failure",
+    "schedule_type",
+    "schedule_conf",
+    "time_zone",
+    "handler",
+    "params",
+    "route_strategy",
+    "misfire_strategy",
+    "block_strategy",
+    "timeout_ms",
+    "fail_retry_count",
+    "retry_delay",
+    "retry_factor",
+    "retry_max_delay",
+    "child_job_ids",
+    "glue_type",
+    "glue_source",
+];
+
+/// A field the editor shows an error under, and the message; `None` field = above the form.
+pub type FormError = (Option<String>, String);
+
+pub async fn new_form(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let job = new_job(query.int("group"));
+    editor(&console, &viewer, &job, None, StatusCode::OK).await
+}
+
+pub async fn copy_form(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+) -> Response {
+    match load(&console, &viewer, id).await {
+        Ok(job) => {
+            let copy = pb::Job {
+                id: 0,
+                name: format!("{} (copy)", job.name),
+                status: 0,
+                next_fire_ms: 0,
+                last_fire_ms: 0,
+                ..job
+            };
+            editor(&console, &viewer, &copy, None, StatusCode::OK).await
+        }
+        Err(response) => response,
+    }
+}
+
+pub async fn edit_form(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    uri: Uri,
+) -> Response {
+    let query = Fields::from_query(uri.query());
+    match load(&console, &viewer, id).await {
+        Ok(job) => {
+            let glue = glue_section(&console, &viewer, &job, query.int("version"), None).await;
+            let notice = html::notice(Tone::Ok, query.get("notice"));
+            editor_with(
+                &console,
+                &viewer,
+                &job,
+                None,
+                StatusCode::OK,
+                glue,
+                None,
+                notice,
+            )
+            .await
+        }
+        Err(response) => response,
+    }
+}
+
+/// The job editor; on an existing job also the trigger form and the danger zone. A viewer who
+/// may not change the job sees it read-only, without any control.
+pub async fn editor(
+    console: &Console,
+    viewer: &Viewer,
+    job: &pb::Job,
+    error: Option<FormError>,
+    code: StatusCode,
+) -> Response {
+    editor_with(
+        console,
+        viewer,
+        job,
+        error,
+        code,
+        Markup::new(),
+        None,
+        Markup::new(),
+    )
+    .await
+}
+
+/// The editor with extra sections below it (a script job's source and versions), the trigger
+/// form as posted when a trigger was refused, and a notice above it all.
+#[allow(clippy::too_many_arguments)]
+pub async fn editor_with(
+    console: &Console,
+    viewer: &Viewer,
+    job: &pb::Job,
+    error: Option<FormError>,
+    code: StatusCode,
+    extra: Markup,
+    trigger: Option<&TriggerForm>,
+    notice: Markup,
+) -> Response {
+    let groups = readable_groups(console, viewer).await;
+    let editable = editable(viewer, job);
+    let (error_field, error_message) = error.clone().unwrap_or((None, String::new()));
+    let mut body = notice;
+    let on_form = error_field.as_deref().is_some_and(|field| {
+        FORM_FIELDS.contains(&field) && (field != "glue_source" || job.id == 0)
+    });
+    if error.is_some() && !on_form {
+        body.push(markup!(
+            "<div class=\"notice bad\" id=\"form-error\" role=\"alert\">{}</div>",
+            error_message
+        ));
+    }
+    let group_options: Vec<html::Choice> = groups
+        .iter()
+        .filter(|group| viewer.can_operate(group.id) || group.id == job.group_id)
+        .map(|group| (group.id.to_string(), group_name(&groups, group.id)))
+        .collect();
+    if !editable {
+        body.push(Markup::literal(
+            "<p class=\"notice\" id=\"read-only\">You may read this job but not change it: \
+             your role does not let you operate its group.</p>",
+        ));
+    } else if group_options.is_empty() {
+        body.push(Markup::literal(
+            "<p class=\"empty\">No executor group yet: a job runs on a group's executors. \
+             <a href=\"/groups/new\">Create a group</a> first.</p>",
+        ));
+    }
+    let fields = job_fields(job, &group_options, error_field.as_deref(), &error_message);
+    let action = if job.id == 0 {
+        "/jobs/new".to_string()
+    } else {
+        format!("/jobs/{}", job.id)
+    };
+    body.push(markup!(
+        "<form method=\"post\" action=\"{}\" class=\"card form\" id=\"job-form\">{}\
+         {}<div class=\"fields\">{}</div></fieldset>{}</form>",
+        action,
+        frame::csrf_field(viewer),
+        if editable {
+            Markup::literal("<fieldset>")
+        } else {
+            Markup::literal("<fieldset disabled>")
+        },
+        fields,
+        if editable {
+            Markup::literal("<button type=\"submit\" id=\"save-job\">Save</button>")
+        } else {
+            Markup::new()
+        }
+    ));
+    if job.id != 0 {
+        body.push(job_side(viewer, job, editable, trigger));
+    }
+    body.push(extra);
+    let title = if job.id == 0 {
+        "New job".to_string()
+    } else {
+        format!("Job {}: {}", job.id, job.name)
+    };
+    let mut response = frame::page(Some(viewer), &title, Nav::Jobs, body);
+    *response.status_mut() = code;
+    response
+}
+
+/// The name of a job's enum value without its prefix (`ROUTE_STRATEGY_FIRST` → `FIRST`).
+fn current(value: Result<&'static str, prost::UnknownEnumValue>, prefix: &str) -> String {
+    label(value, prefix)
+}
+
+/// The editor's fields, each with the error that names it.
+fn job_fields(
+    job: &pb::Job,
+    group_options: &[html::Choice],
+    error_field: Option<&str>,
+    error_message: &str,
+) -> Markup {
+    let err = |name: &str| (error_field == Some(name)).then_some(error_message);
+    let schedule_type = current(
+        pb::ScheduleType::try_from(job.schedule_type).map(|t| t.as_str_name()),
+        "SCHEDULE_TYPE_",
+    );
+    let glue_type = current(
+        pb::GlueType::try_from(job.glue_type).map(|t| t.as_str_name()),
+        "GLUE_TYPE_",
+    );
+    let script = job.glue_type != pb::GlueType::Bean as i32 && job.glue_type != 0;
+    let children: Vec<String> = job.child_job_ids.iter().map(|id| id.to_string()).collect();
+    let glue = if job.id == 0 {
+        html::select("glue_type", &glue_types(), &glue_type)
+    } else {
+        markup!(
+            "<input type=\"text\" id=\"glue_type\" value=\"{}\" disabled>",
+            glue_type
+        )
+    };
+    let backoff = job.retry_backoff.unwrap_or_default();
+    let mut fields = vec![
+        html::field(
+            "Group",
+            "group_id",
+            html::select("group_id", group_options, &job.group_id.to_string()),
+            err("group_id"),
+            Markup::new(),
+        ),
+        html::field(
+            "Name",
+            "name",
+            html::text_input("name", &job.name),
+            err("name"),
+            Markup::new(),
+        ),
+        html::field(
+            "Author",
+            "author",
+            html::text_input("author", &job.author),
+            err("author"),
+            Markup::new(),
+        ),
+        html::field(
+            "Alarm e-mail",
+            "alarm_email",
+            html::text_input("alarm_email", &job.alarm_email),
+            err("alarm_email"),
+            Markup::literal("comma-separated"),
+        ),
+        html::field(
+            "Alarm on",
+            "alarm_on_every_failure",
+            checkbox(
+                "alarm_on_every_failure",
+                job.alarm_on_every_failure,
+                "every failed attempt (else only when the last retry fails)",
+            ),
+            err("alarm_on_every_failure"),
+            Markup::new(),
+        ),
+        html::field(
+            "Schedule type",
+            "schedule_type",
+            html::select("schedule_type", &schedule_types(), &schedule_type),
+            err("schedule_type"),
+            Markup::new(),
+        ),
+        html::field(
+            "Schedule",
+            "schedule_conf",
+            html::text_input("schedule_conf", &job.schedule_conf),
+            err("schedule_conf"),
+            Markup::literal(
+                "CRON: Quartz, with seconds (<code>0 */5 * * * ?</code>); FIX_RATE / FIX_DELAY: \
+                 seconds",
+            ),
+        ),
+        html::field(
+            "Time zone",
+            "time_zone",
+            html::text_input("time_zone", &job.time_zone),
+            err("time_zone"),
+            Markup::literal("IANA name, e.g. Europe/Berlin; empty = the admin's zone"),
+        ),
+        Markup::literal("<div class=\"preview\" id=\"preview\" aria-live=\"polite\"></div>"),
+    ];
+    // A script job runs its source, not a handler: the field only shows for BEAN jobs (on a
+    // new job the script hides it while a script type is picked).
+    if !script {
+        fields.push(html::field(
+            "Handler",
+            "handler",
+            html::text_input("handler", &job.handler),
+            err("handler"),
+            Markup::literal("the handler name the executor registered (BEAN jobs)"),
+        ));
+    }
+    fields.extend([
+        html::field(
+            "Params",
+            "params",
+            html::textarea("params", 3, &job.params),
+            err("params"),
+            Markup::new(),
+        ),
+        html::field(
+            "Route",
+            "route_strategy",
+            html::select(
+                "route_strategy",
+                &route_strategies(),
+                &current(
+                    pb::RouteStrategy::try_from(job.route_strategy).map(|t| t.as_str_name()),
+                    "ROUTE_STRATEGY_",
+                ),
+            ),
+            err("route_strategy"),
+            Markup::new(),
+        ),
+        html::field(
+            "Misfire",
+            "misfire_strategy",
+            html::select(
+                "misfire_strategy",
+                &misfire_strategies(),
+                &current(
+                    pb::MisfireStrategy::try_from(job.misfire_strategy).map(|t| t.as_str_name()),
+                    "MISFIRE_STRATEGY_",
+                ),
+            ),
+            err("misfire_strategy"),
+            Markup::new(),
+        ),
+        html::field(
+            "Block",
+            "block_strategy",
+            html::select(
+                "block_strategy",
+                &block_strategies(),
+                &current(
+                    pb::BlockStrategy::try_from(job.block_strategy).map(|t| t.as_str_name()),
+                    "BLOCK_STRATEGY_",
+                ),
+            ),
+            err("block_strategy"),
+            Markup::new(),
+        ),
+        html::field(
+            "Timeout",
+            "timeout_ms",
+            html::text_input("timeout_ms", &form::timeout_text(job.timeout_ms)),
+            err("timeout_ms"),
+            Markup::literal(
+                "<code>30s</code>, <code>5m</code>, <code>1h</code> or plain seconds; 0 = none",
+            ),
+        ),
+        html::field(
+            "Retries",
+            "fail_retry_count",
+            html::text_input("fail_retry_count", &job.fail_retry_count.to_string()),
+            err("fail_retry_count"),
+            Markup::new(),
+        ),
+        html::field(
+            "Retry delay",
+            "retry_delay",
+            html::text_input("retry_delay", &form::timeout_text(backoff.initial_delay_ms)),
+            err("retry_delay"),
+            Markup::literal("before the first retry, e.g. <code>10s</code>; 0 = at once"),
+        ),
+        html::field(
+            "Backoff factor",
+            "retry_factor",
+            html::text_input("retry_factor", &form::factor_text(backoff.factor)),
+            err("retry_factor"),
+            Markup::literal("1 = the same delay each time; 2 = doubles it each retry"),
+        ),
+        html::field(
+            "Longest retry delay",
+            "retry_max_delay",
+            html::text_input("retry_max_delay", &form::timeout_text(backoff.max_delay_ms)),
+            err("retry_max_delay"),
+            Markup::literal("caps the growing delay; 0 = no cap"),
+        ),
+        html::field(
+            "Child jobs",
+            "child_job_ids",
+            html::text_input("child_job_ids", &children.join(",")),
+            err("child_job_ids"),
+            Markup::literal("job ids, comma-separated; started after a success"),
+        ),
+        html::field(
+            "Glue type",
+            "glue_type",
+            glue,
+            err("glue_type"),
+            Markup::new(),
+        ),
+    ]);
+    // A new script job needs its first source here; later versions are saved below the form.
+    if job.id == 0 {
+        fields.push(html::field(
+            "Script source",
+            "glue_source",
+            html::textarea("glue_source", 4, &job.glue_source),
+            err("glue_source"),
+            Markup::literal(
+                "script glue types only (SHELL, PYTHON, …); BEAN jobs run their handler",
+            ),
+        ));
+    }
+    fields.into_iter().collect()
+}
+
+/// A checkbox with its own label text (the field's label names the setting).
+fn checkbox(name: &str, checked: bool, text: &str) -> Markup {
+    markup!(
+        "<span class=\"check\"><input type=\"checkbox\" name=\"{}\" id=\"{}\" value=\"on\"{}> {}</span>",
+        name,
+        name,
+        if checked {
+            Markup::literal(" checked")
+        } else {
+            Markup::new()
+        },
+        text
+    )
+}
+
+/// The trigger form as posted, with the refusal to show under its field.
+pub struct TriggerForm {
+    pub params: String,
+    pub addresses: String,
+    /// (`params` or `addresses`, message); any other refusal shows above the form.
+    pub error: FormError,
+}
+
+/// State, start/stop, trigger once, copy and delete of a saved job.
+fn job_side(
+    viewer: &Viewer,
+    job: &pb::Job,
+    editable: bool,
+    trigger: Option<&TriggerForm>,
+) -> Markup {
+    let running = job.status == pb::JobStatus::Running as i32;
+    let mut out = markup!(
+        "<section class=\"card\" id=\"job-state\"><h2>State</h2><p>{} next fire {} · last fire {} \
+         · <a href=\"/runs?job={}\">runs</a></p>",
+        html::badge(if running { "RUNNING" } else { "STOPPED" }),
+        html::time(job.next_fire_ms),
+        html::time(job.last_fire_ms),
+        job.id
+    );
+    if !editable {
+        out.push(Markup::literal("</section>"));
+        return out;
+    }
+    let csrf = frame::csrf_field(viewer);
+    let (params, addresses) = match trigger {
+        Some(posted) => (posted.params.as_str(), posted.addresses.as_str()),
+        None => (job.params.as_str(), ""),
+    };
+    let error_on = |field: &str| {
+        trigger
+            .filter(|posted| posted.error.0.as_deref() == Some(field))
+            .map(|posted| posted.error.1.as_str())
+    };
+    let form_error = match trigger {
+        Some(TriggerForm {
+            error: (None, message),
+            ..
+        }) => html::notice(Tone::Bad, message),
+        _ => Markup::new(),
+    };
+    let (action, text) = if running {
+        ("stop", "Stop")
+    } else {
+        ("start", "Start")
+    };
+    out.push(markup!(
+        "<form method=\"post\" action=\"/jobs/{}/{}\" class=\"inline\" \
+         data-confirm=\"{} job {} ({})?\">{}\
+         <button id=\"{}-job\">{}</button></form> \
+         <a class=\"button secondary\" href=\"/jobs/{}/copy\" id=\"copy-job\">Copy</a> \
+         <form method=\"post\" action=\"/jobs/{}/delete\" class=\"inline\" \
+         data-confirm=\"Delete job {} and all its runs?\">{}\
+         <button class=\"danger\" id=\"delete-job\">Delete</button></form></section>",
+        job.id,
+        action,
+        text,
+        job.id,
+        job.name,
+        csrf,
+        action,
+        text,
+        job.id,
+        job.id,
+        job.id,
+        csrf,
+    ));
+    out.push(markup!(
+        "<section class=\"card\" id=\"trigger\"><h2>Trigger once</h2>{}\
+         <form method=\"post\" action=\"/jobs/{}/trigger\" id=\"trigger-form\">{}\
+         <div class=\"field\"><label for=\"trigger_params\">Params</label>\
+         <textarea name=\"params\" id=\"trigger_params\" rows=\"2\">{}</textarea>\
+         <div class=\"hint\">sent instead of the job's params</div>{}</div>\
+         <div class=\"field\"><label for=\"trigger_addresses\">Executor addresses</label>\
+         <input type=\"text\" name=\"addresses\" id=\"trigger_addresses\" value=\"{}\" \
+         placeholder=\"optional: http://10.0.0.5:9999, …\">\
+         <div class=\"hint\">optional: run on these executors of the group</div>{}</div>\
+         <button id=\"trigger-job\">Trigger</button></form></section>",
+        form_error,
+        job.id,
+        csrf,
+        params,
+        trigger_error_div("params", error_on("params")),
+        addresses,
+        trigger_error_div("addresses", error_on("addresses")),
+    ));
+    out
+}
+
+/// The error line under a trigger field (hidden when there is none).
+fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
+    match message {
+        Some(message) => markup!(
+            "<div class=\"error\" id=\"err-{}\" role=\"alert\">{}</div>",
+            field,
+            message
+        ),
+        None => markup!("<div class=\"error\" id=\"err-{}\" hidden></div>", field),
+    }
+}
+
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=`: the next fire times as JSON for
+/// the editor's script (`{"times":[ms…]}` or `{"error":"…"}`), computed by PreviewSchedule.
+pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let schedule_type =
+        pb::ScheduleType::from_str_name(&format!("SCHEDULE_TYPE_{}", query.get("schedule_type")))
+            .map_or(0, |value| value as i32);
+    let answer = console
+        .api()
+        .preview_schedule(request(
+            &viewer.caller,
+            pb::PreviewScheduleRequest {
+                schedule_type,
+                schedule_conf: query.get("schedule_conf").to_string(),
+                time_zone: query.get("time_zone").to_string(),
+                count: 5,
+                from_ms: 0,
+            },
+        ))
+        .await;
+    let json = match answer {
+        Ok(answer) => serde_json::json!({ "times": answer.into_inner().fire_times_ms }),
+        Err(status) => {
+            let (field, message) = field_error(&status);
+            serde_json::json!({ "error": message, "field": field })
+        }
+    };
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        json.to_string(),
+    )
+        .into_response()
+}

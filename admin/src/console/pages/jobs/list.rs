@@ -1,0 +1,231 @@
+//! The jobs list: filters in the URL, one row per job with its state and actions, paged.
+
+use axum::extract::State;
+use axum::http::Uri;
+use axum::response::Response;
+use xjob_proto::pb;
+use xjob_proto::pb::job_admin_server::JobAdmin;
+
+use super::super::super::csrf::Fields;
+use super::super::super::frame::{self, Nav};
+use super::super::super::html::{self, Markup, Tone, markup};
+use super::super::super::session::Viewer;
+use super::super::super::{Shared, request};
+use super::super::{PAGE_SIZE, group_name, page_token, pager, readable_groups, status_page};
+use super::label;
+
+/// The list's filters, in the order of the query.
+const FILTERS: &[&str] = &["group", "status", "name", "handler", "author"];
+
+pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let query = Fields::from_query(uri.query());
+    let groups = readable_groups(&console, &viewer).await;
+    let status = match query.get("status") {
+        "RUNNING" => pb::JobStatus::Running as i32,
+        "STOPPED" => pb::JobStatus::Stopped as i32,
+        _ => 0,
+    };
+    let answer = console
+        .api()
+        .list_jobs(request(
+            &viewer.caller,
+            pb::ListJobsRequest {
+                group_id: query.int("group"),
+                status,
+                name: query.get("name").to_string(),
+                handler: query.get("handler").to_string(),
+                author: query.get("author").to_string(),
+                page_size: PAGE_SIZE as i32,
+                page_token: page_token(&query, PAGE_SIZE),
+            },
+        ))
+        .await;
+    let page = match answer {
+        Ok(answer) => answer.into_inner(),
+        Err(status) => return status_page(&status),
+    };
+    let mut body = html::notice(Tone::Ok, query.get("notice"));
+    body.push(filters(&query, &groups));
+    if viewer.can_operate_any() {
+        body.push(Markup::literal(
+            "<p><a class=\"button\" href=\"/jobs/new\" id=\"new-job\">New job</a></p>",
+        ));
+    }
+    if page.jobs.is_empty() {
+        body.push(Markup::literal(
+            "<p class=\"empty\" id=\"no-jobs\">No jobs match. Clear the filters, or create a \
+             job (it starts stopped; start it to schedule it).</p>",
+        ));
+    } else {
+        body.push(Markup::literal(
+            "<div class=\"scroll\"><table id=\"jobs\"><tr><th scope=\"col\">Id</th>\
+             <th scope=\"col\">Name</th><th scope=\"col\">Group</th><th scope=\"col\">Schedule</th>\
+             <th scope=\"col\">Handler</th><th scope=\"col\">Author</th><th scope=\"col\">Status</th>\
+             <th scope=\"col\">Next fire</th><th scope=\"col\">Actions</th></tr>",
+        ));
+        let back = list_state(&uri);
+        for job in &page.jobs {
+            body.push(job_row(&viewer, job, &groups, &back));
+        }
+        body.push(Markup::literal("</table></div>"));
+        if page.jobs.iter().any(|job| viewer.can_operate(job.group_id)) {
+            body.push(bulk_form(&viewer, &back));
+        }
+    }
+    let filters: Vec<(&str, String)> = FILTERS
+        .iter()
+        .map(|key| (*key, query.get(key).to_string()))
+        .collect();
+    body.push(pager(
+        "/jobs",
+        &filters,
+        &page_token(&query, PAGE_SIZE),
+        &page.next_page_token,
+        PAGE_SIZE,
+    ));
+    frame::page(Some(&viewer), "Jobs", Nav::Jobs, body)
+}
+
+/// The list's URL as it is now (filters and page, without a notice), so an action taken from
+/// a row comes back to the same list.
+fn list_state(uri: &Uri) -> String {
+    let query = Fields::from_query(uri.query());
+    let mut kept: Vec<String> = FILTERS
+        .iter()
+        .filter(|key| !query.get(key).is_empty())
+        .map(|key| format!("{key}={}", html::url(query.get(key))))
+        .collect();
+    let page = page_token(&query, PAGE_SIZE);
+    if !page.is_empty() {
+        kept.push(format!("page={}", html::url(&page)));
+    }
+    if kept.is_empty() {
+        return "/jobs".to_string();
+    }
+    kept.sort();
+    format!("/jobs?{}", kept.join("&"))
+}
+
+fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
+    let mut group_options = vec![(String::new(), "all groups".to_string())];
+    group_options.extend(
+        groups
+            .iter()
+            .map(|group| (group.id.to_string(), group_name(groups, group.id))),
+    );
+    let status_options: Vec<html::Choice> = [
+        ("", "any status"),
+        ("RUNNING", "running"),
+        ("STOPPED", "stopped"),
+    ]
+    .iter()
+    .map(|(value, label)| (value.to_string(), label.to_string()))
+    .collect();
+    markup!(
+        "<form method=\"get\" action=\"/jobs\" class=\"filters\" id=\"job-filters\">\
+         <label class=\"sr-only\" for=\"group\">Group</label>{}\
+         <label class=\"sr-only\" for=\"status\">Status</label>{}\
+         <label class=\"sr-only\" for=\"filter_name\">Name</label>\
+         <input type=\"search\" name=\"name\" id=\"filter_name\" placeholder=\"name\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_handler\">Handler</label>\
+         <input type=\"search\" name=\"handler\" id=\"filter_handler\" placeholder=\"handler\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_author\">Author</label>\
+         <input type=\"search\" name=\"author\" id=\"filter_author\" placeholder=\"author\" value=\"{}\">\
+         <button type=\"submit\">Filter</button> <a href=\"/jobs\">Clear</a></form>",
+        html::select("group", &group_options, query.get("group")),
+        html::select("status", &status_options, query.get("status")),
+        query.get("name"),
+        query.get("handler"),
+        query.get("author"),
+    )
+}
+
+fn job_row(viewer: &Viewer, job: &pb::Job, groups: &[pb::Group], back: &str) -> Markup {
+    let running = job.status == pb::JobStatus::Running as i32;
+    let status = if running { "RUNNING" } else { "STOPPED" };
+    let schedule = format!(
+        "{} {}",
+        label(
+            pb::ScheduleType::try_from(job.schedule_type).map(|t| t.as_str_name()),
+            "SCHEDULE_TYPE_"
+        ),
+        job.schedule_conf
+    );
+    let operate = viewer.can_operate(job.group_id);
+    // The bulk form's checkbox: outside the form in the markup, tied to it by `form=`.
+    let select = if operate {
+        markup!(
+            "<input type=\"checkbox\" name=\"ids\" value=\"{}\" form=\"bulk-form\" \
+             id=\"select-{}\" aria-label=\"select job {}\"> ",
+            job.id,
+            job.id,
+            job.id
+        )
+    } else {
+        Markup::new()
+    };
+    let mut actions = markup!(
+        "<a href=\"/jobs/{}\">{}</a> <a href=\"/runs?job={}\">runs</a>",
+        job.id,
+        if operate { "edit" } else { "view" },
+        job.id
+    );
+    if operate {
+        let (action, text) = if running {
+            ("stop", "Stop")
+        } else {
+            ("start", "Start")
+        };
+        actions.push(markup!(
+            " <a href=\"/jobs/{}/copy\">copy</a>\
+             <form method=\"post\" action=\"/jobs/{}/{}\" class=\"inline\" \
+             data-confirm=\"{} job {} ({})?\">{}\
+             <input type=\"hidden\" name=\"back\" value=\"{}\">\
+             <button class=\"small\" id=\"{}-{}\">{}</button></form>",
+            job.id,
+            job.id,
+            action,
+            text,
+            job.id,
+            job.name,
+            frame::csrf_field(viewer),
+            back,
+            action,
+            job.id,
+            text,
+        ));
+    }
+    markup!(
+        "<tr data-job-id=\"{}\"><td>{}{}</td><td><a href=\"/jobs/{}\">{}</a></td><td>{}</td>\
+         <td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        job.id,
+        select,
+        job.id,
+        job.id,
+        job.name,
+        group_name(groups, job.group_id),
+        schedule,
+        job.handler,
+        job.author,
+        html::badge(status),
+        html::time(job.next_fire_ms),
+        actions,
+    )
+}
+
+/// Start, stop or trigger the jobs ticked in the list, after a confirmation; the answer comes
+/// back to the same list.
+fn bulk_form(viewer: &Viewer, back: &str) -> Markup {
+    markup!(
+        "<form method=\"post\" action=\"/jobs/bulk\" id=\"bulk-form\" class=\"filters\" \
+         data-confirm=\"Apply this to every ticked job?\">{}\
+         <input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <span class=\"hint\">Ticked jobs:</span>\
+         <button name=\"action\" value=\"start\" class=\"small\" id=\"bulk-start\">Start</button>\
+         <button name=\"action\" value=\"stop\" class=\"small secondary\" id=\"bulk-stop\">Stop</button>\
+         <button name=\"action\" value=\"trigger\" class=\"small secondary\" id=\"bulk-trigger\">Trigger once</button>\
+         </form>",
+        frame::csrf_field(viewer),
+        back
+    )
+}
