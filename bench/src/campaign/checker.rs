@@ -4,8 +4,9 @@
 //! without processes.
 //!
 //! Each planned occurrence ends in exactly one class:
-//! - **delivered**: at least one executor ran it; **duplicated** if more than one did, **late**
-//!   if the first start came later than the misfire threshold after its scheduled time;
+//! - **delivered**: at least one executor ran it; **duplicated** if more than one did (or the
+//!   database holds two dispatched first-attempt rows of it), **late** if the first start came
+//!   later than the misfire threshold after its scheduled time;
 //! - **misfired**: not run, and a SKIPPED row (its own, or the scan's row that covers the
 //!   job's later seconds) says the admin skipped it as a misfire;
 //! - **failed**: not run, and a final row says why (no executor reachable, lost with its
@@ -14,7 +15,8 @@
 //!   after the drain (the database and the executors disagree);
 //! - **lost**: not run and no row at all: nobody knows it was due.
 //!
-//! Records of an occurrence that was never planned (off the schedule) are counted apart.
+//! Records of a second inside the window that the schedules never planned (off the schedule)
+//! are counted apart; records of the warm-up and the drain are not looked at.
 
 use std::collections::{HashMap, HashSet};
 
@@ -41,7 +43,7 @@ pub struct Verdict {
     pub failed: u64,
     pub unaccounted: u64,
     pub lost: u64,
-    /// Records of occurrences the schedules never planned in the window.
+    /// Records of seconds in the window that the schedules never planned.
     pub off_schedule: u64,
     /// The latest first start minus scheduled time among delivered occurrences.
     pub lateness_max_ms: i64,
@@ -62,8 +64,12 @@ impl Verdict {
 
 const EXAMPLES: usize = 10;
 
-/// Checks every planned occurrence against the records and the rows.
+/// The checked window of scheduled time, `[start_ms, end_ms)`.
+pub type Window = (i64, i64);
+
+/// Checks every planned occurrence of `window` against the records and the rows.
 pub fn check(
+    window: Window,
     planned: impl IntoIterator<Item = Occurrence>,
     records: &[Record],
     rows: &[LogRow],
@@ -71,7 +77,8 @@ pub fn check(
 ) -> Verdict {
     let planned: Vec<Occurrence> = planned.into_iter().collect();
     let mut starts: HashMap<Occurrence, Vec<i64>> = HashMap::new();
-    for &(job_id, scheduled_at_ms, start_ms) in records {
+    let in_window = |at_ms: i64| at_ms >= window.0 && at_ms < window.1;
+    for &(job_id, scheduled_at_ms, start_ms) in records.iter().filter(|r| in_window(r.1)) {
         starts
             .entry((job_id, scheduled_at_ms))
             .or_default()
@@ -94,10 +101,17 @@ pub fn check(
         ..Verdict::default()
     };
     for &occurrence in &planned {
+        let statuses = rows_of.get(&occurrence).map(Vec::as_slice).unwrap_or(&[]);
+        let dispatched_rows = statuses
+            .iter()
+            .filter(|&&status| status != RunStatus::Skipped)
+            .count();
         match starts.get(&occurrence) {
-            Some(runs) => delivered(&mut verdict, occurrence, runs, misfire_threshold_ms),
+            Some(runs) => {
+                let copies = runs.len().max(dispatched_rows);
+                delivered(&mut verdict, occurrence, runs, copies, misfire_threshold_ms);
+            }
             None => {
-                let statuses = rows_of.get(&occurrence).map(Vec::as_slice).unwrap_or(&[]);
                 let covered = spans.covers(occurrence.0, occurrence.1);
                 not_run(&mut verdict, occurrence, statuses, covered);
             }
@@ -112,11 +126,19 @@ pub fn check(
     verdict
 }
 
-fn delivered(verdict: &mut Verdict, occurrence: Occurrence, runs: &[i64], threshold_ms: i64) {
+/// A delivered occurrence: `runs` are its handler starts, `copies` the larger of their count
+/// and its dispatched rows' count.
+fn delivered(
+    verdict: &mut Verdict,
+    occurrence: Occurrence,
+    runs: &[i64],
+    copies: usize,
+    threshold_ms: i64,
+) {
     verdict.delivered += 1;
-    if runs.len() > 1 {
+    if copies > 1 {
         verdict.duplicated += 1;
-        verdict.extra_runs += runs.len() as u64 - 1;
+        verdict.extra_runs += copies as u64 - 1;
         if verdict.duplicated_examples.len() < EXAMPLES {
             verdict.duplicated_examples.push(occurrence);
         }
@@ -157,6 +179,7 @@ mod tests {
     use super::*;
 
     const T0: i64 = 1_800_000_000_000;
+    const WINDOW: Window = (T0, T0 + 10_000);
 
     fn row(job_id: i64, scheduled_at_ms: i64, status: RunStatus) -> LogRow {
         LogRow {
@@ -185,17 +208,23 @@ mod tests {
             (1, T0 + 1000, T0 + 1010),
             (1, T0 + 1000, T0 + 1020),
             (1, T0 + 2000, T0 + 9000),
-            // Never planned: a second outside the window.
+            // Never planned: half a second in.
+            (1, T0 + 500, T0 + 500),
+            // Outside the window: not looked at.
             (1, T0 + 60_000, T0 + 60_000),
         ];
         let rows = vec![
             row(1, T0 + 3000, RunStatus::Skipped),
             row(1, T0 + 4000, RunStatus::Failed),
+            // Second 0 ran once, but was dispatched twice.
+            row(1, T0, RunStatus::Success),
+            row(1, T0, RunStatus::Lost),
         ];
-        let verdict = check(planned, &records, &rows, 5000);
+        let verdict = check(WINDOW, planned, &records, &rows, 5000);
         assert_eq!(verdict.planned, 6);
         assert_eq!(verdict.delivered, 3);
-        assert_eq!((verdict.duplicated, verdict.extra_runs), (1, 1));
+        assert_eq!((verdict.duplicated, verdict.extra_runs), (2, 2));
+        assert_eq!(verdict.duplicated_examples, vec![(1, T0), (1, T0 + 1000)]);
         assert_eq!(verdict.late, 1);
         assert_eq!(verdict.lateness_max_ms, 7000);
         assert_eq!((verdict.misfired, verdict.failed), (1, 1));
@@ -212,7 +241,7 @@ mod tests {
         covering.covers_later = true;
         let rows = vec![covering, row(1, T0 + 3000, RunStatus::Success)];
         let records = vec![(1, T0 + 3000, T0 + 3005)];
-        let verdict = check(planned, &records, &rows, 5000);
+        let verdict = check(WINDOW, planned, &records, &rows, 5000);
         assert_eq!(verdict.misfired, 3);
         assert_eq!((verdict.delivered, verdict.lost), (1, 0));
         assert!(!verdict.failed_campaign());
@@ -225,7 +254,7 @@ mod tests {
             row(2, T0, RunStatus::Success),
             row(2, T0 + 1000, RunStatus::Pending),
         ];
-        let verdict = check(planned, &[], &rows, 5000);
+        let verdict = check(WINDOW, planned, &[], &rows, 5000);
         assert_eq!(verdict.unaccounted, 2);
         assert_eq!(
             verdict.unaccounted_examples[0],

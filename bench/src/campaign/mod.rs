@@ -46,7 +46,7 @@ pub struct Options {
     pub settle: u64,
     /// Campaign: shortest and longest pause in seconds between one fault healing and the
     /// next one starting.
-    #[arg(long, num_args = 2, value_names = ["MIN", "MAX"], default_values_t = [2, 8])]
+    #[arg(long, num_args = 2, value_names = ["MIN", "MAX"], default_values_t = [1, 6])]
     pub fault_gap: Vec<u64>,
     /// Campaign: only these kinds of fault (default: every kind the database allows).
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -150,6 +150,7 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     store.close().await;
     let grid = PeriodicGrid::new(&job_ids, 1, |_| 0);
     let verdict = checker::check(
+        (window_start_ms, window_end_ms),
         grid.points(window_start_ms, window_end_ms),
         &records,
         &rows,
