@@ -54,7 +54,7 @@ pub struct Options {
 }
 
 /// The fault kinds this cluster offers: the network faults on the database's link need a
-/// server; its restart needs a command to stop and start it (PostgreSQL started here, or
+/// server; its restart needs a way to stop and start it (a server started here, or
 /// --database-ctl).
 pub fn offered_kinds(backend: Backend, restartable: bool, only: &[FaultKind]) -> Vec<FaultKind> {
     let mut kinds = FaultKind::ALWAYS.to_vec();
@@ -80,7 +80,7 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     let store = Store::connect(&database.url)
         .await
         .map_err(|error| anyhow::anyhow!("cannot open or migrate the database: {error}"))?;
-    let kinds = offered_kinds(plan.backend, database.ctl.is_some(), &options.faults);
+    let kinds = offered_kinds(plan.backend, database.restartable(), &options.faults);
     let (admins, database_link) =
         cluster::start_admins(scratch.path(), plan.admins, &database.url, plan.timing).await?;
     let urls: Vec<String> = admins.iter().map(crate::admins::Admin::url).collect();
@@ -232,8 +232,8 @@ mod tests {
         let postgres = offered_kinds(Backend::Postgres, true, &[]);
         assert!(postgres.contains(&FaultKind::RestartDatabase));
         assert!(postgres.contains(&FaultKind::DropDatabaseConnections));
-        let mariadb = offered_kinds(Backend::Mariadb, false, &[]);
-        assert!(!mariadb.contains(&FaultKind::RestartDatabase));
+        let external = offered_kinds(Backend::Mariadb, false, &[]);
+        assert!(!external.contains(&FaultKind::RestartDatabase));
         let only = offered_kinds(Backend::Sqlite, false, &[FaultKind::KillAdmin]);
         assert_eq!(only, vec![FaultKind::KillAdmin]);
     }

@@ -21,7 +21,8 @@ pub enum FaultKind {
     PauseAdmin,
     /// SIGSTOP of an executor for `length`, then SIGCONT.
     PauseExecutor,
-    /// The database server stopped for `length`, then started on the same port (PostgreSQL).
+    /// The database server stopped for `length`, then started on the same port (a server the
+    /// harness started, or one it has a control command for).
     RestartDatabase,
     /// Every open admin → database connection cut at once (PostgreSQL, MariaDB).
     DropDatabaseConnections,
