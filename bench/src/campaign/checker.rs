@@ -18,7 +18,7 @@
 //! Records of a second inside the window that the schedules never planned (off the schedule)
 //! are counted apart; records of the warm-up and the drain are not looked at.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 use xjob_admin::model::RunStatus;
@@ -41,6 +41,8 @@ pub struct Verdict {
     pub late: u64,
     pub misfired: u64,
     pub failed: u64,
+    /// The failed ones by the status of their row (`FAILED`, `LOST`, …).
+    pub failed_by_status: BTreeMap<String, u64>,
     pub unaccounted: u64,
     pub lost: u64,
     /// Records of seconds in the window that the schedules never planned.
@@ -164,8 +166,12 @@ fn not_run(verdict: &mut Verdict, occurrence: Occurrence, statuses: &[RunStatus]
         if verdict.unaccounted_examples.len() < EXAMPLES {
             verdict.unaccounted_examples.push((occurrence, claim));
         }
-    } else if !statuses.is_empty() {
+    } else if let Some(status) = statuses.first() {
         verdict.failed += 1;
+        *verdict
+            .failed_by_status
+            .entry(status.as_str().to_string())
+            .or_default() += 1;
     } else {
         verdict.lost += 1;
         if verdict.lost_examples.len() < EXAMPLES {
@@ -228,6 +234,7 @@ mod tests {
         assert_eq!(verdict.late, 1);
         assert_eq!(verdict.lateness_max_ms, 7000);
         assert_eq!((verdict.misfired, verdict.failed), (1, 1));
+        assert_eq!(verdict.failed_by_status.get("FAILED"), Some(&1));
         assert_eq!(verdict.lost, 1);
         assert_eq!(verdict.lost_examples, vec![(1, T0 + 5000)]);
         assert_eq!(verdict.off_schedule, 1);

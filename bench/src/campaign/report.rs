@@ -86,6 +86,12 @@ pub fn verdict_text(verdict: &Verdict, window_start_ms: i64, threshold_ms: i64) 
         "  latest first start: {} ms after its second (threshold {threshold_ms} ms)\n",
         verdict.lateness_max_ms
     ));
+    if !verdict.failed_by_status.is_empty() {
+        text.push_str(&format!(
+            "  failed by row status: {:?}\n",
+            verdict.failed_by_status
+        ));
+    }
     let at = |ms: i64| (ms - window_start_ms) as f64 / 1000.0;
     for (job, scheduled) in &verdict.lost_examples {
         text.push_str(&format!("  lost: job {job} at {:.1} s\n", at(*scheduled)));
