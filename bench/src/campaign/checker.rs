@@ -53,6 +53,12 @@ pub struct Verdict {
     pub lost_examples: Vec<Occurrence>,
     #[serde(skip)]
     pub duplicated_examples: Vec<Occurrence>,
+    /// Per duplicated example: its handler starts and its rows' statuses.
+    #[serde(skip)]
+    pub duplicated_details: Vec<String>,
+    /// Duplicated occurrences per scheduled second, to line up with the fault timeline.
+    #[serde(skip)]
+    pub duplicated_seconds: BTreeMap<i64, u64>,
     #[serde(skip)]
     pub unaccounted_examples: Vec<(Occurrence, RunStatus)>,
 }
@@ -111,6 +117,12 @@ pub fn check(
         match starts.get(&occurrence) {
             Some(runs) => {
                 let copies = runs.len().max(dispatched_rows);
+                if copies > 1 && verdict.duplicated_details.len() < EXAMPLES {
+                    verdict.duplicated_details.push(format!(
+                        "{} handler start(s) {runs:?}, rows {statuses:?}",
+                        runs.len()
+                    ));
+                }
                 delivered(&mut verdict, occurrence, runs, copies, misfire_threshold_ms);
             }
             None => {
@@ -141,6 +153,7 @@ fn delivered(
     if copies > 1 {
         verdict.duplicated += 1;
         verdict.extra_runs += copies as u64 - 1;
+        *verdict.duplicated_seconds.entry(occurrence.1).or_default() += 1;
         if verdict.duplicated_examples.len() < EXAMPLES {
             verdict.duplicated_examples.push(occurrence);
         }

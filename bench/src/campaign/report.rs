@@ -96,9 +96,20 @@ pub fn verdict_text(verdict: &Verdict, window_start_ms: i64, threshold_ms: i64) 
     for (job, scheduled) in &verdict.lost_examples {
         text.push_str(&format!("  lost: job {job} at {:.1} s\n", at(*scheduled)));
     }
-    for (job, scheduled) in &verdict.duplicated_examples {
+    for (index, (job, scheduled)) in verdict.duplicated_examples.iter().enumerate() {
+        let detail = verdict
+            .duplicated_details
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
         text.push_str(&format!(
-            "  duplicated: job {job} at {:.1} s\n",
+            "  duplicated: job {job} at {:.1} s: {detail}\n",
+            at(*scheduled)
+        ));
+    }
+    for (scheduled, count) in &verdict.duplicated_seconds {
+        text.push_str(&format!(
+            "  duplicated at {:.1} s: {count} occurrences\n",
             at(*scheduled)
         ));
     }
