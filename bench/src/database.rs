@@ -126,8 +126,20 @@ impl Database {
         }
     }
 
+    /// Whether [`Database::control`] can stop and start the server: PostgreSQL through its
+    /// control command, a MariaDB server the harness started directly.
+    pub fn restartable(&self) -> bool {
+        self.ctl.is_some() || matches!(self.server, Some(Server::Mariadb(_)))
+    }
+
     /// Runs the control command with `action` (`start`, `stop`, `checkpoint`).
     pub fn control(&mut self, action: &str) -> anyhow::Result<()> {
+        if let Some(Server::Mariadb(mariadb)) = &mut self.server {
+            if action == "stop" {
+                self.retired_cpu_s += processes::cpu_seconds(mariadb.process.pid());
+            }
+            return mariadb.control(action);
+        }
         let ctl = self
             .ctl
             .clone()
@@ -315,19 +327,7 @@ impl Mariadb {
             );
         }
         let socket = dir.path().join("sock");
-        // Its start-up notes (open-files limits…) go to a file, not the harness's stderr.
-        let stdout = std::fs::File::create(dir.path().join("stdout"))?;
-        let mut command = Command::new(mariadbd_binary());
-        command
-            .stderr(stdout.try_clone()?)
-            .args(["--no-defaults", "--user=root", "--bind-address=127.0.0.1"])
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--port={port}"))
-            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .arg("--max-connections=300")
-            .arg(format!("--log-error={}", dir.path().join("log").display()));
-        let process = ChildProcess::spawn_with_stdout("mariadbd", &mut command, stdout.into())?;
+        let process = Mariadb::spawn_server(dir.path(), port)?;
         let mut mariadb = Mariadb { process, port, dir };
         mariadb.wait_ready(&socket)?;
         mariadb.client(
@@ -338,6 +338,42 @@ impl Mariadb {
              GRANT ALL ON *.* TO 'xjob'@'localhost';",
         )?;
         Ok(mariadb)
+    }
+
+    /// `mariadbd` on `dir`'s data directory and socket, listening on `port`.
+    fn spawn_server(dir: &Path, port: u16) -> anyhow::Result<ChildProcess> {
+        // Its start-up notes (open-files limits…) go to a file, not the harness's stderr.
+        let stdout = std::fs::File::create(dir.join("stdout"))?;
+        let mut command = Command::new(mariadbd_binary());
+        command
+            .stderr(stdout.try_clone()?)
+            .args(["--no-defaults", "--user=root", "--bind-address=127.0.0.1"])
+            .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--socket={}", dir.join("sock").display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--pid-file={}", dir.join("pid").display()))
+            .arg("--max-connections=300")
+            .arg(format!("--log-error={}", dir.join("log").display()));
+        ChildProcess::spawn_with_stdout("mariadbd", &mut command, stdout.into())
+    }
+
+    /// `stop` (a clean shutdown), `start` (the same server on the same port), `checkpoint`
+    /// (nothing to do: InnoDB's shutdown is quick enough).
+    fn control(&mut self, action: &str) -> anyhow::Result<()> {
+        match action {
+            "stop" => {
+                self.process.ask_to_exit()?;
+                self.process
+                    .wait_exit(Instant::now() + Duration::from_secs(30))
+            }
+            "start" => {
+                self.process = Mariadb::spawn_server(self.dir.path(), self.port)?;
+                let socket = self.dir.path().join("sock");
+                self.wait_ready(&socket)
+            }
+            "checkpoint" => Ok(()),
+            other => anyhow::bail!("unknown database action {other}"),
+        }
     }
 
     fn url(&self) -> String {

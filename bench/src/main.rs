@@ -12,6 +12,7 @@
 //! ```
 
 mod admins;
+mod campaign;
 mod database;
 mod disrupt;
 mod failover;
@@ -52,6 +53,9 @@ enum Workload {
     F2,
     /// As F1 on PostgreSQL; the database is stopped and started again once mid-window.
     F3,
+    /// N jobs every second (default 20) while faults drawn from --seed hit the cluster; a
+    /// checker reports lost, duplicated, late and unaccounted occurrences.
+    Campaign,
 }
 
 impl Workload {
@@ -145,6 +149,8 @@ struct Args {
     /// duplicated or off the grid (CI smoke run).
     #[arg(long)]
     fail_on_loss: bool,
+    #[command(flatten)]
+    campaign: campaign::Options,
 }
 
 /// How the jobs of a workload are scheduled.
@@ -206,6 +212,11 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
             period_s: 1,
             spread: false,
         },
+        Workload::Campaign => Shape {
+            jobs: jobs(20),
+            period_s: 1,
+            spread: false,
+        },
         Workload::W3 => Shape {
             jobs: jobs(300),
             period_s: 1,
@@ -228,17 +239,25 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         },
     };
     let backend = backend(args)?;
-    let admins = args.admins.unwrap_or(if failover { 3 } else { 1 });
+    let campaign = args.workload == Workload::Campaign;
+    // A campaign on a server runs the three-admin cluster; SQLite's is one admin.
+    let cluster = failover || (campaign && backend != Backend::Sqlite);
+    let admins = args.admins.unwrap_or(if cluster { 3 } else { 1 });
     anyhow::ensure!(admins >= 1, "--admins must be at least 1");
     anyhow::ensure!(
         !matches!(args.workload, Workload::F1 | Workload::F2) || admins >= 2,
         "{:?} needs a survivor: --admins 2 or more",
         args.workload
     );
-    let executors = args.executors.unwrap_or(if failover { 2 } else { 1 });
+    let executors = args
+        .executors
+        .unwrap_or(if failover || campaign { 2 } else { 1 });
     anyhow::ensure!(executors >= 1, "--executors must be at least 1");
     // F1 runs with the admin's default lease: a kill is noticed by the liveness lock.
-    let short_lease = matches!(args.workload, Workload::F2 | Workload::F3);
+    let short_lease = matches!(
+        args.workload,
+        Workload::F2 | Workload::F3 | Workload::Campaign
+    );
     let node_lease_ms = args.node_lease_ms.or(short_lease.then_some(2000));
     Ok(Plan {
         shape,
@@ -301,8 +320,14 @@ async fn main() -> anyhow::Result<()> {
     let plan = plan(&args)?;
     // On Ctrl-C or SIGTERM the run is dropped where it waits: every process and server it
     // started is stopped, and the scratch directories are deleted.
+    let outcome = async {
+        match args.workload {
+            Workload::Campaign => campaign::run(&args, &plan).await,
+            _ => run(&args, &plan).await,
+        }
+    };
     tokio::select! {
-        outcome = run(&args, &plan) => outcome,
+        outcome = outcome => outcome,
         () = interrupted() => anyhow::bail!("interrupted; everything the run started was stopped"),
     }
 }

@@ -9,6 +9,12 @@
 //!
 //! With several admins (a cluster), the executor connects to the first one that answers and
 //! moves down the list when its session ends.
+//!
+//! The fault campaign kills executors with SIGKILL, which would take the in-memory records
+//! with them: with `XJOB_BENCH_RECORD_EACH=1` each record is appended to the file as the
+//! handler starts (one `write` of a whole line; the kernel keeps it when the process dies),
+//! and a restarted executor appends to the same file. `XJOB_BENCH_ADVERTISE` sets the address
+//! the admins dial (the campaign's fault proxy in front of the executor).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -17,6 +23,55 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use xjob_executor::{Executor, JobContext, JobOutput, JobResult};
 
 type Records = Arc<Mutex<Vec<(i64, i64, i64)>>>;
+
+/// Where each handler start goes: memory (written at exit) or straight to the file.
+#[derive(Clone)]
+enum Recorder {
+    AtExit(Records),
+    Each(Arc<Mutex<std::fs::File>>),
+}
+
+impl Recorder {
+    fn open(path: &str) -> anyhow::Result<Recorder> {
+        if std::env::var_os("XJOB_BENCH_RECORD_EACH").is_none() {
+            return Ok(Recorder::AtExit(Arc::new(Mutex::new(Vec::with_capacity(
+                1 << 20,
+            )))));
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|error| anyhow::anyhow!("cannot open {path}: {error}"))?;
+        Ok(Recorder::Each(Arc::new(Mutex::new(file))))
+    }
+
+    fn record(&self, job_id: i64, scheduled_at_ms: i64, start_ms: i64) {
+        match self {
+            Recorder::AtExit(records) => {
+                if let Ok(mut records) = records.lock() {
+                    records.push((job_id, scheduled_at_ms, start_ms));
+                }
+            }
+            Recorder::Each(file) => {
+                // One write per line: a kill between two records loses neither.
+                let line = format!("{job_id} {scheduled_at_ms} {start_ms}\n");
+                if let Ok(mut file) = file.lock()
+                    && let Err(error) = file.write_all(line.as_bytes())
+                {
+                    eprintln!("cannot append a record: {error}");
+                }
+            }
+        }
+    }
+
+    fn finish(&self, path: &str) -> std::io::Result<()> {
+        match self {
+            Recorder::AtExit(records) => write_records(path, records),
+            Recorder::Each(_) => Ok(()),
+        }
+    }
+}
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -58,27 +113,27 @@ async fn main() -> anyhow::Result<()> {
     if admin_addrs.is_empty() {
         anyhow::bail!("no admin address in '{admins}'");
     }
-    let records: Records = Arc::new(Mutex::new(Vec::with_capacity(1 << 20)));
-    let recorded = Arc::clone(&records);
+    let recorder = Recorder::open(records_path)?;
+    let recording = recorder.clone();
     let handler = move |ctx: JobContext| {
         let start_ms = now_ms();
-        if let Ok(mut records) = recorded.lock() {
-            records.push((ctx.job_id(), ctx.scheduled_at_ms(), start_ms));
-        }
+        recording.record(ctx.job_id(), ctx.scheduled_at_ms(), start_ms);
         async { JobResult::Ok(JobOutput::default()) }
     };
     let log_dir = run_log_root().join(format!("xjob-bench-executor-{}", std::process::id()));
-    Executor::builder()
+    let mut builder = Executor::builder()
         .app_name("xjob-bench")
         .admin_addrs(admin_addrs)
         .bind(bind.clone())
         .log_dir(&log_dir)
-        .handler("noop", handler)
-        .run(shutdown_signal())
-        .await?;
+        .handler("noop", handler);
+    if let Ok(advertised) = std::env::var("XJOB_BENCH_ADVERTISE") {
+        builder = builder.advertise_address(advertised);
+    }
+    builder.run(shutdown_signal()).await?;
     // The run logs stay: the harness deletes their directory once every executor has exited
     // (a million files take longer to delete than it waits for an executor to exit).
-    write_records(records_path, &records)?;
+    recorder.finish(records_path)?;
     Ok(())
 }
 

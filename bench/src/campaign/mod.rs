@@ -1,0 +1,240 @@
+//! The randomized fault campaign (`--workload campaign`): a cluster under W1-style load (N jobs
+//! firing every second) while faults drawn from a seed hit it one after another — admins and
+//! executors killed (-9) and restarted or stopped and resumed, the database restarted, its
+//! connections cut or slowed, executors' links slowed or partitioned — then a checker holds
+//! every planned occurrence against the executors' own records and the run rows.
+//!
+//! - `plan`: which faults, when, from the seed;
+//! - `proxy`: the user-space proxy each disturbable link goes through;
+//! - `cluster`: the processes and links;
+//! - `inject`: applying and healing one fault;
+//! - `checker`: the verdict per occurrence;
+//! - `report`: the timeline, the table, the JSON line.
+
+pub mod checker;
+pub mod cluster;
+pub mod inject;
+pub mod plan;
+pub mod proxy;
+pub mod report;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use xjob_admin::store::Store;
+
+use crate::database::Backend;
+use crate::metrics::PeriodicGrid;
+use crate::{Args, Plan, grpc, now_ms, open_database, read_records, run_log_dir, sleep_until_ms};
+use cluster::{Cluster, Executor};
+use plan::FaultKind;
+
+/// The admin's misfire threshold (its default): a first start later than this is late.
+const MISFIRE_THRESHOLD_MS: i64 = 5_000;
+
+/// The campaign's own options (the cluster's size, the load and the window are the common
+/// options: --database, --admins, --executors, --jobs, --warmup, --duration, --drain).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Options {
+    /// Campaign: the seed of the fault plan (default: drawn from the clock, and printed). The
+    /// same seed with the same cluster options replays the same faults at the same offsets.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Campaign: seconds at the end of the window left without faults, so what the last one
+    /// disturbed has healed before the window closes.
+    #[arg(long, default_value_t = 15)]
+    pub settle: u64,
+    /// Campaign: shortest and longest pause in seconds between one fault healing and the
+    /// next one starting.
+    #[arg(long, num_args = 2, value_names = ["MIN", "MAX"], default_values_t = [1, 6])]
+    pub fault_gap: Vec<u64>,
+    /// Campaign: only these kinds of fault (default: every kind the database allows).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub faults: Vec<FaultKind>,
+}
+
+/// The fault kinds this cluster offers: the network faults on the database's link need a
+/// server; its restart needs a way to stop and start it (a server started here, or
+/// --database-ctl).
+pub fn offered_kinds(backend: Backend, restartable: bool, only: &[FaultKind]) -> Vec<FaultKind> {
+    let mut kinds = FaultKind::ALWAYS.to_vec();
+    if backend != Backend::Sqlite {
+        kinds.extend(FaultKind::NETWORKED_DATABASE);
+        if restartable {
+            kinds.push(FaultKind::RestartDatabase);
+        }
+    }
+    if !only.is_empty() {
+        kinds.retain(|kind| only.contains(kind));
+    }
+    kinds
+}
+
+/// Runs the campaign; fails when an occurrence was lost or run twice.
+pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
+    let options = &args.campaign;
+    let seed = options.seed.unwrap_or_else(|| now_ms() as u64);
+    eprintln!("campaign seed: {seed} (replay with --seed {seed})");
+    let scratch = tempfile::tempdir()?;
+    let database = open_database(args, plan, scratch.path()).await?;
+    let store = Store::connect(&database.url)
+        .await
+        .map_err(|error| anyhow::anyhow!("cannot open or migrate the database: {error}"))?;
+    let kinds = offered_kinds(plan.backend, database.restartable(), &options.faults);
+    let (admins, database_link) =
+        cluster::start_admins(scratch.path(), plan.admins, &database.url, plan.timing).await?;
+    let urls: Vec<String> = admins.iter().map(crate::admins::Admin::url).collect();
+    for url in urls.iter().rev() {
+        grpc::connect(url, Duration::from_secs(60)).await?;
+    }
+    let mut client = grpc::connect(&urls[0], Duration::from_secs(30)).await?;
+    let group_id = grpc::create_group(&mut client).await?;
+    let run_logs = run_log_dir()?;
+    let addresses = admin_addresses(&urls)?;
+    let mut executors = Vec::new();
+    for index in 0..plan.executors {
+        executors.push(Executor::start(index, &addresses, scratch.path(), run_logs.path()).await?);
+    }
+    let mut cluster = Cluster {
+        admins,
+        executors,
+        database_link,
+        database,
+    };
+    grpc::wait_for_executors(&mut client, plan.executors).await?;
+
+    let spec = grpc::JobSpec {
+        group_id,
+        count: plan.shape.jobs,
+        cron: Box::new(|_| "* * * * * ?".into()),
+        // A run lost with its executor is not retried: a retry would run the occurrence again
+        // and hide a duplicate among retries.
+        retries: 0,
+    };
+    let job_ids = grpc::create_jobs(&client, &spec).await?;
+    let first_fire_ms = grpc::start_jobs(&client, &job_ids).await?;
+    let window_start_ms = first_fire_ms + args.warmup as i64 * 1000;
+    let window_end_ms = window_start_ms + args.duration as i64 * 1000;
+    let faults = plan::draw(&plan::Shape {
+        seed,
+        admins: plan.admins,
+        executors: plan.executors,
+        kinds,
+        window: Duration::from_secs(args.duration),
+        settle: Duration::from_secs(options.settle),
+        gap: fault_gap(&options.fault_gap),
+    });
+    eprintln!(
+        "campaign: {} jobs every second on {} admin(s) ({:?}) and {} executors, {} s window, \
+         {} faults planned",
+        plan.shape.jobs,
+        plan.admins,
+        plan.backend,
+        plan.executors,
+        args.duration,
+        faults.len()
+    );
+
+    sleep_until_ms(window_start_ms, "warm-up").await;
+    let mut timeline = Vec::new();
+    for fault in faults {
+        crate::disrupt::sleep_until_ms(window_start_ms + fault.at.as_millis() as i64).await;
+        eprintln!("fault: {fault}");
+        timeline.push(inject::inject(&mut cluster, fault).await);
+    }
+    sleep_until_ms(window_end_ms + args.drain as i64 * 1000, "window and drain").await;
+    cluster.stop_processes()?;
+
+    let records = read_records(scratch.path(), plan.executors)?;
+    let rows = crate::disrupt::all_rows(&store, group_id).await?;
+    store.close().await;
+    let grid = PeriodicGrid::new(&job_ids, 1, |_| 0);
+    let verdict = checker::check(
+        (window_start_ms, window_end_ms),
+        grid.points(window_start_ms, window_end_ms),
+        &records,
+        &rows,
+        MISFIRE_THRESHOLD_MS,
+    );
+    finish(args, plan, seed, &timeline, verdict, window_start_ms)
+}
+
+/// Prints the timeline and the table, appends the JSON line, fails on a loss or a duplicate.
+fn finish(
+    args: &Args,
+    plan: &Plan,
+    seed: u64,
+    timeline: &[inject::Happened],
+    verdict: checker::Verdict,
+    window_start_ms: i64,
+) -> anyhow::Result<()> {
+    eprint!("{}", report::timeline_text(timeline, window_start_ms));
+    eprint!(
+        "{}",
+        report::verdict_text(&verdict, window_start_ms, MISFIRE_THRESHOLD_MS)
+    );
+    let failed = verdict.failed_campaign();
+    let line = report::CampaignLine {
+        workload: "campaign",
+        seed,
+        database: format!("{:?}", plan.backend),
+        admins: plan.admins,
+        executors: plan.executors,
+        jobs: plan.shape.jobs,
+        duration_s: args.duration,
+        faults: timeline.len(),
+        faults_by_kind: report::CampaignLine::faults_by_kind(timeline),
+        fault_errors: timeline.iter().filter(|h| h.error.is_some()).count(),
+        verdict,
+        misfire_threshold_ms: MISFIRE_THRESHOLD_MS,
+        commit: crate::processes::git_commit(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))),
+    };
+    let json = serde_json::to_string(&line)?;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{json}");
+    }
+    crate::append(&args.results, &json)?;
+    eprintln!("campaign seed: {seed}");
+    anyhow::ensure!(
+        !failed,
+        "campaign with seed {seed}: {} occurrences lost, {} duplicated (timeline above)",
+        line.verdict.lost,
+        line.verdict.duplicated
+    );
+    Ok(())
+}
+
+fn admin_addresses(urls: &[String]) -> anyhow::Result<Vec<SocketAddr>> {
+    urls.iter()
+        .map(|url| {
+            url.trim_start_matches("http://")
+                .parse()
+                .map_err(|error| anyhow::anyhow!("admin address {url}: {error}"))
+        })
+        .collect()
+}
+
+fn fault_gap(values: &[u64]) -> (Duration, Duration) {
+    let min = values.first().copied().unwrap_or(2);
+    let max = values.get(1).copied().unwrap_or(min).max(min);
+    (Duration::from_secs(min), Duration::from_secs(max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_offers_no_database_link_faults() {
+        let sqlite = offered_kinds(Backend::Sqlite, false, &[]);
+        assert_eq!(sqlite, FaultKind::ALWAYS.to_vec());
+        let postgres = offered_kinds(Backend::Postgres, true, &[]);
+        assert!(postgres.contains(&FaultKind::RestartDatabase));
+        assert!(postgres.contains(&FaultKind::DropDatabaseConnections));
+        let external = offered_kinds(Backend::Mariadb, false, &[]);
+        assert!(!external.contains(&FaultKind::RestartDatabase));
+        let only = offered_kinds(Backend::Sqlite, false, &[FaultKind::KillAdmin]);
+        assert_eq!(only, vec![FaultKind::KillAdmin]);
+    }
+}
