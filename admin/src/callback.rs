@@ -78,10 +78,11 @@ pub async fn apply_results(
     // the common batch costs no extra read.
     let finished: std::collections::HashSet<i64> = finished.into_iter().collect();
     count_outcomes(&completions, &finished);
-    let not_finished: Vec<i64> = completions
+    let not_finished: Vec<LogId> = completions
         .iter()
         .map(|completion| completion.log_id)
         .filter(|id| !finished.contains(id))
+        .map(LogId)
         .collect();
     let unknown = if not_finished.is_empty() {
         Vec::new()

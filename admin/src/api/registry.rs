@@ -21,7 +21,8 @@ use xjob_proto::pb;
 use super::convert::reported_result;
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::RunStatus;
+use crate::model::ids::typed_ids;
+use crate::model::{LogId, RunStatus};
 use crate::registry::stream::tokens_match;
 
 /// Serves `xjob.v1.Registry`.
@@ -182,7 +183,7 @@ pub(crate) async fn check_callback(
     }
     let targets = ctx
         .store
-        .callback_targets(log_ids)
+        .callback_targets(&typed_ids::<LogId>(log_ids))
         .await
         .map_err(Error::from)?;
     let known: std::collections::HashSet<i64> =

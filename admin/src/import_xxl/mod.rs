@@ -21,6 +21,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use crate::config::Config;
+use crate::model::JobId;
+use crate::model::ids::typed_ids;
 use crate::model::validate::JobLimits;
 use crate::store::{Store, XxlJobImport, xxl_source};
 use mapping::MapOptions;
@@ -118,7 +120,11 @@ async fn read_existing(
     }
     let imported: HashMap<i64, i64> = store.xxl_imported_jobs(source).await?.into_iter().collect();
     let ids: Vec<i64> = imported.values().copied().collect();
-    let missing: HashSet<i64> = store.missing_job_ids(&ids).await?.into_iter().collect();
+    let missing: HashSet<i64> = store
+        .missing_job_ids(&typed_ids::<JobId>(&ids))
+        .await?
+        .into_iter()
+        .collect();
     let present = ids.into_iter().filter(|id| !missing.contains(id)).collect();
     Ok(Existing {
         groups_by_app,

@@ -1,6 +1,7 @@
 //! Typed ids: a job id, a run (log row) id and a group id are all `i64` in the database, and
-//! nothing but these types keeps one from being passed where another is meant. The store keeps
-//! plain `i64`s; callers convert at its boundary (`.0`, `From<i64>`).
+//! nothing but these types keeps one from being passed where another is meant. The store takes
+//! lists of them and binds the plain `i64`s itself; a caller holding raw ids from a model struct
+//! (`Job::child_job_ids`, `RunLog::id`) wraps them at the call (`typed_ids`, `LogId(run.id)`).
 
 use std::fmt;
 
@@ -37,9 +38,14 @@ id_type!(
     GroupId
 );
 
-/// The raw ids of typed ones, for store calls.
+/// The raw ids of typed ones, for the store's binds.
 pub fn raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
     ids.iter().map(|&id| id.into()).collect()
+}
+
+/// Typed ids of raw ones, for store calls from code that holds model structs' `i64` fields.
+pub fn typed_ids<T: From<i64>>(ids: &[i64]) -> Vec<T> {
+    ids.iter().map(|&id| T::from(id)).collect()
 }
 
 impl From<JobId> for i64 {

@@ -25,7 +25,8 @@ use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
 use crate::health::Loop;
-use crate::model::{AlarmStatus, Job, LogId, NewRun, RunLog};
+use crate::model::ids::typed_ids;
+use crate::model::{AlarmStatus, Job, JobId, LogId, NewRun, RunLog};
 use crate::store::{FollowupWrite, StoreError};
 use crate::trigger::Fires;
 
@@ -93,7 +94,7 @@ impl Followup {
         if runs.is_empty() {
             return Ok(());
         }
-        let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        let mut job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
         let jobs: HashMap<i64, Job> = self
@@ -111,7 +112,7 @@ impl Followup {
             let job = jobs.get(&run.job_id);
             let decision = policy::decide(run, job, self.ctx.clock.now_ms(), &self.ctx.node);
             if decision == Decision::nothing() {
-                nothing_to_do.push(run.id);
+                nothing_to_do.push(LogId(run.id));
                 continue;
             }
             // A failed write leaves the claim in place; the next round adopts and redoes it.
@@ -222,8 +223,7 @@ impl Followup {
             Children::Now(ids) => (ids, false),
             Children::WhenAllShardsSucceeded(ids) => (ids, true),
         };
-        let raw_ids: Vec<i64> = child_ids.iter().map(|id| id.0).collect();
-        let children = self.ctx.store.get_jobs(&raw_ids).await?;
+        let children = self.ctx.store.get_jobs(child_ids).await?;
         for missing in child_ids
             .iter()
             .filter(|id| !children.iter().any(|child| child.id == id.0))
@@ -270,7 +270,11 @@ impl Followup {
             return Ok(());
         }
         let node = &self.ctx.node;
-        let released = self.ctx.store.unclaim_unsent_runs(&ids, node).await;
+        let released = self
+            .ctx
+            .store
+            .unclaim_unsent_runs(&typed_ids::<LogId>(&ids), node)
+            .await;
         if released.is_err() {
             self.uncertain().extend(ids);
         }

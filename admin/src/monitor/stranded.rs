@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::{Fire, Job, JobId, MisfireStrategy, RunLog};
+use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, RunLog};
 use crate::trigger::Fires;
 
 /// The reason recorded on a stranded run too late for its DO_NOTHING job.
@@ -59,7 +59,7 @@ pub fn fate_of(
 /// skipped by the misfire rules.
 pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
-    let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+    let ids: Vec<LogId> = runs.iter().map(|run| LogId(run.id)).collect();
     let adopted = ctx.store.adopt_stranded(&ids, &ctx.node, now).await?;
     if adopted.is_empty() {
         return Ok(());
@@ -96,7 +96,7 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
         (jobless, "the job was deleted before this run was sent"),
     ] {
         if !runs.is_empty() {
-            let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+            let ids: Vec<LogId> = runs.iter().map(|run| LogId(run.id)).collect();
             retried(ctx, "recording skipped stranded runs", || async {
                 ctx.store
                     .skip_adopted_stranded(&ids, &ctx.node, reason, now)

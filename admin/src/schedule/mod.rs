@@ -142,7 +142,7 @@ impl Scheduler {
             // answered), or some of its chunks may have: such rows are RUNNING and ours but
             // were never sent, and nothing else would ever send them. Nothing in this process
             // holds them, so they go back to PENDING and are claimed (or skipped) below.
-            let ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
+            let ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
             if let Err(error) = self.store.unclaim_unsent_runs(&ids, &self.node).await {
                 self.health
                     .failed(Loop::Claim, &crate::health::with_causes(&error));
@@ -153,7 +153,7 @@ impl Scheduler {
             let (late, due): (Vec<Fire>, Vec<Fire>) = fires
                 .into_iter()
                 .partition(|fire| skipped_after_failed_claim(fire, now, threshold));
-            let late_ids: Vec<i64> = late.iter().map(|fire| fire.log_id.0).collect();
+            let late_ids: Vec<LogId> = late.iter().map(|fire| fire.log_id).collect();
             let reason =
                 "misfire: the database was unreachable until too late; DO_NOTHING skips it";
             if !late_ids.is_empty() {
@@ -374,7 +374,7 @@ fn skipped_after_failed_claim(fire: &Fire, now_ms: i64, threshold_ms: i64) -> bo
 async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     let now = scheduler.clock.now_ms();
     let threshold = scheduler.config.misfire_threshold.as_millis() as i64;
-    let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+    let mut job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
     job_ids.sort_unstable();
     job_ids.dedup();
     let jobs: HashMap<JobId, Arc<Job>> = scheduler
@@ -407,7 +407,7 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     );
     if !skipped.is_empty() {
         let reason = "misfire: adopted from a stopped admin too late; DO_NOTHING skips it";
-        let ids: Vec<i64> = skipped.iter().map(|run| run.id).collect();
+        let ids: Vec<LogId> = skipped.iter().map(|run| LogId(run.id)).collect();
         match scheduler.store.skip_runs(&ids, reason, now).await {
             Ok(()) => {
                 crate::metrics::fires(crate::metrics::FireOutcome::Skipped)

@@ -17,10 +17,11 @@ mod operations;
 mod schedule;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
+use crate::model::ids::typed_ids;
 use crate::model::{
-    AddressType, AlarmStatus, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group, Job,
-    JobStatus, LogFilter, MisfireStrategy, NewRun, NodeIdentity, RetryBackoff, RouteStrategy,
-    RunStatus, ScheduleType, TriggerType,
+    AddressType, AlarmStatus, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group,
+    GroupId, Job, JobId, JobStatus, LogFilter, LogId, MisfireStrategy, NewRun, NodeIdentity,
+    RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -205,7 +206,7 @@ async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
     )
     .await;
     let claimed = store
-        .claim_runs(&[id], &NodeIdentity::new(&owner, epoch), trigger_ms)
+        .claim_runs(&[LogId(id)], &NodeIdentity::new(&owner, epoch), trigger_ms)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1, "the run is claimed");
@@ -305,7 +306,7 @@ async fn groups_are_read_by_id_list_skipping_missing_ids() {
             .await
             .expect("billing");
         let loaded = store
-            .get_groups(&[billing.id, orders.id, 9999])
+            .get_groups(&[GroupId(billing.id), GroupId(orders.id), GroupId(9999)])
             .await
             .expect("get groups");
         assert_eq!(loaded, vec![orders, billing], "{backend}");
@@ -414,7 +415,7 @@ async fn jobs_round_trip_filter_and_delete_with_their_logs() {
         );
         assert_eq!(
             store
-                .missing_job_ids(&[first.id, 9999])
+                .missing_job_ids(&[JobId(first.id), JobId(9999)])
                 .await
                 .expect("missing"),
             vec![9999]
@@ -604,7 +605,7 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
 
         assert_eq!(store.count_jobs().await.expect("count"), 2, "{backend}");
         let both = store
-            .get_jobs(&[stopped.id, running.id, 9999])
+            .get_jobs(&[JobId(stopped.id), JobId(running.id), JobId(9999)])
             .await
             .expect("get jobs");
         let mut both_ids: Vec<i64> = both.iter().map(|job| job.id).collect();

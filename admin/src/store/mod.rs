@@ -28,7 +28,8 @@ use thiserror::Error;
 
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
-    Job, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RunLog, RunStatus, User,
+    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RunLog, RunStatus,
+    User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -328,7 +329,7 @@ shared! {
     fn delete_group(&self, id: i64) -> StoreResult<bool> => groups;
     fn get_group(&self, id: i64) -> StoreResult<Option<Group>> => groups;
     /// The groups of `ids` that exist, by id.
-    fn get_groups(&self, ids: &[i64]) -> StoreResult<Vec<Group>> => groups;
+    fn get_groups(&self, ids: &[GroupId]) -> StoreResult<Vec<Group>> => groups;
     fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
     /// Groups whose app name contains `app_name_filter`, by id.
     fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
@@ -347,10 +348,10 @@ shared! {
     /// Deletes a job and its log rows; false when it did not exist.
     fn delete_job(&self, id: i64) -> StoreResult<bool> => jobs;
     fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
-    fn get_jobs(&self, ids: &[i64]) -> StoreResult<Vec<Job>> => jobs;
+    fn get_jobs(&self, ids: &[JobId]) -> StoreResult<Vec<Job>> => jobs;
     fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
     /// Ids among `ids` with no job.
-    fn missing_job_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>> => jobs;
+    fn missing_job_ids(&self, ids: &[JobId]) -> StoreResult<Vec<i64>> => jobs;
     /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
@@ -400,23 +401,23 @@ shared! {
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
     // ---- claims, skips, the end of a follow-up claim
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
-    fn claim_runs(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
+    fn claim_runs(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    fn claim_run_ids(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
     /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
     /// back to PENDING; returns how many. For a claim whose answer was lost (the connection
     /// dropped as it committed): the caller knows it sent none of them.
-    fn unclaim_unsent_runs(&self, ids: &[i64], node: &NodeIdentity) -> StoreResult<u64> => claims;
+    fn unclaim_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<u64> => claims;
     /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
-    fn owned_unsent_runs(&self, ids: &[i64], node: &NodeIdentity) -> StoreResult<Vec<i64>> => claims;
+    fn owned_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<Vec<i64>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
-    fn skip_runs(&self, ids: &[i64], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
+    fn skip_runs(&self, ids: &[LogId], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
     fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
-    fn finish_followups(&self, node: &NodeIdentity, log_ids: &[i64], alarm_status: AlarmStatus) -> StoreResult<u64> => claims;
+    fn finish_followups(&self, node: &NodeIdentity, log_ids: &[LogId], alarm_status: AlarmStatus) -> StoreResult<u64> => claims;
     // ---- follow-ups
     /// Writes one follow-up (retry row, child runs, final `alarm_status`, FIX_DELAY release) in
     /// one transaction, fenced by the claim: only while the run is still claimed (`alarm_status`
@@ -443,15 +444,15 @@ shared! {
     fn stranded_dispatches(&self, node: &NodeIdentity, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
     /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.
-    fn adopt_stranded(&self, ids: &[i64], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    fn adopt_stranded(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
-    fn skip_adopted_stranded(&self, ids: &[i64], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
+    fn skip_adopted_stranded(&self, ids: &[LogId], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
     fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> => logs;
     /// Ids among `ids` that name no run (never written, or deleted since).
-    fn missing_log_ids(&self, ids: &[i64]) -> StoreResult<Vec<i64>> => logs;
+    fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<i64>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
@@ -468,9 +469,9 @@ shared! {
     /// returns how many it deleted.
     fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64> => report;
     /// `(log id, access token)` for each of `log_ids` whose group has a token.
-    fn log_group_tokens(&self, log_ids: &[i64]) -> StoreResult<Vec<(i64, String)>> => registry;
+    fn log_group_tokens(&self, log_ids: &[LogId]) -> StoreResult<Vec<(i64, String)>> => registry;
     /// What a callback for each existing run of `log_ids` is checked against.
-    fn callback_targets(&self, log_ids: &[i64]) -> StoreResult<Vec<CallbackTarget>> => registry;
+    fn callback_targets(&self, log_ids: &[LogId]) -> StoreResult<Vec<CallbackTarget>> => registry;
     // ---- cluster (shared registry: every admin routes over the live rows of all admins)
     /// Registry rows of every owner whose heartbeat is after `heartbeat_after_ms`, by app and
     /// address.

@@ -13,9 +13,8 @@ pub async fn jobs(store: &Store, ids: &[JobId]) -> Result<HashMap<JobId, Arc<Job
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
     Ok(store
-        .get_jobs(&raw)
+        .get_jobs(&ids)
         .await?
         .into_iter()
         .map(|job| (JobId(job.id), Arc::new(job)))
@@ -28,9 +27,8 @@ pub async fn groups(store: &Store, ids: &[GroupId]) -> Result<HashMap<GroupId, A
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
     Ok(store
-        .get_groups(&raw)
+        .get_groups(&ids)
         .await?
         .into_iter()
         .map(|group| (GroupId(group.id), Arc::new(group)))

@@ -38,6 +38,7 @@ use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
 use crate::metrics::FireOutcome;
+use crate::model::ids::typed_ids;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
     UnwrittenFire,
@@ -221,10 +222,7 @@ impl Trigger {
             }
         }
         let owned = until_answered(&self.tasks, 1, || async {
-            Ok(self
-                .store
-                .owned_unsent_runs(&[log_id.0], &self.node)
-                .await?)
+            Ok(self.store.owned_unsent_runs(&[log_id], &self.node).await?)
         })
         .await
         .unwrap_or_default();
@@ -295,7 +293,7 @@ impl Trigger {
         let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
             return Ok((Vec::new(), HashMap::new()));
         };
-        let log_ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
+        let log_ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
         let group_ids: Vec<GroupId> = fires.iter().map(Fire::group_id).collect();
         // The trigger time recorded is when the runs leave, not the (earlier) claim.
         let trigger_time_ms = self.now_ms().max(earliest);
@@ -341,7 +339,7 @@ impl Trigger {
         if slots.len() < fires.len() {
             fires.sort_by_key(|fire| (fire.scheduled_at_ms, fire.log_id.0));
             let refused = fires.split_off(slots.len());
-            let ids: Vec<i64> = refused.iter().map(|fire| fire.log_id.0).collect();
+            let ids: Vec<LogId> = refused.iter().map(|fire| fire.log_id).collect();
             tracing::warn!(
                 skipped = ids.len(),
                 outstanding = self.admission.outstanding(),
@@ -372,10 +370,9 @@ impl Trigger {
         if log_ids.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let raw: Vec<i64> = log_ids.iter().map(|id| id.0).collect();
         let runs = self
             .store
-            .claim_runs(&raw, &self.node, self.now_ms())
+            .claim_runs(log_ids, &self.node, self.now_ms())
             .await?;
         let job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
         let jobs = self.load_jobs_until_answered(&job_ids).await?;
@@ -408,7 +405,7 @@ impl Trigger {
         let ids = self.store.insert_runs(std::slice::from_ref(&row)).await?;
         let runs = self
             .store
-            .claim_runs(&ids, &self.node, self.now_ms())
+            .claim_runs(&typed_ids::<LogId>(&ids), &self.node, self.now_ms())
             .await?;
         let claimed: Vec<Claimed> = runs
             .iter()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use xjob_admin::model::{NewRun, NodeIdentity, RunStatus, TriggerType, now_ms};
+use xjob_admin::model::{LogId, NewRun, NodeIdentity, RunStatus, TriggerType, now_ms};
 use xjob_admin::store::{RunCompletion, Store};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
@@ -105,6 +105,7 @@ async fn seed_dispatched(
         .insert_runs(&[new_run(job, RunStatus::Pending, trigger_ms)])
         .await?;
     let log_id = *ids.first().ok_or_else(|| anyhow::anyhow!("no id"))?;
+    let ids = [LogId(log_id)];
     if status == RunStatus::Skipped {
         store.skip_runs(&ids, "seeded", trigger_ms).await?;
         return Ok(log_id);

@@ -8,7 +8,7 @@ use super::JobAdminService;
 use crate::auth::{Caller, Permission, ResolvedCaller, Scope};
 use crate::error::Error;
 use crate::model::validate::validate_executor_addresses;
-use crate::model::{AuditEntry, Group, Job, RunLog};
+use crate::model::{AuditEntry, Group, Job, JobId, RunLog};
 
 impl JobAdminService {
     /// The caller of a request (`UNAUTHENTICATED` without a valid token).
@@ -77,10 +77,11 @@ impl JobAdminService {
         wanted: &[i64],
         existing: &[i64],
     ) -> Result<(), Status> {
-        let mut added: Vec<i64> = wanted
+        let mut added: Vec<JobId> = wanted
             .iter()
             .copied()
             .filter(|id| !existing.contains(id))
+            .map(JobId)
             .collect();
         added.sort_unstable();
         added.dedup();

@@ -5,8 +5,9 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::{Page, group_from_pb, group_to_pb};
 use crate::error::Error;
+use crate::model::ids::typed_ids;
 use crate::model::validate::validate_group;
-use crate::model::{AddressType, Group};
+use crate::model::{AddressType, Group, GroupId};
 
 /// What reads show instead of a group's access token: the token is only returned by the
 /// calls that set it (CreateGroup, UpdateGroup). An update that sends the mask back keeps the
@@ -121,7 +122,7 @@ impl JobAdminService {
             // A user's grants are few: their groups are read by id and paged here.
             Some(ids) => self
                 .store()
-                .get_groups(&ids)
+                .get_groups(&typed_ids::<GroupId>(&ids))
                 .await?
                 .into_iter()
                 .filter(|group| group.app_name.contains(request.app_name.as_str()))

@@ -9,12 +9,13 @@ use super::JobAdminService;
 use super::write_locks::adds_child_links;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
 use crate::error::Error;
+use crate::model::ids::typed_ids;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{
     child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
     validate_job,
 };
-use crate::model::{Job, JobStatus, ScheduleType};
+use crate::model::{Job, JobId, JobStatus, ScheduleType};
 use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
 
@@ -34,7 +35,10 @@ impl JobAdminService {
             return Err(Error::NotFound(message));
         }
         job.child_job_ids = dedup_child_ids(&job.child_job_ids);
-        let missing = self.store().missing_job_ids(&job.child_job_ids).await?;
+        let missing = self
+            .store()
+            .missing_job_ids(&typed_ids::<JobId>(&job.child_job_ids))
+            .await?;
         if let Some(first_missing) = missing.first() {
             let message = format!("job.child_job_ids: job {first_missing} not found");
             return Err(Error::NotFound(message));
@@ -53,7 +57,10 @@ impl JobAdminService {
             frontier.retain(|id| !children.contains_key(id));
             frontier.sort_unstable();
             frontier.dedup();
-            let loaded = self.store().get_jobs(&frontier).await?;
+            let loaded = self
+                .store()
+                .get_jobs(&typed_ids::<JobId>(&frontier))
+                .await?;
             frontier.clear();
             for loaded_job in loaded {
                 frontier.extend(&loaded_job.child_job_ids);

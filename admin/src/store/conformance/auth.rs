@@ -168,11 +168,15 @@ async fn callback_targets_name_status_address_app_and_token() {
             .await
             .expect("runs");
         store
-            .claim_runs(&ids[..1], &NodeIdentity::new("n1", 1), 1_000)
+            .claim_runs(
+                &typed_ids::<LogId>(&ids[..1]),
+                &NodeIdentity::new("n1", 1),
+                1_000,
+            )
             .await
             .expect("claim");
         let targets = store
-            .callback_targets(&[ids[0], ids[1], 987_654])
+            .callback_targets(&[LogId(ids[0]), LogId(ids[1]), LogId(987_654)])
             .await
             .expect("targets");
         let seen: Vec<(i64, RunStatus, &str, &str)> = targets

@@ -182,7 +182,7 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("n1", 1),
-                &[done, later],
+                &[LogId(done), LogId(later)],
                 AlarmStatus::NothingToAlarm,
             )
             .await
@@ -271,7 +271,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("a", epoch_a),
-                &[quiet],
+                &[LogId(quiet)],
                 AlarmStatus::Failed,
             )
             .await
@@ -301,7 +301,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("b", epoch_b),
-                &[quiet],
+                &[LogId(quiet)],
                 AlarmStatus::NothingToAlarm,
             )
             .await
@@ -318,7 +318,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("a", epoch_a),
-                &[done, quiet],
+                &[LogId(done), LogId(quiet)],
                 AlarmStatus::Failed,
             )
             .await
@@ -574,7 +574,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
 
         // The retry ends: its follow-up lets the schedule continue.
         store
-            .claim_runs(&[retry_id], &NodeIdentity::new("n1", 1), T0 + 200)
+            .claim_runs(&[LogId(retry_id)], &NodeIdentity::new("n1", 1), T0 + 200)
             .await
             .expect("claim");
         finish(&store, retry_id, RunStatus::Success, T0 + 300).await;

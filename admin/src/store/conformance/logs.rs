@@ -13,7 +13,11 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             .await
             .expect("runs");
         store
-            .claim_runs(&ids, &NodeIdentity::new("n1", 1), 1_000)
+            .claim_runs(
+                &typed_ids::<LogId>(&ids),
+                &NodeIdentity::new("n1", 1),
+                1_000,
+            )
             .await
             .expect("claim");
         // The executor's result lands before the dispatch outcome is recorded.
@@ -97,7 +101,11 @@ async fn runs_are_listed_newest_first_with_every_filter() {
         );
         assert_eq!(store.get_log(9999).await.expect("get"), None, "{backend}");
         store
-            .claim_runs(&ids[..2], &NodeIdentity::new("n1", 1), 5_000)
+            .claim_runs(
+                &typed_ids::<LogId>(&ids[..2]),
+                &NodeIdentity::new("n1", 1),
+                5_000,
+            )
             .await
             .expect("claim");
         finish(&store, ids[0], RunStatus::Success, 5_500).await;

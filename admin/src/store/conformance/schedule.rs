@@ -100,21 +100,33 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
         );
         assert!(
             store
-                .claim_runs(&ids, &NodeIdentity::new("n1", old_epoch), 2_100)
+                .claim_runs(
+                    &typed_ids::<LogId>(&ids),
+                    &NodeIdentity::new("n1", old_epoch),
+                    2_100
+                )
                 .await
                 .expect("claim")
                 .is_empty(),
             "{backend}"
         );
         let claimed = store
-            .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_200)
+            .claim_runs(
+                &typed_ids::<LogId>(&ids),
+                &NodeIdentity::new("n1", new_epoch),
+                2_200,
+            )
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 1, "{backend}");
         assert_eq!(claimed[0].status, RunStatus::Running, "{backend}");
         assert!(
             store
-                .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_300)
+                .claim_runs(
+                    &typed_ids::<LogId>(&ids),
+                    &NodeIdentity::new("n1", new_epoch),
+                    2_300
+                )
                 .await
                 .expect("claim")
                 .is_empty(),
@@ -164,7 +176,11 @@ async fn only_own_unsent_claims_go_back_to_pending() {
             .await
             .expect("runs");
         let claimed = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_000)
+            .claim_run_ids(
+                &typed_ids::<LogId>(&ids),
+                &NodeIdentity::new("n1", epoch),
+                5_000,
+            )
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 3, "{backend}");
@@ -183,18 +199,25 @@ async fn only_own_unsent_claims_go_back_to_pending() {
 
         for (node, wrong_epoch) in [("n2", epoch), ("n1", epoch + 1)] {
             let unclaimed = store
-                .unclaim_unsent_runs(&ids, &NodeIdentity::new(node, wrong_epoch))
+                .unclaim_unsent_runs(
+                    &typed_ids::<LogId>(&ids),
+                    &NodeIdentity::new(node, wrong_epoch),
+                )
                 .await
                 .expect("unclaim");
             assert_eq!(unclaimed, 0, "{backend}: {node}/{wrong_epoch} owns none");
         }
         let unclaimed = store
-            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch))
+            .unclaim_unsent_runs(&typed_ids::<LogId>(&ids), &NodeIdentity::new("n1", epoch))
             .await
             .expect("unclaim");
         assert_eq!(unclaimed, 2, "{backend}: the sent run stays RUNNING");
         let mut again = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_100)
+            .claim_run_ids(
+                &typed_ids::<LogId>(&ids),
+                &NodeIdentity::new("n1", epoch),
+                5_100,
+            )
             .await
             .expect("claim");
         again.sort_unstable();
@@ -370,9 +393,10 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
 
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
+        let log_ids = typed_ids::<LogId>(&ids);
         let (by_a, by_b) = tokio::join!(
-            store.adopt_stranded(&ids, &node_a, 5_000),
-            store.adopt_stranded(&ids, &node_b, 5_000),
+            store.adopt_stranded(&log_ids, &node_a, 5_000),
+            store.adopt_stranded(&log_ids, &node_b, 5_000),
         );
         let mut taken = ids_of(&by_a.expect("adopt a"));
         taken.extend(ids_of(&by_b.expect("adopt b")));
@@ -394,12 +418,22 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
             .collect();
         assert_eq!(owned_by_a.len() + owned_by_b.len(), 38, "{backend}");
         let wrong = store
-            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("b", 1), "late", 6_000)
+            .skip_adopted_stranded(
+                &typed_ids::<LogId>(&owned_by_a),
+                &NodeIdentity::new("b", 1),
+                "late",
+                6_000,
+            )
             .await
             .expect("skip");
         assert_eq!(wrong, 0, "{backend}: not b's to skip");
         let right = store
-            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("a", 1), "late", 6_000)
+            .skip_adopted_stranded(
+                &typed_ids::<LogId>(&owned_by_a),
+                &NodeIdentity::new("a", 1),
+                "late",
+                6_000,
+            )
             .await
             .expect("skip");
         assert_eq!(right as usize, owned_by_a.len(), "{backend}");
@@ -428,8 +462,9 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
         let stalled_node = NodeIdentity::new("stalled", stalled);
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
+        let log_ids = typed_ids::<LogId>(&ids);
         let (claimed, adopted_a, adopted_b) = tokio::join!(
-            store.claim_runs(&ids, &stalled_node, 5_000),
+            store.claim_runs(&log_ids, &stalled_node, 5_000),
             store.adopt_orphan_runs(&node_a, 5_000),
             store.adopt_orphan_runs(&node_b, 5_000),
         );
@@ -451,7 +486,7 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
             let wrong = if run.owner_node == "a" { "b" } else { "a" };
             assert!(
                 store
-                    .claim_runs(&[run.id], &NodeIdentity::new(wrong, 1), 6_000)
+                    .claim_runs(&[LogId(run.id)], &NodeIdentity::new(wrong, 1), 6_000)
                     .await
                     .expect("claim")
                     .is_empty(),
@@ -461,9 +496,10 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
         let pending_ids = ids_of(&now_owned);
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
+        let pending_log_ids = typed_ids::<LogId>(&pending_ids);
         let (by_a, by_b) = tokio::join!(
-            store.claim_runs(&pending_ids, &node_a, 6_000),
-            store.claim_runs(&pending_ids, &node_b, 6_000),
+            store.claim_runs(&pending_log_ids, &node_a, 6_000),
+            store.claim_runs(&pending_log_ids, &node_b, 6_000),
         );
         assert_eq!(
             by_a.expect("claim").len() + by_b.expect("claim").len(),
@@ -509,7 +545,11 @@ async fn skipping_touches_only_pending_runs_and_planned_fires() {
         assert_eq!(status_of(running).await, RunStatus::Running, "{backend}");
 
         store
-            .skip_runs(&[manual, running, 9999], "too late", 13_000)
+            .skip_runs(
+                &[LogId(manual), LogId(running), LogId(9999)],
+                "too late",
+                13_000,
+            )
             .await
             .expect("skip runs");
         let manual_run = store.get_log(manual).await.expect("get").expect("run");
@@ -581,7 +621,11 @@ async fn a_liveness_lock_shows_while_held_and_frees_with_its_holder() {
         );
         assert!(
             store
-                .claim_runs(&[old, later], &NodeIdentity::new("n1", dead_epoch), 1_000)
+                .claim_runs(
+                    &[LogId(old), LogId(later)],
+                    &NodeIdentity::new("n1", dead_epoch),
+                    1_000
+                )
                 .await
                 .expect("claim")
                 .is_empty(),

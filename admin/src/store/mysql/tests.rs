@@ -8,8 +8,9 @@ use std::time::Duration;
 use sqlx::{Connection, MySqlConnection};
 
 use super::{create_scratch_database, redact, with_database};
+use crate::model::ids::typed_ids;
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, NewRun,
+    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, LogId, MisfireStrategy, NewRun,
     NodeIdentity, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::{RoundPlan, Store};
@@ -340,7 +341,11 @@ async fn a_manual_broadcast_fire_gets_every_shard_row_without_fire_keys() {
         .await
         .expect("fire");
     let claimed = store
-        .claim_runs(&ids, &NodeIdentity::new("n1", 1), 5_000)
+        .claim_runs(
+            &typed_ids::<LogId>(&ids),
+            &NodeIdentity::new("n1", 1),
+            5_000,
+        )
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1);

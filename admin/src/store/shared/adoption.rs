@@ -3,7 +3,8 @@
 
 use super::claims::{Lock, unindexed, update_logs};
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{NodeIdentity, RunLog};
+use crate::model::ids::raw_ids;
+use crate::model::{LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
@@ -197,10 +198,11 @@ pub async fn adopt_stale_followups<DB: Dialect>(
 /// owner), and a result that landed meanwhile (status no longer RUNNING) wins.
 pub async fn adopt_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &'q NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
@@ -237,11 +239,12 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
 /// by this node/epoch change.
 pub async fn skip_adopted_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &'q NodeIdentity,
     reason: &'q str,
     now_ms: i64,
 ) -> StoreResult<u64> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut skipped = 0;

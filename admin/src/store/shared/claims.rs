@@ -10,7 +10,8 @@
 use sqlx::Connection;
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{AlarmStatus, NodeIdentity, RunLog};
+use crate::model::ids::raw_ids;
+use crate::model::{AlarmStatus, LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, map_error};
@@ -162,10 +163,11 @@ pub fn claim_sql_for_plans(columns: &str) -> String {
 
 pub async fn claim_runs<DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
@@ -179,10 +181,11 @@ pub async fn claim_runs<DB: Dialect>(
 
 pub async fn claim_run_ids<DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Vec<i64>> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
@@ -203,10 +206,11 @@ const SKIPS_PER_STATEMENT: usize = 2000;
 /// Marks PENDING runs skipped with a reason (misfire at recovery, fires refused by admission).
 pub async fn skip_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     reason: &'q str,
     now_ms: i64,
 ) -> StoreResult<()> {
+    let ids = raw_ids(ids);
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT.min(SKIPS_PER_STATEMENT)) {
         let mut conn = db.write().await?;
         let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
@@ -258,9 +262,10 @@ fn skipped<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, reason: &'q str, now_ms: i64)
 pub async fn finish_followups<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     node: &'q NodeIdentity,
-    log_ids: &[i64],
+    log_ids: &[LogId],
     alarm_status: AlarmStatus,
 ) -> StoreResult<u64> {
+    let log_ids = raw_ids(log_ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut finished = 0;
@@ -288,9 +293,10 @@ pub async fn finish_followups<'q, DB: Dialect>(
 /// result) back to PENDING, for a claim whose answer was lost; returns how many.
 pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &'q NodeIdentity,
 ) -> StoreResult<u64> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut unclaimed = 0;
@@ -318,9 +324,10 @@ pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
 /// node whose lease lapsed may still send (another admin may have taken the others over).
 pub async fn owned_unsent_runs<DB: Dialect>(
     db: Pools<'_, DB>,
-    ids: &[i64],
+    ids: &[LogId],
     node: &NodeIdentity,
 ) -> StoreResult<Vec<i64>> {
+    let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.read().await?;
     let mut owned = Vec::with_capacity(ids.len());

@@ -1,7 +1,8 @@
 //! Executor groups.
 
 use super::rows::group_from_row;
-use crate::model::Group;
+use crate::model::ids::raw_ids;
+use crate::model::{Group, GroupId};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
@@ -71,7 +72,11 @@ pub async fn get_group<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<O
 }
 
 /// The groups of `ids` that exist, by id (one statement per chunk of ids).
-pub async fn get_groups<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<Group>> {
+pub async fn get_groups<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[GroupId],
+) -> StoreResult<Vec<Group>> {
+    let ids = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut groups = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {

@@ -1,7 +1,8 @@
 //! Job definitions and their scheduling state.
 
 use super::rows::{JOB_COLUMNS, job_from_row, join_ids};
-use crate::model::{Job, JobStatus};
+use crate::model::ids::raw_ids;
+use crate::model::{Job, JobId, JobStatus};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 use crate::store::{JobFilter, JobScheduleUpdate, StoreResult};
@@ -149,7 +150,8 @@ pub async fn get_job<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Opt
 }
 
 /// The jobs of `ids` that exist, by id.
-pub async fn get_jobs<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<Job>> {
+pub async fn get_jobs<DB: Dialect>(db: Pools<'_, DB>, ids: &[JobId]) -> StoreResult<Vec<Job>> {
+    let ids = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut jobs = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -205,7 +207,11 @@ pub async fn list_jobs<DB: Dialect>(
 }
 
 /// Ids among `ids` with no job (reads ids only).
-pub async fn missing_job_ids<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<i64>> {
+pub async fn missing_job_ids<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[JobId],
+) -> StoreResult<Vec<i64>> {
+    let ids = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {

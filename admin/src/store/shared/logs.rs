@@ -3,7 +3,8 @@
 //! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{LogFilter, NewRun, RunLog};
+use crate::model::ids::raw_ids;
+use crate::model::{LogFilter, LogId, NewRun, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
@@ -74,7 +75,11 @@ pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> Sto
 }
 
 /// Ids among `ids` that name no run (never written, or deleted since).
-pub async fn missing_log_ids<DB: Dialect>(db: Pools<'_, DB>, ids: &[i64]) -> StoreResult<Vec<i64>> {
+pub async fn missing_log_ids<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[LogId],
+) -> StoreResult<Vec<i64>> {
+    let ids = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut found = std::collections::HashSet::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {

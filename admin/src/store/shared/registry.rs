@@ -4,7 +4,8 @@
 //! while holding executor sessions).
 
 use super::rows::executor_from_row;
-use crate::model::ExecutorInfo;
+use crate::model::ids::raw_ids;
+use crate::model::{ExecutorInfo, LogId};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
@@ -94,8 +95,9 @@ pub async fn delete_stale_registry<DB: Dialect>(
 /// `Registry.Callback`.
 pub async fn log_group_tokens<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_ids: &[i64],
+    log_ids: &[LogId],
 ) -> StoreResult<Vec<(i64, String)>> {
+    let log_ids = raw_ids(log_ids);
     let mut conn = db.read().await?;
     let mut tokens = Vec::new();
     for chunk in log_ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -116,8 +118,9 @@ pub async fn log_group_tokens<DB: Dialect>(
 /// address, app name, group access token)` of the runs that exist.
 pub async fn callback_targets<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_ids: &[i64],
+    log_ids: &[LogId],
 ) -> StoreResult<Vec<crate::store::CallbackTarget>> {
+    let log_ids = raw_ids(log_ids);
     let mut conn = db.read().await?;
     let mut targets = Vec::new();
     for chunk in log_ids.chunks(DB::IDS_PER_STATEMENT) {

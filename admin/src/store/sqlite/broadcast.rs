@@ -1,6 +1,7 @@
 //! SQLite tests of the broadcast expansion (`shared/broadcast.rs`).
 
-use crate::model::{NewRun, NodeIdentity, RunStatus, TriggerType};
+use crate::model::ids::typed_ids;
+use crate::model::{LogId, NewRun, NodeIdentity, RunStatus, TriggerType};
 
 const NOW: i64 = 1_716_163_200_000;
 const SCHEDULED: i64 = NOW - 1000;
@@ -43,7 +44,7 @@ async fn claimed_fire(store: &crate::store::Store) -> i64 {
         .await
         .expect("insert");
     let claimed = store
-        .claim_runs(&ids, &NodeIdentity::new("n", 1), NOW)
+        .claim_runs(&typed_ids::<LogId>(&ids), &NodeIdentity::new("n", 1), NOW)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1);

@@ -1,6 +1,7 @@
 //! SQLite-only tests of the report and clean-up statements (`shared/report.rs`), on rows
 //! written directly.
 
+use crate::model::LogId;
 use crate::store::{DayCounts, LogCleanup, Store};
 
 /// The writer pool of a SQLite store, for statements the store does not offer.
@@ -190,7 +191,7 @@ async fn tokens_are_listed_for_runs_of_groups_that_have_one() {
     .await
     .expect("run inserted");
     let tokens = store
-        .log_group_tokens(&[in_group_one, in_group_two, 999])
+        .log_group_tokens(&[LogId(in_group_one), LogId(in_group_two), LogId(999)])
         .await
         .expect("tokens");
     assert_eq!(tokens, vec![(in_group_one, "s3cret".to_string())]);
