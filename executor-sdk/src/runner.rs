@@ -99,6 +99,8 @@ struct JobSlot {
     queue: VecDeque<QueuedRun>,
     running_opt: Option<RunningRun>,
     wake: Arc<Notify>,
+    // Used by `abort_all`, which exists for the `test-crash` feature alone.
+    #[cfg_attr(not(feature = "test-crash"), allow(dead_code))]
     task_abort: AbortHandle,
 }
 
@@ -438,6 +440,7 @@ impl Runner {
     }
 
     /// Crash stop: aborts every job task and handler at once, reporting nothing.
+    #[cfg_attr(not(feature = "test-crash"), allow(dead_code))]
     pub(crate) fn abort_all(&self) {
         let mut state = self.shared.lock();
         state.closed = true;

@@ -7,7 +7,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+#[cfg(feature = "test-crash")]
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -47,6 +49,8 @@ pub struct RunningExecutor {
     session_rx: watch::Receiver<SessionState>,
     shutdown_grace: Duration,
     callback_flush_timeout: Duration,
+    // Read only by `crash`, which exists with the `test-crash` feature alone.
+    #[cfg_attr(not(feature = "test-crash"), allow(dead_code))]
     crashed: Arc<AtomicBool>,
     health: tonic_health::server::HealthReporter,
     /// Keeps health in step with the session (`server::follow_session`) until shutdown.
