@@ -10,10 +10,10 @@ use xjob_admin::model::{LogFilter, RunStatus};
 use xjob_admin::store::Store;
 
 use crate::admins::Admin;
+use crate::clock::now_ms;
 use crate::database::Database;
 use crate::failover::{self, Disruption, LogRow};
 use crate::grpc;
-use crate::now_ms;
 
 /// How many of the victim's planned fires are watched for adoption.
 const WATCHED: usize = 16;

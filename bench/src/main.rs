@@ -12,301 +12,36 @@
 //! ```
 
 mod admins;
+mod args;
 mod campaign;
+mod clock;
 mod database;
 mod disrupt;
 mod failover;
 mod grpc;
 mod metrics;
+mod plan;
 mod processes;
 mod report;
 mod sizing;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use xjob_admin::store::Store;
 
-use admins::{Admin, Timing};
+use admins::Admin;
+use args::{Args, Workload};
+use clock::now_ms;
 use database::{Backend, Database};
 use disrupt::{Kind, Restart, Target};
 use failover::Disruption;
 use metrics::{Figures, PeriodicGrid, Record};
+use plan::{Plan, plan};
 use processes::{ChildProcess, cpu_seconds, free_port, memory_mb, sibling_binary};
 use report::{FailoverLine, RecoveryLine, ResultLine, TakeoverLine, rounded};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Workload {
-    /// N jobs every second, all aligned.
-    W1,
-    /// N jobs every 10 s (--period), phases spread evenly.
-    W2,
-    /// 300 jobs every second (the long acceptance run; set --duration).
-    W3,
-    /// N jobs all at second 0 of every minute.
-    W4,
-    /// W2-style load on several admins; the schedule lock holder is killed (-9) and restarted.
-    F1,
-    /// As F1, but the lock holder is stopped (SIGSTOP) for two node leases, then resumed.
-    F2,
-    /// As F1 on PostgreSQL; the database is stopped and started again once mid-window.
-    F3,
-    /// N jobs every second (default 20) while faults drawn from --seed hit the cluster; a
-    /// checker reports lost, duplicated, late and unaccounted occurrences.
-    Campaign,
-}
-
-impl Workload {
-    fn is_failover(self) -> bool {
-        matches!(self, Workload::F1 | Workload::F2 | Workload::F3)
-    }
-}
-
-#[derive(Parser, Debug)]
-#[command(about = "Benchmarks xjob with real processes on loopback (see shared/BENCH.md)")]
-struct Args {
-    #[arg(long, value_enum, ignore_case = true, default_value = "w1")]
-    workload: Workload,
-    /// Number of jobs (defaults: W1 100, W2 1000, W3 300, W4 1000, F* 2000).
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// Period in seconds of the W2 and F* jobs, phases spread over it; must divide 60
-    /// (defaults: W2 10, F* 2, so 2000 jobs make 1000 fires/s).
-    #[arg(long)]
-    period: Option<i64>,
-    /// Seconds of warm-up after the first common fire.
-    #[arg(long, default_value_t = 10)]
-    warmup: u64,
-    /// Seconds of the measurement window.
-    #[arg(long, default_value_t = 60)]
-    duration: u64,
-    /// Seconds to wait after the window for late fires.
-    #[arg(long, default_value_t = 5)]
-    drain: u64,
-    /// Database backend: sqlite (a file in the scratch directory), or a postgres / mariadb
-    /// server the harness starts on a free loopback port (default: sqlite; F3: postgres).
-    #[arg(long, value_enum, ignore_case = true)]
-    database: Option<Backend>,
-    /// An already running PostgreSQL or MySQL/MariaDB server (postgres://… or mysql://…);
-    /// the run gets a new scratch database on it (left there afterwards).
-    #[arg(long)]
-    database_url: Option<String>,
-    /// With --database-url, for F3: a command taking start|stop|checkpoint that controls
-    /// that server (like XJOB_TEST_POSTGRES_CTL of .ci/databases.sh).
-    #[arg(long)]
-    database_ctl: Option<String>,
-    /// Admin processes sharing the database (default: 1; F*: 3).
-    #[arg(long)]
-    admins: Option<usize>,
-    /// Executor processes, each listing every admin (default: 1; F*: 2).
-    #[arg(long)]
-    executors: Option<usize>,
-    /// F1: kills of the lock holder; F2: stalls of it.
-    #[arg(long, default_value_t = 5)]
-    kills: usize,
-    /// F1/F2: seconds between one disruption settling and the next.
-    #[arg(long, default_value_t = 3)]
-    kill_spacing: u64,
-    /// F3: seconds the database stays down.
-    #[arg(long, default_value_t = 5)]
-    outage: u64,
-    /// The admins' node lease in ms (default: the admin's 10 s; F2 and F3: 2000, as the
-    /// cluster tests, so a stall of two leases fits the window).
-    #[arg(long)]
-    node_lease_ms: Option<u64>,
-    /// Run the admins without their liveness locks (`liveness_locks = false`): a killed admin
-    /// is then taken over only once its lease lapses (the "before" of F1).
-    #[arg(long)]
-    no_liveness_locks: bool,
-    /// The admins' `log_retention` in seconds; with it the database's size is sampled every
-    /// `--size-every` seconds and printed as a curve (default: the admin's retention, no curve).
-    #[arg(long)]
-    log_retention_s: Option<u64>,
-    /// The admins' `retention_interval` in seconds, with --log-retention-s.
-    #[arg(long, default_value_t = 5)]
-    retention_interval_s: u64,
-    /// Seconds between two samples of the database's size, with --log-retention-s.
-    #[arg(long, default_value_t = 10)]
-    size_every: u64,
-    /// File the JSON line is appended to.
-    #[arg(long, default_value = "bench-results.jsonl")]
-    results: PathBuf,
-    /// Jobs renamed (`GetJob` + `UpdateJob`, 16 at a time) a third into the window, while the
-    /// load runs; the latencies of the writes are printed (0: none).
-    #[arg(long, default_value_t = 0)]
-    api_writes: usize,
-    /// With --api-writes: stop the jobs (`StopJob`) instead of renaming them, as a script
-    /// cleaning up would (issue 11's fault 2). A stopped job's later fires are not planned,
-    /// so the harness counts them missed: read the run for the API's figures.
-    #[arg(long)]
-    api_stops: bool,
-    /// The admins' `max_unsent_runs` (admission control; default: the admin's).
-    #[arg(long)]
-    max_unsent_runs: Option<usize>,
-    /// Exit with an error when any fire was lost (missed and not recorded as a misfire),
-    /// duplicated or off the grid (CI smoke run).
-    #[arg(long)]
-    fail_on_loss: bool,
-    #[command(flatten)]
-    campaign: campaign::Options,
-}
-
-/// How the jobs of a workload are scheduled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
-    jobs: usize,
-    period_s: i64,
-    /// Phases spread over the period (W2, F*), or all jobs on the same second.
-    spread: bool,
-}
-
-impl Shape {
-    fn phase(&self, index: usize) -> i64 {
-        if self.spread {
-            index as i64 % self.period_s
-        } else {
-            0
-        }
-    }
-
-    fn cron(&self, index: usize) -> String {
-        let phase = self.phase(index);
-        match self.period_s {
-            1 => "* * * * * ?".into(),
-            60 => format!("{phase} * * * * ?"),
-            period => format!("{phase}/{period} * * * * ?"),
-        }
-    }
-
-    fn fires_per_second(&self) -> f64 {
-        self.jobs as f64 / self.period_s as f64
-    }
-}
-
-/// Everything a run needs that depends on the workload's defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Plan {
-    shape: Shape,
-    admins: usize,
-    executors: usize,
-    backend: Backend,
-    timing: Timing,
-}
-
-fn plan(args: &Args) -> anyhow::Result<Plan> {
-    let failover = args.workload.is_failover();
-    let jobs = |default: usize| args.jobs.unwrap_or(default);
-    let spread_period = |default: i64| -> anyhow::Result<i64> {
-        let period = args.period.unwrap_or(default);
-        anyhow::ensure!(
-            period > 0 && 60 % period == 0,
-            "--period must divide 60 (cron seconds repeat every minute), not {period}"
-        );
-        Ok(period)
-    };
-    let shape = match args.workload {
-        Workload::W1 => Shape {
-            jobs: jobs(100),
-            period_s: 1,
-            spread: false,
-        },
-        Workload::Campaign => Shape {
-            jobs: jobs(20),
-            period_s: 1,
-            spread: false,
-        },
-        Workload::W3 => Shape {
-            jobs: jobs(300),
-            period_s: 1,
-            spread: false,
-        },
-        Workload::W4 => Shape {
-            jobs: jobs(1000),
-            period_s: 60,
-            spread: false,
-        },
-        Workload::W2 => Shape {
-            jobs: jobs(1000),
-            period_s: spread_period(10)?,
-            spread: true,
-        },
-        Workload::F1 | Workload::F2 | Workload::F3 => Shape {
-            jobs: jobs(2000),
-            period_s: spread_period(2)?,
-            spread: true,
-        },
-    };
-    let backend = backend(args)?;
-    let campaign = args.workload == Workload::Campaign;
-    // A campaign on a server runs the three-admin cluster; SQLite's is one admin.
-    let cluster = failover || (campaign && backend != Backend::Sqlite);
-    let admins = args.admins.unwrap_or(if cluster { 3 } else { 1 });
-    anyhow::ensure!(admins >= 1, "--admins must be at least 1");
-    anyhow::ensure!(
-        !matches!(args.workload, Workload::F1 | Workload::F2) || admins >= 2,
-        "{:?} needs a survivor: --admins 2 or more",
-        args.workload
-    );
-    let executors = args
-        .executors
-        .unwrap_or(if failover || campaign { 2 } else { 1 });
-    anyhow::ensure!(executors >= 1, "--executors must be at least 1");
-    // F1 runs with the admin's default lease: a kill is noticed by the liveness lock.
-    let short_lease = matches!(
-        args.workload,
-        Workload::F2 | Workload::F3 | Workload::Campaign
-    );
-    let node_lease_ms = args.node_lease_ms.or(short_lease.then_some(2000));
-    Ok(Plan {
-        shape,
-        admins,
-        executors,
-        backend,
-        timing: Timing {
-            node_lease: node_lease_ms.map(Duration::from_millis),
-            max_unsent_runs: args.max_unsent_runs,
-            no_liveness_locks: args.no_liveness_locks,
-            retention: args.log_retention_s.map(|retention| {
-                (
-                    Duration::from_secs(retention),
-                    Duration::from_secs(args.retention_interval_s.max(1)),
-                )
-            }),
-        },
-    })
-}
-
-/// The backend from --database and --database-url, which must agree.
-fn backend(args: &Args) -> anyhow::Result<Backend> {
-    let backend = match (&args.database_url, args.database) {
-        (Some(url), given) => {
-            let of_url = Backend::of_url(url)?;
-            anyhow::ensure!(
-                given.is_none_or(|given| given == of_url),
-                "--database {given:?} does not match --database-url (a {of_url:?} server)"
-            );
-            of_url
-        }
-        (None, Some(given)) => given,
-        (None, None) if args.workload == Workload::F3 => Backend::Postgres,
-        (None, None) => Backend::Sqlite,
-    };
-    anyhow::ensure!(
-        args.workload != Workload::F3 || backend == Backend::Postgres,
-        "F3 restarts a PostgreSQL server: use --database postgres (or a postgres:// \
-         --database-url with --database-ctl)"
-    );
-    Ok(backend)
-}
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

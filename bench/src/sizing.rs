@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use xjob_admin::store::Store;
 
-use crate::now_ms;
+use crate::clock::now_ms;
 
 /// One point of the curve.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::plan::Shape;
 
 fn args(line: &str) -> Args {
     let words = std::iter::once("xjob-bench").chain(line.split_whitespace());

@@ -7,13 +7,15 @@
 //! backend keeps, including under concurrency: tests marked "together" start their writes at
 //! once from several connections, which is where a server database differs from SQLite's single
 //! writer. Families: groups, jobs and registry here; the schedule round, leases, claims and
-//! adoption in `schedule`; run logs and broadcast shards in `logs`; follow-ups, delayed runs and
-//! lost runs in `followups`; report, clean-up, tokens and the shared registry in `operations`.
+//! adoption in `schedule`; run logs and broadcast shards in `logs`; follow-ups in `followups`;
+//! delayed and lost runs in `recovery`; report, clean-up, tokens and the shared registry in
+//! `operations`.
 
 mod auth;
 mod followups;
 mod logs;
 mod operations;
+mod recovery;
 mod schedule;
 
 use super::{JobFilter, JobScheduleUpdate, Store};

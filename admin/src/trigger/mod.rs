@@ -24,6 +24,7 @@ pub mod load;
 pub mod pool;
 pub mod recorder;
 mod request;
+mod retry;
 pub mod route;
 mod trace;
 
@@ -51,6 +52,7 @@ use crate::store::{DispatchOutcome, DispatchRecord, Store};
 use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
+use retry::until_answered;
 
 /// XXL-JOB's trigger codes: accepted, not delivered, maybe delivered (a deadline after sending).
 const TRIGGER_ACCEPTED: i32 = 200;
@@ -786,27 +788,4 @@ fn traced_unsent(fire: &Fire, mut record: DispatchRecord) -> DispatchRecord {
         trace.end(&mut record);
     }
     record
-}
-
-/// Retries a read with a growing pause until the database answers, or until the dispatch
-/// stage is told to stop (then the last error).
-async fn until_answered<T, F, Fut>(tasks: &Tasks, runs: usize, mut read: F) -> Result<T, Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, Error>>,
-{
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match read().await {
-            Ok(value) => return Ok(value),
-            Err(error) => {
-                tracing::warn!(%error, runs, "loading jobs or groups of claimed fires failed; retrying");
-                tokio::select! {
-                    _ = tasks.stopping().cancelled() => return Err(error),
-                    _ = tokio::time::sleep(delay) => {}
-                }
-                delay = (delay * 2).min(Duration::from_secs(2));
-            }
-        }
-    }
 }

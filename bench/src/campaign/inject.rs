@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::cluster::Cluster;
 use super::plan::{Fault, FaultKind, Target};
-use crate::now_ms;
+use crate::clock::now_ms;
 
 /// One fault as it happened.
 #[derive(Debug, Clone)]
