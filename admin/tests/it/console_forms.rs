@@ -496,5 +496,33 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
         .await?;
     let json: serde_json::Value = serde_json::from_str(&preview.body)?;
     assert_eq!(json["field"], "time_zone", "{json}");
+
+    // A console password under the minimum is refused with the rule, and no user is made.
+    let answer = fx
+        .post(
+            "/users",
+            &[
+                ("name", "shorty"),
+                ("role", "viewer"),
+                ("password", "elevenchars"),
+            ],
+        )
+        .await?;
+    assert_eq!(answer.code, 400, "{:.2000}", answer.body);
+    assert!(
+        answer.body.contains("password: at least 12 characters"),
+        "{:.3000}",
+        answer.body
+    );
+    assert!(
+        !answer.body.contains("elevenchars"),
+        "the password is echoed"
+    );
+    let users = fx.get("/users").await?;
+    assert!(
+        users.body.contains("at least 12 characters"),
+        "the form says the minimum"
+    );
+    assert!(!users.body.contains("shorty"), "a user was created");
     Ok(())
 }
