@@ -524,5 +524,20 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
         "the form says the minimum"
     );
     assert!(!users.body.contains("shorty"), "a user was created");
+
+    // A group with jobs is not deleted: the answer says why.
+    let answer = fx.post(&format!("/groups/{group}/delete"), &[]).await?;
+    assert_eq!(answer.code, 409, "{:.2000}", answer.body);
+    assert!(
+        answer.body.contains("job(s); delete them first"),
+        "{:.3000}",
+        answer.body
+    );
+    assert!(
+        fx.get(&format!("/groups/{group}"))
+            .await?
+            .body
+            .contains("id=\"delete-group\"")
+    );
     Ok(())
 }
