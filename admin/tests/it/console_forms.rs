@@ -539,5 +539,27 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
             .body
             .contains("id=\"delete-group\"")
     );
+
+    // A group no job uses is deleted, and the executors page no longer lists it.
+    let mut fx = fx;
+    let spare = fx
+        .client
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: "spare-app".into(),
+                title: "spare".into(),
+                address_type: pb::AddressType::Auto as i32,
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .unwrap_or_default();
+    assert!(fx.get("/executors").await?.body.contains("spare-app"));
+    let answer = fx.post(&format!("/groups/{spare}/delete"), &[]).await?;
+    assert_eq!(answer.code, 303, "{:.2000}", answer.body);
+    assert!(!fx.get("/executors").await?.body.contains("spare-app"));
     Ok(())
 }
