@@ -9,6 +9,23 @@ use crate::store::Store;
 /// Longest user name (the MySQL column holds 191 characters).
 const MAX_NAME_CHARS: usize = 64;
 
+/// Shortest console password, in characters. The one rule for `CreateUser`, `xjob user create
+/// --password-stdin` and the console's Users page, which all go through [`create_user`].
+pub const MIN_PASSWORD_CHARS: usize = 12;
+
+/// Refuses a password shorter than [`MIN_PASSWORD_CHARS`]. Empty means "no password login"
+/// and is allowed; the message never repeats the password.
+pub fn check_password(password: &str) -> Result<(), Error> {
+    let chars = password.chars().count();
+    if chars > 0 && chars < MIN_PASSWORD_CHARS {
+        return Err(Error::invalid(
+            "password",
+            format!("at least {MIN_PASSWORD_CHARS} characters (or empty for no password login)"),
+        ));
+    }
+    Ok(())
+}
+
 /// A new user and its first token, shown once.
 pub struct CreatedUser {
     pub user: User,
@@ -41,6 +58,7 @@ pub async fn create_user(
     }
     let role = Role::parse(role)
         .ok_or_else(|| Error::invalid("role", "must be admin, operator or viewer"))?;
+    check_password(password)?;
     let password_hash = if password.is_empty() {
         String::new()
     } else {
@@ -137,4 +155,23 @@ pub async fn issue_token(
     };
     let record = store.insert_token(&record).await?;
     Ok((token, record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIN_PASSWORD_CHARS, check_password};
+
+    #[test]
+    fn passwords_shorter_than_the_minimum_are_refused_empty_is_allowed() {
+        assert!(check_password("").is_ok(), "empty = no password login");
+        let short = "x".repeat(MIN_PASSWORD_CHARS - 1);
+        let error = check_password(&short).expect_err("one short").to_string();
+        assert!(error.contains("at least 12 characters"), "{error}");
+        assert!(
+            !error.contains(&short),
+            "the message repeats the password: {error}"
+        );
+        // Characters, not bytes: 12 non-ASCII letters are enough.
+        assert!(check_password(&"é".repeat(MIN_PASSWORD_CHARS)).is_ok());
+    }
 }

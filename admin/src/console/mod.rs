@@ -161,6 +161,7 @@ fn router(console: Shared) -> Router {
         )
         .route("/users", get(pages::users::list).post(pages::users::create))
         .route("/users/{id}/delete", post(pages::users::delete))
+        .route("/groups/{id}/delete", post(pages::groups::delete))
         .route("/users/{id}/grant", post(pages::users::grant))
         .route("/users/{id}/revoke", post(pages::users::revoke))
         .route(

@@ -496,5 +496,70 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
         .await?;
     let json: serde_json::Value = serde_json::from_str(&preview.body)?;
     assert_eq!(json["field"], "time_zone", "{json}");
+
+    // A console password under the minimum is refused with the rule, and no user is made.
+    let answer = fx
+        .post(
+            "/users",
+            &[
+                ("name", "shorty"),
+                ("role", "viewer"),
+                ("password", "elevenchars"),
+            ],
+        )
+        .await?;
+    assert_eq!(answer.code, 400, "{:.2000}", answer.body);
+    assert!(
+        answer.body.contains("password: at least 12 characters"),
+        "{:.3000}",
+        answer.body
+    );
+    assert!(
+        !answer.body.contains("elevenchars"),
+        "the password is echoed"
+    );
+    let users = fx.get("/users").await?;
+    assert!(
+        users.body.contains("at least 12 characters"),
+        "the form says the minimum"
+    );
+    assert!(!users.body.contains("shorty"), "a user was created");
+
+    // A group with jobs is not deleted: the answer says why.
+    let answer = fx.post(&format!("/groups/{group}/delete"), &[]).await?;
+    assert_eq!(answer.code, 409, "{:.2000}", answer.body);
+    assert!(
+        answer.body.contains("job(s); delete them first"),
+        "{:.3000}",
+        answer.body
+    );
+    assert!(
+        fx.get(&format!("/groups/{group}"))
+            .await?
+            .body
+            .contains("id=\"delete-group\"")
+    );
+
+    // A group no job uses is deleted, and the executors page no longer lists it.
+    let mut fx = fx;
+    let spare = fx
+        .client
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: "spare-app".into(),
+                title: "spare".into(),
+                address_type: pb::AddressType::Auto as i32,
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .unwrap_or_default();
+    assert!(fx.get("/executors").await?.body.contains("spare-app"));
+    let answer = fx.post(&format!("/groups/{spare}/delete"), &[]).await?;
+    assert_eq!(answer.code, 303, "{:.2000}", answer.body);
+    assert!(!fx.get("/executors").await?.body.contains("spare-app"));
     Ok(())
 }

@@ -218,6 +218,17 @@ fn editor(
         frame::csrf_field(viewer),
         fields
     ));
+    if group.id != 0 {
+        // The API refuses while jobs use the group; the answer page says how many.
+        body.push(markup!(
+            "<form method=\"post\" action=\"/groups/{}/delete\" class=\"inline\" \
+             id=\"delete-group\" data-confirm=\"Delete group {}?\">{}\
+             <button class=\"small danger\">Delete group</button></form>",
+            group.id,
+            group.app_name,
+            frame::csrf_field(viewer)
+        ));
+    }
     let title = if group.id == 0 {
         "New group".to_string()
     } else {
@@ -298,5 +309,24 @@ pub async fn update(
             Some(field_error(&status)),
             super::http_status(status.code()),
         ),
+    }
+}
+
+/// Deletes a group that no job uses; with jobs, the API's refusal names their count.
+pub async fn delete(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let answer = console
+        .api()
+        .delete_group(request(
+            &posted.viewer.caller,
+            pb::DeleteGroupRequest { id },
+        ))
+        .await;
+    match answer {
+        Ok(_) => see_other("/executors", &format!("Group {id} deleted.")),
+        Err(status) => status_page(&status),
     }
 }

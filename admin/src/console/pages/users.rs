@@ -15,6 +15,7 @@ use super::super::{Shared, request};
 use super::{
     Path, group_name, no_store, page_token, pager, readable_groups, see_other, status_page,
 };
+use crate::auth::accounts::MIN_PASSWORD_CHARS;
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -123,11 +124,17 @@ fn render(
         html::field(
             "Password",
             "password",
-            Markup::literal(
-                "<input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"new-password\">"
+            // minlength is only a hint to the browser; create_user enforces the same minimum.
+            markup!(
+                "<input type=\"password\" name=\"password\" id=\"password\" \
+                 autocomplete=\"new-password\" minlength=\"{}\">",
+                MIN_PASSWORD_CHARS
             ),
             None,
-            Markup::literal("for the console; empty = API token only"),
+            markup!(
+                "for the console, at least {} characters; empty = API token only",
+                MIN_PASSWORD_CHARS
+            ),
         ),
     ));
     frame::page(Some(viewer), "Users", Nav::Users, body)
