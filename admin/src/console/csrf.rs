@@ -28,11 +28,11 @@ impl FromRequest<Shared> for Posted {
         let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
             .await
             .map_err(|_| {
-                super::pages::error_page(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large.")
+                super::errors::error_page(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large.")
             })?;
         let fields = Fields::parse(&bytes);
         if !same(fields.get("csrf"), &viewer.csrf) {
-            return Err(super::pages::error_page(
+            return Err(super::errors::error_page(
                 StatusCode::FORBIDDEN,
                 "The form's CSRF token is missing or wrong: reload the page and try again.",
             ));
