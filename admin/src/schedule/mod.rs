@@ -14,6 +14,7 @@
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
 //! and `fire_key` is unique, so none runs twice.
 
+mod in_hand;
 pub mod liveness;
 pub mod plan;
 pub mod ring;
@@ -43,6 +44,8 @@ pub struct Scheduler {
     store: Store,
     trigger: Arc<Trigger>,
     ring: Mutex<Ring>,
+    /// Fires in the ring or in a claim: one copy of a fire per admin (`in_hand`).
+    in_hand: in_hand::InHand,
     config: Arc<Config>,
     node: NodeIdentity,
     wake: Arc<Notify>,
@@ -73,6 +76,7 @@ impl Scheduler {
             store: parts.store,
             trigger: parts.trigger,
             ring: Mutex::new(Ring::default()),
+            in_hand: in_hand::InHand::default(),
             config,
             node: parts.node,
             wake: parts.wake,
@@ -89,8 +93,10 @@ impl Scheduler {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Puts fires in the ring; those whose second already passed are dispatched now.
+    /// Puts fires in the ring; those whose second already passed are dispatched now. A fire this
+    /// admin already holds (it came back from a peer that took it over) is left to its copy.
     fn schedule_fires(self: &Arc<Self>, fires: Vec<Fire>) {
+        let fires = self.in_hand.take(fires);
         let due_now = place_in_ring(&mut self.ring(), fires, self.clock.now_ms());
         self.dispatch(due_now);
     }
@@ -104,6 +110,7 @@ impl Scheduler {
         let this = Arc::clone(self);
         self.tasks.spawn(async move {
             let count = fires.len();
+            let ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
             // Kept for a retry should the claim fail (a clone of each fire costs about what
             // rebuilding its run from the plan did before).
             match this.trigger.dispatch(Fires::Written(fires.clone())).await {
@@ -114,6 +121,9 @@ impl Scheduler {
                     this.retry_unclaimed(fires).await;
                 }
             }
+            // Claimed (or no longer this node's PENDING fires): a copy adopted back later can
+            // only be of a fire PENDING again, which nothing of this admin holds any more.
+            this.in_hand.release(&ids);
         });
     }
 
@@ -140,8 +150,9 @@ impl Scheduler {
             delay = (delay * 2).min(Duration::from_secs(2));
             // The failed claim may have committed all the same (the connection dropped as it
             // answered), or some of its chunks may have: such rows are RUNNING and ours but
-            // were never sent, and nothing else would ever send them. Nothing in this process
-            // holds them, so they go back to PENDING and are claimed (or skipped) below.
+            // were never sent, and nothing else would ever send them. Nothing else in this process
+            // holds them (`in_hand`: one copy of a fire per admin), so they go back to PENDING
+            // and are claimed (or skipped) below.
             let ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
             if let Err(error) = self.store.unclaim_unsent_runs(&ids, &self.node).await {
                 self.health
