@@ -181,6 +181,86 @@ async fn an_xxl_job_executor_held_by_one_admin_runs_the_fires_of_another() -> an
 }
 
 /// Whether java and mvn are here; `Err` under CI when they are not.
+/// A MANUAL group listing an XXL-JOB executor as `xxl-job+http://HOST:PORT` reaches it over
+/// HTTP although it never registered (its admin address is closed): the run is dispatched, its
+/// log is read and it is killed through XXL-JOB's API, where a plain `http://` address would be
+/// called over gRPC and fail with an h2 protocol error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_group_reaches_an_unregistered_xxl_job_executor_by_its_prefix()
+-> anyhow::Result<()> {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    if !java_available()? {
+        return Ok(());
+    }
+    let jar = tokio::task::spawn_blocking(|| executor_jar("3.2.0")).await??;
+    let cluster = TestCluster::builder().start().await?;
+    let logs = tempfile::tempdir()?;
+    let closed_admin = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+    let executor = start_executor(&jar, closed_admin, "xxl-manual", TOKEN, logs.path())?;
+    let port = executor
+        .address
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse::<u16>().ok())
+        .ok_or_else(|| anyhow::anyhow!("no port in {}", executor.address))?;
+    wait_until(
+        REGISTERED_WITHIN,
+        "the executor's HTTP port",
+        || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await?;
+    let group = cluster
+        .client()
+        .create_group(pb::CreateGroupRequest {
+            group: Some(pb::Group {
+                app_name: "xxl-manual".into(),
+                title: "Listed XXL-JOB executor".into(),
+                address_type: pb::AddressType::Manual as i32,
+                addresses: vec![format!("xxl-job+{}", executor.address)],
+                access_token: TOKEN.into(),
+                ..Default::default()
+            }),
+        })
+        .await?
+        .into_inner()
+        .group
+        .map(|group| group.id)
+        .ok_or_else(|| anyhow::anyhow!("no group"))?;
+    let sleep = create_job(&cluster, group, "sleep", |_| {}).await?;
+    let log_id = cluster.trigger(sleep, Some("60")).await?;
+    wait_until(
+        RUN_WITHIN,
+        "the listed executor's first log line",
+        || async {
+            let read = cluster
+                .client()
+                .read_run_log(pb::ReadRunLogRequest {
+                    log_id,
+                    from_line: 1,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            read.content.contains("sleeping 0").then_some(())
+        },
+    )
+    .await?;
+    let run = cluster.get_log(log_id).await?;
+    assert_eq!(run.trigger_code, 200, "{run:?}");
+    let killed = cluster
+        .client()
+        .kill_run(pb::KillRunRequest { log_id })
+        .await?
+        .into_inner();
+    assert!(killed.killed, "{killed:?}");
+    Ok(())
+}
+
 fn java_available() -> anyhow::Result<bool> {
     let found = |tool: &str| {
         Command::new(tool)

@@ -86,8 +86,24 @@ impl ExecutorClient {
         self
     }
 
-    /// The XXL-JOB executor registered at `address`, if it is one.
+    /// The XXL-JOB executor at `address`, if it is one: registered there, or named so by a
+    /// MANUAL group's `xxl-job+http://HOST:PORT` address. The group's list is all a MANUAL
+    /// group knows of an executor, and an XXL-JOB executor's `http://` address looks just like
+    /// a gRPC executor's, so the prefix is what tells the two apart before anything registers.
     fn xxl_executor(&self, address: &str) -> Option<ExecutorInfo> {
+        if let Some(http) = crate::model::validate::xxl_listed_address(address) {
+            return Some(ExecutorInfo {
+                executor_id: String::new(),
+                app_name: String::new(),
+                address: http.to_string(),
+                handlers: Vec::new(),
+                registered_ms: 0,
+                last_heartbeat_ms: 0,
+                admin_node: String::new(),
+                running_log_ids: Vec::new(),
+                protocol: crate::model::ExecutorProtocol::XxlJobHttp,
+            });
+        }
         self.registry.as_ref()?.xxl_executor(address)
     }
 

@@ -378,12 +378,26 @@ fn validate_manual_addresses(addresses: &[String], field: &str) -> Result<(), Re
     validate_executor_addresses(addresses, field)
 }
 
-/// Checks each of `addresses` with [`validate_executor_address`], naming `field[i]`.
+/// Checks each of a MANUAL group's (or a run's) `addresses` with [`validate_executor_address`],
+/// naming `field[i]`. An address may be written `xxl-job+http://HOST:PORT` for an XXL-JOB
+/// executor (see [`xxl_listed_address`]).
 pub fn validate_executor_addresses(addresses: &[String], field: &str) -> Result<(), Refusal> {
     for (index, address) in addresses.iter().enumerate() {
+        let address = xxl_listed_address(address).unwrap_or(address);
         validate_executor_address(address, &format!("{field}[{index}]"))?;
     }
     Ok(())
+}
+
+/// How a MANUAL group lists an XXL-JOB executor: its HTTP address behind this prefix.
+pub const XXL_ADDRESS_PREFIX: &str = "xxl-job+";
+
+/// The HTTP address of an XXL-JOB executor a group lists as `xxl-job+http://HOST:PORT` (XXL-JOB
+/// executors serve plain HTTP); `None` for every other address (those are gRPC, unless an XXL-JOB executor registered there).
+pub fn xxl_listed_address(address: &str) -> Option<&str> {
+    address
+        .strip_prefix(XXL_ADDRESS_PREFIX)
+        .filter(|http| http.starts_with("http://"))
 }
 
 /// Longest executor address accepted (XXL-JOB's registry column holds 255 characters).

@@ -498,3 +498,26 @@ fn access_tokens_must_be_visible_ascii() {
     }
     assert!(validate_group(&with_token(&"x".repeat(257)), "group").is_err());
 }
+
+#[test]
+fn a_manual_group_may_list_an_xxl_job_executor_behind_its_prefix() {
+    let listed = group(
+        AddressType::Manual,
+        &["http://a:1", "xxl-job+http://10.0.0.5:9999/"],
+    );
+    assert!(validate_group(&listed, "group").is_ok());
+    assert_eq!(
+        xxl_listed_address("xxl-job+http://10.0.0.5:9999/"),
+        Some("http://10.0.0.5:9999/")
+    );
+    assert_eq!(xxl_listed_address("http://10.0.0.5:9999"), None);
+    assert_eq!(xxl_listed_address("xxl-job+https://a:1"), None);
+    assert_eq!(
+        validate_executor_addresses(&["xxl-job+http://a b:1".to_string()], "addresses")
+            .map_err(|error| error.to_string()),
+        Err(
+            "addresses[0]: 'http://a b:1' has no valid host (expected http://HOST:PORT)"
+                .to_string()
+        )
+    );
+}
