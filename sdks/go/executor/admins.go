@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -69,8 +70,9 @@ func (a *admins) withToken(ctx context.Context) context.Context {
 }
 
 // callback sends one batch to the first admin that answers and returns the log ids it
-// accepted; nil when none answered.
-func (a *admins) callback(ctx context.Context, batch []*pb.RunResult, logf func(string, ...any)) []int64 {
+// accepted; nil when none answered, with tooLarge when one refused the batch as larger than it
+// takes (gRPC servers answer OUT_OF_RANGE to a request over their decoding limit).
+func (a *admins) callback(ctx context.Context, batch []*pb.RunResult, logf func(string, ...any)) (accepted []int64, tooLarge bool) {
 	for _, address := range a.addresses {
 		client, err := a.client(address)
 		if err != nil {
@@ -80,14 +82,15 @@ func (a *admins) callback(ctx context.Context, batch []*pb.RunResult, logf func(
 		response, err := client.Callback(callCtx, &pb.CallbackRequest{Results: batch})
 		cancel()
 		if err == nil {
-			return append([]int64{}, response.GetAcceptedLogIds()...)
+			return append([]int64{}, response.GetAcceptedLogIds()...), false
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil, tooLarge
 		}
+		tooLarge = tooLarge || status.Code(err) == codes.OutOfRange
 		logf("callback to %s failed: %v", address, status.Convert(err).Message())
 	}
-	return nil
+	return nil, tooLarge
 }
 
 func (a *admins) close() {

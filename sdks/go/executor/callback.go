@@ -25,6 +25,10 @@ import (
 // found at start are loaded and sent again. A graceful shutdown flushes within a bound and
 // spools whatever is still unsent.
 //
+// An admin refuses a request larger than its max_request_bytes with OUT_OF_RANGE: the batch is
+// then sent again as halves, down to one result, and a single result still refused has its
+// message halved, so no result is retried unchanged for ever.
+//
 // Until an admin accepts its result, a finished run stays listed in heartbeats (unreported):
 // otherwise the admin would take a run whose result it could not store yet for a lost one.
 
@@ -36,6 +40,8 @@ const (
 	spoolDirName  = "callbacklogs"
 	spoolFileExt  = ".pb"
 	spoolFileBase = "xjob-callback-"
+	// Below this many characters a cut message would be mostly the cut mark: it is emptied.
+	minCutChars = 32
 )
 
 // unreported holds the log ids of finished runs whose result no admin has accepted yet.
@@ -90,6 +96,7 @@ type backlog struct {
 	spooled    map[int64]bool
 	files      []*spoolFile
 	sequence   int
+	limit      int // results a batch; lowered for good when an admin refuses one as too large
 	unreported *unreported
 	spoolDir   string
 	logf       func(string, ...any)
@@ -98,6 +105,39 @@ type backlog struct {
 func (b *backlog) push(result *pb.RunResult) {
 	b.unreported.add(result.GetLogId())
 	b.pending = append(b.pending, result)
+}
+
+// batchLen is how many pending results the next batch carries.
+func (b *backlog) batchLen() int {
+	limit := maxBatch
+	if b.limit > 0 {
+		limit = b.limit
+	}
+	return min(len(b.pending), limit)
+}
+
+// shrink follows a refusal of the first batchLen results as too large; false when nothing is
+// left to make smaller (an empty message refused: only a retry can help then).
+func (b *backlog) shrink(batchLen int) bool {
+	if batchLen > 1 {
+		b.limit = max(1, batchLen/2)
+		b.logf("an admin refused a callback batch as too large; sending at most %d results a batch", b.limit)
+		return true
+	}
+	if len(b.pending) == 0 || b.pending[0].GetMessage() == "" {
+		return false
+	}
+	// A copy: the refused result may still be referenced by a spool file's request.
+	result := proto.Clone(b.pending[0]).(*pb.RunResult)
+	chars := []rune(result.GetMessage())
+	keep := len(chars) / 2
+	result.Message = ""
+	if keep >= minCutChars {
+		result.Message = string(chars[:keep]) + "..."
+	}
+	b.pending[0] = result
+	b.logf("an admin refused the result of log %d as too large; its message is cut to %d characters", result.GetLogId(), keep)
+	return true
 }
 
 // load reads the spool files an earlier process left.
@@ -233,13 +273,20 @@ func callbackLoop(admins *admins, results <-chan *pb.RunResult, b *backlog, flus
 			}
 			window.Stop()
 		}
-		batchLen := min(len(b.pending), maxBatch)
+		batchLen := b.batchLen()
 		ctx, cancel := context.WithCancel(context.Background())
-		sent := make(chan []int64, 1)
-		go func(batch []*pb.RunResult) { sent <- admins.callback(ctx, batch, b.logf) }(b.pending[:batchLen:batchLen])
-		var accepted []int64
+		type answer struct {
+			accepted []int64
+			tooLarge bool
+		}
+		sent := make(chan answer, 1)
+		go func(batch []*pb.RunResult) {
+			accepted, tooLarge := admins.callback(ctx, batch, b.logf)
+			sent <- answer{accepted, tooLarge}
+		}(b.pending[:batchLen:batchLen])
+		var got answer
 		select {
-		case accepted = <-sent:
+		case got = <-sent:
 		case <-flush:
 			// A send in flight when shutdown starts is abandoned (the admin is idempotent per
 			// log id), so the flush keeps to its bound.
@@ -248,9 +295,12 @@ func callbackLoop(admins *admins, results <-chan *pb.RunResult, b *backlog, flus
 			return
 		}
 		cancel()
-		if accepted != nil && b.settle(batchLen, accepted) {
+		if got.accepted != nil && b.settle(batchLen, got.accepted) {
 			retry.reset()
 			failingSince = time.Time{}
+			continue
+		}
+		if got.tooLarge && b.shrink(batchLen) {
 			continue
 		}
 		if failingSince.IsZero() {
@@ -290,11 +340,14 @@ drain:
 	deadline := time.Now().Add(timeout)
 	retry := newBackoff()
 	for len(b.pending) > 0 && time.Now().Before(deadline) {
-		batchLen := min(len(b.pending), maxBatch)
+		batchLen := b.batchLen()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		accepted := admins.callback(ctx, b.pending[:batchLen:batchLen], b.logf)
+		accepted, tooLarge := admins.callback(ctx, b.pending[:batchLen:batchLen], b.logf)
 		cancel()
 		if accepted != nil && b.settle(batchLen, accepted) {
+			continue
+		}
+		if tooLarge && b.shrink(batchLen) {
 			continue
 		}
 		sleep := min(retry.next(), time.Until(deadline))

@@ -10,6 +10,10 @@
 // When no admin has taken a result for SPOOL_AFTER_MS, or a graceful stop could not deliver it,
 // it is also written to {spoolDir}/{logId}.json, so a restarted executor sends it again; the
 // file goes once the result is acknowledged.
+//
+// An admin refuses a request larger than its max_request_bytes with OUT_OF_RANGE: the batch is
+// then sent again as halves, down to one result, and a single result still refused has its
+// message halved, so no result is retried unchanged for ever.
 const fs = require('node:fs');
 const path = require('node:path');
 const { Backoff } = require('./backoff');
@@ -19,6 +23,9 @@ const MAX_BATCH = 100;
 const BATCH_WINDOW_MS = 5;
 const CALL_TIMEOUT_MS = 10000;
 const SPOOL_AFTER_MS = 10000;
+// Below this many characters a cut message would be mostly the cut mark: it is emptied instead.
+const MIN_CUT_CHARS = 32;
+const OUT_OF_RANGE = 11; // gRPC status code
 
 class CallbackSender {
   constructor(admins, log, spoolDir) {
@@ -29,6 +36,7 @@ class CallbackSender {
     this.reportedAt = new Map(); // log id -> Date.now() when reported
     this.spooled = new Set();
     this.sending = null;
+    this.batchLimit = MAX_BATCH; // lowered for good when an admin refuses a batch as too large
     this.loadSpool();
   }
 
@@ -113,12 +121,17 @@ class CallbackSender {
   }
 
   sendBatch() {
-    const batch = [...this.pending.values()].slice(0, MAX_BATCH);
+    const batch = [...this.pending.values()].slice(0, this.batchLimit);
     const address = this.admins.current;
     return new Promise((resolve) => {
       const deadline = new Date(Date.now() + CALL_TIMEOUT_MS);
       this.admins.registry(address).Callback({ results: batch }, this.admins.metadata(), { deadline }, (error, response) => {
         if (error) {
+          // gRPC servers answer OUT_OF_RANGE to a request over their decoding limit.
+          if (error.code === OUT_OF_RANGE && this.shrink(batch)) {
+            resolve(true);
+            return;
+          }
           this.log.warn(`callback of ${batch.length} result(s) to ${address} failed: ${error.code} ${error.details}`);
           this.admins.advance();
           resolve(false);
@@ -134,6 +147,22 @@ class CallbackSender {
         resolve(true);
       });
     });
+  }
+
+  // After a refusal of batch as too large; false when nothing is left to make smaller.
+  shrink(batch) {
+    if (batch.length > 1) {
+      this.batchLimit = Math.max(1, Math.floor(batch.length / 2));
+      this.log.warn(`an admin refused a callback batch as too large; sending at most ${this.batchLimit} results a batch`);
+      return true;
+    }
+    const result = batch[0];
+    const chars = [...(result.message || '')];
+    if (!chars.length) return false;
+    const keep = Math.floor(chars.length / 2);
+    result.message = keep >= MIN_CUT_CHARS ? `${chars.slice(0, keep).join('')}...` : '';
+    this.log.warn(`an admin refused the result of log ${result.logId} as too large; its message is cut to ${keep} characters`);
+    return true;
   }
 }
 

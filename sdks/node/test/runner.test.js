@@ -158,3 +158,41 @@ test('spooled results are loaded again and deleted once acknowledged', () => {
   again.acknowledged(7);
   assert.deepEqual(fs.readdirSync(spoolDir), []);
 });
+
+// An admin that refuses, as OUT_OF_RANGE (code 11), a request whose messages exceed `limit`
+// characters in all; it records how many results each request it took carried.
+const silent = { info() {}, warn() {} };
+const tooLargeAdmin = (limit) => {
+  const sizes = [];
+  const registry = {
+    Callback({ results: batch }, _metadata, _options, done) {
+      const size = batch.reduce((sum, result) => sum + result.message.length, 0);
+      if (size > limit) {
+        done(Object.assign(new Error('message too large'), { code: 11, details: 'message too large' }));
+        return;
+      }
+      sizes.push(batch.length);
+      done(null, { acceptedLogIds: batch.map((result) => result.logId) });
+    },
+  };
+  return { sizes, admins: { current: 'http://127.0.0.1:1', registry: () => registry, metadata() {}, advance() {} } };
+};
+
+test('a callback batch refused as too large is sent as halves', async () => {
+  const { sizes, admins } = tooLargeAdmin(2500);
+  const sender = new CallbackSender(admins, silent, path.join(dir, 'spool'));
+  for (let logId = 1; logId <= 4; logId += 1) sender.pending.set(logId, { logId, message: 'x'.repeat(1000) });
+  while (sender.pending.size) assert.equal(await sender.sendBatch(), true);
+  assert.deepEqual(sizes, [2, 2]);
+});
+
+test('a single result refused as too large has its message cut', async () => {
+  const { sizes, admins } = tooLargeAdmin(300);
+  const sender = new CallbackSender(admins, silent, path.join(dir, 'spool'));
+  const result = { logId: 9, message: 'y'.repeat(1000) };
+  sender.pending.set(9, result);
+  while (sender.pending.size) assert.equal(await sender.sendBatch(), true);
+  assert.deepEqual(sizes, [1]);
+  // Halved until it fits: 1000 -> 500 + '...' -> 251 + '...'.
+  assert.equal(result.message, `${'y'.repeat(251)}...`);
+});

@@ -170,5 +170,62 @@ class SpoolTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(list(__import__("pathlib").Path(root).iterdir()), [])
 
 
+class TooLargeAdmin:
+    """An admin that refuses, as OUT_OF_RANGE, a request over `limit` bytes."""
+
+    current = "http://127.0.0.1:1"
+    metadata = ()
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.sizes = []  # results per request it took
+
+    def registry(self, _address):
+        return self
+
+    def advance(self):
+        pass
+
+    async def Callback(self, request, metadata=(), timeout=None):
+        import grpc
+        from xjob_executor._pb import registry_pb2
+
+        if request.ByteSize() > self.limit:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.OUT_OF_RANGE, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), "message too large")
+        self.sizes.append(len(request.results))
+        return registry_pb2.CallbackResponse(accepted_log_ids=[r.log_id for r in request.results])
+
+
+class TooLargeTest(unittest.IsolatedAsyncioTestCase):
+    async def test_a_batch_refused_as_too_large_is_sent_as_halves(self):
+        from xjob_executor._pb import registry_pb2
+        from xjob_executor.callback import CallbackSender
+
+        admin = TooLargeAdmin(limit=2500)
+        with tempfile.TemporaryDirectory() as root:
+            sender = CallbackSender(admin, root)
+            for log_id in range(1, 5):
+                sender._pending[log_id] = registry_pb2.RunResult(log_id=log_id, message="x" * 1000)
+            while sender._pending:
+                self.assertTrue(await sender._send_batch())
+        self.assertEqual(admin.sizes, [2, 2])
+
+    async def test_a_single_result_refused_as_too_large_has_its_message_cut(self):
+        from xjob_executor._pb import registry_pb2
+        from xjob_executor.callback import CallbackSender
+
+        admin = TooLargeAdmin(limit=300)
+        with tempfile.TemporaryDirectory() as root:
+            sender = CallbackSender(admin, root)
+            result = registry_pb2.RunResult(log_id=9, message="y" * 1000)
+            sender._pending[9] = result
+            while sender._pending:
+                self.assertTrue(await sender._send_batch())
+        self.assertEqual(admin.sizes, [1])
+        # Halved until it fits: 1000 -> 500 + "..." -> 251 + "...".
+        self.assertEqual(result.message, "y" * 251 + "...")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,10 @@ lost one while it is briefly down.
 When no admin has taken a result for SPOOL_AFTER seconds, or a graceful stop could not deliver
 it, it is also written to `{spool_dir}/{log_id}.pb` (a serialized RunResult), so a restarted
 executor sends it again; the file goes once the result is acknowledged.
+
+An admin refuses a request larger than its `max_request_bytes` with OUT_OF_RANGE: the batch is
+then sent again as halves, down to one result, and a single result still refused has its message
+halved, so no result is retried unchanged for ever.
 """
 
 import asyncio
@@ -28,6 +32,8 @@ MAX_BATCH = 100
 BATCH_WINDOW = 0.005  # seconds to gather results that finish together
 CALL_TIMEOUT = 10.0
 SPOOL_AFTER = 10.0  # seconds of failed delivery before results are written to disk
+# Below this many characters a cut message would be mostly the cut mark: it is emptied instead.
+MIN_CUT_CHARS = 32
 
 
 class CallbackSender:
@@ -37,6 +43,7 @@ class CallbackSender:
         self._pending = collections.OrderedDict()  # log id -> RunResult
         self._reported_at = {}  # log id -> monotonic time it was reported
         self._spooled = set()
+        self._batch_limit = MAX_BATCH  # lowered for good when an admin refuses a batch as too large
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -117,7 +124,7 @@ class CallbackSender:
             return not self._pending
 
     async def _send_batch(self) -> bool:
-        batch = list(self._pending.values())[:MAX_BATCH]
+        batch = list(self._pending.values())[:self._batch_limit]
         address = self._admins.current
         try:
             response = await self._admins.registry(address).Callback(
@@ -126,6 +133,9 @@ class CallbackSender:
                 timeout=CALL_TIMEOUT,
             )
         except grpc.aio.AioRpcError as error:
+            # gRPC servers answer OUT_OF_RANGE to a request over their decoding limit.
+            if error.code() == grpc.StatusCode.OUT_OF_RANGE and self._shrink(batch):
+                return True
             log.warning("callback of %d result(s) to %s failed: %s %s", len(batch), address,
                         error.code().name, error.details())
             self._admins.advance()
@@ -138,4 +148,20 @@ class CallbackSender:
             log.warning("admin %s acknowledged %d of %d results; retrying the rest",
                         address, len(accepted), len(batch))
             return False
+        return True
+
+    def _shrink(self, batch) -> bool:
+        """After a refusal of `batch` as too large: False when nothing is left to make smaller."""
+        if len(batch) > 1:
+            self._batch_limit = max(1, len(batch) // 2)
+            log.warning("an admin refused a callback batch as too large; sending at most %d "
+                        "results a batch", self._batch_limit)
+            return True
+        result = batch[0]
+        if not result.message:
+            return False
+        keep = len(result.message) // 2
+        result.message = result.message[:keep] + "..." if keep >= MIN_CUT_CHARS else ""
+        log.warning("an admin refused the result of log %s as too large; its message is cut to "
+                    "%d characters", result.log_id, keep)
         return True

@@ -15,11 +15,21 @@ use crate::wait_until;
 /// Heartbeat interval the admin asks executors for: short, so lost runs show within seconds.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
 
+/// The largest request the admin takes (`max_request_bytes`): far above anything the scenarios
+/// send but one, and below the SDKs' 50 000-character cap on a run's message, so that a run
+/// result can be larger than the admin takes (the `callback_too_large` scenario).
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
+
 /// The admin configuration the suite runs with. The executor lease is longer than the SDKs'
 /// reconnect backoff cap (5 s): an executor reconnecting after an admin restart (the
 /// `admin_outage` scenario) may wait that long between attempts, and a shorter lease marked its
 /// finished run LOST before its session and callback came back.
-const CONFIG: &str = "heartbeat_interval = \"500ms\"\nexecutor_lease = \"6s\"\nnode_lease = \"2s\"\ntime_zone = \"UTC\"\n";
+fn config() -> String {
+    format!(
+        "heartbeat_interval = \"500ms\"\nexecutor_lease = \"6s\"\nnode_lease = \"2s\"\n\
+         time_zone = \"UTC\"\nmax_request_bytes = {MAX_REQUEST_BYTES}\n"
+    )
+}
 
 /// A running `xjob serve`.
 pub struct AdminProcess {
@@ -33,7 +43,7 @@ impl AdminProcess {
     /// Starts the admin and waits until it answers `ListGroups`.
     pub async fn start(binary: &Path, data_dir: &Path, port: u16) -> anyhow::Result<Self> {
         std::fs::create_dir_all(data_dir)?;
-        std::fs::write(data_dir.join("admin.toml"), CONFIG)?;
+        std::fs::write(data_dir.join("admin.toml"), config())?;
         let mut admin = AdminProcess {
             child: None,
             binary: binary.to_path_buf(),

@@ -37,6 +37,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(registers),
         scenario!(cron_success),
         scenario!(failure_retries),
+        scenario!(callback_too_large),
         scenario!(read_log),
         scenario!(direct_calls),
         scenario!(kill),
@@ -160,6 +161,33 @@ async fn failure_retries(world: &mut World) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let count = world.logs(job_id).await?.len();
     anyhow::ensure!(count == 3, "{count} runs after 2 retries");
+    Ok(())
+}
+
+/// A run result larger than the admin takes (refused OUT_OF_RANGE) is not retried unchanged for
+/// ever: the executor sends it again smaller, its message cut, and the run ends FAILED with the
+/// start of its message. (Splitting a refused batch of several results, the same rule one level
+/// up, is timing-dependent here: each SDK's unit tests cover it.)
+async fn callback_too_large(world: &mut World) -> anyhow::Result<()> {
+    let app = world.app_name("toolarge");
+    let group = world.create_group(&app).await?;
+    world.start_executor(&app).await?;
+    let job_id = world.create_job(World::job(group, "fail")).await?;
+    // The trigger (params plus a few bytes of framing) fits; the result cannot: its message is
+    // "failed on purpose: " + params, beside a log id, status, code and three timestamps.
+    let params = "z".repeat(super::admin::MAX_REQUEST_BYTES - 16);
+    let log_id = world.trigger_one(job_id, &params).await?;
+    let log = world.wait_final(log_id, RUN_BOUND).await?;
+    expect_status(&log, pb::RunStatus::Failed, 500)?;
+    let message = &log.handle_msg;
+    anyhow::ensure!(
+        message.contains("failed on purpose: zzz")
+            && message.ends_with("...")
+            && message.len() < params.len(),
+        "handle_msg of {} bytes should be the start of the refused one, cut: '{}…'",
+        message.len(),
+        message.chars().take(60).collect::<String>()
+    );
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 package xjob.executor;
 
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -32,6 +33,10 @@ import xjob.v1.RegistryOuterClass.RunResult;
  * crash does not lose them; a file is deleted once every result in it is accepted, and files found
  * at start are sent again. A graceful shutdown flushes within a bound and spools the rest.
  *
+ * <p>An admin refuses a request larger than its max_request_bytes with OUT_OF_RANGE: the batch is
+ * then sent again as halves, down to one result, and a single result still refused has its message
+ * halved, so no result is retried unchanged for ever.
+ *
  * <p>Until an admin accepts its result, a finished run stays listed in heartbeats ({@link
  * #unreportedLogIds}): otherwise the admin would take it for a lost run.
  */
@@ -41,8 +46,13 @@ final class CallbackSender {
   private static final long BATCH_WINDOW_MS = 5;
   private static final long CALL_TIMEOUT_MS = 10_000;
   private static final long SPOOL_AFTER_MS = 10_000;
+  // Below this many characters a cut message would be mostly the cut mark: it is emptied instead.
+  private static final int MIN_CUT_CHARS = 32;
 
   private record SpoolFile(Path path, Set<Long> remaining) {}
+
+  /** An admin's answer to a batch: the accepted log ids (null when none took it). */
+  private record Answer(List<Long> accepted, boolean tooLarge) {}
 
   private final Admins admins;
   private final Path spoolDir;
@@ -57,6 +67,8 @@ final class CallbackSender {
   private final Set<Long> spooled = new HashSet<>();
   private final List<SpoolFile> spoolFiles = new ArrayList<>();
   private int spoolSequence;
+  // Results a batch; lowered for good when an admin refuses one as too large.
+  private int batchLimit = MAX_BATCH;
 
   CallbackSender(Admins admins, Path spoolDir, long flushTimeoutMs) {
     this.admins = admins;
@@ -109,11 +121,14 @@ final class CallbackSender {
             push(more);
           }
         }
-        int batchLen = Math.min(pending.size(), MAX_BATCH);
-        List<Long> accepted = sendBatch(pending.subList(0, batchLen), CALL_TIMEOUT_MS);
-        if (accepted != null && settle(batchLen, accepted)) {
+        int batchLen = Math.min(pending.size(), batchLimit);
+        Answer answer = sendBatch(pending.subList(0, batchLen), CALL_TIMEOUT_MS);
+        if (answer.accepted() != null && settle(batchLen, answer.accepted())) {
           backoff.reset();
           failingSince = 0;
+          continue;
+        }
+        if (answer.tooLarge() && shrink(batchLen)) {
           continue;
         }
         if (failingSince == 0) {
@@ -145,10 +160,13 @@ final class CallbackSender {
     long deadline = System.currentTimeMillis() + flushTimeoutMs;
     Backoff backoff = new Backoff();
     while (!pending.isEmpty() && System.currentTimeMillis() < deadline) {
-      int batchLen = Math.min(pending.size(), MAX_BATCH);
+      int batchLen = Math.min(pending.size(), batchLimit);
       long left = deadline - System.currentTimeMillis();
-      List<Long> accepted = sendBatch(pending.subList(0, batchLen), Math.max(left, 1));
-      if (accepted != null && settle(batchLen, accepted)) {
+      Answer answer = sendBatch(pending.subList(0, batchLen), Math.max(left, 1));
+      if (answer.accepted() != null && settle(batchLen, answer.accepted())) {
+        continue;
+      }
+      if (answer.tooLarge() && shrink(batchLen)) {
         continue;
       }
       long sleep = Math.min(backoff.nextDelayMs(), deadline - System.currentTimeMillis());
@@ -165,21 +183,57 @@ final class CallbackSender {
     }
   }
 
-  /** Sends one batch to the first admin that answers; the accepted log ids, or null. */
-  private List<Long> sendBatch(List<RunResult> batch, long timeoutMs) {
+  /** Sends one batch to the first admin that answers. */
+  private Answer sendBatch(List<RunResult> batch, long timeoutMs) {
     CallbackRequest request = CallbackRequest.newBuilder().addAllResults(batch).build();
+    boolean tooLarge = false;
     for (String address : admins.addresses()) {
       try {
         CallbackResponse response =
             RegistryGrpc.newBlockingStub(admins.channel(address))
                 .withDeadlineAfter(timeoutMs, TimeUnit.MILLISECONDS)
                 .callback(request);
-        return response.getAcceptedLogIdsList();
+        return new Answer(response.getAcceptedLogIdsList(), false);
       } catch (StatusRuntimeException e) {
+        // gRPC servers answer OUT_OF_RANGE to a request over their decoding limit.
+        tooLarge |= e.getStatus().getCode() == Status.Code.OUT_OF_RANGE;
         LOG.fine("callback to " + address + " failed: " + e.getStatus());
       }
     }
-    return null;
+    return new Answer(null, tooLarge);
+  }
+
+  /**
+   * After a refusal of the first batchLen results as too large; false when nothing is left to make
+   * smaller (an empty message refused: only a retry can help then).
+   */
+  private boolean shrink(int batchLen) {
+    if (batchLen > 1) {
+      batchLimit = Math.max(1, batchLen / 2);
+      LOG.warning(
+          "an admin refused a callback batch as too large; sending at most "
+              + batchLimit
+              + " results a batch");
+      return true;
+    }
+    RunResult result = pending.get(0);
+    String message = result.getMessage();
+    if (message.isEmpty()) {
+      return false;
+    }
+    int keep = message.codePointCount(0, message.length()) / 2;
+    String cut = "";
+    if (keep >= MIN_CUT_CHARS) {
+      cut = message.substring(0, message.offsetByCodePoints(0, keep)) + "...";
+    }
+    pending.set(0, result.toBuilder().setMessage(cut).build());
+    LOG.warning(
+        "an admin refused the result of log "
+            + result.getLogId()
+            + " as too large; its message is cut to "
+            + keep
+            + " characters");
+    return true;
   }
 
   /**
