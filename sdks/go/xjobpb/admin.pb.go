@@ -3768,7 +3768,8 @@ type CreateUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Role  string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
-	// For the web console (stored as an argon2id hash); empty = no password login.
+	// For the web console (stored as an argon2id hash), at least 12 characters; empty = no
+	// password login.
 	Password string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
 	// Lifetime of the first token in ms; 0 = never expires.
 	TokenTtlMs    int64 `protobuf:"varint,4,opt,name=token_ttl_ms,json=tokenTtlMs,proto3" json:"token_ttl_ms,omitempty"`
