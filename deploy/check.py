@@ -668,6 +668,49 @@ if "/../deploy/sidecar/xjob-executor.toml" not in read("sidecar/tests/sidecar.rs
 if "COPY deploy/sidecar/xjob-executor.toml" not in read("deploy/docker/executor.Dockerfile"):
     fail("deploy/docker/executor.Dockerfile", "does not ship deploy/sidecar/xjob-executor.toml")
 
+
+# ---- monitoring: the alert rules and the dashboard parse and have the shape their tools load
+# (the metric names in them are checked against a real /metrics by the Rust test suite:
+# tests/tests/e2e/metrics.rs)
+
+
+def check_monitoring():
+    import json
+
+    where = "deploy/monitoring/xjob-alerts.yaml"
+    rules = yaml.safe_load(read(where))
+    names = set()
+    for group in rules.get("groups", []) if isinstance(rules, dict) else []:
+        if not group.get("name") or not group.get("rules"):
+            fail(where, f"group without a name or rules: {group}")
+        for rule in group.get("rules", []):
+            alert = rule.get("alert")
+            if not alert or alert in names:
+                fail(where, f"rule without a unique alert name: {rule}")
+            names.add(alert)
+            unknown = set(rule) - {"alert", "expr", "for", "labels", "annotations"}
+            if unknown or not str(rule.get("expr", "")).strip():
+                fail(where, f"{alert}: unknown keys {sorted(unknown)} or no expr")
+            if "for" in rule and duration_seconds(rule["for"]) is None:
+                fail(where, f"{alert}: for: {rule['for']!r} is not a duration")
+            if (rule.get("labels") or {}).get("severity") not in ("critical", "warning"):
+                fail(where, f"{alert}: severity must be critical or warning")
+            if not (rule.get("annotations") or {}).get("summary"):
+                fail(where, f"{alert}: no summary")
+    if not names:
+        fail(where, "no rules")
+    where = "deploy/monitoring/xjob-dashboard.json"
+    dashboard = json.loads(read(where))
+    panels = dashboard.get("panels") or []
+    if not panels or len({panel.get("id") for panel in panels}) != len(panels):
+        fail(where, "no panels, or repeated panel ids")
+    for panel in panels:
+        if not panel.get("targets") or not all(t.get("expr") for t in panel["targets"]):
+            fail(where, f"panel {panel.get('title')!r} has a target without a query")
+
+
+check_monitoring()
+
 if errors:
     print("deploy/ check failed:", file=sys.stderr)
     for error in errors:

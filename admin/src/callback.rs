@@ -53,7 +53,9 @@ pub async fn apply_results(
     crate::metrics::callbacks().inc_by(results.len() as u64);
     let spans = complete_spans(results);
     let folded = trigger.take_held_outcomes(completions.iter().map(|c| c.log_id));
+    crate::metrics::result_writes_in_flight().inc();
     let finished = store.complete_runs_folding(&completions, &folded).await;
+    crate::metrics::result_writes_in_flight().dec();
     end_complete_spans(spans, &finished);
     let finished = match finished {
         Ok(finished) => finished,
@@ -147,18 +149,18 @@ fn end_complete_spans(
 /// Counts the runs these results finished (a repeated result finished nothing and is not
 /// counted again).
 fn count_outcomes(completions: &[RunCompletion], finished: &std::collections::HashSet<i64>) {
-    use crate::metrics::{FireOutcome, fires};
+    use crate::metrics::{RunEnd, finished as count};
     for completion in completions {
         if !finished.contains(&completion.log_id) {
             continue;
         }
         let outcome = match completion.status {
-            RunStatus::Success => FireOutcome::Success,
-            RunStatus::Timeout => FireOutcome::Timeout,
-            RunStatus::Killed => FireOutcome::Killed,
-            _ => FireOutcome::Failed,
+            RunStatus::Success => RunEnd::Success,
+            RunStatus::Timeout => RunEnd::Timeout,
+            RunStatus::Killed => RunEnd::Killed,
+            _ => RunEnd::Failed,
         };
-        fires(outcome).inc();
+        count(outcome);
     }
 }
 

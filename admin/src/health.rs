@@ -114,6 +114,9 @@ pub struct Health {
 
 impl Health {
     pub fn new(clock: SharedClock) -> Health {
+        for which in Loop::ALL {
+            crate::metrics::loop_known(which.name());
+        }
         Health {
             clock,
             loops: Mutex::default(),
@@ -135,6 +138,7 @@ impl Health {
         state.last_success_ms = now;
         state.failing_since_ms = None;
         state.last_error.clear();
+        crate::metrics::loop_round(which.name(), Some(now));
     }
 
     /// `which` failed a round with `error`.
@@ -145,6 +149,7 @@ impl Health {
         state.failing_since_ms.get_or_insert(now);
         // Bounded: a driver error can carry a whole statement.
         state.last_error = error.to_string().chars().take(300).collect();
+        crate::metrics::loop_round(which.name(), None);
     }
 
     /// Whether a loop got an answer from the database at or after `since_ms`: a statement that

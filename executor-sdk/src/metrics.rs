@@ -1,11 +1,11 @@
-//! Prometheus metrics of an executor: one process-wide registry and typed handles (runs by
-//! status, handler duration, queued runs), served on `GET /metrics` when the builder's
+//! Prometheus metrics of an executor: one process-wide registry and typed handles (runs
+//! started, runs ended by status, handler duration, queued runs, build), served with the
+//! process metrics (`xjob_metrics_http::process`) on `GET /metrics` when the builder's
 //! `metrics_listen` is set. Several executors in one process add up in the same series.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -15,8 +15,19 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use xjob_proto::pb;
 
+/// The statuses a run ends with, each a series from the start (at 0).
+const STATUSES: [&str; 6] = ["success", "failed", "timeout", "killed", "skipped", "other"];
+
+/// The SDK's version, and the git commit it was built from when the build set `XJOB_GIT_SHA`.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const GIT_SHA: &str = match option_env!("XJOB_GIT_SHA") {
+    Some(sha) => sha,
+    None => "unknown",
+};
+
 struct Metrics {
     registry: Registry,
+    started: Counter,
     runs: Family<[(&'static str, &'static str); 1], Counter>,
     handler_duration: Histogram,
     queued: Gauge,
@@ -24,10 +35,28 @@ struct Metrics {
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let mut registry = Registry::with_prefix("xjob_executor");
-    let runs = Family::default();
+    let runs: Family<[(&'static str, &'static str); 1], Counter> = Family::default();
     // 10 ms to ~23 h in factors of 4: handlers range from a ping to a nightly batch.
     let handler_duration = Histogram::new(exponential_buckets(0.01, 4.0, 14));
     let queued = Gauge::default();
+    let started = Counter::default();
+    registry.register(
+        "runs_started",
+        "Runs whose handler started on this executor",
+        started.clone(),
+    );
+    for status in STATUSES {
+        runs.get_or_create_owned(&[("status", status)]);
+    }
+    let build_info: Family<[(&'static str, &'static str); 2], Gauge> = Family::default();
+    build_info
+        .get_or_create(&[("version", VERSION), ("git_sha", GIT_SHA)])
+        .set(1);
+    registry.register(
+        "build_info",
+        "Always 1; the labels name the executor SDK's version and git commit",
+        build_info,
+    );
     registry.register(
         "runs",
         "Runs ended on this executor, by final status",
@@ -45,6 +74,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     );
     Metrics {
         registry,
+        started,
         runs,
         handler_duration,
         queued,
@@ -64,6 +94,11 @@ pub(crate) fn run_ended(status: i32) {
     METRICS.runs.get_or_create(&[("status", label)]).inc();
 }
 
+/// Counts a run whose handler starts.
+pub(crate) fn run_started() {
+    METRICS.started.inc();
+}
+
 /// Observes one run's duration.
 pub(crate) fn observe_handler(duration: Duration) {
     METRICS.handler_duration.observe(duration.as_secs_f64());
@@ -74,12 +109,9 @@ pub(crate) fn queued() -> &'static Gauge {
     &METRICS.queued
 }
 
-/// The registry in the text exposition format (OpenMetrics).
+/// The registry and the process metrics in the text exposition format (OpenMetrics).
 pub fn render() -> String {
-    let mut text = String::new();
-    // Writing into a String cannot fail.
-    let _ = encode(&mut text, &METRICS.registry);
-    text
+    xjob_metrics_http::render(&METRICS.registry)
 }
 
 /// Serves `GET /metrics` (HTTP/1.1) on `listener` until `cancel`; other paths get 404.

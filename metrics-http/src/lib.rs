@@ -6,7 +6,9 @@
 //! not name the listener is refused ([`host`]), so a page on another site cannot read the
 //! metrics through DNS rebinding.
 
+pub mod histogram;
 pub mod host;
+pub mod process;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,7 +21,20 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use histogram::AtomicHistogram;
 pub use host::AllowedHosts;
+
+/// `registry` and the process metrics ([`process`]) in the text exposition format
+/// (OpenMetrics), ended by one `# EOF`.
+pub fn render(registry: &prometheus_client::registry::Registry) -> String {
+    use prometheus_client::encoding::text::{encode_eof, encode_registry};
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode_registry(&mut text, registry);
+    let _ = encode_registry(&mut text, process::registry());
+    let _ = encode_eof(&mut text);
+    text
+}
 
 /// The content type of the text exposition format `render` returns.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -88,6 +88,20 @@ impl Drop for Sidecar {
     }
 }
 
+/// The body of `GET /metrics` at `address` (host:port).
+async fn scrape_metrics(address: &str) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect(address).await?;
+    let request = format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    tokio::time::timeout(DEADLINE, stream.read_to_string(&mut response)).await??;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("no HTTP header end in {response:.200}"))?;
+    anyhow::ensure!(head.starts_with("HTTP/1.0 200"), "status line: {head:.100}");
+    Ok(body.to_string())
+}
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -281,7 +295,12 @@ async fn command_and_http_jobs_run_in_the_sidecar_process() -> anyhow::Result<()
     let cluster = TestCluster::builder().start().await?;
     let group_id = cluster.create_group(APP_NAME).await?;
     let (app_url, seen) = start_app().await?;
-    let sidecar = Sidecar::spawn(&cluster.admin_url(), &app_url, &[])?;
+    let metrics = format!("127.0.0.1:{}", free_port()?);
+    let sidecar = Sidecar::spawn(
+        &cluster.admin_url(),
+        &app_url,
+        &[("XJOB_METRICS_LISTEN", metrics.as_str())],
+    )?;
     wait_online(&cluster, group_id, &sidecar.address).await?;
 
     // gRPC health answers SERVING on the executor's port.
@@ -373,6 +392,45 @@ async fn command_and_http_jobs_run_in_the_sidecar_process() -> anyhow::Result<()
         async move { (closed >= 2).then_some(()) }
     })
     .await?;
+
+    // The sidecar's own metrics count what ran: command and http successes, the http failure,
+    // the timeout and the kill, each started first; and its process.
+    // The killed run's result may be counted just after the admin recorded the kill.
+    let value = |scraped: &str, series: &str| {
+        scraped
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(series)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or(-1.0)
+    };
+    let killed = r#"xjob_executor_runs_total{status="killed"}"#;
+    let scraped = wait_until(DEADLINE, "the killed run in the sidecar's metrics", || {
+        let metrics = metrics.clone();
+        async move {
+            let scraped = scrape_metrics(&metrics).await.ok()?;
+            (value(&scraped, killed) >= 1.0).then_some(scraped)
+        }
+    })
+    .await?;
+    let value = |series: &str| value(&scraped, series);
+    assert_eq!(value("xjob_executor_runs_started_total"), 5.0, "{scraped}");
+    for (status, count) in [
+        ("success", 2.0),
+        ("failed", 1.0),
+        ("timeout", 1.0),
+        ("killed", 1.0),
+    ] {
+        let series = format!("xjob_executor_runs_total{{status=\"{status}\"}}");
+        assert_eq!(value(&series), count, "{series}");
+    }
+    assert_eq!(value("xjob_executor_handler_duration_seconds_count"), 5.0);
+    assert_eq!(value("xjob_executor_queued_runs"), 0.0);
+    assert!(value("process_resident_memory_bytes") > 1e6, "{scraped}");
+    assert!(value("process_open_fds") >= 3.0, "{scraped}");
 
     // SIGTERM while a run is in flight: the run finishes within the grace and its result is
     // delivered, the sidecar deregisters and exits with status 0.

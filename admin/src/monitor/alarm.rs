@@ -10,6 +10,10 @@ use chrono_tz::Tz;
 
 use crate::model::{Job, RunLog};
 
+/// How an alarm's error starts when the job's rate limit held it back: the queue counts it as
+/// `rate_limited`, not as a failed delivery, so an alert on failures does not fire on it.
+pub const RATE_LIMITED: &str = "rate limited: ";
+
 /// The future an [`Alarm`] returns: `Ok` says where the alarm went, `Err` why it (or part of
 /// it) was not delivered. Either text is stored as the run's `alarm_delivery`.
 pub type AlarmFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;

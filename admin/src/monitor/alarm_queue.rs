@@ -167,6 +167,10 @@ async fn deliver(ctx: &AdminContext, alarm: &dyn Alarm, job: Job, run: RunLog, d
             crate::metrics::alarms("sent").inc();
             (AlarmStatus::Sent, delivery)
         }
+        Err(error) if error.starts_with(super::alarm::RATE_LIMITED) => {
+            crate::metrics::alarms("rate_limited").inc();
+            (AlarmStatus::Failed, error)
+        }
         Err(error) => {
             crate::metrics::alarms("failed").inc();
             tracing::warn!(log_id = alarmed.run.id, job_id = alarmed.job.id, %error,

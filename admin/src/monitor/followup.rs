@@ -41,6 +41,7 @@ pub async fn run_followup(ctx: Arc<AdminContext>, alarms: AlarmQueue, cancel: Ca
         ctx,
         alarms,
         uncertain_claims: std::sync::Mutex::new(Vec::new()),
+        oldest_handled_ms: std::sync::atomic::AtomicI64::new(i64::MAX),
     };
     let interval = followup.ctx.config.followup_interval;
     loop {
@@ -68,10 +69,29 @@ struct Followup {
     /// lost), leaving them RUNNING and unsent, where `due_delayed_runs` no longer finds them.
     /// The next round puts those back to PENDING first.
     uncertain_claims: std::sync::Mutex<Vec<i64>>,
+    /// When the earliest-finished run this round handled had finished (`i64::MAX`: none), for
+    /// the lag metric.
+    oldest_handled_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Followup {
     async fn round(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        self.oldest_handled_ms.store(i64::MAX, Ordering::Relaxed);
+        let handled = self.handle_finished().await;
+        let oldest = self.oldest_handled_ms.load(Ordering::Relaxed);
+        let lag_ms = if oldest == i64::MAX {
+            0
+        } else {
+            self.ctx.clock.now_ms() - oldest
+        };
+        crate::metrics::set_followup_lag(lag_ms);
+        handled?;
+        self.dispatch_due().await
+    }
+
+    /// Follows up the runs finished since the last round (and those left by dead admins).
+    async fn handle_finished(&self) -> Result<(), StoreError> {
         let node = &self.ctx.node;
         let adopted = self
             .ctx
@@ -87,12 +107,22 @@ impl Followup {
                 break;
             }
         }
-        self.dispatch_due().await
+        Ok(())
     }
 
     async fn follow_up_all(&self, runs: Vec<RunLog>) -> Result<(), StoreError> {
         if runs.is_empty() {
             return Ok(());
+        }
+        // A run's end: its result, or its dispatch for one that never reached an executor.
+        let oldest = runs
+            .iter()
+            .map(|run| run.handle_time_ms.max(run.trigger_time_ms))
+            .filter(|finished_ms| *finished_ms > 0)
+            .min();
+        if let Some(oldest) = oldest {
+            self.oldest_handled_ms
+                .fetch_min(oldest, std::sync::atomic::Ordering::Relaxed);
         }
         let mut job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
         job_ids.sort_unstable();

@@ -104,7 +104,7 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
                     .map_err(Error::from)
             })
             .await?;
-            crate::metrics::fires(crate::metrics::FireOutcome::Skipped).inc_by(runs.len() as u64);
+            crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, runs.len() as u64);
             for run in runs {
                 crate::telemetry::record_unsent(run.into(), "skipped", reason);
             }

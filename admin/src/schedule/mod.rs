@@ -175,8 +175,10 @@ impl Scheduler {
                     fires = late.into_iter().chain(due).collect();
                     continue;
                 }
-                crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
-                    .inc_by(late_ids.len() as u64);
+                crate::metrics::dispatched(
+                    crate::metrics::Dispatch::Skipped,
+                    late_ids.len() as u64,
+                );
                 for fire in &late {
                     crate::telemetry::record_unsent(fire.into(), "skipped", reason);
                 }
@@ -421,8 +423,7 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
         let ids: Vec<LogId> = skipped.iter().map(|run| LogId(run.id)).collect();
         match scheduler.store.skip_runs(&ids, reason, now).await {
             Ok(()) => {
-                crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
-                    .inc_by(skipped.len() as u64);
+                crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, skipped.len() as u64);
                 for run in skipped {
                     crate::telemetry::record_unsent(run.into(), "skipped", reason);
                 }

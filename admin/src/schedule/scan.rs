@@ -148,8 +148,10 @@ async fn scan_chunk(
         }
     }
     // Rows written without a fire to dispatch are misfires the plan skipped.
-    crate::metrics::fires(crate::metrics::FireOutcome::Skipped)
-        .inc_by((inserted_count - fires.len()) as u64);
+    crate::metrics::dispatched(
+        crate::metrics::Dispatch::Skipped,
+        (inserted_count - fires.len()) as u64,
+    );
     scheduler.schedule_fires(fires);
     Ok(found)
 }

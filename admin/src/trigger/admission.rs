@@ -36,11 +36,13 @@ pub struct Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        crate::metrics::unsent_runs().dec();
     }
 }
 
 impl Admission {
     pub fn new(max: usize) -> Admission {
+        crate::metrics::set_max_unsent_runs(max);
         Admission {
             outstanding: Arc::new(AtomicUsize::new(0)),
             max,
@@ -83,6 +85,7 @@ impl Admission {
     }
 
     fn slots(&self, count: usize) -> Vec<Slot> {
+        crate::metrics::unsent_runs().inc_by(i64::try_from(count).unwrap_or(i64::MAX));
         (0..count)
             .map(|_| Slot {
                 outstanding: Arc::clone(&self.outstanding),

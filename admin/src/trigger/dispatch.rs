@@ -81,7 +81,7 @@ impl Trigger {
             .executors
             .run(&address, &target.group.access_token, request)
             .await;
-        match answer {
+        let record = match answer {
             Ok(response) if response.accepted => DispatchRecord {
                 log_id: fire.log_id.0,
                 outcome: DispatchOutcome::Accepted,
@@ -92,7 +92,7 @@ impl Trigger {
                 trace_id: String::new(),
             },
             Ok(response) => self.failed_record_as(
-                crate::metrics::FireOutcome::Refused,
+                crate::metrics::Dispatch::Refused,
                 fire.log_id,
                 format!(
                     "{route}: executor {address} refused the run: {}{}",
@@ -125,7 +125,15 @@ impl Trigger {
                 ),
                 &address,
             ),
+        };
+        if record.outcome == DispatchOutcome::Accepted {
+            crate::metrics::dispatched(crate::metrics::Dispatch::Sent, 1);
+            // A retry's instant is its first attempt's: its backoff is no latency.
+            if fire.attempt == 0 {
+                crate::metrics::observe_dispatch_latency(record.finished_ms - fire.scheduled_at_ms);
+            }
         }
+        record
     }
 
     /// Applies the job's route strategy to the fire's address list; the error is the trigger

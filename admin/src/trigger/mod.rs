@@ -38,7 +38,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
-use crate::metrics::FireOutcome;
+use crate::metrics::Dispatch;
 use crate::model::ids::typed_ids;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
@@ -190,15 +190,25 @@ impl Trigger {
     /// Hands taken outcomes the result write did not write back to the recorder.
     pub fn unfolded(&self, records: Vec<DispatchRecord>) {
         for record in records {
-            // The recorder outlives every dispatch task (app.rs stops it last).
-            let _ = self.recorder_tx.send(Outcome { record, slot: None });
+            self.to_recorder(Outcome { record, slot: None });
+        }
+    }
+
+    /// Hands an outcome to the recorder, counted in its backlog until written.
+    fn to_recorder(&self, outcome: Outcome) {
+        crate::metrics::recorder_backlog().inc();
+        // The recorder outlives every dispatch task (app.rs stops it last).
+        if self.recorder_tx.send(outcome).is_err() {
+            crate::metrics::recorder_backlog().dec();
         }
     }
 
     /// The recovery loop renewed this node's lease until `until_ms`.
     pub fn lease_renewed(&self, until_ms: i64) {
-        self.lease_until_ms
+        let before = self
+            .lease_until_ms
             .fetch_max(until_ms, std::sync::atomic::Ordering::AcqRel);
+        crate::metrics::node_lease(before.max(until_ms) - self.now_ms());
     }
 
     /// Whether a claimed run may be sent. While this node's lease holds, yes. Past it (the
@@ -252,8 +262,7 @@ impl Trigger {
             Fires::Stored(log_ids) => {
                 let (claimed, ended) = self.claim_stored(&log_ids).await?;
                 for record in ended {
-                    // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = self.recorder_tx.send(Outcome { record, slot: None });
+                    self.to_recorder(Outcome { record, slot: None });
                 }
                 let targets = self.load_targets_until_answered(&claimed, &[]).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
@@ -356,7 +365,7 @@ impl Trigger {
                 // not, once the database answers.
                 return Err(error.into());
             }
-            crate::metrics::fires(FireOutcome::Overloaded).inc_by(refused.len() as u64);
+            crate::metrics::dispatched(Dispatch::Overloaded, refused.len() as u64);
             for fire in &refused {
                 crate::telemetry::record_unsent(fire.into(), "overloaded", &reason);
             }
@@ -475,8 +484,7 @@ impl Trigger {
                 // once the recorder has written it.
                 let mut slot = claimed.slot.clone();
                 for record in this.fire(claimed, &targets).await {
-                    // The recorder outlives every dispatch task (app.rs stops it last).
-                    let _ = this.recorder_tx.send(Outcome {
+                    this.to_recorder(Outcome {
                         record,
                         slot: slot.take(),
                     });
@@ -550,7 +558,7 @@ impl Trigger {
     ) -> Result<Target, DispatchRecord> {
         if fire.job.status == JobStatus::Stopped && fire.is_of_schedule() {
             // Planned before the job was stopped: a stopped job fires no more.
-            crate::metrics::fires(FireOutcome::Skipped).inc();
+            crate::metrics::dispatched(Dispatch::Skipped, 1);
             return Err(DispatchRecord {
                 outcome: DispatchOutcome::Skipped,
                 trigger_msg: format!(
@@ -654,7 +662,7 @@ impl Trigger {
                 tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
                     pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
                 self.failed_record_as(
-                    FireOutcome::Overloaded,
+                    Dispatch::Overloaded,
                     fire.log_id,
                     overloaded.to_string(),
                     "",
@@ -669,7 +677,7 @@ impl Trigger {
 
     /// A fire skipped because its turn to be sent came past the misfire threshold.
     fn skipped_as_late(&self, log_id: LogId, late_ms: i64) -> DispatchRecord {
-        crate::metrics::fires(FireOutcome::Skipped).inc();
+        crate::metrics::dispatched(Dispatch::Skipped, 1);
         DispatchRecord {
             outcome: DispatchOutcome::Skipped,
             trigger_msg: format!(
@@ -751,19 +759,19 @@ impl Trigger {
     /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
     /// failed fire.
     fn failed_record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
-        self.failed_record_as(FireOutcome::Failed, log_id, message, address)
+        self.failed_record_as(Dispatch::Failed, log_id, message, address)
     }
 
     /// A FAILED outcome counted as `outcome` (overloaded, refused: failures with a cause an
     /// operator watches on its own).
     fn failed_record_as(
         &self,
-        outcome: FireOutcome,
+        outcome: Dispatch,
         log_id: LogId,
         message: String,
         address: &str,
     ) -> DispatchRecord {
-        crate::metrics::fires(outcome).inc();
+        crate::metrics::dispatched(outcome, 1);
         self.record(log_id, message, address)
     }
 

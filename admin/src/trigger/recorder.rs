@@ -181,7 +181,11 @@ pub async fn run_recorder(
             if outcome.record.outcome == DispatchOutcome::Accepted && !cancel.is_cancelled() {
                 let log_id = outcome.record.log_id;
                 match held.hold(outcome.record) {
-                    None => due.push_back((Instant::now() + HOLD, log_id)),
+                    None => {
+                        // Held for its run's result: waiting on purpose, not on the database.
+                        crate::metrics::recorder_backlog().dec();
+                        due.push_back((Instant::now() + HOLD, log_id));
+                    }
                     Some(record) => batch.push(record),
                 }
             } else {
@@ -196,6 +200,7 @@ pub async fn run_recorder(
         }
         if !batch.is_empty() {
             write_with_retry(&store, &batch, &health, &cancel).await;
+            crate::metrics::recorder_backlog().dec_by(batch.len() as i64);
         }
         batch.clear();
         // Written (or held): these runs are no longer outstanding.

@@ -115,6 +115,7 @@ pub(crate) async fn execute_run(
     handler_trace: Option<opentelemetry::Context>,
 ) -> pb::RunResult {
     let started_at_ms = now_ms();
+    crate::metrics::run_started();
     // What the result needs once the request has moved into the handler's context (moved, not
     // cloned: its strings can be large).
     let (log_id, log_date_ms, timeout_ms) =

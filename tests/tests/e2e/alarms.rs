@@ -214,6 +214,8 @@ async fn a_flapping_job_is_rate_limited() -> anyhow::Result<()> {
     })
     .await?;
     let job_id = failing_job(&mut cluster, "alarm-rate-app", "").await?;
+    let rate_limited = r#"xjob_alarms_total{result="rate_limited"}"#;
+    let before = counter(rate_limited);
     let mut deliveries = Vec::new();
     for _ in 0..4 {
         let log_id = cluster.trigger(job_id, None).await?;
@@ -229,8 +231,19 @@ async fn a_flapping_job_is_rate_limited() -> anyhow::Result<()> {
         .count();
     assert_eq!((sent, held), (2, 2), "deliveries: {deliveries:?}");
     assert_eq!(hook.bodies().len(), 2);
+    // Each held-back alarm is counted once, as rate-limited (no other test here rate-limits):
+    // not as a failed delivery, which an alert watches.
+    assert_eq!(counter(rate_limited) - before, 2.0);
     cluster.shutdown().await;
     Ok(())
+}
+
+/// A series of this process' admin metrics (shared by the tests of this binary).
+fn counter(series: &str) -> f64 {
+    xjob_admin::metrics::render()
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// Whether `python3 -m aiosmtpd` can run here; outside CI a missing module skips the test.

@@ -92,7 +92,7 @@ impl JobAdminService {
         if !skipped.is_empty() {
             tracing::info!(job_id, skipped = skipped.len(), "planned fires skipped");
         }
-        crate::metrics::fires(crate::metrics::FireOutcome::Skipped).inc_by(skipped.len() as u64);
+        crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, skipped.len() as u64);
         for run in &skipped {
             crate::telemetry::record_unsent(run.into(), "skipped", &reason);
         }

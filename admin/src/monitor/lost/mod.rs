@@ -146,7 +146,7 @@ async fn check_once(
             .mark_lost(verdict.log_id.0, &verdict.message, ctx.clock.now_ms())
             .await?
         {
-            crate::metrics::fires(crate::metrics::FireOutcome::Lost).inc();
+            crate::metrics::finished(crate::metrics::RunEnd::Lost);
             tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
             // A stranded run's dispatch was never recorded: its row still holds what its trace
             // was to continue (a retry's failed attempt, a caller's traceparent), not its own.

@@ -203,8 +203,11 @@ impl Notifier {
         if !self.limit.allow(job.id, self.clock.now_ms()) {
             crate::metrics::alarms_rate_limited().inc();
             return Err(format!(
-                "rate limited: job {} raised more than {} alarms within {:?}; not sent",
-                job.id, self.config.max_per_job, self.config.rate_window
+                "{}job {} raised more than {} alarms within {:?}; not sent",
+                super::alarm::RATE_LIMITED,
+                job.id,
+                self.config.max_per_job,
+                self.config.rate_window
             ));
         }
         let message = AlarmMessage::of(alarmed, &self.config.link_base);

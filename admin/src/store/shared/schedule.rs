@@ -104,6 +104,8 @@ pub async fn run_schedule_round<DB: Dialect>(
     let waiting = std::time::Instant::now();
     let mut tx = lock_schedule(db).await?;
     crate::metrics::observe_lock_wait(waiting.elapsed());
+    // Held until the round's transaction commits or rolls back at the end of this function.
+    let _held = crate::metrics::schedule_lock_held();
     let rows = Sql::<DB>::new(format!(
         "SELECT {JOB_COLUMNS} FROM xjob_job WHERE trigger_status = 1 AND trigger_next_ms <= "
     ))

@@ -1,17 +1,31 @@
 //! Prometheus metrics of the admin: one process-wide registry and typed handles, so the code
-//! where something happens only says `metrics::fires(FireOutcome::Lost).inc()`.
+//! where something happens only says `metrics::finished(RunEnd::Lost)`.
 //!
 //! The registry is process-wide (a `LazyLock`), not per admin: a process serves one admin in
 //! production, and the handles stay free functions instead of a field threaded through every
 //! module. Tests that start several admins in one process see their sum. `/metrics` is served
-//! by [`serve`] on `metrics_listen` (docs/observability.md lists every metric).
+//! by [`serve`] on `metrics_listen` (docs/observability.md lists every metric), with the
+//! process metrics of `xjob_metrics_http::process`.
+//!
+//! Series fed once per fire cost atomic adds only: counters and gauges are resolved once and
+//! kept (no label lookup per fire), and the per-fire histograms are
+//! `xjob_metrics_http::AtomicHistogram`s.
+
+mod runs;
+mod state;
+
+pub use runs::{Dispatch, RunEnd};
+pub use state::{
+    ScheduleLockHeld, loop_known, loop_round, node_lease, recorder_backlog,
+    result_writes_in_flight, schedule_lock_held, set_followup_lag, set_max_unsent_runs,
+    unsent_runs,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -19,54 +33,13 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use xjob_metrics_http::AtomicHistogram;
 
 /// One label, e.g. `[("outcome", "lost")]`.
 type Label = [(&'static str, &'static str); 1];
 
-/// How a fire ended, as far as the admin knows: the final status of its run, or why it never
-/// reached an executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FireOutcome {
-    Success,
-    /// The handler failed, or the run could not be delivered (no executor, connection refused).
-    Failed,
-    Timeout,
-    Killed,
-    /// The executor stopped holding it without a result (`monitor::lost`).
-    Lost,
-    /// Deliberately not run (a misfire, a stopped job, a block strategy).
-    Skipped,
-    /// No trigger-pool slot within `pool_wait`.
-    Overloaded,
-    /// The executor answered and refused the run.
-    Refused,
-}
-
-impl FireOutcome {
-    const ALL: [FireOutcome; 8] = [
-        FireOutcome::Success,
-        FireOutcome::Failed,
-        FireOutcome::Timeout,
-        FireOutcome::Killed,
-        FireOutcome::Lost,
-        FireOutcome::Skipped,
-        FireOutcome::Overloaded,
-        FireOutcome::Refused,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            FireOutcome::Success => "success",
-            FireOutcome::Failed => "failed",
-            FireOutcome::Timeout => "timeout",
-            FireOutcome::Killed => "killed",
-            FireOutcome::Lost => "lost",
-            FireOutcome::Skipped => "skipped",
-            FireOutcome::Overloaded => "overloaded",
-            FireOutcome::Refused => "refused",
-        }
-    }
-}
+/// A gauge holding seconds (a timestamp, a lag).
+type Seconds = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// The `reason` labels of `xjob_alarms_dropped_total` (`monitor::alarm_queue::DropReason`).
 pub const ALARM_DROP_REASONS: [&str; 2] = ["queue_full", "stopped"];
@@ -74,7 +47,13 @@ pub const ALARM_DROP_REASONS: [&str; 2] = ["queue_full", "stopped"];
 struct Metrics {
     registry: Registry,
     fires: Family<Label, Counter>,
-    lateness: Histogram,
+    /// `fires` per dispatch outcome, `None` for `sent` (not a fire outcome).
+    fires_of_dispatch: [Option<Counter>; 5],
+    fires_of_end: [Counter; 5],
+    dispatches: [Counter; 5],
+    runs_finished: [Counter; 5],
+    dispatch_latency: AtomicHistogram,
+    lateness: AtomicHistogram,
     scan_duration: Histogram,
     lock_wait: Histogram,
     planned_ahead: Gauge,
@@ -89,19 +68,37 @@ struct Metrics {
     alarms_dropped: Family<Label, Counter>,
     alarm_queue_depth: Gauge,
     database_errors: Counter,
+    state: state::Gauges,
 }
 
 /// Seconds, from 1 ms to ~65 s: lateness and scan times of a healthy admin sit in the low
 /// buckets, and an outage's still shows which power of two it reached.
 fn seconds_buckets() -> Histogram {
-    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+    Histogram::new(seconds_bounds())
+}
+
+fn seconds_bounds() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.001, 2.0, 17)
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let mut registry = Registry::with_prefix("xjob");
+    let fires: Family<Label, Counter> = Family::default();
+    let dispatches: Family<Label, Counter> = Family::default();
+    let runs_finished: Family<Label, Counter> = Family::default();
     let metrics = Metrics {
-        fires: Family::default(),
-        lateness: seconds_buckets(),
+        fires_of_dispatch: Dispatch::ALL.map(|outcome| {
+            (outcome != Dispatch::Sent)
+                .then(|| fires.get_or_create_owned(&[("outcome", outcome.label())]))
+        }),
+        fires_of_end: RunEnd::ALL.map(|end| fires.get_or_create_owned(&[("outcome", end.label())])),
+        dispatches: Dispatch::ALL
+            .map(|outcome| dispatches.get_or_create_owned(&[("outcome", outcome.label())])),
+        runs_finished: RunEnd::ALL
+            .map(|end| runs_finished.get_or_create_owned(&[("status", end.label())])),
+        fires,
+        dispatch_latency: AtomicHistogram::new(seconds_bounds()),
+        lateness: AtomicHistogram::new(seconds_bounds()),
         scan_duration: seconds_buckets(),
         lock_wait: seconds_buckets(),
         planned_ahead: Gauge::default(),
@@ -116,12 +113,30 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         alarms_dropped: Family::default(),
         alarm_queue_depth: Gauge::default(),
         database_errors: Counter::default(),
+        state: state::Gauges::default(),
         registry: Registry::default(),
     };
     registry.register(
         "fires",
-        "Fires by how they ended (final run status, or why they were not delivered)",
+        "Fires by how they ended (final run status, or why they were not delivered); \
+         superseded by dispatches and runs_finished",
         metrics.fires.clone(),
+    );
+    registry.register(
+        "dispatches",
+        "Fires by how their dispatch went (sent, failed, refused, overloaded, skipped), \
+         counted when decided",
+        dispatches,
+    );
+    registry.register(
+        "runs_finished",
+        "Sent runs by final status, counted when the status is written",
+        runs_finished,
+    );
+    registry.register(
+        "dispatch_latency_seconds",
+        "Time from a first attempt's instant to its acceptance by an executor",
+        metrics.dispatch_latency.clone(),
     );
     registry.register(
         "fire_lateness_seconds",
@@ -170,8 +185,9 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     );
     registry.register(
         "alarms",
-        "Alarms due for failed runs, by result: sent (every channel delivered) or failed \
-         (a channel failed, or the job's rate limit held the alarm back)",
+        "Alarms due for failed runs, each counted once by result: sent (every channel \
+         delivered), failed (a channel failed, or the alarm was dropped) or rate_limited (the \
+         job's rate limit held it back)",
         metrics.alarms.clone(),
     );
     registry.register(
@@ -200,12 +216,11 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Database calls that failed (unreachable, or answered with an error)",
         metrics.database_errors.clone(),
     );
+    metrics.state.register(&mut registry);
     // Every labelled series exists from the start at 0, so an alert on `increase(…)` or a
     // dashboard sees the first event as a change, not as a series appearing.
-    for outcome in FireOutcome::ALL {
-        metrics
-            .fires
-            .get_or_create_owned(&[("outcome", outcome.label())]);
+    for outcome in runs::FIRE_OUTCOMES {
+        metrics.fires.get_or_create_owned(&[("outcome", outcome)]);
     }
     for pool in ["fast", "slow"] {
         metrics
@@ -213,8 +228,10 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             .get_or_create_owned(&[("pool", pool)]);
         metrics.pool_waiting.get_or_create_owned(&[("pool", pool)]);
     }
-    for result in ["sent", "failed"] {
+    for result in ["sent", "failed", "rate_limited"] {
         metrics.alarms.get_or_create_owned(&[("result", result)]);
+    }
+    for result in ["sent", "failed"] {
         for channel in ["email", "webhook"] {
             metrics
                 .alarm_deliveries
@@ -232,16 +249,29 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     }
 });
 
-/// Fires that ended with `outcome`.
-pub fn fires(outcome: FireOutcome) -> Counter {
-    METRICS
-        .fires
-        .get_or_create_owned(&[("outcome", outcome.label())])
+/// `count` fires whose dispatch went `outcome` (also counted in `xjob_fires_total`, but for
+/// `sent`).
+pub fn dispatched(outcome: Dispatch, count: u64) {
+    METRICS.dispatches[outcome.index()].inc_by(count);
+    if let Some(fires) = &METRICS.fires_of_dispatch[outcome.index()] {
+        fires.inc_by(count);
+    }
+}
+
+/// One sent run finished with `end` (also counted in `xjob_fires_total`).
+pub fn finished(end: RunEnd) {
+    METRICS.runs_finished[end.index()].inc();
+    METRICS.fires_of_end[end.index()].inc();
 }
 
 /// Observes how late a scheduled fire left (negative lateness counts as 0).
 pub fn observe_lateness(lateness_ms: i64) {
-    METRICS.lateness.observe(lateness_ms.max(0) as f64 / 1000.0);
+    METRICS.lateness.observe(lateness_ms as f64 / 1000.0);
+}
+
+/// Observes the time from a first attempt's instant to its acceptance by an executor.
+pub fn observe_dispatch_latency(latency_ms: i64) {
+    METRICS.dispatch_latency.observe(latency_ms as f64 / 1000.0);
 }
 
 /// Observes one schedule round.
@@ -320,7 +350,7 @@ pub fn retries() -> Counter {
     METRICS.retries.clone()
 }
 
-/// Alarms due, by `result`: `sent`, `failed`.
+/// Alarms due, by `result`: `sent`, `failed`, `rate_limited`.
 pub fn alarms(result: &'static str) -> Counter {
     METRICS.alarms.get_or_create_owned(&[("result", result)])
 }
@@ -354,12 +384,10 @@ pub fn database_errors() -> Counter {
     METRICS.database_errors.clone()
 }
 
-/// The registry in the text exposition format (OpenMetrics).
+/// The registry and the process metrics in the text exposition format (OpenMetrics).
 pub fn render() -> String {
-    let mut text = String::new();
-    // Writing into a String cannot fail.
-    let _ = encode(&mut text, &METRICS.registry);
-    text
+    METRICS.state.before_scrape();
+    xjob_metrics_http::render(&METRICS.registry)
 }
 
 /// Binds `address` for `/metrics`. The error stays an `io::Error`: metrics is a leaf every
