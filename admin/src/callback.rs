@@ -53,9 +53,9 @@ pub async fn apply_results(
     crate::metrics::callbacks().inc_by(results.len() as u64);
     let spans = complete_spans(results);
     let folded = trigger.take_held_outcomes(completions.iter().map(|c| c.log_id));
-    crate::metrics::result_writes_in_flight().inc();
+    let writing = crate::metrics::result_write();
     let finished = store.complete_runs_folding(&completions, &folded).await;
-    crate::metrics::result_writes_in_flight().dec();
+    drop(writing);
     end_complete_spans(spans, &finished);
     let finished = match finished {
         Ok(finished) => finished,

@@ -16,9 +16,8 @@ mod state;
 
 pub use runs::{Dispatch, RunEnd};
 pub use state::{
-    ScheduleLockHeld, loop_known, loop_round, node_lease, recorder_backlog,
-    result_writes_in_flight, schedule_lock_held, set_followup_lag, set_max_unsent_runs,
-    unsent_runs,
+    ResultWrite, ScheduleLockHeld, loop_known, loop_round, node_lease, recorder_backlog,
+    result_write, schedule_lock_held, set_followup_lag, set_max_unsent_runs, unsent_runs,
 };
 
 use std::collections::{BTreeMap, BTreeSet};

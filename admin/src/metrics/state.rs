@@ -160,9 +160,21 @@ pub fn recorder_backlog() -> &'static Gauge {
     &gauges().recorder_backlog
 }
 
-/// Result batches being written.
-pub fn result_writes_in_flight() -> &'static Gauge {
-    &gauges().result_writes_in_flight
+/// A batch of results is being written until the returned guard is dropped (also when the
+/// caller's future is dropped: an executor that hangs up mid-write).
+pub fn result_write() -> ResultWrite {
+    gauges().result_writes_in_flight.inc();
+    ResultWrite(())
+}
+
+/// Counts one result write in flight while alive.
+#[must_use = "the write counts as in flight only while the guard lives"]
+pub struct ResultWrite(());
+
+impl Drop for ResultWrite {
+    fn drop(&mut self) {
+        gauges().result_writes_in_flight.dec();
+    }
 }
 
 /// The follow-up's lag after a round: the age of the oldest run it handled.

@@ -20,10 +20,14 @@ const JOBS: usize = 40;
 /// `xjob_fires_total{outcome="overloaded"}` in this process's metrics registry (shared with the
 /// other tests of this binary, so only its growth is checked).
 fn overloaded_fires_counted() -> f64 {
-    let series = r#"xjob_fires_total{outcome="overloaded"} "#;
+    metric(r#"xjob_fires_total{outcome="overloaded"}"#)
+}
+
+/// One series of this process's metrics registry.
+fn metric(series: &str) -> f64 {
     xjob_admin::metrics::render()
         .lines()
-        .find_map(|line| line.strip_prefix(series)?.parse().ok())
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)
 }
 
@@ -55,6 +59,8 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
     };
     let mut client = cluster.client();
     let counted_before = overloaded_fires_counted();
+    let dispatches = r#"xjob_dispatches_total{outcome="overloaded"}"#;
+    let dispatches_before = metric(dispatches);
     let group_id = client
         .create_group(pb::CreateGroupRequest { group: Some(group) })
         .await?
@@ -75,6 +81,7 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
     // write (UpdateJob, then StopJob) in the middle.
     let watch_until = Instant::now() + Duration::from_secs(14);
     let mut most_unsent = 0;
+    let mut most_unsent_metric: f64 = 0.0;
     let mut samples = 0;
     let mut write_latencies = Vec::new();
     let mut wrote = false;
@@ -94,6 +101,7 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
             .filter(|log| log.executor_address.is_empty())
             .count();
         most_unsent = most_unsent.max(unsent);
+        most_unsent_metric = most_unsent_metric.max(metric("xjob_unsent_runs"));
         samples += 1;
         if !wrote && Instant::now() + Duration::from_secs(4) > watch_until {
             wrote = true;
@@ -145,6 +153,13 @@ async fn an_overloaded_admin_holds_at_most_the_bound_and_skips_the_rest_with_a_r
         overloaded > 0,
         "no fire was skipped with the overload reason"
     );
+    // The gauge showed the bound reached (other admins of this process only add to it), and
+    // each skipped fire was counted as an overloaded dispatch.
+    assert!(
+        most_unsent_metric >= BOUND as f64,
+        "xjob_unsent_runs reached {most_unsent_metric}, bound {BOUND}"
+    );
+    assert!(metric(dispatches) - dispatches_before >= overloaded as f64);
     let counted = overloaded_fires_counted() - counted_before;
     assert!(
         counted >= overloaded as f64,
