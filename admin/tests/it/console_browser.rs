@@ -4,8 +4,10 @@
 //! releases it; SHELL scripts run with bash), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
 //! login, a cron error shown inline then a valid job, a SUCCESS run, a trigger whose params
 //! show in the live log, a kill, a multi-line script typed in the editor that runs, errors
-//! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, and
-//! a viewer without controls whose forged post the API refuses. Screenshots of each page go to
+//! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, times
+//! in the zone picked in the header with the runs filter reading typed times in it, a RUNNING
+//! run turning SUCCESS in the runs list without a reload (live updates), and a viewer without
+//! controls whose forged post the API refuses. Screenshots of each page go to
 //! `target/console-screenshots/`.
 //!
 //! Needs Debian's `chromium` (`XJOB_CHROMIUM`, default `/usr/bin/chromium`), `node`, and
