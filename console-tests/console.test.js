@@ -6,6 +6,8 @@
 //   XJOB_SCREENSHOTS     directory for one screenshot per page
 //   XJOB_ADMIN_USER / XJOB_ADMIN_PASSWORD   an admin with a console password
 //   XJOB_GROUP_ID        the executor group of that executor
+//   XJOB_RELEASE_DIR     where a file named like a `hold` run's params ends that run
+// The browser runs in Asia/Tokyo (UTC+9 all year), so its local zone differs from UTC.
 // Each step prints one line; the first failure ends the run with exit code 1.
 'use strict';
 
@@ -19,6 +21,7 @@ const shots = need('XJOB_SCREENSHOTS');
 const adminUser = need('XJOB_ADMIN_USER');
 const adminPassword = need('XJOB_ADMIN_PASSWORD');
 const groupId = need('XJOB_GROUP_ID');
+const releaseDir = need('XJOB_RELEASE_DIR');
 const TIMEOUT = 30000;
 
 function need(name) {
@@ -379,6 +382,96 @@ step('ticked jobs are started and stopped together', async (page) => {
   await shot(page, 'jobs-bulk');
 });
 
+/// The `datetime-local` value of instant `ms` on a wall clock `offsetHours` ahead of UTC.
+function wallClock(ms, offsetHours) {
+  return new Date(ms + offsetHours * 3600000).toISOString().slice(0, 16);
+}
+
+/// Picks a zone in the header; on the runs list this loads the list again in that zone.
+async function pickZone(page, value) {
+  if (await page.$('#filter-zone')) {
+    await Promise.all([page.waitForNavigation(), page.selectOption('#tz-pick', value)]);
+  } else {
+    await page.selectOption('#tz-pick', value);
+  }
+}
+
+step('times show their zone, picked in the header; the runs filter reads that zone', async (page) => {
+  const list = `${base}/runs?job=${state.cronJob}`;
+  await visit(page, list);
+  const first = 'tr[data-run-id] time[data-ms]';
+  const utc = await page.textContent(first);
+  check(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(utc), `UTC unless picked: ${utc}`);
+  check((await page.textContent('#filter-zone')).includes('UTC'), 'the filter says UTC');
+  await pickZone(page, 'local');
+  const local = await page.textContent(first);
+  check(/ GMT\+9$/.test(local), `the browser's zone (Tokyo) when picked: ${local}`);
+  check((await page.textContent('#filter-zone')).includes('Asia/Tokyo'), 'the filter says Tokyo');
+  // The newest run, from a minute before it on Tokyo's clock: listed.
+  const run = await page.getAttribute('tr[data-run-id]', 'data-run-id');
+  const at = Number(await page.getAttribute(first, 'data-ms'));
+  const from = wallClock(at - 60000, 9);
+  await page.fill('input[name=from]', from);
+  await Promise.all([page.waitForNavigation(), page.click('#run-filters button[type=submit]')]);
+  check(new URL(page.url()).searchParams.get('tz') === 'Asia/Tokyo', `the filter carries its zone: ${page.url()}`);
+  check(await page.$(`tr[data-run-id="${run}"]`), `run ${run} is listed from ${from} Tokyo time`);
+  await shot(page, 'runs-zone');
+  // The same typed time in UTC is 9 hours later: the run is not listed.
+  await pickZone(page, 'utc');
+  check((await page.inputValue('input[name=from]')) === from, 'the typed time stays');
+  check((await page.textContent('#filter-zone')).includes('UTC'), 'now read in UTC');
+  check(!(await page.$(`tr[data-run-id="${run}"]`)), `run ${run} is not after ${from} UTC`);
+  // The schedule preview names its zone: the job's own under "job's zone", else the one picked.
+  await visit(page, `${base}/jobs/${state.cronJob}`);
+  await page.waitForSelector('#preview-times li');
+  check(/Next fires \(UTC\)/.test(await page.textContent('#preview')), 'preview in UTC');
+  await page.selectOption('#tz-pick', 'local');
+  await page.waitForFunction(() => /Next fires \(Asia\/Tokyo\)/.test(
+    document.getElementById('preview').textContent), null, { timeout: TIMEOUT });
+  await page.selectOption('#tz-pick', 'job');
+  await page.fill('#time_zone', 'America/New_York');
+  await page.waitForFunction(() => /Next fires \(America\/New_York\)/.test(
+    document.getElementById('preview').textContent), null, { timeout: TIMEOUT });
+  const fire = await page.textContent('#preview-times li');
+  check(/ (EST|EDT)$/.test(fire), `a fire in the job's zone: ${fire}`);
+  await page.selectOption('#tz-pick', 'utc');
+});
+
+step('a RUNNING row turns SUCCESS without a reload', async (page) => {
+  state.holdJob = await createJob(page, {
+    name: 'console hold', handler: 'hold', scheduleType: 'NONE', schedule: '',
+  });
+  await visit(page, `${base}/runs?job=${state.holdJob}`);
+  check((await page.textContent('#live-toggle')) === 'Live updates: on', 'live by default');
+  // Marks this page: a reload would lose the mark.
+  await page.evaluate(() => { window.xjobSamePage = true; });
+  const csrf = await page.getAttribute('input[name=csrf]', 'value');
+  const name = `release-${Date.now()}`;
+  const answer = await forgedPost(page, `/jobs/${state.holdJob}/trigger`, { csrf, params: name });
+  check(answer.status === 200, `trigger: HTTP ${answer.status}`);
+  const badge = 'tr[data-run-id] .badge';
+  await page.waitForFunction((selector) => {
+    const shown = document.querySelector(selector);
+    return shown && shown.textContent === 'RUNNING';
+  }, badge, { timeout: TIMEOUT });
+  await shot(page, 'runs-live-running');
+  fs.writeFileSync(path.join(releaseDir, name), 'released');
+  await page.waitForFunction((selector) => {
+    const shown = document.querySelector(selector);
+    return shown && shown.textContent === 'SUCCESS';
+  }, badge, { timeout: TIMEOUT });
+  check(await page.evaluate(() => window.xjobSamePage === true), 'the page was not reloaded');
+  // Off: the list stays as it is, and says so.
+  await page.click('#live-toggle');
+  check((await page.textContent('#live-toggle')) === 'Live updates: off', 'turned off');
+  check((await page.textContent('#live-note')) === 'paused', 'paused');
+  await page.click('#live-toggle');
+  // The dashboard is live too, its failed-today tile and failing-jobs card from one read.
+  await visit(page, `${base}/`);
+  await page.waitForSelector('#dashboard-live');
+  check(await page.$('#live-toggle'), 'the dashboard has the live toggle');
+});
+
 step('the dashboard fits a phone', async (page) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/`);
@@ -512,6 +605,7 @@ step('a viewer sees no edit controls and a forged post is refused', async (page)
     executablePath: need('XJOB_CHROMIUM'),
     headless: true,
     viewport: { width: 1280, height: 900 },
+    timezoneId: 'Asia/Tokyo',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });

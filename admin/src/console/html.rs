@@ -178,6 +178,7 @@ pub fn document(title: &str, header: Markup, body: Markup) -> Response {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · xjob</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
+         <script src=\"/assets/live.js\" defer></script>\
          <script src=\"/assets/console.js\" defer></script></head><body>\
          <a class=\"skip\" href=\"#main\">Skip to content</a>{}\
          <main id=\"main\"><h1>{}</h1>{}</main></body></html>",

@@ -19,6 +19,8 @@
 //! - `pages/`: one module per page family.
 //! - `assets/`: the stylesheet and the small script (progressive enhancement: local times,
 //!   schedule preview, live log tail, confirmations), compiled into the binary.
+//! - `zone.rs`: the zone times are shown in (UTC, the browser's, the job's) and typed times
+//!   are read in; `assets/live.js` shows times in it and refreshes live pages.
 //!
 //! Served by hyper (HTTP/1.1) over the admin's accept loops, with TLS when the admin has a
 //! certificate; cookies are then `Secure` and answers carry `Strict-Transport-Security`.
@@ -32,6 +34,7 @@ mod html;
 mod pages;
 mod session;
 mod throttle;
+mod zone;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -125,6 +128,7 @@ fn router(console: Shared) -> Router {
         .route("/", get(pages::dashboard::page))
         .route("/assets/console.css", get(css))
         .route("/assets/console.js", get(js))
+        .route("/assets/live.js", get(live_js))
         .route("/login", get(pages::login::form).post(pages::login::submit))
         .route("/logout", post(pages::login::logout))
         .route("/jobs", get(pages::jobs::list::list))
@@ -188,6 +192,13 @@ async fn js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/console.js"),
+    )
+}
+
+async fn live_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/live.js"),
     )
 }
 

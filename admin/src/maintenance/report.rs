@@ -21,7 +21,7 @@ use chrono_tz::Tz;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use super::days::{date_of, day_start_ms, day_starts_between, recent_day_windows};
+use super::days::{date_of, day_start_ms, day_starts_between, day_window, recent_day_windows};
 use crate::config::Config;
 use crate::error::Error;
 use crate::model::SharedClock;
@@ -110,11 +110,16 @@ pub fn dashboard_days(zone: Tz, from_ms: i64, to_ms: i64, now_ms: i64) -> Result
     })
 }
 
-/// Builds the dashboard over `day_starts` from the report rows.
+/// Builds the dashboard over `day_starts` from the report rows, except today (the day of
+/// `now_ms` in `zone`), which is counted from the log rows at the time of asking: a report row
+/// is up to `report_interval` old, and a "today" that lags the runs list (or the console's
+/// failed-today card, read from the log rows) would contradict it.
 pub async fn dashboard(
     store: &Store,
+    zone: Tz,
     day_starts: &[i64],
     online_executors: i64,
+    now_ms: i64,
 ) -> Result<Dashboard, Error> {
     let job_count = store.count_jobs().await?;
     let (Some(first), Some(last)) = (day_starts.first(), day_starts.last()) else {
@@ -126,7 +131,13 @@ pub async fn dashboard(
             days: Vec::new(),
         });
     };
-    let rows = store.list_log_report(*first, *last).await?;
+    let mut rows = store.list_log_report(*first, *last).await?;
+    let (today_start, today_end) = day_window(zone, date_of(zone, now_ms));
+    if day_starts.contains(&today_start) {
+        let today = store.count_log_day(today_start, today_end).await?;
+        rows.retain(|row| row.day_ms != today_start);
+        rows.push(today);
+    }
     let days = fill_days(day_starts, &rows);
     Ok(Dashboard {
         job_count,

@@ -458,6 +458,9 @@ shared! {
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
     fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts> => report;
+    /// The counts `refresh_log_report` would store for `[day_start_ms, day_end_ms)`, read from
+    /// the log rows now, without writing (the dashboard's "today").
+    fn count_log_day(&self, day_start_ms: i64, day_end_ms: i64) -> StoreResult<DayCounts> => report;
     /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
     /// First attempts of a group's fires scheduled in `[from_ms, to_ms)`, counted by final status
     /// and reason class (`overloaded`, `misfire`, or empty), for the benchmark harness.

@@ -1,10 +1,13 @@
 //! The web console in a real browser: the real `xjob` binary with `http_listen`, an SDK executor
 //! in the test process (handlers `echo`, which logs its params, `sleep`, which runs until
-//! killed, and `flaky`, whose first attempt fails; SHELL scripts run with bash), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
+//! killed, `flaky`, whose first attempt fails, and `hold`, which runs until the driver
+//! releases it; SHELL scripts run with bash), and headless Chromium driven by Playwright (`console-tests/console.test.js`):
 //! login, a cron error shown inline then a valid job, a SUCCESS run, a trigger whose params
 //! show in the live log, a kill, a multi-line script typed in the editor that runs, errors
-//! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, and
-//! a viewer without controls whose forged post the API refuses. Screenshots of each page go to
+//! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, times
+//! in the zone picked in the header with the runs filter reading typed times in it, a RUNNING
+//! run turning SUCCESS in the runs list without a reload (live updates), and a viewer without
+//! controls whose forged post the API refuses. Screenshots of each page go to
 //! `target/console-screenshots/`.
 //!
 //! Needs Debian's `chromium` (`XJOB_CHROMIUM`, default `/usr/bin/chromium`), `node`, and
@@ -81,6 +84,25 @@ async fn sleep(ctx: JobContext) -> JobResult {
     Ok(JobOutput::message("cancelled"))
 }
 
+/// Runs until the browser test releases it: until a file named like the run's params appears
+/// in `dir` (the driver writes it once it saw the run RUNNING), at most 60 s.
+async fn hold(dir: PathBuf, ctx: JobContext) -> JobResult {
+    let name = ctx.params().trim().to_string();
+    if name.is_empty() || name.contains(['/', '.']) {
+        return Err(xjob_executor::JobError::new("params: a plain file name"));
+    }
+    ctx.log(format!("holding until {name} is released"));
+    let released = dir.join(&name);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !released.exists() {
+        if Instant::now() > deadline {
+            return Err(xjob_executor::JobError::new("not released within 60 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(JobOutput::message("released"))
+}
+
 /// `GET path` with an optional cookie: (status line and headers, body).
 async fn http_get(port: u16, path: &str, cookie: &str) -> anyhow::Result<(String, String)> {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
@@ -149,6 +171,9 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         output: AdminOutput::AppendTo(log_file),
     })?;
     let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
+    let release_dir = dir.path().join("release");
+    std::fs::create_dir_all(&release_dir)?;
+    let held = release_dir.clone();
     let executor = Executor::builder()
         .app_name(APP)
         .admin_addrs([url.clone()])
@@ -157,6 +182,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         .handler("echo", echo)
         .handler("sleep", sleep)
         .handler("flaky", flaky)
+        .handler("hold", move |ctx| hold(held.clone(), ctx))
         .glue_interpreter(pb::GlueType::Shell, "bash")
         .start()
         .await?;
@@ -238,6 +264,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
             .env("XJOB_ADMIN_USER", ADMIN_USER)
             .env("XJOB_ADMIN_PASSWORD", ADMIN_PASSWORD)
             .env("XJOB_GROUP_ID", group_id.to_string())
+            .env("XJOB_RELEASE_DIR", &release_dir)
             .kill_on_drop(true)
             .output(),
     )

@@ -7,7 +7,10 @@
 //!   nothing is saved; timeouts take units;
 //! - errors stay in the form and name no internals: a trigger address outside the group, a
 //!   run id that is not a number, an unknown URL, the audit trail's address type, the
-//!   preview's time-zone error.
+//!   preview's time-zone error;
+//! - times carry their job's zone, the runs filter reads typed times in the zone the viewer
+//!   picked (cookie `xjob_tz`, or the `tz` the form carried) and says which, and the
+//!   dashboard's "failed today" tile and failing-jobs card count the same runs.
 
 use std::time::Duration;
 
@@ -561,5 +564,129 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
     let answer = fx.post(&format!("/groups/{spare}/delete"), &[]).await?;
     assert_eq!(answer.code, 303, "{:.2000}", answer.body);
     assert!(!fx.get("/executors").await?.body.contains("spare-app"));
+    Ok(())
+}
+
+/// `at_ms` as a `datetime-local` value on the wall clock of `zone`.
+fn wall_clock(at_ms: i64, zone: chrono_tz::Tz) -> String {
+    chrono::DateTime::from_timestamp_millis(at_ms)
+        .map(|at| at.with_timezone(&zone).format("%Y-%m-%dT%H:%M").to_string())
+        .unwrap_or_default()
+}
+
+/// The number in the dashboard tile labelled `label`.
+fn tile(body: &str, label: &str) -> Option<i64> {
+    let before = body.split(&format!("</b><span>{label}</span>")).next()?;
+    before.rsplit("<b>").next()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_are_read_in_the_zone_shown_and_the_dashboard_agrees() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let created = fx
+        .post(
+            "/jobs/new",
+            &fx.job_form(
+                &group,
+                &[("time_zone", "Asia/Tokyo"), ("name", "tokyo job")],
+            ),
+        )
+        .await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+    // No executor is online: the run fails at once (a failed run for the dashboard).
+    let log_id = fx
+        .client
+        .trigger_job(pb::TriggerJobRequest {
+            id: job_id,
+            params: None,
+            addresses: Vec::new(),
+        })
+        .await?
+        .into_inner()
+        .log_ids
+        .first()
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let run = wait_for_end(&mut fx.client, log_id).await?;
+    assert_eq!(run.status, pb::RunStatus::Failed as i32, "{run:?}");
+    let triggered = run.trigger_time_ms;
+
+    // A run's times carry its job's zone, for the "job's zone" choice.
+    let list = fx.get("/runs").await?;
+    assert!(
+        list.body.contains("data-tz=\"Asia/Tokyo\""),
+        "{:.3000}",
+        list.body
+    );
+    assert!(
+        list.body.contains("id=\"runs-live\" data-live"),
+        "a live region"
+    );
+
+    // Half an hour before the run, on Berlin's and on Tokyo's wall clock.
+    let berlin = wall_clock(triggered - 1_800_000, chrono_tz::Europe::Berlin);
+    let tokyo = wall_clock(triggered - 1_800_000, chrono_tz::Asia::Tokyo);
+    let session = fx.cookie.clone();
+    let listed = |answer: &Answer| answer.body.contains(&format!("data-run-id=\"{log_id}\""));
+    let zone_named = |answer: &Answer, zone: &str| {
+        answer
+            .body
+            .contains(&format!("id=\"filter-zone\">(times in {zone})"))
+    };
+    let query = |from: &str| format!("/runs?job={job_id}&from={}", from.replace(':', "%3A"));
+
+    // Read in the viewer's zone (Berlin): from half an hour before, the run is listed.
+    fx.cookie = format!("{session}; xjob_tz=local:Europe/Berlin");
+    let answer = fx.get(&query(&berlin)).await?;
+    assert_eq!(answer.code, 200);
+    assert!(
+        zone_named(&answer, "Europe/Berlin"),
+        "{:.3000}",
+        answer.body
+    );
+    assert!(listed(&answer), "from {berlin} Berlin time lists the run");
+    // The same wall-clock time read as UTC is after the run (Berlin is ahead of UTC).
+    let answer = fx.get(&format!("{}&tz=UTC", query(&berlin))).await?;
+    assert!(zone_named(&answer, "UTC"), "the form's own zone wins");
+    assert!(!listed(&answer), "from {berlin} UTC is after the run");
+    assert!(
+        answer.body.contains("name=\"tz\" value=\"UTC\""),
+        "the form carries its zone"
+    );
+    // Without a choice, UTC, and said.
+    fx.cookie = session.clone();
+    let answer = fx.get(&query(&berlin)).await?;
+    assert!(zone_named(&answer, "UTC"));
+    assert!(!listed(&answer));
+    // "Job's zone": a list of one job reads its times in that job's zone.
+    fx.cookie = format!("{session}; xjob_tz=job");
+    let answer = fx.get(&query(&tokyo)).await?;
+    assert!(zone_named(&answer, "Asia/Tokyo"), "{:.3000}", answer.body);
+    assert!(listed(&answer), "from {tokyo} Tokyo time lists the run");
+    fx.cookie = session;
+
+    // The preview names the zone its times are in.
+    let preview = fx
+        .get("/preview?schedule_type=CRON&schedule_conf=0+0+*+*+*+%3F&time_zone=Asia%2FTokyo")
+        .await?;
+    assert!(
+        preview.body.contains("\"zone\":\"Asia/Tokyo\""),
+        "{}",
+        preview.body
+    );
+
+    // The dashboard's failed-today tile and its failing-jobs card count the same runs.
+    let dashboard = fx.get("/").await?;
+    let failed = tile(&dashboard.body, "failed today");
+    assert_eq!(failed, Some(1), "{:.4000}", dashboard.body);
+    assert!(
+        dashboard
+            .body
+            .contains("id=\"failed-total\">Runs failed today: 1 ("),
+        "{:.6000}",
+        dashboard.body
+    );
+    assert!(dashboard.body.contains("id=\"dashboard-live\" data-live"));
     Ok(())
 }

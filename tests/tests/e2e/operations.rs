@@ -248,6 +248,35 @@ async fn dashboard_counts_runs_per_day_and_online_executors() -> anyhow::Result<
     Ok(())
 }
 
+/// Today's counts come from the runs when asked, not from the report row (refreshed here once
+/// an hour): a run that just ended is counted at once, as the runs list shows it.
+#[tokio::test]
+async fn dashboard_counts_today_when_asked() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.report_interval = Duration::from_secs(3600))
+        .start()
+        .await?;
+    let group_id = create_group(&cluster, APP).await?;
+    let executor = cluster
+        .executor(APP)
+        .handler("ok", ok_handler)
+        .handler("fail", failing_handler);
+    cluster.start_executor(executor).await?;
+    let ok_job = create_job(&cluster, group_id, "ok", vec![]).await?;
+    let failing_job = create_job(&cluster, group_id, "fail", vec![]).await?;
+    for job_id in [ok_job.id, failing_job.id, failing_job.id] {
+        let log_id = cluster.trigger(job_id, None).await?;
+        cluster.wait_log_final(log_id, WAIT).await?;
+    }
+    let today = today_start_ms();
+    let shown = dashboard(&cluster, today, today)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("no dashboard"))?;
+    assert_eq!(day_rows(&shown), vec![(today, 0, 1, 2)]);
+    cluster.shutdown().await;
+    Ok(())
+}
+
 /// The dashboard names every background loop of the admin that answers, with its last
 /// successful round, and says the schedule is serving while they make progress.
 #[tokio::test]

@@ -4,6 +4,8 @@
   'use strict';
 
   function localize(root) {
+    // live.js shows times in the zone the viewer picked; this is the fallback without it.
+    if (window.xjobTime) { window.xjobTime.show(root); return; }
     root.querySelectorAll('time[data-ms]').forEach(function (el) {
       var ms = Number(el.getAttribute('data-ms'));
       if (ms > 0) { el.textContent = new Date(ms).toLocaleString(); }
@@ -58,13 +60,18 @@
           showError(null, '');
           var list = document.createElement('ol');
           list.id = 'preview-times';
+          // In the zone the viewer picked; "job's zone" is the schedule's own (the field, else
+          // the admin's default, as the answer names it).
+          var timeZone = window.xjobTime ? window.xjobTime.zoneFor(answer.zone) : null;
           answer.times.forEach(function (ms) {
             var item = document.createElement('li');
-            item.textContent = new Date(ms).toLocaleString();
+            item.textContent = timeZone ? window.xjobTime.format(ms, timeZone)
+              : new Date(ms).toLocaleString();
             item.title = new Date(ms).toISOString();
             list.appendChild(item);
           });
-          out.textContent = answer.times.length ? 'Next fires (your time):' : 'Never fires.';
+          var named = timeZone || 'your browser\'s zone';
+          out.textContent = answer.times.length ? 'Next fires (' + named + '):' : 'Never fires.';
           out.appendChild(list);
         })
         .catch(function () {});
@@ -74,6 +81,7 @@
       el.addEventListener('input', later);
       el.addEventListener('change', later);
     });
+    document.addEventListener('xjob:zone', show);
     show();
   }
 
@@ -121,9 +129,9 @@
           }
           var open = answer.status === 'RUNNING' || answer.status === 'PENDING';
           if (openAtLoad && answer.status && !open) {
-            // The run ended while watched: reload once for its final fields (times, codes).
-            window.location.reload();
-            return;
+            // The run ended while watched: its final fields (times, codes) in place, once.
+            openAtLoad = false;
+            if (window.xjobLive) { window.xjobLive.refresh(); } else { window.location.reload(); return; }
           }
           if (open || !answer.ended) {
             setTimeout(poll, 1000);

@@ -1,5 +1,10 @@
 //! The dashboard: today's runs, runs per day (chart), executors online per app, the loops'
-//! health, and the jobs that failed most in the last 24 hours first.
+//! health, and the jobs that failed today, most failures first.
+//!
+//! "Today" is one window, the admin's day so far, and both the tiles and the failing-jobs card
+//! count it from the runs as they are when the page is asked (`GetDashboard` counts today live;
+//! the card lists the same statuses as the tiles' "failed"), so they agree. The whole page is
+//! one live region: the script refreshes tiles and card together.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -10,8 +15,9 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, markup};
 use super::super::session::Viewer;
+use super::super::zone;
 use super::super::{Shared, request};
-use super::status_page;
+use super::{jobs_by_id, status_page};
 
 const DAY_MS: i64 = 86_400_000;
 /// Days shown in the chart.
@@ -38,14 +44,22 @@ pub async fn page(State(console): State<Shared>, viewer: Viewer) -> Response {
         .await
         .map(|answer| answer.into_inner().executors)
         .unwrap_or_default();
-    let mut body = totals(&dashboard, &executors);
+    let zone = console.ctx.config.default_time_zone();
+    let today_start = dashboard.days.last().map_or(now, |day| day.day_ms);
+    let mut body = Markup::literal("<div id=\"dashboard-live\" data-live>");
+    body.push(totals(&dashboard, &executors));
+    body.push(markup!(
+        "<p class=\"hint\" id=\"today-zone\">Today: since {} (the admin's zone, {}).</p>",
+        html::time(today_start),
+        zone.name()
+    ));
     body.push(Markup::literal("<div class=\"grid\">"));
     body.push(chart(&dashboard.days));
     body.push(lateness(&dashboard.days));
-    body.push(failing_jobs(&console, &viewer, now).await);
+    body.push(failing_jobs(&console, &viewer, today_start).await);
     body.push(executors_per_app(&executors));
     body.push(loops(&dashboard));
-    body.push(Markup::literal("</div>"));
+    body.push(Markup::literal("</div></div>"));
     frame::page(Some(&viewer), "Dashboard", Nav::Dashboard, body)
 }
 
@@ -189,64 +203,101 @@ fn lateness(days: &[pb::DayReport]) -> Markup {
     out
 }
 
-/// Jobs with failed, timed-out or lost runs in the last 24 hours, most failures first.
-async fn failing_jobs(console: &super::super::Console, viewer: &Viewer, now: i64) -> Markup {
+/// The statuses the "failed today" tile counts (`GetDashboard`'s `failed`).
+const FAILED: [pb::RunStatus; 4] = [
+    pb::RunStatus::Failed,
+    pb::RunStatus::Timeout,
+    pb::RunStatus::Killed,
+    pb::RunStatus::Lost,
+];
+/// Most failed runs the card reads (pages of 500); beyond, it says it stopped counting.
+const MAX_COUNTED: usize = 20_000;
+
+/// Per job: failed runs triggered since `since_ms` and the latest trigger time, and the total
+/// (whether it hit [`MAX_COUNTED`]).
+async fn failures_by_job(
+    console: &super::super::Console,
+    viewer: &Viewer,
+    since_ms: i64,
+) -> (BTreeMap<i64, (i64, i64)>, usize, bool) {
     let mut counts: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
-    for status in [
-        pb::RunStatus::Failed,
-        pb::RunStatus::Timeout,
-        pb::RunStatus::Lost,
-    ] {
-        let answer = console
-            .api()
-            .list_logs(request(
-                &viewer.caller,
-                pb::ListLogsRequest {
-                    status: status as i32,
-                    from_ms: now - DAY_MS,
-                    page_size: 500,
-                    ..Default::default()
-                },
-            ))
-            .await;
-        for log in answer
-            .map(|answer| answer.into_inner().logs)
-            .unwrap_or_default()
-        {
-            let entry = counts.entry(log.job_id).or_insert((0, 0));
-            entry.0 += 1;
-            entry.1 = entry.1.max(log.trigger_time_ms);
+    let mut total = 0;
+    for status in FAILED {
+        let mut page_token = String::new();
+        loop {
+            let answer = console
+                .api()
+                .list_logs(request(
+                    &viewer.caller,
+                    pb::ListLogsRequest {
+                        status: status as i32,
+                        from_ms: since_ms,
+                        page_size: 500,
+                        page_token: page_token.clone(),
+                        ..Default::default()
+                    },
+                ))
+                .await;
+            let Ok(answer) = answer else { break };
+            let page = answer.into_inner();
+            for log in &page.logs {
+                let entry = counts.entry(log.job_id).or_insert((0, 0));
+                entry.0 += 1;
+                entry.1 = entry.1.max(log.trigger_time_ms);
+            }
+            total += page.logs.len();
+            if total >= MAX_COUNTED {
+                return (counts, total, true);
+            }
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
         }
     }
+    (counts, total, false)
+}
+
+/// Jobs with runs that failed today (the tile's statuses and window), most failures first.
+async fn failing_jobs(console: &super::super::Console, viewer: &Viewer, since_ms: i64) -> Markup {
+    let (counts, total, capped) = failures_by_job(console, viewer, since_ms).await;
     let mut ranked: Vec<(i64, (i64, i64))> = counts.into_iter().collect();
     ranked.sort_by_key(|entry| std::cmp::Reverse(entry.1));
     let mut out =
-        Markup::literal("<section class=\"card\" id=\"failing-jobs\"><h2>Failing jobs (24 h)</h2>");
+        Markup::literal("<section class=\"card\" id=\"failing-jobs\"><h2>Failing jobs today</h2>");
     if ranked.is_empty() {
         out.push(Markup::literal(
-            "<p class=\"empty\">No failed runs in the last 24 hours.</p></section>",
+            "<p class=\"empty\">No failed runs today.</p></section>",
         ));
         return out;
     }
+    out.push(markup!(
+        "<p class=\"hint\" id=\"failed-total\">Runs failed today: {}{} (failed, timed out, \
+         killed or lost); jobs: {}.</p>",
+        if capped { "over " } else { "" },
+        total,
+        ranked.len()
+    ));
     out.push(Markup::literal(
         "<table><tr><th scope=\"col\">Job</th><th scope=\"col\">Failures</th>\
          <th scope=\"col\">Last</th></tr>",
     ));
-    for (job_id, (failures, last)) in ranked.into_iter().take(10) {
-        let name = console
-            .api()
-            .get_job(request(&viewer.caller, pb::GetJobRequest { id: job_id }))
-            .await
-            .ok()
-            .and_then(|answer| answer.into_inner().job)
-            .map_or_else(|| format!("job {job_id}"), |job| job.name);
+    let shown: Vec<(i64, (i64, i64))> = ranked.into_iter().take(10).collect();
+    let ids = shown.iter().map(|(job_id, _)| *job_id).collect();
+    let jobs = jobs_by_id(console, viewer, ids).await;
+    let default_zone = console.ctx.config.default_time_zone();
+    for (job_id, (failures, last)) in shown {
+        let (name, zone) = match jobs.get(&job_id) {
+            Some(job) => (job.name.clone(), zone::of_job(&job.time_zone, default_zone)),
+            None => (format!("job {job_id}"), default_zone),
+        };
         out.push(markup!(
-            "<tr><td><a href=\"/runs?job={}&amp;status=FAILED\">{}</a></td>\
+            "<tr><td><a href=\"/runs?job={}\">{}</a></td>\
              <td>{}</td><td>{}</td></tr>",
             job_id,
             name,
             failures,
-            html::time(last)
+            zone::job_time(last, zone.name())
         ));
     }
     out.push(Markup::literal("</table></section>"));

@@ -99,11 +99,16 @@ pub async fn readable_groups(console: &Console, viewer: &Viewer) -> Vec<pb::Grou
         .unwrap_or_default()
 }
 
-/// The names of the jobs `ids` the viewer may read (a missing one is left out).
-pub async fn job_names(console: &Console, viewer: &Viewer, ids: Vec<i64>) -> HashMap<i64, String> {
-    let mut names = HashMap::new();
+/// The jobs `ids` the viewer may read, by id (a missing one is left out): their names, and
+/// the zones their times are shown in under "job's zone".
+pub async fn jobs_by_id(
+    console: &Console,
+    viewer: &Viewer,
+    ids: Vec<i64>,
+) -> HashMap<i64, pb::Job> {
+    let mut jobs = HashMap::new();
     for id in ids {
-        if names.contains_key(&id) {
+        if jobs.contains_key(&id) {
             continue;
         }
         let job = console
@@ -113,10 +118,10 @@ pub async fn job_names(console: &Console, viewer: &Viewer, ids: Vec<i64>) -> Has
             .ok()
             .and_then(|answer| answer.into_inner().job);
         if let Some(job) = job {
-            names.insert(id, job.name);
+            jobs.insert(id, job);
         }
     }
-    names
+    jobs
 }
 
 /// The one job whose name contains `name` (the jobs list's name filter), or why there is not

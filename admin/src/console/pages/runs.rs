@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::http::{StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use chrono_tz::Tz;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
@@ -14,9 +15,10 @@ use super::super::form;
 use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::session::Viewer;
+use super::super::zone::{self, reading_zone};
 use super::super::{Shared, request};
 use super::{
-    PAGE_SIZE, Path, group_name, job_named, job_names, page_token, pager, readable_groups,
+    PAGE_SIZE, Path, group_name, job_named, jobs_by_id, page_token, pager, readable_groups,
     see_other, status_page,
 };
 
@@ -62,43 +64,53 @@ fn trigger_name(trigger: i32) -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
-/// `YYYY-MM-DDTHH:MM` (a `datetime-local` field, read as UTC; seconds allowed) to epoch ms;
-/// 0 when empty.
-fn parse_time(name: &str, text: &str) -> Result<i64, String> {
-    if text.is_empty() {
-        return Ok(0);
-    }
-    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
-        .iter()
-        .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
-        .map(|at| at.and_utc().timestamp_millis())
-        .ok_or_else(|| format!("{name}: '{text}' is not a time like 2024-05-01T13:30 (UTC)"))
+/// The list's time filters (`from`, `to`) as epoch ms, read in `zone`, or why one was refused.
+fn read_times(query: &Fields, zone: Tz) -> Result<(i64, i64), String> {
+    let from_ms = zone::parse_local("from", query.get("from"), zone)?;
+    let to_ms = zone::parse_local("to", query.get("to"), zone)?;
+    Ok((from_ms, to_ms))
 }
 
-/// The list's filters as the API takes them, or why one of them was refused.
-fn read_filters(query: &Fields) -> Result<(i64, i64, i64), String> {
-    let job = form::id_filter(query.get("job")).map_err(|message| format!("job: {message}"))?;
-    let from_ms = parse_time("from", query.get("from"))?;
-    let to_ms = parse_time("to", query.get("to"))?;
-    Ok((job, from_ms, to_ms))
-}
-
-pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+pub async fn list(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let query = Fields::from_query(uri.query());
     let groups = readable_groups(&console, &viewer).await;
+    let default_zone = console.ctx.config.default_time_zone();
     let status = pb::RunStatus::from_str_name(&format!("RUN_STATUS_{}", query.get("status")))
         .map_or(0, |status| status as i32);
-    let (mut job_id, from_ms, to_ms) = match read_filters(&query) {
-        Ok(filters) => filters,
-        Err(message) => return refused_filters(&viewer, &query, &groups, &message),
+    let shown = reading_zone(&query, &headers, None);
+    let mut job_id = match form::id_filter(query.get("job")) {
+        Ok(job_id) => job_id,
+        Err(message) => {
+            let message = format!("job: {message}");
+            return refused_filters(&viewer, &query, &groups, shown, &message);
+        }
     };
     let job_name = query.get("job_name");
     if job_id == 0 && !job_name.is_empty() {
         job_id = match job_named(&console, &viewer, job_name).await {
             Ok(id) => id,
-            Err(message) => return refused_filters(&viewer, &query, &groups, &message),
+            Err(message) => return refused_filters(&viewer, &query, &groups, shown, &message),
         };
     }
+    // Under "job's zone", a list of one job reads its times in that job's zone.
+    let job_zone = if job_id > 0 {
+        jobs_by_id(&console, &viewer, vec![job_id])
+            .await
+            .get(&job_id)
+            .map(|job| zone::of_job(&job.time_zone, default_zone))
+    } else {
+        None
+    };
+    let shown = reading_zone(&query, &headers, job_zone);
+    let (from_ms, to_ms) = match read_times(&query, shown) {
+        Ok(times) => times,
+        Err(message) => return refused_filters(&viewer, &query, &groups, shown, &message),
+    };
     let answer = console
         .api()
         .list_logs(request(
@@ -119,7 +131,9 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         Err(status) => return status_page(&status),
     };
     let mut body = html::notice(Tone::Ok, query.get("notice"));
-    body.push(filters(&query, &groups));
+    body.push(filters(&query, &groups, shown));
+    // Refreshed in place by the live script (a RUNNING row turns SUCCESS without a reload).
+    body.push(Markup::literal("<div id=\"runs-live\" data-live>"));
     if page.logs.is_empty() {
         body.push(Markup::literal(
             "<p class=\"empty\" id=\"no-runs\">No runs match. Runs appear when a started job \
@@ -130,13 +144,18 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         body.push(RUN_HEADER.clone());
         let back = list_state(&query);
         let ids: Vec<i64> = page.logs.iter().map(|log| log.job_id).collect();
-        let names = job_names(&console, &viewer, ids).await;
+        let jobs = jobs_by_id(&console, &viewer, ids).await;
+        let known = Known {
+            groups: &groups,
+            jobs: &jobs,
+            default_zone,
+        };
         for log in &page.logs {
-            body.push(run_row(log, &groups, &names, Some((&viewer, &back))));
+            body.push(run_row(log, &known, Some((&viewer, &back))));
         }
         body.push(Markup::literal("</table></div>"));
     }
-    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to"]
+    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to", "tz"]
         .iter()
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
@@ -147,6 +166,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         &page.next_page_token,
         PAGE_SIZE,
     ));
+    body.push(Markup::literal("</div>"));
     if groups.iter().any(|group| viewer.can_operate(group.id)) {
         body.push(clear_form(&viewer, &query, &groups));
     }
@@ -159,9 +179,10 @@ fn refused_filters(
     viewer: &Viewer,
     query: &Fields,
     groups: &[pb::Group],
+    shown: Tz,
     message: &str,
 ) -> Response {
-    let mut body = filters(query, groups);
+    let mut body = filters(query, groups, shown);
     body.push(markup!(
         "<div class=\"notice bad\" id=\"filter-error\" role=\"alert\">{}</div>",
         message
@@ -171,7 +192,8 @@ fn refused_filters(
     response
 }
 
-fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
+/// The filter form; its times are read in `shown`, which it names and posts back (`tz`).
+fn filters(query: &Fields, groups: &[pb::Group], shown: Tz) -> Markup {
     let mut group_options = vec![(String::new(), "all groups".to_string())];
     group_options.extend(
         groups
@@ -190,7 +212,8 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
          <label class=\"sr-only\" for=\"status\">Status</label>{}\
          <label>from <input type=\"datetime-local\" name=\"from\" value=\"{}\"></label>\
          <label>to <input type=\"datetime-local\" name=\"to\" value=\"{}\"></label>\
-         <span class=\"hint\">(UTC)</span>\
+         <span class=\"hint\" id=\"filter-zone\">(times in {})</span>\
+         <input type=\"hidden\" name=\"tz\" value=\"{}\">\
          <button type=\"submit\">Filter</button> <a href=\"/runs\">Clear</a></form>",
         query.get("job"),
         query.get("job_name"),
@@ -198,6 +221,8 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
         html::select("status", &status_options, query.get("status")),
         query.get("from"),
         query.get("to"),
+        shown.name(),
+        shown.name(),
     )
 }
 
@@ -214,11 +239,13 @@ static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
 
 /// The runs list's URL as it is now (filters and page), so Kill and Retry come back to it.
 fn list_state(query: &Fields) -> String {
-    let kept: Vec<String> = ["job", "job_name", "group", "status", "from", "to", "page"]
-        .iter()
-        .filter(|key| !query.get(key).is_empty())
-        .map(|key| format!("{key}={}", html::url(query.get(key))))
-        .collect();
+    let kept: Vec<String> = [
+        "job", "job_name", "group", "status", "from", "to", "tz", "page",
+    ]
+    .iter()
+    .filter(|key| !query.get(key).is_empty())
+    .map(|key| format!("{key}={}", html::url(query.get(key))))
+    .collect();
     if kept.is_empty() {
         "/runs".to_string()
     } else {
@@ -276,14 +303,25 @@ fn back_to(fields: &Fields, fallback: String) -> String {
     }
 }
 
-fn run_row(
-    log: &pb::Log,
-    groups: &[pb::Group],
-    names: &HashMap<i64, String>,
-    controls: Option<(&Viewer, &str)>,
-) -> Markup {
-    let job = match names.get(&log.job_id) {
-        Some(name) => markup!("{} <span class=\"muted\">({})</span>", name, log.job_id),
+/// What a run row shows besides the run: group and job names, the jobs' zones.
+struct Known<'a> {
+    groups: &'a [pb::Group],
+    jobs: &'a HashMap<i64, pb::Job>,
+    default_zone: Tz,
+}
+
+impl Known<'_> {
+    /// The zone a run's times are shown in under "job's zone".
+    fn zone_of(&self, job_id: i64) -> Tz {
+        self.jobs.get(&job_id).map_or(self.default_zone, |job| {
+            zone::of_job(&job.time_zone, self.default_zone)
+        })
+    }
+}
+
+fn run_row(log: &pb::Log, known: &Known<'_>, controls: Option<(&Viewer, &str)>) -> Markup {
+    let job = match known.jobs.get(&log.job_id) {
+        Some(job) => markup!("{} <span class=\"muted\">({})</span>", job.name, log.job_id),
         None => markup!("{}", log.job_id),
     };
     let took = if log.handle_time_ms > 0 && log.trigger_time_ms > 0 {
@@ -306,10 +344,10 @@ fn run_row(
         log.id,
         log.job_id,
         job,
-        group_name(groups, log.group_id),
+        group_name(known.groups, log.group_id),
         html::badge(&status_name(log.status)),
         trigger_name(log.trigger_type),
-        html::time(log.trigger_time_ms),
+        zone::job_time(log.trigger_time_ms, known.zone_of(log.job_id).name()),
         took,
         log.executor_address,
         short,
@@ -411,16 +449,17 @@ pub async fn detail(
         Err(status) => return status_page(&status),
     };
     let groups = readable_groups(&console, &viewer).await;
-    let job_name = console
-        .api()
-        .get_job(request(
-            &viewer.caller,
-            pb::GetJobRequest { id: log.job_id },
-        ))
-        .await
-        .ok()
-        .and_then(|answer| answer.into_inner().job)
-        .map_or_else(|| format!("job {}", log.job_id), |job| job.name);
+    let jobs = jobs_by_id(&console, &viewer, vec![log.job_id]).await;
+    let known = Known {
+        groups: &groups,
+        jobs: &jobs,
+        default_zone: console.ctx.config.default_time_zone(),
+    };
+    let job_name = jobs
+        .get(&log.job_id)
+        .map_or_else(|| format!("job {}", log.job_id), |job| job.name.clone());
+    let job_zone = known.zone_of(log.job_id);
+    let time = |ms: i64| zone::job_time(ms, job_zone.name());
     let status = status_name(log.status);
     let open = matches!(status.as_str(), "PENDING" | "RUNNING");
     let mut body = html::notice(Tone::Ok, query.get("notice"));
@@ -452,10 +491,10 @@ pub async fn detail(
         ),
         ("Group", text(&group_name(&groups, log.group_id))),
         ("Trigger type", text(&trigger_name(log.trigger_type))),
-        ("Scheduled at", html::time(log.scheduled_at_ms)),
-        ("Triggered at", html::time(log.trigger_time_ms)),
+        ("Scheduled at", time(log.scheduled_at_ms)),
+        ("Triggered at", time(log.trigger_time_ms)),
         ("Lateness", text(&lateness)),
-        ("Finished at", html::time(log.handle_time_ms)),
+        ("Finished at", time(log.handle_time_ms)),
         ("Took", text(&took)),
         ("Trigger code", markup!("{}", log.trigger_code)),
         (
@@ -482,7 +521,7 @@ pub async fn detail(
         ("Trace", trace),
     ];
     body.push(Markup::literal(
-        "<section class=\"card\" id=\"run-fields\"><dl class=\"fields-list\">",
+        "<section class=\"card\" id=\"run-fields\" data-live><dl class=\"fields-list\">",
     ));
     for (name, value) in rows {
         body.push(markup!("<dt>{}</dt><dd>{}</dd>", name, value));
@@ -501,7 +540,7 @@ pub async fn detail(
         "<p><a href=\"/runs?job={}\">Other runs of this job</a></p></section>",
         log.job_id
     ));
-    body.push(attempts(&console, &viewer, &log, &groups).await);
+    body.push(attempts(&console, &viewer, &log, &known).await);
     // The first read is server-side, so the log shows without the script; the script then
     // polls for more lines while the run is open.
     let first = console
@@ -545,7 +584,7 @@ async fn attempts(
     console: &super::super::Console,
     viewer: &Viewer,
     log: &pb::Log,
-    groups: &[pb::Group],
+    known: &Known<'_>,
 ) -> Markup {
     if log.scheduled_at_ms <= 0 {
         return Markup::new();
@@ -577,14 +616,13 @@ async fn attempts(
         return Markup::new();
     }
     runs.sort_by_key(|run| run.attempt);
-    let names = job_names(console, viewer, vec![log.job_id]).await;
     let mut out = Markup::literal(
-        "<section class=\"card\" id=\"attempts\"><h2>Attempts of this fire</h2>\
+        "<section class=\"card\" id=\"attempts\" data-live><h2>Attempts of this fire</h2>\
          <div class=\"scroll\"><table>",
     );
     out.push(RUN_HEADER.clone());
     for run in &runs {
-        out.push(run_row(run, groups, &names, None));
+        out.push(run_row(run, known, None));
     }
     out.push(Markup::literal("</table></div></section>"));
     out

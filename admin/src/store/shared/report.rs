@@ -57,9 +57,21 @@ pub async fn refresh_log_report<DB: Dialect>(
     now_ms: i64,
 ) -> StoreResult<DayCounts> {
     // Counted, then upserted: a concurrent refresh by another admin can only replace the row
-    // with counts just as fresh. Counted through a read connection: the count walks a whole
-    // day of log rows, and on SQLite's single writer connection it would hold every dispatch
-    // write back meanwhile. COUNT yields a 64-bit integer everywhere (MySQL's SUM would not).
+    // with counts just as fresh.
+    let counts = count_log_day(db, day_start_ms, day_end_ms).await?;
+    upsert_report_row(db, &counts, now_ms).await?;
+    Ok(counts)
+}
+
+/// The counts of the runs triggered in `[day_start_ms, day_end_ms)`, read now (nothing is
+/// written). Counted through a read connection: the count walks a whole day of log rows, and
+/// on SQLite's single writer connection it would hold every dispatch write back meanwhile.
+/// COUNT yields a 64-bit integer everywhere (MySQL's SUM would not).
+pub async fn count_log_day<DB: Dialect>(
+    db: Pools<'_, DB>,
+    day_start_ms: i64,
+    day_end_ms: i64,
+) -> StoreResult<DayCounts> {
     let row = Sql::<DB>::new(
         format!(
             "SELECT COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
@@ -94,6 +106,14 @@ pub async fn refresh_log_report<DB: Dialect>(
             max_lateness_ms: row.get("max_lateness_ms")?,
         }
     };
+    Ok(counts)
+}
+
+async fn upsert_report_row<DB: Dialect>(
+    db: Pools<'_, DB>,
+    counts: &DayCounts,
+    now_ms: i64,
+) -> StoreResult<()> {
     Sql::<DB>::new(
         "INSERT INTO xjob_log_report (day_ms, running, success, failed, lost, skipped, \
          late_fires, max_lateness_ms, updated_ms) VALUES (",
@@ -131,7 +151,7 @@ pub async fn refresh_log_report<DB: Dialect>(
     ))
     .execute(&mut *db.write().await?)
     .await?;
-    Ok(counts)
+    Ok(())
 }
 
 pub async fn list_log_report<DB: Dialect>(

@@ -13,6 +13,7 @@ use super::super::super::form;
 use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
+use super::super::super::zone;
 use super::super::super::{Console, Shared, request};
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
@@ -191,7 +192,8 @@ pub async fn editor_with(
         }
     ));
     if job.id != 0 {
-        body.push(job_side(viewer, job, editable, trigger));
+        let shown_zone = zone::of_job(&job.time_zone, console.ctx.config.default_time_zone());
+        body.push(job_side(viewer, job, editable, trigger, shown_zone));
     }
     body.push(extra);
     let title = if job.id == 0 {
@@ -459,14 +461,16 @@ fn job_side(
     job: &pb::Job,
     editable: bool,
     trigger: Option<&TriggerForm>,
+    shown_zone: chrono_tz::Tz,
 ) -> Markup {
     let running = job.status == pb::JobStatus::Running as i32;
+    // A live region: the script refreshes the state (next and last fire) in place.
     let mut out = markup!(
-        "<section class=\"card\" id=\"job-state\"><h2>State</h2><p>{} next fire {} · last fire {} \
-         · <a href=\"/runs?job={}\">runs</a></p>",
+        "<section class=\"card\" id=\"job-state\" data-live><h2>State</h2><p>{} next fire {} \
+         · last fire {} · <a href=\"/runs?job={}\">runs</a></p>",
         html::badge(if running { "RUNNING" } else { "STOPPED" }),
-        html::time(job.next_fire_ms),
-        html::time(job.last_fire_ms),
+        zone::job_time(job.next_fire_ms, shown_zone.name()),
+        zone::job_time(job.last_fire_ms, shown_zone.name()),
         job.id
     );
     if !editable {
@@ -557,6 +561,9 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
     let schedule_type =
         pb::ScheduleType::from_str_name(&format!("SCHEDULE_TYPE_{}", query.get("schedule_type")))
             .map_or(0, |value| value as i32);
+    // The zone the schedule runs in, for "job's zone" (the preview names it).
+    let job_zone = crate::model::parse_time_zone(query.get("time_zone"))
+        .unwrap_or_else(|_| console.ctx.config.default_time_zone());
     let answer = console
         .api()
         .preview_schedule(request(
@@ -571,7 +578,10 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
         ))
         .await;
     let json = match answer {
-        Ok(answer) => serde_json::json!({ "times": answer.into_inner().fire_times_ms }),
+        Ok(answer) => serde_json::json!({
+            "times": answer.into_inner().fire_times_ms,
+            "zone": job_zone.name(),
+        }),
         Err(status) => {
             let (field, message) = field_error(&status);
             serde_json::json!({ "error": message, "field": field })

@@ -10,6 +10,7 @@ use super::super::super::csrf::Fields;
 use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
+use super::super::super::zone;
 use super::super::super::{Shared, request};
 use super::super::{PAGE_SIZE, group_name, page_token, pager, readable_groups, status_page};
 use super::label;
@@ -58,14 +59,15 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         ));
     } else {
         body.push(Markup::literal(
-            "<div class=\"scroll\"><table id=\"jobs\"><tr><th scope=\"col\">Id</th>\
+            "<div class=\"scroll\" id=\"jobs-live\" data-live><table id=\"jobs\"><tr><th scope=\"col\">Id</th>\
              <th scope=\"col\">Name</th><th scope=\"col\">Group</th><th scope=\"col\">Schedule</th>\
              <th scope=\"col\">Handler</th><th scope=\"col\">Author</th><th scope=\"col\">Status</th>\
              <th scope=\"col\">Next fire</th><th scope=\"col\">Actions</th></tr>",
         ));
         let back = list_state(&uri);
+        let default_zone = console.ctx.config.default_time_zone();
         for job in &page.jobs {
-            body.push(job_row(&viewer, job, &groups, &back));
+            body.push(job_row(&viewer, job, &groups, &back, default_zone));
         }
         body.push(Markup::literal("</table></div>"));
         if page.jobs.iter().any(|job| viewer.can_operate(job.group_id)) {
@@ -140,7 +142,13 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
     )
 }
 
-fn job_row(viewer: &Viewer, job: &pb::Job, groups: &[pb::Group], back: &str) -> Markup {
+fn job_row(
+    viewer: &Viewer,
+    job: &pb::Job,
+    groups: &[pb::Group],
+    back: &str,
+    default_zone: chrono_tz::Tz,
+) -> Markup {
     let running = job.status == pb::JobStatus::Running as i32;
     let status = if running { "RUNNING" } else { "STOPPED" };
     let schedule = format!(
@@ -208,7 +216,10 @@ fn job_row(viewer: &Viewer, job: &pb::Job, groups: &[pb::Group], back: &str) -> 
         job.handler,
         job.author,
         html::badge(status),
-        html::time(job.next_fire_ms),
+        zone::job_time(
+            job.next_fire_ms,
+            zone::of_job(&job.time_zone, default_zone).name()
+        ),
         actions,
     )
 }
