@@ -9,6 +9,8 @@
 
 use axum::response::{Html, IntoResponse, Response};
 
+use super::i18n::{Lang, t};
+
 /// HTML that is safe to put in a page (see the module comment for who makes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Markup(String);
@@ -174,14 +176,21 @@ pub fn url(text: &str) -> String {
 /// A whole HTML document: head, `header` (navigation, or nothing on error and login pages),
 /// the title as the page's heading, then `body`.
 pub fn document(title: &str, header: Markup, body: Markup) -> Response {
+    document_in(Lang::En, title, header, body)
+}
+
+/// [`document`] in a language: its `lang` attribute and skip link.
+pub fn document_in(lang: Lang, title: &str, header: Markup, body: Markup) -> Response {
     let page = markup!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!doctype html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · xjob</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
          <script src=\"/assets/console.js\" defer></script></head><body>\
-         <a class=\"skip\" href=\"#main\">Skip to content</a>{}\
+         <a class=\"skip\" href=\"#main\">{}</a>{}\
          <main id=\"main\"><h1>{}</h1>{}</main></body></html>",
+        lang.html_lang(),
         title,
+        t(lang, "frame.skip"),
         header,
         title,
         body

@@ -29,6 +29,7 @@ mod form;
 mod frame;
 mod guard;
 mod html;
+mod i18n;
 mod pages;
 mod session;
 mod throttle;
@@ -162,6 +163,14 @@ fn router(console: Shared) -> Router {
         .route("/users", get(pages::users::list).post(pages::users::create))
         .route("/users/{id}/delete", post(pages::users::delete))
         .route("/groups/{id}/delete", post(pages::groups::delete))
+        .route("/users/{id}/role", post(pages::users::set_role))
+        .route(
+            "/users/{id}/password",
+            get(pages::users::password_form).post(pages::users::reset_password),
+        )
+        .route("/language", get(pages::account::language))
+        .route("/account", get(pages::account::page))
+        .route("/account/password", post(pages::account::change_password))
         .route("/users/{id}/grant", post(pages::users::grant))
         .route("/users/{id}/revoke", post(pages::users::revoke))
         .route(

@@ -28,8 +28,8 @@ use thiserror::Error;
 
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
-    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RunLog, RunStatus,
-    User,
+    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, Role, RunLog,
+    RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -298,6 +298,10 @@ shared! {
     fn list_users(&self) -> StoreResult<Vec<User>> => auth;
     /// A user by name, with its grants (console login).
     fn user_by_name(&self, name: &str) -> StoreResult<Option<User>> => auth;
+    /// Changes a user's role (the caller checked that the user exists).
+    fn set_user_role(&self, id: i64, role: Role) -> StoreResult<()> => auth;
+    /// Replaces a user's password hash and ends all of that user's console sessions.
+    fn set_user_password(&self, id: i64, password_hash: &str) -> StoreResult<()> => auth;
     // ---- web console sessions
     fn insert_console_session(&self, session: &ConsoleSession) -> StoreResult<()> => console;
     /// The session whose cookie hashes to `token_hash`, expired or not.

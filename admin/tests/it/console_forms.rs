@@ -563,3 +563,193 @@ async fn errors_stay_in_the_form_and_name_no_internals() -> anyhow::Result<()> {
     assert!(!fx.get("/executors").await?.body.contains("spare-app"));
     Ok(())
 }
+
+/// Logs `name` in through the login form; returns the session cookie and its CSRF token (from
+/// the Account page, which every user may open).
+async fn login(port: u16, name: &str, password: &str) -> anyhow::Result<Option<(String, String)>> {
+    let form = http(port, "GET", "/login", "", "").await?;
+    let login_cookie = form
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_login="))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no login cookie: {}", form.head))?;
+    let csrf = login_cookie.trim_start_matches("xjob_login=");
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", csrf)
+        .append_pair("next", "/account")
+        .append_pair("name", name)
+        .append_pair("password", password);
+    let answer = http(port, "POST", "/login", &login_cookie, &body.finish()).await?;
+    let Some(cookie) = session_cookie(&answer) else {
+        return Ok(None);
+    };
+    let csrf = csrf_of(port, &cookie).await?;
+    Ok(Some((cookie, csrf)))
+}
+
+/// The session cookie an answer sets, if any.
+fn session_cookie(answer: &Answer) -> Option<String> {
+    answer
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_session=") && !value.contains("Max-Age=0"))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+}
+
+async fn csrf_of(port: u16, cookie: &str) -> anyhow::Result<String> {
+    let page = http(port, "GET", "/account", cookie, "").await?;
+    page.body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no CSRF field on /account: {:.500}", page.body))
+}
+
+async fn post_as(
+    port: u16,
+    (cookie, csrf): &(String, String),
+    path: &str,
+    fields: &[(&str, &str)],
+) -> anyhow::Result<Answer> {
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", csrf);
+    for (name, value) in fields {
+        body.append_pair(name, value);
+    }
+    http(port, "POST", path, cookie, &body.finish()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_change_roles_and_reset_passwords_users_change_their_own() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let port = fx.http_port;
+    let mut ids = Vec::new();
+    for (name, role, password) in [
+        ("root", "admin", "root's long password"),
+        ("vera", "viewer", "vera's first password"),
+    ] {
+        let created = fx
+            .client
+            .create_user(pb::CreateUserRequest {
+                name: name.into(),
+                role: role.into(),
+                password: password.into(),
+                token_ttl_ms: 0,
+            })
+            .await?
+            .into_inner();
+        ids.push(created.user.map(|user| user.id).unwrap_or_default());
+    }
+    let (root_id, vera_id) = (ids[0], ids[1]);
+    let root = login(port, "root", "root's long password")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("root cannot log in"))?;
+
+    // The Users page offers a role change and a password reset on other users' rows only.
+    let users = http(port, "GET", "/users", &root.0, "").await?;
+    assert!(
+        users
+            .body
+            .contains(&format!("action=\"/users/{vera_id}/role\""))
+    );
+    assert!(
+        users
+            .body
+            .contains(&format!("href=\"/users/{vera_id}/password\""))
+    );
+    assert!(
+        !users
+            .body
+            .contains(&format!("action=\"/users/{root_id}/role\""))
+    );
+    let answer = post_as(
+        port,
+        &root,
+        &format!("/users/{vera_id}/role"),
+        &[("role", "operator")],
+    )
+    .await?;
+    assert_eq!(answer.code, 303, "{:.2000}", answer.body);
+    let users = http(port, "GET", "/users", &root.0, "").await?;
+    let vera_row = users
+        .body
+        .split(&format!("<tr><td>{vera_id}</td>"))
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_default();
+    assert!(
+        vera_row.contains("<td>operator</td>"),
+        "vera is not an operator: {vera_row}"
+    );
+
+    // Vera signs in; a short reset is refused under the field, a good one ends her session.
+    let vera = login(port, "vera", "vera's first password")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("vera cannot log in"))?;
+    let reset = format!("/users/{vera_id}/password");
+    let short = post_as(port, &root, &reset, &[("new_password", "short")]).await?;
+    assert_eq!(short.code, 400, "{:.2000}", short.body);
+    let shown = field_error(&short.body, "new_password").unwrap_or_default();
+    assert!(shown.contains("at least 12 characters"), "{shown}");
+    let done = post_as(
+        port,
+        &root,
+        &reset,
+        &[("new_password", "set by root today")],
+    )
+    .await?;
+    assert_eq!(done.code, 303, "{:.2000}", done.body);
+    let ended = http(port, "GET", "/account", &vera.0, "").await?;
+    assert!(
+        ended.code == 303 || ended.code == 302 || ended.code == 307,
+        "vera's session outlived the reset: {}",
+        ended.head
+    );
+    assert!(
+        login(port, "vera", "vera's first password")
+            .await?
+            .is_none()
+    );
+    let vera = login(port, "vera", "set by root today")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("vera cannot log in with the reset password"))?;
+
+    // Her own change: the current password is checked, under its field.
+    let wrong = post_as(
+        port,
+        &vera,
+        "/account/password",
+        &[
+            ("current_password", "not my password"),
+            ("new_password", "vera's own choice"),
+        ],
+    )
+    .await?;
+    assert_eq!(wrong.code, 400, "{:.2000}", wrong.body);
+    let shown = field_error(&wrong.body, "current_password").unwrap_or_default();
+    assert!(shown.contains("does not match"), "{shown}");
+    let changed = post_as(
+        port,
+        &vera,
+        "/account/password",
+        &[
+            ("current_password", "set by root today"),
+            ("new_password", "vera's own choice"),
+        ],
+    )
+    .await?;
+    assert_eq!(changed.code, 303, "{:.2000}", changed.body);
+    // This browser keeps working with the new session; the old cookie is over.
+    let fresh = session_cookie(&changed).ok_or_else(|| anyhow::anyhow!("no new session"))?;
+    assert_eq!(http(port, "GET", "/account", &fresh, "").await?.code, 200);
+    assert_ne!(http(port, "GET", "/account", &vera.0, "").await?.code, 200);
+    assert!(login(port, "vera", "vera's own choice").await?.is_some());
+    fx.admin.process_mut().kill_now()?;
+    Ok(())
+}

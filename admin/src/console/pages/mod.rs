@@ -1,6 +1,7 @@
 //! The console's pages, one module per family, and what they share: error pages, the field an
 //! API error names, redirects after a post.
 
+pub mod account;
 pub mod dashboard;
 pub mod groups;
 pub mod jobs;
