@@ -314,6 +314,22 @@ pub fn textarea(name: &str, rows: u32, value: &str) -> Markup {
     )
 }
 
+/// A script's text area, which `editor.js` (loaded here, `defer`: it runs once the page is
+/// parsed) turns into a code editor for `lang` (`shell`, `python`, `nodejs`, `php`,
+/// `powershell`; empty: the form's glue type). Without the script it stays a text area.
+pub fn code_textarea(name: &str, rows: u32, value: &str, lang: &str) -> Markup {
+    markup!(
+        "<textarea name=\"{}\" id=\"{}\" rows=\"{}\" spellcheck=\"false\" \
+         autocapitalize=\"off\" autocomplete=\"off\" data-code=\"{}\">{}</textarea>\
+         <script src=\"/assets/editor.js\" defer></script>",
+        name,
+        name,
+        rows,
+        lang,
+        value
+    )
+}
+
 /// The readable part of a protobuf enum name: `RUN_STATUS_SUCCESS` → `SUCCESS`.
 pub fn enum_label(full: &str, prefix: &str) -> String {
     full.strip_prefix(prefix).unwrap_or(full).to_string()

@@ -126,6 +126,7 @@ fn router(console: Shared) -> Router {
         .route("/", get(pages::dashboard::page))
         .route("/assets/console.css", get(css))
         .route("/assets/console.js", get(js))
+        .route("/assets/editor.js", get(editor_js))
         .route("/login", get(pages::login::form).post(pages::login::submit))
         .route("/logout", post(pages::login::logout))
         .route("/jobs", get(pages::jobs::list::list))
@@ -197,6 +198,15 @@ async fn js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/console.js"),
+    )
+}
+
+/// The script editor (line numbers, syntax highlighting), apart from console.js: only pages
+/// with a script load it.
+async fn editor_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/editor.js"),
     )
 }
 

@@ -104,6 +104,8 @@ pub struct JobFilter {
     pub name: Option<String>,
     pub handler: Option<String>,
     pub author: Option<String>,
+    /// `None` = by id.
+    pub order: Option<crate::model::ListOrder>,
     pub offset: i64,
     pub limit: i64,
 }
@@ -354,6 +356,8 @@ shared! {
     fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
     fn get_jobs(&self, ids: &[JobId]) -> StoreResult<Vec<Job>> => jobs;
     fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
+    /// How many jobs match `filter` (its page ignored).
+    fn count_matching_jobs(&self, filter: &JobFilter) -> StoreResult<i64> => jobs;
     /// Ids among `ids` with no job.
     fn missing_job_ids(&self, ids: &[JobId]) -> StoreResult<Vec<i64>> => jobs;
     /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
@@ -458,6 +462,8 @@ shared! {
     /// Ids among `ids` that name no run (never written, or deleted since).
     fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<i64>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
+    /// How many runs match `filter` (its page ignored).
+    fn count_matching_logs(&self, filter: &LogFilter) -> StoreResult<i64> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).

@@ -188,10 +188,26 @@ async fn http(
     cookie: &str,
     body: &str,
 ) -> anyhow::Result<Answer> {
+    let headers: &[(&str, &str)] = if cookie.is_empty() {
+        &[]
+    } else {
+        &[("Cookie", cookie)]
+    };
+    http_with(port, method, path, headers, body).await
+}
+
+/// [`http`] with any request headers.
+async fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<Answer> {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     let mut request = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
-    if !cookie.is_empty() {
-        request.push_str(&format!("Cookie: {cookie}\r\n"));
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
     if method == "POST" {
         request.push_str(&format!(
@@ -757,5 +773,122 @@ async fn admins_change_roles_and_reset_passwords_users_change_their_own() -> any
     assert_ne!(http(port, "GET", "/account", &vera.0, "").await?.code, 200);
     assert!(login(port, "vera", "vera's own choice").await?.is_some());
     fx.admin.process_mut().kill_now()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_speaks_the_browsers_language_or_the_one_picked() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let port = fx.http_port;
+    // The browser prefers Chinese: the page is in Chinese, and says so.
+    let chinese = http_with(
+        port,
+        "GET",
+        "/users",
+        &[("Cookie", &fx.cookie), ("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5")],
+        "",
+    )
+    .await?;
+    assert_eq!(chinese.code, 200);
+    assert!(chinese.body.contains("<html lang=\"zh-Hans\">"), "{:.300}", chinese.body);
+    assert!(chinese.body.contains(">任务</a>"), "{:.2000}", chinese.body);
+    assert!(chinese.body.contains(">新建用户</h2>"), "the page's own words too");
+    // A picked language (the cookie) wins over the browser's.
+    let picked = format!("{}; xjob_lang=en", fx.cookie);
+    let english = http_with(
+        port,
+        "GET",
+        "/users",
+        &[("Cookie", &picked), ("Accept-Language", "zh-CN")],
+        "",
+    )
+    .await?;
+    assert!(english.body.contains("<html lang=\"en\">"), "{:.300}", english.body);
+    assert!(english.body.contains(">Jobs</a>"));
+
+    // The switch sets the cookie for a year and goes back to the page it was used on.
+    let referer = format!("http://127.0.0.1:{port}/runs?status=FAILED");
+    let switched = http_with(
+        port,
+        "GET",
+        "/language?lang=zh",
+        &[("Referer", &referer)],
+        "",
+    )
+    .await?;
+    assert_eq!(switched.code, 303, "{}", switched.head);
+    assert!(
+        switched.head.contains("location: /runs?status=FAILED"),
+        "{}",
+        switched.head
+    );
+    assert!(
+        switched
+            .head
+            .contains("set-cookie: xjob_lang=zh; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"),
+        "{}",
+        switched.head
+    );
+    let elsewhere = http_with(
+        port,
+        "GET",
+        "/language?lang=en",
+        &[("Referer", "http://127.0.0.1:1//evil.example/")],
+        "",
+    )
+    .await?;
+    assert!(
+        elsewhere
+            .head
+            .lines()
+            .any(|line| line.trim_end() == "location: /"),
+        "{}",
+        elsewhere.head
+    );
+    let unknown = http(port, "GET", "/language?lang=fr", "", "").await?;
+    assert_eq!(unknown.code, 400, "{:.500}", unknown.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    for name in ["bravo", "alpha", "charlie"] {
+        let created = fx
+            .post("/jobs/new", &fx.job_form(&group, &[("name", name)]))
+            .await?;
+        anyhow::ensure!(created_job_id(&created).is_some(), "{name} not created");
+    }
+    let position = |body: &str, name: &str| body.find(&format!(">{name}</a>"));
+    let sorted = fx.get("/jobs?sort=-name").await?;
+    assert_eq!(sorted.code, 200, "{:.2000}", sorted.body);
+    assert!(sorted.body.contains("id=\"jobs-total\">3 jobs</p>"), "{:.3000}", sorted.body);
+    let order: Vec<Option<usize>> = ["charlie", "bravo", "alpha"]
+        .iter()
+        .map(|name| position(&sorted.body, name))
+        .collect();
+    assert!(
+        order.iter().all(Option::is_some) && order.windows(2).all(|pair| pair[0] < pair[1]),
+        "names not descending: {order:?}"
+    );
+    // The sorted column says so, and its link sorts the other way; the filters are kept.
+    assert!(sorted.body.contains("aria-sort=\"descending\""));
+    let filtered = fx.get("/jobs?name=a&sort=name").await?;
+    assert!(
+        filtered
+            .body
+            .contains("href=\"/jobs?name=a&amp;sort=-name\" data-sort=\"name\""),
+        "{:.4000}",
+        filtered.body
+    );
+    // A sort key that is not a column is refused, naming the choices.
+    let refused = fx.get("/jobs?sort=glue_source").await?;
+    assert_eq!(refused.code, 400);
+    assert!(
+        unescape(&refused.body).contains("order_by: 'glue_source' is not one of: id, name"),
+        "{:.2000}",
+        refused.body
+    );
     Ok(())
 }

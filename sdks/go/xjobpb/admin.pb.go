@@ -1958,8 +1958,11 @@ type ListJobsRequest struct {
 	Handler string `protobuf:"bytes,4,opt,name=handler,proto3" json:"handler,omitempty"`
 	Author  string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
 	// Default 50, at most 1000.
-	PageSize      int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Sort by "id", "name", "group", "handler", "author", "status" or "next_fire"; a leading
+	// "-" sorts descending. Empty = by id. Ties are broken by id.
+	OrderBy       string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2043,11 +2046,20 @@ func (x *ListJobsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListJobsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
+	}
+	return ""
+}
+
 type ListJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// Empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many jobs match the filters (all pages together).
+	TotalSize     int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2094,6 +2106,13 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListJobsResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
 }
 
 type StartJobRequest struct {
@@ -2514,8 +2533,11 @@ type ListLogsRequest struct {
 	FromMs int64 `protobuf:"varint,4,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
 	ToMs   int64 `protobuf:"varint,5,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
 	// Default 50, at most 1000.
-	PageSize      int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Sort by "id", "job", "group", "status", "triggered" or "executor"; a leading "-" sorts
+	// descending. Empty = newest first ("-id"). Ties are broken by id.
+	OrderBy       string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2599,10 +2621,19 @@ func (x *ListLogsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListLogsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
+	}
+	return ""
+}
+
 type ListLogsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Logs          []*Log                 `protobuf:"bytes,1,rep,name=logs,proto3" json:"logs,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many runs match the filters (all pages together).
+	TotalSize     int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2649,6 +2680,13 @@ func (x *ListLogsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListLogsResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
 }
 
 type GetLogRequest struct {
@@ -5234,7 +5272,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x15GetGlueVersionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"H\n" +
 	"\x16GetGlueVersionResponse\x12.\n" +
-	"\aversion\x18\x01 \x01(\v2\x14.xjob.v1.GlueVersionR\aversion\"\xda\x01\n" +
+	"\aversion\x18\x01 \x01(\v2\x14.xjob.v1.GlueVersionR\aversion\"\xf5\x01\n" +
 	"\x0fListJobsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12*\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x12.xjob.v1.JobStatusR\x06status\x12\x12\n" +
@@ -5243,10 +5281,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06author\x18\x05 \x01(\tR\x06author\x12\x1b\n" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\a \x01(\tR\tpageToken\"\\\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\x12\x19\n" +
+	"\border_by\x18\b \x01(\tR\aorderBy\"{\n" +
 	"\x10ListJobsResponse\x12 \n" +
 	"\x04jobs\x18\x01 \x03(\v2\f.xjob.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"!\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\ttotalSize\"!\n" +
 	"\x0fStartJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"2\n" +
 	"\x10StartJobResponse\x12\x1e\n" +
@@ -5269,7 +5310,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\"=\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
-	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\xd9\x01\n" +
+	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\xf4\x01\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
@@ -5278,10 +5319,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05to_ms\x18\x05 \x01(\x03R\x04toMs\x12\x1b\n" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\a \x01(\tR\tpageToken\"\\\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\x12\x19\n" +
+	"\border_by\x18\b \x01(\tR\aorderBy\"{\n" +
 	"\x10ListLogsResponse\x12 \n" +
 	"\x04logs\x18\x01 \x03(\v2\f.xjob.v1.LogR\x04logs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x1f\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\ttotalSize\"\x1f\n" +
 	"\rGetLogRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"0\n" +
 	"\x0eGetLogResponse\x12\x1e\n" +

@@ -17,7 +17,7 @@ use super::super::session::Viewer;
 use super::super::{Shared, request};
 use super::{
     PAGE_SIZE, Path, group_name, job_named, job_names, page_token, pager, readable_groups,
-    see_other, status_page,
+    see_other, sortable_header, sorted_url, status_page, total_line,
 };
 
 /// A clean-up mode in words (XXL-JOB's modes, in its order, come from `ClearLogsMode`).
@@ -111,6 +111,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 to_ms,
                 page_size: PAGE_SIZE as i32,
                 page_token: page_token(&query, PAGE_SIZE),
+                order_by: query.get("sort").to_string(),
             },
         ))
         .await;
@@ -126,8 +127,10 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
              fires or when you trigger one from its job page.</p>",
         ));
     } else {
+        body.push(total_line("runs-total", page.total_size, "run", "runs"));
         body.push(Markup::literal("<div class=\"scroll\"><table id=\"runs\">"));
-        body.push(RUN_HEADER.clone());
+        let link = |sort: &str| sorted_url("/runs", &query, LIST_KEYS, sort);
+        body.push(sortable_header(RUN_COLUMNS, query.get("sort"), &link));
         let back = list_state(&query);
         let ids: Vec<i64> = page.logs.iter().map(|log| log.job_id).collect();
         let names = job_names(&console, &viewer, ids).await;
@@ -136,8 +139,9 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         }
         body.push(Markup::literal("</table></div>"));
     }
-    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to"]
+    let filters: Vec<(&str, String)> = LIST_KEYS
         .iter()
+        .filter(|key| **key != "page")
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
     body.push(pager(
@@ -201,6 +205,23 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
     )
 }
 
+/// The runs list's filters and sort, as its URL carries them.
+const LIST_KEYS: &[&str] = &["job", "job_name", "group", "status", "from", "to", "sort", "page"];
+
+/// The runs list's columns: label and sort key (`model::LOG_SORT_KEYS`), if it sorts.
+const RUN_COLUMNS: &[(&str, Option<&str>)] = &[
+    ("Run", Some("id")),
+    ("Job", Some("job")),
+    ("Group", Some("group")),
+    ("Status", Some("status")),
+    ("Trigger", None),
+    ("Triggered", Some("triggered")),
+    ("Took", None),
+    ("Executor", Some("executor")),
+    ("Message", None),
+    ("Actions", None),
+];
+
 /// The runs table's header row (the list and a run's attempts).
 static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
     Markup::literal(
@@ -214,7 +235,7 @@ static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
 
 /// The runs list's URL as it is now (filters and page), so Kill and Retry come back to it.
 fn list_state(query: &Fields) -> String {
-    let kept: Vec<String> = ["job", "job_name", "group", "status", "from", "to", "page"]
+    let kept: Vec<String> = LIST_KEYS
         .iter()
         .filter(|key| !query.get(key).is_empty())
         .map(|key| format!("{key}={}", html::url(query.get(key))))

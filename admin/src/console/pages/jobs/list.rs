@@ -11,11 +11,27 @@ use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
 use super::super::super::{Shared, request};
-use super::super::{PAGE_SIZE, group_name, page_token, pager, readable_groups, status_page};
+use super::super::{
+    PAGE_SIZE, group_name, page_token, pager, readable_groups, sortable_header, sorted_url,
+    status_page, total_line,
+};
 use super::label;
 
 /// The list's filters, in the order of the query.
-const FILTERS: &[&str] = &["group", "status", "name", "handler", "author"];
+const FILTERS: &[&str] = &["group", "status", "name", "handler", "author", "sort"];
+
+/// The table's columns: label and sort key (`model::JOB_SORT_KEYS`), if it sorts.
+const COLUMNS: &[(&str, Option<&str>)] = &[
+    ("Id", Some("id")),
+    ("Name", Some("name")),
+    ("Group", Some("group")),
+    ("Schedule", None),
+    ("Handler", Some("handler")),
+    ("Author", Some("author")),
+    ("Status", Some("status")),
+    ("Next fire", Some("next_fire")),
+    ("Actions", None),
+];
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -37,6 +53,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 author: query.get("author").to_string(),
                 page_size: PAGE_SIZE as i32,
                 page_token: page_token(&query, PAGE_SIZE),
+                order_by: query.get("sort").to_string(),
             },
         ))
         .await;
@@ -57,12 +74,12 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
              job (it starts stopped; start it to schedule it).</p>",
         ));
     } else {
+        body.push(total_line("jobs-total", page.total_size, "job", "jobs"));
         body.push(Markup::literal(
-            "<div class=\"scroll\"><table id=\"jobs\"><tr><th scope=\"col\">Id</th>\
-             <th scope=\"col\">Name</th><th scope=\"col\">Group</th><th scope=\"col\">Schedule</th>\
-             <th scope=\"col\">Handler</th><th scope=\"col\">Author</th><th scope=\"col\">Status</th>\
-             <th scope=\"col\">Next fire</th><th scope=\"col\">Actions</th></tr>",
+            "<div class=\"scroll\"><table id=\"jobs\">",
         ));
+        let link = |sort: &str| sorted_url("/jobs", &query, FILTERS, sort);
+        body.push(sortable_header(COLUMNS, query.get("sort"), &link));
         let back = list_state(&uri);
         for job in &page.jobs {
             body.push(job_row(&viewer, job, &groups, &back));
