@@ -10,7 +10,15 @@ pub struct ListOrder {
 }
 
 /// What the jobs list sorts by (its visible columns).
-pub const JOB_SORT_KEYS: &[&str] = &["id", "name", "group", "handler", "author", "status", "next_fire"];
+pub const JOB_SORT_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "group",
+    "handler",
+    "author",
+    "status",
+    "next_fire",
+];
 /// What the runs list sorts by (its visible columns).
 pub const LOG_SORT_KEYS: &[&str] = &["id", "job", "group", "status", "triggered", "executor"];
 
@@ -26,10 +34,7 @@ impl ListOrder {
             None => (false, text),
         };
         match keys.iter().find(|key| **key == name) {
-            Some(key) => Ok(Some(ListOrder {
-                key,
-                descending,
-            })),
+            Some(key) => Ok(Some(ListOrder { key, descending })),
             None => Err(format!(
                 "'{}' is not one of: {} (a leading - sorts descending)",
                 text.chars().take(40).collect::<String>(),

@@ -785,14 +785,24 @@ async fn the_console_speaks_the_browsers_language_or_the_one_picked() -> anyhow:
         port,
         "GET",
         "/users",
-        &[("Cookie", &fx.cookie), ("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5")],
+        &[
+            ("Cookie", &fx.cookie),
+            ("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5"),
+        ],
         "",
     )
     .await?;
     assert_eq!(chinese.code, 200);
-    assert!(chinese.body.contains("<html lang=\"zh-Hans\">"), "{:.300}", chinese.body);
+    assert!(
+        chinese.body.contains("<html lang=\"zh-Hans\">"),
+        "{:.300}",
+        chinese.body
+    );
     assert!(chinese.body.contains(">任务</a>"), "{:.2000}", chinese.body);
-    assert!(chinese.body.contains(">新建用户</h2>"), "the page's own words too");
+    assert!(
+        chinese.body.contains(">新建用户</h2>"),
+        "the page's own words too"
+    );
     // A picked language (the cookie) wins over the browser's.
     let picked = format!("{}; xjob_lang=en", fx.cookie);
     let english = http_with(
@@ -803,7 +813,11 @@ async fn the_console_speaks_the_browsers_language_or_the_one_picked() -> anyhow:
         "",
     )
     .await?;
-    assert!(english.body.contains("<html lang=\"en\">"), "{:.300}", english.body);
+    assert!(
+        english.body.contains("<html lang=\"en\">"),
+        "{:.300}",
+        english.body
+    );
     assert!(english.body.contains(">Jobs</a>"));
 
     // The switch sets the cookie for a year and goes back to the page it was used on.
@@ -823,9 +837,9 @@ async fn the_console_speaks_the_browsers_language_or_the_one_picked() -> anyhow:
         switched.head
     );
     assert!(
-        switched
-            .head
-            .contains("set-cookie: xjob_lang=zh; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"),
+        switched.head.contains(
+            "set-cookie: xjob_lang=zh; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"
+        ),
         "{}",
         switched.head
     );
@@ -863,7 +877,11 @@ async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result
     let position = |body: &str, name: &str| body.find(&format!(">{name}</a>"));
     let sorted = fx.get("/jobs?sort=-name").await?;
     assert_eq!(sorted.code, 200, "{:.2000}", sorted.body);
-    assert!(sorted.body.contains("id=\"jobs-total\">3 jobs</p>"), "{:.3000}", sorted.body);
+    assert!(
+        sorted.body.contains("id=\"jobs-total\">3 jobs</p>"),
+        "{:.3000}",
+        sorted.body
+    );
     let order: Vec<Option<usize>> = ["charlie", "bravo", "alpha"]
         .iter()
         .map(|name| position(&sorted.body, name))

@@ -365,7 +365,10 @@ mod tests {
         let row = sortable_header(&[("Name", Some("name")), ("Actions", None)], "name", &link)
             .into_string();
         assert!(row.contains("aria-sort=\"ascending\""), "{row}");
-        assert!(row.contains("href=\"/jobs?name=a&amp;sort=-name\""), "{row}");
+        assert!(
+            row.contains("href=\"/jobs?name=a&amp;sort=-name\""),
+            "{row}"
+        );
         assert!(row.contains("<th scope=\"col\">Actions</th>"), "{row}");
         let row = sortable_header(&[("Name", Some("name"))], "-name", &link).into_string();
         assert!(row.contains("aria-sort=\"descending\""), "{row}");

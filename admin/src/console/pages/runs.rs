@@ -206,7 +206,9 @@ fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
 }
 
 /// The runs list's filters and sort, as its URL carries them.
-const LIST_KEYS: &[&str] = &["job", "job_name", "group", "status", "from", "to", "sort", "page"];
+const LIST_KEYS: &[&str] = &[
+    "job", "job_name", "group", "status", "from", "to", "sort", "page",
+];
 
 /// The runs list's columns: label and sort key (`model::LOG_SORT_KEYS`), if it sorts.
 const RUN_COLUMNS: &[(&str, Option<&str>)] = &[

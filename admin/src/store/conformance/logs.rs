@@ -792,8 +792,16 @@ async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches
             "{backend}: by name, ties by id"
         );
         let sorted = names(store.list_jobs(&by("name", true)).await.expect("list"));
-        assert_eq!(sorted[0], ("c".to_string(), ids[2]), "{backend}: descending");
-        assert_eq!(sorted[3], ("a".to_string(), ids[1]), "{backend}: ties descending too");
+        assert_eq!(
+            sorted[0],
+            ("c".to_string(), ids[2]),
+            "{backend}: descending"
+        );
+        assert_eq!(
+            sorted[3],
+            ("a".to_string(), ids[1]),
+            "{backend}: ties descending too"
+        );
         // A page of a sorted list, and the count of all matches.
         let page = JobFilter {
             name: Some("a".to_string()),
@@ -802,7 +810,11 @@ async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches
             ..by("next_fire", true)
         };
         let one = names(store.list_jobs(&page).await.expect("page"));
-        assert_eq!(one, [("a".to_string(), ids[1])], "{backend}: second 'a' by next fire");
+        assert_eq!(
+            one,
+            [("a".to_string(), ids[1])],
+            "{backend}: second 'a' by next fire"
+        );
         assert_eq!(store.count_matching_jobs(&page).await.expect("count"), 2);
         assert_eq!(
             store

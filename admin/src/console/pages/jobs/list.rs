@@ -75,9 +75,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         ));
     } else {
         body.push(total_line("jobs-total", page.total_size, "job", "jobs"));
-        body.push(Markup::literal(
-            "<div class=\"scroll\"><table id=\"jobs\">",
-        ));
+        body.push(Markup::literal("<div class=\"scroll\"><table id=\"jobs\">"));
         let link = |sort: &str| sorted_url("/jobs", &query, FILTERS, sort);
         body.push(sortable_header(COLUMNS, query.get("sort"), &link));
         let back = list_state(&uri);
