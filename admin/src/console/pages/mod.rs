@@ -321,7 +321,7 @@ pub fn total_line(id: &str, total: i64, one: &str, many: &str) -> Markup {
     let digits = total.max(0).to_string();
     let mut grouped = String::new();
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(digit);

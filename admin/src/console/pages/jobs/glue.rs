@@ -174,6 +174,14 @@ fn line_diff<'a>(old: &'a str, new: &'a str) -> Vec<(Change, &'a str)> {
     out
 }
 
+/// The script editor's language for a glue type: `SHELL` → `shell` (editor.js knows shell,
+/// python, nodejs, php, powershell; any other shows plain, with line numbers).
+fn code_language(glue_type: i32) -> String {
+    pb::GlueType::try_from(glue_type)
+        .map(|known| html::enum_label(known.as_str_name(), "GLUE_TYPE_").to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,12 +201,4 @@ mod tests {
         );
         assert!(line_diff("", "").is_empty());
     }
-}
-
-/// The script editor's language for a glue type: `SHELL` → `shell` (editor.js knows shell,
-/// python, nodejs, php, powershell; any other shows plain, with line numbers).
-fn code_language(glue_type: i32) -> String {
-    pb::GlueType::try_from(glue_type)
-        .map(|known| html::enum_label(known.as_str_name(), "GLUE_TYPE_").to_ascii_lowercase())
-        .unwrap_or_default()
 }
