@@ -267,6 +267,27 @@ step('a script job keeps the versions of its source', async (page) => {
   await shot(page, 'job-script');
 });
 
+step('the script editor numbers lines and highlights the script', async (page) => {
+  await visit(page, `${base}/jobs/${state.scriptJob}`);
+  await page.waitForSelector('.code-editor[data-lang=shell]');
+  await page.fill('#glue_source', 'if true; then\n  echo $HOME "done" # a comment\nfi\n');
+  const numbers = await page.textContent('.code-editor .code-gutter');
+  check(/^1\n2\n3\n4\b/.test(numbers), `line numbers 1 to 4: ${JSON.stringify(numbers)}`);
+  const kinds = { kw: 'if', var: '$HOME', str: '"done"', com: '# a comment' };
+  for (const [kind, text] of Object.entries(kinds)) {
+    const shown = await page.$$eval(`.code-shown .tok-${kind}`, (spans) => spans.map((span) => span.textContent));
+    check(shown.includes(text), `${text} is highlighted as ${kind}: ${JSON.stringify(shown)}`);
+  }
+  // The text area is still the form's field, posted as typed.
+  check((await page.inputValue('#glue_source')).includes('# a comment'), 'the field keeps the text');
+  await shot(page, 'script-editor');
+  // A new job's editor follows the glue type chosen in the form.
+  await visit(page, `${base}/jobs/new`);
+  await page.selectOption('#glue_type', 'PYTHON');
+  await page.fill('#glue_source', 'def main():\n    print("hi")\n');
+  await page.waitForSelector('.code-editor[data-lang=python] .code-shown .tok-kw');
+});
+
 step('a multi-line shell script saved from the editor runs and succeeds', async (page) => {
   // The browser posts the text area with CRLF line ends; the admin stores LF, so bash can
   // read the `if` block (with CR left in, it fails: unexpected end of file).
@@ -558,12 +579,32 @@ step('executors, groups, users and audit pages render; a viewer is created', asy
   await logout(page);
 });
 
+step('the language switch shows the console in Chinese and remembers it', async (page) => {
+  await login(page, adminUser, adminPassword);
+  await visit(page, `${base}/users`);
+  await Promise.all([page.waitForNavigation(), page.click('#lang-zh')]);
+  check(new URL(page.url()).pathname === '/users', `back on the same page: ${page.url()}`);
+  check(await page.getAttribute('html', 'lang') === 'zh-Hans', 'the page says it is Chinese');
+  const nav = await page.textContent('header nav');
+  check(/任务/.test(nav) && /运行记录/.test(nav), `the navigation in Chinese: ${nav}`);
+  check((await page.textContent('h1')).trim() === '用户', 'the heading in Chinese');
+  const findings = await axeFindings(page);
+  check(findings.length === 0, `axe findings in Chinese:\n  ${findings.join('\n  ')}`);
+  await shot(page, 'users-zh');
+  // Remembered on the next pages (a cookie), until switched back.
+  await visit(page, `${base}/account`);
+  check(await page.getAttribute('html', 'lang') === 'zh-Hans', 'still Chinese on another page');
+  await Promise.all([page.waitForNavigation(), page.click('#lang-en')]);
+  check(await page.getAttribute('html', 'lang') === 'en', 'back to English');
+  await logout(page);
+});
+
 step('axe-core finds no serious or critical issue on any page', async (page) => {
   await login(page, adminUser, adminPassword);
   const pages = [
     '/', '/jobs', '/jobs/new', `/jobs/${state.cronJob}`, `/jobs/${state.scriptJob}`,
     '/runs', `/runs/${state.killedRun}`, '/executors', '/groups/new', `/groups/${groupId}`,
-    '/users', '/audit', '/no-such-page',
+    '/users', '/audit', '/account', '/no-such-page',
   ];
   const found = [];
   for (const url of pages) {

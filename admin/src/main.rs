@@ -30,7 +30,8 @@ enum Command {
     /// Manages JobAdmin users (against the configured database).
     #[command(subcommand)]
     User(UserCommand),
-    /// Client commands against a running admin over gRPC (jobs, runs, groups, executors, preview).
+    /// Client commands against a running admin over gRPC (jobs, runs, groups, users, executors,
+    /// preview).
     #[command(flatten)]
     Client(xjob_cli::Command),
     /// Imports an XXL-JOB installation's groups and jobs (docs/migrating-from-xxl-job.md);

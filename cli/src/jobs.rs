@@ -223,6 +223,7 @@ async fn list(args: ListArgs, out: &Output, client: &mut Client) -> Result<(), C
         author: args.author.unwrap_or_default(),
         page_size: page_size(args.limit),
         page_token: String::new(),
+        order_by: String::new(),
     };
     let mut jobs = Vec::new();
     loop {

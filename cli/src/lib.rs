@@ -9,7 +9,7 @@
 //! - [`view`]: the stable JSON shape of each object and the enum names flags accept;
 //! - [`group_names`]: `--group` as an id or an app name, `app (id)` in tables;
 //! - [`prompt`]: the confirmation asked before a delete;
-//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`executors`], [`preview`].
+//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`].
 //!
 //! Arrows point down only: the nouns use the helpers above; `jobs trigger --follow` uses
 //! [`runs`]; `render` imports only `error`, and `error` nothing of the crate.
@@ -28,6 +28,7 @@ mod preview;
 mod prompt;
 mod render;
 mod runs;
+mod users;
 mod view;
 
 use clap::{Args, Subcommand};
@@ -45,6 +46,8 @@ pub enum Command {
     Runs(Noun<runs::RunsCommand>),
     /// Executor groups (apps): list, show, create, update, delete.
     Groups(Noun<groups::GroupsCommand>),
+    /// Users of the admin: list, set-role, reset-password, change-password.
+    Users(Noun<users::UsersCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {
         #[command(flatten)]
@@ -93,6 +96,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Groups(noun) => {
             dispatch(&noun.options, |out, client| {
                 Box::pin(groups::run(noun.verb, out, client))
+            })
+            .await
+        }
+        Command::Users(noun) => {
+            dispatch(&noun.options, |out, client| {
+                Box::pin(users::run(noun.verb, out, client))
             })
             .await
         }

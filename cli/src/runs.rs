@@ -134,6 +134,7 @@ async fn list(args: ListArgs, out: &Output, client: &mut Client) -> Result<(), C
         to_ms: 0,
         page_size: i32::try_from(args.limit.clamp(1, 500)).unwrap_or(500),
         page_token: String::new(),
+        order_by: String::new(),
     };
     let mut runs = Vec::new();
     loop {

@@ -15,7 +15,10 @@ use crate::error::Error;
 use crate::maintenance::cleanup::{ClearMode, ClearRequest};
 use crate::maintenance::report::Dashboard;
 use crate::model::validate::field_name;
-use crate::model::{ExecutorInfo, Group, Job, JobStatus, LogFilter, RetryBackoff, RunLog};
+use crate::model::{
+    ExecutorInfo, Group, JOB_SORT_KEYS, Job, JobStatus, LOG_SORT_KEYS, ListOrder, LogFilter,
+    RetryBackoff, RunLog,
+};
 use crate::store::{DayCounts, JobFilter};
 pub use crate::wire::*;
 
@@ -317,6 +320,8 @@ pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter,
         name: non_empty(request.name),
         handler: non_empty(request.handler),
         author: non_empty(request.author),
+        order: ListOrder::parse(&request.order_by, JOB_SORT_KEYS)
+            .map_err(|message| Error::invalid("order_by", message))?,
         offset: page.offset,
         limit: page.limit,
     })
@@ -331,6 +336,8 @@ pub fn log_filter(request: &pb::ListLogsRequest, page: Page) -> Result<LogFilter
         status: optional_filter(request.status, "status", pb_run_status)?,
         from_ms: non_zero(request.from_ms),
         to_ms: non_zero(request.to_ms),
+        order: ListOrder::parse(&request.order_by, LOG_SORT_KEYS)
+            .map_err(|message| Error::invalid("order_by", message))?,
         offset: page.offset,
         limit: page.limit,
     })

@@ -1,7 +1,7 @@
 //! Creating users and issuing their tokens: shared by `JobAdmin`, `xjob user create` and the
 //! bootstrap token.
 
-use super::secrets::{generate_token, hash_password, hash_token, shown_prefix};
+use super::secrets::{generate_token, hash_password, hash_token, shown_prefix, verify_password};
 use crate::error::Error;
 use crate::model::{ApiToken, AuditEntry, Role, User};
 use crate::store::Store;
@@ -16,14 +16,42 @@ pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Refuses a password shorter than [`MIN_PASSWORD_CHARS`]. Empty means "no password login"
 /// and is allowed; the message never repeats the password.
 pub fn check_password(password: &str) -> Result<(), Error> {
+    check_password_field("password", password)
+}
+
+/// [`check_password`] for a request field of another name (`new_password`).
+fn check_password_field(field: &str, password: &str) -> Result<(), Error> {
     let chars = password.chars().count();
     if chars > 0 && chars < MIN_PASSWORD_CHARS {
         return Err(Error::invalid(
-            "password",
+            field,
             format!("at least {MIN_PASSWORD_CHARS} characters (or empty for no password login)"),
         ));
     }
     Ok(())
+}
+
+/// The stored hash of a new password after [`check_password`] (empty stays empty: no password
+/// login). argon2 takes tens of milliseconds of CPU, so it runs off the async threads.
+pub async fn new_password_hash(field: &str, password: &str) -> Result<String, Error> {
+    check_password_field(field, password)?;
+    if password.is_empty() {
+        return Ok(String::new());
+    }
+    let password = password.to_string();
+    tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|error| Error::internal("password hashing stopped".to_string(), error))?
+        .map_err(|error| Error::invalid(field, error))
+}
+
+/// Whether `password` is the user's current one (false for a user without a password), off
+/// the async threads like every argon2 call.
+pub async fn password_matches(password: &str, password_hash: &str) -> bool {
+    let (password, hash) = (password.to_string(), password_hash.to_string());
+    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false)
 }
 
 /// A new user and its first token, shown once.

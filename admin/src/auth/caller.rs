@@ -31,6 +31,8 @@ pub enum Permission {
     ManageGroups,
     /// Manage users, tokens and grants (admin).
     ManageUsers,
+    /// Change one's own console password (every user).
+    ChangeOwnPassword,
     /// Read the audit trail (admin).
     ReadAudit,
     /// Trigger a job on an address outside its group (admin, with `trigger_any_address`).
@@ -44,6 +46,7 @@ impl Permission {
             Permission::Operate => "jobs.operate",
             Permission::ManageGroups => "groups.manage",
             Permission::ManageUsers => "users.manage",
+            Permission::ChangeOwnPassword => "account.password",
             Permission::ReadAudit => "audit.read",
             Permission::TriggerAnyAddress => "trigger.any_address",
         }
@@ -52,7 +55,7 @@ impl Permission {
     /// The lowest role that has this permission (in its groups, for the group-scoped ones).
     fn min_role(self) -> Role {
         match self {
-            Permission::Read => Role::Viewer,
+            Permission::Read | Permission::ChangeOwnPassword => Role::Viewer,
             Permission::Operate => Role::Operator,
             _ => Role::Admin,
         }

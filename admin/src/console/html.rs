@@ -9,6 +9,8 @@
 
 use axum::response::{Html, IntoResponse, Response};
 
+use super::i18n::{Lang, t};
+
 /// HTML that is safe to put in a page (see the module comment for who makes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Markup(String);
@@ -174,15 +176,22 @@ pub fn url(text: &str) -> String {
 /// A whole HTML document: head, `header` (navigation, or nothing on error and login pages),
 /// the title as the page's heading, then `body`.
 pub fn document(title: &str, header: Markup, body: Markup) -> Response {
+    document_in(Lang::En, title, header, body)
+}
+
+/// [`document`] in a language: its `lang` attribute and skip link.
+pub fn document_in(lang: Lang, title: &str, header: Markup, body: Markup) -> Response {
     let page = markup!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!doctype html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · xjob</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
          <script src=\"/assets/live.js\" defer></script>\
          <script src=\"/assets/console.js\" defer></script></head><body>\
-         <a class=\"skip\" href=\"#main\">Skip to content</a>{}\
+         <a class=\"skip\" href=\"#main\">{}</a>{}\
          <main id=\"main\"><h1>{}</h1>{}</main></body></html>",
+        lang.html_lang(),
         title,
+        t(lang, "frame.skip"),
         header,
         title,
         body
@@ -302,6 +311,22 @@ pub fn textarea(name: &str, rows: u32, value: &str) -> Markup {
         name,
         name,
         rows,
+        value
+    )
+}
+
+/// A script's text area, which `editor.js` (loaded here, `defer`: it runs once the page is
+/// parsed) turns into a code editor for `lang` (`shell`, `python`, `nodejs`, `php`,
+/// `powershell`; empty: the form's glue type). Without the script it stays a text area.
+pub fn code_textarea(name: &str, rows: u32, value: &str, lang: &str) -> Markup {
+    markup!(
+        "<textarea name=\"{}\" id=\"{}\" rows=\"{}\" spellcheck=\"false\" \
+         autocapitalize=\"off\" autocomplete=\"off\" data-code=\"{}\">{}</textarea>\
+         <script src=\"/assets/editor.js\" defer></script>",
+        name,
+        name,
+        rows,
+        lang,
         value
     )
 }

@@ -31,6 +31,7 @@ mod form;
 mod frame;
 mod guard;
 mod html;
+mod i18n;
 mod pages;
 mod session;
 mod throttle;
@@ -129,6 +130,7 @@ fn router(console: Shared) -> Router {
         .route("/assets/console.css", get(css))
         .route("/assets/console.js", get(js))
         .route("/assets/live.js", get(live_js))
+        .route("/assets/editor.js", get(editor_js))
         .route("/login", get(pages::login::form).post(pages::login::submit))
         .route("/logout", post(pages::login::logout))
         .route("/jobs", get(pages::jobs::list::list))
@@ -166,6 +168,14 @@ fn router(console: Shared) -> Router {
         .route("/users", get(pages::users::list).post(pages::users::create))
         .route("/users/{id}/delete", post(pages::users::delete))
         .route("/groups/{id}/delete", post(pages::groups::delete))
+        .route("/users/{id}/role", post(pages::users::set_role))
+        .route(
+            "/users/{id}/password",
+            get(pages::users::password_form).post(pages::users::reset_password),
+        )
+        .route("/language", get(pages::account::language))
+        .route("/account", get(pages::account::page))
+        .route("/account/password", post(pages::account::change_password))
         .route("/users/{id}/grant", post(pages::users::grant))
         .route("/users/{id}/revoke", post(pages::users::revoke))
         .route(
@@ -199,6 +209,15 @@ async fn live_js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/live.js"),
+    )
+}
+
+/// The script editor (line numbers, syntax highlighting), apart from console.js: only pages
+/// with a script load it.
+async fn editor_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/editor.js"),
     )
 }
 

@@ -30,6 +30,8 @@ const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
 pub struct Viewer {
     pub caller: Caller,
     pub csrf: String,
+    /// The language pages are written in (cookie, else the browser's).
+    pub lang: super::i18n::Lang,
 }
 
 impl Viewer {
@@ -115,6 +117,7 @@ pub async fn resolve(
     Ok(Some(Viewer {
         caller,
         csrf: session.csrf_token,
+        lang: super::i18n::Lang::of_request(headers),
     }))
 }
 

@@ -75,6 +75,8 @@ pub struct LogFilter {
     pub status: Option<RunStatus>,
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,
+    /// `None` = newest first.
+    pub order: Option<super::ListOrder>,
     pub offset: i64,
     pub limit: i64,
 }

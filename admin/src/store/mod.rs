@@ -28,8 +28,8 @@ use thiserror::Error;
 
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
-    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RunLog, RunStatus,
-    User,
+    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, Role, RunLog,
+    RunStatus, User,
 };
 
 /// Errors of the store, named after what a caller can do about them.
@@ -104,6 +104,8 @@ pub struct JobFilter {
     pub name: Option<String>,
     pub handler: Option<String>,
     pub author: Option<String>,
+    /// `None` = by id.
+    pub order: Option<crate::model::ListOrder>,
     pub offset: i64,
     pub limit: i64,
 }
@@ -298,6 +300,10 @@ shared! {
     fn list_users(&self) -> StoreResult<Vec<User>> => auth;
     /// A user by name, with its grants (console login).
     fn user_by_name(&self, name: &str) -> StoreResult<Option<User>> => auth;
+    /// Changes a user's role (the caller checked that the user exists).
+    fn set_user_role(&self, id: i64, role: Role) -> StoreResult<()> => auth;
+    /// Replaces a user's password hash and ends all of that user's console sessions.
+    fn set_user_password(&self, id: i64, password_hash: &str) -> StoreResult<()> => auth;
     // ---- web console sessions
     fn insert_console_session(&self, session: &ConsoleSession) -> StoreResult<()> => console;
     /// The session whose cookie hashes to `token_hash`, expired or not.
@@ -350,6 +356,8 @@ shared! {
     fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
     fn get_jobs(&self, ids: &[JobId]) -> StoreResult<Vec<Job>> => jobs;
     fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
+    /// How many jobs match `filter` (its page ignored).
+    fn count_matching_jobs(&self, filter: &JobFilter) -> StoreResult<i64> => jobs;
     /// Ids among `ids` with no job.
     fn missing_job_ids(&self, ids: &[JobId]) -> StoreResult<Vec<i64>> => jobs;
     /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
@@ -454,6 +462,8 @@ shared! {
     /// Ids among `ids` that name no run (never written, or deleted since).
     fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<i64>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
+    /// How many runs match `filter` (its page ignored).
+    fn count_matching_logs(&self, filter: &LogFilter) -> StoreResult<i64> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).

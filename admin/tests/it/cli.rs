@@ -73,6 +73,34 @@ async fn xjob_with(admin: &str, args: &[&str], token: Option<&str>) -> anyhow::R
     })
 }
 
+/// Runs `xjob ARGS` as `token` with `input` on stdin (passwords are read from there).
+async fn xjob_stdin(admin: &str, args: &[&str], token: &str, input: &str) -> anyhow::Result<Ran> {
+    use tokio::io::AsyncWriteExt;
+    let mut command = tokio::process::Command::new(XJOB);
+    command
+        .args(args)
+        .env("XJOB_ADMIN", admin)
+        .env("XJOB_TOKEN", token)
+        .env_remove("XJOB_OUTPUT")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).await?;
+        // Dropped here: the command sees the end of its input.
+    }
+    let output = tokio::time::timeout(COMMAND_WITHIN, child.wait_with_output())
+        .await
+        .map_err(|_| anyhow::anyhow!("xjob {args:?} did not exit within {COMMAND_WITHIN:?}"))??;
+    Ok(Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
 /// Runs a command that must succeed and returns its JSON output.
 async fn xjob_json(admin: &str, args: &[&str]) -> anyhow::Result<Value> {
     let mut with_json = args.to_vec();
@@ -529,6 +557,111 @@ async fn tokens_and_unreachable_admins() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `xjob users`: list, change a role, reset a password (admin), change one's own (any user),
+/// with the refusals a person meets: not your own role, a short password, a missing line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_roles_and_passwords_from_the_command_line() -> anyhow::Result<()> {
+    use xjob_proto::pb;
+    let token = "cli-users-bootstrap-0123456789abcdef";
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let extra = format!("bootstrap_token = \"{token}\"\n");
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, &extra)?)?;
+    let url = admin.spec.url();
+    wait_serving(&url, Some(token)).await?;
+    let mut client = pb::job_admin_client::JobAdminClient::connect(url.clone()).await?;
+    let mut create = tonic::Request::new(pb::CreateUserRequest {
+        name: "vera".to_string(),
+        role: "viewer".to_string(),
+        password: "vera's first password".to_string(),
+        token_ttl_ms: 0,
+    });
+    create
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse()?);
+    let vera_token = client.create_user(create).await?.into_inner().token;
+
+    let listed = xjob_with(&url, &["users", "list", "-o", "json"], Some(token)).await?;
+    let names: Vec<String> = listed
+        .json()?
+        .as_array()
+        .map(|users| {
+            users
+                .iter()
+                .filter_map(|user| user["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(names, ["admin", "vera"], "{listed:?}");
+
+    let promoted = xjob_with(
+        &url,
+        &["users", "set-role", "vera", "operator"],
+        Some(token),
+    )
+    .await?;
+    assert!(
+        promoted.code == 0 && promoted.stdout.contains("'vera' is now operator"),
+        "{promoted:?}"
+    );
+    let own = xjob_with(&url, &["users", "set-role", "admin", "viewer"], Some(token)).await?;
+    assert!(own.code == 1 && own.stderr.contains("own role"), "{own:?}");
+    let nobody = xjob_with(
+        &url,
+        &["users", "set-role", "nobody", "viewer"],
+        Some(token),
+    )
+    .await?;
+    assert!(
+        nobody.code == 1 && nobody.stderr.contains("no user named 'nobody'"),
+        "{nobody:?}"
+    );
+
+    let reset = ["users", "reset-password", "vera"];
+    let short = xjob_stdin(&url, &reset, token, "short\n").await?;
+    assert!(
+        short.code == 1
+            && short
+                .stderr
+                .contains("new_password: at least 12 characters"),
+        "{short:?}"
+    );
+    let done = xjob_stdin(&url, &reset, token, "reset by the admin\n").await?;
+    assert_eq!(done.code, 0, "{done:?}");
+
+    let change = ["users", "change-password"];
+    let one_line = xjob_stdin(&url, &change, &vera_token, "reset by the admin\n").await?;
+    assert!(
+        one_line.code == 2 && one_line.stderr.contains("stdin line 2 is empty"),
+        "{one_line:?}"
+    );
+    let wrong = xjob_stdin(&url, &change, &vera_token, "not it\nvera picks her own\n").await?;
+    assert!(
+        wrong.code == 1 && wrong.stderr.contains("current_password"),
+        "{wrong:?}"
+    );
+    let changed = xjob_stdin(
+        &url,
+        &change,
+        &vera_token,
+        "reset by the admin\nvera picks her own\n",
+    )
+    .await?;
+    assert!(
+        changed.code == 0 && changed.stdout.contains("Password changed"),
+        "{changed:?}"
+    );
+    // Listing users is an admin's: vera (an operator now) is refused.
+    let denied = xjob_with(&url, &["users", "list"], Some(&vera_token)).await?;
+    assert!(
+        denied.code == 1 && denied.stderr.contains("users.manage"),
+        "{denied:?}"
+    );
+
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
+
 /// Writes a CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it,
 /// into `dir` (`ca.pem`, `server.pem`/`server.key`, `client.pem`/`client.key`).
 fn issue_mtls(dir: &Path) -> anyhow::Result<()> {
@@ -677,6 +810,8 @@ fn each_command_help_shows_only_its_own_options() -> anyhow::Result<()> {
         &["groups", "create"],
         &["executors"],
         &["preview"],
+        &["users", "list"],
+        &["users", "change-password"],
     ];
     for command in client_commands {
         let flags = flags_in_help(command)?;

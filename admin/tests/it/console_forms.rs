@@ -191,10 +191,26 @@ async fn http(
     cookie: &str,
     body: &str,
 ) -> anyhow::Result<Answer> {
+    let headers: &[(&str, &str)] = if cookie.is_empty() {
+        &[]
+    } else {
+        &[("Cookie", cookie)]
+    };
+    http_with(port, method, path, headers, body).await
+}
+
+/// [`http`] with any request headers.
+async fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<Answer> {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     let mut request = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
-    if !cookie.is_empty() {
-        request.push_str(&format!("Cookie: {cookie}\r\n"));
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
     if method == "POST" {
         request.push_str(&format!(
@@ -688,5 +704,336 @@ async fn times_are_read_in_the_zone_shown_and_the_dashboard_agrees() -> anyhow::
         dashboard.body
     );
     assert!(dashboard.body.contains("id=\"dashboard-live\" data-live"));
+    Ok(())
+}
+
+/// Logs `name` in through the login form; returns the session cookie and its CSRF token (from
+/// the Account page, which every user may open).
+async fn login(port: u16, name: &str, password: &str) -> anyhow::Result<Option<(String, String)>> {
+    let form = http(port, "GET", "/login", "", "").await?;
+    let login_cookie = form
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_login="))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no login cookie: {}", form.head))?;
+    let csrf = login_cookie.trim_start_matches("xjob_login=");
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", csrf)
+        .append_pair("next", "/account")
+        .append_pair("name", name)
+        .append_pair("password", password);
+    let answer = http(port, "POST", "/login", &login_cookie, &body.finish()).await?;
+    let Some(cookie) = session_cookie(&answer) else {
+        return Ok(None);
+    };
+    let csrf = csrf_of(port, &cookie).await?;
+    Ok(Some((cookie, csrf)))
+}
+
+/// The session cookie an answer sets, if any.
+fn session_cookie(answer: &Answer) -> Option<String> {
+    answer
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_session=") && !value.contains("Max-Age=0"))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+}
+
+async fn csrf_of(port: u16, cookie: &str) -> anyhow::Result<String> {
+    let page = http(port, "GET", "/account", cookie, "").await?;
+    page.body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no CSRF field on /account: {:.500}", page.body))
+}
+
+async fn post_as(
+    port: u16,
+    (cookie, csrf): &(String, String),
+    path: &str,
+    fields: &[(&str, &str)],
+) -> anyhow::Result<Answer> {
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", csrf);
+    for (name, value) in fields {
+        body.append_pair(name, value);
+    }
+    http(port, "POST", path, cookie, &body.finish()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_change_roles_and_reset_passwords_users_change_their_own() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let port = fx.http_port;
+    let mut ids = Vec::new();
+    // The first user is made while the admin runs open; it ends that, so the second needs its
+    // token.
+    let mut token = String::new();
+    for (name, role, password) in [
+        ("root", "admin", "root's long password"),
+        ("vera", "viewer", "vera's first password"),
+    ] {
+        let mut request = tonic::Request::new(pb::CreateUserRequest {
+            name: name.into(),
+            role: role.into(),
+            password: password.into(),
+            token_ttl_ms: 0,
+        });
+        if !token.is_empty() {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse()?);
+        }
+        let created = fx.client.create_user(request).await?.into_inner();
+        ids.push(created.user.map(|user| user.id).unwrap_or_default());
+        token = created.token;
+    }
+    let (root_id, vera_id) = (ids[0], ids[1]);
+    let root = login(port, "root", "root's long password")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("root cannot log in"))?;
+
+    // The Users page offers a role change and a password reset on other users' rows only.
+    let users = http(port, "GET", "/users", &root.0, "").await?;
+    assert!(
+        users
+            .body
+            .contains(&format!("action=\"/users/{vera_id}/role\""))
+    );
+    assert!(
+        users
+            .body
+            .contains(&format!("href=\"/users/{vera_id}/password\""))
+    );
+    assert!(
+        !users
+            .body
+            .contains(&format!("action=\"/users/{root_id}/role\""))
+    );
+    let answer = post_as(
+        port,
+        &root,
+        &format!("/users/{vera_id}/role"),
+        &[("role", "operator")],
+    )
+    .await?;
+    assert_eq!(answer.code, 303, "{:.2000}", answer.body);
+    let users = http(port, "GET", "/users", &root.0, "").await?;
+    let vera_row = users
+        .body
+        .split(&format!("<tr><td>{vera_id}</td>"))
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_default();
+    assert!(
+        vera_row.contains("<td>operator</td>"),
+        "vera is not an operator: {vera_row}"
+    );
+
+    // Vera signs in; a short reset is refused under the field, a good one ends her session.
+    let vera = login(port, "vera", "vera's first password")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("vera cannot log in"))?;
+    let reset = format!("/users/{vera_id}/password");
+    let short = post_as(port, &root, &reset, &[("new_password", "short")]).await?;
+    assert_eq!(short.code, 400, "{:.2000}", short.body);
+    let shown = field_error(&short.body, "new_password").unwrap_or_default();
+    assert!(shown.contains("at least 12 characters"), "{shown}");
+    let done = post_as(
+        port,
+        &root,
+        &reset,
+        &[("new_password", "set by root today")],
+    )
+    .await?;
+    assert_eq!(done.code, 303, "{:.2000}", done.body);
+    let ended = http(port, "GET", "/account", &vera.0, "").await?;
+    assert!(
+        ended.code == 303 || ended.code == 302 || ended.code == 307,
+        "vera's session outlived the reset: {}",
+        ended.head
+    );
+    assert!(
+        login(port, "vera", "vera's first password")
+            .await?
+            .is_none()
+    );
+    let vera = login(port, "vera", "set by root today")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("vera cannot log in with the reset password"))?;
+
+    // Her own change: the current password is checked, under its field.
+    let wrong = post_as(
+        port,
+        &vera,
+        "/account/password",
+        &[
+            ("current_password", "not my password"),
+            ("new_password", "vera's own choice"),
+        ],
+    )
+    .await?;
+    assert_eq!(wrong.code, 400, "{:.2000}", wrong.body);
+    let shown = field_error(&wrong.body, "current_password").unwrap_or_default();
+    assert!(shown.contains("does not match"), "{shown}");
+    let changed = post_as(
+        port,
+        &vera,
+        "/account/password",
+        &[
+            ("current_password", "set by root today"),
+            ("new_password", "vera's own choice"),
+        ],
+    )
+    .await?;
+    assert_eq!(changed.code, 303, "{:.2000}", changed.body);
+    // This browser keeps working with the new session; the old cookie is over.
+    let fresh = session_cookie(&changed).ok_or_else(|| anyhow::anyhow!("no new session"))?;
+    assert_eq!(http(port, "GET", "/account", &fresh, "").await?.code, 200);
+    assert_ne!(http(port, "GET", "/account", &vera.0, "").await?.code, 200);
+    assert!(login(port, "vera", "vera's own choice").await?.is_some());
+    fx.admin.process_mut().kill_now()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_speaks_the_browsers_language_or_the_one_picked() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let port = fx.http_port;
+    // The browser prefers Chinese: the page is in Chinese, and says so.
+    let chinese = http_with(
+        port,
+        "GET",
+        "/users",
+        &[
+            ("Cookie", &fx.cookie),
+            ("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5"),
+        ],
+        "",
+    )
+    .await?;
+    assert_eq!(chinese.code, 200);
+    assert!(
+        chinese.body.contains("<html lang=\"zh-Hans\">"),
+        "{:.300}",
+        chinese.body
+    );
+    assert!(chinese.body.contains(">任务</a>"), "{:.2000}", chinese.body);
+    assert!(
+        chinese.body.contains(">新建用户</h2>"),
+        "the page's own words too"
+    );
+    // A picked language (the cookie) wins over the browser's.
+    let picked = format!("{}; xjob_lang=en", fx.cookie);
+    let english = http_with(
+        port,
+        "GET",
+        "/users",
+        &[("Cookie", &picked), ("Accept-Language", "zh-CN")],
+        "",
+    )
+    .await?;
+    assert!(
+        english.body.contains("<html lang=\"en\">"),
+        "{:.300}",
+        english.body
+    );
+    assert!(english.body.contains(">Jobs</a>"));
+
+    // The switch sets the cookie for a year and goes back to the page it was used on.
+    let referer = format!("http://127.0.0.1:{port}/runs?status=FAILED");
+    let switched = http_with(
+        port,
+        "GET",
+        "/language?lang=zh",
+        &[("Referer", &referer)],
+        "",
+    )
+    .await?;
+    assert_eq!(switched.code, 303, "{}", switched.head);
+    assert!(
+        switched.head.contains("location: /runs?status=FAILED"),
+        "{}",
+        switched.head
+    );
+    assert!(
+        switched.head.contains(
+            "set-cookie: xjob_lang=zh; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"
+        ),
+        "{}",
+        switched.head
+    );
+    let elsewhere = http_with(
+        port,
+        "GET",
+        "/language?lang=en",
+        &[("Referer", "http://127.0.0.1:1//evil.example/")],
+        "",
+    )
+    .await?;
+    assert!(
+        elsewhere
+            .head
+            .lines()
+            .any(|line| line.trim_end() == "location: /"),
+        "{}",
+        elsewhere.head
+    );
+    let unknown = http(port, "GET", "/language?lang=fr", "", "").await?;
+    assert_eq!(unknown.code, 400, "{:.500}", unknown.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    for name in ["bravo", "alpha", "charlie"] {
+        let created = fx
+            .post("/jobs/new", &fx.job_form(&group, &[("name", name)]))
+            .await?;
+        anyhow::ensure!(created_job_id(&created).is_some(), "{name} not created");
+    }
+    let position = |body: &str, name: &str| body.find(&format!(">{name}</a>"));
+    let sorted = fx.get("/jobs?sort=-name").await?;
+    assert_eq!(sorted.code, 200, "{:.2000}", sorted.body);
+    assert!(
+        sorted.body.contains("id=\"jobs-total\">3 jobs</p>"),
+        "{:.3000}",
+        sorted.body
+    );
+    let order: Vec<Option<usize>> = ["charlie", "bravo", "alpha"]
+        .iter()
+        .map(|name| position(&sorted.body, name))
+        .collect();
+    assert!(
+        order.iter().all(Option::is_some) && order.windows(2).all(|pair| pair[0] < pair[1]),
+        "names not descending: {order:?}"
+    );
+    // The sorted column says so, and its link sorts the other way; the filters are kept.
+    assert!(sorted.body.contains("aria-sort=\"descending\""));
+    let filtered = fx.get("/jobs?name=a&sort=name").await?;
+    assert!(
+        filtered
+            .body
+            .contains("href=\"/jobs?name=a&amp;sort=-name\" data-sort=\"name\""),
+        "{:.4000}",
+        filtered.body
+    );
+    // A sort key that is not a column is refused, naming the choices.
+    let refused = fx.get("/jobs?sort=glue_source").await?;
+    assert_eq!(refused.code, 400);
+    assert!(
+        unescape(&refused.body).contains("order_by: 'glue_source' is not one of: id, name"),
+        "{:.2000}",
+        refused.body
+    );
     Ok(())
 }

@@ -1958,8 +1958,11 @@ type ListJobsRequest struct {
 	Handler string `protobuf:"bytes,4,opt,name=handler,proto3" json:"handler,omitempty"`
 	Author  string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
 	// Default 50, at most 1000.
-	PageSize      int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Sort by "id", "name", "group", "handler", "author", "status" or "next_fire"; a leading
+	// "-" sorts descending. Empty = by id. Ties are broken by id.
+	OrderBy       string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2043,11 +2046,20 @@ func (x *ListJobsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListJobsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
+	}
+	return ""
+}
+
 type ListJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// Empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many jobs match the filters (all pages together).
+	TotalSize     int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2094,6 +2106,13 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListJobsResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
 }
 
 type StartJobRequest struct {
@@ -2514,8 +2533,11 @@ type ListLogsRequest struct {
 	FromMs int64 `protobuf:"varint,4,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
 	ToMs   int64 `protobuf:"varint,5,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
 	// Default 50, at most 1000.
-	PageSize      int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Sort by "id", "job", "group", "status", "triggered" or "executor"; a leading "-" sorts
+	// descending. Empty = newest first ("-id"). Ties are broken by id.
+	OrderBy       string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2599,10 +2621,19 @@ func (x *ListLogsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListLogsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
+	}
+	return ""
+}
+
 type ListLogsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Logs          []*Log                 `protobuf:"bytes,1,rep,name=logs,proto3" json:"logs,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many runs match the filters (all pages together).
+	TotalSize     int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2649,6 +2680,13 @@ func (x *ListLogsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListLogsResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
 }
 
 type GetLogRequest struct {
@@ -4338,6 +4376,281 @@ func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
+type SetUserRoleRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	UserId int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// "admin", "operator" or "viewer".
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetUserRoleRequest) Reset() {
+	*x = SetUserRoleRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetUserRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetUserRoleRequest) ProtoMessage() {}
+
+func (x *SetUserRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetUserRoleRequest.ProtoReflect.Descriptor instead.
+func (*SetUserRoleRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *SetUserRoleRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *SetUserRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type SetUserRoleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetUserRoleResponse) Reset() {
+	*x = SetUserRoleResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetUserRoleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetUserRoleResponse) ProtoMessage() {}
+
+func (x *SetUserRoleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetUserRoleResponse.ProtoReflect.Descriptor instead.
+func (*SetUserRoleResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *SetUserRoleResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type ChangePasswordRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CurrentPassword string                 `protobuf:"bytes,1,opt,name=current_password,json=currentPassword,proto3" json:"current_password,omitempty"`
+	// At least 12 characters.
+	NewPassword   string `protobuf:"bytes,2,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangePasswordRequest) Reset() {
+	*x = ChangePasswordRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordRequest) ProtoMessage() {}
+
+func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
+func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ChangePasswordRequest) GetCurrentPassword() string {
+	if x != nil {
+		return x.CurrentPassword
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetNewPassword() string {
+	if x != nil {
+		return x.NewPassword
+	}
+	return ""
+}
+
+type ChangePasswordResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangePasswordResponse) Reset() {
+	*x = ChangePasswordResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordResponse) ProtoMessage() {}
+
+func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
+func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
+}
+
+type ResetPasswordRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	UserId int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// At least 12 characters; empty = no password login (API tokens only).
+	NewPassword   string `protobuf:"bytes,2,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetPasswordRequest) Reset() {
+	*x = ResetPasswordRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetPasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetPasswordRequest) ProtoMessage() {}
+
+func (x *ResetPasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetPasswordRequest.ProtoReflect.Descriptor instead.
+func (*ResetPasswordRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ResetPasswordRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *ResetPasswordRequest) GetNewPassword() string {
+	if x != nil {
+		return x.NewPassword
+	}
+	return ""
+}
+
+type ResetPasswordResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetPasswordResponse) Reset() {
+	*x = ResetPasswordResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetPasswordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetPasswordResponse) ProtoMessage() {}
+
+func (x *ResetPasswordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetPasswordResponse.ProtoReflect.Descriptor instead.
+func (*ResetPasswordResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
+}
+
 type GrantGroupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
@@ -4348,7 +4661,7 @@ type GrantGroupRequest struct {
 
 func (x *GrantGroupRequest) Reset() {
 	*x = GrantGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4360,7 +4673,7 @@ func (x *GrantGroupRequest) String() string {
 func (*GrantGroupRequest) ProtoMessage() {}
 
 func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4373,7 +4686,7 @@ func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupRequest.ProtoReflect.Descriptor instead.
 func (*GrantGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GrantGroupRequest) GetUserId() int64 {
@@ -4399,7 +4712,7 @@ type GrantGroupResponse struct {
 
 func (x *GrantGroupResponse) Reset() {
 	*x = GrantGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4411,7 +4724,7 @@ func (x *GrantGroupResponse) String() string {
 func (*GrantGroupResponse) ProtoMessage() {}
 
 func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4424,7 +4737,7 @@ func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupResponse.ProtoReflect.Descriptor instead.
 func (*GrantGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GrantGroupResponse) GetUser() *User {
@@ -4444,7 +4757,7 @@ type RevokeGroupRequest struct {
 
 func (x *RevokeGroupRequest) Reset() {
 	*x = RevokeGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4456,7 +4769,7 @@ func (x *RevokeGroupRequest) String() string {
 func (*RevokeGroupRequest) ProtoMessage() {}
 
 func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4469,7 +4782,7 @@ func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupRequest.ProtoReflect.Descriptor instead.
 func (*RevokeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RevokeGroupRequest) GetUserId() int64 {
@@ -4495,7 +4808,7 @@ type RevokeGroupResponse struct {
 
 func (x *RevokeGroupResponse) Reset() {
 	*x = RevokeGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4507,7 +4820,7 @@ func (x *RevokeGroupResponse) String() string {
 func (*RevokeGroupResponse) ProtoMessage() {}
 
 func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4520,7 +4833,7 @@ func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupResponse.ProtoReflect.Descriptor instead.
 func (*RevokeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RevokeGroupResponse) GetUser() *User {
@@ -4538,7 +4851,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4550,7 +4863,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4563,7 +4876,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{80}
 }
 
 type WhoAmIResponse struct {
@@ -4578,7 +4891,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +4903,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +4916,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WhoAmIResponse) GetUser() *User {
@@ -4640,7 +4953,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4652,7 +4965,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4665,7 +4978,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AuditEntry) GetId() int64 {
@@ -4720,7 +5033,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4732,7 +5045,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4745,7 +5058,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListAuditRequest) GetPageSize() int32 {
@@ -4772,7 +5085,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[78]
+	mi := &file_xjob_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4784,7 +5097,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[78]
+	mi := &file_xjob_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4797,7 +5110,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{78}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -4959,7 +5272,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x15GetGlueVersionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"H\n" +
 	"\x16GetGlueVersionResponse\x12.\n" +
-	"\aversion\x18\x01 \x01(\v2\x14.xjob.v1.GlueVersionR\aversion\"\xda\x01\n" +
+	"\aversion\x18\x01 \x01(\v2\x14.xjob.v1.GlueVersionR\aversion\"\xf5\x01\n" +
 	"\x0fListJobsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12*\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x12.xjob.v1.JobStatusR\x06status\x12\x12\n" +
@@ -4968,10 +5281,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06author\x18\x05 \x01(\tR\x06author\x12\x1b\n" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\a \x01(\tR\tpageToken\"\\\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\x12\x19\n" +
+	"\border_by\x18\b \x01(\tR\aorderBy\"{\n" +
 	"\x10ListJobsResponse\x12 \n" +
 	"\x04jobs\x18\x01 \x03(\v2\f.xjob.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"!\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\ttotalSize\"!\n" +
 	"\x0fStartJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"2\n" +
 	"\x10StartJobResponse\x12\x1e\n" +
@@ -4994,7 +5310,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\"=\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
-	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\xd9\x01\n" +
+	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\xf4\x01\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
@@ -5003,10 +5319,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05to_ms\x18\x05 \x01(\x03R\x04toMs\x12\x1b\n" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\a \x01(\tR\tpageToken\"\\\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\x12\x19\n" +
+	"\border_by\x18\b \x01(\tR\aorderBy\"{\n" +
 	"\x10ListLogsResponse\x12 \n" +
 	"\x04logs\x18\x01 \x03(\v2\f.xjob.v1.LogR\x04logs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x1f\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\ttotalSize\"\x1f\n" +
 	"\rGetLogRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"0\n" +
 	"\x0eGetLogResponse\x12\x1e\n" +
@@ -5124,7 +5443,20 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2\x11.xjob.v1.ApiTokenR\x06tokens\"$\n" +
 	"\x12RevokeTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x15\n" +
-	"\x13RevokeTokenResponse\"G\n" +
+	"\x13RevokeTokenResponse\"A\n" +
+	"\x12SetUserRoleRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"8\n" +
+	"\x13SetUserRoleResponse\x12!\n" +
+	"\x04user\x18\x01 \x01(\v2\r.xjob.v1.UserR\x04user\"e\n" +
+	"\x15ChangePasswordRequest\x12)\n" +
+	"\x10current_password\x18\x01 \x01(\tR\x0fcurrentPassword\x12!\n" +
+	"\fnew_password\x18\x02 \x01(\tR\vnewPassword\"\x18\n" +
+	"\x16ChangePasswordResponse\"R\n" +
+	"\x14ResetPasswordRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12!\n" +
+	"\fnew_password\x18\x02 \x01(\tR\vnewPassword\"\x17\n" +
+	"\x15ResetPasswordResponse\"G\n" +
 	"\x11GrantGroupRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\"7\n" +
@@ -5168,7 +5500,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xe6\x12\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5206,7 +5538,10 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\vCreateToken\x12\x1b.xjob.v1.CreateTokenRequest\x1a\x1c.xjob.v1.CreateTokenResponse\x12E\n" +
 	"\n" +
 	"ListTokens\x12\x1a.xjob.v1.ListTokensRequest\x1a\x1b.xjob.v1.ListTokensResponse\x12H\n" +
-	"\vRevokeToken\x12\x1b.xjob.v1.RevokeTokenRequest\x1a\x1c.xjob.v1.RevokeTokenResponse\x12E\n" +
+	"\vRevokeToken\x12\x1b.xjob.v1.RevokeTokenRequest\x1a\x1c.xjob.v1.RevokeTokenResponse\x12H\n" +
+	"\vSetUserRole\x12\x1b.xjob.v1.SetUserRoleRequest\x1a\x1c.xjob.v1.SetUserRoleResponse\x12Q\n" +
+	"\x0eChangePassword\x12\x1e.xjob.v1.ChangePasswordRequest\x1a\x1f.xjob.v1.ChangePasswordResponse\x12N\n" +
+	"\rResetPassword\x12\x1d.xjob.v1.ResetPasswordRequest\x1a\x1e.xjob.v1.ResetPasswordResponse\x12E\n" +
 	"\n" +
 	"GrantGroup\x12\x1a.xjob.v1.GrantGroupRequest\x1a\x1b.xjob.v1.GrantGroupResponse\x12H\n" +
 	"\vRevokeGroup\x12\x1b.xjob.v1.RevokeGroupRequest\x1a\x1c.xjob.v1.RevokeGroupResponse\x129\n" +
@@ -5226,7 +5561,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
@@ -5300,35 +5635,41 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*ListTokensResponse)(nil),       // 69: xjob.v1.ListTokensResponse
 	(*RevokeTokenRequest)(nil),       // 70: xjob.v1.RevokeTokenRequest
 	(*RevokeTokenResponse)(nil),      // 71: xjob.v1.RevokeTokenResponse
-	(*GrantGroupRequest)(nil),        // 72: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 73: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 74: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 75: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 76: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 77: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 78: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 79: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 80: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 81: xjob.v1.AddressType
-	(ScheduleType)(0),                // 82: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 83: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 84: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 85: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 86: xjob.v1.GlueType
-	(RunStatus)(0),                   // 87: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 88: xjob.v1.TriggerType
+	(*SetUserRoleRequest)(nil),       // 72: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 73: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 74: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 75: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 76: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 77: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 78: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 79: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 80: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 81: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 82: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 83: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 84: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 85: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 86: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 87: xjob.v1.AddressType
+	(ScheduleType)(0),                // 88: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 89: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 90: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 91: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 92: xjob.v1.GlueType
+	(RunStatus)(0),                   // 93: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 94: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	81, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	82, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	83, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	84, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	85, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	87, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	88, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	89, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	90, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	91, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	86, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	92, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	87, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	88, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	93, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	94, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -5340,7 +5681,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	86, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	92, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -5348,8 +5689,8 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	82, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	87, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	88, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	93, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
@@ -5361,83 +5702,90 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	58, // 39: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
 	59, // 40: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
 	59, // 41: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	58, // 42: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	58, // 43: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	58, // 44: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	78, // 45: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	6,  // 46: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 47: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 48: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 49: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 50: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 51: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 52: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 53: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 54: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 55: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 56: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 57: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 58: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 59: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 60: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 61: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 62: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 63: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 64: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 65: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 66: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 67: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 68: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 69: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	60, // 70: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	62, // 71: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	64, // 72: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	66, // 73: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	68, // 74: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	70, // 75: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	72, // 76: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	74, // 77: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	76, // 78: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	79, // 79: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	7,  // 80: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 81: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 82: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 83: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 84: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 85: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 86: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 87: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 88: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 89: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 90: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 91: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 92: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 93: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 94: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 95: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 96: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 97: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 98: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 99: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 100: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 101: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 102: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 103: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	61, // 104: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	63, // 105: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	65, // 106: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	67, // 107: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	69, // 108: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	71, // 109: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	73, // 110: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	75, // 111: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	77, // 112: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	80, // 113: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	80, // [80:114] is the sub-list for method output_type
-	46, // [46:80] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	58, // 42: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	58, // 43: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	58, // 44: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	58, // 45: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	84, // 46: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	6,  // 47: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 48: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 49: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 50: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 51: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 52: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 53: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 54: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 55: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 56: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 57: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 58: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 59: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 60: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 61: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 62: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 63: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 64: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 65: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 66: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 67: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 68: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 69: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 70: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	60, // 71: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	62, // 72: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	64, // 73: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	66, // 74: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	68, // 75: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	70, // 76: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	72, // 77: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	74, // 78: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	76, // 79: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	78, // 80: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	80, // 81: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	82, // 82: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	85, // 83: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	7,  // 84: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 85: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 86: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 87: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 88: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 89: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 90: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 91: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 92: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 93: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 94: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 95: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 96: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 97: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 98: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 99: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 100: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 101: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 102: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 103: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 104: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 105: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 106: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 107: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	61, // 108: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	63, // 109: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	65, // 110: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	67, // 111: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	69, // 112: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	71, // 113: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	73, // 114: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	75, // 115: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	77, // 116: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	79, // 117: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	81, // 118: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	83, // 119: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	86, // 120: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	84, // [84:121] is the sub-list for method output_type
+	47, // [47:84] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -5453,7 +5801,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   79,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

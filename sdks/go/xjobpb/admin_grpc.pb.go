@@ -53,6 +53,9 @@ const (
 	JobAdmin_CreateToken_FullMethodName      = "/xjob.v1.JobAdmin/CreateToken"
 	JobAdmin_ListTokens_FullMethodName       = "/xjob.v1.JobAdmin/ListTokens"
 	JobAdmin_RevokeToken_FullMethodName      = "/xjob.v1.JobAdmin/RevokeToken"
+	JobAdmin_SetUserRole_FullMethodName      = "/xjob.v1.JobAdmin/SetUserRole"
+	JobAdmin_ChangePassword_FullMethodName   = "/xjob.v1.JobAdmin/ChangePassword"
+	JobAdmin_ResetPassword_FullMethodName    = "/xjob.v1.JobAdmin/ResetPassword"
 	JobAdmin_GrantGroup_FullMethodName       = "/xjob.v1.JobAdmin/GrantGroup"
 	JobAdmin_RevokeGroup_FullMethodName      = "/xjob.v1.JobAdmin/RevokeGroup"
 	JobAdmin_WhoAmI_FullMethodName           = "/xjob.v1.JobAdmin/WhoAmI"
@@ -122,6 +125,14 @@ type JobAdminClient interface {
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
 	// Revokes one API token; it is refused from then on.
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
+	// Changes a user's role (admin only); an admin cannot change their own role.
+	SetUserRole(ctx context.Context, in *SetUserRoleRequest, opts ...grpc.CallOption) (*SetUserRoleResponse, error)
+	// Changes the caller's own console password; needs the current one (any user). Ends every
+	// console session of the caller.
+	ChangePassword(ctx context.Context, in *ChangePasswordRequest, opts ...grpc.CallOption) (*ChangePasswordResponse, error)
+	// Sets another user's console password (admin only), e.g. when it was forgotten; empty
+	// removes password login. Ends every console session of that user.
+	ResetPassword(ctx context.Context, in *ResetPasswordRequest, opts ...grpc.CallOption) (*ResetPasswordResponse, error)
 	// Lets an operator or viewer act in a group.
 	GrantGroup(ctx context.Context, in *GrantGroupRequest, opts ...grpc.CallOption) (*GrantGroupResponse, error)
 	// Withdraws a group grant.
@@ -440,6 +451,36 @@ func (c *jobAdminClient) RevokeToken(ctx context.Context, in *RevokeTokenRequest
 	return out, nil
 }
 
+func (c *jobAdminClient) SetUserRole(ctx context.Context, in *SetUserRoleRequest, opts ...grpc.CallOption) (*SetUserRoleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetUserRoleResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_SetUserRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ChangePassword(ctx context.Context, in *ChangePasswordRequest, opts ...grpc.CallOption) (*ChangePasswordResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangePasswordResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ChangePassword_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ResetPassword(ctx context.Context, in *ResetPasswordRequest, opts ...grpc.CallOption) (*ResetPasswordResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetPasswordResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ResetPassword_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobAdminClient) GrantGroup(ctx context.Context, in *GrantGroupRequest, opts ...grpc.CallOption) (*GrantGroupResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GrantGroupResponse)
@@ -543,6 +584,14 @@ type JobAdminServer interface {
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
 	// Revokes one API token; it is refused from then on.
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
+	// Changes a user's role (admin only); an admin cannot change their own role.
+	SetUserRole(context.Context, *SetUserRoleRequest) (*SetUserRoleResponse, error)
+	// Changes the caller's own console password; needs the current one (any user). Ends every
+	// console session of the caller.
+	ChangePassword(context.Context, *ChangePasswordRequest) (*ChangePasswordResponse, error)
+	// Sets another user's console password (admin only), e.g. when it was forgotten; empty
+	// removes password login. Ends every console session of that user.
+	ResetPassword(context.Context, *ResetPasswordRequest) (*ResetPasswordResponse, error)
 	// Lets an operator or viewer act in a group.
 	GrantGroup(context.Context, *GrantGroupRequest) (*GrantGroupResponse, error)
 	// Withdraws a group grant.
@@ -650,6 +699,15 @@ func (UnimplementedJobAdminServer) ListTokens(context.Context, *ListTokensReques
 }
 func (UnimplementedJobAdminServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
+}
+func (UnimplementedJobAdminServer) SetUserRole(context.Context, *SetUserRoleRequest) (*SetUserRoleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetUserRole not implemented")
+}
+func (UnimplementedJobAdminServer) ChangePassword(context.Context, *ChangePasswordRequest) (*ChangePasswordResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ChangePassword not implemented")
+}
+func (UnimplementedJobAdminServer) ResetPassword(context.Context, *ResetPasswordRequest) (*ResetPasswordResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetPassword not implemented")
 }
 func (UnimplementedJobAdminServer) GrantGroup(context.Context, *GrantGroupRequest) (*GrantGroupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GrantGroup not implemented")
@@ -1224,6 +1282,60 @@ func _JobAdmin_RevokeToken_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_SetUserRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetUserRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).SetUserRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_SetUserRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).SetUserRole(ctx, req.(*SetUserRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ChangePassword_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangePasswordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ChangePassword(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ChangePassword_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ChangePassword(ctx, req.(*ChangePasswordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ResetPassword_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetPasswordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ResetPassword(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ResetPassword_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ResetPassword(ctx, req.(*ResetPasswordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobAdmin_GrantGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GrantGroupRequest)
 	if err := dec(in); err != nil {
@@ -1422,6 +1534,18 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeToken",
 			Handler:    _JobAdmin_RevokeToken_Handler,
+		},
+		{
+			MethodName: "SetUserRole",
+			Handler:    _JobAdmin_SetUserRole_Handler,
+		},
+		{
+			MethodName: "ChangePassword",
+			Handler:    _JobAdmin_ChangePassword_Handler,
+		},
+		{
+			MethodName: "ResetPassword",
+			Handler:    _JobAdmin_ResetPassword_Handler,
 		},
 		{
 			MethodName: "GrantGroup",

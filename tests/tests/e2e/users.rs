@@ -104,6 +104,9 @@ enum Rpc {
     RevokeTokenMissing,
     GrantGroup,
     RevokeGroupMissing,
+    SetUserRoleMissing,
+    ResetPasswordMissing,
+    ChangeOwnPasswordWrong,
     WhoAmI,
     ListAudit,
 }
@@ -151,6 +154,10 @@ const TABLE: &[(Rpc, [Expect; 3])] = &[
     (Rpc::RevokeTokenMissing, [Denied, Denied, Allowed]),
     (Rpc::GrantGroup, [Denied, Denied, Allowed]),
     (Rpc::RevokeGroupMissing, [Denied, Denied, Allowed]),
+    (Rpc::SetUserRoleMissing, [Denied, Denied, Allowed]),
+    (Rpc::ResetPasswordMissing, [Denied, Denied, Allowed]),
+    // Every user may change their own password (this one with a wrong current password).
+    (Rpc::ChangeOwnPasswordWrong, [Allowed, Allowed, Allowed]),
     (Rpc::WhoAmI, [Allowed, Allowed, Allowed]),
     (Rpc::ListAudit, [Denied, Denied, Allowed]),
 ];
@@ -399,6 +406,33 @@ async fn call(fx: &Fixture, rpc: Rpc, token: Option<&str>, round: usize) -> Resu
                 group_id: 999_999,
             };
             client.revoke_group(authed(request, token)).await.map(drop)
+        }
+        Rpc::SetUserRoleMissing => {
+            let request = pb::SetUserRoleRequest {
+                user_id: 999_999,
+                role: "viewer".to_string(),
+            };
+            client.set_user_role(authed(request, token)).await.map(drop)
+        }
+        Rpc::ResetPasswordMissing => {
+            let request = pb::ResetPasswordRequest {
+                user_id: 999_999,
+                new_password: "a long enough password".to_string(),
+            };
+            client
+                .reset_password(authed(request, token))
+                .await
+                .map(drop)
+        }
+        Rpc::ChangeOwnPasswordWrong => {
+            let request = pb::ChangePasswordRequest {
+                current_password: "not the current password".to_string(),
+                new_password: "a long enough password".to_string(),
+            };
+            client
+                .change_password(authed(request, token))
+                .await
+                .map(drop)
         }
         Rpc::WhoAmI => client
             .who_am_i(authed(pb::WhoAmIRequest {}, token))
@@ -831,6 +865,171 @@ async fn mutating_calls_are_audited_without_secrets() -> anyhow::Result<()> {
         .into_inner();
     assert_eq!(first_page.entries.len(), 2);
     assert_eq!(first_page.next_page_token, "2");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// The message of a refused call with its code, or a panic naming what was expected.
+fn refused<T: std::fmt::Debug>(outcome: Result<T, Status>, code: Code) -> String {
+    match outcome {
+        Err(status) if status.code() == code => status.message().to_string(),
+        other => panic!("expected {code:?}, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn roles_change_and_passwords_change_or_reset_with_precise_refusals() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let (fx, viewer, _) = fixture(&cluster).await?;
+    let mut client = fx.client.clone();
+    let admin = Some(fx.admin_token.as_str());
+
+    // Role: the viewer becomes an operator, at once (the token cache is cleared).
+    let set = pb::SetUserRoleRequest {
+        user_id: fx.viewer_id,
+        role: "operator".to_string(),
+    };
+    let user = client.set_user_role(authed(set, admin)).await?.into_inner();
+    assert_eq!(user.user.map(|user| user.role).as_deref(), Some("operator"));
+    let me = client
+        .who_am_i(authed(pb::WhoAmIRequest {}, Some(&viewer)))
+        .await?
+        .into_inner();
+    assert_eq!(me.user.map(|user| user.role).as_deref(), Some("operator"));
+    let bad_role = pb::SetUserRoleRequest {
+        user_id: fx.viewer_id,
+        role: "root".to_string(),
+    };
+    let message = refused(
+        client.set_user_role(authed(bad_role, admin)).await,
+        Code::InvalidArgument,
+    );
+    assert!(message.starts_with("role: "), "{message}");
+    let root_id = client
+        .who_am_i(authed(pb::WhoAmIRequest {}, admin))
+        .await?
+        .into_inner()
+        .user
+        .map(|user| user.id)
+        .unwrap_or_default();
+    let own_role = pb::SetUserRoleRequest {
+        user_id: root_id,
+        role: "viewer".to_string(),
+    };
+    let message = refused(
+        client.set_user_role(authed(own_role, admin)).await,
+        Code::FailedPrecondition,
+    );
+    assert!(message.contains("own role"), "{message}");
+
+    // Own password: the current one is required, the new one follows the minimum.
+    let change = |current: &str, new: &str| pb::ChangePasswordRequest {
+        current_password: current.to_string(),
+        new_password: new.to_string(),
+    };
+    let message = refused(
+        client
+            .change_password(authed(
+                change("wrong", "a brand new password"),
+                Some(&viewer),
+            ))
+            .await,
+        Code::InvalidArgument,
+    );
+    assert!(message.starts_with("current_password: "), "{message}");
+    let message = refused(
+        client
+            .change_password(authed(
+                change("a password for the console", "short"),
+                Some(&viewer),
+            ))
+            .await,
+        Code::InvalidArgument,
+    );
+    assert!(
+        message.starts_with("new_password: at least 12 characters"),
+        "{message}"
+    );
+    client
+        .change_password(authed(
+            change("a password for the console", "a brand new password"),
+            Some(&viewer),
+        ))
+        .await?;
+    // The new password is now the current one (the old one no longer is).
+    refused(
+        client
+            .change_password(authed(
+                change("a password for the console", "yet another password"),
+                Some(&viewer),
+            ))
+            .await,
+        Code::InvalidArgument,
+    );
+
+    // Reset by an admin: no current password; short refused; empty removes password login,
+    // after which the user cannot change its own (it has none).
+    let reset = |new: &str| pb::ResetPasswordRequest {
+        user_id: fx.viewer_id,
+        new_password: new.to_string(),
+    };
+    let message = refused(
+        client.reset_password(authed(reset("tiny"), admin)).await,
+        Code::InvalidArgument,
+    );
+    assert!(message.starts_with("new_password: "), "{message}");
+    client
+        .reset_password(authed(reset("set by the admin now"), admin))
+        .await?;
+    client
+        .change_password(authed(
+            change("set by the admin now", "chosen by vera herself"),
+            Some(&viewer),
+        ))
+        .await?;
+    client.reset_password(authed(reset(""), admin)).await?;
+    let message = refused(
+        client
+            .change_password(authed(
+                change("chosen by vera herself", "a brand new password"),
+                Some(&viewer),
+            ))
+            .await,
+        Code::FailedPrecondition,
+    );
+    assert!(message.contains("no console password"), "{message}");
+
+    // Audited, never with a password.
+    let entries = client
+        .list_audit(authed(
+            pb::ListAuditRequest {
+                page_size: 100,
+                page_token: String::new(),
+            },
+            admin,
+        ))
+        .await?
+        .into_inner()
+        .entries;
+    for call in ["SetUserRole", "ChangePassword", "ResetPassword"] {
+        assert!(
+            entries.iter().any(|entry| entry.call == call),
+            "no {call} in the audit trail"
+        );
+    }
+    for entry in &entries {
+        for secret in [
+            "brand new",
+            "set by the admin",
+            "chosen by vera",
+            "password for",
+        ] {
+            assert!(
+                !entry.summary.contains(secret),
+                "password in audit: {entry:?}"
+            );
+        }
+    }
     cluster.shutdown().await;
     Ok(())
 }

@@ -197,9 +197,11 @@ impl JobAdminService {
             ..job_filter(request, page)?
         };
         let jobs = self.store().list_jobs(&filter).await?;
+        let total_size = self.store().count_matching_jobs(&filter).await?;
         Ok(pb::ListJobsResponse {
             next_page_token: page.next_token(jobs.len()),
             jobs: jobs.into_iter().map(job_to_pb).collect(),
+            total_size,
         })
     }
 

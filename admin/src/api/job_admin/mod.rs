@@ -556,6 +556,39 @@ impl JobAdmin for JobAdminService {
         )
     }
 
+    async fn set_user_role(
+        &self,
+        request: Request<pb::SetUserRoleRequest>,
+    ) -> RpcResult<pb::SetUserRoleResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.set_role_checked(&caller, request.into_inner()).await)
+    }
+
+    async fn change_password(
+        &self,
+        request: Request<pb::ChangePasswordRequest>,
+    ) -> RpcResult<pb::ChangePasswordResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ChangeOwnPassword, Scope::Any)?;
+        reply(
+            self.change_own_password(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn reset_password(
+        &self,
+        request: Request<pb::ResetPasswordRequest>,
+    ) -> RpcResult<pb::ResetPasswordResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.reset_password_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
     async fn grant_group(
         &self,
         request: Request<pb::GrantGroupRequest>,

@@ -59,9 +59,11 @@ impl JobAdminService {
             ..log_filter(&request, page)?
         };
         let logs = self.store().list_logs(&filter).await?;
+        let total_size = self.store().count_matching_logs(&filter).await?;
         Ok(pb::ListLogsResponse {
             next_page_token: page.next_token(logs.len()),
             logs: logs.into_iter().map(log_to_pb).collect(),
+            total_size,
         })
     }
 

@@ -5,9 +5,9 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::Page;
 use crate::auth::Caller;
-use crate::auth::accounts::{create_user, issue_token};
+use crate::auth::accounts::{create_user, issue_token, new_password_hash, password_matches};
 use crate::error::Error;
-use crate::model::{ApiToken, AuditEntry, User};
+use crate::model::{ApiToken, AuditEntry, Role, User};
 
 pub fn user_to_pb(user: User) -> pb::User {
     pb::User {
@@ -106,6 +106,109 @@ impl JobAdminService {
         self.audit(caller, "DeleteUser", format!("user:{id}"), summary)
             .await;
         Ok(pb::DeleteUserResponse {})
+    }
+
+    /// Changes a user's role. An admin may not change their own (so at least one admin is
+    /// always left: the one making the change).
+    pub(super) async fn set_role_checked(
+        &self,
+        caller: &Caller,
+        request: pb::SetUserRoleRequest,
+    ) -> Result<pb::SetUserRoleResponse, Error> {
+        let role = Role::parse(request.role.trim())
+            .ok_or_else(|| Error::invalid("role", "must be admin, operator or viewer"))?;
+        let user = self.load_user(request.user_id).await?;
+        if let Caller::User(me) = caller
+            && me.id == user.id
+        {
+            return Err(Error::FailedPrecondition(
+                "an admin cannot change their own role (ask another admin)".to_string(),
+            ));
+        }
+        self.store().set_user_role(user.id, role).await?;
+        self.auth.invalidate();
+        let summary = format!(
+            "user '{}', role {} -> {}",
+            user.name,
+            user.role.as_str(),
+            role.as_str()
+        );
+        self.audit(caller, "SetUserRole", format!("user:{}", user.id), summary)
+            .await;
+        Ok(pb::SetUserRoleResponse {
+            user: Some(user_to_pb(self.load_user(user.id).await?)),
+        })
+    }
+
+    /// The caller's own password, after proving the current one. A user without a password
+    /// (API token only) cannot give itself one: an admin sets it with ResetPassword.
+    pub(super) async fn change_own_password(
+        &self,
+        caller: &Caller,
+        request: pb::ChangePasswordRequest,
+    ) -> Result<pb::ChangePasswordResponse, Error> {
+        let Caller::User(me) = caller else {
+            return Err(Error::FailedPrecondition(
+                "the admin runs open (no users yet): there is no own password to change"
+                    .to_string(),
+            ));
+        };
+        // Re-read: the cached caller may be seconds old, the hash must be the stored one.
+        let user = self.load_user(me.id).await?;
+        if user.password_hash.is_empty() {
+            return Err(Error::FailedPrecondition(format!(
+                "user '{}' has no console password; an admin sets one (ResetPassword)",
+                user.name
+            )));
+        }
+        if request.new_password.is_empty() {
+            return Err(Error::invalid("new_password", "must not be empty"));
+        }
+        let hash = new_password_hash("new_password", &request.new_password).await?;
+        if !password_matches(&request.current_password, &user.password_hash).await {
+            return Err(Error::invalid(
+                "current_password",
+                "does not match the current password",
+            ));
+        }
+        self.store().set_user_password(user.id, &hash).await?;
+        let summary = format!("user '{}'", user.name);
+        self.audit(
+            caller,
+            "ChangePassword",
+            format!("user:{}", user.id),
+            summary,
+        )
+        .await;
+        Ok(pb::ChangePasswordResponse {})
+    }
+
+    /// Sets a user's password without the current one (admin); empty removes password login.
+    pub(super) async fn reset_password_checked(
+        &self,
+        caller: &Caller,
+        request: pb::ResetPasswordRequest,
+    ) -> Result<pb::ResetPasswordResponse, Error> {
+        let user = self.load_user(request.user_id).await?;
+        let hash = new_password_hash("new_password", &request.new_password).await?;
+        self.store().set_user_password(user.id, &hash).await?;
+        let summary = format!(
+            "user '{}', {}",
+            user.name,
+            if hash.is_empty() {
+                "password login removed"
+            } else {
+                "new password"
+            }
+        );
+        self.audit(
+            caller,
+            "ResetPassword",
+            format!("user:{}", user.id),
+            summary,
+        )
+        .await;
+        Ok(pb::ResetPasswordResponse {})
     }
 
     pub(super) async fn create_token_checked(

@@ -10,6 +10,7 @@ use super::super::csrf::{Fields, Posted, same};
 use super::super::frame::{self, Nav};
 use super::super::guard::ClientAddress;
 use super::super::html::{Markup, markup};
+use super::super::i18n::{Lang, t};
 use super::super::session::{self, cookie, set_cookie, with_cookie};
 use super::super::{Console, Shared};
 use super::status_page;
@@ -26,11 +27,19 @@ pub async fn form(State(console): State<Shared>, headers: HeaderMap, uri: Uri) -
         // Nothing to log in to: the open console makes its session on the first page.
         return Redirect::to(&safe_next(&next)).into_response();
     }
-    login_page(&console, &next, "", "", StatusCode::OK)
+    login_page(
+        &console,
+        Lang::of_request(&headers),
+        &next,
+        "",
+        "",
+        StatusCode::OK,
+    )
 }
 
 fn login_page(
     console: &Console,
+    lang: Lang,
     next: &str,
     name: &str,
     error: &str,
@@ -48,25 +57,33 @@ fn login_page(
             error
         )
     };
+    // The command stays as is in every language.
+    let hint = t(lang, "login.hint");
+    let (hint_before, hint_after) = hint.split_once("{}").unwrap_or((hint, ""));
     let body = markup!(
         "<form method=\"post\" action=\"/login\" class=\"card narrow\" id=\"login-form\">{}\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
          <input type=\"hidden\" name=\"next\" value=\"{}\">\
-         <div class=\"field\"><label for=\"name\">User</label>\
+         <div class=\"field\"><label for=\"name\">{}</label>\
          <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" autocomplete=\"username\" \
          required autofocus></div>\
-         <div class=\"field\"><label for=\"password\">Password</label>\
+         <div class=\"field\"><label for=\"password\">{}</label>\
          <input type=\"password\" name=\"password\" id=\"password\" \
          autocomplete=\"current-password\" required></div>\
-         <button type=\"submit\" id=\"login\">Log in</button>\
-         <p class=\"hint\">Users get a password with <code>xjob user create --password-stdin</code> \
-         or from an admin on the Users page.</p></form>",
+         <button type=\"submit\" id=\"login\">{}</button>\
+         <p class=\"hint\">{}<code>xjob user create --password-stdin</code>{}</p></form>",
         error,
         token,
         next,
-        name
+        t(lang, "login.user"),
+        name,
+        t(lang, "login.password"),
+        t(lang, "login.submit"),
+        hint_before,
+        hint_after
     );
-    let mut response = frame::page(None, "Log in to xjob", Nav::None, body);
+    let title = t(lang, "login.title");
+    let mut response = frame::page_in(lang, None, title, Nav::None, body);
     *response.status_mut() = code;
     with_cookie(
         response,
@@ -81,6 +98,7 @@ pub async fn submit(
     body: Bytes,
 ) -> Response {
     let fields = Fields::parse(&body);
+    let lang = Lang::of_request(&headers);
     let next = fields.get("next").to_string();
     let name = fields.get("name").to_string();
     let expected = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
@@ -93,6 +111,7 @@ pub async fn submit(
     if let Err(refusal) = console.logins.attempt(&name, client) {
         return login_page(
             &console,
+            lang,
             &next,
             &name,
             &refusal.message(),
@@ -118,9 +137,10 @@ pub async fn submit(
         tracing::info!(user = %name.chars().take(64).collect::<String>(), "console login failed");
         return login_page(
             &console,
+            lang,
             &next,
             &name,
-            "Wrong user name or password.",
+            t(lang, "login.wrong"),
             StatusCode::UNAUTHORIZED,
         );
     };
@@ -147,7 +167,7 @@ pub async fn logout(State(console): State<Shared>, headers: HeaderMap, posted: P
 /// is another site), no backslash (browsers read `/\\host` as `//host`), and only visible
 /// ASCII: browsers drop tabs and newlines from URLs, so `/\t/host` would become `//host`,
 /// and a control character cannot go into a `Location` header at all.
-fn safe_next(next: &str) -> String {
+pub fn safe_next(next: &str) -> String {
     let path_only = next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')

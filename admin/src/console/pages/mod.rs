@@ -1,6 +1,7 @@
 //! The console's pages, one module per family, and what they share: error pages, the field an
 //! API error names, redirects after a post.
 
+pub mod account;
 pub mod dashboard;
 pub mod groups;
 pub mod jobs;
@@ -265,6 +266,79 @@ pub fn pager(
     out
 }
 
+/// A list's header row: each column with a sort key is a link that sorts by it (a second
+/// click: the other way); the column sorted by now carries `aria-sort` and an arrow. `current`
+/// is the list's `sort` (`key` or `-key`), `link(sort)` the list's URL sorted that way.
+pub fn sortable_header(
+    columns: &[(&str, Option<&str>)],
+    current: &str,
+    link: &dyn Fn(&str) -> String,
+) -> Markup {
+    let (now, descending) = match current.strip_prefix('-') {
+        Some(key) => (key, true),
+        None => (current, false),
+    };
+    let mut row = Markup::literal("<tr>");
+    for (label, key) in columns {
+        let Some(key) = key else {
+            row.push(markup!("<th scope=\"col\">{}</th>", *label));
+            continue;
+        };
+        let sorted = now == *key;
+        let (aria, arrow, next) = match (sorted, descending) {
+            (true, false) => (" aria-sort=\"ascending\"", " ▲", format!("-{key}")),
+            (true, true) => (" aria-sort=\"descending\"", " ▼", key.to_string()),
+            (false, _) => ("", "", key.to_string()),
+        };
+        row.push(markup!(
+            "<th scope=\"col\"{}><a href=\"{}\" data-sort=\"{}\">{}{}</a></th>",
+            Markup::literal(aria),
+            link(&next),
+            *key,
+            *label,
+            Markup::literal(arrow)
+        ));
+    }
+    row.push(Markup::literal("</tr>"));
+    row
+}
+
+/// A list's URL with its filters `keys` from `query`, sorted by `sort`, from its first page (a
+/// new order starts over).
+pub fn sorted_url(path: &str, query: &Fields, keys: &[&str], sort: &str) -> String {
+    let mut kept: Vec<String> = keys
+        .iter()
+        .filter(|key| **key != "sort" && **key != "page" && !query.get(key).is_empty())
+        .map(|key| format!("{key}={}", html::url(query.get(key))))
+        .collect();
+    if !sort.is_empty() {
+        kept.push(format!("sort={}", html::url(sort)));
+    }
+    if kept.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    }
+}
+
+/// How many rows a list has over all its pages, e.g. "10,000 jobs".
+pub fn total_line(id: &str, total: i64, one: &str, many: &str) -> Markup {
+    let digits = total.max(0).to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    markup!(
+        "<p class=\"total muted\" id=\"{}\">{} {}</p>",
+        id,
+        grouped,
+        if total == 1 { one } else { many }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +361,27 @@ mod tests {
             "{links}"
         );
         assert!(pager("/jobs", &filters, "", "", 50).is_empty());
+    }
+
+    #[test]
+    fn headers_sort_by_their_column_and_flip_on_the_second_click() {
+        let query = Fields::from_query(Some("name=a&sort=name&page=50"));
+        let link = |sort: &str| sorted_url("/jobs", &query, &["name", "sort", "page"], sort);
+        let row = sortable_header(&[("Name", Some("name")), ("Actions", None)], "name", &link)
+            .into_string();
+        assert!(row.contains("aria-sort=\"ascending\""), "{row}");
+        assert!(
+            row.contains("href=\"/jobs?name=a&amp;sort=-name\""),
+            "{row}"
+        );
+        assert!(row.contains("<th scope=\"col\">Actions</th>"), "{row}");
+        let row = sortable_header(&[("Name", Some("name"))], "-name", &link).into_string();
+        assert!(row.contains("aria-sort=\"descending\""), "{row}");
+        assert!(row.contains("href=\"/jobs?name=a&amp;sort=name\""), "{row}");
+        assert_eq!(
+            total_line("t", 10_000, "job", "jobs").into_string(),
+            "<p class=\"total muted\" id=\"t\">10,000 jobs</p>"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::super::zone::{self, reading_zone};
 use super::super::{Shared, request};
 use super::{
     PAGE_SIZE, Path, group_name, job_named, jobs_by_id, page_token, pager, readable_groups,
-    see_other, status_page,
+    see_other, sortable_header, sorted_url, status_page, total_line,
 };
 
 /// A clean-up mode in words (XXL-JOB's modes, in its order, come from `ClearLogsMode`).
@@ -123,6 +123,7 @@ pub async fn list(
                 to_ms,
                 page_size: PAGE_SIZE as i32,
                 page_token: page_token(&query, PAGE_SIZE),
+                order_by: query.get("sort").to_string(),
             },
         ))
         .await;
@@ -140,8 +141,10 @@ pub async fn list(
              fires or when you trigger one from its job page.</p>",
         ));
     } else {
+        body.push(total_line("runs-total", page.total_size, "run", "runs"));
         body.push(Markup::literal("<div class=\"scroll\"><table id=\"runs\">"));
-        body.push(RUN_HEADER.clone());
+        let link = |sort: &str| sorted_url("/runs", &query, LIST_KEYS, sort);
+        body.push(sortable_header(RUN_COLUMNS, query.get("sort"), &link));
         let back = list_state(&query);
         let ids: Vec<i64> = page.logs.iter().map(|log| log.job_id).collect();
         let jobs = jobs_by_id(&console, &viewer, ids).await;
@@ -155,8 +158,9 @@ pub async fn list(
         }
         body.push(Markup::literal("</table></div>"));
     }
-    let filters: Vec<(&str, String)> = ["job", "job_name", "group", "status", "from", "to", "tz"]
+    let filters: Vec<(&str, String)> = LIST_KEYS
         .iter()
+        .filter(|key| **key != "page")
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
     body.push(pager(
@@ -226,6 +230,25 @@ fn filters(query: &Fields, groups: &[pb::Group], shown: Tz) -> Markup {
     )
 }
 
+/// The runs list's filters and sort, as its URL carries them.
+const LIST_KEYS: &[&str] = &[
+    "job", "job_name", "group", "status", "from", "to", "tz", "sort", "page",
+];
+
+/// The runs list's columns: label and sort key (`model::LOG_SORT_KEYS`), if it sorts.
+const RUN_COLUMNS: &[(&str, Option<&str>)] = &[
+    ("Run", Some("id")),
+    ("Job", Some("job")),
+    ("Group", Some("group")),
+    ("Status", Some("status")),
+    ("Trigger", None),
+    ("Triggered", Some("triggered")),
+    ("Took", None),
+    ("Executor", Some("executor")),
+    ("Message", None),
+    ("Actions", None),
+];
+
 /// The runs table's header row (the list and a run's attempts).
 static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
     Markup::literal(
@@ -239,13 +262,11 @@ static RUN_HEADER: std::sync::LazyLock<Markup> = std::sync::LazyLock::new(|| {
 
 /// The runs list's URL as it is now (filters and page), so Kill and Retry come back to it.
 fn list_state(query: &Fields) -> String {
-    let kept: Vec<String> = [
-        "job", "job_name", "group", "status", "from", "to", "tz", "page",
-    ]
-    .iter()
-    .filter(|key| !query.get(key).is_empty())
-    .map(|key| format!("{key}={}", html::url(query.get(key))))
-    .collect();
+    let kept: Vec<String> = LIST_KEYS
+        .iter()
+        .filter(|key| !query.get(key).is_empty())
+        .map(|key| format!("{key}={}", html::url(query.get(key))))
+        .collect();
     if kept.is_empty() {
         "/runs".to_string()
     } else {

@@ -10,6 +10,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::csrf::{Fields, Posted};
 use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
+use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
 use super::super::{Shared, request};
 use super::{
@@ -38,14 +39,24 @@ fn render(
     notice: &str,
     error: &str,
 ) -> Response {
+    let lang = viewer.lang;
     let csrf = frame::csrf_field(viewer);
     let mut body = html::notice(Tone::Ok, notice);
     body.push(html::notice(Tone::Bad, error));
     body.push(Markup::literal(
-        "<div class=\"scroll\"><table id=\"users\"><tr><th scope=\"col\">Id</th>\
-         <th scope=\"col\">Name</th><th scope=\"col\">Role</th><th scope=\"col\">Groups</th>\
-         <th scope=\"col\">Created</th><th scope=\"col\">Actions</th></tr>",
+        "<div class=\"scroll\"><table id=\"users\"><tr>",
     ));
+    for key in [
+        "users.id",
+        "users.name",
+        "users.role",
+        "users.groups",
+        "users.created",
+        "users.actions",
+    ] {
+        body.push(markup!("<th scope=\"col\">{}</th>", t(lang, key)));
+    }
+    body.push(Markup::literal("</tr>"));
     let group_options: Vec<(String, String)> = groups
         .iter()
         .map(|group| (group.id.to_string(), group_name(groups, group.id)))
@@ -59,70 +70,69 @@ fn render(
             granted.push(markup!(
                 "{} <form method=\"post\" action=\"/users/{}/revoke\" class=\"inline\">{}\
                  <input type=\"hidden\" name=\"group\" value=\"{}\">\
-                 <button class=\"small secondary\" title=\"revoke this grant\" \
-                 aria-label=\"revoke {}\">×</button></form>",
+                 <button class=\"small secondary\" title=\"{}\" \
+                 aria-label=\"{}\">×</button></form>",
                 group_name(groups, *id),
                 user.id,
                 csrf,
                 id,
-                group_name(groups, *id)
+                t(lang, "users.revoke_grant"),
+                tf(lang, "users.revoke_named", &[&group_name(groups, *id)])
             ));
         }
         let grant_id = format!("grant-{}", user.id);
         body.push(markup!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>\
-             <a href=\"/users/{}/tokens\">tokens</a> \
+             <a href=\"/users/{}/tokens\">{}</a> {} \
              <form method=\"post\" action=\"/users/{}/grant\" class=\"inline\">{}\
-             <label class=\"sr-only\" for=\"{}\">Group to grant to {}</label>{}\
-             <button class=\"small\">Grant</button></form> \
+             <label class=\"sr-only\" for=\"{}\">{}</label>{}\
+             <button class=\"small\">{}</button></form> \
              <form method=\"post\" action=\"/users/{}/delete\" class=\"inline\" \
-             data-confirm=\"Delete user {} and its tokens?\">{}\
-             <button class=\"small danger\">Delete</button></form></td></tr>",
+             data-confirm=\"{}\">{}\
+             <button class=\"small danger\">{}</button></form></td></tr>",
             user.id,
             user.name,
             user.role,
             granted,
             html::time(user.created_ms),
             user.id,
+            t(lang, "users.tokens"),
+            account_actions(viewer, user, &csrf),
             user.id,
             csrf,
             grant_id,
-            user.name,
+            tf(lang, "users.grant_to", &[&user.name]),
             html::select_with_id("group", &grant_id, &group_options, ""),
+            t(lang, "users.grant"),
             user.id,
-            user.name,
+            tf(lang, "users.delete_confirm", &[&user.name]),
             csrf,
+            t(lang, "users.delete"),
         ));
     }
     body.push(Markup::literal("</table></div>"));
-    let roles = vec![
-        ("viewer".to_string(), "viewer: reads its groups".to_string()),
-        (
-            "operator".to_string(),
-            "operator: runs its groups' jobs".to_string(),
-        ),
-        ("admin".to_string(), "admin: everything".to_string()),
-    ];
+    let roles = role_choices(lang);
     body.push(markup!(
-        "<form method=\"post\" action=\"/users\" class=\"card form\" id=\"user-form\"><h2>New user</h2>\
-         {}<div class=\"fields\">{}{}{}</div><button id=\"create-user\">Create</button></form>",
+        "<form method=\"post\" action=\"/users\" class=\"card form\" id=\"user-form\"><h2>{}</h2>\
+         {}<div class=\"fields\">{}{}{}</div><button id=\"create-user\">{}</button></form>",
+        t(lang, "users.new"),
         csrf,
         html::field(
-            "Name",
+            t(lang, "users.name"),
             "name",
             html::text_input("name", ""),
             None,
             Markup::new()
         ),
         html::field(
-            "Role",
+            t(lang, "users.role"),
             "role",
             html::select("role", &roles, "viewer"),
             None,
             Markup::new()
         ),
         html::field(
-            "Password",
+            t(lang, "users.password"),
             "password",
             // minlength is only a hint to the browser; create_user enforces the same minimum.
             markup!(
@@ -131,13 +141,164 @@ fn render(
                 MIN_PASSWORD_CHARS
             ),
             None,
-            markup!(
-                "for the console, at least {} characters; empty = API token only",
-                MIN_PASSWORD_CHARS
-            ),
+            html::esc(&tf(lang, "users.password_hint", &[&MIN_PASSWORD_CHARS])),
         ),
+        t(lang, "users.create"),
     ));
-    frame::page(Some(viewer), "Users", Nav::Users, body)
+    frame::page(Some(viewer), t(lang, "users.title"), Nav::Users, body)
+}
+
+/// The roles a user may have, with what each may do.
+fn role_choices(lang: Lang) -> Vec<(String, String)> {
+    [
+        ("viewer", t(lang, "users.role_viewer")),
+        ("operator", t(lang, "users.role_operator")),
+        ("admin", t(lang, "users.role_admin")),
+    ]
+    .into_iter()
+    .map(|(value, label)| (value.to_string(), label.to_string()))
+    .collect()
+}
+
+/// A user row's role change and password reset (not on the viewer's own row: an admin changes
+/// their own password on the Account page, and never their own role).
+fn account_actions(viewer: &Viewer, user: &pb::User, csrf: &Markup) -> Markup {
+    let lang = viewer.lang;
+    let own = matches!(&viewer.caller, crate::auth::Caller::User(me) if me.id == user.id);
+    if own {
+        return markup!("<a href=\"/account\">{}</a>", t(lang, "users.my_account"));
+    }
+    let role_id = format!("role-{}", user.id);
+    markup!(
+        "<form method=\"post\" action=\"/users/{}/role\" class=\"inline\">{}\
+         <label class=\"sr-only\" for=\"{}\">{}</label>{}\
+         <button class=\"small secondary\">{}</button></form> \
+         <a href=\"/users/{}/password\">{}</a>",
+        user.id,
+        csrf,
+        role_id,
+        tf(lang, "users.role_of", &[&user.name]),
+        html::select_with_id("role", &role_id, &role_choices(lang), &user.role),
+        t(lang, "users.set_role"),
+        user.id,
+        t(lang, "users.reset_link")
+    )
+}
+
+pub async fn set_role(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let role = posted.fields.get("role").to_string();
+    match console
+        .api()
+        .set_user_role(request(
+            &posted.viewer.caller,
+            pb::SetUserRoleRequest { user_id: id, role },
+        ))
+        .await
+    {
+        Ok(answer) => {
+            let user = answer.into_inner().user.unwrap_or_default();
+            let notice = tf(
+                posted.viewer.lang,
+                "users.role_set",
+                &[&user.name, &user.role],
+            );
+            see_other("/users", &notice)
+        }
+        Err(status) => status_page(&status),
+    }
+}
+
+/// An admin's form to set another user's password (a forgotten one).
+pub async fn password_form(
+    State(console): State<Shared>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+) -> Response {
+    password_page(&console, &viewer, id, None).await
+}
+
+async fn password_page(
+    console: &super::super::Console,
+    viewer: &Viewer,
+    id: i64,
+    error: Option<&str>,
+) -> Response {
+    let users = match console
+        .api()
+        .list_users(request(&viewer.caller, pb::ListUsersRequest {}))
+        .await
+    {
+        Ok(answer) => answer.into_inner().users,
+        Err(status) => return status_page(&status),
+    };
+    let Some(user) = users.into_iter().find(|user| user.id == id) else {
+        return super::not_found_page();
+    };
+    let lang = viewer.lang;
+    let body = markup!(
+        "<form method=\"post\" action=\"/users/{}/password\" class=\"card form\" \
+         id=\"reset-form\">{}<div class=\"fields\">{}</div>\
+         <button id=\"reset-password\">{}</button></form>\
+         <p><a href=\"/users\">{}</a></p>",
+        id,
+        frame::csrf_field(viewer),
+        html::field(
+            t(lang, "users.new_password"),
+            "new_password",
+            new_password_input(),
+            error,
+            html::esc(&tf(lang, "users.reset_hint", &[&MIN_PASSWORD_CHARS])),
+        ),
+        t(lang, "users.reset_submit"),
+        t(lang, "users.back"),
+    );
+    let title = tf(lang, "users.password_title", &[&user.name]);
+    frame::page(Some(viewer), &title, Nav::Users, body)
+}
+
+/// A new-password input; `minlength` is only a hint, the API enforces the same minimum.
+pub fn new_password_input() -> Markup {
+    markup!(
+        "<input type=\"password\" name=\"new_password\" id=\"new_password\" \
+         autocomplete=\"new-password\" minlength=\"{}\">",
+        MIN_PASSWORD_CHARS
+    )
+}
+
+pub async fn reset_password(
+    State(console): State<Shared>,
+    Path(id): Path<i64>,
+    posted: Posted,
+) -> Response {
+    let new_password = posted.fields.raw("new_password").unwrap_or("").to_string();
+    match console
+        .api()
+        .reset_password(request(
+            &posted.viewer.caller,
+            pb::ResetPasswordRequest {
+                user_id: id,
+                new_password,
+            },
+        ))
+        .await
+    {
+        Ok(_) => see_other(
+            "/users",
+            &tf(posted.viewer.lang, "users.password_set", &[&id]),
+        ),
+        Err(status) => match super::field_error(&status) {
+            (Some(_), message) => {
+                let mut page = password_page(&console, &posted.viewer, id, Some(&message)).await;
+                *page.status_mut() = super::http_status(status.code());
+                page
+            }
+            (None, _) => status_page(&status),
+        },
+    }
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
@@ -165,11 +326,9 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
                 .unwrap_or_default();
             let groups = readable_groups(&console, &posted.viewer).await;
             // The token is shown this once, on this answer (never in a URL).
-            let notice = format!(
-                "User {} created. Its API token, shown only now: {}",
-                answer.user.map(|user| user.name).unwrap_or_default(),
-                answer.token
-            );
+            let name = answer.user.map(|user| user.name).unwrap_or_default();
+            let lang = posted.viewer.lang;
+            let notice = tf(lang, "users.created_notice", &[&name, &answer.token]);
             no_store(render(&posted.viewer, &users, &groups, &notice, ""))
         }
         Err(status) => status_page(&status),
@@ -186,7 +345,7 @@ pub async fn delete(
         .delete_user(request(&posted.viewer.caller, pb::DeleteUserRequest { id }))
         .await
     {
-        Ok(_) => see_other("/users", &format!("User {id} deleted.")),
+        Ok(_) => see_other("/users", &tf(posted.viewer.lang, "users.deleted", &[&id])),
         Err(status) => status_page(&status),
     }
 }
@@ -204,7 +363,10 @@ pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: P
         ))
         .await
     {
-        Ok(_) => see_other("/users", &format!("Group {group_id} granted to user {id}.")),
+        Ok(_) => see_other(
+            "/users",
+            &tf(posted.viewer.lang, "users.granted", &[&group_id, &id]),
+        ),
         Err(status) => status_page(&status),
     }
 }
@@ -228,17 +390,24 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         Ok(answer) => answer.into_inner(),
         Err(status) => return status_page(&status),
     };
+    let lang = viewer.lang;
     let mut body = Markup::new();
     if page.entries.is_empty() {
-        body.push(Markup::literal(
-            "<p class=\"empty\">No changes recorded yet.</p>",
-        ));
+        body.push(markup!("<p class=\"empty\">{}</p>", t(lang, "audit.empty")));
     } else {
         body.push(Markup::literal(
-            "<div class=\"scroll\"><table id=\"audit\"><tr><th scope=\"col\">When</th>\
-             <th scope=\"col\">Who</th><th scope=\"col\">Call</th><th scope=\"col\">Object</th>\
-             <th scope=\"col\">Summary</th></tr>",
+            "<div class=\"scroll\"><table id=\"audit\"><tr>",
         ));
+        for key in [
+            "audit.when",
+            "audit.who",
+            "audit.call",
+            "audit.object",
+            "audit.summary",
+        ] {
+            body.push(markup!("<th scope=\"col\">{}</th>", t(lang, key)));
+        }
+        body.push(Markup::literal("</tr>"));
         for entry in &page.entries {
             body.push(markup!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
@@ -258,7 +427,7 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         &page.next_page_token,
         AUDIT_PAGE_SIZE,
     ));
-    frame::page(Some(&viewer), "Audit trail", Nav::Audit, body)
+    frame::page(Some(&viewer), t(lang, "audit.title"), Nav::Audit, body)
 }
 
 pub async fn revoke(
@@ -280,7 +449,7 @@ pub async fn revoke(
     {
         Ok(_) => see_other(
             "/users",
-            &format!("Group {group_id} revoked from user {id}."),
+            &tf(posted.viewer.lang, "users.revoked", &[&group_id, &id]),
         ),
         Err(status) => status_page(&status),
     }
@@ -311,26 +480,37 @@ async fn tokens_page(
         Ok(answer) => answer.into_inner().tokens,
         Err(status) => return status_page(&status),
     };
+    let lang = viewer.lang;
     let csrf = frame::csrf_field(viewer);
     let mut body = html::notice(Tone::Ok, notice);
     body.push(Markup::literal(
-        "<div class=\"scroll\"><table id=\"tokens\"><tr><th scope=\"col\">Id</th>\
-         <th scope=\"col\">Prefix</th><th scope=\"col\">Description</th>\
-         <th scope=\"col\">Created</th><th scope=\"col\">Expires</th>\
-         <th scope=\"col\">Revoked</th><th scope=\"col\">Actions</th></tr>",
+        "<div class=\"scroll\"><table id=\"tokens\"><tr>",
     ));
+    for key in [
+        "users.id",
+        "tokens.prefix",
+        "tokens.description",
+        "users.created",
+        "tokens.expires",
+        "tokens.revoked",
+        "users.actions",
+    ] {
+        body.push(markup!("<th scope=\"col\">{}</th>", t(lang, key)));
+    }
+    body.push(Markup::literal("</tr>"));
     for token in &tokens {
         let action = if token.revoked_ms > 0 {
             Markup::new()
         } else {
             markup!(
                 "<form method=\"post\" action=\"/users/{}/tokens/{}/revoke\" \
-                 class=\"inline\" data-confirm=\"Revoke token {}…?\">{}\
-                 <button class=\"small danger\">Revoke</button></form>",
+                 class=\"inline\" data-confirm=\"{}\">{}\
+                 <button class=\"small danger\">{}</button></form>",
                 user_id,
                 token.id,
-                token.prefix,
-                csrf
+                tf(lang, "tokens.revoke_confirm", &[&token.prefix]),
+                csrf,
+                t(lang, "tokens.revoke")
             )
         };
         body.push(markup!(
@@ -343,7 +523,7 @@ async fn tokens_page(
             if token.expires_ms > 0 {
                 html::time(token.expires_ms)
             } else {
-                Markup::literal("never")
+                html::esc(t(lang, "tokens.never"))
             },
             html::time(token.revoked_ms),
             action,
@@ -352,31 +532,30 @@ async fn tokens_page(
     body.push(Markup::literal("</table></div>"));
     body.push(markup!(
         "<form method=\"post\" action=\"/users/{}/tokens\" class=\"card form\" \
-         id=\"token-form\"><h2>New token</h2>{}<div class=\"fields\">{}{}</div>\
-         <button id=\"create-token\">Issue</button></form><p><a href=\"/users\">← Users</a></p>",
+         id=\"token-form\"><h2>{}</h2>{}<div class=\"fields\">{}{}</div>\
+         <button id=\"create-token\">{}</button></form><p><a href=\"/users\">{}</a></p>",
         user_id,
+        t(lang, "tokens.new"),
         csrf,
         html::field(
-            "Description",
+            t(lang, "tokens.description"),
             "description",
             html::text_input("description", ""),
             None,
             Markup::new()
         ),
         html::field(
-            "Lifetime (days)",
+            t(lang, "tokens.lifetime"),
             "ttl_days",
             html::text_input("ttl_days", "90"),
             None,
-            Markup::literal("0 = never expires")
+            html::esc(t(lang, "tokens.lifetime_hint"))
         ),
+        t(lang, "tokens.issue"),
+        t(lang, "users.back"),
     ));
-    frame::page(
-        Some(viewer),
-        &format!("Tokens of user {user_id}"),
-        Nav::Users,
-        body,
-    )
+    let title = tf(lang, "tokens.title", &[&user_id]);
+    frame::page(Some(viewer), &title, Nav::Users, body)
 }
 
 pub async fn create_token(
@@ -399,10 +578,8 @@ pub async fn create_token(
     match answer {
         // Shown this once, on this answer (never in a URL).
         Ok(answer) => {
-            let notice = format!(
-                "Token issued. Copy it now, it is not shown again: {}",
-                answer.into_inner().token
-            );
+            let token = answer.into_inner().token;
+            let notice = tf(posted.viewer.lang, "tokens.issued", &[&token]);
             no_store(tokens_page(&console, &posted.viewer, id, &notice).await)
         }
         Err(status) => status_page(&status),
@@ -424,7 +601,7 @@ pub async fn revoke_token(
     {
         Ok(_) => see_other(
             &format!("/users/{user_id}/tokens"),
-            &format!("Token {token_id} revoked."),
+            &tf(posted.viewer.lang, "tokens.revoked_notice", &[&token_id]),
         ),
         Err(status) => status_page(&status),
     }

@@ -246,3 +246,60 @@ async fn console_sessions_and_users_by_name_round_trip() {
         assert_eq!(store.console_session("live").await.expect("read"), None);
     }
 }
+
+#[tokio::test]
+async fn role_and_password_changes_end_the_users_console_sessions() {
+    use crate::model::ConsoleSession;
+    for (backend, store, _dir) in fresh_stores().await {
+        let dave = store
+            .insert_user(&user("dave", Role::Viewer))
+            .await
+            .expect("dave");
+        let erin = store
+            .insert_user(&user("erin", Role::Viewer))
+            .await
+            .expect("erin");
+        store
+            .set_user_role(dave.id, Role::Operator)
+            .await
+            .expect("role");
+        // The same role again is no error (MySQL reports no changed row).
+        store
+            .set_user_role(dave.id, Role::Operator)
+            .await
+            .expect("same role");
+        let read = store.get_user(dave.id).await.expect("read").expect("dave");
+        assert_eq!(read.role, Role::Operator, "{backend}");
+
+        for (hash, user_id) in [("d1", dave.id), ("d2", dave.id), ("e1", erin.id)] {
+            let session = ConsoleSession {
+                token_hash: hash.to_string(),
+                user_id,
+                csrf_token: format!("csrf-{hash}"),
+                created_ms: 100,
+                expires_ms: 10_000,
+            };
+            store
+                .insert_console_session(&session)
+                .await
+                .expect("insert");
+        }
+        store
+            .set_user_password(dave.id, "new-hash")
+            .await
+            .expect("password");
+        let read = store.get_user(dave.id).await.expect("read").expect("dave");
+        assert_eq!(read.password_hash, "new-hash", "{backend}");
+        for gone in ["d1", "d2"] {
+            assert_eq!(
+                store.console_session(gone).await.expect("read"),
+                None,
+                "{backend}: dave's session {gone} outlived the password"
+            );
+        }
+        assert!(
+            store.console_session("e1").await.expect("read").is_some(),
+            "{backend}: another user's session stays"
+        );
+    }
+}

@@ -758,3 +758,100 @@ async fn run_ids_can_be_moved_past_an_imported_last_id_and_never_back() {
         );
     }
 }
+
+#[tokio::test]
+async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches() {
+    use crate::model::ListOrder;
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = store.insert_group(&group("sorted")).await.expect("group");
+        let mut ids = Vec::new();
+        for (name, next_ms) in [("b", 300), ("a", 100), ("c", 200), ("a", 400)] {
+            let job = Job {
+                name: name.to_string(),
+                ..job(group.id, next_ms)
+            };
+            ids.push(store.insert_job(&job).await.expect("job").id);
+        }
+        let names = |jobs: Vec<Job>| -> Vec<(String, i64)> {
+            jobs.into_iter().map(|job| (job.name, job.id)).collect()
+        };
+        let by = |key: &'static str, descending: bool| JobFilter {
+            order: Some(ListOrder { key, descending }),
+            limit: 10,
+            ..JobFilter::default()
+        };
+        let sorted = names(store.list_jobs(&by("name", false)).await.expect("list"));
+        assert_eq!(
+            sorted,
+            [
+                ("a".to_string(), ids[1]),
+                ("a".to_string(), ids[3]),
+                ("b".to_string(), ids[0]),
+                ("c".to_string(), ids[2]),
+            ],
+            "{backend}: by name, ties by id"
+        );
+        let sorted = names(store.list_jobs(&by("name", true)).await.expect("list"));
+        assert_eq!(
+            sorted[0],
+            ("c".to_string(), ids[2]),
+            "{backend}: descending"
+        );
+        assert_eq!(
+            sorted[3],
+            ("a".to_string(), ids[1]),
+            "{backend}: ties descending too"
+        );
+        // A page of a sorted list, and the count of all matches.
+        let page = JobFilter {
+            name: Some("a".to_string()),
+            offset: 1,
+            limit: 1,
+            ..by("next_fire", true)
+        };
+        let one = names(store.list_jobs(&page).await.expect("page"));
+        assert_eq!(
+            one,
+            [("a".to_string(), ids[1])],
+            "{backend}: second 'a' by next fire"
+        );
+        assert_eq!(store.count_matching_jobs(&page).await.expect("count"), 2);
+        assert_eq!(
+            store
+                .count_matching_jobs(&JobFilter::default())
+                .await
+                .expect("count"),
+            4
+        );
+
+        // Runs: newest first by default; by job, ties by id; counted with the filters.
+        let jobs: Vec<Job> = store.list_jobs(&by("id", false)).await.expect("jobs");
+        let fires: Vec<NewRun> = jobs
+            .iter()
+            .rev()
+            .map(|job| fire(job, 1_000, "n1", 1))
+            .collect();
+        let runs = store.insert_runs(&fires).await.expect("runs");
+        let listed = |order: Option<ListOrder>| LogFilter {
+            order,
+            limit: 10,
+            ..LogFilter::default()
+        };
+        let newest = store.list_logs(&listed(None)).await.expect("logs");
+        assert_eq!(newest[0].id, *runs.iter().max().expect("runs"), "{backend}");
+        let by_job = store
+            .list_logs(&listed(Some(ListOrder {
+                key: "job",
+                descending: false,
+            })))
+            .await
+            .expect("logs");
+        let job_ids: Vec<i64> = by_job.iter().map(|run| run.job_id).collect();
+        assert_eq!(job_ids, ids, "{backend}: by job id");
+        let one_job = LogFilter {
+            job_id: Some(ids[0]),
+            ..listed(None)
+        };
+        assert_eq!(store.count_matching_logs(&one_job).await.expect("count"), 1);
+    }
+}

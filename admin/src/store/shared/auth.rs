@@ -250,3 +250,36 @@ pub async fn revoke_token<DB: Dialect>(
     }
     Ok(user_id)
 }
+
+/// Changes a user's role (the caller checked it exists; MySQL counts an unchanged row as
+/// unaffected, so the row count says nothing here).
+pub async fn set_user_role<DB: Dialect>(db: Pools<'_, DB>, id: i64, role: Role) -> StoreResult<()> {
+    Sql::<DB>::new("UPDATE xjob_user SET role = ")
+        .bind(role.as_str())
+        .push(" WHERE id = ")
+        .bind(id)
+        .execute(&mut *db.write().await?)
+        .await?;
+    Ok(())
+}
+
+/// Replaces a user's password hash (empty = no password login) and ends every console session
+/// of that user in the same transaction, so an old password's sessions do not outlive it.
+pub async fn set_user_password<DB: Dialect>(
+    db: Pools<'_, DB>,
+    id: i64,
+    password_hash: &str,
+) -> StoreResult<()> {
+    let mut tx = db.begin().await?;
+    Sql::<DB>::new("UPDATE xjob_user SET password_hash = ")
+        .bind(password_hash)
+        .push(" WHERE id = ")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Sql::<DB>::new("DELETE FROM xjob_console_session WHERE user_id = ")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    crate::store::sql::commit(tx).await
+}

@@ -172,7 +172,34 @@ pub async fn list_jobs<DB: Dialect>(
     if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
-    let mut query = Sql::<DB>::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE 1 = 1"));
+    let mut query = matching_jobs::<DB>(&format!("SELECT {JOB_COLUMNS}"), filter);
+    super::push_order(&mut query, filter.order.map(job_order_column));
+    let rows = query
+        .push(" LIMIT ")
+        .bind(filter.limit)
+        .push(" OFFSET ")
+        .bind(filter.offset)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(job_from_row::<DB>).collect()
+}
+
+/// How many jobs match a filter (its page and order ignored).
+pub async fn count_matching_jobs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    filter: &JobFilter,
+) -> StoreResult<i64> {
+    if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(0);
+    }
+    matching_jobs::<DB>("SELECT COUNT(*)", filter)
+        .fetch_scalar(&mut *db.read().await?)
+        .await
+}
+
+/// `select` from the jobs that match the filter's conditions.
+fn matching_jobs<'a, DB: Dialect>(select: &str, filter: &'a JobFilter) -> Sql<'a, DB> {
+    let mut query = Sql::<DB>::new(format!("{select} FROM xjob_job WHERE 1 = 1"));
     if let Some(group_ids) = &filter.group_ids {
         query.push_mut(" AND group_id");
         DB::push_id_list(&mut query, group_ids);
@@ -196,14 +223,22 @@ pub async fn list_jobs<DB: Dialect>(
             query.push_mut(") > 0");
         }
     }
-    let rows = query
-        .push(" ORDER BY id LIMIT ")
-        .bind(filter.limit)
-        .push(" OFFSET ")
-        .bind(filter.offset)
-        .fetch_all(&mut *db.read().await?)
-        .await?;
-    rows.iter().map(job_from_row::<DB>).collect()
+    query
+}
+
+/// The column of a jobs-list sort key (`model::JOB_SORT_KEYS`); the key was checked against
+/// that list, so anything else falls back to the id.
+fn job_order_column(order: crate::model::ListOrder) -> (&'static str, bool) {
+    let column = match order.key {
+        "name" => "name",
+        "group" => "group_id",
+        "handler" => "handler",
+        "author" => "author",
+        "status" => "trigger_status",
+        "next_fire" => "trigger_next_ms",
+        _ => "id",
+    };
+    (column, order.descending)
 }
 
 /// Ids among `ids` with no job (reads ids only).

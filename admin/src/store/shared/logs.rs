@@ -109,7 +109,36 @@ pub async fn list_logs<DB: Dialect>(
     if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
-    let mut query = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE 1 = 1"));
+    let mut query = matching_logs::<DB>(&format!("SELECT {LOG_COLUMNS}"), filter);
+    // Newest first unless asked otherwise.
+    let order = filter.order.map(log_order_column).unwrap_or(("id", true));
+    super::push_order(&mut query, Some(order));
+    let rows = query
+        .push(" LIMIT ")
+        .bind(filter.limit)
+        .push(" OFFSET ")
+        .bind(filter.offset)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// How many runs match a filter (its page and order ignored).
+pub async fn count_matching_logs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    filter: &LogFilter,
+) -> StoreResult<i64> {
+    if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(0);
+    }
+    matching_logs::<DB>("SELECT COUNT(*)", filter)
+        .fetch_scalar(&mut *db.read().await?)
+        .await
+}
+
+/// `select` from the runs that match the filter's conditions.
+fn matching_logs<'a, DB: Dialect>(select: &str, filter: &'a LogFilter) -> Sql<'a, DB> {
+    let mut query = Sql::<DB>::new(format!("{select} FROM xjob_log WHERE 1 = 1"));
     if let Some(group_ids) = &filter.group_ids {
         query.push_mut(" AND group_id");
         DB::push_id_list(&mut query, group_ids);
@@ -129,14 +158,20 @@ pub async fn list_logs<DB: Dialect>(
         query.push_mut(" AND status = ");
         query.bind_mut(status.as_str());
     }
-    let rows = query
-        .push(" ORDER BY id DESC LIMIT ")
-        .bind(filter.limit)
-        .push(" OFFSET ")
-        .bind(filter.offset)
-        .fetch_all(&mut *db.read().await?)
-        .await?;
-    rows.iter().map(run_from_row::<DB>).collect()
+    query
+}
+
+/// The column of a runs-list sort key (`model::LOG_SORT_KEYS`); anything else is the id.
+fn log_order_column(order: crate::model::ListOrder) -> (&'static str, bool) {
+    let column = match order.key {
+        "job" => "job_id",
+        "group" => "group_id",
+        "status" => "status",
+        "triggered" => "trigger_time_ms",
+        "executor" => "executor_address",
+        _ => "id",
+    };
+    (column, order.descending)
 }
 
 /// The items sorted by log id (stable: repeats of one run keep their order). Where several

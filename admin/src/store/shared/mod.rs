@@ -38,3 +38,16 @@ pub async fn insert_returning_id<DB: Dialect>(
         })
     }
 }
+
+/// ` ORDER BY column [DESC], id [DESC]`: the id breaks ties, so the pages of a sorted list
+/// neither repeat nor skip rows. `column` comes from a store's own list of sortable columns,
+/// never from a request. `None` = by id, ascending.
+pub fn push_order<DB: Dialect>(query: &mut Sql<'_, DB>, order: Option<(&'static str, bool)>) {
+    let (column, descending) = order.unwrap_or(("id", false));
+    let direction = if descending { " DESC" } else { "" };
+    if column == "id" {
+        query.push_mut(&format!(" ORDER BY id{direction}"));
+    } else {
+        query.push_mut(&format!(" ORDER BY {column}{direction}, id{direction}"));
+    }
+}

@@ -422,7 +422,8 @@ fn job_fields(
         fields.push(html::field(
             "Script source",
             "glue_source",
-            html::textarea("glue_source", 4, &job.glue_source),
+            // Highlighted for the glue type chosen in this form (editor.js reads it).
+            html::code_textarea("glue_source", 6, &job.glue_source, ""),
             err("glue_source"),
             Markup::literal(
                 "script glue types only (SHELL, PYTHON, …); BEAN jobs run their handler",

@@ -63,7 +63,7 @@ pub async fn glue_section(
         html::field(
             "Source",
             "glue_source",
-            html::textarea("glue_source", 12, &source),
+            html::code_textarea("glue_source", 12, &source, &code_language(job.glue_type)),
             err("glue_source"),
             Markup::literal("the next run uses the saved source"),
         ),
@@ -172,6 +172,14 @@ fn line_diff<'a>(old: &'a str, new: &'a str) -> Vec<(Change, &'a str)> {
         }
     }
     out
+}
+
+/// The script editor's language for a glue type: `SHELL` → `shell` (editor.js knows shell,
+/// python, nodejs, php, powershell; any other shows plain, with line numbers).
+fn code_language(glue_type: i32) -> String {
+    pb::GlueType::try_from(glue_type)
+        .map(|known| html::enum_label(known.as_str_name(), "GLUE_TYPE_").to_ascii_lowercase())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -12,11 +12,27 @@ use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
 use super::super::super::zone;
 use super::super::super::{Shared, request};
-use super::super::{PAGE_SIZE, group_name, page_token, pager, readable_groups, status_page};
+use super::super::{
+    PAGE_SIZE, group_name, page_token, pager, readable_groups, sortable_header, sorted_url,
+    status_page, total_line,
+};
 use super::label;
 
 /// The list's filters, in the order of the query.
-const FILTERS: &[&str] = &["group", "status", "name", "handler", "author"];
+const FILTERS: &[&str] = &["group", "status", "name", "handler", "author", "sort"];
+
+/// The table's columns: label and sort key (`model::JOB_SORT_KEYS`), if it sorts.
+const COLUMNS: &[(&str, Option<&str>)] = &[
+    ("Id", Some("id")),
+    ("Name", Some("name")),
+    ("Group", Some("group")),
+    ("Schedule", None),
+    ("Handler", Some("handler")),
+    ("Author", Some("author")),
+    ("Status", Some("status")),
+    ("Next fire", Some("next_fire")),
+    ("Actions", None),
+];
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -38,6 +54,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                 author: query.get("author").to_string(),
                 page_size: PAGE_SIZE as i32,
                 page_token: page_token(&query, PAGE_SIZE),
+                order_by: query.get("sort").to_string(),
             },
         ))
         .await;
@@ -58,12 +75,12 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
              job (it starts stopped; start it to schedule it).</p>",
         ));
     } else {
+        body.push(total_line("jobs-total", page.total_size, "job", "jobs"));
         body.push(Markup::literal(
-            "<div class=\"scroll\" id=\"jobs-live\" data-live><table id=\"jobs\"><tr><th scope=\"col\">Id</th>\
-             <th scope=\"col\">Name</th><th scope=\"col\">Group</th><th scope=\"col\">Schedule</th>\
-             <th scope=\"col\">Handler</th><th scope=\"col\">Author</th><th scope=\"col\">Status</th>\
-             <th scope=\"col\">Next fire</th><th scope=\"col\">Actions</th></tr>",
+            "<div class=\"scroll\" id=\"jobs-live\" data-live><table id=\"jobs\">",
         ));
+        let link = |sort: &str| sorted_url("/jobs", &query, FILTERS, sort);
+        body.push(sortable_header(COLUMNS, query.get("sort"), &link));
         let back = list_state(&uri);
         let default_zone = console.ctx.config.default_time_zone();
         for job in &page.jobs {
