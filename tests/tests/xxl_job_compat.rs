@@ -258,8 +258,41 @@ async fn a_manual_group_reaches_an_unregistered_xxl_job_executor_by_its_prefix()
         .await?
         .into_inner();
     assert!(killed.killed, "{killed:?}");
+
+    // The group routes to XXL-JOB executors only, so it takes a GLUE_GROOVY job, which the
+    // executor's JVM compiles and runs; a group listing a gRPC address refuses one.
+    let mut groovy = TestCluster::job(group, "", pb::ScheduleType::None, "");
+    groovy.glue_type = pb::GlueType::Groovy as i32;
+    groovy.glue_source = GROOVY_JOB.into();
+    let groovy = cluster.create_job(groovy).await?.id;
+    let log_id = cluster.trigger(groovy, Some("from-xjob")).await?;
+    let run = cluster.wait_log_final(log_id, RUN_WITHIN).await?;
+    assert_eq!(run.status, pb::RunStatus::Success as i32, "{run:?}");
+    let log = cluster
+        .client()
+        .read_run_log(pb::ReadRunLogRequest {
+            log_id,
+            from_line: 1,
+        })
+        .await?
+        .into_inner()
+        .content;
+    assert!(log.contains("groovy ran with from-xjob"), "{log}");
     Ok(())
 }
+
+/// A Groovy glue job as XXL-JOB runs them: a class extending its `IJobHandler`.
+const GROOVY_JOB: &str = r#"
+import com.xxl.job.core.context.XxlJobHelper;
+import com.xxl.job.core.handler.IJobHandler;
+
+public class GroovyFromXjob extends IJobHandler {
+    @Override
+    public void execute() throws Exception {
+        XxlJobHelper.log("groovy ran with " + XxlJobHelper.getJobParam());
+    }
+}
+"#;
 
 fn java_available() -> anyhow::Result<bool> {
     let found = |tool: &str| {
@@ -452,6 +485,12 @@ async fn scenario(version: &str) -> anyhow::Result<()> {
         wait_online(&cluster, &app, &executor.address).await?;
     }
     let (first, second) = (executors[0].address.clone(), executors[1].address.clone());
+
+    // Every registered executor of this AUTO group is an XXL-JOB one: it takes a Groovy job.
+    let mut groovy = TestCluster::job(group, "", pb::ScheduleType::None, "");
+    groovy.glue_type = pb::GlueType::Groovy as i32;
+    groovy.glue_source = GROOVY_JOB.into();
+    cluster.create_job(groovy).await?;
 
     // A wrong token is refused: the registration answers code 500, and the
     // address never joins the group.
