@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
@@ -49,6 +50,7 @@ pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
 use crate::store::writer_gate::urgent_write;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
+use crate::telemetry;
 use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
@@ -632,15 +634,36 @@ impl Trigger {
         }
         // The fire span covers the pool wait too, so a full pool shows in the trace.
         let trace = trace::FireTrace::start(fire);
-        let mut record = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
+        // Log lines of a traced dispatch carry its trace id; untraced, the hot path builds no
+        // span (its lines name the log id themselves).
+        let span = trace.as_ref().map_or_else(tracing::Span::none, |trace| {
+            telemetry::run_span(fire.log_id.0, fire.job_id().0, &trace.trace_id())
+        });
+        let mut record = self
+            .dispatch_traced(claimed, target, trace.as_ref())
+            .instrument(span)
+            .await;
+        if let Some(trace) = trace {
+            trace.end(&mut record);
+        }
+        Some(record)
+    }
+
+    /// [`Self::dispatch_in_pool`] once the fire span is open: the pool wait and the dispatch.
+    async fn dispatch_traced(
+        &self,
+        claimed: &Claimed,
+        target: &Target,
+        trace: Option<&trace::FireTrace>,
+    ) -> DispatchRecord {
+        let fire = &claimed.fire;
+        match self.pools.acquire(fire.job_id(), self.now_ms()).await {
             Ok(permit) => match self.too_late_to_send(fire) {
                 // An overloaded admin degrades: its late fires become misfires, not late runs.
                 Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
                 None => {
                     let started = Instant::now();
-                    let record = self
-                        .dispatch_one(claimed, target, permit.pool, trace.as_ref())
-                        .await;
+                    let record = self.dispatch_one(claimed, target, permit.pool, trace).await;
                     self.pools.record_dispatch_time(
                         fire.job_id(),
                         started.elapsed(),
@@ -660,11 +683,7 @@ impl Trigger {
                     "",
                 )
             }
-        };
-        if let Some(trace) = trace {
-            trace.end(&mut record);
         }
-        Some(record)
     }
 
     /// A fire skipped because its turn to be sent came past the misfire threshold.

@@ -62,6 +62,11 @@ impl FireTrace {
         })
     }
 
+    /// The run's trace id (32 hex digits), for its log lines.
+    pub(super) fn trace_id(&self) -> String {
+        format!("{:032x}", self.context.span().span_context().trace_id())
+    }
+
     /// Opens the `dispatch` client span of the `Run` call to `address`; its context is what
     /// the executor continues. Records the run's lateness at this instant on the `fire` span.
     pub(super) fn dispatch(
