@@ -445,7 +445,8 @@ fn admin_traces() -> anyhow::Result<()> {
     if STARTED.get().is_some() {
         return Ok(());
     }
-    let telemetry = xjob_admin::telemetry::Telemetry::start(&format!("http://127.0.0.1:{}", free_port()?))?;
+    let telemetry =
+        xjob_admin::telemetry::Telemetry::start(&format!("http://127.0.0.1:{}", free_port()?))?;
     // The tracer lives as long as the process; nothing is left to flush at its end.
     std::mem::forget(telemetry);
     let _ = STARTED.set(());
@@ -726,9 +727,10 @@ async fn a_glue_run_on_an_executor_without_glue_is_refused_with_the_reason() -> 
         .expect_err("groovy refused");
     assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
     assert!(
-        refused
-            .message()
-            .contains(&format!("xjob executor registered at '{}'", sidecar.address)),
+        refused.message().contains(&format!(
+            "xjob executor registered at '{}'",
+            sidecar.address
+        )),
         "{}",
         refused.message()
     );

@@ -139,7 +139,10 @@ async fn command_handler_runs_argv_with_params_and_env_and_logs_output() {
                        attempt=2 trigger=RETRY";
     assert!(has_line(&log, environment), "{log}");
     assert!(has_line(&log, "to stderr"), "{log}");
-    assert!(has_line(&log, &format!("traceparent=[{TRACEPARENT}]")), "{log}");
+    assert!(
+        has_line(&log, &format!("traceparent=[{TRACEPARENT}]")),
+        "{log}"
+    );
     assert!(
         log.contains("trace_id=4bf92f3577b34da6a3ce929d0e0e4736"),
         "the start line names the trace: {log}"
