@@ -50,7 +50,6 @@ pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
 use crate::store::writer_gate::urgent_write;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
-use crate::telemetry;
 use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
@@ -634,56 +633,44 @@ impl Trigger {
         }
         // The fire span covers the pool wait too, so a full pool shows in the trace.
         let trace = trace::FireTrace::start(fire);
-        // Log lines of a traced dispatch carry its trace id; untraced, the hot path builds no
-        // span (its lines name the log id themselves).
-        let span = trace.as_ref().map_or_else(tracing::Span::none, |trace| {
-            telemetry::run_span(fire.log_id.0, fire.job_id().0, &trace.trace_id())
-        });
-        let mut record = self
-            .dispatch_traced(claimed, target, trace.as_ref())
-            .instrument(span)
-            .await;
+        let log_span = trace::log_span(trace.as_ref(), fire);
+        let mut record = async {
+            match self.pools.acquire(fire.job_id(), self.now_ms()).await {
+                Ok(permit) => match self.too_late_to_send(fire) {
+                    // An overloaded admin degrades: its late fires become misfires, not late runs.
+                    Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
+                    None => {
+                        let started = Instant::now();
+                        let record = self
+                            .dispatch_one(claimed, target, permit.pool, trace.as_ref())
+                            .await;
+                        self.pools.record_dispatch_time(
+                            fire.job_id(),
+                            started.elapsed(),
+                            self.now_ms(),
+                        );
+                        drop(permit);
+                        record
+                    }
+                },
+                Err(overloaded) => {
+                    tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
+                        pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
+                    self.failed_record_as(
+                        FireOutcome::Overloaded,
+                        fire.log_id,
+                        overloaded.to_string(),
+                        "",
+                    )
+                }
+            }
+        }
+        .instrument(log_span)
+        .await;
         if let Some(trace) = trace {
             trace.end(&mut record);
         }
         Some(record)
-    }
-
-    /// [`Self::dispatch_in_pool`] once the fire span is open: the pool wait and the dispatch.
-    async fn dispatch_traced(
-        &self,
-        claimed: &Claimed,
-        target: &Target,
-        trace: Option<&trace::FireTrace>,
-    ) -> DispatchRecord {
-        let fire = &claimed.fire;
-        match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-            Ok(permit) => match self.too_late_to_send(fire) {
-                // An overloaded admin degrades: its late fires become misfires, not late runs.
-                Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
-                None => {
-                    let started = Instant::now();
-                    let record = self.dispatch_one(claimed, target, permit.pool, trace).await;
-                    self.pools.record_dispatch_time(
-                        fire.job_id(),
-                        started.elapsed(),
-                        self.now_ms(),
-                    );
-                    drop(permit);
-                    record
-                }
-            },
-            Err(overloaded) => {
-                tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
-                    pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                self.failed_record_as(
-                    FireOutcome::Overloaded,
-                    fire.log_id,
-                    overloaded.to_string(),
-                    "",
-                )
-            }
-        }
     }
 
     /// A fire skipped because its turn to be sent came past the misfire threshold.

@@ -107,6 +107,15 @@ impl FireTrace {
     }
 }
 
+/// The span that labels a traced dispatch's log lines with its trace id
+/// (`telemetry::run_span`); none for an untraced one, so the hot path builds no span (its lines
+/// name the log id themselves).
+pub(super) fn log_span(trace: Option<&FireTrace>, fire: &Fire) -> tracing::Span {
+    trace.map_or_else(tracing::Span::none, |trace| {
+        telemetry::run_span(fire.log_id.0, fire.job.id, &trace.trace_id())
+    })
+}
+
 /// The open `dispatch` span of one `Run` call.
 pub(super) struct DispatchTrace {
     span: opentelemetry_sdk::trace::Span,
