@@ -520,7 +520,8 @@ async fn serve(
     // still acknowledges, so only an unanswered ping shows it. The broken connection ends the
     // executor's `Session`, which takes it out of routing at once. TCP keepalive (set by the
     // accept loop: tonic ignores its own setting for a supplied stream) closes connections
-    // whose peer vanished without a FIN; the handshake deadline closes ones that never speak;
+    // whose peer vanished without a FIN; the handshake deadline closes ones that never speak
+    // (the accept loop never waits on them, and bounds them per address and in total);
     // the connection age closes idle ones.
     let mut server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(config.keepalive_interval))
@@ -533,7 +534,9 @@ async fn serve(
     let options = xjob_tls::ListenOptions {
         tcp_keepalive: (!config.tcp_keepalive.is_zero()).then_some(config.tcp_keepalive),
         handshake_timeout: config.connection_handshake_timeout,
-        ..xjob_tls::ListenOptions::default()
+        max_connections: config.max_connections,
+        max_connections_per_address: config.max_connections_per_address,
+        on_refused: Some(crate::metrics::connection_refused),
     };
     let router = server.add_routes(routes);
     let result = match tls {

@@ -174,6 +174,12 @@ pub struct Config {
     /// Time a new connection has to send its first bytes (and finish its TLS handshake).
     #[serde(with = "duration_text")]
     pub connection_handshake_timeout: Duration,
+    /// Connections open at once on the gRPC port (handshaking or served); more are closed at
+    /// accept. Keep it below the process's open-file limit.
+    pub max_connections: usize,
+    /// Connections open at once on the gRPC port from one IP address; more are closed at
+    /// accept. Above `max_sessions_per_peer`: each executor holds a connection.
+    pub max_connections_per_address: usize,
     /// Age after which a connection is asked to close (HTTP/2 GOAWAY): idle connections go,
     /// calls and sessions in progress finish first; 0 = never.
     #[serde(with = "duration_text")]
@@ -298,6 +304,8 @@ impl Default for Config {
             session_message_rate: 20,
             tcp_keepalive: Duration::from_secs(30),
             connection_handshake_timeout: Duration::from_secs(10),
+            max_connections: 4_096,
+            max_connections_per_address: 512,
             max_connection_age: Duration::from_secs(600),
             otlp_endpoint: String::new(),
             metrics_listen: None,
@@ -569,6 +577,11 @@ impl Config {
             ),
             ("max_sessions", self.max_sessions),
             ("max_sessions_per_peer", self.max_sessions_per_peer),
+            ("max_connections", self.max_connections),
+            (
+                "max_connections_per_address",
+                self.max_connections_per_address,
+            ),
             ("max_page_size", self.max_page_size),
             (
                 "max_handlers_per_registration",

@@ -45,10 +45,12 @@ pub fn init(format: LogFormat, otlp_endpoint: Option<&str>) -> anyhow::Result<Te
         None => Telemetry::off(),
     };
     // The demo executor runs in this process and traces its runs itself, under its own service:
-    // its `tracing` spans stay out of the admin's.
+    // its `tracing` spans stay out of the admin's. So do the spans that only label a run's log
+    // lines with its trace id (the run's trace has spans of its own).
     let otel_layer = telemetry.layer().map(|layer| {
         layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
             !metadata.target().starts_with("xjob_executor")
+                && metadata.target() != xjob_admin::telemetry::RUN_SPAN_TARGET
         }))
     });
     let output = match format {

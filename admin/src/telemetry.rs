@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState, TracerProvider};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracer, SdkTracerProvider};
 use xjob_proto::traceparent::Traceparent;
 
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
@@ -106,9 +106,54 @@ pub fn provider(
     Ok(Some(
         SdkTracerProvider::builder()
             .with_resource(resource.build())
+            .with_id_generator(RootSpanIds::default())
             .with_batch_exporter(exporter)
             .build(),
     ))
+}
+
+/// Ids whose every root span (a run's `fire` span, unless a caller's trace holds it) has the
+/// trace id's low 8 bytes as its span id. A run row keeps only its trace id; a retry or child
+/// job links to the earlier run by that id, and this makes the link name a span its trace
+/// holds (the `fire` span) instead of one nobody has.
+///
+/// The SDK draws a root span's span id, then its trace id, one after the other on one thread
+/// (`a_root_spans_id_is_the_low_half_of_its_trace_id` holds it to that): the trace id takes the
+/// span id drawn last on this thread as its low half, and a fresh random high half.
+#[derive(Debug, Default)]
+struct RootSpanIds {
+    random: RandomIdGenerator,
+}
+
+thread_local! {
+    static LAST_SPAN_ID: std::cell::Cell<[u8; 8]> = const { std::cell::Cell::new([0; 8]) };
+}
+
+impl IdGenerator for RootSpanIds {
+    fn new_trace_id(&self) -> TraceId {
+        let high = self.random.new_trace_id().to_bytes();
+        let low = LAST_SPAN_ID.with(std::cell::Cell::get);
+        if low == [0; 8] {
+            return TraceId::from_bytes(high);
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&high[..8]);
+        bytes[8..].copy_from_slice(&low);
+        TraceId::from_bytes(bytes)
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        let span_id = self.random.new_span_id();
+        LAST_SPAN_ID.with(|last| last.set(span_id.to_bytes()));
+        span_id
+    }
+}
+
+/// The span a run row's trace id names: its root, whose span id is the trace id's low half
+/// ([`RootSpanIds`]). For a run that joined a caller's trace (TriggerJob with a `traceparent`)
+/// that is the caller's root, which holds such an id only when an xjob admin began that trace.
+fn root_span_of(trace_id: &str) -> Option<SpanId> {
+    SpanId::from_hex(trace_id.get(16..)?).ok()
 }
 
 /// W3C `traceparent` of a span (written by `xjob_proto::traceparent`); empty for none.
@@ -137,15 +182,14 @@ pub fn parse_traceparent(text: &str) -> Option<SpanContext> {
     ))
 }
 
-/// The trace id a log row names (32 hex digits), as a span context to link to: links need a
-/// span id, and the row keeps only the trace, so the link names the trace's first span id
-/// position (`trace id`'s low 8 bytes); Jaeger shows it as a reference to that trace.
+/// The trace id a log row names (32 hex digits), as the context of its root span to link to
+/// or hang a span under: the run's `fire` span ([`RootSpanIds`]).
 pub fn trace_of_row(trace_id: &str) -> Option<SpanContext> {
     if trace_id.len() != 32 {
         return None;
     }
     let trace = TraceId::from_hex(trace_id).ok()?;
-    let span = SpanId::from_hex(&trace_id[16..]).ok()?;
+    let span = root_span_of(trace_id)?;
     let context = SpanContext::new(
         trace,
         span,
@@ -156,9 +200,33 @@ pub fn trace_of_row(trace_id: &str) -> Option<SpanContext> {
     context.is_valid().then_some(context)
 }
 
+/// The `tracing` target of [`run_span`]: the log output shows it, trace export leaves it out
+/// (the run's trace has its own spans; this one only labels log lines).
+pub const RUN_SPAN_TARGET: &str = "xjob_admin::run";
+
+/// A `tracing` span whose fields label every log line written inside it with the run: its
+/// `log_id`, `job_id` and, when the run is traced, `trace_id` (32 hex digits, the id Jaeger
+/// finds its trace by), so a log line leads to the trace and back.
+pub fn run_span(log_id: i64, job_id: i64, trace_id: &str) -> tracing::Span {
+    // At ERROR level, so any filter that lets one of the run's log lines through (a warning
+    // with `RUST_LOG=warn`) keeps its labels: a span's level only decides whether it exists.
+    let span = tracing::error_span!(
+        target: RUN_SPAN_TARGET,
+        "run",
+        log_id,
+        job_id,
+        trace_id = tracing::field::Empty
+    );
+    // A row not dispatched yet holds what its trace is to continue, not a trace id.
+    if trace_id.len() == 32 && trace_id.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        span.record("trace_id", tracing::field::display(trace_id));
+    }
+    span
+}
+
 /// A `lost` span with an error status in the trace of a run the lost-run monitor gave up on
-/// (its executor's spans never end). The row keeps the trace id only, so the span hangs in the
-/// trace without its parent (Jaeger shows it beside the run's tree). A run whose own trace is
+/// (its executor's spans never end), under the run's `fire` span (the root a row's trace id
+/// names, [`trace_of_row`]). A run whose own trace is
 /// unknown (`trace_id` empty: a stranded run, whose dispatch was never recorded) gets a trace of
 /// its own. Nothing when tracing is off.
 pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
@@ -269,6 +337,26 @@ mod tests {
         );
         assert!(trace_of_row("").is_none());
         assert!(trace_of_row("00-4bf9").is_none());
+    }
+
+    #[test]
+    fn a_root_spans_id_is_the_low_half_of_its_trace_id() {
+        use opentelemetry::trace::{Span, TraceContextExt, Tracer};
+        let provider = SdkTracerProvider::builder()
+            .with_id_generator(RootSpanIds::default())
+            .build();
+        let tracer = provider.tracer("test");
+        for _ in 0..100 {
+            let root = tracer.start("fire");
+            let context = root.span_context().clone();
+            let hex = format!("{:032x}", context.trace_id());
+            assert_eq!(root_span_of(&hex), Some(context.span_id()), "{hex}");
+            // A child keeps the trace and draws an id of its own.
+            let parent = opentelemetry::Context::new().with_remote_span_context(context.clone());
+            let child = tracer.start_with_context("dispatch", &parent);
+            assert_eq!(child.span_context().trace_id(), context.trace_id());
+            assert_ne!(child.span_context().span_id(), context.span_id());
+        }
     }
 
     #[test]

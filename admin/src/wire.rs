@@ -75,8 +75,8 @@ to: glue_type_to_pb, from: glue_type_from_pb, checked: pb_glue_type,
     NodeJs <-> Nodejs,
     Php <-> Php,
     PowerShell <-> Powershell,
-}
-unsupported: { Groovy });
+    Groovy <-> Groovy,
+});
 enum_conversions!(TriggerType <-> pb::TriggerType,
 to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
 {

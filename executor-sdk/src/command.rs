@@ -25,7 +25,8 @@
 //! Environment given to the command, besides the executor's own: `XJOB_JOB_ID`, `XJOB_LOG_ID`,
 //! `XJOB_PARAMS` (the raw params), `XJOB_SHARD_INDEX`, `XJOB_SHARD_TOTAL`,
 //! `XJOB_SCHEDULED_AT_MS`, `XJOB_ATTEMPT` and `XJOB_TRIGGER_TYPE` (`CRON`, `MANUAL`, `RETRY`,
-//! `PARENT`, `API`, `MISFIRE`).
+//! `PARENT`, `API`, `MISFIRE`), and `TRACEPARENT` when the run is traced (its W3C trace
+//! context: a script that passes it on joins the run's trace).
 //!
 //! Unix only: elsewhere every run fails with a clear message.
 
@@ -121,9 +122,11 @@ fn command_line(argv: &[String], params: &str) -> Option<Vec<String>> {
     (!command_line.is_empty()).then_some(command_line)
 }
 
-/// Returns the `XJOB_*` variables describing the run.
+/// Returns the `XJOB_*` variables describing the run, and `TRACEPARENT` (the W3C trace
+/// context, under the name OpenTelemetry's tools read from the environment) when it has one.
 fn run_environment(context: &JobContext) -> Vec<(&'static str, String)> {
-    vec![
+    let traceparent = context.traceparent();
+    let mut environment = vec![
         ("XJOB_JOB_ID", context.job_id().to_string()),
         ("XJOB_LOG_ID", context.log_id().to_string()),
         ("XJOB_PARAMS", context.params().to_owned()),
@@ -138,7 +141,11 @@ fn run_environment(context: &JobContext) -> Vec<(&'static str, String)> {
             "XJOB_TRIGGER_TYPE",
             trigger_type_name(context.trigger_type()).to_owned(),
         ),
-    ]
+    ];
+    if !traceparent.is_empty() {
+        environment.push(("TRACEPARENT", traceparent));
+    }
+    environment
 }
 
 /// Returns the trigger type without its proto prefix (`TRIGGER_TYPE_CRON` → `CRON`).
@@ -297,6 +304,8 @@ mod unix {
         }
         command
             .args(arguments)
+            // The executor's own trace context (if it was started inside one) is not the run's.
+            .env_remove("TRACEPARENT")
             .envs(spec.env.iter().map(|(key, value)| (key, value)))
             .envs(run_environment(context))
             .stdin(Stdio::null())

@@ -52,13 +52,15 @@ impl JobContext {
         self.inner.trace.as_ref()
     }
 
-    /// The W3C `traceparent` of the run's `handler` span, to pass to services the handler calls
-    /// so their spans join the run's trace; empty when tracing is off.
+    /// The W3C `traceparent` to pass to services the handler calls so their spans join the
+    /// run's trace: the run's `handler` span when this executor traces, else the admin's
+    /// `dispatch` span the run came with; empty when the run has no trace.
     pub fn traceparent(&self) -> String {
         use opentelemetry::trace::TraceContextExt;
-        self.inner.trace.as_ref().map_or_else(String::new, |trace| {
-            crate::telemetry::traceparent(trace.span().span_context())
-        })
+        match self.inner.trace.as_ref() {
+            Some(trace) => crate::telemetry::traceparent(trace.span().span_context()),
+            None => self.inner.request.traceparent.clone(),
+        }
     }
 
     /// Returns the job's id.

@@ -83,6 +83,17 @@ pub(crate) fn language_of(glue_type: pb::GlueType) -> Option<Language> {
         .find(|language| language.glue_type == glue_type)
 }
 
+/// What a run calls, as its spans and log name it: the BEAN handler's name, or for a script
+/// (whose `handler` is empty) `glue:` and its language's interpreter (`glue:bash`).
+pub(crate) fn run_handler_name(request: &pb::RunRequest) -> String {
+    let glue_type = pb::GlueType::try_from(request.glue_type).unwrap_or(pb::GlueType::Unspecified);
+    match language_of(glue_type) {
+        Some(language) => format!("glue:{}", language.default_interpreter),
+        None if glue_type == pb::GlueType::Groovy => "glue:groovy".to_owned(),
+        None => request.handler.clone(),
+    }
+}
+
 /// The enabled glue languages with their interpreter programs, by glue type.
 #[derive(Clone, Default)]
 pub(crate) struct GlueRunners {

@@ -23,6 +23,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 
+/// The W3C trace context header sent with each request of a traced run.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
 /// Placeholders expanded in the body and header values, each written `{name}`.
 pub const PLACEHOLDERS: [&str; 9] = [
     "params",
@@ -210,6 +213,15 @@ impl HttpHandler {
             let host = HeaderValue::from_str(authority.as_str())
                 .map_err(|_| JobError::new("url authority is not a valid Host header"))?;
             builder = builder.header(HOST, host);
+        }
+        // The run's trace context, so the application's spans join the run's trace (a
+        // `traceparent` the config sets itself wins).
+        let traceparent = context.traceparent();
+        let configured = self.headers.iter().any(|(name, _)| name == TRACEPARENT);
+        if !traceparent.is_empty() && !configured {
+            let value = HeaderValue::from_str(&traceparent)
+                .map_err(|_| JobError::new("the run's traceparent is not a valid header value"))?;
+            builder = builder.header(TRACEPARENT, value);
         }
         for (name, template) in &self.headers {
             let value = HeaderValue::from_str(&expand(template, context)).map_err(|_| {

@@ -496,6 +496,74 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
+/// Turns the in-process admin's tracing on, once for this test binary. Its exporter points at a
+/// closed port: spans are dropped, but runs get real trace ids and `traceparent`s.
+fn admin_traces() -> anyhow::Result<()> {
+    static STARTED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if STARTED.get().is_some() {
+        return Ok(());
+    }
+    let telemetry =
+        xjob_admin::telemetry::Telemetry::start(&format!("http://127.0.0.1:{}", free_port()?))?;
+    // The tracer lives as long as the process; nothing is left to flush at its end.
+    std::mem::forget(telemetry);
+    let _ = STARTED.set(());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_run_hands_its_trace_to_the_app_and_to_scripts() -> anyhow::Result<()> {
+    admin_traces()?;
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP_NAME).await?;
+    let (app_url, seen) = start_app().await?;
+    let sidecar = Sidecar::spawn(
+        &cluster.admin_url(),
+        &app_url,
+        &[("XJOB_GLUE_ENABLED", "shell")],
+    )?;
+    wait_online(&cluster, group_id, &sidecar.address).await?;
+
+    // The HTTP handler sends the run's trace context to the app.
+    let log = run_once(&cluster, bean_job(group_id, "report"), "ok").await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Success, "{log:?}");
+    assert_eq!(log.trace_id.len(), 32, "the run is traced: {log:?}");
+    let in_trace = format!("00-{}-", log.trace_id);
+    {
+        let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let headers = seen.headers.last().cloned().unwrap_or_default();
+        assert!(
+            headers
+                .iter()
+                .any(|(name, value)| name == "traceparent" && value.starts_with(&in_trace)),
+            "headers: {headers:?}"
+        );
+    }
+    // The run log names the trace.
+    let text = run_log(&cluster, log.id).await?;
+    assert!(
+        text.contains(&format!("trace_id={}", log.trace_id)),
+        "run log: {text}"
+    );
+
+    // A script sees it as TRACEPARENT, and its run is named by its type.
+    let script = glue_job(
+        group_id,
+        pb::GlueType::Shell,
+        "echo \"TRACEPARENT=$TRACEPARENT\"\n",
+    );
+    let log = run_once(&cluster, script, "").await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Success, "{log:?}");
+    let text = run_log(&cluster, log.id).await?;
+    assert!(
+        text.contains(&format!("TRACEPARENT=00-{}-", log.trace_id)),
+        "run log: {text}"
+    );
+    assert!(text.contains("handler=glue:bash"), "run log: {text}");
+    sidecar.terminate().await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn glue_jobs_run_in_each_present_language_and_follow_source_edits() -> anyhow::Result<()> {
     let cluster = TestCluster::builder().start().await?;
@@ -706,7 +774,8 @@ async fn a_glue_run_on_an_executor_without_glue_is_refused_with_the_reason() -> 
         log.trigger_msg
     );
 
-    // GROOVY never gets that far: the admin refuses the job with the reason.
+    // GROOVY never gets that far: its group routes to an xjob executor (this sidecar), so the
+    // admin refuses the job, naming it.
     let refused = cluster
         .client()
         .create_job(pb::CreateJobRequest {
@@ -714,9 +783,12 @@ async fn a_glue_run_on_an_executor_without_glue_is_refused_with_the_reason() -> 
         })
         .await
         .expect_err("groovy refused");
-    assert_eq!(refused.code(), tonic::Code::Unimplemented);
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
     assert!(
-        refused.message().contains("not JVMs"),
+        refused.message().contains(&format!(
+            "xjob executor registered at '{}'",
+            sidecar.address
+        )),
         "{}",
         refused.message()
     );

@@ -258,8 +258,47 @@ async fn a_manual_group_reaches_an_unregistered_xxl_job_executor_by_its_prefix()
         .await?
         .into_inner();
     assert!(killed.killed, "{killed:?}");
+
+    // The group routes to XXL-JOB executors only, so it takes a GLUE_GROOVY job, which the
+    // executor's JVM compiles and runs. (Its result cannot come back: this executor's admin
+    // address is closed. Its run log, read from the executor, shows the Groovy code ran.)
+    let mut groovy = TestCluster::job(group, "", pb::ScheduleType::None, "");
+    groovy.glue_type = pb::GlueType::Groovy as i32;
+    groovy.glue_source = GROOVY_JOB.into();
+    let groovy = cluster.create_job(groovy).await?.id;
+    let log_id = cluster.trigger(groovy, Some("from-xjob")).await?;
+    wait_until(RUN_WITHIN, "the Groovy job's log line", || async {
+        let read = cluster
+            .client()
+            .read_run_log(pb::ReadRunLogRequest {
+                log_id,
+                from_line: 1,
+            })
+            .await
+            .ok()?
+            .into_inner();
+        read.content
+            .contains("groovy ran with from-xjob")
+            .then_some(())
+    })
+    .await?;
+    let run = cluster.get_log(log_id).await?;
+    assert_eq!(run.trigger_code, 200, "{run:?}");
     Ok(())
 }
+
+/// A Groovy glue job as XXL-JOB runs them: a class extending its `IJobHandler`.
+const GROOVY_JOB: &str = r#"
+import com.xxl.job.core.context.XxlJobHelper;
+import com.xxl.job.core.handler.IJobHandler;
+
+public class GroovyFromXjob extends IJobHandler {
+    @Override
+    public void execute() throws Exception {
+        XxlJobHelper.log("groovy ran with " + XxlJobHelper.getJobParam());
+    }
+}
+"#;
 
 fn java_available() -> anyhow::Result<bool> {
     let found = |tool: &str| {
@@ -452,6 +491,12 @@ async fn scenario(version: &str) -> anyhow::Result<()> {
         wait_online(&cluster, &app, &executor.address).await?;
     }
     let (first, second) = (executors[0].address.clone(), executors[1].address.clone());
+
+    // Every registered executor of this AUTO group is an XXL-JOB one: it takes a Groovy job.
+    let mut groovy = TestCluster::job(group, "", pb::ScheduleType::None, "");
+    groovy.glue_type = pb::GlueType::Groovy as i32;
+    groovy.glue_source = GROOVY_JOB.into();
+    cluster.create_job(groovy).await?;
 
     // A wrong token is refused: the registration answers code 500, and the
     // address never joins the group.

@@ -2,9 +2,11 @@
 //!
 //! Both set TCP options on each accepted socket: `TCP_NODELAY` (small unary calls) and TCP
 //! keepalive, so a peer that vanished without a FIN (power loss, a cut link) has its socket
-//! closed by the kernel instead of holding a slot forever. The TLS loop runs each handshake in
-//! its own task with a deadline and a bound on handshakes in flight: a client that connects and
-//! sends nothing costs one task until the deadline, never a stalled accept loop.
+//! closed by the kernel instead of holding a slot forever. The loop never waits on a client:
+//! each handshake runs in its own task with a deadline, and a connection over the per-address
+//! or total bound is closed at accept ([`crate::limits`]). So hundreds of clients that connect
+//! and send nothing cost a task each until the deadline, never a stalled accept loop, and the
+//! next real client is accepted at once.
 
 use std::future::Future;
 use std::io;
@@ -13,22 +15,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::ServerTls;
+use crate::limits::{ConnectionLimits, Refusal, Tracked};
 
-/// Socket and handshake settings of a listener.
+/// Socket, handshake and connection-count settings of a listener.
 #[derive(Clone, Copy, Debug)]
 pub struct ListenOptions {
     /// Idle time before the kernel starts probing a silent peer (`None` = off).
     pub tcp_keepalive: Option<Duration>,
-    /// Longest a TLS handshake may take.
+    /// Longest a TLS handshake (or, in plaintext, the wait for the first bytes) may take.
     pub handshake_timeout: Duration,
-    /// Most TLS handshakes in progress at once; further connections wait to be accepted.
-    pub max_handshakes: usize,
+    /// Most connections open at once, handshaking or served; further ones are closed at accept.
+    pub max_connections: usize,
+    /// Most connections open at once from one IP address; further ones are closed at accept.
+    pub max_connections_per_address: usize,
+    /// Called for each connection closed at accept for a bound (a metric, for instance).
+    pub on_refused: Option<fn(Refusal)>,
 }
 
 impl Default for ListenOptions {
@@ -36,7 +43,9 @@ impl Default for ListenOptions {
         ListenOptions {
             tcp_keepalive: Some(Duration::from_secs(60)),
             handshake_timeout: Duration::from_secs(10),
-            max_handshakes: 256,
+            max_connections: 4_096,
+            max_connections_per_address: 512,
+            on_refused: None,
         }
     }
 }
@@ -47,7 +56,7 @@ impl Default for ListenOptions {
 pub fn plain_incoming(
     listener: TcpListener,
     options: ListenOptions,
-) -> impl Stream<Item = io::Result<TcpStream>> + Send + 'static {
+) -> impl Stream<Item = io::Result<Tracked<TcpStream>>> + Send + 'static {
     let first_bytes = |stream: TcpStream, _peer| async move {
         let mut first = [0u8; 1];
         match stream.peek(&mut first).await {
@@ -68,7 +77,7 @@ pub fn tls_incoming(
     listener: TcpListener,
     tls: Arc<ServerTls>,
     options: ListenOptions,
-) -> impl Stream<Item = io::Result<TlsStream<TcpStream>>> + Send + 'static {
+) -> impl Stream<Item = io::Result<Tracked<TlsStream<TcpStream>>>> + Send + 'static {
     let handshake = move |stream: TcpStream, peer: SocketAddr| {
         // Taken here, at accept, not when the handshake task first runs.
         let acceptor = tls.acceptor();
@@ -87,29 +96,28 @@ pub fn tls_incoming(
     accept_loop(listener, options, "tls handshake timed out", handshake)
 }
 
-/// The loop both listeners share: accepts while a handshake slot is free, applies the socket
-/// options, and runs `admit` (which turns a socket into the connection tonic gets, or `None`
-/// when it turned the peer away) in its own task within `handshake_timeout`. `admit` is called
-/// in the loop, so what it captures synchronously is as of the accept. Stops when tonic drops
-/// the stream.
+/// The loop both listeners share: accepts, closes a connection over a bound at once, applies
+/// the socket options, and runs `admit` (which turns a socket into the connection tonic gets,
+/// or `None` when it turned the peer away) in its own task within `handshake_timeout`. `admit`
+/// is called in the loop, so what it captures synchronously is as of the accept. The
+/// connection keeps its place in the bounds until tonic drops it. Stops when tonic drops the
+/// stream.
 fn accept_loop<S, A, F>(
     listener: TcpListener,
     options: ListenOptions,
     timed_out: &'static str,
     admit: A,
-) -> ReceiverStream<io::Result<S>>
+) -> ReceiverStream<io::Result<Tracked<S>>>
 where
     S: Send + 'static,
     A: Fn(TcpStream, SocketAddr) -> F + Send + 'static,
     F: Future<Output = Option<S>> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(16);
-    let slots = Arc::new(Semaphore::new(options.max_handshakes.max(1)));
+    let limits =
+        ConnectionLimits::new(options.max_connections, options.max_connections_per_address);
     tokio::spawn(async move {
         loop {
-            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                return;
-            };
             let accepted = tokio::select! {
                 _ = tx.closed() => return,
                 accepted = listener.accept() => accepted,
@@ -121,15 +129,20 @@ where
                     continue;
                 }
             };
+            let place = match limits.admit(peer.ip()) {
+                Ok(place) => place,
+                Err(refusal) => {
+                    refused(stream, peer, refusal, &options);
+                    continue;
+                }
+            };
             configure(&stream, &options);
             let admitting = admit(stream, peer);
             let tx = tx.clone();
             tokio::spawn(async move {
-                let admitted = tokio::time::timeout(options.handshake_timeout, admitting).await;
-                drop(slot);
-                match admitted {
+                match tokio::time::timeout(options.handshake_timeout, admitting).await {
                     Ok(Some(connection)) => {
-                        let _ = tx.send(Ok(connection)).await;
+                        let _ = tx.send(Ok(Tracked::new(connection, place))).await;
                     }
                     Ok(None) => {}
                     Err(_) => tracing::debug!(%peer, "{timed_out}"),
@@ -138,6 +151,17 @@ where
         }
     });
     ReceiverStream::new(rx)
+}
+
+/// Closes a connection over a bound. With `SO_LINGER` 0 the close is a reset: the client learns
+/// at once, and the socket leaves no `TIME_WAIT` behind on our side.
+fn refused(stream: TcpStream, peer: SocketAddr, refusal: Refusal, options: &ListenOptions) {
+    let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+    drop(stream);
+    tracing::debug!(%peer, key = refusal.key(), "connection over its bound; closed");
+    if let Some(on_refused) = options.on_refused {
+        on_refused(refusal);
+    }
 }
 
 fn configure(stream: &TcpStream, options: &ListenOptions) {

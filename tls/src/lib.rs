@@ -5,8 +5,9 @@
 //!   `ServerTlsConfig` is fixed once the server starts, so we run the handshake ourselves.
 //! - [`tls_incoming`] / [`plain_incoming`]: the connection streams handed to tonic's
 //!   `serve_with_incoming*`, with TCP keepalive set on every accepted socket (tonic ignores its
-//!   own `tcp_keepalive` setting for a caller-supplied stream) and a bounded TLS handshake, run
-//!   off the accept loop so one slow client cannot hold up the others.
+//!   own `tcp_keepalive` setting for a caller-supplied stream), a bounded TLS handshake run off
+//!   the accept loop so one slow client cannot hold up the others, and bounds on open
+//!   connections per client address and in total ([`Refusal`]).
 //! - [`ClientTls`]: the CA and optional client certificate a client presents, read from the
 //!   files each time a connection is configured (so a renewed certificate is used by the next
 //!   new connection).
@@ -17,11 +18,13 @@
 //! process-wide default.
 
 mod incoming;
+mod limits;
 mod server;
 
 use std::path::{Path, PathBuf};
 
 pub use incoming::{ListenOptions, plain_incoming, tls_incoming};
+pub use limits::{Refusal, Tracked};
 pub use rustls_pki_types::CertificateDer;
 pub use server::{ClientAuth, ServerTls, ServerTlsFiles};
 pub use tokio_rustls::server::TlsStream;

@@ -51,13 +51,6 @@ pub fn required<T>(message: Option<T>, field: &str) -> Result<T, Error> {
 /// their zero values for the handler to fill; enum fields must be set.
 pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
     let field = |name: &str| field_name(prefix, name);
-    if job.glue_type == pb::GlueType::Groovy as i32 {
-        return Err(Error::Unimplemented(format!(
-            "{}: {}",
-            field("glue_type"),
-            xjob_proto::GROOVY_UNSUPPORTED
-        )));
-    }
     let mut model = Job {
         id: job.id,
         group_id: job.group_id,

@@ -42,6 +42,12 @@ impl Addresses for xjob_tls::TlsStream<TcpStream> {
     }
 }
 
+impl<S: Addresses> Addresses for xjob_tls::Tracked<S> {
+    fn addresses(&self) -> Option<(SocketAddr, SocketAddr)> {
+        self.get_ref().addresses()
+    }
+}
+
 /// The console's Host and Origin rules.
 pub struct Guard {
     hosts: AllowedHosts,

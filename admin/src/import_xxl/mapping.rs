@@ -66,7 +66,12 @@ pub fn map_group(row: &XxlGroupRow, now_ms: i64) -> Result<MappedGroup, Vec<Stri
     let addresses = match address_type {
         // An automatic group's list is only XXL-JOB's cache of its registry.
         AddressType::Auto => Vec::new(),
-        AddressType::Manual => split_list(&row.address_list),
+        // The listed executors are XXL-JOB executors (HTTP): the prefix routes them over
+        // XXL-JOB's protocol instead of gRPC.
+        AddressType::Manual => split_list(&row.address_list)
+            .into_iter()
+            .map(|address| as_xxl_address(&address))
+            .collect(),
     };
     let group = Group {
         id: 0,
@@ -280,8 +285,9 @@ pub fn map_block(name: &str) -> Result<BlockStrategy, String> {
 pub fn map_glue_type(name: &str) -> Result<GlueType, String> {
     match name.trim() {
         "GLUE_GROOVY" => Err(
-            "glue_type GLUE_GROOVY (Java compiled inside XXL-JOB's executor) \
-                              has no xjob equivalent: move the code into a BEAN handler"
+            "glue_type GLUE_GROOVY (Java compiled inside XXL-JOB's executor) is not imported: \
+             xjob takes it only for a group whose executors are all XXL-JOB executors, so create \
+             it with CreateJob once they are registered, or move the code into a BEAN handler"
                 .into(),
         ),
         "GLUE_PYTHON2" => Err(
@@ -330,6 +336,17 @@ pub fn parse_child_ids(text: &str) -> Result<Vec<i64>, String> {
 }
 
 /// A comma-separated list, items trimmed, empty items dropped.
+/// An XXL-JOB group's listed address as a MANUAL xjob group lists an XXL-JOB executor
+/// (`xxl-job+http://…`). Other forms are kept as written, for validation to name.
+fn as_xxl_address(address: &str) -> String {
+    use crate::model::validate::{XXL_ADDRESS_PREFIX, xxl_listed_address};
+    if xxl_listed_address(address).is_none() && address.starts_with("http://") {
+        format!("{XXL_ADDRESS_PREFIX}{address}")
+    } else {
+        address.to_string()
+    }
+}
+
 fn split_list(text: &str) -> Vec<String> {
     text.split(',')
         .map(str::trim)
@@ -584,7 +601,14 @@ mod tests {
         };
         let group = map_group(&row, 5).expect("maps").group;
         assert_eq!(group.address_type, AddressType::Manual);
-        assert_eq!(group.addresses.len(), 2);
+        assert_eq!(
+            group.addresses,
+            [
+                "xxl-job+http://10.0.0.5:9999/",
+                "xxl-job+http://10.0.0.6:9999/"
+            ],
+            "listed XXL-JOB executors are routed over their own protocol"
+        );
         let auto = XxlGroupRow {
             address_type: 0,
             ..row.clone()

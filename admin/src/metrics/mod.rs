@@ -242,6 +242,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             .alarms_dropped
             .get_or_create_owned(&[("reason", reason)]);
     }
+    register_connection_metrics(&mut registry);
     Metrics {
         registry,
         ..metrics
@@ -381,6 +382,33 @@ pub fn alarm_queue_depth() -> Gauge {
 /// Database calls that failed.
 pub fn database_errors() -> Counter {
     METRICS.database_errors.clone()
+}
+
+// ---- Connections closed at accept (kept in their own block: its own static, registered by one
+// call above).
+
+static CONNECTIONS_REFUSED: LazyLock<Family<Label, Counter>> = LazyLock::new(|| {
+    let family = Family::<Label, Counter>::default();
+    for refusal in xjob_tls::Refusal::ALL {
+        family.get_or_create_owned(&[("bound", refusal.label())]);
+    }
+    family
+});
+
+fn register_connection_metrics(registry: &mut Registry) {
+    registry.register(
+        "connections_refused",
+        "Connections to the gRPC port closed at accept because a bound was hit, by bound \
+         (per_address: max_connections_per_address, total: max_connections)",
+        CONNECTIONS_REFUSED.clone(),
+    );
+}
+
+/// One connection closed at accept (the listener's `on_refused`).
+pub fn connection_refused(refusal: xjob_tls::Refusal) {
+    CONNECTIONS_REFUSED
+        .get_or_create_owned(&[("bound", refusal.label())])
+        .inc();
 }
 
 /// The registry and the process metrics in the text exposition format (OpenMetrics).

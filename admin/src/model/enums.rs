@@ -71,6 +71,9 @@ named_enum!(
         NodeJs => "GLUE_NODEJS",
         Php => "GLUE_PHP",
         PowerShell => "GLUE_POWERSHELL",
+        // Java compiled inside an XXL-JOB executor (a JVM): only for groups of XXL-JOB
+        // executors (`model::glue::groovy_refusal`).
+        Groovy => "GLUE_GROOVY",
     }
 );
 named_enum!(

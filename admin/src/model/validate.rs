@@ -3,9 +3,8 @@
 //! child jobs exist, app names are unique) is checked by the API handler after these pass.
 //!
 //! Every error names the field, prefixed as the caller asks (`job.schedule_conf`, or just
-//! `schedule_conf` for `PreviewSchedule`). Parts the contract defines but xjob never runs
-//! (`GLUE_TYPE_GROOVY`, refused while converting off the wire) are `Unimplemented`, not
-//! `InvalidArgument`.
+//! `schedule_conf` for `PreviewSchedule`). Whether a `GLUE_GROOVY` job's group routes to
+//! XXL-JOB executors alone needs the registry: `model::glue::groovy_refusal`, asked by the API.
 
 use std::collections::{HashMap, HashSet};
 

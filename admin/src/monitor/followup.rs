@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
@@ -146,7 +147,9 @@ impl Followup {
                 continue;
             }
             // A failed write leaves the claim in place; the next round adopts and redoes it.
-            self.follow_up(run, job, decision).await?;
+            // Its log lines carry the run's trace id.
+            let span = crate::telemetry::run_span(run.id, run.job_id, &run.trace_id);
+            self.follow_up(run, job, decision).instrument(span).await?;
         }
         if nothing_to_do.is_empty() {
             return Ok(());

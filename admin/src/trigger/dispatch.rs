@@ -11,7 +11,8 @@ use super::route::{self, Probe, ProbeVerdict, RouteError};
 use super::trace::{DispatchTrace, FireTrace};
 use super::{Claimed, TRIGGER_ACCEPTED, TRIGGER_UNKNOWN, Target, Trigger};
 use crate::executor::Idleness;
-use crate::model::{Fire, RouteStrategy};
+use crate::metrics::Dispatch;
+use crate::model::{Fire, LogId, RouteStrategy};
 use crate::store::{DispatchOutcome, DispatchRecord};
 
 /// Where a run goes and what the route has to say about it.
@@ -240,4 +241,32 @@ fn maybe_delivered(status: &tonic::Status) -> bool {
         status.code(),
         tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
     )
+}
+
+/// Fires whose turn to be sent came too late.
+impl Trigger {
+    /// A fire skipped because its turn to be sent came past the misfire threshold.
+    pub(super) fn skipped_as_late(&self, log_id: LogId, late_ms: i64) -> DispatchRecord {
+        crate::metrics::dispatched(Dispatch::Skipped, 1);
+        DispatchRecord {
+            outcome: DispatchOutcome::Skipped,
+            trigger_msg: format!(
+                "misfire: its turn to be sent came {late_ms} ms after its time (the admin is \
+                 overloaded); DO_NOTHING skips it"
+            ),
+            ..self.record(log_id, String::new(), "")
+        }
+    }
+
+    /// How late a fire is, when its turn to be sent came past the misfire threshold (its claim,
+    /// its pool slot or the admin were slow) and its job's misfire strategy skips it
+    /// (`model::skipped_as_misfire`).
+    pub(super) fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
+        crate::model::skipped_as_misfire(
+            fire.into(),
+            fire.job.misfire_strategy,
+            self.now_ms(),
+            self.misfire_threshold_ms,
+        )
+    }
 }

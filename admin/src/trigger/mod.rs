@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
@@ -640,64 +641,44 @@ impl Trigger {
         }
         // The fire span covers the pool wait too, so a full pool shows in the trace.
         let trace = trace::FireTrace::start(fire);
-        let mut record = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-            Ok(permit) => match self.too_late_to_send(fire) {
-                // An overloaded admin degrades: its late fires become misfires, not late runs.
-                Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
-                None => {
-                    let started = Instant::now();
-                    let record = self
-                        .dispatch_one(claimed, target, permit.pool, trace.as_ref())
-                        .await;
-                    self.pools.record_dispatch_time(
-                        fire.job_id(),
-                        started.elapsed(),
-                        self.now_ms(),
-                    );
-                    drop(permit);
-                    record
+        let log_span = trace::log_span(trace.as_ref(), fire);
+        let mut record = async {
+            match self.pools.acquire(fire.job_id(), self.now_ms()).await {
+                Ok(permit) => match self.too_late_to_send(fire) {
+                    // An overloaded admin degrades: its late fires become misfires, not late runs.
+                    Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
+                    None => {
+                        let started = Instant::now();
+                        let record = self
+                            .dispatch_one(claimed, target, permit.pool, trace.as_ref())
+                            .await;
+                        self.pools.record_dispatch_time(
+                            fire.job_id(),
+                            started.elapsed(),
+                            self.now_ms(),
+                        );
+                        drop(permit);
+                        record
+                    }
+                },
+                Err(overloaded) => {
+                    tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
+                        pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
+                    self.failed_record_as(
+                        Dispatch::Overloaded,
+                        fire.log_id,
+                        overloaded.to_string(),
+                        "",
+                    )
                 }
-            },
-            Err(overloaded) => {
-                tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
-                    pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                self.failed_record_as(
-                    Dispatch::Overloaded,
-                    fire.log_id,
-                    overloaded.to_string(),
-                    "",
-                )
             }
-        };
+        }
+        .instrument(log_span)
+        .await;
         if let Some(trace) = trace {
             trace.end(&mut record);
         }
         Some(record)
-    }
-
-    /// A fire skipped because its turn to be sent came past the misfire threshold.
-    fn skipped_as_late(&self, log_id: LogId, late_ms: i64) -> DispatchRecord {
-        crate::metrics::dispatched(Dispatch::Skipped, 1);
-        DispatchRecord {
-            outcome: DispatchOutcome::Skipped,
-            trigger_msg: format!(
-                "misfire: its turn to be sent came {late_ms} ms after its time (the admin is \
-                 overloaded); DO_NOTHING skips it"
-            ),
-            ..self.record(log_id, String::new(), "")
-        }
-    }
-
-    /// How late a fire is, when its turn to be sent came past the misfire threshold (its claim,
-    /// its pool slot or the admin were slow) and its job's misfire strategy skips it
-    /// (`model::skipped_as_misfire`).
-    fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
-        crate::model::skipped_as_misfire(
-            fire.into(),
-            fire.job.misfire_strategy,
-            self.now_ms(),
-            self.misfire_threshold_ms,
-        )
     }
 
     /// The target of each group: the addresses to route over (`address_override` when not

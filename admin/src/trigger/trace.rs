@@ -62,6 +62,11 @@ impl FireTrace {
         })
     }
 
+    /// The run's trace id (32 hex digits), for its log lines.
+    pub(super) fn trace_id(&self) -> String {
+        format!("{:032x}", self.context.span().span_context().trace_id())
+    }
+
     /// Opens the `dispatch` client span of the `Run` call to `address`; its context is what
     /// the executor continues. Records the run's lateness at this instant on the `fire` span.
     pub(super) fn dispatch(
@@ -100,6 +105,15 @@ impl FireTrace {
         }
         span.end();
     }
+}
+
+/// The span that labels a traced dispatch's log lines with its trace id
+/// (`telemetry::run_span`); none for an untraced one, so the hot path builds no span (its lines
+/// name the log id themselves).
+pub(super) fn log_span(trace: Option<&FireTrace>, fire: &Fire) -> tracing::Span {
+    trace.map_or_else(tracing::Span::none, |trace| {
+        telemetry::run_span(fire.log_id.0, fire.job.id, &trace.trace_id())
+    })
 }
 
 /// The open `dispatch` span of one `Run` call.

@@ -109,8 +109,8 @@ struct JaegerSpan {
     service: String,
     /// `CHILD_OF` span id.
     parent: Option<String>,
-    /// Trace ids of `FOLLOWS_FROM` references (links).
-    links: Vec<String>,
+    /// `(trace id, span id)` of `FOLLOWS_FROM` references (links).
+    links: Vec<(String, String)>,
     tags: HashMap<String, serde_json::Value>,
     duration_us: i64,
 }
@@ -209,7 +209,7 @@ fn spans_of(trace: &serde_json::Value) -> Vec<JaegerSpan> {
                 links: references
                     .iter()
                     .filter(|reference| reference["refType"] == "FOLLOWS_FROM")
-                    .map(|reference| text(&reference["traceID"]))
+                    .map(|reference| (text(&reference["traceID"]), text(&reference["spanID"])))
                     .collect(),
                 tags: span["tags"]
                     .as_array()
@@ -294,6 +294,32 @@ async fn create_job_on(
         glue_type: pb::GlueType::Bean as i32,
         fail_retry_count: 1,
         child_job_ids: children,
+        ..Default::default()
+    };
+    let created = client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job;
+    created
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("CreateJob returned no job"))
+}
+
+/// A manual-only GLUE_SHELL job printing the `TRACEPARENT` it is given.
+async fn create_glue_job(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+) -> anyhow::Result<i64> {
+    let job = pb::Job {
+        group_id,
+        name: "traced script".into(),
+        schedule_type: pb::ScheduleType::None as i32,
+        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        route_strategy: pb::RouteStrategy::First as i32,
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        glue_type: pb::GlueType::Shell as i32,
+        glue_source: "echo \"TRACEPARENT=$TRACEPARENT\"\n".into(),
         ..Default::default()
     };
     let created = client
@@ -446,6 +472,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
     let port = free_port()?;
     let url = format!("http://127.0.0.1:{port}");
     let config_file = dir.path().join("admin.toml");
+    let admin_log = dir.path().join("admin.log");
     std::fs::write(
         &config_file,
         format!(
@@ -460,8 +487,9 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         data_dir: dir.path().join("admin"),
         database_url: None,
         config_file,
-        log_filter: "warn".into(),
-        output: AdminOutput::Quiet,
+        // The follow-up's info lines show that a run's log lines carry its trace id.
+        log_filter: "warn,xjob_admin::monitor::followup=info".into(),
+        output: AdminOutput::AppendTo(admin_log.clone()),
     })?;
     let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
     let executor = Executor::builder()
@@ -470,6 +498,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         .bind("127.0.0.1:0")
         .log_dir(dir.path().join("executor-logs"))
         .otlp_endpoint(otlp.clone())
+        .enable_glue(xjob_executor::GlueType::Shell)
         .handler("flaky", flaky)
         .start()
         .await?;
@@ -521,6 +550,23 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         .await?;
     let parent = final_logs(&mut client, parent_id, 1).await?.remove(0);
     let child = final_logs(&mut client, child_id, 1).await?.remove(0);
+    // A script run: its spans name the script type, the script sees the run's TRACEPARENT.
+    let glue_id = create_glue_job(&mut client, group).await?;
+    client
+        .trigger_job(pb::TriggerJobRequest {
+            id: glue_id,
+            ..Default::default()
+        })
+        .await?;
+    let glue = final_logs(&mut client, glue_id, 1).await?.remove(0);
+    let glue_log = client
+        .read_run_log(pb::ReadRunLogRequest {
+            log_id: glue.id,
+            from_line: 1,
+        })
+        .await?
+        .into_inner()
+        .content;
     // A run that never reaches an executor (a planned fire of a job stopped meanwhile).
     let skipped = skipped_by_stop(&mut client, group).await?;
 
@@ -579,12 +625,15 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         tree(&retry_spans)
     );
     let retry_fire = assert_run_chain(&retry_spans, retry.id);
+    let first_fire = span(&first_spans, "fire");
     assert!(
         retry_fire
             .links
             .iter()
-            .any(|trace| same_id(trace, &first.trace_id)),
-        "the retry's fire span links to the first attempt's trace: {retry_fire:#?}"
+            .any(|(trace, span)| same_id(trace, &first.trace_id)
+                && same_id(span, &first_fire.span_id)),
+        "the retry's fire span links to the first attempt's fire span, which its trace holds: \
+         {retry_fire:#?} {first_fire:#?}"
     );
 
     let joined_spans = trace_spans(query_port, &joined.trace_id, 6).await?;
@@ -603,12 +652,54 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         child.trace_id, parent.trace_id,
         "a child run is a trace of its own"
     );
+    let parent_spans = trace_spans(query_port, &parent.trace_id, 6).await?;
+    let parent_fire = span(&parent_spans, "fire");
     assert!(
         child_fire
             .links
             .iter()
-            .any(|trace| same_id(trace, &parent.trace_id)),
-        "the child's fire span links to its parent run's trace: {child_fire:#?}"
+            .any(|(trace, span)| same_id(trace, &parent.trace_id)
+                && same_id(span, &parent_fire.span_id)),
+        "the child's fire span links to its parent run's fire span: {child_fire:#?}"
+    );
+
+    // The script run: named by its type, its trace id in the run log, TRACEPARENT in the script.
+    let glue_spans = trace_spans(query_port, &glue.trace_id, 6).await?;
+    assert_run_chain(&glue_spans, glue.id);
+    assert_eq!(
+        span(&glue_spans, "run")
+            .tags
+            .get("xjob.handler")
+            .and_then(serde_json::Value::as_str),
+        Some("glue:bash"),
+        "a script run's span names its type: {glue_spans:#?}"
+    );
+    assert!(
+        glue_log.contains(&format!("trace_id={}", glue.trace_id)),
+        "the run log's start line names the trace: {glue_log}"
+    );
+    let handler_span = &span(&glue_spans, "handler").span_id;
+    let traceparent_line = glue_log
+        .lines()
+        .find_map(|line| {
+            line.split_once("TRACEPARENT=")
+                .map(|(_, value)| value.trim())
+        })
+        .ok_or_else(|| anyhow::anyhow!("the script printed no TRACEPARENT: {glue_log}"))?;
+    assert!(
+        traceparent_line.starts_with(&format!("00-{}-", glue.trace_id))
+            && traceparent_line.contains(handler_span.trim_start_matches('0')),
+        "the script's TRACEPARENT is the run's handler span: {traceparent_line} vs {handler_span}"
+    );
+
+    // The admin's log line for the retried run carries the run's trace id.
+    let admin_lines = std::fs::read_to_string(&admin_log)?;
+    assert!(
+        admin_lines
+            .lines()
+            .any(|line| line.contains("failed run will be retried")
+                && line.contains(&format!("trace_id={}", first.trace_id))),
+        "the follow-up's line names the run's trace: {admin_lines}"
     );
     // The skipped run's `fire` span ends with an error status and the reason its row records.
     let skipped_fire = fire_span_of(query_port, skipped.id, started).await?;

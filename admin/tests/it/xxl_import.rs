@@ -490,7 +490,7 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
         "{plan}"
     );
     assert!(
-        plan.contains("create  group 2 billing-executor (MANUAL http://10.0.0.5:9999/"),
+        plan.contains("create  group 2 billing-executor (MANUAL xxl-job+http://10.0.0.5:9999/"),
         "{plan}"
     );
     assert!(
@@ -697,7 +697,11 @@ async fn check_imported(store: &Store, before_ms: i64) -> anyhow::Result<HashSet
     assert_eq!(billing.address_type, AddressType::Manual);
     assert_eq!(
         billing.addresses,
-        vec!["http://10.0.0.5:9999/", "http://10.0.0.6:9999/"]
+        vec![
+            "xxl-job+http://10.0.0.5:9999/",
+            "xxl-job+http://10.0.0.6:9999/"
+        ],
+        "a MANUAL group's XXL-JOB executors keep being called over their own protocol"
     );
 
     let jobs = all_jobs(store).await?;

@@ -228,11 +228,15 @@ fn finished_outcome(joined: Result<JobResult, Panic>) -> (pb::RunStatus, i32, St
 fn start_line(request: &pb::RunRequest) -> String {
     let trigger = pb::TriggerType::try_from(request.trigger_type)
         .map_or("TRIGGER_TYPE_UNKNOWN", |trigger| trigger.as_str_name());
+    // The run's trace id (from the admin's dispatch span), so a log line leads to its trace.
+    let trace_id = xjob_proto::traceparent::Traceparent::parse(&request.traceparent)
+        .map(|parent| format!(" trace_id={:032x}", parent.trace_id))
+        .unwrap_or_default();
     format!(
-        "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}",
+        "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}{trace_id}",
         request.job_id,
         request.log_id,
-        request.handler,
+        crate::glue::run_handler_name(request),
         request.params,
         request.shard_index,
         request.shard_total,

@@ -92,6 +92,9 @@ fn assert_stopped_by_the_handler(log: &str, leader: i32, end_line: &str) {
     assert!(log.contains(&format!("sent SIGTERM to process group {leader}")));
 }
 
+/// A W3C trace context, as an admin that traces sends it.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_handler_runs_argv_with_params_and_env_and_logs_output() {
     let mut admin = AdminHandle::start().await;
@@ -101,6 +104,7 @@ async fn command_handler_runs_argv_with_params_and_env_and_logs_output() {
         r#"echo "job=$XJOB_JOB_ID log=$XJOB_LOG_ID params=$XJOB_PARAMS "#,
         r#"shard=$XJOB_SHARD_INDEX/$XJOB_SHARD_TOTAL at=$XJOB_SCHEDULED_AT_MS "#,
         r#"attempt=$XJOB_ATTEMPT trigger=$XJOB_TRIGGER_TYPE"; "#,
+        r#"echo "traceparent=[$TRACEPARENT]"; "#,
         r#"echo "to stderr" >&2"#,
     );
     let executor = start_executor(&admin, log_dir.path(), |builder| {
@@ -117,6 +121,8 @@ async fn command_handler_runs_argv_with_params_and_env_and_logs_output() {
     request.scheduled_at_ms = 1_700_000_000_000;
     request.attempt = 2;
     request.trigger_type = pb::TriggerType::Retry as i32;
+    // The admin's dispatch span: an executor that does not trace hands it on as is.
+    request.traceparent = TRACEPARENT.to_owned();
     submit(&mut client, request).await;
     let result = admin.wait_for_result(211).await;
     assert_eq!(
@@ -133,6 +139,14 @@ async fn command_handler_runs_argv_with_params_and_env_and_logs_output() {
                        attempt=2 trigger=RETRY";
     assert!(has_line(&log, environment), "{log}");
     assert!(has_line(&log, "to stderr"), "{log}");
+    assert!(
+        has_line(&log, &format!("traceparent=[{TRACEPARENT}]")),
+        "{log}"
+    );
+    assert!(
+        log.contains("trace_id=4bf92f3577b34da6a3ce929d0e0e4736"),
+        "the start line names the trace: {log}"
+    );
 
     // Without argv, the params are the whole command line.
     submit(

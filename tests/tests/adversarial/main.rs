@@ -3,6 +3,7 @@
 //! plus bounded property tests over the parsers that read untrusted input. One module per surface
 //! an attacker reaches; docs/security.md lists what each covers.
 
+mod accept;
 mod attacker;
 mod child_links;
 mod compat_listener;

@@ -6,6 +6,7 @@ mod alarms;
 mod basics;
 mod block_strategies;
 mod children;
+mod groovy;
 mod keepalive;
 mod kill;
 mod limits;

@@ -9,13 +9,14 @@ use super::JobAdminService;
 use super::write_locks::adds_child_links;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
 use crate::error::Error;
+use crate::model::glue::groovy_refusal;
 use crate::model::ids::typed_ids;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{
     child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
     validate_job,
 };
-use crate::model::{Job, JobId, JobStatus, ScheduleType};
+use crate::model::{GlueType, Group, Job, JobId, JobStatus, ScheduleType};
 use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
 
@@ -30,9 +31,12 @@ impl JobAdminService {
             );
             return Err(Error::Unimplemented(message));
         }
-        if self.store().get_group(job.group_id).await?.is_none() {
+        let Some(group) = self.store().get_group(job.group_id).await? else {
             let message = format!("job.group_id: group {} not found", job.group_id);
             return Err(Error::NotFound(message));
+        };
+        if job.glue_type == GlueType::Groovy {
+            self.check_groovy_routing(&group)?;
         }
         job.child_job_ids = dedup_child_ids(&job.child_job_ids);
         let missing = self
@@ -44,6 +48,22 @@ impl JobAdminService {
             return Err(Error::NotFound(message));
         }
         self.check_child_cycles(job).await
+    }
+
+    /// `GLUE_GROOVY` only for a group whose runs go to XXL-JOB executors alone (`groovy_refusal`);
+    /// `FAILED_PRECONDITION` otherwise: the job is valid, the group is not ready for it.
+    fn check_groovy_routing(&self, group: &Group) -> Result<(), Error> {
+        let registered: Vec<_> = self
+            .ctx
+            .registry
+            .list_with_peers(&group.app_name)
+            .into_iter()
+            .filter(|executor| executor.app_name == group.app_name)
+            .collect();
+        match groovy_refusal(group, &registered) {
+            Some(why) => Err(Error::FailedPrecondition(format!("job.glue_type: {why}"))),
+            None => Ok(()),
+        }
     }
 
     /// Refuses children from which the job (or any job) is reachable from itself: loads the

@@ -147,13 +147,14 @@ async fn check_once(
             .await?
         {
             crate::metrics::finished(crate::metrics::RunEnd::Lost);
-            tracing::warn!(log_id = %verdict.log_id, reason = %verdict.message, "run lost");
             // A stranded run's dispatch was never recorded: its row still holds what its trace
             // was to continue (a retry's failed attempt, a caller's traceparent), not its own.
-            let trace_id = runs
-                .iter()
-                .find(|run| run.id == verdict.log_id.0)
-                .map_or("", |run| run.trace_id.as_str());
+            let run = runs.iter().find(|run| run.id == verdict.log_id.0);
+            let trace_id = run.map_or("", |run| run.trace_id.as_str());
+            let job_id = run.map_or(0, |run| run.job_id);
+            crate::telemetry::run_span(verdict.log_id.0, job_id, trace_id).in_scope(|| {
+                tracing::warn!(reason = %verdict.message, "run lost");
+            });
             crate::telemetry::record_lost(trace_id, verdict.log_id.0, &verdict.message);
         }
     }
