@@ -221,7 +221,7 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 				done <- outcome{err: fmt.Errorf("handler panicked: %v", panicked)}
 			}
 		}()
-		message, err := run.handler(run.ctx, &Run{request: request, log: log})
+		message, err := run.handler(run.ctx, &Run{request: request, log: log, stopGrace: r.killGrace})
 		done <- outcome{message: message, err: err}
 	}()
 	var timeout <-chan time.Time
@@ -258,6 +258,8 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 	result := &pb.RunResult{
 		LogId: request.GetLogId(), LogDateMs: request.GetLogDateMs(), Status: status, Code: code,
 		Message: truncate(message), StartedAtMs: startedAt, FinishedAtMs: time.Now().UnixMilli(),
+		// The admin's dispatch context, back: its `complete` span closes the run's trace.
+		Traceparent: request.GetTraceparent(),
 	}
 	log.append(fmt.Sprintf("run end: status=%s code=%d message=%s", status, code, result.Message))
 	return result

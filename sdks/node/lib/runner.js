@@ -41,7 +41,7 @@ class Runner {
     if (busy(slot) && request.blockStrategy === 'BLOCK_STRATEGY_COVER_EARLY') {
       this.stopSlot(slot, killed(`block strategy COVER_EARLY: replaced by log ${request.logId}`));
     }
-    const ctx = new JobContext(request, this.joblog.open(request.logId, request.logDateMs));
+    const ctx = new JobContext(request, this.joblog.open(request.logId, request.logDateMs), this.killGraceMs);
     slot.queue.push({ request, ctx, handler: this.handlers.get(request.handler), stopReason: null, stop: null });
     this.active.add(request.logId);
     if (!slot.draining) {
@@ -132,8 +132,7 @@ class Runner {
   async execute(run) {
     const { request, ctx } = run;
     const startedAtMs = Date.now();
-    ctx.log(`run started: log ${request.logId}, handler ${request.handler}, params '${request.params}', `
-      + `shard ${request.shardIndex}/${request.shardTotal}, attempt ${request.attempt}`);
+    ctx.log(startLine(request));
     const stopped = new Promise((resolve) => { run.stop = resolve; });
     if (run.stopReason) run.stop();
     let timer = null;
@@ -175,7 +174,8 @@ class Runner {
 
   finish(run, outcome, startedAtMs) {
     const { request, ctx } = run;
-    ctx.log(`run finished: ${outcome.status} (${outcome.code}) ${outcome.message}`);
+    // A run that never started has its "run not started" line only.
+    if (startedAtMs) ctx.log(`run end: status=${outcome.status} code=${outcome.code} message=${outcome.message}`);
     this.active.delete(request.logId);
     this.recent.set(request.logId, Date.now());
     this.report({
@@ -186,6 +186,8 @@ class Runner {
       message: outcome.message,
       startedAtMs,
       finishedAtMs: Date.now(),
+      // The admin's dispatch context, back: its `complete` span closes the run's trace.
+      traceparent: request.traceparent,
     });
   }
 
@@ -196,6 +198,13 @@ class Runner {
       this.recent.delete(logId);
     }
   }
+}
+
+// The first line of every run's log, as in every xjob SDK (docs/executors.md).
+function startLine(request) {
+  return `run start: job_id=${request.jobId} log_id=${request.logId} handler=${request.handler} `
+    + `params=${request.params} shard=${request.shardIndex}/${request.shardTotal} `
+    + `attempt=${request.attempt} trigger=${request.triggerType} timeout_ms=${request.timeoutMs}`;
 }
 
 function busy(slot) {

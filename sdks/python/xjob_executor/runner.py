@@ -29,6 +29,20 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _enum_name(enum, value: int) -> str:
+    return enum.Name(value) if value in enum.values() else str(value)
+
+
+def start_line(request) -> str:
+    """The first line of every run's log, as in every xjob SDK (docs/executors.md)."""
+    trigger = _enum_name(common_pb2.TriggerType, request.trigger_type)
+    return (
+        f"run start: job_id={request.job_id} log_id={request.log_id} handler={request.handler} "
+        f"params={request.params} shard={request.shard_index}/{request.shard_total} "
+        f"attempt={request.attempt} trigger={trigger} timeout_ms={request.timeout_ms}"
+    )
+
+
 class _Run:
     def __init__(self, request, ctx: JobContext, handler) -> None:
         self.request = request
@@ -78,7 +92,7 @@ class Runner:
                  f"block strategy COVER_EARLY: replaced by log {request.log_id}"),
             )
         run_log = self._joblog.open(request.log_id, request.log_date_ms)
-        slot.queue.append(_Run(request, JobContext(request, run_log), self._handlers[request.handler]))
+        slot.queue.append(_Run(request, JobContext(request, run_log, self._kill_grace), self._handlers[request.handler]))
         self._active.add(request.log_id)
         if slot.task is None:
             slot.task = asyncio.get_running_loop().create_task(self._drain(request.job_id, slot))
@@ -169,10 +183,7 @@ class Runner:
     async def _execute(self, run: _Run) -> None:
         request = run.request
         started = now_ms()
-        run.ctx.log(
-            f"run started: log {request.log_id}, handler {request.handler}, params '{request.params}', "
-            f"shard {request.shard_index}/{request.shard_total}, attempt {request.attempt}"
-        )
+        run.ctx.log(start_line(request))
         handler_task = asyncio.get_running_loop().create_task(self._call(run))
         stopped = asyncio.get_running_loop().create_task(run.stopped.wait())
         timeout = request.timeout_ms / 1000 if request.timeout_ms > 0 else None
@@ -219,8 +230,9 @@ class Runner:
 
     def _finish(self, run: _Run, outcome, started_at_ms: int) -> None:
         status, code, message = outcome
-        run.ctx.log(f"run finished: {common_pb2.RunStatus.Name(status)} ({code}) {message}")
         request = run.request
+        if started_at_ms:  # a run that never started has its "run not started" line only
+            run.ctx.log(f"run end: status={_enum_name(common_pb2.RunStatus, status)} code={code} message={message}")
         self._active.discard(request.log_id)
         self._recent[request.log_id] = time.monotonic()
         self._report(
@@ -232,6 +244,8 @@ class Runner:
                 message=message,
                 started_at_ms=started_at_ms,
                 finished_at_ms=now_ms(),
+                # The admin's dispatch context, back: its `complete` span closes the run's trace.
+                traceparent=request.traceparent,
             )
         )
 

@@ -192,7 +192,7 @@ final class Runner {
               request.getAttempt(),
               request.getTriggerType(),
               request.getTimeoutMs()));
-      JobContext context = new JobContext(request, log, stop);
+      JobContext context = new JobContext(request, log, stop, killGrace);
       CompletableFuture<String> handlerResult = new CompletableFuture<>();
       threads.execute(
           () -> {
@@ -282,6 +282,8 @@ final class Runner {
         .setMessage(truncate(message))
         .setStartedAtMs(startedAt)
         .setFinishedAtMs(System.currentTimeMillis())
+        // The admin's dispatch context, back: its `complete` span closes the run's trace.
+        .setTraceparent(request.getTraceparent())
         .build();
   }
 

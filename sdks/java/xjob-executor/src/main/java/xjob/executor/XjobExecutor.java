@@ -53,16 +53,23 @@ public final class XjobExecutor {
   private XjobExecutor(Builder config) throws IOException {
     this.config = config;
     InetSocketAddress bindAddress = new InetSocketAddress(config.host, config.port);
-    refuseOpenNetwork(bindAddress, !config.accessToken.isEmpty(), config.insecureOpenNetwork);
+    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
+    refuseOpenNetwork(
+        bindAddress,
+        !config.accessToken.isEmpty() || config.tls.requireClientCert,
+        config.insecureOpenNetwork);
     Path spoolDir = config.logDir.resolve("callbacklogs");
     Files.createDirectories(spoolDir);
     LogStore logs = new LogStore(config.logDir);
-    this.admins = new Admins(config.adminAddrs, config.accessToken);
+    config.tls.check();
+    this.admins = new Admins(config.adminAddrs, config.accessToken, config.tls.channel());
     this.callbacks = new CallbackSender(admins, spoolDir, config.callbackFlushTimeout.toMillis());
     this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
-        NettyServerBuilder.forAddress(bindAddress)
+        (config.tls.serves()
+                ? NettyServerBuilder.forAddress(bindAddress, config.tls.server())
+                : NettyServerBuilder.forAddress(bindAddress))
             // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
             // would fail the whole batch.
             .maxInboundMessageSize(64 << 20);
@@ -76,7 +83,9 @@ public final class XjobExecutor {
     int boundPort = ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
     String host = config.host.equals("0.0.0.0") ? "127.0.0.1" : config.host;
     this.address =
-        config.advertiseAddress != null ? config.advertiseAddress : "http://" + host + ":" + boundPort;
+        config.advertiseAddress != null
+            ? config.advertiseAddress
+            : (config.tls.serves() ? "https://" : "http://") + host + ":" + boundPort;
     this.session =
         new Session(
             admins,
@@ -226,6 +235,7 @@ public final class XjobExecutor {
     private final Map<String, String> labels = new HashMap<>();
     private Duration shutdownGrace = Duration.ofSeconds(5);
     private Duration killGrace = Duration.ofSeconds(2);
+    private final ExecutorTls tls = new ExecutorTls();
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
     private int logRetentionDays = 30;
     private boolean insecureOpenNetwork;
@@ -305,6 +315,38 @@ public final class XjobExecutor {
     }
 
     /** How long a stopped handler may take to return before its run is reported (2 s). */
+    /**
+     * Serves the executor's port over TLS with this PEM certificate chain and key; the default
+     * advertised address becomes https://.
+     */
+    public Builder tls(Path cert, Path key) {
+      tls.cert = cert;
+      tls.key = key;
+      return this;
+    }
+
+    /**
+     * The PEM CA bundle that signs the admins' certificates (for https:// admin addresses;
+     * default: the JVM's roots) and, with {@link #requireClientCert}, callers' certificates.
+     */
+    public Builder tlsCa(Path ca) {
+      tls.ca = ca;
+      return this;
+    }
+
+    /** The client certificate presented to admins that ask for one (default: the tls one). */
+    public Builder tlsClientCert(Path cert, Path key) {
+      tls.clientCert = cert;
+      tls.clientKey = key;
+      return this;
+    }
+
+    /** Accepts only callers with a client certificate from {@link #tlsCa} (mTLS). */
+    public Builder requireClientCert(boolean required) {
+      tls.requireClientCert = required;
+      return this;
+    }
+
     public Builder killGrace(Duration grace) {
       this.killGrace = grace;
       return this;
