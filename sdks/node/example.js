@@ -72,6 +72,8 @@ executor.handler('log', async (ctx) => {
 
 // The built-in command handler: the params are the command line (docs/executors.md).
 executor.commandHandler('command');
+// Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+if (env.XJOB_GLUE_SHELL === '1') executor.enableGlue('shell');
 
 executor.run().then(() => process.exit(0), (error) => {
   console.error(error);

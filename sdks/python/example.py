@@ -89,6 +89,9 @@ async def write_lines(ctx):
 
 # The built-in command handler: the params are the command line (docs/executors.md).
 executor.command_handler("command")
+# Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+if os.environ.get("XJOB_GLUE_SHELL") == "1":
+    executor.enable_glue("shell")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@
 //! to admins that ask for a client certificate), `XJOB_TLS_CA` verifies the admins,
 //! `XJOB_TLS_REQUIRE_CLIENT_CERT=1` accepts only callers with a certificate from that CA.
 //!
+//! `XJOB_GLUE_SHELL=1` enables shell script (GLUE) jobs, run with bash.
+//!
 //! SIGTERM or SIGINT shuts it down gracefully (deregister, finish or kill runs, flush results).
 
 use std::time::Duration;
 
-use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{Executor, GlueType, JobContext, JobError, JobOutput, JobResult};
 
 async fn succeed(ctx: JobContext) -> JobResult {
     let message = format!(
@@ -144,6 +146,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::var("XJOB_TLS_REQUIRE_CLIENT_CERT").is_ok_and(|value| value == "1") {
         builder = builder.require_client_cert(true);
+    }
+    // Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+    if std::env::var("XJOB_GLUE_SHELL").is_ok_and(|value| value == "1") {
+        builder = builder.enable_glue(GlueType::Shell);
     }
     builder.run(termination()).await?;
     Ok(())

@@ -101,6 +101,7 @@ func (e *Executor) Start() error {
 	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported}
 	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken, e.adminTLS)
 	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
+	e.runner.glue = e.config.Glue.runners(e.config.LogDir)
 
 	serverOptions := []grpc.ServerOption{}
 	if serverTLS != nil {

@@ -15,6 +15,7 @@ const { Admins } = require('./admins');
 const { CallbackSender } = require('./callback');
 const { JobLogStore } = require('./joblog');
 const { commandHandler } = require('./command');
+const { glueRunners, glueTypeName } = require('./glue');
 const { Runner } = require('./runner');
 const { Session } = require('./session');
 const { service } = require('./server');
@@ -61,6 +62,8 @@ class Executor {
     this.insecureOpenNetwork = insecureOpenNetwork;
     this.log = log;
     this.handlers = new Map();
+    this.glue = new Map(); // enabled script glue type -> interpreter (undefined: the usual one)
+    this.glueEnv = {};
   }
 
   // Registers the built-in `command` handler under `name`: each run executes `argv` followed by
@@ -71,6 +74,21 @@ class Executor {
   // Options: cwd, env, timeoutMs (the handler's own, besides the job's).
   commandHandler(name, argv = [], options = {}) {
     return this.handler(name, commandHandler(argv, options));
+  }
+
+  // Enables script (GLUE) jobs of one language ('shell', 'python', 'nodejs', 'php',
+  // 'powershell' or the GLUE_TYPE_ name), run with `interpreter` or its usual one on the PATH
+  // (bash, python3, node, php, pwsh). Off by default: a run of a type not enabled is refused.
+  // Each run writes the job's script under {logDir}/gluesource/ (once per version) and runs it
+  // like the command handler. glueEnv adds variables for script runs.
+  enableGlue(glueType, interpreter) {
+    this.glue.set(glueTypeName(glueType), interpreter);
+    return this;
+  }
+
+  glueEnvVar(key, value) {
+    this.glueEnv[key] = value;
+    return this;
   }
 
   // Registers an async function (ctx) => message. Throwing (JobError or anything) ends the run
@@ -88,6 +106,7 @@ class Executor {
     this.joblog = new JobLogStore(this.logDir);
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
+      glue: glueRunners(this.glue, this.glueEnv, this.logDir),
     });
     // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });

@@ -107,6 +107,13 @@ export class Executor {
    * status 0 succeeds.
    */
   commandHandler(name: string, argv?: string[], options?: CommandOptions): this;
+  /**
+   * Enables script (GLUE) jobs of one language (`shell`, `python`, `nodejs`, `php`,
+   * `powershell`), run with `interpreter` or its usual one; off by default.
+   */
+  enableGlue(glueType: string, interpreter?: string): this;
+  /** Adds an environment variable for script runs (the `XJOB_*` ones win). */
+  glueEnvVar(key: string, value: string): this;
   /** Binds the server and starts registering in the background. */
   start(): Promise<void>;
   /** Resolves once an admin has accepted the registration. */

@@ -9,6 +9,7 @@
 // A stopped run's handler sees ctx.signal abort; if it has not returned within killGraceMs it
 // is abandoned and the run is reported all the same. The job's next run starts only after that.
 const { JobContext, JobError } = require('./context');
+const { GROOVY_UNSUPPORTED, LANGUAGES } = require('./glue');
 
 const CODE_SUCCESS = 200;
 const CODE_FAIL = 500;
@@ -18,7 +19,8 @@ const RECENT_RUN_TTL_MS = 10 * 60 * 1000;
 const killed = (message) => ({ status: 'RUN_STATUS_KILLED', code: CODE_FAIL, message });
 
 class Runner {
-  constructor({ handlers, joblog, report, killGraceMs }) {
+  constructor({ handlers, joblog, report, killGraceMs, glue = new Map() }) {
+    this.glue = glue; // enabled script glue type -> its handler
     this.handlers = handlers;
     this.joblog = joblog;
     this.report = report;
@@ -42,7 +44,7 @@ class Runner {
       this.stopSlot(slot, killed(`block strategy COVER_EARLY: replaced by log ${request.logId}`));
     }
     const ctx = new JobContext(request, this.joblog.open(request.logId, request.logDateMs), this.killGraceMs);
-    slot.queue.push({ request, ctx, handler: this.handlers.get(request.handler), stopReason: null, stop: null });
+    slot.queue.push({ request, ctx, handler: this.glue.get(request.glueType) || this.handlers.get(request.handler), stopReason: null, stop: null });
     this.active.add(request.logId);
     if (!slot.draining) {
       slot.draining = this.drain(request.jobId, slot);
@@ -58,8 +60,14 @@ class Runner {
     if (this.active.has(request.logId) || this.recent.has(request.logId)) {
       return `duplicate run: log_id ${request.logId} already queued or running`;
     }
-    if (request.glueType !== 'GLUE_TYPE_BEAN') return `glue type ${request.glueType} is not enabled on this executor`;
-    if (!this.handlers.has(request.handler)) return `job handler [${request.handler}] not found`;
+    const { glueType } = request;
+    if (glueType === 'GLUE_TYPE_GROOVY') return GROOVY_UNSUPPORTED;
+    if (glueType !== 'GLUE_TYPE_BEAN' && glueType !== 'GLUE_TYPE_UNSPECIFIED') {
+      if (!LANGUAGES[glueType]) return `glue type ${glueType} is not supported`;
+      if (!this.glue.has(glueType)) return `glue type ${glueType} is not enabled on this executor`;
+    } else if (!this.handlers.has(request.handler)) {
+      return `job handler [${request.handler}] not found`;
+    }
     const slot = this.slots.get(request.jobId);
     if (slot && busy(slot) && request.blockStrategy === 'BLOCK_STRATEGY_DISCARD_LATER') {
       return `block strategy DISCARD_LATER: job ${request.jobId} is running or queued`;

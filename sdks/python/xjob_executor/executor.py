@@ -22,6 +22,7 @@ from ._proto import PROTOCOL_VERSION, registry_pb2
 from .admins import Admins
 from .callback import CallbackSender
 from .command import command_handler
+from .glue import glue_runners, glue_type_value
 from .context import Handler
 from .joblog import JobLogStore
 from .runner import Runner
@@ -119,6 +120,8 @@ class Executor:
         self._log_retention_days = log_retention_days
         self._insecure_open_network = insecure_open_network
         self._handlers = {}
+        self._glue = {}  # enabled script glue type -> interpreter (None: the usual one)
+        self._glue_env = {}
         self._tasks = []
         self._server = None
 
@@ -149,6 +152,18 @@ class Executor:
         after half the kill_grace. `timeout` (seconds) is the handler's own, besides the job's."""
         self._handlers[name] = command_handler(argv, working_dir, env, timeout)
 
+    def enable_glue(self, glue_type, interpreter: Optional[str] = None) -> None:
+        """Enables script (GLUE) jobs of one language (`"shell"`, `"python"`, `"nodejs"`,
+        `"php"`, `"powershell"`, or the GlueType value), run with `interpreter` or its usual one
+        on the PATH (bash, python3, node, php, pwsh). Off by default: a run of a type not
+        enabled is refused. Each run writes the job's script under {log_dir}/gluesource/ (once
+        per version) and runs it like the command handler."""
+        self._glue[glue_type_value(glue_type)] = interpreter
+
+    def glue_env(self, key: str, value: str) -> None:
+        """Adds an environment variable for script runs (the XJOB_* variables win)."""
+        self._glue_env[key] = value
+
     async def start(self) -> None:
         # mTLS (only callers with a certificate from the CA) guards the port as a token does.
         refuse_open_network(self.bind, bool(self._access_token) or self._tls.require_client_cert,
@@ -157,7 +172,8 @@ class Executor:
         self._admins = Admins(self._admin_addrs, self._access_token, self._tls.channel_credentials())
         self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
         self._joblog = JobLogStore(self._log_dir)
-        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
+        glue = glue_runners(self._glue, self._glue_env, self._log_dir)
+        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace, glue)
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
         self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))

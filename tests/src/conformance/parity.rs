@@ -1,12 +1,12 @@
 //! Scenarios of what every SDK does the same as the Rust SDK beyond the protocol: the built-in
-//! `command` handler and the run log's line format.
+//! `command` handler, script (GLUE) jobs and the run log's line format.
 
 use std::path::Path;
 use std::time::Duration;
 
 use xjob_proto::pb;
 
-use super::world::{RUN_BOUND, World, expect_status};
+use super::world::{REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
 use crate::wait_until;
 
 /// The script the `command` scenario runs with `sh`: `exit N` prints the run's variables and a
@@ -181,4 +181,75 @@ fn line_text(line: &str) -> Option<&str> {
                 other => other == byte,
             });
     matches.then(|| &line[PATTERN.len()..])
+}
+
+/// Script (GLUE) jobs are off unless enabled: a shell script run on an executor without them is
+/// refused (FAILED, trigger code 500, "not enabled"). On one started with `XJOB_GLUE_SHELL=1`
+/// the job's script runs with bash, its params as arguments and the `XJOB_*` variables set, and
+/// once the script is edited (`UpdateGlue`) the next run runs the new version.
+pub async fn glue(world: &mut World) -> anyhow::Result<()> {
+    let app = world.app_name("glue-off");
+    let group = world.create_group(&app).await?;
+    world.start_executor(&app).await?;
+    let job_id = world.create_job(glue_job(group, "v1")).await?;
+    let refused = world.trigger_one(job_id, "p").await?;
+    let log = world.wait_final(refused, RUN_BOUND).await?;
+    anyhow::ensure!(
+        log.status == pb::RunStatus::Failed as i32
+            && log.trigger_code == 500
+            && log.trigger_msg.contains("GLUE_TYPE_SHELL is not enabled"),
+        "a shell script run on an executor without glue: {} trigger_code {} '{}'",
+        super::world::status_name(log.status),
+        log.trigger_code,
+        log.trigger_msg
+    );
+    world.stop_executors().await;
+
+    let app = world.app_name("glue");
+    let group = world.create_group(&app).await?;
+    let admin_url = world.admin.url();
+    let glue_on = vec![("XJOB_GLUE_SHELL".to_string(), "1".to_string())];
+    let port = super::admin::free_port()?;
+    let index = world.spawn_executor_env(&app, TOKEN, port, &admin_url, glue_on)?;
+    let address = world.executors[index].address();
+    world.wait_listed(&app, &address, REGISTER_BOUND).await?;
+    let job_id = world.create_job(glue_job(group, "v1")).await?;
+    for version in ["v1", "v2"] {
+        if version == "v2" {
+            world
+                .client
+                .update_glue(pb::UpdateGlueRequest {
+                    job_id,
+                    glue_source: glue_source(version),
+                    glue_remark: "edited".to_string(),
+                })
+                .await?;
+        }
+        let log_id = world.trigger_one(job_id, "p1 p2").await?;
+        let log = world.wait_final(log_id, RUN_BOUND).await?;
+        expect_status(&log, pb::RunStatus::Success, 200)?;
+        ensure_message(&log, "command exited with status 0")?;
+        let (content, _) = world.read_log(log_id).await?;
+        let expected = format!("glue {version} p1 p2 log={log_id}");
+        anyhow::ensure!(
+            content.contains(&expected),
+            "the script's log lacks '{expected}':\n{content}"
+        );
+    }
+    Ok(())
+}
+
+/// A shell script that echoes its version, its arguments and its run's log id.
+fn glue_source(version: &str) -> String {
+    format!("echo \"glue {version} $1 $2 log=$XJOB_LOG_ID\"\n")
+}
+
+fn glue_job(group_id: i64, version: &str) -> pb::Job {
+    pb::Job {
+        glue_type: pb::GlueType::Shell as i32,
+        glue_source: glue_source(version),
+        glue_remark: "conformance".to_string(),
+        handler: String::new(),
+        ..World::job(group_id, "")
+    }
 }

@@ -11,7 +11,7 @@ use tonic::Code;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
-use super::parity::{command, log_format};
+use super::parity::{command, glue, log_format};
 use super::tls::tls;
 use super::world::{HANDLERS, REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
 use crate::wait_until;
@@ -44,6 +44,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(log_format),
         scenario!(command),
         scenario!(tls),
+        scenario!(glue),
         scenario!(direct_calls),
         scenario!(kill),
         scenario!(timeout),

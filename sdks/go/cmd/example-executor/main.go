@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"xjob.dev/sdk/go/executor"
+	"xjob.dev/sdk/go/xjobpb"
 )
 
 // succeed logs a line and succeeds with "ok params=<params> shard=<i>/<n>".
@@ -121,7 +122,13 @@ func main() {
 	if tlsConfig.CertFile != "" {
 		scheme = "https"
 	}
+	// Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+	var glue executor.Glue
+	if os.Getenv("XJOB_GLUE_SHELL") == "1" {
+		glue.Interpreters = map[xjobpb.GlueType]string{xjobpb.GlueType_GLUE_TYPE_SHELL: ""}
+	}
 	exec, err := executor.New(executor.Config{
+		Glue:             glue,
 		TLS:              tlsConfig,
 		AppName:          requireEnv("XJOB_APP_NAME"),
 		AdminAddrs:       admins,

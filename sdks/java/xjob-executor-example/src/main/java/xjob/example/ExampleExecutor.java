@@ -6,6 +6,7 @@ import xjob.executor.CommandHandler;
 import xjob.executor.JobContext;
 import xjob.executor.JobFailure;
 import xjob.executor.XjobExecutor;
+import xjob.v1.Common.GlueType;
 
 /**
  * An xjob executor written with the library in xjob.executor. It serves the conformance suite's
@@ -144,6 +145,10 @@ public final class ExampleExecutor {
       builder.tlsCa(Path.of(System.getenv("XJOB_TLS_CA")));
     }
     builder.requireClientCert("1".equals(System.getenv("XJOB_TLS_REQUIRE_CLIENT_CERT")));
+    // Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+    if ("1".equals(System.getenv("XJOB_GLUE_SHELL"))) {
+      builder.enableGlue(GlueType.GLUE_TYPE_SHELL);
+    }
     String token = System.getenv("XJOB_ACCESS_TOKEN");
     if (token != null && !token.isEmpty()) {
       builder.accessToken(token);

@@ -27,6 +27,10 @@ public final class JobContext {
     return stopGrace;
   }
 
+  RunRequest request() {
+    return request;
+  }
+
   public long jobId() {
     return request.getJobId();
   }

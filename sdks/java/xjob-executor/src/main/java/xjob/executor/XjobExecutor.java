@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
+import xjob.v1.Common.GlueType;
 import xjob.v1.RegistryOuterClass.Heartbeat;
 
 /**
@@ -64,7 +66,13 @@ public final class XjobExecutor {
     config.tls.check();
     this.admins = new Admins(config.adminAddrs, config.accessToken, config.tls.channel());
     this.callbacks = new CallbackSender(admins, spoolDir, config.callbackFlushTimeout.toMillis());
-    this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
+    this.runner =
+        new Runner(
+            config.handlers,
+            logs,
+            callbacks::send,
+            config.killGrace,
+            Glue.runners(config.glue, config.glueEnv, config.logDir));
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
         (config.tls.serves()
@@ -236,6 +244,8 @@ public final class XjobExecutor {
     private Duration shutdownGrace = Duration.ofSeconds(5);
     private Duration killGrace = Duration.ofSeconds(2);
     private final ExecutorTls tls = new ExecutorTls();
+    private final Map<GlueType, String> glue = new EnumMap<>(GlueType.class);
+    private final Map<String, String> glueEnv = new LinkedHashMap<>();
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
     private int logRetentionDays = 30;
     private boolean insecureOpenNetwork;
@@ -344,6 +354,31 @@ public final class XjobExecutor {
     /** Accepts only callers with a client certificate from {@link #tlsCa} (mTLS). */
     public Builder requireClientCert(boolean required) {
       tls.requireClientCert = required;
+      return this;
+    }
+
+    /**
+     * Enables script (GLUE) jobs of one language (GLUE_TYPE_SHELL, _PYTHON, _NODEJS, _PHP,
+     * _POWERSHELL), run with its usual interpreter on the PATH (bash, python3, node, php, pwsh).
+     * Off by default: a run of a type not enabled is refused. Each run writes the job's script
+     * under {logDir}/gluesource/ (once per version) and runs it like {@link CommandHandler}.
+     */
+    public Builder enableGlue(GlueType glueType) {
+      return glueInterpreter(glueType, null);
+    }
+
+    /** Like {@link #enableGlue} with an interpreter program of its own (null: the usual one). */
+    public Builder glueInterpreter(GlueType glueType, String program) {
+      if (!Glue.LANGUAGES.containsKey(glueType)) {
+        throw new IllegalArgumentException(glueType + " is not a script glue type");
+      }
+      glue.put(glueType, program);
+      return this;
+    }
+
+    /** Adds an environment variable for script runs (the XJOB_* ones win). */
+    public Builder glueEnv(String key, String value) {
+      glueEnv.put(key, value);
       return this;
     }
 
