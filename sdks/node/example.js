@@ -17,6 +17,12 @@ const executor = new Executor({
   accessToken: env.XJOB_ACCESS_TOKEN || '',
   logDir: env.XJOB_LOG_DIR || 'xjob-executor-logs',
   shutdownGraceMs: 2000,
+  // TLS (all optional): the port's certificate (also presented to admins), the CA of the admins,
+  // and whether callers need a client certificate from it.
+  tlsCert: env.XJOB_TLS_CERT || undefined,
+  tlsKey: env.XJOB_TLS_KEY || undefined,
+  tlsCa: env.XJOB_TLS_CA || undefined,
+  requireClientCert: env.XJOB_TLS_REQUIRE_CLIENT_CERT === '1',
 });
 
 const count = (params, fallback) => (/^\d+$/.test(params.trim()) ? Number(params.trim()) : fallback);
@@ -63,6 +69,11 @@ executor.handler('log', async (ctx) => {
   for (let line = 1; line <= lines; line += 1) ctx.log(`line ${line}`);
   return `wrote ${lines} lines`;
 });
+
+// The built-in command handler: the params are the command line (docs/executors.md).
+executor.commandHandler('command');
+// Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+if (env.XJOB_GLUE_SHELL === '1') executor.enableGlue('shell');
 
 executor.run().then(() => process.exit(0), (error) => {
   console.error(error);

@@ -22,6 +22,12 @@ executor = Executor(
     access_token=os.environ.get("XJOB_ACCESS_TOKEN", ""),
     log_dir=os.environ.get("XJOB_LOG_DIR", "xjob-executor-logs"),
     shutdown_grace=2.0,
+    # TLS (all optional): the port's certificate (also presented to admins), the CA of the
+    # admins, and whether callers need a client certificate from it.
+    tls_cert=os.environ.get("XJOB_TLS_CERT") or None,
+    tls_key=os.environ.get("XJOB_TLS_KEY") or None,
+    tls_ca=os.environ.get("XJOB_TLS_CA") or None,
+    require_client_cert=os.environ.get("XJOB_TLS_REQUIRE_CLIENT_CERT") == "1",
 )
 
 
@@ -79,6 +85,13 @@ async def write_lines(ctx):
     for line in range(1, lines + 1):
         ctx.log(f"line {line}")
     return f"wrote {lines} lines"
+
+
+# The built-in command handler: the params are the command line (docs/executors.md).
+executor.command_handler("command")
+# Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+if os.environ.get("XJOB_GLUE_SHELL") == "1":
+    executor.enable_glue("shell")
 
 
 if __name__ == "__main__":

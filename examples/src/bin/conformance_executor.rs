@@ -11,13 +11,20 @@
 //! - `fail`: fails with `failed on purpose: <params>`;
 //! - `sleep`: sleeps `params` ms (default 1000), logging `tick <n>` every 100 ms; stops at once
 //!   when the run is cancelled (kill, timeout, COVER_EARLY, shutdown);
-//! - `log`: writes `line 1` … `line <params>` (default 3) and succeeds.
+//! - `log`: writes `line 1` … `line <params>` (default 3) and succeeds;
+//! - `command`: the SDK's built-in command handler, the params being the command line.
+//!
+//! TLS (all optional): `XJOB_TLS_CERT`/`XJOB_TLS_KEY` serve its port over TLS (and are presented
+//! to admins that ask for a client certificate), `XJOB_TLS_CA` verifies the admins,
+//! `XJOB_TLS_REQUIRE_CLIENT_CERT=1` accepts only callers with a certificate from that CA.
+//!
+//! `XJOB_GLUE_SHELL=1` enables shell script (GLUE) jobs, run with bash.
 //!
 //! SIGTERM or SIGINT shuts it down gracefully (deregister, finish or kill runs, flush results).
 
 use std::time::Duration;
 
-use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
+use xjob_executor::{Executor, GlueType, JobContext, JobError, JobOutput, JobResult};
 
 async fn succeed(ctx: JobContext) -> JobResult {
     let message = format!(
@@ -101,21 +108,48 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|addr| !addr.is_empty())
         .collect();
     let port = env("XJOB_EXECUTOR_PORT")?;
+    let tls_cert_opt = std::env::var("XJOB_TLS_CERT")
+        .ok()
+        .filter(|cert| !cert.is_empty());
+    let scheme = if tls_cert_opt.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let mut builder = Executor::builder()
         .app_name(env("XJOB_APP_NAME")?)
         .admin_addrs(admin_addrs)
         .bind(format!("127.0.0.1:{port}"))
-        .advertise_address(format!("http://127.0.0.1:{port}"))
+        .advertise_address(format!("{scheme}://127.0.0.1:{port}"))
         .log_dir(env("XJOB_LOG_DIR")?)
         .shutdown_grace(Duration::from_secs(2))
         .handler("succeed", succeed)
         .handler("fail", fail)
         .handler("sleep", sleep)
-        .handler("log", log);
+        .handler("log", log)
+        // The built-in command handler: the params are the whole command line.
+        .command_handler("command", Vec::<String>::new());
     if let Ok(token) = std::env::var("XJOB_ACCESS_TOKEN")
         && !token.is_empty()
     {
         builder = builder.access_token(token);
+    }
+    // TLS: the executor's own port serves this certificate; the CA verifies the admins (and, when
+    // required, their client certificates); the same certificate is presented to the admins.
+    if let Some(cert) = tls_cert_opt {
+        builder = builder.tls(cert, env("XJOB_TLS_KEY")?);
+    }
+    if let Ok(ca) = std::env::var("XJOB_TLS_CA")
+        && !ca.is_empty()
+    {
+        builder = builder.tls_ca(ca);
+    }
+    if std::env::var("XJOB_TLS_REQUIRE_CLIENT_CERT").is_ok_and(|value| value == "1") {
+        builder = builder.require_client_cert(true);
+    }
+    // Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+    if std::env::var("XJOB_GLUE_SHELL").is_ok_and(|value| value == "1") {
+        builder = builder.enable_glue(GlueType::Shell);
     }
     builder.run(termination()).await?;
     Ok(())

@@ -24,12 +24,16 @@ import (
 type admins struct {
 	addresses []string
 	token     string
+	tls       *tls.Config // of https:// admins
 	mu        sync.Mutex
 	conns     map[string]*grpc.ClientConn
 }
 
-func newAdmins(addresses []string, token string) *admins {
-	return &admins{addresses: addresses, token: token, conns: map[string]*grpc.ClientConn{}}
+func newAdmins(addresses []string, token string, tlsConfig *tls.Config) *admins {
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return &admins{addresses: addresses, token: token, tls: tlsConfig, conns: map[string]*grpc.ClientConn{}}
 }
 
 // client returns the Registry client of an admin, creating its connection on first use.
@@ -41,7 +45,7 @@ func (a *admins) client(address string) (pb.RegistryClient, error) {
 	}
 	target, creds := strings.TrimPrefix(address, "http://"), insecure.NewCredentials()
 	if strings.HasPrefix(address, "https://") {
-		target, creds = strings.TrimPrefix(address, "https://"), credentials.NewTLS(&tls.Config{})
+		target, creds = strings.TrimPrefix(address, "https://"), credentials.NewTLS(a.tls.Clone())
 	}
 	conn, err := grpc.NewClient(strings.TrimSuffix(target, "/"),
 		grpc.WithTransportCredentials(creds),

@@ -94,7 +94,7 @@ func deliverTo(t *testing.T, limit int, b *backlog) []int {
 	pb.RegisterRegistryServer(server, admin)
 	go func() { _ = server.Serve(listener) }()
 	defer server.Stop()
-	clients := newAdmins([]string{"http://" + listener.Addr().String()}, "")
+	clients := newAdmins([]string{"http://" + listener.Addr().String()}, "", nil)
 	defer clients.close()
 	flushBacklog(clients, make(chan *pb.RunResult), b, 5*time.Second)
 	if len(b.pending) != 0 {

@@ -43,6 +43,10 @@ type Config struct {
 	// CallbackFlushTimeout is how long a graceful shutdown tries to deliver pending results
 	// before spooling them to {LogDir}/callbacklogs (default 3 s).
 	CallbackFlushTimeout time.Duration
+	// TLS serves the executor's port over TLS and sets the TLS of its admin connections.
+	TLS TLS
+	// Glue enables script (GLUE) jobs per language; none by default.
+	Glue Glue
 	// Logf receives the executor's own diagnostics (default: the standard logger).
 	Logf func(format string, args ...any)
 }
@@ -68,6 +72,12 @@ func (c *Config) withDefaults() (Config, error) {
 		if r <= ' ' || r > '~' {
 			return out, errors.New("executor: the access token must be visible ASCII without spaces")
 		}
+	}
+	if err := out.Glue.check(); err != nil {
+		return out, err
+	}
+	if err := out.TLS.check(); err != nil {
+		return out, err
 	}
 	if out.Bind == "" {
 		out.Bind = "127.0.0.1:9999"

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	pb "xjob.dev/sdk/go/xjobpb"
 )
@@ -29,6 +31,7 @@ type Executor struct {
 	listener net.Listener
 	grpc     *grpc.Server
 	admins   *admins
+	adminTLS *tls.Config
 	runner   *runner
 	session  *session
 
@@ -73,29 +76,43 @@ func (e *Executor) Start() error {
 	if err != nil {
 		return fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
 	}
-	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "",
+	// mTLS (only callers with a certificate from the CA) guards the port as a token does.
+	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "" || e.config.TLS.RequireClientCert,
 		e.config.InsecureOpenNetwork, e.config.Logf); err != nil {
+		_ = listener.Close()
+		return err
+	}
+	serverTLS, err := e.config.TLS.serverConfig()
+	if err == nil {
+		e.adminTLS, err = e.config.TLS.clientConfig()
+	}
+	if err != nil {
 		_ = listener.Close()
 		return err
 	}
 	e.listener = listener
 	e.address = e.config.AdvertiseAddress
 	if e.address == "" {
-		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr))
+		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr), serverTLS != nil)
 	}
 
 	logs := logStore{root: e.config.LogDir}
 	unreported := &unreported{ids: map[int64]bool{}}
 	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported}
-	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken)
+	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken, e.adminTLS)
 	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
+	e.runner.glue = e.config.Glue.runners(e.config.LogDir)
 
-	e.grpc = grpc.NewServer(
+	serverOptions := []grpc.ServerOption{}
+	if serverTLS != nil {
+		serverOptions = append(serverOptions, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	e.grpc = grpc.NewServer(append(serverOptions,
 		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
 		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
 		// fail the whole batch.
 		grpc.MaxRecvMsgSize(maxReceiveBytes),
-	)
+	)...)
 	pb.RegisterExecutorServiceServer(e.grpc, &server{runner: e.runner, logs: logs})
 	go func() {
 		if err := e.grpc.Serve(listener); err != nil {
@@ -210,9 +227,9 @@ func waitChan(ch <-chan struct{}, timeout time.Duration) bool {
 	}
 }
 
-// advertiseAddress is http://{ip}:{port} of the bound socket, with loopback when bound to all
-// interfaces (set Config.AdvertiseAddress for anything else).
-func advertiseAddress(bound *net.TCPAddr) string {
+// advertiseAddress is http(s)://{ip}:{port} of the bound socket, with loopback when bound to
+// all interfaces (set Config.AdvertiseAddress for anything else).
+func advertiseAddress(bound *net.TCPAddr, secure bool) string {
 	ip := bound.IP
 	if ip == nil || ip.IsUnspecified() {
 		if ip.To4() == nil && ip != nil {
@@ -221,7 +238,11 @@ func advertiseAddress(bound *net.TCPAddr) string {
 			ip = net.IPv4(127, 0, 0, 1)
 		}
 	}
-	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
+	scheme := "http://"
+	if secure {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
 }
 
 // ErrOpenNetwork is returned (wrapped) by Start for a non-loopback bind with no access token and

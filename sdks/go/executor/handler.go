@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	pb "xjob.dev/sdk/go/xjobpb"
 )
@@ -15,9 +16,14 @@ type Handler func(ctx context.Context, run *Run) (string, error)
 
 // Run describes one run to its handler and writes its log.
 type Run struct {
-	request *pb.RunRequest
-	log     *runLog
+	request   *pb.RunRequest
+	log       *runLog
+	stopGrace time.Duration
 }
+
+// StopGrace is how long a stopped handler has to return before it is abandoned (the executor's
+// KillGrace): time to clean up, e.g. stop child processes.
+func (r *Run) StopGrace() time.Duration { return r.stopGrace }
 
 // JobID is the job's id.
 func (r *Run) JobID() int64 { return r.request.GetJobId() }

@@ -84,6 +84,7 @@ type runner struct {
 	logs      logStore
 	results   *resultSender
 	killGrace time.Duration
+	glue      map[pb.GlueType]Handler // enabled script types
 	logf      func(string, ...any)
 
 	mu     sync.Mutex
@@ -101,6 +102,28 @@ func newRunner(handlers map[string]Handler, logs logStore, results *resultSender
 	}
 }
 
+// handlerOf is the run's handler: its BEAN handler by name, or the runner of its script type;
+// else why it is refused.
+func (r *runner) handlerOf(request *pb.RunRequest) (Handler, string) {
+	switch glue := request.GetGlueType(); glue {
+	case pb.GlueType_GLUE_TYPE_BEAN, pb.GlueType_GLUE_TYPE_UNSPECIFIED:
+		if handler, ok := r.handlers[request.GetHandler()]; ok {
+			return handler, ""
+		}
+		return nil, fmt.Sprintf("job handler [%s] not found", request.GetHandler())
+	case pb.GlueType_GLUE_TYPE_GROOVY:
+		return nil, groovyUnsupported
+	default:
+		if _, ok := glueLanguages[glue]; !ok {
+			return nil, fmt.Sprintf("glue type %s is not supported", glue)
+		}
+		if handler, ok := r.glue[glue]; ok {
+			return handler, ""
+		}
+		return nil, fmt.Sprintf("glue type %s is not enabled on this executor", glue)
+	}
+}
+
 // submit enqueues a run, applying its job's block strategy, or returns why it is refused (the
 // RunResponse message).
 func (r *runner) submit(request *pb.RunRequest) (refusal string) {
@@ -114,16 +137,10 @@ func (r *runner) submit(request *pb.RunRequest) (refusal string) {
 		r.mu.Unlock()
 		return fmt.Sprintf("duplicate run: log_id %d already queued or running", logID)
 	}
-	switch glue := request.GetGlueType(); glue {
-	case pb.GlueType_GLUE_TYPE_BEAN, pb.GlueType_GLUE_TYPE_UNSPECIFIED:
-	default:
+	handler, refusal := r.handlerOf(request)
+	if refusal != "" {
 		r.mu.Unlock()
-		return fmt.Sprintf("glue type %s is not enabled on this executor", glue)
-	}
-	handler, ok := r.handlers[request.GetHandler()]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Sprintf("job handler [%s] not found", request.GetHandler())
+		return refusal
 	}
 	slot := r.jobs[jobID]
 	busy := slot != nil && slot.busy()
@@ -221,7 +238,7 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 				done <- outcome{err: fmt.Errorf("handler panicked: %v", panicked)}
 			}
 		}()
-		message, err := run.handler(run.ctx, &Run{request: request, log: log})
+		message, err := run.handler(run.ctx, &Run{request: request, log: log, stopGrace: r.killGrace})
 		done <- outcome{message: message, err: err}
 	}()
 	var timeout <-chan time.Time
@@ -258,6 +275,8 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 	result := &pb.RunResult{
 		LogId: request.GetLogId(), LogDateMs: request.GetLogDateMs(), Status: status, Code: code,
 		Message: truncate(message), StartedAtMs: startedAt, FinishedAtMs: time.Now().UnixMilli(),
+		// The admin's dispatch context, back: its `complete` span closes the run's trace.
+		Traceparent: request.GetTraceparent(),
 	}
 	log.append(fmt.Sprintf("run end: status=%s code=%d message=%s", status, code, result.Message))
 	return result

@@ -11,12 +11,14 @@ function target(address) {
 }
 
 class Admins {
-  constructor(addresses, accessToken) {
+  // credentials: of https:// admins (default: the system's roots, no client certificate).
+  constructor(addresses, accessToken, credentials = null) {
     if (!addresses.length) throw new Error('at least one admin address is required');
     this.addresses = [...addresses];
     this.index = 0;
     this.clients = new Map();
     this.accessToken = accessToken || '';
+    this.credentials = credentials;
   }
 
   get current() {
@@ -37,7 +39,7 @@ class Admins {
     let client = this.clients.get(address);
     if (!client) {
       const { host, secure } = target(address);
-      const credentials = secure ? grpc.credentials.createSsl() : grpc.credentials.createInsecure();
+      const credentials = secure ? (this.credentials || grpc.credentials.createSsl()) : grpc.credentials.createInsecure();
       client = new xjob.Registry(host, credentials);
       this.clients.set(address, client);
     }

@@ -4,9 +4,12 @@
 class JobError extends Error {}
 
 class JobContext {
-  constructor(request, runLog) {
+  constructor(request, runLog, stopGraceMs = 2000) {
     this.request = request;
     this.runLog = runLog;
+    // How long a stopped handler has to return before it is abandoned (the executor's
+    // killGraceMs): time to clean up, e.g. stop child processes.
+    this.stopGraceMs = stopGraceMs;
     this.controller = new AbortController();
   }
 

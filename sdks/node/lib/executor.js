@@ -7,12 +7,15 @@
 // -> stop the server.
 const dns = require('node:dns/promises');
 const net = require('node:net');
+const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { xjob } = require('./proto');
 const { Admins } = require('./admins');
 const { CallbackSender } = require('./callback');
 const { JobLogStore } = require('./joblog');
+const { commandHandler } = require('./command');
+const { glueRunners, glueTypeName } = require('./glue');
 const { Runner } = require('./runner');
 const { Session } = require('./session');
 const { service } = require('./server');
@@ -33,11 +36,22 @@ class Executor {
     appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
     logRetentionDays = 30, insecureOpenNetwork = false,
+    tlsCert, tlsKey, tlsCa, tlsClientCert, tlsClientKey, requireClientCert = false,
   }) {
+    if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new Error('tlsCert and tlsKey go together');
+    if (requireClientCert && !(tlsCert && tlsCa)) throw new Error('requireClientCert needs tlsCert, tlsKey and tlsCa');
+    // TLS (PEM file paths, as the Rust SDK): tlsCert/tlsKey serve this executor's port over TLS
+    // (the default address becomes https://); tlsCa verifies the admins of https:// addresses
+    // (default: the system's roots) and, with requireClientCert, callers' client certificates
+    // (only the admins may then call); tlsClientCert/tlsClientKey are presented to admins that
+    // ask for one (default: tlsCert/tlsKey).
+    this.tls = {
+      cert: tlsCert, key: tlsKey, ca: tlsCa, clientCert: tlsClientCert || tlsCert, clientKey: tlsClientKey || tlsKey, requireClientCert,
+    };
     this.appName = appName;
     this.adminAddrs = adminAddrs;
     this.bind = bind;
-    this.address = (address || `http://${bind}`).replace(/\/+$/, '');
+    this.address = (address || `${tlsCert ? 'https' : 'http'}://${bind}`).replace(/\/+$/, '');
     this.accessToken = accessToken;
     this.logDir = logDir;
     this.killGraceMs = killGraceMs;
@@ -48,6 +62,33 @@ class Executor {
     this.insecureOpenNetwork = insecureOpenNetwork;
     this.log = log;
     this.handlers = new Map();
+    this.glue = new Map(); // enabled script glue type -> interpreter (undefined: the usual one)
+    this.glueEnv = {};
+  }
+
+  // Registers the built-in `command` handler under `name`: each run executes `argv` followed by
+  // the run's params split on whitespace (empty argv: the params are the whole command line),
+  // with XJOB_* variables describing the run in its environment; stdout and stderr go to the
+  // run log line by line; exit status 0 succeeds. The command leads its own process group: a
+  // stop sends SIGTERM to the group, then SIGKILL after half the kill grace.
+  // Options: cwd, env, timeoutMs (the handler's own, besides the job's).
+  commandHandler(name, argv = [], options = {}) {
+    return this.handler(name, commandHandler(argv, options));
+  }
+
+  // Enables script (GLUE) jobs of one language ('shell', 'python', 'nodejs', 'php',
+  // 'powershell' or the GLUE_TYPE_ name), run with `interpreter` or its usual one on the PATH
+  // (bash, python3, node, php, pwsh). Off by default: a run of a type not enabled is refused.
+  // Each run writes the job's script under {logDir}/gluesource/ (once per version) and runs it
+  // like the command handler. glueEnv adds variables for script runs.
+  enableGlue(glueType, interpreter) {
+    this.glue.set(glueTypeName(glueType), interpreter);
+    return this;
+  }
+
+  glueEnvVar(key, value) {
+    this.glueEnv[key] = value;
+    return this;
   }
 
   // Registers an async function (ctx) => message. Throwing (JobError or anything) ends the run
@@ -58,18 +99,20 @@ class Executor {
   }
 
   async start() {
-    await refuseOpenNetwork(this.bind, Boolean(this.accessToken), this.insecureOpenNetwork, this.log);
-    this.admins = new Admins(this.adminAddrs, this.accessToken);
+    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
+    await refuseOpenNetwork(this.bind, Boolean(this.accessToken) || this.tls.requireClientCert, this.insecureOpenNetwork, this.log);
+    this.admins = new Admins(this.adminAddrs, this.accessToken, channelCredentials(this.tls));
     this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'));
     this.joblog = new JobLogStore(this.logDir);
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
+      glue: glueRunners(this.glue, this.glueEnv, this.logDir),
     });
     // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
     this.server.addService(xjob.ExecutorService.service, service({ runner: this.runner, joblog: this.joblog, accessToken: this.accessToken }));
     await new Promise((resolve, reject) => {
-      this.server.bindAsync(this.bind, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
+      this.server.bindAsync(this.bind, serverCredentials(this.tls), (error) => (error ? reject(error) : resolve()));
     });
     this.session = new Session({
       admins: this.admins,
@@ -157,6 +200,24 @@ async function isLoopbackBind(bind) {
 // An executor reachable from other machines must know who calls it: the group's access token.
 // Without one, anyone who reaches the port runs its handlers with any params and reads its
 // logs, so starting is refused unless the operator opted out by name.
+const readOpt = (file) => (file ? fs.readFileSync(file) : null);
+
+// Credentials of the executor's own port: TLS with tls.cert, plaintext without.
+function serverCredentials(tls) {
+  if (!tls.cert) return grpc.ServerCredentials.createInsecure();
+  return grpc.ServerCredentials.createSsl(
+    tls.requireClientCert ? readOpt(tls.ca) : null,
+    [{ private_key: readOpt(tls.key), cert_chain: readOpt(tls.cert) }],
+    tls.requireClientCert,
+  );
+}
+
+// Credentials of https:// admin channels: the CA (or the system's roots), and the client
+// certificate when there is one.
+function channelCredentials(tls) {
+  return grpc.credentials.createSsl(readOpt(tls.ca), readOpt(tls.clientKey), readOpt(tls.clientCert));
+}
+
 async function refuseOpenNetwork(bind, tokenSet, insecureOpenNetwork, log) {
   if (tokenSet || await isLoopbackBind(bind)) return;
   if (insecureOpenNetwork) {

@@ -32,6 +32,28 @@ export interface ExecutorOptions {
   /** Start bound off loopback with no access token (logs an INSECURE warning). Default false. */
   insecureOpenNetwork?: boolean;
   log?: Logger;
+  /** PEM certificate chain served on the executor's port (TLS); the default address becomes https://. */
+  tlsCert?: string;
+  /** PEM private key of tlsCert. */
+  tlsKey?: string;
+  /** PEM CA bundle verifying https:// admins (default: the system's roots) and client certificates. */
+  tlsCa?: string;
+  /** Client certificate presented to admins that ask for one. Default: tlsCert. */
+  tlsClientCert?: string;
+  /** Key of tlsClientCert. Default: tlsKey. */
+  tlsClientKey?: string;
+  /** Accept only callers with a client certificate from tlsCa (mTLS). Default false. */
+  requireClientCert?: boolean;
+}
+
+/** Settings of the built-in `command` handler. */
+export interface CommandOptions {
+  /** The directory the command starts in. Default: the executor's own. */
+  cwd?: string;
+  /** Extra environment variables (the `XJOB_*` run variables win). */
+  env?: Record<string, string>;
+  /** The handler's own timeout in milliseconds, besides the job's; 0 for none. */
+  timeoutMs?: number;
 }
 
 /** One run of a handler: its request's fields, its run log, and whether it is being stopped. */
@@ -56,6 +78,8 @@ export class JobContext {
   readonly timeoutMs: number;
   /** Aborted once the run is being stopped (kill, timeout, COVER_EARLY, shutdown). */
   readonly signal: AbortSignal;
+  /** Milliseconds a stopped handler has to return before it is abandoned (killGraceMs). */
+  readonly stopGraceMs: number;
   isCancelled(): boolean;
   /** Appends a line to the run's log, readable through the admin's ReadRunLog. */
   log(line: string): void;
@@ -77,6 +101,19 @@ export class Executor {
   readonly address: string;
   /** Registers a handler under a name; returns the executor for chaining. */
   handler(name: string, fn: Handler): this;
+  /**
+   * Registers the built-in `command` handler: each run executes `argv` followed by the run's
+   * params split on whitespace, in its own process group (killed on kill or timeout); exit
+   * status 0 succeeds.
+   */
+  commandHandler(name: string, argv?: string[], options?: CommandOptions): this;
+  /**
+   * Enables script (GLUE) jobs of one language (`shell`, `python`, `nodejs`, `php`,
+   * `powershell`), run with `interpreter` or its usual one; off by default.
+   */
+  enableGlue(glueType: string, interpreter?: string): this;
+  /** Adds an environment variable for script runs (the `XJOB_*` ones win). */
+  glueEnvVar(key: string, value: string): this;
   /** Binds the server and starts registering in the background. */
   start(): Promise<void>;
   /** Resolves once an admin has accepted the registration. */

@@ -9,6 +9,7 @@
 // A stopped run's handler sees ctx.signal abort; if it has not returned within killGraceMs it
 // is abandoned and the run is reported all the same. The job's next run starts only after that.
 const { JobContext, JobError } = require('./context');
+const { GROOVY_UNSUPPORTED, LANGUAGES } = require('./glue');
 
 const CODE_SUCCESS = 200;
 const CODE_FAIL = 500;
@@ -18,7 +19,8 @@ const RECENT_RUN_TTL_MS = 10 * 60 * 1000;
 const killed = (message) => ({ status: 'RUN_STATUS_KILLED', code: CODE_FAIL, message });
 
 class Runner {
-  constructor({ handlers, joblog, report, killGraceMs }) {
+  constructor({ handlers, joblog, report, killGraceMs, glue = new Map() }) {
+    this.glue = glue; // enabled script glue type -> its handler
     this.handlers = handlers;
     this.joblog = joblog;
     this.report = report;
@@ -41,8 +43,8 @@ class Runner {
     if (busy(slot) && request.blockStrategy === 'BLOCK_STRATEGY_COVER_EARLY') {
       this.stopSlot(slot, killed(`block strategy COVER_EARLY: replaced by log ${request.logId}`));
     }
-    const ctx = new JobContext(request, this.joblog.open(request.logId, request.logDateMs));
-    slot.queue.push({ request, ctx, handler: this.handlers.get(request.handler), stopReason: null, stop: null });
+    const ctx = new JobContext(request, this.joblog.open(request.logId, request.logDateMs), this.killGraceMs);
+    slot.queue.push({ request, ctx, handler: this.glue.get(request.glueType) || this.handlers.get(request.handler), stopReason: null, stop: null });
     this.active.add(request.logId);
     if (!slot.draining) {
       slot.draining = this.drain(request.jobId, slot);
@@ -58,8 +60,14 @@ class Runner {
     if (this.active.has(request.logId) || this.recent.has(request.logId)) {
       return `duplicate run: log_id ${request.logId} already queued or running`;
     }
-    if (request.glueType !== 'GLUE_TYPE_BEAN') return `glue type ${request.glueType} is not enabled on this executor`;
-    if (!this.handlers.has(request.handler)) return `job handler [${request.handler}] not found`;
+    const { glueType } = request;
+    if (glueType === 'GLUE_TYPE_GROOVY') return GROOVY_UNSUPPORTED;
+    if (glueType !== 'GLUE_TYPE_BEAN' && glueType !== 'GLUE_TYPE_UNSPECIFIED') {
+      if (!LANGUAGES[glueType]) return `glue type ${glueType} is not supported`;
+      if (!this.glue.has(glueType)) return `glue type ${glueType} is not enabled on this executor`;
+    } else if (!this.handlers.has(request.handler)) {
+      return `job handler [${request.handler}] not found`;
+    }
     const slot = this.slots.get(request.jobId);
     if (slot && busy(slot) && request.blockStrategy === 'BLOCK_STRATEGY_DISCARD_LATER') {
       return `block strategy DISCARD_LATER: job ${request.jobId} is running or queued`;
@@ -132,8 +140,7 @@ class Runner {
   async execute(run) {
     const { request, ctx } = run;
     const startedAtMs = Date.now();
-    ctx.log(`run started: log ${request.logId}, handler ${request.handler}, params '${request.params}', `
-      + `shard ${request.shardIndex}/${request.shardTotal}, attempt ${request.attempt}`);
+    ctx.log(startLine(request));
     const stopped = new Promise((resolve) => { run.stop = resolve; });
     if (run.stopReason) run.stop();
     let timer = null;
@@ -175,7 +182,8 @@ class Runner {
 
   finish(run, outcome, startedAtMs) {
     const { request, ctx } = run;
-    ctx.log(`run finished: ${outcome.status} (${outcome.code}) ${outcome.message}`);
+    // A run that never started has its "run not started" line only.
+    if (startedAtMs) ctx.log(`run end: status=${outcome.status} code=${outcome.code} message=${outcome.message}`);
     this.active.delete(request.logId);
     this.recent.set(request.logId, Date.now());
     this.report({
@@ -186,6 +194,8 @@ class Runner {
       message: outcome.message,
       startedAtMs,
       finishedAtMs: Date.now(),
+      // The admin's dispatch context, back: its `complete` span closes the run's trace.
+      traceparent: request.traceparent,
     });
   }
 
@@ -196,6 +206,13 @@ class Runner {
       this.recent.delete(logId);
     }
   }
+}
+
+// The first line of every run's log, as in every xjob SDK (docs/executors.md).
+function startLine(request) {
+  return `run start: job_id=${request.jobId} log_id=${request.logId} handler=${request.handler} `
+    + `params=${request.params} shard=${request.shardIndex}/${request.shardTotal} `
+    + `attempt=${request.attempt} trigger=${request.triggerType} timeout_ms=${request.timeoutMs}`;
 }
 
 function busy(slot) {

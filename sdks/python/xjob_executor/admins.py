@@ -18,12 +18,13 @@ class Admins:
     """The admin list, one lazily opened channel per address, and the rotation used for
     failover: the session and callbacks both move to the next admin when one fails."""
 
-    def __init__(self, addresses, access_token: str) -> None:
+    def __init__(self, addresses, access_token: str, credentials=None) -> None:
         if not addresses:
             raise ValueError("at least one admin address is required")
         self.addresses = list(addresses)
         self._channels = {}
         self._index = 0
+        self._credentials = credentials  # of https:// admins; None: the system's roots
         self.metadata = (("authorization", f"Bearer {access_token}"),) if access_token else ()
 
     @property
@@ -38,7 +39,7 @@ class Admins:
         if channel is None:
             target, secure = _target(address)
             channel = (
-                grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
+                grpc.aio.secure_channel(target, self._credentials or grpc.ssl_channel_credentials())
                 if secure
                 else grpc.aio.insecure_channel(target)
             )

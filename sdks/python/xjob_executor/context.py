@@ -19,9 +19,10 @@ class JobError(Exception):
 class JobContext:
     """One run of a handler: its request's fields, its run log, and whether it is being stopped."""
 
-    def __init__(self, request: RunRequest, log: RunLog) -> None:
+    def __init__(self, request: RunRequest, log: RunLog, stop_grace: float = 2.0) -> None:
         self._request = request
         self._log = log
+        self._stop_grace = stop_grace
         self._cancelled = asyncio.Event()
 
     @property
@@ -71,6 +72,12 @@ class JobContext:
     def timeout_ms(self) -> int:
         """The run's timeout in milliseconds, 0 for none."""
         return self._request.timeout_ms
+
+    @property
+    def stop_grace(self) -> float:
+        """Seconds a stopped handler has to return before it is abandoned (the executor's
+        kill_grace): time to clean up, e.g. stop child processes."""
+        return self._stop_grace
 
     def log(self, line: str) -> None:
         """Appends a line to the run's log, readable through the admin's ReadRunLog."""

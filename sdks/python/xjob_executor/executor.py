@@ -21,6 +21,8 @@ import grpc
 from ._proto import PROTOCOL_VERSION, registry_pb2
 from .admins import Admins
 from .callback import CallbackSender
+from .command import command_handler
+from .glue import glue_runners, glue_type_value
 from .context import Handler
 from .joblog import JobLogStore
 from .runner import Runner
@@ -30,6 +32,38 @@ from .session import Session
 log = logging.getLogger("xjob_executor")
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def _read(path: Optional[str]) -> Optional[bytes]:
+    return Path(path).read_bytes() if path else None
+
+
+class TlsFiles:
+    """The TLS settings of an executor: read when it starts."""
+
+    def __init__(self, cert, key, ca, client_cert, client_key, require_client_cert) -> None:
+        self.cert, self.key, self.ca = cert, key, ca
+        self.client_cert, self.client_key = client_cert, client_key
+        self.require_client_cert = require_client_cert
+
+    def server_credentials(self):
+        """Credentials of the executor's own port; None for plaintext."""
+        if not self.cert:
+            return None
+        return grpc.ssl_server_credentials(
+            [(_read(self.key), _read(self.cert))],
+            root_certificates=_read(self.ca) if self.require_client_cert else None,
+            require_client_auth=self.require_client_cert,
+        )
+
+    def channel_credentials(self):
+        """Credentials of https:// admin channels: the CA (or the system's roots), and the
+        client certificate when there is one."""
+        return grpc.ssl_channel_credentials(
+            root_certificates=_read(self.ca),
+            private_key=_read(self.client_key),
+            certificate_chain=_read(self.client_cert),
+        )
 
 
 class Executor:
@@ -47,16 +81,35 @@ class Executor:
         labels: Optional[Mapping[str, str]] = None,
         log_retention_days: int = 30,
         insecure_open_network: bool = False,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        tls_client_cert: Optional[str] = None,
+        tls_client_key: Optional[str] = None,
+        require_client_cert: bool = False,
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
         (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn.
 
         Bound off loopback, the executor refuses to start without `access_token`, unless
         `insecure_open_network=True`: anyone who reaches the port could then run its handlers
-        with any params and read its run logs."""
+        with any params and read its run logs.
+
+        TLS (PEM files, as the Rust SDK): `tls_cert`/`tls_key` serve this executor's port over
+        TLS (the default `address` becomes https://); `tls_ca` verifies the admins of https://
+        addresses (default: the system's roots) and, with `require_client_cert`, the client
+        certificates of callers (only the admins may then call); `tls_client_cert`/
+        `tls_client_key` are presented to admins that ask for one (default: `tls_cert`)."""
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if require_client_cert and not (tls_cert and tls_ca):
+            raise ValueError("require_client_cert needs tls_cert, tls_key and tls_ca")
+        self._tls = TlsFiles(tls_cert, tls_key, tls_ca, tls_client_cert or tls_cert,
+                             tls_client_key or tls_key, require_client_cert)
         self.app_name = app_name
         self.bind = bind
-        self.address = (address or f"http://{bind}").rstrip("/")
+        scheme = "https" if tls_cert else "http"
+        self.address = (address or f"{scheme}://{bind}").rstrip("/")
         self._admin_addrs = list(admin_addrs)
         self._access_token = access_token or ""
         self._log_dir = log_dir
@@ -67,6 +120,8 @@ class Executor:
         self._log_retention_days = log_retention_days
         self._insecure_open_network = insecure_open_network
         self._handlers = {}
+        self._glue = {}  # enabled script glue type -> interpreter (None: the usual one)
+        self._glue_env = {}
         self._tasks = []
         self._server = None
 
@@ -80,17 +135,55 @@ class Executor:
 
         return register
 
+    def command_handler(
+        self,
+        name: str,
+        argv: Iterable[str] = (),
+        working_dir: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        """Registers the built-in `command` handler under `name`: each run executes `argv`
+        followed by the run's params split on whitespace (empty `argv`: the params are the whole
+        command line), with XJOB_* variables describing the run in its environment. Its stdout
+        and stderr go to the run log line by line; exit status 0 is a success, anything else a
+        failure ("command exited with status N"). The command leads its own process group: a
+        kill, a timeout, COVER_EARLY or shutdown sends SIGTERM to the whole group, then SIGKILL
+        after half the kill_grace. `timeout` (seconds) is the handler's own, besides the job's."""
+        self._handlers[name] = command_handler(argv, working_dir, env, timeout)
+
+    def enable_glue(self, glue_type, interpreter: Optional[str] = None) -> None:
+        """Enables script (GLUE) jobs of one language (`"shell"`, `"python"`, `"nodejs"`,
+        `"php"`, `"powershell"`, or the GlueType value), run with `interpreter` or its usual one
+        on the PATH (bash, python3, node, php, pwsh). Off by default: a run of a type not
+        enabled is refused. Each run writes the job's script under {log_dir}/gluesource/ (once
+        per version) and runs it like the command handler."""
+        self._glue[glue_type_value(glue_type)] = interpreter
+
+    def glue_env(self, key: str, value: str) -> None:
+        """Adds an environment variable for script runs (the XJOB_* variables win)."""
+        self._glue_env[key] = value
+
     async def start(self) -> None:
-        refuse_open_network(self.bind, bool(self._access_token), self._insecure_open_network)
+        # mTLS (only callers with a certificate from the CA) guards the port as a token does.
+        refuse_open_network(self.bind, bool(self._access_token) or self._tls.require_client_cert,
+                            self._insecure_open_network)
         loop = asyncio.get_running_loop()
-        self._admins = Admins(self._admin_addrs, self._access_token)
+        self._admins = Admins(self._admin_addrs, self._access_token, self._tls.channel_credentials())
         self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
         self._joblog = JobLogStore(self._log_dir)
-        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace)
+        glue = glue_runners(self._glue, self._glue_env, self._log_dir)
+        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace, glue)
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
         self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
-        if self._server.add_insecure_port(self.bind) == 0:
+        server_credentials = self._tls.server_credentials()
+        bound = (
+            self._server.add_secure_port(self.bind, server_credentials)
+            if server_credentials
+            else self._server.add_insecure_port(self.bind)
+        )
+        if bound == 0:
             raise OSError(f"cannot listen on {self.bind}")
         await self._server.start()
         register = registry_pb2.Register(

@@ -18,6 +18,7 @@ import time
 
 from ._proto import common_pb2, executor_pb2, registry_pb2
 from .context import JobContext, JobError
+from .glue import GROOVY_UNSUPPORTED, LANGUAGES
 
 log = logging.getLogger("xjob_executor")
 
@@ -27,6 +28,20 @@ RECENT_RUN_TTL = 600.0  # seconds a finished log id is remembered to refuse dupl
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _enum_name(enum, value: int) -> str:
+    return enum.Name(value) if value in enum.values() else str(value)
+
+
+def start_line(request) -> str:
+    """The first line of every run's log, as in every xjob SDK (docs/executors.md)."""
+    trigger = _enum_name(common_pb2.TriggerType, request.trigger_type)
+    return (
+        f"run start: job_id={request.job_id} log_id={request.log_id} handler={request.handler} "
+        f"params={request.params} shard={request.shard_index}/{request.shard_total} "
+        f"attempt={request.attempt} trigger={trigger} timeout_ms={request.timeout_ms}"
+    )
 
 
 class _Run:
@@ -54,8 +69,9 @@ class _JobSlot:
 
 
 class Runner:
-    def __init__(self, handlers, joblog, report, kill_grace: float) -> None:
+    def __init__(self, handlers, joblog, report, kill_grace: float, glue=None) -> None:
         self._handlers = handlers
+        self._glue = glue or {}  # enabled script glue type -> its handler
         self._joblog = joblog
         self._report = report  # called with each RunResult
         self._kill_grace = kill_grace
@@ -78,7 +94,7 @@ class Runner:
                  f"block strategy COVER_EARLY: replaced by log {request.log_id}"),
             )
         run_log = self._joblog.open(request.log_id, request.log_date_ms)
-        slot.queue.append(_Run(request, JobContext(request, run_log), self._handlers[request.handler]))
+        slot.queue.append(_Run(request, JobContext(request, run_log, self._kill_grace), self._handler_of(request)))
         self._active.add(request.log_id)
         if slot.task is None:
             slot.task = asyncio.get_running_loop().create_task(self._drain(request.job_id, slot))
@@ -90,15 +106,25 @@ class Runner:
         self._forget_old()
         if request.log_id in self._active or request.log_id in self._recent:
             return f"duplicate run: log_id {request.log_id} already queued or running"
-        if request.glue_type != common_pb2.GLUE_TYPE_BEAN:
-            name = common_pb2.GlueType.Name(request.glue_type) if request.glue_type in common_pb2.GlueType.values() else str(request.glue_type)
-            return f"glue type {name} is not enabled on this executor"
-        if request.handler not in self._handlers:
+        glue_type = request.glue_type
+        if glue_type == common_pb2.GLUE_TYPE_GROOVY:
+            return GROOVY_UNSUPPORTED
+        if glue_type not in (common_pb2.GLUE_TYPE_BEAN, common_pb2.GLUE_TYPE_UNSPECIFIED):
+            if glue_type not in LANGUAGES:
+                return f"glue type {glue_type} is not supported"
+            if glue_type not in self._glue:
+                return f"glue type {common_pb2.GlueType.Name(glue_type)} is not enabled on this executor"
+        elif request.handler not in self._handlers:
             return f"job handler [{request.handler}] not found"
         slot = self._slots.get(request.job_id)
         if slot and slot.busy() and request.block_strategy == common_pb2.BLOCK_STRATEGY_DISCARD_LATER:
             return f"block strategy DISCARD_LATER: job {request.job_id} is running or queued"
         return None
+
+    def _handler_of(self, request):
+        if request.glue_type in self._glue:
+            return self._glue[request.glue_type]
+        return self._handlers[request.handler]
 
     def kill_job(self, job_id: int) -> bool:
         slot = self._slots.get(job_id)
@@ -169,10 +195,7 @@ class Runner:
     async def _execute(self, run: _Run) -> None:
         request = run.request
         started = now_ms()
-        run.ctx.log(
-            f"run started: log {request.log_id}, handler {request.handler}, params '{request.params}', "
-            f"shard {request.shard_index}/{request.shard_total}, attempt {request.attempt}"
-        )
+        run.ctx.log(start_line(request))
         handler_task = asyncio.get_running_loop().create_task(self._call(run))
         stopped = asyncio.get_running_loop().create_task(run.stopped.wait())
         timeout = request.timeout_ms / 1000 if request.timeout_ms > 0 else None
@@ -219,8 +242,9 @@ class Runner:
 
     def _finish(self, run: _Run, outcome, started_at_ms: int) -> None:
         status, code, message = outcome
-        run.ctx.log(f"run finished: {common_pb2.RunStatus.Name(status)} ({code}) {message}")
         request = run.request
+        if started_at_ms:  # a run that never started has its "run not started" line only
+            run.ctx.log(f"run end: status={_enum_name(common_pb2.RunStatus, status)} code={code} message={message}")
         self._active.discard(request.log_id)
         self._recent[request.log_id] = time.monotonic()
         self._report(
@@ -232,6 +256,8 @@ class Runner:
                 message=message,
                 started_at_ms=started_at_ms,
                 finished_at_ms=now_ms(),
+                # The admin's dispatch context, back: its `complete` span closes the run's trace.
+                traceparent=request.traceparent,
             )
         )
 

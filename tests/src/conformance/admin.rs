@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
-use tonic::transport::Channel;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
 
@@ -31,32 +31,74 @@ fn config() -> String {
     )
 }
 
+/// The admin's TLS: its certificate and key, and the CA that signs them and the executors'.
+#[derive(Debug, Clone)]
+pub struct AdminTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
+
+impl AdminTls {
+    /// Configuration lines: TLS on its port, client certificates required of executors (mTLS
+    /// for sessions and callbacks), the CA trusted for executors' own ports.
+    fn config(&self) -> String {
+        format!(
+            "tls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\ntls_client_auth = \"executors\"\n",
+            self.cert, self.key, self.ca
+        )
+    }
+}
+
 /// A running `xjob serve`.
 pub struct AdminProcess {
     child: Option<Child>,
     binary: PathBuf,
     data_dir: PathBuf,
     port: u16,
+    tls_opt: Option<AdminTls>,
 }
 
 impl AdminProcess {
     /// Starts the admin and waits until it answers `ListGroups`.
     pub async fn start(binary: &Path, data_dir: &Path, port: u16) -> anyhow::Result<Self> {
+        Self::start_with(binary, data_dir, port, None).await
+    }
+
+    /// Like `start`, serving TLS when `tls_opt` is given.
+    pub async fn start_with(
+        binary: &Path,
+        data_dir: &Path,
+        port: u16,
+        tls_opt: Option<AdminTls>,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(data_dir)?;
-        std::fs::write(data_dir.join("admin.toml"), config())?;
+        let tls_config = tls_opt.as_ref().map(AdminTls::config).unwrap_or_default();
+        std::fs::write(data_dir.join("admin.toml"), config() + &tls_config)?;
         let mut admin = AdminProcess {
             child: None,
             binary: binary.to_path_buf(),
             data_dir: data_dir.to_path_buf(),
             port,
+            tls_opt,
         };
         admin.spawn().await?;
         Ok(admin)
     }
 
-    /// `http://127.0.0.1:port`.
+    /// The binary it runs.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// `http://127.0.0.1:port` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls_opt.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// SIGKILL, as a crash: nothing of the admin's shutdown runs.
@@ -76,10 +118,19 @@ impl AdminProcess {
     /// A client, once the admin answers.
     pub async fn client(&self) -> anyhow::Result<JobAdminClient<Channel>> {
         let url = self.url();
+        let ca_opt = match &self.tls_opt {
+            Some(tls) => Some(std::fs::read(&tls.ca)?),
+            None => None,
+        };
         wait_until(Duration::from_secs(20), "the admin to answer", || {
-            let url = url.clone();
+            let (url, ca_opt) = (url.clone(), ca_opt.clone());
             async move {
-                let mut client = JobAdminClient::connect(url).await.ok()?;
+                let mut endpoint = Endpoint::from_shared(url).ok()?;
+                if let Some(ca) = ca_opt {
+                    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
+                    endpoint = endpoint.tls_config(tls).ok()?;
+                }
+                let mut client = JobAdminClient::new(endpoint.connect().await.ok()?);
                 client
                     .list_groups(pb::ListGroupsRequest::default())
                     .await

@@ -72,6 +72,9 @@ pub struct ExecutorEnv {
     pub output: PathBuf,
     /// Working directory of the command (the repository root).
     pub work_dir: PathBuf,
+    /// More variables (TLS: `XJOB_TLS_CERT`, `XJOB_TLS_KEY`, `XJOB_TLS_CA`,
+    /// `XJOB_TLS_REQUIRE_CLIENT_CERT`).
+    pub extra_env: Vec<(String, String)>,
 }
 
 /// A started executor process (its process group), SIGKILLed when dropped.
@@ -97,6 +100,7 @@ impl ExecutorProcess {
             .env("XJOB_EXECUTOR_PORT", env.port.to_string())
             .env("XJOB_ACCESS_TOKEN", &env.access_token)
             .env("XJOB_LOG_DIR", &env.log_dir)
+            .envs(env.extra_env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output)
@@ -109,9 +113,15 @@ impl ExecutorProcess {
         Ok(ExecutorProcess { child, pgid, env })
     }
 
-    /// The address it registers: `http://127.0.0.1:port`.
+    /// The address it registers: `http://127.0.0.1:port`, `https://` when it serves TLS.
     pub fn address(&self) -> String {
-        format!("http://127.0.0.1:{}", self.env.port)
+        let tls = self
+            .env
+            .extra_env
+            .iter()
+            .any(|(key, _)| key == "XJOB_TLS_CERT");
+        let scheme = if tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.env.port)
     }
 
     /// SIGKILL to the whole group, as a crash; waits for the process to be gone.

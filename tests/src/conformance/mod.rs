@@ -5,8 +5,10 @@
 
 pub mod admin;
 pub mod executor;
+pub mod parity;
 pub mod report;
 pub mod scenarios;
+pub mod tls;
 pub mod world;
 
 pub use executor::ExecutorCommand;

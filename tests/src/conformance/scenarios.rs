@@ -11,6 +11,8 @@ use tonic::Code;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
+use super::parity::{command, glue, log_format};
+use super::tls::tls;
 use super::world::{HANDLERS, REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
 use crate::wait_until;
 
@@ -39,6 +41,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(failure_retries),
         scenario!(callback_too_large),
         scenario!(read_log),
+        scenario!(log_format),
+        scenario!(command),
+        scenario!(tls),
+        scenario!(glue),
         scenario!(direct_calls),
         scenario!(kill),
         scenario!(timeout),
@@ -530,7 +536,7 @@ async fn graceful_stop(world: &mut World) -> anyhow::Result<()> {
 }
 
 /// `authorization: Bearer <TOKEN>` on a direct call to the executor.
-fn with_token<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
+pub(super) fn with_token<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
     let mut request = tonic::Request::new(message);
     request
         .metadata_mut()

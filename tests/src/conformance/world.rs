@@ -16,7 +16,7 @@ use crate::wait_until;
 pub const TOKEN: &str = "conformance-token";
 
 /// Handlers every executor app under test serves.
-pub const HANDLERS: [&str; 4] = ["succeed", "fail", "sleep", "log"];
+pub const HANDLERS: [&str; 5] = ["succeed", "fail", "sleep", "log", "command"];
 
 /// How long an executor may take to start and register.
 pub const REGISTER_BOUND: Duration = Duration::from_secs(30);
@@ -106,6 +106,18 @@ impl World {
         port: u16,
         admin_addrs: &str,
     ) -> anyhow::Result<usize> {
+        self.spawn_executor_env(app_name, token, port, admin_addrs, Vec::new())
+    }
+
+    /// Like `spawn_executor_with` with more environment variables.
+    pub fn spawn_executor_env(
+        &mut self,
+        app_name: &str,
+        token: &str,
+        port: u16,
+        admin_addrs: &str,
+        extra_env: Vec<(String, String)>,
+    ) -> anyhow::Result<usize> {
         let env = ExecutorEnv {
             admin_addrs: admin_addrs.to_string(),
             app_name: app_name.to_string(),
@@ -116,6 +128,7 @@ impl World {
                 .work_dir
                 .join(format!("executor-{app_name}-{port}.out")),
             work_dir: self.repo_root.clone(),
+            extra_env,
         };
         self.executors
             .push(ExecutorProcess::spawn(&self.command, env)?);

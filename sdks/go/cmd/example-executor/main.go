@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"xjob.dev/sdk/go/executor"
+	"xjob.dev/sdk/go/xjobpb"
 )
 
 // succeed logs a line and succeeds with "ok params=<params> shard=<i>/<n>".
@@ -111,11 +112,28 @@ func main() {
 	if logDir == "" {
 		logDir = "./xjob-executor-logs"
 	}
+	// TLS (all optional): the port's certificate (also presented to admins), the CA of the
+	// admins, and whether callers need a client certificate from it.
+	tlsConfig := executor.TLS{
+		CertFile: os.Getenv("XJOB_TLS_CERT"), KeyFile: os.Getenv("XJOB_TLS_KEY"),
+		CAFile: os.Getenv("XJOB_TLS_CA"), RequireClientCert: os.Getenv("XJOB_TLS_REQUIRE_CLIENT_CERT") == "1",
+	}
+	scheme := "http"
+	if tlsConfig.CertFile != "" {
+		scheme = "https"
+	}
+	// Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+	var glue executor.Glue
+	if os.Getenv("XJOB_GLUE_SHELL") == "1" {
+		glue.Interpreters = map[xjobpb.GlueType]string{xjobpb.GlueType_GLUE_TYPE_SHELL: ""}
+	}
 	exec, err := executor.New(executor.Config{
+		Glue:             glue,
+		TLS:              tlsConfig,
 		AppName:          requireEnv("XJOB_APP_NAME"),
 		AdminAddrs:       admins,
 		Bind:             "127.0.0.1:" + port,
-		AdvertiseAddress: "http://127.0.0.1:" + port,
+		AdvertiseAddress: scheme + "://127.0.0.1:" + port,
 		AccessToken:      os.Getenv("XJOB_ACCESS_TOKEN"),
 		LogDir:           logDir,
 		ShutdownGrace:    2 * time.Second,
@@ -126,6 +144,8 @@ func main() {
 	handlers := map[string]executor.Handler{
 		"succeed": succeed, "fail": fail, "sleep": sleep, "log": logLines,
 		"hello": hello, "failOnDemand": failOnDemand,
+		// The built-in command handler: the params are the command line (docs/executors.md).
+		"command": executor.CommandHandler(executor.CommandSpec{}),
 	}
 	for name, handler := range handlers {
 		if err := exec.Handle(name, handler); err != nil {

@@ -2,9 +2,11 @@ package xjob.example;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import xjob.executor.CommandHandler;
 import xjob.executor.JobContext;
 import xjob.executor.JobFailure;
 import xjob.executor.XjobExecutor;
+import xjob.v1.Common.GlueType;
 
 /**
  * An xjob executor written with the library in xjob.executor. It serves the conformance suite's
@@ -93,6 +95,11 @@ public final class ExampleExecutor {
     }
   }
 
+  private static boolean isSet(String name) {
+    String value = System.getenv(name);
+    return value != null && !value.isEmpty();
+  }
+
   private static String requireEnv(String name) {
     String value = System.getenv(name);
     if (value == null || value.isEmpty()) {
@@ -112,7 +119,8 @@ public final class ExampleExecutor {
         XjobExecutor.builder()
             .appName(requireEnv("XJOB_APP_NAME"))
             .bind("127.0.0.1", port)
-            .advertiseAddress("http://127.0.0.1:" + port)
+            .advertiseAddress(
+                (isSet("XJOB_TLS_CERT") ? "https" : "http") + "://127.0.0.1:" + port)
             .logDir(Path.of(logDir))
             .shutdownGrace(Duration.ofSeconds(2))
             .handler("succeed", ExampleExecutor::succeed)
@@ -120,11 +128,26 @@ public final class ExampleExecutor {
             .handler("sleep", ExampleExecutor::sleep)
             .handler("log", ExampleExecutor::log)
             .handler("hello", ExampleExecutor::hello)
-            .handler("failOnDemand", ExampleExecutor::failOnDemand);
+            .handler("failOnDemand", ExampleExecutor::failOnDemand)
+            // The built-in command handler: the params are the command line.
+            .handler("command", new CommandHandler());
     for (String address : requireEnv("XJOB_ADMIN_ADDR").split(",")) {
       if (!address.isBlank()) {
         builder.adminAddr(address.trim());
       }
+    }
+    // TLS (all optional): the port's certificate (also presented to admins), the CA of the
+    // admins, and whether callers need a client certificate from it.
+    if (isSet("XJOB_TLS_CERT")) {
+      builder.tls(Path.of(System.getenv("XJOB_TLS_CERT")), Path.of(requireEnv("XJOB_TLS_KEY")));
+    }
+    if (isSet("XJOB_TLS_CA")) {
+      builder.tlsCa(Path.of(System.getenv("XJOB_TLS_CA")));
+    }
+    builder.requireClientCert("1".equals(System.getenv("XJOB_TLS_REQUIRE_CLIENT_CERT")));
+    // Script (GLUE) jobs are off unless enabled: XJOB_GLUE_SHELL=1 enables shell scripts (bash).
+    if ("1".equals(System.getenv("XJOB_GLUE_SHELL"))) {
+      builder.enableGlue(GlueType.GLUE_TYPE_SHELL);
     }
     String token = System.getenv("XJOB_ACCESS_TOKEN");
     if (token != null && !token.isEmpty()) {

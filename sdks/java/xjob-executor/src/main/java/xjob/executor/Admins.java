@@ -1,6 +1,7 @@
 package xjob.executor;
 
 import io.grpc.CallOptions;
+import io.grpc.ChannelCredentials;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
@@ -27,11 +28,18 @@ final class Admins {
 
   private final List<String> addresses;
   private final String token;
+  private final ChannelCredentials tlsCredentials;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
 
   Admins(List<String> addresses, String token) {
+    this(addresses, token, TlsChannelCredentials.create());
+  }
+
+  /** With the credentials of https:// admins. */
+  Admins(List<String> addresses, String token, ChannelCredentials tlsCredentials) {
     this.addresses = List.copyOf(addresses);
     this.token = token;
+    this.tlsCredentials = tlsCredentials;
   }
 
   List<String> addresses() {
@@ -57,7 +65,7 @@ final class Admins {
     var builder =
         Grpc.newChannelBuilder(
                 target,
-                tls ? TlsChannelCredentials.create() : InsecureChannelCredentials.create())
+                tls ? tlsCredentials : InsecureChannelCredentials.create())
             // HTTP/2 pings find a dead admin on an idle session.
             .keepAliveTime(10, TimeUnit.SECONDS)
             .keepAliveTimeout(5, TimeUnit.SECONDS)

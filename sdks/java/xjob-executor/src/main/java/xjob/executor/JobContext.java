@@ -10,11 +10,25 @@ public final class JobContext {
   private final RunRequest request;
   private final RunLog log;
   private final StopSignal stop;
+  private final Duration stopGrace;
 
-  JobContext(RunRequest request, RunLog log, StopSignal stop) {
+  JobContext(RunRequest request, RunLog log, StopSignal stop, Duration stopGrace) {
     this.request = request;
     this.log = log;
     this.stop = stop;
+    this.stopGrace = stopGrace;
+  }
+
+  /**
+   * How long a stopped handler has to return before its run is reported without it (the
+   * executor's kill grace): time to clean up, e.g. stop child processes.
+   */
+  public Duration stopGrace() {
+    return stopGrace;
+  }
+
+  RunRequest request() {
+    return request;
   }
 
   public long jobId() {

@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.logging.Logger;
 import xjob.v1.Common.BlockStrategy;
+import xjob.v1.Common.GlueType;
 import xjob.v1.Common.RunStatus;
 import xjob.v1.Executor.RunRequest;
 import xjob.v1.RegistryOuterClass.RunResult;
@@ -63,6 +64,8 @@ final class Runner {
   private final LogStore logs;
   private final Consumer<RunResult> results;
   private final Duration killGrace;
+  /** The enabled script glue types' handlers. */
+  private final Map<GlueType, JobHandler> glue;
   private final ExecutorService threads = Executors.newCachedThreadPool(daemonThreads());
 
   private final Map<Long, JobSlot> jobs = new HashMap<>();
@@ -78,10 +81,20 @@ final class Runner {
       LogStore logs,
       Consumer<RunResult> results,
       Duration killGrace) {
+    this(handlers, logs, results, killGrace, Map.of());
+  }
+
+  Runner(
+      Map<String, JobHandler> handlers,
+      LogStore logs,
+      Consumer<RunResult> results,
+      Duration killGrace,
+      Map<GlueType, JobHandler> glue) {
     this.handlers = Map.copyOf(handlers);
     this.logs = logs;
     this.results = results;
     this.killGrace = killGrace;
+    this.glue = Map.copyOf(glue);
   }
 
   /** Enqueues a run, applying its job's block strategy; returns null, or why it is refused. */
@@ -98,15 +111,26 @@ final class Runner {
       if (active.contains(logId) || isRecent(logId)) {
         return "duplicate run: log_id " + logId + " already queued or running";
       }
+      JobHandler handler;
       switch (request.getGlueType()) {
-        case GLUE_TYPE_BEAN, GLUE_TYPE_UNSPECIFIED -> {}
-        default -> {
-          return "glue type " + request.getGlueType() + " is not enabled on this executor";
+        case GLUE_TYPE_BEAN, GLUE_TYPE_UNSPECIFIED -> {
+          handler = handlers.get(request.getHandler());
+          if (handler == null) {
+            return "job handler [" + request.getHandler() + "] not found";
+          }
         }
-      }
-      JobHandler handler = handlers.get(request.getHandler());
-      if (handler == null) {
-        return "job handler [" + request.getHandler() + "] not found";
+        case GLUE_TYPE_GROOVY -> {
+          return Glue.GROOVY_UNSUPPORTED;
+        }
+        default -> {
+          if (!Glue.LANGUAGES.containsKey(request.getGlueType())) {
+            return "glue type " + request.getGlueType() + " is not supported";
+          }
+          handler = glue.get(request.getGlueType());
+          if (handler == null) {
+            return "glue type " + request.getGlueType() + " is not enabled on this executor";
+          }
+        }
       }
       JobSlot slot = jobs.get(jobId);
       boolean busy = slot != null && slot.busy();
@@ -192,7 +216,7 @@ final class Runner {
               request.getAttempt(),
               request.getTriggerType(),
               request.getTimeoutMs()));
-      JobContext context = new JobContext(request, log, stop);
+      JobContext context = new JobContext(request, log, stop, killGrace);
       CompletableFuture<String> handlerResult = new CompletableFuture<>();
       threads.execute(
           () -> {
@@ -282,6 +306,8 @@ final class Runner {
         .setMessage(truncate(message))
         .setStartedAtMs(startedAt)
         .setFinishedAtMs(System.currentTimeMillis())
+        // The admin's dispatch context, back: its `complete` span closes the run's trace.
+        .setTraceparent(request.getTraceparent())
         .build();
   }
 

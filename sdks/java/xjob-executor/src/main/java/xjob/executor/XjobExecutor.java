@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
+import xjob.v1.Common.GlueType;
 import xjob.v1.RegistryOuterClass.Heartbeat;
 
 /**
@@ -53,16 +55,29 @@ public final class XjobExecutor {
   private XjobExecutor(Builder config) throws IOException {
     this.config = config;
     InetSocketAddress bindAddress = new InetSocketAddress(config.host, config.port);
-    refuseOpenNetwork(bindAddress, !config.accessToken.isEmpty(), config.insecureOpenNetwork);
+    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
+    refuseOpenNetwork(
+        bindAddress,
+        !config.accessToken.isEmpty() || config.tls.requireClientCert,
+        config.insecureOpenNetwork);
     Path spoolDir = config.logDir.resolve("callbacklogs");
     Files.createDirectories(spoolDir);
     LogStore logs = new LogStore(config.logDir);
-    this.admins = new Admins(config.adminAddrs, config.accessToken);
+    config.tls.check();
+    this.admins = new Admins(config.adminAddrs, config.accessToken, config.tls.channel());
     this.callbacks = new CallbackSender(admins, spoolDir, config.callbackFlushTimeout.toMillis());
-    this.runner = new Runner(config.handlers, logs, callbacks::send, config.killGrace);
+    this.runner =
+        new Runner(
+            config.handlers,
+            logs,
+            callbacks::send,
+            config.killGrace,
+            Glue.runners(config.glue, config.glueEnv, config.logDir));
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
-        NettyServerBuilder.forAddress(bindAddress)
+        (config.tls.serves()
+                ? NettyServerBuilder.forAddress(bindAddress, config.tls.server())
+                : NettyServerBuilder.forAddress(bindAddress))
             // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
             // would fail the whole batch.
             .maxInboundMessageSize(64 << 20);
@@ -76,7 +91,9 @@ public final class XjobExecutor {
     int boundPort = ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
     String host = config.host.equals("0.0.0.0") ? "127.0.0.1" : config.host;
     this.address =
-        config.advertiseAddress != null ? config.advertiseAddress : "http://" + host + ":" + boundPort;
+        config.advertiseAddress != null
+            ? config.advertiseAddress
+            : (config.tls.serves() ? "https://" : "http://") + host + ":" + boundPort;
     this.session =
         new Session(
             admins,
@@ -226,6 +243,9 @@ public final class XjobExecutor {
     private final Map<String, String> labels = new HashMap<>();
     private Duration shutdownGrace = Duration.ofSeconds(5);
     private Duration killGrace = Duration.ofSeconds(2);
+    private final ExecutorTls tls = new ExecutorTls();
+    private final Map<GlueType, String> glue = new EnumMap<>(GlueType.class);
+    private final Map<String, String> glueEnv = new LinkedHashMap<>();
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
     private int logRetentionDays = 30;
     private boolean insecureOpenNetwork;
@@ -305,6 +325,63 @@ public final class XjobExecutor {
     }
 
     /** How long a stopped handler may take to return before its run is reported (2 s). */
+    /**
+     * Serves the executor's port over TLS with this PEM certificate chain and key; the default
+     * advertised address becomes https://.
+     */
+    public Builder tls(Path cert, Path key) {
+      tls.cert = cert;
+      tls.key = key;
+      return this;
+    }
+
+    /**
+     * The PEM CA bundle that signs the admins' certificates (for https:// admin addresses;
+     * default: the JVM's roots) and, with {@link #requireClientCert}, callers' certificates.
+     */
+    public Builder tlsCa(Path ca) {
+      tls.ca = ca;
+      return this;
+    }
+
+    /** The client certificate presented to admins that ask for one (default: the tls one). */
+    public Builder tlsClientCert(Path cert, Path key) {
+      tls.clientCert = cert;
+      tls.clientKey = key;
+      return this;
+    }
+
+    /** Accepts only callers with a client certificate from {@link #tlsCa} (mTLS). */
+    public Builder requireClientCert(boolean required) {
+      tls.requireClientCert = required;
+      return this;
+    }
+
+    /**
+     * Enables script (GLUE) jobs of one language (GLUE_TYPE_SHELL, _PYTHON, _NODEJS, _PHP,
+     * _POWERSHELL), run with its usual interpreter on the PATH (bash, python3, node, php, pwsh).
+     * Off by default: a run of a type not enabled is refused. Each run writes the job's script
+     * under {logDir}/gluesource/ (once per version) and runs it like {@link CommandHandler}.
+     */
+    public Builder enableGlue(GlueType glueType) {
+      return glueInterpreter(glueType, null);
+    }
+
+    /** Like {@link #enableGlue} with an interpreter program of its own (null: the usual one). */
+    public Builder glueInterpreter(GlueType glueType, String program) {
+      if (!Glue.LANGUAGES.containsKey(glueType)) {
+        throw new IllegalArgumentException(glueType + " is not a script glue type");
+      }
+      glue.put(glueType, program);
+      return this;
+    }
+
+    /** Adds an environment variable for script runs (the XJOB_* ones win). */
+    public Builder glueEnv(String key, String value) {
+      glueEnv.put(key, value);
+      return this;
+    }
+
     public Builder killGrace(Duration grace) {
       this.killGrace = grace;
       return this;
