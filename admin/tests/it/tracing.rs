@@ -462,6 +462,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         config_file,
         log_filter: "warn".into(),
         output: AdminOutput::Quiet,
+        env: Vec::new(),
     })?;
     let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
     let executor = Executor::builder()
