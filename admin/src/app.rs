@@ -107,7 +107,8 @@ pub async fn start_with(
     // Bind first: a second admin started by mistake on the same port fails here, before it
     // touches the node row (and the epoch) of the one already running.
     let listeners = bind(&config).await?;
-    let clock = system_clock();
+    // The system clock, unless the fault campaign's test hook steps it (`model::clock`).
+    let clock = crate::model::clock::from_environment();
     let opened = open_and_register(&config, &clock).await?;
     let (store, node) = (opened.store.clone(), opened.node.clone());
     let lifecycle = Lifecycle::new();

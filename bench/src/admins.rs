@@ -60,6 +60,9 @@ impl Timing {
     }
 }
 
+/// The clock offset file's name in an admin's data directory.
+const CLOCK_OFFSET_FILE: &str = "clock-offset-ms";
+
 /// One admin of the run, measured across its restarts.
 pub struct Admin {
     process: AdminProcess,
@@ -76,6 +79,12 @@ impl Admin {
     /// `http://127.0.0.1:PORT`, what clients and executors dial.
     pub fn url(&self) -> String {
         self.process.spec.url()
+    }
+
+    /// The file whose milliseconds this admin adds to its clock, when started with the clock
+    /// hook (`spawn_admins`).
+    pub fn clock_offset_file(&self) -> PathBuf {
+        self.process.spec.data_dir.join(CLOCK_OFFSET_FILE)
     }
 
     pub fn pid(&self) -> u32 {
@@ -131,12 +140,14 @@ impl Admin {
 
 /// Starts `count` admins on `database_url`, named `bench-admin-1…N`. With
 /// `XJOB_BENCH_ADMIN_LOG` set (a `RUST_LOG` filter) each admin's output is kept in
-/// `NODE_ID.log` in the current directory, across its restarts.
+/// `NODE_ID.log` in the current directory, across its restarts. With `clock_hook`, each admin's
+/// clock follows the offset file [`Admin::clock_offset_file`] (the campaign's clock step).
 pub fn spawn_admins(
     dir: &Path,
     count: usize,
     database_url: &str,
     timing: Timing,
+    clock_hook: bool,
 ) -> anyhow::Result<Vec<Admin>> {
     let config_file = dir.join("admin.toml");
     std::fs::write(&config_file, timing.config_toml())?;
@@ -149,15 +160,26 @@ pub fn spawn_admins(
                 Some(_) => AdminOutput::AppendTo(PathBuf::from(format!("{node_id}.log"))),
                 None => AdminOutput::Quiet,
             };
+            let data_dir = dir.join(format!("admin-{index}-data"));
+            let env = if clock_hook {
+                let file = data_dir.join(CLOCK_OFFSET_FILE);
+                vec![(
+                    "XJOB_TEST_CLOCK_OFFSET_FILE".to_string(),
+                    file.display().to_string(),
+                )]
+            } else {
+                Vec::new()
+            };
             let spec = AdminSpec {
                 binary: binary.clone(),
                 port: processes::free_port()?,
-                data_dir: dir.join(format!("admin-{index}-data")),
+                data_dir,
                 database_url: Some(database_url.to_string()),
                 config_file: config_file.clone(),
                 log_filter: log_filter.clone().unwrap_or_else(|| "warn".into()),
                 output,
                 node_id,
+                env,
             };
             Ok(Admin {
                 process: AdminProcess::spawn(spec)?,

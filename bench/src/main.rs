@@ -101,7 +101,13 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     // Declared before the processes that use it, so it is stopped after them.
     let mut database = open_database(args, plan, scratch.path()).await?;
     let store = migrate(&database, args, plan).await?;
-    let mut admins = admins::spawn_admins(scratch.path(), plan.admins, &database.url, plan.timing)?;
+    let mut admins = admins::spawn_admins(
+        scratch.path(),
+        plan.admins,
+        &database.url,
+        plan.timing,
+        false,
+    )?;
     let urls: Vec<String> = admins.iter().map(Admin::url).collect();
     for url in urls.iter().rev() {
         grpc::connect(url, Duration::from_secs(60)).await?;

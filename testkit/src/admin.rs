@@ -40,6 +40,8 @@ pub struct AdminSpec {
     /// The admin's `RUST_LOG`.
     pub log_filter: String,
     pub output: AdminOutput,
+    /// More environment for the process (the fault campaign's test hooks), on every start.
+    pub env: Vec<(String, String)>,
 }
 
 impl AdminSpec {
@@ -59,7 +61,8 @@ impl AdminSpec {
             .arg("--config")
             .arg(&self.config_file)
             .env("RUST_LOG", &self.log_filter)
-            .env("NO_COLOR", "1");
+            .env("NO_COLOR", "1")
+            .envs(self.env.iter().map(|(name, value)| (name, value)));
         if let Some(url) = &self.database_url {
             command.arg("--database-url").arg(url);
         }

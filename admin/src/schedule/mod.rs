@@ -14,6 +14,8 @@
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
 //! and `fire_key` is unique, so none runs twice.
 
+#[cfg(test)]
+mod held_copies;
 mod in_hand;
 pub mod liveness;
 pub mod plan;

@@ -709,3 +709,25 @@ async fn delete_lock_row<DB: super::dialect::Dialect>(pools: super::sql::Pools<'
         .await
         .expect("lock row deleted")
 }
+
+/// Renames a table (tests only): with the run table renamed away, every statement on runs fails
+/// at once, as when the database is unreachable, and renaming it back heals the store, so a test
+/// can fail and heal claims at points it chooses. The same statement on every backend.
+pub(crate) async fn rename_table(store: &Store, from: &str, to: &str) {
+    let statement = format!("ALTER TABLE {from} RENAME TO {to}");
+    let result = match store {
+        Store::Sqlite(backend) => sqlx::query(&statement)
+            .execute(backend.pools().writer)
+            .await
+            .map(drop),
+        Store::Postgres(backend) => sqlx::query(&statement)
+            .execute(backend.pools().writer)
+            .await
+            .map(drop),
+        Store::Mysql(backend) => sqlx::query(&statement)
+            .execute(backend.pools().writer)
+            .await
+            .map(drop),
+    };
+    result.unwrap_or_else(|error| panic!("{statement}: {error}"));
+}

@@ -135,6 +135,7 @@ fn admin_spec_with_leases(
         config_file,
         log_filter: "warn".into(),
         output: AdminOutput::Quiet,
+        env: Vec::new(),
     })
 }
 

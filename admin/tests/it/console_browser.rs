@@ -169,6 +169,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         config_file: config_file.clone(),
         log_filter: "warn".into(),
         output: AdminOutput::AppendTo(log_file),
+        env: Vec::new(),
     })?;
     let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
     let release_dir = dir.path().join("release");

@@ -66,6 +66,7 @@ impl Fixture {
             config_file,
             log_filter: "warn".into(),
             output: AdminOutput::AppendTo(dir.path().join("admin.log")),
+            env: Vec::new(),
         })?;
         let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
         let group_id = client

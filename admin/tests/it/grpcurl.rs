@@ -213,6 +213,7 @@ fn spawn_admin(dir: &Path, name: &str, config: &str) -> anyhow::Result<AdminProc
         config_file,
         log_filter: "warn".into(),
         output: AdminOutput::AppendTo(dir.join(format!("{name}.log"))),
+        env: Vec::new(),
     })
 }
 

@@ -29,6 +29,7 @@ fn admin_spec(data_dir: &Path, port: u16) -> anyhow::Result<AdminSpec> {
         config_file,
         log_filter: "warn".into(),
         output: AdminOutput::Quiet,
+        env: Vec::new(),
     })
 }
 

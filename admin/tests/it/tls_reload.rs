@@ -74,6 +74,7 @@ async fn sighup_reloads_certificates_for_new_connections() -> anyhow::Result<()>
         config_file,
         log_filter: "warn".into(),
         output: AdminOutput::Quiet,
+        env: Vec::new(),
     })?;
     let url = format!("https://127.0.0.1:{port}");
     wait_until(Duration::from_secs(20), "the TLS admin to serve", || {

@@ -490,6 +490,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         // The follow-up's info lines show that a run's log lines carry its trace id.
         log_filter: "warn,xjob_admin::monitor::followup=info".into(),
         output: AdminOutput::AppendTo(admin_log.clone()),
+        env: Vec::new(),
     })?;
     let mut client = connect_admin(&url, Duration::from_secs(20)).await?;
     let executor = Executor::builder()

@@ -14,6 +14,7 @@ use xjob_testkit::process::Signal;
 
 use crate::processes::{self, ChildProcess, free_port, sibling_binary};
 
+use super::disk::SmallDisk;
 use super::proxy::FaultProxy;
 
 /// One recording executor, restartable on the same address with the same records file.
@@ -41,8 +42,7 @@ impl Executor {
     pub async fn start(
         index: usize,
         admin_addresses: &[SocketAddr],
-        dir: &Path,
-        run_logs: &Path,
+        (dir, run_logs): (&Path, &Path),
     ) -> anyhow::Result<Executor> {
         let port = free_port()?;
         let bind: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -131,6 +131,8 @@ pub struct Cluster {
     /// Between the admins and a database server (None on SQLite).
     pub database_link: Option<FaultProxy>,
     pub database: Database,
+    /// The SQLite database's small file system, for the full-disk fault.
+    pub disk: Option<SmallDisk>,
 }
 
 impl Cluster {
@@ -145,6 +147,10 @@ impl Cluster {
         if let Some(link) = &self.database_link {
             link.heal();
         }
+        if let Some(disk) = &self.disk {
+            disk.free()?;
+        }
+
         processes::terminate_all(
             self.executors.iter_mut().filter_map(Executor::process_mut),
             Duration::from_secs(20),
@@ -156,7 +162,8 @@ impl Cluster {
     }
 }
 
-/// Starts the admins on `database_url`; for a server, through a new fault proxy.
+/// Starts the admins on `database_url`; for a server, through a new fault proxy. Each admin's
+/// clock follows its offset file (the clock step).
 pub async fn start_admins(
     dir: &Path,
     count: usize,
@@ -167,11 +174,11 @@ pub async fn start_admins(
         Some((address, rewrite)) => {
             let proxy = FaultProxy::start(address).await?;
             let proxied_url = rewrite(proxy.address());
-            let admins = admins::spawn_admins(dir, count, &proxied_url, timing)?;
+            let admins = admins::spawn_admins(dir, count, &proxied_url, timing, true)?;
             Ok((admins, Some(proxy)))
         }
         None => Ok((
-            admins::spawn_admins(dir, count, database_url, timing)?,
+            admins::spawn_admins(dir, count, database_url, timing, true)?,
             None,
         )),
     }

@@ -72,6 +72,23 @@ fn apply(cluster: &mut Cluster, fault: Fault) -> anyhow::Result<()> {
             database_link(cluster)?.set_delay(fault.delay);
             Ok(())
         }
+        (FaultKind::StepClock, Target::Admin(index)) => {
+            step_clock(admin(cluster, index)?, fault.clock_step_ms)
+        }
+        (FaultKind::FillDisk, Target::Database) => disk(cluster)?.fill(),
+        (FaultKind::LossyExecutorLink, Target::Executor(index)) => {
+            for link in &executor(cluster, index)?.links {
+                link.set_delay(fault.delay);
+                link.set_loss(fault.loss_pct);
+            }
+            Ok(())
+        }
+        (FaultKind::LossyDatabaseLink, Target::Database) => {
+            let link = database_link(cluster)?;
+            link.set_delay(fault.delay);
+            link.set_loss(fault.loss_pct);
+            Ok(())
+        }
         (kind, target) => anyhow::bail!("{kind:?} cannot hit {target}"),
     }
 }
@@ -82,19 +99,48 @@ fn heal(cluster: &mut Cluster, fault: Fault) -> anyhow::Result<()> {
         (FaultKind::PauseAdmin, Target::Admin(index)) => admin(cluster, index)?.resume(),
         (FaultKind::KillExecutor, Target::Executor(index)) => executor(cluster, index)?.restart(),
         (FaultKind::PauseExecutor, Target::Executor(index)) => executor(cluster, index)?.resume(),
-        (FaultKind::DelayExecutorLink | FaultKind::PartitionExecutor, Target::Executor(index)) => {
+        (
+            FaultKind::DelayExecutorLink
+            | FaultKind::PartitionExecutor
+            | FaultKind::LossyExecutorLink,
+            Target::Executor(index),
+        ) => {
             for link in &executor(cluster, index)?.links {
                 link.heal();
             }
             Ok(())
         }
         (FaultKind::RestartDatabase, Target::Database) => cluster.database.control("start"),
-        (FaultKind::DropDatabaseConnections | FaultKind::DelayDatabase, Target::Database) => {
+        (
+            FaultKind::DropDatabaseConnections
+            | FaultKind::DelayDatabase
+            | FaultKind::LossyDatabaseLink,
+            Target::Database,
+        ) => {
             database_link(cluster)?.heal();
             Ok(())
         }
+        (FaultKind::StepClock, Target::Admin(index)) => step_clock(admin(cluster, index)?, 0),
+        (FaultKind::FillDisk, Target::Database) => disk(cluster)?.free(),
         (kind, target) => anyhow::bail!("{kind:?} cannot hit {target}"),
     }
+}
+
+/// Sets the admin's clock offset (its clock hook re-reads the file within 100 ms). Written
+/// beside and renamed over, so the admin never reads half a number.
+fn step_clock(admin: &crate::admins::Admin, offset_ms: i64) -> anyhow::Result<()> {
+    let file = admin.clock_offset_file();
+    let next = file.with_extension("next");
+    std::fs::write(&next, offset_ms.to_string())?;
+    std::fs::rename(&next, &file)?;
+    Ok(())
+}
+
+fn disk(cluster: &Cluster) -> anyhow::Result<&super::disk::SmallDisk> {
+    cluster
+        .disk
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("the database is not on a small file system"))
 }
 
 fn admin(cluster: &mut Cluster, index: usize) -> anyhow::Result<&mut crate::admins::Admin> {

@@ -6,6 +6,7 @@
 //!
 //! - `plan`: which faults, when, from the seed;
 //! - `proxy`: the user-space proxy each disturbable link goes through;
+//! - `disk`: the small file system the SQLite database lives on, for the full disk;
 //! - `cluster`: the processes and links;
 //! - `inject`: applying and healing one fault;
 //! - `checker`: the verdict per occurrence;
@@ -13,6 +14,7 @@
 
 pub mod checker;
 pub mod cluster;
+pub mod disk;
 pub mod inject;
 pub mod plan;
 pub mod proxy;
@@ -53,16 +55,27 @@ pub struct Options {
     pub faults: Vec<FaultKind>,
 }
 
-/// The fault kinds this cluster offers: the network faults on the database's link need a
-/// server; its restart needs a way to stop and start it (a server started here, or
-/// --database-ctl).
-pub fn offered_kinds(backend: Backend, restartable: bool, only: &[FaultKind]) -> Vec<FaultKind> {
+/// What this machine and cluster allow beyond the faults every cluster offers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Means {
+    /// The database can be stopped and started (a server started here, or --database-ctl).
+    pub restartable: bool,
+    /// The SQLite database is on a small file system the harness can fill.
+    pub small_disk: bool,
+}
+
+/// The fault kinds this cluster offers: the faults on the database's link need a server; its
+/// restart needs a way to stop and start it; the full disk needs the database on a small file
+/// system (SQLite).
+pub fn offered_kinds(backend: Backend, means: Means, only: &[FaultKind]) -> Vec<FaultKind> {
     let mut kinds = FaultKind::ALWAYS.to_vec();
     if backend != Backend::Sqlite {
         kinds.extend(FaultKind::NETWORKED_DATABASE);
-        if restartable {
+        if means.restartable {
             kinds.push(FaultKind::RestartDatabase);
         }
+    } else if means.small_disk {
+        kinds.push(FaultKind::FillDisk);
     }
     if !only.is_empty() {
         kinds.retain(|kind| only.contains(kind));
@@ -70,17 +83,52 @@ pub fn offered_kinds(backend: Backend, restartable: bool, only: &[FaultKind]) ->
     kinds
 }
 
+/// Whether a kind is wanted (every kind when --faults is not given).
+fn wanted(only: &[FaultKind], kinds: &[FaultKind]) -> bool {
+    only.is_empty() || kinds.iter().any(|kind| only.contains(kind))
+}
+
+/// The small file system for a SQLite database, when the full disk is wanted and possible.
+fn small_disk(
+    args: &Args,
+    backend: Backend,
+    scratch: &std::path::Path,
+) -> anyhow::Result<Option<disk::SmallDisk>> {
+    let only = &args.campaign.faults;
+    if backend != Backend::Sqlite
+        || args.database_url.is_some()
+        || !wanted(only, &[FaultKind::FillDisk])
+    {
+        return Ok(None);
+    }
+    if let Some(why) = disk::SmallDisk::unavailable() {
+        eprintln!("campaign: no full-disk faults: {why}");
+        return Ok(None);
+    }
+    // Several times what a 30-minute campaign at 100 jobs a second writes (about 100 MB).
+    disk::SmallDisk::mount(&scratch.join("disk"), SMALL_DISK_MB).map(Some)
+}
+
+/// The size of the SQLite database's file system.
+const SMALL_DISK_MB: u64 = 384;
+
 /// Runs the campaign; fails when an occurrence was lost or run twice.
 pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     let options = &args.campaign;
     let seed = options.seed.unwrap_or_else(|| now_ms() as u64);
     eprintln!("campaign seed: {seed} (replay with --seed {seed})");
     let scratch = tempfile::tempdir()?;
-    let database = open_database(args, plan, scratch.path()).await?;
+    let disk = small_disk(args, plan.backend, scratch.path())?;
+    let database_dir = disk.as_ref().map_or(scratch.path(), |disk| disk.path());
+    let database = open_database(args, plan, database_dir).await?;
     let store = Store::connect(&database.url)
         .await
         .map_err(|error| anyhow::anyhow!("cannot open or migrate the database: {error}"))?;
-    let kinds = offered_kinds(plan.backend, database.restartable(), &options.faults);
+    let means = Means {
+        restartable: database.restartable(),
+        small_disk: disk.is_some(),
+    };
+    let kinds = offered_kinds(plan.backend, means, &options.faults);
     let (admins, database_link) =
         cluster::start_admins(scratch.path(), plan.admins, &database.url, plan.timing).await?;
     let urls: Vec<String> = admins.iter().map(crate::admins::Admin::url).collect();
@@ -93,13 +141,15 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     let addresses = admin_addresses(&urls)?;
     let mut executors = Vec::new();
     for index in 0..plan.executors {
-        executors.push(Executor::start(index, &addresses, scratch.path(), run_logs.path()).await?);
+        let dirs = (scratch.path(), run_logs.path());
+        executors.push(Executor::start(index, &addresses, dirs).await?);
     }
     let mut cluster = Cluster {
         admins,
         executors,
         database_link,
         database,
+        disk,
     };
     grpc::wait_for_executors(&mut client, plan.executors).await?;
 
@@ -226,15 +276,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sqlite_offers_no_database_link_faults() {
-        let sqlite = offered_kinds(Backend::Sqlite, false, &[]);
+    fn each_cluster_offers_the_faults_it_has_the_means_for() {
+        let bare = Means::default();
+        let sqlite = offered_kinds(Backend::Sqlite, bare, &[]);
         assert_eq!(sqlite, FaultKind::ALWAYS.to_vec());
-        let postgres = offered_kinds(Backend::Postgres, true, &[]);
+        let all = Means {
+            restartable: true,
+            small_disk: true,
+        };
+        let postgres = offered_kinds(Backend::Postgres, all, &[]);
         assert!(postgres.contains(&FaultKind::RestartDatabase));
         assert!(postgres.contains(&FaultKind::DropDatabaseConnections));
-        let external = offered_kinds(Backend::Mariadb, false, &[]);
+        assert!(postgres.contains(&FaultKind::LossyDatabaseLink));
+        assert!(
+            !postgres.contains(&FaultKind::FillDisk),
+            "a server's disk is not ours"
+        );
+        let sqlite = offered_kinds(Backend::Sqlite, all, &[]);
+        assert!(sqlite.contains(&FaultKind::FillDisk));
+        assert!(sqlite.contains(&FaultKind::LossyExecutorLink));
+        assert!(!sqlite.contains(&FaultKind::LossyDatabaseLink));
+        let external = offered_kinds(Backend::Mariadb, bare, &[]);
         assert!(!external.contains(&FaultKind::RestartDatabase));
-        let only = offered_kinds(Backend::Sqlite, false, &[FaultKind::KillAdmin]);
+        let only = offered_kinds(Backend::Sqlite, all, &[FaultKind::KillAdmin]);
         assert_eq!(only, vec![FaultKind::KillAdmin]);
     }
 }

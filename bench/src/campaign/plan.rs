@@ -33,26 +33,45 @@ pub enum FaultKind {
     /// Nothing gets through between one executor and the admins for `length` (total loss: the
     /// bytes wait in the proxy, as TCP would retransmit them), then everything flows again.
     PartitionExecutor,
+    /// One admin's clock steps `clock_step` (forward or back) for `length`, then steps back
+    /// (a test hook of the admin: `XJOB_TEST_CLOCK_OFFSET_FILE`).
+    StepClock,
+    /// The SQLite database's file system (a small tmpfs) is filled for `length`, then freed.
+    FillDisk,
+    /// One executor's links to and from the admins turn lossy for `length`: every chunk
+    /// `delay` late with jitter, and `loss_pct` of them held a retransmission timeout (or
+    /// several), as TCP delivers through a lossy network (see `proxy`).
+    LossyExecutorLink,
+    /// The same on the link between the admins and the database server.
+    LossyDatabaseLink,
 }
 
 impl FaultKind {
     /// The faults that need a server between the admins and their data (not SQLite).
-    pub const NETWORKED_DATABASE: [FaultKind; 2] =
-        [FaultKind::DropDatabaseConnections, FaultKind::DelayDatabase];
+    pub const NETWORKED_DATABASE: [FaultKind; 3] = [
+        FaultKind::DropDatabaseConnections,
+        FaultKind::DelayDatabase,
+        FaultKind::LossyDatabaseLink,
+    ];
 
     /// The faults every cluster offers.
-    pub const ALWAYS: [FaultKind; 6] = [
+    pub const ALWAYS: [FaultKind; 8] = [
         FaultKind::KillAdmin,
         FaultKind::KillExecutor,
         FaultKind::PauseAdmin,
         FaultKind::PauseExecutor,
         FaultKind::DelayExecutorLink,
         FaultKind::PartitionExecutor,
+        FaultKind::StepClock,
+        FaultKind::LossyExecutorLink,
     ];
 
     /// Whether the fault picks one admin (else one executor, or the database).
     fn targets_admin(self) -> bool {
-        matches!(self, FaultKind::KillAdmin | FaultKind::PauseAdmin)
+        matches!(
+            self,
+            FaultKind::KillAdmin | FaultKind::PauseAdmin | FaultKind::StepClock
+        )
     }
 
     fn targets_executor(self) -> bool {
@@ -62,6 +81,7 @@ impl FaultKind {
                 | FaultKind::PauseExecutor
                 | FaultKind::DelayExecutorLink
                 | FaultKind::PartitionExecutor
+                | FaultKind::LossyExecutorLink
         )
     }
 
@@ -69,6 +89,14 @@ impl FaultKind {
         matches!(
             self,
             FaultKind::DelayDatabase | FaultKind::DelayExecutorLink
+        ) || self.is_lossy()
+    }
+
+    /// The lossy links, drawn with a loss rate.
+    pub fn is_lossy(self) -> bool {
+        matches!(
+            self,
+            FaultKind::LossyExecutorLink | FaultKind::LossyDatabaseLink
         )
     }
 
@@ -113,6 +141,10 @@ pub struct Fault {
     pub length: Duration,
     /// For the delay faults: how late each byte arrives.
     pub delay: Duration,
+    /// For the lossy links: the share of chunks lost (and retransmitted) each way, in percent.
+    pub loss_pct: u32,
+    /// For the clock step: how far the admin's clock moves (negative: back).
+    pub clock_step_ms: i64,
 }
 
 impl fmt::Display for Fault {
@@ -124,8 +156,18 @@ impl fmt::Display for Fault {
             self.target,
             self.length.as_millis()
         )?;
-        if self.kind.has_delay() {
+        if self.kind.is_lossy() {
+            write!(
+                f,
+                " (delay {} ms, loss {}%)",
+                self.delay.as_millis(),
+                self.loss_pct
+            )?;
+        } else if self.kind.has_delay() {
             write!(f, " (delay {} ms)", self.delay.as_millis())?;
+        }
+        if self.kind == FaultKind::StepClock {
+            write!(f, " (clock {:+} ms)", self.clock_step_ms)?;
         }
         Ok(())
     }
@@ -167,8 +209,19 @@ pub fn draw(shape: &Shape) -> Vec<Fault> {
         } else {
             Target::Database
         };
-        let delay_ms = if kind.has_delay() {
+        let delay_ms = if kind.is_lossy() {
+            rng.u64(10..=400)
+        } else if kind.has_delay() {
             rng.u64(50..=2_000)
+        } else {
+            0
+        };
+        let loss_pct = if kind.is_lossy() { rng.u32(1..=20) } else { 0 };
+        // A step of 1-10 s either way: beyond the admins' 2 s node lease, within and beyond
+        // the 5 s misfire threshold.
+        let clock_step_ms = if kind == FaultKind::StepClock {
+            let step = rng.i64(1_000..=10_000);
+            if rng.bool() { step } else { -step }
         } else {
             0
         };
@@ -181,6 +234,8 @@ pub fn draw(shape: &Shape) -> Vec<Fault> {
             target,
             length: Duration::from_millis(length_ms),
             delay: Duration::from_millis(delay_ms),
+            loss_pct,
+            clock_step_ms,
         });
         at_ms += length_ms + random_ms(&mut rng, shape.gap);
     }

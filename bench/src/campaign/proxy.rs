@@ -3,12 +3,16 @@
 //! the bytes wait as TCP would keep retransmitting them), or cut every open connection (a
 //! dropped connection, as a firewall or a restarted load balancer does).
 //!
-//! This is the first version of the network faults: `tc netem` in network namespaces would
-//! also lose single packets and reorder them, which a user-space proxy cannot.
+//! A lossy link (`set_loss`) is what a network that loses packets looks like to the programs at
+//! both ends of a TCP connection: TCP hides lost and reordered packets and delivers the bytes
+//! in order, late: a lost segment waits for its retransmission (a timeout of 200 ms or more,
+//! doubled when the retransmission is lost too), and everything behind it waits with it. The
+//! proxy draws that per chunk it forwards. Kernel packet loss (`tc netem` in network
+//! namespaces) was the first choice; the kernels the campaign runs on here lack netem.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,7 +24,34 @@ use tokio::time::Instant;
 #[derive(Debug, Default)]
 struct Disturbance {
     delay_ms: AtomicU64,
+    /// Percent of chunks lost once (then more, each as likely) before they get through.
+    loss_pct: AtomicU32,
     partitioned: AtomicBool,
+}
+
+/// TCP's shortest retransmission timeout (Linux): a lost segment arrives this late at least.
+const RETRANSMISSION_TIMEOUT_MS: u64 = 200;
+/// The longest wait a chunk's losses add (the timeout doubles with each loss in a row).
+const LONGEST_RETRANSMISSION_MS: u64 = 3_200;
+
+impl Disturbance {
+    /// How late a chunk arriving now leaves: the delay in force, with a quarter of it as
+    /// jitter when the link is lossy, plus a retransmission timeout per loss in a row.
+    fn lateness(&self, rng: &mut fastrand::Rng) -> Duration {
+        let delay_ms = self.delay_ms.load(Ordering::SeqCst);
+        let loss_pct = self.loss_pct.load(Ordering::SeqCst);
+        if loss_pct == 0 {
+            return Duration::from_millis(delay_ms);
+        }
+        let jitter_ms = delay_ms / 4;
+        let mut late_ms = delay_ms - jitter_ms + rng.u64(0..=2 * jitter_ms);
+        let mut timeout_ms = RETRANSMISSION_TIMEOUT_MS;
+        while rng.u32(0..100) < loss_pct && timeout_ms <= LONGEST_RETRANSMISSION_MS {
+            late_ms += timeout_ms;
+            timeout_ms *= 2;
+        }
+        Duration::from_millis(late_ms)
+    }
 }
 
 /// One proxied link; dropping it stops accepting (open connections end with either side).
@@ -35,7 +66,10 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Listens on a free loopback port and forwards every connection to `upstream`.
     pub async fn start(upstream: SocketAddr) -> anyhow::Result<FaultProxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        FaultProxy::serve(TcpListener::bind("127.0.0.1:0").await?, upstream)
+    }
+
+    fn serve(listener: TcpListener, upstream: SocketAddr) -> anyhow::Result<FaultProxy> {
         let address = listener.local_addr()?;
         let disturbance = Arc::new(Disturbance::default());
         let (cuts, _) = watch::channel(0u64);
@@ -73,6 +107,12 @@ impl FaultProxy {
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
+    /// `percent` of the chunks forwarded are lost once or more and arrive a retransmission
+    /// timeout (or several) late, with jitter on the delay; 0: none.
+    pub fn set_loss(&self, percent: u32) {
+        self.disturbance.loss_pct.store(percent, Ordering::SeqCst);
+    }
+
     /// Nothing gets through while on; what was held flows once off.
     pub fn set_partitioned(&self, on: bool) {
         self.disturbance.partitioned.store(on, Ordering::SeqCst);
@@ -86,6 +126,7 @@ impl FaultProxy {
     /// Back to a clean link.
     pub fn heal(&self) {
         self.set_delay(Duration::ZERO);
+        self.set_loss(0);
         self.set_partitioned(false);
     }
 }
@@ -156,10 +197,13 @@ async fn pump(
         }
     };
     let write = async move {
+        let mut rng = fastrand::Rng::new();
+        // Bytes leave in order, as TCP delivers them: a chunk never overtakes a later one.
+        let mut not_before = Instant::now();
         while let Some((at, chunk)) = arrived.recv().await {
             loop {
-                let delay = Duration::from_millis(disturbance.delay_ms.load(Ordering::SeqCst));
-                tokio::time::sleep_until(at + delay).await;
+                not_before = not_before.max(at + disturbance.lateness(&mut rng));
+                tokio::time::sleep_until(not_before).await;
                 if !disturbance.partitioned.load(Ordering::SeqCst) {
                     break;
                 }
@@ -220,6 +264,29 @@ mod tests {
         let mut fresh = TcpStream::connect(proxy.address()).await?;
         round_trip(&mut fresh).await?;
         Ok(())
+    }
+
+    #[test]
+    fn a_lossy_link_adds_retransmission_timeouts_to_some_chunks() {
+        let disturbance = Disturbance::default();
+        disturbance.delay_ms.store(100, Ordering::SeqCst);
+        let mut rng = fastrand::Rng::with_seed(1);
+        assert_eq!(disturbance.lateness(&mut rng), Duration::from_millis(100));
+        disturbance.loss_pct.store(20, Ordering::SeqCst);
+        let lateness: Vec<u64> = (0..1_000)
+            .map(|_| disturbance.lateness(&mut rng).as_millis() as u64)
+            .collect();
+        let lost = lateness.iter().filter(|&&ms| ms >= 275).count();
+        assert!(
+            (120..=280).contains(&lost),
+            "{lost} of 1000 chunks lost at 20%"
+        );
+        assert!(
+            lateness.iter().all(|&ms| ms >= 75),
+            "jitter is a quarter of the delay"
+        );
+        let longest = 125 + 200 + 400 + 800 + 1_600 + 3_200;
+        assert!(lateness.iter().all(|&ms| ms <= longest));
     }
 
     #[tokio::test]

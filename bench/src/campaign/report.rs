@@ -139,6 +139,8 @@ mod tests {
                 target: Target::Admin(0),
                 length: Duration::from_millis(1500),
                 delay: Duration::ZERO,
+                loss_pct: 0,
+                clock_step_ms: 0,
             },
             injected_ms,
             healed_ms: injected_ms + 1500,

@@ -201,6 +201,7 @@ impl Cluster {
                 config_file: config_file.clone(),
                 log_filter: "info,sqlx=warn,h2=warn,tower=warn,hyper=warn".into(),
                 output: AdminOutput::AppendTo(dir.path().join(format!("admin-{index}.log"))),
+                env: Vec::new(),
             };
             admins.push(AdminProcess::spawn(spec)?);
         }
