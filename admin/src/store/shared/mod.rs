@@ -38,3 +38,16 @@ pub async fn insert_returning_id<DB: Dialect>(
         })
     }
 }
+
+/// The plain `i64`s of typed ids, for binds.
+pub fn raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
+    ids.iter().map(|&id| id.into()).collect()
+}
+
+/// `raw_ids` sorted and without repeats (batch reads ask for each row once).
+pub fn distinct_raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
+    let mut ids = raw_ids(ids);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
