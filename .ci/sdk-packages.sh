@@ -76,8 +76,9 @@ mkdir -p "$work/sdist" && tar -xzf "$work"/dist/xjob_executor-*.tar.gz -C "$work
 "$venv/bin/python" -m build --no-isolation --wheel --outdir "$work/dist" "$work"/sdist/xjob_executor-* >>"$work/build-python.log" 2>&1 ||
   fail "python wheel from the sdist"
 (cd "$work/src/sdks/node" && npm pack --pack-destination "$work/dist" "${npm_flags[@]}" >/dev/null) || fail "npm pack"
-# The library and the starter (with their parent POM); the executors stage ran their tests.
-(cd "$work/src/sdks/java" && "${maven[@]}" -o -DskipTests -pl xjob-executor,xjob-spring-boot-starter -am install) \
+# The library and the starter (with their parent POM); the executors stage ran their tests. Not
+# offline: on a fresh cache the install plugin is not there yet (package never needed it).
+(cd "$work/src/sdks/java" && "${maven[@]}" -DskipTests -pl xjob-executor,xjob-spring-boot-starter -am install) \
   >"$work/build-java.log" 2>&1 || fail "mvn install"
 ls -l "$work/dist"
 

@@ -65,7 +65,7 @@ pub async fn apply_results(
         }
     };
     if !folded.is_empty() {
-        let written: std::collections::HashSet<i64> = finished.iter().copied().collect();
+        let written: std::collections::HashSet<LogId> = finished.iter().copied().collect();
         trigger.unfolded(
             folded
                 .into_iter()
@@ -78,13 +78,12 @@ pub async fn apply_results(
         "run results recorded");
     // Only results that finished nothing can name no run (usually repeats of finished runs), so
     // the common batch costs no extra read.
-    let finished: std::collections::HashSet<i64> = finished.into_iter().collect();
+    let finished: std::collections::HashSet<LogId> = finished.into_iter().collect();
     count_outcomes(&completions, &finished);
     let not_finished: Vec<LogId> = completions
         .iter()
         .map(|completion| completion.log_id)
         .filter(|id| !finished.contains(id))
-        .map(LogId)
         .collect();
     let unknown = if not_finished.is_empty() {
         Vec::new()
@@ -96,13 +95,13 @@ pub async fn apply_results(
     }
     Ok(AppliedResults {
         accepted: results.iter().map(|result| result.log_id).collect(),
-        unknown: unknown.into_iter().map(LogId).collect(),
+        unknown,
     })
 }
 
 /// One `complete` span per traced result (tracing on and a `traceparent` sent), open while the
 /// batch is persisted.
-fn complete_spans(results: &[ReportedResult]) -> Vec<(i64, opentelemetry_sdk::trace::Span)> {
+fn complete_spans(results: &[ReportedResult]) -> Vec<(LogId, opentelemetry_sdk::trace::Span)> {
     use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
     let Some(tracer) = crate::telemetry::tracer() else {
         return Vec::new();
@@ -122,7 +121,7 @@ fn complete_spans(results: &[ReportedResult]) -> Vec<(i64, opentelemetry_sdk::tr
                     tracer,
                     &opentelemetry::Context::new().with_remote_span_context(parent),
                 );
-            Some((result.log_id.0, span))
+            Some((result.log_id, span))
         })
         .collect()
 }
@@ -130,8 +129,8 @@ fn complete_spans(results: &[ReportedResult]) -> Vec<(i64, opentelemetry_sdk::tr
 /// Ends the `complete` spans: whether the result finished its run (a repeat or a late result
 /// for a run already final changes nothing), or the error that kept it from being written.
 fn end_complete_spans(
-    spans: Vec<(i64, opentelemetry_sdk::trace::Span)>,
-    finished: &Result<Vec<i64>, crate::store::StoreError>,
+    spans: Vec<(LogId, opentelemetry_sdk::trace::Span)>,
+    finished: &Result<Vec<LogId>, crate::store::StoreError>,
 ) {
     use opentelemetry::trace::{Span, Status};
     for (log_id, mut span) in spans {
@@ -148,7 +147,7 @@ fn end_complete_spans(
 
 /// Counts the runs these results finished (a repeated result finished nothing and is not
 /// counted again).
-fn count_outcomes(completions: &[RunCompletion], finished: &std::collections::HashSet<i64>) {
+fn count_outcomes(completions: &[RunCompletion], finished: &std::collections::HashSet<LogId>) {
     use crate::metrics::{RunEnd, finished as count};
     for completion in completions {
         if !finished.contains(&completion.log_id) {
@@ -186,7 +185,7 @@ fn completion_of(result: &ReportedResult, now_ms: i64) -> RunCompletion {
         (code, _) => code,
     };
     RunCompletion {
-        log_id: result.log_id.0,
+        log_id: result.log_id,
         status,
         handle_code,
         handle_msg: result.message.chars().take(MAX_MESSAGE_CHARS).collect(),

@@ -11,8 +11,8 @@ use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 use crate::context::AdminContext;
 use crate::model::next_fire::next_fire_after;
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, MisfireStrategy, RetryBackoff,
-    RouteStrategy, ScheduleType, now_ms,
+    AddressType, BlockStrategy, GlueType, Group, GroupId, Job, JobId, JobStatus, MisfireStrategy,
+    RetryBackoff, RouteStrategy, ScheduleType, now_ms,
 };
 use crate::store::{JobFilter, JobScheduleUpdate};
 
@@ -90,7 +90,7 @@ async fn ensure_sample_jobs(ctx: &AdminContext) -> Result<(), crate::error::Erro
         None => {
             ctx.store
                 .insert_group(&Group {
-                    id: 0,
+                    id: GroupId(0),
                     app_name: DEMO_APP.to_string(),
                     title: "xjob demo executor".to_string(),
                     address_type: AddressType::Auto,
@@ -177,7 +177,7 @@ async fn start_job(ctx: &AdminContext, job: &Job) -> Result<(), crate::error::Er
 }
 
 fn sample_job(
-    group_id: i64,
+    group_id: GroupId,
     name: &str,
     schedule_type: ScheduleType,
     conf: &str,
@@ -186,7 +186,7 @@ fn sample_job(
 ) -> Job {
     let now = now_ms();
     Job {
-        id: 0,
+        id: JobId(0),
         group_id,
         name: name.to_string(),
         author: "xjob".to_string(),

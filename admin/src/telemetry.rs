@@ -229,7 +229,7 @@ pub fn run_span(log_id: i64, job_id: i64, trace_id: &str) -> tracing::Span {
 /// names, [`trace_of_row`]). A run whose own trace is
 /// unknown (`trace_id` empty: a stranded run, whose dispatch was never recorded) gets a trace of
 /// its own. Nothing when tracing is off.
-pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
+pub fn record_lost(trace_id: &str, log_id: crate::model::LogId, reason: &str) {
     use opentelemetry::trace::{Span, Status, TraceContextExt, Tracer};
     let Some(tracer) = tracer() else {
         return;
@@ -240,7 +240,7 @@ pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
     };
     let mut span = tracer
         .span_builder("lost")
-        .with_attributes(vec![opentelemetry::KeyValue::new("xjob.log_id", log_id)])
+        .with_attributes(vec![opentelemetry::KeyValue::new("xjob.log_id", log_id.0)])
         .start_with_context(tracer, &parent);
     span.set_status(Status::error(reason.to_string()));
     span.end();
@@ -249,8 +249,8 @@ pub fn record_lost(trace_id: &str, log_id: i64, reason: &str) {
 /// A run that ended before any dispatch, as its `fire` span names it.
 #[derive(Debug, Clone, Copy)]
 pub struct UnsentRun {
-    pub job_id: i64,
-    pub log_id: i64,
+    pub job_id: crate::model::JobId,
+    pub log_id: crate::model::LogId,
     pub scheduled_at_ms: i64,
     pub trigger_type: crate::model::TriggerType,
     pub attempt: i32,
@@ -260,7 +260,7 @@ impl From<&crate::model::Fire> for UnsentRun {
     fn from(fire: &crate::model::Fire) -> UnsentRun {
         UnsentRun {
             job_id: fire.job.id,
-            log_id: fire.log_id.0,
+            log_id: fire.log_id,
             scheduled_at_ms: fire.scheduled_at_ms,
             trigger_type: fire.trigger_type,
             attempt: fire.attempt,
@@ -295,8 +295,8 @@ pub fn record_unsent(run: UnsentRun, outcome: &'static str, reason: &str) {
     let mut span = tracer
         .span_builder("fire")
         .with_attributes(vec![
-            KeyValue::new("xjob.job_id", run.job_id),
-            KeyValue::new("xjob.log_id", run.log_id),
+            KeyValue::new("xjob.job_id", run.job_id.0),
+            KeyValue::new("xjob.log_id", run.log_id.0),
             KeyValue::new("xjob.scheduled_at_ms", run.scheduled_at_ms),
             KeyValue::new("xjob.trigger_type", run.trigger_type.as_str()),
             KeyValue::new("xjob.attempt", i64::from(run.attempt)),

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use xjob_admin::model::{LogFilter, RunStatus};
+use xjob_admin::model::{GroupId, LogFilter, LogId, RunStatus};
 use xjob_admin::store::Store;
 
 use crate::admins::Admin;
@@ -141,7 +141,7 @@ async fn wait_adopted(store: &Store, node: &str, watched: &[i64], lease: Duratio
     let bound = lease * 3 + Duration::from_secs(10);
     let adopted = || async move {
         for &id in watched {
-            if let Ok(Some(row)) = store.get_log(id).await
+            if let Ok(Some(row)) = store.get_log(LogId(id)).await
                 && row.owner_node != node
             {
                 return Some(now_ms());
@@ -157,7 +157,7 @@ async fn wait_adopted(store: &Store, node: &str, watched: &[i64], lease: Duratio
 /// The PENDING rows of the group: fires planned and not yet dispatched.
 async fn planned_rows(store: &Store, group_id: i64) -> anyhow::Result<Vec<LogRow>> {
     let filter = LogFilter {
-        group_id: Some(group_id),
+        group_id: Some(GroupId(group_id)),
         status: Some(RunStatus::Pending),
         limit: 1_000_000,
         ..LogFilter::default()
@@ -176,7 +176,7 @@ pub async fn all_rows(store: &Store, group_id: i64) -> anyhow::Result<Vec<LogRow
     let mut offset = 0;
     loop {
         let filter = LogFilter {
-            group_id: Some(group_id),
+            group_id: Some(GroupId(group_id)),
             offset,
             limit: PAGE,
             ..LogFilter::default()

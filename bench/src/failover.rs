@@ -40,8 +40,8 @@ pub struct LogRow {
 impl From<&RunLog> for LogRow {
     fn from(row: &RunLog) -> LogRow {
         LogRow {
-            id: row.id,
-            job_id: row.job_id,
+            id: row.id.0,
+            job_id: row.job_id.0,
             scheduled_at_ms: row.scheduled_at_ms,
             trigger_time_ms: row.trigger_time_ms,
             status: row.status,

@@ -271,13 +271,21 @@ async fn read_outcomes(
         match store {
             Some(store) => {
                 store
-                    .run_outcomes(group_id, window.start_ms, window.end_ms)
+                    .run_outcomes(
+                        xjob_admin::model::GroupId(group_id),
+                        window.start_ms,
+                        window.end_ms,
+                    )
                     .await
             }
             None => {
                 let own = Store::connect(url).await?;
                 let counts = own
-                    .run_outcomes(group_id, window.start_ms, window.end_ms)
+                    .run_outcomes(
+                        xjob_admin::model::GroupId(group_id),
+                        window.start_ms,
+                        window.end_ms,
+                    )
                     .await;
                 own.close().await;
                 counts

@@ -16,8 +16,8 @@ use crate::maintenance::cleanup::{ClearMode, ClearRequest};
 use crate::maintenance::report::Dashboard;
 use crate::model::validate::field_name;
 use crate::model::{
-    ExecutorInfo, Group, JOB_SORT_KEYS, Job, JobStatus, LOG_SORT_KEYS, ListOrder, LogFilter,
-    RetryBackoff, RunLog,
+    ExecutorInfo, Group, GroupId, JOB_SORT_KEYS, Job, JobId, JobStatus, LOG_SORT_KEYS, ListOrder,
+    LogFilter, RetryBackoff, RunLog,
 };
 use crate::store::{DayCounts, JobFilter};
 pub use crate::wire::*;
@@ -52,8 +52,8 @@ pub fn required<T>(message: Option<T>, field: &str) -> Result<T, Error> {
 pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
     let field = |name: &str| field_name(prefix, name);
     let mut model = Job {
-        id: job.id,
-        group_id: job.group_id,
+        id: JobId(job.id),
+        group_id: GroupId(job.group_id),
         schedule_type: pb_schedule_type(job.schedule_type, &field("schedule_type"))?,
         misfire_strategy: pb_misfire_strategy(job.misfire_strategy, &field("misfire_strategy"))?,
         route_strategy: pb_route_strategy(job.route_strategy, &field("route_strategy"))?,
@@ -76,7 +76,7 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
         glue_source: job.glue_source,
         glue_remark: job.glue_remark,
         glue_updated_ms: 0,
-        child_job_ids: job.child_job_ids,
+        child_job_ids: job.child_job_ids.into_iter().map(JobId).collect(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,
@@ -90,8 +90,8 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
 /// Converts a stored job to the wire.
 pub fn job_to_pb(job: Job) -> pb::Job {
     pb::Job {
-        id: job.id,
-        group_id: job.group_id,
+        id: job.id.0,
+        group_id: job.group_id.0,
         name: job.name,
         author: job.author,
         alarm_email: job.alarm_email,
@@ -110,7 +110,7 @@ pub fn job_to_pb(job: Job) -> pb::Job {
         glue_type: glue_type_to_pb(job.glue_type) as i32,
         glue_source: job.glue_source,
         glue_remark: job.glue_remark,
-        child_job_ids: job.child_job_ids,
+        child_job_ids: job.child_job_ids.iter().map(|id| id.0).collect(),
         status: job_status_to_pb(job.status) as i32,
         last_fire_ms: job.trigger_last_ms,
         // A FIX_DELAY job waiting for its run to finish has no next time yet (internally a
@@ -147,7 +147,7 @@ fn retry_backoff_to_pb(backoff: RetryBackoff) -> pb::RetryBackoff {
 /// Converts a group off the wire; addresses are trimmed, `online` (output only) is dropped.
 pub fn group_from_pb(group: pb::Group, prefix: &str) -> Result<Group, Error> {
     Ok(Group {
-        id: group.id,
+        id: GroupId(group.id),
         address_type: pb_address_type(group.address_type, &field_name(prefix, "address_type"))?,
         app_name: group.app_name.trim().to_string(),
         title: group.title.trim().to_string(),
@@ -164,7 +164,7 @@ pub fn group_from_pb(group: pb::Group, prefix: &str) -> Result<Group, Error> {
 /// Converts a stored group to the wire with the addresses of its live executors.
 pub fn group_to_pb(group: Group, online: Vec<String>) -> pb::Group {
     pb::Group {
-        id: group.id,
+        id: group.id.0,
         app_name: group.app_name,
         title: group.title,
         address_type: address_type_to_pb(group.address_type) as i32,
@@ -191,9 +191,9 @@ pub fn reported_result(result: &pb::RunResult) -> crate::callback::ReportedResul
 /// Converts a run (log row) to the wire.
 pub fn log_to_pb(run: RunLog) -> pb::Log {
     pb::Log {
-        id: run.id,
-        job_id: run.job_id,
-        group_id: run.group_id,
+        id: run.id.0,
+        job_id: run.job_id.0,
+        group_id: run.group_id.0,
         status: run_status_to_pb(run.status) as i32,
         trigger_type: trigger_type_to_pb(run.trigger_type) as i32,
         scheduled_at_ms: run.scheduled_at_ms,
@@ -307,7 +307,7 @@ pub fn preview_count(count: i32) -> Result<usize, Error> {
 /// Reads the filters of `ListJobs`: 0, UNSPECIFIED and empty strings mean "any".
 pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter, Error> {
     Ok(JobFilter {
-        group_id: non_zero(request.group_id),
+        group_id: non_zero(request.group_id).map(GroupId),
         group_ids: None,
         status: optional_filter(request.status, "status", pb_job_status)?,
         name: non_empty(request.name),
@@ -323,9 +323,9 @@ pub fn job_filter(request: pb::ListJobsRequest, page: Page) -> Result<JobFilter,
 /// Reads the filters of `ListLogs`: 0 and UNSPECIFIED mean "any".
 pub fn log_filter(request: &pb::ListLogsRequest, page: Page) -> Result<LogFilter, Error> {
     Ok(LogFilter {
-        group_id: non_zero(request.group_id),
+        group_id: non_zero(request.group_id).map(GroupId),
         group_ids: None,
-        job_id: non_zero(request.job_id),
+        job_id: non_zero(request.job_id).map(JobId),
         status: optional_filter(request.status, "status", pb_run_status)?,
         from_ms: non_zero(request.from_ms),
         to_ms: non_zero(request.to_ms),
@@ -355,8 +355,8 @@ pub fn clear_request(request: &pb::ClearLogsRequest) -> Result<ClearRequest, Err
         Ok(Wire::Unspecified) | Err(_) => return Err(enum_error(request.mode, "mode")),
     };
     Ok(ClearRequest {
-        group_id: non_negative_filter(request.group_id, "group_id")?,
-        job_id: non_negative_filter(request.job_id, "job_id")?,
+        group_id: non_negative_filter(request.group_id, "group_id")?.map(GroupId),
+        job_id: non_negative_filter(request.job_id, "job_id")?.map(JobId),
         mode,
     })
 }
@@ -628,7 +628,7 @@ mod tests {
             ..pb::ListJobsRequest::default()
         };
         let filter = job_filter(request, page).expect("filter");
-        assert_eq!(filter.group_id, Some(3));
+        assert_eq!(filter.group_id, Some(GroupId(3)));
         assert_eq!(filter.status, Some(JobStatus::Running));
         assert_eq!(filter.name.as_deref(), Some("night"));
 
@@ -639,7 +639,7 @@ mod tests {
         };
         let filter = log_filter(&request, page).expect("log filter");
         assert_eq!(filter.status, Some(RunStatus::Failed));
-        assert_eq!(filter.job_id, Some(9));
+        assert_eq!(filter.job_id, Some(JobId(9)));
         assert_eq!(filter.group_id, None);
         let bad = pb::ListLogsRequest {
             status: 77,
@@ -716,7 +716,7 @@ mod tests {
         let filtered = clear_request(&filtered).ok();
         assert_eq!(
             filtered.map(|r| (r.group_id, r.job_id)),
-            Some((Some(2), None))
+            Some((Some(GroupId(2)), None))
         );
     }
 }

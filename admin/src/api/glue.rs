@@ -9,7 +9,7 @@ use xjob_proto::pb;
 use super::convert::{glue_type_to_pb, job_to_pb};
 use crate::error::Error;
 use crate::model::line_ends::to_lf;
-use crate::model::{GlueEdit, GlueType, GlueVersion, now_ms};
+use crate::model::{GlueEdit, GlueType, GlueVersion, JobId, now_ms};
 use crate::store::Store;
 
 /// Longest glue source accepted, in bytes (MySQL's MEDIUMTEXT holds 16 MiB; a script this big
@@ -35,7 +35,7 @@ pub async fn update_glue(
     if remark.is_empty() {
         return Err(Error::invalid("glue_remark", "required (what changed)"));
     }
-    let job = load_job(store, request.job_id).await?;
+    let job = load_job(store, JobId(request.job_id)).await?;
     if job.glue_type == GlueType::Bean {
         return Err(Error::FailedPrecondition(format!(
             "job {} is a BEAN job: it runs a named handler and has no glue source",
@@ -63,8 +63,9 @@ pub async fn list_glue_versions(
     store: &Store,
     request: pb::ListGlueVersionsRequest,
 ) -> Result<pb::ListGlueVersionsResponse, Error> {
-    load_job(store, request.job_id).await?;
-    let versions = store.list_glue_versions(request.job_id).await?;
+    let job_id = JobId(request.job_id);
+    load_job(store, job_id).await?;
+    let versions = store.list_glue_versions(job_id).await?;
     Ok(pb::ListGlueVersionsResponse {
         versions: versions
             .into_iter()
@@ -91,18 +92,18 @@ pub async fn get_glue_version(
     })
 }
 
-async fn load_job(store: &Store, id: i64) -> Result<crate::model::Job, Error> {
+async fn load_job(store: &Store, id: JobId) -> Result<crate::model::Job, Error> {
     store.get_job(id).await?.ok_or_else(|| job_not_found(id))
 }
 
-fn job_not_found(id: i64) -> Error {
+fn job_not_found(id: JobId) -> Error {
     Error::NotFound(format!("job {id} not found"))
 }
 
 fn version_to_pb(version: GlueVersion) -> pb::GlueVersion {
     pb::GlueVersion {
         id: version.id,
-        job_id: version.job_id,
+        job_id: version.job_id.0,
         glue_type: glue_type_to_pb(version.glue_type) as i32,
         glue_source: version.glue_source,
         glue_remark: version.glue_remark,

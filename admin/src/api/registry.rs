@@ -21,7 +21,6 @@ use xjob_proto::pb;
 use super::convert::reported_result;
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::ids::typed_ids;
 use crate::model::{LogId, RunStatus};
 use crate::registry::stream::tokens_match;
 
@@ -98,11 +97,11 @@ impl pb::registry_server::Registry for RegistryService {
         };
         let results = request.get_ref().results.as_slice();
         check_results(results)?;
-        let log_ids: Vec<i64> = results.iter().map(|result| result.log_id).collect();
+        let log_ids: Vec<LogId> = results.iter().map(|result| LogId(result.log_id)).collect();
         let refused = check_callback(&self.ctx, &log_ids, &caller).await?;
         let results: Vec<_> = results
             .iter()
-            .filter(|result| !refused.contains(&result.log_id))
+            .filter(|result| !refused.contains(&LogId(result.log_id)))
             .map(reported_result)
             .collect();
         let now_ms = self.ctx.clock.now_ms();
@@ -168,9 +167,9 @@ fn check_results(results: &[pb::RunResult]) -> Result<(), Status> {
 /// an outsider could tell which log ids exist by which ones are refused.
 pub(crate) async fn check_callback(
     ctx: &AdminContext,
-    log_ids: &[i64],
+    log_ids: &[LogId],
     caller: &CallbackCaller<'_>,
-) -> Result<std::collections::HashSet<i64>, Status> {
+) -> Result<std::collections::HashSet<LogId>, Status> {
     let CallbackCaller {
         presented,
         peer_ip,
@@ -183,16 +182,16 @@ pub(crate) async fn check_callback(
     }
     let targets = ctx
         .store
-        .callback_targets(&typed_ids::<LogId>(log_ids))
+        .callback_targets(log_ids)
         .await
         .map_err(Error::from)?;
-    let known: std::collections::HashSet<i64> =
+    let known: std::collections::HashSet<LogId> =
         targets.iter().map(|target| target.log_id).collect();
     if let Some(unknown) = log_ids.iter().find(|id| !known.contains(id))
         && !holds_executor_secret(ctx, presented, tokenless_allowed).await?
     {
         tracing::warn!(
-            log_id = unknown,
+            log_id = unknown.0,
             "callback refused: unknown log id, no executor secret"
         );
         return Err(wrong_token(*unknown));
@@ -212,7 +211,10 @@ pub(crate) async fn check_callback(
         if !expected.is_empty()
             && !presented.is_some_and(|presented| tokens_match(presented, expected))
         {
-            tracing::warn!(log_id, "callback refused: wrong or missing access token");
+            tracing::warn!(
+                log_id = log_id.0,
+                "callback refused: wrong or missing access token"
+            );
             return Err(wrong_token(log_id));
         }
         // After the token: a caller without the group's token learns nothing more here.
@@ -227,7 +229,7 @@ pub(crate) async fn check_callback(
         }
         if target.status == RunStatus::Pending {
             tracing::warn!(
-                log_id,
+                log_id = log_id.0,
                 ?peer_ip,
                 "callback result refused: the run was never dispatched"
             );
@@ -245,7 +247,7 @@ pub(crate) async fn check_callback(
             && holder_ip != peer_ip
         {
             tracing::warn!(
-                log_id,
+                log_id = log_id.0,
                 ?peer_ip,
                 ?holder_ip,
                 "callback result refused: the run was dispatched to a session of another peer"
@@ -270,7 +272,7 @@ pub(crate) struct CallbackCaller<'a> {
 }
 
 /// The one refusal an unauthenticated callback gets, whether its log id exists or not.
-fn wrong_token(log_id: i64) -> Status {
+fn wrong_token(log_id: LogId) -> Status {
     Status::unauthenticated(format!(
         "wrong or missing access token for the group of log {log_id}"
     ))

@@ -10,7 +10,7 @@ use tonic::Status;
 use tonic::metadata::MetadataMap;
 
 use super::secrets::hash_token;
-use crate::model::{Role, SharedClock, User};
+use crate::model::{GroupId, Role, SharedClock, User};
 use crate::store::Store;
 
 /// How long a resolved token is trusted without reading the database again. A revocation made
@@ -68,7 +68,7 @@ pub enum Scope {
     /// No particular object (the answer is filtered, or holds no group's data).
     Any,
     /// One group's objects.
-    Group(i64),
+    Group(GroupId),
     /// Every group at once (e.g. clearing the logs of all groups): admins only.
     AllGroups,
 }
@@ -137,7 +137,7 @@ impl Caller {
 
     /// The groups whose objects the caller may read, for list calls to filter by in the
     /// database (so pages come back full); `None` = every group.
-    pub fn readable_groups(&self) -> Option<Vec<i64>> {
+    pub fn readable_groups(&self) -> Option<Vec<GroupId>> {
         match self {
             Caller::User(user) if user.role != Role::Admin => Some(user.group_ids.clone()),
             _ => None,
@@ -145,7 +145,7 @@ impl Caller {
     }
 
     /// Whether a list answer may show this group's objects to the caller.
-    pub fn may_read(&self, group_id: i64) -> bool {
+    pub fn may_read(&self, group_id: GroupId) -> bool {
         self.allows(Permission::Read, Scope::Group(group_id))
     }
 }
@@ -322,7 +322,7 @@ mod tests {
             name: "u".to_string(),
             role,
             password_hash: String::new(),
-            group_ids: groups.to_vec(),
+            group_ids: groups.iter().copied().map(GroupId).collect(),
             created_ms: 0,
         })
     }
@@ -332,16 +332,16 @@ mod tests {
         let viewer = user(Role::Viewer, &[1]);
         let operator = user(Role::Operator, &[1]);
         let admin = user(Role::Admin, &[]);
-        assert!(viewer.allows(Permission::Read, Scope::Group(1)));
-        assert!(!viewer.allows(Permission::Read, Scope::Group(2)));
-        assert!(!viewer.allows(Permission::Operate, Scope::Group(1)));
-        assert!(operator.allows(Permission::Operate, Scope::Group(1)));
+        assert!(viewer.allows(Permission::Read, Scope::Group(GroupId(1))));
+        assert!(!viewer.allows(Permission::Read, Scope::Group(GroupId(2))));
+        assert!(!viewer.allows(Permission::Operate, Scope::Group(GroupId(1))));
+        assert!(operator.allows(Permission::Operate, Scope::Group(GroupId(1))));
         assert!(!operator.allows(Permission::Operate, Scope::AllGroups));
         assert!(!operator.allows(Permission::ManageGroups, Scope::Any));
         assert!(admin.allows(Permission::ManageUsers, Scope::Any));
         assert!(Caller::Open.allows(Permission::ReadAudit, Scope::AllGroups));
         let denied = viewer
-            .require(Permission::Operate, Scope::Group(1))
+            .require(Permission::Operate, Scope::Group(GroupId(1)))
             .unwrap_err();
         assert_eq!(denied.code(), tonic::Code::PermissionDenied);
         assert!(

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Console, Shared};
 use crate::auth::secrets::{generate_token, hash_token};
 use crate::auth::{Caller, Permission, Scope};
-use crate::model::ConsoleSession;
+use crate::model::{ConsoleSession, GroupId};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "xjob_session";
@@ -51,7 +51,7 @@ impl Viewer {
     /// shown only then (the API checks again on every post).
     pub fn can_operate(&self, group_id: i64) -> bool {
         self.caller
-            .allows(Permission::Operate, Scope::Group(group_id))
+            .allows(Permission::Operate, Scope::Group(GroupId(group_id)))
     }
 
     /// Whether the viewer may create jobs in some group.

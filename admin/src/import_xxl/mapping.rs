@@ -15,8 +15,8 @@ use crate::model::line_ends::to_lf;
 use crate::model::next_fire::{SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{JobLimits, resolve_time_zone, validate_group, validate_job};
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, GlueVersion, Group, Job, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, ScheduleType,
+    AddressType, BlockStrategy, GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus,
+    MisfireStrategy, RetryBackoff, RouteStrategy, ScheduleType,
 };
 use crate::store::xxl_source::{XxlGlueRow, XxlGroupRow, XxlJobRow};
 use crate::trigger::route::is_supported;
@@ -74,7 +74,7 @@ pub fn map_group(row: &XxlGroupRow, now_ms: i64) -> Result<MappedGroup, Vec<Stri
             .collect(),
     };
     let group = Group {
-        id: 0,
+        id: GroupId(0),
         app_name: row.app_name.trim().to_string(),
         title: row.title.trim().to_string(),
         address_type,
@@ -134,8 +134,8 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
         notes.push("its link to itself as a child is left out (XXL-JOB ignores it too)".into());
     }
     let mut job = Job {
-        id: 0,
-        group_id: 0,
+        id: JobId(0),
+        group_id: GroupId(0),
         name: row.job_desc.trim().to_string(),
         author: row.author.trim().to_string(),
         alarm_email: row.alarm_email.trim().to_string(),
@@ -227,7 +227,7 @@ pub fn map_glue_versions(
         .skip(skip)
         .map(|row| GlueVersion {
             id: 0,
-            job_id: 0,
+            job_id: JobId(0),
             glue_type,
             glue_source: to_lf(&row.glue_source),
             glue_remark: row.glue_remark.clone(),

@@ -21,9 +21,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use crate::config::Config;
-use crate::model::JobId;
-use crate::model::ids::typed_ids;
 use crate::model::validate::JobLimits;
+use crate::model::{GroupId, JobId};
 use crate::store::{Store, XxlJobImport, xxl_source};
 use mapping::MapOptions;
 use plan::{Existing, GroupAction, JobAction, Plan};
@@ -118,13 +117,10 @@ async fn read_existing(
             groups_by_app.insert(app_name.to_string(), group.id);
         }
     }
-    let imported: HashMap<i64, i64> = store.xxl_imported_jobs(source).await?.into_iter().collect();
-    let ids: Vec<i64> = imported.values().copied().collect();
-    let missing: HashSet<i64> = store
-        .missing_job_ids(&typed_ids::<JobId>(&ids))
-        .await?
-        .into_iter()
-        .collect();
+    let imported: HashMap<i64, JobId> =
+        store.xxl_imported_jobs(source).await?.into_iter().collect();
+    let ids: Vec<JobId> = imported.values().copied().collect();
+    let missing: HashSet<JobId> = store.missing_job_ids(&ids).await?.into_iter().collect();
     let present = ids.into_iter().filter(|id| !missing.contains(id)).collect();
     Ok(Existing {
         groups_by_app,
@@ -142,7 +138,7 @@ async fn apply(
     now_ms: i64,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let mut group_ids: HashMap<i64, i64> = HashMap::new();
+    let mut group_ids: HashMap<i64, GroupId> = HashMap::new();
     for item in &plan.groups {
         match &item.action {
             GroupAction::Create(group) => {
@@ -160,26 +156,28 @@ async fn apply(
             GroupAction::Skip => {}
         }
     }
-    let mut job_ids: HashMap<i64, i64> = existing.imported.clone();
+    let mut job_ids: HashMap<i64, JobId> = existing.imported.clone();
     for &at in &plan.order {
         let item = &plan.jobs[at];
         let JobAction::Create(new) = &item.action else {
             continue;
         };
-        let resolve = |xxl_id: &i64, what: &str, ids: &HashMap<i64, i64>| {
+        fn resolve<Id: Copy>(
+            xxl_id: &i64,
+            what: &str,
+            ids: &HashMap<i64, Id>,
+            xxl_job_id: i64,
+        ) -> anyhow::Result<Id> {
             ids.get(xxl_id).copied().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "internal: {what} {xxl_id} of XXL-JOB job {} unresolved",
-                    item.xxl_id
-                )
+                anyhow::anyhow!("internal: {what} {xxl_id} of XXL-JOB job {xxl_job_id} unresolved")
             })
-        };
+        }
         let mut job = new.job.clone();
-        job.group_id = resolve(&new.xxl_group_id, "group", &group_ids)?;
+        job.group_id = resolve(&new.xxl_group_id, "group", &group_ids, item.xxl_id)?;
         job.child_job_ids = new
             .xxl_children
             .iter()
-            .map(|child| resolve(child, "child job", &job_ids))
+            .map(|child| resolve(child, "child job", &job_ids, item.xxl_id))
             .collect::<anyhow::Result<_>>()?;
         let import = XxlJobImport {
             source: source.to_string(),

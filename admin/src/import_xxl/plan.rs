@@ -13,25 +13,25 @@ use std::fmt::Write as _;
 
 use super::mapping::{MapOptions, map_glue_versions, map_group, map_job};
 use crate::model::validate::{find_child_cycle, short_prefix};
-use crate::model::{GlueType, GlueVersion, Group, Job, JobStatus};
+use crate::model::{GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus};
 use crate::store::xxl_source::{XxlGlueRow, XxlSnapshot};
 
 /// What xjob already holds that the plan depends on.
 #[derive(Debug, Clone, Default)]
 pub struct Existing {
     /// xjob group id by app name (app names are unique in both systems).
-    pub groups_by_app: HashMap<String, i64>,
+    pub groups_by_app: HashMap<String, GroupId>,
     /// xjob job id by XXL-JOB job id, from the import record of this source.
-    pub imported: HashMap<i64, i64>,
+    pub imported: HashMap<i64, JobId>,
     /// Which xjob jobs of `imported` still exist.
-    pub present: HashSet<i64>,
+    pub present: HashSet<JobId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum GroupAction {
     Create(Group),
     /// An xjob group with this app name exists: jobs go into it, it is left as it is.
-    Exists(i64),
+    Exists(GroupId),
     Skip,
 }
 
@@ -49,7 +49,7 @@ pub struct GroupItem {
 pub enum JobAction {
     Create(Box<NewJob>),
     /// Imported before; that xjob job is left as it is.
-    Exists(i64),
+    Exists(JobId),
     Skip,
 }
 
@@ -61,7 +61,7 @@ pub struct NewJob {
     pub xxl_children: Vec<i64>,
     pub glue_versions: Vec<GlueVersion>,
     /// The xjob job an earlier import made for it, deleted since.
-    pub replaces: Option<i64>,
+    pub replaces: Option<JobId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -580,9 +580,9 @@ mod tests {
     #[test]
     fn imported_jobs_and_known_apps_are_found_a_deleted_import_is_made_again() {
         let existing = Existing {
-            groups_by_app: HashMap::from([("app-one".to_string(), 40)]),
-            imported: HashMap::from([(1, 100), (2, 101)]),
-            present: HashSet::from([100]),
+            groups_by_app: HashMap::from([("app-one".to_string(), GroupId(40))]),
+            imported: HashMap::from([(1, JobId(100)), (2, JobId(101))]),
+            present: HashSet::from([JobId(100)]),
         };
         let plan = build(
             &snapshot(vec![job(1, ""), job(2, "1")]),
@@ -590,12 +590,12 @@ mod tests {
             &options(),
             "h:3306/x",
         );
-        assert_eq!(plan.groups[0].action, GroupAction::Exists(40));
+        assert_eq!(plan.groups[0].action, GroupAction::Exists(GroupId(40)));
         assert_eq!(actions(&plan), vec![(1, "exists"), (2, "create")]);
         let JobAction::Create(new) = &plan.jobs[1].action else {
             panic!("job 2 is created again");
         };
-        assert_eq!(new.replaces, Some(101));
+        assert_eq!(new.replaces, Some(JobId(101)));
         let text = plan.render();
         assert!(
             text.contains("exists  job 1 'job 1' -> xjob job 100"),

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::days::{date_of, day_start_ms, months_before};
 use crate::config::Config;
-use crate::model::SharedClock;
+use crate::model::{GroupId, JobId, SharedClock};
 use crate::store::{JobFilter, LogCleanup, Store, StoreResult};
 
 /// Rows one delete statement removes at most (XXL-JOB's page size).
@@ -48,8 +48,8 @@ pub enum ClearMode {
 /// A `ClearLogs` request: a mode within an optional group and job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClearRequest {
-    pub group_id: Option<i64>,
-    pub job_id: Option<i64>,
+    pub group_id: Option<GroupId>,
+    pub job_id: Option<JobId>,
     pub mode: ClearMode,
 }
 
@@ -83,8 +83,8 @@ pub async fn clear_logs(
     }
     let deleted = delete_in_batches(store, &cleanup, None).await?;
     // 0 = every group / job, as in the request.
-    tracing::info!(deleted, mode = ?request.mode, group_id = request.group_id.unwrap_or(0),
-        job_id = request.job_id.unwrap_or(0), "logs cleared");
+    tracing::info!(deleted, mode = ?request.mode, group_id = request.group_id.map_or(0, |id| id.0),
+        job_id = request.job_id.map_or(0, |id| id.0), "logs cleared");
     if deleted > 0 {
         reclaim_space(store, None).await;
     }

@@ -1,5 +1,7 @@
 //! A live executor as the registry sees it.
 
+use super::LogId;
+
 /// How the admin talks to an executor.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ExecutorProtocol {
@@ -54,8 +56,8 @@ impl ExecutorInfo {
     /// of thousands, and the lost-run monitor asks about each of up to 10 000 runs per check.
     /// A linear search made that check quadratic: seconds of CPU every few seconds, just when
     /// the admin was already behind.
-    pub fn lists(&self, log_id: i64) -> bool {
-        self.running_log_ids.binary_search(&log_id).is_ok()
+    pub fn lists(&self, log_id: LogId) -> bool {
+        self.running_log_ids.binary_search(&log_id.0).is_ok()
     }
 }
 
@@ -85,10 +87,10 @@ mod tests {
         };
         assert_eq!(session.running_log_ids, vec![-1, 3, 90, 70_000]);
         for listed in [-1, 3, 90, 70_000] {
-            assert!(session.lists(listed), "{listed} listed");
+            assert!(session.lists(LogId(listed)), "{listed} listed");
         }
         for absent in [0, 4, 89, 91, 70_001] {
-            assert!(!session.lists(absent), "{absent} not listed");
+            assert!(!session.lists(LogId(absent)), "{absent} not listed");
         }
     }
 }

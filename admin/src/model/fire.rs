@@ -119,7 +119,7 @@ impl Fire {
     /// the row (the store's conformance suite checks it on every backend).
     pub fn claimed_run(&self, node: &NodeIdentity, trigger_time_ms: i64) -> RunLog {
         RunLog {
-            id: self.log_id.0,
+            id: self.log_id,
             job_id: self.job.id,
             group_id: self.job.group_id,
             fire_key: self.fire_key(),
@@ -149,7 +149,7 @@ impl Fire {
     /// The fire a stored run stands for, with its job.
     pub fn from_run(run: &RunLog, job: Arc<Job>) -> Fire {
         Fire {
-            log_id: LogId(run.id),
+            log_id: run.id,
             job,
             scheduled_at_ms: run.scheduled_at_ms,
             trigger_type: run.trigger_type,
@@ -168,11 +168,11 @@ impl Fire {
 
 impl<Id> Fire<Id> {
     pub fn job_id(&self) -> JobId {
-        JobId(self.job.id)
+        self.job.id
     }
 
     pub fn group_id(&self) -> GroupId {
-        GroupId(self.job.group_id)
+        self.job.group_id
     }
 
     /// The row's unique key (`{job}:{scheduled}:{shard}:{attempt}`), when it has one.

@@ -1,6 +1,6 @@
 //! Saved versions of a script job's source (XXL-JOB's GLUE history).
 
-use super::GlueType;
+use super::{GlueType, JobId};
 
 /// How many versions of a job's glue source are kept (XXL-JOB keeps 30 too).
 pub const GLUE_VERSIONS_KEPT: i64 = 30;
@@ -9,7 +9,7 @@ pub const GLUE_VERSIONS_KEPT: i64 = 30;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlueVersion {
     pub id: i64,
-    pub job_id: i64,
+    pub job_id: JobId,
     pub glue_type: GlueType,
     pub glue_source: String,
     pub glue_remark: String,
@@ -19,7 +19,7 @@ pub struct GlueVersion {
 /// A new glue source for a job, saved as its current source and as a version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlueEdit {
-    pub job_id: i64,
+    pub job_id: JobId,
     pub glue_type: GlueType,
     pub glue_source: String,
     pub glue_remark: String,
@@ -73,7 +73,7 @@ mod tests {
 
     fn group(address_type: AddressType, addresses: &[&str]) -> Group {
         Group {
-            id: 1,
+            id: crate::model::GroupId(1),
             app_name: "billing".into(),
             title: "Billing".into(),
             address_type,

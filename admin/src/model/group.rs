@@ -1,11 +1,11 @@
 //! An executor group: the app executors register under (XXL-JOB's `xxl_job_group`).
 
-use super::AddressType;
+use super::{AddressType, GroupId};
 
 /// An executor app and where its addresses come from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
-    pub id: i64,
+    pub id: GroupId,
     pub app_name: String,
     pub title: String,
     pub address_type: AddressType,

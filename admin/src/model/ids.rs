@@ -1,7 +1,7 @@
 //! Typed ids: a job id, a run (log row) id and a group id are all `i64` in the database, and
-//! nothing but these types keeps one from being passed where another is meant. The store takes
-//! lists of them and binds the plain `i64`s itself; a caller holding raw ids from a model struct
-//! (`Job::child_job_ids`, `RunLog::id`) wraps them at the call (`typed_ids`, `LogId(run.id)`).
+//! nothing but these types keeps one from being passed where another is meant. The model's
+//! structs hold them, the store decodes them at the row and binds the plain `i64`s itself, and
+//! the API converts at the wire (`api/convert.rs`), whose messages keep plain integers.
 
 use std::fmt;
 
@@ -37,16 +37,6 @@ id_type!(
     /// An executor group's id (`xjob_group.id`).
     GroupId
 );
-
-/// The raw ids of typed ones, for the store's binds.
-pub fn raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
-    ids.iter().map(|&id| id.into()).collect()
-}
-
-/// Typed ids of raw ones, for store calls from code that holds model structs' `i64` fields.
-pub fn typed_ids<T: From<i64>>(ids: &[i64]) -> Vec<T> {
-    ids.iter().map(|&id| T::from(id)).collect()
-}
 
 impl From<JobId> for i64 {
     fn from(id: JobId) -> i64 {

@@ -1,6 +1,8 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
-use super::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
+use super::{
+    BlockStrategy, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy, ScheduleType,
+};
 
 /// Whether the schedule is active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +24,8 @@ pub struct RetryBackoff {
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    pub id: i64,
-    pub group_id: i64,
+    pub id: JobId,
+    pub group_id: GroupId,
     pub name: String,
     pub author: String,
     pub alarm_email: String,
@@ -45,7 +47,7 @@ pub struct Job {
     pub glue_source: String,
     pub glue_remark: String,
     pub glue_updated_ms: i64,
-    pub child_job_ids: Vec<i64>,
+    pub child_job_ids: Vec<JobId>,
     pub status: JobStatus,
     /// Last scheduled fire time (ms), 0 if none.
     pub trigger_last_ms: i64,

@@ -1,13 +1,13 @@
 //! One run attempt (a log row): what was scheduled, where it went, how it ended.
 
-use super::{RunStatus, TriggerType};
+use super::{GroupId, JobId, LogId, RunStatus, TriggerType};
 
 /// A run as stored in `xjob_log`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunLog {
-    pub id: i64,
-    pub job_id: i64,
-    pub group_id: i64,
+    pub id: LogId,
+    pub job_id: JobId,
+    pub group_id: GroupId,
     /// `{job_id}:{scheduled_at_ms}:{shard}:{attempt}` for scheduled fires; None for manual ones.
     pub fire_key: Option<String>,
     pub status: RunStatus,
@@ -37,8 +37,8 @@ pub struct RunLog {
 /// A run to insert: the scheduler's durable fire, a manual trigger, a skipped occurrence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
-    pub job_id: i64,
-    pub group_id: i64,
+    pub job_id: JobId,
+    pub group_id: GroupId,
     pub fire_key: Option<String>,
     pub status: RunStatus,
     pub trigger_type: TriggerType,
@@ -60,7 +60,7 @@ pub struct NewRun {
 
 impl NewRun {
     /// The scheduler's key for a fire: unique per job, scheduled instant, shard and attempt.
-    pub fn fire_key(job_id: i64, scheduled_at_ms: i64, shard_index: i32, attempt: i32) -> String {
+    pub fn fire_key(job_id: JobId, scheduled_at_ms: i64, shard_index: i32, attempt: i32) -> String {
         format!("{job_id}:{scheduled_at_ms}:{shard_index}:{attempt}")
     }
 }
@@ -68,10 +68,10 @@ impl NewRun {
 /// Filters of `ListLogs`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogFilter {
-    pub group_id: Option<i64>,
+    pub group_id: Option<GroupId>,
     /// Only runs of these groups (a caller's grants); `None` = every group.
-    pub group_ids: Option<Vec<i64>>,
-    pub job_id: Option<i64>,
+    pub group_ids: Option<Vec<GroupId>>,
+    pub job_id: Option<JobId>,
     pub status: Option<RunStatus>,
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,

@@ -1,6 +1,8 @@
 //! JobAdmin's users, their API tokens and the audit trail (see `auth/` for how they are
 //! checked). Tokens are never held here in clear: only their SHA-256 hash and a short prefix.
 
+use super::GroupId;
+
 /// What a user may do: `Admin` everything, `Operator` change jobs and runs in granted groups,
 /// `Viewer` read in granted groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,7 +39,7 @@ pub struct User {
     pub role: Role,
     /// argon2id PHC string; empty = no password login.
     pub password_hash: String,
-    pub group_ids: Vec<i64>,
+    pub group_ids: Vec<GroupId>,
     pub created_ms: i64,
 }
 

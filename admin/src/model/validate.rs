@@ -12,7 +12,7 @@ use chrono_tz::Tz;
 
 use crate::model::cron::CronExpr;
 use crate::model::parse_time_zone;
-use crate::model::{AddressType, GlueType, Group, Job, ScheduleType};
+use crate::model::{AddressType, GlueType, Group, Job, JobId, ScheduleType};
 
 /// Why a job or group was refused (the API answers INVALID_ARGUMENT or UNIMPLEMENTED).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +82,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;
     check_params_size(&job.params, limits.max_params_bytes, &field("params"))?;
-    if job.id != 0 && job.child_job_ids.contains(&job.id) {
+    if job.id != JobId(0) && job.child_job_ids.contains(&job.id) {
         return Err(Refusal::invalid(
             &field("child_job_ids"),
             format!("job {} cannot be its own child", job.id),
@@ -187,7 +187,7 @@ pub fn check_params_size(params: &str, limit: usize, field: &str) -> Result<(), 
 }
 
 /// Removes repeated child ids, keeping the first occurrence of each.
-pub fn dedup_child_ids(ids: &[i64]) -> Vec<i64> {
+pub fn dedup_child_ids(ids: &[JobId]) -> Vec<JobId> {
     let mut unique = Vec::with_capacity(ids.len());
     for id in ids {
         if !unique.contains(id) {
@@ -200,20 +200,24 @@ pub fn dedup_child_ids(ids: &[i64]) -> Vec<i64> {
 /// A cycle of child jobs: `cycle` starts and ends with the same job; `through_child` is the
 /// child of the checked job the walk took to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChildCycle {
-    pub cycle: Vec<i64>,
-    pub through_child: i64,
+pub struct ChildCycle<Id = JobId> {
+    pub cycle: Vec<Id>,
+    pub through_child: Id,
 }
 
 /// Finds a cycle reachable from `start` through child links (`children[id]`, a missing id has
 /// no children); `None` when the graph below `start` is acyclic. Depth-first, iterative, so
-/// long chains cannot overflow the stack.
-pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option<ChildCycle> {
+/// long chains cannot overflow the stack. Generic over the id: the XXL-JOB import checks
+/// XXL-JOB's own job ids before any of them is an xjob job.
+pub fn find_child_cycle<Id: Copy + Eq + std::hash::Hash>(
+    start: Id,
+    children: &HashMap<Id, Vec<Id>>,
+) -> Option<ChildCycle<Id>> {
     let no_children = Vec::new();
-    let children_of = |id: i64| children.get(&id).unwrap_or(&no_children);
-    let mut finished: HashSet<i64> = HashSet::new();
+    let children_of = |id: Id| children.get(&id).unwrap_or(&no_children);
+    let mut finished: HashSet<Id> = HashSet::new();
     // The current path and, per entry, the index of the next child to visit.
-    let mut path: Vec<(i64, usize)> = vec![(start, 0)];
+    let mut path: Vec<(Id, usize)> = vec![(start, 0)];
     while let Some((node, next_child)) = path.last().copied() {
         let Some(&child) = children_of(node).get(next_child) else {
             finished.insert(node);
@@ -224,7 +228,7 @@ pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option
             last.1 += 1;
         }
         if let Some(position) = path.iter().position(|(id, _)| *id == child) {
-            let mut cycle: Vec<i64> = path[position..].iter().map(|(id, _)| *id).collect();
+            let mut cycle: Vec<Id> = path[position..].iter().map(|(id, _)| *id).collect();
             cycle.push(child);
             let through_child = path.get(1).map_or(child, |(id, _)| *id);
             return Some(ChildCycle {
@@ -241,11 +245,15 @@ pub fn find_child_cycle(start: i64, children: &HashMap<i64, Vec<i64>>) -> Option
 
 /// The `InvalidArgument` for a cycle found below job `job_id`:
 /// `job.child_job_ids: cycle 3 -> 5 -> 3`.
-pub fn child_cycle_error(job_id: i64, found: &ChildCycle, field: &str) -> Refusal {
+pub fn child_cycle_error<Id: Copy + PartialEq + std::fmt::Display>(
+    job_id: Id,
+    found: &ChildCycle<Id>,
+    field: &str,
+) -> Refusal {
     let path = found
         .cycle
         .iter()
-        .map(i64::to_string)
+        .map(Id::to_string)
         .collect::<Vec<_>>()
         .join(" -> ");
     if found.cycle.first() == Some(&job_id) {

@@ -48,11 +48,11 @@ impl Alarm for LogAlarm {
         let AlarmedRun { job, run, .. } = alarmed;
         Box::pin(async move {
             tracing::warn!(
-                job_id = job.id,
+                job_id = job.id.0,
                 job_name = %job.name,
                 app = %alarmed.app_name,
                 alarm_email = %job.alarm_email,
-                log_id = run.id,
+                log_id = run.id.0,
                 status = %run.status,
                 attempt = run.attempt,
                 executor = %run.executor_address,

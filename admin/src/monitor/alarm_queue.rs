@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::alarm::{Alarm, AlarmedRun};
 use crate::context::AdminContext;
-use crate::model::{AlarmStatus, Job, RunLog, job_time_zone};
+use crate::model::{AlarmStatus, Job, LogId, RunLog, job_time_zone};
 
 /// Alarms waiting for delivery, at most; one more is dropped (counted and logged).
 pub const QUEUE_CAPACITY: usize = 1000;
@@ -106,8 +106,8 @@ impl AlarmQueue {
         crate::metrics::alarms_dropped(reason.label()).inc();
         crate::metrics::alarms("failed").inc();
         tracing::warn!(
-            log_id = run.id,
-            job_id = run.job_id,
+            log_id = run.id.0,
+            job_id = run.job_id.0,
             reason = reason.label(),
             "alarm dropped, not sent: {}",
             reason.delivery()
@@ -173,7 +173,7 @@ async fn deliver(ctx: &AdminContext, alarm: &dyn Alarm, job: Job, run: RunLog, d
         }
         Err(error) => {
             crate::metrics::alarms("failed").inc();
-            tracing::warn!(log_id = alarmed.run.id, job_id = alarmed.job.id, %error,
+            tracing::warn!(log_id = alarmed.run.id.0, job_id = alarmed.job.id.0, %error,
                 "sending alarm failed");
             (AlarmStatus::Failed, error)
         }
@@ -200,7 +200,7 @@ async fn alarmed_run(ctx: &AdminContext, job: Job, run: RunLog) -> AlarmedRun {
 
 /// Writes the outcome, retrying a failed write a few times: the alarm itself went out (or
 /// not) already, only its record is at stake.
-async fn record(ctx: &AdminContext, log_id: i64, status: AlarmStatus, delivery: &str) {
+async fn record(ctx: &AdminContext, log_id: LogId, status: AlarmStatus, delivery: &str) {
     for attempt in 1..=3 {
         match ctx
             .store
@@ -209,7 +209,7 @@ async fn record(ctx: &AdminContext, log_id: i64, status: AlarmStatus, delivery: 
         {
             Ok(_) => return,
             Err(error) => {
-                tracing::warn!(log_id, attempt, %error, "recording an alarm's delivery failed");
+                tracing::warn!(log_id = log_id.0, attempt, %error, "recording an alarm's delivery failed");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -229,13 +229,14 @@ fn bounded(delivery: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{GroupId, JobId};
     use crate::model::{RunStatus, TriggerType};
 
     fn run(id: i64) -> RunLog {
         RunLog {
-            id,
-            job_id: 7,
-            group_id: 1,
+            id: LogId(id),
+            job_id: JobId(7),
+            group_id: GroupId(1),
             fire_key: None,
             status: RunStatus::Failed,
             trigger_type: TriggerType::Manual,

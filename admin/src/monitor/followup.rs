@@ -26,7 +26,6 @@ use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
 use crate::health::Loop;
-use crate::model::ids::typed_ids;
 use crate::model::{AlarmStatus, Job, JobId, LogId, NewRun, RunLog};
 use crate::store::{FollowupWrite, StoreError};
 use crate::trigger::Fires;
@@ -69,7 +68,7 @@ struct Followup {
     /// Due runs whose claim failed: it may have gone through all the same (the answer was
     /// lost), leaving them RUNNING and unsent, where `due_delayed_runs` no longer finds them.
     /// The next round puts those back to PENDING first.
-    uncertain_claims: std::sync::Mutex<Vec<i64>>,
+    uncertain_claims: std::sync::Mutex<Vec<LogId>>,
     /// When the earliest-finished run this round handled had finished (`i64::MAX`: none), for
     /// the lag metric.
     oldest_handled_ms: std::sync::atomic::AtomicI64,
@@ -125,30 +124,21 @@ impl Followup {
             self.oldest_handled_ms
                 .fetch_min(oldest, std::sync::atomic::Ordering::Relaxed);
         }
-        let mut job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
-        job_ids.sort_unstable();
-        job_ids.dedup();
-        let jobs: HashMap<i64, Job> = self
-            .ctx
-            .store
-            .get_jobs(&job_ids)
-            .await?
-            .into_iter()
-            .map(|job| (job.id, job))
-            .collect();
+        let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
+        let jobs: HashMap<JobId, Arc<Job>> = self.ctx.store.get_jobs(&job_ids).await?;
         // Most runs (a success without children) need nothing but their claim closed: one
         // statement for all of them instead of a transaction each.
         let mut nothing_to_do = Vec::new();
         for run in &runs {
-            let job = jobs.get(&run.job_id);
+            let job = jobs.get(&run.job_id).map(Arc::as_ref);
             let decision = policy::decide(run, job, self.ctx.clock.now_ms(), &self.ctx.node);
             if decision == Decision::nothing() {
-                nothing_to_do.push(LogId(run.id));
+                nothing_to_do.push(run.id);
                 continue;
             }
             // A failed write leaves the claim in place; the next round adopts and redoes it.
             // Its log lines carry the run's trace id.
-            let span = crate::telemetry::run_span(run.id, run.job_id, &run.trace_id);
+            let span = crate::telemetry::run_span(run.id.0, run.job_id.0, &run.trace_id);
             self.follow_up(run, job, decision).instrument(span).await?;
         }
         if nothing_to_do.is_empty() {
@@ -200,8 +190,8 @@ impl Followup {
         if written.fenced_off {
             // Adopted by another admin while this one stalled; its follow-up stands.
             tracing::warn!(
-                log_id = run.id,
-                job_id = run.job_id,
+                log_id = run.id.0,
+                job_id = run.job_id.0,
                 "follow-up claim lost to another admin (this one stalled past its lease?); \
                  nothing written"
             );
@@ -212,19 +202,19 @@ impl Followup {
         }
         if let (Some(retry_id), Some(retry)) = (written.retry_id, &write.retry) {
             crate::metrics::retries().inc();
-            tracing::info!(log_id = run.id, job_id = run.job_id, status = %run.status,
-                retry_log_id = retry_id, attempt = retry.attempt,
+            tracing::info!(log_id = run.id.0, job_id = run.job_id.0, status = %run.status,
+                retry_log_id = retry_id.0, attempt = retry.attempt,
                 delay_ms = retry.dispatch_at_ms - now, "failed run will be retried");
         }
         if !written.child_ids.is_empty() {
-            tracing::info!(log_id = run.id, job_id = run.job_id, child_log_ids = ?written.child_ids,
+            tracing::info!(log_id = run.id.0, job_id = run.job_id.0, child_log_ids = ?written.child_ids,
                 "child jobs started");
         }
         if written.released
             && let Some(release) = &write.fix_delay_release
         {
             tracing::debug!(
-                job_id = run.job_id,
+                job_id = run.job_id.0,
                 next_fire_ms = release.next_fire_ms,
                 "fix delay job scheduled after its run finished"
             );
@@ -257,14 +247,14 @@ impl Followup {
             Children::WhenAllShardsSucceeded(ids) => (ids, true),
         };
         let children = self.ctx.store.get_jobs(child_ids).await?;
-        for missing in child_ids
-            .iter()
-            .filter(|id| !children.iter().any(|child| child.id == id.0))
-        {
+        for missing in child_ids.iter().filter(|id| !children.contains_key(id)) {
             tracing::warn!(child_job_id = %missing, "child job not found; not started");
         }
+        // Each child once, by id (the map has no order of its own).
+        let mut children: Vec<&Arc<Job>> = children.values().collect();
+        children.sort_by_key(|child| child.id);
         let runs = children
-            .iter()
+            .into_iter()
             .map(|child| NewRun {
                 // The child's trace links to its parent run's.
                 trace_id: parent.trace_id.clone(),
@@ -286,8 +276,7 @@ impl Followup {
         if due.is_empty() {
             return Ok(());
         }
-        let ids = due.iter().copied().map(LogId).collect();
-        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(ids)).await {
+        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(due.clone())).await {
             // The rows come back in the next round (put back to PENDING first if need be).
             tracing::warn!(%error, "dispatching due retries and child runs failed");
             self.uncertain().extend(due);
@@ -303,18 +292,14 @@ impl Followup {
             return Ok(());
         }
         let node = &self.ctx.node;
-        let released = self
-            .ctx
-            .store
-            .unclaim_unsent_runs(&typed_ids::<LogId>(&ids), node)
-            .await;
+        let released = self.ctx.store.unclaim_unsent_runs(&ids, node).await;
         if released.is_err() {
             self.uncertain().extend(ids);
         }
         released.map(|_| ())
     }
 
-    fn uncertain(&self) -> std::sync::MutexGuard<'_, Vec<i64>> {
+    fn uncertain(&self) -> std::sync::MutexGuard<'_, Vec<LogId>> {
         // A Vec of ids stays consistent whatever panicked while it was locked.
         self.uncertain_claims
             .lock()

@@ -119,7 +119,7 @@ pub fn decide(run: &RunLog, job: Option<&Job>, now_ms: i64, node: &NodeIdentity)
 /// so its shards wait for each other; a manual broadcast (no scheduled time) has no such
 /// identity, so its shard 0 alone starts the children, once, without waiting for the others.
 fn children_of(run: &RunLog, job: &Job) -> Children {
-    let children: Vec<JobId> = job.child_job_ids.iter().copied().map(JobId).collect();
+    let children: Vec<JobId> = job.child_job_ids.clone();
     if children.is_empty() {
         Children::None
     } else if run.shard_total <= 1 {
@@ -172,7 +172,7 @@ fn fix_delay_release(run: &RunLog, job: &Job, finished_ms: i64) -> Option<FixDel
             awaiting_ms: AWAITING_COMPLETION_MS,
         }),
         Ok(None) | Err(_) => {
-            tracing::warn!(job_id = job.id, schedule = %job.schedule_conf,
+            tracing::warn!(job_id = job.id.0, schedule = %job.schedule_conf,
                 "fix delay job has no valid delay; it stays waiting");
             None
         }
@@ -183,6 +183,7 @@ fn fix_delay_release(run: &RunLog, job: &Job, finished_ms: i64) -> Option<FixDel
 mod tests {
     use super::*;
     use crate::model::{BlockStrategy, GlueType, JobStatus, MisfireStrategy, RouteStrategy};
+    use crate::model::{GroupId, LogId};
 
     const NOW: i64 = 1_800_000_000_000;
 
@@ -195,8 +196,8 @@ mod tests {
 
     fn job(fail_retry_count: i32) -> Job {
         Job {
-            id: 7,
-            group_id: 2,
+            id: JobId(7),
+            group_id: GroupId(2),
             name: "j".into(),
             author: String::new(),
             alarm_email: String::new(),
@@ -231,9 +232,9 @@ mod tests {
 
     fn run(status: RunStatus, attempt: i32) -> RunLog {
         RunLog {
-            id: 100,
-            job_id: 7,
-            group_id: 2,
+            id: LogId(100),
+            job_id: JobId(7),
+            group_id: GroupId(2),
             fire_key: Some(format!("7:{}:2:{attempt}", NOW - 60_000)),
             status,
             trigger_type: TriggerType::Cron,
@@ -379,7 +380,7 @@ mod tests {
     #[test]
     fn success_starts_children_once_per_run_or_once_per_broadcast_fire() {
         let mut parent = job(0);
-        parent.child_job_ids = vec![8, 9];
+        parent.child_job_ids = vec![JobId(8), JobId(9)];
         let mut single = run(RunStatus::Success, 0);
         single.shard_index = 0;
         single.shard_total = 1;

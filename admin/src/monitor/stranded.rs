@@ -59,22 +59,22 @@ pub fn fate_of(
 /// skipped by the misfire rules.
 pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
-    let ids: Vec<LogId> = runs.iter().map(|run| LogId(run.id)).collect();
+    let ids: Vec<LogId> = runs.iter().map(|run| run.id).collect();
     let adopted = ctx.store.adopt_stranded(&ids, &ctx.node, now).await?;
     if adopted.is_empty() {
         return Ok(());
     }
     // From here the rows are this live node's: nobody else sends or judges them, so every
     // write below is retried until it lands.
-    let job_ids: Vec<JobId> = adopted.iter().map(|run| JobId(run.job_id)).collect();
+    let job_ids: Vec<JobId> = adopted.iter().map(|run| run.job_id).collect();
     let jobs: HashMap<JobId, Arc<Job>> = retried(ctx, "reading the jobs of stranded runs", || {
-        crate::trigger::load::jobs(&ctx.store, &job_ids)
+        ctx.store.get_jobs(&job_ids)
     })
     .await?;
     let threshold = ctx.config.misfire_threshold.as_millis() as i64;
     let (mut fires, mut late, mut jobless) = (Vec::new(), Vec::new(), Vec::new());
     for run in &adopted {
-        let job = jobs.get(&JobId(run.job_id));
+        let job = jobs.get(&run.job_id);
         match fate_of(run, job.map(|job| job.misfire_strategy), now, threshold) {
             Fate::Send => {
                 if let Some(job) = job {
@@ -96,7 +96,7 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
         (jobless, "the job was deleted before this run was sent"),
     ] {
         if !runs.is_empty() {
-            let ids: Vec<LogId> = runs.iter().map(|run| LogId(run.id)).collect();
+            let ids: Vec<LogId> = runs.iter().map(|run| run.id).collect();
             retried(ctx, "recording skipped stranded runs", || async {
                 ctx.store
                     .skip_adopted_stranded(&ids, &ctx.node, reason, now)
@@ -123,10 +123,11 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
 
 /// Retries a database call with a growing pause until it answers, or until the admin shuts
 /// down (then the last error: the runs stay this node's, and are taken over once it stopped).
-async fn retried<T, F, Fut>(ctx: &AdminContext, what: &str, mut call: F) -> Result<T, Error>
+async fn retried<T, E, F, Fut>(ctx: &AdminContext, what: &str, mut call: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, Error>>,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::fmt::Display + Into<Error>,
 {
     let mut delay = Duration::from_millis(100);
     loop {
@@ -135,7 +136,7 @@ where
             Err(error) => {
                 tracing::warn!(%error, what, "retrying");
                 tokio::select! {
-                    _ = ctx.tasks.stopping().cancelled() => return Err(error),
+                    _ = ctx.tasks.stopping().cancelled() => return Err(error.into()),
                     _ = tokio::time::sleep(delay) => {}
                 }
                 delay = (delay * 2).min(Duration::from_secs(2));
@@ -147,15 +148,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::GroupId;
     use crate::model::{RunStatus, TriggerType};
 
     const NOW: i64 = 1_800_000_000_000;
 
     fn stranded(scheduled_at_ms: i64, trigger_type: TriggerType) -> RunLog {
         RunLog {
-            id: 7,
-            job_id: 1,
-            group_id: 1,
+            id: LogId(7),
+            job_id: JobId(1),
+            group_id: GroupId(1),
             fire_key: None,
             status: RunStatus::Running,
             trigger_type,

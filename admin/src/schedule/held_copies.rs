@@ -21,7 +21,7 @@ use crate::executor::ExecutorClient;
 use crate::health::Health;
 use crate::lifecycle::{Lifecycle, Stage};
 use crate::model::{
-    AddressType, Fire, LogId, MisfireStrategy, NodeIdentity, RunStatus, SharedClock, TriggerType,
+    AddressType, Fire, MisfireStrategy, NodeIdentity, RunStatus, SharedClock, TriggerType,
     UnwrittenFire, system_clock,
 };
 use crate::registry::Registry;
@@ -56,7 +56,7 @@ async fn a_fire_handed_back_while_its_claim_retries_is_sent_once() {
             .await
             .unwrap_or_else(|_| panic!("{backend}: the fire was never sent once healed"))
             .expect("the trigger holds the sender");
-        assert_eq!(first.record.log_id, fire.log_id.0, "{backend}");
+        assert_eq!(first.record.log_id, fire.log_id, "{backend}");
         // A second copy retries at most 2 s apart (`retry_unclaimed`); 6 s covers its next
         // rounds with room for a loaded machine.
         let second = tokio::time::timeout(Duration::from_secs(6), outcomes.recv()).await;
@@ -66,11 +66,7 @@ async fn a_fire_handed_back_while_its_claim_retries_is_sent_once() {
                 fire.log_id.0, first.record, again.record
             );
         }
-        let row = store
-            .get_log(fire.log_id.0)
-            .await
-            .expect("get")
-            .expect("row");
+        let row = store.get_log(fire.log_id).await.expect("get").expect("row");
         assert_eq!(
             row.status,
             RunStatus::Running,
@@ -148,7 +144,7 @@ async fn written_fire(store: &Store, node: &NodeIdentity) -> Fire {
         .insert_runs(&[unwritten.row(node, RunStatus::Pending, "")])
         .await
         .expect("insert");
-    unwritten.written(LogId(ids[0]))
+    unwritten.written(ids[0])
 }
 
 /// Waits until a claim failed (the first copy is in its retry loop).

@@ -389,29 +389,21 @@ fn skipped_after_failed_claim(fire: &Fire, now_ms: i64, threshold_ms: i64) -> bo
 async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     let now = scheduler.clock.now_ms();
     let threshold = scheduler.config.misfire_threshold.as_millis() as i64;
-    let mut job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
-    job_ids.sort_unstable();
-    job_ids.dedup();
-    let jobs: HashMap<JobId, Arc<Job>> = scheduler
-        .store
-        .get_jobs(&job_ids)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|job| (JobId(job.id), Arc::new(job)))
-        .collect();
+    let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
+    let jobs: HashMap<JobId, Arc<Job>> =
+        scheduler.store.get_jobs(&job_ids).await.unwrap_or_default();
     let mut fires = Vec::new();
     let mut jobless = Vec::new();
     let mut skipped = Vec::new();
     for run in &runs {
-        let job = jobs.get(&JobId(run.job_id));
+        let job = jobs.get(&run.job_id);
         let strategy = job.map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
         match (recovery_of(run, strategy, now, threshold), job) {
             (Recovery::Skip, _) => skipped.push(run),
             (Recovery::LeaveToFollowup, _) => {}
             (Recovery::Dispatch, Some(job)) => fires.push(Fire::from_run(run, Arc::clone(job))),
             // The trigger records why it cannot run.
-            (Recovery::Dispatch, None) => jobless.push(LogId(run.id)),
+            (Recovery::Dispatch, None) => jobless.push(run.id),
         }
     }
     tracing::info!(
@@ -422,7 +414,7 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     );
     if !skipped.is_empty() {
         let reason = "misfire: adopted from a stopped admin too late; DO_NOTHING skips it";
-        let ids: Vec<LogId> = skipped.iter().map(|run| LogId(run.id)).collect();
+        let ids: Vec<LogId> = skipped.iter().map(|run| run.id).collect();
         match scheduler.store.skip_runs(&ids, reason, now).await {
             Ok(()) => {
                 crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, skipped.len() as u64);
@@ -444,15 +436,16 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::GroupId;
     use crate::model::{RunStatus, TriggerType};
 
     const NOW: i64 = 1_800_000_000_000;
 
     fn pending(scheduled_at_ms: i64, attempt: i32, dispatch_at_ms: i64) -> RunLog {
         RunLog {
-            id: 1,
-            job_id: 1,
-            group_id: 1,
+            id: LogId(1),
+            job_id: JobId(1),
+            group_id: GroupId(1),
             fire_key: Some(format!("1:{scheduled_at_ms}:0:{attempt}")),
             status: RunStatus::Pending,
             trigger_type: TriggerType::Cron,

@@ -166,7 +166,7 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         },
         Ok(None) | Err(_) => {
             // No future fire (or a schedule that no longer parses): stop the job, as XXL-JOB does.
-            tracing::warn!(job_id = job.id, schedule = %job.schedule_conf, error = ?next.err(),
+            tracing::warn!(job_id = job.id.0, schedule = %job.schedule_conf, error = ?next.err(),
                 "job has no next fire time; stopping it");
             JobScheduleUpdate {
                 job_id: job.id,
@@ -275,13 +275,14 @@ fn new_run(
 mod tests {
     use super::*;
     use crate::model::{BlockStrategy, GlueType, RetryBackoff, RouteStrategy};
+    use crate::model::{GroupId, JobId};
 
     const T0: i64 = 1_800_000_000_000; // a whole second
 
     fn job(schedule_type: ScheduleType, conf: &str, next: i64) -> Job {
         Job {
-            id: 7,
-            group_id: 1,
+            id: JobId(7),
+            group_id: GroupId(1),
             name: "j".into(),
             author: String::new(),
             alarm_email: String::new(),

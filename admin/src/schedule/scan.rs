@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::Scheduler;
 use super::plan::{ScanParams, plan_job};
 use crate::health::Loop;
-use crate::model::{Fire, Job, NewRun, UnwrittenFire};
+use crate::model::{Fire, Job, LogId, NewRun, UnwrittenFire};
 use crate::store::RoundPlan;
 
 /// The pause after a failed round. The fires stay in the job rows meanwhile, and the next
@@ -143,7 +143,7 @@ async fn scan_chunk(
         let Some(id) = id else { continue };
         match role {
             RowRole::Fire(fire) => fires.push(fire.written(id)),
-            RowRole::Skipped(Some(row)) => record_skipped(&row, id.0),
+            RowRole::Skipped(Some(row)) => record_skipped(&row, id),
             RowRole::Skipped(None) => {}
         }
     }
@@ -157,7 +157,7 @@ async fn scan_chunk(
 }
 
 /// The span of an occurrence the plan skipped (a misfire), now that its row has an id.
-fn record_skipped(row: &NewRun, log_id: i64) {
+fn record_skipped(row: &NewRun, log_id: LogId) {
     let run = crate::telemetry::UnsentRun {
         job_id: row.job_id,
         log_id,

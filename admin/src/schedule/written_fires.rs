@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::plan::{ScanParams, plan_job};
-use crate::model::ids::typed_ids;
 use crate::model::{Job, LogId, NodeIdentity, UnwrittenFire};
 use crate::store::RoundPlan;
 use crate::store::conformance::{fresh_stores, group, job};
@@ -63,33 +62,21 @@ async fn an_id_only_claim_is_fenced_and_the_planned_run_matches_its_row() {
             .into_iter()
             .map(|id| id.expect("a fresh database has none of the fires"))
             .collect();
-        let ids: Vec<i64> = inserted.iter().map(|id| id.0).collect();
+        let ids = inserted.clone();
 
         let wrong_epoch = store
-            .claim_run_ids(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", epoch + 1),
-                10_000,
-            )
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch + 1), 10_000)
             .await
             .expect("claim");
         assert!(wrong_epoch.is_empty(), "{backend}: fenced by epoch");
         let mut claimed = store
-            .claim_run_ids(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", epoch),
-                10_000,
-            )
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 10_000)
             .await
             .expect("claim");
         claimed.sort_unstable();
         assert_eq!(claimed, ids, "{backend}");
         let again = store
-            .claim_run_ids(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", epoch),
-                10_001,
-            )
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 10_001)
             .await
             .expect("claim");
         assert!(again.is_empty(), "{backend}: claimed once");
@@ -100,7 +87,7 @@ async fn an_id_only_claim_is_fenced_and_the_planned_run_matches_its_row() {
         };
         for (id, (scheduled_at_ms, trigger_type, job)) in inserted.into_iter().zip(planned) {
             let fire = UnwrittenFire::scheduled(job, scheduled_at_ms, trigger_type).written(id);
-            let row = store.get_log(id.0).await.expect("get").expect("row");
+            let row = store.get_log(LogId(id.0)).await.expect("get").expect("row");
             assert_eq!(fire.claimed_run(&node, 10_000), row, "{backend}");
         }
         store.close().await;

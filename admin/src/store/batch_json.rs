@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::json;
 
 use super::{DispatchRecord, JobScheduleUpdate, RunCompletion};
-use crate::model::{JobStatus, RunStatus};
+use crate::model::{JobStatus, LogId, RunStatus};
 
 /// Most rows one batched statement carries.
 pub const ROWS_PER_STATEMENT: usize = 1000;
@@ -15,7 +15,7 @@ pub const ROWS_PER_STATEMENT: usize = 1000;
 /// Accepted dispatch outcomes folded into the result write, by log id (see
 /// `trigger::recorder`: a run whose result arrives while its outcome is held gets both in one
 /// row update).
-pub type Folded<'a> = HashMap<i64, &'a DispatchRecord>;
+pub type Folded<'a> = HashMap<LogId, &'a DispatchRecord>;
 
 /// The accepted outcomes of `records` by log id (the last one of a run wins).
 pub fn folded(records: &[DispatchRecord]) -> Folded<'_> {
@@ -55,7 +55,7 @@ pub fn completions_with_quiet(chunk: &[&(&RunCompletion, bool)], folded: &Folded
 
 fn completion_row(completion: &RunCompletion, folded: &Folded<'_>) -> serde_json::Value {
     let mut row = json!({
-        "id": completion.log_id,
+        "id": completion.log_id.0,
         "status": completion.status.as_str(),
         "code": completion.handle_code,
         "msg": completion.handle_msg,
@@ -76,7 +76,7 @@ pub fn dispatches(chunk: &[&DispatchRecord]) -> String {
         .iter()
         .map(|record| {
             json!({
-                "id": record.log_id,
+                "id": record.log_id.0,
                 "code": record.trigger_code,
                 "msg": record.trigger_msg,
                 "address": record.executor_address,
@@ -109,7 +109,7 @@ pub fn schedule_updates(chunk: &[JobScheduleUpdate]) -> String {
         .iter()
         .map(|update| {
             json!({
-                "id": update.job_id,
+                "id": update.job_id.0,
                 "last": update.trigger_last_ms,
                 "next": update.trigger_next_ms,
                 "status": i64::from(update.status == JobStatus::Running),
@@ -135,7 +135,7 @@ mod tests {
 
     fn completion(log_id: i64, handle_msg: &str) -> RunCompletion {
         RunCompletion {
-            log_id,
+            log_id: LogId(log_id),
             status: RunStatus::Success,
             handle_code: 200,
             handle_msg: handle_msg.to_string(),

@@ -18,8 +18,9 @@ mod operations;
 mod recovery;
 mod schedule;
 
+use std::sync::Arc;
+
 use super::{JobFilter, JobScheduleUpdate, Store};
-use crate::model::ids::typed_ids;
 use crate::model::{
     AddressType, AlarmStatus, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group,
     GroupId, Job, JobId, JobStatus, LogFilter, LogId, MisfireStrategy, NewRun, NodeIdentity,
@@ -63,7 +64,7 @@ async fn fresh_databases() -> Vec<(&'static str, String, Option<tempfile::TempDi
 
 pub(crate) fn group(app_name: &str) -> Group {
     Group {
-        id: 0,
+        id: GroupId(0),
         app_name: app_name.to_string(),
         title: "title".to_string(),
         address_type: AddressType::Manual,
@@ -73,9 +74,9 @@ pub(crate) fn group(app_name: &str) -> Group {
     }
 }
 
-pub(crate) fn job(group_id: i64, next_ms: i64) -> Job {
+pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
     Job {
-        id: 0,
+        id: JobId(0),
         group_id,
         name: "job".to_string(),
         author: "me".to_string(),
@@ -140,7 +141,7 @@ async fn new_group(store: &Store) -> Group {
 }
 
 /// A stopped job of `schedule_type` in `group_id`.
-async fn new_job(store: &Store, group_id: i64, schedule_type: ScheduleType) -> Job {
+async fn new_job(store: &Store, group_id: GroupId, schedule_type: ScheduleType) -> Job {
     let template = job(group_id, 0);
     store
         .insert_job(&Job {
@@ -190,14 +191,14 @@ fn manual_run(job: &Job, status: RunStatus) -> NewRun {
     }
 }
 
-async fn insert(store: &Store, run: NewRun) -> i64 {
+async fn insert(store: &Store, run: NewRun) -> LogId {
     let ids = store.insert_runs(&[run]).await.expect("run inserted");
     ids[0]
 }
 
 /// Inserts `run` PENDING and claims it for its owner at `trigger_ms`: it is then RUNNING with
 /// that trigger time, as after a dispatch.
-async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
+async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> LogId {
     let (owner, epoch) = (run.owner_node.clone(), run.epoch);
     let id = insert(
         store,
@@ -208,7 +209,7 @@ async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
     )
     .await;
     let claimed = store
-        .claim_runs(&[LogId(id)], &NodeIdentity::new(&owner, epoch), trigger_ms)
+        .claim_runs(&[id], &NodeIdentity::new(&owner, epoch), trigger_ms)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1, "the run is claimed");
@@ -216,7 +217,7 @@ async fn insert_running(store: &Store, run: NewRun, trigger_ms: i64) -> i64 {
 }
 
 /// The executor's result for a RUNNING run.
-async fn finish(store: &Store, log_id: i64, status: RunStatus, finished_ms: i64) {
+async fn finish(store: &Store, log_id: LogId, status: RunStatus, finished_ms: i64) {
     let changed = store
         .complete_runs(&[RunCompletion {
             log_id,
@@ -235,7 +236,7 @@ async fn finish(store: &Store, log_id: i64, status: RunStatus, finished_ms: i64)
 }
 
 /// Every run of `job_id`, oldest first.
-async fn runs_of(store: &Store, job_id: i64) -> Vec<crate::model::RunLog> {
+async fn runs_of(store: &Store, job_id: JobId) -> Vec<crate::model::RunLog> {
     let mut runs = store
         .list_logs(&LogFilter {
             job_id: Some(job_id),
@@ -248,7 +249,7 @@ async fn runs_of(store: &Store, job_id: i64) -> Vec<crate::model::RunLog> {
     runs
 }
 
-fn ids_of(runs: &[crate::model::RunLog]) -> Vec<i64> {
+fn ids_of(runs: &[crate::model::RunLog]) -> Vec<LogId> {
     runs.iter().map(|run| run.id).collect()
 }
 
@@ -256,7 +257,7 @@ fn ids_of(runs: &[crate::model::RunLog]) -> Vec<i64> {
 async fn groups_round_trip_and_app_names_are_unique() {
     for (backend, store, _dir) in fresh_stores().await {
         let created = store.insert_group(&group("orders")).await.expect("insert");
-        assert!(created.id > 0, "{backend}");
+        assert!(created.id > GroupId(0), "{backend}");
         let loaded = store
             .get_group(created.id)
             .await
@@ -308,9 +309,11 @@ async fn groups_are_read_by_id_list_skipping_missing_ids() {
             .await
             .expect("billing");
         let loaded = store
-            .get_groups(&[GroupId(billing.id), GroupId(orders.id), GroupId(9999)])
+            .get_groups(&[billing.id, orders.id, GroupId(9999)])
             .await
             .expect("get groups");
+        let mut loaded: Vec<Group> = loaded.into_values().map(Arc::unwrap_or_clone).collect();
+        loaded.sort_by_key(|group| group.id);
         assert_eq!(loaded, vec![orders, billing], "{backend}");
         assert!(store.get_groups(&[]).await.expect("empty").is_empty());
         store.close().await;
@@ -336,7 +339,7 @@ async fn jobs_and_runs_are_listed_for_a_set_of_groups() {
                 }
             }
         }
-        let groups: Vec<i64> = store
+        let groups: Vec<GroupId> = store
             .list_groups("", 0, 10)
             .await
             .expect("groups")
@@ -352,7 +355,7 @@ async fn jobs_and_runs_are_listed_for_a_set_of_groups() {
             })
             .await
             .expect("jobs");
-        let job_ids: Vec<i64> = jobs.iter().map(|job| job.id).collect();
+        let job_ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
         assert_eq!(job_ids, granted[..3].to_vec(), "{backend}: a full page");
         let runs = store
             .list_logs(&LogFilter {
@@ -417,10 +420,10 @@ async fn jobs_round_trip_filter_and_delete_with_their_logs() {
         );
         assert_eq!(
             store
-                .missing_job_ids(&[JobId(first.id), JobId(9999)])
+                .missing_job_ids(&[first.id, JobId(9999)])
                 .await
                 .expect("missing"),
-            vec![9999]
+            vec![JobId(9999)]
         );
         assert_eq!(
             store.count_jobs_in_group(group.id).await.expect("count"),
@@ -570,7 +573,10 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
         );
         assert!(
             !store
-                .update_job(&Job { id: 9999, ..edited })
+                .update_job(&Job {
+                    id: JobId(9999),
+                    ..edited
+                })
                 .await
                 .expect("update"),
             "{backend}: no such job"
@@ -587,7 +593,7 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
             "{backend}"
         );
         let missing = JobScheduleUpdate {
-            job_id: 9999,
+            job_id: JobId(9999),
             ..stop
         };
         assert!(
@@ -607,10 +613,10 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
 
         assert_eq!(store.count_jobs().await.expect("count"), 2, "{backend}");
         let both = store
-            .get_jobs(&[JobId(stopped.id), JobId(running.id), JobId(9999)])
+            .get_jobs(&[stopped.id, running.id, JobId(9999)])
             .await
             .expect("get jobs");
-        let mut both_ids: Vec<i64> = both.iter().map(|job| job.id).collect();
+        let mut both_ids: Vec<JobId> = both.keys().copied().collect();
         both_ids.sort_unstable();
         assert_eq!(both_ids, vec![running.id, stopped.id], "{backend}");
 
@@ -624,7 +630,7 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
                     })
                     .await
                     .expect("list");
-                jobs.iter().map(|job| job.id).collect::<Vec<i64>>()
+                jobs.iter().map(|job| job.id).collect::<Vec<JobId>>()
             }
         };
         assert_eq!(
@@ -657,9 +663,12 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
             vec![stopped.id],
             "{backend}: paged by id"
         );
-        assert!(!store.delete_job(9999).await.expect("delete"), "{backend}");
         assert!(
-            !store.delete_group(9999).await.expect("delete"),
+            !store.delete_job(JobId(9999)).await.expect("delete"),
+            "{backend}"
+        );
+        assert!(
+            !store.delete_group(GroupId(9999)).await.expect("delete"),
             "{backend}"
         );
         store.close().await;

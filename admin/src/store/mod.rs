@@ -24,6 +24,9 @@ mod sqlite;
 pub mod writer_gate;
 pub mod xxl_source;
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use thiserror::Error;
 
 use crate::model::{
@@ -97,9 +100,9 @@ fn reusable<C: sqlx::Connection>(conn: &C) -> bool {
 /// Filters of `ListJobs`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobFilter {
-    pub group_id: Option<i64>,
+    pub group_id: Option<GroupId>,
     /// Only jobs of these groups (a caller's grants); `None` = every group.
-    pub group_ids: Option<Vec<i64>>,
+    pub group_ids: Option<Vec<GroupId>>,
     pub status: Option<JobStatus>,
     pub name: Option<String>,
     pub handler: Option<String>,
@@ -113,7 +116,7 @@ pub struct JobFilter {
 /// A run a callback reports on, with what the callback is checked against.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallbackTarget {
-    pub log_id: i64,
+    pub log_id: LogId,
     pub status: RunStatus,
     /// Where the run was dispatched; empty until its dispatch is recorded.
     pub executor_address: String,
@@ -124,7 +127,7 @@ pub struct CallbackTarget {
 /// New scheduling state of one job, written by the schedule round.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JobScheduleUpdate {
-    pub job_id: i64,
+    pub job_id: JobId,
     pub trigger_last_ms: i64,
     pub trigger_next_ms: i64,
     pub status: JobStatus,
@@ -151,7 +154,7 @@ pub enum DispatchOutcome {
 /// Outcome of dispatching one run, recorded on its log row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DispatchRecord {
-    pub log_id: i64,
+    pub log_id: LogId,
     pub outcome: DispatchOutcome,
     pub trigger_code: i32,
     pub trigger_msg: String,
@@ -164,7 +167,7 @@ pub struct DispatchRecord {
 /// A result reported by an executor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunCompletion {
-    pub log_id: i64,
+    pub log_id: LogId,
     pub status: RunStatus,
     pub handle_code: i32,
     pub handle_msg: String,
@@ -242,7 +245,7 @@ fn count_error(result: &impl Outcome) {
 
 impl Store {
     /// `complete_runs_folding` with no dispatch outcome to fold in.
-    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<i64>> {
+    pub async fn complete_runs(&self, completions: &[RunCompletion]) -> StoreResult<Vec<LogId>> {
         self.complete_runs_folding(completions, &[]).await
     }
 }
@@ -311,9 +314,9 @@ shared! {
     fn delete_console_session(&self, token_hash: &str) -> StoreResult<()> => console;
     /// Deletes expired sessions; returns how many.
     fn prune_console_sessions(&self, now_ms: i64) -> StoreResult<u64> => console;
-    fn grant_group(&self, user_id: i64, group_id: i64) -> StoreResult<()> => auth;
+    fn grant_group(&self, user_id: i64, group_id: GroupId) -> StoreResult<()> => auth;
     /// False when there was no such grant.
-    fn revoke_group(&self, user_id: i64, group_id: i64) -> StoreResult<bool> => auth;
+    fn revoke_group(&self, user_id: i64, group_id: GroupId) -> StoreResult<bool> => auth;
     /// Stores a token by hash and returns it with its id.
     fn insert_token(&self, token: &ApiToken) -> StoreResult<ApiToken> => auth;
     fn token_by_hash(&self, token_hash: &str) -> StoreResult<Option<ApiToken>> => auth;
@@ -332,10 +335,10 @@ shared! {
     /// Replaces a group's editable fields; false when it does not exist.
     fn update_group(&self, group: &Group) -> StoreResult<bool> => groups;
     /// Deletes a group; false when it did not exist.
-    fn delete_group(&self, id: i64) -> StoreResult<bool> => groups;
-    fn get_group(&self, id: i64) -> StoreResult<Option<Group>> => groups;
+    fn delete_group(&self, id: GroupId) -> StoreResult<bool> => groups;
+    fn get_group(&self, id: GroupId) -> StoreResult<Option<Group>> => groups;
     /// The groups of `ids` that exist, by id.
-    fn get_groups(&self, ids: &[GroupId]) -> StoreResult<Vec<Group>> => groups;
+    fn get_groups(&self, ids: &[GroupId]) -> StoreResult<HashMap<GroupId, Arc<Group>>> => groups;
     fn get_group_by_app(&self, app_name: &str) -> StoreResult<Option<Group>> => groups;
     /// Groups whose app name contains `app_name_filter`, by id.
     fn list_groups(&self, app_name_filter: &str, offset: i64, limit: i64) -> StoreResult<Vec<Group>> => groups;
@@ -344,7 +347,7 @@ shared! {
     /// Every distinct group access token that is set.
     fn group_access_tokens(&self) -> StoreResult<Vec<String>> => groups;
     /// Number of jobs in a group.
-    fn count_jobs_in_group(&self, group_id: i64) -> StoreResult<i64> => groups;
+    fn count_jobs_in_group(&self, group_id: GroupId) -> StoreResult<i64> => groups;
     // ---- jobs
     /// Inserts a job and returns it with its id.
     fn insert_job(&self, job: &Job) -> StoreResult<Job> => jobs;
@@ -352,14 +355,14 @@ shared! {
     /// and the schedule round write); false when it does not exist.
     fn update_job(&self, job: &Job) -> StoreResult<bool> => jobs;
     /// Deletes a job and its log rows; false when it did not exist.
-    fn delete_job(&self, id: i64) -> StoreResult<bool> => jobs;
-    fn get_job(&self, id: i64) -> StoreResult<Option<Job>> => jobs;
-    fn get_jobs(&self, ids: &[JobId]) -> StoreResult<Vec<Job>> => jobs;
+    fn delete_job(&self, id: JobId) -> StoreResult<bool> => jobs;
+    fn get_job(&self, id: JobId) -> StoreResult<Option<Job>> => jobs;
+    fn get_jobs(&self, ids: &[JobId]) -> StoreResult<HashMap<JobId, Arc<Job>>> => jobs;
     fn list_jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> => jobs;
     /// How many jobs match `filter` (its page ignored).
     fn count_matching_jobs(&self, filter: &JobFilter) -> StoreResult<i64> => jobs;
     /// Ids among `ids` with no job.
-    fn missing_job_ids(&self, ids: &[JobId]) -> StoreResult<Vec<i64>> => jobs;
+    fn missing_job_ids(&self, ids: &[JobId]) -> StoreResult<Vec<JobId>> => jobs;
     /// Sets status and fire times (StartJob/StopJob); false when the job does not exist.
     fn set_job_schedule(&self, update: JobScheduleUpdate) -> StoreResult<bool> => jobs;
     /// Number of jobs.
@@ -369,18 +372,18 @@ shared! {
     /// replaced source too) and keeps the latest 30; false when the job does not exist.
     fn save_glue(&self, edit: &GlueEdit) -> StoreResult<bool> => glue;
     /// A job's saved glue versions, newest first.
-    fn list_glue_versions(&self, job_id: i64) -> StoreResult<Vec<GlueVersion>> => glue;
+    fn list_glue_versions(&self, job_id: JobId) -> StoreResult<Vec<GlueVersion>> => glue;
     fn get_glue_version(&self, id: i64) -> StoreResult<Option<GlueVersion>> => glue;
     // ---- XXL-JOB import (`xjob import-xxl-job`)
     /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
-    fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, i64)>> => xxl_import;
+    fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, JobId)>> => xxl_import;
     /// Inserts an imported job with its glue versions and its import record, in one transaction.
     fn import_xxl_job(&self, import: &XxlJobImport) -> StoreResult<Job> => xxl_import;
     // ---- broadcast (SHARDING_BROADCAST shard rows)
     /// Sets `shard_total` on a RUNNING shard-0 run still at 1 and inserts the other shards
     /// already claimed (RUNNING, trigger time `now_ms`; a `fire_key` already present is skipped) => broadcast;
     /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
-    fn expand_broadcast(&self, log_id: i64, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
+    fn expand_broadcast(&self, log_id: LogId, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
     // ---- schedule
     /// Creates or re-registers an admin node; returns its new epoch.
     fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
@@ -400,11 +403,11 @@ shared! {
     ) -> StoreResult<(usize, Vec<Option<LogId>>)> => schedule;
     // ---- monitor (the reads; follow-up claims and writes lock per dialect)
     /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
-    fn due_delayed_runs(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<i64>> => monitor;
+    fn due_delayed_runs(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<LogId>> => monitor;
     /// RUNNING runs that reached an executor (an address is recorded), oldest first.
     fn running_runs(&self, limit: i64) -> StoreResult<Vec<RunLog>> => monitor;
     /// Marks a RUNNING run LOST (handle code 500); false when it finished meanwhile.
-    fn mark_lost(&self, log_id: i64, message: &str, now_ms: i64) -> StoreResult<bool> => monitor;
+    fn mark_lost(&self, log_id: LogId, message: &str, now_ms: i64) -> StoreResult<bool> => monitor;
     /// Addresses of executors whose session another admin holds (heartbeat after the given ms).
     fn live_addresses_of_other_nodes(&self, node_id: &str, heartbeat_after_ms: i64) -> StoreResult<Vec<String>> => monitor;
     // ---- claims, skips, the end of a follow-up claim
@@ -412,17 +415,17 @@ shared! {
     fn claim_runs(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
     /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<i64>> => claims;
+    fn claim_run_ids(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<LogId>> => claims;
     /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
     /// back to PENDING; returns how many. For a claim whose answer was lost (the connection
     /// dropped as it committed): the caller knows it sent none of them.
     fn unclaim_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<u64> => claims;
     /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
-    fn owned_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<Vec<i64>> => claims;
+    fn owned_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<Vec<LogId>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).
     fn skip_runs(&self, ids: &[LogId], reason: &str, now_ms: i64) -> StoreResult<()> => claims;
     /// Marks a job's planned (PENDING, scheduled) fires skipped: the job was stopped or rescheduled.
-    fn skip_planned_fires(&self, job_id: i64, reason: &str, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
+    fn skip_planned_fires(&self, job_id: JobId, reason: &str, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
     /// Ends the follow-up of claimed runs that need nothing written but their `alarm_status`,
     /// only of those still claimed by this node/epoch; returns how many it ended.
     fn finish_followups(&self, node: &NodeIdentity, log_ids: &[LogId], alarm_status: AlarmStatus) -> StoreResult<u64> => claims;
@@ -435,7 +438,7 @@ shared! {
     /// Records the outcome of an alarm the follow-up queued (`alarm_status` 4, see
     /// `monitor::alarm_queue`): 2 sent or 3 failed, with `alarm_delivery`; false when the run no
     /// longer waits for it.
-    fn record_alarm_delivery(&self, log_id: i64, alarm_status: i32, alarm_delivery: &str) -> StoreResult<bool> => followups;
+    fn record_alarm_delivery(&self, log_id: LogId, alarm_status: i32, alarm_delivery: &str) -> StoreResult<bool> => followups;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
@@ -457,10 +460,10 @@ shared! {
     fn skip_adopted_stranded(&self, ids: &[LogId], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
-    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<i64>> => logs;
-    fn get_log(&self, id: i64) -> StoreResult<Option<RunLog>> => logs;
+    fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<LogId>> => logs;
+    fn get_log(&self, id: LogId) -> StoreResult<Option<RunLog>> => logs;
     /// Ids among `ids` that name no run (never written, or deleted since).
-    fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<i64>> => logs;
+    fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<LogId>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
     /// How many runs match `filter` (its page ignored).
     fn count_matching_logs(&self, filter: &LogFilter) -> StoreResult<i64> => logs;
@@ -474,15 +477,15 @@ shared! {
     /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
     /// First attempts of a group's fires scheduled in `[from_ms, to_ms)`, counted by final status
     /// and reason class (`overloaded`, `misfire`, or empty), for the benchmark harness.
-    fn run_outcomes(&self, group_id: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<OutcomeCount>> => report;
+    fn run_outcomes(&self, group_id: GroupId, from_ms: i64, to_ms: i64) -> StoreResult<Vec<OutcomeCount>> => report;
     fn list_log_report(&self, from_day_ms: i64, to_day_ms: i64) -> StoreResult<Vec<DayCounts>> => report;
     /// Id of the `n`-th newest run (by id) of the group/job filter; `None` when there are fewer.
-    fn nth_newest_log_id(&self, group_id: Option<i64>, job_id: Option<i64>, n: i64) -> StoreResult<Option<i64>> => report;
+    fn nth_newest_log_id(&self, group_id: Option<GroupId>, job_id: Option<JobId>, n: i64) -> StoreResult<Option<LogId>> => report;
     /// Deletes at most `limit` finished runs the clean-up selects (never PENDING or RUNNING ones);
     /// returns how many it deleted.
     fn delete_logs_batch(&self, cleanup: &LogCleanup, limit: i64) -> StoreResult<u64> => report;
     /// `(log id, access token)` for each of `log_ids` whose group has a token.
-    fn log_group_tokens(&self, log_ids: &[LogId]) -> StoreResult<Vec<(i64, String)>> => registry;
+    fn log_group_tokens(&self, log_ids: &[LogId]) -> StoreResult<Vec<(LogId, String)>> => registry;
     /// What a callback for each existing run of `log_ids` is checked against.
     fn callback_targets(&self, log_ids: &[LogId]) -> StoreResult<Vec<CallbackTarget>> => registry;
     // ---- cluster (shared registry: every admin routes over the live rows of all admins)
@@ -524,7 +527,7 @@ delegate! {
     /// job has no child jobs and is not FIX_DELAY. The accepted dispatch outcomes in `accepted`
     /// (trigger code, message, address, trace id) are written on the runs this call finishes,
     /// in the same row update; the caller records the others itself (`trigger::recorder`).
-    fn complete_runs_folding(&self, completions: &[RunCompletion], accepted: &[DispatchRecord]) -> StoreResult<Vec<i64>>;
+    fn complete_runs_folding(&self, completions: &[RunCompletion], accepted: &[DispatchRecord]) -> StoreResult<Vec<LogId>>;
 
     // ---- follow-up claim (MySQL reads each final status on its own, see mysql/monitor.rs)
     /// Claims up to `limit` finished runs not followed up yet (`alarm_status` 0 → -1, owner =
@@ -540,7 +543,7 @@ delegate! {
 /// retry, no FIX_DELAY release, and the `alarm_status` stays as the adopter left it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FollowupWrite {
-    pub log_id: i64,
+    pub log_id: LogId,
     /// The node that claimed the run (`claim_followups` / `adopt_stale_followups`).
     pub claim_node: String,
     /// That node's epoch at the claim.
@@ -563,7 +566,7 @@ pub struct FollowupWrite {
 /// A FIX_DELAY job's next fire after the final outcome of its fire at `scheduled_at_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixDelayRelease {
-    pub job_id: i64,
+    pub job_id: JobId,
     pub scheduled_at_ms: i64,
     pub next_fire_ms: i64,
     /// The `trigger_next_ms` a job waiting for its fire's completion holds (compare-and-set).
@@ -573,8 +576,8 @@ pub struct FixDelayRelease {
 /// What a follow-up wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FollowupWritten {
-    pub retry_id: Option<i64>,
-    pub child_ids: Vec<i64>,
+    pub retry_id: Option<LogId>,
+    pub child_ids: Vec<LogId>,
     /// Whether the FIX_DELAY job got its next fire time from this follow-up.
     pub released: bool,
     /// The claim was lost (adopted by another admin or another epoch, or the follow-up was
@@ -604,7 +607,7 @@ pub struct XxlJobImport {
     pub glue_versions: Vec<GlueVersion>,
     /// The xjob job an earlier import created for this XXL-JOB job, deleted since: its record
     /// is replaced.
-    pub replaces: Option<i64>,
+    pub replaces: Option<JobId>,
     pub now_ms: i64,
 }
 
@@ -650,10 +653,10 @@ pub struct LogStorage {
 /// Which finished runs a clean-up deletes; every condition set must hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogCleanup {
-    pub group_id: Option<i64>,
-    pub job_id: Option<i64>,
+    pub group_id: Option<GroupId>,
+    pub job_id: Option<JobId>,
     /// Runs aged (trigger time, else scheduled time) before this instant.
     pub older_than_ms: Option<i64>,
     /// Runs with an id below this one (the oldest of those kept by "keep latest N").
-    pub below_id: Option<i64>,
+    pub below_id: Option<LogId>,
 }

@@ -6,6 +6,8 @@ use sqlx::error::BoxDynError;
 use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Pool, Transaction};
 
+use crate::model::{GroupId, JobId, LogId};
+
 use super::driver::{Binds, Decodes, Driver, Executed};
 use super::{StoreError, StoreResult};
 
@@ -221,6 +223,19 @@ macro_rules! decoded_as_declared {
     )*};
 }
 decoded_as_declared!(i64, i32, f64, bool, Option<i64>);
+
+/// Typed ids decode at the row: a caller of the store never holds a bare `i64` where a
+/// `JobId`, `LogId` or `GroupId` is meant.
+macro_rules! typed_id_column {
+    ($($ty:ty),*) => {$(
+        impl Column for $ty {
+            fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {
+                <DB as Decodes<i64>>::get(row, column).map(<$ty>::from)
+            }
+        }
+    )*};
+}
+typed_id_column!(JobId, LogId, GroupId);
 
 impl Column for String {
     fn read<DB: Driver>(row: &DB::Row, column: &str) -> Result<Self, sqlx::Error> {

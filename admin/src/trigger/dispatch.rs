@@ -84,7 +84,7 @@ impl Trigger {
             .await;
         let record = match answer {
             Ok(response) if response.accepted => DispatchRecord {
-                log_id: fire.log_id.0,
+                log_id: fire.log_id,
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_ACCEPTED,
                 trigger_msg: format!("{route}: accepted by {address}{}", routed.transcript),
@@ -102,7 +102,7 @@ impl Trigger {
                 &address,
             ),
             Err(status) if maybe_delivered(&status) => DispatchRecord {
-                log_id: fire.log_id.0,
+                log_id: fire.log_id,
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_UNKNOWN,
                 trigger_msg: format!(

@@ -9,7 +9,7 @@
 //! scan / ring / recovery ─▶ Fires::Written(fires)   claim ids (owner/epoch fence)
 //! follow-up (retries, child runs due) ─▶ Fires::Stored(ids)   claim rows, read their jobs
 //! TriggerJob ─▶ Fires::Requested(fire)   insert the row, claim it, wait for the outcome
-//!        └─▶ Claimed fires + their groups (load.rs, one query each)
+//!        └─▶ Claimed fires + their groups (`Store::get_groups`, one query each)
 //!              └─▶ at each fire's instant: broadcast? ─▶ shard rows 1..n-1
 //!                    └─▶ per shard: pool slot (fast/slow, bounded wait) ─▶ route ─▶ Run
 //!                          ─▶ DispatchRecord ─▶ recorder (batched) / direct write
@@ -20,7 +20,6 @@
 pub mod admission;
 pub mod claim_pace;
 mod dispatch;
-pub mod load;
 pub mod pool;
 pub mod recorder;
 mod request;
@@ -40,7 +39,6 @@ use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
 use crate::metrics::Dispatch;
-use crate::model::ids::typed_ids;
 use crate::model::{
     Fire, Group, GroupId, Job, JobId, JobStatus, LogId, RouteStrategy, RunStatus, SharedClock,
     UnwrittenFire,
@@ -183,7 +181,7 @@ impl Trigger {
     /// (`recorder`); whatever that write does not finish goes back through `unfolded`.
     pub fn take_held_outcomes(
         &self,
-        log_ids: impl IntoIterator<Item = i64>,
+        log_ids: impl IntoIterator<Item = LogId>,
     ) -> Vec<DispatchRecord> {
         self.held.take(log_ids)
     }
@@ -234,8 +232,9 @@ impl Trigger {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
-        let owned = until_answered(&self.tasks, 1, || async {
-            Ok(self.store.owned_unsent_runs(&[log_id], &self.node).await?)
+        let owned = until_answered(&self.tasks, 1, || {
+            self.store
+                .owned_unsent_runs(std::slice::from_ref(&log_id), &self.node)
         })
         .await
         .unwrap_or_default();
@@ -315,14 +314,14 @@ impl Trigger {
                 self.store
                     .claim_run_ids(&log_ids, &self.node, trigger_time_ms)
             ),
-            load::groups(&self.store, &group_ids)
+            self.store.get_groups(&group_ids)
         );
-        let claimed_ids: std::collections::HashSet<i64> = claimed?.into_iter().collect();
+        let claimed_ids: std::collections::HashSet<LogId> = claimed?.into_iter().collect();
         // A fire the fence left out frees its slot here.
         let claimed: Vec<Claimed> = fires
             .into_iter()
             .zip(slots)
-            .filter(|(fire, _)| claimed_ids.contains(&fire.log_id.0))
+            .filter(|(fire, _)| claimed_ids.contains(&fire.log_id))
             .map(|(fire, slot)| Claimed {
                 fire,
                 trigger_time_ms,
@@ -386,12 +385,12 @@ impl Trigger {
             .store
             .claim_runs(log_ids, &self.node, self.now_ms())
             .await?;
-        let job_ids: Vec<JobId> = runs.iter().map(|run| JobId(run.job_id)).collect();
+        let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         let jobs = self.load_jobs_until_answered(&job_ids).await?;
         let mut claimed = Vec::with_capacity(runs.len());
         let mut ended = Vec::new();
         for run in runs {
-            match jobs.get(&JobId(run.job_id)) {
+            match jobs.get(&run.job_id) {
                 Some(job) => claimed.push(Claimed {
                     fire: Fire::from_run(&run, Arc::clone(job)),
                     trigger_time_ms: run.trigger_time_ms,
@@ -400,7 +399,7 @@ impl Trigger {
                 None => {
                     let reason = format!("job {} no longer exists", run.job_id);
                     crate::telemetry::record_unsent((&run).into(), "failed", &reason);
-                    ended.push(self.failed_record(LogId(run.id), reason, ""));
+                    ended.push(self.failed_record(run.id, reason, ""));
                 }
             }
         }
@@ -417,7 +416,7 @@ impl Trigger {
         let ids = self.store.insert_runs(std::slice::from_ref(&row)).await?;
         let runs = self
             .store
-            .claim_runs(&typed_ids::<LogId>(&ids), &self.node, self.now_ms())
+            .claim_runs(&ids, &self.node, self.now_ms())
             .await?;
         let claimed: Vec<Claimed> = runs
             .iter()
@@ -427,7 +426,7 @@ impl Trigger {
                 slot: None,
             })
             .collect();
-        let groups = load::groups(&self.store, &[fire.group_id()]).await?;
+        let groups = self.store.get_groups(&[fire.group_id()]).await?;
         let targets = self.targets(groups, &addresses);
         let mut records = Vec::with_capacity(claimed.len());
         for claimed in claimed {
@@ -435,9 +434,9 @@ impl Trigger {
         }
         self.store.record_dispatches(&records).await?;
         if records.is_empty() {
-            return Ok(ids.into_iter().map(LogId).collect());
+            return Ok(ids);
         }
-        Ok(records.iter().map(|record| LogId(record.log_id)).collect())
+        Ok(records.iter().map(|record| record.log_id).collect())
     }
 
     /// Spawns the fires already due now; the others wait, in a tracked task (shutdown waits for
@@ -606,7 +605,7 @@ impl Trigger {
             .collect();
         match self
             .store
-            .expand_broadcast(fire.log_id.0, shard_total, &rows, self.now_ms())
+            .expand_broadcast(fire.log_id, shard_total, &rows, self.now_ms())
             .await
         {
             Ok(expanded) if !expanded.is_empty() => Ok(expanded
@@ -720,7 +719,7 @@ impl Trigger {
             .map(|claimed| claimed.fire.group_id())
             .collect();
         let groups = until_answered(&self.tasks, claimed.len(), || {
-            load::groups(&self.store, &group_ids)
+            self.store.get_groups(&group_ids)
         })
         .await?;
         Ok(self.targets(groups, address_override))
@@ -731,10 +730,7 @@ impl Trigger {
         &self,
         job_ids: &[JobId],
     ) -> Result<HashMap<JobId, Arc<Job>>, Error> {
-        until_answered(&self.tasks, job_ids.len(), || {
-            load::jobs(&self.store, job_ids)
-        })
-        .await
+        until_answered(&self.tasks, job_ids.len(), || self.store.get_jobs(job_ids)).await
     }
 
     /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
@@ -759,7 +755,7 @@ impl Trigger {
     /// A FAILED outcome, not counted (the caller counts it or replaces the outcome).
     fn record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
         DispatchRecord {
-            log_id: log_id.0,
+            log_id,
             outcome: DispatchOutcome::Failed,
             trigger_code: TRIGGER_FAILED,
             trigger_msg: message,

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::lifecycle::Tasks;
+use crate::model::LogId;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -54,15 +55,15 @@ pub struct HeldOutcomes {
 
 #[derive(Debug, Default)]
 struct Held {
-    outcomes: HashMap<i64, DispatchRecord>,
+    outcomes: HashMap<LogId, DispatchRecord>,
     /// Runs whose result was written before their outcome reached the recorder (an executor
     /// may report back before the admin has read the answer to its Run call), with when.
-    early_results: HashSet<i64>,
-    early_order: VecDeque<(Instant, i64)>,
+    early_results: HashSet<LogId>,
+    early_order: VecDeque<(Instant, LogId)>,
 }
 
 impl Held {
-    fn note_early_result(&mut self, log_id: i64, now: Instant) {
+    fn note_early_result(&mut self, log_id: LogId, now: Instant) {
         if self.early_results.len() < MAX_HELD && self.early_results.insert(log_id) {
             self.early_order.push_back((now, log_id));
         }
@@ -83,7 +84,7 @@ impl HeldOutcomes {
     /// Takes the held outcomes of `log_ids` (whoever takes one writes it). A run with no held
     /// outcome is remembered for a while: if its outcome turns up after all, the recorder writes
     /// it at once, so the finished run shows its executor without waiting for [`HOLD`].
-    pub fn take(&self, log_ids: impl IntoIterator<Item = i64>) -> Vec<DispatchRecord> {
+    pub fn take(&self, log_ids: impl IntoIterator<Item = LogId>) -> Vec<DispatchRecord> {
         let now = Instant::now();
         let mut held = self.lock();
         held.forget_old_early_results(now);
@@ -110,7 +111,7 @@ impl HeldOutcomes {
 
     /// Takes whatever is still held for `log_ids` (the recorder's due list), without noting
     /// anything: these outcomes are written now whatever their results do.
-    fn take_due(&self, log_ids: impl IntoIterator<Item = i64>) -> Vec<DispatchRecord> {
+    fn take_due(&self, log_ids: impl IntoIterator<Item = LogId>) -> Vec<DispatchRecord> {
         let mut held = self.lock();
         log_ids
             .into_iter()
@@ -139,7 +140,7 @@ pub async fn run_recorder(
     let mut batch = Vec::with_capacity(BATCH);
     let mut slots = Vec::with_capacity(BATCH);
     // Log ids held, with when each is due to be written here, oldest first.
-    let mut due: VecDeque<(Instant, i64)> = VecDeque::new();
+    let mut due: VecDeque<(Instant, LogId)> = VecDeque::new();
     // The write of outcomes that fell due, in flight beside the loop: new outcomes are still
     // taken (and their admission slots freed) while it waits for a busy writer. Run inline,
     // a slow due write held back every slot behind it, and the bound on unsent runs refused
@@ -293,7 +294,7 @@ mod tests {
 
     fn accepted(log_id: i64) -> DispatchRecord {
         DispatchRecord {
-            log_id,
+            log_id: LogId(log_id),
             outcome: DispatchOutcome::Accepted,
             trigger_code: 200,
             trigger_msg: String::new(),
@@ -354,7 +355,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(
-            held.take([2]).len(),
+            held.take([LogId(2)]).len(),
             1,
             "run 2's outcome is held for its result"
         );
@@ -369,18 +370,18 @@ mod tests {
     fn an_outcome_held_before_its_result_is_taken_by_the_result_write() {
         let held = HeldOutcomes::default();
         assert!(held.hold(accepted(1)).is_none(), "held");
-        let taken = held.take([1]);
+        let taken = held.take([LogId(1)]);
         assert_eq!(taken.len(), 1);
-        assert_eq!(taken[0].log_id, 1);
-        assert!(held.take_due([1]).is_empty(), "taken once only");
+        assert_eq!(taken[0].log_id, LogId(1));
+        assert!(held.take_due([LogId(1)]).is_empty(), "taken once only");
     }
 
     #[test]
     fn an_outcome_arriving_after_its_result_is_written_at_once() {
         let held = HeldOutcomes::default();
-        assert!(held.take([7]).is_empty(), "nothing held yet");
+        assert!(held.take([LogId(7)]).is_empty(), "nothing held yet");
         let back = held.hold(accepted(7));
-        assert_eq!(back.map(|record| record.log_id), Some(7), "not held");
+        assert_eq!(back.map(|record| record.log_id), Some(LogId(7)), "not held");
         // Remembered once: a later outcome of the same run (a resend) is held as usual.
         assert!(held.hold(accepted(7)).is_none());
     }
@@ -388,7 +389,7 @@ mod tests {
     #[test]
     fn an_early_result_is_forgotten_after_a_while() {
         let held = HeldOutcomes::default();
-        held.take([9]);
+        held.take([LogId(9)]);
         let later = Instant::now() + EARLY_RESULT_MEMORY;
         held.lock().forget_old_early_results(later);
         assert!(held.hold(accepted(9)).is_none(), "forgotten, so held");

@@ -14,7 +14,7 @@ pub(super) fn run_request(
 ) -> pb::RunRequest {
     let job = &fire.job;
     pb::RunRequest {
-        job_id: job.id,
+        job_id: job.id.0,
         log_id: fire.log_id.0,
         handler: if fire.handler.is_empty() {
             job.handler.clone()

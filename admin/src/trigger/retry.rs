@@ -8,14 +8,15 @@ use crate::lifecycle::Tasks;
 
 /// Retries a read with a growing pause until the database answers, or until the dispatch
 /// stage is told to stop (then the last error).
-pub(super) async fn until_answered<T, F, Fut>(
+pub(super) async fn until_answered<T, E, F, Fut>(
     tasks: &Tasks,
     runs: usize,
     mut read: F,
 ) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, Error>>,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::fmt::Display + Into<Error>,
 {
     let mut delay = Duration::from_millis(100);
     loop {
@@ -24,7 +25,7 @@ where
             Err(error) => {
                 tracing::warn!(%error, runs, "loading jobs or groups of claimed fires failed; retrying");
                 tokio::select! {
-                    _ = tasks.stopping().cancelled() => return Err(error),
+                    _ = tasks.stopping().cancelled() => return Err(error.into()),
                     _ = tokio::time::sleep(delay) => {}
                 }
                 delay = (delay * 2).min(Duration::from_secs(2));

@@ -22,7 +22,7 @@ impl FireTrace {
     pub(super) fn start(fire: &Fire) -> Option<FireTrace> {
         let tracer = telemetry::tracer()?;
         let mut attributes = vec![
-            KeyValue::new("xjob.job_id", fire.job.id),
+            KeyValue::new("xjob.job_id", fire.job.id.0),
             KeyValue::new("xjob.log_id", fire.log_id.0),
             KeyValue::new("xjob.scheduled_at_ms", fire.scheduled_at_ms),
             KeyValue::new("xjob.trigger_type", fire.trigger_type.as_str()),
@@ -112,7 +112,7 @@ impl FireTrace {
 /// name the log id themselves).
 pub(super) fn log_span(trace: Option<&FireTrace>, fire: &Fire) -> tracing::Span {
     trace.map_or_else(tracing::Span::none, |trace| {
-        telemetry::run_span(fire.log_id.0, fire.job.id, &trace.trace_id())
+        telemetry::run_span(fire.log_id.0, fire.job.id.0, &trace.trace_id())
     })
 }
 
@@ -162,10 +162,11 @@ fn outcome_of(record: &DispatchRecord) -> (&'static str, Status) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::LogId;
 
     fn record(outcome: DispatchOutcome, code: i32, message: &str) -> DispatchRecord {
         DispatchRecord {
-            log_id: 1,
+            log_id: LogId(1),
             outcome,
             trigger_code: code,
             trigger_msg: message.into(),

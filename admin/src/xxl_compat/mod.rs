@@ -373,13 +373,13 @@ async fn callback_call(
             bad.log_id
         ));
     }
-    let log_ids: Vec<i64> = items.iter().map(|item| item.log_id).collect();
+    let log_ids: Vec<LogId> = items.iter().map(|item| LogId(item.log_id)).collect();
     let refused = crate::api::registry::check_callback(ctx, &log_ids, &caller)
         .await
         .map_err(|status| status.message().to_string())?;
     let results: Vec<ReportedResult> = items
         .into_iter()
-        .filter(|item| !refused.contains(&item.log_id))
+        .filter(|item| !refused.contains(&LogId(item.log_id)))
         .map(|item| {
             let message = item.handle_msg.unwrap_or_default();
             let killed = item.handle_code != 200 && wire::reports_a_kill(&message);

@@ -5,14 +5,14 @@
 
 use xjob_admin::model::glue::GLUE_VERSIONS_KEPT;
 use xjob_admin::model::{
-    AddressType, BlockStrategy, GlueEdit, GlueType, Group, Job, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, ScheduleType,
+    AddressType, BlockStrategy, GlueEdit, GlueType, Group, GroupId, Job, JobId, JobStatus,
+    MisfireStrategy, RetryBackoff, RouteStrategy, ScheduleType,
 };
 use xjob_admin::store::Store;
 
 fn group() -> Group {
     Group {
-        id: 0,
+        id: GroupId(0),
         app_name: "glue-app".into(),
         title: "glue".into(),
         address_type: AddressType::Auto,
@@ -22,9 +22,9 @@ fn group() -> Group {
     }
 }
 
-fn shell_job(group_id: i64, name: &str) -> Job {
+fn shell_job(group_id: GroupId, name: &str) -> Job {
     Job {
-        id: 0,
+        id: JobId(0),
         group_id,
         name: name.into(),
         author: "tests".into(),
@@ -54,7 +54,7 @@ fn shell_job(group_id: i64, name: &str) -> Job {
     }
 }
 
-fn edit(job_id: i64, n: i64) -> GlueEdit {
+fn edit(job_id: JobId, n: i64) -> GlueEdit {
     GlueEdit {
         job_id,
         glue_type: GlueType::Shell,
@@ -106,7 +106,7 @@ async fn check_backend(store: &Store) -> anyhow::Result<()> {
     assert_eq!(other_versions[1].glue_source, "echo 0");
     assert_eq!(other_versions[1].created_ms, 1);
     // A missing job is reported, not created.
-    assert!(!store.save_glue(&edit(job.id + 1_000, 1)).await?);
+    assert!(!store.save_glue(&edit(JobId(job.id.0 + 1_000), 1)).await?);
     assert!(store.get_glue_version(-1).await?.is_none());
     // Deleting the job deletes its versions.
     assert!(store.delete_job(job.id).await?);

@@ -583,7 +583,7 @@ async fn check_import(from: &str) -> anyhow::Result<()> {
     );
     let store = xjob_store(dir.path()).await?;
     let jobs = all_jobs(&store).await?;
-    let ids: HashSet<i64> = jobs.iter().map(|job| job.id).collect();
+    let ids: HashSet<i64> = jobs.iter().map(|job| job.id.0).collect();
     assert_eq!(ids, first_ids, "the second import created nothing");
     assert_eq!(store.list_groups("", 0, 100).await?.len(), 2);
     let shell = by_name(&jobs, "shell script")?.id;
@@ -786,7 +786,7 @@ async fn check_imported(store: &Store, before_ms: i64) -> anyhow::Result<HashSet
     let python = by_name(&jobs, "python script")?;
     assert_eq!(python.glue_type, GlueType::Python);
     assert_eq!(store.list_glue_versions(python.id).await?.len(), 2);
-    Ok(jobs.iter().map(|job| job.id).collect())
+    Ok(jobs.iter().map(|job| job.id.0).collect())
 }
 
 #[tokio::test]
@@ -841,16 +841,16 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
 
 mod record {
     use xjob_admin::model::{
-        AddressType, BlockStrategy, GlueType, GlueVersion, Group, Job, JobStatus, MisfireStrategy,
-        RetryBackoff, RouteStrategy, ScheduleType,
+        AddressType, BlockStrategy, GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus,
+        MisfireStrategy, RetryBackoff, RouteStrategy, ScheduleType,
     };
     use xjob_admin::store::{Store, StoreError, XxlJobImport};
 
     const SOURCE: &str = "xxl-db:3306/xxl_job";
 
-    fn import_of(group_id: i64, replaces: Option<i64>) -> XxlJobImport {
+    fn import_of(group_id: GroupId, replaces: Option<JobId>) -> XxlJobImport {
         let job = Job {
-            id: 0,
+            id: JobId(0),
             group_id,
             name: "imported".into(),
             author: "ops".into(),
@@ -880,7 +880,7 @@ mod record {
         };
         let version = |n: i64| GlueVersion {
             id: 0,
-            job_id: 0,
+            job_id: JobId(0),
             glue_type: GlueType::Shell,
             glue_source: format!("echo {n}"),
             glue_remark: format!("v{n}"),
@@ -899,7 +899,7 @@ mod record {
     async fn check_backend(store: &Store) -> anyhow::Result<()> {
         let group = store
             .insert_group(&Group {
-                id: 0,
+                id: GroupId(0),
                 app_name: "imported-app".into(),
                 title: "imported".into(),
                 address_type: AddressType::Auto,

@@ -43,8 +43,8 @@ impl Alarm for CountingAlarm {
         let AlarmedRun { job, run, .. } = alarmed;
         Box::pin(async move {
             let raised = Raised {
-                job_id: job.id,
-                log_id: run.id,
+                job_id: job.id.0,
+                log_id: run.id.0,
                 attempt: run.attempt,
                 at_ms: now_ms(),
             };

@@ -233,7 +233,7 @@ async fn a_group_token_changed_through_another_admin_closes_sessions_here() -> a
     ))
     .await?;
     let group = store
-        .get_group(group_id)
+        .get_group(xjob_admin::model::GroupId(group_id))
         .await?
         .ok_or_else(|| anyhow::anyhow!("no group"))?;
     let secured = xjob_admin::model::Group {

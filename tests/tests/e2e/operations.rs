@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use xjob_admin::model::{LogId, NewRun, NodeIdentity, RunStatus, TriggerType, now_ms};
+use xjob_admin::model::{
+    GroupId, JobId, LogId, NewRun, NodeIdentity, RunStatus, TriggerType, now_ms,
+};
 use xjob_admin::store::{RunCompletion, Store};
 use xjob_executor::{JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
@@ -75,8 +77,8 @@ async fn open_store(cluster: &TestCluster) -> anyhow::Result<Store> {
 
 fn new_run(job: &pb::Job, status: RunStatus, scheduled_at_ms: i64) -> NewRun {
     NewRun {
-        job_id: job.id,
-        group_id: job.group_id,
+        job_id: JobId(job.id),
+        group_id: GroupId(job.group_id),
         fire_key: None,
         status,
         trigger_type: TriggerType::Api,
@@ -100,12 +102,12 @@ async fn seed_dispatched(
     job: &pb::Job,
     status: RunStatus,
     trigger_ms: i64,
-) -> anyhow::Result<i64> {
+) -> anyhow::Result<LogId> {
     let ids = store
         .insert_runs(&[new_run(job, RunStatus::Pending, trigger_ms)])
         .await?;
     let log_id = *ids.first().ok_or_else(|| anyhow::anyhow!("no id"))?;
-    let ids = [LogId(log_id)];
+    let ids = [log_id];
     if status == RunStatus::Skipped {
         store.skip_runs(&ids, "seeded", trigger_ms).await?;
         return Ok(log_id);
@@ -131,7 +133,11 @@ async fn seed_dispatched(
 
 /// Writes a run of `job` scheduled at `scheduled_ms` and never dispatched (SKIPPED, no trigger
 /// time); returns its id.
-async fn seed_undispatched(store: &Store, job: &pb::Job, scheduled_ms: i64) -> anyhow::Result<i64> {
+async fn seed_undispatched(
+    store: &Store,
+    job: &pb::Job,
+    scheduled_ms: i64,
+) -> anyhow::Result<LogId> {
     let ids = store
         .insert_runs(&[new_run(job, RunStatus::Skipped, scheduled_ms)])
         .await?;
@@ -399,13 +405,13 @@ async fn report_rows_refresh_for_today_and_two_previous_days() -> anyhow::Result
 }
 
 /// Ids of every log of the cluster (at most 1000).
-async fn all_log_ids(cluster: &TestCluster) -> anyhow::Result<BTreeSet<i64>> {
+async fn all_log_ids(cluster: &TestCluster) -> anyhow::Result<BTreeSet<LogId>> {
     let request = pb::ListLogsRequest {
         page_size: 1000,
         ..Default::default()
     };
     let logs = cluster.client().list_logs(request).await?.into_inner().logs;
-    Ok(logs.iter().map(|log| log.id).collect())
+    Ok(logs.iter().map(|log| LogId(log.id)).collect())
 }
 
 async fn clear(
@@ -427,8 +433,12 @@ async fn clear(
         .deleted)
 }
 
-async fn log_exists(cluster: &TestCluster, id: i64) -> anyhow::Result<bool> {
-    match cluster.client().get_log(pb::GetLogRequest { id }).await {
+async fn log_exists(cluster: &TestCluster, id: LogId) -> anyhow::Result<bool> {
+    match cluster
+        .client()
+        .get_log(pb::GetLogRequest { id: id.0 })
+        .await
+    {
         Ok(_) => Ok(true),
         Err(status) if status.code() == tonic::Code::NotFound => Ok(false),
         Err(status) => Err(status.into()),
@@ -497,7 +507,7 @@ async fn clear_logs_modes_delete_only_what_they_name() -> anyhow::Result<()> {
             aged.insert((job.id, age_days), id);
         }
     }
-    let ids = |pairs: &[(i64, i64)]| -> BTreeSet<i64> {
+    let ids = |pairs: &[(i64, i64)]| -> BTreeSet<LogId> {
         pairs
             .iter()
             .filter_map(|pair| aged.get(pair).copied())
@@ -523,11 +533,11 @@ async fn clear_logs_modes_delete_only_what_they_name() -> anyhow::Result<()> {
         1
     );
     let mut remaining = ids(&[(a, 45), (a, 10), (b, 45), (b, 10), (c, 10)]);
-    remaining.insert(running_a);
+    remaining.insert(LogId(running_a));
     assert_eq!(all_log_ids(&cluster).await?, remaining);
     assert_eq!(clear(&cluster, 0, b, Mode::All).await?, 2);
     let mut remaining = ids(&[(a, 45), (a, 10), (c, 10)]);
-    remaining.insert(running_a);
+    remaining.insert(LogId(running_a));
     assert_eq!(all_log_ids(&cluster).await?, remaining);
 
     // Keep-latest modes: 100 003 more finished runs of job b, newest last.
@@ -552,7 +562,9 @@ async fn clear_logs_modes_delete_only_what_they_name() -> anyhow::Result<()> {
     assert!(
         !log_exists(&cluster, bulk[90_002]).await? && log_exists(&cluster, bulk[90_003]).await?
     );
-    assert!(job_has_exactly(&cluster, a, 1).await? && log_exists(&cluster, running_a).await?);
+    assert!(
+        job_has_exactly(&cluster, a, 1).await? && log_exists(&cluster, LogId(running_a)).await?
+    );
     assert!(job_has_exactly(&cluster, c, 1).await?);
     assert_eq!(clear(&cluster, 0, 0, Mode::KeepLatest1000).await?, 9_001);
     assert!(job_has_exactly(&cluster, b, 1_000).await?);
@@ -561,7 +573,10 @@ async fn clear_logs_modes_delete_only_what_they_name() -> anyhow::Result<()> {
         "job c's last finished run went too"
     );
     assert_eq!(clear(&cluster, 0, 0, Mode::All).await?, 1_000);
-    assert_eq!(all_log_ids(&cluster).await?, BTreeSet::from([running_a]));
+    assert_eq!(
+        all_log_ids(&cluster).await?,
+        BTreeSet::from([LogId(running_a)])
+    );
 
     gate.open();
     cluster.wait_log_final(running_a, WAIT).await?;
@@ -671,10 +686,10 @@ async fn child_cycles_are_rejected_on_create_and_update() -> anyhow::Result<()> 
     let job_x = create_job(&cluster, group_id, "ok", vec![]).await?;
     let job_y = create_job(&cluster, group_id, "ok", vec![job_x.id]).await?;
     let mut stored_x = store
-        .get_job(job_x.id)
+        .get_job(JobId(job_x.id))
         .await?
         .ok_or_else(|| anyhow::anyhow!("no x"))?;
-    stored_x.child_job_ids = vec![job_y.id];
+    stored_x.child_job_ids = vec![JobId(job_y.id)];
     store.update_job(&stored_x).await?;
     let refused = cluster
         .client()

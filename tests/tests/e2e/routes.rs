@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
-use xjob_admin::model::LogFilter;
+use xjob_admin::model::{JobId, LogFilter};
 use xjob_admin::store::Store;
 use xjob_admin::trigger::route::consistent_hash_index;
 use xjob_executor::{ExecutorBuilder, JobContext, JobError, JobOutput};
@@ -413,7 +413,7 @@ async fn stored_fire_keys(cluster: &TestCluster, job_id: i64) -> anyhow::Result<
     let url = format!("sqlite://{}", cluster.data_dir().join("xjob.db").display());
     let store = Store::connect(&url).await?;
     let filter = LogFilter {
-        job_id: Some(job_id),
+        job_id: Some(JobId(job_id)),
         limit: 100,
         ..LogFilter::default()
     };

@@ -8,7 +8,7 @@ use super::JobAdminService;
 use crate::auth::{Caller, Permission, ResolvedCaller, Scope};
 use crate::error::Error;
 use crate::model::validate::validate_executor_addresses;
-use crate::model::{AuditEntry, Group, Job, JobId, RunLog};
+use crate::model::{AuditEntry, Group, GroupId, Job, JobId, LogId, RunLog};
 
 impl JobAdminService {
     /// The caller of a request (`UNAUTHENTICATED` without a valid token).
@@ -26,7 +26,7 @@ impl JobAdminService {
         &self,
         caller: &Caller,
         permission: Permission,
-        job_id: i64,
+        job_id: JobId,
     ) -> Result<(), Status> {
         let job = self.visible_job(caller, job_id).await?;
         caller.require(permission, Scope::Group(job.group_id))
@@ -37,7 +37,7 @@ impl JobAdminService {
     /// outsider learns neither which ids exist nor which group holds them. A caller who may
     /// read the group but lacks the permission a call needs gets `PERMISSION_DENIED` from
     /// [`Caller::require`] as before: it already sees the job.
-    pub(super) async fn visible_job(&self, caller: &Caller, id: i64) -> Result<Job, Error> {
+    pub(super) async fn visible_job(&self, caller: &Caller, id: JobId) -> Result<Job, Error> {
         let job = self.load_job(id).await?;
         if caller.may_read(job.group_id) {
             Ok(job)
@@ -47,7 +47,7 @@ impl JobAdminService {
     }
 
     /// Group `id`, if the caller may read it; else the same `NOT_FOUND` as for no group.
-    pub(super) async fn visible_group(&self, caller: &Caller, id: i64) -> Result<Group, Error> {
+    pub(super) async fn visible_group(&self, caller: &Caller, id: GroupId) -> Result<Group, Error> {
         let group = self.load_group(id).await?;
         if caller.may_read(group.id) {
             Ok(group)
@@ -57,7 +57,7 @@ impl JobAdminService {
     }
 
     /// Run `id`, if the caller may read its group; else the same `NOT_FOUND` as for no run.
-    pub(super) async fn visible_log(&self, caller: &Caller, id: i64) -> Result<RunLog, Error> {
+    pub(super) async fn visible_log(&self, caller: &Caller, id: LogId) -> Result<RunLog, Error> {
         let run = self.load_log(id).await?;
         if caller.may_read(run.group_id) {
             Ok(run)
@@ -74,14 +74,13 @@ impl JobAdminService {
     pub(super) async fn check_child_links(
         &self,
         caller: &Caller,
-        wanted: &[i64],
-        existing: &[i64],
+        wanted: &[JobId],
+        existing: &[JobId],
     ) -> Result<(), Status> {
         let mut added: Vec<JobId> = wanted
             .iter()
             .copied()
             .filter(|id| !existing.contains(id))
-            .map(JobId)
             .collect();
         added.sort_unstable();
         added.dedup();
@@ -89,7 +88,8 @@ impl JobAdminService {
             return Ok(());
         }
         // Missing children are left to `check_job`, which names the first one.
-        for child in self.store().get_jobs(&added).await.map_err(Error::from)? {
+        let children = self.store().get_jobs(&added).await.map_err(Error::from)?;
+        for child in added.iter().filter_map(|id| children.get(id)) {
             if !caller.may_read(child.group_id) {
                 let message = format!("job.child_job_ids: job {} not found", child.id);
                 return Err(Error::NotFound(message).into());

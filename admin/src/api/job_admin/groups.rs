@@ -1,11 +1,12 @@
 //! Executor groups: create, update, delete, list (with their live executors' addresses).
 
+use std::sync::Arc;
+
 use xjob_proto::pb;
 
 use super::JobAdminService;
 use crate::api::convert::{Page, group_from_pb, group_to_pb};
 use crate::error::Error;
-use crate::model::ids::typed_ids;
 use crate::model::validate::validate_group;
 use crate::model::{AddressType, Group, GroupId};
 
@@ -50,7 +51,7 @@ impl JobAdminService {
         wire_group: pb::Group,
     ) -> Result<pb::Group, Error> {
         let mut group = group_from_pb(wire_group, "group")?;
-        group.id = 0;
+        group.id = GroupId(0);
         self.check_group(&mut group).await?;
         group.updated_ms = self.ctx.clock.now_ms();
         let created = self.store().insert_group(&group).await?;
@@ -89,7 +90,7 @@ impl JobAdminService {
         Ok((self.group_with_online(group), token_changed))
     }
 
-    pub(super) async fn delete_group_checked(&self, id: i64) -> Result<(), Error> {
+    pub(super) async fn delete_group_checked(&self, id: GroupId) -> Result<(), Error> {
         let job_count = self.store().count_jobs_in_group(id).await?;
         if job_count > 0 {
             let message = format!("group {id} is used by {job_count} job(s); delete them first");
@@ -106,7 +107,7 @@ impl JobAdminService {
     pub(super) async fn list_groups_page(
         &self,
         request: pb::ListGroupsRequest,
-        visible: Option<Vec<i64>>,
+        visible: Option<Vec<GroupId>>,
     ) -> Result<pb::ListGroupsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
@@ -119,16 +120,23 @@ impl JobAdminService {
                     .list_groups(&request.app_name, page.offset, page.limit)
                     .await?
             }
-            // A user's grants are few: their groups are read by id and paged here.
-            Some(ids) => self
-                .store()
-                .get_groups(&typed_ids::<GroupId>(&ids))
-                .await?
-                .into_iter()
-                .filter(|group| group.app_name.contains(request.app_name.as_str()))
-                .skip(usize::try_from(page.offset).unwrap_or(usize::MAX))
-                .take(usize::try_from(page.limit).unwrap_or(0))
-                .collect(),
+            // A user's grants are few: their groups are read by id and paged here, by id.
+            Some(ids) => {
+                let mut groups: Vec<Group> = self
+                    .store()
+                    .get_groups(&ids)
+                    .await?
+                    .into_values()
+                    .map(Arc::unwrap_or_clone)
+                    .collect();
+                groups.sort_by_key(|group| group.id);
+                groups
+                    .into_iter()
+                    .filter(|group| group.app_name.contains(request.app_name.as_str()))
+                    .skip(usize::try_from(page.offset).unwrap_or(usize::MAX))
+                    .take(usize::try_from(page.limit).unwrap_or(0))
+                    .collect()
+            }
         };
         Ok(pb::ListGroupsResponse {
             next_page_token: page.next_token(groups.len()),

@@ -10,13 +10,12 @@ use super::write_locks::adds_child_links;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
 use crate::error::Error;
 use crate::model::glue::groovy_refusal;
-use crate::model::ids::typed_ids;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
 use crate::model::validate::{
     child_cycle_error, dedup_child_ids, find_child_cycle, merge_job_update, resolve_time_zone,
     validate_job,
 };
-use crate::model::{GlueType, Group, Job, JobId, JobStatus, ScheduleType};
+use crate::model::{GlueType, Group, GroupId, Job, JobId, JobStatus, ScheduleType};
 use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
 
@@ -39,10 +38,7 @@ impl JobAdminService {
             self.check_groovy_routing(&group)?;
         }
         job.child_job_ids = dedup_child_ids(&job.child_job_ids);
-        let missing = self
-            .store()
-            .missing_job_ids(&typed_ids::<JobId>(&job.child_job_ids))
-            .await?;
+        let missing = self.store().missing_job_ids(&job.child_job_ids).await?;
         if let Some(first_missing) = missing.first() {
             let message = format!("job.child_job_ids: job {first_missing} not found");
             return Err(Error::NotFound(message));
@@ -70,21 +66,18 @@ impl JobAdminService {
     /// child graph below the job level by level, with the job's new children in place of its
     /// stored ones, then searches it.
     pub(super) async fn check_child_cycles(&self, job: &Job) -> Result<(), Error> {
-        let mut children: HashMap<i64, Vec<i64>> = HashMap::new();
+        let mut children: HashMap<JobId, Vec<JobId>> = HashMap::new();
         children.insert(job.id, job.child_job_ids.clone());
         let mut frontier = job.child_job_ids.clone();
         while !frontier.is_empty() {
             frontier.retain(|id| !children.contains_key(id));
             frontier.sort_unstable();
             frontier.dedup();
-            let loaded = self
-                .store()
-                .get_jobs(&typed_ids::<JobId>(&frontier))
-                .await?;
+            let loaded = self.store().get_jobs(&frontier).await?;
             frontier.clear();
-            for loaded_job in loaded {
+            for (id, loaded_job) in loaded {
                 frontier.extend(&loaded_job.child_job_ids);
-                children.insert(loaded_job.id, loaded_job.child_job_ids);
+                children.insert(id, loaded_job.child_job_ids.clone());
             }
         }
         match find_child_cycle(job.id, &children) {
@@ -103,14 +96,18 @@ impl JobAdminService {
 
     /// Fires already planned in the pre-read window belong to the old schedule: record them
     /// as skipped so they are never dispatched.
-    pub(super) async fn skip_planned_fires(&self, job_id: i64, why: &str) -> Result<(), Error> {
+    pub(super) async fn skip_planned_fires(&self, job_id: JobId, why: &str) -> Result<(), Error> {
         let reason = format!("job {job_id} was {why} after this fire was planned");
         let skipped = self
             .store()
             .skip_planned_fires(job_id, &reason, self.ctx.clock.now_ms())
             .await?;
         if !skipped.is_empty() {
-            tracing::info!(job_id, skipped = skipped.len(), "planned fires skipped");
+            tracing::info!(
+                job_id = job_id.0,
+                skipped = skipped.len(),
+                "planned fires skipped"
+            );
         }
         crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, skipped.len() as u64);
         for run in &skipped {
@@ -134,7 +131,7 @@ impl JobAdminService {
 
     pub(super) async fn create_job_checked(&self, wire_job: pb::Job) -> Result<Job, Error> {
         let mut job = job_from_pb(wire_job, "job")?;
-        job.id = 0;
+        job.id = JobId(0);
         let _child_links = if job.child_job_ids.is_empty() {
             None
         } else {
@@ -176,7 +173,10 @@ impl JobAdminService {
             match self.next_fire(&updated, now + SCHEDULE_CHANGE_DELAY_MS)? {
                 Some(next) => updated.trigger_next_ms = next,
                 None => {
-                    tracing::info!(job_id = updated.id, "new schedule never fires; job stopped");
+                    tracing::info!(
+                        job_id = updated.id.0,
+                        "new schedule never fires; job stopped"
+                    );
                     updated.status = JobStatus::Stopped;
                     updated.trigger_next_ms = 0;
                 }
@@ -193,7 +193,7 @@ impl JobAdminService {
         Ok(updated)
     }
 
-    pub(super) async fn delete_job_checked(&self, id: i64) -> Result<(), Error> {
+    pub(super) async fn delete_job_checked(&self, id: JobId) -> Result<(), Error> {
         if !self.store().delete_job(id).await? {
             return Err(Error::NotFound(format!("job {id} not found")));
         }
@@ -205,7 +205,7 @@ impl JobAdminService {
     pub(super) async fn list_jobs_page(
         &self,
         request: pb::ListJobsRequest,
-        visible: Option<Vec<i64>>,
+        visible: Option<Vec<GroupId>>,
     ) -> Result<pb::ListJobsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
@@ -225,7 +225,7 @@ impl JobAdminService {
         })
     }
 
-    pub(super) async fn start_job_checked(&self, id: i64) -> Result<Job, Error> {
+    pub(super) async fn start_job_checked(&self, id: JobId) -> Result<Job, Error> {
         let job = self.load_job(id).await?;
         if job.schedule_type == ScheduleType::None {
             return Err(Error::FailedPrecondition(format!(
@@ -252,7 +252,7 @@ impl JobAdminService {
         Ok(started)
     }
 
-    pub(super) async fn stop_job_checked(&self, id: i64) -> Result<Job, Error> {
+    pub(super) async fn stop_job_checked(&self, id: JobId) -> Result<Job, Error> {
         let job = self.load_job(id).await?;
         let stopped = Job {
             status: JobStatus::Stopped,

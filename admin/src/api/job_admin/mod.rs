@@ -44,7 +44,7 @@ use crate::auth::{Authenticator, Caller, Permission, Scope};
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::validate::JobLimits;
-use crate::model::{Group, Job, RunLog};
+use crate::model::{Group, GroupId, Job, JobId, LogId, RunLog};
 use crate::store::Store;
 use crate::store::writer_gate::api_write;
 
@@ -99,17 +99,17 @@ impl JobAdminService {
         }
     }
 
-    pub(super) async fn load_group(&self, id: i64) -> Result<Group, Error> {
+    pub(super) async fn load_group(&self, id: GroupId) -> Result<Group, Error> {
         let group = self.store().get_group(id).await?;
         group.ok_or_else(|| Error::NotFound(format!("group {id} not found")))
     }
 
-    pub(super) async fn load_job(&self, id: i64) -> Result<Job, Error> {
+    pub(super) async fn load_job(&self, id: JobId) -> Result<Job, Error> {
         let job = self.store().get_job(id).await?;
         job.ok_or_else(|| Error::NotFound(format!("job {id} not found")))
     }
 
-    pub(super) async fn load_log(&self, id: i64) -> Result<RunLog, Error> {
+    pub(super) async fn load_log(&self, id: LogId) -> Result<RunLog, Error> {
         let run = self.store().get_log(id).await?;
         run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))
     }
@@ -131,7 +131,7 @@ impl JobAdmin for JobAdminService {
         self.audit(
             &caller,
             "CreateGroup",
-            group_object(group.id),
+            group_object(GroupId(group.id)),
             group_summary(&group),
         )
         .await;
@@ -155,8 +155,13 @@ impl JobAdmin for JobAdminService {
                 ""
             }
         );
-        self.audit(&caller, "UpdateGroup", group_object(group.id), summary)
-            .await;
+        self.audit(
+            &caller,
+            "UpdateGroup",
+            group_object(GroupId(group.id)),
+            summary,
+        )
+        .await;
         reply(Ok(pb::UpdateGroupResponse { group: Some(group) }))
     }
 
@@ -166,7 +171,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::DeleteGroupResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ManageGroups, Scope::Any)?;
-        let id = request.into_inner().id;
+        let id = GroupId(request.into_inner().id);
         api_write(self.delete_group_checked(id)).await?;
         self.audit(&caller, "DeleteGroup", group_object(id), String::new())
             .await;
@@ -178,7 +183,9 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::GetGroupRequest>,
     ) -> RpcResult<pb::GetGroupResponse> {
         let caller = self.caller(&request).await?;
-        let group = self.visible_group(&caller, request.into_inner().id).await?;
+        let group = self
+            .visible_group(&caller, GroupId(request.into_inner().id))
+            .await?;
         reply(Ok(pb::GetGroupResponse {
             group: Some(self.group_masked(group)),
         }))
@@ -193,7 +200,8 @@ impl JobAdmin for JobAdminService {
         let mut page = self
             .list_groups_page(request.into_inner(), caller.readable_groups())
             .await?;
-        page.groups.retain(|group| caller.may_read(group.id));
+        page.groups
+            .retain(|group| caller.may_read(GroupId(group.id)));
         reply(Ok(page))
     }
 
@@ -203,8 +211,11 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::CreateJobResponse> {
         let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
-        caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
-        self.check_child_links(&caller, &wire_job.child_job_ids, &[])
+        caller.require(
+            Permission::Operate,
+            Scope::Group(GroupId(wire_job.group_id)),
+        )?;
+        self.check_child_links(&caller, &job_ids(&wire_job.child_job_ids), &[])
             .await?;
         let job = api_write(self.create_job_checked(wire_job)).await?;
         self.audit(&caller, "CreateJob", job_object(job.id), job_summary(&job))
@@ -221,10 +232,14 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         let wire_job = required(request.into_inner().job, "job")?;
         // Both the group the job is in and the one it moves to.
-        let current = self.visible_job(&caller, wire_job.id).await?;
+        let current = self.visible_job(&caller, JobId(wire_job.id)).await?;
         caller.require(Permission::Operate, Scope::Group(current.group_id))?;
-        caller.require(Permission::Operate, Scope::Group(wire_job.group_id))?;
-        self.check_child_links(&caller, &wire_job.child_job_ids, &current.child_job_ids)
+        caller.require(
+            Permission::Operate,
+            Scope::Group(GroupId(wire_job.group_id)),
+        )?;
+        let wanted = job_ids(&wire_job.child_job_ids);
+        self.check_child_links(&caller, &wanted, &current.child_job_ids)
             .await?;
         let job = api_write(self.update_job_checked(wire_job)).await?;
         self.audit(&caller, "UpdateJob", job_object(job.id), job_summary(&job))
@@ -239,7 +254,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::DeleteJobRequest>,
     ) -> RpcResult<pb::DeleteJobResponse> {
         let caller = self.caller(&request).await?;
-        let id = request.into_inner().id;
+        let id = JobId(request.into_inner().id);
         let job = self.visible_job(&caller, id).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         api_write(self.delete_job_checked(id)).await?;
@@ -250,7 +265,9 @@ impl JobAdmin for JobAdminService {
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> RpcResult<pb::GetJobResponse> {
         let caller = self.caller(&request).await?;
-        let job = self.visible_job(&caller, request.into_inner().id).await?;
+        let job = self
+            .visible_job(&caller, JobId(request.into_inner().id))
+            .await?;
         reply(Ok(pb::GetJobResponse {
             job: Some(job_to_pb(job)),
         }))
@@ -266,7 +283,8 @@ impl JobAdmin for JobAdminService {
         let mut page = self
             .list_jobs_page(request, caller.readable_groups())
             .await?;
-        page.jobs.retain(|job| caller.may_read(job.group_id));
+        page.jobs
+            .retain(|job| caller.may_read(GroupId(job.group_id)));
         reply(Ok(page))
     }
 
@@ -275,7 +293,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::StartJobRequest>,
     ) -> RpcResult<pb::StartJobResponse> {
         let caller = self.caller(&request).await?;
-        let id = request.into_inner().id;
+        let id = JobId(request.into_inner().id);
         self.require_in_job(&caller, Permission::Operate, id)
             .await?;
         let job = api_write(self.start_job_checked(id)).await?;
@@ -291,7 +309,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::StopJobRequest>,
     ) -> RpcResult<pb::StopJobResponse> {
         let caller = self.caller(&request).await?;
-        let id = request.into_inner().id;
+        let id = JobId(request.into_inner().id);
         self.require_in_job(&caller, Permission::Operate, id)
             .await?;
         let job = api_write(self.stop_job_checked(id)).await?;
@@ -316,7 +334,7 @@ impl JobAdmin for JobAdminService {
             .map(|context| crate::telemetry::traceparent(&context))
             .unwrap_or_default();
         let request = request.into_inner();
-        let job = self.visible_job(&caller, request.id).await?;
+        let job = self.visible_job(&caller, JobId(request.id)).await?;
         caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         self.check_override_addresses(&caller, &job, &request.addresses)
             .await?;
@@ -348,13 +366,16 @@ impl JobAdmin for JobAdminService {
         let mut page = self
             .list_logs_page(request, caller.readable_groups())
             .await?;
-        page.logs.retain(|log| caller.may_read(log.group_id));
+        page.logs
+            .retain(|log| caller.may_read(GroupId(log.group_id)));
         reply(Ok(page))
     }
 
     async fn get_log(&self, request: Request<pb::GetLogRequest>) -> RpcResult<pb::GetLogResponse> {
         let caller = self.caller(&request).await?;
-        let run = self.visible_log(&caller, request.into_inner().id).await?;
+        let run = self
+            .visible_log(&caller, LogId(request.into_inner().id))
+            .await?;
         reply(Ok(pb::GetLogResponse {
             log: Some(log_to_pb(run)),
         }))
@@ -365,7 +386,7 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::KillRunRequest>,
     ) -> RpcResult<pb::KillRunResponse> {
         let caller = self.caller(&request).await?;
-        let log_id = request.into_inner().log_id;
+        let log_id = LogId(request.into_inner().log_id);
         let run = self.visible_log(&caller, log_id).await?;
         caller.require(Permission::Operate, Scope::Group(run.group_id))?;
         let killed = self.kill_run_checked(log_id).await?;
@@ -381,7 +402,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::ReadRunLogResponse> {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
-        self.visible_log(&caller, request.log_id).await?;
+        self.visible_log(&caller, LogId(request.log_id)).await?;
         reply(self.read_run_log_checked(request).await)
     }
 
@@ -391,7 +412,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::UpdateGlueResponse> {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
-        let job_id = request.job_id;
+        let job_id = JobId(request.job_id);
         self.require_in_job(&caller, Permission::Operate, job_id)
             .await?;
         let summary = format!("remark '{}'", short(&request.glue_remark));
@@ -407,7 +428,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::ListGlueVersionsResponse> {
         let caller = self.caller(&request).await?;
         let request = request.into_inner();
-        self.require_in_job(&caller, Permission::Read, request.job_id)
+        self.require_in_job(&caller, Permission::Read, JobId(request.job_id))
             .await?;
         reply(crate::api::glue::list_glue_versions(self.store(), request).await)
     }
@@ -422,7 +443,7 @@ impl JobAdmin for JobAdminService {
         let answer = crate::api::glue::get_glue_version(self.store(), request.into_inner()).await?;
         // The version names its job only once read; nothing is returned before the check, and
         // a version of a job the caller cannot see is answered as a missing version.
-        let job_id = answer.version.as_ref().map_or(0, |version| version.job_id);
+        let job_id = JobId(answer.version.as_ref().map_or(0, |version| version.job_id));
         if self.visible_job(&caller, job_id).await.is_err() {
             return Err(Error::NotFound(format!("glue version {id} not found")).into());
         }
@@ -437,13 +458,13 @@ impl JobAdmin for JobAdminService {
         let request = request.into_inner();
         let scope = match (request.group_id, request.job_id) {
             (0, 0) => Scope::AllGroups,
-            (0, job_id) => Scope::Group(self.visible_job(&caller, job_id).await?.group_id),
-            (group_id, _) => Scope::Group(group_id),
+            (0, job_id) => Scope::Group(self.visible_job(&caller, JobId(job_id)).await?.group_id),
+            (group_id, _) => Scope::Group(GroupId(group_id)),
         };
         caller.require(Permission::Operate, scope)?;
         if request.group_id != 0 && request.job_id != 0 {
             // A job of another group named with a granted group would widen the grant.
-            let job = self.visible_job(&caller, request.job_id).await?;
+            let job = self.visible_job(&caller, JobId(request.job_id)).await?;
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
         let summary = format!(
@@ -597,7 +618,7 @@ impl JobAdmin for JobAdminService {
         caller.require(Permission::ManageUsers, Scope::Any)?;
         let request = request.into_inner();
         let user = self
-            .set_grant(&caller, request.user_id, request.group_id, true)
+            .set_grant(&caller, request.user_id, GroupId(request.group_id), true)
             .await;
         reply(user.map(|user| pb::GrantGroupResponse { user: Some(user) }))
     }
@@ -610,7 +631,7 @@ impl JobAdmin for JobAdminService {
         caller.require(Permission::ManageUsers, Scope::Any)?;
         let request = request.into_inner();
         let user = self
-            .set_grant(&caller, request.user_id, request.group_id, false)
+            .set_grant(&caller, request.user_id, GroupId(request.group_id), false)
             .await;
         reply(user.map(|user| pb::RevokeGroupResponse { user: Some(user) }))
     }
@@ -644,16 +665,21 @@ fn group_scope(group_id: i64) -> Scope {
     if group_id == 0 {
         Scope::Any
     } else {
-        Scope::Group(group_id)
+        Scope::Group(GroupId(group_id))
     }
 }
 
-fn group_object(id: i64) -> String {
+fn group_object(id: GroupId) -> String {
     format!("group:{id}")
 }
 
-fn job_object(id: i64) -> String {
+fn job_object(id: JobId) -> String {
     format!("job:{id}")
+}
+
+/// Job ids off the wire.
+fn job_ids(ids: &[i64]) -> Vec<JobId> {
+    ids.iter().copied().map(JobId).collect()
 }
 
 /// What an audit row says about a group (never its access token).

@@ -10,7 +10,7 @@ use crate::api::convert::{Page, log_filter, log_to_pb};
 use crate::error::Error;
 use crate::model::line_ends::to_lf;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
-use crate::model::{JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
+use crate::model::{GroupId, JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
 use crate::trigger::Fires;
 
 impl JobAdminService {
@@ -19,7 +19,7 @@ impl JobAdminService {
         request: pb::TriggerJobRequest,
         caller_trace: String,
     ) -> Result<Vec<i64>, Error> {
-        let job = self.load_job(request.id).await?;
+        let job = self.load_job(JobId(request.id)).await?;
         let params = request.params.as_deref().map(to_lf);
         if let Some(params) = &params {
             check_params_size(params, self.ctx.config.max_params_bytes, "params")?;
@@ -47,7 +47,7 @@ impl JobAdminService {
     pub(super) async fn list_logs_page(
         &self,
         request: pb::ListLogsRequest,
-        visible: Option<Vec<i64>>,
+        visible: Option<Vec<GroupId>>,
     ) -> Result<pb::ListLogsResponse, Error> {
         let page = Page::from_request(
             request.page_size,
@@ -67,7 +67,10 @@ impl JobAdminService {
         })
     }
 
-    pub(super) async fn kill_run_checked(&self, log_id: i64) -> Result<pb::KillRunResponse, Error> {
+    pub(super) async fn kill_run_checked(
+        &self,
+        log_id: LogId,
+    ) -> Result<pb::KillRunResponse, Error> {
         let run = self.load_log(log_id).await?;
         if run.status != RunStatus::Running {
             return Err(Error::FailedPrecondition(format!(
@@ -85,18 +88,13 @@ impl JobAdminService {
         let (killed, message) = self
             .ctx
             .executors
-            .kill(
-                &run.executor_address,
-                &token,
-                JobId(run.job_id),
-                LogId(run.id),
-            )
+            .kill(&run.executor_address, &token, run.job_id, run.id)
             .await?;
         Ok(pb::KillRunResponse { killed, message })
     }
 
     /// The access token of a run's group (none when the group is gone).
-    pub(super) async fn group_token(&self, group_id: i64) -> Result<String, Error> {
+    pub(super) async fn group_token(&self, group_id: GroupId) -> Result<String, Error> {
         let group = self.store().get_group(group_id).await?;
         Ok(group.map(|group| group.access_token).unwrap_or_default())
     }
@@ -109,7 +107,7 @@ impl JobAdminService {
             let message = format!("must be >= 0, got {}", request.from_line);
             return Err(Error::invalid("from_line", message));
         }
-        let run = self.load_log(request.log_id).await?;
+        let run = self.load_log(LogId(request.log_id)).await?;
         let from_line = request.from_line.max(1);
         if run.executor_address.is_empty() {
             return Ok(pb::ReadRunLogResponse {
@@ -129,7 +127,7 @@ impl JobAdminService {
             .read_log(
                 &run.executor_address,
                 &token,
-                LogId(run.id),
+                run.id,
                 run.trigger_time_ms,
                 from_line,
             )

@@ -7,14 +7,14 @@ use crate::api::convert::Page;
 use crate::auth::Caller;
 use crate::auth::accounts::{create_user, issue_token, new_password_hash, password_matches};
 use crate::error::Error;
-use crate::model::{ApiToken, AuditEntry, Role, User};
+use crate::model::{ApiToken, AuditEntry, GroupId, Role, User};
 
 pub fn user_to_pb(user: User) -> pb::User {
     pb::User {
         id: user.id,
         name: user.name,
         role: user.role.as_str().to_string(),
-        group_ids: user.group_ids,
+        group_ids: user.group_ids.iter().map(|id| id.0).collect(),
         created_ms: user.created_ms,
     }
 }
@@ -270,7 +270,7 @@ impl JobAdminService {
         &self,
         caller: &Caller,
         user_id: i64,
-        group_id: i64,
+        group_id: GroupId,
         grant: bool,
     ) -> Result<pb::User, Error> {
         let user = self.load_user(user_id).await?;

@@ -10,6 +10,7 @@
 //! (SQLite), so a script renaming jobs 16 at a time must not also wait for each rename before
 //! it: one lock for all edits made each call wait for the writer once per edit queued ahead.
 
+use crate::model::JobId;
 use tokio::sync::{Mutex, MutexGuard};
 
 /// Jobs share a lock when their ids are equal modulo this: enough that edits of different
@@ -33,9 +34,9 @@ impl Default for JobWriteLocks {
 
 impl JobWriteLocks {
     /// Held for the whole edit of job `id`.
-    pub async fn job(&self, id: i64) -> MutexGuard<'_, ()> {
+    pub async fn job(&self, id: JobId) -> MutexGuard<'_, ()> {
         // `rem_euclid` of a positive modulus is in 0..JOB_STRIPES, also for negative ids.
-        let stripe = id.rem_euclid(JOB_STRIPES as i64) as usize;
+        let stripe = id.0.rem_euclid(JOB_STRIPES as i64) as usize;
         self.per_job[stripe].lock().await
     }
 
@@ -47,7 +48,7 @@ impl JobWriteLocks {
 }
 
 /// Whether `updated` links a child that `existing` did not: only such an edit can close a cycle.
-pub fn adds_child_links(existing: &[i64], updated: &[i64]) -> bool {
+pub fn adds_child_links(existing: &[JobId], updated: &[JobId]) -> bool {
     updated.iter().any(|child| !existing.contains(child))
 }
 
@@ -58,25 +59,28 @@ mod tests {
     #[test]
     fn only_a_new_child_is_a_new_link() {
         assert!(!adds_child_links(&[], &[]));
-        assert!(!adds_child_links(&[1, 2], &[2]));
-        assert!(!adds_child_links(&[1, 2], &[2, 1]));
-        assert!(adds_child_links(&[1], &[1, 3]));
-        assert!(adds_child_links(&[], &[7]));
+        assert!(!adds_child_links(&[JobId(1), JobId(2)], &[JobId(2)]));
+        assert!(!adds_child_links(
+            &[JobId(1), JobId(2)],
+            &[JobId(2), JobId(1)]
+        ));
+        assert!(adds_child_links(&[JobId(1)], &[JobId(1), JobId(3)]));
+        assert!(adds_child_links(&[], &[JobId(7)]));
     }
 
     #[tokio::test]
     async fn edits_of_one_job_wait_for_each_other_and_others_do_not() {
         let locks = JobWriteLocks::default();
-        let first = locks.job(5).await;
+        let first = locks.job(JobId(5)).await;
         assert!(
             locks.per_job[5].try_lock().is_err(),
             "a second edit of job 5 went ahead"
         );
-        let other = tokio::time::timeout(std::time::Duration::from_secs(1), locks.job(6))
+        let other = tokio::time::timeout(std::time::Duration::from_secs(1), locks.job(JobId(6)))
             .await
             .expect("an edit of job 6 waited for an edit of job 5");
         drop((first, other));
-        let negative = locks.job(-1).await;
+        let negative = locks.job(JobId(-1)).await;
         drop(negative);
     }
 }

@@ -1,5 +1,7 @@
 use super::*;
-use crate::model::{BlockStrategy, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy};
+use crate::model::{
+    BlockStrategy, GroupId, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
+};
 
 const LIMITS: JobLimits = JobLimits {
     max_params_bytes: 65536,
@@ -8,8 +10,8 @@ const LIMITS: JobLimits = JobLimits {
 
 fn job() -> Job {
     Job {
-        id: 0,
-        group_id: 1,
+        id: JobId(0),
+        group_id: GroupId(1),
         name: "nightly report".into(),
         author: String::new(),
         alarm_email: String::new(),
@@ -47,7 +49,7 @@ fn invalid_message(job: Job) -> String {
 
 fn group(address_type: AddressType, addresses: &[&str]) -> Group {
     Group {
-        id: 0,
+        id: GroupId(0),
         app_name: "demo-app".into(),
         title: "Demo".into(),
         address_type,
@@ -192,8 +194,8 @@ fn field_rules_name_the_field() {
     );
     assert_eq!(
         invalid_message(Job {
-            id: 9,
-            child_job_ids: vec![3, 9],
+            id: JobId(9),
+            child_job_ids: vec![JobId(3), JobId(9)],
             ..job()
         }),
         "job.child_job_ids: job 9 cannot be its own child"
@@ -220,7 +222,10 @@ fn script_glue_needs_a_source_but_no_handler() {
 
 #[test]
 fn child_ids_are_deduplicated_in_order() {
-    assert_eq!(dedup_child_ids(&[3, 1, 3, 2, 1]), vec![3, 1, 2]);
+    assert_eq!(
+        dedup_child_ids(&[3, 1, 3, 2, 1].map(JobId)),
+        [3, 1, 2].map(JobId)
+    );
 }
 
 #[test]
@@ -387,7 +392,7 @@ fn a_huge_bad_address_is_not_echoed_whole() {
 #[test]
 fn update_keeps_status_fire_times_and_creation_time() {
     let existing = Job {
-        id: 4,
+        id: JobId(4),
         status: JobStatus::Running,
         trigger_last_ms: 1_000,
         trigger_next_ms: 2_000,

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::verdict::{Judgement, LostVerdict, Suspect};
 use crate::executor::RunLogChunk;
-use crate::model::{ExecutorInfo, ExecutorProtocol, LogId, RunLog};
+use crate::model::{ExecutorInfo, ExecutorProtocol, GroupId, LogId, RunLog};
 
 /// Timing the judgement depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,17 +26,17 @@ pub struct SessionView<'a> {
     /// Addresses whose sessions other admins hold.
     pub held_elsewhere: &'a HashSet<String>,
     /// Groups whose runs only ever go to live sessions (AUTO address type).
-    pub session_groups: &'a HashSet<i64>,
+    pub session_groups: &'a HashSet<GroupId>,
 }
 
 /// What the executors held by other admins said of stranded runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StrandedProbes {
     /// Stranded runs every executor held elsewhere was asked about and holds nowhere.
-    pub absent: HashSet<i64>,
+    pub absent: HashSet<LogId>,
     /// Stranded runs every executor that may have received them says it never did: their
     /// admin died between claiming and sending them, and they are sent now.
-    pub never_sent: HashSet<i64>,
+    pub never_sent: HashSet<LogId>,
 }
 
 /// What the lost-run monitor remembers between checks.
@@ -46,13 +46,13 @@ pub struct LostJudge {
     /// route restored at start) is not a heartbeat, only later changes are.
     first_seen_heartbeat: HashMap<String, i64>,
     /// Receipt time of the first heartbeat that left a run out.
-    missing_since: HashMap<i64, i64>,
+    missing_since: HashMap<LogId, i64>,
     /// When a run's executor address was first found without any live session.
-    absent_since: HashMap<i64, i64>,
+    absent_since: HashMap<LogId, i64>,
     /// Addresses this admin has seen with a live session.
     seen_live: HashSet<String>,
     /// When a stranded run (dispatch never recorded) was first found listed by no session.
-    stranded_since: HashMap<i64, i64>,
+    stranded_since: HashMap<LogId, i64>,
     /// Runs on XXL-JOB executors held here, judged by their idle answers (`xxl_idle`).
     pub(super) xxl_idle: super::xxl_idle::XxlIdleJudge,
 }
@@ -68,7 +68,7 @@ impl LostJudge {
         params: LostParams,
     ) -> Judgement {
         self.remember_sessions(view);
-        let running: HashSet<i64> = runs.iter().map(|run| run.id).collect();
+        let running: HashSet<LogId> = runs.iter().map(|run| run.id).collect();
         self.missing_since
             .retain(|log_id, _| running.contains(log_id));
         self.absent_since
@@ -86,7 +86,7 @@ impl LostJudge {
 
     /// The executor, asked directly, may still hold a suspect run: the heartbeats that left it
     /// out were sent before it arrived there. Its absence is counted again from the next one.
-    pub fn held_after_all(&mut self, log_id: i64) {
+    pub fn held_after_all(&mut self, log_id: LogId) {
         self.missing_since.remove(&log_id);
     }
 
@@ -105,7 +105,7 @@ impl LostJudge {
         now_ms: i64,
         params: LostParams,
     ) -> Vec<LostVerdict> {
-        let stranded: HashSet<i64> = runs.iter().map(|run| run.id).collect();
+        let stranded: HashSet<LogId> = runs.iter().map(|run| run.id).collect();
         self.stranded_since
             .retain(|log_id, _| stranded.contains(log_id));
         let mut lost = Vec::new();
@@ -119,7 +119,7 @@ impl LostJudge {
             let unlisted_ms = now_ms - *self.stranded_since.entry(run.id).or_insert(now_ms);
             if unlisted_ms > params.absence_grace_ms {
                 lost.push(LostVerdict {
-                    log_id: LogId(run.id),
+                    log_id: run.id,
                     message: format!(
                         "run lost: the admin dispatching it stopped before recording where it \
                          went, and no executor has listed it for {unlisted_ms} ms"
@@ -199,7 +199,7 @@ impl LostJudge {
         let absent_ms = now_ms - absent_since;
         (absent_ms > params.absence_grace_ms && now_ms > judge_from).then(|| {
             Finding::Lost(LostVerdict {
-                log_id: LogId(run.id),
+                log_id: run.id,
                 message: format!(
                     "run lost: executor {address} has had no live session for {absent_ms} ms \
                      (it crashed, disconnected or its lease expired)"
@@ -234,7 +234,7 @@ impl LostJudge {
         let missing_ms = heard_ms - missing_since;
         (missing_ms >= params.heartbeat_interval_ms).then(|| Suspect {
             verdict: LostVerdict {
-                log_id: LogId(run.id),
+                log_id: run.id,
                 message: format!(
                     "run lost: executor {} no longer lists it (left out of its heartbeats for \
                      {missing_ms} ms; the executor restarted or dropped the run)",
@@ -322,7 +322,7 @@ pub(super) type Answers = Vec<(String, Sighting)>;
 
 /// Sorts what the executors said into the two sets the checks use.
 pub fn sort_answers(
-    answers: &HashMap<i64, Answers>,
+    answers: &HashMap<LogId, Answers>,
     held_elsewhere: &HashSet<String>,
 ) -> StrandedProbes {
     let mut probes = StrandedProbes::default();

@@ -143,19 +143,19 @@ async fn check_once(
     for verdict in verdicts {
         if ctx
             .store
-            .mark_lost(verdict.log_id.0, &verdict.message, ctx.clock.now_ms())
+            .mark_lost(verdict.log_id, &verdict.message, ctx.clock.now_ms())
             .await?
         {
             crate::metrics::finished(crate::metrics::RunEnd::Lost);
             // A stranded run's dispatch was never recorded: its row still holds what its trace
             // was to continue (a retry's failed attempt, a caller's traceparent), not its own.
-            let run = runs.iter().find(|run| run.id == verdict.log_id.0);
+            let run = runs.iter().find(|run| run.id == verdict.log_id);
             let trace_id = run.map_or("", |run| run.trace_id.as_str());
-            let job_id = run.map_or(0, |run| run.job_id);
+            let job_id = run.map_or(0, |run| run.job_id.0);
             crate::telemetry::run_span(verdict.log_id.0, job_id, trace_id).in_scope(|| {
                 tracing::warn!(reason = %verdict.message, "run lost");
             });
-            crate::telemetry::record_lost(trace_id, verdict.log_id.0, &verdict.message);
+            crate::telemetry::record_lost(trace_id, verdict.log_id, &verdict.message);
         }
     }
     Ok(())
@@ -173,18 +173,18 @@ async fn confirm_suspects(
     if suspects.is_empty() {
         return Ok(Vec::new());
     }
-    let by_id: HashMap<i64, &RunLog> = runs.iter().map(|run| (run.id, run)).collect();
-    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
-    let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
+    let by_id: HashMap<LogId, &RunLog> = runs.iter().map(|run| (run.id, run)).collect();
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| run.group_id).collect();
+    let groups = ctx.store.get_groups(&group_ids).await?;
     let deadline = ctx.config.executor_timeout;
     let in_flight = Arc::new(tokio::sync::Semaphore::new(PROBES_IN_FLIGHT));
     let mut probes = tokio::task::JoinSet::new();
     for suspect in suspects.into_iter().take(MAX_PROBED_PER_CHECK) {
-        let Some(run) = by_id.get(&suspect.verdict.log_id.0) else {
+        let Some(run) = by_id.get(&suspect.verdict.log_id) else {
             continue;
         };
         let token = groups
-            .get(&GroupId(run.group_id))
+            .get(&run.group_id)
             .map(|group| group.access_token.clone())
             .unwrap_or_default();
         let executors = Arc::clone(&ctx.executors);
@@ -209,7 +209,7 @@ async fn confirm_suspects(
         };
         match confirm(sighting, suspect.missing_ms, params) {
             Confirmation::Lost => lost.push(suspect.verdict),
-            Confirmation::Held => judge.held_after_all(suspect.verdict.log_id.0),
+            Confirmation::Held => judge.held_after_all(suspect.verdict.log_id),
             Confirmation::Over => {}
         }
     }
@@ -232,15 +232,15 @@ async fn probe_stranded(
     stranded: &[RunLog],
     held_elsewhere: &HashSet<String>,
 ) -> Result<StrandedProbes, Error> {
-    let group_ids: Vec<GroupId> = stranded.iter().map(|run| GroupId(run.group_id)).collect();
-    let groups = crate::trigger::load::groups(&ctx.store, &group_ids).await?;
+    let group_ids: Vec<GroupId> = stranded.iter().map(|run| run.group_id).collect();
+    let groups = ctx.store.get_groups(&group_ids).await?;
     let deadline = ctx.config.executor_timeout;
     let in_flight = Arc::new(tokio::sync::Semaphore::new(PROBES_IN_FLIGHT));
     let mut probes = tokio::task::JoinSet::new();
     // Bounded per check, so a mass of stranded runs after an outage never becomes a burst of
     // calls; the rest are asked in later checks (oldest first, as the store lists them).
     for run in stranded.iter().take(MAX_PROBED_PER_CHECK) {
-        let Some(group) = groups.get(&GroupId(run.group_id)) else {
+        let Some(group) = groups.get(&run.group_id) else {
             continue;
         };
         let mut addresses: Vec<String> = ctx
@@ -264,7 +264,7 @@ async fn probe_stranded(
                 let Ok(_permit) = in_flight.acquire().await else {
                     break;
                 };
-                let read = executors.read_log(&address, &token, LogId(log_id), log_date_ms, 1);
+                let read = executors.read_log(&address, &token, log_id, log_date_ms, 1);
                 let sighting = match tokio::time::timeout(deadline, read).await {
                     Ok(Ok(chunk)) => Sighting::of(Ok(&chunk)),
                     _ => Sighting::of(Err(())),
@@ -284,13 +284,15 @@ async fn probe_stranded(
 }
 
 /// The AUTO groups among those of `runs` (read with one query).
-async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<i64>, Error> {
-    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
-    Ok(crate::trigger::load::groups(&ctx.store, &group_ids)
+async fn auto_groups_of(ctx: &AdminContext, runs: &[RunLog]) -> Result<HashSet<GroupId>, Error> {
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| run.group_id).collect();
+    Ok(ctx
+        .store
+        .get_groups(&group_ids)
         .await?
         .into_iter()
         .filter(|(_, group)| group.address_type == AddressType::Auto)
-        .map(|(id, _)| id.0)
+        .map(|(id, _)| id)
         .collect())
 }
 

@@ -2,6 +2,7 @@ use super::judge::Answers;
 use super::*;
 use crate::executor::RunLogChunk;
 use crate::model::{ExecutorInfo, RunStatus, TriggerType};
+use crate::model::{GroupId, JobId, LogId};
 
 const T0: i64 = 1_800_000_000_000;
 const ADDRESS: &str = "http://127.0.0.1:9001";
@@ -10,13 +11,13 @@ const PARAMS: LostParams = LostParams {
     executor_timeout_ms: 3_000,
     absence_grace_ms: 3_000,
 };
-const AUTO_GROUP: i64 = 1;
+const AUTO_GROUP: GroupId = GroupId(1);
 const MANUAL_GROUP: i64 = 2;
 
 fn run(id: i64, trigger_code: i32) -> RunLog {
     RunLog {
-        id,
-        job_id: 1,
+        id: LogId(id),
+        job_id: JobId(1),
         group_id: AUTO_GROUP,
         fire_key: None,
         status: RunStatus::Running,
@@ -65,7 +66,7 @@ fn check(
     at: i64,
 ) -> Vec<i64> {
     let held_elsewhere: HashSet<String> = elsewhere.iter().map(|a| a.to_string()).collect();
-    let session_groups: HashSet<i64> = [AUTO_GROUP].into();
+    let session_groups: HashSet<GroupId> = [AUTO_GROUP].into();
     let view = SessionView {
         sessions,
         held_elsewhere: &held_elsewhere,
@@ -207,7 +208,7 @@ fn a_gone_executor_loses_its_runs_after_the_grace_unless_another_admin_holds_it(
 #[test]
 fn a_manual_address_is_judged_by_absence_only_once_seen_live() {
     let mut manual = run(5, 200);
-    manual.group_id = MANUAL_GROUP;
+    manual.group_id = GroupId(MANUAL_GROUP);
     let runs = [manual];
     let mut never_seen = LostJudge::default();
     for at in [T0, T0 + 5_000, T0 + 600_000] {
@@ -247,7 +248,7 @@ fn check_stranded_probed(
         session_groups: &HashSet::new(),
     };
     let probes = StrandedProbes {
-        absent: absent.iter().copied().collect(),
+        absent: absent.iter().copied().map(LogId).collect(),
         ..StrandedProbes::default()
     };
     judge.judge_stranded(runs, view, &probes, at, PARAMS)
@@ -307,17 +308,26 @@ fn an_executor_never_saw_a_run_only_if_it_neither_holds_it_nor_logged_it() {
 fn a_stranded_run_is_sent_again_only_when_every_candidate_never_saw_it() {
     let other = "http://127.0.0.1:9002".to_string();
     let held_elsewhere: HashSet<String> = [other.clone()].into();
-    let mut answers: HashMap<i64, Answers> = HashMap::new();
+    let mut answers: HashMap<LogId, Answers> = HashMap::new();
     let never = |address: &str| (address.to_string(), Sighting::NeverSaw);
-    answers.insert(1, vec![never(ADDRESS), never(&other)]);
-    answers.insert(2, vec![never(ADDRESS), (other.clone(), Sighting::Ran)]);
-    answers.insert(3, vec![(ADDRESS.into(), Sighting::MayHold), never(&other)]);
-    answers.insert(4, vec![never(ADDRESS), (other.clone(), Sighting::MayHold)]);
-    answers.insert(5, vec![]);
+    answers.insert(LogId(1), vec![never(ADDRESS), never(&other)]);
+    answers.insert(
+        LogId(2),
+        vec![never(ADDRESS), (other.clone(), Sighting::Ran)],
+    );
+    answers.insert(
+        LogId(3),
+        vec![(ADDRESS.into(), Sighting::MayHold), never(&other)],
+    );
+    answers.insert(
+        LogId(4),
+        vec![never(ADDRESS), (other.clone(), Sighting::MayHold)],
+    );
+    answers.insert(LogId(5), vec![]);
     let probes = sort_answers(&answers, &held_elsewhere);
-    assert_eq!(probes.never_sent, [1].into());
+    assert_eq!(probes.never_sent, [LogId(1)].into());
     // Absent from the executors held elsewhere (judged by the lost-run rules): 1, 2, 3, 5.
-    assert_eq!(probes.absent, [1, 2, 3, 5].into());
+    assert_eq!(probes.absent, [1, 2, 3, 5].map(LogId).into());
 
     // A session of this admin listing the run overrides a "never saw it".
     let mut one = run(1, 0);
@@ -326,12 +336,12 @@ fn a_stranded_run_is_sent_again_only_when_every_candidate_never_saw_it() {
     two.executor_address = String::new();
     let listing = [session("e1", T0, &[1])];
     let probes = StrandedProbes {
-        never_sent: [1, 2].into(),
+        never_sent: [LogId(1), LogId(2)].into(),
         ..StrandedProbes::default()
     };
     let (send, judge) = split_never_sent(vec![one.clone(), two.clone()], &listing, &probes);
-    assert_eq!(send.iter().map(|r| r.id).collect::<Vec<_>>(), vec![2]);
-    assert_eq!(judge.iter().map(|r| r.id).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(send.iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(judge.iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![1]);
 }
 
 #[test]
@@ -366,7 +376,7 @@ fn a_run_its_executor_still_holds_is_suspected_again_only_after_another_interval
     );
     assert_eq!(lost, vec![5]);
     // The executor said it holds the run: late heartbeats count from the next one again.
-    judge.held_after_all(5);
+    judge.held_after_all(LogId(5));
     let lost = heartbeats(&mut judge, &runs, &[(T0 + 1_600, &[]), (T0 + 2_500, &[])]);
     assert!(lost.is_empty(), "missing for 900 ms since the answer");
     assert_eq!(heartbeats(&mut judge, &runs, &[(T0 + 2_600, &[])]), vec![5]);

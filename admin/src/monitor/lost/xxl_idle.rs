@@ -28,7 +28,7 @@ const MAX_PROBES_PER_ROUND: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleAnswer {
     pub address: String,
-    pub job_id: i64,
+    pub job_id: JobId,
     /// True when it has no run of the job running or queued.
     pub idle: bool,
 }
@@ -38,7 +38,7 @@ pub struct IdleAnswer {
 pub struct XxlIdleJudge {
     last_round_ms: i64,
     /// When a run's executor was first found idle for its job (and has been since).
-    idle_since: HashMap<i64, i64>,
+    idle_since: HashMap<LogId, i64>,
 }
 
 impl XxlIdleJudge {
@@ -60,12 +60,12 @@ impl XxlIdleJudge {
         now_ms: i64,
         grace_ms: i64,
     ) -> Vec<LostVerdict> {
-        let idle: HashSet<(&str, i64)> = answers
+        let idle: HashSet<(&str, JobId)> = answers
             .iter()
             .filter(|answer| answer.idle)
             .map(|answer| (answer.address.as_str(), answer.job_id))
             .collect();
-        let running: HashSet<i64> = runs.iter().map(|run| run.id).collect();
+        let running: HashSet<LogId> = runs.iter().map(|run| run.id).collect();
         self.idle_since.retain(|log_id, _| running.contains(log_id));
         let mut lost = Vec::new();
         for run in runs {
@@ -77,7 +77,7 @@ impl XxlIdleJudge {
             let idle_ms = now_ms - *self.idle_since.entry(run.id).or_insert(now_ms);
             if idle_ms >= grace_ms {
                 lost.push(LostVerdict {
-                    log_id: LogId(run.id),
+                    log_id: run.id,
                     message: format!(
                         "run lost: XXL-JOB executor {address} has had no run of job {} running \
                          or queued for {idle_ms} ms and reported no result (it restarted or \
@@ -109,14 +109,14 @@ pub fn xxl_runs(runs: &[RunLog], sessions: &[ExecutorInfo]) -> Vec<RunLog> {
 
 /// Asks each (address, job) of `runs` once whether it is idle; failed calls give no answer.
 pub async fn probe(ctx: &AdminContext, runs: &[RunLog]) -> Vec<IdleAnswer> {
-    let group_ids: Vec<GroupId> = runs.iter().map(|run| GroupId(run.group_id)).collect();
-    let Ok(groups) = crate::trigger::load::groups(&ctx.store, &group_ids).await else {
+    let group_ids: Vec<GroupId> = runs.iter().map(|run| run.group_id).collect();
+    let Ok(groups) = ctx.store.get_groups(&group_ids).await else {
         return Vec::new();
     };
-    let mut pairs: Vec<(String, i64, String)> = runs
+    let mut pairs: Vec<(String, JobId, String)> = runs
         .iter()
         .filter_map(|run| {
-            let group = groups.get(&GroupId(run.group_id))?;
+            let group = groups.get(&run.group_id)?;
             Some((
                 run.executor_address.trim_end_matches('/').to_string(),
                 run.job_id,
@@ -128,11 +128,7 @@ pub async fn probe(ctx: &AdminContext, runs: &[RunLog]) -> Vec<IdleAnswer> {
     pairs.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
     let mut answers = Vec::new();
     for (address, job_id, token) in pairs.into_iter().take(MAX_PROBES_PER_ROUND) {
-        if let Ok(idleness) = ctx
-            .executors
-            .idle_beat(&address, &token, JobId(job_id))
-            .await
-        {
+        if let Ok(idleness) = ctx.executors.idle_beat(&address, &token, job_id).await {
             answers.push(IdleAnswer {
                 address,
                 job_id,
@@ -150,9 +146,9 @@ mod tests {
 
     fn run(id: i64, job_id: i64, address: &str) -> RunLog {
         RunLog {
-            id,
-            job_id,
-            group_id: 1,
+            id: LogId(id),
+            job_id: JobId(job_id),
+            group_id: GroupId(1),
             fire_key: None,
             status: RunStatus::Running,
             trigger_type: TriggerType::Manual,
@@ -180,7 +176,7 @@ mod tests {
     fn answer(address: &str, job_id: i64, idle: bool) -> IdleAnswer {
         IdleAnswer {
             address: address.to_string(),
-            job_id,
+            job_id: JobId(job_id),
             idle,
         }
     }
@@ -280,7 +276,7 @@ mod tests {
             run(2, 7, "http://h:2"),
             maybe_delivered,
         ];
-        let judged: Vec<i64> = xxl_runs(&runs, &sessions).iter().map(|r| r.id).collect();
+        let judged: Vec<i64> = xxl_runs(&runs, &sessions).iter().map(|r| r.id.0).collect();
         assert_eq!(judged, vec![1]);
     }
 }

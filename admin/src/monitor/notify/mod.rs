@@ -71,11 +71,11 @@ impl AlarmMessage {
             &run.handle_msg
         };
         AlarmMessage {
-            job_id: job.id,
+            job_id: job.id.0,
             job_name: job.name.clone(),
             app_name: alarmed.app_name.clone(),
             group_title: alarmed.group_title.clone(),
-            log_id: run.id,
+            log_id: run.id.0,
             status: run.status.to_string(),
             message: message.chars().take(MAX_MESSAGE_CHARS).collect(),
             attempt: run.attempt,
@@ -200,7 +200,7 @@ impl Notifier {
                     .to_string()
             });
         }
-        if !self.limit.allow(job.id, self.clock.now_ms()) {
+        if !self.limit.allow(job.id.0, self.clock.now_ms()) {
             crate::metrics::alarms_rate_limited().inc();
             return Err(format!(
                 "{}job {} raised more than {} alarms within {:?}; not sent",

@@ -66,7 +66,7 @@ async fn users_tokens_and_grants_round_trip() {
                 .expect("revoke again")
         );
         let users = store.list_users().await.expect("list");
-        let listed: Vec<(&str, Vec<i64>)> = users
+        let listed: Vec<(&str, Vec<GroupId>)> = users
             .iter()
             .map(|user| (user.name.as_str(), user.group_ids.clone()))
             .collect();
@@ -168,18 +168,14 @@ async fn callback_targets_name_status_address_app_and_token() {
             .await
             .expect("runs");
         store
-            .claim_runs(
-                &typed_ids::<LogId>(&ids[..1]),
-                &NodeIdentity::new("n1", 1),
-                1_000,
-            )
+            .claim_runs(&ids[..1], &NodeIdentity::new("n1", 1), 1_000)
             .await
             .expect("claim");
         let targets = store
-            .callback_targets(&[LogId(ids[0]), LogId(ids[1]), LogId(987_654)])
+            .callback_targets(&[ids[0], ids[1], LogId(987_654)])
             .await
             .expect("targets");
-        let seen: Vec<(i64, RunStatus, &str, &str)> = targets
+        let seen: Vec<(LogId, RunStatus, &str, &str)> = targets
             .iter()
             .map(|target| {
                 (

@@ -16,7 +16,7 @@ pub(super) const T0: i64 = 1_800_000_000_000;
 const AWAITING: i64 = i64::MAX;
 
 /// The follow-up of `log_id` by node `n1` epoch 1 (claimed with `claim_all`).
-fn followup(log_id: i64) -> FollowupWrite {
+fn followup(log_id: LogId) -> FollowupWrite {
     FollowupWrite {
         log_id,
         claim_node: "n1".into(),
@@ -39,7 +39,7 @@ async fn claim_all(store: &Store) {
 }
 
 /// The `alarm_status` of run `log_id` (a test-only read of each backend: `RunLog` lacks it).
-pub(super) async fn alarm_status_of(store: &Store, log_id: i64) -> i32 {
+pub(super) async fn alarm_status_of(store: &Store, log_id: LogId) -> i32 {
     use crate::store::shared::followups::alarm_status_of;
     let alarm_status = match store {
         Store::Sqlite(backend) => alarm_status_of(backend.pools(), log_id).await,
@@ -59,7 +59,7 @@ fn child_run(child: &Job) -> NewRun {
 }
 
 /// The follow-up of a broadcast shard that starts `child` once the whole fire succeeded.
-fn with_children(log_id: i64, child: &Job) -> FollowupWrite {
+fn with_children(log_id: LogId, child: &Job) -> FollowupWrite {
     FollowupWrite {
         children: vec![child_run(child)],
         children_need_all_shards: true,
@@ -68,7 +68,7 @@ fn with_children(log_id: i64, child: &Job) -> FollowupWrite {
 }
 
 /// Records that run `log_id` reached the executor at `address`.
-pub(super) async fn dispatched_to(store: &Store, log_id: i64, address: &str) {
+pub(super) async fn dispatched_to(store: &Store, log_id: LogId, address: &str) {
     store
         .record_dispatches(&[DispatchRecord {
             log_id,
@@ -182,7 +182,7 @@ async fn a_finished_follow_up_is_neither_claimed_nor_adopted_again() {
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("n1", 1),
-                &[LogId(done), LogId(later)],
+                &[done, later],
                 AlarmStatus::NothingToAlarm,
             )
             .await
@@ -271,7 +271,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("a", epoch_a),
-                &[LogId(quiet)],
+                &[quiet],
                 AlarmStatus::Failed,
             )
             .await
@@ -301,7 +301,7 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("b", epoch_b),
-                &[LogId(quiet)],
+                &[quiet],
                 AlarmStatus::NothingToAlarm,
             )
             .await
@@ -314,11 +314,11 @@ async fn a_stalled_admin_writes_nothing_for_a_follow_up_another_admin_adopted() 
             .await
             .expect("write");
         assert!(refused.fenced_off, "{backend}");
-        assert_eq!(refused.child_ids, Vec::<i64>::new(), "{backend}");
+        assert_eq!(refused.child_ids, Vec::<LogId>::new(), "{backend}");
         let finished = store
             .finish_followups(
                 &NodeIdentity::new("a", epoch_a),
-                &[LogId(done), LogId(quiet)],
+                &[done, quiet],
                 AlarmStatus::Failed,
             )
             .await
@@ -398,7 +398,7 @@ async fn a_retry_is_created_once_per_attempt_even_when_written_together() {
             first.fenced_off != second.fenced_off,
             "{backend}: the claim admits one write: {first:?} {second:?}"
         );
-        let retry_ids: Vec<i64> = [&first, &second]
+        let retry_ids: Vec<LogId> = [&first, &second]
             .into_iter()
             .filter_map(|written| written.retry_id)
             .collect();
@@ -520,7 +520,12 @@ async fn awaiting_fix_delay(store: &Store, job: &Job, scheduled_at_ms: i64) {
     assert!(store.set_job_schedule(waiting).await.expect("schedule"));
 }
 
-fn with_release(log_id: i64, job: &Job, scheduled_at_ms: i64, next_fire_ms: i64) -> FollowupWrite {
+fn with_release(
+    log_id: LogId,
+    job: &Job,
+    scheduled_at_ms: i64,
+    next_fire_ms: i64,
+) -> FollowupWrite {
     FollowupWrite {
         fix_delay_release: Some(FixDelayRelease {
             job_id: job.id,
@@ -574,7 +579,7 @@ async fn fix_delay_continues_once_after_the_last_open_run_of_the_fire() {
 
         // The retry ends: its follow-up lets the schedule continue.
         store
-            .claim_runs(&[LogId(retry_id)], &NodeIdentity::new("n1", 1), T0 + 200)
+            .claim_runs(&[retry_id], &NodeIdentity::new("n1", 1), T0 + 200)
             .await
             .expect("claim");
         finish(&store, retry_id, RunStatus::Success, T0 + 300).await;

@@ -13,11 +13,7 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             .await
             .expect("runs");
         store
-            .claim_runs(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", 1),
-                1_000,
-            )
+            .claim_runs(&ids, &NodeIdentity::new("n1", 1), 1_000)
             .await
             .expect("claim");
         // The executor's result lands before the dispatch outcome is recorded.
@@ -99,13 +95,13 @@ async fn runs_are_listed_newest_first_with_every_filter() {
             (second_job.id, None, TriggerType::Manual),
             "{backend}"
         );
-        assert_eq!(store.get_log(9999).await.expect("get"), None, "{backend}");
+        assert_eq!(
+            store.get_log(LogId(9999)).await.expect("get"),
+            None,
+            "{backend}"
+        );
         store
-            .claim_runs(
-                &typed_ids::<LogId>(&ids[..2]),
-                &NodeIdentity::new("n1", 1),
-                5_000,
-            )
+            .claim_runs(&ids[..2], &NodeIdentity::new("n1", 1), 5_000)
             .await
             .expect("claim");
         finish(&store, ids[0], RunStatus::Success, 5_500).await;
@@ -159,7 +155,7 @@ async fn runs_are_listed_newest_first_with_every_filter() {
         );
         assert!(
             list(LogFilter {
-                group_id: Some(9999),
+                group_id: Some(GroupId(9999)),
                 ..LogFilter::default()
             })
             .await
@@ -270,7 +266,7 @@ async fn results_return_the_runs_they_changed() {
                 completion(second, RunStatus::Timeout),
                 completion(first, RunStatus::Killed),
                 completion(second, RunStatus::Success),
-                completion(9999, RunStatus::Success),
+                completion(LogId(9999), RunStatus::Success),
             ])
             .await
             .expect("complete");
@@ -379,7 +375,7 @@ async fn a_result_write_folds_in_the_accepted_dispatch_outcome() {
 }
 
 /// Inserts and claims shard 0 of a broadcast fire at `scheduled_at_ms`; returns its id.
-async fn claimed_broadcast(store: &Store, job: &Job, scheduled_at_ms: i64) -> i64 {
+async fn claimed_broadcast(store: &Store, job: &Job, scheduled_at_ms: i64) -> LogId {
     insert_running(
         store,
         shard_run(job, scheduled_at_ms, (0, 1), 0, RunStatus::Pending),
@@ -532,12 +528,12 @@ async fn only_results_with_something_to_follow_up_wait_for_the_follow_up() {
 }
 
 /// `count` RUNNING manual runs of `job`.
-async fn running_runs(store: &Store, job: &Job, count: usize) -> Vec<i64> {
+async fn running_runs(store: &Store, job: &Job, count: usize) -> Vec<LogId> {
     let runs = vec![manual_run(job, RunStatus::Running); count];
     store.insert_runs(&runs).await.expect("runs")
 }
 
-fn success(log_id: i64, handle_msg: &str) -> RunCompletion {
+fn success(log_id: LogId, handle_msg: &str) -> RunCompletion {
     RunCompletion {
         log_id,
         status: RunStatus::Success,
@@ -583,7 +579,7 @@ enum HeldRows {
 
 async fn hold_rows<DB: crate::store::dialect::Dialect>(
     pools: crate::store::sql::Pools<'_, DB>,
-    log_id: i64,
+    log_id: LogId,
 ) -> sqlx::Transaction<'static, DB> {
     use crate::store::sql::Sql;
     let mut tx = pools.begin().await.expect("begin");
@@ -592,7 +588,7 @@ async fn hold_rows<DB: crate::store::dialect::Dialect>(
         .await
         .expect("lock jobs");
     Sql::<DB>::new("SELECT id FROM xjob_log WHERE id = ")
-        .bind(log_id)
+        .bind(log_id.0)
         .push(" FOR UPDATE")
         .fetch_all(&mut tx)
         .await
@@ -600,7 +596,7 @@ async fn hold_rows<DB: crate::store::dialect::Dialect>(
     tx
 }
 
-async fn hold_rows_elsewhere(store: &Store, log_id: i64) -> Option<HeldRows> {
+async fn hold_rows_elsewhere(store: &Store, log_id: LogId) -> Option<HeldRows> {
     match store {
         Store::Sqlite(_) => None,
         Store::Postgres(backend) => {
@@ -633,7 +629,7 @@ async fn batches_lock_only_their_runs_never_the_job_row_and_keep_text_exactly() 
         let parent = store.insert_job(&parent).await.expect("parent");
         let fix_delay = new_job(&store, group_id, ScheduleType::FixDelay).await;
         let gone_job = Job {
-            id: job.id + 1_000,
+            id: JobId(job.id.0 + 1_000),
             ..job.clone()
         };
         let runs = running_runs(&store, &job, 4).await;
@@ -735,7 +731,7 @@ async fn run_ids_can_be_moved_past_an_imported_last_id_and_never_back() {
             .insert_runs(&[fire(&job, 1_000, "n1", 1)])
             .await
             .expect("run");
-        assert!(first[0] > 70_000, "{backend}: {first:?}");
+        assert!(first[0] > LogId(70_000), "{backend}: {first:?}");
         // A lower id later (a second import of an older installation) lowers nothing.
         store.raise_log_ids_past(10).await.expect("raise again");
         store
@@ -746,7 +742,7 @@ async fn run_ids_can_be_moved_past_an_imported_last_id_and_never_back() {
             .insert_runs(&[fire(&job, 2_000, "n1", 1)])
             .await
             .expect("run");
-        assert!(second[0] > 80_000, "{backend}: {second:?}");
+        assert!(second[0] > LogId(80_000), "{backend}: {second:?}");
         store.raise_log_ids_past(5).await.expect("raise lower");
         let third = store
             .insert_runs(&[fire(&job, 3_000, "n1", 1)])
@@ -772,7 +768,7 @@ async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches
             };
             ids.push(store.insert_job(&job).await.expect("job").id);
         }
-        let names = |jobs: Vec<Job>| -> Vec<(String, i64)> {
+        let names = |jobs: Vec<Job>| -> Vec<(String, JobId)> {
             jobs.into_iter().map(|job| (job.name, job.id)).collect()
         };
         let by = |key: &'static str, descending: bool| JobFilter {
@@ -846,7 +842,7 @@ async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches
             })))
             .await
             .expect("logs");
-        let job_ids: Vec<i64> = by_job.iter().map(|run| run.job_id).collect();
+        let job_ids: Vec<JobId> = by_job.iter().map(|run| run.job_id).collect();
         assert_eq!(job_ids, ids, "{backend}: by job id");
         let one_job = LogFilter {
             job_id: Some(ids[0]),

@@ -15,7 +15,7 @@ async fn run_with(
     status: RunStatus,
     trigger_ms: i64,
     scheduled_ms: i64,
-) -> i64 {
+) -> LogId {
     let run = NewRun {
         fire_key: None,
         scheduled_at_ms: scheduled_ms,
@@ -48,7 +48,7 @@ async fn run_with(
     id
 }
 
-async fn remaining_ids(store: &Store) -> Vec<i64> {
+async fn remaining_ids(store: &Store) -> Vec<LogId> {
     let runs = store
         .list_logs(&LogFilter {
             limit: 10_000,
@@ -278,7 +278,7 @@ async fn callback_tokens_are_listed_for_runs_of_groups_that_have_one() {
         let in_secured = insert(&store, manual_run(&secured_job, RunStatus::Pending)).await;
         let in_open = insert(&store, manual_run(&open_job, RunStatus::Pending)).await;
         let tokens = store
-            .log_group_tokens(&[LogId(in_secured), LogId(in_open), LogId(9999)])
+            .log_group_tokens(&[in_secured, in_open, LogId(9999)])
             .await
             .expect("tokens");
         assert_eq!(

@@ -100,33 +100,21 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
         );
         assert!(
             store
-                .claim_runs(
-                    &typed_ids::<LogId>(&ids),
-                    &NodeIdentity::new("n1", old_epoch),
-                    2_100
-                )
+                .claim_runs(&ids, &NodeIdentity::new("n1", old_epoch), 2_100)
                 .await
                 .expect("claim")
                 .is_empty(),
             "{backend}"
         );
         let claimed = store
-            .claim_runs(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", new_epoch),
-                2_200,
-            )
+            .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_200)
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 1, "{backend}");
         assert_eq!(claimed[0].status, RunStatus::Running, "{backend}");
         assert!(
             store
-                .claim_runs(
-                    &typed_ids::<LogId>(&ids),
-                    &NodeIdentity::new("n1", new_epoch),
-                    2_300
-                )
+                .claim_runs(&ids, &NodeIdentity::new("n1", new_epoch), 2_300)
                 .await
                 .expect("claim")
                 .is_empty(),
@@ -176,11 +164,7 @@ async fn only_own_unsent_claims_go_back_to_pending() {
             .await
             .expect("runs");
         let claimed = store
-            .claim_run_ids(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", epoch),
-                5_000,
-            )
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_000)
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 3, "{backend}");
@@ -199,25 +183,18 @@ async fn only_own_unsent_claims_go_back_to_pending() {
 
         for (node, wrong_epoch) in [("n2", epoch), ("n1", epoch + 1)] {
             let unclaimed = store
-                .unclaim_unsent_runs(
-                    &typed_ids::<LogId>(&ids),
-                    &NodeIdentity::new(node, wrong_epoch),
-                )
+                .unclaim_unsent_runs(&ids, &NodeIdentity::new(node, wrong_epoch))
                 .await
                 .expect("unclaim");
             assert_eq!(unclaimed, 0, "{backend}: {node}/{wrong_epoch} owns none");
         }
         let unclaimed = store
-            .unclaim_unsent_runs(&typed_ids::<LogId>(&ids), &NodeIdentity::new("n1", epoch))
+            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch))
             .await
             .expect("unclaim");
         assert_eq!(unclaimed, 2, "{backend}: the sent run stays RUNNING");
         let mut again = store
-            .claim_run_ids(
-                &typed_ids::<LogId>(&ids),
-                &NodeIdentity::new("n1", epoch),
-                5_100,
-            )
+            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_100)
             .await
             .expect("claim");
         again.sort_unstable();
@@ -393,7 +370,7 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
 
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
-        let log_ids = typed_ids::<LogId>(&ids);
+        let log_ids = ids.clone();
         let (by_a, by_b) = tokio::join!(
             store.adopt_stranded(&log_ids, &node_a, 5_000),
             store.adopt_stranded(&log_ids, &node_b, 5_000),
@@ -406,34 +383,24 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
 
         // Only the new owner may record one skipped.
         let after = runs_of(&store, job.id).await;
-        let owned_by_a: Vec<i64> = after
+        let owned_by_a: Vec<LogId> = after
             .iter()
             .filter(|run| run.owner_node == "a" && run.status == RunStatus::Running)
             .map(|run| run.id)
             .collect();
-        let owned_by_b: Vec<i64> = after
+        let owned_by_b: Vec<LogId> = after
             .iter()
             .filter(|run| run.owner_node == "b" && run.status == RunStatus::Running)
             .map(|run| run.id)
             .collect();
         assert_eq!(owned_by_a.len() + owned_by_b.len(), 38, "{backend}");
         let wrong = store
-            .skip_adopted_stranded(
-                &typed_ids::<LogId>(&owned_by_a),
-                &NodeIdentity::new("b", 1),
-                "late",
-                6_000,
-            )
+            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("b", 1), "late", 6_000)
             .await
             .expect("skip");
         assert_eq!(wrong, 0, "{backend}: not b's to skip");
         let right = store
-            .skip_adopted_stranded(
-                &typed_ids::<LogId>(&owned_by_a),
-                &NodeIdentity::new("a", 1),
-                "late",
-                6_000,
-            )
+            .skip_adopted_stranded(&owned_by_a, &NodeIdentity::new("a", 1), "late", 6_000)
             .await
             .expect("skip");
         assert_eq!(right as usize, owned_by_a.len(), "{backend}");
@@ -462,13 +429,13 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
         let stalled_node = NodeIdentity::new("stalled", stalled);
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
-        let log_ids = typed_ids::<LogId>(&ids);
+        let log_ids = ids.clone();
         let (claimed, adopted_a, adopted_b) = tokio::join!(
             store.claim_runs(&log_ids, &stalled_node, 5_000),
             store.adopt_orphan_runs(&node_a, 5_000),
             store.adopt_orphan_runs(&node_b, 5_000),
         );
-        let mut taken: Vec<i64> = ids_of(&claimed.expect("claim"));
+        let mut taken: Vec<LogId> = ids_of(&claimed.expect("claim"));
         taken.extend(ids_of(&adopted_a.expect("adopt")));
         taken.extend(ids_of(&adopted_b.expect("adopt")));
         taken.sort_unstable();
@@ -486,7 +453,7 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
             let wrong = if run.owner_node == "a" { "b" } else { "a" };
             assert!(
                 store
-                    .claim_runs(&[LogId(run.id)], &NodeIdentity::new(wrong, 1), 6_000)
+                    .claim_runs(&[run.id], &NodeIdentity::new(wrong, 1), 6_000)
                     .await
                     .expect("claim")
                     .is_empty(),
@@ -496,7 +463,7 @@ async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
         let pending_ids = ids_of(&now_owned);
         let node_a = NodeIdentity::new("a", 1);
         let node_b = NodeIdentity::new("b", 1);
-        let pending_log_ids = typed_ids::<LogId>(&pending_ids);
+        let pending_log_ids = pending_ids.clone();
         let (by_a, by_b) = tokio::join!(
             store.claim_runs(&pending_log_ids, &node_a, 6_000),
             store.claim_runs(&pending_log_ids, &node_b, 6_000),
@@ -523,7 +490,7 @@ async fn skipping_touches_only_pending_runs_and_planned_fires() {
             .skip_planned_fires(job.id, "job stopped", 12_000)
             .await
             .expect("skip planned");
-        let skipped: Vec<i64> = skipped.iter().map(|run| run.id).collect();
+        let skipped: Vec<LogId> = skipped.iter().map(|run| run.id).collect();
         assert_eq!(
             skipped,
             vec![planned, later],
@@ -545,11 +512,7 @@ async fn skipping_touches_only_pending_runs_and_planned_fires() {
         assert_eq!(status_of(running).await, RunStatus::Running, "{backend}");
 
         store
-            .skip_runs(
-                &[LogId(manual), LogId(running), LogId(9999)],
-                "too late",
-                13_000,
-            )
+            .skip_runs(&[manual, running, LogId(9999)], "too late", 13_000)
             .await
             .expect("skip runs");
         let manual_run = store.get_log(manual).await.expect("get").expect("run");
@@ -621,11 +584,7 @@ async fn a_liveness_lock_shows_while_held_and_frees_with_its_holder() {
         );
         assert!(
             store
-                .claim_runs(
-                    &[LogId(old), LogId(later)],
-                    &NodeIdentity::new("n1", dead_epoch),
-                    1_000
-                )
+                .claim_runs(&[old, later], &NodeIdentity::new("n1", dead_epoch), 1_000)
                 .await
                 .expect("claim")
                 .is_empty(),

@@ -16,23 +16,23 @@ pub(super) async fn write_schedule_updates(
     for chunk in updates.chunks(BATCH) {
         let mut query = QueryBuilder::new("UPDATE xjob_job SET trigger_last_ms = CASE id");
         for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
+            query.push(" WHEN ").push_bind(update.job_id.0);
             query.push(" THEN ").push_bind(update.trigger_last_ms);
         }
         query.push(" ELSE trigger_last_ms END, trigger_next_ms = CASE id");
         for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
+            query.push(" WHEN ").push_bind(update.job_id.0);
             query.push(" THEN ").push_bind(update.trigger_next_ms);
         }
         query.push(" ELSE trigger_next_ms END, trigger_status = CASE id");
         for update in chunk {
-            query.push(" WHEN ").push_bind(update.job_id);
+            query.push(" WHEN ").push_bind(update.job_id.0);
             query.push(" THEN ").push_bind(status_value(update.status));
         }
         query.push(" ELSE trigger_status END WHERE trigger_status = 1 AND id IN (");
         let mut ids = query.separated(", ");
         for update in chunk {
-            ids.push_bind(update.job_id);
+            ids.push_bind(update.job_id.0);
         }
         query.push(")");
         query.build().execute(&mut *conn).await.map_err(map_error)?;

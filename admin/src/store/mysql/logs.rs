@@ -1,6 +1,7 @@
 //! Run logs: inserts for manual triggers, dispatch outcomes, executor results, queries.
 
 use super::{MySqlStore, map_error};
+use crate::model::LogId;
 use crate::store::shared::logs::in_id_order;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, batch_json};
 
@@ -124,7 +125,7 @@ impl MySqlStore {
         &self,
         completions: &[RunCompletion],
         accepted: &[DispatchRecord],
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<LogId>> {
         let folded = batch_json::folded(accepted);
         let completions = in_id_order(
             batch_json::first_completion_per_run(completions),
@@ -133,7 +134,7 @@ impl MySqlStore {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         let mut finished = Vec::with_capacity(completions.len());
         for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
-            let ids: Vec<i64> = chunk.iter().map(|completion| completion.log_id).collect();
+            let ids: Vec<i64> = chunk.iter().map(|completion| completion.log_id.0).collect();
             let open: Vec<(i64, bool)> = sqlx::query_as(LOCK_OPEN_RUNS)
                 .bind(serde_json::Value::from(ids).to_string())
                 .fetch_all(&mut *tx)
@@ -144,7 +145,7 @@ impl MySqlStore {
             let mut locked = Vec::with_capacity(open.len());
             for completion in chunk {
                 if let Some(&(_, needs_followup)) =
-                    open_runs.next_if(|(id, _)| *id == completion.log_id)
+                    open_runs.next_if(|(id, _)| *id == completion.log_id.0)
                 {
                     locked.push((*completion, needs_followup));
                 }
@@ -166,7 +167,7 @@ impl MySqlStore {
                     .await
                     .map_err(map_error)?;
             }
-            finished.extend(open.iter().map(|(id, _)| *id));
+            finished.extend(open.iter().map(|&(id, _)| LogId(id)));
         }
         tx.commit().await.map_err(map_error)?;
         Ok(finished)
@@ -269,7 +270,7 @@ mod tests {
 
     fn success(log_id: i64, handle_msg: &str) -> RunCompletion {
         RunCompletion {
-            log_id,
+            log_id: LogId(log_id),
             status: RunStatus::Success,
             handle_code: 200,
             handle_msg: handle_msg.to_string(),
@@ -346,7 +347,7 @@ mod tests {
         let records: Vec<DispatchRecord> = ids
             .iter()
             .map(|&log_id| DispatchRecord {
-                log_id,
+                log_id: LogId(log_id),
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: 200,
                 trigger_msg: message(log_id),
@@ -366,10 +367,10 @@ mod tests {
             .await
             .expect("results");
         finished.sort_unstable();
-        assert_eq!(finished, ids);
+        assert_eq!(finished, ids.iter().copied().map(LogId).collect::<Vec<_>>());
         for &log_id in [ids[0], ids[999], ids[1_000], ids[1_099]].iter() {
             let run = crate::store::Store::Mysql(store.clone())
-                .get_log(log_id)
+                .get_log(LogId(log_id))
                 .await
                 .expect("get")
                 .expect("run");

@@ -8,11 +8,11 @@ use std::time::Duration;
 use sqlx::{Connection, MySqlConnection};
 
 use super::{create_scratch_database, redact, with_database};
-use crate::model::ids::typed_ids;
 use crate::model::{
     AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, LogId, MisfireStrategy, NewRun,
     NodeIdentity, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
 };
+use crate::model::{GroupId, JobId};
 use crate::store::{RoundPlan, Store};
 
 /// How long a test waits for something that should happen promptly.
@@ -41,7 +41,7 @@ fn pool(store: &Store) -> &sqlx::MySqlPool {
 
 fn group(app_name: &str) -> Group {
     Group {
-        id: 0,
+        id: GroupId(0),
         app_name: app_name.to_string(),
         title: "title".to_string(),
         address_type: AddressType::Auto,
@@ -51,9 +51,9 @@ fn group(app_name: &str) -> Group {
     }
 }
 
-fn job(group_id: i64, name: &str, params: &str) -> Job {
+fn job(group_id: GroupId, name: &str, params: &str) -> Job {
     Job {
-        id: 0,
+        id: JobId(0),
         group_id,
         name: name.to_string(),
         author: String::new(),
@@ -87,10 +87,10 @@ fn job(group_id: i64, name: &str, params: &str) -> Job {
     }
 }
 
-fn fire(job_id: i64, scheduled_at_ms: i64) -> NewRun {
+fn fire(job_id: JobId, scheduled_at_ms: i64) -> NewRun {
     NewRun {
         job_id,
-        group_id: 1,
+        group_id: GroupId(1),
         fire_key: Some(NewRun::fire_key(job_id, scheduled_at_ms, 0, 0)),
         status: RunStatus::Pending,
         trigger_type: TriggerType::Cron,
@@ -158,7 +158,7 @@ async fn a_fire_written_concurrently_is_left_out_of_the_round_exactly() {
          handle_msg, executor_address, handler, params, owner_node, epoch) \
          VALUES (7, 1, ?, 'PENDING', 'CRON', '', '', '', 'h', '', 'n2', 1)",
     )
-    .bind(NewRun::fire_key(7, 1_000, 0, 0))
+    .bind(NewRun::fire_key(JobId(7), 1_000, 0, 0))
     .execute(&mut *pending)
     .await
     .expect("concurrent fire");
@@ -166,7 +166,11 @@ async fn a_fire_written_concurrently_is_left_out_of_the_round_exactly() {
     let round_store = store.clone();
     let round = tokio::spawn(async move {
         let mut plan = |_jobs: Vec<Job>| RoundPlan {
-            new_runs: vec![fire(7, 1_000), fire(7, 2_000), fire(7, 3_000)],
+            new_runs: vec![
+                fire(JobId(7), 1_000),
+                fire(JobId(7), 2_000),
+                fire(JobId(7), 3_000),
+            ],
             job_updates: Vec::new(),
         };
         round_store.run_schedule_round(0, 10, &mut plan).await
@@ -189,13 +193,13 @@ async fn a_fire_written_concurrently_is_left_out_of_the_round_exactly() {
     assert!(inserted[0].is_none(), "the concurrent fire is not reported");
     for (id, key) in inserted[1..].iter().zip(["7:2000:0:0", "7:3000:0:0"]) {
         let id = id.expect("written by the round");
-        let row = store.get_log(id.0).await.expect("get").expect("row");
+        let row = store.get_log(LogId(id.0)).await.expect("get").expect("row");
         assert_eq!(row.fire_key.as_deref(), Some(key));
         assert_eq!(row.owner_node, "n1");
     }
     let first = store
         .list_logs(&crate::model::LogFilter {
-            job_id: Some(7),
+            job_id: Some(JobId(7)),
             limit: 10,
             ..Default::default()
         })
@@ -334,18 +338,14 @@ async fn a_manual_broadcast_fire_gets_every_shard_row_without_fire_keys() {
         status,
         shard_index,
         shard_total,
-        ..fire(9, 0)
+        ..fire(JobId(9), 0)
     };
     let ids = store
         .insert_runs(&[manual(0, 1, RunStatus::Pending)])
         .await
         .expect("fire");
     let claimed = store
-        .claim_runs(
-            &typed_ids::<LogId>(&ids),
-            &NodeIdentity::new("n1", 1),
-            5_000,
-        )
+        .claim_runs(&ids, &NodeIdentity::new("n1", 1), 5_000)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1);

@@ -16,7 +16,7 @@ pub(super) async fn write_schedule_updates(
     if updates.is_empty() {
         return Ok(());
     }
-    let ids: Vec<i64> = updates.iter().map(|update| update.job_id).collect();
+    let ids: Vec<i64> = updates.iter().map(|update| update.job_id.0).collect();
     let last: Vec<i64> = updates
         .iter()
         .map(|update| update.trigger_last_ms)

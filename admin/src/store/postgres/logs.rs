@@ -4,6 +4,7 @@
 //! locks in, so a batch never deadlocks with another admin's claim or adoption.
 
 use super::{PgStore, map_error};
+use crate::model::LogId;
 use crate::store::shared::logs::in_id_order;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, batch_json};
 
@@ -88,7 +89,7 @@ impl PgStore {
                 |record| record.log_id,
             );
             for chunk in of_kind.chunks(batch_json::ROWS_PER_STATEMENT) {
-                let ids: Vec<i64> = chunk.iter().map(|record| record.log_id).collect();
+                let ids: Vec<i64> = chunk.iter().map(|record| record.log_id.0).collect();
                 sqlx::query(sql)
                     .bind(batch_json::dispatches(chunk))
                     .bind(ids)
@@ -104,7 +105,7 @@ impl PgStore {
         &self,
         completions: &[RunCompletion],
         accepted: &[DispatchRecord],
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<LogId>> {
         let folded = batch_json::folded(accepted);
         let completions = in_id_order(
             batch_json::first_completion_per_run(completions),
@@ -113,7 +114,7 @@ impl PgStore {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         let mut finished = Vec::with_capacity(completions.len());
         for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
-            let ids: Vec<i64> = chunk.iter().map(|completion| completion.log_id).collect();
+            let ids: Vec<i64> = chunk.iter().map(|completion| completion.log_id.0).collect();
             let mut changed: Vec<i64> = sqlx::query_scalar(COMPLETE_RUNS)
                 .bind(batch_json::completions(chunk, &folded))
                 .bind(ids)
@@ -121,7 +122,7 @@ impl PgStore {
                 .await
                 .map_err(map_error)?;
             changed.sort_unstable();
-            finished.append(&mut changed);
+            finished.extend(changed.into_iter().map(LogId));
         }
         tx.commit().await.map_err(map_error)?;
         Ok(finished)

@@ -2,8 +2,8 @@
 //! nodes and of this node's older epochs, and the runs such an admin claimed but never sent.
 
 use super::claims::{Lock, unindexed, update_logs};
+use super::raw_ids;
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::ids::raw_ids;
 use crate::model::{LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;

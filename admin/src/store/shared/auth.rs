@@ -1,6 +1,6 @@
 //! JobAdmin users, API tokens (by hash) and per-group grants.
 
-use crate::model::{ApiToken, Role, User};
+use crate::model::{ApiToken, GroupId, Role, User};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
 use crate::store::{StoreError, StoreResult};
@@ -128,7 +128,7 @@ pub async fn list_users<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<User>
     for grant in &grants {
         let grant = Cols::<DB>(grant);
         let user_id: i64 = grant.get("user_id")?;
-        let group_id: i64 = grant.get("group_id")?;
+        let group_id: GroupId = grant.get("group_id")?;
         if let Some(user) = users.iter_mut().find(|user| user.id == user_id) {
             user.group_ids.push(group_id);
         }
@@ -140,12 +140,12 @@ pub async fn list_users<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<User>
 pub async fn grant_group<DB: Dialect>(
     db: Pools<'_, DB>,
     user_id: i64,
-    group_id: i64,
+    group_id: GroupId,
 ) -> StoreResult<()> {
     let inserted = Sql::<DB>::new("INSERT INTO xjob_user_group (user_id, group_id) VALUES (")
         .bind(user_id)
         .push(", ")
-        .bind(group_id)
+        .bind(group_id.0)
         .push(")")
         .execute(&mut *db.write().await?)
         .await;
@@ -159,12 +159,12 @@ pub async fn grant_group<DB: Dialect>(
 pub async fn revoke_group<DB: Dialect>(
     db: Pools<'_, DB>,
     user_id: i64,
-    group_id: i64,
+    group_id: GroupId,
 ) -> StoreResult<bool> {
     let deleted = Sql::<DB>::new("DELETE FROM xjob_user_group WHERE user_id = ")
         .bind(user_id)
         .push(" AND group_id = ")
-        .bind(group_id)
+        .bind(group_id.0)
         .affected(&mut *db.write().await?)
         .await?;
     Ok(deleted == 1)

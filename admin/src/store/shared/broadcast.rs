@@ -10,21 +10,21 @@
 use super::inserts::{insert_all, insert_keyed};
 use super::logs::new_run_insert;
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{NewRun, RunLog};
+use crate::model::{LogId, NewRun, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 
 pub async fn expand_broadcast<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_id: i64,
+    log_id: LogId,
     shard_total: i32,
     shards: &[NewRun],
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let mut tx = db.begin().await?;
     let first = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
-        .bind(log_id)
+        .bind(log_id.0)
         .push(" AND shard_total = 1 AND shard_index = 0 AND status = 'RUNNING'")
         .push(DB::FOR_UPDATE)
         .fetch_optional(&mut tx)
@@ -36,7 +36,7 @@ pub async fn expand_broadcast<DB: Dialect>(
     Sql::<DB>::new("UPDATE xjob_log SET shard_total = ")
         .bind(shard_total)
         .push(" WHERE id = ")
-        .bind(log_id)
+        .bind(log_id.0)
         .execute(&mut tx)
         .await?;
     let mut first = run_from_row::<DB>(&first)?;
@@ -49,12 +49,12 @@ pub async fn expand_broadcast<DB: Dialect>(
         .cloned()
         .partition(|shard| shard.fire_key.is_some());
     let written = insert_keyed::<DB>(&mut tx, &keyed, new_run_insert::<DB>, now_ms).await?;
-    let mut ids: Vec<i64> = written.into_iter().flatten().collect();
+    let mut ids: Vec<LogId> = written.into_iter().flatten().collect();
     ids.extend(insert_all::<DB>(&mut tx, &keyless, new_run_insert::<DB>, now_ms).await?);
     let mut expanded = vec![first];
     if !ids.is_empty() {
         let mut select = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id"));
-        DB::push_id_list(&mut select, &ids);
+        DB::push_id_list(&mut select, &super::raw_ids(&ids));
         for row in select.fetch_all(&mut tx).await? {
             expanded.push(run_from_row::<DB>(&row)?);
         }

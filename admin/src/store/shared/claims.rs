@@ -9,9 +9,9 @@
 
 use sqlx::Connection;
 
+use super::raw_ids;
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::ids::raw_ids;
-use crate::model::{AlarmStatus, LogId, NodeIdentity, RunLog};
+use crate::model::{AlarmStatus, JobId, LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, map_error};
@@ -184,14 +184,14 @@ pub async fn claim_run_ids<DB: Dialect>(
     ids: &[LogId],
     node: &NodeIdentity,
     now_ms: i64,
-) -> StoreResult<Vec<i64>> {
+) -> StoreResult<Vec<LogId>> {
     let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         for row in claim_chunk::<DB>(&mut conn, chunk, node_id, epoch, now_ms, "id").await? {
-            claimed.push(Cols::<DB>(&row).get::<i64>("id")?);
+            claimed.push(Cols::<DB>(&row).get::<LogId>("id")?);
         }
     }
     Ok(claimed)
@@ -228,14 +228,14 @@ pub async fn skip_runs<'q, DB: Dialect>(
 /// rescheduled. Returns the skipped runs (their traces name them).
 pub async fn skip_planned_fires<'q, DB: Dialect>(
     db: Pools<'_, DB>,
-    job_id: i64,
+    job_id: JobId,
     reason: &'q str,
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let set = |sql: &mut Sql<'q, DB>| skipped(sql, reason, now_ms);
     let filter = |sql: &mut Sql<'q, DB>| {
         sql.push_mut("job_id = ");
-        sql.bind_mut(job_id);
+        sql.bind_mut(job_id.0);
         sql.push_mut(" AND status = 'PENDING' AND fire_key IS NOT NULL");
     };
     let (_, rows) = update_logs::<DB>(
@@ -326,7 +326,7 @@ pub async fn owned_unsent_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[LogId],
     node: &NodeIdentity,
-) -> StoreResult<Vec<i64>> {
+) -> StoreResult<Vec<LogId>> {
     let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.read().await?;
@@ -341,7 +341,7 @@ pub async fn owned_unsent_runs<DB: Dialect>(
         select.bind_mut(node_id);
         select.push_mut(" AND epoch = ");
         select.bind_mut(epoch);
-        owned.extend(select.fetch_column::<i64>(&mut conn).await?);
+        owned.extend(select.fetch_column::<LogId>(&mut conn).await?);
     }
     Ok(owned)
 }

@@ -15,6 +15,7 @@ use sqlx::Transaction;
 
 use super::inserts::insert_one_unless_present;
 use super::logs::new_run_insert;
+use crate::model::LogId;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, commit, map_error};
 use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
@@ -53,7 +54,7 @@ pub async fn write_followup<DB: Dialect>(
 /// run whose job was deleted locks nothing: no other run of it is followed up either.
 async fn begin_locking_job_of_run<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_id: i64,
+    log_id: LogId,
 ) -> StoreResult<Transaction<'static, DB>> {
     if DB::SINGLE_WRITER {
         return db
@@ -65,7 +66,7 @@ async fn begin_locking_job_of_run<DB: Dialect>(
     let mut tx = db.begin().await?;
     // Two statements: MySQL would lock the run's row too in a locking read with a subquery.
     let job_id: Option<i64> = Sql::<DB>::new("SELECT job_id FROM xjob_log WHERE id = ")
-        .bind(log_id)
+        .bind(log_id.0)
         .fetch_optional(&mut tx)
         .await?
         .map(|row| Cols::<DB>(&row).get("job_id"))
@@ -93,7 +94,7 @@ async fn close_claim<DB: Dialect>(
         .push(", alarm_delivery = ")
         .bind(write.alarm_delivery.as_str())
         .push(" WHERE id = ")
-        .bind(write.log_id)
+        .bind(write.log_id.0)
         .push(" AND alarm_status = -1 AND owner_node = ")
         .bind(write.claim_node.as_str())
         .push(" AND epoch = ")
@@ -107,7 +108,7 @@ async fn close_claim<DB: Dialect>(
 /// false when the run is no longer waiting for its alarm (deleted by the clean-up meanwhile).
 pub async fn record_alarm_delivery<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_id: i64,
+    log_id: LogId,
     alarm_status: i32,
     alarm_delivery: &str,
 ) -> StoreResult<bool> {
@@ -116,7 +117,7 @@ pub async fn record_alarm_delivery<DB: Dialect>(
         .push(", alarm_delivery = ")
         .bind(alarm_delivery)
         .push(" WHERE id = ")
-        .bind(log_id)
+        .bind(log_id.0)
         .push(" AND alarm_status = 4")
         .affected(&mut *db.write().await?)
         .await?;
@@ -130,11 +131,11 @@ pub async fn record_alarm_delivery<DB: Dialect>(
 /// re-checked after any lock wait, so of follow-ups racing for it exactly one wins.
 async fn claim_broadcast_children<DB: Dialect>(
     conn: &mut DB::Connection,
-    log_id: i64,
+    log_id: LogId,
 ) -> StoreResult<bool> {
     let fire =
         Sql::<DB>::new("SELECT job_id, scheduled_at_ms, shard_total FROM xjob_log WHERE id = ")
-            .bind(log_id)
+            .bind(log_id.0)
             .fetch_optional(&mut *conn)
             .await?;
     let Some(fire) = fire else {
@@ -174,18 +175,18 @@ async fn claim_broadcast_children<DB: Dialect>(
 /// follow-up of the job is between this check and write (see the module doc).
 async fn release_fix_delay<DB: Dialect>(
     conn: &mut DB::Connection,
-    log_id: i64,
+    log_id: LogId,
     release: &FixDelayRelease,
 ) -> StoreResult<bool> {
     let open: i64 = Sql::<DB>::new("SELECT COUNT(*) FROM xjob_log WHERE job_id = ")
-        .bind(release.job_id)
+        .bind(release.job_id.0)
         .push(" AND scheduled_at_ms = ")
         .bind(release.scheduled_at_ms)
         .push(
             " AND fire_key IS NOT NULL AND (status IN ('PENDING', 'RUNNING') \
              OR alarm_status IN (0, -1)) AND id <> ",
         )
-        .bind(log_id)
+        .bind(log_id.0)
         .fetch_scalar(&mut *conn)
         .await?;
     if open > 0 {
@@ -194,7 +195,7 @@ async fn release_fix_delay<DB: Dialect>(
     let released = Sql::<DB>::new("UPDATE xjob_job SET trigger_next_ms = ")
         .bind(release.next_fire_ms)
         .push(" WHERE id = ")
-        .bind(release.job_id)
+        .bind(release.job_id.0)
         .push(" AND trigger_status = 1 AND trigger_next_ms = ")
         .bind(release.awaiting_ms)
         .affected(conn)
@@ -204,9 +205,9 @@ async fn release_fix_delay<DB: Dialect>(
 
 /// The `alarm_status` of run `log_id` (conformance tests; `RunLog` does not carry it).
 #[cfg(test)]
-pub async fn alarm_status_of<DB: Dialect>(db: Pools<'_, DB>, log_id: i64) -> StoreResult<i32> {
+pub async fn alarm_status_of<DB: Dialect>(db: Pools<'_, DB>, log_id: LogId) -> StoreResult<i32> {
     Sql::<DB>::new("SELECT alarm_status FROM xjob_log WHERE id = ")
-        .bind(log_id)
+        .bind(log_id.0)
         .fetch_scalar(&mut *db.write().await?)
         .await
 }

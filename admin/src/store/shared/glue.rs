@@ -2,7 +2,7 @@
 //! [`GLUE_VERSIONS_KEPT`] per job kept.
 
 use crate::model::glue::GLUE_VERSIONS_KEPT;
-use crate::model::{GlueEdit, GlueType, GlueVersion};
+use crate::model::{GlueEdit, GlueType, GlueVersion, JobId};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, commit};
@@ -30,7 +30,7 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
     // The first edit also keeps the source it replaces (the one the job was created with), so
     // it can be read back and restored like any later version.
     let history: i64 = Sql::<DB>::new("SELECT COUNT(*) FROM xjob_glue WHERE job_id = ")
-        .bind(edit.job_id)
+        .bind(edit.job_id.0)
         .fetch_scalar(&mut tx)
         .await?;
     if history == 0 {
@@ -39,7 +39,7 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
              SELECT id, glue_type, glue_source, glue_remark, glue_updated_ms FROM xjob_job \
              WHERE glue_source <> '' AND id = ",
         )
-        .bind(edit.job_id)
+        .bind(edit.job_id.0)
         .execute(&mut tx)
         .await?;
     }
@@ -52,7 +52,7 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
         .push(", updated_ms = ")
         .bind(edit.now_ms)
         .push(" WHERE id = ")
-        .bind(edit.job_id)
+        .bind(edit.job_id.0)
         .affected(&mut tx)
         .await?;
     if updated == 0 {
@@ -61,7 +61,7 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
     Sql::<DB>::new(
         "INSERT INTO xjob_glue (job_id, glue_type, glue_source, glue_remark, created_ms) VALUES (",
     )
-    .bind(edit.job_id)
+    .bind(edit.job_id.0)
     .push(", ")
     .bind(edit.glue_type.as_str())
     .push(", ")
@@ -75,14 +75,14 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
     .await?;
     // The oldest id kept; MySQL allows no LIMIT inside IN, so this takes two statements.
     let oldest_kept: Vec<i64> = Sql::<DB>::new("SELECT id FROM xjob_glue WHERE job_id = ")
-        .bind(edit.job_id)
+        .bind(edit.job_id.0)
         .push(" ORDER BY id DESC LIMIT 1 OFFSET ")
         .bind(GLUE_VERSIONS_KEPT - 1)
         .fetch_column(&mut tx)
         .await?;
     if let Some(oldest_kept) = oldest_kept.first() {
         Sql::<DB>::new("DELETE FROM xjob_glue WHERE job_id = ")
-            .bind(edit.job_id)
+            .bind(edit.job_id.0)
             .push(" AND id < ")
             .bind(*oldest_kept)
             .execute(&mut tx)
@@ -95,11 +95,11 @@ pub async fn save_glue<DB: Dialect>(db: Pools<'_, DB>, edit: &GlueEdit) -> Store
 /// A job's saved glue versions, newest first.
 pub async fn list_glue_versions<DB: Dialect>(
     db: Pools<'_, DB>,
-    job_id: i64,
+    job_id: JobId,
 ) -> StoreResult<Vec<GlueVersion>> {
     let rows = Sql::<DB>::new(SELECT_VERSION)
         .push(" WHERE job_id = ")
-        .bind(job_id)
+        .bind(job_id.0)
         .push(" ORDER BY id DESC")
         .fetch_all(&mut *db.read().await?)
         .await?;

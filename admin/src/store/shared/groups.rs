@@ -1,7 +1,9 @@
 //! Executor groups.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use super::rows::group_from_row;
-use crate::model::ids::raw_ids;
 use crate::model::{Group, GroupId};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
@@ -27,7 +29,7 @@ pub async fn insert_group<DB: Dialect>(db: Pools<'_, DB>, group: &Group) -> Stor
     .push(", ")
     .bind(group.updated_ms)
     .push(")");
-    let id = super::insert_returning_id(&mut *db.write().await?, insert).await?;
+    let id = GroupId(super::insert_returning_id(&mut *db.write().await?, insert).await?);
     Ok(Group {
         id,
         ..group.clone()
@@ -48,42 +50,47 @@ pub async fn update_group<DB: Dialect>(db: Pools<'_, DB>, group: &Group) -> Stor
         .push(", updated_ms = ")
         .bind(group.updated_ms)
         .push(" WHERE id = ")
-        .bind(group.id)
+        .bind(group.id.0)
         .affected(&mut *db.write().await?)
         .await?;
     Ok(updated == 1)
 }
 
-pub async fn delete_group<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<bool> {
+pub async fn delete_group<DB: Dialect>(db: Pools<'_, DB>, id: GroupId) -> StoreResult<bool> {
     let deleted = Sql::<DB>::new("DELETE FROM xjob_group WHERE id = ")
-        .bind(id)
+        .bind(id.0)
         .affected(&mut *db.write().await?)
         .await?;
     Ok(deleted == 1)
 }
 
-pub async fn get_group<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<Group>> {
+pub async fn get_group<DB: Dialect>(db: Pools<'_, DB>, id: GroupId) -> StoreResult<Option<Group>> {
     let row = Sql::<DB>::new(SELECT_GROUP)
         .push(" WHERE id = ")
-        .bind(id)
+        .bind(id.0)
         .fetch_optional(&mut *db.read().await?)
         .await?;
     row.as_ref().map(group_from_row::<DB>).transpose()
 }
 
-/// The groups of `ids` that exist, by id (one statement per chunk of ids).
+/// The groups of `ids` that exist, by id (one statement per chunk of distinct ids; no ids, no
+/// statement).
 pub async fn get_groups<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[GroupId],
-) -> StoreResult<Vec<Group>> {
-    let ids = raw_ids(ids);
+) -> StoreResult<HashMap<GroupId, Arc<Group>>> {
+    let ids = super::distinct_raw_ids(ids);
+    let mut groups = HashMap::with_capacity(ids.len());
+    if ids.is_empty() {
+        return Ok(groups);
+    }
     let mut conn = db.read().await?;
-    let mut groups = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let mut select = Sql::<DB>::new(format!("{SELECT_GROUP} WHERE id"));
         DB::push_id_list(&mut select, chunk);
-        for row in &select.push(" ORDER BY id").fetch_all(&mut conn).await? {
-            groups.push(group_from_row::<DB>(row)?);
+        for row in &select.fetch_all(&mut conn).await? {
+            let group = group_from_row::<DB>(row)?;
+            groups.insert(group.id, Arc::new(group));
         }
     }
     Ok(groups)
@@ -146,10 +153,10 @@ pub async fn group_access_tokens<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<
 
 pub async fn count_jobs_in_group<DB: Dialect>(
     db: Pools<'_, DB>,
-    group_id: i64,
+    group_id: GroupId,
 ) -> StoreResult<i64> {
     Sql::<DB>::new("SELECT COUNT(*) FROM xjob_job WHERE group_id = ")
-        .bind(group_id)
+        .bind(group_id.0)
         .fetch_scalar(&mut *db.read().await?)
         .await
 }

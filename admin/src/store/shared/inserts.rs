@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::NewRun;
+use crate::model::{LogId, NewRun};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Sql};
 use crate::store::{StoreError, StoreResult};
@@ -34,7 +34,7 @@ pub async fn insert_keyed<DB: Dialect>(
     runs: &[NewRun],
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Vec<Option<i64>>> {
+) -> StoreResult<Vec<Option<LogId>>> {
     let mut written = Vec::with_capacity(runs.len());
     for batch in batches(runs) {
         if DB::INSERT_RETURNING {
@@ -43,7 +43,7 @@ pub async fn insert_keyed<DB: Dialect>(
                 .fetch_all(&mut *conn)
                 .await?;
             // RETURNING has no order of its own: each returned key finds its row.
-            let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+            let mut ids: HashMap<String, LogId> = HashMap::with_capacity(rows.len());
             for row in &rows {
                 let row = Cols::<DB>(row);
                 ids.insert(row.get("fire_key")?, row.get("id")?);
@@ -71,7 +71,7 @@ async fn insert_keyed_without_returning<DB: Dialect>(
     batch: &[NewRun],
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Vec<Option<i64>>> {
+) -> StoreResult<Vec<Option<LogId>>> {
     let keys = batch
         .iter()
         .map(|run| {
@@ -101,7 +101,7 @@ async fn insert_keyed_without_returning<DB: Dialect>(
     match build(&fresh_runs, extra).execute(&mut *conn).await {
         Ok(_) => {
             let fresh_keys: Vec<String> = fresh.iter().map(|&index| keys[index].clone()).collect();
-            let ids: HashMap<String, i64> =
+            let ids: HashMap<String, LogId> =
                 fire_keys_in::<DB>(&mut *conn, &fresh_keys, "id, fire_key")
                     .await?
                     .into_iter()
@@ -131,7 +131,7 @@ async fn fire_keys_in<DB: Dialect>(
     conn: &mut DB::Connection,
     keys: &[String],
     columns: &str,
-) -> StoreResult<Vec<(i64, String)>> {
+) -> StoreResult<Vec<(LogId, String)>> {
     let mut select = Sql::<DB>::new(format!(
         "SELECT {columns} FROM xjob_log WHERE fire_key IN ("
     ));
@@ -148,7 +148,7 @@ async fn fire_keys_in<DB: Dialect>(
             let id = if columns.starts_with("id") {
                 row.get("id")?
             } else {
-                0
+                LogId(0)
             };
             Ok((id, row.get("fire_key")?))
         })
@@ -161,17 +161,17 @@ pub async fn insert_one_unless_present<DB: Dialect>(
     run: &NewRun,
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Option<i64>> {
+) -> StoreResult<Option<LogId>> {
     if DB::INSERT_RETURNING {
         let ids = build(std::slice::from_ref(run), extra)
             .push(" ON CONFLICT (fire_key) DO NOTHING RETURNING id")
-            .fetch_column::<i64>(&mut *conn)
+            .fetch_column::<LogId>(&mut *conn)
             .await?;
         return Ok(ids.first().copied());
     }
     let insert = build(std::slice::from_ref(run), extra);
     match super::insert_returning_id::<DB>(&mut *conn, insert).await {
-        Ok(id) => Ok(Some(id)),
+        Ok(id) => Ok(Some(LogId(id))),
         Err(StoreError::Conflict(_)) => Ok(None),
         Err(error) => Err(error),
     }
@@ -186,17 +186,19 @@ pub async fn insert_all<DB: Dialect>(
     runs: &[NewRun],
     build: BuildInsert<DB>,
     extra: i64,
-) -> StoreResult<Vec<i64>> {
+) -> StoreResult<Vec<LogId>> {
     let mut ids = Vec::with_capacity(runs.len());
     if DB::INSERT_RETURNING {
         for batch in batches(runs) {
             let insert = build(batch, extra).push(" RETURNING id");
-            ids.extend(insert.fetch_column::<i64>(&mut *conn).await?);
+            ids.extend(insert.fetch_column::<LogId>(&mut *conn).await?);
         }
     } else {
         for run in runs {
             let insert = build(std::slice::from_ref(run), extra);
-            ids.push(super::insert_returning_id::<DB>(&mut *conn, insert).await?);
+            ids.push(LogId(
+                super::insert_returning_id::<DB>(&mut *conn, insert).await?,
+            ));
         }
     }
     Ok(ids)
@@ -225,12 +227,12 @@ pub fn batches(runs: &[NewRun]) -> Vec<&[NewRun]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{RunStatus, TriggerType};
+    use crate::model::{GroupId, JobId, RunStatus, TriggerType};
 
     fn run(params_bytes: usize) -> NewRun {
         NewRun {
-            job_id: 1,
-            group_id: 1,
+            job_id: JobId(1),
+            group_id: GroupId(1),
             fire_key: None,
             status: RunStatus::Pending,
             trigger_type: TriggerType::Manual,

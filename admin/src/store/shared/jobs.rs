@@ -1,7 +1,10 @@
 //! Job definitions and their scheduling state.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::raw_ids;
 use super::rows::{JOB_COLUMNS, job_from_row, join_ids};
-use crate::model::ids::raw_ids;
 use crate::model::{Job, JobId, JobStatus};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
@@ -20,7 +23,7 @@ pub fn status_value(status: JobStatus) -> i32 {
 fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 22] {
     use Value::{Flag, Int, Int32, Owned, Real, Text};
     [
-        ("group_id", Int(job.group_id)),
+        ("group_id", Int(job.group_id.0)),
         ("name", Text(&job.name)),
         ("author", Text(&job.author)),
         ("alarm_email", Text(&job.alarm_email)),
@@ -98,7 +101,7 @@ pub async fn insert_job_on<DB: Dialect>(conn: &mut DB::Connection, job: &Job) ->
         bind_value(&mut insert, value);
     }
     insert.push_mut(")");
-    let id = super::insert_returning_id(conn, insert).await?;
+    let id = JobId(super::insert_returning_id(conn, insert).await?);
     Ok(Job { id, ..job.clone() })
 }
 
@@ -116,7 +119,7 @@ pub async fn update_job<DB: Dialect>(db: Pools<'_, DB>, job: &Job) -> StoreResul
         .push("updated_ms = ")
         .bind(job.updated_ms)
         .push(" WHERE id = ")
-        .bind(job.id)
+        .bind(job.id.0)
         .affected(&mut *db.write().await?)
         .await?;
     Ok(updated == 1)
@@ -125,15 +128,15 @@ pub async fn update_job<DB: Dialect>(db: Pools<'_, DB>, job: &Job) -> StoreResul
 /// Deletes the job row first, then its runs and glue: the order a follow-up takes its locks in
 /// (the job row, then the run's row; see `monitor.rs`). With the opposite order a concurrent
 /// follow-up of one of the job's runs could hold the job while this holds the run: a deadlock.
-pub async fn delete_job<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<bool> {
+pub async fn delete_job<DB: Dialect>(db: Pools<'_, DB>, id: JobId) -> StoreResult<bool> {
     let mut tx = db.begin().await?;
     let deleted = Sql::<DB>::new("DELETE FROM xjob_job WHERE id = ")
-        .bind(id)
+        .bind(id.0)
         .affected(&mut tx)
         .await?;
     for table in ["xjob_log", "xjob_glue"] {
         Sql::<DB>::new(format!("DELETE FROM {table} WHERE job_id = "))
-            .bind(id)
+            .bind(id.0)
             .execute(&mut tx)
             .await?;
     }
@@ -141,25 +144,31 @@ pub async fn delete_job<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<
     Ok(deleted == 1)
 }
 
-pub async fn get_job<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<Job>> {
+pub async fn get_job<DB: Dialect>(db: Pools<'_, DB>, id: JobId) -> StoreResult<Option<Job>> {
     let row = Sql::<DB>::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE id = "))
-        .bind(id)
+        .bind(id.0)
         .fetch_optional(&mut *db.read().await?)
         .await?;
     row.as_ref().map(job_from_row::<DB>).transpose()
 }
 
-/// The jobs of `ids` that exist, by id.
-pub async fn get_jobs<DB: Dialect>(db: Pools<'_, DB>, ids: &[JobId]) -> StoreResult<Vec<Job>> {
-    let ids = raw_ids(ids);
+/// The jobs of `ids` that exist, by id (repeated ids are read once; no ids, no statement).
+pub async fn get_jobs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[JobId],
+) -> StoreResult<HashMap<JobId, Arc<Job>>> {
+    let ids = super::distinct_raw_ids(ids);
+    let mut jobs = HashMap::with_capacity(ids.len());
+    if ids.is_empty() {
+        return Ok(jobs);
+    }
     let mut conn = db.read().await?;
-    let mut jobs = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let mut select = Sql::<DB>::new(format!("SELECT {JOB_COLUMNS} FROM xjob_job WHERE id"));
         DB::push_id_list(&mut select, chunk);
-        let rows = select.push(" ORDER BY id").fetch_all(&mut conn).await?;
-        for row in &rows {
-            jobs.push(job_from_row::<DB>(row)?);
+        for row in &select.fetch_all(&mut conn).await? {
+            let job = job_from_row::<DB>(row)?;
+            jobs.insert(job.id, Arc::new(job));
         }
     }
     Ok(jobs)
@@ -202,11 +211,11 @@ fn matching_jobs<'a, DB: Dialect>(select: &str, filter: &'a JobFilter) -> Sql<'a
     let mut query = Sql::<DB>::new(format!("{select} FROM xjob_job WHERE 1 = 1"));
     if let Some(group_ids) = &filter.group_ids {
         query.push_mut(" AND group_id");
-        DB::push_id_list(&mut query, group_ids);
+        DB::push_id_list(&mut query, &raw_ids(group_ids));
     }
     if let Some(group_id) = filter.group_id {
         query.push_mut(" AND group_id = ");
-        query.bind_mut(group_id);
+        query.bind_mut(group_id.0);
     }
     if let Some(status) = filter.status {
         query.push_mut(" AND trigger_status = ");
@@ -245,14 +254,14 @@ fn job_order_column(order: crate::model::ListOrder) -> (&'static str, bool) {
 pub async fn missing_job_ids<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[JobId],
-) -> StoreResult<Vec<i64>> {
-    let ids = raw_ids(ids);
+) -> StoreResult<Vec<JobId>> {
+    let raw = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut found = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+    for chunk in raw.chunks(DB::IDS_PER_STATEMENT) {
         let mut select = Sql::<DB>::new("SELECT id FROM xjob_job WHERE id");
         DB::push_id_list(&mut select, chunk);
-        found.extend(select.fetch_column::<i64>(&mut conn).await?);
+        found.extend(select.fetch_column::<JobId>(&mut conn).await?);
     }
     Ok(ids
         .iter()
@@ -272,7 +281,7 @@ pub async fn set_job_schedule<DB: Dialect>(
         .push(", trigger_next_ms = ")
         .bind(update.trigger_next_ms)
         .push(" WHERE id = ")
-        .bind(update.job_id)
+        .bind(update.job_id.0)
         .affected(&mut *db.write().await?)
         .await?;
     Ok(updated == 1)

@@ -2,8 +2,8 @@
 //! outcomes and executor results differ in shape per dialect (`json_each`,
 //! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
 
+use super::raw_ids;
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::ids::raw_ids;
 use crate::model::{LogFilter, LogId, NewRun, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
@@ -22,9 +22,9 @@ pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql
     );
     for (index, run) in runs.iter().enumerate() {
         insert.push_mut(if index == 0 { "(" } else { ", (" });
-        insert.bind_mut(run.job_id);
+        insert.bind_mut(run.job_id.0);
         insert.push_mut(", ");
-        insert.bind_mut(run.group_id);
+        insert.bind_mut(run.group_id.0);
         insert.push_mut(", ");
         match run.fire_key.as_deref() {
             Some(key) => insert.bind_mut(key),
@@ -67,7 +67,10 @@ pub fn new_run_insert<DB: Dialect>(runs: &[NewRun], trigger_time_ms: i64) -> Sql
 }
 
 /// Inserts runs (manual triggers, retries) in one transaction; returns their ids in order.
-pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> StoreResult<Vec<i64>> {
+pub async fn insert_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    runs: &[NewRun],
+) -> StoreResult<Vec<LogId>> {
     let mut tx = db.begin().await?;
     let ids = super::inserts::insert_all::<DB>(&mut tx, runs, new_run_insert::<DB>, 0).await?;
     commit(tx).await?;
@@ -78,14 +81,14 @@ pub async fn insert_runs<DB: Dialect>(db: Pools<'_, DB>, runs: &[NewRun]) -> Sto
 pub async fn missing_log_ids<DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[LogId],
-) -> StoreResult<Vec<i64>> {
-    let ids = raw_ids(ids);
+) -> StoreResult<Vec<LogId>> {
+    let raw = raw_ids(ids);
     let mut conn = db.read().await?;
     let mut found = std::collections::HashSet::with_capacity(ids.len());
-    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+    for chunk in raw.chunks(DB::IDS_PER_STATEMENT) {
         let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE id");
         DB::push_id_list(&mut select, chunk);
-        found.extend(select.fetch_column::<i64>(&mut conn).await?);
+        found.extend(select.fetch_column::<LogId>(&mut conn).await?);
     }
     Ok(ids
         .iter()
@@ -94,9 +97,9 @@ pub async fn missing_log_ids<DB: Dialect>(
         .collect())
 }
 
-pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: i64) -> StoreResult<Option<RunLog>> {
+pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: LogId) -> StoreResult<Option<RunLog>> {
     let row = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
-        .bind(id)
+        .bind(id.0)
         .fetch_optional(&mut *db.read().await?)
         .await?;
     row.as_ref().map(run_from_row::<DB>).transpose()
@@ -141,11 +144,11 @@ fn matching_logs<'a, DB: Dialect>(select: &str, filter: &'a LogFilter) -> Sql<'a
     let mut query = Sql::<DB>::new(format!("{select} FROM xjob_log WHERE 1 = 1"));
     if let Some(group_ids) = &filter.group_ids {
         query.push_mut(" AND group_id");
-        DB::push_id_list(&mut query, group_ids);
+        DB::push_id_list(&mut query, &raw_ids(group_ids));
     }
     for (condition, value) in [
-        (" AND group_id = ", filter.group_id),
-        (" AND job_id = ", filter.job_id),
+        (" AND group_id = ", filter.group_id.map(|id| id.0)),
+        (" AND job_id = ", filter.job_id.map(|id| id.0)),
         (" AND trigger_time_ms >= ", filter.from_ms),
         (" AND trigger_time_ms <= ", filter.to_ms),
     ] {
@@ -179,7 +182,7 @@ fn log_order_column(order: crate::model::ListOrder) -> (&'static str, bool) {
 /// never wait for each other in a cycle (a deadlock, which the server ends by failing one).
 pub fn in_id_order<'a, T>(
     items: impl IntoIterator<Item = &'a T>,
-    log_id: impl Fn(&T) -> i64,
+    log_id: impl Fn(&T) -> LogId,
 ) -> Vec<&'a T> {
     let mut sorted: Vec<&T> = items.into_iter().collect();
     sorted.sort_by_key(|item| log_id(item));

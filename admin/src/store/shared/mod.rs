@@ -51,3 +51,16 @@ pub fn push_order<DB: Dialect>(query: &mut Sql<'_, DB>, order: Option<(&'static 
         query.push_mut(&format!(" ORDER BY {column}{direction}, id{direction}"));
     }
 }
+
+/// The plain `i64`s of typed ids, for binds.
+pub fn raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
+    ids.iter().map(|&id| id.into()).collect()
+}
+
+/// `raw_ids` sorted and without repeats (batch reads ask for each row once).
+pub fn distinct_raw_ids<T: Copy + Into<i64>>(ids: &[T]) -> Vec<i64> {
+    let mut ids = raw_ids(ids);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}

@@ -3,7 +3,7 @@
 //! `monitor.rs`.)
 
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{NodeIdentity, RunLog};
+use crate::model::{LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql};
@@ -34,10 +34,10 @@ pub async fn due_delayed_runs<DB: Dialect>(
     node: &NodeIdentity,
     now_ms: i64,
     limit: i64,
-) -> StoreResult<Vec<i64>> {
+) -> StoreResult<Vec<LogId>> {
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     due_delayed_runs_query::<DB>(node_id, epoch, now_ms, limit)
-        .fetch_column::<i64>(&mut *db.read().await?)
+        .fetch_column::<LogId>(&mut *db.read().await?)
         .await
 }
 
@@ -61,7 +61,7 @@ pub async fn running_runs<DB: Dialect>(db: Pools<'_, DB>, limit: i64) -> StoreRe
 /// condition after waiting for a concurrent callback's update of the row).
 pub async fn mark_lost<DB: Dialect>(
     db: Pools<'_, DB>,
-    log_id: i64,
+    log_id: LogId,
     message: &str,
     now_ms: i64,
 ) -> StoreResult<bool> {
@@ -71,7 +71,7 @@ pub async fn mark_lost<DB: Dialect>(
             .push(", handle_time_ms = ")
             .bind(now_ms)
             .push(" WHERE id = ")
-            .bind(log_id)
+            .bind(log_id.0)
             .push(" AND status = 'RUNNING'")
             .affected(&mut *db.write().await?)
             .await?;

@@ -3,8 +3,8 @@
 //! other admins' rows) and deletes rows whose owner stopped refreshing them (an admin that died
 //! while holding executor sessions).
 
+use super::raw_ids;
 use super::rows::executor_from_row;
-use crate::model::ids::raw_ids;
 use crate::model::{ExecutorInfo, LogId};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
@@ -96,7 +96,7 @@ pub async fn delete_stale_registry<DB: Dialect>(
 pub async fn log_group_tokens<DB: Dialect>(
     db: Pools<'_, DB>,
     log_ids: &[LogId],
-) -> StoreResult<Vec<(i64, String)>> {
+) -> StoreResult<Vec<(LogId, String)>> {
     let log_ids = raw_ids(log_ids);
     let mut conn = db.read().await?;
     let mut tokens = Vec::new();

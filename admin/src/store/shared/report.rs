@@ -5,6 +5,7 @@
 //! at the same time: a report row is recomputed from the log rows and upserted, and deleting a
 //! row twice deletes it once.
 
+use crate::model::{GroupId, JobId, LogId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
 use crate::store::{DayCounts, LogCleanup, OutcomeCount, StoreResult};
@@ -21,7 +22,7 @@ const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING')";
 /// counted by status and reason class (for benchmarks: what became of every planned fire).
 pub async fn run_outcomes<DB: Dialect>(
     db: Pools<'_, DB>,
-    group_id: i64,
+    group_id: GroupId,
     from_ms: i64,
     to_ms: i64,
 ) -> StoreResult<Vec<OutcomeCount>> {
@@ -30,7 +31,7 @@ pub async fn run_outcomes<DB: Dialect>(
            WHEN trigger_msg LIKE 'misfire%' THEN 'misfire' ELSE '' END AS reason, \
            COUNT(*) AS runs FROM xjob_log WHERE group_id = ",
     )
-    .bind(group_id)
+    .bind(group_id.0)
     .push(" AND scheduled_at_ms >= ")
     .bind(from_ms)
     .push(" AND scheduled_at_ms < ")
@@ -188,16 +189,16 @@ pub async fn list_log_report<DB: Dialect>(
 
 pub async fn nth_newest_log_id<DB: Dialect>(
     db: Pools<'_, DB>,
-    group_id: Option<i64>,
-    job_id: Option<i64>,
+    group_id: Option<GroupId>,
+    job_id: Option<JobId>,
     n: i64,
-) -> StoreResult<Option<i64>> {
+) -> StoreResult<Option<LogId>> {
     let mut query = Sql::<DB>::new("SELECT id FROM xjob_log WHERE 1 = 1");
     push_owner_filters(&mut query, group_id, job_id);
     let ids = query
         .push(" ORDER BY id DESC LIMIT 1 OFFSET ")
         .bind(n.saturating_sub(1).max(0))
-        .fetch_column::<i64>(&mut *db.read().await?)
+        .fetch_column::<LogId>(&mut *db.read().await?)
         .await?;
     Ok(ids.first().copied())
 }
@@ -224,7 +225,7 @@ pub async fn delete_logs_batch<DB: Dialect>(
     push_owner_filters(&mut query, cleanup.group_id, cleanup.job_id);
     if let Some(below_id) = cleanup.below_id {
         query.push_mut(" AND id < ");
-        query.bind_mut(below_id);
+        query.bind_mut(below_id.0);
     }
     if let Some(cutoff_ms) = cleanup.older_than_ms {
         push_older_than(&mut query, cutoff_ms);
@@ -258,15 +259,15 @@ fn push_older_than<DB: Dialect>(query: &mut Sql<'_, DB>, cutoff_ms: i64) {
 
 fn push_owner_filters<DB: Dialect>(
     query: &mut Sql<'_, DB>,
-    group_id: Option<i64>,
-    job_id: Option<i64>,
+    group_id: Option<GroupId>,
+    job_id: Option<JobId>,
 ) {
     if let Some(group_id) = group_id {
         query.push_mut(" AND group_id = ");
-        query.bind_mut(group_id);
+        query.bind_mut(group_id.0);
     }
     if let Some(job_id) = job_id {
         query.push_mut(" AND job_id = ");
-        query.bind_mut(job_id);
+        query.bind_mut(job_id.0);
     }
 }

@@ -2,8 +2,8 @@
 //! and booleans decode strictly as declared, text as `Dialect::text` reads it).
 
 use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
+    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
+    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, ScheduleType, TriggerType,
 };
 use crate::store::dialect::Dialect;
 use crate::store::sql::Cols;
@@ -24,20 +24,24 @@ pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_t
     owner_node, epoch, dispatch_at_ms, alarm_delivery";
 
 /// Splits a comma-separated id list ("3,5") as stored in `child_job_ids`.
-pub fn parse_id_list(text: &str) -> StoreResult<Vec<i64>> {
+pub fn parse_id_list(text: &str) -> StoreResult<Vec<JobId>> {
     text.split(',')
         .map(str::trim)
         .filter(|part| !part.is_empty())
         .map(|part| {
             part.parse::<i64>()
+                .map(JobId)
                 .map_err(|_| StoreError::Corrupt(format!("child_job_ids: '{part}' is not an id")))
         })
         .collect()
 }
 
 /// Joins ids as stored in `child_job_ids`.
-pub fn join_ids(ids: &[i64]) -> String {
-    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+pub fn join_ids(ids: &[JobId]) -> String {
+    ids.iter()
+        .map(JobId::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Splits a comma-separated string list, dropping empty items.

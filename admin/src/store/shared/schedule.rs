@@ -120,11 +120,7 @@ pub async fn run_schedule_round<DB: Dialect>(
         .collect::<StoreResult<Vec<Job>>>()?;
     let job_count = jobs.len();
     let decided = plan(jobs);
-    let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0)
-        .await?
-        .into_iter()
-        .map(|id| id.map(LogId))
-        .collect();
+    let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0).await?;
     DB::write_schedule_updates(&mut tx, &decided.job_updates).await?;
     commit(tx).await?;
     Ok((job_count, inserted))

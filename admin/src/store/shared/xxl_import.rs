@@ -1,7 +1,7 @@
 //! What `xjob import-xxl-job` imported (`xjob_xxl_import`): the record that makes a second
 //! import of the same XXL-JOB database create nothing new.
 
-use crate::model::Job;
+use crate::model::{Job, JobId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, commit};
 use crate::store::{StoreResult, XxlJobImport};
@@ -10,7 +10,7 @@ use crate::store::{StoreResult, XxlJobImport};
 pub async fn xxl_imported_jobs<DB: Dialect>(
     db: Pools<'_, DB>,
     source: &str,
-) -> StoreResult<Vec<(i64, i64)>> {
+) -> StoreResult<Vec<(i64, JobId)>> {
     let rows = Sql::<DB>::new("SELECT xxl_job_id, job_id FROM xjob_xxl_import WHERE source = ")
         .bind(source)
         .push(" ORDER BY xxl_job_id")
@@ -39,7 +39,7 @@ pub async fn import_xxl_job<DB: Dialect>(
             .push(" AND xxl_job_id = ")
             .bind(import.xxl_job_id)
             .push(" AND job_id = ")
-            .bind(stale_job_id)
+            .bind(stale_job_id.0)
             .execute(&mut tx)
             .await?;
     }
@@ -51,7 +51,7 @@ pub async fn import_xxl_job<DB: Dialect>(
     .push(", ")
     .bind(import.xxl_job_id)
     .push(", ")
-    .bind(job.id)
+    .bind(job.id.0)
     .push(", ")
     .bind(import.now_ms)
     .push(")")
@@ -62,7 +62,7 @@ pub async fn import_xxl_job<DB: Dialect>(
             "INSERT INTO xjob_glue (job_id, glue_type, glue_source, glue_remark, created_ms) \
              VALUES (",
         )
-        .bind(job.id)
+        .bind(job.id.0)
         .push(", ")
         .bind(version.glue_type.as_str())
         .push(", ")

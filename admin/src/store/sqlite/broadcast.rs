@@ -1,6 +1,6 @@
 //! SQLite tests of the broadcast expansion (`shared/broadcast.rs`).
 
-use crate::model::ids::typed_ids;
+use crate::model::{GroupId, JobId};
 use crate::model::{LogId, NewRun, NodeIdentity, RunStatus, TriggerType};
 
 const NOW: i64 = 1_716_163_200_000;
@@ -17,8 +17,8 @@ async fn store() -> (tempfile::TempDir, crate::store::Store) {
 
 fn run(shard_index: i32, shard_total: i32, fire_key: Option<String>) -> NewRun {
     NewRun {
-        job_id: 7,
-        group_id: 1,
+        job_id: JobId(7),
+        group_id: GroupId(1),
         fire_key,
         status: RunStatus::Pending,
         trigger_type: TriggerType::Cron,
@@ -37,14 +37,14 @@ fn run(shard_index: i32, shard_total: i32, fire_key: Option<String>) -> NewRun {
 }
 
 /// Inserts and claims shard 0 of a scheduled fire; returns its id.
-async fn claimed_fire(store: &crate::store::Store) -> i64 {
-    let key = NewRun::fire_key(7, SCHEDULED, 0, 0);
+async fn claimed_fire(store: &crate::store::Store) -> LogId {
+    let key = NewRun::fire_key(JobId(7), SCHEDULED, 0, 0);
     let ids = store
         .insert_runs(&[run(0, 1, Some(key))])
         .await
         .expect("insert");
     let claimed = store
-        .claim_runs(&typed_ids::<LogId>(&ids), &NodeIdentity::new("n", 1), NOW)
+        .claim_runs(&ids, &NodeIdentity::new("n", 1), NOW)
         .await
         .expect("claim");
     assert_eq!(claimed.len(), 1);
@@ -55,7 +55,11 @@ fn shards(total: i32) -> Vec<NewRun> {
     (1..total)
         .map(|index| NewRun {
             status: RunStatus::Running,
-            ..run(index, total, Some(NewRun::fire_key(7, SCHEDULED, index, 0)))
+            ..run(
+                index,
+                total,
+                Some(NewRun::fire_key(JobId(7), SCHEDULED, index, 0)),
+            )
         })
         .collect()
 }
@@ -81,7 +85,7 @@ async fn expansion_adds_claimed_shards_with_their_own_fire_keys_once() {
             )
         })
         .collect();
-    let key = |shard| Some(NewRun::fire_key(7, SCHEDULED, shard, 0));
+    let key = |shard| Some(NewRun::fire_key(JobId(7), SCHEDULED, shard, 0));
     assert_eq!(
         described,
         vec![
@@ -105,7 +109,7 @@ async fn an_existing_shard_fire_key_is_skipped_not_duplicated() {
     let first_id = claimed_fire(&store).await;
     // Shard 1 already exists (written by another admin racing on the same fire).
     store
-        .insert_runs(&[run(1, 3, Some(NewRun::fire_key(7, SCHEDULED, 1, 0)))])
+        .insert_runs(&[run(1, 3, Some(NewRun::fire_key(JobId(7), SCHEDULED, 1, 0)))])
         .await
         .expect("insert shard 1");
 

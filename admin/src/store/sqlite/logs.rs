@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::{SqliteStore, map_error};
+use crate::model::LogId;
 use crate::store::batch_json;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult};
 
@@ -95,7 +96,7 @@ impl SqliteStore {
         &self,
         completions: &[RunCompletion],
         accepted: &[DispatchRecord],
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<LogId>> {
         let folded = batch_json::folded(accepted);
         let completions = batch_json::first_completion_per_run(completions);
         let mut tx = self.pools().begin().await?;
@@ -107,7 +108,7 @@ impl SqliteStore {
                 .await
                 .map_err(map_error)?;
             for row in rows {
-                finished.push(row.try_get::<i64, _>("id").map_err(map_error)?);
+                finished.push(LogId(row.try_get::<i64, _>("id").map_err(map_error)?));
             }
         }
         tx.commit().await.map_err(map_error)?;

@@ -229,14 +229,15 @@ fn map_error(error: sqlx::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{GroupId, JobId};
     use crate::model::{NewRun, RunStatus, TriggerType};
     use crate::store::{LogCleanup, Store};
 
     fn skipped_run(second: i64) -> NewRun {
         NewRun {
-            job_id: 1,
-            group_id: 1,
-            fire_key: Some(NewRun::fire_key(1, second * 1000, 0, 0)),
+            job_id: JobId(1),
+            group_id: GroupId(1),
+            fire_key: Some(NewRun::fire_key(JobId(1), second * 1000, 0, 0)),
             status: RunStatus::Skipped,
             trigger_type: TriggerType::Cron,
             scheduled_at_ms: second * 1000,

@@ -49,12 +49,11 @@ impl SqliteStore {
 }
 
 #[cfg(test)]
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{
-        BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, NewRun, RetryBackoff,
-        RouteStrategy, RunStatus, ScheduleType, TriggerType,
+        BlockStrategy, GlueType, GroupId, Job, JobId, JobStatus, LogId, MisfireStrategy, NewRun,
+        RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
     };
     use crate::store::{FixDelayRelease, FollowupWrite, JobScheduleUpdate, Store};
 
@@ -78,8 +77,8 @@ mod tests {
 
     fn job(schedule_type: ScheduleType) -> Job {
         Job {
-            id: 0,
-            group_id: 1,
+            id: JobId(0),
+            group_id: GroupId(1),
             name: "j".into(),
             author: String::new(),
             alarm_email: String::new(),
@@ -108,10 +107,10 @@ mod tests {
         }
     }
 
-    fn shard(job_id: i64, shard_index: i32, attempt: i32, status: RunStatus) -> NewRun {
+    fn shard(job_id: JobId, shard_index: i32, attempt: i32, status: RunStatus) -> NewRun {
         NewRun {
             job_id,
-            group_id: 1,
+            group_id: GroupId(1),
             fire_key: Some(NewRun::fire_key(job_id, T0, shard_index, attempt)),
             status,
             trigger_type: TriggerType::Cron,
@@ -129,7 +128,7 @@ mod tests {
         }
     }
 
-    fn child_run(child_id: i64) -> NewRun {
+    fn child_run(child_id: JobId) -> NewRun {
         NewRun {
             fire_key: None,
             trigger_type: TriggerType::Parent,
@@ -142,7 +141,7 @@ mod tests {
     }
 
     /// The follow-up of `log_id` by node n1 epoch 1 (claimed with `claim_all`).
-    fn followup(log_id: i64) -> FollowupWrite {
+    fn followup(log_id: LogId) -> FollowupWrite {
         FollowupWrite {
             log_id,
             claim_node: "n1".into(),
@@ -164,18 +163,18 @@ mod tests {
             .expect("claim");
     }
 
-    async fn set_status(store: &Store, log_id: i64, status: RunStatus) {
+    async fn set_status(store: &Store, log_id: LogId, status: RunStatus) {
         sqlx::query("UPDATE xjob_log SET status = ? WHERE id = ?")
             .bind(status.as_str())
-            .bind(log_id)
+            .bind(log_id.0)
             .execute(writer(store))
             .await
             .expect("status");
     }
 
-    async fn count_runs_of(store: &Store, job_id: i64) -> i64 {
+    async fn count_runs_of(store: &Store, job_id: JobId) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM xjob_log WHERE job_id = ?")
-            .bind(job_id)
+            .bind(job_id.0)
             .fetch_one(writer(store))
             .await
             .expect("count")
@@ -295,7 +294,7 @@ mod tests {
             let pool = writer(store).clone();
             async move {
                 sqlx::query_scalar::<_, i64>("SELECT trigger_next_ms FROM xjob_job WHERE id = ?")
-                    .bind(delayed.id)
+                    .bind(delayed.id.0)
                     .fetch_one(&pool)
                     .await
                     .expect("job")
@@ -405,7 +404,7 @@ mod tests {
             store.claim_followups(&node_a, 2),
             store.claim_followups(&node_b, 2),
         );
-        let mut claimed: Vec<i64> = claimed_a
+        let mut claimed: Vec<LogId> = claimed_a
             .expect("claim")
             .iter()
             .chain(claimed_b.expect("claim").iter())
@@ -490,7 +489,7 @@ mod tests {
         assert_eq!(stranded_ids(recent), vec![ids[1]]);
         // Once its dispatch is recorded, a run is judged by its executor instead.
         sqlx::query("UPDATE xjob_log SET executor_address = 'http://e:1' WHERE id = ?")
-            .bind(ids[0])
+            .bind(ids[0].0)
             .execute(writer(&store))
             .await
             .expect("address");

@@ -1,7 +1,7 @@
 //! SQLite-only tests of the report and clean-up statements (`shared/report.rs`), on rows
 //! written directly.
 
-use crate::model::LogId;
+use crate::model::{JobId, LogId};
 use crate::store::{DayCounts, LogCleanup, Store};
 
 /// The writer pool of a SQLite store, for statements the store does not offer.
@@ -112,7 +112,7 @@ async fn deletion_spares_active_runs_and_ages_undispatched_runs_by_schedule() {
     let young_undispatched = insert_run(&store, 1, "SKIPPED", 0, young).await;
     let other_job_old = insert_run(&store, 2, "FAILED", old, 0).await;
     let cleanup = LogCleanup {
-        job_id: Some(1),
+        job_id: Some(JobId(1)),
         older_than_ms: Some(DAY_START),
         ..LogCleanup::default()
     };
@@ -147,16 +147,16 @@ async fn batches_are_bounded_and_keep_latest_counts_from_the_newest() {
     }
     insert_run(&store, 2, "SUCCESS", DAY_START, 0).await;
     let tenth_newest = store
-        .nth_newest_log_id(None, Some(1), 10)
+        .nth_newest_log_id(None, Some(JobId(1)), 10)
         .await
         .expect("query");
-    assert_eq!(tenth_newest, Some(ids[15]));
+    assert_eq!(tenth_newest, Some(LogId(ids[15])));
     assert_eq!(
-        store.nth_newest_log_id(None, Some(1), 26).await.ok(),
+        store.nth_newest_log_id(None, Some(JobId(1)), 26).await.ok(),
         Some(None)
     );
     let cleanup = LogCleanup {
-        job_id: Some(1),
+        job_id: Some(JobId(1)),
         below_id: tenth_newest,
         ..LogCleanup::default()
     };
@@ -194,5 +194,5 @@ async fn tokens_are_listed_for_runs_of_groups_that_have_one() {
         .log_group_tokens(&[LogId(in_group_one), LogId(in_group_two), LogId(999)])
         .await
         .expect("tokens");
-    assert_eq!(tokens, vec![(in_group_one, "s3cret".to_string())]);
+    assert_eq!(tokens, vec![(LogId(in_group_one), "s3cret".to_string())]);
 }

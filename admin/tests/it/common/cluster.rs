@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
-use xjob_admin::model::{LogFilter, RunLog, RunStatus};
+use xjob_admin::model::{GroupId, LogFilter, RunLog, RunStatus};
 use xjob_admin::store::Store;
 use xjob_executor::{Executor, JobContext, JobOutput, JobResult, RunningExecutor};
 use xjob_proto::pb;
@@ -392,7 +392,7 @@ impl Cluster {
         let mut offset = 0;
         loop {
             let filter = LogFilter {
-                group_id: Some(self.group_id),
+                group_id: Some(GroupId(self.group_id)),
                 offset,
                 limit: PAGE,
                 ..LogFilter::default()
@@ -414,7 +414,7 @@ impl Cluster {
     /// wrote a schedule round under the lock.
     pub async fn lock_holder(&self) -> anyhow::Result<(usize, HashSet<i64>)> {
         let filter = LogFilter {
-            group_id: Some(self.group_id),
+            group_id: Some(GroupId(self.group_id)),
             status: Some(RunStatus::Pending),
             limit: 100_000,
             ..LogFilter::default()
@@ -425,7 +425,9 @@ impl Cluster {
             .iter()
             .map(|admin| admin.spec.node_id.as_str())
             .collect();
-        let planned = pending.iter().map(|row| (row.owner_node.as_str(), row.id));
+        let planned = pending
+            .iter()
+            .map(|row| (row.owner_node.as_str(), row.id.0));
         // Nobody owning a planned fire: any admin will do, and it owns none.
         Ok(busiest_owner(planned, &nodes).unwrap_or_default())
     }
@@ -435,7 +437,7 @@ impl Cluster {
         let rows = self.rows().await?;
         Ok(rows
             .iter()
-            .filter(|row| owned.contains(&row.id) && row.owner_node != node)
+            .filter(|row| owned.contains(&row.id.0) && row.owner_node != node)
             .count())
     }
 
@@ -475,7 +477,7 @@ impl Cluster {
             .iter()
             .filter_map(|(node, owned)| {
                 rows.iter()
-                    .filter(|row| owned.contains(&row.id) && &row.owner_node != node)
+                    .filter(|row| owned.contains(&row.id.0) && &row.owner_node != node)
                     .filter(|row| !matches!(row.status, RunStatus::Pending | RunStatus::Skipped))
                     .map(|row| row.trigger_time_ms - row.scheduled_at_ms)
                     .max()
@@ -491,14 +493,14 @@ impl Cluster {
         killed_ms: i64,
     ) -> Option<i64> {
         let filter = LogFilter {
-            group_id: Some(self.group_id),
+            group_id: Some(GroupId(self.group_id)),
             from_ms: Some(killed_ms),
             limit: 100_000,
             ..LogFilter::default()
         };
         let rows = self.store.list_logs(&filter).await.ok()?;
         rows.iter()
-            .filter(|row| owned.contains(&row.id) && row.owner_node != node)
+            .filter(|row| owned.contains(&row.id.0) && row.owner_node != node)
             .filter(|row| row.status != RunStatus::Pending && row.status != RunStatus::Skipped)
             .map(|row| row.trigger_time_ms)
             .min()

@@ -54,7 +54,7 @@ impl Ledger {
         let mut attempts: HashMap<(i64, i64), Vec<&RunLog>> = HashMap::new();
         for row in rows.iter().filter(|row| row.shard_index == 0) {
             attempts
-                .entry((row.job_id, row.scheduled_at_ms))
+                .entry((row.job_id.0, row.scheduled_at_ms))
                 .or_default()
                 .push(row);
         }
@@ -209,7 +209,7 @@ impl Ledger {
 /// The spans the scan's misfire rows stand for (shared with the benchmark's failover figures).
 pub fn misfire_spans(rows: &[RunLog]) -> MisfireSpans {
     MisfireSpans::of(rows.iter().map(|row| ScheduledRow {
-        job_id: row.job_id,
+        job_id: row.job_id.0,
         scheduled_at_ms: row.scheduled_at_ms,
         covers_later: row.status == RunStatus::Skipped && row.trigger_msg.contains(COVERS_LATER),
     }))
