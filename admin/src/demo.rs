@@ -11,8 +11,7 @@ use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 use crate::context::AdminContext;
 use crate::model::next_fire::next_fire_after;
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, GroupId, Job, JobId, JobStatus, MisfireStrategy,
-    RetryBackoff, RouteStrategy, ScheduleType, now_ms,
+    AddressType, Group, GroupId, Job, JobStatus, RouteStrategy, ScheduleType, now_ms,
 };
 use crate::store::{JobFilter, JobScheduleUpdate};
 
@@ -186,32 +185,15 @@ fn sample_job(
 ) -> Job {
     let now = now_ms();
     Job {
-        id: JobId(0),
-        group_id,
-        name: name.to_string(),
         author: "xjob".to_string(),
-        alarm_email: String::new(),
-        alarm_on_every_failure: false,
         schedule_type,
         schedule_conf: conf.to_string(),
-        time_zone: String::new(),
-        misfire_strategy: MisfireStrategy::DoNothing,
         route_strategy: RouteStrategy::Round,
         handler: handler.to_string(),
         params: params.to_string(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        fail_retry_count: 0,
-        retry_backoff: RetryBackoff::default(),
-        glue_type: GlueType::Bean,
-        glue_source: String::new(),
-        glue_remark: String::new(),
         glue_updated_ms: now,
-        child_job_ids: vec![],
-        status: JobStatus::Stopped,
-        trigger_last_ms: 0,
-        trigger_next_ms: 0,
         created_ms: now,
         updated_ms: now,
+        ..Job::new(group_id, name)
     }
 }

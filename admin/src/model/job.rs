@@ -58,6 +58,42 @@ pub struct Job {
 }
 
 impl Job {
+    /// A new, stopped job with the defaults the console offers: a BEAN handler run every minute
+    /// by cron, XXL-JOB's strategies, no retries, no children. The id is 0 until the store
+    /// assigns one. Callers (the demo, every test) spread it and set what they care about
+    /// (`Job { handler, ..Job::new(group, "name") }`), so a new field is defaulted here once.
+    pub fn new(group_id: GroupId, name: &str) -> Job {
+        Job {
+            id: JobId(0),
+            group_id,
+            name: name.to_string(),
+            author: String::new(),
+            alarm_email: String::new(),
+            alarm_on_every_failure: false,
+            schedule_type: ScheduleType::Cron,
+            schedule_conf: "0 * * * * ?".to_string(),
+            time_zone: String::new(),
+            misfire_strategy: MisfireStrategy::DoNothing,
+            route_strategy: RouteStrategy::First,
+            handler: String::new(),
+            params: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            fail_retry_count: 0,
+            retry_backoff: RetryBackoff::default(),
+            glue_type: GlueType::Bean,
+            glue_source: String::new(),
+            glue_remark: String::new(),
+            glue_updated_ms: 0,
+            child_job_ids: Vec::new(),
+            status: JobStatus::Stopped,
+            trigger_last_ms: 0,
+            trigger_next_ms: 0,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
     /// Whether the schedule fields differ (a running job then gets a fresh next fire time).
     pub fn schedule_differs(&self, other: &Job) -> bool {
         self.schedule_type != other.schedule_type

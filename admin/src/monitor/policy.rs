@@ -182,7 +182,7 @@ fn fix_delay_release(run: &RunLog, job: &Job, finished_ms: i64) -> Option<FixDel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BlockStrategy, GlueType, JobStatus, MisfireStrategy, RouteStrategy};
+    use crate::model::JobStatus;
     use crate::model::{GroupId, LogId};
 
     const NOW: i64 = 1_800_000_000_000;
@@ -197,36 +197,16 @@ mod tests {
     fn job(fail_retry_count: i32) -> Job {
         Job {
             id: JobId(7),
-            group_id: GroupId(2),
-            name: "j".into(),
-            author: String::new(),
-            alarm_email: String::new(),
-            alarm_on_every_failure: false,
-            schedule_type: ScheduleType::Cron,
-            schedule_conf: "0 * * * * ?".into(),
-            time_zone: String::new(),
-            misfire_strategy: MisfireStrategy::DoNothing,
-            route_strategy: RouteStrategy::First,
             handler: "current-handler".into(),
             params: "current-params".into(),
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_ms: 0,
             fail_retry_count,
             retry_backoff: RetryBackoff {
                 initial_delay_ms: 1000,
                 factor: 2.0,
                 max_delay_ms: 3000,
             },
-            glue_type: GlueType::Bean,
-            glue_source: String::new(),
-            glue_remark: String::new(),
-            glue_updated_ms: 0,
-            child_job_ids: vec![],
             status: JobStatus::Running,
-            trigger_last_ms: 0,
-            trigger_next_ms: 0,
-            created_ms: 0,
-            updated_ms: 0,
+            ..Job::new(GroupId(2), "j")
         }
     }
 

@@ -274,7 +274,7 @@ fn new_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BlockStrategy, GlueType, RetryBackoff, RouteStrategy};
+
     use crate::model::{GroupId, JobId};
 
     const T0: i64 = 1_800_000_000_000; // a whole second
@@ -282,32 +282,13 @@ mod tests {
     fn job(schedule_type: ScheduleType, conf: &str, next: i64) -> Job {
         Job {
             id: JobId(7),
-            group_id: GroupId(1),
-            name: "j".into(),
-            author: String::new(),
-            alarm_email: String::new(),
-            alarm_on_every_failure: false,
             schedule_type,
             schedule_conf: conf.into(),
-            time_zone: String::new(),
-            misfire_strategy: MisfireStrategy::DoNothing,
-            route_strategy: RouteStrategy::First,
             handler: "h".into(),
             params: "p".into(),
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_ms: 0,
-            fail_retry_count: 0,
-            retry_backoff: RetryBackoff::default(),
-            glue_type: GlueType::Bean,
-            glue_source: String::new(),
-            glue_remark: String::new(),
-            glue_updated_ms: 0,
-            child_job_ids: vec![],
             status: JobStatus::Running,
-            trigger_last_ms: 0,
             trigger_next_ms: next,
-            created_ms: 0,
-            updated_ms: 0,
+            ..Job::new(GroupId(1), "j")
         }
     }
 

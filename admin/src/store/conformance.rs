@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, AlarmStatus, BlockStrategy, ExecutorInfo, ExecutorProtocol, GlueType, Group,
-    GroupId, Job, JobId, JobStatus, LogFilter, LogId, MisfireStrategy, NewRun, NodeIdentity,
-    RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
+    AddressType, AlarmStatus, ExecutorInfo, ExecutorProtocol, Group, GroupId, Job, JobId,
+    JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus, ScheduleType,
+    TriggerType,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -76,41 +76,26 @@ pub(crate) fn group(app_name: &str) -> Group {
 
 pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
     Job {
-        id: JobId(0),
-        group_id,
-        name: "job".to_string(),
         author: "me".to_string(),
-        alarm_email: String::new(),
-        alarm_on_every_failure: false,
-        schedule_type: ScheduleType::Cron,
         schedule_conf: "* * * * * ?".to_string(),
         time_zone: "UTC".to_string(),
-        misfire_strategy: MisfireStrategy::DoNothing,
-        route_strategy: RouteStrategy::First,
         handler: "h".to_string(),
         params: "p".to_string(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
         fail_retry_count: 2,
         retry_backoff: RetryBackoff {
             initial_delay_ms: 100,
             factor: 2.0,
             max_delay_ms: 1000,
         },
-        glue_type: GlueType::Bean,
-        glue_source: String::new(),
-        glue_remark: String::new(),
-        glue_updated_ms: 0,
-        child_job_ids: vec![],
         status: if next_ms > 0 {
             JobStatus::Running
         } else {
             JobStatus::Stopped
         },
-        trigger_last_ms: 0,
         trigger_next_ms: next_ms,
         created_ms: 1,
         updated_ms: 1,
+        ..Job::new(group_id, "job")
     }
 }
 

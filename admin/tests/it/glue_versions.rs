@@ -5,8 +5,7 @@
 
 use xjob_admin::model::glue::GLUE_VERSIONS_KEPT;
 use xjob_admin::model::{
-    AddressType, BlockStrategy, GlueEdit, GlueType, Group, GroupId, Job, JobId, JobStatus,
-    MisfireStrategy, RetryBackoff, RouteStrategy, ScheduleType,
+    AddressType, GlueEdit, GlueType, Group, GroupId, Job, JobId, ScheduleType,
 };
 use xjob_admin::store::Store;
 
@@ -24,33 +23,16 @@ fn group() -> Group {
 
 fn shell_job(group_id: GroupId, name: &str) -> Job {
     Job {
-        id: JobId(0),
-        group_id,
-        name: name.into(),
         author: "tests".into(),
-        alarm_email: String::new(),
-        alarm_on_every_failure: false,
         schedule_type: ScheduleType::None,
         schedule_conf: String::new(),
-        time_zone: String::new(),
-        misfire_strategy: MisfireStrategy::DoNothing,
-        route_strategy: RouteStrategy::First,
-        handler: String::new(),
-        params: String::new(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        fail_retry_count: 0,
-        retry_backoff: RetryBackoff::default(),
         glue_type: GlueType::Shell,
         glue_source: "echo 0".into(),
         glue_remark: "created".into(),
         glue_updated_ms: 1,
-        child_job_ids: Vec::new(),
-        status: JobStatus::Stopped,
-        trigger_last_ms: 0,
-        trigger_next_ms: 0,
         created_ms: 1,
         updated_ms: 1,
+        ..Job::new(group_id, name)
     }
 }
 

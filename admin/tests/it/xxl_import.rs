@@ -841,8 +841,7 @@ async fn reads_the_3_5_layout_with_per_group_tokens() -> anyhow::Result<()> {
 
 mod record {
     use xjob_admin::model::{
-        AddressType, BlockStrategy, GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus,
-        MisfireStrategy, RetryBackoff, RouteStrategy, ScheduleType,
+        AddressType, GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus, ScheduleType,
     };
     use xjob_admin::store::{Store, StoreError, XxlJobImport};
 
@@ -850,33 +849,18 @@ mod record {
 
     fn import_of(group_id: GroupId, replaces: Option<JobId>) -> XxlJobImport {
         let job = Job {
-            id: JobId(0),
-            group_id,
-            name: "imported".into(),
             author: "ops".into(),
-            alarm_email: String::new(),
-            alarm_on_every_failure: false,
             schedule_type: ScheduleType::FixRate,
             schedule_conf: "60".into(),
-            time_zone: String::new(),
-            misfire_strategy: MisfireStrategy::DoNothing,
-            route_strategy: RouteStrategy::First,
-            handler: String::new(),
-            params: String::new(),
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_ms: 0,
-            fail_retry_count: 0,
-            retry_backoff: RetryBackoff::default(),
             glue_type: GlueType::Shell,
             glue_source: "echo 2".into(),
             glue_remark: "v2".into(),
             glue_updated_ms: 20,
-            child_job_ids: Vec::new(),
             status: JobStatus::Running,
-            trigger_last_ms: 0,
             trigger_next_ms: 5_000,
             created_ms: 30,
             updated_ms: 30,
+            ..Job::new(group_id, "imported")
         };
         let version = |n: i64| GlueVersion {
             id: 0,

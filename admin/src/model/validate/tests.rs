@@ -1,7 +1,5 @@
 use super::*;
-use crate::model::{
-    BlockStrategy, GroupId, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy,
-};
+use crate::model::{GroupId, JobStatus, RetryBackoff};
 
 const LIMITS: JobLimits = JobLimits {
     max_params_bytes: 65536,
@@ -10,33 +8,9 @@ const LIMITS: JobLimits = JobLimits {
 
 fn job() -> Job {
     Job {
-        id: JobId(0),
-        group_id: GroupId(1),
-        name: "nightly report".into(),
-        author: String::new(),
-        alarm_email: String::new(),
-        alarm_on_every_failure: false,
-        schedule_type: ScheduleType::Cron,
         schedule_conf: "0 0 1 * * ?".into(),
-        time_zone: String::new(),
-        misfire_strategy: MisfireStrategy::DoNothing,
-        route_strategy: RouteStrategy::First,
         handler: "demoHandler".into(),
-        params: String::new(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        fail_retry_count: 0,
-        retry_backoff: RetryBackoff::default(),
-        glue_type: GlueType::Bean,
-        glue_source: String::new(),
-        glue_remark: String::new(),
-        glue_updated_ms: 0,
-        child_job_ids: Vec::new(),
-        status: JobStatus::Stopped,
-        trigger_last_ms: 0,
-        trigger_next_ms: 0,
-        created_ms: 0,
-        updated_ms: 0,
+        ..Job::new(GroupId(1), "nightly report")
     }
 }
 

@@ -9,8 +9,8 @@ use sqlx::{Connection, MySqlConnection};
 
 use super::{create_scratch_database, redact, with_database};
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, Group, Job, JobStatus, LogId, MisfireStrategy, NewRun,
-    NodeIdentity, RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
+    AddressType, Group, Job, JobStatus, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus,
+    ScheduleType, TriggerType,
 };
 use crate::model::{GroupId, JobId};
 use crate::store::{RoundPlan, Store};
@@ -53,37 +53,21 @@ fn group(app_name: &str) -> Group {
 
 fn job(group_id: GroupId, name: &str, params: &str) -> Job {
     Job {
-        id: JobId(0),
-        group_id,
-        name: name.to_string(),
-        author: String::new(),
-        alarm_email: String::new(),
         alarm_on_every_failure: true,
         schedule_type: ScheduleType::FixRate,
         schedule_conf: "1".to_string(),
-        time_zone: String::new(),
-        misfire_strategy: MisfireStrategy::DoNothing,
-        route_strategy: RouteStrategy::First,
         handler: "h".to_string(),
         params: params.to_string(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        fail_retry_count: 0,
         retry_backoff: RetryBackoff {
             initial_delay_ms: 0,
             factor: 1.5,
             max_delay_ms: 0,
         },
-        glue_type: GlueType::Bean,
-        glue_source: String::new(),
-        glue_remark: String::new(),
-        glue_updated_ms: 0,
-        child_job_ids: Vec::new(),
         status: JobStatus::Running,
-        trigger_last_ms: 0,
         trigger_next_ms: 1_000,
         created_ms: 1,
         updated_ms: 1,
+        ..Job::new(group_id, name)
     }
 }
 

@@ -52,8 +52,8 @@ impl SqliteStore {
 mod tests {
     use super::*;
     use crate::model::{
-        BlockStrategy, GlueType, GroupId, Job, JobId, JobStatus, LogId, MisfireStrategy, NewRun,
-        RetryBackoff, RouteStrategy, RunStatus, ScheduleType, TriggerType,
+        GroupId, Job, JobId, JobStatus, LogId, NewRun, RouteStrategy, RunStatus, ScheduleType,
+        TriggerType,
     };
     use crate::store::{FixDelayRelease, FollowupWrite, JobScheduleUpdate, Store};
 
@@ -77,33 +77,11 @@ mod tests {
 
     fn job(schedule_type: ScheduleType) -> Job {
         Job {
-            id: JobId(0),
-            group_id: GroupId(1),
-            name: "j".into(),
-            author: String::new(),
-            alarm_email: String::new(),
-            alarm_on_every_failure: false,
             schedule_type,
             schedule_conf: "1".into(),
-            time_zone: String::new(),
-            misfire_strategy: MisfireStrategy::DoNothing,
             route_strategy: RouteStrategy::ShardingBroadcast,
             handler: "h".into(),
-            params: String::new(),
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_ms: 0,
-            fail_retry_count: 0,
-            retry_backoff: RetryBackoff::default(),
-            glue_type: GlueType::Bean,
-            glue_source: String::new(),
-            glue_remark: String::new(),
-            glue_updated_ms: 0,
-            child_job_ids: vec![],
-            status: JobStatus::Stopped,
-            trigger_last_ms: 0,
-            trigger_next_ms: 0,
-            created_ms: 0,
-            updated_ms: 0,
+            ..Job::new(GroupId(1), "j")
         }
     }
 
