@@ -207,7 +207,7 @@ impl Shared {
                     Refusal::HandlerNotFound { handler }
                 })
             }
-            Ok(glue_type) if crate::glue::language_of(glue_type).is_none() => {
+            Ok(glue_type) if crate::glue::languages::language_of(glue_type).is_none() => {
                 let glue_type = glue_type.as_str_name().to_owned();
                 Err(Refusal::GlueUnsupported { glue_type })
             }

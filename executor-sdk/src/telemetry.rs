@@ -106,7 +106,10 @@ impl RunTraces {
             .with_attributes(vec![
                 KeyValue::new("xjob.job_id", request.job_id),
                 KeyValue::new("xjob.log_id", request.log_id),
-                KeyValue::new("xjob.handler", crate::glue::run_handler_name(request)),
+                KeyValue::new(
+                    "xjob.handler",
+                    crate::glue::languages::run_handler_name(request),
+                ),
                 KeyValue::new("xjob.attempt", i64::from(request.attempt)),
                 KeyValue::new("xjob.shard_index", i64::from(request.shard_index)),
                 KeyValue::new("xjob.shard_total", i64::from(request.shard_total)),

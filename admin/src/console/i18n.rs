@@ -57,7 +57,7 @@ impl Lang {
 
     /// The language of a request: the cookie, else `Accept-Language`, else English.
     pub fn of_request(headers: &HeaderMap) -> Lang {
-        if let Some(chosen) = super::session::cookie(headers, COOKIE).and_then(|c| Lang::parse(&c))
+        if let Some(chosen) = super::cookies::cookie(headers, COOKIE).and_then(|c| Lang::parse(&c))
         {
             return chosen;
         }

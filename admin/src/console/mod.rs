@@ -25,6 +25,7 @@
 //! Served by hyper (HTTP/1.1) over the admin's accept loops, with TLS when the admin has a
 //! certificate; cookies are then `Secure` and answers carry `Strict-Transport-Security`.
 
+mod cookies;
 mod csrf;
 mod errors;
 mod form;

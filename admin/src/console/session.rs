@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use tokio_util::sync::CancellationToken;
 
+use super::cookies::{cookie, set_cookie, with_cookie};
 use super::{Console, Shared};
 use crate::auth::secrets::{generate_token, hash_token};
 use crate::auth::{Caller, Permission, Scope};
@@ -191,34 +192,6 @@ pub fn random() -> Result<String, tonic::Status> {
         .to_string())
 }
 
-/// A cookie's `Set-Cookie` value: `HttpOnly`, `SameSite=Strict`, `Path=/`, `Secure` under TLS.
-pub fn set_cookie(name: &str, value: &str, max_age_s: i64, secure: bool) -> String {
-    format!(
-        "{name}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{}",
-        if secure { "; Secure" } else { "" }
-    )
-}
-
-pub fn with_cookie(mut response: Response, cookie: &str) -> Response {
-    if let Ok(value) = HeaderValue::from_str(cookie) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    response
-}
-
-/// The value of cookie `name`, if the request sent one.
-pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.to_string())
-        .filter(|value| !value.is_empty())
-}
-
 /// Deletes expired sessions every 10 minutes.
 pub async fn prune_loop(console: Shared, cancel: CancellationToken) {
     loop {
@@ -230,25 +203,5 @@ pub async fn prune_loop(console: Shared, cancel: CancellationToken) {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_secs(600)) => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cookies_are_found_by_name_and_set_strict() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::COOKIE,
-            HeaderValue::from_static("a=1; xjob_session=abc; b=2"),
-        );
-        assert_eq!(cookie(&headers, COOKIE).as_deref(), Some("abc"));
-        assert_eq!(cookie(&headers, "c"), None);
-        let set = set_cookie(COOKIE, "v", 10, true);
-        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"));
-        assert!(set.ends_with("; Secure"));
-        assert!(!set_cookie(COOKIE, "v", 10, false).contains("Secure"));
     }
 }

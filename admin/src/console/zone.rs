@@ -11,9 +11,9 @@ use axum::http::HeaderMap;
 use chrono::TimeZone;
 use chrono_tz::Tz;
 
+use super::cookies;
 use super::csrf::Fields;
 use super::html::{self, Markup, markup};
-use super::session;
 
 /// The cookie holding the viewer's choice.
 pub const COOKIE: &str = "xjob_tz";
@@ -41,7 +41,7 @@ impl Choice {
     }
 
     pub fn of(headers: &HeaderMap) -> Choice {
-        session::cookie(headers, COOKIE)
+        cookies::cookie(headers, COOKIE)
             .map(|value| Choice::parse(&value))
             .unwrap_or(Choice::Utc)
     }

@@ -236,7 +236,7 @@ fn start_line(request: &pb::RunRequest) -> String {
         "run start: job_id={} log_id={} handler={} params={} shard={}/{} attempt={} trigger={trigger} timeout_ms={}{trace_id}",
         request.job_id,
         request.log_id,
-        crate::glue::run_handler_name(request),
+        crate::glue::languages::run_handler_name(request),
         request.params,
         request.shard_index,
         request.shard_total,

@@ -13,7 +13,7 @@ use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
 use super::parity::{command, glue, log_format};
 use super::tls::tls;
-use super::world::{HANDLERS, REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
+use super::world::{HANDLERS, REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status, with_token};
 use crate::wait_until;
 
 type Outcome<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
@@ -533,15 +533,6 @@ async fn graceful_stop(world: &mut World) -> anyhow::Result<()> {
         log.handle_msg
     );
     Ok(())
-}
-
-/// `authorization: Bearer <TOKEN>` on a direct call to the executor.
-pub(super) fn with_token<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {TOKEN}").parse()?);
-    Ok(request)
 }
 
 /// A BEAN run of job `job_id` as the admin would send it.

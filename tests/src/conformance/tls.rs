@@ -7,8 +7,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
 use super::admin::{AdminProcess, AdminTls, free_port};
-use super::scenarios::with_token;
-use super::world::{REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
+use super::world::{REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status, with_token};
 use crate::TestCa;
 
 /// Over TLS with client certificates both ways (the admin's `tls_client_auth = "executors"`,

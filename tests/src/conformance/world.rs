@@ -370,3 +370,12 @@ pub fn expect_status(log: &pb::Log, status: pb::RunStatus, code: i32) -> anyhow:
     );
     Ok(())
 }
+
+/// `authorization: Bearer <TOKEN>` on a direct call to the executor.
+pub fn with_token<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse()?);
+    Ok(request)
+}

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
+use super::super::cookies;
 use super::super::csrf::{Fields, Posted};
 use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
@@ -103,7 +104,7 @@ pub async fn change_password(State(console): State<Shared>, posted: Posted) -> R
             };
             // The change ended every session of this user, this one too: start a new one.
             match session::start_session(&console, user.id).await {
-                Ok(cookie) => session::with_cookie(
+                Ok(cookie) => cookies::with_cookie(
                     see_other("/account", t(posted.viewer.lang, "account.changed")),
                     &cookie,
                 ),
@@ -146,8 +147,8 @@ pub async fn language(State(console): State<Shared>, headers: HeaderMap, uri: Ur
         .and_then(|value| value.to_str().ok())
         .map(referer_path)
         .unwrap_or_else(|| "/".to_string());
-    let cookie = session::set_cookie(i18n::COOKIE, lang.code(), LANGUAGE_COOKIE_S, console.tls);
-    session::with_cookie(Redirect::to(&back).into_response(), &cookie)
+    let cookie = cookies::set_cookie(i18n::COOKIE, lang.code(), LANGUAGE_COOKIE_S, console.tls);
+    cookies::with_cookie(Redirect::to(&back).into_response(), &cookie)
 }
 
 /// The path of a `Referer` URL (`http://host/jobs?x` → `/jobs?x`), kept only if it is a safe

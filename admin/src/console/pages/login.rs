@@ -6,12 +6,13 @@ use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 
+use super::super::cookies::{cookie, set_cookie, with_cookie};
 use super::super::csrf::{Fields, Posted, same};
 use super::super::frame::{self, Nav};
 use super::super::guard::ClientAddress;
 use super::super::html::{Markup, markup};
 use super::super::i18n::{Lang, t};
-use super::super::session::{self, cookie, set_cookie, with_cookie};
+use super::super::session;
 use super::super::{Console, Shared};
 use super::status_page;
 use crate::auth::secrets::verify_password;
