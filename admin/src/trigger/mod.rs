@@ -458,7 +458,12 @@ impl Trigger {
             while let Some(first) = early.peek() {
                 let instant = first.fire.scheduled_at_ms;
                 let wait_ms = u64::try_from(instant - this.now_ms()).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+                // At shutdown the early fires stay claimed and unsent, like a lapsed one above:
+                // whoever takes this node's runs over sends them.
+                tokio::select! {
+                    _ = this.tasks.stopping().cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+                }
                 let mut batch = Vec::new();
                 while let Some(claimed) =
                     early.next_if(|claimed| claimed.fire.scheduled_at_ms == instant)
