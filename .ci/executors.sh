@@ -40,9 +40,9 @@ pip=("$venv/bin/pip" --disable-pip-version-check --cache-dir "$cache/pip" -q)
 "$venv/bin/python" -c "import grpc, grpc_tools, setuptools" 2>/dev/null ||
   "${pip[@]}" install "grpcio>=1.60" "grpcio-tools>=1.60" "protobuf>=4.25" "setuptools>=64" wheel
 
-stage "Python: install sdks/python (generates xjob_executor/_pb from its proto/ with grpcio-tools)"
+stage "Python: install sdks/python with its tracing extra (generates xjob_executor/_pb from its proto/ with grpcio-tools)"
 # The build dependencies are in the venv already, so no isolated build env is downloaded.
-"${pip[@]}" install --no-build-isolation -e sdks/python
+"${pip[@]}" install --no-build-isolation -e "sdks/python[tracing]" # the extra: the suite checks spans
 (cd / && "$venv/bin/python" -c "import xjob_executor, xjob_executor._pb.executor_pb2_grpc") # importable from anywhere
 "$venv/bin/python" -m compileall -q sdks/python/xjob_executor sdks/python/example.py
 

@@ -127,6 +127,9 @@ wait_for_admin_log() {
 }
 
 stage "consumers: a fresh venv, an npm project, a Go module, two Maven projects (outside the checkout)"
+# docs/executors.md's snippets, each built or loaded in the consumer of its language below.
+snippets=$work/snippets
+python3 .ci/doc-snippets.py docs/executors.md "$snippets" || fail "extracting the snippets of docs/executors.md"
 # Python: a venv with nothing but the wheel (and what it depends on).
 dir=$work/python && mkdir -p "$dir"
 python3 -m venv "$dir/venv"
@@ -196,11 +199,28 @@ sdk_version=0.1.0
 dir=$work/java && mkdir -p "$dir/src/main/java/consumer"
 sed "s/@SDK_VERSION@/$sdk_version/" "$repo/.ci/sdk-consumers/java-pom.xml" >"$dir/pom.xml"
 cp "$repo/.ci/sdk-consumers/Main.java" "$dir/src/main/java/consumer/"
+cp "$snippets"/java/*.java "$dir/src/main/java/" # compiled with the consumer
 (cd "$dir" && "${maven[@]}" package) >"$work/build-java-consumer.log" 2>&1 || fail "mvn package of the Java consumer"
 dir=$work/spring && mkdir -p "$dir/src/main/java/consumer"
 sed "s/@SDK_VERSION@/$sdk_version/" "$repo/.ci/sdk-consumers/spring-pom.xml" >"$dir/pom.xml"
 cp "$repo/.ci/sdk-consumers/SpringApp.java" "$dir/src/main/java/consumer/"
+cp "$snippets"/spring/*.java "$dir/src/main/java/"
 (cd "$dir" && "${maven[@]}" package) >"$work/build-spring-consumer.log" 2>&1 || fail "mvn package of the Spring Boot consumer"
+
+stage "docs/executors.md: the Python, Node.js and Go snippets against the installed packages"
+# Loaded, not started: the snippets start their executor only as a main program. (The Java ones
+# were compiled with the Maven consumers above.)
+for file in "$snippets"/python/*.py; do
+  (cd "$work/python" && venv/bin/python -c 'import runpy, sys; runpy.run_path(sys.argv[1], run_name="snippet")' "$file") ||
+    fail "the Python snippet $(basename "$file") of docs/executors.md"
+done
+for file in "$snippets"/js/*.cjs; do
+  cp "$file" "$work/node/"
+  (cd "$work/node" && node -e 'require(process.argv[1])' "./$(basename "$file")") ||
+    fail "the Node.js snippet $(basename "$file") of docs/executors.md"
+done
+cp -r "$snippets/go" "$work/go/snippets"
+(cd "$work/go" && go vet ./snippets/...) || fail "the Go snippets of docs/executors.md"
 
 stage "nothing installed names the checkout"
 installed=("$work/python/venv" "$work/node/node_modules" "$work/go/go.mod" "$work/java/target/consumer.jar" "$work/spring/target/consumer.jar")

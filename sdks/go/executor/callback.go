@@ -78,9 +78,11 @@ func (u *unreported) list() []int64 {
 type resultSender struct {
 	ch         chan *pb.RunResult
 	unreported *unreported
+	traces     *runTraces
 }
 
 func (s *resultSender) send(result *pb.RunResult) {
+	s.traces.finished(result) // ends the run's spans, opens its callback span
 	s.unreported.add(result.GetLogId())
 	s.ch <- result
 }
@@ -98,6 +100,7 @@ type backlog struct {
 	sequence   int
 	limit      int // results a batch; lowered for good when an admin refuses one as too large
 	unreported *unreported
+	traces     *runTraces // nil: off
 	spoolDir   string
 	logf       func(string, ...any)
 }
@@ -193,6 +196,7 @@ func (b *backlog) settle(batchLen int, acceptedIDs []int64) bool {
 		delete(b.spooled, id)
 	}
 	b.unreported.remove(accepted)
+	b.traces.acceptedResults(accepted)
 	kept := b.files[:0]
 	for _, file := range b.files {
 		for id := range accepted {

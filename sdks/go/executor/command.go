@@ -59,7 +59,7 @@ func commandLine(argv []string, params string) []string {
 // runEnvironment is the XJOB_* variables describing the run.
 func runEnvironment(run *Run) []string {
 	trigger := strings.TrimPrefix(run.TriggerType().String(), "TRIGGER_TYPE_")
-	return []string{
+	environment := []string{
 		"XJOB_JOB_ID=" + strconv.FormatInt(run.JobID(), 10),
 		"XJOB_LOG_ID=" + strconv.FormatInt(run.LogID(), 10),
 		"XJOB_PARAMS=" + run.Params(),
@@ -69,6 +69,11 @@ func runEnvironment(run *Run) []string {
 		"XJOB_ATTEMPT=" + strconv.Itoa(int(run.Attempt())),
 		"XJOB_TRIGGER_TYPE=" + trigger,
 	}
+	// The command's own spans can join the run's trace.
+	if traceparent := run.Traceparent(); traceparent != "" {
+		environment = append(environment, "TRACEPARENT="+traceparent)
+	}
+	return environment
 }
 
 var errNoCommand = errors.New("no command to run: the handler has no argv and the run has no params")

@@ -47,6 +47,11 @@ type Config struct {
 	TLS TLS
 	// Glue enables script (GLUE) jobs per language; none by default.
 	Glue Glue
+	// OTLPEndpoint is the OTLP/gRPC collector runs' spans (`run`, `handler`, `callback`, under
+	// the admin's trace) are exported to, e.g. http://127.0.0.1:4317. Empty: the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT variables; no tracing when
+	// none is set.
+	OTLPEndpoint string
 	// Logf receives the executor's own diagnostics (default: the standard logger).
 	Logf func(format string, args ...any)
 }

@@ -34,6 +34,7 @@ type Executor struct {
 	adminTLS *tls.Config
 	runner   *runner
 	session  *session
+	traces   *runTraces
 
 	deregister    context.CancelFunc
 	sessionDone   chan struct{}
@@ -98,7 +99,13 @@ func (e *Executor) Start() error {
 
 	logs := logStore{root: e.config.LogDir}
 	unreported := &unreported{ids: map[int64]bool{}}
-	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported}
+	traces, err := startRunTraces(e.config.AppName, e.config.OTLPEndpoint)
+	if err != nil {
+		_ = listener.Close()
+		return err
+	}
+	e.traces = traces
+	results := &resultSender{ch: make(chan *pb.RunResult, 4096), unreported: unreported, traces: traces}
 	e.admins = newAdmins(e.config.AdminAddrs, e.config.AccessToken, e.adminTLS)
 	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
 	e.runner.glue = e.config.Glue.runners(e.config.LogDir)
@@ -120,7 +127,7 @@ func (e *Executor) Start() error {
 		}
 	}()
 
-	b := &backlog{spooled: map[int64]bool{}, unreported: unreported, spoolDir: spoolDir, logf: e.config.Logf}
+	b := &backlog{spooled: map[int64]bool{}, unreported: unreported, traces: traces, spoolDir: spoolDir, logf: e.config.Logf}
 	b.load()
 	e.flush, e.callbacksDone = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -203,6 +210,12 @@ func (e *Executor) stop() {
 	}
 	close(e.stopCleanup)
 	e.admins.close()
+	// Sends the buffered spans; a collector that is down costs them, not the stop.
+	flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.traces.shutdown(flushCtx); err != nil {
+		e.config.Logf("flushing traces at shutdown failed: %v", err)
+	}
 	e.config.Logf("executor stopped")
 }
 

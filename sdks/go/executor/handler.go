@@ -6,6 +6,8 @@ import (
 	"log"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "xjob.dev/sdk/go/xjobpb"
 )
 
@@ -19,6 +21,17 @@ type Run struct {
 	request   *pb.RunRequest
 	log       *runLog
 	stopGrace time.Duration
+	traceSpan trace.Span // the run's `handler` span when the executor traces
+}
+
+// Traceparent is the W3C traceparent to pass to services the handler calls so their spans join
+// the run's trace: the run's `handler` span when the executor traces (the handler's ctx carries
+// that span too), else the admin's `dispatch` span the run came with; empty for no trace.
+func (r *Run) Traceparent() string {
+	if traceparent := spanTraceparent(r.traceSpan); traceparent != "" {
+		return traceparent
+	}
+	return r.request.GetTraceparent()
 }
 
 // StopGrace is how long a stopped handler has to return before it is abandoned (the executor's

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "xjob.dev/sdk/go/xjobpb"
 )
 
@@ -86,6 +88,7 @@ type runner struct {
 	killGrace time.Duration
 	glue      map[pb.GlueType]Handler // enabled script types
 	logf      func(string, ...any)
+	traces    *runTraces // off unless the executor traces
 
 	mu     sync.Mutex
 	jobs   map[int64]*jobSlot
@@ -98,7 +101,7 @@ type runner struct {
 func newRunner(handlers map[string]Handler, logs logStore, results *resultSender, killGrace time.Duration, logf func(string, ...any)) *runner {
 	return &runner{
 		handlers: handlers, logs: logs, results: results, killGrace: killGrace, logf: logf,
-		jobs: map[int64]*jobSlot{}, active: map[int64]bool{}, recent: map[int64]time.Time{},
+		traces: results.traces, jobs: map[int64]*jobSlot{}, active: map[int64]bool{}, recent: map[int64]time.Time{},
 	}
 }
 
@@ -125,8 +128,16 @@ func (r *runner) handlerOf(request *pb.RunRequest) (Handler, string) {
 }
 
 // submit enqueues a run, applying its job's block strategy, or returns why it is refused (the
-// RunResponse message).
+// RunResponse message). The run's `run` span opens here, and ends at once for a refusal.
 func (r *runner) submit(request *pb.RunRequest) (refusal string) {
+	span := r.traces.runSpan(request)
+	if refusal = r.enqueue(request, span); refusal != "" {
+		r.traces.refused(span, refusal)
+	}
+	return refusal
+}
+
+func (r *runner) enqueue(request *pb.RunRequest, span trace.Span) (refusal string) {
 	jobID, logID := request.GetJobId(), request.GetLogId()
 	r.mu.Lock()
 	if r.closed {
@@ -158,6 +169,7 @@ func (r *runner) submit(request *pb.RunRequest) (refusal string) {
 		}
 	}
 	r.active[logID] = true
+	r.traces.accepted(logID, span) // before the job's goroutine may look for it
 	if slot == nil {
 		slot = &jobSlot{}
 		r.jobs[jobID] = slot
@@ -231,6 +243,7 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 		request.GetJobId(), request.GetLogId(), request.GetHandler(), request.GetParams(), request.GetShardIndex(),
 		request.GetShardTotal(), request.GetAttempt(), request.GetTriggerType(), request.GetTimeoutMs()))
 
+	handlerCtx, handlerSpan := r.traces.handlerContext(run.ctx, request.GetLogId())
 	done := make(chan outcome, 1)
 	go func() {
 		defer func() {
@@ -238,7 +251,7 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 				done <- outcome{err: fmt.Errorf("handler panicked: %v", panicked)}
 			}
 		}()
-		message, err := run.handler(run.ctx, &Run{request: request, log: log, stopGrace: r.killGrace})
+		message, err := run.handler(handlerCtx, &Run{request: request, log: log, stopGrace: r.killGrace, traceSpan: handlerSpan})
 		done <- outcome{message: message, err: err}
 	}()
 	var timeout <-chan time.Time
@@ -275,7 +288,8 @@ func (r *runner) execute(run *startedRun) *pb.RunResult {
 	result := &pb.RunResult{
 		LogId: request.GetLogId(), LogDateMs: request.GetLogDateMs(), Status: status, Code: code,
 		Message: truncate(message), StartedAtMs: startedAt, FinishedAtMs: time.Now().UnixMilli(),
-		// The admin's dispatch context, back: its `complete` span closes the run's trace.
+		// Untraced, the admin's dispatch context goes back: its `complete` span closes the
+		// run's trace all the same. Traced, the `callback` span's context replaces it (send).
 		Traceparent: request.GetTraceparent(),
 	}
 	log.append(fmt.Sprintf("run end: status=%s code=%d message=%s", status, code, result.Message))

@@ -28,8 +28,9 @@ const MIN_CUT_CHARS = 32;
 const OUT_OF_RANGE = 11; // gRPC status code
 
 class CallbackSender {
-  constructor(admins, log, spoolDir) {
+  constructor(admins, log, spoolDir, onAccepted = () => {}) {
     this.admins = admins;
+    this.onAccepted = onAccepted; // called with the log ids an admin accepted (tracing)
     this.log = log;
     this.spoolDir = spoolDir;
     this.pending = new Map(); // log id -> RunResult
@@ -92,6 +93,7 @@ class CallbackSender {
   }
 
   acknowledged(logId) {
+    this.onAccepted([logId]);
     this.pending.delete(logId);
     this.reportedAt.delete(logId);
     if (this.spooled.delete(logId)) fs.rmSync(path.join(this.spoolDir, `${logId}.json`), { force: true });

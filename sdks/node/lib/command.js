@@ -25,7 +25,7 @@ function duration(ms) {
 
 // The XJOB_* variables describing the run.
 function runEnvironment(ctx) {
-  return {
+  const environment = {
     XJOB_JOB_ID: String(ctx.jobId),
     XJOB_LOG_ID: String(ctx.logId),
     XJOB_PARAMS: ctx.params,
@@ -35,6 +35,9 @@ function runEnvironment(ctx) {
     XJOB_ATTEMPT: String(ctx.attempt),
     XJOB_TRIGGER_TYPE: String(ctx.triggerType).replace(/^TRIGGER_TYPE_/, ''),
   };
+  // The command's own spans can join the run's trace.
+  if (ctx.traceparent) environment.TRACEPARENT = ctx.traceparent;
+  return environment;
 }
 
 // { ok, text } for how the command ended.

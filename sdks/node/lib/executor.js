@@ -15,6 +15,7 @@ const { Admins } = require('./admins');
 const { CallbackSender } = require('./callback');
 const { JobLogStore } = require('./joblog');
 const { commandHandler } = require('./command');
+const { RunTraces } = require('./tracing');
 const { glueRunners, glueTypeName } = require('./glue');
 const { Runner } = require('./runner');
 const { Session } = require('./session');
@@ -36,7 +37,7 @@ class Executor {
     appName, adminAddrs, bind = '127.0.0.1:9999', address, accessToken = '', logDir = 'xjob-executor-logs',
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
     logRetentionDays = 30, insecureOpenNetwork = false,
-    tlsCert, tlsKey, tlsCa, tlsClientCert, tlsClientKey, requireClientCert = false,
+    tlsCert, tlsKey, tlsCa, tlsClientCert, tlsClientKey, requireClientCert = false, otlpEndpoint = '',
   }) {
     if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new Error('tlsCert and tlsKey go together');
     if (requireClientCert && !(tlsCert && tlsCa)) throw new Error('requireClientCert needs tlsCert, tlsKey and tlsCa');
@@ -60,6 +61,9 @@ class Executor {
     this.labels = labels;
     this.logRetentionDays = logRetentionDays;
     this.insecureOpenNetwork = insecureOpenNetwork;
+    // Tracing (lib/tracing.js): with the optional OpenTelemetry SDK packages installed, runs are
+    // traced and exported over OTLP/gRPC to otlpEndpoint, else to OTEL_EXPORTER_OTLP_ENDPOINT.
+    this.otlpEndpoint = otlpEndpoint;
     this.log = log;
     this.handlers = new Map();
     this.glue = new Map(); // enabled script glue type -> interpreter (undefined: the usual one)
@@ -102,11 +106,13 @@ class Executor {
     // mTLS (only callers with a certificate from the CA) guards the port as a token does.
     await refuseOpenNetwork(this.bind, Boolean(this.accessToken) || this.tls.requireClientCert, this.insecureOpenNetwork, this.log);
     this.admins = new Admins(this.adminAddrs, this.accessToken, channelCredentials(this.tls));
-    this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'));
+    this.traces = RunTraces.start(this.appName, this.otlpEndpoint, this.log);
+    this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'),
+      (logIds) => this.traces.acceptedResults(logIds));
     this.joblog = new JobLogStore(this.logDir);
     this.runner = new Runner({
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
-      glue: glueRunners(this.glue, this.glueEnv, this.logDir),
+      glue: glueRunners(this.glue, this.glueEnv, this.logDir), traces: this.traces,
     });
     // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
@@ -157,6 +163,11 @@ class Executor {
       this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
     });
     this.admins.close();
+    try {
+      await this.traces.shutdown(); // sends the buffered spans
+    } catch (error) {
+      this.log.warn(`flushing traces at shutdown failed: ${error.message}`);
+    }
     this.log.info('executor stopped');
   }
 

@@ -1,4 +1,5 @@
 // Type declarations of xjob-executor (written by hand; the library is plain JavaScript).
+import type { Context } from '@opentelemetry/api';
 
 /** Where the executor writes its own lines (not run logs). Default: stderr with a timestamp. */
 export interface Logger {
@@ -44,6 +45,12 @@ export interface ExecutorOptions {
   tlsClientKey?: string;
   /** Accept only callers with a client certificate from tlsCa (mTLS). Default false. */
   requireClientCert?: boolean;
+  /**
+   * OTLP/gRPC endpoint runs' spans are exported to (`http://127.0.0.1:4317`). Default: the
+   * standard OTEL_EXPORTER_OTLP_ENDPOINT; no tracing when neither is set or the optional
+   * OpenTelemetry SDK packages are not installed.
+   */
+  otlpEndpoint?: string;
 }
 
 /** Settings of the built-in `command` handler. */
@@ -80,6 +87,10 @@ export class JobContext {
   readonly signal: AbortSignal;
   /** Milliseconds a stopped handler has to return before it is abandoned (killGraceMs). */
   readonly stopGraceMs: number;
+  /** The OpenTelemetry context of the run's `handler` span when the executor traces, else null. */
+  readonly traceContext: Context | null;
+  /** W3C traceparent for services the handler calls ('' when the run has no trace). */
+  readonly traceparent: string;
   isCancelled(): boolean;
   /** Appends a line to the run's log, readable through the admin's ReadRunLog. */
   log(line: string): void;

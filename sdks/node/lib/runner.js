@@ -10,6 +10,7 @@
 // is abandoned and the run is reported all the same. The job's next run starts only after that.
 const { JobContext, JobError } = require('./context');
 const { GROOVY_UNSUPPORTED, LANGUAGES } = require('./glue');
+const { RunTraces } = require('./tracing');
 
 const CODE_SUCCESS = 200;
 const CODE_FAIL = 500;
@@ -19,7 +20,8 @@ const RECENT_RUN_TTL_MS = 10 * 60 * 1000;
 const killed = (message) => ({ status: 'RUN_STATUS_KILLED', code: CODE_FAIL, message });
 
 class Runner {
-  constructor({ handlers, joblog, report, killGraceMs, glue = new Map() }) {
+  constructor({ handlers, joblog, report, killGraceMs, glue = new Map(), traces = new RunTraces() }) {
+    this.traces = traces; // off unless the executor traces
     this.glue = glue; // enabled script glue type -> its handler
     this.handlers = handlers;
     this.joblog = joblog;
@@ -33,8 +35,13 @@ class Runner {
   }
 
   submit(request) {
+    const runSpan = this.traces.runSpan(request);
     const refusal = this.refusal(request);
-    if (refusal) return { accepted: false, message: refusal };
+    if (refusal) {
+      this.traces.refused(runSpan, refusal);
+      return { accepted: false, message: refusal };
+    }
+    this.traces.accepted(request.logId, runSpan);
     let slot = this.slots.get(request.jobId);
     if (!slot) {
       slot = { queue: [], running: null, draining: null };
@@ -141,6 +148,7 @@ class Runner {
     const { request, ctx } = run;
     const startedAtMs = Date.now();
     ctx.log(startLine(request));
+    ctx.traceSpan = this.traces.handlerSpan(request.logId);
     const stopped = new Promise((resolve) => { run.stop = resolve; });
     if (run.stopReason) run.stop();
     let timer = null;
@@ -186,7 +194,7 @@ class Runner {
     if (startedAtMs) ctx.log(`run end: status=${outcome.status} code=${outcome.code} message=${outcome.message}`);
     this.active.delete(request.logId);
     this.recent.set(request.logId, Date.now());
-    this.report({
+    const result = {
       logId: request.logId,
       logDateMs: request.logDateMs,
       status: outcome.status,
@@ -194,9 +202,12 @@ class Runner {
       message: outcome.message,
       startedAtMs,
       finishedAtMs: Date.now(),
-      // The admin's dispatch context, back: its `complete` span closes the run's trace.
+      // Untraced, the admin's dispatch context goes back: its `complete` span closes the run's
+      // trace all the same. Traced, the `callback` span's context replaces it.
       traceparent: request.traceparent,
-    });
+    };
+    this.traces.finished(result);
+    this.report(result);
   }
 
   forgetOld() {

@@ -37,8 +37,9 @@ MIN_CUT_CHARS = 32
 
 
 class CallbackSender:
-    def __init__(self, admins, spool_dir) -> None:
+    def __init__(self, admins, spool_dir, on_accepted=None) -> None:
         self._admins = admins
+        self._on_accepted = on_accepted  # called with each log id an admin accepted (tracing)
         self._spool_dir = Path(spool_dir)
         self._pending = collections.OrderedDict()  # log id -> RunResult
         self._reported_at = {}  # log id -> monotonic time it was reported
@@ -90,6 +91,8 @@ class CallbackSender:
             self._wake.set()
 
     def _acknowledged(self, log_id: int) -> None:
+        if self._on_accepted is not None:
+            self._on_accepted([log_id])
         self._pending.pop(log_id, None)
         self._reported_at.pop(log_id, None)
         if log_id in self._spooled:

@@ -55,7 +55,7 @@ def _duration(seconds: float) -> str:
 def run_environment(ctx: JobContext) -> dict:
     """The XJOB_* variables describing the run."""
     trigger = common_pb2.TriggerType.Name(ctx.trigger_type) if ctx.trigger_type in common_pb2.TriggerType.values() else "TRIGGER_TYPE_UNSPECIFIED"
-    return {
+    environment = {
         "XJOB_JOB_ID": str(ctx.job_id),
         "XJOB_LOG_ID": str(ctx.log_id),
         "XJOB_PARAMS": ctx.params,
@@ -65,6 +65,9 @@ def run_environment(ctx: JobContext) -> dict:
         "XJOB_ATTEMPT": str(ctx.attempt),
         "XJOB_TRIGGER_TYPE": trigger.removeprefix("TRIGGER_TYPE_"),
     }
+    if ctx.traceparent:  # the command's own spans can join the run's trace
+        environment["TRACEPARENT"] = ctx.traceparent
+    return environment
 
 
 def describe_exit(returncode: int):

@@ -24,6 +24,7 @@ class JobContext:
         self._log = log
         self._stop_grace = stop_grace
         self._cancelled = asyncio.Event()
+        self._trace_span = None  # the run's `handler` span, when the executor traces
 
     @property
     def job_id(self) -> int:
@@ -78,6 +79,26 @@ class JobContext:
         """Seconds a stopped handler has to return before it is abandoned (the executor's
         kill_grace): time to clean up, e.g. stop child processes."""
         return self._stop_grace
+
+    @property
+    def trace_context(self):
+        """The OpenTelemetry context of the run's `handler` span when the executor traces (None
+        otherwise): start your own spans with `tracer.start_as_current_span(name,
+        context=ctx.trace_context)` to nest them under the run."""
+        if self._trace_span is None:
+            return None
+        from opentelemetry import trace
+
+        return trace.set_span_in_context(self._trace_span)
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C `traceparent` to pass to services the handler calls so their spans join the
+        run's trace: the run's `handler` span when the executor traces, else the admin's
+        `dispatch` span the run came with; empty when the run has no trace."""
+        from .tracing import span_traceparent
+
+        return span_traceparent(self._trace_span) or self._request.traceparent
 
     def log(self, line: str) -> None:
         """Appends a line to the run's log, readable through the admin's ReadRunLog."""

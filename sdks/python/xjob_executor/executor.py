@@ -28,6 +28,7 @@ from .joblog import JobLogStore
 from .runner import Runner
 from .server import ExecutorService, add_to_server
 from .session import Session
+from .tracing import RunTraces
 
 log = logging.getLogger("xjob_executor")
 
@@ -87,6 +88,7 @@ class Executor:
         tls_client_cert: Optional[str] = None,
         tls_client_key: Optional[str] = None,
         require_client_cert: bool = False,
+        otlp_endpoint: str = "",
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
         (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn.
@@ -99,7 +101,11 @@ class Executor:
         TLS (the default `address` becomes https://); `tls_ca` verifies the admins of https://
         addresses (default: the system's roots) and, with `require_client_cert`, the client
         certificates of callers (only the admins may then call); `tls_client_cert`/
-        `tls_client_key` are presented to admins that ask for one (default: `tls_cert`)."""
+        `tls_client_key` are presented to admins that ask for one (default: `tls_cert`).
+
+        Tracing: with the `tracing` extra installed, runs are traced (`run`, `handler`,
+        `callback` spans under the admin's trace) and exported over OTLP/gRPC to
+        `otlp_endpoint`, or to the standard OTEL_EXPORTER_OTLP_ENDPOINT when it is empty."""
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
         if require_client_cert and not (tls_cert and tls_ca):
@@ -119,6 +125,7 @@ class Executor:
         self._labels = dict(labels or {})
         self._log_retention_days = log_retention_days
         self._insecure_open_network = insecure_open_network
+        self._otlp_endpoint = otlp_endpoint
         self._handlers = {}
         self._glue = {}  # enabled script glue type -> interpreter (None: the usual one)
         self._glue_env = {}
@@ -170,10 +177,13 @@ class Executor:
                             self._insecure_open_network)
         loop = asyncio.get_running_loop()
         self._admins = Admins(self._admin_addrs, self._access_token, self._tls.channel_credentials())
-        self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool")
+        self._traces = RunTraces.start(self.app_name, self._otlp_endpoint)
+        self._callbacks = CallbackSender(self._admins, Path(self._log_dir) / "callback-spool",
+                                         self._traces.accepted_results)
         self._joblog = JobLogStore(self._log_dir)
         glue = glue_runners(self._glue, self._glue_env, self._log_dir)
-        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace, glue)
+        self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace, glue,
+                              self._traces)
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
         self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
@@ -232,6 +242,7 @@ class Executor:
                       sorted(self._callbacks.pending_log_ids()))
             self._callbacks.spool_all()
         callbacks_task.cancel()
+        await asyncio.to_thread(self._traces.shutdown)  # sends the buffered spans
         await self._server.stop(1.0)
         await self._admins.close()
         log.info("executor stopped")

@@ -19,6 +19,7 @@ import time
 from ._proto import common_pb2, executor_pb2, registry_pb2
 from .context import JobContext, JobError
 from .glue import GROOVY_UNSUPPORTED, LANGUAGES
+from .tracing import RunTraces
 
 log = logging.getLogger("xjob_executor")
 
@@ -69,8 +70,9 @@ class _JobSlot:
 
 
 class Runner:
-    def __init__(self, handlers, joblog, report, kill_grace: float, glue=None) -> None:
+    def __init__(self, handlers, joblog, report, kill_grace: float, glue=None, traces=None) -> None:
         self._handlers = handlers
+        self._traces = traces or RunTraces()  # off unless the executor traces
         self._glue = glue or {}  # enabled script glue type -> its handler
         self._joblog = joblog
         self._report = report  # called with each RunResult
@@ -83,9 +85,12 @@ class Runner:
     # -- the ExecutorService side -------------------------------------------------------------
 
     def submit(self, request) -> executor_pb2.RunResponse:
+        run_span = self._traces.run_span(request)
         refusal = self._refusal(request)
         if refusal:
+            self._traces.refused(run_span, refusal)
             return executor_pb2.RunResponse(accepted=False, message=refusal)
+        self._traces.accepted(request.log_id, run_span)
         slot = self._slots.setdefault(request.job_id, _JobSlot())
         if slot.busy() and request.block_strategy == common_pb2.BLOCK_STRATEGY_COVER_EARLY:
             self._stop_slot(
@@ -196,6 +201,7 @@ class Runner:
         request = run.request
         started = now_ms()
         run.ctx.log(start_line(request))
+        run.ctx._trace_span = self._traces.handler_span(request.log_id)
         handler_task = asyncio.get_running_loop().create_task(self._call(run))
         stopped = asyncio.get_running_loop().create_task(run.stopped.wait())
         timeout = request.timeout_ms / 1000 if request.timeout_ms > 0 else None
@@ -247,19 +253,20 @@ class Runner:
             run.ctx.log(f"run end: status={_enum_name(common_pb2.RunStatus, status)} code={code} message={message}")
         self._active.discard(request.log_id)
         self._recent[request.log_id] = time.monotonic()
-        self._report(
-            registry_pb2.RunResult(
-                log_id=request.log_id,
-                log_date_ms=request.log_date_ms,
-                status=status,
-                code=code,
-                message=message,
-                started_at_ms=started_at_ms,
-                finished_at_ms=now_ms(),
-                # The admin's dispatch context, back: its `complete` span closes the run's trace.
-                traceparent=request.traceparent,
-            )
+        result = registry_pb2.RunResult(
+            log_id=request.log_id,
+            log_date_ms=request.log_date_ms,
+            status=status,
+            code=code,
+            message=message,
+            started_at_ms=started_at_ms,
+            finished_at_ms=now_ms(),
+            # Untraced, the admin's dispatch context goes back: its `complete` span closes the
+            # run's trace all the same. Traced, the `callback` span's context replaces it.
+            traceparent=request.traceparent,
         )
+        self._traces.finished(result)
+        self._report(result)
 
     def _forget_old(self) -> None:
         horizon = time.monotonic() - RECENT_RUN_TTL

@@ -72,9 +72,23 @@ impl AdminProcess {
         port: u16,
         tls_opt: Option<AdminTls>,
     ) -> anyhow::Result<Self> {
+        Self::start_with_config(binary, data_dir, port, tls_opt, "").await
+    }
+
+    /// Like `start_with`, with more configuration lines (e.g. `otlp_endpoint`).
+    pub async fn start_with_config(
+        binary: &Path,
+        data_dir: &Path,
+        port: u16,
+        tls_opt: Option<AdminTls>,
+        extra_config: &str,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(data_dir)?;
         let tls_config = tls_opt.as_ref().map(AdminTls::config).unwrap_or_default();
-        std::fs::write(data_dir.join("admin.toml"), config() + &tls_config)?;
+        std::fs::write(
+            data_dir.join("admin.toml"),
+            config() + &tls_config + extra_config,
+        )?;
         let mut admin = AdminProcess {
             child: None,
             binary: binary.to_path_buf(),
@@ -99,6 +113,11 @@ impl AdminProcess {
             "http"
         };
         format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
     }
 
     /// SIGKILL, as a crash: nothing of the admin's shutdown runs.

@@ -4,11 +4,13 @@
 //! implements (environment variables and handlers) and how to run the suite.
 
 pub mod admin;
+pub mod batch_split;
 pub mod executor;
 pub mod parity;
 pub mod report;
 pub mod scenarios;
 pub mod tls;
+pub mod traces;
 pub mod world;
 
 pub use executor::ExecutorCommand;

@@ -11,8 +11,10 @@ use tonic::Code;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
+use super::batch_split::callback_batch_split;
 use super::parity::{command, glue, log_format};
 use super::tls::tls;
+use super::traces::tracing;
 use super::world::{HANDLERS, REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status, with_token};
 use crate::wait_until;
 
@@ -40,10 +42,12 @@ pub fn all() -> Vec<Scenario> {
         scenario!(cron_success),
         scenario!(failure_retries),
         scenario!(callback_too_large),
+        scenario!(callback_batch_split),
         scenario!(read_log),
         scenario!(log_format),
         scenario!(command),
         scenario!(tls),
+        scenario!(tracing),
         scenario!(glue),
         scenario!(direct_calls),
         scenario!(kill),
@@ -173,7 +177,7 @@ async fn failure_retries(world: &mut World) -> anyhow::Result<()> {
 /// A run result larger than the admin takes (refused OUT_OF_RANGE) is not retried unchanged for
 /// ever: the executor sends it again smaller, its message cut, and the run ends FAILED with the
 /// start of its message. (Splitting a refused batch of several results, the same rule one level
-/// up, is timing-dependent here: each SDK's unit tests cover it.)
+/// up: `callback_batch_split`.)
 async fn callback_too_large(world: &mut World) -> anyhow::Result<()> {
     let app = world.app_name("toolarge");
     let group = world.create_group(&app).await?;

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
@@ -15,6 +16,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import xjob.v1.RegistryGrpc;
@@ -69,6 +71,13 @@ final class CallbackSender {
   private int spoolSequence;
   // Results a batch; lowered for good when an admin refuses one as too large.
   private int batchLimit = MAX_BATCH;
+
+  /** Told the log ids an admin accepted (their callback spans end). */
+  private volatile Consumer<Collection<Long>> onAccepted = accepted -> {};
+
+  void onAccepted(Consumer<Collection<Long>> listener) {
+    this.onAccepted = listener;
+  }
 
   CallbackSender(Admins admins, Path spoolDir, long flushTimeoutMs) {
     this.admins = admins;
@@ -253,6 +262,7 @@ final class CallbackSender {
     }
     spooled.removeAll(accepted);
     unreported.removeAll(accepted);
+    onAccepted.accept(accepted);
     Iterator<SpoolFile> files = spoolFiles.iterator();
     while (files.hasNext()) {
       SpoolFile file = files.next();

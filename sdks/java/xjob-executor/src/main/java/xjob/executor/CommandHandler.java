@@ -92,6 +92,10 @@ public final class CommandHandler implements JobHandler {
     vars.put("XJOB_SCHEDULED_AT_MS", Long.toString(context.scheduledAtMs()));
     vars.put("XJOB_ATTEMPT", Integer.toString(context.attempt()));
     vars.put("XJOB_TRIGGER_TYPE", context.triggerType().name().replaceFirst("^TRIGGER_TYPE_", ""));
+    String traceparent = context.traceparent();
+    if (!traceparent.isEmpty()) {
+      vars.put("TRACEPARENT", traceparent); // the command's own spans can join the run's trace
+    }
     return vars;
   }
 

@@ -1,5 +1,7 @@
 package xjob.executor;
 
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Context;
 import java.nio.file.Path;
 import java.time.Duration;
 import xjob.v1.Common.TriggerType;
@@ -11,12 +13,38 @@ public final class JobContext {
   private final RunLog log;
   private final StopSignal stop;
   private final Duration stopGrace;
+  /** The run's handler span when the executor traces, else null. */
+  private final Span traceSpan;
 
   JobContext(RunRequest request, RunLog log, StopSignal stop, Duration stopGrace) {
+    this(request, log, stop, stopGrace, null);
+  }
+
+  JobContext(RunRequest request, RunLog log, StopSignal stop, Duration stopGrace, Span traceSpan) {
     this.request = request;
     this.log = log;
     this.stop = stop;
     this.stopGrace = stopGrace;
+    this.traceSpan = traceSpan;
+  }
+
+  /**
+   * The OpenTelemetry context of the run's handler span when the executor traces, else null:
+   * start your own spans with it as parent ({@code spanBuilder(name).setParent(ctx)}) to nest
+   * them under the run.
+   */
+  public Context traceContext() {
+    return traceSpan == null ? null : Context.root().with(traceSpan);
+  }
+
+  /**
+   * The W3C traceparent to pass to services the handler calls so their spans join the run's
+   * trace: the run's handler span when the executor traces, else the admin's dispatch span the
+   * run came with; empty when the run has no trace.
+   */
+  public String traceparent() {
+    String own = RunTraces.traceparent(traceSpan);
+    return own.isEmpty() ? request.getTraceparent() : own;
   }
 
   /**

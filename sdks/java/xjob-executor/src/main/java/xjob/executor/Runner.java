@@ -1,5 +1,6 @@
 package xjob.executor;
 
+import io.opentelemetry.api.trace.Span;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -66,6 +67,8 @@ final class Runner {
   private final Duration killGrace;
   /** The enabled script glue types' handlers. */
   private final Map<GlueType, JobHandler> glue;
+  /** The runs' spans; off unless the executor traces. */
+  private final RunTraces traces;
   private final ExecutorService threads = Executors.newCachedThreadPool(daemonThreads());
 
   private final Map<Long, JobSlot> jobs = new HashMap<>();
@@ -90,6 +93,17 @@ final class Runner {
       Consumer<RunResult> results,
       Duration killGrace,
       Map<GlueType, JobHandler> glue) {
+    this(handlers, logs, results, killGrace, glue, RunTraces.OFF);
+  }
+
+  Runner(
+      Map<String, JobHandler> handlers,
+      LogStore logs,
+      Consumer<RunResult> results,
+      Duration killGrace,
+      Map<GlueType, JobHandler> glue,
+      RunTraces traces) {
+    this.traces = traces;
     this.handlers = Map.copyOf(handlers);
     this.logs = logs;
     this.results = results;
@@ -97,8 +111,20 @@ final class Runner {
     this.glue = Map.copyOf(glue);
   }
 
-  /** Enqueues a run, applying its job's block strategy; returns null, or why it is refused. */
+  /**
+   * Enqueues a run, applying its job's block strategy; returns null, or why it is refused. The
+   * run's run span opens here, and ends at once for a refusal.
+   */
   String submit(RunRequest request) {
+    Span span = traces.runSpan(request);
+    String refusal = enqueue(request, span);
+    if (refusal != null) {
+      traces.refused(span, refusal);
+    }
+    return refusal;
+  }
+
+  private String enqueue(RunRequest request, Span span) {
     long jobId = request.getJobId();
     long logId = request.getLogId();
     List<RunRequest> dropped;
@@ -142,6 +168,7 @@ final class Runner {
         dropped = stopJobLocked(jobId, cover);
       }
       active.add(logId);
+      traces.accepted(logId, span); // before the job's thread may look for it
       if (slot == null) {
         slot = new JobSlot();
         jobs.put(jobId, slot);
@@ -216,7 +243,8 @@ final class Runner {
               request.getAttempt(),
               request.getTriggerType(),
               request.getTimeoutMs()));
-      JobContext context = new JobContext(request, log, stop, killGrace);
+      JobContext context =
+          new JobContext(request, log, stop, killGrace, traces.handlerSpan(request.getLogId()));
       CompletableFuture<String> handlerResult = new CompletableFuture<>();
       threads.execute(
           () -> {
@@ -306,7 +334,9 @@ final class Runner {
         .setMessage(truncate(message))
         .setStartedAtMs(startedAt)
         .setFinishedAtMs(System.currentTimeMillis())
-        // The admin's dispatch context, back: its `complete` span closes the run's trace.
+        // Untraced, the admin's dispatch context goes back: its complete span closes the run's
+        // trace all the same. Traced, the callback span's context replaces it
+        // (RunTraces.finished).
         .setTraceparent(request.getTraceparent())
         .build();
   }

@@ -45,6 +45,7 @@ public final class XjobExecutor {
   private final Admins admins;
   private final Runner runner;
   private final CallbackSender callbacks;
+  private final RunTraces traces;
   private final Session session;
   private final Server server;
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -66,13 +67,16 @@ public final class XjobExecutor {
     config.tls.check();
     this.admins = new Admins(config.adminAddrs, config.accessToken, config.tls.channel());
     this.callbacks = new CallbackSender(admins, spoolDir, config.callbackFlushTimeout.toMillis());
+    this.traces = RunTraces.start(config.appName, config.otlpEndpoint);
+    callbacks.onAccepted(traces::acceptedResults);
     this.runner =
         new Runner(
             config.handlers,
             logs,
-            callbacks::send,
+            result -> callbacks.send(traces.finished(result)),
             config.killGrace,
-            Glue.runners(config.glue, config.glueEnv, config.logDir));
+            Glue.runners(config.glue, config.glueEnv, config.logDir),
+            traces);
     ExecutorServer service = new ExecutorServer(runner, logs);
     NettyServerBuilder serverBuilder =
         (config.tls.serves()
@@ -206,6 +210,7 @@ public final class XjobExecutor {
     } finally {
       cleanup.shutdownNow();
       admins.close();
+      traces.shutdown(); // sends the buffered spans
       stopped.countDown();
       LOG.info("executor stopped");
     }
@@ -244,6 +249,7 @@ public final class XjobExecutor {
     private Duration shutdownGrace = Duration.ofSeconds(5);
     private Duration killGrace = Duration.ofSeconds(2);
     private final ExecutorTls tls = new ExecutorTls();
+    private String otlpEndpoint = "";
     private final Map<GlueType, String> glue = new EnumMap<>(GlueType.class);
     private final Map<String, String> glueEnv = new LinkedHashMap<>();
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
@@ -407,6 +413,17 @@ public final class XjobExecutor {
       if (handlers.putIfAbsent(name, handler) != null) {
         throw new IllegalArgumentException("handler name '" + name + "' is registered twice");
       }
+      return this;
+    }
+
+    /**
+     * The OTLP/gRPC collector runs' spans (run, handler, callback, under the admin's trace) are
+     * exported to, e.g. {@code http://127.0.0.1:4317}. Default: the standard
+     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT variables; no tracing when
+     * none is set or the OpenTelemetry SDK and OTLP exporter are not on the classpath.
+     */
+    public Builder otlpEndpoint(String endpoint) {
+      this.otlpEndpoint = endpoint == null ? "" : endpoint;
       return this;
     }
 

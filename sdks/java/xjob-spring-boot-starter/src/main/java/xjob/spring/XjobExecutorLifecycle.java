@@ -38,6 +38,7 @@ public class XjobExecutorLifecycle implements SmartLifecycle {
       builder.accessToken(properties.getAccessToken());
     }
     properties.getLabels().forEach(builder::label);
+    XjobExtraSettings.apply(properties, builder);
     methods.handlers().forEach(builder::handler);
     try {
       executor = builder.start();

@@ -64,4 +64,70 @@ public class XjobProperties {
   public void setKillGrace(Duration killGrace) { this.killGrace = killGrace; }
   public Map<String, String> getLabels() { return labels; }
   public void setLabels(Map<String, String> labels) { this.labels = labels; }
+
+  // TLS, script jobs and tracing: nested groups (xjob.tls.*, xjob.glue.*, xjob.otlp-endpoint).
+
+  /** TLS of the executor's port and of its admin connections (PEM files). */
+  private Tls tls = new Tls();
+  /** Script (GLUE) jobs, off unless their language is listed. */
+  private Glue glue = new Glue();
+  /**
+   * The OTLP/gRPC collector runs' spans are exported to (http://127.0.0.1:4317); empty: the
+   * standard OTEL_EXPORTER_OTLP_ENDPOINT. Needs the OpenTelemetry SDK and OTLP exporter on the
+   * classpath.
+   */
+  private String otlpEndpoint = "";
+
+  public Tls getTls() { return tls; }
+  public void setTls(Tls tls) { this.tls = tls; }
+  public Glue getGlue() { return glue; }
+  public void setGlue(Glue glue) { this.glue = glue; }
+  public String getOtlpEndpoint() { return otlpEndpoint; }
+  public void setOtlpEndpoint(String otlpEndpoint) { this.otlpEndpoint = otlpEndpoint; }
+
+  /** {@code xjob.tls.*}: each a PEM file path; unset means no TLS. */
+  public static class Tls {
+    /** Certificate chain served on the executor's port (its address becomes https://). */
+    private Path cert;
+    /** Private key of the certificate. */
+    private Path key;
+    /** CA bundle verifying https:// admins (default: the JVM's roots) and client certificates. */
+    private Path ca;
+    /** Client certificate presented to admins that ask for one (default: cert). */
+    private Path clientCert;
+    /** Key of the client certificate (default: key). */
+    private Path clientKey;
+    /** Accept only callers with a client certificate from the CA (mTLS). */
+    private boolean requireClientCert = false;
+
+    public Path getCert() { return cert; }
+    public void setCert(Path cert) { this.cert = cert; }
+    public Path getKey() { return key; }
+    public void setKey(Path key) { this.key = key; }
+    public Path getCa() { return ca; }
+    public void setCa(Path ca) { this.ca = ca; }
+    public Path getClientCert() { return clientCert; }
+    public void setClientCert(Path clientCert) { this.clientCert = clientCert; }
+    public Path getClientKey() { return clientKey; }
+    public void setClientKey(Path clientKey) { this.clientKey = clientKey; }
+    public boolean isRequireClientCert() { return requireClientCert; }
+    public void setRequireClientCert(boolean requireClientCert) { this.requireClientCert = requireClientCert; }
+  }
+
+  /** {@code xjob.glue.*}: which script languages run, with which interpreters and environment. */
+  public static class Glue {
+    /** Languages enabled: shell, python, nodejs, php, powershell. */
+    private List<String> languages = new ArrayList<>();
+    /** An interpreter program per language (default: bash, python3, node, php, pwsh). */
+    private Map<String, String> interpreters = new LinkedHashMap<>();
+    /** Environment variables of script runs (the XJOB_* ones win). */
+    private Map<String, String> env = new LinkedHashMap<>();
+
+    public List<String> getLanguages() { return languages; }
+    public void setLanguages(List<String> languages) { this.languages = languages; }
+    public Map<String, String> getInterpreters() { return interpreters; }
+    public void setInterpreters(Map<String, String> interpreters) { this.interpreters = interpreters; }
+    public Map<String, String> getEnv() { return env; }
+    public void setEnv(Map<String, String> env) { this.env = env; }
+  }
 }
