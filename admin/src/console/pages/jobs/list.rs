@@ -35,6 +35,7 @@ const COLUMNS: &[(&str, Option<&str>)] = &[
 ];
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let groups = readable_groups(&console, &viewer).await;
     let status = match query.get("status") {
@@ -75,7 +76,13 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
              job (it starts stopped; start it to schedule it).</p>",
         ));
     } else {
-        body.push(total_line("jobs-total", page.total_size, "job", "jobs"));
+        let words = ["jobs.total_one", "jobs.total_many", "jobs.total_many"];
+        body.push(total_line(
+            "jobs-total",
+            lang,
+            (page.total_size, false),
+            words,
+        ));
         body.push(Markup::literal(
             "<div class=\"scroll\" id=\"jobs-live\" data-live><table id=\"jobs\">",
         ));
@@ -96,6 +103,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
     body.push(pager(
+        lang,
         "/jobs",
         &filters,
         &page_token(&query, PAGE_SIZE),
