@@ -493,14 +493,22 @@ step('a RUNNING row turns SUCCESS without a reload', async (page) => {
   check(await page.$('#live-toggle'), 'the dashboard has the live toggle');
 });
 
-step('the dashboard fits a phone', async (page) => {
+step('every page fits a phone', async (page) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/`);
   await page.waitForSelector('#totals');
-  const overflow = await page.evaluate(
+  const overflow = () => page.evaluate(
     () => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  check(overflow <= 0, `no sideways scrolling on a phone (${overflow} px)`);
+  check(await overflow() <= 0, `no sideways scrolling on a phone (${await overflow()} px)`);
   await shot(page, 'phone-dashboard');
+  const wide = [];
+  for (const url of ['/jobs', '/jobs/new', `/jobs/${state.cronJob}`, '/runs',
+    `/runs/${state.killedRun}`, '/executors', '/users', '/audit', '/account']) {
+    await visit(page, `${base}${url}`);
+    const extra = await overflow();
+    if (extra > 0) { wide.push(`${url}: ${extra} px`); }
+  }
+  check(wide.length === 0, `pages wider than a phone:\n  ${wide.join('\n  ')}`);
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
@@ -594,6 +602,36 @@ step('the language switch shows the console in Chinese and remembers it', async 
   // Remembered on the next pages (a cookie), until switched back.
   await visit(page, `${base}/account`);
   check(await page.getAttribute('html', 'lang') === 'zh-Hans', 'still Chinese on another page');
+  // The dashboard and the runs pages, and the scripts' own words, in Chinese too.
+  await visit(page, `${base}/`);
+  const tiles = await page.textContent('#totals');
+  check(/今日运行/.test(tiles) && /今日失败/.test(tiles), `the tiles in Chinese: ${tiles}`);
+  check((await page.textContent('#runs-per-day h2')).trim() === '每日运行', 'chart title');
+  check(/自动刷新/.test(await page.textContent('#live-toggle')), 'the live switch in Chinese');
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese dashboard');
+  await shot(page, 'dashboard-zh');
+  await visit(page, `${base}/runs`);
+  check((await page.textContent('h1')).trim() === '运行记录', 'the runs heading in Chinese');
+  check(/共 [\d,]+ 条运行记录/.test(await page.textContent('#runs-total')), 'the runs total');
+  const header = await page.textContent('#runs tr');
+  check(/触发时间/.test(header) && /操作/.test(header), `the runs columns in Chinese: ${header}`);
+  check(/筛选/.test(await page.textContent('#run-filters')), 'the runs filter in Chinese');
+  const confirmations = await page.$$eval('#runs form[data-confirm]',
+    (forms) => forms.map((form) => form.getAttribute('data-confirm')));
+  check(confirmations.every((text) => /[？]$/.test(text)), `confirmations: ${confirmations}`);
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese runs list');
+  await shot(page, 'runs-zh');
+  const firstRun = await page.getAttribute('#runs tr[data-run-id]', 'data-run-id');
+  await visit(page, `${base}/runs/${firstRun}`);
+  check(/运行日志/.test(await page.textContent('main')), 'a run\'s page in Chinese');
+  await visit(page, `${base}/jobs`);
+  check((await page.textContent('h1')).trim() === '任务', 'the jobs heading in Chinese');
+  check(/下次触发/.test(await page.textContent('#jobs tr')), 'the jobs columns in Chinese');
+  check(/共 [\d,]+ 个任务/.test(await page.textContent('#jobs-total')), 'the jobs total');
+  await visit(page, `${base}/executors`);
+  check((await page.textContent('h1')).trim() === '执行器与分组', 'the executors heading');
+  check(/心跳/.test(await page.textContent('main')), 'the executors table in Chinese');
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese executors page');
   await Promise.all([page.waitForNavigation(), page.click('#lang-en')]);
   check(await page.getAttribute('html', 'lang') === 'en', 'back to English');
   await logout(page);

@@ -371,6 +371,16 @@ pub fn dashboard_to_pb(dashboard: Dashboard) -> pb::GetDashboardResponse {
         days: dashboard.days.into_iter().map(day_report_to_pb).collect(),
         loops: Vec::new(),
         serving: true,
+        failing_jobs: dashboard
+            .failing_jobs
+            .into_iter()
+            .map(|job| pb::JobFailures {
+                job_id: job.job_id.0,
+                group_id: job.group_id.0,
+                failures: job.counts.failed,
+                last_failure_ms: job.last_failed_ms,
+            })
+            .collect(),
     }
 }
 

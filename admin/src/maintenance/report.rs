@@ -24,8 +24,9 @@ use tokio_util::sync::CancellationToken;
 use super::days::{date_of, day_start_ms, day_starts_between, day_window, recent_day_windows};
 use crate::config::Config;
 use crate::error::Error;
+use crate::model::GroupId;
 use crate::model::SharedClock;
-use crate::store::{DayCounts, Store, StoreResult};
+use crate::store::{DayCounts, JobDayCounts, Store, StoreResult};
 
 /// Days before today whose report rows are still recounted (XXL-JOB: 2).
 pub const REFRESHED_PREVIOUS_DAYS: u64 = 2;
@@ -44,6 +45,8 @@ pub struct Dashboard {
     pub success_runs: i64,
     /// One entry per day of the range, oldest first; days without a report row are zeros.
     pub days: Vec<DayCounts>,
+    /// Today's jobs with failed runs, most failures first (empty when today is not in range).
+    pub failing_jobs: Vec<JobDayCounts>,
 }
 
 /// Recounts today and the previous days into the report table.
@@ -112,14 +115,16 @@ pub fn dashboard_days(zone: Tz, from_ms: i64, to_ms: i64, now_ms: i64) -> Result
 
 /// Builds the dashboard over `day_starts` from the report rows, except today (the day of
 /// `now_ms` in `zone`), which is counted from the log rows at the time of asking: a report row
-/// is up to `report_interval` old, and a "today" that lags the runs list (or the console's
-/// failed-today card, read from the log rows) would contradict it.
+/// is up to `report_interval` old, and a "today" that lags the runs list would contradict it.
+/// Today is counted per job in one statement, over the `visible` groups (`None` = all): the
+/// day's counts and the failing jobs are sums of the same rows, so they always agree.
 pub async fn dashboard(
     store: &Store,
     zone: Tz,
     day_starts: &[i64],
     online_executors: i64,
     now_ms: i64,
+    visible: Option<&[GroupId]>,
 ) -> Result<Dashboard, Error> {
     let job_count = store.count_jobs().await?;
     let (Some(first), Some(last)) = (day_starts.first(), day_starts.last()) else {
@@ -129,14 +134,18 @@ pub async fn dashboard(
             total_runs: 0,
             success_runs: 0,
             days: Vec::new(),
+            failing_jobs: Vec::new(),
         });
     };
     let mut rows = store.list_log_report(*first, *last).await?;
     let (today_start, today_end) = day_window(zone, date_of(zone, now_ms));
+    let mut failing_jobs = Vec::new();
     if day_starts.contains(&today_start) {
-        let today = store.count_log_day(today_start, today_end).await?;
+        let per_job = store.count_log_day_by_job(today_start, today_end).await?;
+        let (today, failing) = today_of(today_start, per_job, visible);
         rows.retain(|row| row.day_ms != today_start);
         rows.push(today);
+        failing_jobs = failing;
     }
     let days = fill_days(day_starts, &rows);
     Ok(Dashboard {
@@ -148,7 +157,39 @@ pub async fn dashboard(
             .sum(),
         success_runs: days.iter().map(|day| day.success).sum(),
         days,
+        failing_jobs,
     })
+}
+
+/// Today's counts (the sum over the visible jobs) and its failing jobs, most failures first
+/// (then the latest failure first, then by id).
+fn today_of(
+    day_ms: i64,
+    per_job: Vec<JobDayCounts>,
+    visible: Option<&[GroupId]>,
+) -> (DayCounts, Vec<JobDayCounts>) {
+    let mut today = DayCounts {
+        day_ms,
+        ..DayCounts::default()
+    };
+    let mut failing = Vec::new();
+    for job in per_job {
+        if visible.is_some_and(|groups| !groups.contains(&job.group_id)) {
+            continue;
+        }
+        today.add(&job.counts);
+        if job.counts.failed > 0 {
+            failing.push(job);
+        }
+    }
+    failing.sort_by_key(|job| {
+        (
+            std::cmp::Reverse(job.counts.failed),
+            std::cmp::Reverse(job.last_failed_ms),
+            job.job_id,
+        )
+    });
+    (today, failing)
 }
 
 /// One entry per day start: its report row, or zeros when the day has none.
@@ -207,6 +248,36 @@ mod tests {
             message(dashboard_days(zone, NOW - 400 * DAY, NOW, NOW))
                 .is_some_and(|m| m.contains("more than 366 days"))
         );
+    }
+
+    #[test]
+    fn today_sums_the_visible_jobs_and_ranks_their_failures() {
+        use crate::model::JobId;
+        let job = |group: i64, id: i64, failed: i64, last: i64| JobDayCounts {
+            group_id: GroupId(group),
+            job_id: JobId(id),
+            counts: DayCounts {
+                day_ms: TODAY,
+                success: 1,
+                failed,
+                ..DayCounts::default()
+            },
+            last_failed_ms: last,
+        };
+        let rows = vec![
+            job(1, 10, 2, 50),
+            job(1, 11, 0, 0),
+            job(2, 12, 5, 40),
+            job(1, 13, 2, 70),
+        ];
+        let (today, failing) = today_of(TODAY, rows.clone(), None);
+        assert_eq!((today.success, today.failed), (4, 9));
+        let order: Vec<i64> = failing.iter().map(|row| row.job_id.0).collect();
+        assert_eq!(order, [12, 13, 10], "most failures, then the latest first");
+        let (today, failing) = today_of(TODAY, rows, Some(&[GroupId(1)]));
+        assert_eq!((today.day_ms, today.success, today.failed), (TODAY, 3, 4));
+        let failures: i64 = failing.iter().map(|row| row.counts.failed).sum();
+        assert_eq!(failures, today.failed, "the card adds up to the tile");
     }
 
     #[test]

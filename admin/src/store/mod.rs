@@ -467,6 +467,9 @@ shared! {
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;
     /// How many runs match `filter` (its page ignored).
     fn count_matching_logs(&self, filter: &LogFilter) -> StoreResult<i64> => logs;
+    /// How many runs match `filter`, counting no further than `limit + 1` (a cost that does
+    /// not grow with the table).
+    fn count_matching_logs_up_to(&self, filter: &LogFilter, limit: i64) -> StoreResult<i64> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
     /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
@@ -474,6 +477,9 @@ shared! {
     /// The counts `refresh_log_report` would store for `[day_start_ms, day_end_ms)`, read from
     /// the log rows now, without writing (the dashboard's "today").
     fn count_log_day(&self, day_start_ms: i64, day_end_ms: i64) -> StoreResult<DayCounts> => report;
+    /// The same counts per job (with its group and latest failed run), in one statement: the
+    /// dashboard's "today" tiles and failing-jobs card, which must agree, add these up.
+    fn count_log_day_by_job(&self, day_start_ms: i64, day_end_ms: i64) -> StoreResult<Vec<JobDayCounts>> => report;
     /// Report rows whose day starts in `[from_day_ms, to_day_ms]`, oldest first.
     /// First attempts of a group's fires scheduled in `[from_ms, to_ms)`, counted by final status
     /// and reason class (`overloaded`, `misfire`, or empty), for the benchmark harness.
@@ -635,6 +641,29 @@ pub struct DayCounts {
     pub late_fires: i64,
     /// The latest of those sends, in ms after its scheduled time (0 when none was late).
     pub max_lateness_ms: i64,
+}
+
+impl DayCounts {
+    /// Adds another set of counts of the same day (late fires add up, the latest is the max).
+    pub fn add(&mut self, other: &DayCounts) {
+        self.running += other.running;
+        self.success += other.success;
+        self.failed += other.failed;
+        self.lost += other.lost;
+        self.skipped += other.skipped;
+        self.late_fires += other.late_fires;
+        self.max_lateness_ms = self.max_lateness_ms.max(other.max_lateness_ms);
+    }
+}
+
+/// One job's runs of a day, counted as [`DayCounts`] (`day_ms` is the day's start).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobDayCounts {
+    pub group_id: GroupId,
+    pub job_id: JobId,
+    pub counts: DayCounts,
+    /// Trigger time of its latest run counted in `failed`; 0 when none failed.
+    pub last_failed_ms: i64,
 }
 
 /// The size of the run log, as each database reports it.

@@ -2537,7 +2537,11 @@ type ListLogsRequest struct {
 	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Sort by "id", "job", "group", "status", "triggered" or "executor"; a leading "-" sorts
 	// descending. Empty = newest first ("-id"). Ties are broken by id.
-	OrderBy       string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	OrderBy string `protobuf:"bytes,8,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	// Count the matching runs only up to this many (0 = count them all). Counting every match
+	// walks the whole run table when the filters are wide; a page that refreshes itself sets a
+	// bound so each refresh costs the same however many runs are kept.
+	CountLimit    int64 `protobuf:"varint,9,opt,name=count_limit,json=countLimit,proto3" json:"count_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2628,12 +2632,21 @@ func (x *ListLogsRequest) GetOrderBy() string {
 	return ""
 }
 
+func (x *ListLogsRequest) GetCountLimit() int64 {
+	if x != nil {
+		return x.CountLimit
+	}
+	return 0
+}
+
 type ListLogsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Logs          []*Log                 `protobuf:"bytes,1,rep,name=logs,proto3" json:"logs,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	// How many runs match the filters (all pages together).
-	TotalSize     int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
+	// How many runs match the filters (all pages together); count_limit at most.
+	TotalSize int64 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
+	// More runs than count_limit match (total_size then equals count_limit).
+	TotalCapped   bool `protobuf:"varint,4,opt,name=total_capped,json=totalCapped,proto3" json:"total_capped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2687,6 +2700,13 @@ func (x *ListLogsResponse) GetTotalSize() int64 {
 		return x.TotalSize
 	}
 	return 0
+}
+
+func (x *ListLogsResponse) GetTotalCapped() bool {
+	if x != nil {
+		return x.TotalCapped
+	}
+	return false
 }
 
 type GetLogRequest struct {
@@ -3466,12 +3486,18 @@ type GetDashboardResponse struct {
 	OnlineExecutors int64                  `protobuf:"varint,2,opt,name=online_executors,json=onlineExecutors,proto3" json:"online_executors,omitempty"`
 	TotalRuns       int64                  `protobuf:"varint,3,opt,name=total_runs,json=totalRuns,proto3" json:"total_runs,omitempty"`
 	SuccessRuns     int64                  `protobuf:"varint,4,opt,name=success_runs,json=successRuns,proto3" json:"success_runs,omitempty"`
-	Days            []*DayReport           `protobuf:"bytes,5,rep,name=days,proto3" json:"days,omitempty"`
+	// One per day, oldest first. Past days come from the daily report (every group); today is
+	// counted from the runs as they are now, over the caller's groups.
+	Days []*DayReport `protobuf:"bytes,5,rep,name=days,proto3" json:"days,omitempty"`
 	// The admin's background loops (scan, claim, recorder, followup, lost_runs, registry_refresh,
 	// lease_renewal, adoption): their last successful round and last error.
 	Loops []*LoopHealth `protobuf:"bytes,6,rep,name=loops,proto3" json:"loops,omitempty"`
 	// false while the schedule cannot make progress (gRPC health says NOT_SERVING then too).
-	Serving       bool `protobuf:"varint,7,opt,name=serving,proto3" json:"serving,omitempty"`
+	Serving bool `protobuf:"varint,7,opt,name=serving,proto3" json:"serving,omitempty"`
+	// Jobs with runs that failed today (FAILED, TIMEOUT, KILLED or LOST; the caller's groups),
+	// most failures first. Read together with today's DayReport, from the same rows: their
+	// failures add up to its failed count. Empty when the range leaves today out.
+	FailingJobs   []*JobFailures `protobuf:"bytes,8,rep,name=failing_jobs,json=failingJobs,proto3" json:"failing_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3555,6 +3581,83 @@ func (x *GetDashboardResponse) GetServing() bool {
 	return false
 }
 
+func (x *GetDashboardResponse) GetFailingJobs() []*JobFailures {
+	if x != nil {
+		return x.FailingJobs
+	}
+	return nil
+}
+
+// One job's failed runs today.
+type JobFailures struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	JobId    int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	GroupId  int64                  `protobuf:"varint,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Failures int64                  `protobuf:"varint,3,opt,name=failures,proto3" json:"failures,omitempty"`
+	// Trigger time of its latest failed run, epoch ms.
+	LastFailureMs int64 `protobuf:"varint,4,opt,name=last_failure_ms,json=lastFailureMs,proto3" json:"last_failure_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobFailures) Reset() {
+	*x = JobFailures{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobFailures) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobFailures) ProtoMessage() {}
+
+func (x *JobFailures) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobFailures.ProtoReflect.Descriptor instead.
+func (*JobFailures) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *JobFailures) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *JobFailures) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *JobFailures) GetFailures() int64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *JobFailures) GetLastFailureMs() int64 {
+	if x != nil {
+		return x.LastFailureMs
+	}
+	return 0
+}
+
 // One background loop of the admin that answered GetDashboard.
 type LoopHealth struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3571,7 +3674,7 @@ type LoopHealth struct {
 
 func (x *LoopHealth) Reset() {
 	*x = LoopHealth{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3583,7 +3686,7 @@ func (x *LoopHealth) String() string {
 func (*LoopHealth) ProtoMessage() {}
 
 func (x *LoopHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[55]
+	mi := &file_xjob_v1_admin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3596,7 +3699,7 @@ func (x *LoopHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopHealth.ProtoReflect.Descriptor instead.
 func (*LoopHealth) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{55}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *LoopHealth) GetName() string {
@@ -3643,7 +3746,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3655,7 +3758,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[56]
+	mi := &file_xjob_v1_admin_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3668,7 +3771,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{56}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *User) GetId() int64 {
@@ -3725,7 +3828,7 @@ type ApiToken struct {
 
 func (x *ApiToken) Reset() {
 	*x = ApiToken{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3737,7 +3840,7 @@ func (x *ApiToken) String() string {
 func (*ApiToken) ProtoMessage() {}
 
 func (x *ApiToken) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[57]
+	mi := &file_xjob_v1_admin_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3750,7 +3853,7 @@ func (x *ApiToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiToken.ProtoReflect.Descriptor instead.
 func (*ApiToken) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{57}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ApiToken) GetId() int64 {
@@ -3817,7 +3920,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3829,7 +3932,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[58]
+	mi := &file_xjob_v1_admin_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3842,7 +3945,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{58}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -3885,7 +3988,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3897,7 +4000,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[59]
+	mi := &file_xjob_v1_admin_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3910,7 +4013,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{59}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CreateUserResponse) GetUser() *User {
@@ -3942,7 +4045,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4057,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[60]
+	mi := &file_xjob_v1_admin_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4070,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{60}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{61}
 }
 
 type ListUsersResponse struct {
@@ -3979,7 +4082,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4094,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[61]
+	mi := &file_xjob_v1_admin_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4107,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{61}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListUsersResponse) GetUsers() []*User {
@@ -4023,7 +4126,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4035,7 +4138,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[62]
+	mi := &file_xjob_v1_admin_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4048,7 +4151,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{62}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeleteUserRequest) GetId() int64 {
@@ -4066,7 +4169,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4181,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[63]
+	mi := &file_xjob_v1_admin_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4194,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{63}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{64}
 }
 
 type CreateTokenRequest struct {
@@ -4106,7 +4209,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4221,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[64]
+	mi := &file_xjob_v1_admin_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4234,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CreateTokenRequest) GetUserId() int64 {
@@ -4166,7 +4269,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4178,7 +4281,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[65]
+	mi := &file_xjob_v1_admin_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4191,7 +4294,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -4217,7 +4320,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4229,7 +4332,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[66]
+	mi := &file_xjob_v1_admin_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4242,7 +4345,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListTokensRequest) GetUserId() int64 {
@@ -4261,7 +4364,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4376,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[67]
+	mi := &file_xjob_v1_admin_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4389,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{67}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListTokensResponse) GetTokens() []*ApiToken {
@@ -4305,7 +4408,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4317,7 +4420,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[68]
+	mi := &file_xjob_v1_admin_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4330,7 +4433,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{68}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RevokeTokenRequest) GetId() int64 {
@@ -4348,7 +4451,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4360,7 +4463,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[69]
+	mi := &file_xjob_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4373,7 +4476,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{69}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 type SetUserRoleRequest struct {
@@ -4387,7 +4490,7 @@ type SetUserRoleRequest struct {
 
 func (x *SetUserRoleRequest) Reset() {
 	*x = SetUserRoleRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4502,7 @@ func (x *SetUserRoleRequest) String() string {
 func (*SetUserRoleRequest) ProtoMessage() {}
 
 func (x *SetUserRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[70]
+	mi := &file_xjob_v1_admin_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4515,7 @@ func (x *SetUserRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserRoleRequest.ProtoReflect.Descriptor instead.
 func (*SetUserRoleRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SetUserRoleRequest) GetUserId() int64 {
@@ -4438,7 +4541,7 @@ type SetUserRoleResponse struct {
 
 func (x *SetUserRoleResponse) Reset() {
 	*x = SetUserRoleResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4450,7 +4553,7 @@ func (x *SetUserRoleResponse) String() string {
 func (*SetUserRoleResponse) ProtoMessage() {}
 
 func (x *SetUserRoleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[71]
+	mi := &file_xjob_v1_admin_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4463,7 +4566,7 @@ func (x *SetUserRoleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserRoleResponse.ProtoReflect.Descriptor instead.
 func (*SetUserRoleResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SetUserRoleResponse) GetUser() *User {
@@ -4484,7 +4587,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4496,7 +4599,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[72]
+	mi := &file_xjob_v1_admin_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4509,7 +4612,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ChangePasswordRequest) GetCurrentPassword() string {
@@ -4534,7 +4637,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4546,7 +4649,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[73]
+	mi := &file_xjob_v1_admin_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4559,7 +4662,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
 }
 
 type ResetPasswordRequest struct {
@@ -4573,7 +4676,7 @@ type ResetPasswordRequest struct {
 
 func (x *ResetPasswordRequest) Reset() {
 	*x = ResetPasswordRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4585,7 +4688,7 @@ func (x *ResetPasswordRequest) String() string {
 func (*ResetPasswordRequest) ProtoMessage() {}
 
 func (x *ResetPasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[74]
+	mi := &file_xjob_v1_admin_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4598,7 +4701,7 @@ func (x *ResetPasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPasswordRequest.ProtoReflect.Descriptor instead.
 func (*ResetPasswordRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ResetPasswordRequest) GetUserId() int64 {
@@ -4623,7 +4726,7 @@ type ResetPasswordResponse struct {
 
 func (x *ResetPasswordResponse) Reset() {
 	*x = ResetPasswordResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4635,7 +4738,7 @@ func (x *ResetPasswordResponse) String() string {
 func (*ResetPasswordResponse) ProtoMessage() {}
 
 func (x *ResetPasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[75]
+	mi := &file_xjob_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4648,7 +4751,7 @@ func (x *ResetPasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPasswordResponse.ProtoReflect.Descriptor instead.
 func (*ResetPasswordResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 type GrantGroupRequest struct {
@@ -4661,7 +4764,7 @@ type GrantGroupRequest struct {
 
 func (x *GrantGroupRequest) Reset() {
 	*x = GrantGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4673,7 +4776,7 @@ func (x *GrantGroupRequest) String() string {
 func (*GrantGroupRequest) ProtoMessage() {}
 
 func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[76]
+	mi := &file_xjob_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4686,7 +4789,7 @@ func (x *GrantGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupRequest.ProtoReflect.Descriptor instead.
 func (*GrantGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GrantGroupRequest) GetUserId() int64 {
@@ -4712,7 +4815,7 @@ type GrantGroupResponse struct {
 
 func (x *GrantGroupResponse) Reset() {
 	*x = GrantGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4724,7 +4827,7 @@ func (x *GrantGroupResponse) String() string {
 func (*GrantGroupResponse) ProtoMessage() {}
 
 func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[77]
+	mi := &file_xjob_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4737,7 +4840,7 @@ func (x *GrantGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantGroupResponse.ProtoReflect.Descriptor instead.
 func (*GrantGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GrantGroupResponse) GetUser() *User {
@@ -4757,7 +4860,7 @@ type RevokeGroupRequest struct {
 
 func (x *RevokeGroupRequest) Reset() {
 	*x = RevokeGroupRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[78]
+	mi := &file_xjob_v1_admin_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +4872,7 @@ func (x *RevokeGroupRequest) String() string {
 func (*RevokeGroupRequest) ProtoMessage() {}
 
 func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[78]
+	mi := &file_xjob_v1_admin_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +4885,7 @@ func (x *RevokeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupRequest.ProtoReflect.Descriptor instead.
 func (*RevokeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{78}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RevokeGroupRequest) GetUserId() int64 {
@@ -4808,7 +4911,7 @@ type RevokeGroupResponse struct {
 
 func (x *RevokeGroupResponse) Reset() {
 	*x = RevokeGroupResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[79]
+	mi := &file_xjob_v1_admin_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4820,7 +4923,7 @@ func (x *RevokeGroupResponse) String() string {
 func (*RevokeGroupResponse) ProtoMessage() {}
 
 func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[79]
+	mi := &file_xjob_v1_admin_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4833,7 +4936,7 @@ func (x *RevokeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGroupResponse.ProtoReflect.Descriptor instead.
 func (*RevokeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{79}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RevokeGroupResponse) GetUser() *User {
@@ -4851,7 +4954,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[80]
+	mi := &file_xjob_v1_admin_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4863,7 +4966,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[80]
+	mi := &file_xjob_v1_admin_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4876,7 +4979,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{80}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{81}
 }
 
 type WhoAmIResponse struct {
@@ -4891,7 +4994,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[81]
+	mi := &file_xjob_v1_admin_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4903,7 +5006,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[81]
+	mi := &file_xjob_v1_admin_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4916,7 +5019,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{81}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WhoAmIResponse) GetUser() *User {
@@ -4953,7 +5056,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[82]
+	mi := &file_xjob_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4965,7 +5068,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[82]
+	mi := &file_xjob_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4978,7 +5081,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{82}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AuditEntry) GetId() int64 {
@@ -5033,7 +5136,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[83]
+	mi := &file_xjob_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5045,7 +5148,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[83]
+	mi := &file_xjob_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5058,7 +5161,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{83}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListAuditRequest) GetPageSize() int32 {
@@ -5085,7 +5188,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_xjob_v1_admin_proto_msgTypes[84]
+	mi := &file_xjob_v1_admin_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5097,7 +5200,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_admin_proto_msgTypes[84]
+	mi := &file_xjob_v1_admin_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5110,7 +5213,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{84}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListAuditResponse) GetEntries() []*AuditEntry {
@@ -5310,7 +5413,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\"=\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
-	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\xf4\x01\n" +
+	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\x95\x02\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
@@ -5320,12 +5423,15 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\a \x01(\tR\tpageToken\x12\x19\n" +
-	"\border_by\x18\b \x01(\tR\aorderBy\"{\n" +
+	"\border_by\x18\b \x01(\tR\aorderBy\x12\x1f\n" +
+	"\vcount_limit\x18\t \x01(\x03R\n" +
+	"countLimit\"\x9e\x01\n" +
 	"\x10ListLogsResponse\x12 \n" +
 	"\x04logs\x18\x01 \x03(\v2\f.xjob.v1.LogR\x04logs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
 	"\n" +
-	"total_size\x18\x03 \x01(\x03R\ttotalSize\"\x1f\n" +
+	"total_size\x18\x03 \x01(\x03R\ttotalSize\x12!\n" +
+	"\ftotal_capped\x18\x04 \x01(\bR\vtotalCapped\"\x1f\n" +
 	"\rGetLogRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"0\n" +
 	"\x0eGetLogResponse\x12\x1e\n" +
@@ -5377,7 +5483,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\askipped\x18\x06 \x01(\x03R\askipped\x12\x1d\n" +
 	"\n" +
 	"late_fires\x18\a \x01(\x03R\tlateFires\x12&\n" +
-	"\x0fmax_lateness_ms\x18\b \x01(\x03R\rmaxLatenessMs\"\x8d\x02\n" +
+	"\x0fmax_lateness_ms\x18\b \x01(\x03R\rmaxLatenessMs\"\xc6\x02\n" +
 	"\x14GetDashboardResponse\x12\x1b\n" +
 	"\tjob_count\x18\x01 \x01(\x03R\bjobCount\x12)\n" +
 	"\x10online_executors\x18\x02 \x01(\x03R\x0fonlineExecutors\x12\x1d\n" +
@@ -5386,7 +5492,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\fsuccess_runs\x18\x04 \x01(\x03R\vsuccessRuns\x12&\n" +
 	"\x04days\x18\x05 \x03(\v2\x12.xjob.v1.DayReportR\x04days\x12)\n" +
 	"\x05loops\x18\x06 \x03(\v2\x13.xjob.v1.LoopHealthR\x05loops\x12\x18\n" +
-	"\aserving\x18\a \x01(\bR\aserving\"\x81\x01\n" +
+	"\aserving\x18\a \x01(\bR\aserving\x127\n" +
+	"\ffailing_jobs\x18\b \x03(\v2\x14.xjob.v1.JobFailuresR\vfailingJobs\"\x83\x01\n" +
+	"\vJobFailures\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x19\n" +
+	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x1a\n" +
+	"\bfailures\x18\x03 \x01(\x03R\bfailures\x12&\n" +
+	"\x0flast_failure_ms\x18\x04 \x01(\x03R\rlastFailureMs\"\x81\x01\n" +
 	"\n" +
 	"LoopHealth\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
@@ -5561,7 +5673,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
@@ -5620,56 +5732,57 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
 	(*DayReport)(nil),                // 55: xjob.v1.DayReport
 	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
-	(*LoopHealth)(nil),               // 57: xjob.v1.LoopHealth
-	(*User)(nil),                     // 58: xjob.v1.User
-	(*ApiToken)(nil),                 // 59: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 60: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 61: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 62: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 63: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 64: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 65: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 66: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 67: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 68: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 69: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 70: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 71: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 72: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 73: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 74: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 75: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 76: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 77: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 78: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 79: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 80: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 81: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 82: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 83: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 84: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 85: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 86: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 87: xjob.v1.AddressType
-	(ScheduleType)(0),                // 88: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 89: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 90: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 91: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 92: xjob.v1.GlueType
-	(RunStatus)(0),                   // 93: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 94: xjob.v1.TriggerType
+	(*JobFailures)(nil),              // 57: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 58: xjob.v1.LoopHealth
+	(*User)(nil),                     // 59: xjob.v1.User
+	(*ApiToken)(nil),                 // 60: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 61: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 62: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 63: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 64: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 65: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 66: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 67: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 68: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 69: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 70: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 71: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 72: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 73: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 74: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 75: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 76: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 77: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 78: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 79: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 80: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 81: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 82: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 83: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 84: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 85: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 86: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 87: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 88: xjob.v1.AddressType
+	(ScheduleType)(0),                // 89: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 90: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 91: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 92: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 93: xjob.v1.GlueType
+	(RunStatus)(0),                   // 94: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 95: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	87, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	88, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	89, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	90, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	91, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	88, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	89, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	90, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	91, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	92, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	92, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	93, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	93, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	94, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	94, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	95, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -5681,7 +5794,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	92, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	93, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -5689,103 +5802,104 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	88, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	93, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	89, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	94, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
 	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
 	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	57, // 36: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 37: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	59, // 38: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	58, // 39: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	59, // 40: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	59, // 41: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	58, // 42: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	58, // 43: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	58, // 44: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	58, // 45: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	84, // 46: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	6,  // 47: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 48: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 49: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 50: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 51: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 52: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 53: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 54: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 55: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 56: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 57: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 58: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 59: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 60: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 61: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 62: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 63: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 64: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 65: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 66: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 67: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 68: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 69: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 70: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	60, // 71: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	62, // 72: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	64, // 73: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	66, // 74: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	68, // 75: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	70, // 76: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	72, // 77: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	74, // 78: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	76, // 79: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	78, // 80: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	80, // 81: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	82, // 82: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	85, // 83: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	7,  // 84: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 85: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 86: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 87: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 88: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 89: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 90: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 91: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 92: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 93: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 94: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 95: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 96: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 97: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 98: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 99: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 100: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 101: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 102: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 103: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 104: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 105: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 106: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 107: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	61, // 108: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	63, // 109: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	65, // 110: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	67, // 111: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	69, // 112: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	71, // 113: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	73, // 114: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	75, // 115: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	77, // 116: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	79, // 117: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	81, // 118: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	83, // 119: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	86, // 120: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	84, // [84:121] is the sub-list for method output_type
-	47, // [47:84] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	58, // 36: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	57, // 37: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	59, // 38: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	60, // 39: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	59, // 40: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	60, // 41: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	60, // 42: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	59, // 43: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	59, // 44: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	59, // 45: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	59, // 46: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	85, // 47: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	6,  // 48: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	8,  // 49: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	10, // 50: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	12, // 51: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	14, // 52: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	16, // 53: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	18, // 54: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	20, // 55: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	22, // 56: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	31, // 57: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	33, // 58: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	35, // 59: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	37, // 60: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	25, // 61: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	27, // 62: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	29, // 63: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	39, // 64: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	41, // 65: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	43, // 66: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	45, // 67: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	47, // 68: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	49, // 69: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	52, // 70: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	54, // 71: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	61, // 72: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	63, // 73: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	65, // 74: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	67, // 75: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	69, // 76: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	71, // 77: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	73, // 78: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	75, // 79: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	77, // 80: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	79, // 81: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	81, // 82: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	83, // 83: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	86, // 84: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	7,  // 85: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	9,  // 86: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	11, // 87: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	13, // 88: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	15, // 89: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	17, // 90: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	19, // 91: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	21, // 92: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	23, // 93: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	32, // 94: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	34, // 95: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	36, // 96: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	38, // 97: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	26, // 98: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	28, // 99: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	30, // 100: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	40, // 101: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	42, // 102: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	44, // 103: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	46, // 104: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	48, // 105: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	50, // 106: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	53, // 107: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	56, // 108: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	62, // 109: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	64, // 110: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	66, // 111: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	68, // 112: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	70, // 113: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	72, // 114: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	74, // 115: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	76, // 116: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	78, // 117: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	80, // 118: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	82, // 119: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	84, // 120: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	87, // 121: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	85, // [85:122] is the sub-list for method output_type
+	48, // [48:85] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -5801,7 +5915,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   85,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

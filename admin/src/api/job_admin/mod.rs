@@ -508,7 +508,8 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         // Totals only (no group's objects): any authenticated caller.
         caller.require(Permission::Read, Scope::Any)?;
-        reply(self.dashboard(request.into_inner()).await)
+        let visible = caller.readable_groups();
+        reply(self.dashboard(request.into_inner(), visible).await)
     }
 
     async fn create_user(

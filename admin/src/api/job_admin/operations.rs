@@ -12,13 +12,21 @@ impl JobAdminService {
     pub(super) async fn dashboard(
         &self,
         request: pb::GetDashboardRequest,
+        visible: Option<Vec<crate::model::GroupId>>,
     ) -> Result<pb::GetDashboardResponse, Error> {
         let zone = self.ctx.config.default_time_zone();
         let now_ms = self.ctx.clock.now_ms();
         let days = report::dashboard_days(zone, request.from_ms, request.to_ms, now_ms)?;
         let online_executors = i64::try_from(self.ctx.registry.count()).unwrap_or(i64::MAX);
-        let dashboard =
-            report::dashboard(self.store(), zone, &days, online_executors, now_ms).await?;
+        let dashboard = report::dashboard(
+            self.store(),
+            zone,
+            &days,
+            online_executors,
+            now_ms,
+            visible.as_deref(),
+        )
+        .await?;
         let mut response = dashboard_to_pb(dashboard);
         // This admin's own loops: in a cluster each admin answers for itself.
         response.serving = self.ctx.health.verdict().serving;

@@ -58,12 +58,26 @@ impl JobAdminService {
             group_ids: visible,
             ..log_filter(&request, page)?
         };
+        if request.count_limit < 0 {
+            let message = format!("must be >= 0 (0 = count all), got {}", request.count_limit);
+            return Err(Error::invalid("count_limit", message));
+        }
         let logs = self.store().list_logs(&filter).await?;
-        let total_size = self.store().count_matching_logs(&filter).await?;
+        let (total_size, total_capped) = match request.count_limit {
+            0 => (self.store().count_matching_logs(&filter).await?, false),
+            limit => {
+                let counted = self
+                    .store()
+                    .count_matching_logs_up_to(&filter, limit)
+                    .await?;
+                (counted.min(limit), counted > limit)
+            }
+        };
         Ok(pb::ListLogsResponse {
             next_page_token: page.next_token(logs.len()),
             logs: logs.into_iter().map(log_to_pb).collect(),
             total_size,
+            total_capped,
         })
     }
 

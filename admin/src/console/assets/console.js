@@ -3,6 +3,19 @@
 (function () {
   'use strict';
 
+  // This script's own words, in the page's language (its `lang`, chosen by the server the way
+  // the pages are: the xjob_lang cookie, else the browser's languages). Confirmations come
+  // written in the page's language already (`data-confirm`).
+  var ZH = /^zh/i.test(document.documentElement.lang || '');
+  var WORDS = {
+    browserZone: ["your browser's zone", '浏览器时区'],
+    nextFires: ['Next fires ({}):', '接下来的触发时间（{}）：'],
+    neverFires: ['Never fires.', '不会触发。'],
+    following: ['live: following the log…', '实时：正在跟随日志…'],
+    ended: ['run ended', '运行已结束']
+  };
+  function word(key, arg) { return WORDS[key][ZH ? 1 : 0].replace('{}', arg || ''); }
+
   function localize(root) {
     // live.js shows times in the zone the viewer picked; this is the fallback without it.
     if (window.xjobTime) { window.xjobTime.show(root); return; }
@@ -70,8 +83,8 @@
             item.title = new Date(ms).toISOString();
             list.appendChild(item);
           });
-          var named = timeZone || 'your browser\'s zone';
-          out.textContent = answer.times.length ? 'Next fires (' + named + '):' : 'Never fires.';
+          var named = timeZone || word('browserZone');
+          out.textContent = answer.times.length ? word('nextFires', named) : word('neverFires');
           out.appendChild(list);
         })
         .catch(function () {});
@@ -113,7 +126,7 @@
           if (answer.error) {
             note.textContent = answer.error;
           } else {
-            note.textContent = answer.ended ? '' : 'live: following the log…';
+            note.textContent = answer.ended ? '' : word('following');
             if (answer.content) {
               pre.textContent += answer.content;
               pre.scrollTop = pre.scrollHeight;
@@ -137,7 +150,7 @@
             setTimeout(poll, 1000);
           } else {
             pre.setAttribute('data-ended', 'true');
-            note.textContent = 'run ended';
+            note.textContent = word('ended');
           }
         })
         .catch(function () { setTimeout(poll, 3000); });

@@ -13,6 +13,21 @@
   'use strict';
 
   var COOKIE = 'xjob_tz';
+  // The page's language (its `lang`, which the server picked from the xjob_lang cookie or the
+  // browser's languages): this script's own words follow it.
+  var ZH = /^zh/i.test(document.documentElement.lang || '');
+  var WORDS = {
+    showIn: ['Show times in', '时间显示为'],
+    local: ['Local', '本地'],
+    jobZone: ["Job's zone", '任务时区'],
+    liveOn: ['Live updates: on', '自动刷新：开'],
+    liveOff: ['Live updates: off', '自动刷新：关'],
+    paused: ['paused', '已暂停'],
+    updated: ['updated ', '已更新 '],
+    noChange: [' (no change)', '（无变化）'],
+    notUpdated: ['not updated: ', '未更新：']
+  };
+  function word(key) { return WORDS[key][ZH ? 1 : 0]; }
   var LIVE_KEY = 'xjob_live';
   var PERIOD_MS = 4000;
 
@@ -98,11 +113,11 @@
     var label = document.createElement('label');
     label.htmlFor = 'tz-pick';
     label.className = 'sr-only';
-    label.textContent = 'Show times in';
+    label.textContent = word('showIn');
     var select = document.createElement('select');
     select.id = 'tz-pick';
     select.className = 'small';
-    [['utc', 'UTC'], ['local', 'Local (' + browserZone() + ')'], ['job', "Job's zone"]]
+    [['utc', 'UTC'], ['local', word('local') + ' (' + browserZone() + ')'], ['job', word('jobZone')]]
       .forEach(function (choice) {
         var option = document.createElement('option');
         option.value = choice[0];
@@ -180,9 +195,9 @@
 
     function label() {
       var on = liveOn();
-      button.textContent = on ? 'Live updates: on' : 'Live updates: off';
+      button.textContent = on ? word('liveOn') : word('liveOff');
       button.setAttribute('aria-pressed', on ? 'true' : 'false');
-      if (!on) { note.textContent = 'paused'; }
+      if (!on) { note.textContent = word('paused'); }
     }
 
     function schedule() {
@@ -216,11 +231,11 @@
           });
           // Turned off meanwhile: the note keeps saying so.
           if (!liveOn()) { return; }
-          note.textContent = 'updated ' + format(Date.now(), zoneFor(null)).slice(11) +
-            (changed ? '' : ' (no change)');
+          note.textContent = word('updated') + format(Date.now(), zoneFor(null)).slice(11) +
+            (changed ? '' : word('noChange'));
         })
         .catch(function (error) {
-          if (liveOn()) { note.textContent = 'not updated: ' + error.message; }
+          if (liveOn()) { note.textContent = word('notUpdated') + error.message; }
         })
         .then(function () { asking = false; schedule(); });
     }

@@ -10,11 +10,13 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::csrf::{Fields, Posted};
 use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
+use super::super::i18n::{t, tf, tm};
 use super::super::session::Viewer;
 use super::super::{Console, Shared, request};
 use super::{Path, field_error, readable_groups, see_other, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let groups = readable_groups(&console, &viewer).await;
     let executors = match console
@@ -28,14 +30,19 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
     let now = console.ctx.clock.now_ms();
     let mut body = html::notice(Tone::Ok, query.get("notice"));
     if viewer.is_admin() {
-        body.push(Markup::literal(
-            "<p><a class=\"button\" href=\"/groups/new\" id=\"new-group\">New group</a></p>",
+        body.push(markup!(
+            "<p><a class=\"button\" href=\"/groups/new\" id=\"new-group\">{}</a></p>",
+            t(lang, "groups.new")
         ));
     }
     if groups.is_empty() {
-        body.push(Markup::literal(
-            "<p class=\"empty\">No groups yet. A group names an executor app (its \
-             <code>app_name</code>); executors of that app register into it.</p>",
+        body.push(markup!(
+            "<p class=\"empty\">{}</p>",
+            tm(
+                lang,
+                "groups.none",
+                &[&Markup::literal("<code>app_name</code>")]
+            )
         ));
     }
     for group in &groups {
@@ -44,18 +51,22 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
             .unwrap_or_default();
         body.push(markup!(
             "<section class=\"card\" id=\"group-{}\"><h2>{} <span class=\"muted\">{}</span></h2>\
-             <p>{} addresses{}{}</p>",
+             <p>{}{}{}</p>",
             group.id,
             group.title,
             group.app_name,
-            address_type,
+            tf(lang, "groups.addresses_kind", &[&address_type]),
             if group.addresses.is_empty() {
                 Markup::new()
             } else {
                 markup!(": <code>{}</code>", group.addresses.join(", "))
             },
             if viewer.is_admin() {
-                markup!(" · <a href=\"/groups/{}\">edit</a>", group.id)
+                markup!(
+                    " · <a href=\"/groups/{}\">{}</a>",
+                    group.id,
+                    t(lang, "groups.edit")
+                )
             } else {
                 Markup::new()
             },
@@ -65,21 +76,31 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
             .filter(|executor| executor.app_name == group.app_name)
             .collect();
         if online.is_empty() {
-            body.push(Markup::literal(
-                "<p class=\"empty\">No executor online. Start one with this app name.</p>",
+            body.push(markup!(
+                "<p class=\"empty\">{}</p>",
+                t(lang, "groups.no_executor")
             ));
         } else {
-            body.push(Markup::literal(
-                "<div class=\"scroll\"><table class=\"executors\"><tr><th scope=\"col\">Address</th>\
-                 <th scope=\"col\">Heartbeat</th><th scope=\"col\">Running</th>\
-                 <th scope=\"col\">Handlers</th><th scope=\"col\">Admin</th></tr>",
+            body.push(markup!(
+                "<div class=\"scroll\"><table class=\"executors\"><tr><th scope=\"col\">{}</th>\
+                 <th scope=\"col\">{}</th><th scope=\"col\">{}</th>\
+                 <th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr>",
+                t(lang, "groups.col_address"),
+                t(lang, "groups.col_heartbeat"),
+                t(lang, "groups.col_running"),
+                t(lang, "groups.col_handlers"),
+                t(lang, "groups.col_admin")
             ));
             for executor in online {
                 body.push(markup!(
-                    "<tr><td>{}</td><td title=\"{}\">{} ago</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     executor.address,
                     html::utc_text(executor.last_heartbeat_ms),
-                    html::duration(now - executor.last_heartbeat_ms),
+                    tf(
+                        lang,
+                        "groups.ago",
+                        &[&html::duration(now - executor.last_heartbeat_ms)]
+                    ),
                     executor.running_log_ids.len(),
                     executor.handlers.join(", "),
                     executor.admin_node,
@@ -89,7 +110,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         }
         body.push(Markup::literal("</section>"));
     }
-    frame::page(Some(&viewer), "Executors and groups", Nav::Executors, body)
+    frame::page(Some(&viewer), t(lang, "groups.title"), Nav::Executors, body)
 }
 
 pub async fn new_form(State(console): State<Shared>, viewer: Viewer) -> Response {
@@ -125,6 +146,7 @@ fn editor(
     error: Option<(Option<String>, String)>,
     code: StatusCode,
 ) -> Response {
+    let lang = viewer.lang;
     let (error_field, message) = error.clone().unwrap_or((None, String::new()));
     let err = |name: &str| (error_field.as_deref() == Some(name)).then_some(message.as_str());
     let mut body = Markup::new();
@@ -146,9 +168,9 @@ fn editor(
     .into_iter()
     .map(|(value, label)| {
         let meaning = if value == "MANUAL" {
-            "the addresses below"
+            t(lang, "groups.manual_meaning")
         } else {
-            "executors register"
+            t(lang, "groups.auto_meaning")
         };
         (value, format!("{label}: {meaning}"))
     })
@@ -168,35 +190,35 @@ fn editor(
     };
     let fields = [
         html::field(
-            "App name",
+            t(lang, "groups.app_name"),
             "app_name",
             app_input,
             err("app_name"),
-            Markup::literal("executors register with this name"),
+            markup!("{}", t(lang, "groups.app_name_hint")),
         ),
         html::field(
-            "Title",
+            t(lang, "groups.field_title"),
             "title",
             html::text_input("title", &group.title),
             err("title"),
             Markup::new(),
         ),
         html::field(
-            "Addresses",
+            t(lang, "groups.addresses"),
             "address_type",
             html::select("address_type", &kinds, &kind),
             err("address_type"),
             Markup::new(),
         ),
         html::field(
-            "Manual addresses",
+            t(lang, "groups.manual_addresses"),
             "addresses",
             html::textarea("addresses", 3, &group.addresses.join("\n")),
             err("addresses"),
-            Markup::literal("one per line, e.g. http://10.0.0.5:9999 (MANUAL only)"),
+            markup!("{}", t(lang, "groups.manual_hint")),
         ),
         html::field(
-            "Access token",
+            t(lang, "groups.access_token"),
             "access_token",
             markup!(
                 "<input type=\"password\" name=\"access_token\" id=\"access_token\" value=\"{}\" \
@@ -204,35 +226,35 @@ fn editor(
                 group.access_token
             ),
             err("access_token"),
-            Markup::literal(
-                "executors of this app must present it; leave the mask to keep the current one",
-            ),
+            markup!("{}", t(lang, "groups.access_token_hint")),
         ),
     ]
     .into_iter()
     .collect::<Markup>();
     body.push(markup!(
         "<form method=\"post\" action=\"{}\" class=\"card form\" id=\"group-form\">{}\
-         <div class=\"fields\">{}</div><button id=\"save-group\">Save</button></form>",
+         <div class=\"fields\">{}</div><button id=\"save-group\">{}</button></form>",
         action,
         frame::csrf_field(viewer),
-        fields
+        fields,
+        t(lang, "groups.save")
     ));
     if group.id != 0 {
         // The API refuses while jobs use the group; the answer page says how many.
         body.push(markup!(
             "<form method=\"post\" action=\"/groups/{}/delete\" class=\"inline\" \
-             id=\"delete-group\" data-confirm=\"Delete group {}?\">{}\
-             <button class=\"small danger\">Delete group</button></form>",
+             id=\"delete-group\" data-confirm=\"{}\">{}\
+             <button class=\"small danger\">{}</button></form>",
             group.id,
-            group.app_name,
-            frame::csrf_field(viewer)
+            tf(lang, "groups.delete_confirm", &[&group.app_name]),
+            frame::csrf_field(viewer),
+            t(lang, "groups.delete")
         ));
     }
     let title = if group.id == 0 {
-        "New group".to_string()
+        t(lang, "groups.new").to_string()
     } else {
-        format!("Group {}", group.app_name)
+        tf(lang, "groups.group_title", &[&group.app_name])
     };
     let mut response = frame::page(Some(viewer), &title, Nav::Executors, body);
     *response.status_mut() = code;
@@ -274,7 +296,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
         ))
         .await;
     match answer {
-        Ok(_) => see_other("/executors", "Group created."),
+        Ok(_) => see_other("/executors", t(posted.viewer.lang, "groups.created")),
         Err(status) => editor(
             &console,
             &posted.viewer,
@@ -301,7 +323,7 @@ pub async fn update(
         ))
         .await;
     match answer {
-        Ok(_) => see_other("/executors", "Group saved."),
+        Ok(_) => see_other("/executors", t(posted.viewer.lang, "groups.saved")),
         Err(status) => editor(
             &console,
             &posted.viewer,
@@ -326,7 +348,10 @@ pub async fn delete(
         ))
         .await;
     match answer {
-        Ok(_) => see_other("/executors", &format!("Group {id} deleted.")),
+        Ok(_) => see_other(
+            "/executors",
+            &tf(posted.viewer.lang, "groups.deleted", &[&id]),
+        ),
         Err(status) => status_page(&status),
     }
 }

@@ -21,6 +21,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::csrf::Fields;
 pub use super::errors::{error_page, http_status, not_found_page, status_page};
 use super::html::{self, Markup, markup};
+use super::i18n::{Lang, t, tf};
 use super::session::Viewer;
 use super::{Console, request};
 
@@ -195,6 +196,7 @@ pub fn page_token(query: &Fields, page_size: i64) -> String {
 /// Page links under a list, keeping its filters: previous, which page this is, next, and a
 /// field to jump to a page by number.
 pub fn pager(
+    lang: Lang,
     path: &str,
     filters: &[(&str, String)],
     current: &str,
@@ -224,7 +226,10 @@ pub fn pager(
             format!("{path}?{}", query.join("&"))
         }
     };
-    let mut out = Markup::literal("<nav class=\"pager\" aria-label=\"pages\">");
+    let mut out = markup!(
+        "<nav class=\"pager\" aria-label=\"{}\">",
+        t(lang, "list.pages")
+    );
     if offset > 0 {
         let previous = (offset - page_size).max(0);
         let token = if previous == 0 {
@@ -233,18 +238,20 @@ pub fn pager(
             previous.to_string()
         };
         out.push(markup!(
-            "<a id=\"previous-page\" href=\"{}\">← Previous</a> ",
-            link(&token)
+            "<a id=\"previous-page\" href=\"{}\">{}</a> ",
+            link(&token),
+            t(lang, "list.previous")
         ));
     }
     out.push(markup!(
-        "<span id=\"page-number\">page {}</span>",
-        offset / page_size.max(1) + 1
+        "<span id=\"page-number\">{}</span>",
+        tf(lang, "list.page_n", &[&(offset / page_size.max(1) + 1)])
     ));
     if !next.is_empty() {
         out.push(markup!(
-            " <a id=\"next-page\" href=\"{}\">Next page →</a>",
-            link(next)
+            " <a id=\"next-page\" href=\"{}\">{}</a>",
+            link(next),
+            t(lang, "list.next")
         ));
     }
     out.push(markup!(
@@ -258,10 +265,12 @@ pub fn pager(
             value
         ));
     }
-    out.push(Markup::literal(
-        " <label for=\"goto\">Go to page</label> \
+    out.push(markup!(
+        " <label for=\"goto\">{}</label> \
          <input type=\"number\" name=\"goto\" id=\"goto\" min=\"1\" class=\"narrow\"> \
-         <button class=\"small secondary\">Go</button></form></nav>",
+         <button class=\"small secondary\">{}</button></form></nav>",
+        t(lang, "list.goto"),
+        t(lang, "list.go")
     ));
     out
 }
@@ -321,8 +330,11 @@ pub fn sorted_url(path: &str, query: &Fields, keys: &[&str], sort: &str) -> Stri
     }
 }
 
-/// How many rows a list has over all its pages, e.g. "10,000 jobs".
-pub fn total_line(id: &str, total: i64, one: &str, many: &str) -> Markup {
+/// How many rows a list has over all its pages, e.g. "10,000 jobs": `total` is the count and
+/// whether it stopped at a bound (then "over 10,000 runs"); `words` the keys of the text for
+/// one row, for several, and for over a bound, each with a `{}` for the number.
+pub fn total_line(id: &str, lang: Lang, total: (i64, bool), words: [&'static str; 3]) -> Markup {
+    let (total, capped) = total;
     let digits = total.max(0).to_string();
     let mut grouped = String::new();
     for (index, digit) in digits.chars().enumerate() {
@@ -331,11 +343,16 @@ pub fn total_line(id: &str, total: i64, one: &str, many: &str) -> Markup {
         }
         grouped.push(digit);
     }
+    let [one, many, over] = words;
+    let key = match (capped, total) {
+        (true, _) => over,
+        (false, 1) => one,
+        (false, _) => many,
+    };
     markup!(
-        "<p class=\"total muted\" id=\"{}\">{} {}</p>",
+        "<p class=\"total muted\" id=\"{}\">{}</p>",
         id,
-        grouped,
-        if total == 1 { one } else { many }
+        tf(lang, key, &[&grouped])
     )
 }
 
@@ -350,7 +367,7 @@ mod tests {
         assert_eq!(page_token(&Fields::from_query(Some("goto=1")), 50), "");
         assert_eq!(page_token(&Fields::from_query(Some("page=50")), 50), "50");
         let filters = [("name", "a b".to_string())];
-        let links = pager("/jobs", &filters, "100", "150", 50).into_string();
+        let links = pager(Lang::En, "/jobs", &filters, "100", "150", 50).into_string();
         assert!(links.contains("page 3"), "{links}");
         assert!(
             links.contains("href=\"/jobs?name=a+b&amp;page=50\""),
@@ -360,7 +377,7 @@ mod tests {
             links.contains("href=\"/jobs?name=a+b&amp;page=150\""),
             "{links}"
         );
-        assert!(pager("/jobs", &filters, "", "", 50).is_empty());
+        assert!(pager(Lang::En, "/jobs", &filters, "", "", 50).is_empty());
     }
 
     #[test]
@@ -378,9 +395,18 @@ mod tests {
         let row = sortable_header(&[("Name", Some("name"))], "-name", &link).into_string();
         assert!(row.contains("aria-sort=\"descending\""), "{row}");
         assert!(row.contains("href=\"/jobs?name=a&amp;sort=name\""), "{row}");
+        let words = ["runs.total_one", "runs.total_many", "runs.total_over"];
         assert_eq!(
-            total_line("t", 10_000, "job", "jobs").into_string(),
-            "<p class=\"total muted\" id=\"t\">10,000 jobs</p>"
+            total_line("t", Lang::En, (10_000, false), words).into_string(),
+            "<p class=\"total muted\" id=\"t\">10,000 runs</p>"
+        );
+        assert_eq!(
+            total_line("t", Lang::En, (10_000, true), words).into_string(),
+            "<p class=\"total muted\" id=\"t\">over 10,000 runs</p>"
+        );
+        assert_eq!(
+            total_line("t", Lang::Zh, (1, false), words).into_string(),
+            "<p class=\"total muted\" id=\"t\">共 1 条运行记录</p>"
         );
     }
 

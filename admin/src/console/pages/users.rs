@@ -421,6 +421,7 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         body.push(Markup::literal("</table></div>"));
     }
     body.push(pager(
+        lang,
         "/audit",
         &[],
         &page_token(&query, AUDIT_PAGE_SIZE),

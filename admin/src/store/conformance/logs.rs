@@ -849,5 +849,40 @@ async fn lists_sort_by_a_whitelisted_column_with_id_ties_and_count_their_matches
             ..listed(None)
         };
         assert_eq!(store.count_matching_logs(&one_job).await.expect("count"), 1);
+
+        // A bounded count walks one match past its limit and stops there; under the limit it
+        // is the exact count, filters included.
+        let every = LogFilter::default();
+        let all = store.count_matching_logs(&every).await.expect("count");
+        assert_eq!(all, 4, "{backend}");
+        for (limit, counted) in [(0, 1), (1, 2), (3, 4), (4, 4), (100, 4)] {
+            assert_eq!(
+                store
+                    .count_matching_logs_up_to(&every, limit)
+                    .await
+                    .expect("bounded count"),
+                counted,
+                "{backend}: limit {limit}"
+            );
+        }
+        assert_eq!(
+            store
+                .count_matching_logs_up_to(&one_job, 10)
+                .await
+                .expect("bounded count"),
+            1,
+            "{backend}"
+        );
+        let nothing_visible = LogFilter {
+            group_ids: Some(Vec::new()),
+            ..LogFilter::default()
+        };
+        assert_eq!(
+            store
+                .count_matching_logs_up_to(&nothing_visible, 10)
+                .await
+                .expect("bounded count"),
+            0
+        );
     }
 }

@@ -155,6 +155,68 @@ async fn the_daily_report_counts_by_trigger_day_and_leaves_skipped_runs_out() {
 }
 
 #[tokio::test]
+async fn a_days_counts_per_job_add_up_to_the_days_counts() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let failing = new_job(&store, group.id, ScheduleType::Cron).await;
+        let fine = new_job(&store, group.id, ScheduleType::Cron).await;
+        let inside = DAY_START + 1_000;
+        for (job, status, at) in [
+            (&failing, RunStatus::Failed, inside),
+            (&failing, RunStatus::Lost, inside + 5_000),
+            (&failing, RunStatus::Success, inside + 9_000),
+            (&failing, RunStatus::Skipped, inside),
+            (&fine, RunStatus::Success, inside),
+            (&fine, RunStatus::Running, inside),
+            // Outside the day: counted on no job's row.
+            (&fine, RunStatus::Failed, DAY_END),
+        ] {
+            run_with(&store, job, status, at, 0).await;
+        }
+        let day = store.count_log_day(DAY_START, DAY_END).await.expect("day");
+        let mut per_job = store
+            .count_log_day_by_job(DAY_START, DAY_END)
+            .await
+            .expect("per job");
+        per_job.sort_by_key(|row| row.job_id);
+        let mut summed = DayCounts {
+            day_ms: DAY_START,
+            ..DayCounts::default()
+        };
+        for row in &per_job {
+            assert_eq!(row.group_id, group.id, "{backend}");
+            assert_eq!(row.counts.day_ms, DAY_START, "{backend}");
+            summed.add(&row.counts);
+        }
+        assert_eq!(summed, day, "{backend}: the jobs add up to the day");
+        let rows: Vec<(JobId, i64, i64, i64, i64, i64)> = per_job
+            .iter()
+            .map(|row| {
+                let c = row.counts;
+                (
+                    row.job_id,
+                    c.running,
+                    c.success,
+                    c.failed,
+                    c.lost,
+                    row.last_failed_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (failing.id, 0, 1, 2, 1, inside + 5_000),
+                (fine.id, 1, 1, 0, 0, 0),
+            ],
+            "{backend}: per job, the latest failure's trigger time"
+        );
+        assert_eq!(per_job[0].counts.skipped, 1, "{backend}");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
 async fn clean_up_spares_active_runs_and_ages_undispatched_runs_by_schedule() {
     for (backend, store, _dir) in fresh_stores().await {
         let group = new_group(&store).await;

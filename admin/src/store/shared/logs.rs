@@ -139,6 +139,25 @@ pub async fn count_matching_logs<DB: Dialect>(
         .await
 }
 
+/// How many runs match a filter, counting no further than `limit + 1` (its page and order
+/// ignored): the matches are walked until one past the limit and no further, so a page that
+/// refreshes itself every few seconds costs the same with ten runs or ten million.
+pub async fn count_matching_logs_up_to<DB: Dialect>(
+    db: Pools<'_, DB>,
+    filter: &LogFilter,
+    limit: i64,
+) -> StoreResult<i64> {
+    if filter.group_ids.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(0);
+    }
+    matching_logs::<DB>("SELECT COUNT(*) FROM (SELECT 1 AS matched", filter)
+        .push(" LIMIT ")
+        .bind(limit.saturating_add(1))
+        .push(") AS bounded")
+        .fetch_scalar(&mut *db.read().await?)
+        .await
+}
+
 /// `select` from the runs that match the filter's conditions.
 fn matching_logs<'a, DB: Dialect>(select: &str, filter: &'a LogFilter) -> Sql<'a, DB> {
     let mut query = Sql::<DB>::new(format!("{select} FROM xjob_log WHERE 1 = 1"));

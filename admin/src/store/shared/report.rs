@@ -8,7 +8,7 @@
 use crate::model::{GroupId, JobId, LogId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
-use crate::store::{DayCounts, LogCleanup, OutcomeCount, StoreResult};
+use crate::store::{DayCounts, JobDayCounts, LogCleanup, OutcomeCount, StoreResult};
 
 /// The first attempt of a scheduled fire that was sent (its lateness is what the dashboard
 /// charts).
@@ -73,41 +73,80 @@ pub async fn count_log_day<DB: Dialect>(
     day_start_ms: i64,
     day_end_ms: i64,
 ) -> StoreResult<DayCounts> {
-    let row = Sql::<DB>::new(
-        format!(
-            "SELECT COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
-           COUNT(CASE WHEN status = 'SUCCESS' THEN 1 END) AS success, \
-           COUNT(CASE WHEN status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED') \
-             THEN 1 END) AS failed, \
-           COUNT(CASE WHEN status = 'LOST' THEN 1 END) AS lost, \
-           COUNT(CASE WHEN status = 'SKIPPED' THEN 1 END) AS skipped, \
-           COUNT(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms - scheduled_at_ms > 1000 \
-             THEN 1 END) AS late_fires, \
-           COALESCE(MAX(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms > scheduled_at_ms \
-             THEN trigger_time_ms - scheduled_at_ms END), 0) AS max_lateness_ms \
-         FROM xjob_log WHERE trigger_time_ms >= "
-        )
-        .replace("{SCHEDULED_SENT}", SCHEDULED_SENT),
-    )
+    let row = Sql::<DB>::new(format!(
+        "SELECT {} FROM xjob_log WHERE trigger_time_ms >= ",
+        day_columns()
+    ))
     .bind(day_start_ms)
     .push(" AND trigger_time_ms < ")
     .bind(day_end_ms)
     .fetch_one(&mut *db.read().await?)
     .await?;
-    let counts = {
-        let row = Cols::<DB>(&row);
-        DayCounts {
-            day_ms: day_start_ms,
-            running: row.get("running")?,
-            success: row.get("success")?,
-            failed: row.get("failed")?,
-            lost: row.get("lost")?,
-            skipped: row.get("skipped")?,
-            late_fires: row.get("late_fires")?,
-            max_lateness_ms: row.get("max_lateness_ms")?,
-        }
-    };
-    Ok(counts)
+    day_counts::<DB>(&row, day_start_ms)
+}
+
+/// [`count_log_day`]'s counts per job, in one statement (one snapshot of the rows on every
+/// backend), so sums over the jobs and the jobs' own counts never disagree.
+pub async fn count_log_day_by_job<DB: Dialect>(
+    db: Pools<'_, DB>,
+    day_start_ms: i64,
+    day_end_ms: i64,
+) -> StoreResult<Vec<JobDayCounts>> {
+    let rows = Sql::<DB>::new(format!(
+        "SELECT group_id, job_id, {}, COALESCE(MAX(CASE WHEN {FAILED} THEN trigger_time_ms END), 0) \
+         AS last_failed_ms FROM xjob_log WHERE trigger_time_ms >= ",
+        day_columns()
+    ))
+    .bind(day_start_ms)
+    .push(" AND trigger_time_ms < ")
+    .bind(day_end_ms)
+    .push(" GROUP BY group_id, job_id")
+    .fetch_all(&mut *db.read().await?)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let cols = Cols::<DB>(row);
+            Ok(JobDayCounts {
+                group_id: GroupId(cols.get("group_id")?),
+                job_id: JobId(cols.get("job_id")?),
+                last_failed_ms: cols.get("last_failed_ms")?,
+                counts: day_counts::<DB>(row, day_start_ms)?,
+            })
+        })
+        .collect()
+}
+
+/// The statuses counted as failed: every final one but SUCCESS and SKIPPED.
+const FAILED: &str = "status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED')";
+
+/// The aggregate columns of a day's counts (COUNT yields a 64-bit integer everywhere, MySQL's
+/// SUM would not).
+fn day_columns() -> String {
+    format!(
+        "COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
+         COUNT(CASE WHEN status = 'SUCCESS' THEN 1 END) AS success, \
+         COUNT(CASE WHEN {FAILED} THEN 1 END) AS failed, \
+         COUNT(CASE WHEN status = 'LOST' THEN 1 END) AS lost, \
+         COUNT(CASE WHEN status = 'SKIPPED' THEN 1 END) AS skipped, \
+         COUNT(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms - scheduled_at_ms > 1000 \
+           THEN 1 END) AS late_fires, \
+         COALESCE(MAX(CASE WHEN {SCHEDULED_SENT} AND trigger_time_ms > scheduled_at_ms \
+           THEN trigger_time_ms - scheduled_at_ms END), 0) AS max_lateness_ms"
+    )
+}
+
+fn day_counts<DB: Dialect>(row: &DB::Row, day_ms: i64) -> StoreResult<DayCounts> {
+    let row = Cols::<DB>(row);
+    Ok(DayCounts {
+        day_ms,
+        running: row.get("running")?,
+        success: row.get("success")?,
+        failed: row.get("failed")?,
+        lost: row.get("lost")?,
+        skipped: row.get("skipped")?,
+        late_fires: row.get("late_fires")?,
+        max_lateness_ms: row.get("max_lateness_ms")?,
+    })
 }
 
 async fn upsert_report_row<DB: Dialect>(

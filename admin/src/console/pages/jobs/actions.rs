@@ -11,6 +11,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::super::csrf::{Fields, Posted};
 use super::super::super::form::{self, FieldRefusal};
 use super::super::super::html::Markup;
+use super::super::super::i18n::{t, tf};
 use super::super::super::session::Viewer;
 use super::super::super::{Console, Shared, request};
 use super::super::{Path, field_error, http_status, see_other, status_page};
@@ -307,7 +308,7 @@ pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: P
     match answer {
         Ok(_) => see_other(
             &back_to(&posted.fields, id),
-            &format!("Job {id} started: it fires in 5 s at the earliest."),
+            &tf(posted.viewer.lang, "jobs.started", &[&id]),
         ),
         Err(status) => status_page(&status),
     }
@@ -319,7 +320,10 @@ pub async fn stop(State(console): State<Shared>, Path(id): Path<i64>, posted: Po
         .stop_job(request(&posted.viewer.caller, pb::StopJobRequest { id }))
         .await;
     match answer {
-        Ok(_) => see_other(&back_to(&posted.fields, id), &format!("Job {id} stopped.")),
+        Ok(_) => see_other(
+            &back_to(&posted.fields, id),
+            &tf(posted.viewer.lang, "jobs.stopped_notice", &[&id]),
+        ),
         Err(status) => status_page(&status),
     }
 }
@@ -411,35 +415,36 @@ fn trigger_refusal(status: &tonic::Status) -> FormError {
 /// `POST /jobs/bulk`: start, stop or trigger once every ticked job (`ids`), each through the
 /// API as if its own button were pressed; the list comes back with what happened to each.
 pub async fn bulk(State(console): State<Shared>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let action = posted.fields.get("action");
     let mut done = Vec::new();
     let mut refused = Vec::new();
     let ids = posted.fields.all("ids");
     if ids.is_empty() {
-        return see_other(&back_to(&posted.fields, 0), "No job was ticked.");
+        return see_other(&back_to(&posted.fields, 0), t(lang, "jobs.none_ticked"));
     }
     for text in ids {
         let Ok(id) = form::id_filter(text) else {
-            refused.push(format!("'{text}' is not a job id"));
+            refused.push(tf(lang, "jobs.not_an_id", &[&text]));
             continue;
         };
         match bulk_one(&console, &posted.viewer, action, id).await {
             Ok(()) => done.push(id.to_string()),
-            Err(why) => refused.push(format!("job {id}: {why}")),
+            Err(why) => refused.push(tf(lang, "jobs.refused_one", &[&id, &why])),
         }
     }
-    let verb = match action {
-        "start" => "started",
-        "stop" => "stopped",
-        _ => "triggered",
+    let (none, some) = match action {
+        "start" => ("jobs.none_started", "jobs.bulk_started"),
+        "stop" => ("jobs.none_stopped", "jobs.bulk_stopped"),
+        _ => ("jobs.none_triggered", "jobs.bulk_triggered"),
     };
     let mut notice = if done.is_empty() {
-        format!("No job {verb}.")
+        t(lang, none).to_string()
     } else {
-        format!("Jobs {verb}: {}.", done.join(", "))
+        tf(lang, some, &[&done.join(", ")])
     };
     if !refused.is_empty() {
-        notice.push_str(&format!(" Refused: {}.", refused.join("; ")));
+        notice.push_str(&tf(lang, "jobs.bulk_refused", &[&refused.join("; ")]));
     }
     see_other(&back_to(&posted.fields, 0), &notice)
 }

@@ -9,6 +9,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::super::csrf::Fields;
 use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
+use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
 use super::super::super::zone;
 use super::super::super::{Shared, request};
@@ -21,20 +22,21 @@ use super::label;
 /// The list's filters, in the order of the query.
 const FILTERS: &[&str] = &["group", "status", "name", "handler", "author", "sort"];
 
-/// The table's columns: label and sort key (`model::JOB_SORT_KEYS`), if it sorts.
+/// The table's columns: label key and sort key (`model::JOB_SORT_KEYS`), if it sorts.
 const COLUMNS: &[(&str, Option<&str>)] = &[
-    ("Id", Some("id")),
-    ("Name", Some("name")),
-    ("Group", Some("group")),
-    ("Schedule", None),
-    ("Handler", Some("handler")),
-    ("Author", Some("author")),
-    ("Status", Some("status")),
-    ("Next fire", Some("next_fire")),
-    ("Actions", None),
+    ("jobs.col_id", Some("id")),
+    ("jobs.col_name", Some("name")),
+    ("jobs.col_group", Some("group")),
+    ("jobs.col_schedule", None),
+    ("jobs.col_handler", Some("handler")),
+    ("jobs.col_author", Some("author")),
+    ("jobs.col_status", Some("status")),
+    ("jobs.col_next_fire", Some("next_fire")),
+    ("jobs.col_actions", None),
 ];
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let groups = readable_groups(&console, &viewer).await;
     let status = match query.get("status") {
@@ -63,24 +65,35 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         Err(status) => return status_page(&status),
     };
     let mut body = html::notice(Tone::Ok, query.get("notice"));
-    body.push(filters(&query, &groups));
+    body.push(filters(lang, &query, &groups));
     if viewer.can_operate_any() {
-        body.push(Markup::literal(
-            "<p><a class=\"button\" href=\"/jobs/new\" id=\"new-job\">New job</a></p>",
+        body.push(markup!(
+            "<p><a class=\"button\" href=\"/jobs/new\" id=\"new-job\">{}</a></p>",
+            t(lang, "jobs.new")
         ));
     }
     if page.jobs.is_empty() {
-        body.push(Markup::literal(
-            "<p class=\"empty\" id=\"no-jobs\">No jobs match. Clear the filters, or create a \
-             job (it starts stopped; start it to schedule it).</p>",
+        body.push(markup!(
+            "<p class=\"empty\" id=\"no-jobs\">{}</p>",
+            t(lang, "jobs.none")
         ));
     } else {
-        body.push(total_line("jobs-total", page.total_size, "job", "jobs"));
+        let words = ["jobs.total_one", "jobs.total_many", "jobs.total_many"];
+        body.push(total_line(
+            "jobs-total",
+            lang,
+            (page.total_size, false),
+            words,
+        ));
         body.push(Markup::literal(
             "<div class=\"scroll\" id=\"jobs-live\" data-live><table id=\"jobs\">",
         ));
         let link = |sort: &str| sorted_url("/jobs", &query, FILTERS, sort);
-        body.push(sortable_header(COLUMNS, query.get("sort"), &link));
+        let columns: Vec<(&str, Option<&str>)> = COLUMNS
+            .iter()
+            .map(|(key, sort)| (t(lang, key), *sort))
+            .collect();
+        body.push(sortable_header(&columns, query.get("sort"), &link));
         let back = list_state(&uri);
         let default_zone = console.ctx.config.default_time_zone();
         for job in &page.jobs {
@@ -96,13 +109,14 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .map(|key| (*key, query.get(key).to_string()))
         .collect();
     body.push(pager(
+        lang,
         "/jobs",
         &filters,
         &page_token(&query, PAGE_SIZE),
         &page.next_page_token,
         PAGE_SIZE,
     ));
-    frame::page(Some(&viewer), "Jobs", Nav::Jobs, body)
+    frame::page(Some(&viewer), t(lang, "nav.jobs"), Nav::Jobs, body)
 }
 
 /// The list's URL as it is now (filters and page, without a notice), so an action taken from
@@ -125,37 +139,49 @@ fn list_state(uri: &Uri) -> String {
     format!("/jobs?{}", kept.join("&"))
 }
 
-fn filters(query: &Fields, groups: &[pb::Group]) -> Markup {
-    let mut group_options = vec![(String::new(), "all groups".to_string())];
+fn filters(lang: Lang, query: &Fields, groups: &[pb::Group]) -> Markup {
+    let mut group_options = vec![(String::new(), t(lang, "runs.all_groups").to_string())];
     group_options.extend(
         groups
             .iter()
             .map(|group| (group.id.to_string(), group_name(groups, group.id))),
     );
     let status_options: Vec<html::Choice> = [
-        ("", "any status"),
-        ("RUNNING", "running"),
-        ("STOPPED", "stopped"),
+        ("", "runs.any_status"),
+        ("RUNNING", "jobs.running"),
+        ("STOPPED", "jobs.stopped"),
     ]
     .iter()
-    .map(|(value, label)| (value.to_string(), label.to_string()))
+    .map(|(value, key)| (value.to_string(), t(lang, key).to_string()))
     .collect();
     markup!(
         "<form method=\"get\" action=\"/jobs\" class=\"filters\" id=\"job-filters\">\
-         <label class=\"sr-only\" for=\"group\">Group</label>{}\
-         <label class=\"sr-only\" for=\"status\">Status</label>{}\
-         <label class=\"sr-only\" for=\"filter_name\">Name</label>\
-         <input type=\"search\" name=\"name\" id=\"filter_name\" placeholder=\"name\" value=\"{}\">\
-         <label class=\"sr-only\" for=\"filter_handler\">Handler</label>\
-         <input type=\"search\" name=\"handler\" id=\"filter_handler\" placeholder=\"handler\" value=\"{}\">\
-         <label class=\"sr-only\" for=\"filter_author\">Author</label>\
-         <input type=\"search\" name=\"author\" id=\"filter_author\" placeholder=\"author\" value=\"{}\">\
-         <button type=\"submit\">Filter</button> <a href=\"/jobs\">Clear</a></form>",
+         <label class=\"sr-only\" for=\"group\">{}</label>{}\
+         <label class=\"sr-only\" for=\"status\">{}</label>{}\
+         <label class=\"sr-only\" for=\"filter_name\">{}</label>\
+         <input type=\"search\" name=\"name\" id=\"filter_name\" placeholder=\"{}\" value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_handler\">{}</label>\
+         <input type=\"search\" name=\"handler\" id=\"filter_handler\" placeholder=\"{}\" \
+         value=\"{}\">\
+         <label class=\"sr-only\" for=\"filter_author\">{}</label>\
+         <input type=\"search\" name=\"author\" id=\"filter_author\" placeholder=\"{}\" \
+         value=\"{}\">\
+         <button type=\"submit\">{}</button> <a href=\"/jobs\">{}</a></form>",
+        t(lang, "runs.group"),
         html::select("group", &group_options, query.get("group")),
+        t(lang, "runs.status"),
         html::select("status", &status_options, query.get("status")),
+        t(lang, "jobs.col_name"),
+        t(lang, "jobs.name_placeholder"),
         query.get("name"),
+        t(lang, "jobs.col_handler"),
+        t(lang, "jobs.handler_placeholder"),
         query.get("handler"),
+        t(lang, "jobs.col_author"),
+        t(lang, "jobs.author_placeholder"),
         query.get("author"),
+        t(lang, "runs.filter"),
+        t(lang, "runs.clear_filters"),
     )
 }
 
@@ -166,6 +192,7 @@ fn job_row(
     back: &str,
     default_zone: chrono_tz::Tz,
 ) -> Markup {
+    let lang = viewer.lang;
     let running = job.status == pb::JobStatus::Running as i32;
     let status = if running { "RUNNING" } else { "STOPPED" };
     let schedule = format!(
@@ -181,38 +208,39 @@ fn job_row(
     let select = if operate {
         markup!(
             "<input type=\"checkbox\" name=\"ids\" value=\"{}\" form=\"bulk-form\" \
-             id=\"select-{}\" aria-label=\"select job {}\"> ",
+             id=\"select-{}\" aria-label=\"{}\"> ",
             job.id,
             job.id,
-            job.id
+            tf(lang, "jobs.select", &[&job.id])
         )
     } else {
         Markup::new()
     };
     let mut actions = markup!(
-        "<a href=\"/jobs/{}\">{}</a> <a href=\"/runs?job={}\">runs</a>",
+        "<a href=\"/jobs/{}\">{}</a> <a href=\"/runs?job={}\">{}</a>",
         job.id,
-        if operate { "edit" } else { "view" },
-        job.id
+        t(lang, if operate { "jobs.edit" } else { "jobs.view" }),
+        job.id,
+        t(lang, "jobs.runs")
     );
     if operate {
-        let (action, text) = if running {
-            ("stop", "Stop")
+        let (action, text, question) = if running {
+            ("stop", "jobs.stop", "jobs.stop_confirm")
         } else {
-            ("start", "Start")
+            ("start", "jobs.start", "jobs.start_confirm")
         };
+        let text = t(lang, text);
         actions.push(markup!(
-            " <a href=\"/jobs/{}/copy\">copy</a>\
+            " <a href=\"/jobs/{}/copy\">{}</a>\
              <form method=\"post\" action=\"/jobs/{}/{}\" class=\"inline\" \
-             data-confirm=\"{} job {} ({})?\">{}\
+             data-confirm=\"{}\">{}\
              <input type=\"hidden\" name=\"back\" value=\"{}\">\
              <button class=\"small\" id=\"{}-{}\">{}</button></form>",
             job.id,
+            t(lang, "jobs.copy"),
             job.id,
             action,
-            text,
-            job.id,
-            job.name,
+            tf(lang, question, &[&job.id, &job.name]),
             frame::csrf_field(viewer),
             back,
             action,
@@ -244,16 +272,22 @@ fn job_row(
 /// Start, stop or trigger the jobs ticked in the list, after a confirmation; the answer comes
 /// back to the same list.
 fn bulk_form(viewer: &Viewer, back: &str) -> Markup {
+    let lang = viewer.lang;
     markup!(
         "<form method=\"post\" action=\"/jobs/bulk\" id=\"bulk-form\" class=\"filters\" \
-         data-confirm=\"Apply this to every ticked job?\">{}\
+         data-confirm=\"{}\">{}\
          <input type=\"hidden\" name=\"back\" value=\"{}\">\
-         <span class=\"hint\">Ticked jobs:</span>\
-         <button name=\"action\" value=\"start\" class=\"small\" id=\"bulk-start\">Start</button>\
-         <button name=\"action\" value=\"stop\" class=\"small secondary\" id=\"bulk-stop\">Stop</button>\
-         <button name=\"action\" value=\"trigger\" class=\"small secondary\" id=\"bulk-trigger\">Trigger once</button>\
+         <span class=\"hint\">{}</span>\
+         <button name=\"action\" value=\"start\" class=\"small\" id=\"bulk-start\">{}</button>\
+         <button name=\"action\" value=\"stop\" class=\"small secondary\" id=\"bulk-stop\">{}</button>\
+         <button name=\"action\" value=\"trigger\" class=\"small secondary\" id=\"bulk-trigger\">{}</button>\
          </form>",
+        t(lang, "jobs.bulk_confirm"),
         frame::csrf_field(viewer),
-        back
+        back,
+        t(lang, "jobs.ticked"),
+        t(lang, "jobs.start"),
+        t(lang, "jobs.stop"),
+        t(lang, "jobs.trigger_once")
     )
 }
