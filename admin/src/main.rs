@@ -10,6 +10,12 @@ use clap::{Parser, Subcommand};
 use logs::LogFormat;
 use xjob_admin::Config;
 
+/// mimalloc returns freed pages to the system shortly after they are freed; glibc's `malloc`
+/// kept the memory of each second's burst of runs in per-thread arenas (docs/benchmarks.md,
+/// *Admin memory*). Only the `xjob` binary sets it: the library leaves the choice to its user.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "xjob",

@@ -26,6 +26,10 @@ pub(crate) enum Workload {
     /// N jobs every second (default 20) while faults drawn from --seed hit the cluster; a
     /// checker reports lost, duplicated, late and unaccounted occurrences.
     Campaign,
+    /// Scale-out: W2-style load (2000 jobs every 2 s) run on 1, 2, then up to --admins (3)
+    /// admins, each admin capped at --admin-cpu cores; reports the fires delivered on time
+    /// per second for each admin count and their ratio.
+    S1,
 }
 
 impl Workload {
@@ -119,6 +123,12 @@ pub(crate) struct Args {
     /// duplicated or off the grid (CI smoke run).
     #[arg(long)]
     pub(crate) fail_on_loss: bool,
+    /// S1: each admin's CPU quota in cores (a cgroup `cpu` limit; needs root).
+    #[arg(long, default_value_t = 0.5)]
+    pub(crate) admin_cpu: f64,
+    /// S1: a fire counts as on time when it started at most this many ms after its second.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) on_time_ms: i64,
     #[command(flatten)]
     pub(crate) campaign: campaign::Options,
 }

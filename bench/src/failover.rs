@@ -84,6 +84,18 @@ pub fn takeover_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {
         .map(|first_ms| (first_ms - disruption.at_ms).max(0))
 }
 
+/// The scheduled time of the first of the victim's planned fires a survivor dispatched, after
+/// the kill: the part of `takeover_ms` that is the victim's own schedule (no survivor can send a
+/// fire before its second), the rest being detection, adoption and claim.
+pub fn first_adopted_fire_ms(rows: &[LogRow], disruption: &Disruption) -> Option<i64> {
+    rows.iter()
+        .filter(|row| disruption.planned.contains(&row.id))
+        .filter(|row| row.owner_node != disruption.node)
+        .filter(|row| !matches!(row.status, RunStatus::Pending | RunStatus::Skipped))
+        .min_by_key(|row| row.trigger_time_ms)
+        .map(|row| row.scheduled_at_ms - disruption.at_ms)
+}
+
 /// How late the survivors dispatched the victim's planned fires: the largest trigger time (when
 /// the run left: its second, or later) minus scheduled time among those another admin
 /// dispatched, so 0 when every one left on its second; None when no survivor dispatched any.

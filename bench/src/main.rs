@@ -15,6 +15,7 @@ mod admins;
 mod args;
 mod campaign;
 mod clock;
+mod cpu_cap;
 mod database;
 mod disrupt;
 mod failover;
@@ -23,6 +24,7 @@ mod metrics;
 mod plan;
 mod processes;
 mod report;
+mod scale_out;
 mod sizing;
 
 use std::path::Path;
@@ -58,7 +60,8 @@ async fn main() -> anyhow::Result<()> {
     let outcome = async {
         match args.workload {
             Workload::Campaign => campaign::run(&args, &plan).await,
-            _ => run(&args, &plan).await,
+            Workload::S1 => scale_out::run(&args, &plan).await,
+            _ => run(&args, &plan, None).await.map(|_| ()),
         }
     };
     tokio::select! {
@@ -96,7 +99,18 @@ struct Window {
     end_ms: i64,
 }
 
-async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
+/// What a caller running several workloads in a row (S1) needs of one run.
+struct RunOutcome {
+    /// Fires of the window whose handler started at most `--on-time-ms` after their second.
+    on_time: u64,
+}
+
+/// One run of a workload; with `cpu_cap` every admin process is confined to it.
+async fn run(
+    args: &Args,
+    plan: &Plan,
+    cpu_cap: Option<&mut cpu_cap::CpuCap>,
+) -> anyhow::Result<RunOutcome> {
     let scratch = tempfile::tempdir()?;
     // Declared before the processes that use it, so it is stopped after them.
     let mut database = open_database(args, plan, scratch.path()).await?;
@@ -108,6 +122,11 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         plan.timing,
         false,
     )?;
+    if let Some(cap) = cpu_cap {
+        for admin in &admins {
+            cap.confine(admin.node_id(), admin.pid())?;
+        }
+    }
     let urls: Vec<String> = admins.iter().map(Admin::url).collect();
     for url in urls.iter().rev() {
         grpc::connect(url, Duration::from_secs(60)).await?;
@@ -255,7 +274,10 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         println!("{line}");
     }
     append(&args.results, &line)?;
-    check_loss(args, &figures, failover.as_ref())
+    check_loss(args, &figures, failover.as_ref())?;
+    Ok(RunOutcome {
+        on_time: scale_out::on_time(&records, window.start_ms, window.end_ms, args.on_time_ms),
+    })
 }
 
 /// What the log rows say became of the window's fires (`report::outcomes`), read once every
@@ -425,6 +447,16 @@ impl FailoverFigures {
         records: &[Record],
         window: Window,
     ) -> FailoverFigures {
+        for (index, disruption) in events.disruptions.iter().enumerate() {
+            eprintln!(
+                "disruption {}: {} ms into its second; takeover {:?} ms, of which waiting for \
+                 the first adopted fire's own second {:?} ms",
+                index + 1,
+                disruption.at_ms.rem_euclid(1000),
+                failover::takeover_ms(rows, disruption),
+                failover::first_adopted_fire_ms(rows, disruption)
+            );
+        }
         FailoverFigures {
             takeover_ms: events
                 .disruptions

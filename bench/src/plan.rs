@@ -85,7 +85,7 @@ pub(crate) fn plan(args: &Args) -> anyhow::Result<Plan> {
             period_s: spread_period(10)?,
             spread: true,
         },
-        Workload::F1 | Workload::F2 | Workload::F3 => Shape {
+        Workload::F1 | Workload::F2 | Workload::F3 | Workload::S1 => Shape {
             jobs: jobs(2000),
             period_s: spread_period(2)?,
             spread: true,
@@ -95,7 +95,9 @@ pub(crate) fn plan(args: &Args) -> anyhow::Result<Plan> {
     let campaign = args.workload == Workload::Campaign;
     // A campaign on a server runs the three-admin cluster; SQLite's is one admin.
     let cluster = failover || (campaign && backend != Backend::Sqlite);
-    let admins = args.admins.unwrap_or(if cluster { 3 } else { 1 });
+    // S1 runs 1, 2, … up to this many admins.
+    let most = cluster || args.workload == Workload::S1;
+    let admins = args.admins.unwrap_or(if most { 3 } else { 1 });
     anyhow::ensure!(admins >= 1, "--admins must be at least 1");
     anyhow::ensure!(
         !matches!(args.workload, Workload::F1 | Workload::F2) || admins >= 2,
