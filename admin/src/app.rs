@@ -539,13 +539,7 @@ async fn serve(
     if !config.max_connection_age.is_zero() {
         server = server.max_connection_age(config.max_connection_age);
     }
-    let options = xjob_tls::ListenOptions {
-        tcp_keepalive: (!config.tcp_keepalive.is_zero()).then_some(config.tcp_keepalive),
-        handshake_timeout: config.connection_handshake_timeout,
-        max_connections: config.max_connections,
-        max_connections_per_address: config.max_connections_per_address,
-        on_refused: Some(crate::metrics::connection_refused),
-    };
+    let options = config.listen_options(crate::metrics::connection_refused);
     let router = server.add_routes(routes);
     let result = match tls {
         Some(tls) => {
