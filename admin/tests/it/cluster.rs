@@ -610,25 +610,20 @@ async fn a_stepped_clock_takes_no_live_lease(database: Database) -> anyhow::Resu
 /// How many of `owned` (planned fires of the live `node`) the other admin has taken. Any admin
 /// claims the follow-up of a finished run, which makes it the row's owner too, so a change of
 /// owner alone is a take-over only while the holder cannot have run the fire: its clock stepped
-/// back further than the wait (`holder_stepped_back`). Otherwise a taken fire is still PENDING
-/// under the other owner, or was dispatched or skipped by it a whole step away from its second
-/// (the other admin's clock is the stepped one).
+/// back further than the wait (`holder_stepped_back`). Otherwise only a fire still PENDING
+/// under the other owner counts (a follow-up claim needs a finished run; a late dispatch by
+/// the holder on a loaded machine is no take-over).
 async fn taken_from(
     cluster: &Cluster,
     node: &str,
     owned: &std::collections::HashSet<i64>,
     holder_stepped_back: bool,
 ) -> anyhow::Result<usize> {
-    const STEPPED_MS: i64 = 4_000;
     let rows = cluster.rows().await?;
     Ok(rows
         .iter()
         .filter(|row| owned.contains(&row.id.0) && row.owner_node != node)
-        .filter(|row| {
-            holder_stepped_back
-                || row.status == xjob_admin::model::RunStatus::Pending
-                || (row.trigger_time_ms - row.scheduled_at_ms).abs() >= STEPPED_MS
-        })
+        .filter(|row| holder_stepped_back || row.status == xjob_admin::model::RunStatus::Pending)
         .count())
 }
 
