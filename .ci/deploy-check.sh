@@ -2,8 +2,9 @@
 # The offline check of deploy/, run by .ci/run (xjob_check_deploy) and runnable alone:
 #   bash .ci/deploy-check.sh
 # 1. hadolint lints both Dockerfiles;
-# 2. helm lints the chart and renders it with three sets of values (defaults with the demo app;
-#    TLS, console, hard anti-affinity and an existing Secret; metrics and NetworkPolicy off);
+# 2. helm lints the chart and renders it with four sets of values (defaults with the demo app;
+#    TLS, console, hard anti-affinity and an existing Secret; metrics and NetworkPolicy off;
+#    the PrometheusRule on, which deploy/check.py compares with deploy/monitoring's rules);
 # 3. kubeconform validates deploy/kubernetes/*.yaml and every rendering against the strict
 #    Kubernetes schemas (unknown fields fail);
 # 4. deploy/check.py checks what schemas cannot (on the manifests and the first two renderings;
@@ -38,12 +39,16 @@ render tls --set secrets.existingSecret=xjob-own --set demoApp.enabled=true \
   --set admin.console.enabled=true --set admin.antiAffinity=hard --set admin.replicas=3
 render minimal --set database.url="$url" --set metrics.enabled=false \
   --set networkPolicy.enabled=false --set admin.replicas=1
-echo "helm: chart linted and rendered three ways"
+# The PrometheusRule is a CRD kubeconform has no schema for: deploy/check.py checks it instead.
+render rules --set database.url="$url" --set metrics.prometheusRule.enabled=true \
+  --set metrics.prometheusRule.labels.release=prometheus
+echo "helm: chart linted and rendered four ways"
 
 "$KUBECONFORM" -strict -summary -schema-location "$KUBE_SCHEMAS/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
   deploy/kubernetes/*.yaml "$out"/defaults.yaml "$out"/tls.yaml "$out"/minimal.yaml
 
 python3 deploy/check.py \
   "--rendered=defaults=$out/defaults.yaml" \
-  "--rendered=tls=$out/tls.yaml:xjob-own=database-url,bootstrap-token,executor-token"
+  "--rendered=tls=$out/tls.yaml:xjob-own=database-url,bootstrap-token,executor-token" \
+  "--prometheus-rule=$out/rules.yaml"
 echo "deploy check: $(($(date +%s) - started)) s"

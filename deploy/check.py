@@ -30,6 +30,8 @@ errors = []
 # --rendered NAME=FILE[:SECRET=KEY,KEY;…]: a rendered Helm chart to check like the manifests;
 # the Secrets listed exist outside it (secrets.existingSecret) with those keys.
 RENDERED = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--rendered=")]
+# --prometheus-rule=FILE: the chart rendered with metrics.prometheusRule.enabled.
+PROMETHEUS_RULES = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--prometheus-rule=")]
 
 
 def fail(where, message):
@@ -203,8 +205,13 @@ def check_dockerfile(path, binaries, port):
     for source in re.findall(r"^COPY (?!--from)(\S+) \S+$", text, re.M):
         if source != "." and not (ROOT / source).exists():
             fail(where, f"COPY source {source} does not exist")
+    # Build arguments are read by the build (option_env!), not by the binary at run time.
+    build_args = set(re.findall(r"^ARG (\w+)", text, re.M))
+    if "XJOB_GIT_SHA" not in build_args:
+        fail(where, "no ARG XJOB_GIT_SHA: the build-info metric would not name the commit")
     for name in re.findall(r"\b(XJOB_\w+)=", text):
-        check_env(where, [name], ADMIN_ENV if port == ADMIN_PORT else SIDECAR_ENV)
+        if name not in build_args:
+            check_env(where, [name], ADMIN_ENV if port == ADMIN_PORT else SIDECAR_ENV)
 
 
 check_dockerfile(DEPLOY / "docker" / "admin.Dockerfile", ["xjob", "xjob-probe"], ADMIN_PORT)
@@ -710,6 +717,28 @@ def check_monitoring():
 
 
 check_monitoring()
+
+
+def check_prometheus_rule():
+    """The chart's copy of the rules is deploy/monitoring's, and its PrometheusRule renders
+    exactly those groups."""
+    copy = "deploy/helm/xjob/files/xjob-alerts.yaml"
+    if read(copy) != read("deploy/monitoring/xjob-alerts.yaml"):
+        fail(copy, "differs from deploy/monitoring/xjob-alerts.yaml: copy it again")
+    expected = yaml.safe_load(read("deploy/monitoring/xjob-alerts.yaml"))["groups"]
+    for path in PROMETHEUS_RULES:
+        rules = [doc for _, doc in load_documents(Path(path), path) if doc.get("kind") == "PrometheusRule"]
+        if len(rules) != 1:
+            fail(path, f"{len(rules)} PrometheusRule objects rendered, expected 1")
+            continue
+        rule = rules[0]
+        if rule.get("apiVersion") != "monitoring.coreos.com/v1" or not rule["metadata"].get("name"):
+            fail(path, "PrometheusRule without monitoring.coreos.com/v1 or a name")
+        if rule.get("spec", {}).get("groups") != expected:
+            fail(path, "PrometheusRule groups differ from deploy/monitoring/xjob-alerts.yaml")
+
+
+check_prometheus_rule()
 
 if errors:
     print("deploy/ check failed:", file=sys.stderr)

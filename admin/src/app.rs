@@ -240,6 +240,8 @@ struct Opened {
     node_lock: Option<NodeLock>,
     /// This node's executor sessions of its previous run, restored for one lease.
     previous_sessions: Vec<ExecutorInfo>,
+    /// When the registration started: its lease counts from here (`TriggerParts::lease_start`).
+    lease_start: std::time::Instant,
 }
 
 /// Opens the database, checks the access rules, and registers this node (a new epoch).
@@ -265,10 +267,12 @@ async fn open_and_register(config: &Config, clock: &SharedClock) -> Result<Opene
         true => crate::schedule::liveness::acquire_at_start(&store, &config.node_id).await,
         false => None,
     };
+    // The lease is written by the database's clock, as every admin judges it.
+    let lease_start = std::time::Instant::now();
     let epoch = store
         .register_node(
             &config.node_id,
-            clock.now_ms(),
+            store.database_now_ms().await?,
             config.node_lease.as_millis() as i64,
         )
         .await?;
@@ -282,6 +286,7 @@ async fn open_and_register(config: &Config, clock: &SharedClock) -> Result<Opene
         node,
         node_lock,
         previous_sessions,
+        lease_start,
     })
 }
 
@@ -303,6 +308,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
         node,
         node_lock,
         previous_sessions,
+        lease_start,
     } = opened;
     let (records_tx, records_rx) = mpsc::unbounded_channel();
     let held_outcomes = HeldOutcomes::default();
@@ -321,6 +327,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
             executors: Arc::clone(&executors),
             node: node.clone(),
             clock: Arc::clone(&clock),
+            lease_start,
             recorder_tx: records_tx,
             held: held_outcomes.clone(),
             tasks: lifecycle.stage(Stage::Dispatch).clone(),
@@ -532,13 +539,7 @@ async fn serve(
     if !config.max_connection_age.is_zero() {
         server = server.max_connection_age(config.max_connection_age);
     }
-    let options = xjob_tls::ListenOptions {
-        tcp_keepalive: (!config.tcp_keepalive.is_zero()).then_some(config.tcp_keepalive),
-        handshake_timeout: config.connection_handshake_timeout,
-        max_connections: config.max_connections,
-        max_connections_per_address: config.max_connections_per_address,
-        on_refused: Some(crate::metrics::connection_refused),
-    };
+    let options = config.listen_options(crate::metrics::connection_refused);
     let router = server.add_routes(routes);
     let result = match tls {
         Some(tls) => {

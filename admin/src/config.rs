@@ -627,6 +627,19 @@ impl Config {
         })
     }
 
+    /// The accept loop's settings, the same on every listener (gRPC, console, XXL-JOB
+    /// compatibility): keepalive, handshake deadline, and the connection bounds per client
+    /// address and in total (each listener counts its own); `on_refused` counts a refusal.
+    pub fn listen_options(&self, on_refused: fn(xjob_tls::Refusal)) -> xjob_tls::ListenOptions {
+        xjob_tls::ListenOptions {
+            tcp_keepalive: (!self.tcp_keepalive.is_zero()).then_some(self.tcp_keepalive),
+            handshake_timeout: self.connection_handshake_timeout,
+            max_connections: self.max_connections,
+            max_connections_per_address: self.max_connections_per_address,
+            on_refused: Some(on_refused),
+        }
+    }
+
     /// What the admin trusts and presents when it calls executors over `https://`.
     pub fn executor_client_tls(&self) -> xjob_tls::ClientTls {
         xjob_tls::ClientTls {

@@ -1,9 +1,13 @@
 # The xjob admin (`xjob serve`), built from the repository root:
-#   docker build -f deploy/docker/admin.Dockerfile -t xjob-admin:0.1.0 .
+#   docker build -f deploy/docker/admin.Dockerfile \
+#     --build-arg XJOB_GIT_SHA="$(git rev-parse --short HEAD)" -t xjob-admin:0.1.0 .
+# XJOB_GIT_SHA names the commit in the admin's `xjob_build_info` metric (`unknown` when unset).
 # Stage 1 compiles in the Rust image; stage 2 is a slim Debian with the two binaries only,
 # run as an unprivileged user. protoc comes vendored with the build, nothing else is needed.
 
 FROM rust:1.90-bookworm AS build
+# A build argument is in the environment of the RUN below: option_env!("XJOB_GIT_SHA") reads it.
+ARG XJOB_GIT_SHA=unknown
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p xjob-admin --bin xjob -p xjob-sidecar --bin xjob-probe \

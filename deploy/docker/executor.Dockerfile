@@ -1,11 +1,15 @@
 # xjob-executor, the ready-made executor to run next to an app, built from the repository root:
-#   docker build -f deploy/docker/executor.Dockerfile -t xjob-executor:0.1.0 .
+#   docker build -f deploy/docker/executor.Dockerfile \
+#     --build-arg XJOB_GIT_SHA="$(git rev-parse --short HEAD)" -t xjob-executor:0.1.0 .
+# XJOB_GIT_SHA names the commit in the executor's `xjob_executor_build_info` metric.
 # Stage 1 compiles; stage 2 is a slim Debian (bash included, for shell glue jobs) with the
 # binaries, the example config, and an unprivileged user. Script languages other than shell
 # need their interpreter in the image: derive from this one and apt-get install python3,
 # nodejs or php-cli, then enable them in [glue].
 
 FROM rust:1.90-bookworm AS build
+# A build argument is in the environment of the RUN below: option_env!("XJOB_GIT_SHA") reads it.
+ARG XJOB_GIT_SHA=unknown
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p xjob-sidecar --bin xjob-executor --bin xjob-probe \

@@ -286,8 +286,11 @@ pub async fn serve(
     // Validated at start; a failure here falls back to the console's own address only.
     let hosts = console.ctx.config.allowed_hosts().unwrap_or_default();
     let guard = Arc::new(guard::Guard::new(hosts, tls.is_some()));
+    let options = console
+        .ctx
+        .config
+        .listen_options(crate::metrics::console_connection_refused);
     let app = router(console);
-    let options = xjob_tls::ListenOptions::default();
     match tls {
         Some(tls) => {
             let incoming = xjob_tls::tls_incoming(listener, tls, options);

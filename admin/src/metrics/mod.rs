@@ -387,28 +387,49 @@ pub fn database_errors() -> Counter {
 // ---- Connections closed at accept (kept in their own block: its own static, registered by one
 // call above).
 
-static CONNECTIONS_REFUSED: LazyLock<Family<Label, Counter>> = LazyLock::new(|| {
-    let family = Family::<Label, Counter>::default();
-    for refusal in xjob_tls::Refusal::ALL {
-        family.get_or_create_owned(&[("bound", refusal.label())]);
-    }
-    family
-});
+/// The listeners whose accept loops bound connections.
+const LISTENERS: [&str; 3] = ["grpc", "console", "xxl_compat"];
+
+static CONNECTIONS_REFUSED: LazyLock<Family<[(&'static str, &'static str); 2], Counter>> =
+    LazyLock::new(|| {
+        let family = Family::<[(&'static str, &'static str); 2], Counter>::default();
+        for listener in LISTENERS {
+            for refusal in xjob_tls::Refusal::ALL {
+                family.get_or_create_owned(&[("listener", listener), ("bound", refusal.label())]);
+            }
+        }
+        family
+    });
 
 fn register_connection_metrics(registry: &mut Registry) {
     registry.register(
         "connections_refused",
-        "Connections to the gRPC port closed at accept because a bound was hit, by bound \
-         (per_address: max_connections_per_address, total: max_connections)",
+        "Connections closed at accept because a bound was hit, by listener (grpc, console, \
+         xxl_compat) and bound (per_address: max_connections_per_address, total: \
+         max_connections)",
         CONNECTIONS_REFUSED.clone(),
     );
 }
 
-/// One connection closed at accept (the listener's `on_refused`).
-pub fn connection_refused(refusal: xjob_tls::Refusal) {
+fn refused_on(listener: &'static str, refusal: xjob_tls::Refusal) {
     CONNECTIONS_REFUSED
-        .get_or_create_owned(&[("bound", refusal.label())])
+        .get_or_create_owned(&[("listener", listener), ("bound", refusal.label())])
         .inc();
+}
+
+/// One connection to the gRPC port closed at accept (its listener's `on_refused`).
+pub fn connection_refused(refusal: xjob_tls::Refusal) {
+    refused_on("grpc", refusal);
+}
+
+/// One connection to the console port closed at accept.
+pub fn console_connection_refused(refusal: xjob_tls::Refusal) {
+    refused_on("console", refusal);
+}
+
+/// One connection to the XXL-JOB compatibility port closed at accept.
+pub fn xxl_connection_refused(refusal: xjob_tls::Refusal) {
+    refused_on("xxl_compat", refusal);
 }
 
 /// The registry and the process metrics in the text exposition format (OpenMetrics).

@@ -93,10 +93,12 @@ impl Followup {
     /// Follows up the runs finished since the last round (and those left by dead admins).
     async fn handle_finished(&self) -> Result<(), StoreError> {
         let node = &self.ctx.node;
+        // Leases are judged by the database's clock (`Store::database_now_ms`).
+        let lease_now = self.ctx.store.database_now_ms().await?;
         let adopted = self
             .ctx
             .store
-            .adopt_stale_followups(node, self.ctx.clock.now_ms())
+            .adopt_stale_followups(node, lease_now)
             .await?;
         self.follow_up_all(adopted).await?;
         for _ in 0..MAX_BATCHES_PER_ROUND {

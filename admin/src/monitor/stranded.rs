@@ -56,11 +56,15 @@ pub fn fate_of(
 }
 
 /// Takes over `runs` (stranded, received by no executor) and sends them, or records them
-/// skipped by the misfire rules.
-pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>) -> Result<(), Error> {
+/// skipped by the misfire rules. `lease_now_ms` is the database's clock the owners' leases are
+/// judged by (`Store::database_now_ms`); this admin's clock only dates the new dispatch.
+pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
     let ids: Vec<LogId> = runs.iter().map(|run| run.id).collect();
-    let adopted = ctx.store.adopt_stranded(&ids, &ctx.node, now).await?;
+    let adopted = ctx
+        .store
+        .adopt_stranded(&ids, &ctx.node, now, lease_now_ms)
+        .await?;
     if adopted.is_empty() {
         return Ok(());
     }

@@ -91,6 +91,7 @@ async fn scheduler(
     config.node_lease = Duration::from_secs(600);
     let config = Arc::new(config);
     let now = clock.now_ms();
+    let lease_start = std::time::Instant::now();
     let epoch = store
         .register_node("n1", now, config.node_lease.as_millis() as i64)
         .await
@@ -107,6 +108,7 @@ async fn scheduler(
             )),
             node: node.clone(),
             clock: Arc::clone(&clock),
+            lease_start,
             recorder_tx,
             held: HeldOutcomes::default(),
             tasks: lifecycle.stage(Stage::Dispatch).clone(),

@@ -164,7 +164,7 @@ async fn watch_peers(
     let store = &scheduler.store;
     let node = &scheduler.node;
     let peers = store
-        .live_peers(&node.node_id, scheduler.clock.now_ms())
+        .live_peers(&node.node_id, store.database_now_ms().await?)
         .await?;
     seen.keep_only(&peers);
     if peers.is_empty() {

@@ -297,16 +297,23 @@ pub async fn run_recovery(scheduler: Arc<Scheduler>, cancel: CancellationToken) 
     );
 }
 
+/// The lease is written by the database's clock (read first, so the lease written is never
+/// longer than one whole lease from the renewal's start), and this admin counts it down on its
+/// monotonic clock from before that read: a step of its wall clock moves neither.
 async fn renew_lease(scheduler: &Arc<Scheduler>, period: Duration, cancel: &CancellationToken) {
     let lease_ms = scheduler.config.node_lease.as_millis() as i64;
+    let store = &scheduler.store;
     loop {
-        let now = scheduler.clock.now_ms();
+        let started = std::time::Instant::now();
         // Ahead of background writes (`store::writer_gate`).
-        let renewed =
-            urgent_write(scheduler.store.renew_node(&scheduler.node, now + lease_ms)).await;
+        let renewed = urgent_write(async {
+            let now = store.database_now_ms().await?;
+            store.renew_node(&scheduler.node, now + lease_ms).await
+        })
+        .await;
         match renewed {
             Ok(true) => {
-                scheduler.trigger.lease_renewed(now + lease_ms);
+                scheduler.trigger.lease_renewed(started);
                 scheduler.health.succeeded(Loop::LeaseRenewal);
             }
             Ok(false) => tracing::error!(node = %scheduler.node.node_id,
@@ -324,12 +331,13 @@ async fn renew_lease(scheduler: &Arc<Scheduler>, period: Duration, cancel: &Canc
 }
 
 async fn adopt_orphans(scheduler: &Arc<Scheduler>, period: Duration, cancel: &CancellationToken) {
+    let store = &scheduler.store;
     loop {
-        let now = scheduler.clock.now_ms();
-        let adopted = scheduler
-            .store
-            .adopt_orphan_runs(&scheduler.node, now)
-            .await;
+        // Leases are judged by the database's clock (`Store::database_now_ms`).
+        let adopted = match store.database_now_ms().await {
+            Ok(now) => store.adopt_orphan_runs(&scheduler.node, now).await,
+            Err(error) => Err(error),
+        };
         match adopted {
             Ok(runs) => {
                 scheduler.health.succeeded(Loop::Adoption);

@@ -50,6 +50,11 @@ pub trait Dialect: Driver {
     /// server's locale (MySQL's `utf8mb4_bin` columns already sort by code point).
     const BYTE_ORDER: &'static str;
 
+    /// The database's clock as epoch milliseconds (a `bigint` expression). Node leases are
+    /// written and judged by it, so admins whose own clocks disagree still agree on whose
+    /// lease has lapsed.
+    const NOW_MS: &'static str;
+
     /// The tail of an `INSERT` that, when a row with the same `key` exists, overwrites its
     /// `columns` with the inserted values instead.
     fn upsert(key: &str, columns: &[&str]) -> String {

@@ -385,6 +385,10 @@ shared! {
     /// returns every run to dispatch ordered by shard, or nothing when it was expanded before.
     fn expand_broadcast(&self, log_id: LogId, shard_total: i32, shards: &[NewRun], now_ms: i64) -> StoreResult<Vec<RunLog>> => broadcast;
     // ---- schedule
+    /// The database's clock in epoch milliseconds: every time a node lease is written with or
+    /// judged against (`register_node`, `renew_node`, the adoptions, `live_peers`) is read here,
+    /// so admins agree on leases whatever their own clocks say.
+    fn database_now_ms(&self) -> StoreResult<i64> => schedule;
     /// Creates or re-registers an admin node; returns its new epoch.
     fn register_node(&self, node_id: &str, now_ms: i64, lease_ms: i64) -> StoreResult<i64> => schedule;
     /// Extends a node's lease; false when another start took its epoch.
@@ -454,8 +458,9 @@ shared! {
     /// claimed before `claimed_before_ms`, as its last Run calls may still be in flight).
     fn stranded_dispatches(&self, node: &NodeIdentity, now_ms: i64, claimed_before_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Takes over stranded runs among `ids` that no executor holds (fenced: still RUNNING, no
-    /// address, owner gone); the owner becomes this node/epoch, the trigger time `now_ms`.
-    fn adopt_stranded(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// address, owner's lease lapsed by `lease_now_ms`, the database's clock); the owner becomes
+    /// this node/epoch, the trigger time `now_ms`.
+    fn adopt_stranded(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64, lease_now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
     fn skip_adopted_stranded(&self, ids: &[LogId], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs

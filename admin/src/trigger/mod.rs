@@ -120,10 +120,15 @@ pub struct Trigger {
     claim_pace: claim_pace::ClaimPace,
     /// A scheduled fire sent later than this after its time is a misfire (`misfire_threshold`).
     misfire_threshold_ms: i64,
-    /// Until when this node's lease is known to hold (renewed by the recovery loop). Past it,
-    /// another admin may have taken over this node's claimed runs, so none is sent before the
-    /// lease is renewed and the run is found still this node's (`send_allowed`).
+    /// Until when this node's lease is known to hold (renewed by the recovery loop), in
+    /// milliseconds after `lease_base`. Past it, another admin may have taken over this node's
+    /// claimed runs, so none is sent before the lease is renewed and the run is found still
+    /// this node's (`send_allowed`). Counted on the monotonic clock: the database writes and
+    /// judges the lease by its own clock, and a step of this admin's wall clock must not make
+    /// it believe a lapsed lease still holds.
     lease_until_ms: std::sync::atomic::AtomicI64,
+    lease_base: Instant,
+    node_lease: Duration,
 }
 
 /// What the trigger is built from (besides the config).
@@ -133,6 +138,9 @@ pub struct TriggerParts {
     pub executors: Arc<ExecutorClient>,
     pub node: NodeIdentity,
     pub clock: SharedClock,
+    /// When this node's registration started (before the database's clock was read for its
+    /// first lease): the lease counts down from here until the first renewal.
+    pub lease_start: Instant,
     /// Where dispatch outcomes of fires not waited for go (`recorder`).
     pub recorder_tx: mpsc::UnboundedSender<Outcome>,
     /// The accepted outcomes that recorder holds (shared with it).
@@ -144,7 +152,6 @@ pub struct TriggerParts {
 impl Trigger {
     /// Builds the pipeline; pool sizes and wait come from the config.
     pub fn new(parts: TriggerParts, config: &Config) -> Trigger {
-        let lease_until_ms = parts.clock.now_ms() + config.node_lease.as_millis() as i64;
         Trigger {
             store: parts.store,
             registry: parts.registry,
@@ -163,7 +170,9 @@ impl Trigger {
             admission: Admission::new(config.max_unsent_runs),
             claim_pace: claim_pace::ClaimPace::default(),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
-            lease_until_ms: std::sync::atomic::AtomicI64::new(lease_until_ms),
+            lease_until_ms: std::sync::atomic::AtomicI64::new(config.node_lease.as_millis() as i64),
+            lease_base: parts.lease_start,
+            node_lease: config.node_lease,
         }
     }
 
@@ -202,12 +211,20 @@ impl Trigger {
         }
     }
 
-    /// The recovery loop renewed this node's lease until `until_ms`.
-    pub fn lease_renewed(&self, until_ms: i64) {
+    /// Milliseconds since `lease_base` (monotonic).
+    fn lease_clock_ms(&self) -> i64 {
+        self.lease_base.elapsed().as_millis() as i64
+    }
+
+    /// The recovery loop renewed this node's lease, in a renewal that started at `started`:
+    /// the lease holds one whole lease from then.
+    pub fn lease_renewed(&self, started: Instant) {
+        let since_base = started.saturating_duration_since(self.lease_base);
+        let until_ms = (since_base + self.node_lease).as_millis() as i64;
         let before = self
             .lease_until_ms
             .fetch_max(until_ms, std::sync::atomic::Ordering::AcqRel);
-        crate::metrics::node_lease(before.max(until_ms) - self.now_ms());
+        crate::metrics::node_lease(before.max(until_ms) - self.lease_clock_ms());
     }
 
     /// Whether a claimed run may be sent. While this node's lease holds, yes. Past it (the
@@ -216,7 +233,7 @@ impl Trigger {
     /// node's, unsent (a taken-over run is the adopter's to send and record).
     async fn send_allowed(&self, log_id: LogId) -> bool {
         let lapsed = || {
-            self.now_ms()
+            self.lease_clock_ms()
                 >= self
                     .lease_until_ms
                     .load(std::sync::atomic::Ordering::Acquire)

@@ -68,23 +68,33 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, Error> {
     })
 }
 
-/// Serves XXL-JOB's executor-facing API on `listener` until `cancel`.
+/// Serves XXL-JOB's executor-facing API on `listener` until `cancel`. Connections come through
+/// the same bounded accept loop as the gRPC port (`Config::listen_options`): over the bound per
+/// client address or in total they are reset at accept and counted, and one that sends nothing
+/// is closed at the handshake deadline instead of holding a task forever.
 pub async fn serve(listener: TcpListener, ctx: Arc<AdminContext>, cancel: CancellationToken) {
     let Ok(local) = listener.local_addr() else {
         tracing::error!("XXL-JOB compatibility listener has no local address; not serving");
         return;
     };
+    let options = ctx
+        .config
+        .listen_options(crate::metrics::xxl_connection_refused);
+    let mut incoming = std::pin::pin!(xjob_tls::plain_incoming(listener, options));
     loop {
-        let (stream, peer) = tokio::select! {
+        let stream = tokio::select! {
             _ = cancel.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
+            next = tokio_stream::StreamExt::next(&mut incoming) => match next {
+                Some(Ok(stream)) => stream,
+                Some(Err(error)) => {
                     tracing::warn!(%error, "XXL-JOB compatibility listener accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
+                None => break,
             },
+        };
+        let Ok(peer) = stream.get_ref().peer_addr() else {
+            continue;
         };
         let ctx = Arc::clone(&ctx);
         let cancel = cancel.clone();

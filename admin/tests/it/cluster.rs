@@ -499,6 +499,134 @@ async fn mariadb_two_admins_fire_exactly_once() -> anyhow::Result<()> {
     cluster.finish(outcome).await
 }
 
+/// Node leases are written and judged by the database's clock. Two admins, each with a clock
+/// offset file (`XJOB_TEST_CLOCK_OFFSET_FILE`): the admin owning planned fires has its clock
+/// stepped back further than the node lease, then the other admin has its clock stepped ahead
+/// as far. Judged by their own clocks, the other admin would take the owner's planned fires
+/// within a lease (a live lease stolen, and the claimed-but-unsent runs of such an admin are
+/// sent twice); judged by the database's, nothing changes hands and nothing runs twice. On one
+/// SQLite file shared by the admin processes (its clock is the machine's), PostgreSQL and
+/// MariaDB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stepped_clock_takes_no_live_lease_sqlite() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::sqlite()? else {
+        return Ok(());
+    };
+    a_stepped_clock_takes_no_live_lease(database).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stepped_clock_takes_no_live_lease_postgres() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres().await? else {
+        return Ok(());
+    };
+    a_stepped_clock_takes_no_live_lease(database).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stepped_clock_takes_no_live_lease_mariadb() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::mariadb().await? else {
+        return Ok(());
+    };
+    a_stepped_clock_takes_no_live_lease(database).await
+}
+
+async fn a_stepped_clock_takes_no_live_lease(database: Database) -> anyhow::Result<()> {
+    /// Four node leases of the default timing (2 s).
+    const STEP_MS: i64 = 8_000;
+    let timing = Timing::default();
+    let clock_file = |dir: &std::path::Path, index: usize| dir.join(format!("clock-{index}"));
+    let env = |dir: &std::path::Path, index: usize| {
+        let file = clock_file(dir, index).display().to_string();
+        vec![("XJOB_TEST_CLOCK_OFFSET_FILE".to_string(), file)]
+    };
+    let mut cluster = Cluster::start_with_env(database, 2, 2, timing, "", env).await?;
+    let outcome = async {
+        cluster
+            .create_jobs(50, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let start_ms = cluster.window_from_now(5_000, 0).start_ms;
+        cluster.wait_until_ms(start_ms).await?;
+        for step_back in [true, false] {
+            let (holder, owned) = wait_until(
+                Duration::from_secs(10),
+                "an admin owning planned fires",
+                || async {
+                    let (holder, owned) = cluster.lock_holder().await.ok()?;
+                    (owned.len() >= 10).then_some((holder, owned))
+                },
+            )
+            .await?;
+            let node = cluster.admins[holder].spec.node_id.clone();
+            // Admins are numbered from 1; the other of two is `1 - holder` by position.
+            let (stepped, step_ms) = match step_back {
+                true => (holder, -STEP_MS),
+                false => (1 - holder, STEP_MS),
+            };
+            let file = clock_file(cluster.dir.path(), stepped + 1);
+            std::fs::write(&file, step_ms.to_string())?;
+            // Judged by the admins' own clocks, the other admin takes planned fires of the
+            // holder within a lease and an adoption period; three leases are waited for.
+            let taken = wait_until(
+                timing.node_lease * 3,
+                "the other admin to take planned fires of a live admin",
+                || async {
+                    let taken = taken_from(&cluster, &node, &owned, step_back).await.ok()?;
+                    (taken > 0).then_some(taken)
+                },
+            )
+            .await;
+            std::fs::write(&file, "0")?;
+            eprintln!(
+                "clock of admin-{} stepped {step_ms} ms; {node} owned {} planned fires; taken \
+                 by the other admin: {}",
+                stepped + 1,
+                owned.len(),
+                taken.as_ref().map_or(0, |taken| *taken),
+            );
+            if let Ok(taken) = taken {
+                anyhow::bail!(
+                    "{taken} planned fires of the live {node} were taken over after a clock \
+                     step of {step_ms} ms"
+                );
+            }
+        }
+        let window = Window {
+            start_ms,
+            end_ms: ceil_second(now_ms()) + 2_000,
+        };
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print("stepped clocks");
+        ledger.assert_no_duplicate()
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
+/// How many of `owned` (planned fires of the live `node`) the other admin has taken. Any admin
+/// claims the follow-up of a finished run, which makes it the row's owner too, so a change of
+/// owner alone is a take-over only while the holder cannot have run the fire: its clock stepped
+/// back further than the wait (`holder_stepped_back`). Otherwise only a fire still PENDING
+/// under the other owner counts (a follow-up claim needs a finished run; a late dispatch by
+/// the holder on a loaded machine is no take-over).
+async fn taken_from(
+    cluster: &Cluster,
+    node: &str,
+    owned: &std::collections::HashSet<i64>,
+    holder_stepped_back: bool,
+) -> anyhow::Result<usize> {
+    let rows = cluster.rows().await?;
+    Ok(rows
+        .iter()
+        .filter(|row| owned.contains(&row.id.0) && row.owner_node != node)
+        .filter(|row| holder_stepped_back || row.status == xjob_admin::model::RunStatus::Pending)
+        .count())
+}
+
 fn print_takeovers(takeovers: &[Duration]) {
     let mut millis: Vec<u128> = takeovers.iter().map(Duration::as_millis).collect();
     millis.sort_unstable();

@@ -114,9 +114,15 @@ async fn the_api_answers_while_400_half_open_tls_connections_are_held() -> anyho
     api_answers_under_a_half_open_flood(true).await
 }
 
-/// `xjob_connections_refused_total{bound=…}` as rendered now.
+/// `xjob_connections_refused_total{listener="grpc",bound=…}` as rendered now.
 fn refused_counted(bound: &str) -> f64 {
-    let series = format!("xjob_connections_refused_total{{bound=\"{bound}\"}} ");
+    refused_on("grpc", bound)
+}
+
+/// `xjob_connections_refused_total{listener=…,bound=…}` as rendered now.
+fn refused_on(listener: &str, bound: &str) -> f64 {
+    let series =
+        format!("xjob_connections_refused_total{{listener=\"{listener}\",bound=\"{bound}\"}} ");
     xjob_admin::metrics::render()
         .lines()
         .find_map(|line| line.strip_prefix(&series)?.parse().ok())
@@ -180,5 +186,63 @@ async fn connections_over_the_per_address_and_total_bounds_are_reset_and_counted
     };
     tokio::time::timeout(Duration::from_secs(10), answered).await?;
     admin.shutdown().await;
+    Ok(())
+}
+
+/// The console and the XXL-JOB compatibility listener have the gRPC port's accept-loop bounds:
+/// over the per-address bound a connection is reset at accept and counted under its listener,
+/// while another address is still served, and a closed connection gives its place back.
+#[tokio::test]
+async fn the_console_and_xxl_job_listeners_reset_and_count_connections_over_their_bounds()
+-> anyhow::Result<()> {
+    const PER_ADDRESS: usize = 4;
+    let dir = tempfile::tempdir()?;
+    let mut config = Config::for_tests(dir.path().join("admin-data"));
+    config.max_connections_per_address = PER_ADDRESS;
+    config.connection_handshake_timeout = Duration::from_secs(30);
+    config.http_listen = Some("127.0.0.1:0".parse()?);
+    config.xxl_job_compat_listen = Some("127.0.0.1:0".parse()?);
+    let admin: RunningAdmin = xjob_admin::app::start(config.validate()?).await?;
+    let listeners = [
+        ("console", admin.console_addr(), [127, 0, 0, 5]),
+        ("xxl_compat", admin.xxl_compat_addr(), [127, 0, 0, 6]),
+    ];
+    for (listener, address, source) in listeners {
+        let address = address.ok_or_else(|| anyhow::anyhow!("{listener} is not listening"))?;
+        let before = refused_on(listener, "per_address");
+        let held = half_open(source, address, PER_ADDRESS, b"").await?;
+        let over = connect_from(source, address).await?;
+        let took = closed_within(over, Duration::from_secs(5)).await?;
+        assert!(
+            took < Duration::from_secs(2),
+            "{listener}: closed after {took:?}"
+        );
+        assert!(
+            refused_on(listener, "per_address") >= before + 1.0,
+            "{listener}: the refusal was not counted"
+        );
+        // Another address is served while this one is at its bound.
+        http_answers([127, 0, 0, 7], address).await?;
+        // Closed connections give their places back.
+        drop(held);
+        let served = async {
+            while http_answers(source, address).await.is_err() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), served).await?;
+    }
+    admin.shutdown().await;
+    Ok(())
+}
+
+/// An HTTP/1.1 request from `source` gets an HTTP answer (any status).
+async fn http_answers(source: [u8; 4], address: SocketAddr) -> anyhow::Result<()> {
+    let mut stream = connect_from(source, address).await?;
+    let request = format!("GET / HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut head = [0u8; 8];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head)).await??;
+    anyhow::ensure!(head.starts_with(b"HTTP/1."), "not an HTTP answer: {head:?}");
     Ok(())
 }

@@ -113,9 +113,19 @@ async fn check_once(
         held_elsewhere: &held_elsewhere,
         session_groups: &session_groups,
     };
+    // Owners are judged gone by the database's clock, and only once their lease lapsed a whole
+    // executor timeout ago: a Run call the owner sent just before its lease ran out (it sends
+    // nothing after, `Trigger::send_allowed`) has arrived or failed by then, whatever either
+    // admin's own clock says. The claim time is this admin's reading of the claimer's clock,
+    // kept as a second bound.
+    let lease_now = ctx.store.database_now_ms().await?;
     let stranded = ctx
         .store
-        .stranded_dispatches(&ctx.node, now, now - params.executor_timeout_ms)
+        .stranded_dispatches(
+            &ctx.node,
+            lease_now - params.executor_timeout_ms,
+            now - params.executor_timeout_ms,
+        )
         .await?;
     let elsewhere = if stranded.is_empty() {
         StrandedProbes::default()
@@ -124,7 +134,7 @@ async fn check_once(
     };
     let (never_sent, stranded) = split_never_sent(stranded, &sessions, &elsewhere);
     if !never_sent.is_empty() {
-        super::stranded::send(ctx, never_sent).await?;
+        super::stranded::send(ctx, never_sent, lease_now).await?;
     }
     let judgement = judge.judge(&runs, view, now, params);
     let mut verdicts = judgement.lost;

@@ -372,8 +372,8 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
         let node_b = NodeIdentity::new("b", 1);
         let log_ids = ids.clone();
         let (by_a, by_b) = tokio::join!(
-            store.adopt_stranded(&log_ids, &node_a, 5_000),
-            store.adopt_stranded(&log_ids, &node_b, 5_000),
+            store.adopt_stranded(&log_ids, &node_a, 5_000, 5_000),
+            store.adopt_stranded(&log_ids, &node_b, 5_000, 5_000),
         );
         let mut taken = ids_of(&by_a.expect("adopt a"));
         taken.extend(ids_of(&by_b.expect("adopt b")));

@@ -17,6 +17,8 @@ impl Dialect for sqlx::MySql {
     const GONE_NODES_AS_LIST: bool = true;
     const DELETE_TAKES_LIMIT: bool = true;
     const BYTE_ORDER: &'static str = "";
+    // The time the function runs (`NOW()` is the statement's start); the session is UTC.
+    const NOW_MS: &'static str = "CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)";
 
     fn upsert(_key: &str, columns: &[&str]) -> String {
         let sets: Vec<String> = columns

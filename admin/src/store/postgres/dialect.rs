@@ -17,6 +17,8 @@ impl Dialect for sqlx::Postgres {
     const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    // The time the statement runs, not the transaction's start (`now()`).
+    const NOW_MS: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
     const IDS_PER_STATEMENT: usize = usize::MAX;
 
     fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {

@@ -195,17 +195,19 @@ pub async fn adopt_stale_followups<DB: Dialect>(
 /// that no executor holds, so this node sends them: the owner becomes this node/epoch and the
 /// trigger time `now_ms`. Fenced like a claim: the condition is re-checked on the row, so of two
 /// admins taking over the same run only the first changes it (the second no longer sees a gone
-/// owner), and a result that landed meanwhile (status no longer RUNNING) wins.
+/// owner), and a result that landed meanwhile (status no longer RUNNING) wins. Owners are
+/// judged gone by `lease_now_ms` (the database's clock, `database_now_ms`).
 pub async fn adopt_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[LogId],
     node: &'q NodeIdentity,
     now_ms: i64,
+    lease_now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
-    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
+    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", lease_now_ms).await?;
     let mut adopted = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let set = |sql: &mut Sql<'q, DB>| {

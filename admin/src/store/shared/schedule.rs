@@ -17,6 +17,15 @@ use crate::store::dialect::Dialect;
 use crate::store::sql::{Pools, Sql, commit};
 use crate::store::{RoundPlan, StoreError, StoreResult};
 
+/// The database's clock, epoch milliseconds (`Dialect::NOW_MS`). Node leases are written and
+/// judged by it: an admin whose own clock is stepped or drifts can then neither take over a
+/// live admin's runs (its clock says the lease lapsed) nor keep a dead one's (it says not).
+pub async fn database_now_ms<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<i64> {
+    Sql::<DB>::new(format!("SELECT {}", DB::NOW_MS))
+        .fetch_scalar(&mut *db.read().await?)
+        .await
+}
+
 /// Creates or re-registers an admin node; returns its new epoch.
 pub async fn register_node<DB: Dialect>(
     db: Pools<'_, DB>,

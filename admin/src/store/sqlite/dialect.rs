@@ -18,6 +18,9 @@ impl Dialect for sqlx::Sqlite {
     const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = "";
+    // The machine's clock: every admin sharing the file runs on that machine.
+    const NOW_MS: &'static str =
+        "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
     const IDS_PER_STATEMENT: usize = usize::MAX;
 
     fn push_id_list(sql: &mut Sql<'_, Self>, ids: &[i64]) {

@@ -186,6 +186,28 @@ impl Cluster {
         timing: Timing,
         extra_toml: &str,
     ) -> anyhow::Result<Cluster> {
+        let no_env = |_: &std::path::Path, _: usize| Vec::new();
+        Cluster::start_with_env(
+            database,
+            admin_count,
+            executor_count,
+            timing,
+            extra_toml,
+            no_env,
+        )
+        .await
+    }
+
+    /// As [`Cluster::start_configured`], each admin (numbered from 1) with the environment
+    /// `env` gives it, from the cluster's scratch directory.
+    pub async fn start_with_env(
+        database: Database,
+        admin_count: usize,
+        executor_count: usize,
+        timing: Timing,
+        extra_toml: &str,
+        env: impl Fn(&std::path::Path, usize) -> Vec<(String, String)>,
+    ) -> anyhow::Result<Cluster> {
         let dir = tempfile::tempdir()?;
         let store = Store::connect(&database.url).await?;
         let config_file = dir.path().join("admin.toml");
@@ -201,7 +223,7 @@ impl Cluster {
                 config_file: config_file.clone(),
                 log_filter: "info,sqlx=warn,h2=warn,tower=warn,hyper=warn".into(),
                 output: AdminOutput::AppendTo(dir.path().join(format!("admin-{index}.log"))),
-                env: Vec::new(),
+                env: env(dir.path(), index),
             };
             admins.push(AdminProcess::spawn(spec)?);
         }
