@@ -208,6 +208,7 @@ fn sample_job(
         glue_remark: String::new(),
         glue_updated_ms: now,
         child_job_ids: vec![],
+        policy: Default::default(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,

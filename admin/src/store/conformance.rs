@@ -102,6 +102,7 @@ pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
         glue_remark: String::new(),
         glue_updated_ms: 0,
         child_job_ids: vec![],
+        policy: Default::default(),
         status: if next_ms > 0 {
             JobStatus::Running
         } else {
@@ -553,6 +554,9 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
                 max_delay_ms: 70,
             },
             child_job_ids: vec![stopped.id],
+            policy: crate::model::SchedulePolicy {
+                jitter_max_ms: 90_000,
+            },
             status: JobStatus::Stopped,
             trigger_next_ms: 1,
             ..running.clone()

@@ -32,6 +32,7 @@ fn job() -> Job {
         glue_remark: String::new(),
         glue_updated_ms: 0,
         child_job_ids: Vec::new(),
+        policy: Default::default(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,

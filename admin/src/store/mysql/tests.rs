@@ -79,6 +79,7 @@ fn job(group_id: GroupId, name: &str, params: &str) -> Job {
         glue_remark: String::new(),
         glue_updated_ms: 0,
         child_job_ids: Vec::new(),
+        policy: Default::default(),
         status: JobStatus::Running,
         trigger_last_ms: 0,
         trigger_next_ms: 1_000,

@@ -99,6 +99,7 @@ mod tests {
             glue_remark: String::new(),
             glue_updated_ms: 0,
             child_job_ids: vec![],
+            policy: Default::default(),
             status: JobStatus::Stopped,
             trigger_last_ms: 0,
             trigger_next_ms: 0,
