@@ -46,6 +46,7 @@ fn shell_job(group_id: GroupId, name: &str) -> Job {
         glue_remark: "created".into(),
         glue_updated_ms: 1,
         child_job_ids: Vec::new(),
+        policy: Default::default(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,

@@ -872,6 +872,7 @@ mod record {
             glue_remark: "v2".into(),
             glue_updated_ms: 20,
             child_job_ids: Vec::new(),
+            policy: Default::default(),
             status: JobStatus::Running,
             trigger_last_ms: 0,
             trigger_next_ms: 5_000,
