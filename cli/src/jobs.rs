@@ -137,6 +137,10 @@ pub struct JobFields {
     /// do-nothing or fire-once-now.
     #[arg(long, visible_alias = "misfire", value_parser = view::parse_misfire_strategy)]
     misfire_strategy: Option<i32>,
+    /// Hold each scheduled fire back by up to this long (jitter_max_ms), e.g. 30s; 0 = none.
+    /// Each occurrence's delay is fixed, so retries and takeovers keep it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    jitter: Option<i64>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -406,6 +410,7 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     }
     set(&mut job.time_zone, fields.time_zone);
     set(&mut job.misfire_strategy, fields.misfire_strategy);
+    set(&mut job.jitter_max_ms, fields.jitter);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -493,6 +498,14 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
         .add("schedule", schedule_text(job))
         .add("time zone", render::or_dash(&job.time_zone))
         .add("misfire", job.misfire_strategy.clone())
+        .add(
+            "jitter",
+            if job.jitter_max_ms > 0 {
+                format!("up to {}", render::duration(job.jitter_max_ms))
+            } else {
+                "none".into()
+            },
+        )
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())

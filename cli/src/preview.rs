@@ -23,11 +23,24 @@ pub struct PreviewArgs {
     /// How many fire times (at most 100).
     #[arg(short = 'n', long, default_value_t = 5)]
     count: i32,
+    /// The job's jitter (e.g. 30s): also show when each fire is sent.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ms, default_value = "0")]
+    jitter: i64,
+    /// The job the jitter is for (each job spreads its fires its own way); 0 = a new job.
+    #[arg(long, value_name = "ID", default_value_t = 0)]
+    job: i64,
 }
 
 #[derive(Serialize)]
 struct Fire {
     fire_time_ms: i64,
+    dispatch_time_ms: i64,
+}
+
+/// `90s`, `5m`, `250ms`, `0` as milliseconds.
+fn parse_ms(text: &str) -> Result<i64, String> {
+    let duration = xjob_proto::duration::parse(text)?;
+    i64::try_from(duration.as_millis()).map_err(|_| format!("'{text}' is too long"))
 }
 
 pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(), CliError> {
@@ -37,24 +50,38 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         time_zone: args.tz,
         count: args.count,
         from_ms: 0,
+        jitter_max_ms: args.jitter,
+        job_id: args.job,
     };
-    let times = client
-        .preview_schedule(request)
-        .await?
-        .into_inner()
-        .fire_times_ms;
-    let fires: Vec<Fire> = times
+    let preview = client.preview_schedule(request).await?.into_inner();
+    let fires: Vec<Fire> = preview
+        .fire_times_ms
         .iter()
-        .map(|&fire_time_ms| Fire { fire_time_ms })
+        .enumerate()
+        .map(|(index, &fire_time_ms)| Fire {
+            fire_time_ms,
+            dispatch_time_ms: preview
+                .dispatch_times_ms
+                .get(index)
+                .copied()
+                .unwrap_or(fire_time_ms),
+        })
         .collect();
     let now = render::now_ms();
+    let jittered = args.jitter > 0;
     out.list(&fires, "This schedule never fires.", |fires| {
-        let mut table = Table::new(&["FIRE TIME (LOCAL)", "WHEN"]);
+        let mut table = if jittered {
+            Table::new(&["FIRE TIME (LOCAL)", "SENT AT (JITTER)", "WHEN"])
+        } else {
+            Table::new(&["FIRE TIME (LOCAL)", "WHEN"])
+        };
         for fire in fires {
-            table.row(vec![
-                render::time(fire.fire_time_ms),
-                render::relative(fire.fire_time_ms, now),
-            ]);
+            let mut row = vec![render::time(fire.fire_time_ms)];
+            if jittered {
+                row.push(render::time(fire.dispatch_time_ms));
+            }
+            row.push(render::relative(fire.fire_time_ms, now));
+            table.row(row);
         }
         table
     })

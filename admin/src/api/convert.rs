@@ -51,8 +51,10 @@ pub fn required<T>(message: Option<T>, field: &str) -> Result<T, Error> {
 /// their zero values for the handler to fill; enum fields must be set.
 pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
     let field = |name: &str| field_name(prefix, name);
+    let policy = super::policy_convert::policy_from_pb(&job, prefix)?;
     let mut model = Job {
         id: JobId(job.id),
+        policy,
         group_id: GroupId(job.group_id),
         schedule_type: pb_schedule_type(job.schedule_type, &field("schedule_type"))?,
         misfire_strategy: pb_misfire_strategy(job.misfire_strategy, &field("misfire_strategy"))?,
@@ -89,7 +91,8 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
 
 /// Converts a stored job to the wire.
 pub fn job_to_pb(job: Job) -> pb::Job {
-    pb::Job {
+    let policy = job.policy;
+    let mut wire = pb::Job {
         id: job.id.0,
         group_id: job.group_id.0,
         name: job.name,
@@ -123,7 +126,10 @@ pub fn job_to_pb(job: Job) -> pb::Job {
         glue_updated_ms: job.glue_updated_ms,
         created_ms: job.created_ms,
         updated_ms: job.updated_ms,
-    }
+        ..pb::Job::default()
+    };
+    super::policy_convert::policy_to_pb(&policy, &mut wire);
+    wire
 }
 
 fn retry_backoff_from_pb(backoff: pb::RetryBackoff) -> RetryBackoff {

@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod glue;
 pub mod job_admin;
+pub mod policy_convert;
 pub mod registry;
 
 use std::sync::Arc;

@@ -160,6 +160,7 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
             options.now_ms
         },
         child_job_ids: Vec::new(),
+        policy: Default::default(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,

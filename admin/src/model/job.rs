@@ -21,6 +21,14 @@ pub struct RetryBackoff {
     pub max_delay_ms: i64,
 }
 
+/// How a job's schedule treats its occurrences beyond their times (each field's rule lives in
+/// its own module: `model::jitter`, ...). All default to XXL-JOB's behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedulePolicy {
+    /// Most milliseconds a scheduled fire is held back (`model::jitter`); 0 = none.
+    pub jitter_max_ms: i64,
+}
+
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -48,6 +56,7 @@ pub struct Job {
     pub glue_remark: String,
     pub glue_updated_ms: i64,
     pub child_job_ids: Vec<JobId>,
+    pub policy: SchedulePolicy,
     pub status: JobStatus,
     /// Last scheduled fire time (ms), 0 if none.
     pub trigger_last_ms: i64,
@@ -86,6 +95,7 @@ impl Job {
             glue_remark: String::new(),
             glue_updated_ms: 0,
             child_job_ids: Vec::new(),
+            policy: SchedulePolicy::default(),
             status: JobStatus::Stopped,
             trigger_last_ms: 0,
             trigger_next_ms: 0,

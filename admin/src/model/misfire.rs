@@ -13,6 +13,9 @@ pub struct LateRun {
     pub attempt: i32,
     pub shard: Shard,
     pub scheduled_at_ms: i64,
+    /// How long the job's jitter holds the fire back (`model::jitter`): lateness counts from
+    /// the scheduled time plus this, so a fire sent at its jittered time is not a misfire.
+    pub jitter_ms: i64,
 }
 
 impl From<&Fire> for LateRun {
@@ -22,6 +25,13 @@ impl From<&Fire> for LateRun {
             attempt: fire.attempt,
             shard: fire.shard,
             scheduled_at_ms: fire.scheduled_at_ms,
+            jitter_ms: super::jitter::dispatch_time(
+                fire.job.id,
+                fire.trigger_type,
+                fire.attempt,
+                fire.scheduled_at_ms,
+                fire.job.policy.jitter_max_ms,
+            ) - fire.scheduled_at_ms,
         }
     }
 }
@@ -36,6 +46,12 @@ impl From<&RunLog> for LateRun {
                 total: run.shard_total,
             },
             scheduled_at_ms: run.scheduled_at_ms,
+            // The scan wrote a jittered fire's send time into its row.
+            jitter_ms: if run.trigger_type == TriggerType::Cron && run.attempt == 0 {
+                (run.dispatch_at_ms - run.scheduled_at_ms).max(0)
+            } else {
+                0
+            },
         }
     }
 }
@@ -52,7 +68,7 @@ pub fn skipped_as_misfire(
     now_ms: i64,
     threshold_ms: i64,
 ) -> Option<i64> {
-    let late_ms = now_ms - run.scheduled_at_ms;
+    let late_ms = now_ms - run.scheduled_at_ms.saturating_add(run.jitter_ms);
     (strategy == MisfireStrategy::DoNothing
         && matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire)
         && run.attempt == 0
@@ -75,6 +91,7 @@ mod tests {
             attempt: 0,
             shard: Shard::ONLY,
             scheduled_at_ms: NOW - late_ms,
+            jitter_ms: 0,
         }
     }
 
@@ -133,5 +150,21 @@ mod tests {
             ..cron(0)
         };
         assert_eq!(skipped(unscheduled, do_nothing), None);
+    }
+
+    #[test]
+    fn a_jittered_fire_is_late_only_past_its_jittered_time() {
+        let do_nothing = MisfireStrategy::DoNothing;
+        // Scheduled 40 s ago, held back 38 s by its jitter: 2 s late, it goes.
+        let jittered = LateRun {
+            jitter_ms: 38_000,
+            ..cron(40_000)
+        };
+        assert_eq!(skipped(jittered, do_nothing), None);
+        let too_late = LateRun {
+            jitter_ms: 30_000,
+            ..cron(40_000)
+        };
+        assert_eq!(skipped(too_late, do_nothing), Some(10_000));
     }
 }

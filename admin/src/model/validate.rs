@@ -78,6 +78,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
         &field("time_zone"),
     )?;
     validate_glue(job, prefix)?;
+    crate::model::jitter::validate_jitter(job.policy.jitter_max_ms, &field("jitter_max_ms"))?;
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;

@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use chrono_tz::Tz;
 
+use crate::model::jitter::dispatch_time;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, interval_seconds, next_fire_after};
 use crate::model::{
     Job, JobStatus, MisfireStrategy, NewRun, RunStatus, ScheduleType, TriggerType, UnwrittenFire,
@@ -61,12 +62,13 @@ pub struct JobPlan {
 
 impl JobPlan {
     /// The fire each row of the plan stands for, aligned with `runs`: a PENDING row is a fire
-    /// of `job` to dispatch once written, a skipped occurrence is none.
+    /// of `job` to dispatch once written; a skipped occurrence is none, and neither is a fire
+    /// its jitter holds back (the follow-up loop sends it at its `dispatch_at_ms`).
     pub fn fire_of_each_run(&self, job: &Arc<Job>) -> Vec<Option<UnwrittenFire>> {
         self.runs
             .iter()
             .map(|run| {
-                (run.status == RunStatus::Pending).then(|| {
+                (run.status == RunStatus::Pending && run.dispatch_at_ms == 0).then(|| {
                     UnwrittenFire::scheduled(Arc::clone(job), run.scheduled_at_ms, run.trigger_type)
                 })
             })
@@ -266,9 +268,26 @@ fn new_run(
         trigger_msg: trigger_msg.to_string(),
         owner_node: params.node_id.clone(),
         epoch: params.epoch,
-        dispatch_at_ms: 0,
+        dispatch_at_ms: jittered_dispatch(job, scheduled_at_ms, trigger_type, status),
         trace_id: String::new(),
     }
+}
+
+/// When a fire of the schedule held back by its job's jitter is to be sent (its row's
+/// `dispatch_at_ms`); 0 (send at its time, through the ring) when it has no jitter.
+fn jittered_dispatch(
+    job: &Job,
+    scheduled_at_ms: i64,
+    trigger_type: TriggerType,
+    status: RunStatus,
+) -> i64 {
+    let max_ms = job.policy.jitter_max_ms;
+    if status != RunStatus::Pending || max_ms <= 0 {
+        return 0;
+    }
+    let at = dispatch_time(job.id, trigger_type, 0, scheduled_at_ms, max_ms);
+    // A zero delay goes through the ring like an unjittered fire.
+    if at > scheduled_at_ms { at } else { 0 }
 }
 
 #[cfg(test)]
@@ -564,6 +583,42 @@ mod tests {
         assert!(fires[0].is_some(), "the misfire run is the one fire");
         assert!(fires[1..].iter().all(Option::is_none));
         assert_eq!(plan.update.trigger_next_ms, T0 + 660_000);
+    }
+
+    #[test]
+    fn jitter_holds_each_fire_back_by_its_own_delay_and_leaves_it_to_the_followup() {
+        let mut jittered = job(ScheduleType::Cron, "*/1 * * * * ?", T0 + 1000);
+        jittered.policy.jitter_max_ms = 30_000;
+        let plan = plan_job(&jittered, &params(T0 + 200));
+        // The same occurrences as without jitter, each sent at its scheduled time plus its delay.
+        assert_eq!(times(&plan), vec![1000, 2000, 3000, 4000, 5000]);
+        for run in &plan.runs {
+            let delay = crate::model::jitter::jitter_ms(JobId(7), run.scheduled_at_ms, 30_000);
+            let expected = if delay > 0 {
+                run.scheduled_at_ms + delay
+            } else {
+                0
+            };
+            assert_eq!(run.dispatch_at_ms, expected);
+            assert_eq!(run.status, RunStatus::Pending);
+        }
+        // Held-back fires are not the scan's to dispatch: the follow-up sends them when due.
+        let fires = plan.fire_of_each_run(&Arc::new(jittered.clone()));
+        for (run, fire) in plan.runs.iter().zip(&fires) {
+            assert_eq!(fire.is_some(), run.dispatch_at_ms == 0);
+        }
+        // Skipped occurrences and FIRE_ONCE_NOW's misfire run are not jittered.
+        jittered.misfire_strategy = MisfireStrategy::FireOnceNow;
+        jittered.trigger_next_ms = T0;
+        let late = plan_job(&jittered, &params(T0 + 9_500));
+        assert_eq!(late.runs[0].trigger_type, TriggerType::Misfire);
+        assert_eq!(late.runs[0].dispatch_at_ms, 0);
+        assert!(
+            late.runs
+                .iter()
+                .filter(|run| run.status == RunStatus::Skipped)
+                .all(|run| run.dispatch_at_ms == 0)
+        );
     }
 
     #[test]

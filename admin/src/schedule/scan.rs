@@ -96,6 +96,9 @@ enum RowRole {
     /// An occurrence the plan skipped (a misfire); its row is kept only when tracing is on, to
     /// give it a span once written.
     Skipped(Option<NewRun>),
+    /// A fire held back by its job's jitter: the follow-up loop dispatches it when its
+    /// `dispatch_at_ms` comes, like a retry after its backoff.
+    Delayed,
 }
 
 /// One transaction of a round: lock, read at most `limit` due jobs, plan, write, commit; then
@@ -118,6 +121,7 @@ async fn scan_chunk(
             for (run, fire) in job_plan.runs.iter().zip(fires) {
                 roles.push(match fire {
                     Some(fire) => RowRole::Fire(fire),
+                    None if run.status == crate::model::RunStatus::Pending => RowRole::Delayed,
                     None => RowRole::Skipped(tracing_on.then(|| run.clone())),
                 });
             }
@@ -138,20 +142,22 @@ async fn scan_chunk(
         "schedule round written"
     );
     let mut fires: Vec<Fire> = Vec::new();
+    let mut skipped = 0;
     for (role, id) in roles.into_iter().zip(run_ids) {
         // A row not written (`None`) existed already: its fire was handed on when it was.
         let Some(id) = id else { continue };
         match role {
             RowRole::Fire(fire) => fires.push(fire.written(id)),
-            RowRole::Skipped(Some(row)) => record_skipped(&row, id),
-            RowRole::Skipped(None) => {}
+            RowRole::Skipped(row) => {
+                skipped += 1;
+                if let Some(row) = row {
+                    record_skipped(&row, id);
+                }
+            }
+            RowRole::Delayed => {}
         }
     }
-    // Rows written without a fire to dispatch are misfires the plan skipped.
-    crate::metrics::dispatched(
-        crate::metrics::Dispatch::Skipped,
-        (inserted_count - fires.len()) as u64,
-    );
+    crate::metrics::dispatched(crate::metrics::Dispatch::Skipped, skipped);
     scheduler.schedule_fires(fires);
     Ok(found)
 }

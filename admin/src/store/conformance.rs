@@ -538,6 +538,9 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
                 max_delay_ms: 70,
             },
             child_job_ids: vec![stopped.id],
+            policy: crate::model::SchedulePolicy {
+                jitter_max_ms: 90_000,
+            },
             status: JobStatus::Stopped,
             trigger_next_ms: 1,
             ..running.clone()

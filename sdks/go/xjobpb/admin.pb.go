@@ -349,8 +349,13 @@ type Job struct {
 	UpdatedMs int64 `protobuf:"varint,26,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
 	// Alarm on every failed attempt, not only when the last retry failed.
 	AlarmOnEveryFailure bool `protobuf:"varint,27,opt,name=alarm_on_every_failure,json=alarmOnEveryFailure,proto3" json:"alarm_on_every_failure,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Most milliseconds each scheduled fire is held back, 0 = none (at most 3 600 000). The
+	// delay of one occurrence is fixed (derived from the job id and the scheduled time), so a
+	// retry or another admin taking the fire over keeps it; the run still reports the scheduled
+	// time. Spreads jobs that all fall on the same second.
+	JitterMaxMs   int64 `protobuf:"varint,28,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -570,6 +575,13 @@ func (x *Job) GetAlarmOnEveryFailure() bool {
 		return x.AlarmOnEveryFailure
 	}
 	return false
+}
+
+func (x *Job) GetJitterMaxMs() int64 {
+	if x != nil {
+		return x.JitterMaxMs
+	}
+	return 0
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -2407,7 +2419,11 @@ type PreviewScheduleRequest struct {
 	// Default 5, at most 100.
 	Count int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
 	// 0 = now.
-	FromMs        int64 `protobuf:"varint,5,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	FromMs int64 `protobuf:"varint,5,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	// The job's jitter_max_ms: the response then also holds when each fire is sent.
+	JitterMaxMs int64 `protobuf:"varint,6,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
+	// The job the jitter is for (each job has its own spread); 0 = a job not created yet.
+	JobId         int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2477,11 +2493,28 @@ func (x *PreviewScheduleRequest) GetFromMs() int64 {
 	return 0
 }
 
+func (x *PreviewScheduleRequest) GetJitterMaxMs() int64 {
+	if x != nil {
+		return x.JitterMaxMs
+	}
+	return 0
+}
+
+func (x *PreviewScheduleRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
 type PreviewScheduleResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FireTimesMs   []int64                `protobuf:"varint,1,rep,packed,name=fire_times_ms,json=fireTimesMs,proto3" json:"fire_times_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scheduled times (what runs report as scheduled_at_ms).
+	FireTimesMs []int64 `protobuf:"varint,1,rep,packed,name=fire_times_ms,json=fireTimesMs,proto3" json:"fire_times_ms,omitempty"`
+	// When each of them is sent, jitter included; equal to fire_times_ms without jitter.
+	DispatchTimesMs []int64 `protobuf:"varint,2,rep,packed,name=dispatch_times_ms,json=dispatchTimesMs,proto3" json:"dispatch_times_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleResponse) Reset() {
@@ -2517,6 +2550,13 @@ func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
 func (x *PreviewScheduleResponse) GetFireTimesMs() []int64 {
 	if x != nil {
 		return x.FireTimesMs
+	}
+	return nil
+}
+
+func (x *PreviewScheduleResponse) GetDispatchTimesMs() []int64 {
+	if x != nil {
+		return x.DispatchTimesMs
 	}
 	return nil
 }
@@ -5247,7 +5287,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\x96\b\n" +
+	"maxDelayMs\"\xba\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5284,7 +5324,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"created_ms\x18\x19 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x1a \x01(\x03R\tupdatedMs\x123\n" +
-	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\"\xa1\x05\n" +
+	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
+	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -5405,15 +5446,18 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xc5\x01\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\x80\x02\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
 	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
-	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\"=\n" +
+	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\x12\"\n" +
+	"\rjitter_max_ms\x18\x06 \x01(\x03R\vjitterMaxMs\x12\x15\n" +
+	"\x06job_id\x18\a \x01(\x03R\x05jobId\"i\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
-	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\"\x95\x02\n" +
+	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
+	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\"\x95\x02\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +

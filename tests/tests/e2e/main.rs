@@ -17,6 +17,7 @@ mod pools;
 mod retention;
 mod retries;
 mod routes;
+mod schedule_policies;
 mod schedule_types;
 mod tls;
 mod users;

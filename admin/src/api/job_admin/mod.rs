@@ -352,8 +352,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::PreviewScheduleResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
-        let fire_times = self.preview(request.into_inner());
-        reply(fire_times.map(|fire_times_ms| pb::PreviewScheduleResponse { fire_times_ms }))
+        reply(self.preview(request.into_inner()))
     }
 
     async fn list_logs(

@@ -1,21 +1,34 @@
-//! Schedule preview: the next fire times of a schedule, without a job.
+//! Schedule preview: the next fire times of a schedule, without a job, and when each is sent
+//! once the job's jitter holds it back.
 
 use xjob_proto::pb;
 
 use super::JobAdminService;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::error::Error;
+use crate::model::jitter::{dispatch_time, validate_jitter};
 use crate::model::next_fire::next_fire_after;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
+use crate::model::{JobId, TriggerType};
 
 impl JobAdminService {
-    pub(super) fn preview(&self, request: pb::PreviewScheduleRequest) -> Result<Vec<i64>, Error> {
+    pub(super) fn preview(
+        &self,
+        request: pb::PreviewScheduleRequest,
+    ) -> Result<pb::PreviewScheduleResponse, Error> {
         let schedule_type = pb_schedule_type(request.schedule_type, "schedule_type")?;
         let conf = request.schedule_conf.trim();
         validate_schedule(schedule_type, conf, "")?;
         let default_zone = self.limits().default_time_zone;
         let zone = resolve_time_zone(&request.time_zone, default_zone, "time_zone")?;
         let count = preview_count(request.count)?;
+        validate_jitter(request.jitter_max_ms, "jitter_max_ms")?;
+        if request.job_id < 0 {
+            return Err(Error::invalid(
+                "job_id",
+                format!("must be >= 0, got {}", request.job_id),
+            ));
+        }
         let from_ms = match request.from_ms {
             0 => self.ctx.clock.now_ms(),
             from if from < 0 => {
@@ -35,6 +48,14 @@ impl JobAdminService {
             fire_times.push(next);
             cursor = next;
         }
-        Ok(fire_times)
+        let job_id = JobId(request.job_id);
+        let dispatch_times_ms = fire_times
+            .iter()
+            .map(|&at| dispatch_time(job_id, TriggerType::Cron, 0, at, request.jitter_max_ms))
+            .collect();
+        Ok(pb::PreviewScheduleResponse {
+            fire_times_ms: fire_times,
+            dispatch_times_ms,
+        })
     }
 }

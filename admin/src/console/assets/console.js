@@ -41,14 +41,19 @@
     var type = form.querySelector('[name=schedule_type]');
     var conf = form.querySelector('[name=schedule_conf]');
     var zone = form.querySelector('[name=time_zone]');
-    // The preview names the field it refused (`time_zone` or `schedule_conf`): the error goes
-    // under that field, and the other one is cleared.
+    var jitter = form.querySelector('[name=jitter_max_ms]');
+    // A saved job's jitter spreads its fires its own way: the preview asks for its id.
+    var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
+    // The preview names the field it refused (`time_zone`, `schedule_conf` or
+    // `jitter_max_ms`): the error goes under that field, and the others are cleared.
     var errors = {
       schedule_conf: document.getElementById('err-schedule_conf'),
-      time_zone: document.getElementById('err-time_zone')
+      time_zone: document.getElementById('err-time_zone'),
+      jitter_max_ms: document.getElementById('err-jitter_max_ms')
     };
     function showError(field, text) {
       Object.keys(errors).forEach(function (name) {
+        if (!errors[name]) { return; }
         var shown = text && (name === field || (!errors[field] && name === 'schedule_conf'));
         errors[name].textContent = shown ? text : '';
         errors[name].hidden = !shown;
@@ -58,7 +63,8 @@
     var asked = 0;
     function show() {
       var query = new URLSearchParams({
-        schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value
+        schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value,
+        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0'
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -76,10 +82,14 @@
           // In the zone the viewer picked; "job's zone" is the schedule's own (the field, else
           // the admin's default, as the answer names it).
           var timeZone = window.xjobTime ? window.xjobTime.zoneFor(answer.zone) : null;
-          answer.times.forEach(function (ms) {
+          function shown(ms) {
+            return timeZone ? window.xjobTime.format(ms, timeZone) : new Date(ms).toLocaleString();
+          }
+          answer.times.forEach(function (ms, index) {
             var item = document.createElement('li');
-            item.textContent = timeZone ? window.xjobTime.format(ms, timeZone)
-              : new Date(ms).toLocaleString();
+            var sent = answer.sent ? answer.sent[index] : ms;
+            // With jitter, each fire keeps its time and is sent a little later.
+            item.textContent = shown(ms) + (sent !== ms ? ' (sent at ' + shown(sent) + ')' : '');
             item.title = new Date(ms).toISOString();
             list.appendChild(item);
           });
@@ -90,7 +100,8 @@
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone].forEach(function (el) {
+    [type, conf, zone, jitter].forEach(function (el) {
+      if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);
     });

@@ -20,7 +20,7 @@ pub fn status_value(status: JobStatus) -> i32 {
 }
 
 /// The editable columns `insert_job` and `update_job` write, with their values.
-fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 22] {
+fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 23] {
     use Value::{Flag, Int, Int32, Owned, Real, Text};
     [
         ("group_id", Int(job.group_id.0)),
@@ -48,6 +48,7 @@ fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 22] {
         ("glue_remark", Text(&job.glue_remark)),
         ("glue_updated_ms", Int(job.glue_updated_ms)),
         ("child_job_ids", Owned(join_ids(&job.child_job_ids))),
+        ("jitter_max_ms", Int(job.policy.jitter_max_ms)),
     ]
 }
 

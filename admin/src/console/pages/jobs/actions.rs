@@ -98,6 +98,13 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         base.child_job_ids.clone(),
         &mut refusal,
     );
+    let jitter_max_ms = read_number(
+        fields,
+        "jitter_max_ms",
+        form::timeout_ms,
+        base.jitter_max_ms,
+        &mut refusal,
+    );
     let stored_backoff = base.retry_backoff.unwrap_or_default();
     let retry_backoff = pb::RetryBackoff {
         initial_delay_ms: read_number(
@@ -151,6 +158,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         retry_backoff: Some(retry_backoff),
         params: fields.raw("params").unwrap_or("").to_string(),
         timeout_ms,
+        jitter_max_ms,
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

@@ -36,6 +36,7 @@ const FORM_FIELDS: &[&str] = &[
     "params",
     "route_strategy",
     "misfire_strategy",
+    "jitter_max_ms",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -352,6 +353,16 @@ fn job_fields(
             Markup::new(),
         ),
         html::field(
+            "Jitter",
+            "jitter_max_ms",
+            html::text_input("jitter_max_ms", &form::timeout_text(job.jitter_max_ms)),
+            err("jitter_max_ms"),
+            Markup::literal(
+                "hold each scheduled fire back by up to this long, e.g. <code>30s</code>; \
+                 0 = on time",
+            ),
+        ),
+        html::field(
             "Block",
             "block_strategy",
             html::select(
@@ -555,8 +566,9 @@ fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
     }
 }
 
-/// `GET /preview?schedule_type=&schedule_conf=&time_zone=`: the next fire times as JSON for
-/// the editor's script (`{"times":[ms…]}` or `{"error":"…"}`), computed by PreviewSchedule.
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=`: the next fire
+/// times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…]}`, `sent` with the job's
+/// jitter, or `{"error":"…"}`), computed by PreviewSchedule.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let schedule_type =
@@ -565,6 +577,17 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
     // The zone the schedule runs in, for "job's zone" (the preview names it).
     let job_zone = crate::model::parse_time_zone(query.get("time_zone"))
         .unwrap_or_else(|_| console.ctx.config.default_time_zone());
+    let jitter_max_ms = match form::timeout_ms(query.get("jitter")) {
+        Ok(ms) => ms,
+        Err(message) => {
+            let json = serde_json::json!({ "error": message, "field": "jitter_max_ms" });
+            return (
+                [(header::CONTENT_TYPE, "application/json")],
+                json.to_string(),
+            )
+                .into_response();
+        }
+    };
     let answer = console
         .api()
         .preview_schedule(request(
@@ -575,14 +598,20 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 time_zone: query.get("time_zone").to_string(),
                 count: 5,
                 from_ms: 0,
+                jitter_max_ms,
+                job_id: query.int("job_id"),
             },
         ))
         .await;
     let json = match answer {
-        Ok(answer) => serde_json::json!({
-            "times": answer.into_inner().fire_times_ms,
-            "zone": job_zone.name(),
-        }),
+        Ok(answer) => {
+            let answer = answer.into_inner();
+            serde_json::json!({
+                "times": answer.fire_times_ms,
+                "sent": answer.dispatch_times_ms,
+                "zone": job_zone.name(),
+            })
+        }
         Err(status) => {
             let (field, message) = field_error(&status);
             serde_json::json!({ "error": message, "field": field })
