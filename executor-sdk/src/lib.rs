@@ -58,6 +58,7 @@ mod handler_registry;
 mod joblog;
 pub mod metrics;
 mod runner;
+mod session_dispatch;
 mod running;
 mod server;
 mod settings;
