@@ -58,9 +58,9 @@ mod handler_registry;
 mod joblog;
 pub mod metrics;
 mod runner;
-mod session_dispatch;
 mod running;
 mod server;
+mod session_dispatch;
 mod settings;
 mod telemetry;
 

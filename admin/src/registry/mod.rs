@@ -248,7 +248,7 @@ impl Registry {
             true,
         )
         .into_values()
-            .collect()
+        .collect()
     }
 
     /// Number of live executors in the cluster (distinct app and address).

@@ -166,7 +166,10 @@ impl SessionLines {
     /// Closes the line at `address` if it is still `line` (a newer session may hold it now).
     pub fn close(&self, address: &str, line: &Arc<SessionLine>) {
         let mut lines = self.write();
-        if lines.get(address).is_some_and(|held| Arc::ptr_eq(held, line)) {
+        if lines
+            .get(address)
+            .is_some_and(|held| Arc::ptr_eq(held, line))
+        {
             lines.remove(address);
         }
     }
@@ -190,7 +193,10 @@ impl SessionLines {
 mod tests {
     use super::*;
 
-    fn line() -> (Arc<SessionLine>, mpsc::Receiver<Result<pb::AdminMessage, Status>>) {
+    fn line() -> (
+        Arc<SessionLine>,
+        mpsc::Receiver<Result<pb::AdminMessage, Status>>,
+    ) {
         let (tx, rx) = mpsc::channel(4);
         (Arc::new(SessionLine::new(tx)), rx)
     }
@@ -208,8 +214,11 @@ mod tests {
         let caller = tokio::spawn({
             let line = Arc::clone(&line);
             async move {
-                line.call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_secs(30))
-                    .await
+                line.call(
+                    CallRequest::Beat(pb::BeatRequest {}),
+                    Duration::from_secs(30),
+                )
+                .await
             }
         });
         let id = call_id(rx.recv().await);
@@ -231,8 +240,11 @@ mod tests {
         let caller = tokio::spawn({
             let line = Arc::clone(&line);
             async move {
-                line.call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_secs(30))
-                    .await
+                line.call(
+                    CallRequest::Beat(pb::BeatRequest {}),
+                    Duration::from_secs(30),
+                )
+                .await
             }
         });
         let id = call_id(rx.recv().await);
@@ -252,7 +264,10 @@ mod tests {
     async fn no_reply_within_the_deadline_is_deadline_exceeded_and_forgotten() {
         let (line, mut rx) = line();
         let status = line
-            .call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_millis(200))
+            .call(
+                CallRequest::Beat(pb::BeatRequest {}),
+                Duration::from_millis(200),
+            )
             .await
             .expect_err("no reply");
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
@@ -271,7 +286,10 @@ mod tests {
         let (line, rx) = line();
         drop(rx);
         let status = line
-            .call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_secs(30))
+            .call(
+                CallRequest::Beat(pb::BeatRequest {}),
+                Duration::from_secs(30),
+            )
             .await
             .expect_err("stream gone");
         assert_eq!(status.code(), tonic::Code::Unavailable);
@@ -283,8 +301,11 @@ mod tests {
         let caller = tokio::spawn({
             let line = Arc::clone(&line);
             async move {
-                line.call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_secs(3600))
-                    .await
+                line.call(
+                    CallRequest::Beat(pb::BeatRequest {}),
+                    Duration::from_secs(3600),
+                )
+                .await
             }
         });
         call_id(rx.recv().await);
@@ -296,7 +317,10 @@ mod tests {
             "sent, so maybe delivered"
         );
         let status = line
-            .call(CallRequest::Beat(pb::BeatRequest {}), Duration::from_secs(3600))
+            .call(
+                CallRequest::Beat(pb::BeatRequest {}),
+                Duration::from_secs(3600),
+            )
             .await
             .expect_err("ended");
         assert_eq!(status.code(), tonic::Code::Unavailable);
@@ -310,7 +334,11 @@ mod tests {
         lines.open("session://a", Arc::clone(&old));
         lines.open("session://a", Arc::clone(&new));
         lines.close("session://a", &old);
-        assert!(lines.get("session://a").is_some_and(|l| Arc::ptr_eq(&l, &new)));
+        assert!(
+            lines
+                .get("session://a")
+                .is_some_and(|l| Arc::ptr_eq(&l, &new))
+        );
         lines.close("session://a", &new);
         assert!(lines.get("session://a").is_none());
     }

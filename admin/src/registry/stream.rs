@@ -105,7 +105,9 @@ pub async fn serve_session(
     // routing can see it, so the first run finds it.
     let line_opt = (info.protocol == ExecutorProtocol::GrpcSession).then(|| {
         let line = Arc::new(SessionLine::new(outbound.clone()));
-        ctx.registry.session_lines.open(&info.address, Arc::clone(&line));
+        ctx.registry
+            .session_lines
+            .open(&info.address, Arc::clone(&line));
         line
     });
     open(&ctx, info.clone()).await;
@@ -358,8 +360,9 @@ async fn handshake(
     validate_app_name(&register.app_name, "register.app_name").map_err(Error::from)?;
     match session_dispatch_mode(&register) {
         pb::DispatchMode::Session => validate_session_address(&register.address)?,
-        _ => validate_executor_address(&register.address, "register.address")
-            .map_err(Error::from)?,
+        _ => {
+            validate_executor_address(&register.address, "register.address").map_err(Error::from)?
+        }
     }
     Ok(register)
 }
@@ -386,7 +389,9 @@ fn validate_session_address(address: &str) -> Result<(), Status> {
         ));
     };
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
-    if name.is_empty() || name.chars().count() > MAX_SESSION_NAME_CHARS || !name.chars().all(allowed)
+    if name.is_empty()
+        || name.chars().count() > MAX_SESSION_NAME_CHARS
+        || !name.chars().all(allowed)
     {
         return Err(Status::invalid_argument(format!(
             "register.address: the name of session://NAME must be 1-{MAX_SESSION_NAME_CHARS} \

@@ -18,5 +18,6 @@ mod retention;
 mod retries;
 mod routes;
 mod schedule_types;
+mod session_dispatch;
 mod tls;
 mod users;
