@@ -572,5 +572,22 @@ mod tests {
             field_of(valid().advertise_address("10.0.0.5:9999")),
             "advertise_address"
         );
+        // Session dispatch names the executor session://NAME, never a dialable URL.
+        assert_eq!(
+            field_of(
+                valid()
+                    .session_dispatch(true)
+                    .advertise_address("http://10.0.0.5:9999")
+            ),
+            "advertise_address"
+        );
+        assert!(
+            valid()
+                .handler("a", noop)
+                .session_dispatch(true)
+                .advertise_address("session://orders-laptop")
+                .into_settings()
+                .is_ok()
+        );
     }
 }
