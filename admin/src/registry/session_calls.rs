@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(status.message(), "executor stopped");
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn no_reply_within_the_deadline_is_deadline_exceeded_and_forgotten() {
         let (line, mut rx) = line();
         let status = line
