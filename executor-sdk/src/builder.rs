@@ -56,6 +56,7 @@ pub struct ExecutorBuilder {
     insecure_open_network: bool,
     otlp_endpoint_opt: Option<String>,
     metrics_listen_opt: Option<String>,
+    session_dispatch: bool,
 }
 
 /// TLS options of the builder (see [`ExecutorBuilder::tls`]).
@@ -91,6 +92,7 @@ impl Default for ExecutorBuilder {
             insecure_open_network: false,
             otlp_endpoint_opt: None,
             metrics_listen_opt: None,
+            session_dispatch: false,
         }
     }
 }
@@ -100,6 +102,16 @@ impl ExecutorBuilder {
     /// HTTP/1.1, no authentication: keep it on loopback or a private network). Off by default.
     pub fn metrics_listen(mut self, address: impl ToString) -> Self {
         self.metrics_listen_opt = Some(address.to_string());
+        self
+    }
+
+    /// Session dispatch, for executors the admin cannot reach (behind NAT, serverless, a
+    /// laptop): the executor opens no port, and the admin sends runs, kills, probes and log
+    /// reads down the executor's own session stream. `bind`, the server TLS files and
+    /// `insecure_open_network` are then unused; `advertise_address` may name the executor as
+    /// `session://NAME` (by default the app name, process id and a random part).
+    pub fn session_dispatch(mut self, enabled: bool) -> Self {
+        self.session_dispatch = enabled;
         self
     }
 
@@ -424,7 +436,16 @@ impl ExecutorBuilder {
             ClientAuth::new(header_opt.clone()),
             client_tls,
         )?;
-        if let Some(address) = &self.advertise_address_opt
+        if self.session_dispatch {
+            if let Some(address) = &self.advertise_address_opt
+                && !address.starts_with(crate::session_dispatch::SESSION_SCHEME)
+            {
+                return Err(invalid(
+                    "advertise_address",
+                    "with session dispatch it must be session://NAME",
+                ));
+            }
+        } else if let Some(address) = &self.advertise_address_opt
             && !(address.starts_with("http://") || address.starts_with("https://"))
         {
             return Err(invalid(
@@ -456,6 +477,7 @@ impl ExecutorBuilder {
             insecure_open_network: self.insecure_open_network,
             otlp_endpoint: self.otlp_endpoint_opt.unwrap_or_default(),
             metrics_listen_opt: self.metrics_listen_opt,
+            session_dispatch: self.session_dispatch,
         })
     }
 }
@@ -550,6 +572,23 @@ mod tests {
         assert_eq!(
             field_of(valid().advertise_address("10.0.0.5:9999")),
             "advertise_address"
+        );
+        // Session dispatch names the executor session://NAME, never a dialable URL.
+        assert_eq!(
+            field_of(
+                valid()
+                    .session_dispatch(true)
+                    .advertise_address("http://10.0.0.5:9999")
+            ),
+            "advertise_address"
+        );
+        assert!(
+            valid()
+                .handler("a", noop)
+                .session_dispatch(true)
+                .advertise_address("session://orders-laptop")
+                .into_settings()
+                .is_ok()
         );
     }
 }

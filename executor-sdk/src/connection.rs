@@ -28,6 +28,7 @@ use crate::admins::Admins;
 use crate::backoff::Backoff;
 use crate::callback::Unreported;
 use crate::runner::Runner;
+use crate::server::ExecutorServer;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const DEREGISTER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -67,10 +68,13 @@ enum SessionEnd {
     Refused { admin: String, message: String },
 }
 
-/// The connection task: keeps one session open until `deregister` fires.
+/// The connection task: keeps one session open until `deregister` fires. With
+/// `session_calls_opt` the executor is in session dispatch: it asks for it at registration and
+/// answers the admin's calls arriving on the session with that server (`session_dispatch`).
 pub(crate) async fn connection_loop(
     admins: Admins,
     announcement: Announcement,
+    session_calls_opt: Option<ExecutorServer>,
     runner: Runner,
     unreported: Unreported,
     state_tx: watch::Sender<SessionState>,
@@ -83,6 +87,7 @@ pub(crate) async fn connection_loop(
             admins: &admins,
             admin_index,
             announcement: &announcement,
+            session_calls_opt: session_calls_opt.as_ref(),
             runner: &runner,
             unreported: &unreported,
             state_tx: &state_tx,
@@ -121,6 +126,7 @@ struct Session<'a> {
     admins: &'a Admins,
     admin_index: usize,
     announcement: &'a Announcement,
+    session_calls_opt: Option<&'a ExecutorServer>,
     runner: &'a Runner,
     unreported: &'a Unreported,
     state_tx: &'a watch::Sender<SessionState>,
@@ -143,7 +149,13 @@ impl Session<'_> {
                 };
             }
         };
-        let (outbound_tx, outbound_rx) = mpsc::channel(16);
+        // Room for the replies of calls answered at once (session dispatch) next to heartbeats.
+        let (outbound_tx, outbound_rx) = mpsc::channel(64);
+        let dispatch_mode = if self.session_calls_opt.is_some() {
+            pb::DispatchMode::Session
+        } else {
+            pb::DispatchMode::Dial
+        };
         let register = pb::Register {
             app_name: self.announcement.app_name.clone(),
             address: self.announcement.address.clone(),
@@ -151,6 +163,7 @@ impl Session<'_> {
             protocol_version: xjob_proto::PROTOCOL_VERSION,
             labels: self.announcement.labels.clone(),
             capacity: 0,
+            dispatch_mode: dispatch_mode as i32,
         };
         // The receiver is alive here, so the first message is always queued.
         let _ = outbound_tx
@@ -225,6 +238,17 @@ impl Session<'_> {
                     }
                 }
                 received = inbound.message() => match received {
+                    Ok(Some(pb::AdminMessage { kind: Some(AdminKind::Call(call)) })) => {
+                        match self.session_calls_opt {
+                            Some(server) => crate::session_dispatch::answer(
+                                server.clone(),
+                                call,
+                                outbound_tx.clone(),
+                            ),
+                            None => tracing::warn!(admin = %admin, call_id = call.call_id,
+                                "admin sent a session call to a dialed executor; ignored"),
+                        }
+                    }
                     Ok(Some(_)) => {}
                     Ok(None) => {
                         tracing::warn!(admin = %admin, "session ended by admin");

@@ -60,6 +60,7 @@ pub mod metrics;
 mod runner;
 mod running;
 mod server;
+mod session_dispatch;
 mod settings;
 mod telemetry;
 

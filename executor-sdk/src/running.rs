@@ -69,28 +69,18 @@ pub struct RunningExecutor {
 impl RunningExecutor {
     /// Binds first, then starts serving, delivering callbacks and registering.
     pub(crate) async fn launch(settings: ExecutorSettings) -> Result<Self, Error> {
-        let log_dir = settings.log_dir;
+        let log_dir = settings.log_dir.clone();
         let spool_dir = log_dir.join("callbacklogs");
         std::fs::create_dir_all(&spool_dir).map_err(|source| Error::LogDir {
             path: spool_dir.clone(),
             source,
         })?;
-        let listener = TcpListener::bind(settings.bind.as_str())
-            .await
-            .map_err(|source| Error::Bind {
-                address: settings.bind.clone(),
-                source,
-            })?;
-        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
-            address: settings.bind.clone(),
-            source,
-        })?;
-        refuse_open_network(
-            local_addr,
-            callers_checked(settings.auth_header_opt.is_some(), &settings.server_tls_opt),
-            settings.insecure_open_network,
-        )?;
-        let server_tls_opt = load_server_tls(settings.server_tls_opt.clone())?;
+        // In session dispatch no port is opened: the calls come down the session.
+        let (listener_opt, local_addr) = bind_server(&settings).await?;
+        let server_tls_opt = match listener_opt {
+            Some(_) => load_server_tls(settings.server_tls_opt.clone())?,
+            None => None,
+        };
         let scheme = if server_tls_opt.is_some() {
             "https"
         } else {
@@ -117,9 +107,11 @@ impl RunningExecutor {
                 )?),
                 None => None,
             };
-        let address = settings
-            .advertise_address_opt
-            .unwrap_or_else(|| default_advertise_address(scheme, local_addr));
+        let address = match (&listener_opt, settings.advertise_address_opt) {
+            (_, Some(address)) => address,
+            (Some(_), None) => default_advertise_address(scheme, local_addr),
+            (None, None) => crate::session_dispatch::default_session_address(&settings.app_name),
+        };
 
         let joblog = JobLogStore::new(&log_dir);
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -154,14 +146,19 @@ impl RunningExecutor {
         if let Some(tls) = &server_tls_opt {
             tokio::spawn(Arc::clone(tls).watch(TLS_RELOAD_POLL, stop_server.clone()));
         }
-        let server_task = tokio::spawn(serve(
-            listener,
-            server_tls_opt,
-            server,
-            auth,
-            health_service,
-            stop_server.clone(),
-        ));
+        let session_calls_opt = listener_opt.is_none().then(|| server.clone());
+        let server_task = match listener_opt {
+            Some(listener) => tokio::spawn(serve(
+                listener,
+                server_tls_opt,
+                server,
+                auth,
+                health_service,
+                stop_server.clone(),
+            )),
+            // Nothing to serve; the task only marks the server's place in the ordered stop.
+            None => tokio::spawn(stop_server.clone().cancelled_owned()),
+        };
 
         if let Some(metrics_listener) = metrics_listener_opt {
             // Ends with the gRPC server, at shutdown.
@@ -187,6 +184,7 @@ impl RunningExecutor {
         let connection_task = tokio::spawn(connection_loop(
             settings.admins,
             announcement,
+            session_calls_opt,
             runner.clone(),
             unreported,
             state_tx,
@@ -237,7 +235,8 @@ impl RunningExecutor {
         self.metrics_addr_opt
     }
 
-    /// Returns the socket address the server is bound to.
+    /// Returns the socket address the server is bound to; in session dispatch, where no port
+    /// is opened, the unspecified address with port 0.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -340,9 +339,37 @@ async fn join_bounded(name: &'static str, mut task: JoinHandle<()>, bound: Durat
     }
 }
 
+/// Binds the executor's server, or nothing in session dispatch (then the unspecified address
+/// with port 0 stands for the missing socket). An executor reachable from other machines must
+/// check its callers (`refuse_open_network`).
+async fn bind_server(
+    settings: &ExecutorSettings,
+) -> Result<(Option<TcpListener>, SocketAddr), Error> {
+    if settings.session_dispatch {
+        return Ok((None, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))));
+    }
+    let bind_error = |source| Error::Bind {
+        address: settings.bind.clone(),
+        source,
+    };
+    let listener = TcpListener::bind(settings.bind.as_str())
+        .await
+        .map_err(bind_error)?;
+    let local_addr = listener.local_addr().map_err(bind_error)?;
+    refuse_open_network(
+        local_addr,
+        callers_checked(settings.auth_header_opt.is_some(), &settings.server_tls_opt),
+        settings.insecure_open_network,
+    )?;
+    Ok((Some(listener), local_addr))
+}
+
 /// What `launch` checks before serving, without binding: the bind address as it resolves (the
 /// first address, as `TcpListener::bind` tries it first), the open-network rule, the TLS files.
 pub(crate) async fn preflight(settings: &ExecutorSettings) -> Result<(), Error> {
+    if settings.session_dispatch {
+        return Ok(());
+    }
     let bind_error = |source| Error::Bind {
         address: settings.bind.clone(),
         source,

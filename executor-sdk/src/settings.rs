@@ -29,4 +29,6 @@ pub(crate) struct ExecutorSettings {
     /// Where `/metrics` is served; None = not served.
     pub(crate) metrics_listen_opt: Option<String>,
     pub(crate) otlp_endpoint: String,
+    /// Session dispatch: no port is opened; the admin's calls come down the session.
+    pub(crate) session_dispatch: bool,
 }

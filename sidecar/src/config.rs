@@ -84,6 +84,32 @@ pub struct Config {
     /// the port can run the handlers. Refused at startup unless set.
     #[serde(default)]
     pub insecure_open_network: bool,
+    /// How the admin reaches the sidecar: `dial` (default: the admin dials `advertise_address`)
+    /// or `session` (no port is opened; runs, kills and log reads come down the sidecar's own
+    /// session, for a sidecar the admin cannot reach).
+    #[serde(default)]
+    pub dispatch: Dispatch,
+}
+
+/// `dispatch`: who opens the connection the admin's calls travel on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dispatch {
+    /// The admin dials the sidecar's port.
+    #[default]
+    Dial,
+    /// The calls travel down the sidecar's session to the admin; no port is opened.
+    Session,
+}
+
+impl Dispatch {
+    fn parse(value: &str) -> Option<Dispatch> {
+        match value.trim() {
+            "dial" => Some(Dispatch::Dial),
+            "session" => Some(Dispatch::Session),
+            _ => None,
+        }
+    }
 }
 
 /// `[tls]`: PEM files; every key optional (docs/security.md, "TLS and mTLS").
@@ -300,6 +326,14 @@ impl Config {
             self.shutdown_grace = parse_duration(&value)
                 .map_err(|message| config_error("XJOB_SHUTDOWN_GRACE", message))?;
         }
+        if let Some(value) = lookup("XJOB_DISPATCH") {
+            self.dispatch = Dispatch::parse(&value).ok_or_else(|| {
+                config_error(
+                    "XJOB_DISPATCH",
+                    format!("unknown dispatch {value:?}, expected \"dial\" or \"session\""),
+                )
+            })?;
+        }
         if let Some(value) = lookup("XJOB_METRICS_LISTEN") {
             self.metrics_listen = value;
         }
@@ -483,6 +517,22 @@ mod tests {
             .apply_env(|key| (key == "XJOB_GLUE_ENABLED").then(|| "groovy".to_owned()))
             .expect_err("groovy");
         assert_eq!(error.key, "XJOB_GLUE_ENABLED");
+    }
+
+    #[test]
+    fn dispatch_is_read_from_the_file_and_the_environment() {
+        assert_eq!(load(MINIMAL).expect("minimal").dispatch, Dispatch::Dial);
+        let mut config = load(&format!("{MINIMAL}dispatch = \"session\"\n")).expect("session");
+        assert_eq!(config.dispatch, Dispatch::Session);
+        assert!(load(&format!("{MINIMAL}dispatch = \"push\"\n")).is_err());
+        config
+            .apply_env(|key| (key == "XJOB_DISPATCH").then(|| "dial".to_owned()))
+            .expect("env");
+        assert_eq!(config.dispatch, Dispatch::Dial);
+        let error = config
+            .apply_env(|key| (key == "XJOB_DISPATCH").then(|| "push".to_owned()))
+            .expect_err("push");
+        assert_eq!(error.key, "XJOB_DISPATCH");
     }
 
     #[test]

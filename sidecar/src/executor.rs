@@ -29,6 +29,9 @@ pub fn builder(config: &Config) -> anyhow::Result<ExecutorBuilder> {
         builder = builder.metrics_listen(&config.metrics_listen);
     }
     builder = with_tls(builder, config)?.insecure_open_network(config.insecure_open_network);
+    if config.dispatch == crate::config::Dispatch::Session {
+        builder = builder.session_dispatch(true);
+    }
     for (key, value) in &config.labels {
         builder = builder.label(key, value);
     }

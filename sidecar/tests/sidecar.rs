@@ -1184,3 +1184,43 @@ async fn check_refuses_what_the_start_refuses() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Session dispatch: the sidecar opens no port; the run and its log read travel down its
+/// session to the admin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_session_dispatch_the_sidecar_opens_no_port_and_runs_jobs() -> anyhow::Result<()> {
+    let cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP_NAME).await?;
+    let name = format!("session://demo-sidecar-{}", std::process::id());
+    let mut sidecar = Sidecar::spawn(
+        &cluster.admin_url(),
+        "http://127.0.0.1:1",
+        &[
+            ("XJOB_DISPATCH", "session"),
+            ("XJOB_ADVERTISE_ADDRESS", &name),
+        ],
+    )?;
+    let port = sidecar
+        .address
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse::<u16>().ok())
+        .ok_or_else(|| anyhow::anyhow!("no port in {}", sidecar.address))?;
+    sidecar.address = name;
+    wait_online(&cluster, group_id, &sidecar.address).await?;
+    anyhow::ensure!(
+        TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+        "the sidecar opened its port {port} in session dispatch"
+    );
+    let log = run_once(&cluster, bean_job(group_id, "greet"), "nat").await?;
+    assert_eq!(status_of(&log), pb::RunStatus::Success, "{log:?}");
+    assert_eq!(log.executor_address, sidecar.address);
+    let text = run_log(&cluster, log.id).await?;
+    assert!(
+        text.contains("hello from xjob-executor: nat"),
+        "run log: {text}"
+    );
+    assert!(sidecar.terminate().await?, "a clean exit after SIGTERM");
+    cluster.shutdown().await;
+    Ok(())
+}

@@ -3,9 +3,10 @@
 //! scenario × executor. It fails on any failed scenario.
 //!
 //! ```text
-//! # The Rust SDK's example only (the default):
+//! # The Rust SDK's example only, dialed and in session dispatch (the default):
 //! cargo test -p xjob-tests --test executor_conformance -- --nocapture
-//! # Any executors, `name=command` separated by ';' (`rust` = the Rust example):
+//! # Any executors, `name=command` separated by ';' (`rust` = the Rust example in both
+//! # dispatch modes; `name@session=command` runs that one in session dispatch):
 //! XJOB_CONFORMANCE_EXECUTOR='rust; python=sdks/python/.venv/bin/python -m xjob_example' \
 //!   cargo test -p xjob-tests --test executor_conformance -- --nocapture
 //! ```
@@ -55,7 +56,7 @@ async fn executors_conform() -> anyhow::Result<()> {
     let (admin, rust_example) = build_binaries()?;
     let executors = match std::env::var("XJOB_CONFORMANCE_EXECUTOR") {
         Ok(spec) if !spec.trim().is_empty() => ExecutorCommand::parse_list(&spec, &rust_example),
-        _ => vec![ExecutorCommand::rust(&rust_example)],
+        _ => ExecutorCommand::rust_both(&rust_example),
     };
     let only: Vec<String> = std::env::var("XJOB_CONFORMANCE_SCENARIOS")
         .unwrap_or_default()

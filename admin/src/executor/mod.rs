@@ -8,6 +8,7 @@
 
 mod batcher;
 mod channels;
+mod session;
 pub mod xxl;
 
 use std::time::Duration;
@@ -50,6 +51,8 @@ pub enum Idleness {
 pub struct ExecutorClient {
     channels: ExecutorChannels,
     batcher: RunBatcher,
+    /// Bounds a session-dispatch call as the channel's timeout bounds a dialed one.
+    request_timeout: Duration,
     probe_timeout: Duration,
     /// Presented to executors of groups without their own token (`executor_token`).
     default_token: String,
@@ -65,6 +68,7 @@ impl ExecutorClient {
         ExecutorClient {
             channels: ExecutorChannels::new(request_timeout, tls),
             batcher: RunBatcher::default(),
+            request_timeout,
             probe_timeout: request_timeout.min(PROBE_TIMEOUT),
             default_token: String::new(),
             registry: None,
@@ -80,7 +84,8 @@ impl ExecutorClient {
     }
 
     /// Looks executors up in `registry`: an address registered by an XXL-JOB executor is
-    /// called over XXL-JOB's HTTP API, every other over gRPC.
+    /// called over XXL-JOB's HTTP API, a `session://` address down its executor's session
+    /// (`session`), every other over a dialed gRPC channel.
     pub fn with_registry(mut self, registry: std::sync::Arc<Registry>) -> ExecutorClient {
         self.registry = Some(registry);
         self
@@ -131,7 +136,18 @@ impl ExecutorClient {
 
     /// Whether a run to `address` goes in a `RunBatch` (see `batcher`).
     pub fn batches(&self, address: &str) -> bool {
-        self.xxl_executor(address).is_none() && self.batcher.batches(address)
+        !crate::registry::session_calls::is_session_address(address)
+            && self.xxl_executor(address).is_none()
+            && self.batcher.batches(address)
+    }
+
+    /// The session line of an executor in session dispatch (see `session::line`).
+    fn session_line(
+        &self,
+        address: &str,
+    ) -> Option<Result<std::sync::Arc<crate::registry::session_calls::SessionLine>, tonic::Status>>
+    {
+        session::line(self.registry.as_ref(), address)
     }
 
     /// Sends one run through the executor's batching queue (see `batcher`).
@@ -144,6 +160,9 @@ impl ExecutorClient {
         if let Some(executor) = self.xxl_executor(address) {
             let target = xxl_target(&executor, self.token(token));
             return self.xxl.run(target, &request).await;
+        }
+        if let Some(line) = self.session_line(address) {
+            return session::run(&*line?, request, self.request_timeout).await;
         }
         let channel = self
             .channels
@@ -161,6 +180,9 @@ impl ExecutorClient {
                 .xxl
                 .beat(xxl_target(&executor, self.token(token)))
                 .await;
+        }
+        if let Some(line) = self.session_line(address) {
+            return session::beat(&*line?, self.probe_timeout).await;
         }
         let request = self.probe_request(pb::BeatRequest {}, self.token(token))?;
         self.client(address)?.beat(request).await.map(|_| ())
@@ -180,9 +202,13 @@ impl ExecutorClient {
                 Some(reason) => Idleness::Busy(reason),
             });
         }
-        let request =
-            self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, self.token(token))?;
-        let response = self.client(address)?.idle_beat(request).await?.into_inner();
+        let response = if let Some(line) = self.session_line(address) {
+            session::idle_beat(&*line?, job.0, self.probe_timeout).await?
+        } else {
+            let request =
+                self.probe_request(pb::IdleBeatRequest { job_id: job.0 }, self.token(token))?;
+            self.client(address)?.idle_beat(request).await?.into_inner()
+        };
         Ok(if response.idle {
             Idleness::Idle
         } else {
@@ -211,12 +237,18 @@ impl ExecutorClient {
             job_id: job.0,
             log_id: log.0,
         };
-        let response = self
-            .client(address)?
-            .kill(authorized(request, self.token(token))?)
-            .await
-            .map_err(|status| Error::executor(address, status))?
-            .into_inner();
+        let response = if let Some(line) = self.session_line(address) {
+            let line = line.map_err(|status| Error::executor(address, status))?;
+            session::kill(&line, request, self.request_timeout)
+                .await
+                .map_err(|status| Error::executor(address, status))?
+        } else {
+            self.client(address)?
+                .kill(authorized(request, self.token(token))?)
+                .await
+                .map_err(|status| Error::executor(address, status))?
+                .into_inner()
+        };
         Ok((response.killed, response.message))
     }
 
@@ -242,12 +274,18 @@ impl ExecutorClient {
             log_date_ms,
             from_line,
         };
-        let response = self
-            .client(address)?
-            .read_log(authorized(request, self.token(token))?)
-            .await
-            .map_err(|status| Error::executor(address, status))?
-            .into_inner();
+        let response = if let Some(line) = self.session_line(address) {
+            let line = line.map_err(|status| Error::executor(address, status))?;
+            session::read_log(&line, request, self.request_timeout)
+                .await
+                .map_err(|status| Error::executor(address, status))?
+        } else {
+            self.client(address)?
+                .read_log(authorized(request, self.token(token))?)
+                .await
+                .map_err(|status| Error::executor(address, status))?
+                .into_inner()
+        };
         Ok(RunLogChunk {
             from_line: response.from_line,
             to_line: response.to_line,

@@ -12,6 +12,10 @@ pub enum ExecutorProtocol {
     /// listener, runs sent to its embedded HTTP server (`xxl_compat`). It does not list its
     /// running runs, so the lost-run monitor judges its runs by its registration alone.
     XxlJobHttp,
+    /// An xjob executor in session dispatch: it opens no port; runs, kills, probes and log
+    /// reads travel down its own `Registry.Session` stream (`registry::session_calls`), so only
+    /// the admin holding that stream can reach it.
+    GrpcSession,
 }
 
 impl ExecutorProtocol {
@@ -20,6 +24,7 @@ impl ExecutorProtocol {
         match name {
             "grpc" => Some(ExecutorProtocol::Grpc),
             "xxl-job-http" => Some(ExecutorProtocol::XxlJobHttp),
+            "grpc-session" => Some(ExecutorProtocol::GrpcSession),
             _ => None,
         }
     }
@@ -29,6 +34,7 @@ impl ExecutorProtocol {
         match self {
             ExecutorProtocol::Grpc => "grpc",
             ExecutorProtocol::XxlJobHttp => "xxl-job-http",
+            ExecutorProtocol::GrpcSession => "grpc-session",
         }
     }
 }

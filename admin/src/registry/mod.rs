@@ -24,6 +24,7 @@ pub mod cert_binding;
 pub mod leases;
 pub mod limits;
 pub mod refresh;
+pub mod session_calls;
 pub mod stream;
 
 use std::collections::{BTreeMap, HashMap};
@@ -69,6 +70,8 @@ pub struct Registry {
     peers: RwLock<Vec<ExecutorInfo>>,
     /// Addresses of executors that left.
     removals: broadcast::Sender<String>,
+    /// This admin's sessions in session dispatch, by address: where their calls go.
+    pub session_lines: session_calls::SessionLines,
 }
 
 impl Default for Registry {
@@ -77,6 +80,7 @@ impl Default for Registry {
             executors: RwLock::default(),
             peers: RwLock::default(),
             removals: broadcast::channel(REMOVALS_BACKLOG).0,
+            session_lines: Default::default(),
         }
     }
 }
@@ -152,7 +156,7 @@ impl Registry {
         let mut expired = Vec::new();
         let mut executors = self.write();
         let lease_of = |entry: &ExecutorInfo| match entry.protocol {
-            ExecutorProtocol::Grpc => lease_ms,
+            ExecutorProtocol::Grpc | ExecutorProtocol::GrpcSession => lease_ms,
             ExecutorProtocol::XxlJobHttp => xxl_lease_ms,
         };
         for entries in executors.values_mut() {
@@ -239,14 +243,17 @@ impl Registry {
     /// of apps whose name contains `app_filter`, one per app and address, by app and address;
     /// `admin_node` names the admin holding its session (`ListExecutors`).
     pub fn list_with_peers(&self, app_filter: &str) -> Vec<ExecutorInfo> {
-        self.list_with_peers_unsorted(|app| app_filter.is_empty() || app.contains(app_filter))
-            .into_values()
-            .collect()
+        self.list_with_peers_unsorted(
+            |app| app_filter.is_empty() || app.contains(app_filter),
+            true,
+        )
+        .into_values()
+        .collect()
     }
 
     /// Number of live executors in the cluster (distinct app and address).
     pub fn count(&self) -> usize {
-        self.list_with_peers_unsorted(|_| true).len()
+        self.list_with_peers_unsorted(|_| true, true).len()
     }
 
     /// One entry per (app, address): this admin's session wins, else the freshest peer row
@@ -254,10 +261,15 @@ impl Registry {
     fn list_with_peers_unsorted(
         &self,
         app_matches: impl Fn(&str) -> bool,
+        include_remote_sessions: bool,
     ) -> BTreeMap<(String, String), ExecutorInfo> {
         let mut merged: BTreeMap<(String, String), ExecutorInfo> = BTreeMap::new();
         for peer in self.peers_read().iter() {
             if !app_matches(&peer.app_name) {
+                continue;
+            }
+            // Another admin holds its session: only that admin can send it calls.
+            if !include_remote_sessions && peer.protocol == ExecutorProtocol::GrpcSession {
                 continue;
             }
             let key = (peer.app_name.clone(), peer.address.clone());
@@ -284,10 +296,11 @@ impl Registry {
     }
 
     /// Sorted, de-duplicated addresses of the live executors of the apps `app_matches` accepts
-    /// (an executor serving two apps is listed once).
+    /// (an executor serving two apps is listed once). An executor in session dispatch is
+    /// routable only on the admin holding its session: no other admin can reach it.
     fn addresses_of_apps(&self, app_matches: impl Fn(&str) -> bool) -> Vec<String> {
         let mut addresses: Vec<String> = self
-            .list_with_peers_unsorted(app_matches)
+            .list_with_peers_unsorted(app_matches, false)
             .into_values()
             .map(|executor| executor.address)
             .collect();

@@ -30,6 +30,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_message::Kind;
 
 use super::RegistryContext;
+use super::session_calls::SessionLine;
 use crate::error::Error;
 use crate::model::validate::{validate_app_name, validate_executor_address};
 use crate::model::{ExecutorInfo, ExecutorProtocol};
@@ -86,6 +87,7 @@ pub async fn serve_session(
         let _ = outbound.send(Err(status)).await;
         return;
     }
+    let dispatch_mode = session_dispatch_mode(&register);
     let info = executor_info(&ctx, register);
     if let Err(status) = check_address_owner(&ctx, &info, peer_ip) {
         let peer = peer_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
@@ -99,17 +101,28 @@ pub async fn serve_session(
     lock_superseded(&ctx).insert(executor_id.clone(), superseded.clone());
     lock_peers(&ctx).insert(executor_id.clone(), peer_ip);
     lock_tokens(&ctx).insert(executor_id.clone(), presented_token);
+    // In session dispatch the executor's calls go down this stream: its line opens before
+    // routing can see it, so the first run finds it.
+    let line_opt = (info.protocol == ExecutorProtocol::GrpcSession).then(|| {
+        let line = Arc::new(SessionLine::new(outbound.clone()));
+        ctx.registry
+            .session_lines
+            .open(&info.address, Arc::clone(&line));
+        line
+    });
     open(&ctx, info.clone()).await;
     let registered = pb::AdminMessage {
         kind: Some(pb::admin_message::Kind::Registered(pb::Registered {
             executor_id: executor_id.clone(),
             heartbeat_interval_ms: ctx.config.heartbeat_interval.as_millis() as i64,
             lease_ms: ctx.config.executor_lease.as_millis() as i64,
+            dispatch_mode: dispatch_mode as i32,
         })),
     };
     if outbound.send(Ok(registered)).await.is_ok() {
+        let line_ref = line_opt.as_deref();
         tokio::select! {
-            _ = session_loop(&ctx, &mut inbound, &outbound, &info, &cancel) => {}
+            _ = session_loop(&ctx, &mut inbound, &outbound, &info, line_ref, &cancel) => {}
             _ = superseded.cancelled() => {
                 tracing::info!(app = %info.app_name, address = %info.address,
                     executor_id = %info.executor_id,
@@ -122,6 +135,10 @@ pub async fn serve_session(
                 let _ = outbound.send(Err(status)).await;
             }
         }
+    }
+    if let Some(line) = &line_opt {
+        ctx.registry.session_lines.close(&info.address, line);
+        line.end();
     }
     lock_superseded(&ctx).remove(&executor_id);
     lock_peers(&ctx).remove(&executor_id);
@@ -341,8 +358,47 @@ async fn handshake(
     // As strict as CreateGroup: a session is routed to, so a name no group can have or an
     // address nobody can dial would only make every run sent there fail.
     validate_app_name(&register.app_name, "register.app_name").map_err(Error::from)?;
-    validate_executor_address(&register.address, "register.address").map_err(Error::from)?;
+    match session_dispatch_mode(&register) {
+        pb::DispatchMode::Session => validate_session_address(&register.address)?,
+        _ => {
+            validate_executor_address(&register.address, "register.address").map_err(Error::from)?
+        }
+    }
     Ok(register)
+}
+
+/// The dispatch mode a registration asks for: session dispatch when it says so, else the admin
+/// dials the executor as it always did (older executors send nothing). The executor chooses:
+/// only it knows whether the admin can reach it.
+fn session_dispatch_mode(register: &pb::Register) -> pb::DispatchMode {
+    match pb::DispatchMode::try_from(register.dispatch_mode) {
+        Ok(pb::DispatchMode::Session) => pb::DispatchMode::Session,
+        _ => pb::DispatchMode::Dial,
+    }
+}
+
+/// Longest name of an executor in session dispatch (`session://NAME`).
+const MAX_SESSION_NAME_CHARS: usize = 200;
+
+/// A session-dispatch address is `session://NAME`: letters, digits, `.`, `-`, `_`, `:` only,
+/// so it reads well in logs and the console and never parses as a dialable URL.
+fn validate_session_address(address: &str) -> Result<(), Status> {
+    let Some(name) = address.strip_prefix(super::session_calls::SESSION_SCHEME) else {
+        return Err(Status::invalid_argument(
+            "register.address: with dispatch_mode SESSION the address must be session://NAME",
+        ));
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
+    if name.is_empty()
+        || name.chars().count() > MAX_SESSION_NAME_CHARS
+        || !name.chars().all(allowed)
+    {
+        return Err(Status::invalid_argument(format!(
+            "register.address: the name of session://NAME must be 1-{MAX_SESSION_NAME_CHARS} \
+             letters, digits, '.', '-', '_' or ':'"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses the session when the app's group has a token the executor did not present, or, on
@@ -412,6 +468,10 @@ pub(crate) fn tokens_match(presented: &str, expected: &str) -> bool {
 
 fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo {
     let now = ctx.clock.now_ms();
+    let protocol = match session_dispatch_mode(&register) {
+        pb::DispatchMode::Session => ExecutorProtocol::GrpcSession,
+        _ => ExecutorProtocol::Grpc,
+    };
     let mut handlers = register.handlers;
     handlers.sort();
     ExecutorInfo {
@@ -428,7 +488,7 @@ fn executor_info(ctx: &RegistryContext, register: pb::Register) -> ExecutorInfo 
         last_heartbeat_ms: now,
         admin_node: ctx.node.node_id.clone(),
         running_log_ids: Vec::new(),
-        protocol: Default::default(),
+        protocol,
     }
 }
 
@@ -461,6 +521,7 @@ async fn session_loop(
     inbound: &mut Streaming<pb::ExecutorMessage>,
     outbound: &Outbound,
     info: &ExecutorInfo,
+    line_opt: Option<&SessionLine>,
     cancel: &CancellationToken,
 ) {
     let per_second = ctx.config.session_message_rate;
@@ -476,6 +537,21 @@ async fn session_loop(
         let kind = match message {
             Ok(Some(pb::ExecutorMessage { kind })) => kind,
             Ok(None) | Err(_) => return,
+        };
+        // A reply to a call of this admin is not the executor's own traffic: the admin chose
+        // how many calls it sends. Only a reply nothing waits for counts against the rate.
+        let kind = match kind {
+            Some(Kind::Reply(reply)) => {
+                let call_id = reply.call_id;
+                if line_opt.is_some_and(|line| line.deliver(reply)) {
+                    continue;
+                }
+                Some(Kind::Reply(pb::SessionReply {
+                    call_id,
+                    response: None,
+                }))
+            }
+            other => other,
         };
         if !rate.admit(std::time::Instant::now()) {
             tracing::warn!(app = %info.app_name, address = %info.address, per_second,
@@ -493,6 +569,11 @@ async fn session_loop(
                     .send(Ok(pb::AdminMessage { kind: Some(reply) }))
                     .await;
                 return;
+            }
+            Some(Kind::Reply(reply)) => {
+                // Late (its call timed out) or from an executor not in session dispatch.
+                tracing::debug!(app = %info.app_name, address = %info.address,
+                    call_id = reply.call_id, "session reply with no waiting call dropped");
             }
             Some(Kind::Register(_)) => {
                 let status = Status::invalid_argument("Register may only be the first message");

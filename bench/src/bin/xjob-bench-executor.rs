@@ -130,6 +130,14 @@ async fn main() -> anyhow::Result<()> {
     if let Ok(advertised) = std::env::var("XJOB_BENCH_ADVERTISE") {
         builder = builder.advertise_address(advertised);
     }
+    // Session dispatch: no port; the runs come down the executor's session (the bind address
+    // then only names it).
+    if std::env::var("XJOB_BENCH_DISPATCH").is_ok_and(|mode| mode == "session") {
+        let name = bind.replace([':', '.'], "-");
+        builder = builder
+            .session_dispatch(true)
+            .advertise_address(format!("session://xjob-bench-{name}"));
+    }
     builder.run(shutdown_signal()).await?;
     // The run logs stay: the harness deletes their directory once every executor has exited
     // (a million files take longer to delete than it waits for an executor to exit).

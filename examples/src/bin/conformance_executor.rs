@@ -129,6 +129,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .handler("log", log)
         // The built-in command handler: the params are the whole command line.
         .command_handler("command", Vec::<String>::new());
+    // Session dispatch: no port; the admin's calls come down the session. The port only makes
+    // the name unique (the suite expects session://APP-PORT).
+    if std::env::var("XJOB_DISPATCH").is_ok_and(|mode| mode == "session") {
+        builder = builder
+            .session_dispatch(true)
+            .advertise_address(format!("session://{}-{port}", env("XJOB_APP_NAME")?));
+    }
     if let Ok(token) = std::env::var("XJOB_ACCESS_TOKEN")
         && !token.is_empty()
     {

@@ -77,6 +77,7 @@ impl Registry for FakeAdmin {
                             executor_id: "executor-1".to_owned(),
                             heartbeat_interval_ms: 50,
                             lease_ms: 1000,
+                            dispatch_mode: pb::DispatchMode::Dial as i32,
                         };
                         let reply = pb::AdminMessage {
                             kind: Some(AdminKind::Registered(registered)),
@@ -95,7 +96,8 @@ impl Registry for FakeAdmin {
                         let _ = outbound_tx.send(Ok(reply)).await;
                         break;
                     }
-                    None => {}
+                    // This fake admin sends no session calls, so no reply comes.
+                    Some(ExecutorKind::Reply(_)) | None => {}
                 }
             }
             let _ = events_tx.send(AdminEvent::SessionEnded { deregistered });

@@ -24,6 +24,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How the admin sends runs, kills, probes and log reads to an executor.
+type DispatchMode int32
+
+const (
+	// The admin dials the executor's address (ExecutorService over its own gRPC server).
+	DispatchMode_DISPATCH_MODE_UNSPECIFIED DispatchMode = 0
+	DispatchMode_DISPATCH_MODE_DIAL        DispatchMode = 1
+	// The calls travel down the executor's own Session stream: the executor opens no port and
+	// the admin needs no route to it. Its address is then `session://NAME`, a name unique in
+	// its app.
+	DispatchMode_DISPATCH_MODE_SESSION DispatchMode = 2
+)
+
+// Enum value maps for DispatchMode.
+var (
+	DispatchMode_name = map[int32]string{
+		0: "DISPATCH_MODE_UNSPECIFIED",
+		1: "DISPATCH_MODE_DIAL",
+		2: "DISPATCH_MODE_SESSION",
+	}
+	DispatchMode_value = map[string]int32{
+		"DISPATCH_MODE_UNSPECIFIED": 0,
+		"DISPATCH_MODE_DIAL":        1,
+		"DISPATCH_MODE_SESSION":     2,
+	}
+)
+
+func (x DispatchMode) Enum() *DispatchMode {
+	p := new(DispatchMode)
+	*p = x
+	return p
+}
+
+func (x DispatchMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DispatchMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_registry_proto_enumTypes[0].Descriptor()
+}
+
+func (DispatchMode) Type() protoreflect.EnumType {
+	return &file_xjob_v1_registry_proto_enumTypes[0]
+}
+
+func (x DispatchMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DispatchMode.Descriptor instead.
+func (DispatchMode) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
 type ExecutorMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -31,6 +85,7 @@ type ExecutorMessage struct {
 	//	*ExecutorMessage_Register
 	//	*ExecutorMessage_Heartbeat
 	//	*ExecutorMessage_Deregister
+	//	*ExecutorMessage_Reply
 	Kind          isExecutorMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -100,6 +155,15 @@ func (x *ExecutorMessage) GetDeregister() *Deregister {
 	return nil
 }
 
+func (x *ExecutorMessage) GetReply() *SessionReply {
+	if x != nil {
+		if x, ok := x.Kind.(*ExecutorMessage_Reply); ok {
+			return x.Reply
+		}
+	}
+	return nil
+}
+
 type isExecutorMessage_Kind interface {
 	isExecutorMessage_Kind()
 }
@@ -116,11 +180,18 @@ type ExecutorMessage_Deregister struct {
 	Deregister *Deregister `protobuf:"bytes,3,opt,name=deregister,proto3,oneof"`
 }
 
+type ExecutorMessage_Reply struct {
+	// Answers a SessionCall (session dispatch only).
+	Reply *SessionReply `protobuf:"bytes,4,opt,name=reply,proto3,oneof"`
+}
+
 func (*ExecutorMessage_Register) isExecutorMessage_Kind() {}
 
 func (*ExecutorMessage_Heartbeat) isExecutorMessage_Kind() {}
 
 func (*ExecutorMessage_Deregister) isExecutorMessage_Kind() {}
+
+func (*ExecutorMessage_Reply) isExecutorMessage_Kind() {}
 
 type AdminMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -128,6 +199,7 @@ type AdminMessage struct {
 	//
 	//	*AdminMessage_Registered
 	//	*AdminMessage_Deregistered
+	//	*AdminMessage_Call
 	Kind          isAdminMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -188,6 +260,15 @@ func (x *AdminMessage) GetDeregistered() *Deregistered {
 	return nil
 }
 
+func (x *AdminMessage) GetCall() *SessionCall {
+	if x != nil {
+		if x, ok := x.Kind.(*AdminMessage_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
 type isAdminMessage_Kind interface {
 	isAdminMessage_Kind()
 }
@@ -201,15 +282,381 @@ type AdminMessage_Deregistered struct {
 	Deregistered *Deregistered `protobuf:"bytes,2,opt,name=deregistered,proto3,oneof"`
 }
 
+type AdminMessage_Call struct {
+	// An ExecutorService call sent down the session (session dispatch only); the executor
+	// answers with a SessionReply carrying the same call_id.
+	Call *SessionCall `protobuf:"bytes,3,opt,name=call,proto3,oneof"`
+}
+
 func (*AdminMessage_Registered) isAdminMessage_Kind() {}
 
 func (*AdminMessage_Deregistered) isAdminMessage_Kind() {}
+
+func (*AdminMessage_Call) isAdminMessage_Kind() {}
+
+// One ExecutorService call on the session stream.
+type SessionCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique per session; the reply carries it back.
+	CallId uint64 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The longest the admin waits for the reply; after that it treats the call as timed out.
+	DeadlineMs int64 `protobuf:"varint,2,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	// Types that are valid to be assigned to Request:
+	//
+	//	*SessionCall_Beat
+	//	*SessionCall_IdleBeat
+	//	*SessionCall_Run
+	//	*SessionCall_Kill
+	//	*SessionCall_ReadLog
+	Request       isSessionCall_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionCall) Reset() {
+	*x = SessionCall{}
+	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionCall) ProtoMessage() {}
+
+func (x *SessionCall) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionCall.ProtoReflect.Descriptor instead.
+func (*SessionCall) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SessionCall) GetCallId() uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return 0
+}
+
+func (x *SessionCall) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+func (x *SessionCall) GetRequest() isSessionCall_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *SessionCall) GetBeat() *BeatRequest {
+	if x != nil {
+		if x, ok := x.Request.(*SessionCall_Beat); ok {
+			return x.Beat
+		}
+	}
+	return nil
+}
+
+func (x *SessionCall) GetIdleBeat() *IdleBeatRequest {
+	if x != nil {
+		if x, ok := x.Request.(*SessionCall_IdleBeat); ok {
+			return x.IdleBeat
+		}
+	}
+	return nil
+}
+
+func (x *SessionCall) GetRun() *RunRequest {
+	if x != nil {
+		if x, ok := x.Request.(*SessionCall_Run); ok {
+			return x.Run
+		}
+	}
+	return nil
+}
+
+func (x *SessionCall) GetKill() *KillRequest {
+	if x != nil {
+		if x, ok := x.Request.(*SessionCall_Kill); ok {
+			return x.Kill
+		}
+	}
+	return nil
+}
+
+func (x *SessionCall) GetReadLog() *ReadLogRequest {
+	if x != nil {
+		if x, ok := x.Request.(*SessionCall_ReadLog); ok {
+			return x.ReadLog
+		}
+	}
+	return nil
+}
+
+type isSessionCall_Request interface {
+	isSessionCall_Request()
+}
+
+type SessionCall_Beat struct {
+	Beat *BeatRequest `protobuf:"bytes,3,opt,name=beat,proto3,oneof"`
+}
+
+type SessionCall_IdleBeat struct {
+	IdleBeat *IdleBeatRequest `protobuf:"bytes,4,opt,name=idle_beat,json=idleBeat,proto3,oneof"`
+}
+
+type SessionCall_Run struct {
+	Run *RunRequest `protobuf:"bytes,5,opt,name=run,proto3,oneof"`
+}
+
+type SessionCall_Kill struct {
+	Kill *KillRequest `protobuf:"bytes,6,opt,name=kill,proto3,oneof"`
+}
+
+type SessionCall_ReadLog struct {
+	ReadLog *ReadLogRequest `protobuf:"bytes,7,opt,name=read_log,json=readLog,proto3,oneof"`
+}
+
+func (*SessionCall_Beat) isSessionCall_Request() {}
+
+func (*SessionCall_IdleBeat) isSessionCall_Request() {}
+
+func (*SessionCall_Run) isSessionCall_Request() {}
+
+func (*SessionCall_Kill) isSessionCall_Request() {}
+
+func (*SessionCall_ReadLog) isSessionCall_Request() {}
+
+// The answer to one SessionCall.
+type SessionReply struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId uint64                 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Types that are valid to be assigned to Response:
+	//
+	//	*SessionReply_Beat
+	//	*SessionReply_IdleBeat
+	//	*SessionReply_Run
+	//	*SessionReply_Kill
+	//	*SessionReply_ReadLog
+	//	*SessionReply_Error
+	Response      isSessionReply_Response `protobuf_oneof:"response"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionReply) Reset() {
+	*x = SessionReply{}
+	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionReply) ProtoMessage() {}
+
+func (x *SessionReply) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionReply.ProtoReflect.Descriptor instead.
+func (*SessionReply) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SessionReply) GetCallId() uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return 0
+}
+
+func (x *SessionReply) GetResponse() isSessionReply_Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *SessionReply) GetBeat() *BeatResponse {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_Beat); ok {
+			return x.Beat
+		}
+	}
+	return nil
+}
+
+func (x *SessionReply) GetIdleBeat() *IdleBeatResponse {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_IdleBeat); ok {
+			return x.IdleBeat
+		}
+	}
+	return nil
+}
+
+func (x *SessionReply) GetRun() *RunResponse {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_Run); ok {
+			return x.Run
+		}
+	}
+	return nil
+}
+
+func (x *SessionReply) GetKill() *KillResponse {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_Kill); ok {
+			return x.Kill
+		}
+	}
+	return nil
+}
+
+func (x *SessionReply) GetReadLog() *ReadLogResponse {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_ReadLog); ok {
+			return x.ReadLog
+		}
+	}
+	return nil
+}
+
+func (x *SessionReply) GetError() *SessionError {
+	if x != nil {
+		if x, ok := x.Response.(*SessionReply_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isSessionReply_Response interface {
+	isSessionReply_Response()
+}
+
+type SessionReply_Beat struct {
+	Beat *BeatResponse `protobuf:"bytes,2,opt,name=beat,proto3,oneof"`
+}
+
+type SessionReply_IdleBeat struct {
+	IdleBeat *IdleBeatResponse `protobuf:"bytes,3,opt,name=idle_beat,json=idleBeat,proto3,oneof"`
+}
+
+type SessionReply_Run struct {
+	Run *RunResponse `protobuf:"bytes,4,opt,name=run,proto3,oneof"`
+}
+
+type SessionReply_Kill struct {
+	Kill *KillResponse `protobuf:"bytes,5,opt,name=kill,proto3,oneof"`
+}
+
+type SessionReply_ReadLog struct {
+	ReadLog *ReadLogResponse `protobuf:"bytes,6,opt,name=read_log,json=readLog,proto3,oneof"`
+}
+
+type SessionReply_Error struct {
+	// The call failed as a gRPC call would: a google.rpc code and its message.
+	Error *SessionError `protobuf:"bytes,7,opt,name=error,proto3,oneof"`
+}
+
+func (*SessionReply_Beat) isSessionReply_Response() {}
+
+func (*SessionReply_IdleBeat) isSessionReply_Response() {}
+
+func (*SessionReply_Run) isSessionReply_Response() {}
+
+func (*SessionReply_Kill) isSessionReply_Response() {}
+
+func (*SessionReply_ReadLog) isSessionReply_Response() {}
+
+func (*SessionReply_Error) isSessionReply_Response() {}
+
+type SessionError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionError) Reset() {
+	*x = SessionError{}
+	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionError) ProtoMessage() {}
+
+func (x *SessionError) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionError.ProtoReflect.Descriptor instead.
+func (*SessionError) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SessionError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *SessionError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
 
 type Register struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The group's app name (XXL-JOB's appname).
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
-	// The address the admin dials, e.g. http://127.0.0.1:9999.
+	// The address the admin dials, e.g. http://127.0.0.1:9999; with session dispatch, a name
+	// for the executor as session://NAME (stable across reconnects, unique in the app).
 	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	// Handler names this executor can run.
 	Handlers []string `protobuf:"bytes,3,rep,name=handlers,proto3" json:"handlers,omitempty"`
@@ -217,14 +664,17 @@ type Register struct {
 	ProtocolVersion uint32            `protobuf:"varint,4,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	Labels          map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Runs this executor is willing to execute at once (0 = unbounded).
-	Capacity      uint32 `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Capacity uint32 `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// The dispatch mode the executor asks for: unset or DIAL is the admin dialing `address`;
+	// SESSION sends every call down this stream (the address is then session://NAME).
+	DispatchMode  DispatchMode `protobuf:"varint,7,opt,name=dispatch_mode,json=dispatchMode,proto3,enum=xjob.v1.DispatchMode" json:"dispatch_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Register) Reset() {
 	*x = Register{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	mi := &file_xjob_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +686,7 @@ func (x *Register) String() string {
 func (*Register) ProtoMessage() {}
 
 func (x *Register) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	mi := &file_xjob_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +699,7 @@ func (x *Register) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Register.ProtoReflect.Descriptor instead.
 func (*Register) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Register) GetAppName() string {
@@ -294,20 +744,29 @@ func (x *Register) GetCapacity() uint32 {
 	return 0
 }
 
+func (x *Register) GetDispatchMode() DispatchMode {
+	if x != nil {
+		return x.DispatchMode
+	}
+	return DispatchMode_DISPATCH_MODE_UNSPECIFIED
+}
+
 type Registered struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique per session.
 	ExecutorId          string `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
 	HeartbeatIntervalMs int64  `protobuf:"varint,2,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	// Heartbeats missing for this long take the executor out of routing.
-	LeaseMs       int64 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	LeaseMs int64 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// The dispatch mode the admin uses for this session.
+	DispatchMode  DispatchMode `protobuf:"varint,4,opt,name=dispatch_mode,json=dispatchMode,proto3,enum=xjob.v1.DispatchMode" json:"dispatch_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	mi := &file_xjob_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +778,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	mi := &file_xjob_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +791,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Registered) GetExecutorId() string {
@@ -356,6 +815,13 @@ func (x *Registered) GetLeaseMs() int64 {
 	return 0
 }
 
+func (x *Registered) GetDispatchMode() DispatchMode {
+	if x != nil {
+		return x.DispatchMode
+	}
+	return DispatchMode_DISPATCH_MODE_UNSPECIFIED
+}
+
 type Heartbeat struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Log ids running or queued on this executor now, so the admin can tell a live run from a
@@ -369,7 +835,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	mi := &file_xjob_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +847,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	mi := &file_xjob_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +860,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Heartbeat) GetRunningLogIds() []int64 {
@@ -419,7 +885,7 @@ type Deregister struct {
 
 func (x *Deregister) Reset() {
 	*x = Deregister{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[5]
+	mi := &file_xjob_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +897,7 @@ func (x *Deregister) String() string {
 func (*Deregister) ProtoMessage() {}
 
 func (x *Deregister) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[5]
+	mi := &file_xjob_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +910,7 @@ func (x *Deregister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deregister.ProtoReflect.Descriptor instead.
 func (*Deregister) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 type Deregistered struct {
@@ -455,7 +921,7 @@ type Deregistered struct {
 
 func (x *Deregistered) Reset() {
 	*x = Deregistered{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[6]
+	mi := &file_xjob_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +933,7 @@ func (x *Deregistered) String() string {
 func (*Deregistered) ProtoMessage() {}
 
 func (x *Deregistered) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[6]
+	mi := &file_xjob_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +946,7 @@ func (x *Deregistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deregistered.ProtoReflect.Descriptor instead.
 func (*Deregistered) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 type CallbackRequest struct {
@@ -492,7 +958,7 @@ type CallbackRequest struct {
 
 func (x *CallbackRequest) Reset() {
 	*x = CallbackRequest{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[7]
+	mi := &file_xjob_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +970,7 @@ func (x *CallbackRequest) String() string {
 func (*CallbackRequest) ProtoMessage() {}
 
 func (x *CallbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[7]
+	mi := &file_xjob_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +983,7 @@ func (x *CallbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackRequest.ProtoReflect.Descriptor instead.
 func (*CallbackRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CallbackRequest) GetResults() []*RunResult {
@@ -547,7 +1013,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[8]
+	mi := &file_xjob_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +1025,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[8]
+	mi := &file_xjob_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +1038,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunResult) GetLogId() int64 {
@@ -645,7 +1111,7 @@ type CallbackResponse struct {
 
 func (x *CallbackResponse) Reset() {
 	*x = CallbackResponse{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[9]
+	mi := &file_xjob_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +1123,7 @@ func (x *CallbackResponse) String() string {
 func (*CallbackResponse) ProtoMessage() {}
 
 func (x *CallbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[9]
+	mi := &file_xjob_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +1136,7 @@ func (x *CallbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackResponse.ProtoReflect.Descriptor instead.
 func (*CallbackResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallbackResponse) GetAcceptedLogIds() []int64 {
@@ -691,36 +1157,63 @@ var File_xjob_v1_registry_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\x16xjob/v1/registry.proto\x12\axjob.v1\x1a\x14xjob/v1/common.proto\"\xb5\x01\n" +
+	"\x16xjob/v1/registry.proto\x12\axjob.v1\x1a\x14xjob/v1/common.proto\x1a\x16xjob/v1/executor.proto\"\xe4\x01\n" +
 	"\x0fExecutorMessage\x12/\n" +
 	"\bregister\x18\x01 \x01(\v2\x11.xjob.v1.RegisterH\x00R\bregister\x122\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x12.xjob.v1.HeartbeatH\x00R\theartbeat\x125\n" +
 	"\n" +
 	"deregister\x18\x03 \x01(\v2\x13.xjob.v1.DeregisterH\x00R\n" +
-	"deregisterB\x06\n" +
-	"\x04kind\"\x8a\x01\n" +
+	"deregister\x12-\n" +
+	"\x05reply\x18\x04 \x01(\v2\x15.xjob.v1.SessionReplyH\x00R\x05replyB\x06\n" +
+	"\x04kind\"\xb6\x01\n" +
 	"\fAdminMessage\x125\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x13.xjob.v1.RegisteredH\x00R\n" +
 	"registered\x12;\n" +
-	"\fderegistered\x18\x02 \x01(\v2\x15.xjob.v1.DeregisteredH\x00R\fderegisteredB\x06\n" +
-	"\x04kind\"\x94\x02\n" +
+	"\fderegistered\x18\x02 \x01(\v2\x15.xjob.v1.DeregisteredH\x00R\fderegistered\x12*\n" +
+	"\x04call\x18\x03 \x01(\v2\x14.xjob.v1.SessionCallH\x00R\x04callB\x06\n" +
+	"\x04kind\"\xc2\x02\n" +
+	"\vSessionCall\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x1f\n" +
+	"\vdeadline_ms\x18\x02 \x01(\x03R\n" +
+	"deadlineMs\x12*\n" +
+	"\x04beat\x18\x03 \x01(\v2\x14.xjob.v1.BeatRequestH\x00R\x04beat\x127\n" +
+	"\tidle_beat\x18\x04 \x01(\v2\x18.xjob.v1.IdleBeatRequestH\x00R\bidleBeat\x12'\n" +
+	"\x03run\x18\x05 \x01(\v2\x13.xjob.v1.RunRequestH\x00R\x03run\x12*\n" +
+	"\x04kill\x18\x06 \x01(\v2\x14.xjob.v1.KillRequestH\x00R\x04kill\x124\n" +
+	"\bread_log\x18\a \x01(\v2\x17.xjob.v1.ReadLogRequestH\x00R\areadLogB\t\n" +
+	"\arequest\"\xd7\x02\n" +
+	"\fSessionReply\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12+\n" +
+	"\x04beat\x18\x02 \x01(\v2\x15.xjob.v1.BeatResponseH\x00R\x04beat\x128\n" +
+	"\tidle_beat\x18\x03 \x01(\v2\x19.xjob.v1.IdleBeatResponseH\x00R\bidleBeat\x12(\n" +
+	"\x03run\x18\x04 \x01(\v2\x14.xjob.v1.RunResponseH\x00R\x03run\x12+\n" +
+	"\x04kill\x18\x05 \x01(\v2\x15.xjob.v1.KillResponseH\x00R\x04kill\x125\n" +
+	"\bread_log\x18\x06 \x01(\v2\x18.xjob.v1.ReadLogResponseH\x00R\areadLog\x12-\n" +
+	"\x05error\x18\a \x01(\v2\x15.xjob.v1.SessionErrorH\x00R\x05errorB\n" +
+	"\n" +
+	"\bresponse\"<\n" +
+	"\fSessionError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd0\x02\n" +
 	"\bRegister\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
 	"\bhandlers\x18\x03 \x03(\tR\bhandlers\x12)\n" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\x125\n" +
 	"\x06labels\x18\x05 \x03(\v2\x1d.xjob.v1.Register.LabelsEntryR\x06labels\x12\x1a\n" +
-	"\bcapacity\x18\x06 \x01(\rR\bcapacity\x1a9\n" +
+	"\bcapacity\x18\x06 \x01(\rR\bcapacity\x12:\n" +
+	"\rdispatch_mode\x18\a \x01(\x0e2\x15.xjob.v1.DispatchModeR\fdispatchMode\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"|\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x01\n" +
 	"\n" +
 	"Registered\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x12\x19\n" +
-	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\"K\n" +
+	"\blease_ms\x18\x03 \x01(\x03R\aleaseMs\x12:\n" +
+	"\rdispatch_mode\x18\x04 \x01(\x0e2\x15.xjob.v1.DispatchModeR\fdispatchMode\"K\n" +
 	"\tHeartbeat\x12&\n" +
 	"\x0frunning_log_ids\x18\x01 \x03(\x03R\rrunningLogIds\x12\x16\n" +
 	"\x06queued\x18\x02 \x01(\rR\x06queued\"\f\n" +
@@ -740,7 +1233,11 @@ const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\rstarted_at_ms\x18\b \x01(\x03R\vstartedAtMs\"d\n" +
 	"\x10CallbackResponse\x12(\n" +
 	"\x10accepted_log_ids\x18\x01 \x03(\x03R\x0eacceptedLogIds\x12&\n" +
-	"\x0funknown_log_ids\x18\x02 \x03(\x03R\runknownLogIds2\x8b\x01\n" +
+	"\x0funknown_log_ids\x18\x02 \x03(\x03R\runknownLogIds*`\n" +
+	"\fDispatchMode\x12\x1d\n" +
+	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DISPATCH_MODE_DIAL\x10\x01\x12\x19\n" +
+	"\x15DISPATCH_MODE_SESSION\x10\x022\x8b\x01\n" +
 	"\bRegistry\x12>\n" +
 	"\aSession\x12\x18.xjob.v1.ExecutorMessage\x1a\x15.xjob.v1.AdminMessage(\x010\x01\x12?\n" +
 	"\bCallback\x12\x18.xjob.v1.CallbackRequest\x1a\x19.xjob.v1.CallbackResponseb\x06proto3"
@@ -757,39 +1254,69 @@ func file_xjob_v1_registry_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_registry_proto_rawDescData
 }
 
-var file_xjob_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_xjob_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_xjob_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_xjob_v1_registry_proto_goTypes = []any{
-	(*ExecutorMessage)(nil),  // 0: xjob.v1.ExecutorMessage
-	(*AdminMessage)(nil),     // 1: xjob.v1.AdminMessage
-	(*Register)(nil),         // 2: xjob.v1.Register
-	(*Registered)(nil),       // 3: xjob.v1.Registered
-	(*Heartbeat)(nil),        // 4: xjob.v1.Heartbeat
-	(*Deregister)(nil),       // 5: xjob.v1.Deregister
-	(*Deregistered)(nil),     // 6: xjob.v1.Deregistered
-	(*CallbackRequest)(nil),  // 7: xjob.v1.CallbackRequest
-	(*RunResult)(nil),        // 8: xjob.v1.RunResult
-	(*CallbackResponse)(nil), // 9: xjob.v1.CallbackResponse
-	nil,                      // 10: xjob.v1.Register.LabelsEntry
-	(RunStatus)(0),           // 11: xjob.v1.RunStatus
+	(DispatchMode)(0),        // 0: xjob.v1.DispatchMode
+	(*ExecutorMessage)(nil),  // 1: xjob.v1.ExecutorMessage
+	(*AdminMessage)(nil),     // 2: xjob.v1.AdminMessage
+	(*SessionCall)(nil),      // 3: xjob.v1.SessionCall
+	(*SessionReply)(nil),     // 4: xjob.v1.SessionReply
+	(*SessionError)(nil),     // 5: xjob.v1.SessionError
+	(*Register)(nil),         // 6: xjob.v1.Register
+	(*Registered)(nil),       // 7: xjob.v1.Registered
+	(*Heartbeat)(nil),        // 8: xjob.v1.Heartbeat
+	(*Deregister)(nil),       // 9: xjob.v1.Deregister
+	(*Deregistered)(nil),     // 10: xjob.v1.Deregistered
+	(*CallbackRequest)(nil),  // 11: xjob.v1.CallbackRequest
+	(*RunResult)(nil),        // 12: xjob.v1.RunResult
+	(*CallbackResponse)(nil), // 13: xjob.v1.CallbackResponse
+	nil,                      // 14: xjob.v1.Register.LabelsEntry
+	(*BeatRequest)(nil),      // 15: xjob.v1.BeatRequest
+	(*IdleBeatRequest)(nil),  // 16: xjob.v1.IdleBeatRequest
+	(*RunRequest)(nil),       // 17: xjob.v1.RunRequest
+	(*KillRequest)(nil),      // 18: xjob.v1.KillRequest
+	(*ReadLogRequest)(nil),   // 19: xjob.v1.ReadLogRequest
+	(*BeatResponse)(nil),     // 20: xjob.v1.BeatResponse
+	(*IdleBeatResponse)(nil), // 21: xjob.v1.IdleBeatResponse
+	(*RunResponse)(nil),      // 22: xjob.v1.RunResponse
+	(*KillResponse)(nil),     // 23: xjob.v1.KillResponse
+	(*ReadLogResponse)(nil),  // 24: xjob.v1.ReadLogResponse
+	(RunStatus)(0),           // 25: xjob.v1.RunStatus
 }
 var file_xjob_v1_registry_proto_depIdxs = []int32{
-	2,  // 0: xjob.v1.ExecutorMessage.register:type_name -> xjob.v1.Register
-	4,  // 1: xjob.v1.ExecutorMessage.heartbeat:type_name -> xjob.v1.Heartbeat
-	5,  // 2: xjob.v1.ExecutorMessage.deregister:type_name -> xjob.v1.Deregister
-	3,  // 3: xjob.v1.AdminMessage.registered:type_name -> xjob.v1.Registered
-	6,  // 4: xjob.v1.AdminMessage.deregistered:type_name -> xjob.v1.Deregistered
-	10, // 5: xjob.v1.Register.labels:type_name -> xjob.v1.Register.LabelsEntry
-	8,  // 6: xjob.v1.CallbackRequest.results:type_name -> xjob.v1.RunResult
-	11, // 7: xjob.v1.RunResult.status:type_name -> xjob.v1.RunStatus
-	0,  // 8: xjob.v1.Registry.Session:input_type -> xjob.v1.ExecutorMessage
-	7,  // 9: xjob.v1.Registry.Callback:input_type -> xjob.v1.CallbackRequest
-	1,  // 10: xjob.v1.Registry.Session:output_type -> xjob.v1.AdminMessage
-	9,  // 11: xjob.v1.Registry.Callback:output_type -> xjob.v1.CallbackResponse
-	10, // [10:12] is the sub-list for method output_type
-	8,  // [8:10] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	6,  // 0: xjob.v1.ExecutorMessage.register:type_name -> xjob.v1.Register
+	8,  // 1: xjob.v1.ExecutorMessage.heartbeat:type_name -> xjob.v1.Heartbeat
+	9,  // 2: xjob.v1.ExecutorMessage.deregister:type_name -> xjob.v1.Deregister
+	4,  // 3: xjob.v1.ExecutorMessage.reply:type_name -> xjob.v1.SessionReply
+	7,  // 4: xjob.v1.AdminMessage.registered:type_name -> xjob.v1.Registered
+	10, // 5: xjob.v1.AdminMessage.deregistered:type_name -> xjob.v1.Deregistered
+	3,  // 6: xjob.v1.AdminMessage.call:type_name -> xjob.v1.SessionCall
+	15, // 7: xjob.v1.SessionCall.beat:type_name -> xjob.v1.BeatRequest
+	16, // 8: xjob.v1.SessionCall.idle_beat:type_name -> xjob.v1.IdleBeatRequest
+	17, // 9: xjob.v1.SessionCall.run:type_name -> xjob.v1.RunRequest
+	18, // 10: xjob.v1.SessionCall.kill:type_name -> xjob.v1.KillRequest
+	19, // 11: xjob.v1.SessionCall.read_log:type_name -> xjob.v1.ReadLogRequest
+	20, // 12: xjob.v1.SessionReply.beat:type_name -> xjob.v1.BeatResponse
+	21, // 13: xjob.v1.SessionReply.idle_beat:type_name -> xjob.v1.IdleBeatResponse
+	22, // 14: xjob.v1.SessionReply.run:type_name -> xjob.v1.RunResponse
+	23, // 15: xjob.v1.SessionReply.kill:type_name -> xjob.v1.KillResponse
+	24, // 16: xjob.v1.SessionReply.read_log:type_name -> xjob.v1.ReadLogResponse
+	5,  // 17: xjob.v1.SessionReply.error:type_name -> xjob.v1.SessionError
+	14, // 18: xjob.v1.Register.labels:type_name -> xjob.v1.Register.LabelsEntry
+	0,  // 19: xjob.v1.Register.dispatch_mode:type_name -> xjob.v1.DispatchMode
+	0,  // 20: xjob.v1.Registered.dispatch_mode:type_name -> xjob.v1.DispatchMode
+	12, // 21: xjob.v1.CallbackRequest.results:type_name -> xjob.v1.RunResult
+	25, // 22: xjob.v1.RunResult.status:type_name -> xjob.v1.RunStatus
+	1,  // 23: xjob.v1.Registry.Session:input_type -> xjob.v1.ExecutorMessage
+	11, // 24: xjob.v1.Registry.Callback:input_type -> xjob.v1.CallbackRequest
+	2,  // 25: xjob.v1.Registry.Session:output_type -> xjob.v1.AdminMessage
+	13, // 26: xjob.v1.Registry.Callback:output_type -> xjob.v1.CallbackResponse
+	25, // [25:27] is the sub-list for method output_type
+	23, // [23:25] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_registry_proto_init() }
@@ -798,27 +1325,46 @@ func file_xjob_v1_registry_proto_init() {
 		return
 	}
 	file_xjob_v1_common_proto_init()
+	file_xjob_v1_executor_proto_init()
 	file_xjob_v1_registry_proto_msgTypes[0].OneofWrappers = []any{
 		(*ExecutorMessage_Register)(nil),
 		(*ExecutorMessage_Heartbeat)(nil),
 		(*ExecutorMessage_Deregister)(nil),
+		(*ExecutorMessage_Reply)(nil),
 	}
 	file_xjob_v1_registry_proto_msgTypes[1].OneofWrappers = []any{
 		(*AdminMessage_Registered)(nil),
 		(*AdminMessage_Deregistered)(nil),
+		(*AdminMessage_Call)(nil),
+	}
+	file_xjob_v1_registry_proto_msgTypes[2].OneofWrappers = []any{
+		(*SessionCall_Beat)(nil),
+		(*SessionCall_IdleBeat)(nil),
+		(*SessionCall_Run)(nil),
+		(*SessionCall_Kill)(nil),
+		(*SessionCall_ReadLog)(nil),
+	}
+	file_xjob_v1_registry_proto_msgTypes[3].OneofWrappers = []any{
+		(*SessionReply_Beat)(nil),
+		(*SessionReply_IdleBeat)(nil),
+		(*SessionReply_Run)(nil),
+		(*SessionReply_Kill)(nil),
+		(*SessionReply_ReadLog)(nil),
+		(*SessionReply_Error)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_registry_proto_rawDesc), len(file_xjob_v1_registry_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   11,
+			NumEnums:      1,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_xjob_v1_registry_proto_goTypes,
 		DependencyIndexes: file_xjob_v1_registry_proto_depIdxs,
+		EnumInfos:         file_xjob_v1_registry_proto_enumTypes,
 		MessageInfos:      file_xjob_v1_registry_proto_msgTypes,
 	}.Build()
 	File_xjob_v1_registry_proto = out.File

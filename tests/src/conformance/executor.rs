@@ -15,40 +15,71 @@ use tokio::process::{Child, Command};
 pub struct ExecutorCommand {
     pub name: String,
     pub command: String,
+    /// Session dispatch: the executor is started with `XJOB_DISPATCH=session`, opens no port
+    /// and registers as `session://APP-PORT`; the admin's calls travel down its session.
+    pub session: bool,
 }
 
 impl ExecutorCommand {
     /// Parses `XJOB_CONFORMANCE_EXECUTOR`: entries separated by `;` or newlines, each
     /// `name=command` or a bare command (named after its first word). `rust` alone stands for
-    /// the Rust SDK's example at `rust_example`.
+    /// the Rust SDK's example at `rust_example` in both dispatch modes (`rust` and
+    /// `rust-session`); a name ending in `@session` (`python@session=…`) runs that executor in
+    /// session dispatch, named `NAME-session` in the table.
     pub fn parse_list(spec: &str, rust_example: &Path) -> Vec<ExecutorCommand> {
         spec.split([';', '\n'])
             .map(str::trim)
             .filter(|entry| !entry.is_empty())
-            .map(|entry| {
+            .flat_map(|entry| {
                 if entry == "rust" {
-                    return Self::rust(rust_example);
+                    return Self::rust_both(rust_example);
                 }
-                match entry.split_once('=') {
-                    Some((name, command))
-                        if !name.contains(char::is_whitespace) && !name.is_empty() =>
-                    {
-                        ExecutorCommand {
-                            name: name.to_string(),
-                            command: command.trim().to_string(),
-                        }
-                    }
-                    _ => ExecutorCommand {
-                        name: entry
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or("executor")
-                            .to_string(),
-                        command: entry.to_string(),
-                    },
-                }
+                vec![Self::parse_entry(entry)]
             })
             .collect()
+    }
+
+    /// The Rust example in dial mode, then in session dispatch.
+    pub fn rust_both(binary: &Path) -> Vec<ExecutorCommand> {
+        let session = ExecutorCommand {
+            name: "rust-session".to_string(),
+            session: true,
+            ..Self::rust(binary)
+        };
+        vec![Self::rust(binary), session]
+    }
+
+    fn parse_entry(entry: &str) -> ExecutorCommand {
+        let parsed = Self::parse_plain(entry);
+        match parsed.name.strip_suffix("@session") {
+            Some(name) => ExecutorCommand {
+                name: format!("{name}-session"),
+                session: true,
+                ..parsed
+            },
+            None => parsed,
+        }
+    }
+
+    fn parse_plain(entry: &str) -> ExecutorCommand {
+        match entry.split_once('=') {
+            Some((name, command)) if !name.contains(char::is_whitespace) && !name.is_empty() => {
+                ExecutorCommand {
+                    name: name.to_string(),
+                    command: command.trim().to_string(),
+                    session: false,
+                }
+            }
+            _ => ExecutorCommand {
+                name: entry
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("executor")
+                    .to_string(),
+                command: entry.to_string(),
+                session: false,
+            },
+        }
     }
 
     /// The Rust SDK's conformance example.
@@ -56,6 +87,7 @@ impl ExecutorCommand {
         ExecutorCommand {
             name: "rust".to_string(),
             command: format!("'{}'", binary.display()),
+            session: false,
         }
     }
 }
@@ -75,6 +107,8 @@ pub struct ExecutorEnv {
     /// More variables (TLS: `XJOB_TLS_CERT`, `XJOB_TLS_KEY`, `XJOB_TLS_CA`,
     /// `XJOB_TLS_REQUIRE_CLIENT_CERT`).
     pub extra_env: Vec<(String, String)>,
+    /// Session dispatch (`XJOB_DISPATCH=session`).
+    pub session: bool,
 }
 
 /// A started executor process (its process group), SIGKILLed when dropped.
@@ -100,6 +134,10 @@ impl ExecutorProcess {
             .env("XJOB_EXECUTOR_PORT", env.port.to_string())
             .env("XJOB_ACCESS_TOKEN", &env.access_token)
             .env("XJOB_LOG_DIR", &env.log_dir)
+            .env(
+                "XJOB_DISPATCH",
+                if env.session { "session" } else { "dial" },
+            )
             .envs(env.extra_env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
@@ -113,8 +151,12 @@ impl ExecutorProcess {
         Ok(ExecutorProcess { child, pgid, env })
     }
 
-    /// The address it registers: `http://127.0.0.1:port`, `https://` when it serves TLS.
+    /// The address it registers: `http://127.0.0.1:port`, `https://` when it serves TLS;
+    /// `session://APP-PORT` in session dispatch (the port is then only a unique name).
     pub fn address(&self) -> String {
+        if self.env.session {
+            return format!("session://{}-{}", self.env.app_name, self.env.port);
+        }
         let tls = self
             .env
             .extra_env

@@ -50,6 +50,10 @@ pub async fn run_suite(
             if !only.is_empty() && !only.iter().any(|name| name == scenario.name) {
                 continue;
             }
+            if command.session && scenarios::needs_port(scenario.name) {
+                report.not_applicable(scenario.name, &command.name);
+                continue;
+            }
             let started = Instant::now();
             let outcome = tokio::time::timeout(SCENARIO_BOUND, (scenario.run)(&mut world)).await;
             let outcome = match outcome {

@@ -10,6 +10,8 @@ pub struct Report {
     scenarios: Vec<&'static str>,
     executors: Vec<String>,
     outcomes: BTreeMap<(&'static str, String), Result<Duration, String>>,
+    /// Scenarios that do not apply to an executor (a port scenario in session dispatch).
+    not_applicable: Vec<(&'static str, String)>,
 }
 
 impl Report {
@@ -27,6 +29,17 @@ impl Report {
         }
         self.outcomes
             .insert((scenario, executor.to_string()), outcome);
+    }
+
+    /// Marks a scenario as not applying to `executor` (shown `n/a`, not a failure).
+    pub fn not_applicable(&mut self, scenario: &'static str, executor: &str) {
+        if !self.scenarios.contains(&scenario) {
+            self.scenarios.push(scenario);
+        }
+        if !self.executors.iter().any(|name| name == executor) {
+            self.executors.push(executor.to_string());
+        }
+        self.not_applicable.push((scenario, executor.to_string()));
     }
 
     /// Every failure, as `executor / scenario: reason`.
@@ -56,6 +69,13 @@ impl Report {
                 let cell = match self.outcomes.get(&(*scenario, executor.clone())) {
                     Some(Ok(took)) => format!("pass {:.1}s", took.as_secs_f64()),
                     Some(Err(_)) => "FAIL".to_string(),
+                    None if self
+                        .not_applicable
+                        .iter()
+                        .any(|(s, e)| s == scenario && e == executor) =>
+                    {
+                        "n/a".to_string()
+                    }
                     None => "-".to_string(),
                 };
                 let _ = write!(out, " {cell} |");

@@ -57,6 +57,9 @@ async fn over_tls(world: &mut World, ca: &TestCa) -> anyhow::Result<()> {
     let admin_url = world.admin.url();
     let index = world.spawn_executor_env(&app, TOKEN, port, &admin_url, env.to_vec())?;
     let address = world.executors[index].address();
+    if world.command.session {
+        return session_over_tls(world, &app, group, port, &address).await;
+    }
     anyhow::ensure!(address.starts_with("https://"), "{address}");
     world.wait_listed(&app, &address, REGISTER_BOUND).await?;
     let job_id = world.create_job(World::job(group, "log")).await?;
@@ -88,6 +91,35 @@ async fn over_tls(world: &mut World, ca: &TestCa) -> anyhow::Result<()> {
     beat(https.tls_config(trusting.identity(identity))?)
         .await
         .map_err(|error| anyhow::anyhow!("Beat with a client certificate from the CA: {error}"))?;
+    Ok(())
+}
+
+/// Session dispatch over TLS: the run and its log read travel down the session the executor
+/// opened to the TLS admin (covered by the admin's certificate), and the executor's port stays
+/// closed.
+async fn session_over_tls(
+    world: &mut World,
+    app: &str,
+    group: i64,
+    port: u16,
+    address: &str,
+) -> anyhow::Result<()> {
+    world.wait_listed(app, address, REGISTER_BOUND).await?;
+    let job_id = world.create_job(World::job(group, "log")).await?;
+    let log_id = world.trigger_one(job_id, "3").await?;
+    let log = world.wait_final(log_id, RUN_BOUND).await?;
+    expect_status(&log, pb::RunStatus::Success, 200)?;
+    let (content, _) = world.read_log(log_id).await?;
+    anyhow::ensure!(
+        content.contains("line 3"),
+        "ReadRunLog down a TLS session:\n{content}"
+    );
+    anyhow::ensure!(
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err(),
+        "an executor in session dispatch opened its port {port}"
+    );
     Ok(())
 }
 

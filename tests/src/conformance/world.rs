@@ -129,6 +129,7 @@ impl World {
                 .join(format!("executor-{app_name}-{port}.out")),
             work_dir: self.repo_root.clone(),
             extra_env,
+            session: self.command.session,
         };
         self.executors
             .push(ExecutorProcess::spawn(&self.command, env)?);

@@ -19,5 +19,6 @@ mod retries;
 mod routes;
 mod schedule_policies;
 mod schedule_types;
+mod session_dispatch;
 mod tls;
 mod users;
