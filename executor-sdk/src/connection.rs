@@ -29,25 +29,12 @@ use crate::backoff::Backoff;
 use crate::callback::Unreported;
 use crate::runner::Runner;
 use crate::server::ExecutorServer;
+pub(crate) use crate::session_state::SessionState;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const DEREGISTER_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 const MIN_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(10);
-
-/// Where the executor stands with the admins.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SessionState {
-    /// Not registered: connecting, or reconnecting after a lost session.
-    Connecting,
-    /// Registered with the admin at `admin`.
-    Registered { executor_id: String, admin: String },
-    /// The last admin that answered refused the registration (`message` says why); retrying
-    /// continues, and the state stays until a registration succeeds.
-    Refused { admin: String, message: String },
-    /// Deregistered or stopped for good.
-    Stopped,
-}
 
 /// What the executor announces in `Register`.
 #[derive(Clone, Debug)]

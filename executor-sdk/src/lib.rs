@@ -61,6 +61,7 @@ mod runner;
 mod running;
 mod server;
 mod session_dispatch;
+mod session_state;
 mod settings;
 mod telemetry;
 

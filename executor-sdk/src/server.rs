@@ -21,9 +21,9 @@ use xjob_proto::pb;
 use xjob_proto::pb::executor_service_server::{ExecutorService, ExecutorServiceServer};
 
 use crate::auth::ServerAuth;
-use crate::connection::SessionState;
 use crate::joblog::JobLogStore;
 use crate::runner::Runner;
+use crate::session_state::SessionState;
 
 /// The `ExecutorService` implementation.
 #[derive(Clone)]

@@ -11,6 +11,12 @@ use axum::response::{Html, IntoResponse, Response};
 
 use super::i18n::{Lang, t};
 
+/// [`t`](super::i18n::t) as markup, each `{}` filled with the next of `args` (text escaped, markup kept as is):
+/// for a sentence with a link, a time or code inside. The tables are the console's own text.
+pub fn tm(lang: Lang, key: &'static str, args: &[&dyn Render]) -> Markup {
+    Markup::fill(t(lang, key), args)
+}
+
 /// HTML that is safe to put in a page (see the module comment for who makes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Markup(String);

@@ -40,18 +40,6 @@ pub fn dispatch_time(
     }
 }
 
-/// Checks a job's `jitter_max_ms`.
-pub fn validate_jitter(max_ms: i64, field: &str) -> Result<(), super::validate::Refusal> {
-    if (0..=MAX_JITTER_MS).contains(&max_ms) {
-        Ok(())
-    } else {
-        Err(super::validate::Refusal::invalid(
-            field,
-            format!("must be between 0 and {MAX_JITTER_MS} ms (an hour), got {max_ms}"),
-        ))
-    }
-}
-
 /// Sebastiano Vigna's SplitMix64 finalizer: a fixed, well-mixed 64-bit hash. Written out (not
 /// the standard library's hasher, whose output may change between Rust releases) so every admin
 /// of a cluster, whatever it was built with, computes the same delays.
@@ -65,6 +53,7 @@ fn splitmix64(seed: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::validate::validate_jitter;
 
     const T0: i64 = 1_800_000_000_000;
 

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use chrono_tz::Tz;
 
 use crate::model::cron::CronExpr;
+use crate::model::jitter::MAX_JITTER_MS;
 use crate::model::parse_time_zone;
 use crate::model::{AddressType, GlueType, Group, Job, JobId, ScheduleType};
 
@@ -78,7 +79,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
         &field("time_zone"),
     )?;
     validate_glue(job, prefix)?;
-    crate::model::jitter::validate_jitter(job.policy.jitter_max_ms, &field("jitter_max_ms"))?;
+    validate_jitter(job.policy.jitter_max_ms, &field("jitter_max_ms"))?;
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;
@@ -541,6 +542,18 @@ pub fn field_name(prefix: &str, name: &str) -> String {
         name.to_string()
     } else {
         format!("{prefix}.{name}")
+    }
+}
+
+/// Checks a job's `jitter_max_ms`.
+pub fn validate_jitter(max_ms: i64, field: &str) -> Result<(), Refusal> {
+    if (0..=MAX_JITTER_MS).contains(&max_ms) {
+        Ok(())
+    } else {
+        Err(Refusal::invalid(
+            field,
+            format!("must be between 0 and {MAX_JITTER_MS} ms (an hour), got {max_ms}"),
+        ))
     }
 }
 

@@ -6,8 +6,9 @@ use xjob_proto::pb;
 use super::JobAdminService;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::error::Error;
-use crate::model::jitter::{dispatch_time, validate_jitter};
+use crate::model::jitter::dispatch_time;
 use crate::model::next_fire::next_fire_after;
+use crate::model::validate::validate_jitter;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
 use crate::model::{JobId, TriggerType};
 

@@ -10,8 +10,6 @@
 use axum::http::HeaderMap;
 use axum::http::header::ACCEPT_LANGUAGE;
 
-use super::html::{Markup, Render};
-
 /// The cookie that remembers the language the user picked.
 pub const COOKIE: &str = "xjob_lang";
 
@@ -120,12 +118,6 @@ pub fn tf(lang: Lang, key: &'static str, args: &[&dyn std::fmt::Display]) -> Str
     }
     out.push_str(rest);
     out
-}
-
-/// [`t`] as markup, each `{}` filled with the next of `args` (text escaped, markup kept as is):
-/// for a sentence with a link, a time or code inside. The tables are the console's own text.
-pub fn tm(lang: Lang, key: &'static str, args: &[&dyn Render]) -> Markup {
-    Markup::fill(t(lang, key), args)
 }
 
 mod en;

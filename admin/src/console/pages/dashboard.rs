@@ -13,8 +13,9 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::frame::{self, Nav};
+use super::super::html::tm;
 use super::super::html::{self, Markup, markup};
-use super::super::i18n::{Lang, t, tf, tm};
+use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
 use super::super::zone;
 use super::super::{Shared, request};

@@ -9,8 +9,9 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::csrf::{Fields, Posted};
 use super::super::frame::{self, Nav};
+use super::super::html::tm;
 use super::super::html::{self, Markup, Tone, markup};
-use super::super::i18n::{t, tf, tm};
+use super::super::i18n::{t, tf};
 use super::super::session::Viewer;
 use super::super::{Console, Shared, request};
 use super::{Path, field_error, readable_groups, see_other, status_page};
