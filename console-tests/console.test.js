@@ -628,6 +628,20 @@ step('the language switch shows the console in Chinese and remembers it', async 
   check((await page.textContent('h1')).trim() === '任务', 'the jobs heading in Chinese');
   check(/下次触发/.test(await page.textContent('#jobs tr')), 'the jobs columns in Chinese');
   check(/共 [\d,]+ 个任务/.test(await page.textContent('#jobs-total')), 'the jobs total');
+  // The job editor, its state and trigger cards, and a script job's source and versions.
+  await visit(page, `${base}/jobs/new`);
+  check((await page.textContent('h1')).trim() === '新建任务', 'the new job heading in Chinese');
+  await visit(page, `${base}/jobs/${state.cronJob}`);
+  const form = await page.textContent('#job-form');
+  check(/调度类型/.test(form) && /路由策略/.test(form), `the job editor in Chinese: ${form}`);
+  check((await page.textContent('#job-state h2')).trim() === '状态', 'the state card in Chinese');
+  check((await page.textContent('#trigger-job')).trim() === '触发', 'the trigger button');
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese job editor');
+  await visit(page, `${base}/jobs/${state.scriptJob}`);
+  check((await page.textContent('#glue h2')).trim() === '脚本源码', 'the script source heading');
+  check(/版本/.test(await page.textContent('#glue-versions tr')), 'the versions in Chinese');
+  check((await page.textContent('#save-glue')).trim() === '保存源码', 'the save source button');
+  await shot(page, 'script-job-zh');
   await visit(page, `${base}/executors`);
   check((await page.textContent('h1')).trim() === '执行器与分组', 'the executors heading');
   check(/心跳/.test(await page.textContent('main')), 'the executors table in Chinese');

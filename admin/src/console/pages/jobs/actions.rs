@@ -36,7 +36,10 @@ pub async fn save_glue(
         ))
         .await;
     match answer {
-        Ok(_) => see_other(&format!("/jobs/{id}"), "Source saved as a new version."),
+        Ok(_) => see_other(
+            &format!("/jobs/{id}"),
+            t(posted.viewer.lang, "jobs.glue_saved"),
+        ),
         Err(status) => {
             let job = match load(&console, &posted.viewer, id).await {
                 Ok(job) => job,
@@ -225,7 +228,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             let id = answer.into_inner().job.map_or(0, |job| job.id);
             see_other(
                 &format!("/jobs/{id}"),
-                "Job created (stopped): start it to schedule it.",
+                t(posted.viewer.lang, "jobs.created"),
             )
         }
         Err(status) => {
@@ -265,7 +268,7 @@ pub async fn update(
         ))
         .await;
     match answer {
-        Ok(_) => see_other(&format!("/jobs/{id}"), "Job saved."),
+        Ok(_) => see_other(&format!("/jobs/{id}"), t(posted.viewer.lang, "jobs.saved")),
         Err(status) => {
             let code = http_status(status.code());
             editor(
@@ -290,7 +293,7 @@ pub async fn delete(
         .delete_job(request(&posted.viewer.caller, pb::DeleteJobRequest { id }))
         .await;
     match answer {
-        Ok(_) => see_other("/jobs", &format!("Job {id} deleted.")),
+        Ok(_) => see_other("/jobs", &tf(posted.viewer.lang, "jobs.deleted", &[&id])),
         Err(status) => status_page(&status),
     }
 }
@@ -362,8 +365,14 @@ pub async fn trigger(
         .await;
     match answer {
         Ok(answer) => match answer.into_inner().log_ids.first() {
-            Some(log_id) => see_other(&format!("/runs/{log_id}"), "Triggered."),
-            None => see_other(&format!("/jobs/{id}"), "Triggered: no run was created."),
+            Some(log_id) => see_other(
+                &format!("/runs/{log_id}"),
+                t(posted.viewer.lang, "jobs.triggered"),
+            ),
+            None => see_other(
+                &format!("/jobs/{id}"),
+                t(posted.viewer.lang, "jobs.triggered_no_run"),
+            ),
         },
         Err(status) => {
             let job = match load(&console, &posted.viewer, id).await {

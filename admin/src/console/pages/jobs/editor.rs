@@ -11,7 +11,9 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::super::csrf::Fields;
 use super::super::super::form;
 use super::super::super::frame::{self, Nav};
+use super::super::super::html::tm;
 use super::super::super::html::{self, Markup, Tone, markup};
+use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
 use super::super::super::zone;
 use super::super::super::{Console, Shared, request};
@@ -140,6 +142,7 @@ pub async fn editor_with(
     trigger: Option<&TriggerForm>,
     notice: Markup,
 ) -> Response {
+    let lang = viewer.lang;
     let groups = readable_groups(console, viewer).await;
     let editable = editable(viewer, job);
     let (error_field, error_message) = error.clone().unwrap_or((None, String::new()));
@@ -159,17 +162,23 @@ pub async fn editor_with(
         .map(|group| (group.id.to_string(), group_name(&groups, group.id)))
         .collect();
     if !editable {
-        body.push(Markup::literal(
-            "<p class=\"notice\" id=\"read-only\">You may read this job but not change it: \
-             your role does not let you operate its group.</p>",
+        body.push(markup!(
+            "<p class=\"notice\" id=\"read-only\">{}</p>",
+            t(lang, "editor.read_only")
         ));
     } else if group_options.is_empty() {
-        body.push(Markup::literal(
-            "<p class=\"empty\">No executor group yet: a job runs on a group's executors. \
-             <a href=\"/groups/new\">Create a group</a> first.</p>",
+        body.push(markup!(
+            "<p class=\"empty\">{}</p>",
+            tm(lang, "editor.no_group", &[])
         ));
     }
-    let fields = job_fields(job, &group_options, error_field.as_deref(), &error_message);
+    let fields = job_fields(
+        lang,
+        job,
+        &group_options,
+        error_field.as_deref(),
+        &error_message,
+    );
     let action = if job.id == 0 {
         "/jobs/new".to_string()
     } else {
@@ -187,7 +196,10 @@ pub async fn editor_with(
         },
         fields,
         if editable {
-            Markup::literal("<button type=\"submit\" id=\"save-job\">Save</button>")
+            markup!(
+                "<button type=\"submit\" id=\"save-job\">{}</button>",
+                t(lang, "editor.save")
+            )
         } else {
             Markup::new()
         }
@@ -198,9 +210,9 @@ pub async fn editor_with(
     }
     body.push(extra);
     let title = if job.id == 0 {
-        "New job".to_string()
+        t(lang, "editor.new_title").to_string()
     } else {
-        format!("Job {}: {}", job.id, job.name)
+        tf(lang, "editor.title", &[&job.id, &job.name])
     };
     let mut response = frame::page(Some(viewer), &title, Nav::Jobs, body);
     *response.status_mut() = code;
@@ -214,6 +226,7 @@ fn current(value: Result<&'static str, prost::UnknownEnumValue>, prefix: &str) -
 
 /// The editor's fields, each with the error that names it.
 fn job_fields(
+    lang: Lang,
     job: &pb::Job,
     group_options: &[html::Choice],
     error_field: Option<&str>,
@@ -241,67 +254,64 @@ fn job_fields(
     let backoff = job.retry_backoff.unwrap_or_default();
     let mut fields = vec![
         html::field(
-            "Group",
+            t(lang, "editor.group"),
             "group_id",
             html::select("group_id", group_options, &job.group_id.to_string()),
             err("group_id"),
             Markup::new(),
         ),
         html::field(
-            "Name",
+            t(lang, "editor.name"),
             "name",
             html::text_input("name", &job.name),
             err("name"),
             Markup::new(),
         ),
         html::field(
-            "Author",
+            t(lang, "editor.author"),
             "author",
             html::text_input("author", &job.author),
             err("author"),
             Markup::new(),
         ),
         html::field(
-            "Alarm e-mail",
+            t(lang, "editor.alarm_email"),
             "alarm_email",
             html::text_input("alarm_email", &job.alarm_email),
             err("alarm_email"),
-            Markup::literal("comma-separated"),
+            tm(lang, "editor.alarm_email_hint", &[]),
         ),
         html::field(
-            "Alarm on",
+            t(lang, "editor.alarm_on"),
             "alarm_on_every_failure",
             checkbox(
                 "alarm_on_every_failure",
                 job.alarm_on_every_failure,
-                "every failed attempt (else only when the last retry fails)",
+                t(lang, "editor.alarm_every"),
             ),
             err("alarm_on_every_failure"),
             Markup::new(),
         ),
         html::field(
-            "Schedule type",
+            t(lang, "editor.schedule_type"),
             "schedule_type",
             html::select("schedule_type", &schedule_types(), &schedule_type),
             err("schedule_type"),
             Markup::new(),
         ),
         html::field(
-            "Schedule",
+            t(lang, "editor.schedule"),
             "schedule_conf",
             html::text_input("schedule_conf", &job.schedule_conf),
             err("schedule_conf"),
-            Markup::literal(
-                "CRON: Quartz, with seconds (<code>0 */5 * * * ?</code>); FIX_RATE / FIX_DELAY: \
-                 seconds",
-            ),
+            tm(lang, "editor.schedule_hint", &[]),
         ),
         html::field(
-            "Time zone",
+            t(lang, "editor.time_zone"),
             "time_zone",
             html::text_input("time_zone", &job.time_zone),
             err("time_zone"),
-            Markup::literal("IANA name, e.g. Europe/Berlin; empty = the admin's zone"),
+            tm(lang, "editor.time_zone_hint", &[]),
         ),
         Markup::literal("<div class=\"preview\" id=\"preview\" aria-live=\"polite\"></div>"),
     ];
@@ -309,23 +319,23 @@ fn job_fields(
     // new job the script hides it while a script type is picked).
     if !script {
         fields.push(html::field(
-            "Handler",
+            t(lang, "editor.handler"),
             "handler",
             html::text_input("handler", &job.handler),
             err("handler"),
-            Markup::literal("the handler name the executor registered (BEAN jobs)"),
+            tm(lang, "editor.handler_hint", &[]),
         ));
     }
     fields.extend([
         html::field(
-            "Params",
+            t(lang, "editor.params"),
             "params",
             html::textarea("params", 3, &job.params),
             err("params"),
             Markup::new(),
         ),
         html::field(
-            "Route",
+            t(lang, "editor.route"),
             "route_strategy",
             html::select(
                 "route_strategy",
@@ -339,7 +349,7 @@ fn job_fields(
             Markup::new(),
         ),
         html::field(
-            "Misfire",
+            t(lang, "editor.misfire"),
             "misfire_strategy",
             html::select(
                 "misfire_strategy",
@@ -353,17 +363,14 @@ fn job_fields(
             Markup::new(),
         ),
         html::field(
-            "Jitter",
+            t(lang, "editor.jitter"),
             "jitter_max_ms",
             html::text_input("jitter_max_ms", &form::timeout_text(job.jitter_max_ms)),
             err("jitter_max_ms"),
-            Markup::literal(
-                "hold each scheduled fire back by up to this long, e.g. <code>30s</code>; \
-                 0 = on time",
-            ),
+            tm(lang, "editor.jitter_hint", &[]),
         ),
         html::field(
-            "Block",
+            t(lang, "editor.block"),
             "block_strategy",
             html::select(
                 "block_strategy",
@@ -377,51 +384,49 @@ fn job_fields(
             Markup::new(),
         ),
         html::field(
-            "Timeout",
+            t(lang, "editor.timeout"),
             "timeout_ms",
             html::text_input("timeout_ms", &form::timeout_text(job.timeout_ms)),
             err("timeout_ms"),
-            Markup::literal(
-                "<code>30s</code>, <code>5m</code>, <code>1h</code> or plain seconds; 0 = none",
-            ),
+            tm(lang, "editor.timeout_hint", &[]),
         ),
         html::field(
-            "Retries",
+            t(lang, "editor.retries"),
             "fail_retry_count",
             html::text_input("fail_retry_count", &job.fail_retry_count.to_string()),
             err("fail_retry_count"),
             Markup::new(),
         ),
         html::field(
-            "Retry delay",
+            t(lang, "editor.retry_delay"),
             "retry_delay",
             html::text_input("retry_delay", &form::timeout_text(backoff.initial_delay_ms)),
             err("retry_delay"),
-            Markup::literal("before the first retry, e.g. <code>10s</code>; 0 = at once"),
+            tm(lang, "editor.retry_delay_hint", &[]),
         ),
         html::field(
-            "Backoff factor",
+            t(lang, "editor.factor"),
             "retry_factor",
             html::text_input("retry_factor", &form::factor_text(backoff.factor)),
             err("retry_factor"),
-            Markup::literal("1 = the same delay each time; 2 = doubles it each retry"),
+            tm(lang, "editor.factor_hint", &[]),
         ),
         html::field(
-            "Longest retry delay",
+            t(lang, "editor.max_delay"),
             "retry_max_delay",
             html::text_input("retry_max_delay", &form::timeout_text(backoff.max_delay_ms)),
             err("retry_max_delay"),
-            Markup::literal("caps the growing delay; 0 = no cap"),
+            tm(lang, "editor.max_delay_hint", &[]),
         ),
         html::field(
-            "Child jobs",
+            t(lang, "editor.children"),
             "child_job_ids",
             html::text_input("child_job_ids", &children.join(",")),
             err("child_job_ids"),
-            Markup::literal("job ids, comma-separated; started after a success"),
+            tm(lang, "editor.children_hint", &[]),
         ),
         html::field(
-            "Glue type",
+            t(lang, "editor.glue_type"),
             "glue_type",
             glue,
             err("glue_type"),
@@ -431,14 +436,12 @@ fn job_fields(
     // A new script job needs its first source here; later versions are saved below the form.
     if job.id == 0 {
         fields.push(html::field(
-            "Script source",
+            t(lang, "editor.script_source"),
             "glue_source",
             // Highlighted for the glue type chosen in this form (editor.js reads it).
             html::code_textarea("glue_source", 6, &job.glue_source, ""),
             err("glue_source"),
-            Markup::literal(
-                "script glue types only (SHELL, PYTHON, …); BEAN jobs run their handler",
-            ),
+            tm(lang, "editor.script_source_hint", &[]),
         ));
     }
     fields.into_iter().collect()
@@ -475,15 +478,22 @@ fn job_side(
     trigger: Option<&TriggerForm>,
     shown_zone: chrono_tz::Tz,
 ) -> Markup {
+    let lang = viewer.lang;
     let running = job.status == pb::JobStatus::Running as i32;
     // A live region: the script refreshes the state (next and last fire) in place.
     let mut out = markup!(
-        "<section class=\"card\" id=\"job-state\" data-live><h2>State</h2><p>{} next fire {} \
-         · last fire {} · <a href=\"/runs?job={}\">runs</a></p>",
-        html::badge(if running { "RUNNING" } else { "STOPPED" }),
-        zone::job_time(job.next_fire_ms, shown_zone.name()),
-        zone::job_time(job.last_fire_ms, shown_zone.name()),
-        job.id
+        "<section class=\"card\" id=\"job-state\" data-live><h2>{}</h2><p>{}</p>",
+        t(lang, "editor.state"),
+        tm(
+            lang,
+            "editor.state_line",
+            &[
+                &html::badge(if running { "RUNNING" } else { "STOPPED" }),
+                &zone::job_time(job.next_fire_ms, shown_zone.name()),
+                &zone::job_time(job.last_fire_ms, shown_zone.name()),
+                &job.id,
+            ],
+        )
     );
     if !editable {
         out.push(Markup::literal("</section>"));
@@ -506,50 +516,58 @@ fn job_side(
         }) => html::notice(Tone::Bad, message),
         _ => Markup::new(),
     };
-    let (action, text) = if running {
-        ("stop", "Stop")
+    let (action, text, confirm) = if running {
+        ("stop", "jobs.stop", "jobs.stop_confirm")
     } else {
-        ("start", "Start")
+        ("start", "jobs.start", "jobs.start_confirm")
     };
+    let text = t(lang, text);
     out.push(markup!(
         "<form method=\"post\" action=\"/jobs/{}/{}\" class=\"inline\" \
-         data-confirm=\"{} job {} ({})?\">{}\
+         data-confirm=\"{}\">{}\
          <button id=\"{}-job\">{}</button></form> \
-         <a class=\"button secondary\" href=\"/jobs/{}/copy\" id=\"copy-job\">Copy</a> \
+         <a class=\"button secondary\" href=\"/jobs/{}/copy\" id=\"copy-job\">{}</a> \
          <form method=\"post\" action=\"/jobs/{}/delete\" class=\"inline\" \
-         data-confirm=\"Delete job {} and all its runs?\">{}\
-         <button class=\"danger\" id=\"delete-job\">Delete</button></form></section>",
+         data-confirm=\"{}\">{}\
+         <button class=\"danger\" id=\"delete-job\">{}</button></form></section>",
         job.id,
         action,
-        text,
-        job.id,
-        job.name,
+        tf(lang, confirm, &[&job.id, &job.name]),
         csrf,
         action,
         text,
         job.id,
+        t(lang, "editor.copy"),
         job.id,
-        job.id,
+        tf(lang, "editor.delete_confirm", &[&job.id]),
         csrf,
+        t(lang, "editor.delete"),
     ));
     out.push(markup!(
-        "<section class=\"card\" id=\"trigger\"><h2>Trigger once</h2>{}\
+        "<section class=\"card\" id=\"trigger\"><h2>{}</h2>{}\
          <form method=\"post\" action=\"/jobs/{}/trigger\" id=\"trigger-form\">{}\
-         <div class=\"field\"><label for=\"trigger_params\">Params</label>\
+         <div class=\"field\"><label for=\"trigger_params\">{}</label>\
          <textarea name=\"params\" id=\"trigger_params\" rows=\"2\">{}</textarea>\
-         <div class=\"hint\">sent instead of the job's params</div>{}</div>\
-         <div class=\"field\"><label for=\"trigger_addresses\">Executor addresses</label>\
+         <div class=\"hint\">{}</div>{}</div>\
+         <div class=\"field\"><label for=\"trigger_addresses\">{}</label>\
          <input type=\"text\" name=\"addresses\" id=\"trigger_addresses\" value=\"{}\" \
-         placeholder=\"optional: http://10.0.0.5:9999, …\">\
-         <div class=\"hint\">optional: run on these executors of the group</div>{}</div>\
-         <button id=\"trigger-job\">Trigger</button></form></section>",
+         placeholder=\"{}\">\
+         <div class=\"hint\">{}</div>{}</div>\
+         <button id=\"trigger-job\">{}</button></form></section>",
+        t(lang, "jobs.trigger_once"),
         form_error,
         job.id,
         csrf,
+        t(lang, "editor.params"),
         params,
+        t(lang, "editor.trigger_params_hint"),
         trigger_error_div("params", error_on("params")),
+        t(lang, "editor.addresses"),
         addresses,
+        t(lang, "editor.addresses_placeholder"),
+        t(lang, "editor.addresses_hint"),
         trigger_error_div("addresses", error_on("addresses")),
+        t(lang, "editor.trigger"),
     ));
     out
 }

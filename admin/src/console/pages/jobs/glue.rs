@@ -5,7 +5,9 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::super::frame;
+use super::super::super::html::tm;
 use super::super::super::html::{self, Markup, Tone, markup};
+use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
 use super::super::super::{Console, request};
 
@@ -21,6 +23,7 @@ pub async fn glue_section(
     if job.glue_type == pb::GlueType::Bean as i32 || job.glue_type == 0 {
         return Markup::new();
     }
+    let lang = viewer.lang;
     let mut source = job.glue_source.clone();
     let mut remark = String::new();
     let mut diff = Markup::new();
@@ -33,9 +36,9 @@ pub async fn glue_section(
             ))
             .await;
         if let Some(loaded) = loaded.ok().and_then(|answer| answer.into_inner().version) {
-            diff = diff_section(&job.glue_source, &loaded.glue_source, version);
+            diff = diff_section(lang, &job.glue_source, &loaded.glue_source, version);
             source = loaded.glue_source;
-            remark = format!("back to version {version}");
+            remark = tf(lang, "glue.back_to", &[&version]);
         }
     }
     let versions = console
@@ -51,8 +54,9 @@ pub async fn glue_section(
     let err = |name: &str| (error_field.as_deref() == Some(name)).then_some(message.as_str());
     let editable = viewer.can_operate(job.group_id);
     let mut out = markup!(
-        "<section class=\"card\" id=\"glue\"><h2>Script source</h2>\
+        "<section class=\"card\" id=\"glue\"><h2>{}</h2>\
          <form method=\"post\" action=\"/jobs/{}/glue\" id=\"glue-form\">{}{}{}{}{}</fieldset>{}</form>",
+        t(lang, "editor.script_source"),
         job.id,
         frame::csrf_field(viewer),
         if editable {
@@ -61,14 +65,14 @@ pub async fn glue_section(
             Markup::literal("<fieldset disabled>")
         },
         html::field(
-            "Source",
+            t(lang, "glue.source"),
             "glue_source",
             html::code_textarea("glue_source", 12, &source, &code_language(job.glue_type)),
             err("glue_source"),
-            Markup::literal("the next run uses the saved source"),
+            tm(lang, "glue.source_hint", &[]),
         ),
         html::field(
-            "What changed",
+            t(lang, "glue.remark"),
             "glue_remark",
             html::text_input("glue_remark", &remark),
             err("glue_remark"),
@@ -80,31 +84,34 @@ pub async fn glue_section(
             Markup::new()
         },
         if editable {
-            Markup::literal("<button id=\"save-glue\">Save source</button>")
+            markup!("<button id=\"save-glue\">{}</button>", t(lang, "glue.save"))
         } else {
             Markup::new()
         },
     );
     out.push(diff);
     if versions.is_empty() {
-        out.push(Markup::literal(
-            "<p class=\"empty\">No saved versions yet.</p>",
-        ));
+        out.push(markup!("<p class=\"empty\">{}</p>", t(lang, "glue.none")));
     } else {
-        out.push(Markup::literal(
-            "<table id=\"glue-versions\"><tr><th scope=\"col\">Version</th>\
-             <th scope=\"col\">Saved</th><th scope=\"col\">Remark</th>\
-             <th scope=\"col\">Actions</th></tr>",
+        out.push(markup!(
+            "<table id=\"glue-versions\"><tr><th scope=\"col\">{}</th>\
+             <th scope=\"col\">{}</th><th scope=\"col\">{}</th>\
+             <th scope=\"col\">{}</th></tr>",
+            t(lang, "glue.col_version"),
+            t(lang, "glue.col_saved"),
+            t(lang, "glue.col_remark"),
+            t(lang, "jobs.col_actions"),
         ));
         for saved in &versions {
             out.push(markup!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td>\
-                 <td><a href=\"/jobs/{}?version={}#glue\">load</a></td></tr>",
+                 <td><a href=\"/jobs/{}?version={}#glue\">{}</a></td></tr>",
                 saved.id,
                 html::time(saved.created_ms),
                 saved.glue_remark,
                 job.id,
                 saved.id,
+                t(lang, "glue.load"),
             ));
         }
         out.push(Markup::literal("</table>"));
@@ -114,10 +121,10 @@ pub async fn glue_section(
 }
 
 /// What loading `version` changes against the saved source, line by line.
-fn diff_section(saved: &str, loaded: &str, version: i64) -> Markup {
+fn diff_section(lang: Lang, saved: &str, loaded: &str, version: i64) -> Markup {
     let mut out = markup!(
-        "<h3>Version {} against the saved source</h3><pre class=\"diff\" id=\"glue-diff\">",
-        version
+        "<h3>{}</h3><pre class=\"diff\" id=\"glue-diff\">",
+        tf(lang, "glue.diff_title", &[&version])
     );
     for (change, line) in line_diff(saved, loaded) {
         out.push(match change {
