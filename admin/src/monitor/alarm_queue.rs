@@ -204,7 +204,7 @@ async fn record(ctx: &AdminContext, log_id: LogId, status: AlarmStatus, delivery
     for attempt in 1..=3 {
         match ctx
             .store
-            .record_alarm_delivery(log_id, status.code(), delivery)
+            .record_alarm_delivery(log_id, status, delivery)
             .await
         {
             Ok(_) => return,

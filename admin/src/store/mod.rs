@@ -442,7 +442,7 @@ shared! {
     /// Records the outcome of an alarm the follow-up queued (`alarm_status` 4, see
     /// `monitor::alarm_queue`): 2 sent or 3 failed, with `alarm_delivery`; false when the run no
     /// longer waits for it.
-    fn record_alarm_delivery(&self, log_id: LogId, alarm_status: i32, alarm_delivery: &str) -> StoreResult<bool> => followups;
+    fn record_alarm_delivery(&self, log_id: LogId, alarm_status: AlarmStatus, alarm_delivery: &str) -> StoreResult<bool> => followups;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;

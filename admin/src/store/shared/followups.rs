@@ -15,7 +15,7 @@ use sqlx::Transaction;
 
 use super::inserts::insert_one_unless_present;
 use super::logs::new_run_insert;
-use crate::model::LogId;
+use crate::model::{AlarmStatus, LogId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, commit, map_error};
 use crate::store::{FixDelayRelease, FollowupWrite, FollowupWritten, StoreResult};
@@ -109,11 +109,11 @@ async fn close_claim<DB: Dialect>(
 pub async fn record_alarm_delivery<DB: Dialect>(
     db: Pools<'_, DB>,
     log_id: LogId,
-    alarm_status: i32,
+    alarm_status: AlarmStatus,
     alarm_delivery: &str,
 ) -> StoreResult<bool> {
     let recorded = Sql::<DB>::new("UPDATE xjob_log SET alarm_status = ")
-        .bind(alarm_status)
+        .bind(alarm_status.code())
         .push(", alarm_delivery = ")
         .bind(alarm_delivery)
         .push(" WHERE id = ")
