@@ -125,6 +125,10 @@ class Executor {
     });
     let calls = null;
     if (this.sessionDispatch) {
+      // No server holds the event loop open in this mode, and the reconnect and callback retry
+      // timers are unref'd: without this, the process would exit between two connection
+      // attempts to an admin that is down.
+      this.keepAlive = setInterval(() => {}, 60 * 60 * 1000);
       // No token check on these calls: they come from the admin this executor dialed.
       calls = new SessionCalls(service({ runner: this.runner, joblog: this.joblog, accessToken: '' }), this.log);
     } else {
@@ -199,6 +203,7 @@ class Executor {
     } catch (error) {
       this.log.warn(`flushing traces at shutdown failed: ${error.message}`);
     }
+    clearInterval(this.keepAlive);
     this.log.info('executor stopped');
   }
 

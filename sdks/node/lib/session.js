@@ -10,6 +10,7 @@
 //
 // In session dispatch (`calls` given) the admin's calls arrive on the same stream while it is
 // open; each is handed to calls.answer with a writer for its reply.
+const grpc = require('@grpc/grpc-js');
 const { PROTOCOL_VERSION } = require('./proto');
 const { Backoff } = require('./backoff');
 const { sleep } = require('./runner');
@@ -42,7 +43,9 @@ class Session {
       try {
         await this.oneSession(address, backoff);
       } catch (error) {
-        this.log.warn(`session with ${address} ended: ${error.code !== undefined ? `${error.code} ${error.details}` : error.message}`);
+        // The status by name (UNAUTHENTICATED: the access token was refused), as the other SDKs log it.
+        const status = error.code !== undefined ? `${grpc.status[error.code] ?? error.code} ${error.details}` : error.message;
+        this.log.warn(`session with ${address} ended: ${status}`);
       }
       this.registered = false;
       if (this.stopping) return;
