@@ -46,19 +46,21 @@ stage "Python: install sdks/python with its tracing extra (generates xjob_execut
 (cd / && "$venv/bin/python" -c "import xjob_executor, xjob_executor._pb.executor_pb2_grpc") # importable from anywhere
 "$venv/bin/python" -m compileall -q sdks/python/xjob_executor sdks/python/example.py
 
-stage "Python: unit tests (runner, run logs)"
+stage "Python: unit tests (runner, run logs, session dispatch)"
 (cd sdks/python && "$venv/bin/python" -m unittest discover -s tests)
 
 stage "Node.js: npm ci (cache in $cache/npm)"
 (cd sdks/node && npm ci --cache "$cache/npm" --prefer-offline --no-audit --no-fund --loglevel=error)
 for file in sdks/node/example.js sdks/node/lib/*.js; do node --check "$file"; done
 
-stage "Node.js: unit tests (runner, run logs)"
+stage "Node.js: unit tests (runner, run logs, session dispatch)"
 (cd sdks/node && npm test --silent)
 
 # The suite's entries for these executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.
-spec="python=$venv/bin/python $repo/sdks/python/example.py; node=node $repo/sdks/node/example.js"
+# NAME@session: the same example in session dispatch (XJOB_DISPATCH=session, no port).
+spec="python=$venv/bin/python $repo/sdks/python/example.py; python@session=$venv/bin/python $repo/sdks/python/example.py"
+spec="$spec; node=node $repo/sdks/node/example.js; node@session=node $repo/sdks/node/example.js"
 echo "== executors (Python, Node.js): conformance entries: $spec"
 if [[ "${XJOB_EXECUTORS_SUITE:-1}" == 0 ]]; then
   echo "== executors (Python, Node.js): suite skipped (XJOB_EXECUTORS_SUITE=0)"

@@ -6,14 +6,19 @@
 //   XJOB_EXECUTOR_PORT  port to listen on, 127.0.0.1       (default 9997)
 //   XJOB_ACCESS_TOKEN   the group's access token, if any
 //   XJOB_LOG_DIR        run log directory                  (default ./xjob-executor-logs)
+//   XJOB_DISPATCH       `session`: no port, the admin's calls come down the session, as
+//                       session://<app>-<port> (the port only makes the name unique)
 const { setTimeout: sleep } = require('node:timers/promises');
 const { Executor, JobError } = require('./lib');
 
 const env = process.env;
+const appName = env.XJOB_APP_NAME || 'xjob-node';
+const port = env.XJOB_EXECUTOR_PORT || '9997';
+const sessionDispatch = env.XJOB_DISPATCH === 'session';
 const executor = new Executor({
-  appName: env.XJOB_APP_NAME || 'xjob-node',
+  appName,
   adminAddrs: (env.XJOB_ADMIN_ADDR || 'http://127.0.0.1:8080').split(',').map((a) => a.trim()).filter(Boolean),
-  bind: `127.0.0.1:${env.XJOB_EXECUTOR_PORT || '9997'}`,
+  bind: `127.0.0.1:${port}`,
   accessToken: env.XJOB_ACCESS_TOKEN || '',
   logDir: env.XJOB_LOG_DIR || 'xjob-executor-logs',
   shutdownGraceMs: 2000,
@@ -23,6 +28,8 @@ const executor = new Executor({
   tlsKey: env.XJOB_TLS_KEY || undefined,
   tlsCa: env.XJOB_TLS_CA || undefined,
   requireClientCert: env.XJOB_TLS_REQUIRE_CLIENT_CERT === '1',
+  sessionDispatch,
+  address: sessionDispatch ? `session://${appName}-${port}` : undefined,
 });
 
 const count = (params, fallback) => (/^\d+$/.test(params.trim()) ? Number(params.trim()) : fallback);

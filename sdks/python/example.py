@@ -6,6 +6,8 @@ demo handlers. Configured by environment variables (see README.md):
     XJOB_EXECUTOR_PORT  port to listen on, 127.0.0.1       (default 9998)
     XJOB_ACCESS_TOKEN   the group's access token, if any
     XJOB_LOG_DIR        run log directory                  (default ./xjob-executor-logs)
+    XJOB_DISPATCH       `session`: no port, the admin's calls come down the session, as
+                        session://<app>-<port> (the port only makes the name unique)
 """
 
 import asyncio
@@ -15,8 +17,10 @@ import os
 from xjob_executor import Executor, JobError
 
 port = os.environ.get("XJOB_EXECUTOR_PORT", "9998")
+app_name = os.environ.get("XJOB_APP_NAME", "xjob-python")
+session_dispatch = os.environ.get("XJOB_DISPATCH") == "session"
 executor = Executor(
-    app_name=os.environ.get("XJOB_APP_NAME", "xjob-python"),
+    app_name=app_name,
     admin_addrs=[a.strip() for a in os.environ.get("XJOB_ADMIN_ADDR", "http://127.0.0.1:8080").split(",") if a.strip()],
     bind=f"127.0.0.1:{port}",
     access_token=os.environ.get("XJOB_ACCESS_TOKEN", ""),
@@ -28,6 +32,8 @@ executor = Executor(
     tls_key=os.environ.get("XJOB_TLS_KEY") or None,
     tls_ca=os.environ.get("XJOB_TLS_CA") or None,
     require_client_cert=os.environ.get("XJOB_TLS_REQUIRE_CLIENT_CERT") == "1",
+    session_dispatch=session_dispatch,
+    address=f"session://{app_name}-{port}" if session_dispatch else None,
 )
 
 

@@ -20,6 +20,7 @@ const { glueRunners, glueTypeName } = require('./glue');
 const { Runner } = require('./runner');
 const { Session } = require('./session');
 const { service } = require('./server');
+const { SESSION_SCHEME, SessionCalls, defaultSessionAddress } = require('./session_dispatch');
 
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
@@ -38,6 +39,7 @@ class Executor {
     killGraceMs = 2000, shutdownGraceMs = 5000, callbackFlushTimeoutMs = 10000, labels = {}, log = consoleLog,
     logRetentionDays = 30, insecureOpenNetwork = false,
     tlsCert, tlsKey, tlsCa, tlsClientCert, tlsClientKey, requireClientCert = false, otlpEndpoint = '',
+    sessionDispatch = false,
   }) {
     if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new Error('tlsCert and tlsKey go together');
     if (requireClientCert && !(tlsCert && tlsCa)) throw new Error('requireClientCert needs tlsCert, tlsKey and tlsCa');
@@ -52,7 +54,12 @@ class Executor {
     this.appName = appName;
     this.adminAddrs = adminAddrs;
     this.bind = bind;
-    this.address = (address || `${tlsCert ? 'https' : 'http'}://${bind}`).replace(/\/+$/, '');
+    // Session dispatch: no port; the admin's runs, kills and log reads come down the session
+    // this executor opens. `address` may name it (session://NAME, unique in the app, the same
+    // across restarts), else it is the app name, the process id and a random part. bind, the
+    // server TLS files and insecureOpenNetwork are then unused.
+    this.sessionDispatch = sessionDispatch;
+    this.address = advertisedAddress(appName, bind, address, Boolean(tlsCert), sessionDispatch);
     this.accessToken = accessToken;
     this.logDir = logDir;
     this.killGraceMs = killGraceMs;
@@ -103,8 +110,10 @@ class Executor {
   }
 
   async start() {
-    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
-    await refuseOpenNetwork(this.bind, Boolean(this.accessToken) || this.tls.requireClientCert, this.insecureOpenNetwork, this.log);
+    if (!this.sessionDispatch) {
+      // mTLS (only callers with a certificate from the CA) guards the port as a token does.
+      await refuseOpenNetwork(this.bind, Boolean(this.accessToken) || this.tls.requireClientCert, this.insecureOpenNetwork, this.log);
+    }
     this.admins = new Admins(this.adminAddrs, this.accessToken, channelCredentials(this.tls));
     this.traces = RunTraces.start(this.appName, this.otlpEndpoint, this.log);
     this.callbacks = new CallbackSender(this.admins, this.log, path.join(this.logDir, 'callback-spool'),
@@ -114,17 +123,30 @@ class Executor {
       handlers: this.handlers, joblog: this.joblog, report: (result) => this.callbacks.report(result), killGraceMs: this.killGraceMs,
       glue: glueRunners(this.glue, this.glueEnv, this.logDir), traces: this.traces,
     });
-    // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
-    this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
-    this.server.addService(xjob.ExecutorService.service, service({ runner: this.runner, joblog: this.joblog, accessToken: this.accessToken }));
-    await new Promise((resolve, reject) => {
-      this.server.bindAsync(this.bind, serverCredentials(this.tls), (error) => (error ? reject(error) : resolve()));
-    });
+    let calls = null;
+    if (this.sessionDispatch) {
+      // No server holds the event loop open in this mode, and the reconnect and callback retry
+      // timers are unref'd: without this, the process would exit between two connection
+      // attempts to an admin that is down.
+      this.keepAlive = setInterval(() => {}, 60 * 60 * 1000);
+      // No token check on these calls: they come from the admin this executor dialed.
+      calls = new SessionCalls(service({ runner: this.runner, joblog: this.joblog, accessToken: '' }), this.log);
+    } else {
+      await this.serve();
+    }
     this.session = new Session({
       admins: this.admins,
-      register: { appName: this.appName, address: this.address, handlers: [...this.handlers.keys()].sort(), labels: this.labels, capacity: 0 },
+      register: {
+        appName: this.appName,
+        address: this.address,
+        handlers: [...this.handlers.keys()].sort(),
+        labels: this.labels,
+        capacity: 0,
+        dispatchMode: this.sessionDispatch ? 'DISPATCH_MODE_SESSION' : 'DISPATCH_MODE_DIAL',
+      },
       runningList: () => this.runningList(),
       log: this.log,
+      calls,
     });
     this.sessionDone = this.session.run();
     // Run log folders older than the retention go at start and then hourly.
@@ -135,7 +157,18 @@ class Executor {
     sweep();
     this.sweepTimer = setInterval(sweep, 60 * 60 * 1000);
     this.sweepTimer.unref();
-    this.log.info(`executor ${this.appName} serving on ${this.address}, admins ${this.adminAddrs.join(', ')}`);
+    const mode = this.sessionDispatch ? 'session dispatch, no port' : 'serving';
+    this.log.info(`executor ${this.appName} ${mode} as ${this.address}, admins ${this.adminAddrs.join(', ')}`);
+  }
+
+  // Starts the gRPC server the admins dial (the dialed mode).
+  async serve() {
+    // The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
+    this.server.addService(xjob.ExecutorService.service, service({ runner: this.runner, joblog: this.joblog, accessToken: this.accessToken }));
+    await new Promise((resolve, reject) => {
+      this.server.bindAsync(this.bind, serverCredentials(this.tls), (error) => (error ? reject(error) : resolve()));
+    });
   }
 
   waitRegistered() {
@@ -158,16 +191,19 @@ class Executor {
       this.log.warn(`results of log ids ${this.callbacks.pendingLogIds().join(', ')} could not be reported; spooled for the next start`);
       this.callbacks.spoolAll();
     }
-    await new Promise((resolve) => {
-      const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, 1000);
-      this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
-    });
+    if (this.server) {
+      await new Promise((resolve) => {
+        const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, 1000);
+        this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
+      });
+    }
     this.admins.close();
     try {
       await this.traces.shutdown(); // sends the buffered spans
     } catch (error) {
       this.log.warn(`flushing traces at shutdown failed: ${error.message}`);
     }
+    clearInterval(this.keepAlive);
     this.log.info('executor stopped');
   }
 
@@ -180,6 +216,18 @@ class Executor {
     });
     await this.stop();
   }
+}
+
+// The address sent in Register: what the admins dial, or the executor's session name.
+function advertisedAddress(appName, bind, address, tls, session) {
+  if (session) {
+    if (address && !address.startsWith(SESSION_SCHEME)) {
+      throw new Error(`with sessionDispatch the address is ${SESSION_SCHEME}NAME, not ${address}`);
+    }
+    return address || defaultSessionAddress(appName);
+  }
+  if (address && address.startsWith(SESSION_SCHEME)) throw new Error(`${address} is a session address: set sessionDispatch: true`);
+  return (address || `${tls ? 'https' : 'http'}://${bind}`).replace(/\/+$/, '');
 }
 
 // Thrown by start() for a non-loopback bind with no access token and no opt-out.

@@ -51,6 +51,13 @@ export interface ExecutorOptions {
    * OpenTelemetry SDK packages are not installed.
    */
   otlpEndpoint?: string;
+  /**
+   * Session dispatch: open no port; the admin's runs, kills and log reads come down the session
+   * this executor opens to the admin (for executors the admins cannot dial). `address` may then
+   * name it (`session://NAME`), else it is the app name, the process id and a random part.
+   * Default false.
+   */
+  sessionDispatch?: boolean;
 }
 
 /** Settings of the built-in `command` handler. */

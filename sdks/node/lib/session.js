@@ -7,6 +7,10 @@
 //        ▲                                  │                          │  ◀────────────────┘
 //        └──────── backoff, next admin ◀────┴── stream error / end ────┘
 //   registered ──stop──▶ Deregister ──Deregistered (or 2 s)──▶ closed
+//
+// In session dispatch (`calls` given) the admin's calls arrive on the same stream while it is
+// open; each is handed to calls.answer with a writer for its reply.
+const grpc = require('@grpc/grpc-js');
 const { PROTOCOL_VERSION } = require('./proto');
 const { Backoff } = require('./backoff');
 const { sleep } = require('./runner');
@@ -17,7 +21,10 @@ const DEFAULT_HEARTBEAT_INTERVAL_MS = 10000; // when the admin answers 0 (or les
 const MIN_HEARTBEAT_INTERVAL_MS = 10;
 
 class Session {
-  constructor({ admins, register, runningList, log }) {
+  constructor({
+    admins, register, runningList, log, calls = null,
+  }) {
+    this.calls = calls; // session_dispatch.SessionCalls, or null in the dialed mode
     this.admins = admins;
     this.register = register;
     this.runningList = runningList; // () => { logIds, queued }
@@ -36,7 +43,9 @@ class Session {
       try {
         await this.oneSession(address, backoff);
       } catch (error) {
-        this.log.warn(`session with ${address} ended: ${error.code !== undefined ? `${error.code} ${error.details}` : error.message}`);
+        // The status by name (UNAUTHENTICATED: the access token was refused), as the other SDKs log it.
+        const status = error.code !== undefined ? `${grpc.status[error.code] ?? error.code} ${error.details}` : error.message;
+        this.log.warn(`session with ${address} ended: ${status}`);
       }
       this.registered = false;
       if (this.stopping) return;
@@ -95,10 +104,23 @@ class Session {
           this.registered = true;
           backoff.reset();
           this.log.info(`registered with ${address} as ${message.registered.executorId} (heartbeat every ${intervalMs} ms)`);
+          if (this.calls && message.registered.dispatchMode !== 'DISPATCH_MODE_SESSION') {
+            // An admin without session dispatch would dial the session:// address and fail.
+            this.log.warn(`${address} did not confirm session dispatch: it cannot send runs here`);
+          }
           for (const resolveWaiter of this.onRegistered.splice(0)) resolveWaiter();
           if (this.stopping) { deregister(); return; }
           this.wakeStop = deregister;
           heartbeat(intervalMs);
+        } else if (message.call) {
+          if (!this.calls) {
+            this.log.warn('the admin sent a session call to a dialed executor; ignored');
+            return;
+          }
+          this.calls.answer(message.call, (reply) => {
+            if (settled) throw new Error('the session ended');
+            call.write(reply);
+          });
         } else if (message.deregistered) {
           this.log.info('deregistered');
           finish();

@@ -28,6 +28,7 @@ from .joblog import JobLogStore
 from .runner import Runner
 from .server import ExecutorService, add_to_server
 from .session import Session
+from .session_dispatch import SESSION_SCHEME, SessionCalls, default_session_address
 from .tracing import RunTraces
 
 log = logging.getLogger("xjob_executor")
@@ -89,6 +90,7 @@ class Executor:
         tls_client_key: Optional[str] = None,
         require_client_cert: bool = False,
         otlp_endpoint: str = "",
+        session_dispatch: bool = False,
     ) -> None:
         """`bind` is host:port to listen on; `address` is the URL the admin dials
         (default http://<bind>). `admin_addrs` lists admin URLs, tried in turn.
@@ -105,7 +107,15 @@ class Executor:
 
         Tracing: with the `tracing` extra installed, runs are traced (`run`, `handler`,
         `callback` spans under the admin's trace) and exported over OTLP/gRPC to
-        `otlp_endpoint`, or to the standard OTEL_EXPORTER_OTLP_ENDPOINT when it is empty."""
+        `otlp_endpoint`, or to the standard OTEL_EXPORTER_OTLP_ENDPOINT when it is empty.
+
+        Session dispatch (`session_dispatch=True`): for an executor the admins cannot dial
+        (behind NAT, in another network, on a laptop). It opens no port; the admin's runs, kills
+        and log reads come down the session this executor opens to the admin. `address` may
+        then name it (`session://orders-laptop-1`, unique in the app and the same across
+        restarts), else it is the app name, the process id and a random part. `bind`, the
+        server TLS files and `insecure_open_network` are unused; `tls_ca` and the client
+        certificate still apply to the connection to the admin."""
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
         if require_client_cert and not (tls_cert and tls_ca):
@@ -114,8 +124,8 @@ class Executor:
                              tls_client_key or tls_key, require_client_cert)
         self.app_name = app_name
         self.bind = bind
-        scheme = "https" if tls_cert else "http"
-        self.address = (address or f"{scheme}://{bind}").rstrip("/")
+        self.session_dispatch = session_dispatch
+        self.address = _advertised_address(app_name, bind, address, bool(tls_cert), session_dispatch)
         self._admin_addrs = list(admin_addrs)
         self._access_token = access_token or ""
         self._log_dir = log_dir
@@ -172,9 +182,10 @@ class Executor:
         self._glue_env[key] = value
 
     async def start(self) -> None:
-        # mTLS (only callers with a certificate from the CA) guards the port as a token does.
-        refuse_open_network(self.bind, bool(self._access_token) or self._tls.require_client_cert,
-                            self._insecure_open_network)
+        if not self.session_dispatch:
+            # mTLS (only callers with a certificate from the CA) guards the port as a token does.
+            refuse_open_network(self.bind, bool(self._access_token) or self._tls.require_client_cert,
+                                self._insecure_open_network)
         loop = asyncio.get_running_loop()
         self._admins = Admins(self._admin_addrs, self._access_token, self._tls.channel_credentials())
         self._traces = RunTraces.start(self.app_name, self._otlp_endpoint)
@@ -184,6 +195,32 @@ class Executor:
         glue = glue_runners(self._glue, self._glue_env, self._log_dir)
         self._runner = Runner(self._handlers, self._joblog, self._callbacks.report, self._kill_grace, glue,
                               self._traces)
+        calls = None
+        if self.session_dispatch:
+            # No token check on these calls: they come from the admin this executor dialed.
+            calls = SessionCalls(ExecutorService(self._runner, self._joblog, ""))
+        else:
+            await self._serve()
+        register = registry_pb2.Register(
+            app_name=self.app_name,
+            address=self.address,
+            handlers=sorted(self._handlers),
+            protocol_version=PROTOCOL_VERSION,
+            labels=self._labels,
+            dispatch_mode=(registry_pb2.DISPATCH_MODE_SESSION if self.session_dispatch
+                           else registry_pb2.DISPATCH_MODE_DIAL),
+        )
+        self._session = Session(self._admins, register, self._running_list, calls)
+        self._tasks = [
+            loop.create_task(self._callbacks.run()),
+            loop.create_task(self._session.run()),
+            loop.create_task(self._sweep_logs()),
+        ]
+        mode = "session dispatch, no port" if self.session_dispatch else "serving"
+        log.info("executor %s %s as %s, admins %s", self.app_name, mode, self.address, self._admin_addrs)
+
+    async def _serve(self) -> None:
+        """Starts the gRPC server the admins dial (the dialed mode)."""
         # The admin batches up to 512 runs per RunBatch, each with up to 64 KiB of params.
         self._server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         add_to_server(self._server, ExecutorService(self._runner, self._joblog, self._access_token))
@@ -196,20 +233,6 @@ class Executor:
         if bound == 0:
             raise OSError(f"cannot listen on {self.bind}")
         await self._server.start()
-        register = registry_pb2.Register(
-            app_name=self.app_name,
-            address=self.address,
-            handlers=sorted(self._handlers),
-            protocol_version=PROTOCOL_VERSION,
-            labels=self._labels,
-        )
-        self._session = Session(self._admins, register, self._running_list)
-        self._tasks = [
-            loop.create_task(self._callbacks.run()),
-            loop.create_task(self._session.run()),
-            loop.create_task(self._sweep_logs()),
-        ]
-        log.info("executor %s serving on %s, admins %s", self.app_name, self.address, self._admin_addrs)
 
     async def wait_registered(self, timeout: float) -> None:
         await asyncio.wait_for(self._session.registered.wait(), timeout)
@@ -243,7 +266,8 @@ class Executor:
             self._callbacks.spool_all()
         callbacks_task.cancel()
         await asyncio.to_thread(self._traces.shutdown)  # sends the buffered spans
-        await self._server.stop(1.0)
+        if self._server is not None:
+            await self._server.stop(1.0)
         await self._admins.close()
         log.info("executor stopped")
 
@@ -262,6 +286,18 @@ class Executor:
         for waiter in waiters:
             waiter.cancel()
         await self.stop()
+
+
+def _advertised_address(app_name: str, bind: str, address: Optional[str], tls: bool, session: bool) -> str:
+    """The address sent in Register: what the admins dial, or the executor's session name."""
+    if session:
+        if address and not address.startswith(SESSION_SCHEME):
+            raise ValueError(f"with session_dispatch the address is {SESSION_SCHEME}NAME, not {address!r}")
+        return address or default_session_address(app_name)
+    if address and address.startswith(SESSION_SCHEME):
+        raise ValueError(f"{address!r} is a session address: set session_dispatch=True")
+    scheme = "https" if tls else "http"
+    return (address or f"{scheme}://{bind}").rstrip("/")
 
 
 class OpenNetworkRefused(ValueError):
