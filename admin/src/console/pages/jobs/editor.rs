@@ -18,8 +18,8 @@ use super::super::super::{Console, Shared, request};
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
-    block_strategies, editable, glue_types, label, load, misfire_strategies, new_job,
-    route_strategies, schedule_types,
+    block_strategies, catch_up_modes, editable, glue_types, label, load, misfire_strategies,
+    new_job, route_strategies, schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -37,6 +37,8 @@ const FORM_FIELDS: &[&str] = &[
     "route_strategy",
     "misfire_strategy",
     "jitter_max_ms",
+    "catch_up_window_ms",
+    "catch_up_mode",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -361,6 +363,33 @@ fn job_fields(
                 "hold each scheduled fire back by up to this long, e.g. <code>30s</code>; \
                  0 = on time",
             ),
+        ),
+        html::field(
+            "Catch-up window",
+            "catch_up_window_ms",
+            html::text_input(
+                "catch_up_window_ms",
+                &form::timeout_text(job.catch_up_window_ms),
+            ),
+            err("catch_up_window_ms"),
+            Markup::literal(
+                "after downtime, run fires missed no longer ago than this, e.g. <code>1h</code> \
+                 (older ones are skipped); 0 = off, the misfire strategy decides",
+            ),
+        ),
+        html::field(
+            "Catch-up mode",
+            "catch_up_mode",
+            html::select(
+                "catch_up_mode",
+                &catch_up_modes(),
+                &current(
+                    pb::CatchUpMode::try_from(job.catch_up_mode).map(|t| t.as_str_name()),
+                    "CATCH_UP_MODE_",
+                ),
+            ),
+            err("catch_up_mode"),
+            Markup::literal("which missed fires in the window run: the latest, or all in order"),
         ),
         html::field(
             "Block",
