@@ -141,6 +141,15 @@ pub struct JobFields {
     /// Each occurrence's delay is fixed, so retries and takeovers keep it.
     #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
     jitter: Option<i64>,
+    /// Run fires missed (the admin down) no longer ago than this when found
+    /// (catch_up_window_ms), e.g. 1h, at most 1d; older ones are skipped. 0 = off: the misfire
+    /// strategy decides.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    catch_up: Option<i64>,
+    /// Which missed fires inside the catch-up window run: latest (one) or all (oldest first,
+    /// at most 100 at once).
+    #[arg(long, value_name = "MODE", value_parser = view::parse_catch_up_mode)]
+    catch_up_mode: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -411,6 +420,8 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.time_zone, fields.time_zone);
     set(&mut job.misfire_strategy, fields.misfire_strategy);
     set(&mut job.jitter_max_ms, fields.jitter);
+    set(&mut job.catch_up_window_ms, fields.catch_up);
+    set(&mut job.catch_up_mode, fields.catch_up_mode);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -506,6 +517,7 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
                 "none".into()
             },
         )
+        .add("catch-up", catch_up_text(job))
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())
@@ -566,4 +578,21 @@ fn backoff_text(backoff: &view::RetryBackoffView) -> String {
         render::duration(backoff.initial_delay_ms),
         backoff.factor.max(1.0),
     )
+}
+
+/// The catch-up line of `jobs show`: "off", or the window and the mode.
+fn catch_up_text(job: &JobView) -> String {
+    if job.catch_up_window_ms > 0 {
+        let mode = if job.catch_up_mode == "ALL" {
+            "all"
+        } else {
+            "the latest"
+        };
+        format!(
+            "{mode} of the fires missed in the last {}",
+            render::duration(job.catch_up_window_ms)
+        )
+    } else {
+        "off".into()
+    }
 }

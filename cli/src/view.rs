@@ -64,6 +64,12 @@ enum_names!(
     "MISFIRE_STRATEGY_"
 );
 enum_names!(
+    catch_up_mode,
+    parse_catch_up_mode,
+    pb::CatchUpMode,
+    "CATCH_UP_MODE_"
+);
+enum_names!(
     route_strategy,
     parse_route_strategy,
     pb::RouteStrategy,
@@ -107,6 +113,8 @@ pub struct JobView {
     pub time_zone: String,
     pub misfire_strategy: String,
     pub jitter_max_ms: i64,
+    pub catch_up_window_ms: i64,
+    pub catch_up_mode: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -141,6 +149,8 @@ impl From<&pb::Job> for JobView {
             time_zone: job.time_zone.clone(),
             misfire_strategy: misfire_strategy(job.misfire_strategy),
             jitter_max_ms: job.jitter_max_ms,
+            catch_up_window_ms: job.catch_up_window_ms,
+            catch_up_mode: catch_up_mode(job.catch_up_mode),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

@@ -1,20 +1,39 @@
-//! A job's schedule policy (`model::SchedulePolicy`: jitter, ...) on and off the wire. Kept
-//! apart from `convert.rs` so each policy adds its fields here.
+//! A job's schedule policy (`model::SchedulePolicy`: jitter, catch-up, ...) on and off the
+//! wire. Kept apart from `convert.rs` so each policy adds its fields here.
 
 use xjob_proto::pb;
 
 use crate::error::Error;
-use crate::model::SchedulePolicy;
+use crate::model::{CatchUpMode, SchedulePolicy};
 
 /// The policy fields of a job off the wire (`prefix` names the fields in errors; the values are
 /// checked by `model::validate`).
-pub fn policy_from_pb(job: &pb::Job, _prefix: &str) -> Result<SchedulePolicy, Error> {
+pub fn policy_from_pb(job: &pb::Job, prefix: &str) -> Result<SchedulePolicy, Error> {
     Ok(SchedulePolicy {
         jitter_max_ms: job.jitter_max_ms,
+        catch_up_window_ms: job.catch_up_window_ms,
+        catch_up_mode: catch_up_mode_from_pb(job.catch_up_mode, prefix)?,
     })
 }
 
 /// Writes the policy fields of a job onto its wire form.
 pub fn policy_to_pb(policy: &SchedulePolicy, job: &mut pb::Job) {
     job.jitter_max_ms = policy.jitter_max_ms;
+    job.catch_up_window_ms = policy.catch_up_window_ms;
+    job.catch_up_mode = match policy.catch_up_mode {
+        CatchUpMode::Latest => pb::CatchUpMode::Latest,
+        CatchUpMode::All => pb::CatchUpMode::All,
+    } as i32;
+}
+
+/// UNSPECIFIED is LATEST, so a client that never heard of catch-up need not set it.
+fn catch_up_mode_from_pb(value: i32, prefix: &str) -> Result<CatchUpMode, Error> {
+    match pb::CatchUpMode::try_from(value) {
+        Ok(pb::CatchUpMode::Unspecified | pb::CatchUpMode::Latest) => Ok(CatchUpMode::Latest),
+        Ok(pb::CatchUpMode::All) => Ok(CatchUpMode::All),
+        Err(_) => Err(Error::invalid(
+            &crate::model::validate::field_name(prefix, "catch_up_mode"),
+            format!("unknown value {value} (LATEST = 1, ALL = 2)"),
+        )),
+    }
 }

@@ -1,7 +1,8 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
 use super::{
-    BlockStrategy, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy, ScheduleType,
+    BlockStrategy, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy,
+    ScheduleType,
 };
 
 /// Whether the schedule is active.
@@ -27,6 +28,11 @@ pub struct RetryBackoff {
 pub struct SchedulePolicy {
     /// Most milliseconds a scheduled fire is held back (`model::jitter`); 0 = none.
     pub jitter_max_ms: i64,
+    /// How old a missed occurrence may be and still run when the scan finds it
+    /// (`model::catch_up`); 0 = off, the misfire strategy decides.
+    pub catch_up_window_ms: i64,
+    /// Which missed occurrences inside the window run: the latest, or all.
+    pub catch_up_mode: CatchUpMode,
 }
 
 /// A job as stored.

@@ -16,6 +16,10 @@ pub struct LateRun {
     /// How long the job's jitter holds the fire back (`model::jitter`): lateness counts from
     /// the scheduled time plus this, so a fire sent at its jittered time is not a misfire.
     pub jitter_ms: i64,
+    /// The job's catch-up window (`model::catch_up`): when set, a fire late by no more than the
+    /// window plus the threshold still goes, whatever the misfire strategy, and one later than
+    /// that is skipped. 0 = the misfire strategy decides.
+    pub catch_up_window_ms: i64,
 }
 
 impl From<&Fire> for LateRun {
@@ -32,6 +36,7 @@ impl From<&Fire> for LateRun {
                 fire.scheduled_at_ms,
                 fire.job.policy.jitter_max_ms,
             ) - fire.scheduled_at_ms,
+            catch_up_window_ms: fire.job.policy.catch_up_window_ms,
         }
     }
 }
@@ -52,6 +57,9 @@ impl From<&RunLog> for LateRun {
             } else {
                 0
             },
+            // A run read back alone does not carry its job's policy: the misfire strategy
+            // decides for it.
+            catch_up_window_ms: 0,
         }
     }
 }
@@ -61,7 +69,8 @@ impl From<&RunLog> for LateRun {
 /// fixed-rate/delay fire, or FIRE_ONCE_NOW's misfire run) found more than `threshold_ms` after
 /// its time. A manual, API or child run still runs when late, a retry keeps its backoff, and
 /// the shards of an expanded broadcast go whole (the fire was already under way: skipping some
-/// would leave a partial broadcast).
+/// would leave a partial broadcast). A job with a catch-up window skips by the window instead
+/// (see [`LateRun::catch_up_window_ms`]).
 pub fn skipped_as_misfire(
     run: LateRun,
     strategy: MisfireStrategy,
@@ -69,12 +78,17 @@ pub fn skipped_as_misfire(
     threshold_ms: i64,
 ) -> Option<i64> {
     let late_ms = now_ms - run.scheduled_at_ms.saturating_add(run.jitter_ms);
-    (strategy == MisfireStrategy::DoNothing
+    let (skips, allowed_ms) = if run.catch_up_window_ms > 0 {
+        (true, threshold_ms.saturating_add(run.catch_up_window_ms))
+    } else {
+        (strategy == MisfireStrategy::DoNothing, threshold_ms)
+    };
+    (skips
         && matches!(run.trigger_type, TriggerType::Cron | TriggerType::Misfire)
         && run.attempt == 0
         && run.shard == Shard::ONLY
         && run.scheduled_at_ms > 0
-        && late_ms > threshold_ms)
+        && late_ms > allowed_ms)
         .then_some(late_ms)
 }
 
@@ -92,6 +106,7 @@ mod tests {
             shard: Shard::ONLY,
             scheduled_at_ms: NOW - late_ms,
             jitter_ms: 0,
+            catch_up_window_ms: 0,
         }
     }
 
@@ -166,5 +181,20 @@ mod tests {
             ..cron(40_000)
         };
         assert_eq!(skipped(too_late, do_nothing), Some(10_000));
+    }
+
+    #[test]
+    fn a_catch_up_window_replaces_the_strategy() {
+        let windowed = |late_ms| LateRun {
+            catch_up_window_ms: 60_000,
+            ..cron(late_ms)
+        };
+        // Inside window + threshold it goes, even for DO_NOTHING (a catch-up run).
+        assert_eq!(skipped(windowed(64_000), MisfireStrategy::DoNothing), None);
+        // Past it, it is skipped, even for FIRE_ONCE_NOW.
+        assert_eq!(
+            skipped(windowed(66_000), MisfireStrategy::FireOnceNow),
+            Some(66_000)
+        );
     }
 }

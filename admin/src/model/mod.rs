@@ -3,6 +3,7 @@
 //! types and the API maps protobuf messages to them (`api/convert.rs`).
 
 pub mod alarm_status;
+pub mod catch_up;
 pub mod clock;
 pub mod cron;
 pub mod enums;
@@ -24,6 +25,7 @@ pub mod validate;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;
+pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
 pub use enums::{
     AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,

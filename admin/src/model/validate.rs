@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono_tz::Tz;
 
+use crate::model::catch_up::MAX_CATCH_UP_WINDOW_MS;
 use crate::model::cron::CronExpr;
 use crate::model::jitter::MAX_JITTER_MS;
 use crate::model::parse_time_zone;
@@ -80,6 +81,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
     )?;
     validate_glue(job, prefix)?;
     validate_jitter(job.policy.jitter_max_ms, &field("jitter_max_ms"))?;
+    validate_catch_up_window(job.policy.catch_up_window_ms, &field("catch_up_window_ms"))?;
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;
@@ -553,6 +555,20 @@ pub fn validate_jitter(max_ms: i64, field: &str) -> Result<(), Refusal> {
         Err(Refusal::invalid(
             field,
             format!("must be between 0 and {MAX_JITTER_MS} ms (an hour), got {max_ms}"),
+        ))
+    }
+}
+
+/// Checks a job's `catch_up_window_ms`.
+pub fn validate_catch_up_window(window_ms: i64, field: &str) -> Result<(), Refusal> {
+    if (0..=MAX_CATCH_UP_WINDOW_MS).contains(&window_ms) {
+        Ok(())
+    } else {
+        Err(Refusal::invalid(
+            field,
+            format!(
+                "must be between 0 (off) and {MAX_CATCH_UP_WINDOW_MS} ms (a day), got {window_ms}"
+            ),
         ))
     }
 }

@@ -370,17 +370,23 @@ enum Recovery {
 }
 
 /// Misfire rules apply to the scheduled time of a schedule's first attempt only; a retry keeps
-/// its own backoff time whatever its scheduled time was.
+/// its own backoff time whatever its scheduled time was. A job with a catch-up window
+/// (`catch_up_window_ms` > 0) has its adopted fires judged by the window instead.
 fn recovery_of(
     run: &RunLog,
     strategy: MisfireStrategy,
     now_ms: i64,
     threshold_ms: i64,
+    catch_up_window_ms: i64,
 ) -> Recovery {
     if run.dispatch_at_ms > 0 {
         return Recovery::LeaveToFollowup;
     }
-    match crate::model::skipped_as_misfire(run.into(), strategy, now_ms, threshold_ms) {
+    let late = crate::model::LateRun {
+        catch_up_window_ms,
+        ..run.into()
+    };
+    match crate::model::skipped_as_misfire(late, strategy, now_ms, threshold_ms) {
         Some(_) => Recovery::Skip,
         None => Recovery::Dispatch,
     }
@@ -406,7 +412,8 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
     for run in &runs {
         let job = jobs.get(&run.job_id);
         let strategy = job.map_or(MisfireStrategy::DoNothing, |job| job.misfire_strategy);
-        match (recovery_of(run, strategy, now, threshold), job) {
+        let window = job.map_or(0, |job| job.policy.catch_up_window_ms);
+        match (recovery_of(run, strategy, now, threshold, window), job) {
             (Recovery::Skip, _) => skipped.push(run),
             (Recovery::LeaveToFollowup, _) => {}
             (Recovery::Dispatch, Some(job)) => fires.push(Fire::from_run(run, Arc::clone(job))),
@@ -539,11 +546,26 @@ mod tests {
     }
 
     #[test]
+    fn an_adopted_fire_of_a_job_with_a_catch_up_window_is_judged_by_the_window() {
+        let do_nothing = MisfireStrategy::DoNothing;
+        let inside = pending(NOW - 60_000, 0, 0);
+        assert_eq!(
+            recovery_of(&inside, do_nothing, NOW, 5_000, 120_000),
+            Recovery::Dispatch
+        );
+        let outside = pending(NOW - 200_000, 0, 0);
+        assert_eq!(
+            recovery_of(&outside, MisfireStrategy::FireOnceNow, NOW, 5_000, 120_000),
+            Recovery::Skip
+        );
+    }
+
+    #[test]
     fn misfire_rules_apply_to_first_attempts_and_retries_keep_their_backoff() {
         let late = NOW - 60_000;
         let do_nothing = MisfireStrategy::DoNothing;
         assert_eq!(
-            recovery_of(&pending(late, 0, 0), do_nothing, NOW, 5_000),
+            recovery_of(&pending(late, 0, 0), do_nothing, NOW, 5_000, 0),
             Recovery::Skip
         );
         assert_eq!(
@@ -551,26 +573,27 @@ mod tests {
                 &pending(late, 0, 0),
                 MisfireStrategy::FireOnceNow,
                 NOW,
-                5_000
+                5_000,
+                0
             ),
             Recovery::Dispatch
         );
         assert_eq!(
-            recovery_of(&pending(NOW - 1_000, 0, 0), do_nothing, NOW, 5_000),
+            recovery_of(&pending(NOW - 1_000, 0, 0), do_nothing, NOW, 5_000, 0),
             Recovery::Dispatch
         );
         // A retry of a fire scheduled long ago is not a misfire; it waits for its backoff.
         assert_eq!(
-            recovery_of(&pending(late, 2, NOW + 30_000), do_nothing, NOW, 5_000),
+            recovery_of(&pending(late, 2, NOW + 30_000), do_nothing, NOW, 5_000, 0),
             Recovery::LeaveToFollowup
         );
         assert_eq!(
-            recovery_of(&pending(late, 1, NOW - 10), do_nothing, NOW, 5_000),
+            recovery_of(&pending(late, 1, NOW - 10), do_nothing, NOW, 5_000, 0),
             Recovery::LeaveToFollowup
         );
         // A manual run (scheduled at 0) is never a misfire.
         assert_eq!(
-            recovery_of(&pending(0, 0, 0), do_nothing, NOW, 5_000),
+            recovery_of(&pending(0, 0, 0), do_nothing, NOW, 5_000, 0),
             Recovery::Dispatch
         );
     }

@@ -25,6 +25,8 @@
 //!   outcome (after its last retry) writes `finished + delay` (`monitor::followup`). So a
 //!   FIX_DELAY job never overlaps itself. A skipped fire (DO_NOTHING) restarts from now.
 
+mod catch_up;
+
 use std::sync::Arc;
 
 use chrono_tz::Tz;
@@ -106,42 +108,50 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
     let mut last = job.trigger_last_ms;
     let scheduled = job.trigger_next_ms;
 
-    let mut next = if now > scheduled + params.misfire_threshold_ms {
-        let run = misfire_run(job, params, scheduled);
-        let ran = run.status == RunStatus::Pending;
-        runs.push(run);
-        last = scheduled;
-        let next = next_after_fire(job, tz, scheduled, ran, now);
-        // Every occurrence the misfire stands for keeps its own row, so none of the fires
-        // missed while the admin could not write (down, a full disk, a lost database) is
-        // silently absent.
-        let late_ms = now - scheduled;
-        let reason = format!(
-            "misfire: not fired while the schedule could not run (found {late_ms} ms late); \
+    let mut next =
+        if now > scheduled + params.misfire_threshold_ms && job.policy.catch_up_window_ms > 0 {
+            let (caught_up, next) = catch_up::plan(job, params, tz, scheduled);
+            if let Some(latest) = caught_up.last() {
+                last = last.max(latest.scheduled_at_ms);
+            }
+            runs.extend(caught_up);
+            next
+        } else if now > scheduled + params.misfire_threshold_ms {
+            let run = misfire_run(job, params, scheduled);
+            let ran = run.status == RunStatus::Pending;
+            runs.push(run);
+            last = scheduled;
+            let next = next_after_fire(job, tz, scheduled, ran, now);
+            // Every occurrence the misfire stands for keeps its own row, so none of the fires
+            // missed while the admin could not write (down, a full disk, a lost database) is
+            // silently absent.
+            let late_ms = now - scheduled;
+            let reason = format!(
+                "misfire: not fired while the schedule could not run (found {late_ms} ms late); \
              the misfire rule applied to the fire at {scheduled} covers it"
-        );
-        runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
-        next
-    } else if now >= scheduled {
-        runs.push(new_run(
-            job,
-            params,
-            scheduled,
-            TriggerType::Cron,
-            RunStatus::Pending,
-            "",
-        ));
-        last = scheduled;
-        let next = next_after_fire(job, tz, scheduled, true, now);
-        let late_ms = now - scheduled;
-        let reason = format!(
-            "skipped: the fire at {scheduled} ran {late_ms} ms late and stands for this one"
-        );
-        runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
-        next
-    } else {
-        Ok(Some(scheduled))
-    };
+            );
+            runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
+            next
+        } else if now >= scheduled {
+            runs.push(new_run(
+                job,
+                params,
+                scheduled,
+                TriggerType::Cron,
+                RunStatus::Pending,
+                "",
+            ));
+            last = scheduled;
+            let next = next_after_fire(job, tz, scheduled, true, now);
+            let late_ms = now - scheduled;
+            let reason = format!(
+                "skipped: the fire at {scheduled} ran {late_ms} ms late and stands for this one"
+            );
+            runs.extend(covered_fires(job, params, tz, scheduled, &next, &reason));
+            next
+        } else {
+            Ok(Some(scheduled))
+        };
 
     while let Ok(Some(at)) = next {
         if at > window_end || runs.len() >= MAX_FIRES_PER_JOB {
@@ -630,5 +640,97 @@ mod tests {
         assert_eq!(times(&plan), vec![0]);
         assert_eq!(plan.update.status, JobStatus::Stopped);
         assert_eq!(plan.update.trigger_next_ms, 0);
+    }
+
+    fn catch_up_job(mode: crate::model::CatchUpMode) -> Job {
+        let mut late = job(ScheduleType::Cron, "0 * * * * ?", T0);
+        late.policy.catch_up_window_ms = 150_000;
+        late.policy.catch_up_mode = mode;
+        late
+    }
+
+    fn statuses(plan: &JobPlan) -> Vec<(i64, RunStatus, TriggerType)> {
+        plan.runs
+            .iter()
+            .map(|run| (run.scheduled_at_ms - T0, run.status, run.trigger_type))
+            .collect()
+    }
+
+    #[test]
+    fn catch_up_latest_runs_the_newest_missed_fire_inside_the_window() {
+        use crate::model::CatchUpMode;
+        // A minute job down for 5 min 10 s with a 2.5 min window: the fires at 0-2 min are
+        // older than the window, 3-5 min inside it, and only 5 min runs.
+        let plan = plan_job(&catch_up_job(CatchUpMode::Latest), &params(T0 + 310_000));
+        let (skip, run) = (RunStatus::Skipped, RunStatus::Pending);
+        let (cron, misfire) = (TriggerType::Cron, TriggerType::Misfire);
+        assert_eq!(
+            statuses(&plan),
+            vec![
+                (0, skip, cron),
+                (60_000, skip, cron),
+                (120_000, skip, cron),
+                (180_000, skip, cron),
+                (240_000, skip, cron),
+                (300_000, run, misfire),
+            ]
+        );
+        assert!(
+            plan.runs[0]
+                .trigger_msg
+                .contains("catch-up window of 150000 ms")
+        );
+        assert!(plan.runs[3].trigger_msg.starts_with("catch-up LATEST"));
+        assert_eq!(plan.update.trigger_next_ms, T0 + 360_000);
+        assert_eq!(plan.update.trigger_last_ms, T0 + 300_000);
+        // The run goes at once, through the ring.
+        let fires = plan.fire_of_each_run(&Arc::new(catch_up_job(CatchUpMode::Latest)));
+        assert!(fires[5].is_some() && fires[..5].iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn catch_up_all_runs_every_missed_fire_inside_the_window_in_order() {
+        let plan = plan_job(
+            &catch_up_job(crate::model::CatchUpMode::All),
+            &params(T0 + 310_000),
+        );
+        let ran: Vec<i64> = plan
+            .runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Pending)
+            .map(|run| run.scheduled_at_ms - T0)
+            .collect();
+        assert_eq!(ran, vec![180_000, 240_000, 300_000]);
+        assert_eq!(
+            times(&plan),
+            vec![0, 60_000, 120_000, 180_000, 240_000, 300_000]
+        );
+        // Found past the threshold but inside the window: the first missed fire itself runs.
+        let short = plan_job(
+            &catch_up_job(crate::model::CatchUpMode::All),
+            &params(T0 + 70_000),
+        );
+        assert!(
+            short
+                .runs
+                .iter()
+                .all(|run| run.status == RunStatus::Pending)
+        );
+        assert_eq!(times(&short), vec![0, 60_000]);
+    }
+
+    #[test]
+    fn catch_up_on_fix_delay_decides_its_one_missed_fire() {
+        let mut delay = job(ScheduleType::FixDelay, "10", T0);
+        delay.policy.catch_up_window_ms = 60_000;
+        let inside = plan_job(&delay, &params(T0 + 30_000));
+        assert_eq!(
+            statuses(&inside),
+            vec![(0, RunStatus::Pending, TriggerType::Misfire)]
+        );
+        assert_eq!(inside.update.trigger_next_ms, AWAITING_COMPLETION_MS);
+        let outside = plan_job(&delay, &params(T0 + 90_000));
+        assert_eq!(outside.runs[0].status, RunStatus::Skipped);
+        assert_eq!(outside.update.trigger_next_ms, T0 + 100_000);
     }
 }

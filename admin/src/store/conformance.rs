@@ -540,6 +540,8 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
             child_job_ids: vec![stopped.id],
             policy: crate::model::SchedulePolicy {
                 jitter_max_ms: 90_000,
+                catch_up_window_ms: 600_000,
+                catch_up_mode: crate::model::CatchUpMode::All,
             },
             status: JobStatus::Stopped,
             trigger_next_ms: 1,

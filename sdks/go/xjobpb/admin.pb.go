@@ -74,6 +74,58 @@ func (JobStatus) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
+// Which fires missed inside a job's catch-up window run.
+type CatchUpMode int32
+
+const (
+	CatchUpMode_CATCH_UP_MODE_UNSPECIFIED CatchUpMode = 0
+	// Only the latest missed fire; the others get SKIPPED rows.
+	CatchUpMode_CATCH_UP_MODE_LATEST CatchUpMode = 1
+	// Every missed fire, oldest first, at most 100 at once (older ones beyond that are SKIPPED).
+	CatchUpMode_CATCH_UP_MODE_ALL CatchUpMode = 2
+)
+
+// Enum value maps for CatchUpMode.
+var (
+	CatchUpMode_name = map[int32]string{
+		0: "CATCH_UP_MODE_UNSPECIFIED",
+		1: "CATCH_UP_MODE_LATEST",
+		2: "CATCH_UP_MODE_ALL",
+	}
+	CatchUpMode_value = map[string]int32{
+		"CATCH_UP_MODE_UNSPECIFIED": 0,
+		"CATCH_UP_MODE_LATEST":      1,
+		"CATCH_UP_MODE_ALL":         2,
+	}
+)
+
+func (x CatchUpMode) Enum() *CatchUpMode {
+	p := new(CatchUpMode)
+	*p = x
+	return p
+}
+
+func (x CatchUpMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CatchUpMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[1].Descriptor()
+}
+
+func (CatchUpMode) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[1]
+}
+
+func (x CatchUpMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CatchUpMode.Descriptor instead.
+func (CatchUpMode) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
 // XXL-JOB's nine manual clean-up modes.
 type ClearLogsMode int32
 
@@ -129,11 +181,11 @@ func (x ClearLogsMode) String() string {
 }
 
 func (ClearLogsMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_xjob_v1_admin_proto_enumTypes[1].Descriptor()
+	return file_xjob_v1_admin_proto_enumTypes[2].Descriptor()
 }
 
 func (ClearLogsMode) Type() protoreflect.EnumType {
-	return &file_xjob_v1_admin_proto_enumTypes[1]
+	return &file_xjob_v1_admin_proto_enumTypes[2]
 }
 
 func (x ClearLogsMode) Number() protoreflect.EnumNumber {
@@ -142,7 +194,7 @@ func (x ClearLogsMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ClearLogsMode.Descriptor instead.
 func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
-	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 // An executor app (XXL-JOB's xxl_job_group).
@@ -353,7 +405,13 @@ type Job struct {
 	// delay of one occurrence is fixed (derived from the job id and the scheduled time), so a
 	// retry or another admin taking the fire over keeps it; the run still reports the scheduled
 	// time. Spreads jobs that all fall on the same second.
-	JitterMaxMs   int64 `protobuf:"varint,28,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
+	JitterMaxMs int64 `protobuf:"varint,28,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
+	// How old a fire missed while the schedule could not run (the admin down) may be and still
+	// run when found, 0 = off (the misfire strategy decides; at most 86 400 000, a day). Missed
+	// fires inside the window run as catch_up_mode says; older ones get SKIPPED rows.
+	CatchUpWindowMs int64 `protobuf:"varint,29,opt,name=catch_up_window_ms,json=catchUpWindowMs,proto3" json:"catch_up_window_ms,omitempty"`
+	// Which missed fires inside the catch-up window run. UNSPECIFIED means LATEST.
+	CatchUpMode   CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +640,20 @@ func (x *Job) GetJitterMaxMs() int64 {
 		return x.JitterMaxMs
 	}
 	return 0
+}
+
+func (x *Job) GetCatchUpWindowMs() int64 {
+	if x != nil {
+		return x.CatchUpWindowMs
+	}
+	return 0
+}
+
+func (x *Job) GetCatchUpMode() CatchUpMode {
+	if x != nil {
+		return x.CatchUpMode
+	}
+	return CatchUpMode_CATCH_UP_MODE_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -5287,7 +5359,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xba\b\n" +
+	"maxDelayMs\"\xa1\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5325,7 +5397,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"updated_ms\x18\x1a \x01(\x03R\tupdatedMs\x123\n" +
 	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
-	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\"\xa1\x05\n" +
+	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\x12+\n" +
+	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
+	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -5645,7 +5719,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
-	"\x12JOB_STATUS_RUNNING\x10\x02*\x90\x03\n" +
+	"\x12JOB_STATUS_RUNNING\x10\x02*]\n" +
+	"\vCatchUpMode\x12\x1d\n" +
+	"\x19CATCH_UP_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CATCH_UP_MODE_LATEST\x10\x01\x12\x15\n" +
+	"\x11CATCH_UP_MODE_ALL\x10\x02*\x90\x03\n" +
 	"\rClearLogsMode\x12\x1f\n" +
 	"\x1bCLEAR_LOGS_MODE_UNSPECIFIED\x10\x00\x12(\n" +
 	"$CLEAR_LOGS_MODE_OLDER_THAN_ONE_MONTH\x10\x01\x12+\n" +
@@ -5716,234 +5794,236 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
-	(ClearLogsMode)(0),               // 1: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 2: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 3: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 4: xjob.v1.Job
-	(*Log)(nil),                      // 5: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 6: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 7: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 8: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 9: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 10: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 11: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 12: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 13: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 14: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 15: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 16: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 17: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 18: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 19: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 20: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 21: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 22: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 23: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 24: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 25: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 26: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 27: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 28: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 29: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 30: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 31: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 32: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 33: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 34: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 35: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 36: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 37: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 38: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 39: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 40: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 41: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 42: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 43: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 44: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 45: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 46: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 47: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 48: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 49: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 50: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 51: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 52: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 53: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 54: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 55: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 56: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 57: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 58: xjob.v1.LoopHealth
-	(*User)(nil),                     // 59: xjob.v1.User
-	(*ApiToken)(nil),                 // 60: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 61: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 62: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 63: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 64: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 65: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 66: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 67: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 68: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 69: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 70: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 71: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 72: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 73: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 74: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 75: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 76: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 77: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 78: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 79: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 80: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 81: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 82: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 83: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 84: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 85: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 86: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 87: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 88: xjob.v1.AddressType
-	(ScheduleType)(0),                // 89: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 90: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 91: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 92: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 93: xjob.v1.GlueType
-	(RunStatus)(0),                   // 94: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 95: xjob.v1.TriggerType
+	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
+	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
+	(*Group)(nil),                    // 3: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 5: xjob.v1.Job
+	(*Log)(nil),                      // 6: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 52: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 56: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
+	(*User)(nil),                     // 60: xjob.v1.User
+	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 89: xjob.v1.AddressType
+	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 94: xjob.v1.GlueType
+	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	88, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	89, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	90, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	91, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	92, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	3,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	93, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	94, // 8: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	95, // 9: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	2,  // 10: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	2,  // 11: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	2,  // 12: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	2,  // 13: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	2,  // 14: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	2,  // 15: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	4,  // 16: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	4,  // 17: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	4,  // 18: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	4,  // 19: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	4,  // 20: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	93, // 21: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	4,  // 22: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	24, // 23: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	24, // 24: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 25: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	4,  // 26: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	4,  // 27: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	4,  // 28: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	89, // 29: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	94, // 30: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	5,  // 31: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	5,  // 32: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	1,  // 33: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	51, // 34: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	55, // 35: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	58, // 36: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	57, // 37: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	59, // 38: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	60, // 39: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	59, // 40: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	60, // 41: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 42: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	59, // 43: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	59, // 44: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	59, // 45: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	59, // 46: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	85, // 47: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	6,  // 48: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	8,  // 49: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	10, // 50: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	12, // 51: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	14, // 52: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	16, // 53: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	18, // 54: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	20, // 55: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	22, // 56: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	31, // 57: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	33, // 58: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	35, // 59: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	37, // 60: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	25, // 61: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	27, // 62: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	29, // 63: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	39, // 64: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	41, // 65: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	43, // 66: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	45, // 67: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	47, // 68: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	49, // 69: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	52, // 70: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	54, // 71: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	61, // 72: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	63, // 73: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	65, // 74: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	67, // 75: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	69, // 76: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	71, // 77: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	73, // 78: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	75, // 79: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	77, // 80: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	79, // 81: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	81, // 82: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	83, // 83: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	86, // 84: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	7,  // 85: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	9,  // 86: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	11, // 87: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	13, // 88: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	15, // 89: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	17, // 90: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	19, // 91: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	21, // 92: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	23, // 93: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	32, // 94: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	34, // 95: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	36, // 96: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	38, // 97: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	26, // 98: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	28, // 99: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	30, // 100: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	40, // 101: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	42, // 102: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	44, // 103: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	46, // 104: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	48, // 105: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	50, // 106: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	53, // 107: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	56, // 108: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	62, // 109: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	64, // 110: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	66, // 111: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	68, // 112: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	70, // 113: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	72, // 114: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	74, // 115: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	76, // 116: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	78, // 117: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	80, // 118: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	82, // 119: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	84, // 120: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	87, // 121: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	85, // [85:122] is the sub-list for method output_type
-	48, // [48:85] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
+	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	86, // [86:123] is the sub-list for method output_type
+	49, // [49:86] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -5958,7 +6038,7 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -432,6 +432,16 @@ pub const EN: &[(&str, &str)] = &[
         "editor.jitter_hint",
         "hold each scheduled fire back by up to this long, e.g. <code>30s</code>; 0 = on time",
     ),
+    ("editor.catch_up", "Catch-up window"),
+    (
+        "editor.catch_up_hint",
+        "after downtime, run fires missed no longer ago than this, e.g. <code>1h</code> (older ones are skipped); 0 = off, the misfire strategy decides",
+    ),
+    ("editor.catch_up_mode", "Catch-up mode"),
+    (
+        "editor.catch_up_mode_hint",
+        "which missed fires in the window run: the latest, or all in order",
+    ),
     ("editor.block", "Block"),
     ("editor.timeout", "Timeout"),
     (

@@ -385,6 +385,16 @@ pub const ZH: &[(&str, &str)] = &[
         "editor.jitter_hint",
         "每次调度触发最多推迟这么久（每次触发的延迟固定），如 <code>30s</code>；0 = 准时",
     ),
+    ("editor.catch_up", "补跑窗口"),
+    (
+        "editor.catch_up_hint",
+        "停机恢复后，补跑在此时长内错过的触发，如 <code>1h</code>（更早的跳过）；0 = 关闭，由调度过期策略决定",
+    ),
+    ("editor.catch_up_mode", "补跑方式"),
+    (
+        "editor.catch_up_mode_hint",
+        "窗口内错过的触发补跑哪些：最近一次，或按顺序全部",
+    ),
     ("editor.block", "阻塞处理策略"),
     ("editor.timeout", "超时时间"),
     (

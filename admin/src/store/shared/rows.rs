@@ -2,7 +2,7 @@
 //! and booleans decode strictly as declared, text as `Dialect::text` reads it).
 
 use crate::model::{
-    AddressType, BlockStrategy, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
+    AddressType, BlockStrategy, CatchUpMode, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
     MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType,
     TriggerType,
 };
@@ -16,7 +16,8 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on
     schedule_conf, time_zone, misfire_strategy, route_strategy, handler, params, block_strategy, \
     timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, retry_max_delay_ms, \
     glue_type, glue_source, glue_remark, glue_updated_ms, child_job_ids, trigger_status, \
-    trigger_last_ms, trigger_next_ms, created_ms, updated_ms, jitter_max_ms";
+    trigger_last_ms, trigger_next_ms, created_ms, updated_ms, jitter_max_ms, catch_up_window_ms, \
+    catch_up_mode";
 
 /// Columns of `xjob_log` read by `run_from_row`.
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
@@ -87,6 +88,8 @@ pub fn job_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Job> {
         child_job_ids: parse_id_list(&child_text)?,
         policy: SchedulePolicy {
             jitter_max_ms: row.get("jitter_max_ms")?,
+            catch_up_window_ms: row.get("catch_up_window_ms")?,
+            catch_up_mode: row.parse("catch_up_mode", CatchUpMode::parse)?,
         },
         status: if trigger_status == 1 {
             JobStatus::Running

@@ -108,6 +108,13 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         base.jitter_max_ms,
         &mut refusal,
     );
+    let catch_up_window_ms = read_number(
+        fields,
+        "catch_up_window_ms",
+        form::timeout_ms,
+        base.catch_up_window_ms,
+        &mut refusal,
+    );
     let stored_backoff = base.retry_backoff.unwrap_or_default();
     let retry_backoff = pb::RetryBackoff {
         initial_delay_ms: read_number(
@@ -162,6 +169,10 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         params: fields.raw("params").unwrap_or("").to_string(),
         timeout_ms,
         jitter_max_ms,
+        catch_up_window_ms,
+        catch_up_mode: enum_value("catch_up_mode", "CATCH_UP_MODE_", |name| {
+            pb::CatchUpMode::from_str_name(name).map(|value| value as i32)
+        }),
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

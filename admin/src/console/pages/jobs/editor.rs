@@ -20,8 +20,8 @@ use super::super::super::{Console, Shared, request};
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
-    block_strategies, editable, glue_types, label, load, misfire_strategies, new_job,
-    route_strategies, schedule_types,
+    block_strategies, catch_up_modes, editable, glue_types, label, load, misfire_strategies,
+    new_job, route_strategies, schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -39,6 +39,8 @@ const FORM_FIELDS: &[&str] = &[
     "route_strategy",
     "misfire_strategy",
     "jitter_max_ms",
+    "catch_up_window_ms",
+    "catch_up_mode",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -368,6 +370,30 @@ fn job_fields(
             html::text_input("jitter_max_ms", &form::timeout_text(job.jitter_max_ms)),
             err("jitter_max_ms"),
             tm(lang, "editor.jitter_hint", &[]),
+        ),
+        html::field(
+            t(lang, "editor.catch_up"),
+            "catch_up_window_ms",
+            html::text_input(
+                "catch_up_window_ms",
+                &form::timeout_text(job.catch_up_window_ms),
+            ),
+            err("catch_up_window_ms"),
+            tm(lang, "editor.catch_up_hint", &[]),
+        ),
+        html::field(
+            t(lang, "editor.catch_up_mode"),
+            "catch_up_mode",
+            html::select(
+                "catch_up_mode",
+                &catch_up_modes(),
+                &current(
+                    pb::CatchUpMode::try_from(job.catch_up_mode).map(|t| t.as_str_name()),
+                    "CATCH_UP_MODE_",
+                ),
+            ),
+            err("catch_up_mode"),
+            tm(lang, "editor.catch_up_mode_hint", &[]),
         ),
         html::field(
             t(lang, "editor.block"),

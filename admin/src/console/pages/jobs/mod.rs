@@ -75,6 +75,14 @@ pub fn misfire_strategies() -> Vec<Choice> {
     })
 }
 
+pub fn catch_up_modes() -> Vec<Choice> {
+    choices("CATCH_UP_MODE_", |value| {
+        pb::CatchUpMode::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
 pub fn route_strategies() -> Vec<Choice> {
     choices("ROUTE_STRATEGY_", |value| {
         pb::RouteStrategy::try_from(value)
