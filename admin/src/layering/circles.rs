@@ -216,6 +216,18 @@ fn spread(rest: &str, prefix: &mut Vec<String>, each: &mut dyn FnMut(Vec<String>
     prefix.pop();
 }
 
+/// Module files whose arrows into their own children are still not counted: each keeps in
+/// itself an item its children import (the store's `StoreError` and `Store`, the console's
+/// `Console` and `Shared`, the metrics' registry, the bench's options), so counting them would
+/// fail on circles that are known and wait for those items to move into a file below both.
+/// Every other module file is held to the rule: its children do not import it back.
+const ASSEMBLERS_NOT_YET_SPLIT: [&str; 4] = [
+    "admin/src/metrics/mod.rs",
+    "admin/src/store/mod.rs",
+    "admin/src/console/mod.rs",
+    "bench/src/main.rs",
+];
+
 /// The arrows of one crate: file index → (file index → first line naming it).
 type Arrows = BTreeMap<usize, BTreeMap<usize, usize>>;
 
@@ -306,11 +318,11 @@ fn arrows(files: &[SourceFile]) -> Arrows {
             let Some(to) = resolver.resolve(from, &segments, 0) else {
                 continue;
             };
-            // A module's own file assembles its children (routes to their handlers, calls their
-            // entry points): that is declaring, not depending, so only arrows out of a module's
-            // subtree, and between its files, count.
             let into_own_child = files[to].module.starts_with(&file.module);
-            if to != from && !into_own_child {
+            let allowed = ASSEMBLERS_NOT_YET_SPLIT
+                .iter()
+                .any(|assembler| file.path.ends_with(assembler));
+            if to != from && !(into_own_child && allowed) {
                 arrows.entry(from).or_default().entry(to).or_insert(line);
             }
         }
@@ -469,9 +481,14 @@ fn a_circle_is_found_across_super_crate_and_child_paths() {
         .iter()
         .flat_map(|(&from, to)| to.keys().map(move |&to| (from, to)))
         .collect();
-    // a's arrows into its own children are its assembly, not counted; b → c (a sibling by
-    // `super::`); c → b and c → a (`h` is an item of a); d → c through a's re-export of `g`;
-    // d's test module draws nothing.
-    assert_eq!(pairs, vec![(2, 3), (3, 1), (3, 2), (4, 3)], "{arrows:?}");
-    assert_eq!(circles(files.len(), &arrows), vec![vec![2, 3]]);
+    // a → b and a → c (its own children count too); b → c (a sibling by `super::`); c → b and
+    // c → a (`h` is an item of a); d → c through a's re-export of `g`, which draws no arrow of
+    // a's own; d's test module draws nothing.
+    assert_eq!(
+        pairs,
+        vec![(1, 2), (1, 3), (2, 3), (3, 1), (3, 2), (4, 3)],
+        "{arrows:?}"
+    );
+    // The module file a and its children b and c close one circle.
+    assert_eq!(circles(files.len(), &arrows), vec![vec![1, 2, 3]]);
 }
