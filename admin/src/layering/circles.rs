@@ -217,16 +217,11 @@ fn spread(rest: &str, prefix: &mut Vec<String>, each: &mut dyn FnMut(Vec<String>
 }
 
 /// Module files whose arrows into their own children are still not counted: each keeps in
-/// itself an item its children import (the store's `StoreError` and `Store`, the console's
-/// `Console` and `Shared`, the metrics' registry, the bench's options), so counting them would
-/// fail on circles that are known and wait for those items to move into a file below both.
-/// Every other module file is held to the rule: its children do not import it back.
-const ASSEMBLERS_NOT_YET_SPLIT: [&str; 4] = [
-    "admin/src/metrics/mod.rs",
-    "admin/src/store/mod.rs",
-    "admin/src/console/mod.rs",
-    "bench/src/main.rs",
-];
+/// itself items its children import (the store's `StoreError` and `Store`, the console's
+/// `Console` and `Shared`), so counting them would fail on known circles that wait for those
+/// items to move into a file below both. Every other module file is held to the rule: it may
+/// call into its children, and then they do not import it back.
+const ASSEMBLERS_NOT_YET_SPLIT: [&str; 2] = ["admin/src/store/mod.rs", "admin/src/console/mod.rs"];
 
 /// The arrows of one crate: file index → (file index → first line naming it).
 type Arrows = BTreeMap<usize, BTreeMap<usize, usize>>;
