@@ -7,7 +7,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 use super::super::super::frame;
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::session::Viewer;
-use super::super::super::{Console, request};
+use super::super::super::shared::{Console, request};
 
 /// A script job's source editor and its saved versions; `version` > 0 loads that version's
 /// source into the editor (`GetGlueVersion`). Empty for BEAN jobs.
