@@ -9,8 +9,9 @@
 //! folder's `mod.rs` (an item re-exported there) points at `mod.rs`. Declaring a child
 //! (`mod child;`) is not an import, and neither is a re-export (`pub use a::X;`): a path to `X`
 //! through the re-exporting file points at the file that defines `X`, so a folder's `mod.rs` or
-//! a crate's `lib.rs` that only hands names on is no hub of circles. Test code is left out: `#[cfg(test)]` modules, whether in
-//! their own file or inline, and the `tests/` folders.
+//! a crate's `lib.rs` that only hands names on is no hub of circles. A module's own file is no
+//! exception: its arrows into its children count like any other. Test code is left out:
+//! `#[cfg(test)]` modules, whether in their own file or inline, and the `tests/` folders.
 //!
 //! Like the floor check, this reads text and knows no Rust beyond paths; a failure names the
 //! files of the circle and, for each arrow, the line that draws it.
@@ -216,13 +217,6 @@ fn spread(rest: &str, prefix: &mut Vec<String>, each: &mut dyn FnMut(Vec<String>
     prefix.pop();
 }
 
-/// Module files whose arrows into their own children are still not counted: the console's
-/// keeps `Console` and `Shared`, which its pages and session import, so counting it would fail
-/// on a known circle that waits for those items to move into a file below both. Every other
-/// module file is held to the rule: it may call into its children, and then they do not
-/// import it back.
-const ASSEMBLERS_NOT_YET_SPLIT: [&str; 1] = ["admin/src/console/mod.rs"];
-
 /// The arrows of one crate: file index → (file index → first line naming it).
 type Arrows = BTreeMap<usize, BTreeMap<usize, usize>>;
 
@@ -313,11 +307,9 @@ fn arrows(files: &[SourceFile]) -> Arrows {
             let Some(to) = resolver.resolve(from, &segments, 0) else {
                 continue;
             };
-            let into_own_child = files[to].module.starts_with(&file.module);
-            let allowed = ASSEMBLERS_NOT_YET_SPLIT
-                .iter()
-                .any(|assembler| file.path.ends_with(assembler));
-            if to != from && !(into_own_child && allowed) {
+            // A module's own file counts like any other: when it calls into a child, that child
+            // must not import it back, so what both need lives in a file below both.
+            if to != from {
                 arrows.entry(from).or_default().entry(to).or_insert(line);
             }
         }
