@@ -9,6 +9,10 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub mod alarm;
+mod parse;
+
+pub use parse::{ConfigError, parse_duration};
+use parse::{duration_text, invalid, parse_bool, parse_field};
 
 /// Everything the admin can be configured with. Durations are written like `500ms`, `5s`, `2m`.
 #[derive(Debug, Clone, Deserialize)]
@@ -317,14 +321,6 @@ impl Default for Config {
             xxl_job_compat_lease: Duration::from_secs(90),
         }
     }
-}
-
-/// A configuration problem, naming the field.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid configuration: {field}: {message}")]
-pub struct ConfigError {
-    pub field: &'static str,
-    pub message: String,
 }
 
 impl Config {
@@ -705,42 +701,6 @@ impl Config {
     }
 }
 
-pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        field,
-        message: message.into(),
-    }
-}
-
-pub(crate) fn parse_field<T: std::str::FromStr>(
-    field: &'static str,
-    value: &str,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .parse()
-        .map_err(|error: T::Err| invalid(field, format!("'{value}': {error}")))
-}
-
-/// A boolean environment variable: `true`/`on`/`yes`/`1` or `false`/`off`/`no`/`0`, in any case
-/// (surrounding spaces ignored). Anything else stops the start with an error naming the
-/// variable: a typo in a security switch must not silently pick one side.
-pub(crate) fn parse_bool(variable: &'static str, value: &str) -> Result<bool, ConfigError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" | "on" | "yes" | "1" => Ok(true),
-        "false" | "off" | "no" | "0" => Ok(false),
-        _ => Err(invalid(
-            variable,
-            format!(
-                "'{}' is not a boolean: use true/false, on/off, yes/no or 1/0",
-                value.chars().take(32).collect::<String>()
-            ),
-        )),
-    }
-}
-
 /// The machine's IANA zone: `TZ`, else the `/etc/localtime` link target, else UTC.
 fn machine_time_zone() -> String {
     if let Ok(zone) = std::env::var("TZ")
@@ -757,21 +717,6 @@ fn machine_time_zone() -> String {
         })
         .filter(|zone| crate::model::parse_time_zone(zone).is_ok())
         .unwrap_or_else(|| "UTC".to_string())
-}
-
-/// Parses `250ms`, `5s`, `2m`, `1h` (a bare number is seconds): the spelling the command line
-/// shares, kept in the wire crate.
-pub use xjob_proto::duration::parse as parse_duration;
-
-pub(crate) mod duration_text {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer};
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        super::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
 }
 
 #[cfg(test)]

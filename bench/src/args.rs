@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-use crate::campaign;
+use crate::campaign::options::Options as CampaignOptions;
 use crate::database::Backend;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,5 +130,5 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 1000)]
     pub(crate) on_time_ms: i64,
     #[command(flatten)]
-    pub(crate) campaign: campaign::Options,
+    pub(crate) campaign: CampaignOptions,
 }

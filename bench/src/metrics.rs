@@ -142,6 +142,16 @@ impl Grid for PeriodicGrid {
     }
 }
 
+/// Runs scheduled in `[start_ms, end_ms)` that started at most `on_time_ms` after their second.
+pub(crate) fn on_time(records: &[Record], start_ms: i64, end_ms: i64, on_time_ms: i64) -> u64 {
+    records
+        .iter()
+        .filter(|&&(_, scheduled, start)| {
+            scheduled >= start_ms && scheduled < end_ms && start - scheduled <= on_time_ms
+        })
+        .count() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::args::Args;
 use crate::cpu_cap::CpuCap;
-use crate::metrics::Record;
 use crate::plan::Plan;
 
 /// The summary line of an S1 run.
@@ -56,7 +55,7 @@ pub(crate) async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         let mut cap = CpuCap::new(args.admin_cpu)?;
         line.cgroup = cap.version();
         let step = Plan { admins, ..*plan };
-        let outcome = crate::run(args, &step, Some(&mut cap)).await?;
+        let outcome = crate::run::run(args, &step, Some(&mut cap)).await?;
         let fps = outcome.on_time as f64 / args.duration.max(1) as f64;
         eprintln!(
             "S1: {admins} admin(s): {fps:.1} fires/s on time (≤ {} ms late)",
@@ -76,7 +75,7 @@ pub(crate) async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     {
         println!("{json}");
     }
-    crate::append(&args.results, &json)
+    crate::run::append(&args.results, &json)
 }
 
 /// The last figure over the first (None when the first is 0 or there is only one).
@@ -89,19 +88,10 @@ fn scale_ratio(fps: &[f64]) -> Option<f64> {
     }
 }
 
-/// Runs scheduled in `[start_ms, end_ms)` that started at most `on_time_ms` after their second.
-pub(crate) fn on_time(records: &[Record], start_ms: i64, end_ms: i64, on_time_ms: i64) -> u64 {
-    records
-        .iter()
-        .filter(|&&(_, scheduled, start)| {
-            scheduled >= start_ms && scheduled < end_ms && start - scheduled <= on_time_ms
-        })
-        .count() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::on_time;
 
     #[test]
     fn on_time_counts_window_runs_started_within_the_bound() {

@@ -17,7 +17,7 @@ use crate::maintenance::report::Dashboard;
 use crate::model::validate::field_name;
 use crate::model::{
     ExecutorInfo, Group, GroupId, JOB_SORT_KEYS, Job, JobId, JobStatus, LOG_SORT_KEYS, ListOrder,
-    LogFilter, RetryBackoff, RunLog,
+    LogFilter, RetryBackoff, RunLog, User,
 };
 use crate::store::{DayCounts, JobFilter};
 pub use crate::wire::*;
@@ -427,6 +427,17 @@ fn non_zero(value: i64) -> Option<i64> {
 
 fn non_empty(value: String) -> Option<String> {
     (!value.is_empty()).then_some(value)
+}
+
+/// A user as the API shows it: never its password hash.
+pub fn user_to_pb(user: User) -> pb::User {
+    pb::User {
+        id: user.id,
+        name: user.name,
+        role: user.role.as_str().to_string(),
+        group_ids: user.group_ids.iter().map(|id| id.0).collect(),
+        created_ms: user.created_ms,
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, duration_text, invalid, parse_field};
+use super::parse::{ConfigError, duration_text, invalid, parse_field};
 
 /// How the SMTP connection is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -7,8 +7,8 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::Shared;
 use super::session::Viewer;
+use super::shared::Shared;
 
 /// Largest form body accepted (job params are limited by the API far below this).
 const MAX_FORM_BYTES: usize = 1024 * 1024;

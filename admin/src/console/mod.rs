@@ -35,6 +35,7 @@ mod html;
 mod i18n;
 mod pages;
 mod session;
+mod shared;
 mod throttle;
 mod zone;
 
@@ -48,72 +49,13 @@ use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
-use tonic::Request;
 
-use crate::api::job_admin::JobAdminService;
-use crate::auth::{Caller, ResolvedCaller};
-use crate::context::AdminContext;
 use crate::error::Error;
 use crate::lifecycle::Tasks;
 
 pub use session::Viewer;
-
-/// What every console handler shares.
-pub struct Console {
-    service: Arc<JobAdminService>,
-    ctx: Arc<AdminContext>,
-    logins: throttle::LoginThrottle,
-    /// Served over TLS: cookies get `Secure`.
-    tls: bool,
-    /// Whether this console may run without login while no user exists: its own listener is
-    /// on loopback (or the operator opted out with `insecure_open_admin_api`). A console on a
-    /// network address never runs open, even when the gRPC port is on loopback.
-    open_allowed: bool,
-}
-
-type Shared = Arc<Console>;
-
-impl Console {
-    pub fn new(service: Arc<JobAdminService>, ctx: Arc<AdminContext>) -> Arc<Console> {
-        let tls = ctx.config.tls_cert.is_some();
-        let open_allowed = open_allowed(&ctx.config);
-        Arc::new(Console {
-            service,
-            ctx,
-            logins: throttle::LoginThrottle::default(),
-            tls,
-            open_allowed,
-        })
-    }
-
-    /// Whether the console needs no login right now: no users yet, and both `JobAdmin` and
-    /// this console may run open.
-    async fn runs_open(&self) -> Result<bool, tonic::Status> {
-        Ok(self.open_allowed && self.api().authenticator().runs_open().await?)
-    }
-
-    /// The `JobAdmin` service the console calls.
-    fn api(&self) -> &JobAdminService {
-        &self.service
-    }
-}
-
-/// Whether a console may run without login while no user exists (see `Console::open_allowed`).
-fn open_allowed(config: &crate::config::Config) -> bool {
-    config
-        .http_listen
-        .is_some_and(|address| address.ip().is_loopback())
-        || config.insecure_open_admin_api
-}
-
-/// A `JobAdmin` request carrying the console's resolved caller.
-fn request<T>(caller: &Caller, message: T) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .extensions_mut()
-        .insert(ResolvedCaller(caller.clone()));
-    request
-}
+pub use shared::Console;
+use shared::Shared;
 
 /// Binds the console's listener (at start, so a taken port fails startup).
 pub async fn bind(address: SocketAddr) -> Result<TcpListener, Error> {
@@ -359,26 +301,5 @@ where
                 }
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_loopback_console_runs_open() {
-        let mut config = crate::config::Config {
-            http_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
-            ..crate::config::Config::default()
-        };
-        assert!(open_allowed(&config));
-        config.http_listen = Some(SocketAddr::from(([0, 0, 0, 0], 8081)));
-        assert!(
-            !open_allowed(&config),
-            "a network console always asks for a login"
-        );
-        config.insecure_open_admin_api = true;
-        assert!(open_allowed(&config));
     }
 }

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use tokio_util::sync::CancellationToken;
 
 use super::cookies::{cookie, set_cookie, with_cookie};
-use super::{Console, Shared};
+use super::shared::{Console, Shared};
 use crate::auth::secrets::{generate_token, hash_token};
 use crate::auth::{Caller, Permission, Scope};
 use crate::model::{ConsoleSession, GroupId};

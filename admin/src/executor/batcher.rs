@@ -20,7 +20,7 @@ use tonic::transport::Channel;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
-use super::authorized;
+use super::bearer::authorized;
 use crate::lifecycle::Tasks;
 
 /// Most runs in one `RunBatch` call.

@@ -7,7 +7,9 @@
 //! ([`follow_removals`]), so a restarted executor on the same address gets a fresh connection.
 
 mod batcher;
+mod bearer;
 mod channels;
+pub mod log_chunk;
 mod session;
 pub mod xxl;
 
@@ -15,7 +17,6 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
-use tonic::metadata::MetadataValue;
 use xjob_proto::pb;
 use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
@@ -24,20 +25,13 @@ use crate::model::ExecutorInfo;
 use crate::model::{JobId, LogId};
 use crate::registry::Registry;
 use batcher::RunBatcher;
+use bearer::authorized;
 use channels::ExecutorChannels;
+use log_chunk::RunLogChunk;
 use xxl::{XxlClient, XxlTarget};
 
 /// Longest a FAILOVER `Beat` or BUSYOVER `IdleBeat` probe waits for its answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// A slice of a run's log file read through its executor.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunLogChunk {
-    pub from_line: i32,
-    pub to_line: i32,
-    pub content: String,
-    pub is_end: bool,
-}
 
 /// What an `IdleBeat` probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -347,15 +341,4 @@ fn xxl_target<'a>(executor: &'a ExecutorInfo, token: &'a str) -> XxlTarget<'a> {
         token,
         app_name: &executor.app_name,
     }
-}
-
-/// Wraps a message with the group's bearer token when one is configured.
-fn authorized<T>(message: T, token: &str) -> Result<tonic::Request<T>, tonic::Status> {
-    let mut request = tonic::Request::new(message);
-    if !token.is_empty() {
-        let value = MetadataValue::try_from(format!("Bearer {token}"))
-            .map_err(|_| tonic::Status::invalid_argument("access token is not valid metadata"))?;
-        request.metadata_mut().insert("authorization", value);
-    }
-    Ok(request)
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use xjob_proto::pb;
 
-use super::RunLogChunk;
+use super::log_chunk::RunLogChunk;
 
 /// Largest answer read (a log slice is the big one).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;

@@ -9,8 +9,9 @@
 //! folder's `mod.rs` (an item re-exported there) points at `mod.rs`. Declaring a child
 //! (`mod child;`) is not an import, and neither is a re-export (`pub use a::X;`): a path to `X`
 //! through the re-exporting file points at the file that defines `X`, so a folder's `mod.rs` or
-//! a crate's `lib.rs` that only hands names on is no hub of circles. Test code is left out: `#[cfg(test)]` modules, whether in
-//! their own file or inline, and the `tests/` folders.
+//! a crate's `lib.rs` that only hands names on is no hub of circles. A module's own file is no
+//! exception: its arrows into its children count like any other. Test code is left out:
+//! `#[cfg(test)]` modules, whether in their own file or inline, and the `tests/` folders.
 //!
 //! Like the floor check, this reads text and knows no Rust beyond paths; a failure names the
 //! files of the circle and, for each arrow, the line that draws it.
@@ -306,11 +307,9 @@ fn arrows(files: &[SourceFile]) -> Arrows {
             let Some(to) = resolver.resolve(from, &segments, 0) else {
                 continue;
             };
-            // A module's own file assembles its children (routes to their handlers, calls their
-            // entry points): that is declaring, not depending, so only arrows out of a module's
-            // subtree, and between its files, count.
-            let into_own_child = files[to].module.starts_with(&file.module);
-            if to != from && !into_own_child {
+            // A module's own file counts like any other: when it calls into a child, that child
+            // must not import it back, so what both need lives in a file below both.
+            if to != from {
                 arrows.entry(from).or_default().entry(to).or_insert(line);
             }
         }
@@ -469,9 +468,14 @@ fn a_circle_is_found_across_super_crate_and_child_paths() {
         .iter()
         .flat_map(|(&from, to)| to.keys().map(move |&to| (from, to)))
         .collect();
-    // a's arrows into its own children are its assembly, not counted; b → c (a sibling by
-    // `super::`); c → b and c → a (`h` is an item of a); d → c through a's re-export of `g`;
-    // d's test module draws nothing.
-    assert_eq!(pairs, vec![(2, 3), (3, 1), (3, 2), (4, 3)], "{arrows:?}");
-    assert_eq!(circles(files.len(), &arrows), vec![vec![2, 3]]);
+    // a → b and a → c (its own children count too); b → c (a sibling by `super::`); c → b and
+    // c → a (`h` is an item of a); d → c through a's re-export of `g`, which draws no arrow of
+    // a's own; d's test module draws nothing.
+    assert_eq!(
+        pairs,
+        vec![(1, 2), (1, 3), (2, 3), (3, 1), (3, 2), (4, 3)],
+        "{arrows:?}"
+    );
+    // The module file a and its children b and c close one circle.
+    assert_eq!(circles(files.len(), &arrows), vec![vec![1, 2, 3]]);
 }

@@ -11,6 +11,7 @@
 //! kept (no label lookup per fire), and the per-fire histograms are
 //! `xjob_metrics_http::AtomicHistogram`s.
 
+mod kinds;
 mod runs;
 mod state;
 
@@ -25,6 +26,7 @@ use std::net::SocketAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use kinds::Label;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -33,12 +35,6 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use xjob_metrics_http::AtomicHistogram;
-
-/// One label, e.g. `[("outcome", "lost")]`.
-type Label = [(&'static str, &'static str); 1];
-
-/// A gauge holding seconds (a timestamp, a lag).
-type Seconds = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// The `reason` labels of `xjob_alarms_dropped_total` (`monitor::alarm_queue::DropReason`).
 pub const ALARM_DROP_REASONS: [&str; 2] = ["queue_full", "stopped"];
@@ -67,7 +63,6 @@ struct Metrics {
     alarms_dropped: Family<Label, Counter>,
     alarm_queue_depth: Gauge,
     database_errors: Counter,
-    state: state::Gauges,
 }
 
 /// Seconds, from 1 ms to ~65 s: lateness and scan times of a healthy admin sit in the low
@@ -112,7 +107,6 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         alarms_dropped: Family::default(),
         alarm_queue_depth: Gauge::default(),
         database_errors: Counter::default(),
-        state: state::Gauges::default(),
         registry: Registry::default(),
     };
     registry.register(
@@ -215,7 +209,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Database calls that failed (unreachable, or answered with an error)",
         metrics.database_errors.clone(),
     );
-    metrics.state.register(&mut registry);
+    state::gauges().register(&mut registry);
     // Every labelled series exists from the start at 0, so an alert on `increase(…)` or a
     // dashboard sees the first event as a change, not as a series appearing.
     for outcome in runs::FIRE_OUTCOMES {
@@ -434,7 +428,7 @@ pub fn xxl_connection_refused(refusal: xjob_tls::Refusal) {
 
 /// The registry and the process metrics in the text exposition format (OpenMetrics).
 pub fn render() -> String {
-    METRICS.state.before_scrape();
+    state::gauges().before_scrape();
     xjob_metrics_http::render(&METRICS.registry)
 }
 

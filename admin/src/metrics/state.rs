@@ -1,7 +1,7 @@
 //! Gauges of the admin's state an operator alerts on: build, loop progress, the bound on
 //! unsent runs, write backlogs, the follow-up's lag, the schedule lock and the node lease.
 
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use prometheus_client::metrics::counter::Counter;
@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{Label, METRICS, Seconds};
+use super::kinds::{Label, Seconds};
 
 /// The admin's version, and the git commit it was built from when the build set
 /// `XJOB_GIT_SHA` (the release images do); `unknown` otherwise.
@@ -112,8 +112,13 @@ impl Gauges {
     }
 }
 
-fn gauges() -> &'static Gauges {
-    &METRICS.state
+/// The state gauges, apart from the registry's other handles so this file needs nothing from
+/// `mod.rs`; the registry registers them when it is built, and the handles are shared clones, so
+/// a value set before that shows all the same.
+static GAUGES: LazyLock<Gauges> = LazyLock::new(Gauges::default);
+
+pub(super) fn gauges() -> &'static Gauges {
+    &GAUGES
 }
 
 /// Creates the series of the loop `name` (at 0) before its first round, so a loop that never

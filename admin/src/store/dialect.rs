@@ -10,8 +10,9 @@
 //! `postgres/dialect.rs`, `mysql/dialect.rs`), so this file names no backend.
 
 use super::driver::{BoxFuture, Driver};
+use super::error::StoreResult;
+use super::round::JobScheduleUpdate;
 use super::sql::Sql;
-use super::{JobScheduleUpdate, StoreResult};
 
 /// One SQL dialect: what is spelled differently, over the driver's binding, decoding and
 /// running (`Driver`).

@@ -15,87 +15,31 @@ mod batch_json;
 pub(crate) mod conformance;
 mod dialect;
 mod driver;
+mod error;
 pub mod liveness;
+mod log_storage;
 mod mysql;
+mod pooled;
 mod postgres;
+mod round;
 mod shared;
 mod sql;
 mod sqlite;
 pub mod writer_gate;
 pub mod xxl_source;
 
+pub use error::{StoreError, StoreResult};
+pub use log_storage::LogStorage;
+pub use round::{JobScheduleUpdate, RoundPlan};
+
 use std::collections::HashMap;
 use std::sync::Arc;
-
-use thiserror::Error;
 
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
     GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, Role, RunLog,
     RunStatus, User,
 };
-
-/// Errors of the store, named after what a caller can do about them.
-#[derive(Debug, Error)]
-pub enum StoreError {
-    /// A unique constraint refused the write.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// The database could not be reached or answered with an error.
-    #[error("database unavailable: {0}")]
-    Unavailable(#[source] sqlx::Error),
-    /// A database named by the user could not be reached at all (a one-off connection, such as
-    /// the import's source); the text says where and why.
-    #[error("{0}")]
-    Unreachable(String),
-    /// A stored value could not be read back into a domain type.
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
-    /// The URL names no supported backend or is malformed.
-    #[error("invalid database url: {0}")]
-    InvalidUrl(String),
-    /// Migrations failed.
-    #[error("migration failed: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
-    /// The schema is missing something the admin needs (e.g. the schedule lock row).
-    #[error("schema problem: {0}")]
-    Schema(String),
-}
-
-pub type StoreResult<T> = Result<T, StoreError>;
-
-/// Whether a pooled connection may be handed out again (every pool's `before_acquire` check).
-///
-/// The driver counts the transactions it opened on a connection and refuses to begin one while
-/// that count is not zero. A transaction whose COMMIT or ROLLBACK failed can leave the count
-/// behind the database's real state: SQLite rolls a transaction back by itself on a full disk
-/// or an I/O error, the driver's ROLLBACK on drop then fails ("no transaction is active"), and
-/// the count stays at one. Reused, such a connection fails every later `BEGIN` ("attempted to
-/// call begin_with at non-zero transaction depth"), which stopped the schedule for good after
-/// a full disk. By the time a connection is acquired again its drop-time rollback has run (the
-/// pool pings it on release), so a connection still counted inside a transaction is closed and
-/// a fresh one opened instead.
-fn reusable<C: sqlx::Connection>(conn: &C) -> bool {
-    static REPLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let clean = !conn.is_in_transaction();
-    if !clean {
-        // Once per failed transaction during a fault: the first and every hundredth are
-        // warnings, the failing loops' own warnings and health say the rest.
-        let replaced = REPLACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if replaced % 100 == 1 {
-            tracing::warn!(
-                replaced,
-                "closing a database connection left inside a failed transaction; opening a new one"
-            );
-        } else {
-            tracing::debug!(
-                replaced,
-                "closing a connection left inside a failed transaction"
-            );
-        }
-    }
-    clean
-}
 
 /// Filters of `ListJobs`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -122,22 +66,6 @@ pub struct CallbackTarget {
     pub executor_address: String,
     pub app_name: String,
     pub access_token: String,
-}
-
-/// New scheduling state of one job, written by the schedule round.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct JobScheduleUpdate {
-    pub job_id: JobId,
-    pub trigger_last_ms: i64,
-    pub trigger_next_ms: i64,
-    pub status: JobStatus,
-}
-
-/// What a schedule round decided: fires to record and next fire times to write.
-#[derive(Debug, Clone, Default)]
-pub struct RoundPlan {
-    pub new_runs: Vec<NewRun>,
-    pub job_updates: Vec<JobScheduleUpdate>,
 }
 
 /// How a dispatch ended.
@@ -669,19 +597,6 @@ pub struct JobDayCounts {
     pub counts: DayCounts,
     /// Trigger time of its latest run counted in `failed`; 0 when none failed.
     pub last_failed_ms: i64,
-}
-
-/// The size of the run log, as each database reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LogStorage {
-    /// Rows in `xjob_log`.
-    pub rows: i64,
-    /// SQLite: the whole database file's pages in use (`page_count - freelist_count`, times the
-    /// page size; the log table is nearly all of it), without the WAL file. PostgreSQL: the
-    /// table with its indexes and TOAST (`pg_total_relation_size`), dead row versions included.
-    /// MySQL/MariaDB: `data_length + index_length` from the table's statistics (refreshed by
-    /// an `ANALYZE TABLE` first; InnoDB's figures are in whole pages).
-    pub bytes: i64,
 }
 
 /// Which finished runs a clean-up deletes; every condition set must hold.

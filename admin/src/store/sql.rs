@@ -9,7 +9,7 @@ use sqlx::{Arguments, Pool, Transaction};
 use crate::model::{GroupId, JobId, LogId};
 
 use super::driver::{Binds, Decodes, Driver, Executed};
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// One statement being built: text with placeholders and the values bound to them, in order.
 /// Like `sqlx::QueryBuilder`, but runnable from code generic over the database.

@@ -5,11 +5,12 @@
 //! RUNNING with an explanatory message and is resolved by the callback or the lost-run monitor,
 //! never re-sent blindly.
 
+use super::codes::{TRIGGER_ACCEPTED, TRIGGER_UNKNOWN};
 use super::pool::PoolKind;
 use super::request::run_request;
 use super::route::{self, Probe, ProbeVerdict, RouteError};
 use super::trace::{DispatchTrace, FireTrace};
-use super::{Claimed, TRIGGER_ACCEPTED, TRIGGER_UNKNOWN, Target, Trigger};
+use super::{Claimed, Target, Trigger};
 use crate::executor::Idleness;
 use crate::metrics::Dispatch;
 use crate::model::{Fire, LogId, RouteStrategy};

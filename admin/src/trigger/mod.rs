@@ -19,6 +19,7 @@
 
 pub mod admission;
 pub mod claim_pace;
+mod codes;
 mod dispatch;
 pub mod pool;
 pub mod recorder;
@@ -49,14 +50,10 @@ use crate::registry::Registry;
 use crate::store::writer_gate::urgent_write;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 use admission::{Admission, Slot};
+use codes::TRIGGER_FAILED;
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
 use retry::until_answered;
-
-/// XXL-JOB's trigger codes: accepted, not delivered, maybe delivered (a deadline after sending).
-const TRIGGER_ACCEPTED: i32 = 200;
-const TRIGGER_FAILED: i32 = 500;
-const TRIGGER_UNKNOWN: i32 = 0;
 
 /// What enters the trigger: fires, in the shape their caller holds them.
 #[derive(Debug)]

@@ -146,7 +146,7 @@ impl DispatchTrace {
 fn outcome_of(record: &DispatchRecord) -> (&'static str, Status) {
     let error = || Status::error(record.trigger_msg.clone());
     match record.outcome {
-        DispatchOutcome::Accepted if record.trigger_code == super::TRIGGER_UNKNOWN => {
+        DispatchOutcome::Accepted if record.trigger_code == super::codes::TRIGGER_UNKNOWN => {
             ("maybe delivered", Status::Unset)
         }
         DispatchOutcome::Accepted => ("accepted", Status::Ok),

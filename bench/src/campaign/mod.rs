@@ -16,6 +16,7 @@ pub mod checker;
 pub mod cluster;
 pub mod disk;
 pub mod inject;
+pub mod options;
 pub mod plan;
 pub mod proxy;
 pub mod report;
@@ -25,35 +26,18 @@ use std::time::Duration;
 
 use xjob_admin::store::Store;
 
+use crate::args::Args;
+use crate::clock::now_ms;
 use crate::database::Backend;
+use crate::grpc;
 use crate::metrics::PeriodicGrid;
-use crate::{Args, Plan, grpc, now_ms, open_database, read_records, run_log_dir, sleep_until_ms};
+use crate::plan::Plan;
+use crate::run::{open_database, read_records, run_log_dir, sleep_until_ms};
 use cluster::{Cluster, Executor};
 use plan::FaultKind;
 
 /// The admin's misfire threshold (its default): a first start later than this is late.
 const MISFIRE_THRESHOLD_MS: i64 = 5_000;
-
-/// The campaign's own options (the cluster's size, the load and the window are the common
-/// options: --database, --admins, --executors, --jobs, --warmup, --duration, --drain).
-#[derive(clap::Args, Debug, Clone)]
-pub struct Options {
-    /// Campaign: the seed of the fault plan (default: drawn from the clock, and printed). The
-    /// same seed with the same cluster options replays the same faults at the same offsets.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Campaign: seconds at the end of the window left without faults, so what the last one
-    /// disturbed has healed before the window closes.
-    #[arg(long, default_value_t = 15)]
-    pub settle: u64,
-    /// Campaign: shortest and longest pause in seconds between one fault healing and the
-    /// next one starting.
-    #[arg(long, num_args = 2, value_names = ["MIN", "MAX"], default_values_t = [1, 6])]
-    pub fault_gap: Vec<u64>,
-    /// Campaign: only these kinds of fault (default: every kind the database allows).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub faults: Vec<FaultKind>,
-}
 
 /// What this machine and cluster allow beyond the faults every cluster offers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -244,7 +228,7 @@ fn finish(
     {
         println!("{json}");
     }
-    crate::append(&args.results, &json)?;
+    crate::run::append(&args.results, &json)?;
     eprintln!("campaign seed: {seed}");
     anyhow::ensure!(
         !failed,

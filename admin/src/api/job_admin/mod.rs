@@ -39,7 +39,7 @@ use tonic::{Request, Response, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
-use super::convert::{executor_to_pb, job_to_pb, log_to_pb, required};
+use super::convert::{executor_to_pb, job_to_pb, log_to_pb, required, user_to_pb};
 use crate::auth::{Authenticator, Caller, Permission, Scope};
 use crate::context::AdminContext;
 use crate::error::Error;
@@ -644,7 +644,7 @@ impl JobAdmin for JobAdminService {
                 open: true,
             },
             Caller::User(user) => pb::WhoAmIResponse {
-                user: Some(users::user_to_pb(user)),
+                user: Some(user_to_pb(user)),
                 open: false,
             },
         }))

@@ -3,21 +3,11 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
-use crate::api::convert::Page;
+use crate::api::convert::{Page, user_to_pb};
 use crate::auth::Caller;
 use crate::auth::accounts::{create_user, issue_token, new_password_hash, password_matches};
 use crate::error::Error;
 use crate::model::{ApiToken, AuditEntry, GroupId, Role, User};
-
-pub fn user_to_pb(user: User) -> pb::User {
-    pb::User {
-        id: user.id,
-        name: user.name,
-        role: user.role.as_str().to_string(),
-        group_ids: user.group_ids.iter().map(|id| id.0).collect(),
-        created_ms: user.created_ms,
-    }
-}
 
 fn token_to_pb(token: ApiToken) -> pb::ApiToken {
     pb::ApiToken {

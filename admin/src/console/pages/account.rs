@@ -14,7 +14,7 @@ use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{self, Lang, t, tf};
 use super::super::session::{self, Viewer};
-use super::super::{Shared, request};
+use super::super::shared::{Shared, request};
 use super::users::new_password_input;
 use super::{field_error, see_other, status_page};
 use crate::auth::Caller;

@@ -17,8 +17,8 @@ use super::super::html::tm;
 use super::super::html::{self, Markup, markup};
 use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
+use super::super::shared::{Shared, request};
 use super::super::zone;
-use super::super::{Shared, request};
 use super::{jobs_by_id, status_page};
 
 const DAY_MS: i64 = 86_400_000;
@@ -245,7 +245,7 @@ fn lateness(lang: Lang, days: &[pb::DayReport]) -> Markup {
 /// Jobs with runs that failed today (the tile's statuses and window: the same answer),
 /// most failures first.
 async fn failing_jobs(
-    console: &super::super::Console,
+    console: &super::super::shared::Console,
     viewer: &Viewer,
     dashboard: &pb::GetDashboardResponse,
 ) -> Markup {

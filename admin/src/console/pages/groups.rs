@@ -13,7 +13,7 @@ use super::super::html::tm;
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{t, tf};
 use super::super::session::Viewer;
-use super::super::{Console, Shared, request};
+use super::super::shared::{Console, Shared, request};
 use super::{Path, field_error, readable_groups, see_other, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {

@@ -13,7 +13,7 @@ use super::super::guard::ClientAddress;
 use super::super::html::{Markup, markup};
 use super::super::i18n::{Lang, t};
 use super::super::session;
-use super::super::{Console, Shared};
+use super::super::shared::{Console, Shared};
 use super::status_page;
 use crate::auth::secrets::verify_password;
 

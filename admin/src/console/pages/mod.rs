@@ -23,7 +23,7 @@ pub use super::errors::{error_page, http_status, not_found_page, status_page};
 use super::html::{self, Markup, markup};
 use super::i18n::{Lang, t, tf};
 use super::session::Viewer;
-use super::{Console, request};
+use super::shared::{Console, request};
 
 /// The console's path extractor: axum's `Path`, except that a part that does not parse
 /// (`/runs/abc`) answers the console's 404 page instead of axum's plain-text parse error.

@@ -12,7 +12,7 @@ use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
-use super::super::{Shared, request};
+use super::super::shared::{Shared, request};
 use super::{
     Path, group_name, no_store, page_token, pager, readable_groups, see_other, status_page,
 };
@@ -222,7 +222,7 @@ pub async fn password_form(
 }
 
 async fn password_page(
-    console: &super::super::Console,
+    console: &super::super::shared::Console,
     viewer: &Viewer,
     id: i64,
     error: Option<&str>,
@@ -468,7 +468,7 @@ pub async fn tokens(
 }
 
 async fn tokens_page(
-    console: &super::super::Console,
+    console: &super::super::shared::Console,
     viewer: &Viewer,
     user_id: i64,
     notice: &str,

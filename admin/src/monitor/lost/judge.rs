@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::verdict::{Judgement, LostVerdict, Suspect};
-use crate::executor::RunLogChunk;
+use crate::executor::log_chunk::RunLogChunk;
 use crate::model::{ExecutorInfo, ExecutorProtocol, GroupId, LogId, RunLog};
 
 /// Timing the judgement depends on.

@@ -1,6 +1,6 @@
 use super::judge::Answers;
 use super::*;
-use crate::executor::RunLogChunk;
+use crate::executor::log_chunk::RunLogChunk;
 use crate::model::{ExecutorInfo, RunStatus, TriggerType};
 use crate::model::{GroupId, JobId, LogId};
 

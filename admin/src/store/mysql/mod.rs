@@ -30,7 +30,7 @@ use std::time::Duration;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{Connection, Executor, MySqlConnection, MySqlPool};
 
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// Connections per admin: the schedule round, the dispatch recorder, callbacks and the monitors
 /// each hold one briefly.
@@ -49,7 +49,7 @@ const IDLE_TRANSACTION_TIMEOUT_SECONDS: u32 = 10;
 pub struct MySqlStore {
     pool: MySqlPool,
     /// For the liveness lock's own connection (`store::liveness`), which must not be pooled.
-    pub(in crate::store) options: MySqlConnectOptions,
+    pub(super) options: MySqlConnectOptions,
 }
 
 impl MySqlStore {
@@ -61,7 +61,9 @@ impl MySqlStore {
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(|conn, _meta| Box::pin(prepare_session(conn)))
-            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
+            .before_acquire(|conn, _meta| {
+                Box::pin(std::future::ready(Ok(super::pooled::reusable(conn))))
+            })
             .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
@@ -117,8 +119,8 @@ impl MySqlStore {
         Ok(())
     }
 
-    /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
-    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+    /// Rows of the log and the table's size with indexes (see [`super::log_storage::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::log_storage::LogStorage> {
         // The statistics InnoDB reports are only as fresh as its last analysis.
         sqlx::query("ANALYZE TABLE xjob_log")
             .execute(&self.pool)
@@ -135,7 +137,7 @@ impl MySqlStore {
         .fetch_one(&self.pool)
         .await
         .map_err(map_error)?;
-        Ok(super::LogStorage { rows, bytes })
+        Ok(super::log_storage::LogStorage { rows, bytes })
     }
 
     /// Refuses to run without the schedule lock row: without it admins would not exclude

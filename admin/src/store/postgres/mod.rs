@@ -21,7 +21,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// Connections per admin: the schedule round, the ring's dispatch recorder, callbacks and the
 /// monitors each hold one briefly.
@@ -38,7 +38,7 @@ const IDLE_IN_TRANSACTION_TIMEOUT: &str = "5s";
 pub struct PgStore {
     pool: PgPool,
     /// For the liveness lock's own connection (`store::liveness`), which must not be pooled.
-    pub(in crate::store) options: PgConnectOptions,
+    pub(super) options: PgConnectOptions,
 }
 
 impl PgStore {
@@ -54,7 +54,9 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
+            .before_acquire(|conn, _meta| {
+                Box::pin(std::future::ready(Ok(super::pooled::reusable(conn))))
+            })
             .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
@@ -100,15 +102,15 @@ impl PgStore {
         Ok(())
     }
 
-    /// Rows of the log and the table's size with indexes (see [`super::LogStorage`]).
-    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+    /// Rows of the log and the table's size with indexes (see [`super::log_storage::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::log_storage::LogStorage> {
         let (rows, bytes): (i64, i64) = sqlx::query_as(
             "SELECT (SELECT COUNT(*) FROM xjob_log), pg_total_relation_size('xjob_log')",
         )
         .fetch_one(&self.pool)
         .await
         .map_err(map_error)?;
-        Ok(super::LogStorage { rows, bytes })
+        Ok(super::log_storage::LogStorage { rows, bytes })
     }
 
     /// Refuses to run without the schedule lock row: without it admins would not exclude

@@ -13,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::model::{LogId, NewRun};
 use crate::store::dialect::Dialect;
+use crate::store::error::{StoreError, StoreResult};
 use crate::store::sql::{Cols, Sql};
-use crate::store::{StoreError, StoreResult};
 
 /// Most rows per multi-row insert (17 values each: far below every parameter limit).
 const INSERT_ROWS: usize = 500;

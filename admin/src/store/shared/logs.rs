@@ -5,8 +5,8 @@
 use super::raw_ids;
 use super::rows::{LOG_COLUMNS, run_from_row};
 use crate::model::{LogFilter, LogId, NewRun, RunLog};
-use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
+use crate::store::error::StoreResult;
 use crate::store::sql::{Pools, Sql, commit};
 
 /// `INSERT INTO xjob_log (…) VALUES (…), (…)` for new runs, with `trigger_time_ms` (0 for a

@@ -20,8 +20,8 @@ pub mod rows;
 pub mod schedule;
 pub mod xxl_import;
 
-use super::StoreResult;
 use super::dialect::Dialect;
+use super::error::StoreResult;
 use super::sql::Sql;
 
 /// Runs a one-row `INSERT …` and returns the new row's id: through `RETURNING id` where the

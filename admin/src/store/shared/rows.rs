@@ -7,8 +7,8 @@ use crate::model::{
     TriggerType,
 };
 use crate::store::dialect::Dialect;
+use crate::store::error::{StoreError, StoreResult};
 use crate::store::sql::Cols;
-use crate::store::{StoreError, StoreResult};
 
 /// Columns of `xjob_job` in the order `job_from_row` reads them by name.
 pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on_every_failure, \

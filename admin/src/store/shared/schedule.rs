@@ -14,8 +14,9 @@ use super::logs::new_run_insert;
 use super::rows::{JOB_COLUMNS, job_from_row};
 use crate::model::{Job, LogId, NodeIdentity};
 use crate::store::dialect::Dialect;
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::round::RoundPlan;
 use crate::store::sql::{Pools, Sql, commit};
-use crate::store::{RoundPlan, StoreError, StoreResult};
 
 /// The database's clock, epoch milliseconds (`Dialect::NOW_MS`). Node leases are written and
 /// judged by it: an admin whose own clock is stepped or drifts can then neither take over a

@@ -29,7 +29,7 @@ use sqlx::sqlite::{
     SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// Connections to one SQLite file: every write goes through `writer`, pure reads through
 /// `reader`.
@@ -43,7 +43,7 @@ pub struct SqliteStore {
     gate: std::sync::Arc<super::writer_gate::WriterGate>,
     /// The database file, whose per-node lock files sit next to it (`store::liveness`); None
     /// for an in-memory database, which no other admin can share.
-    pub(in crate::store) file: Option<std::path::PathBuf>,
+    pub(super) file: Option<std::path::PathBuf>,
 }
 
 /// The size a checkpoint truncates the WAL file back to (`journal_size_limit`).
@@ -61,7 +61,9 @@ async fn read_pool(size: u32, options: SqliteConnectOptions) -> StoreResult<Sqli
     SqlitePoolOptions::new()
         .max_connections(size)
         .min_connections(1)
-        .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
+        .before_acquire(|conn, _meta| {
+            Box::pin(std::future::ready(Ok(super::pooled::reusable(conn))))
+        })
         .connect_with(options)
         .await
         .map_err(StoreError::Unavailable)
@@ -88,7 +90,9 @@ impl SqliteStore {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
-            .before_acquire(|conn, _meta| Box::pin(std::future::ready(Ok(super::reusable(conn)))))
+            .before_acquire(|conn, _meta| {
+                Box::pin(std::future::ready(Ok(super::pooled::reusable(conn))))
+            })
             .connect_with(writer_options)
             .await
             .map_err(StoreError::Unavailable)?;
@@ -161,8 +165,8 @@ impl SqliteStore {
         tx.commit().await.map_err(map_error)
     }
 
-    /// Rows of the log and the pages of the file in use (see [`super::LogStorage`]).
-    pub async fn log_storage(&self) -> StoreResult<super::LogStorage> {
+    /// Rows of the log and the pages of the file in use (see [`super::log_storage::LogStorage`]).
+    pub async fn log_storage(&self) -> StoreResult<super::log_storage::LogStorage> {
         let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM xjob_log")
             .fetch_one(&self.reader)
             .await
@@ -176,7 +180,7 @@ impl SqliteStore {
             .await
             .map_err(map_error)?;
         let free = self.free_pages().await?;
-        Ok(super::LogStorage {
+        Ok(super::log_storage::LogStorage {
             rows,
             bytes: (pages - free) * page_size,
         })

@@ -13,7 +13,7 @@ use super::super::super::form::{self, FieldRefusal};
 use super::super::super::html::Markup;
 use super::super::super::i18n::{t, tf};
 use super::super::super::session::Viewer;
-use super::super::super::{Console, Shared, request};
+use super::super::super::shared::{Console, Shared, request};
 use super::super::{Path, field_error, http_status, see_other, status_page};
 use super::editor::{FormError, TriggerForm, editor, editor_with};
 use super::glue::glue_section;

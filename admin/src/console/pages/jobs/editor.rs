@@ -15,8 +15,8 @@ use super::super::super::html::tm;
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
+use super::super::super::shared::{Console, Shared, request};
 use super::super::super::zone;
-use super::super::super::{Console, Shared, request};
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{

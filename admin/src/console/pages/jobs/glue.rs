@@ -9,7 +9,7 @@ use super::super::super::html::tm;
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
-use super::super::super::{Console, request};
+use super::super::super::shared::{Console, request};
 
 /// A script job's source editor and its saved versions; `version` > 0 loads that version's
 /// source into the editor (`GetGlueVersion`). Empty for BEAN jobs.

@@ -11,8 +11,8 @@ use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::i18n::{Lang, t, tf};
 use super::super::super::session::Viewer;
+use super::super::super::shared::{Shared, request};
 use super::super::super::zone;
-use super::super::super::{Shared, request};
 use super::super::{
     PAGE_SIZE, group_name, page_token, pager, readable_groups, sortable_header, sorted_url,
     status_page, total_line,

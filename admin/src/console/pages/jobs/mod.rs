@@ -16,7 +16,7 @@ use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::html::{self, Choice};
 use super::super::session::Viewer;
-use super::super::{Console, request};
+use super::super::shared::{Console, request};
 use super::status_page;
 
 pub fn label(name: Result<&str, prost::UnknownEnumValue>, prefix: &str) -> String {

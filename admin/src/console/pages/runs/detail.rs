@@ -12,8 +12,8 @@ use super::super::super::frame::{self, Nav};
 use super::super::super::html::{self, Markup, Tone, markup};
 use super::super::super::i18n::{t, tf};
 use super::super::super::session::Viewer;
+use super::super::super::shared::{Shared, request};
 use super::super::super::zone;
-use super::super::super::{Shared, request};
 use super::super::{Path, group_name, jobs_by_id, readable_groups, see_other, status_page};
 use super::{Known, back_to, run_header, run_row, status_name, trigger_name};
 

@@ -20,8 +20,8 @@ use super::super::frame::{self, Nav};
 use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
+use super::super::shared::{Shared, request};
 use super::super::zone::{self, reading_zone};
-use super::super::{Shared, request};
 use super::{
     PAGE_SIZE, group_name, job_named, jobs_by_id, page_token, pager, readable_groups, see_other,
     sortable_header, sorted_url, status_page, total_line,

@@ -1,5 +1,7 @@
+use clap::Parser;
+
 use super::*;
-use crate::plan::Shape;
+use crate::plan::{Shape, plan};
 
 fn args(line: &str) -> Args {
     let words = std::iter::once("xjob-bench").chain(line.split_whitespace());

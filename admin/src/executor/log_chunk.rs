@@ -1,0 +1,11 @@
+//! A run's log as its executor hands it back, a slice at a time: what the gRPC and the XXL-JOB
+//! clients both read, below both.
+
+/// A slice of a run's log file read through its executor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLogChunk {
+    pub from_line: i32,
+    pub to_line: i32,
+    pub content: String,
+    pub is_end: bool,
+}
