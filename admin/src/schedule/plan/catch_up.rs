@@ -3,7 +3,7 @@
 
 use chrono_tz::Tz;
 
-use super::{ScanParams, new_run, next_after_fire};
+use super::occurrence::{ScanParams, new_run, next_after_fire};
 use crate::model::catch_up::{self, Missed};
 use crate::model::{Job, NewRun, RunStatus, TriggerType};
 
