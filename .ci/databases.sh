@@ -8,7 +8,7 @@
 #                            (admin/tests/it/cluster.rs restarts the server under load with it)
 #   xjob_start_mariadb       exports XJOB_TEST_MYSQL_URL     mysql://xjob:xjob@127.0.0.1:PORT/xjob
 #   xjob_stop_databases      stops both and deletes their directories
-# The caller stops them on exit (.ci/run: `trap xjob_stop_databases EXIT`).
+# The caller stops them on exit (.ci/run calls xjob_stop_databases from its EXIT trap).
 # apt does not start services on these machines, so everything is started by hand here.
 
 xjob_free_port() {

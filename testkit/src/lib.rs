@@ -7,6 +7,7 @@
 //! - [`admin`]: the `xjob serve` binary as a child process, restarted the same way;
 //! - [`misfire`]: which scheduled seconds a misfire row of the scan stands for;
 //! - [`planned`]: which admin owns the most planned fires (the schedule lock's holder);
+//! - [`jaeger`]: a real Jaeger for the trace tests, and the spans read back from it;
 //! - [`docs`]: the user docs' code blocks, markers, links, anchors and shell commands, for the
 //!   docs checks.
 //!
@@ -14,6 +15,7 @@
 
 pub mod admin;
 pub mod docs;
+pub mod jaeger;
 pub mod misfire;
 pub mod net;
 pub mod planned;

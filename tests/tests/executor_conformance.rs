@@ -11,7 +11,8 @@
 //!   cargo test -p xjob-tests --test executor_conformance -- --nocapture
 //! ```
 //! Other variables: `XJOB_CONFORMANCE_SCENARIOS` (comma-separated names: run only those),
-//! `XJOB_CONFORMANCE_KEEP` (keep the admin's and executors' files for inspection), `XJOB_BIN`
+//! `XJOB_CONFORMANCE_KEEP` (keep the admin's and executors' files for inspection),
+//! `XJOB_CONFORMANCE_LANES` (how many executors run at once, 3 by default), `XJOB_BIN`
 //! (an `xjob` binary to use instead of building one). See docs/executors.md.
 
 use std::path::{Path, PathBuf};

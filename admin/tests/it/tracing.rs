@@ -7,16 +7,12 @@
 //! Jaeger is built by `.ci/jaeger.sh` and found through `XJOB_JAEGER_BIN`. Without it the test
 //! says so and passes outside CI; in CI (`CI` set) it fails.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
-use xjob_testkit::process::ChildProcess;
+use xjob_testkit::jaeger::{self, Jaeger, Span as JaegerSpan, same_id};
 use xjob_testkit::{AdminOutput, AdminProcess, AdminSpec, connect_admin, free_port, wait_until};
 
 const APP: &str = "traced-app";
@@ -24,204 +20,40 @@ const APP: &str = "traced-app";
 const CALLER_TRACE: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
 const CALLER_SPAN: &str = "051581bf3cb55c13";
 
-/// The Jaeger binary, or why the test cannot run.
-fn jaeger_binary() -> Result<PathBuf, String> {
-    match std::env::var("XJOB_JAEGER_BIN") {
-        Ok(path) if Path::new(&path).is_file() => Ok(PathBuf::from(path)),
-        Ok(path) => Err(format!("XJOB_JAEGER_BIN={path} is not a file")),
-        Err(_) => Err("XJOB_JAEGER_BIN is not set (build Jaeger with .ci/jaeger.sh)".into()),
-    }
-}
-
-/// Jaeger v2 with in-memory storage, receiving OTLP/gRPC on `otlp_port` and serving its query
-/// API on `query_port`; everything on loopback, no telemetry ports of its own.
-fn start_jaeger(
-    binary: &Path,
-    dir: &Path,
-    otlp_port: u16,
-    query_port: u16,
-) -> anyhow::Result<ChildProcess> {
-    let query_grpc_port = free_port()?;
-    let config = format!(
-        "service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: 127.0.0.1:{query_port}
-    grpc:
-      endpoint: 127.0.0.1:{query_grpc_port}
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:{otlp_port}
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-"
-    );
-    let config_file = dir.join("jaeger.yaml");
-    std::fs::write(&config_file, config)?;
-    let mut command = Command::new(binary);
-    command.arg("--config").arg(&config_file);
-    ChildProcess::spawn("jaeger", &mut command)
-}
-
-/// `GET path` on the query API; the body when the status is 200.
-async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    // HTTP/1.0: the server closes the connection after the body and never chunks it.
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut response)).await??;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow::anyhow!("no HTTP header in {response:.200}"))?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        anyhow::bail!("GET {path}: {}", head.lines().next().unwrap_or_default());
-    }
-    Ok(body.to_string())
-}
-
-/// One span as Jaeger returns it.
-#[derive(Debug, Clone)]
-struct JaegerSpan {
-    span_id: String,
-    name: String,
-    service: String,
-    /// `CHILD_OF` span id.
-    parent: Option<String>,
-    /// `(trace id, span id)` of `FOLLOWS_FROM` references (links).
-    links: Vec<(String, String)>,
-    tags: HashMap<String, serde_json::Value>,
-    duration_us: i64,
-}
-
-/// Jaeger ids compared without leading zeros (its JSON may drop them).
-fn same_id(left: &str, right: &str) -> bool {
-    left.trim_start_matches('0')
-        .eq_ignore_ascii_case(right.trim_start_matches('0'))
-}
-
 /// The spans of trace `trace_id`, once Jaeger has at least `at_least` of them.
 async fn trace_spans(
-    query_port: u16,
+    jaeger: &Jaeger,
     trace_id: &str,
     at_least: usize,
 ) -> anyhow::Result<Vec<JaegerSpan>> {
-    let path = format!("/api/traces/{trace_id}");
     wait_until(
         Duration::from_secs(30),
         &format!("{at_least} spans of trace {trace_id} in Jaeger"),
         || async {
-            let body = http_get(query_port, &path).await.ok()?;
-            let spans = parse_trace(&body).ok()?;
+            let spans = jaeger.trace(trace_id).await.ok()?;
             (spans.len() >= at_least).then_some(spans)
         },
     )
     .await
 }
 
-fn parse_trace(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
-    let json: serde_json::Value = serde_json::from_str(body)?;
-    Ok(spans_of(&json["data"][0]))
-}
-
-/// The spans of every trace in a `/api/traces?…` search answer.
-fn parse_traces(body: &str) -> anyhow::Result<Vec<JaegerSpan>> {
-    let json: serde_json::Value = serde_json::from_str(body)?;
-    let traces = json["data"].as_array().cloned().unwrap_or_default();
-    Ok(traces.iter().flat_map(spans_of).collect())
-}
-
 /// The `fire` span of the admin that names `log_id`, searched among the admin's traces (a run
 /// that never reached an executor has no trace id on its row).
-async fn fire_span_of(query_port: u16, log_id: i64, since: Instant) -> anyhow::Result<JaegerSpan> {
+async fn fire_span_of(jaeger: &Jaeger, log_id: i64, since: Instant) -> anyhow::Result<JaegerSpan> {
     let since_us = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .saturating_sub(since.elapsed() + Duration::from_secs(60))
         .as_micros();
-    let path = format!("/api/traces?service=xjob-admin&operation=fire&limit=1000&start={since_us}");
+    let query = format!("service=xjob-admin&operation=fire&limit=1000&start={since_us}");
     wait_until(
         Duration::from_secs(30),
         &format!("the fire span of log {log_id} in Jaeger"),
         || async {
-            let body = http_get(query_port, &path).await.ok()?;
-            parse_traces(&body).ok()?.into_iter().find(|span| {
-                span.tags
-                    .get("xjob.log_id")
-                    .and_then(serde_json::Value::as_i64)
-                    == Some(log_id)
-            })
+            let spans = jaeger.search(&query).await.ok()?;
+            spans.into_iter().find(|span| span.log_id() == Some(log_id))
         },
     )
     .await
-}
-
-fn spans_of(trace: &serde_json::Value) -> Vec<JaegerSpan> {
-    let services: HashMap<String, String> = trace["processes"]
-        .as_object()
-        .map(|processes| {
-            processes
-                .iter()
-                .map(|(id, process)| {
-                    let name = process["serviceName"].as_str().unwrap_or_default();
-                    (id.clone(), name.to_string())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let spans = trace["spans"].as_array().cloned().unwrap_or_default();
-    spans
-        .iter()
-        .map(|span| {
-            let references = span["references"].as_array().cloned().unwrap_or_default();
-            let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
-            JaegerSpan {
-                span_id: text(&span["spanID"]),
-                name: text(&span["operationName"]),
-                service: services
-                    .get(span["processID"].as_str().unwrap_or_default())
-                    .cloned()
-                    .unwrap_or_default(),
-                parent: references
-                    .iter()
-                    .find(|reference| reference["refType"] == "CHILD_OF")
-                    .map(|reference| text(&reference["spanID"])),
-                links: references
-                    .iter()
-                    .filter(|reference| reference["refType"] == "FOLLOWS_FROM")
-                    .map(|reference| (text(&reference["traceID"]), text(&reference["spanID"])))
-                    .collect(),
-                tags: span["tags"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|tag| (text(&tag["key"]), tag["value"].clone()))
-                    .collect(),
-                duration_us: span["duration"].as_i64().unwrap_or_default(),
-            }
-        })
-        .collect()
 }
 
 fn span<'a>(spans: &'a [JaegerSpan], name: &str) -> &'a JaegerSpan {
@@ -449,7 +281,7 @@ fn tree(spans: &[JaegerSpan]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow::Result<()> {
-    let jaeger_binary = match jaeger_binary() {
+    let jaeger_binary = match jaeger::binary() {
         Ok(binary) => binary,
         Err(reason) if std::env::var_os("CI").is_some() => {
             anyhow::bail!("the Jaeger test cannot run in CI: {reason}")
@@ -461,13 +293,8 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
     };
     let started = Instant::now();
     let dir = tempfile::tempdir()?;
-    let (otlp_port, query_port) = (free_port()?, free_port()?);
-    let _jaeger = start_jaeger(&jaeger_binary, dir.path(), otlp_port, query_port)?;
-    wait_until(Duration::from_secs(30), "Jaeger's query API", || async {
-        http_get(query_port, "/api/services").await.ok()
-    })
-    .await?;
-    let otlp = format!("http://127.0.0.1:{otlp_port}");
+    let jaeger = Jaeger::start(&jaeger_binary, dir.path()).await?;
+    let otlp = jaeger.otlp_endpoint.clone();
 
     let port = free_port()?;
     let url = format!("http://127.0.0.1:{port}");
@@ -606,7 +433,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         "TriggerJob's traceparent is joined"
     );
 
-    let first_spans = trace_spans(query_port, &first.trace_id, 6).await?;
+    let first_spans = trace_spans(&jaeger, &first.trace_id, 6).await?;
     eprintln!(
         "trace of a failed run (log {}):\n{}",
         first.id,
@@ -619,7 +446,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         "the failed run's span has an error status"
     );
 
-    let retry_spans = trace_spans(query_port, &retry.trace_id, 6).await?;
+    let retry_spans = trace_spans(&jaeger, &retry.trace_id, 6).await?;
     eprintln!(
         "trace of its retry (log {}):\n{}",
         retry.id,
@@ -637,7 +464,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
          {retry_fire:#?} {first_fire:#?}"
     );
 
-    let joined_spans = trace_spans(query_port, &joined.trace_id, 6).await?;
+    let joined_spans = trace_spans(&jaeger, &joined.trace_id, 6).await?;
     let joined_fire = assert_run_chain(&joined_spans, joined.id);
     assert_eq!(
         joined_fire
@@ -647,13 +474,13 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         Some(true),
         "the run hangs under the caller's span: {joined_fire:#?}"
     );
-    let child_spans = trace_spans(query_port, &child.trace_id, 6).await?;
+    let child_spans = trace_spans(&jaeger, &child.trace_id, 6).await?;
     let child_fire = assert_run_chain(&child_spans, child.id);
     assert_ne!(
         child.trace_id, parent.trace_id,
         "a child run is a trace of its own"
     );
-    let parent_spans = trace_spans(query_port, &parent.trace_id, 6).await?;
+    let parent_spans = trace_spans(&jaeger, &parent.trace_id, 6).await?;
     let parent_fire = span(&parent_spans, "fire");
     assert!(
         child_fire
@@ -665,7 +492,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
     );
 
     // The script run: named by its type, its trace id in the run log, TRACEPARENT in the script.
-    let glue_spans = trace_spans(query_port, &glue.trace_id, 6).await?;
+    let glue_spans = trace_spans(&jaeger, &glue.trace_id, 6).await?;
     assert_run_chain(&glue_spans, glue.id);
     assert_eq!(
         span(&glue_spans, "run")
@@ -703,7 +530,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         "the follow-up's line names the run's trace: {admin_lines}"
     );
     // The skipped run's `fire` span ends with an error status and the reason its row records.
-    let skipped_fire = fire_span_of(query_port, skipped.id, started).await?;
+    let skipped_fire = fire_span_of(&jaeger, skipped.id, started).await?;
     assert_eq!(
         skipped_fire.tags.get("error"),
         Some(&serde_json::Value::Bool(true)),

@@ -42,6 +42,23 @@ impl Report {
         self.not_applicable.push((scenario, executor.to_string()));
     }
 
+    /// Adds another report's columns after this one's (the suite runs columns apart, then
+    /// joins them in the executors' order).
+    pub fn append(&mut self, other: Report) {
+        for scenario in other.scenarios {
+            if !self.scenarios.contains(&scenario) {
+                self.scenarios.push(scenario);
+            }
+        }
+        for executor in other.executors {
+            if !self.executors.contains(&executor) {
+                self.executors.push(executor);
+            }
+        }
+        self.outcomes.extend(other.outcomes);
+        self.not_applicable.extend(other.not_applicable);
+    }
+
     /// Every failure, as `executor / scenario: reason`.
     pub fn failures(&self) -> Vec<String> {
         self.outcomes

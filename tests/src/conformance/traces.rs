@@ -8,14 +8,10 @@
 //! Jaeger comes from `XJOB_JAEGER_BIN` (built by `.ci/jaeger.sh`). Without it the scenario says
 //! so and passes, except in CI (`CI` set), where it fails.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xjob_proto::pb;
-use xjob_testkit::process::ChildProcess;
+use xjob_testkit::jaeger::{self, Jaeger, Span as JaegerSpan, same_id};
 
 use super::admin::{AdminProcess, free_port};
 use super::world::{REGISTER_BOUND, RUN_BOUND, TOKEN, World, expect_status};
@@ -37,28 +33,19 @@ const CHAIN: [(&str, bool); 6] = [
 const EXPORT_BOUND: Duration = Duration::from_secs(40);
 
 pub async fn tracing(world: &mut World) -> anyhow::Result<()> {
-    let binary = match std::env::var("XJOB_JAEGER_BIN") {
-        Ok(path) if Path::new(&path).is_file() => PathBuf::from(path),
-        _ if std::env::var_os("CI").is_some() => {
-            anyhow::bail!("XJOB_JAEGER_BIN is not a Jaeger binary (build one with .ci/jaeger.sh)")
-        }
-        _ => {
-            eprintln!(
-                "tracing: XJOB_JAEGER_BIN is not set; skipped (build Jaeger with .ci/jaeger.sh)"
-            );
+    let binary = match jaeger::binary() {
+        Ok(binary) => binary,
+        Err(reason) if std::env::var_os("CI").is_some() => anyhow::bail!("{reason}"),
+        Err(reason) => {
+            eprintln!("tracing: {reason}; skipped");
             return Ok(());
         }
     };
     let name = world.app_name("trace-files");
     let dir = world.work_dir.join(name);
     std::fs::create_dir_all(&dir)?;
-    let (otlp_port, query_port) = (free_port()?, free_port()?);
-    let _jaeger = start_jaeger(&binary, &dir, otlp_port, query_port)?;
-    wait_until(Duration::from_secs(30), "Jaeger's query API", || {
-        http_get(query_port, "/api/services")
-    })
-    .await?;
-    let otlp = format!("http://127.0.0.1:{otlp_port}");
+    let jaeger = Jaeger::start(&binary, &dir).await?;
+    let otlp = jaeger.otlp_endpoint.clone();
     let admin = AdminProcess::start_with_config(
         world.admin.binary(),
         &dir.join("admin"),
@@ -72,14 +59,14 @@ pub async fn tracing(world: &mut World) -> anyhow::Result<()> {
     // after (the traced admin is SIGKILLed when dropped).
     let plain_admin = std::mem::replace(&mut world.admin, admin);
     let plain_client = std::mem::replace(&mut world.client, client);
-    let outcome = traced_runs(world, &otlp, query_port).await;
+    let outcome = traced_runs(world, &otlp, &jaeger).await;
     world.stop_executors().await;
     world.admin = plain_admin;
     world.client = plain_client;
     outcome
 }
 
-async fn traced_runs(world: &mut World, otlp: &str, query_port: u16) -> anyhow::Result<()> {
+async fn traced_runs(world: &mut World, otlp: &str, jaeger: &Jaeger) -> anyhow::Result<()> {
     let app = world.app_name("traced");
     let group = world.create_group(&app).await?;
     let env = vec![("OTEL_EXPORTER_OTLP_ENDPOINT".to_string(), otlp.to_string())];
@@ -101,53 +88,20 @@ async fn traced_runs(world: &mut World, otlp: &str, query_port: u16) -> anyhow::
         ok.trace_id
     );
     for (log, errored) in [(&ok, false), (&failed, true)] {
-        let spans = complete_trace(query_port, &log.trace_id).await?;
+        let spans = complete_trace(jaeger, &log.trace_id).await?;
         check_trace(&spans, &app, log.id, errored).map_err(|error| {
             anyhow::anyhow!("trace {} of log {}: {error:#}", log.trace_id, log.id)
         })?;
-        one_trace_per_run(query_port, &app, log.id, &log.trace_id).await?;
+        one_trace_per_run(jaeger, &app, log.id, &log.trace_id).await?;
     }
     Ok(())
 }
 
-/// One span as Jaeger's query API returns it.
-#[derive(Debug, Clone)]
-struct JaegerSpan {
-    trace_id: String,
-    span_id: String,
-    name: String,
-    service: String,
-    /// `CHILD_OF` span id.
-    parent: Option<String>,
-    tags: HashMap<String, serde_json::Value>,
-}
-
-impl JaegerSpan {
-    fn log_id(&self) -> Option<i64> {
-        self.tags
-            .get("xjob.log_id")
-            .and_then(serde_json::Value::as_i64)
-    }
-
-    /// Whether the span ended with an ERROR status (Jaeger's `error` tag).
-    fn errored(&self) -> bool {
-        self.tags.get("error").and_then(serde_json::Value::as_bool) == Some(true)
-            || self
-                .tags
-                .get("otel.status_code")
-                .and_then(serde_json::Value::as_str)
-                == Some("ERROR")
-    }
-}
-
 /// The spans of trace `trace_id` once every name of the chain is in it.
-async fn complete_trace(query_port: u16, trace_id: &str) -> anyhow::Result<Vec<JaegerSpan>> {
+async fn complete_trace(jaeger: &Jaeger, trace_id: &str) -> anyhow::Result<Vec<JaegerSpan>> {
     anyhow::ensure!(!trace_id.is_empty(), "the run has no trace id");
-    let path = format!("/api/traces/{trace_id}");
     let waited = wait_until(EXPORT_BOUND, "the whole trace in Jaeger", || async {
-        let body = http_get(query_port, &path).await?;
-        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
-        let spans = spans_of(&json["data"][0]);
+        let spans = jaeger.trace(trace_id).await.ok()?;
         CHAIN
             .iter()
             .all(|(name, _)| spans.iter().any(|span| span.name == *name))
@@ -157,9 +111,10 @@ async fn complete_trace(query_port: u16, trace_id: &str) -> anyhow::Result<Vec<J
     match waited {
         Ok(spans) => Ok(spans),
         Err(error) => {
-            let body = http_get(query_port, &path).await.unwrap_or_default();
-            let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            let names: Vec<String> = spans_of(&json["data"][0])
+            let names: Vec<String> = jaeger
+                .trace(trace_id)
+                .await
+                .unwrap_or_default()
                 .iter()
                 .map(|span| format!("{} ({})", span.name, span.service))
                 .collect();
@@ -234,20 +189,18 @@ fn check_trace(spans: &[JaegerSpan], app: &str, log_id: i64, errored: bool) -> a
 
 /// No `run` span of this log outside its trace (a run is one trace, not one per side).
 async fn one_trace_per_run(
-    query_port: u16,
+    jaeger: &Jaeger,
     app: &str,
     log_id: i64,
     trace_id: &str,
 ) -> anyhow::Result<()> {
-    let body = http_get(
-        query_port,
-        &format!("/api/traces?service={app}&operation=run&limit=100&lookback=1h"),
-    )
-    .await
-    .ok_or_else(|| anyhow::anyhow!("Jaeger's trace search did not answer"))?;
-    let json: serde_json::Value = serde_json::from_str(&body)?;
-    let traces = json["data"].as_array().cloned().unwrap_or_default();
-    for span in traces.iter().flat_map(spans_of) {
+    let spans = jaeger
+        .search(&format!(
+            "service={app}&operation=run&limit=100&lookback=1h"
+        ))
+        .await
+        .map_err(|error| anyhow::anyhow!("Jaeger's trace search: {error:#}"))?;
+    for span in spans {
         if span.name == "run" && span.log_id() == Some(log_id) {
             anyhow::ensure!(
                 same_id(&span.trace_id, trace_id),
@@ -257,119 +210,4 @@ async fn one_trace_per_run(
         }
     }
     Ok(())
-}
-
-/// Jaeger ids compared without leading zeros (its JSON may drop them).
-fn same_id(left: &str, right: &str) -> bool {
-    left.trim_start_matches('0')
-        .eq_ignore_ascii_case(right.trim_start_matches('0'))
-}
-
-fn spans_of(trace: &serde_json::Value) -> Vec<JaegerSpan> {
-    let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
-    let services: HashMap<String, String> = trace["processes"]
-        .as_object()
-        .map(|processes| {
-            processes
-                .iter()
-                .map(|(id, process)| (id.clone(), text(&process["serviceName"])))
-                .collect()
-        })
-        .unwrap_or_default();
-    let spans = trace["spans"].as_array().cloned().unwrap_or_default();
-    spans
-        .iter()
-        .map(|span| {
-            let references = span["references"].as_array().cloned().unwrap_or_default();
-            JaegerSpan {
-                trace_id: text(&span["traceID"]),
-                span_id: text(&span["spanID"]),
-                name: text(&span["operationName"]),
-                service: services
-                    .get(span["processID"].as_str().unwrap_or_default())
-                    .cloned()
-                    .unwrap_or_default(),
-                parent: references
-                    .iter()
-                    .find(|reference| reference["refType"] == "CHILD_OF")
-                    .map(|reference| text(&reference["spanID"])),
-                tags: span["tags"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|tag| (text(&tag["key"]), tag["value"].clone()))
-                    .collect(),
-            }
-        })
-        .collect()
-}
-
-/// Jaeger v2 with in-memory storage, OTLP/gRPC on `otlp_port` and the query API on
-/// `query_port`, all on loopback; its own log goes to `dir/jaeger.log`.
-fn start_jaeger(
-    binary: &Path,
-    dir: &Path,
-    otlp_port: u16,
-    query_port: u16,
-) -> anyhow::Result<ChildProcess> {
-    let query_grpc_port = free_port()?;
-    let config = format!(
-        "service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: 127.0.0.1:{query_port}
-    grpc:
-      endpoint: 127.0.0.1:{query_grpc_port}
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:{otlp_port}
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-"
-    );
-    let config_file = dir.join("jaeger.yaml");
-    std::fs::write(&config_file, config)?;
-    let log = std::fs::File::create(dir.join("jaeger.log"))?;
-    let mut command = Command::new(binary);
-    command.arg("--config").arg(&config_file).stderr(log);
-    ChildProcess::spawn("jaeger", &mut command)
-}
-
-/// `GET path` on Jaeger's query API; the body when the status is 200.
-async fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    // HTTP/1.0: the server closes the connection after the body and never chunks it.
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut response))
-        .await
-        .ok()?
-        .ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    (head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200")).then(|| body.to_string())
 }
