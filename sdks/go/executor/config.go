@@ -19,8 +19,16 @@ type Config struct {
 	// off loopback, Start refuses to run without AccessToken unless InsecureOpenNetwork is set.
 	Bind string
 	// AdvertiseAddress is the URL the admins dial (default http://{bound ip}:{bound port}, with
-	// 127.0.0.1 when bound to all interfaces).
+	// 127.0.0.1 when bound to all interfaces). With SessionDispatch it is the executor's name,
+	// session://NAME (letters, digits, '.', '-', '_', ':'; unique in the app and best the same
+	// across restarts); by default the app name, the process id and a random part.
 	AdvertiseAddress string
+	// SessionDispatch is for an executor the admins cannot dial (behind NAT, in another
+	// network, on a laptop): it opens no port, and the admins' runs, kills, probes and log reads
+	// come down the session this executor opens to them. Bind, InsecureOpenNetwork and the
+	// serving part of TLS (RequireClientCert) are then unused; TLS.CAFile and the client
+	// certificate still apply to the connection to the admins.
+	SessionDispatch bool
 	// AccessToken, when set, is required on incoming calls and sent on outgoing ones as
 	// "authorization: Bearer <token>".
 	AccessToken string
@@ -69,9 +77,8 @@ func (c *Config) withDefaults() (Config, error) {
 			return out, fmt.Errorf("executor: admin address %q must start with http:// or https://", address)
 		}
 	}
-	if out.AdvertiseAddress != "" && !strings.HasPrefix(out.AdvertiseAddress, "http://") &&
-		!strings.HasPrefix(out.AdvertiseAddress, "https://") {
-		return out, fmt.Errorf("executor: advertise address %q must start with http:// or https://", out.AdvertiseAddress)
+	if err := checkAdvertiseAddress(out.AdvertiseAddress, out.SessionDispatch); err != nil {
+		return out, err
 	}
 	for _, r := range out.AccessToken {
 		if r <= ' ' || r > '~' {
@@ -83,6 +90,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if err := out.TLS.check(); err != nil {
 		return out, err
+	}
+	if out.SessionDispatch && out.AdvertiseAddress == "" {
+		out.AdvertiseAddress = defaultSessionAddress(out.AppName)
 	}
 	if out.Bind == "" {
 		out.Bind = "127.0.0.1:9999"
@@ -106,4 +116,17 @@ func (c *Config) withDefaults() (Config, error) {
 		out.Logf = defaultLogf
 	}
 	return out, nil
+}
+
+// checkAdvertiseAddress: a URL the admins dial, or session://NAME with session dispatch.
+func checkAdvertiseAddress(address string, sessionDispatch bool) error {
+	switch {
+	case sessionDispatch && address != "":
+		return checkSessionAddress(address)
+	case strings.HasPrefix(address, sessionScheme):
+		return fmt.Errorf("executor: advertise address %q is a session address: set SessionDispatch", address)
+	case address != "" && !strings.HasPrefix(address, "http://") && !strings.HasPrefix(address, "https://"):
+		return fmt.Errorf("executor: advertise address %q must start with http:// or https://", address)
+	}
+	return nil
 }

@@ -28,8 +28,8 @@ type Executor struct {
 	handlers map[string]Handler
 
 	address  string
-	listener net.Listener
-	grpc     *grpc.Server
+	listener net.Listener // nil with session dispatch
+	grpc     *grpc.Server // nil with session dispatch
 	admins   *admins
 	adminTLS *tls.Config
 	runner   *runner
@@ -67,41 +67,39 @@ func (e *Executor) Handle(name string, handler Handler) error {
 }
 
 // Start binds the server, starts serving, and registers with the admins in the background; it
-// returns once the server is bound.
+// returns once the server is bound. With session dispatch it binds nothing: the admins' calls
+// come down the session.
 func (e *Executor) Start() error {
 	spoolDir := filepath.Join(e.config.LogDir, spoolDirName)
 	if err := os.MkdirAll(spoolDir, 0o755); err != nil {
 		return fmt.Errorf("executor: log dir: %w", err)
 	}
-	listener, err := net.Listen("tcp", e.config.Bind)
-	if err != nil {
-		return fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
+	var serverTLS *tls.Config
+	if e.config.SessionDispatch {
+		e.address = e.config.AdvertiseAddress // session://NAME, set by New
+	} else {
+		var err error
+		if serverTLS, err = e.listen(); err != nil {
+			return err
+		}
 	}
-	// mTLS (only callers with a certificate from the CA) guards the port as a token does.
-	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "" || e.config.TLS.RequireClientCert,
-		e.config.InsecureOpenNetwork, e.config.Logf); err != nil {
-		_ = listener.Close()
+	closeListener := func() {
+		if e.listener != nil {
+			_ = e.listener.Close()
+		}
+	}
+	adminTLS, err := e.config.TLS.clientConfig()
+	if err != nil {
+		closeListener()
 		return err
 	}
-	serverTLS, err := e.config.TLS.serverConfig()
-	if err == nil {
-		e.adminTLS, err = e.config.TLS.clientConfig()
-	}
-	if err != nil {
-		_ = listener.Close()
-		return err
-	}
-	e.listener = listener
-	e.address = e.config.AdvertiseAddress
-	if e.address == "" {
-		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr), serverTLS != nil)
-	}
+	e.adminTLS = adminTLS
 
 	logs := logStore{root: e.config.LogDir}
 	unreported := &unreported{ids: map[int64]bool{}}
 	traces, err := startRunTraces(e.config.AppName, e.config.OTLPEndpoint)
 	if err != nil {
-		_ = listener.Close()
+		closeListener()
 		return err
 	}
 	e.traces = traces
@@ -110,22 +108,14 @@ func (e *Executor) Start() error {
 	e.runner = newRunner(e.handlers, logs, results, e.config.KillGrace, e.config.Logf)
 	e.runner.glue = e.config.Glue.runners(e.config.LogDir)
 
-	serverOptions := []grpc.ServerOption{}
-	if serverTLS != nil {
-		serverOptions = append(serverOptions, grpc.Creds(credentials.NewTLS(serverTLS)))
+	service := &server{runner: e.runner, logs: logs}
+	var calls *sessionCalls
+	dispatch := pb.DispatchMode_DISPATCH_MODE_DIAL
+	if e.config.SessionDispatch {
+		calls, dispatch = &sessionCalls{service: service, logf: e.config.Logf}, pb.DispatchMode_DISPATCH_MODE_SESSION
+	} else {
+		e.serve(service, serverTLS)
 	}
-	e.grpc = grpc.NewServer(append(serverOptions,
-		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
-		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
-		// fail the whole batch.
-		grpc.MaxRecvMsgSize(maxReceiveBytes),
-	)...)
-	pb.RegisterExecutorServiceServer(e.grpc, &server{runner: e.runner, logs: logs})
-	go func() {
-		if err := e.grpc.Serve(listener); err != nil {
-			e.config.Logf("server stopped: %v", err)
-		}
-	}()
 
 	b := &backlog{spooled: map[int64]bool{}, unreported: unreported, traces: traces, spoolDir: spoolDir, logf: e.config.Logf}
 	b.load()
@@ -140,8 +130,10 @@ func (e *Executor) Start() error {
 		names = append(names, name)
 	}
 	e.session = &session{
-		admins: e.admins, runner: e.runner, unreported: unreported, logf: e.config.Logf,
-		announce:   announcement{appName: e.config.AppName, address: e.address, handlers: names, labels: e.config.Labels},
+		admins: e.admins, runner: e.runner, unreported: unreported, calls: calls, logf: e.config.Logf,
+		announce: announcement{
+			appName: e.config.AppName, address: e.address, handlers: names, labels: e.config.Labels, dispatch: dispatch,
+		},
 		registered: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,11 +144,62 @@ func (e *Executor) Start() error {
 	}()
 	e.stopCleanup = make(chan struct{})
 	go cleanupLoop(e.config.LogDir, e.config.LogRetentionDays, e.stopCleanup, e.config.Logf)
-	e.config.Logf("executor %s started on %s", e.config.AppName, e.address)
+	if e.config.SessionDispatch {
+		e.config.Logf("executor %s started in session dispatch (no port) as %s", e.config.AppName, e.address)
+	} else {
+		e.config.Logf("executor %s started on %s", e.config.AppName, e.address)
+	}
 	return nil
 }
 
-// Address is the advertised address (what the admins dial).
+// listen binds the port the admins dial (the dialed mode), refusing an open one, and sets the
+// advertised address; it returns the port's TLS (nil for plaintext).
+func (e *Executor) listen() (*tls.Config, error) {
+	listener, err := net.Listen("tcp", e.config.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("executor: bind %s: %w", e.config.Bind, err)
+	}
+	// mTLS (only callers with a certificate from the CA) guards the port as a token does.
+	if err := refuseOpenNetwork(listener.Addr().(*net.TCPAddr), e.config.AccessToken != "" || e.config.TLS.RequireClientCert,
+		e.config.InsecureOpenNetwork, e.config.Logf); err != nil {
+		_ = listener.Close()
+		return nil, err
+	}
+	serverTLS, err := e.config.TLS.serverConfig()
+	if err != nil {
+		_ = listener.Close()
+		return nil, err
+	}
+	e.listener = listener
+	e.address = e.config.AdvertiseAddress
+	if e.address == "" {
+		e.address = advertiseAddress(listener.Addr().(*net.TCPAddr), serverTLS != nil)
+	}
+	return serverTLS, nil
+}
+
+// serve starts the gRPC server on the bound port (the dialed mode).
+func (e *Executor) serve(service *server, serverTLS *tls.Config) {
+	serverOptions := []grpc.ServerOption{}
+	if serverTLS != nil {
+		serverOptions = append(serverOptions, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	e.grpc = grpc.NewServer(append(serverOptions,
+		grpc.UnaryInterceptor(tokenInterceptor(e.config.AccessToken)),
+		// A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default would
+		// fail the whole batch.
+		grpc.MaxRecvMsgSize(maxReceiveBytes),
+	)...)
+	pb.RegisterExecutorServiceServer(e.grpc, service)
+	go func() {
+		if err := e.grpc.Serve(e.listener); err != nil {
+			e.config.Logf("server stopped: %v", err)
+		}
+	}()
+}
+
+// Address is the advertised address (what the admins dial), or session://NAME with session
+// dispatch.
 func (e *Executor) Address() string { return e.address }
 
 // ExecutorID is the id of the current admin session, empty while not registered.
@@ -190,7 +233,9 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	case <-e.stopped:
 		return nil
 	case <-ctx.Done():
-		e.grpc.Stop()
+		if e.grpc != nil {
+			e.grpc.Stop()
+		}
 		return ctx.Err()
 	}
 }
@@ -203,10 +248,12 @@ func (e *Executor) stop() {
 	e.runner.shutdown(e.config.ShutdownGrace)
 	close(e.flush)
 	waitChan(e.callbacksDone, e.config.CallbackFlushTimeout+2*time.Second)
-	stopped := make(chan struct{})
-	go func() { e.grpc.GracefulStop(); close(stopped) }()
-	if !waitChan(stopped, 5*time.Second) {
-		e.grpc.Stop()
+	if e.grpc != nil {
+		stopped := make(chan struct{})
+		go func() { e.grpc.GracefulStop(); close(stopped) }()
+		if !waitChan(stopped, 5*time.Second) {
+			e.grpc.Stop()
+		}
 	}
 	close(e.stopCleanup)
 	e.admins.close()

@@ -17,7 +17,9 @@ import (
 //	     └──────────────── stream error / end ◀─────────────────┘ wait ≤ 2 s for Deregistered
 //
 // Heartbeats list the runs running or queued here and the finished ones whose result no admin
-// has accepted yet, so the admin can tell a lost run from a live one.
+// has accepted yet, so the admin can tell a lost run from a live one. In session dispatch
+// (calls set) the admin's calls arrive on the same stream while it is registered and are
+// answered on it (session_dispatch.go).
 
 const (
 	handshakeTimeout         = 10 * time.Second
@@ -33,6 +35,7 @@ type announcement struct {
 	address  string
 	handlers []string
 	labels   map[string]string
+	dispatch pb.DispatchMode
 }
 
 // session keeps one registration open until its context (deregister) is cancelled.
@@ -41,6 +44,7 @@ type session struct {
 	announce   announcement
 	runner     *runner
 	unreported *unreported
+	calls      *sessionCalls // nil in the dialed mode
 	logf       func(string, ...any)
 
 	mu         sync.Mutex
@@ -88,9 +92,10 @@ func (s *session) run(ctx context.Context, address string) (bool, error) {
 	}
 	handlers := append([]string{}, s.announce.handlers...)
 	sort.Strings(handlers)
-	err = stream.Send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Register{Register: &pb.Register{
+	sender := &lockedSender{stream: stream}
+	err = sender.send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Register{Register: &pb.Register{
 		AppName: s.announce.appName, Address: s.announce.address, Handlers: handlers,
-		ProtocolVersion: protocolVersion, Labels: s.announce.labels,
+		ProtocolVersion: protocolVersion, Labels: s.announce.labels, DispatchMode: s.announce.dispatch,
 	}}})
 	if err != nil {
 		return false, err
@@ -133,6 +138,10 @@ func (s *session) run(ctx context.Context, address string) (bool, error) {
 		interval = max(time.Duration(registered.GetHeartbeatIntervalMs())*time.Millisecond, minHeartbeatInterval)
 	}
 	s.logf("registered with %s as %s (heartbeat every %v)", address, registered.GetExecutorId(), interval)
+	if s.calls != nil && registered.GetDispatchMode() != pb.DispatchMode_DISPATCH_MODE_SESSION {
+		// An admin without session dispatch would dial the session:// address and fail.
+		s.logf("%s did not confirm session dispatch: it cannot send runs here", address)
+	}
 	s.setExecutorID(registered.GetExecutorId())
 
 	ticker := time.NewTicker(interval)
@@ -142,22 +151,37 @@ func (s *session) run(ctx context.Context, address string) (bool, error) {
 		case <-ticker.C:
 			ids, queued := s.aliveLogIDs()
 			heartbeat := &pb.Heartbeat{RunningLogIds: ids, Queued: queued}
-			if err := stream.Send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Heartbeat{Heartbeat: heartbeat}}); err != nil {
+			if err := sender.send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Heartbeat{Heartbeat: heartbeat}}); err != nil {
 				return true, err
 			}
-		case <-inbound:
+		case message := <-inbound:
+			s.received(message, sender)
 		case err := <-readErr:
 			return true, err
 		case <-ctx.Done():
-			s.deregister(stream, inbound, readErr, address)
+			s.deregister(sender, inbound, readErr, address)
 			return true, errDeregistered
 		}
 	}
 }
 
-// deregister sends Deregister and waits up to 2 s for Deregistered (or the stream's end).
-func (s *session) deregister(stream pb.Registry_SessionClient, inbound <-chan *pb.AdminMessage, readErr <-chan error, address string) {
-	if err := stream.Send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Deregister{Deregister: &pb.Deregister{}}}); err != nil {
+// received handles a message from the admin while registered: a call is answered (session
+// dispatch) or, on a dialed executor, ignored; nothing else is expected.
+func (s *session) received(message *pb.AdminMessage, sender *lockedSender) {
+	call := message.GetCall()
+	switch {
+	case call != nil && s.calls != nil:
+		s.calls.answer(call, sender.send)
+	case call != nil:
+		s.logf("the admin sent a session call to a dialed executor; ignored")
+	}
+}
+
+// deregister sends Deregister and waits up to 2 s for Deregistered (or the stream's end); calls
+// still arriving meanwhile are answered (the admin may have sent them before it saw the
+// Deregister).
+func (s *session) deregister(sender *lockedSender, inbound <-chan *pb.AdminMessage, readErr <-chan error, address string) {
+	if err := sender.send(&pb.ExecutorMessage{Kind: &pb.ExecutorMessage_Deregister{Deregister: &pb.Deregister{}}}); err != nil {
 		return
 	}
 	timeout := time.NewTimer(deregisterTimeout)
@@ -169,6 +193,7 @@ func (s *session) deregister(stream pb.Registry_SessionClient, inbound <-chan *p
 				s.logf("deregistered from %s", address)
 				return
 			}
+			s.received(message, sender)
 		case <-readErr:
 			return
 		case <-timeout.C:

@@ -5,8 +5,10 @@
 //	XJOB_ADMIN_ADDR=http://127.0.0.1:8080 XJOB_APP_NAME=go-demo XJOB_EXECUTOR_PORT=9996 \
 //	  XJOB_LOG_DIR=/tmp/xjob-go-logs [XJOB_ACCESS_TOKEN=secret] go run ./cmd/example-executor
 //
-// XJOB_ADMIN_ADDR may list several admins separated by commas (failover order). SIGTERM or
-// SIGINT shuts it down gracefully: deregister, finish or kill runs, flush results.
+// XJOB_ADMIN_ADDR may list several admins separated by commas (failover order).
+// XJOB_DISPATCH=session opens no port: the admins' calls come down the session, which registers
+// as session://<app>-<port> (the port then only makes the name unique). SIGTERM or SIGINT shuts
+// it down gracefully: deregister, finish or kill runs, flush results.
 package main
 
 import (
@@ -127,13 +129,20 @@ func main() {
 	if os.Getenv("XJOB_GLUE_SHELL") == "1" {
 		glue.Interpreters = map[xjobpb.GlueType]string{xjobpb.GlueType_GLUE_TYPE_SHELL: ""}
 	}
+	appName := requireEnv("XJOB_APP_NAME")
+	sessionDispatch := os.Getenv("XJOB_DISPATCH") == "session"
+	address := scheme + "://127.0.0.1:" + port
+	if sessionDispatch {
+		address = "session://" + appName + "-" + port
+	}
 	exec, err := executor.New(executor.Config{
 		Glue:             glue,
 		TLS:              tlsConfig,
-		AppName:          requireEnv("XJOB_APP_NAME"),
+		AppName:          appName,
 		AdminAddrs:       admins,
 		Bind:             "127.0.0.1:" + port,
-		AdvertiseAddress: scheme + "://127.0.0.1:" + port,
+		AdvertiseAddress: address,
+		SessionDispatch:  sessionDispatch,
 		AccessToken:      os.Getenv("XJOB_ACCESS_TOKEN"),
 		LogDir:           logDir,
 		ShutdownGrace:    2 * time.Second,
