@@ -1,6 +1,7 @@
 package xjob.spring;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -43,6 +44,19 @@ class XjobExtraSettingsTest {
     assertEquals("eu", properties.getGlue().getEnv().get("REGION"));
     assertEquals("http://127.0.0.1:4317", properties.getOtlpEndpoint());
     XjobExtraSettings.apply(properties, XjobExecutor.builder()); // every value is accepted
+  }
+
+  @Test
+  void dispatchPropertyChoosesSessionDispatch() {
+    XjobProperties session = bind(Map.of("xjob.app-name", "app", "xjob.dispatch", "session"));
+    assertEquals("session", session.getDispatch());
+    assertTrue(XjobExtraSettings.sessionDispatch(session.getDispatch()));
+    assertEquals("dial", bind(Map.of("xjob.app-name", "app")).getDispatch());
+    assertFalse(XjobExtraSettings.sessionDispatch("dial"));
+    assertThrows(IllegalArgumentException.class, () -> XjobExtraSettings.sessionDispatch("push"));
+    // A session address is accepted only together with session dispatch.
+    XjobExecutor.Builder builder = XjobExecutor.builder().appName("app").adminAddr("http://127.0.0.1:1");
+    XjobExtraSettings.apply(session, builder.advertiseAddress("session://app-1"));
   }
 
   @Test
