@@ -19,9 +19,9 @@ import xjob.v1.Common.GlueType;
  *   java -jar target/xjob-executor-example.jar
  * </pre>
  *
- * XJOB_ADMIN_ADDR may list several admins separated by commas (failover order). XJOB_DISPATCH=session
- * opens no port: the admin's calls come down the session, and the executor registers as
- * session://{app}-{port} (the port then only makes the name unique). SIGTERM or SIGINT shuts it
+ * XJOB_ADMIN_ADDR may list several admins separated by commas (failover order).
+ * XJOB_DISPATCH=session opens no port: the admin's calls come down the session, and the executor
+ * registers as session://{app}-{port} (the port then only makes the name unique). SIGTERM or SIGINT shuts it
  * down gracefully: deregister, finish or kill runs, flush results.
  */
 public final class ExampleExecutor {

@@ -75,7 +75,9 @@ final class Session {
             .setProtocolVersion(PROTOCOL_VERSION)
             .putAllLabels(labels)
             .setDispatchMode(
-                calls != null ? DispatchMode.DISPATCH_MODE_SESSION : DispatchMode.DISPATCH_MODE_DIAL)
+                calls != null
+                    ? DispatchMode.DISPATCH_MODE_SESSION
+                    : DispatchMode.DISPATCH_MODE_DIAL)
             .build();
     this.heartbeat = heartbeat;
     this.calls = calls;
@@ -241,7 +243,8 @@ final class Session {
   }
 
   /** Heartbeats and replies come from different threads; a gRPC stream takes one at a time. */
-  private static void send(ClientCallStreamObserver<ExecutorMessage> stream, ExecutorMessage message) {
+  private static void send(
+      ClientCallStreamObserver<ExecutorMessage> stream, ExecutorMessage message) {
     synchronized (stream) {
       stream.onNext(message);
     }
@@ -272,7 +275,9 @@ final class Session {
       ClientCallStreamObserver<ExecutorMessage> stream,
       LinkedBlockingQueue<Inbound> inbound) {
     Thread.interrupted();
-    send(stream, ExecutorMessage.newBuilder().setDeregister(Deregister.getDefaultInstance()).build());
+    send(
+        stream,
+        ExecutorMessage.newBuilder().setDeregister(Deregister.getDefaultInstance()).build());
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DEREGISTER_TIMEOUT_MS);
     try {
       while (true) {

@@ -13,7 +13,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
 import xjob.v1.RegistryOuterClass.SessionCall;
@@ -110,7 +109,7 @@ final class SessionCalls {
       return failed(call.getCallId(), e.status.getCode(), describe(e.status));
     } catch (RuntimeException e) {
       // A dialed call whose handler throws ends UNKNOWN too.
-      LOG.log(Level.WARNING, "session call " + call.getCallId() + " failed: " + e);
+      LOG.warning("session call " + call.getCallId() + " failed: " + e);
       return failed(call.getCallId(), Status.Code.UNKNOWN, e.toString());
     }
     return reply.build();

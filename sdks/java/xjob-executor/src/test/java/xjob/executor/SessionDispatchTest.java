@@ -234,9 +234,15 @@ class SessionDispatchTest {
     assertTrue(accepted.getRun().getAccepted(), accepted.toString());
     assertTrue(blocking.await(WAIT.toMillis(), TimeUnit.MILLISECONDS));
 
-    call(SessionCall.newBuilder().setCallId(3).setIdleBeat(IdleBeatRequest.newBuilder().setJobId(7)));
+    call(
+        SessionCall.newBuilder()
+            .setCallId(3)
+            .setIdleBeat(IdleBeatRequest.newBuilder().setJobId(7)));
     assertFalse(reply(3).getIdleBeat().getIdle());
-    call(SessionCall.newBuilder().setCallId(4).setKill(KillRequest.newBuilder().setJobId(7).setLogId(70)));
+    call(
+        SessionCall.newBuilder()
+            .setCallId(4)
+            .setKill(KillRequest.newBuilder().setJobId(7).setLogId(70)));
     assertTrue(reply(4).getKill().getKilled());
     RunResult killed = result();
     assertEquals(70, killed.getLogId());
@@ -250,7 +256,8 @@ class SessionDispatchTest {
     call(
         SessionCall.newBuilder()
             .setCallId(6)
-            .setReadLog(ReadLogRequest.newBuilder().setLogId(80).setLogDateMs(today).setFromLine(1)));
+            .setReadLog(
+                ReadLogRequest.newBuilder().setLogId(80).setLogDateMs(today).setFromLine(1)));
     SessionReply log = reply(6);
     assertTrue(log.getReadLog().getContent().contains("hello from a session run"), log.toString());
     assertTrue(log.getReadLog().getIsEnd());
@@ -280,7 +287,8 @@ class SessionDispatchTest {
         IllegalArgumentException.class,
         () -> XjobExecutor.builder().advertiseAddress("session://has space"));
     assertThrows(
-        IllegalArgumentException.class, () -> XjobExecutor.builder().advertiseAddress("session://"));
+        IllegalArgumentException.class,
+        () -> XjobExecutor.builder().advertiseAddress("session://"));
     String address = SessionCalls.defaultAddress("orders");
     assertTrue(address.startsWith("session://orders-"), address);
     assertTrue(SessionCalls.validAddress(address), address);

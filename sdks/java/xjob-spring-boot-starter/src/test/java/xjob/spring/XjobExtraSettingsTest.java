@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import xjob.executor.XjobExecutor;
@@ -47,7 +48,7 @@ class XjobExtraSettingsTest {
   }
 
   @Test
-  void dispatchPropertyChoosesSessionDispatch() {
+  void dispatchPropertyChoosesSessionDispatch(@TempDir Path logDir) throws Exception {
     XjobProperties session = bind(Map.of("xjob.app-name", "app", "xjob.dispatch", "session"));
     assertEquals("session", session.getDispatch());
     assertTrue(XjobExtraSettings.sessionDispatch(session.getDispatch()));
@@ -55,8 +56,26 @@ class XjobExtraSettingsTest {
     assertFalse(XjobExtraSettings.sessionDispatch("dial"));
     assertThrows(IllegalArgumentException.class, () -> XjobExtraSettings.sessionDispatch("push"));
     // A session address is accepted only together with session dispatch.
-    XjobExecutor.Builder builder = XjobExecutor.builder().appName("app").adminAddr("http://127.0.0.1:1");
-    XjobExtraSettings.apply(session, builder.advertiseAddress("session://app-1"));
+    XjobExecutor.Builder dialed =
+        XjobExecutor.builder()
+            .appName("app")
+            .adminAddr("http://127.0.0.1:1")
+            .advertiseAddress("session://app-1");
+    XjobExtraSettings.apply(bind(Map.of("xjob.dispatch", "dial")), dialed);
+    assertThrows(IllegalArgumentException.class, dialed::start);
+    XjobExecutor.Builder sessionBuilder =
+        XjobExecutor.builder()
+            .appName("app")
+            .adminAddr("http://127.0.0.1:1")
+            .advertiseAddress("session://app-1")
+            .logDir(logDir);
+    XjobExtraSettings.apply(session, sessionBuilder);
+    XjobExecutor executor = sessionBuilder.start();
+    try {
+      assertEquals("session://app-1", executor.address());
+    } finally {
+      executor.shutdown();
+    }
   }
 
   @Test
