@@ -62,8 +62,9 @@ ls -l sdks/java/xjob-executor-example/target/xjob-executor-example.jar
 # The suite's entries for these two executors (XJOB_CONFORMANCE_EXECUTOR syntax), printed so a
 # caller that runs one suite over every language can reuse them.
 # NAME@session: the same example in session dispatch (XJOB_DISPATCH=session, no port).
+java_example="java -jar $repo/sdks/java/xjob-executor-example/target/xjob-executor-example.jar"
 spec="go=$repo/sdks/go/example-executor; go@session=$repo/sdks/go/example-executor"
-spec="$spec; java=java -jar $repo/sdks/java/xjob-executor-example/target/xjob-executor-example.jar"
+spec="$spec; java=$java_example; java@session=$java_example"
 echo "== executors (Go, Java): conformance entries: $spec"
 if [[ "${XJOB_EXECUTORS_GO_JAVA_SUITE:-1}" == 0 ]]; then
   echo "== executors (Go, Java): suite skipped (XJOB_EXECUTORS_GO_JAVA_SUITE=0)"

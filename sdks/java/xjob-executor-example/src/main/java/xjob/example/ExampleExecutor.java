@@ -19,8 +19,10 @@ import xjob.v1.Common.GlueType;
  *   java -jar target/xjob-executor-example.jar
  * </pre>
  *
- * XJOB_ADMIN_ADDR may list several admins separated by commas (failover order). SIGTERM or SIGINT
- * shuts it down gracefully: deregister, finish or kill runs, flush results.
+ * XJOB_ADMIN_ADDR may list several admins separated by commas (failover order).
+ * XJOB_DISPATCH=session opens no port: the admin's calls come down the session, and the executor
+ * registers as session://{app}-{port} (the port then only makes the name unique). SIGTERM or SIGINT shuts it
+ * down gracefully: deregister, finish or kill runs, flush results.
  */
 public final class ExampleExecutor {
   private ExampleExecutor() {}
@@ -115,12 +117,17 @@ public final class ExampleExecutor {
         "java.util.logging.SimpleFormatter.format", "%1$tF %1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
     int port = Integer.parseInt(requireEnv("XJOB_EXECUTOR_PORT"));
     String logDir = System.getenv().getOrDefault("XJOB_LOG_DIR", "xjob-executor-logs");
+    String appName = requireEnv("XJOB_APP_NAME");
+    boolean session = "session".equals(System.getenv("XJOB_DISPATCH"));
     XjobExecutor.Builder builder =
         XjobExecutor.builder()
-            .appName(requireEnv("XJOB_APP_NAME"))
+            .appName(appName)
             .bind("127.0.0.1", port)
+            .sessionDispatch(session)
             .advertiseAddress(
-                (isSet("XJOB_TLS_CERT") ? "https" : "http") + "://127.0.0.1:" + port)
+                session
+                    ? "session://" + appName + "-" + port
+                    : (isSet("XJOB_TLS_CERT") ? "https" : "http") + "://127.0.0.1:" + port)
             .logDir(Path.of(logDir))
             .shutdownGrace(Duration.ofSeconds(2))
             .handler("succeed", ExampleExecutor::succeed)

@@ -10,14 +10,18 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 import xjob.v1.RegistryGrpc;
 import xjob.v1.RegistryOuterClass.AdminMessage;
 import xjob.v1.RegistryOuterClass.Deregister;
+import xjob.v1.RegistryOuterClass.DispatchMode;
 import xjob.v1.RegistryOuterClass.ExecutorMessage;
 import xjob.v1.RegistryOuterClass.Heartbeat;
 import xjob.v1.RegistryOuterClass.Register;
 import xjob.v1.RegistryOuterClass.Registered;
+import xjob.v1.RegistryOuterClass.SessionCall;
+import xjob.v1.RegistryOuterClass.SessionReply;
 
 /**
  * The connection to the admins: one Registry.Session stream at a time.
@@ -29,7 +33,9 @@ import xjob.v1.RegistryOuterClass.Registered;
  * </pre>
  *
  * <p>Heartbeats list the runs running or queued here and the finished ones whose result no admin
- * has accepted yet, so the admin can tell a lost run from a live one.
+ * has accepted yet, so the admin can tell a lost run from a live one. In session dispatch the
+ * admin's calls arrive on this stream too: each is handed to {@link SessionCalls}, which answers
+ * it on a thread of its own, so this loop keeps receiving and heartbeating meanwhile.
  */
 final class Session {
   static final int PROTOCOL_VERSION = 1;
@@ -45,6 +51,8 @@ final class Session {
   private final Admins admins;
   private final Register register;
   private final Supplier<Heartbeat> heartbeat;
+  /** Answers the admin's calls in session dispatch; null in the dialed mode. */
+  private final SessionCalls calls;
   private final Thread thread;
   private final CountDownLatch registeredOnce = new CountDownLatch(1);
   private volatile boolean deregistering;
@@ -56,7 +64,8 @@ final class Session {
       String address,
       List<String> handlers,
       Map<String, String> labels,
-      Supplier<Heartbeat> heartbeat) {
+      Supplier<Heartbeat> heartbeat,
+      SessionCalls calls) {
     this.admins = admins;
     this.register =
         Register.newBuilder()
@@ -65,8 +74,13 @@ final class Session {
             .addAllHandlers(new TreeSet<>(handlers))
             .setProtocolVersion(PROTOCOL_VERSION)
             .putAllLabels(labels)
+            .setDispatchMode(
+                calls != null
+                    ? DispatchMode.DISPATCH_MODE_SESSION
+                    : DispatchMode.DISPATCH_MODE_DIAL)
             .build();
     this.heartbeat = heartbeat;
+    this.calls = calls;
     this.thread = new Thread(this::loop, "xjob-session");
     this.thread.setDaemon(true);
   }
@@ -151,7 +165,7 @@ final class Session {
     RegistryGrpc.newStub(admins.channel(address)).session(responses);
     ClientCallStreamObserver<ExecutorMessage> stream = requests[0];
     try {
-      stream.onNext(ExecutorMessage.newBuilder().setRegister(register).build());
+      send(stream, ExecutorMessage.newBuilder().setRegister(register).build());
       Registered registered = awaitRegistered(address, inbound);
       if (registered == null) {
         return false;
@@ -165,6 +179,11 @@ final class Session {
       LOG.info(
           "registered with " + address + " as " + executorId + " (heartbeat every "
               + intervalMs + " ms)");
+      if (calls != null
+          && registered.getDispatchMode() != DispatchMode.DISPATCH_MODE_SESSION) {
+        // An admin without session dispatch would dial the session:// address and fail.
+        LOG.warning(address + " did not confirm session dispatch: it cannot send runs here");
+      }
       long nextBeat = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(intervalMs);
       while (true) {
         Inbound event;
@@ -180,13 +199,54 @@ final class Session {
           LOG.warning("session with " + address + " ended: " + describe(event.error()));
           return true;
         }
+        if (event != null) {
+          received(event.message(), stream);
+        }
         if (System.nanoTime() >= nextBeat) {
-          stream.onNext(ExecutorMessage.newBuilder().setHeartbeat(heartbeat.get()).build());
+          send(stream, ExecutorMessage.newBuilder().setHeartbeat(heartbeat.get()).build());
           nextBeat += TimeUnit.MILLISECONDS.toNanos(intervalMs);
         }
       }
     } finally {
-      stream.cancel("session closed", null);
+      synchronized (stream) {
+        stream.cancel("session closed", null);
+      }
+    }
+  }
+
+  /** A message from the admin while registered: a call to answer (session dispatch). */
+  private void received(AdminMessage message, ClientCallStreamObserver<ExecutorMessage> stream) {
+    if (!message.hasCall()) {
+      return;
+    }
+    SessionCall call = message.getCall();
+    if (calls == null) {
+      LOG.warning("the admin sent a session call to a dialed executor; ignored");
+      return;
+    }
+    calls.answer(call, reply -> sendReply(stream, reply));
+  }
+
+  /**
+   * Sends a call's reply from the thread that answered it. A session that ended meanwhile drops
+   * it: the admin ended that call with the session.
+   */
+  private static void sendReply(
+      ClientCallStreamObserver<ExecutorMessage> stream, SessionReply reply) {
+    try {
+      send(stream, ExecutorMessage.newBuilder().setReply(reply).build());
+    } catch (RuntimeException e) {
+      LOG.log(
+          Level.FINE,
+          "session ended before the reply to call " + reply.getCallId() + " could be sent: " + e);
+    }
+  }
+
+  /** Heartbeats and replies come from different threads; a gRPC stream takes one at a time. */
+  private static void send(
+      ClientCallStreamObserver<ExecutorMessage> stream, ExecutorMessage message) {
+    synchronized (stream) {
+      stream.onNext(message);
     }
   }
 
@@ -215,7 +275,8 @@ final class Session {
       ClientCallStreamObserver<ExecutorMessage> stream,
       LinkedBlockingQueue<Inbound> inbound) {
     Thread.interrupted();
-    stream.onNext(
+    send(
+        stream,
         ExecutorMessage.newBuilder().setDeregister(Deregister.getDefaultInstance()).build());
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DEREGISTER_TIMEOUT_MS);
     try {
@@ -229,6 +290,8 @@ final class Session {
           LOG.info("deregistered from " + address);
           return;
         }
+        // Calls the admin sent before it saw the Deregister are still answered.
+        received(event.message(), stream);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

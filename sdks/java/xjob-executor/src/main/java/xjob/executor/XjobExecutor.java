@@ -36,6 +36,9 @@ import xjob.v1.RegistryOuterClass.Heartbeat;
  * <p>It binds its server first and registers second. {@link #shutdown()} deregisters first, stops
  * accepting runs, lets running handlers finish within the shutdown grace, reports the rest KILLED,
  * flushes results (spooling what no admin took) and stops the server.
+ *
+ * <p>With {@link Builder#sessionDispatch session dispatch} there is no server: the same
+ * ExecutorService code answers the calls the admin sends down the session ({@link SessionCalls}).
  */
 public final class XjobExecutor {
   private static final Logger LOG = Logger.getLogger(XjobExecutor.class.getName());
@@ -47,7 +50,10 @@ public final class XjobExecutor {
   private final CallbackSender callbacks;
   private final RunTraces traces;
   private final Session session;
+  /** The port the admins dial; null in session dispatch. */
   private final Server server;
+  /** Answers the calls that come down the session; null in the dialed mode. */
+  private final SessionCalls calls;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final ScheduledExecutorService cleanup =
       Executors.newSingleThreadScheduledExecutor(Runner.daemonThreads());
@@ -55,12 +61,6 @@ public final class XjobExecutor {
 
   private XjobExecutor(Builder config) throws IOException {
     this.config = config;
-    InetSocketAddress bindAddress = new InetSocketAddress(config.host, config.port);
-    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
-    refuseOpenNetwork(
-        bindAddress,
-        !config.accessToken.isEmpty() || config.tls.requireClientCert,
-        config.insecureOpenNetwork);
     Path spoolDir = config.logDir.resolve("callbacklogs");
     Files.createDirectories(spoolDir);
     LogStore logs = new LogStore(config.logDir);
@@ -78,26 +78,24 @@ public final class XjobExecutor {
             Glue.runners(config.glue, config.glueEnv, config.logDir),
             traces);
     ExecutorServer service = new ExecutorServer(runner, logs);
-    NettyServerBuilder serverBuilder =
-        (config.tls.serves()
-                ? NettyServerBuilder.forAddress(bindAddress, config.tls.server())
-                : NettyServerBuilder.forAddress(bindAddress))
-            // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
-            // would fail the whole batch.
-            .maxInboundMessageSize(64 << 20);
-    if (config.accessToken.isEmpty()) {
-      serverBuilder.addService(service);
+    if (config.sessionDispatch) {
+      // No token check on these calls: they come from the admin this executor dialed.
+      this.server = null;
+      this.calls = new SessionCalls(service);
+      this.address =
+          config.advertiseAddress != null
+              ? config.advertiseAddress
+              : SessionCalls.defaultAddress(config.appName);
     } else {
-      serverBuilder.addService(
-          ServerInterceptors.intercept(service, new ExecutorServer.TokenCheck(config.accessToken)));
+      this.server = serve(config, service);
+      this.calls = null;
+      int boundPort = ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
+      String host = config.host.equals("0.0.0.0") ? "127.0.0.1" : config.host;
+      this.address =
+          config.advertiseAddress != null
+              ? config.advertiseAddress
+              : (config.tls.serves() ? "https://" : "http://") + host + ":" + boundPort;
     }
-    this.server = serverBuilder.build().start();
-    int boundPort = ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
-    String host = config.host.equals("0.0.0.0") ? "127.0.0.1" : config.host;
-    this.address =
-        config.advertiseAddress != null
-            ? config.advertiseAddress
-            : (config.tls.serves() ? "https://" : "http://") + host + ":" + boundPort;
     this.session =
         new Session(
             admins,
@@ -105,7 +103,8 @@ public final class XjobExecutor {
             address,
             List.copyOf(config.handlers.keySet()),
             config.labels,
-            this::heartbeat);
+            this::heartbeat,
+            calls);
     callbacks.start();
     session.start();
     if (config.logRetentionDays >= 3) {
@@ -122,7 +121,34 @@ public final class XjobExecutor {
           1,
           TimeUnit.DAYS);
     }
-    LOG.info("executor " + config.appName + " started on " + address);
+    LOG.info(
+        "executor " + config.appName
+            + (calls != null ? " in session dispatch (no port) as " : " started on ")
+            + address);
+  }
+
+  /** Binds and starts the gRPC server the admins dial (the dialed mode). */
+  private static Server serve(Builder config, ExecutorServer service) throws IOException {
+    InetSocketAddress bindAddress = new InetSocketAddress(config.host, config.port);
+    // mTLS (only callers with a certificate from the CA) guards the port as a token does.
+    refuseOpenNetwork(
+        bindAddress,
+        !config.accessToken.isEmpty() || config.tls.requireClientCert,
+        config.insecureOpenNetwork);
+    NettyServerBuilder serverBuilder =
+        (config.tls.serves()
+                ? NettyServerBuilder.forAddress(bindAddress, config.tls.server())
+                : NettyServerBuilder.forAddress(bindAddress))
+            // A RunBatch can carry 512 runs with 64 KiB of params each; gRPC's 4 MiB default
+            // would fail the whole batch.
+            .maxInboundMessageSize(64 << 20);
+    if (config.accessToken.isEmpty()) {
+      serverBuilder.addService(service);
+    } else {
+      serverBuilder.addService(
+          ServerInterceptors.intercept(service, new ExecutorServer.TokenCheck(config.accessToken)));
+    }
+    return serverBuilder.build().start();
   }
 
   /**
@@ -161,7 +187,7 @@ public final class XjobExecutor {
     return new Builder();
   }
 
-  /** The advertised address (what the admins dial). */
+  /** The advertised address (what the admins dial), or session://NAME in session dispatch. */
   public String address() {
     return address;
   }
@@ -200,14 +226,21 @@ public final class XjobExecutor {
       session.deregister();
       runner.shutdown(config.shutdownGrace);
       callbacks.shutdown();
-      server.shutdown();
-      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
-        server.shutdownNow();
+      if (server != null) {
+        server.shutdown();
+        if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+          server.shutdownNow();
+        }
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      server.shutdownNow();
+      if (server != null) {
+        server.shutdownNow();
+      }
     } finally {
+      if (calls != null) {
+        calls.shutdown();
+      }
       cleanup.shutdownNow();
       admins.close();
       traces.shutdown(); // sends the buffered spans
@@ -255,6 +288,7 @@ public final class XjobExecutor {
     private Duration callbackFlushTimeout = Duration.ofSeconds(3);
     private int logRetentionDays = 30;
     private boolean insecureOpenNetwork;
+    private boolean sessionDispatch;
     private final Map<String, JobHandler> handlers = new LinkedHashMap<>();
 
     private Builder() {}
@@ -285,12 +319,36 @@ public final class XjobExecutor {
       return this;
     }
 
-    /** The URL the admins dial (default http://{bound host}:{port}). */
+    /**
+     * The URL the admins dial (default http://{bound host}:{port}); with {@link #sessionDispatch},
+     * the executor's name as session://NAME (1-200 letters, digits, '.', '-', '_' or ':'), unique
+     * in its app and the same across restarts of one deployment (default: the app name, the
+     * process id and a random part).
+     */
     public Builder advertiseAddress(String address) {
-      if (!address.startsWith("http://") && !address.startsWith("https://")) {
-        throw new IllegalArgumentException("advertise address must start with http:// or https://");
+      if (address.startsWith(SessionCalls.SCHEME)) {
+        if (!SessionCalls.validAddress(address)) {
+          throw new IllegalArgumentException(
+              "session address '" + address + "' must be session://NAME, NAME 1-200 letters,"
+                  + " digits, '.', '-', '_' or ':'");
+        }
+      } else if (!address.startsWith("http://") && !address.startsWith("https://")) {
+        throw new IllegalArgumentException(
+            "advertise address must start with http://, https:// or session://");
       }
       this.advertiseAddress = address;
+      return this;
+    }
+
+    /**
+     * Session dispatch: opens no port; the admin's calls (Run, Kill, Beat, IdleBeat, ReadLog) come
+     * down this executor's own session with the admin, so the admins need no route to it (behind
+     * NAT, on a laptop, in a serverless box). {@link #bind}, {@link #tls}, {@link
+     * #requireClientCert} and {@link #insecureOpenNetwork} are then unused; {@link #tlsCa} and the
+     * client certificate still apply to the connection to the admins.
+     */
+    public Builder sessionDispatch(boolean session) {
+      this.sessionDispatch = session;
       return this;
     }
 
@@ -330,7 +388,6 @@ public final class XjobExecutor {
       return this;
     }
 
-    /** How long a stopped handler may take to return before its run is reported (2 s). */
     /**
      * Serves the executor's port over TLS with this PEM certificate chain and key; the default
      * advertised address becomes https://.
@@ -388,6 +445,7 @@ public final class XjobExecutor {
       return this;
     }
 
+    /** How long a stopped handler may take to return before its run is reported (2 s). */
     public Builder killGrace(Duration grace) {
       this.killGrace = grace;
       return this;
@@ -434,6 +492,16 @@ public final class XjobExecutor {
       }
       if (adminAddrs.isEmpty()) {
         throw new IllegalArgumentException("at least one admin address is required");
+      }
+      boolean sessionAddress =
+          advertiseAddress != null && advertiseAddress.startsWith(SessionCalls.SCHEME);
+      if (sessionDispatch && advertiseAddress != null && !sessionAddress) {
+        throw new IllegalArgumentException(
+            "with sessionDispatch the address is session://NAME, not '" + advertiseAddress + "'");
+      }
+      if (!sessionDispatch && sessionAddress) {
+        throw new IllegalArgumentException(
+            "'" + advertiseAddress + "' is a session address: set sessionDispatch(true)");
       }
       return new XjobExecutor(this);
     }

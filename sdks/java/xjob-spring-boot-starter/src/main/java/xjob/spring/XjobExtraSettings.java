@@ -4,11 +4,15 @@ import java.util.Locale;
 import xjob.executor.XjobExecutor;
 import xjob.v1.Common.GlueType;
 
-/** Applies the {@code xjob.tls.*}, {@code xjob.glue.*} and {@code xjob.otlp-endpoint} settings. */
+/**
+ * Applies the {@code xjob.dispatch}, {@code xjob.tls.*}, {@code xjob.glue.*} and {@code
+ * xjob.otlp-endpoint} settings.
+ */
 final class XjobExtraSettings {
   private XjobExtraSettings() {}
 
   static void apply(XjobProperties properties, XjobExecutor.Builder builder) {
+    builder.sessionDispatch(sessionDispatch(properties.getDispatch()));
     XjobProperties.Tls tls = properties.getTls();
     if ((tls.getCert() == null) != (tls.getKey() == null)) {
       throw new IllegalArgumentException("xjob.tls.cert and xjob.tls.key go together");
@@ -30,6 +34,18 @@ final class XjobExtraSettings {
     }
     glue.getEnv().forEach(builder::glueEnv);
     builder.otlpEndpoint(properties.getOtlpEndpoint());
+  }
+
+  /** {@code xjob.dispatch}: dial (the default) or session. */
+  static boolean sessionDispatch(String dispatch) {
+    String mode = dispatch == null ? "" : dispatch.trim().toLowerCase(Locale.ROOT);
+    return switch (mode) {
+      case "", "dial" -> false;
+      case "session" -> true;
+      default ->
+          throw new IllegalArgumentException(
+              "xjob.dispatch: unknown mode '" + dispatch + "' (dial or session)");
+    };
   }
 
   /** shell, python, nodejs, php, powershell (or the enum's own name) as a glue type. */

@@ -35,6 +35,12 @@ public class XjobProperties {
   private Duration shutdownGrace = Duration.ofSeconds(5);
   /** How long a stopped handler may take to return before its run is reported. */
   private Duration killGrace = Duration.ofSeconds(2);
+  /**
+   * How the admins reach the executor: dial (they call its port) or session (no port is opened;
+   * their calls come down the executor's own connection to them, and advertise-address, when
+   * set, is session://NAME).
+   */
+  private String dispatch = "dial";
   /** Labels sent at registration. */
   private Map<String, String> labels = new LinkedHashMap<>();
 
@@ -62,6 +68,8 @@ public class XjobProperties {
   public void setShutdownGrace(Duration shutdownGrace) { this.shutdownGrace = shutdownGrace; }
   public Duration getKillGrace() { return killGrace; }
   public void setKillGrace(Duration killGrace) { this.killGrace = killGrace; }
+  public String getDispatch() { return dispatch; }
+  public void setDispatch(String dispatch) { this.dispatch = dispatch; }
   public Map<String, String> getLabels() { return labels; }
   public void setLabels(Map<String, String> labels) { this.labels = labels; }
 

@@ -1,6 +1,7 @@
 package xjob.spring;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,6 +9,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import xjob.executor.XjobExecutor;
@@ -43,6 +45,37 @@ class XjobExtraSettingsTest {
     assertEquals("eu", properties.getGlue().getEnv().get("REGION"));
     assertEquals("http://127.0.0.1:4317", properties.getOtlpEndpoint());
     XjobExtraSettings.apply(properties, XjobExecutor.builder()); // every value is accepted
+  }
+
+  @Test
+  void dispatchPropertyChoosesSessionDispatch(@TempDir Path logDir) throws Exception {
+    XjobProperties session = bind(Map.of("xjob.app-name", "app", "xjob.dispatch", "session"));
+    assertEquals("session", session.getDispatch());
+    assertTrue(XjobExtraSettings.sessionDispatch(session.getDispatch()));
+    assertEquals("dial", bind(Map.of("xjob.app-name", "app")).getDispatch());
+    assertFalse(XjobExtraSettings.sessionDispatch("dial"));
+    assertThrows(IllegalArgumentException.class, () -> XjobExtraSettings.sessionDispatch("push"));
+    // A session address is accepted only together with session dispatch.
+    XjobExecutor.Builder dialed =
+        XjobExecutor.builder()
+            .appName("app")
+            .adminAddr("http://127.0.0.1:1")
+            .advertiseAddress("session://app-1");
+    XjobExtraSettings.apply(bind(Map.of("xjob.dispatch", "dial")), dialed);
+    assertThrows(IllegalArgumentException.class, dialed::start);
+    XjobExecutor.Builder sessionBuilder =
+        XjobExecutor.builder()
+            .appName("app")
+            .adminAddr("http://127.0.0.1:1")
+            .advertiseAddress("session://app-1")
+            .logDir(logDir);
+    XjobExtraSettings.apply(session, sessionBuilder);
+    XjobExecutor executor = sessionBuilder.start();
+    try {
+      assertEquals("session://app-1", executor.address());
+    } finally {
+      executor.shutdown();
+    }
   }
 
   @Test
