@@ -272,12 +272,19 @@ async fn a_restart_mid_backfill_continues_without_duplicates_and_cancel_stops_it
     )
     .await?;
     assert_eq!(started.total, 12);
-    wait_until(Duration::from_secs(30), "3 runs created", || async {
+    let before = wait_until(Duration::from_secs(30), "3 runs created", || async {
         let backfill = get(&cluster, started.id).await?;
-        (backfill.created >= 3).then_some(())
+        (backfill.created >= 3).then_some(backfill)
     })
     .await?;
     cluster.restart_admin().await?;
+    let after = get(&cluster, started.id)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert!(
+        before.created < 12 && after.created < 12,
+        "the restart came mid-backfill: {before:?} {after:?}"
+    );
     let done = wait_ended(
         &cluster,
         started.id,
