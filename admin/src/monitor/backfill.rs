@@ -38,8 +38,9 @@ const ADOPT_EVERY: u32 = 4;
 pub async fn run_backfills(ctx: Arc<AdminContext>, cancel: CancellationToken) {
     let mut tick: u32 = 0;
     loop {
-        if tick % ADOPT_EVERY == 0 {
-            if let Err(error) = adopt(&ctx).await {
+        if tick.is_multiple_of(ADOPT_EVERY) {
+            let adopted = adopt(&ctx).await;
+            if let Err(error) = adopted {
                 tracing::warn!(%error, "adopting backfills failed; retrying next tick");
             }
         }

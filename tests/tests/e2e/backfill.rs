@@ -23,26 +23,16 @@ struct Seen {
     most: AtomicI64,
 }
 
-fn recording_handler(
-    seen: Arc<Seen>,
-    hold: Duration,
-) -> impl Fn(JobContext) -> std::pin::Pin<Box<dyn std::future::Future<Output = JobResult> + Send>>
-+ Send
-+ Sync
-+ 'static {
-    move |ctx: JobContext| {
-        let seen = Arc::clone(&seen);
-        Box::pin(async move {
-            let running = seen.now.fetch_add(1, Ordering::SeqCst) + 1;
-            seen.most.fetch_max(running, Ordering::SeqCst);
-            if let Ok(mut runs) = seen.runs.lock() {
-                runs.push((ctx.scheduled_at_ms(), ctx.trigger_type() as i32));
-            }
-            tokio::time::sleep(hold).await;
-            seen.now.fetch_sub(1, Ordering::SeqCst);
-            Ok(JobOutput::message("backfilled"))
-        })
+/// Records what the run stands for, holds it a while, succeeds.
+async fn record(seen: Arc<Seen>, ctx: JobContext, hold: Duration) -> JobResult {
+    let running = seen.now.fetch_add(1, Ordering::SeqCst) + 1;
+    seen.most.fetch_max(running, Ordering::SeqCst);
+    if let Ok(mut runs) = seen.runs.lock() {
+        runs.push((ctx.scheduled_at_ms(), ctx.trigger_type() as i32));
     }
+    tokio::time::sleep(hold).await;
+    seen.now.fetch_sub(1, Ordering::SeqCst);
+    Ok(JobOutput::message("backfilled"))
 }
 
 /// A cluster with `executors` executors of one handler; returns it and the group.
@@ -54,9 +44,12 @@ async fn cluster(
     let mut cluster = TestCluster::builder().start().await?;
     let group_id = cluster.create_group(APP).await?;
     for _ in 0..executors {
+        let seen = Arc::clone(seen);
         let executor = cluster
             .executor(APP)
-            .handler("record", recording_handler(Arc::clone(seen), hold));
+            .handler("record", move |ctx: JobContext| {
+                record(Arc::clone(&seen), ctx, hold)
+            });
         cluster.start_executor(executor).await?;
     }
     Ok((cluster, group_id))
