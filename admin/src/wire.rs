@@ -9,8 +9,8 @@ use xjob_proto::pb;
 
 use crate::error::Error;
 use crate::model::{
-    AddressType, BlockStrategy, GlueType, JobStatus, MisfireStrategy, RouteStrategy, RunStatus,
-    ScheduleType, TriggerType,
+    AddressType, BackfillState, BlockStrategy, GlueType, JobStatus, MisfireStrategy, RouteStrategy,
+    RunStatus, ScheduleType, TriggerType,
 };
 
 /// Generates the three conversions of one enum pair; the match stays exhaustive both ways, so a
@@ -86,6 +86,14 @@ to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
     Parent <-> Parent,
     Api <-> Api,
     Misfire <-> Misfire,
+    Backfill <-> Backfill,
+});
+enum_conversions!(BackfillState <-> pb::BackfillState,
+to: backfill_state_to_pb, from: backfill_state_from_pb, checked: pb_backfill_state,
+{
+    Running <-> Running,
+    Done <-> Done,
+    Cancelled <-> Cancelled,
 });
 enum_conversions!(RunStatus <-> pb::RunStatus,
 to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,

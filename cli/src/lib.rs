@@ -9,7 +9,8 @@
 //! - [`view`]: the stable JSON shape of each object and the enum names flags accept;
 //! - [`group_names`]: `--group` as an id or an app name, `app (id)` in tables;
 //! - [`prompt`]: the confirmation asked before a delete;
-//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`].
+//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`],
+//!   [`backfill`].
 //!
 //! Arrows point down only: the nouns use the helpers above; `jobs trigger --follow` uses
 //! [`runs`]; `render` imports only `error`, and `error` nothing of the crate.
@@ -18,6 +19,7 @@
 //! (in the admin's package) flattens [`Command`] into its own commands. docs/cli.md is the
 //! user's guide.
 
+mod backfill;
 mod client;
 mod error;
 mod executors;
@@ -54,6 +56,14 @@ pub enum Command {
         options: ClientOptions,
         #[command(flatten)]
         args: executors::ExecutorsArgs,
+    },
+    /// Backfill: run a job's occurrences of a past (or future) range now, in order
+    /// (`xjob backfill JOB --from … --to …`); `status`, `list` and `cancel` follow it.
+    Backfill {
+        #[command(flatten)]
+        options: ClientOptions,
+        #[command(flatten)]
+        args: backfill::BackfillArgs,
     },
     /// The next fire times of a schedule (computed by the admin, nothing saved).
     Preview {
@@ -108,6 +118,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Executors { options, args } => {
             dispatch(&options, |out, client| {
                 Box::pin(executors::run(args, out, client))
+            })
+            .await
+        }
+        Command::Backfill { options, args } => {
+            dispatch(&options, |out, client| {
+                Box::pin(backfill::run(args, out, client))
             })
             .await
         }

@@ -91,6 +91,11 @@ fn router(console: Shared) -> Router {
         .route("/jobs/{id}/start", post(pages::jobs::actions::start))
         .route("/jobs/{id}/stop", post(pages::jobs::actions::stop))
         .route("/jobs/{id}/trigger", post(pages::jobs::actions::trigger))
+        .route("/jobs/{id}/backfill", post(pages::jobs::backfill::start))
+        .route(
+            "/backfills/{id}/cancel",
+            post(pages::jobs::backfill::cancel),
+        )
         .route("/jobs/{id}/glue", post(pages::jobs::actions::save_glue))
         .route("/preview", get(pages::jobs::editor::preview))
         .route("/runs", get(pages::runs::list))

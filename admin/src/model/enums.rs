@@ -85,6 +85,7 @@ named_enum!(
         Parent => "PARENT",
         Api => "API",
         Misfire => "MISFIRE",
+        Backfill => "BACKFILL",
     }
 );
 named_enum!(
@@ -99,6 +100,11 @@ named_enum!(
         Lost => "LOST",
         Skipped => "SKIPPED",
     }
+);
+named_enum!(
+    /// Where a backfill stands: still starting or waiting for its runs, all finished, or
+    /// cancelled (no more runs start).
+    BackfillState { Running => "RUNNING", Done => "DONE", Cancelled => "CANCELLED" }
 );
 named_enum!(
     /// Where a group's addresses come from.

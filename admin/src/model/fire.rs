@@ -197,6 +197,12 @@ impl<Id> Fire<Id> {
         matches!(self.trigger_type, TriggerType::Cron | TriggerType::Misfire)
     }
 
+    /// Whether this is a backfill's run (or a retry of one): it stands for a past or future
+    /// occurrence but is sent as soon as it is claimed.
+    pub fn is_backfill(&self) -> bool {
+        self.trigger_type == TriggerType::Backfill
+    }
+
     /// Shard `index` of `total` of this fire, as a fire of its own.
     pub fn shard_of(&self, index: i32, total: i32) -> Fire<()> {
         Fire {
@@ -213,10 +219,16 @@ impl<Id> Fire<Id> {
         }
     }
 
-    /// The next attempt of this fire (a retry): same instant, shard, handler and params.
+    /// The next attempt of this fire (a retry): same instant, shard, handler and params. A
+    /// backfill's run stays BACKFILL (its `attempt` tells the retry), so the retry is sent
+    /// after its backoff, not at the future time its occurrence may stand for.
     pub fn next_attempt(&self) -> Fire<()> {
         Fire {
-            trigger_type: TriggerType::Retry,
+            trigger_type: if self.is_backfill() {
+                TriggerType::Backfill
+            } else {
+                TriggerType::Retry
+            },
             attempt: self.attempt + 1,
             ..self.shard_of(self.shard.index, self.shard.total)
         }

@@ -3,6 +3,7 @@
 //! types and the API maps protobuf messages to them (`api/convert.rs`).
 
 pub mod alarm_status;
+pub mod backfill;
 pub mod catch_up;
 pub mod clock;
 pub mod cron;
@@ -25,11 +26,12 @@ pub mod validate;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;
+pub use backfill::{Backfill, BackfillProgress};
 pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
 pub use enums::{
-    AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,
-    TriggerType,
+    AddressType, BackfillState, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus,
+    ScheduleType, TriggerType,
 };
 pub use executor::{ExecutorInfo, ExecutorProtocol, sorted_log_ids};
 pub use fire::{Fire, Shard, UnwrittenFire};

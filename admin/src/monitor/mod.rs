@@ -14,6 +14,7 @@
 
 pub mod alarm;
 pub mod alarm_queue;
+pub mod backfill;
 pub mod followup;
 pub mod lost;
 pub mod notify;
@@ -22,6 +23,7 @@ pub mod stranded;
 
 pub use alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};
 pub use alarm_queue::AlarmQueue;
+pub use backfill::run_backfills;
 pub use followup::run_followup;
 pub use lost::run_lost_monitor;
 pub use notify::Notifier;

@@ -7,11 +7,12 @@
 //! backend keeps, including under concurrency: tests marked "together" start their writes at
 //! once from several connections, which is where a server database differs from SQLite's single
 //! writer. Families: groups, jobs and registry here; the schedule round, leases, claims and
-//! adoption in `schedule`; run logs and broadcast shards in `logs`; follow-ups in `followups`;
+//! adoption in `schedule`; backfills in `backfills`; run logs and broadcast shards in `logs`; follow-ups in `followups`;
 //! delayed and lost runs in `recovery`; report, clean-up, tokens and the shared registry in
 //! `operations`.
 
 mod auth;
+mod backfills;
 mod followups;
 mod logs;
 mod operations;

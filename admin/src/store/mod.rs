@@ -36,9 +36,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::{
-    AlarmStatus, ApiToken, AuditEntry, ConsoleSession, ExecutorInfo, GlueEdit, GlueVersion, Group,
-    GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, Role, RunLog,
-    RunStatus, User,
+    AlarmStatus, ApiToken, AuditEntry, Backfill, BackfillProgress, ConsoleSession, ExecutorInfo,
+    GlueEdit, GlueVersion, Group, GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun,
+    NodeIdentity, Role, RunLog, RunStatus, User,
 };
 
 /// Filters of `ListJobs`.
@@ -394,6 +394,27 @@ shared! {
     // ---- logs
     /// Inserts runs (manual triggers, retries); returns their ids in order.
     fn insert_runs(&self, runs: &[NewRun]) -> StoreResult<Vec<LogId>> => logs;
+    /// Writes a new backfill; returns it with its id.
+    fn insert_backfill(&self, backfill: &Backfill) -> StoreResult<Backfill> => backfills;
+    fn get_backfill(&self, id: i64) -> StoreResult<Option<Backfill>> => backfills;
+    /// The job's backfills, newest first (at most 200).
+    fn list_backfills(&self, job_id: JobId) -> StoreResult<Vec<Backfill>> => backfills;
+    /// How a backfill's created runs stand.
+    fn backfill_progress(&self, id: i64) -> StoreResult<BackfillProgress> => backfills;
+    fn backfills_progress(&self, ids: &[i64]) -> StoreResult<HashMap<i64, BackfillProgress>> => backfills;
+    /// Cancels a RUNNING backfill; false when none by that id is running.
+    fn cancel_backfill(&self, id: i64, now_ms: i64) -> StoreResult<bool> => backfills;
+    /// Takes over RUNNING backfills of gone admins (and of this node's earlier epochs).
+    fn adopt_backfills(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<u64> => backfills;
+    /// The RUNNING backfills this node owns at its epoch.
+    fn owned_backfills(&self, node: &NodeIdentity) -> StoreResult<Vec<Backfill>> => backfills;
+    /// Writes the next occurrences' runs, their links and the cursor at once, fenced by owner
+    /// and the `created` count read; `None` when the fence held.
+    fn create_backfill_runs(&self, backfill: &Backfill, node: &NodeIdentity, runs: &[NewRun], now_ms: i64) -> StoreResult<Option<Vec<LogId>>> => backfills;
+    /// Marks an owned backfill DONE (no occurrence left to create, none unfinished).
+    fn finish_backfill(&self, id: i64, node: &NodeIdentity, now_ms: i64) -> StoreResult<bool> => backfills;
+    /// (occurrence, log id) of each created run, in occurrence order.
+    fn backfill_runs(&self, id: i64) -> StoreResult<Vec<(i64, LogId)>> => backfills;
     fn get_log(&self, id: LogId) -> StoreResult<Option<RunLog>> => logs;
     /// Ids among `ids` that name no run (never written, or deleted since).
     fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<LogId>> => logs;

@@ -130,8 +130,9 @@ impl Trigger {
         };
         if record.outcome == DispatchOutcome::Accepted {
             crate::metrics::dispatched(crate::metrics::Dispatch::Sent, 1);
-            // A retry's instant is its first attempt's: its backoff is no latency.
-            if fire.attempt == 0 {
+            // A retry's instant is its first attempt's: its backoff is no latency; a backfill
+            // run stands for a time it was never meant to be sent at.
+            if fire.attempt == 0 && !fire.is_backfill() {
                 crate::metrics::observe_dispatch_latency(record.finished_ms - fire.scheduled_at_ms);
             }
         }

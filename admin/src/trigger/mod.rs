@@ -457,9 +457,10 @@ impl Trigger {
     /// it), for their scheduled instant, earliest first.
     fn send_when_due(self: &Arc<Self>, claimed: Vec<Claimed>, targets: HashMap<GroupId, Target>) {
         let now = self.now_ms();
+        // A backfill's run is due at once: its instant is the occurrence it stands for.
         let (due, mut early): (Vec<Claimed>, Vec<Claimed>) = claimed
             .into_iter()
-            .partition(|claimed| claimed.fire.scheduled_at_ms <= now);
+            .partition(|claimed| claimed.fire.scheduled_at_ms <= now || claimed.fire.is_backfill());
         let targets = Arc::new(targets);
         self.spawn_fires(due, &targets);
         if early.is_empty() {

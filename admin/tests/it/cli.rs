@@ -516,6 +516,101 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `xjob backfill`: five past minutes at two at a time against a real admin process; `status`
+/// follows it to DONE, `list` shows it, each minute has one BACKFILL run with its own time, and
+/// bad ranges get their exit codes (2 for a time the CLI cannot read, 1 for a range the admin
+/// refuses, with its reason).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfill_from_the_command_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, "")?)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+    xjob_json(url, &["groups", "create", "--app-name", APP]).await?;
+    let executor = start_executor(url, &data_dir.path().join("executor-logs")).await?;
+    let args = [
+        "jobs",
+        "create",
+        "--group",
+        APP,
+        "--name",
+        "minutely",
+        "--handler",
+        "quick",
+        "--cron",
+        "0 * * * * ?",
+    ];
+    let job = id_of(&xjob_json(url, &args).await?)?.to_string();
+    let (from, to) = ("2026-01-01T00:00:00Z", "2026-01-01 00:04");
+    let args = [
+        "backfill",
+        &job,
+        "--from",
+        from,
+        "--to",
+        to,
+        "--concurrency",
+        "2",
+    ];
+    let started = xjob_json(url, &args).await?;
+    assert_eq!(started["total"], 5, "{started}");
+    assert_eq!(started["state"], "RUNNING", "{started}");
+    let id = id_of(&started)?.to_string();
+    let done = wait_until(
+        Duration::from_secs(60),
+        "the backfill to finish",
+        || async {
+            let status = xjob_json(url, &["backfill", "status", &id]).await.ok()?;
+            (status["state"] == "DONE").then_some(status)
+        },
+    )
+    .await?;
+    assert_eq!(
+        (done["succeeded"].as_i64(), done["failed"].as_i64()),
+        (Some(5), Some(0))
+    );
+    let listed = xjob(url, &["backfill", "list", &job]).await?;
+    assert!(
+        listed.code == 0 && listed.stdout.contains("DONE") && listed.stdout.contains("5/5"),
+        "{listed:?}"
+    );
+    let runs = xjob_json(url, &["runs", "list", "--job", &job]).await?;
+    let mut scheduled: Vec<i64> = runs
+        .as_array()
+        .map(|runs| {
+            runs.iter()
+                .filter(|run| run["trigger_type"] == "BACKFILL")
+                .filter_map(|run| run["scheduled_at_ms"].as_i64())
+                .collect()
+        })
+        .unwrap_or_default();
+    scheduled.sort();
+    let minute0 = 1_767_225_600_000_i64; // 2026-01-01T00:00:00Z
+    let expected: Vec<i64> = (0..5).map(|minute| minute0 + minute * 60_000).collect();
+    assert_eq!(scheduled, expected, "{runs}");
+
+    let unreadable = xjob(url, &["backfill", &job, "--from", "yesterday", "--to", to]).await?;
+    assert!(
+        unreadable.code == 2 && unreadable.stderr.contains("is not a time"),
+        "{unreadable:?}"
+    );
+    let reversed = xjob(url, &["backfill", &job, "--from", "2026-01-02", "--to", to]).await?;
+    assert!(
+        reversed.code == 1 && reversed.stderr.contains("must not be after"),
+        "{reversed:?}"
+    );
+    let ended = xjob(url, &["backfill", "cancel", &id]).await?;
+    assert!(
+        ended.code == 1 && ended.stderr.contains("is DONE already"),
+        "{ended:?}"
+    );
+    executor.shutdown().await;
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_and_unreachable_admins() -> anyhow::Result<()> {
     // Nobody listens there: exit 3, saying so.
@@ -811,6 +906,8 @@ fn each_command_help_shows_only_its_own_options() -> anyhow::Result<()> {
         &["groups", "create"],
         &["executors"],
         &["preview"],
+        &["backfill"],
+        &["backfill", "status"],
         &["users", "list"],
         &["users", "change-password"],
     ];

@@ -1038,3 +1038,91 @@ async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result
     );
     Ok(())
 }
+
+/// The job page's backfill form: a range typed in the job's zone starts a backfill whose
+/// progress the page shows until it is DONE (no executor: each run fails, and is counted so);
+/// a reversed range shows the API's reason; the card speaks Chinese when the viewer does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_page_starts_a_backfill_and_shows_its_progress() -> anyhow::Result<()> {
+    let fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let overrides = [
+        ("schedule_type", "CRON"),
+        ("schedule_conf", "0 0 * * * ?"),
+        ("time_zone", "Asia/Shanghai"),
+    ];
+    let created = fx
+        .post("/jobs/new", &fx.job_form(&group, &overrides))
+        .await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+    let page = fx.get(&format!("/jobs/{job_id}")).await?;
+    assert!(
+        page.body.contains("id=\"backfill-form\""),
+        "{:.3000}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Asia/Shanghai"),
+        "the zone the range is read in"
+    );
+
+    let range = [
+        ("from", "2026-01-01T08:00"),
+        ("to", "2026-01-01T10:00"),
+        ("concurrency", "2"),
+    ];
+    let started = fx.post(&format!("/jobs/{job_id}/backfill"), &range).await?;
+    assert_eq!(started.code, 303, "{}", started.head);
+    assert!(started.head.contains("Backfill"), "{}", started.head);
+    let backfills = fx
+        .client
+        .clone()
+        .list_backfills(pb::ListBackfillsRequest { job_id })
+        .await?
+        .into_inner()
+        .backfills;
+    assert_eq!(backfills.len(), 1);
+    // 08:00 to 10:00 in Shanghai (UTC+8) is 00:00 to 02:00 UTC: three hours, both ends included.
+    assert_eq!(backfills[0].from_ms, 1_767_225_600_000);
+    assert_eq!(backfills[0].total, 3);
+    let row = format!("id=\"backfill-{}\"", backfills[0].id);
+    let done = wait_until(
+        Duration::from_secs(60),
+        "the backfill to be DONE",
+        || async {
+            let page = fx.get(&format!("/jobs/{job_id}")).await.ok()?;
+            let shown = page
+                .body
+                .split(&row)
+                .nth(1)?
+                .split("</tr>")
+                .next()?
+                .to_string();
+            shown.contains("DONE").then_some(shown)
+        },
+    )
+    .await?;
+    assert!(done.contains("3/3"), "{done}");
+
+    let reversed = [("from", "2026-01-02T00:00"), ("to", "2026-01-01T00:00")];
+    let refused = fx
+        .post(&format!("/jobs/{job_id}/backfill"), &reversed)
+        .await?;
+    assert_eq!(refused.code, 400, "{}", refused.head);
+    assert!(
+        refused.body.contains("must not be after"),
+        "{:.2000}",
+        refused.body
+    );
+
+    let zh = http_with(
+        fx.http_port,
+        "GET",
+        &format!("/jobs/{job_id}"),
+        &[("Cookie", &format!("{}; xjob_lang=zh", fx.cookie))],
+        "",
+    )
+    .await?;
+    assert!(zh.body.contains("补跑"), "{:.2000}", zh.body);
+    Ok(())
+}

@@ -197,6 +197,62 @@ func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+// Where a backfill stands.
+type BackfillState int32
+
+const (
+	BackfillState_BACKFILL_STATE_UNSPECIFIED BackfillState = 0
+	// Occurrences are still being started, or started ones have not finished.
+	BackfillState_BACKFILL_STATE_RUNNING BackfillState = 1
+	// Every occurrence was started and has finished.
+	BackfillState_BACKFILL_STATE_DONE BackfillState = 2
+	// Cancelled: no more occurrences start; runs already started finish on their own.
+	BackfillState_BACKFILL_STATE_CANCELLED BackfillState = 3
+)
+
+// Enum value maps for BackfillState.
+var (
+	BackfillState_name = map[int32]string{
+		0: "BACKFILL_STATE_UNSPECIFIED",
+		1: "BACKFILL_STATE_RUNNING",
+		2: "BACKFILL_STATE_DONE",
+		3: "BACKFILL_STATE_CANCELLED",
+	}
+	BackfillState_value = map[string]int32{
+		"BACKFILL_STATE_UNSPECIFIED": 0,
+		"BACKFILL_STATE_RUNNING":     1,
+		"BACKFILL_STATE_DONE":        2,
+		"BACKFILL_STATE_CANCELLED":   3,
+	}
+)
+
+func (x BackfillState) Enum() *BackfillState {
+	p := new(BackfillState)
+	*p = x
+	return p
+}
+
+func (x BackfillState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BackfillState) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[3].Descriptor()
+}
+
+func (BackfillState) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[3]
+}
+
+func (x BackfillState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BackfillState.Descriptor instead.
+func (BackfillState) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5342,6 +5398,549 @@ func (x *ListAuditResponse) GetNextPageToken() string {
 	return ""
 }
 
+// A backfill: the occurrences of a job's schedule in a range, run now in order.
+type Backfill struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	JobId int64                  `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The range, both ends included (epoch milliseconds).
+	FromMs int64 `protobuf:"varint,3,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	ToMs   int64 `protobuf:"varint,4,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
+	// Most runs of this backfill unfinished at once.
+	MaxConcurrent int32         `protobuf:"varint,5,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	State         BackfillState `protobuf:"varint,6,opt,name=state,proto3,enum=xjob.v1.BackfillState" json:"state,omitempty"`
+	// Occurrences in the range.
+	Total int64 `protobuf:"varint,7,opt,name=total,proto3" json:"total,omitempty"`
+	// Occurrences whose run was created so far (in order).
+	Created int64 `protobuf:"varint,8,opt,name=created,proto3" json:"created,omitempty"`
+	// Of the created runs: finished with success, finished otherwise, not finished yet.
+	Succeeded int64 `protobuf:"varint,9,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed    int64 `protobuf:"varint,10,opt,name=failed,proto3" json:"failed,omitempty"`
+	Running   int64 `protobuf:"varint,11,opt,name=running,proto3" json:"running,omitempty"`
+	// The scheduled time of the last occurrence created (0 before the first).
+	CursorMs int64 `protobuf:"varint,12,opt,name=cursor_ms,json=cursorMs,proto3" json:"cursor_ms,omitempty"`
+	// Who started it (user name, "(open)" on an admin without users).
+	CreatedBy     string `protobuf:"bytes,13,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedMs     int64  `protobuf:"varint,14,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs     int64  `protobuf:"varint,15,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Backfill) Reset() {
+	*x = Backfill{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Backfill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backfill) ProtoMessage() {}
+
+func (x *Backfill) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backfill.ProtoReflect.Descriptor instead.
+func (*Backfill) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *Backfill) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Backfill) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *Backfill) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *Backfill) GetToMs() int64 {
+	if x != nil {
+		return x.ToMs
+	}
+	return 0
+}
+
+func (x *Backfill) GetMaxConcurrent() int32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *Backfill) GetState() BackfillState {
+	if x != nil {
+		return x.State
+	}
+	return BackfillState_BACKFILL_STATE_UNSPECIFIED
+}
+
+func (x *Backfill) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *Backfill) GetSucceeded() int64 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *Backfill) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *Backfill) GetRunning() int64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *Backfill) GetCursorMs() int64 {
+	if x != nil {
+		return x.CursorMs
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Backfill) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *Backfill) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+type BackfillJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The range, both ends included (epoch milliseconds); from_ms <= to_ms. At most 10 000
+	// occurrences per backfill.
+	FromMs int64 `protobuf:"varint,2,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	ToMs   int64 `protobuf:"varint,3,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
+	// Most runs unfinished at once: 1-100; 0 = 1.
+	MaxConcurrent int32 `protobuf:"varint,4,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobRequest) Reset() {
+	*x = BackfillJobRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobRequest) ProtoMessage() {}
+
+func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobRequest.ProtoReflect.Descriptor instead.
+func (*BackfillJobRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *BackfillJobRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *BackfillJobRequest) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *BackfillJobRequest) GetToMs() int64 {
+	if x != nil {
+		return x.ToMs
+	}
+	return 0
+}
+
+func (x *BackfillJobRequest) GetMaxConcurrent() int32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+type BackfillJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobResponse) Reset() {
+	*x = BackfillJobResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobResponse) ProtoMessage() {}
+
+func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobResponse.ProtoReflect.Descriptor instead.
+func (*BackfillJobResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *BackfillJobResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+type GetBackfillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBackfillRequest) Reset() {
+	*x = GetBackfillRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBackfillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBackfillRequest) ProtoMessage() {}
+
+func (x *GetBackfillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBackfillRequest.ProtoReflect.Descriptor instead.
+func (*GetBackfillRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *GetBackfillRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetBackfillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBackfillResponse) Reset() {
+	*x = GetBackfillResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBackfillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBackfillResponse) ProtoMessage() {}
+
+func (x *GetBackfillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBackfillResponse.ProtoReflect.Descriptor instead.
+func (*GetBackfillResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *GetBackfillResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+type ListBackfillsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBackfillsRequest) Reset() {
+	*x = ListBackfillsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBackfillsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBackfillsRequest) ProtoMessage() {}
+
+func (x *ListBackfillsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBackfillsRequest.ProtoReflect.Descriptor instead.
+func (*ListBackfillsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *ListBackfillsRequest) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+type ListBackfillsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfills     []*Backfill            `protobuf:"bytes,1,rep,name=backfills,proto3" json:"backfills,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBackfillsResponse) Reset() {
+	*x = ListBackfillsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBackfillsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBackfillsResponse) ProtoMessage() {}
+
+func (x *ListBackfillsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBackfillsResponse.ProtoReflect.Descriptor instead.
+func (*ListBackfillsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *ListBackfillsResponse) GetBackfills() []*Backfill {
+	if x != nil {
+		return x.Backfills
+	}
+	return nil
+}
+
+type CancelBackfillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillRequest) Reset() {
+	*x = CancelBackfillRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillRequest) ProtoMessage() {}
+
+func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillRequest.ProtoReflect.Descriptor instead.
+func (*CancelBackfillRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *CancelBackfillRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type CancelBackfillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillResponse) Reset() {
+	*x = CancelBackfillResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillResponse) ProtoMessage() {}
+
+func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillResponse.ProtoReflect.Descriptor instead.
+func (*CancelBackfillResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *CancelBackfillResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -5715,7 +6314,46 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
 	"\x11ListAuditResponse\x12-\n" +
 	"\aentries\x18\x01 \x03(\v2\x13.xjob.v1.AuditEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*W\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xae\x03\n" +
+	"\bBackfill\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x17\n" +
+	"\afrom_ms\x18\x03 \x01(\x03R\x06fromMs\x12\x13\n" +
+	"\x05to_ms\x18\x04 \x01(\x03R\x04toMs\x12%\n" +
+	"\x0emax_concurrent\x18\x05 \x01(\x05R\rmaxConcurrent\x12,\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x16.xjob.v1.BackfillStateR\x05state\x12\x14\n" +
+	"\x05total\x18\a \x01(\x03R\x05total\x12\x18\n" +
+	"\acreated\x18\b \x01(\x03R\acreated\x12\x1c\n" +
+	"\tsucceeded\x18\t \x01(\x03R\tsucceeded\x12\x16\n" +
+	"\x06failed\x18\n" +
+	" \x01(\x03R\x06failed\x12\x18\n" +
+	"\arunning\x18\v \x01(\x03R\arunning\x12\x1b\n" +
+	"\tcursor_ms\x18\f \x01(\x03R\bcursorMs\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\r \x01(\tR\tcreatedBy\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x0e \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x0f \x01(\x03R\tupdatedMs\"\x80\x01\n" +
+	"\x12BackfillJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x17\n" +
+	"\afrom_ms\x18\x02 \x01(\x03R\x06fromMs\x12\x13\n" +
+	"\x05to_ms\x18\x03 \x01(\x03R\x04toMs\x12%\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"D\n" +
+	"\x13BackfillJobResponse\x12-\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x11.xjob.v1.BackfillR\bbackfill\"$\n" +
+	"\x12GetBackfillRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"D\n" +
+	"\x13GetBackfillResponse\x12-\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x11.xjob.v1.BackfillR\bbackfill\"-\n" +
+	"\x14ListBackfillsRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\"H\n" +
+	"\x15ListBackfillsResponse\x12/\n" +
+	"\tbackfills\x18\x01 \x03(\v2\x11.xjob.v1.BackfillR\tbackfills\"'\n" +
+	"\x15CancelBackfillRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"G\n" +
+	"\x16CancelBackfillResponse\x12-\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x11.xjob.v1.BackfillR\bbackfill*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -5734,7 +6372,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t*\x82\x01\n" +
+	"\rBackfillState\x12\x1e\n" +
+	"\x1aBACKFILL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16BACKFILL_STATE_RUNNING\x10\x01\x12\x17\n" +
+	"\x13BACKFILL_STATE_DONE\x10\x02\x12\x1c\n" +
+	"\x18BACKFILL_STATE_CANCELLED\x10\x032\x8a\x17\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5780,7 +6423,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"GrantGroup\x12\x1a.xjob.v1.GrantGroupRequest\x1a\x1b.xjob.v1.GrantGroupResponse\x12H\n" +
 	"\vRevokeGroup\x12\x1b.xjob.v1.RevokeGroupRequest\x1a\x1c.xjob.v1.RevokeGroupResponse\x129\n" +
 	"\x06WhoAmI\x12\x16.xjob.v1.WhoAmIRequest\x1a\x17.xjob.v1.WhoAmIResponse\x12B\n" +
-	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponseb\x06proto3"
+	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponse\x12H\n" +
+	"\vBackfillJob\x12\x1b.xjob.v1.BackfillJobRequest\x1a\x1c.xjob.v1.BackfillJobResponse\x12H\n" +
+	"\vGetBackfill\x12\x1b.xjob.v1.GetBackfillRequest\x1a\x1c.xjob.v1.GetBackfillResponse\x12N\n" +
+	"\rListBackfills\x12\x1d.xjob.v1.ListBackfillsRequest\x1a\x1e.xjob.v1.ListBackfillsResponse\x12Q\n" +
+	"\x0eCancelBackfill\x12\x1e.xjob.v1.CancelBackfillRequest\x1a\x1f.xjob.v1.CancelBackfillResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -5794,236 +6441,259 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 3: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 5: xjob.v1.Job
-	(*Log)(nil),                      // 6: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 52: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 56: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
-	(*User)(nil),                     // 60: xjob.v1.User
-	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 89: xjob.v1.AddressType
-	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 94: xjob.v1.GlueType
-	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
+	(BackfillState)(0),               // 3: xjob.v1.BackfillState
+	(*Group)(nil),                    // 4: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 5: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 6: xjob.v1.Job
+	(*Log)(nil),                      // 7: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 8: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 9: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 10: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 11: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 12: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 13: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 14: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 15: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 16: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 17: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 18: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 19: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 20: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 21: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 22: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 23: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 24: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 25: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 26: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 27: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 28: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 29: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 30: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 31: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 32: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 33: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 34: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 35: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 36: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 37: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 38: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 39: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 40: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 41: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 42: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 43: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 44: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 45: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 46: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 47: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 48: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 49: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 50: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 51: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 52: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 53: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 54: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 55: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 56: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 57: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 58: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 59: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 60: xjob.v1.LoopHealth
+	(*User)(nil),                     // 61: xjob.v1.User
+	(*ApiToken)(nil),                 // 62: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 63: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 64: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 65: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 66: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 67: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 68: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 69: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 70: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 71: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 72: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 73: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 74: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 75: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 76: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 77: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 78: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 79: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 80: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 81: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 82: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 83: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 84: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 85: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 86: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 87: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 88: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 89: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                 // 90: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),       // 91: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),      // 92: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),       // 93: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),      // 94: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),     // 95: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),    // 96: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),    // 97: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),   // 98: xjob.v1.CancelBackfillResponse
+	(AddressType)(0),                 // 99: xjob.v1.AddressType
+	(ScheduleType)(0),                // 100: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 101: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 102: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 103: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 104: xjob.v1.GlueType
+	(RunStatus)(0),                   // 105: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 106: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
-	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	86, // [86:123] is the sub-list for method output_type
-	49, // [49:86] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	99,  // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	100, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	101, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	102, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	103, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	5,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	104, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
+	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
+	105, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	106, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	4,   // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	4,   // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	4,   // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	6,   // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	6,   // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	6,   // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	104, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	6,   // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	26,  // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	26,  // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	6,   // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	6,   // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	100, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	105, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	7,   // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	7,   // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	53,  // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	57,  // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	60,  // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	59,  // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	61,  // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	62,  // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	61,  // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	62,  // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	62,  // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	61,  // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	61,  // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	61,  // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	61,  // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	87,  // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	3,   // 49: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
+	90,  // 50: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	90,  // 51: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	90,  // 52: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	90,  // 53: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	8,   // 54: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	10,  // 55: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	12,  // 56: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	14,  // 57: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	16,  // 58: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	18,  // 59: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	20,  // 60: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	22,  // 61: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	24,  // 62: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	33,  // 63: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	35,  // 64: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	37,  // 65: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	39,  // 66: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	27,  // 67: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	29,  // 68: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	31,  // 69: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	41,  // 70: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	43,  // 71: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	45,  // 72: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	47,  // 73: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	49,  // 74: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	51,  // 75: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	54,  // 76: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	56,  // 77: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	63,  // 78: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	65,  // 79: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	67,  // 80: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	69,  // 81: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	71,  // 82: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	73,  // 83: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	75,  // 84: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	77,  // 85: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	79,  // 86: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	81,  // 87: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	83,  // 88: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	85,  // 89: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	88,  // 90: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	91,  // 91: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	93,  // 92: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	95,  // 93: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	97,  // 94: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	9,   // 95: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	11,  // 96: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	13,  // 97: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	15,  // 98: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	17,  // 99: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	19,  // 100: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	21,  // 101: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	23,  // 102: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	25,  // 103: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	34,  // 104: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	36,  // 105: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	38,  // 106: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	40,  // 107: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	28,  // 108: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	30,  // 109: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	32,  // 110: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	42,  // 111: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	44,  // 112: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	46,  // 113: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	48,  // 114: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	50,  // 115: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	52,  // 116: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	55,  // 117: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	58,  // 118: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	64,  // 119: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	66,  // 120: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	68,  // 121: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	70,  // 122: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	72,  // 123: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	74,  // 124: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	76,  // 125: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	78,  // 126: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	80,  // 127: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	82,  // 128: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	84,  // 129: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	86,  // 130: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	89,  // 131: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	92,  // 132: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	94,  // 133: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	96,  // 134: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	98,  // 135: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	95,  // [95:136] is the sub-list for method output_type
+	54,  // [54:95] is the sub-list for method input_type
+	54,  // [54:54] is the sub-list for extension type_name
+	54,  // [54:54] is the sub-list for extension extendee
+	0,   // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6038,8 +6708,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   86,
+			NumEnums:      4,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -60,6 +60,10 @@ const (
 	JobAdmin_RevokeGroup_FullMethodName      = "/xjob.v1.JobAdmin/RevokeGroup"
 	JobAdmin_WhoAmI_FullMethodName           = "/xjob.v1.JobAdmin/WhoAmI"
 	JobAdmin_ListAudit_FullMethodName        = "/xjob.v1.JobAdmin/ListAudit"
+	JobAdmin_BackfillJob_FullMethodName      = "/xjob.v1.JobAdmin/BackfillJob"
+	JobAdmin_GetBackfill_FullMethodName      = "/xjob.v1.JobAdmin/GetBackfill"
+	JobAdmin_ListBackfills_FullMethodName    = "/xjob.v1.JobAdmin/ListBackfills"
+	JobAdmin_CancelBackfill_FullMethodName   = "/xjob.v1.JobAdmin/CancelBackfill"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -141,6 +145,15 @@ type JobAdminClient interface {
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 	// Pages the audit trail of changes made through JobAdmin, newest first.
 	ListAudit(ctx context.Context, in *ListAuditRequest, opts ...grpc.CallOption) (*ListAuditResponse, error)
+	// Starts a backfill: the occurrences the job's schedule has in [from_ms, to_ms] run in
+	// order, at most max_concurrent at a time, each with its own scheduled time (operator).
+	BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error)
+	// One backfill and its progress.
+	GetBackfill(ctx context.Context, in *GetBackfillRequest, opts ...grpc.CallOption) (*GetBackfillResponse, error)
+	// The backfills of a job, newest first.
+	ListBackfills(ctx context.Context, in *ListBackfillsRequest, opts ...grpc.CallOption) (*ListBackfillsResponse, error)
+	// Stops a backfill from starting more runs; runs already started finish (operator).
+	CancelBackfill(ctx context.Context, in *CancelBackfillRequest, opts ...grpc.CallOption) (*CancelBackfillResponse, error)
 }
 
 type jobAdminClient struct {
@@ -521,6 +534,46 @@ func (c *jobAdminClient) ListAudit(ctx context.Context, in *ListAuditRequest, op
 	return out, nil
 }
 
+func (c *jobAdminClient) BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BackfillJobResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_BackfillJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GetBackfill(ctx context.Context, in *GetBackfillRequest, opts ...grpc.CallOption) (*GetBackfillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetBackfillResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GetBackfill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListBackfills(ctx context.Context, in *ListBackfillsRequest, opts ...grpc.CallOption) (*ListBackfillsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBackfillsResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListBackfills_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) CancelBackfill(ctx context.Context, in *CancelBackfillRequest, opts ...grpc.CallOption) (*CancelBackfillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelBackfillResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CancelBackfill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -600,6 +653,15 @@ type JobAdminServer interface {
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	// Pages the audit trail of changes made through JobAdmin, newest first.
 	ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error)
+	// Starts a backfill: the occurrences the job's schedule has in [from_ms, to_ms] run in
+	// order, at most max_concurrent at a time, each with its own scheduled time (operator).
+	BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error)
+	// One backfill and its progress.
+	GetBackfill(context.Context, *GetBackfillRequest) (*GetBackfillResponse, error)
+	// The backfills of a job, newest first.
+	ListBackfills(context.Context, *ListBackfillsRequest) (*ListBackfillsResponse, error)
+	// Stops a backfill from starting more runs; runs already started finish (operator).
+	CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -720,6 +782,18 @@ func (UnimplementedJobAdminServer) WhoAmI(context.Context, *WhoAmIRequest) (*Who
 }
 func (UnimplementedJobAdminServer) ListAudit(context.Context, *ListAuditRequest) (*ListAuditResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAudit not implemented")
+}
+func (UnimplementedJobAdminServer) BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BackfillJob not implemented")
+}
+func (UnimplementedJobAdminServer) GetBackfill(context.Context, *GetBackfillRequest) (*GetBackfillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBackfill not implemented")
+}
+func (UnimplementedJobAdminServer) ListBackfills(context.Context, *ListBackfillsRequest) (*ListBackfillsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBackfills not implemented")
+}
+func (UnimplementedJobAdminServer) CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelBackfill not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -1408,6 +1482,78 @@ func _JobAdmin_ListAudit_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_BackfillJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackfillJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).BackfillJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_BackfillJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).BackfillJob(ctx, req.(*BackfillJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GetBackfill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBackfillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GetBackfill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GetBackfill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GetBackfill(ctx, req.(*GetBackfillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListBackfills_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBackfillsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListBackfills(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListBackfills_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListBackfills(ctx, req.(*ListBackfillsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_CancelBackfill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelBackfillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CancelBackfill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CancelBackfill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CancelBackfill(ctx, req.(*CancelBackfillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1562,6 +1708,22 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAudit",
 			Handler:    _JobAdmin_ListAudit_Handler,
+		},
+		{
+			MethodName: "BackfillJob",
+			Handler:    _JobAdmin_BackfillJob_Handler,
+		},
+		{
+			MethodName: "GetBackfill",
+			Handler:    _JobAdmin_GetBackfill_Handler,
+		},
+		{
+			MethodName: "ListBackfills",
+			Handler:    _JobAdmin_ListBackfills_Handler,
+		},
+		{
+			MethodName: "CancelBackfill",
+			Handler:    _JobAdmin_CancelBackfill_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -3,6 +3,7 @@
 
 mod admission;
 mod alarms;
+mod backfill;
 mod basics;
 mod block_strategies;
 mod children;

@@ -25,6 +25,7 @@
 //! tokens are only returned by the calls that set them (create/update); reads show a mask.
 
 mod access;
+mod backfills;
 mod groups;
 mod jobs;
 mod operations;
@@ -657,6 +658,51 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ReadAudit, Scope::Any)?;
         reply(self.list_audit_page(request.into_inner()).await)
+    }
+
+    async fn backfill_job(
+        &self,
+        request: Request<pb::BackfillJobRequest>,
+    ) -> RpcResult<pb::BackfillJobResponse> {
+        let caller = self.caller(&request).await?;
+        let backfill = self.backfill_job_checked(&caller, request.into_inner());
+        reply(backfill.await.map(|backfill| pb::BackfillJobResponse {
+            backfill: Some(backfill),
+        }))
+    }
+
+    async fn get_backfill(
+        &self,
+        request: Request<pb::GetBackfillRequest>,
+    ) -> RpcResult<pb::GetBackfillResponse> {
+        let caller = self.caller(&request).await?;
+        let found = self
+            .visible_backfill(&caller, request.into_inner().id)
+            .await;
+        reply(found.map(|(_, backfill)| pb::GetBackfillResponse {
+            backfill: Some(backfill),
+        }))
+    }
+
+    async fn list_backfills(
+        &self,
+        request: Request<pb::ListBackfillsRequest>,
+    ) -> RpcResult<pb::ListBackfillsResponse> {
+        let caller = self.caller(&request).await?;
+        let job_id = JobId(request.into_inner().job_id);
+        let backfills = self.list_backfills_checked(&caller, job_id).await;
+        reply(backfills.map(|backfills| pb::ListBackfillsResponse { backfills }))
+    }
+
+    async fn cancel_backfill(
+        &self,
+        request: Request<pb::CancelBackfillRequest>,
+    ) -> RpcResult<pb::CancelBackfillResponse> {
+        let caller = self.caller(&request).await?;
+        let cancelled = self.cancel_backfill_checked(&caller, request.into_inner().id);
+        reply(cancelled.await.map(|backfill| pb::CancelBackfillResponse {
+            backfill: Some(backfill),
+        }))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod adoption;
 pub mod audit;
 pub mod auth;
+pub mod backfills;
 pub mod broadcast;
 pub mod claims;
 pub mod console;

@@ -209,6 +209,7 @@ pub async fn editor_with(
     if job.id != 0 {
         let shown_zone = zone::of_job(&job.time_zone, console.ctx.config.default_time_zone());
         body.push(job_side(viewer, job, editable, trigger, shown_zone));
+        body.push(super::backfill::section(console, viewer, job, editable).await);
     }
     body.push(extra);
     let title = if job.id == 0 {

@@ -5,6 +5,7 @@
 //! share is here: loading a job, a new job's defaults, and the enums' choices.
 
 pub mod actions;
+pub mod backfill;
 pub mod editor;
 pub mod glue;
 pub mod list;

@@ -1,0 +1,28 @@
+-- Backfills: a job's schedule occurrences in a range, run now in order (docs/scheduling.md).
+-- The owner (node, epoch) fences the runner like a claim; cursor_ms is the last occurrence
+-- whose run was created, written in the same transaction as that run.
+CREATE TABLE xjob_backfill (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id          INTEGER NOT NULL,
+    from_ms         INTEGER NOT NULL,
+    to_ms           INTEGER NOT NULL,
+    max_concurrent  INTEGER NOT NULL,
+    state           TEXT    NOT NULL,
+    total           INTEGER NOT NULL,
+    created         INTEGER NOT NULL DEFAULT 0,
+    cursor_ms       INTEGER NOT NULL DEFAULT 0,
+    owner_node      TEXT    NOT NULL DEFAULT '',
+    epoch           INTEGER NOT NULL DEFAULT 0,
+    created_by      TEXT    NOT NULL DEFAULT '',
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL
+);
+CREATE INDEX ix_backfill_job ON xjob_backfill (job_id, id);
+CREATE INDEX ix_backfill_state ON xjob_backfill (state);
+-- One run per (backfill, occurrence): the primary key makes a duplicate impossible.
+CREATE TABLE xjob_backfill_run (
+    backfill_id      INTEGER NOT NULL,
+    scheduled_at_ms  INTEGER NOT NULL,
+    log_id           INTEGER NOT NULL,
+    PRIMARY KEY (backfill_id, scheduled_at_ms)
+);
