@@ -18,6 +18,7 @@
 //! (in the admin's package) flattens [`Command`] into its own commands. docs/cli.md is the
 //! user's guide.
 
+mod calendars;
 mod client;
 mod error;
 mod executors;
@@ -46,6 +47,8 @@ pub enum Command {
     Runs(Noun<runs::RunsCommand>),
     /// Executor groups (apps): list, show, create, update, delete.
     Groups(Noun<groups::GroupsCommand>),
+    /// Calendars jobs skip (or run only in): list, show, create, update, delete.
+    Calendars(Noun<calendars::CalendarsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
     /// Executors with a live session, with their handlers and running runs.
@@ -96,6 +99,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Groups(noun) => {
             dispatch(&noun.options, |out, client| {
                 Box::pin(groups::run(noun.verb, out, client))
+            })
+            .await
+        }
+        Command::Calendars(noun) => {
+            dispatch(&noun.options, |out, client| {
+                Box::pin(calendars::run(noun.verb, out, client))
             })
             .await
         }

@@ -3,6 +3,8 @@
 //! types and the API maps protobuf messages to them (`api/convert.rs`).
 
 pub mod alarm_status;
+pub mod calendar;
+pub mod calendar_mode;
 pub mod catch_up;
 pub mod clock;
 pub mod cron;
@@ -25,6 +27,8 @@ pub mod validate;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;
+pub use calendar::{Calendar, CalendarBook};
+pub use calendar_mode::CalendarMode;
 pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
 pub use enums::{

@@ -12,6 +12,7 @@
 //! `operations`.
 
 mod auth;
+mod calendars;
 mod followups;
 mod logs;
 mod operations;

@@ -197,6 +197,58 @@ func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+// What a job does with the occurrences its calendar holds.
+type CalendarMode int32
+
+const (
+	CalendarMode_CALENDAR_MODE_UNSPECIFIED CalendarMode = 0
+	// Occurrences inside the calendar are skipped (a blackout: holidays, a change freeze).
+	CalendarMode_CALENDAR_MODE_SKIP CalendarMode = 1
+	// Only occurrences inside the calendar run (business hours); the others are skipped.
+	CalendarMode_CALENDAR_MODE_ONLY CalendarMode = 2
+)
+
+// Enum value maps for CalendarMode.
+var (
+	CalendarMode_name = map[int32]string{
+		0: "CALENDAR_MODE_UNSPECIFIED",
+		1: "CALENDAR_MODE_SKIP",
+		2: "CALENDAR_MODE_ONLY",
+	}
+	CalendarMode_value = map[string]int32{
+		"CALENDAR_MODE_UNSPECIFIED": 0,
+		"CALENDAR_MODE_SKIP":        1,
+		"CALENDAR_MODE_ONLY":        2,
+	}
+)
+
+func (x CalendarMode) Enum() *CalendarMode {
+	p := new(CalendarMode)
+	*p = x
+	return p
+}
+
+func (x CalendarMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CalendarMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[3].Descriptor()
+}
+
+func (CalendarMode) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[3]
+}
+
+func (x CalendarMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CalendarMode.Descriptor instead.
+func (CalendarMode) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -411,7 +463,12 @@ type Job struct {
 	// fires inside the window run as catch_up_mode says; older ones get SKIPPED rows.
 	CatchUpWindowMs int64 `protobuf:"varint,29,opt,name=catch_up_window_ms,json=catchUpWindowMs,proto3" json:"catch_up_window_ms,omitempty"`
 	// Which missed fires inside the catch-up window run. UNSPECIFIED means LATEST.
-	CatchUpMode   CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	CatchUpMode CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	// The calendar (by name) the job's scheduled occurrences are checked against; empty = none.
+	// An occurrence kept out by it gets a SKIPPED run whose message names the calendar.
+	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	// What the calendar means for the job. UNSPECIFIED means SKIP.
+	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -654,6 +711,20 @@ func (x *Job) GetCatchUpMode() CatchUpMode {
 		return x.CatchUpMode
 	}
 	return CatchUpMode_CATCH_UP_MODE_UNSPECIFIED
+}
+
+func (x *Job) GetCalendar() string {
+	if x != nil {
+		return x.Calendar
+	}
+	return ""
+}
+
+func (x *Job) GetCalendarMode() CalendarMode {
+	if x != nil {
+		return x.CalendarMode
+	}
+	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -2495,7 +2566,11 @@ type PreviewScheduleRequest struct {
 	// The job's jitter_max_ms: the response then also holds when each fire is sent.
 	JitterMaxMs int64 `protobuf:"varint,6,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
 	// The job the jitter is for (each job has its own spread); 0 = a job not created yet.
-	JobId         int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobId int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// A calendar (by name) to check each fire against, as a job with it would; empty = none.
+	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	// UNSPECIFIED means SKIP.
+	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2579,14 +2654,31 @@ func (x *PreviewScheduleRequest) GetJobId() int64 {
 	return 0
 }
 
+func (x *PreviewScheduleRequest) GetCalendar() string {
+	if x != nil {
+		return x.Calendar
+	}
+	return ""
+}
+
+func (x *PreviewScheduleRequest) GetCalendarMode() CalendarMode {
+	if x != nil {
+		return x.CalendarMode
+	}
+	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
+}
+
 type PreviewScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduled times (what runs report as scheduled_at_ms).
 	FireTimesMs []int64 `protobuf:"varint,1,rep,packed,name=fire_times_ms,json=fireTimesMs,proto3" json:"fire_times_ms,omitempty"`
 	// When each of them is sent, jitter included; equal to fire_times_ms without jitter.
 	DispatchTimesMs []int64 `protobuf:"varint,2,rep,packed,name=dispatch_times_ms,json=dispatchTimesMs,proto3" json:"dispatch_times_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Aligned with fire_times_ms: empty when the fire runs, else why the calendar skips it
+	// (the message its SKIPPED run would carry).
+	SkipReasons   []string `protobuf:"bytes,33,rep,name=skip_reasons,json=skipReasons,proto3" json:"skip_reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleResponse) Reset() {
@@ -2629,6 +2721,13 @@ func (x *PreviewScheduleResponse) GetFireTimesMs() []int64 {
 func (x *PreviewScheduleResponse) GetDispatchTimesMs() []int64 {
 	if x != nil {
 		return x.DispatchTimesMs
+	}
+	return nil
+}
+
+func (x *PreviewScheduleResponse) GetSkipReasons() []string {
+	if x != nil {
+		return x.SkipReasons
 	}
 	return nil
 }
@@ -5342,6 +5441,536 @@ func (x *ListAuditResponse) GetNextPageToken() string {
 	return ""
 }
 
+// A named set of dates and times, in a time zone. Each rule is one line:
+//
+//	"2026-12-25"                  one whole day
+//	"2026-12-24..2026-12-31"      whole days, both ends included
+//	"weekly sat,sun"              days of the week (mon..sun, ranges like mon-fri)
+//	"weekly mon-fri 09:00-17:00"  a time-of-day window on those days (end excluded, 24:00 allowed)
+//	"cron 0 0 12 * * ?"           the seconds a Quartz cron expression matches
+type Calendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique, 1-64 letters, digits, '_', '-', '.'; what jobs reference. Immutable.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// IANA zone the rules' dates and times are in; empty = the admin's zone.
+	TimeZone string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// At most 500 rules of at most 200 characters.
+	Rules []string `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
+	// At most 255 characters.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// Output only.
+	CreatedMs int64 `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Output only.
+	UpdatedMs int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	// Output only: ids of the jobs that reference the calendar (GetCalendar only).
+	JobIds        []int64 `protobuf:"varint,7,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Calendar) Reset() {
+	*x = Calendar{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Calendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Calendar) ProtoMessage() {}
+
+func (x *Calendar) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Calendar.ProtoReflect.Descriptor instead.
+func (*Calendar) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *Calendar) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Calendar) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Calendar) GetRules() []string {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *Calendar) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Calendar) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *Calendar) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+func (x *Calendar) GetJobIds() []int64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+type CreateCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarRequest) Reset() {
+	*x = CreateCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarRequest) ProtoMessage() {}
+
+func (x *CreateCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarRequest.ProtoReflect.Descriptor instead.
+func (*CreateCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *CreateCalendarRequest) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type CreateCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarResponse) Reset() {
+	*x = CreateCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarResponse) ProtoMessage() {}
+
+func (x *CreateCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarResponse.ProtoReflect.Descriptor instead.
+func (*CreateCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *CreateCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type UpdateCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCalendarRequest) Reset() {
+	*x = UpdateCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCalendarRequest) ProtoMessage() {}
+
+func (x *UpdateCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCalendarRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *UpdateCalendarRequest) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type UpdateCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCalendarResponse) Reset() {
+	*x = UpdateCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCalendarResponse) ProtoMessage() {}
+
+func (x *UpdateCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCalendarResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *UpdateCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type DeleteCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarRequest) Reset() {
+	*x = DeleteCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarRequest) ProtoMessage() {}
+
+func (x *DeleteCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *DeleteCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarResponse) Reset() {
+	*x = DeleteCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarResponse) ProtoMessage() {}
+
+func (x *DeleteCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{92}
+}
+
+type GetCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarRequest) Reset() {
+	*x = GetCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarRequest) ProtoMessage() {}
+
+func (x *GetCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarRequest.ProtoReflect.Descriptor instead.
+func (*GetCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *GetCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarResponse) Reset() {
+	*x = GetCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarResponse) ProtoMessage() {}
+
+func (x *GetCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarResponse.ProtoReflect.Descriptor instead.
+func (*GetCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *GetCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type ListCalendarsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsRequest) Reset() {
+	*x = ListCalendarsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsRequest) ProtoMessage() {}
+
+func (x *ListCalendarsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsRequest.ProtoReflect.Descriptor instead.
+func (*ListCalendarsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{95}
+}
+
+type ListCalendarsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendars     []*Calendar            `protobuf:"bytes,1,rep,name=calendars,proto3" json:"calendars,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsResponse) Reset() {
+	*x = ListCalendarsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsResponse) ProtoMessage() {}
+
+func (x *ListCalendarsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsResponse.ProtoReflect.Descriptor instead.
+func (*ListCalendarsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *ListCalendarsResponse) GetCalendars() []*Calendar {
+	if x != nil {
+		return x.Calendars
+	}
+	return nil
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -5359,7 +5988,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xa1\t\n" +
+	"maxDelayMs\"\xf9\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5399,7 +6028,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
 	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\x12+\n" +
 	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
-	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\"\xa1\x05\n" +
+	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\x12\x1a\n" +
+	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -5520,7 +6151,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\x80\x02\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xd8\x02\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
@@ -5528,10 +6159,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\x12\"\n" +
 	"\rjitter_max_ms\x18\x06 \x01(\x03R\vjitterMaxMs\x12\x15\n" +
-	"\x06job_id\x18\a \x01(\x03R\x05jobId\"i\n" +
+	"\x06job_id\x18\a \x01(\x03R\x05jobId\x12\x1a\n" +
+	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\x8c\x01\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
 	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
-	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\"\x95\x02\n" +
+	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\x12!\n" +
+	"\fskip_reasons\x18! \x03(\tR\vskipReasons\"\x95\x02\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
@@ -5715,7 +6349,35 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
 	"\x11ListAuditResponse\x12-\n" +
 	"\aentries\x18\x01 \x03(\v2\x13.xjob.v1.AuditEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*W\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xca\x01\n" +
+	"\bCalendar\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\ttime_zone\x18\x02 \x01(\tR\btimeZone\x12\x14\n" +
+	"\x05rules\x18\x03 \x03(\tR\x05rules\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\x12\x17\n" +
+	"\ajob_ids\x18\a \x03(\x03R\x06jobIds\"F\n" +
+	"\x15CreateCalendarRequest\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"G\n" +
+	"\x16CreateCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"F\n" +
+	"\x15UpdateCalendarRequest\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"G\n" +
+	"\x16UpdateCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"+\n" +
+	"\x15DeleteCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
+	"\x16DeleteCalendarResponse\"(\n" +
+	"\x12GetCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"D\n" +
+	"\x13GetCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"\x16\n" +
+	"\x14ListCalendarsRequest\"H\n" +
+	"\x15ListCalendarsResponse\x12/\n" +
+	"\tcalendars\x18\x01 \x03(\v2\x11.xjob.v1.CalendarR\tcalendars*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -5734,7 +6396,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t*]\n" +
+	"\fCalendarMode\x12\x1d\n" +
+	"\x19CALENDAR_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12CALENDAR_MODE_SKIP\x10\x01\x12\x16\n" +
+	"\x12CALENDAR_MODE_ONLY\x10\x022\xe6\x17\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5780,7 +6446,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"GrantGroup\x12\x1a.xjob.v1.GrantGroupRequest\x1a\x1b.xjob.v1.GrantGroupResponse\x12H\n" +
 	"\vRevokeGroup\x12\x1b.xjob.v1.RevokeGroupRequest\x1a\x1c.xjob.v1.RevokeGroupResponse\x129\n" +
 	"\x06WhoAmI\x12\x16.xjob.v1.WhoAmIRequest\x1a\x17.xjob.v1.WhoAmIResponse\x12B\n" +
-	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponseb\x06proto3"
+	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponse\x12Q\n" +
+	"\x0eCreateCalendar\x12\x1e.xjob.v1.CreateCalendarRequest\x1a\x1f.xjob.v1.CreateCalendarResponse\x12Q\n" +
+	"\x0eUpdateCalendar\x12\x1e.xjob.v1.UpdateCalendarRequest\x1a\x1f.xjob.v1.UpdateCalendarResponse\x12Q\n" +
+	"\x0eDeleteCalendar\x12\x1e.xjob.v1.DeleteCalendarRequest\x1a\x1f.xjob.v1.DeleteCalendarResponse\x12H\n" +
+	"\vGetCalendar\x12\x1b.xjob.v1.GetCalendarRequest\x1a\x1c.xjob.v1.GetCalendarResponse\x12N\n" +
+	"\rListCalendars\x12\x1d.xjob.v1.ListCalendarsRequest\x1a\x1e.xjob.v1.ListCalendarsResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -5794,236 +6465,266 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 3: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 5: xjob.v1.Job
-	(*Log)(nil),                      // 6: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 52: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 56: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
-	(*User)(nil),                     // 60: xjob.v1.User
-	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 89: xjob.v1.AddressType
-	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 94: xjob.v1.GlueType
-	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
+	(CalendarMode)(0),                // 3: xjob.v1.CalendarMode
+	(*Group)(nil),                    // 4: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 5: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 6: xjob.v1.Job
+	(*Log)(nil),                      // 7: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 8: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 9: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 10: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 11: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 12: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 13: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 14: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 15: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 16: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 17: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 18: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 19: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 20: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 21: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 22: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 23: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 24: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 25: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 26: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 27: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 28: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 29: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 30: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 31: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 32: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 33: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 34: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 35: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 36: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 37: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 38: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 39: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 40: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 41: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 42: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 43: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 44: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 45: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 46: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 47: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 48: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 49: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 50: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 51: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 52: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 53: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 54: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 55: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 56: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 57: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 58: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 59: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 60: xjob.v1.LoopHealth
+	(*User)(nil),                     // 61: xjob.v1.User
+	(*ApiToken)(nil),                 // 62: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 63: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 64: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 65: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 66: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 67: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 68: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 69: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 70: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 71: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 72: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 73: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 74: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 75: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 76: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 77: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 78: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 79: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 80: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 81: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 82: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 83: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 84: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 85: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 86: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 87: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 88: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 89: xjob.v1.ListAuditResponse
+	(*Calendar)(nil),                 // 90: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),    // 91: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),   // 92: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),    // 93: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),   // 94: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),    // 95: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),   // 96: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),       // 97: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),      // 98: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),     // 99: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),    // 100: xjob.v1.ListCalendarsResponse
+	(AddressType)(0),                 // 101: xjob.v1.AddressType
+	(ScheduleType)(0),                // 102: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 103: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 104: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 105: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 106: xjob.v1.GlueType
+	(RunStatus)(0),                   // 107: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 108: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
-	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	86, // [86:123] is the sub-list for method output_type
-	49, // [49:86] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	101, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	102, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	103, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	104, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	105, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	5,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	106, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
+	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
+	3,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
+	107, // 10: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	108, // 11: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	4,   // 12: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	4,   // 13: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 14: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	4,   // 15: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 16: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	4,   // 17: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	6,   // 18: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	6,   // 19: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 20: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	6,   // 21: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 22: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	106, // 23: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	6,   // 24: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	26,  // 25: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	26,  // 26: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 27: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	6,   // 28: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	6,   // 29: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	6,   // 30: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	102, // 31: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	3,   // 32: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
+	107, // 33: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	7,   // 34: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	7,   // 35: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 36: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	53,  // 37: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	57,  // 38: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	60,  // 39: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	59,  // 40: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	61,  // 41: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	62,  // 42: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	61,  // 43: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	62,  // 44: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	62,  // 45: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	61,  // 46: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	61,  // 47: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	61,  // 48: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	61,  // 49: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	87,  // 50: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	90,  // 51: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	90,  // 52: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	90,  // 53: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	90,  // 54: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	90,  // 55: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	90,  // 56: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	8,   // 57: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	10,  // 58: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	12,  // 59: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	14,  // 60: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	16,  // 61: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	18,  // 62: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	20,  // 63: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	22,  // 64: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	24,  // 65: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	33,  // 66: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	35,  // 67: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	37,  // 68: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	39,  // 69: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	27,  // 70: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	29,  // 71: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	31,  // 72: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	41,  // 73: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	43,  // 74: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	45,  // 75: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	47,  // 76: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	49,  // 77: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	51,  // 78: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	54,  // 79: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	56,  // 80: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	63,  // 81: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	65,  // 82: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	67,  // 83: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	69,  // 84: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	71,  // 85: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	73,  // 86: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	75,  // 87: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	77,  // 88: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	79,  // 89: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	81,  // 90: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	83,  // 91: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	85,  // 92: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	88,  // 93: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	91,  // 94: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	93,  // 95: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	95,  // 96: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	97,  // 97: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	99,  // 98: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	9,   // 99: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	11,  // 100: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	13,  // 101: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	15,  // 102: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	17,  // 103: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	19,  // 104: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	21,  // 105: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	23,  // 106: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	25,  // 107: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	34,  // 108: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	36,  // 109: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	38,  // 110: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	40,  // 111: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	28,  // 112: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	30,  // 113: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	32,  // 114: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	42,  // 115: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	44,  // 116: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	46,  // 117: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	48,  // 118: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	50,  // 119: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	52,  // 120: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	55,  // 121: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	58,  // 122: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	64,  // 123: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	66,  // 124: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	68,  // 125: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	70,  // 126: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	72,  // 127: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	74,  // 128: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	76,  // 129: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	78,  // 130: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	80,  // 131: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	82,  // 132: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	84,  // 133: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	86,  // 134: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	89,  // 135: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	92,  // 136: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	94,  // 137: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	96,  // 138: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	98,  // 139: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	100, // 140: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	99,  // [99:141] is the sub-list for method output_type
+	57,  // [57:99] is the sub-list for method input_type
+	57,  // [57:57] is the sub-list for extension type_name
+	57,  // [57:57] is the sub-list for extension extendee
+	0,   // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6038,8 +6739,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   86,
+			NumEnums:      4,
+			NumMessages:   97,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@
 //! tokens are only returned by the calls that set them (create/update); reads show a mask.
 
 mod access;
+mod calendars;
 mod groups;
 mod jobs;
 mod operations;
@@ -352,7 +353,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::PreviewScheduleResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
-        reply(self.preview(request.into_inner()))
+        reply(self.preview(request.into_inner()).await)
     }
 
     async fn list_logs(
@@ -657,6 +658,41 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ReadAudit, Scope::Any)?;
         reply(self.list_audit_page(request.into_inner()).await)
+    }
+
+    async fn create_calendar(
+        &self,
+        request: Request<pb::CreateCalendarRequest>,
+    ) -> RpcResult<pb::CreateCalendarResponse> {
+        self.create_calendar_rpc(request).await
+    }
+
+    async fn update_calendar(
+        &self,
+        request: Request<pb::UpdateCalendarRequest>,
+    ) -> RpcResult<pb::UpdateCalendarResponse> {
+        self.update_calendar_rpc(request).await
+    }
+
+    async fn delete_calendar(
+        &self,
+        request: Request<pb::DeleteCalendarRequest>,
+    ) -> RpcResult<pb::DeleteCalendarResponse> {
+        self.delete_calendar_rpc(request).await
+    }
+
+    async fn get_calendar(
+        &self,
+        request: Request<pb::GetCalendarRequest>,
+    ) -> RpcResult<pb::GetCalendarResponse> {
+        self.get_calendar_rpc(request).await
+    }
+
+    async fn list_calendars(
+        &self,
+        request: Request<pb::ListCalendarsRequest>,
+    ) -> RpcResult<pb::ListCalendarsResponse> {
+        self.list_calendars_rpc(request).await
     }
 }
 

@@ -5,6 +5,7 @@ pub mod adoption;
 pub mod audit;
 pub mod auth;
 pub mod broadcast;
+pub mod calendars;
 pub mod claims;
 pub mod console;
 pub mod followups;

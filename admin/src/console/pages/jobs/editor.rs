@@ -644,6 +644,10 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 from_ms: 0,
                 jitter_max_ms,
                 job_id: query.int("job_id"),
+                calendar: query.get("calendar").to_string(),
+                calendar_mode: crate::api::calendar_convert::calendar_mode_from_name(
+                    query.get("calendar_mode"),
+                ),
             },
         ))
         .await;
@@ -653,6 +657,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
             serde_json::json!({
                 "times": answer.fire_times_ms,
                 "sent": answer.dispatch_times_ms,
+                "skipped": answer.skip_reasons,
                 "zone": job_zone.name(),
             })
         }
