@@ -534,7 +534,7 @@ async fn runs_until(
 }
 
 fn skipped_by(run: &Value, text: &str) -> bool {
-    run["status"] == Value::from("SKIPPED")
+    run["status"] == "SKIPPED"
         && run["trigger_msg"]
             .as_str()
             .is_some_and(|message| message.contains(text))
@@ -720,8 +720,7 @@ async fn calendars_skip_fires_from_the_command_line() -> anyhow::Result<()> {
     // Without the calendar the job runs again, and the calendar can go.
     xjob_json(url, &["jobs", "update", job_arg, "--calendar", ""]).await?;
     runs_until(url, job_arg, "a successful run", |runs| {
-        runs.iter()
-            .any(|run| run["status"] == Value::from("SUCCESS"))
+        runs.iter().any(|run| run["status"] == "SUCCESS")
     })
     .await?;
     let deleted = xjob(url, &["calendars", "delete", "every-day", "--yes"]).await?;

@@ -5,6 +5,7 @@ mod admission;
 mod alarms;
 mod basics;
 mod block_strategies;
+mod calendars;
 mod children;
 mod groovy;
 mod keepalive;
