@@ -335,6 +335,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
         &config,
     ));
     let schedule_wake = Arc::new(Notify::new());
+    let calendars_changed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let health = Arc::new(Health::new(Arc::clone(&clock)));
     let sessions = Arc::new(RegistryContext {
         config: Arc::clone(&config),
@@ -360,6 +361,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
         clock: Arc::clone(&clock),
         tasks: lifecycle.stage(Stage::Loops).clone(),
         health: Arc::clone(&health),
+        calendars_changed: Arc::clone(&calendars_changed),
     });
     let scheduler = Arc::new(Scheduler::new(
         SchedulerParts {
@@ -370,6 +372,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
             clock,
             tasks: lifecycle.stage(Stage::Dispatch).clone(),
             health,
+            calendars_changed,
         },
         config,
     ));

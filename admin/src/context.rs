@@ -34,4 +34,6 @@ pub struct AdminContext {
     pub tasks: Tasks,
     /// Each background loop's last round, for gRPC health and the dashboard.
     pub health: Arc<Health>,
+    /// Set when a calendar is created, changed or deleted, so the scan reads them again.
+    pub calendars_changed: Arc<std::sync::atomic::AtomicBool>,
 }

@@ -150,6 +150,13 @@ pub struct JobFields {
     /// at most 100 at once).
     #[arg(long, value_name = "MODE", value_parser = view::parse_catch_up_mode)]
     catch_up_mode: Option<i32>,
+    /// A calendar (by name, see `xjob calendars`) the job's fires are checked against; "" =
+    /// none. A fire it keeps out gets a SKIPPED run naming it.
+    #[arg(long, value_name = "NAME")]
+    calendar: Option<String>,
+    /// What the calendar means: skip (its times are a blackout) or only (run only in it).
+    #[arg(long, value_name = "MODE", value_parser = view::parse_calendar_mode)]
+    calendar_mode: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -422,6 +429,8 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.jitter_max_ms, fields.jitter);
     set(&mut job.catch_up_window_ms, fields.catch_up);
     set(&mut job.catch_up_mode, fields.catch_up_mode);
+    set(&mut job.calendar, fields.calendar);
+    set(&mut job.calendar_mode, fields.calendar_mode);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -518,6 +527,7 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
             },
         )
         .add("catch-up", catch_up_text(job))
+        .add("calendar", calendar_text(job))
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())
@@ -578,6 +588,15 @@ fn backoff_text(backoff: &view::RetryBackoffView) -> String {
         render::duration(backoff.initial_delay_ms),
         backoff.factor.max(1.0),
     )
+}
+
+/// The calendar line of `jobs show`: "none", or the calendar and what it means.
+fn calendar_text(job: &JobView) -> String {
+    match (job.calendar.as_str(), job.calendar_mode.as_str()) {
+        ("", _) => "none".into(),
+        (name, "ONLY") => format!("{name} (runs only inside it)"),
+        (name, _) => format!("{name} (skips its times)"),
+    }
 }
 
 /// The catch-up line of `jobs show`: "off", or the window and the mode.

@@ -20,6 +20,7 @@
 //! user's guide.
 
 mod backfill;
+mod calendars;
 mod client;
 mod error;
 mod executors;
@@ -48,6 +49,8 @@ pub enum Command {
     Runs(Noun<runs::RunsCommand>),
     /// Executor groups (apps): list, show, create, update, delete.
     Groups(Noun<groups::GroupsCommand>),
+    /// Calendars jobs skip (or run only in): list, show, create, update, delete.
+    Calendars(Noun<calendars::CalendarsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
     /// Executors with a live session, with their handlers and running runs.
@@ -106,6 +109,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Groups(noun) => {
             dispatch(&noun.options, |out, client| {
                 Box::pin(groups::run(noun.verb, out, client))
+            })
+            .await
+        }
+        Command::Calendars(noun) => {
+            dispatch(&noun.options, |out, client| {
+                Box::pin(calendars::run(noun.verb, out, client))
             })
             .await
         }

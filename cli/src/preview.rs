@@ -29,12 +29,21 @@ pub struct PreviewArgs {
     /// The job the jitter is for (each job spreads its fires its own way); 0 = a new job.
     #[arg(long, value_name = "ID", default_value_t = 0)]
     job: i64,
+    /// A calendar to check each fire against: fires it keeps out are shown as skipped.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    calendar: String,
+    /// What the calendar means: skip (its times are a blackout) or only (run only in it).
+    #[arg(long, value_name = "MODE", value_parser = view::parse_calendar_mode, default_value = "skip")]
+    calendar_mode: i32,
 }
 
 #[derive(Serialize)]
 struct Fire {
     fire_time_ms: i64,
     dispatch_time_ms: i64,
+    /// Why the calendar skips the fire; empty when it runs.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    skipped: String,
 }
 
 /// `90s`, `5m`, `250ms`, `0` as milliseconds.
@@ -52,6 +61,8 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         from_ms: 0,
         jitter_max_ms: args.jitter,
         job_id: args.job,
+        calendar: args.calendar.clone(),
+        calendar_mode: args.calendar_mode,
     };
     let preview = client.preview_schedule(request).await?.into_inner();
     let fires: Vec<Fire> = preview
@@ -65,22 +76,35 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
                 .get(index)
                 .copied()
                 .unwrap_or(fire_time_ms),
+            skipped: preview.skip_reasons.get(index).cloned().unwrap_or_default(),
         })
         .collect();
     let now = render::now_ms();
     let jittered = args.jitter > 0;
+    let with_calendar = !args.calendar.is_empty();
     out.list(&fires, "This schedule never fires.", |fires| {
-        let mut table = if jittered {
-            Table::new(&["FIRE TIME (LOCAL)", "SENT AT (JITTER)", "WHEN"])
-        } else {
-            Table::new(&["FIRE TIME (LOCAL)", "WHEN"])
-        };
+        let mut headers = vec!["FIRE TIME (LOCAL)"];
+        if jittered {
+            headers.push("SENT AT (JITTER)");
+        }
+        headers.push("WHEN");
+        if with_calendar {
+            headers.push("CALENDAR");
+        }
+        let mut table = Table::new(&headers);
         for fire in fires {
             let mut row = vec![render::time(fire.fire_time_ms)];
             if jittered {
                 row.push(render::time(fire.dispatch_time_ms));
             }
             row.push(render::relative(fire.fire_time_ms, now));
+            if with_calendar {
+                row.push(if fire.skipped.is_empty() {
+                    "runs".to_string()
+                } else {
+                    fire.skipped.clone()
+                });
+            }
             table.row(row);
         }
         table

@@ -64,6 +64,12 @@ enum_names!(
     "MISFIRE_STRATEGY_"
 );
 enum_names!(
+    calendar_mode,
+    parse_calendar_mode,
+    pb::CalendarMode,
+    "CALENDAR_MODE_"
+);
+enum_names!(
     catch_up_mode,
     parse_catch_up_mode,
     pb::CatchUpMode,
@@ -115,6 +121,8 @@ pub struct JobView {
     pub jitter_max_ms: i64,
     pub catch_up_window_ms: i64,
     pub catch_up_mode: String,
+    pub calendar: String,
+    pub calendar_mode: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -151,6 +159,8 @@ impl From<&pb::Job> for JobView {
             jitter_max_ms: job.jitter_max_ms,
             catch_up_window_ms: job.catch_up_window_ms,
             catch_up_mode: catch_up_mode(job.catch_up_mode),
+            calendar: job.calendar.clone(),
+            calendar_mode: calendar_mode(job.calendar_mode),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

@@ -9,6 +9,7 @@
 //! The contract's enums convert in `crate::wire` (re-exported here); paging tokens are
 //! converted here as well.
 
+use super::calendar_convert::{calendar_mode_from_pb, calendar_mode_to_pb, mode_field};
 use xjob_proto::pb;
 
 use crate::error::Error;
@@ -79,6 +80,8 @@ pub fn job_from_pb(job: pb::Job, prefix: &str) -> Result<Job, Error> {
         glue_remark: job.glue_remark,
         glue_updated_ms: 0,
         child_job_ids: job.child_job_ids.into_iter().map(JobId).collect(),
+        calendar: job.calendar.trim().to_string(),
+        calendar_mode: calendar_mode_from_pb(job.calendar_mode, &mode_field(prefix))?,
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,
@@ -126,6 +129,8 @@ pub fn job_to_pb(job: Job) -> pb::Job {
         glue_updated_ms: job.glue_updated_ms,
         created_ms: job.created_ms,
         updated_ms: job.updated_ms,
+        calendar: job.calendar,
+        calendar_mode: calendar_mode_to_pb(job.calendar_mode) as i32,
         ..pb::Job::default()
     };
     super::policy_convert::policy_to_pb(&policy, &mut wire);

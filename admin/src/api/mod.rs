@@ -10,6 +10,7 @@
 //! answers. `xjob.v1.Registry` stays SERVING: open executor sessions keep working on their
 //! in-memory state. Health and reflection carry no auth, so they stay reachable.
 
+pub mod calendar_convert;
 pub mod convert;
 pub mod glue;
 pub mod job_admin;

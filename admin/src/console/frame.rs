@@ -15,6 +15,7 @@ pub enum Nav {
     Jobs,
     Runs,
     Executors,
+    Calendars,
     Users,
     Audit,
     None,
@@ -87,6 +88,7 @@ fn header(viewer: &Viewer, nav: Nav) -> Markup {
         (Nav::Jobs, "/jobs", t(lang, "nav.jobs")),
         (Nav::Runs, "/runs", t(lang, "nav.runs")),
         (Nav::Executors, "/executors", t(lang, "nav.executors")),
+        (Nav::Calendars, "/calendars", t(lang, "nav.calendars")),
     ];
     if viewer.is_admin() && !viewer.is_open() {
         entries.push((Nav::Users, "/users", t(lang, "nav.users")));

@@ -113,6 +113,16 @@ fn router(console: Shared) -> Router {
             "/groups/{id}",
             get(pages::groups::edit_form).post(pages::groups::update),
         )
+        .route("/calendars", get(pages::calendars::list))
+        .route(
+            "/calendars/new",
+            get(pages::calendars::new_form).post(pages::calendars::create),
+        )
+        .route(
+            "/calendars/{name}",
+            get(pages::calendars::edit_form).post(pages::calendars::update),
+        )
+        .route("/calendars/{name}/delete", post(pages::calendars::delete))
         .route("/users", get(pages::users::list).post(pages::users::create))
         .route("/users/{id}/delete", post(pages::users::delete))
         .route("/groups/{id}/delete", post(pages::groups::delete))

@@ -161,6 +161,9 @@ pub fn map_job(row: &XxlJobRow, options: &MapOptions) -> Result<MappedJob, Vec<S
         },
         child_job_ids: Vec::new(),
         policy: Default::default(),
+        // XXL-JOB has no calendars: an imported job runs every occurrence, as it did there.
+        calendar: String::new(),
+        calendar_mode: Default::default(),
         status: JobStatus::Stopped,
         trigger_last_ms: 0,
         trigger_next_ms: 0,

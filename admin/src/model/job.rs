@@ -1,8 +1,8 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
 use super::{
-    BlockStrategy, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy,
-    ScheduleType,
+    BlockStrategy, CalendarMode, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy,
+    RouteStrategy, ScheduleType,
 };
 
 /// Whether the schedule is active.
@@ -63,6 +63,11 @@ pub struct Job {
     pub glue_updated_ms: i64,
     pub child_job_ids: Vec<JobId>,
     pub policy: SchedulePolicy,
+    /// The calendar (`model::calendar`) the job's occurrences are checked against; empty =
+    /// none, every occurrence runs.
+    pub calendar: String,
+    /// Skip the occurrences inside the calendar, or run only those.
+    pub calendar_mode: CalendarMode,
     pub status: JobStatus,
     /// Last scheduled fire time (ms), 0 if none.
     pub trigger_last_ms: i64,
@@ -102,6 +107,8 @@ impl Job {
             glue_updated_ms: 0,
             child_job_ids: Vec::new(),
             policy: SchedulePolicy::default(),
+            calendar: String::new(),
+            calendar_mode: CalendarMode::Skip,
             status: JobStatus::Stopped,
             trigger_last_ms: 0,
             trigger_next_ms: 0,

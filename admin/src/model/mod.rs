@@ -4,6 +4,8 @@
 
 pub mod alarm_status;
 pub mod backfill;
+pub mod calendar;
+pub mod calendar_mode;
 pub mod catch_up;
 pub mod clock;
 pub mod cron;
@@ -27,6 +29,8 @@ pub mod zone;
 
 pub use alarm_status::AlarmStatus;
 pub use backfill::{Backfill, BackfillProgress};
+pub use calendar::{Calendar, CalendarBook};
+pub use calendar_mode::CalendarMode;
 pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
 pub use enums::{

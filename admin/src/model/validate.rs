@@ -82,6 +82,9 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
     validate_glue(job, prefix)?;
     validate_jitter(job.policy.jitter_max_ms, &field("jitter_max_ms"))?;
     validate_catch_up_window(job.policy.catch_up_window_ms, &field("catch_up_window_ms"))?;
+    if !job.calendar.is_empty() {
+        validate_calendar_name(&job.calendar, &field("calendar"))?;
+    }
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;
@@ -571,6 +574,33 @@ pub fn validate_catch_up_window(window_ms: i64, field: &str) -> Result<(), Refus
             ),
         ))
     }
+}
+
+/// Longest calendar name.
+pub const MAX_CALENDAR_NAME: usize = 64;
+
+/// A calendar name: 1 to 64 letters, digits, `_`, `-` or `.` (it appears in URLs and CLI
+/// arguments unquoted).
+pub fn validate_calendar_name(name: &str, field: &str) -> Result<(), Refusal> {
+    if name.is_empty() {
+        return Err(Refusal::invalid(field, "required"));
+    }
+    if name.chars().count() > MAX_CALENDAR_NAME {
+        return Err(Refusal::invalid(
+            field,
+            format!("at most {MAX_CALENDAR_NAME} characters"),
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(Refusal::invalid(
+            field,
+            format!("'{bad}' not allowed (letters, digits, '_', '-', '.')"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -124,6 +124,7 @@ async fn scheduler(
             clock: Arc::clone(&clock),
             tasks: lifecycle.stage(Stage::Dispatch).clone(),
             health: Arc::new(Health::new(clock)),
+            calendars_changed: Arc::default(),
         },
         config,
     );

@@ -14,6 +14,7 @@
 //! another one, once the lease lapses) adopts them. Claims are fenced by owner node and epoch,
 //! and `fire_key` is unique, so none runs twice.
 
+mod calendar_cache;
 #[cfg(test)]
 mod held_copies;
 mod in_hand;
@@ -56,6 +57,8 @@ pub struct Scheduler {
     /// their retries.
     tasks: Tasks,
     health: Arc<Health>,
+    /// The calendars the scan decides fires with, compiled.
+    calendars: calendar_cache::CalendarCache,
 }
 
 /// What the scheduler is built from (besides the config).
@@ -70,6 +73,8 @@ pub struct SchedulerParts {
     pub tasks: Tasks,
     /// Where the scan, the claims and the lease renewal report their rounds.
     pub health: Arc<Health>,
+    /// Set by the API when a calendar changed: the scan reads the calendars again.
+    pub calendars_changed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Scheduler {
@@ -85,6 +90,7 @@ impl Scheduler {
             clock: parts.clock,
             tasks: parts.tasks,
             health: parts.health,
+            calendars: calendar_cache::CalendarCache::new(parts.calendars_changed),
         }
     }
 

@@ -25,6 +25,7 @@
 //!   outcome (after its last retry) writes `finished + delay` (`monitor::followup`). So a
 //!   FIX_DELAY job never overlaps itself. A skipped fire (DO_NOTHING) restarts from now.
 
+mod calendar;
 mod catch_up;
 mod occurrence;
 
@@ -135,6 +136,13 @@ pub fn plan_job(job: &Job, params: &ScanParams) -> JobPlan {
         ));
         last = at;
         next = next_after_fire(job, tz, at, true, now);
+    }
+
+    if calendar::skip_kept_out(job, params, &mut runs)
+        && let Ok(Some(at)) = next
+        && let Some(restart) = calendar::next_after_skipped_fix_delay(job, tz, params, &runs, at)
+    {
+        next = Ok(Some(restart));
     }
 
     let update = match next {
@@ -252,6 +260,7 @@ mod tests {
             default_tz: chrono_tz::UTC,
             node_id: "n".into(),
             epoch: 3,
+            calendars: Arc::default(),
         }
     }
 
@@ -655,5 +664,84 @@ mod tests {
         let outside = plan_job(&delay, &params(T0 + 90_000));
         assert_eq!(outside.runs[0].status, RunStatus::Skipped);
         assert_eq!(outside.update.trigger_next_ms, T0 + 100_000);
+    }
+
+    fn with_calendar(rules: &[&str], now: i64) -> ScanParams {
+        let stored = crate::model::Calendar {
+            name: "cal".into(),
+            rules: rules.iter().map(|rule| rule.to_string()).collect(),
+            ..Default::default()
+        };
+        ScanParams {
+            calendars: Arc::new(crate::model::CalendarBook::build(&[stored], chrono_tz::UTC)),
+            ..params(now)
+        }
+    }
+
+    #[test]
+    fn a_calendar_turns_the_fires_it_keeps_out_into_skipped_rows_naming_it() {
+        use crate::model::CalendarMode;
+        let mut scanned = job(ScheduleType::Cron, "*/1 * * * * ?", T0 + 1000);
+        scanned.calendar = "cal".into();
+        // T0 is 2027-01-15 08:00:00 UTC; a cron rule holding the even seconds.
+        let params = with_calendar(&["cron */2 * * * * ?"], T0 + 200);
+        let plan = plan_job(&scanned, &params);
+        let runs: Vec<(i64, RunStatus)> = plan
+            .runs
+            .iter()
+            .map(|run| (run.scheduled_at_ms - T0, run.status))
+            .collect();
+        let (run, skip) = (RunStatus::Pending, RunStatus::Skipped);
+        assert_eq!(
+            runs,
+            vec![
+                (1000, run),
+                (2000, skip),
+                (3000, run),
+                (4000, skip),
+                (5000, run)
+            ]
+        );
+        assert_eq!(
+            plan.runs[1].trigger_msg,
+            "calendar 'cal': skipped, the occurrence falls in the blackout rule 'cron */2 * * * * ?'"
+        );
+        // Skipped rows are no fires; the schedule goes on as without the calendar.
+        let fires = plan.fire_of_each_run(&Arc::new(scanned.clone()));
+        assert!(fires[1].is_none() && fires[0].is_some());
+        assert_eq!(plan.update.trigger_next_ms, T0 + 6000);
+
+        // ONLY: the even seconds are the only ones that run.
+        scanned.calendar_mode = CalendarMode::Only;
+        let only = plan_job(&scanned, &params);
+        let ran: Vec<i64> = only
+            .runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Pending)
+            .map(|run| run.scheduled_at_ms - T0)
+            .collect();
+        assert_eq!(ran, vec![2000, 4000]);
+        assert!(only.runs[0].trigger_msg.contains("outside the calendar"));
+
+        // A job without a calendar, or with another one, is untouched.
+        scanned.calendar = String::new();
+        assert!(
+            plan_job(&scanned, &params)
+                .runs
+                .iter()
+                .all(|run| run.status == RunStatus::Pending)
+        );
+    }
+
+    #[test]
+    fn a_fix_delay_fire_the_calendar_skips_restarts_the_delay_instead_of_waiting() {
+        let mut delay = job(ScheduleType::FixDelay, "10", T0 + 1000);
+        delay.calendar = "cal".into();
+        let params = with_calendar(&["weekly mon-sun"], T0 + 200);
+        let plan = plan_job(&delay, &params);
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(plan.runs[0].status, RunStatus::Skipped);
+        // No run to wait for: the next fire is the delay after now, not "awaiting completion".
+        assert_eq!(plan.update.trigger_next_ms, T0 + 11_000);
     }
 }

@@ -69,6 +69,10 @@ async fn scan_once(
     now: i64,
 ) -> Result<usize, crate::store::StoreError> {
     let config = &scheduler.config;
+    let calendars = scheduler
+        .calendars
+        .current(&scheduler.store, now, config.default_time_zone())
+        .await?;
     let params = ScanParams {
         now_ms: now,
         window_ms: config.pre_read.as_millis() as i64,
@@ -76,6 +80,7 @@ async fn scan_once(
         default_tz: config.default_time_zone(),
         node_id: scheduler.node.node_id.clone(),
         epoch: scheduler.node.epoch,
+        calendars,
     };
     let mut found: i64 = 0;
     while found < config.pre_read_count {

@@ -24,6 +24,7 @@ async fn an_id_only_claim_is_fenced_and_the_planned_run_matches_its_row() {
             default_tz: chrono_tz::UTC,
             node_id: "n1".to_string(),
             epoch,
+            calendars: Arc::default(),
         };
         let mut planned = Vec::new();
         let mut plan = |jobs: Vec<Job>| {

@@ -13,6 +13,7 @@
 
 mod auth;
 mod backfills;
+mod calendars;
 mod followups;
 mod logs;
 mod operations;

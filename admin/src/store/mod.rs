@@ -36,9 +36,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::{
-    AlarmStatus, ApiToken, AuditEntry, Backfill, BackfillProgress, ConsoleSession, ExecutorInfo,
-    GlueEdit, GlueVersion, Group, GroupId, Job, JobId, JobStatus, LogFilter, LogId, NewRun,
-    NodeIdentity, Role, RunLog, RunStatus, User,
+    AlarmStatus, ApiToken, AuditEntry, Backfill, BackfillProgress, Calendar, ConsoleSession,
+    ExecutorInfo, GlueEdit, GlueVersion, Group, GroupId, Job, JobId, JobStatus, LogFilter, LogId,
+    NewRun, NodeIdentity, Role, RunLog, RunStatus, User,
 };
 
 /// Filters of `ListJobs`.
@@ -276,6 +276,17 @@ shared! {
     fn group_access_tokens(&self) -> StoreResult<Vec<String>> => groups;
     /// Number of jobs in a group.
     fn count_jobs_in_group(&self, group_id: GroupId) -> StoreResult<i64> => groups;
+
+    // ---- calendars (`model::calendar`)
+    /// A name taken already is `StoreError::Conflict`.
+    fn insert_calendar(&self, calendar: &Calendar) -> StoreResult<()> => calendars;
+    /// False when no calendar has its name.
+    fn update_calendar(&self, calendar: &Calendar) -> StoreResult<bool> => calendars;
+    fn delete_calendar(&self, name: &str) -> StoreResult<bool> => calendars;
+    fn get_calendar(&self, name: &str) -> StoreResult<Option<Calendar>> => calendars;
+    fn list_calendars(&self) -> StoreResult<Vec<Calendar>> => calendars;
+    /// Ids of the jobs naming the calendar, ascending.
+    fn jobs_using_calendar(&self, name: &str) -> StoreResult<Vec<JobId>> => calendars;
     // ---- jobs
     /// Inserts a job and returns it with its id.
     fn insert_job(&self, job: &Job) -> StoreResult<Job> => jobs;

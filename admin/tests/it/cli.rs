@@ -611,6 +611,223 @@ async fn backfill_from_the_command_line() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The runs of job `id` (newest first) once `enough` says they are enough.
+async fn runs_until(
+    admin: &str,
+    id: &str,
+    what: &str,
+    enough: impl Fn(&[Value]) -> bool,
+) -> anyhow::Result<Vec<Value>> {
+    wait_until(Duration::from_secs(40), what, || async {
+        let runs = xjob_json(admin, &["runs", "list", "--job", id, "--limit", "200"])
+            .await
+            .ok()?;
+        let runs = runs.as_array()?.clone();
+        enough(&runs).then_some(runs)
+    })
+    .await
+}
+
+fn skipped_by(run: &Value, text: &str) -> bool {
+    run["status"] == "SKIPPED"
+        && run["trigger_msg"]
+            .as_str()
+            .is_some_and(|message| message.contains(text))
+}
+
+/// Calendars end to end on a real admin process: created and refused through the CLI, a job
+/// every second with a calendar holding every day gets SKIPPED runs naming the calendar and
+/// the rule, the preview shows the same, an edit of the calendar or of the job's mode takes
+/// effect without a restart, and a calendar in use cannot be deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendars_skip_fires_from_the_command_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, "")?)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+    xjob_json(url, &["groups", "create", "--app-name", APP]).await?;
+    let executor = start_executor(url, &data_dir.path().join("executor-logs")).await?;
+
+    let calendar = xjob_json(
+        url,
+        &[
+            "calendars",
+            "create",
+            "every-day",
+            "--rule",
+            "weekly mon-sun",
+            "--rule",
+            "2026-12-25",
+            "--tz",
+            "Asia/Shanghai",
+            "--description",
+            "always closed",
+        ],
+    )
+    .await?;
+    assert_eq!(
+        calendar["rules"].as_array().map(Vec::len),
+        Some(2),
+        "{calendar}"
+    );
+    // A bad rule: refused, naming the rule and what is wrong with it.
+    let bad = xjob(
+        url,
+        &["calendars", "create", "bad", "--rule", "weekly funday"],
+    )
+    .await?;
+    assert!(
+        bad.code == 1
+            && bad
+                .stderr
+                .contains("calendar.rules[0]: 'funday' is not a day"),
+        "{bad:?}"
+    );
+    let duplicate = xjob(url, &["calendars", "create", "every-day"]).await?;
+    assert!(
+        duplicate.code == 1 && duplicate.stderr.contains("already exists"),
+        "{duplicate:?}"
+    );
+
+    // The preview marks each fire the calendar keeps out.
+    let preview = xjob_json(
+        url,
+        &[
+            "preview",
+            "* * * * * ?",
+            "-n",
+            "3",
+            "--calendar",
+            "every-day",
+        ],
+    )
+    .await?;
+    let fires = preview.as_array().cloned().unwrap_or_default();
+    assert_eq!(fires.len(), 3, "{preview}");
+    assert!(
+        fires.iter().all(|fire| fire["skipped"]
+            .as_str()
+            .is_some_and(|why| why.contains("calendar 'every-day'"))),
+        "{preview}"
+    );
+
+    let unknown = xjob(
+        url,
+        &[
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            "x",
+            "--cron",
+            "* * * * * ?",
+            "--handler",
+            "quick",
+            "--calendar",
+            "nope",
+        ],
+    )
+    .await?;
+    assert!(
+        unknown.code == 1
+            && unknown
+                .stderr
+                .contains("job.calendar: calendar 'nope' not found"),
+        "{unknown:?}"
+    );
+    let job = xjob_json(
+        url,
+        &[
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            "closed",
+            "--cron",
+            "* * * * * ?",
+            "--handler",
+            "quick",
+            "--calendar",
+            "every-day",
+        ],
+    )
+    .await?;
+    assert_eq!(
+        (&job["calendar"], &job["calendar_mode"]),
+        (&Value::from("every-day"), &Value::from("SKIP")),
+        "{job}"
+    );
+    let job_id = id_of(&job)?;
+    let job_arg = job_id.to_string();
+    let job_arg = job_arg.as_str();
+    xjob_json(url, &["jobs", "start", job_arg]).await?;
+
+    // Every occurrence is in the blackout: SKIPPED rows naming the calendar and the rule.
+    let runs = runs_until(url, job_arg, "3 runs skipped by the calendar", |runs| {
+        runs.iter()
+            .filter(|run| skipped_by(run, "calendar 'every-day'"))
+            .count()
+            >= 3
+    })
+    .await?;
+    assert!(
+        runs.iter()
+            .all(|run| skipped_by(run, "blackout rule 'weekly mon-sun'")),
+        "every run skipped by the calendar: {runs:#?}"
+    );
+
+    // In use: the delete is refused, naming the job.
+    let in_use = xjob(url, &["calendars", "delete", "every-day", "--yes"]).await?;
+    assert!(
+        in_use.code == 1
+            && in_use
+                .stderr
+                .contains(&format!("used by 1 job(s) ({job_id})")),
+        "{in_use:?}"
+    );
+    let shown = xjob_json(url, &["calendars", "show", "every-day"]).await?;
+    assert_eq!(shown["job_ids"], serde_json::json!([job_id]), "{shown}");
+
+    // Run only inside a calendar that now holds a past day: the scan picks the change up at
+    // once and every later fire is skipped as outside it.
+    xjob_json(
+        url,
+        &["calendars", "update", "every-day", "--rule", "2020-01-01"],
+    )
+    .await?;
+    let updated = xjob_json(url, &["jobs", "update", job_arg, "--calendar-mode", "only"]).await?;
+    assert_eq!(updated["calendar_mode"], Value::from("ONLY"), "{updated}");
+    runs_until(
+        url,
+        job_arg,
+        "a run skipped as outside the calendar",
+        |runs| {
+            runs.iter()
+                .any(|run| skipped_by(run, "outside the calendar"))
+        },
+    )
+    .await?;
+
+    // Without the calendar the job runs again, and the calendar can go.
+    xjob_json(url, &["jobs", "update", job_arg, "--calendar", ""]).await?;
+    runs_until(url, job_arg, "a successful run", |runs| {
+        runs.iter().any(|run| run["status"] == "SUCCESS")
+    })
+    .await?;
+    let deleted = xjob(url, &["calendars", "delete", "every-day", "--yes"]).await?;
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    let listed = xjob(url, &["calendars", "list"]).await?;
+    assert!(listed.stdout.contains("No calendars"), "{listed:?}");
+
+    executor.shutdown().await;
+    admin.process_mut().kill_now()?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_and_unreachable_admins() -> anyhow::Result<()> {
     // Nobody listens there: exit 3, saying so.

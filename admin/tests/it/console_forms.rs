@@ -1039,6 +1039,116 @@ async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result
     Ok(())
 }
 
+/// The Calendars page (docs/console.md): a calendar made from the form is listed with its rules,
+/// a bad rule comes back in the form with the rule named and nothing saved, a job form names
+/// the calendar and its mode, and the preview strikes the fires the calendar keeps out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendars_are_edited_in_the_console_and_jobs_name_them() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let bad = fx
+        .post(
+            "/calendars/new",
+            &[("name", "closed"), ("rules", "2026-12-25\nweekly funday")],
+        )
+        .await?;
+    assert_eq!(bad.code, 400, "{:.3000}", bad.body);
+    assert!(
+        unescape(&bad.body).contains("calendar.rules[1]: 'funday' is not a day"),
+        "{:.3000}",
+        bad.body
+    );
+    let calendars = fx
+        .client
+        .list_calendars(pb::ListCalendarsRequest {})
+        .await?
+        .into_inner()
+        .calendars;
+    assert!(calendars.is_empty(), "nothing saved: {calendars:?}");
+
+    let made = fx
+        .post(
+            "/calendars/new",
+            &[
+                ("name", "closed"),
+                ("time_zone", "Asia/Shanghai"),
+                ("rules", "2026-12-25\r\nweekly mon-sun\r\n"),
+                ("description", "always closed"),
+            ],
+        )
+        .await?;
+    assert_eq!(made.code, 303, "{:.3000}", made.body);
+    let listed = fx.get("/calendars").await?;
+    assert!(
+        listed.body.contains("id=\"calendar-closed\"")
+            && listed.body.contains("2026-12-25\nweekly mon-sun"),
+        "{:.3000}",
+        listed.body
+    );
+    let stored = fx
+        .client
+        .get_calendar(pb::GetCalendarRequest {
+            name: "closed".into(),
+        })
+        .await?
+        .into_inner()
+        .calendar
+        .unwrap_or_default();
+    assert_eq!(stored.rules, ["2026-12-25", "weekly mon-sun"]);
+    assert_eq!(stored.time_zone, "Asia/Shanghai");
+
+    // A job names it from its form; the editor shows it back.
+    let created = fx
+        .post(
+            "/jobs/new",
+            &fx.job_form(&group, &[("calendar", "closed"), ("calendar_mode", "ONLY")]),
+        )
+        .await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+    let job = fx.get_job(job_id).await?;
+    assert_eq!(
+        (job.calendar.as_str(), job.calendar_mode),
+        ("closed", pb::CalendarMode::Only as i32)
+    );
+    let editor = fx.get(&format!("/jobs/{job_id}")).await?;
+    assert!(
+        editor
+            .body
+            .contains("name=\"calendar\" id=\"calendar\" value=\"closed\""),
+        "{:.3000}",
+        editor.body
+    );
+    let unknown = fx
+        .post("/jobs/new", &fx.job_form(&group, &[("calendar", "nope")]))
+        .await?;
+    let shown = field_error(&unknown.body, "calendar")
+        .ok_or_else(|| anyhow::anyhow!("no error under calendar: {:.3000}", unknown.body))?;
+    assert!(shown.contains("calendar 'nope' not found"), "{shown}");
+
+    // The preview says why each fire is skipped.
+    let preview = fx
+        .get("/preview?schedule_type=CRON&schedule_conf=*+*+*+*+*+%3F&calendar=closed&calendar_mode=SKIP")
+        .await?;
+    let answer: serde_json::Value = serde_json::from_str(&preview.body)?;
+    let skipped = answer["skipped"].as_array().cloned().unwrap_or_default();
+    assert_eq!(skipped.len(), 5, "{answer}");
+    assert!(
+        skipped.iter().all(|why| why
+            .as_str()
+            .is_some_and(|why| why.contains("blackout rule 'weekly mon-sun'"))),
+        "{answer}"
+    );
+
+    // In use: the delete is refused and says by which job.
+    let refused = fx.post("/calendars/closed/delete", &[]).await?;
+    assert!(
+        unescape(&refused.body).contains(&format!("used by 1 job(s) ({job_id})")),
+        "{:.3000}",
+        refused.body
+    );
+    Ok(())
+}
+
 /// The job page's backfill form: a range typed in the job's zone starts a backfill whose
 /// progress the page shows until it is DONE (no executor: each run fails, and is counted so);
 /// a reversed range shows the API's reason; the card speaks Chinese when the viewer does.

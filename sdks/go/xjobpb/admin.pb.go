@@ -253,6 +253,58 @@ func (BackfillState) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
+// What a job does with the occurrences its calendar holds.
+type CalendarMode int32
+
+const (
+	CalendarMode_CALENDAR_MODE_UNSPECIFIED CalendarMode = 0
+	// Occurrences inside the calendar are skipped (a blackout: holidays, a change freeze).
+	CalendarMode_CALENDAR_MODE_SKIP CalendarMode = 1
+	// Only occurrences inside the calendar run (business hours); the others are skipped.
+	CalendarMode_CALENDAR_MODE_ONLY CalendarMode = 2
+)
+
+// Enum value maps for CalendarMode.
+var (
+	CalendarMode_name = map[int32]string{
+		0: "CALENDAR_MODE_UNSPECIFIED",
+		1: "CALENDAR_MODE_SKIP",
+		2: "CALENDAR_MODE_ONLY",
+	}
+	CalendarMode_value = map[string]int32{
+		"CALENDAR_MODE_UNSPECIFIED": 0,
+		"CALENDAR_MODE_SKIP":        1,
+		"CALENDAR_MODE_ONLY":        2,
+	}
+)
+
+func (x CalendarMode) Enum() *CalendarMode {
+	p := new(CalendarMode)
+	*p = x
+	return p
+}
+
+func (x CalendarMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CalendarMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[4].Descriptor()
+}
+
+func (CalendarMode) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[4]
+}
+
+func (x CalendarMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CalendarMode.Descriptor instead.
+func (CalendarMode) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -467,7 +519,12 @@ type Job struct {
 	// fires inside the window run as catch_up_mode says; older ones get SKIPPED rows.
 	CatchUpWindowMs int64 `protobuf:"varint,29,opt,name=catch_up_window_ms,json=catchUpWindowMs,proto3" json:"catch_up_window_ms,omitempty"`
 	// Which missed fires inside the catch-up window run. UNSPECIFIED means LATEST.
-	CatchUpMode   CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	CatchUpMode CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	// The calendar (by name) the job's scheduled occurrences are checked against; empty = none.
+	// An occurrence kept out by it gets a SKIPPED run whose message names the calendar.
+	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	// What the calendar means for the job. UNSPECIFIED means SKIP.
+	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -710,6 +767,20 @@ func (x *Job) GetCatchUpMode() CatchUpMode {
 		return x.CatchUpMode
 	}
 	return CatchUpMode_CATCH_UP_MODE_UNSPECIFIED
+}
+
+func (x *Job) GetCalendar() string {
+	if x != nil {
+		return x.Calendar
+	}
+	return ""
+}
+
+func (x *Job) GetCalendarMode() CalendarMode {
+	if x != nil {
+		return x.CalendarMode
+	}
+	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -2551,7 +2622,11 @@ type PreviewScheduleRequest struct {
 	// The job's jitter_max_ms: the response then also holds when each fire is sent.
 	JitterMaxMs int64 `protobuf:"varint,6,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
 	// The job the jitter is for (each job has its own spread); 0 = a job not created yet.
-	JobId         int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobId int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// A calendar (by name) to check each fire against, as a job with it would; empty = none.
+	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	// UNSPECIFIED means SKIP.
+	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2635,14 +2710,31 @@ func (x *PreviewScheduleRequest) GetJobId() int64 {
 	return 0
 }
 
+func (x *PreviewScheduleRequest) GetCalendar() string {
+	if x != nil {
+		return x.Calendar
+	}
+	return ""
+}
+
+func (x *PreviewScheduleRequest) GetCalendarMode() CalendarMode {
+	if x != nil {
+		return x.CalendarMode
+	}
+	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
+}
+
 type PreviewScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scheduled times (what runs report as scheduled_at_ms).
 	FireTimesMs []int64 `protobuf:"varint,1,rep,packed,name=fire_times_ms,json=fireTimesMs,proto3" json:"fire_times_ms,omitempty"`
 	// When each of them is sent, jitter included; equal to fire_times_ms without jitter.
 	DispatchTimesMs []int64 `protobuf:"varint,2,rep,packed,name=dispatch_times_ms,json=dispatchTimesMs,proto3" json:"dispatch_times_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Aligned with fire_times_ms: empty when the fire runs, else why the calendar skips it
+	// (the message its SKIPPED run would carry).
+	SkipReasons   []string `protobuf:"bytes,33,rep,name=skip_reasons,json=skipReasons,proto3" json:"skip_reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleResponse) Reset() {
@@ -2685,6 +2777,13 @@ func (x *PreviewScheduleResponse) GetFireTimesMs() []int64 {
 func (x *PreviewScheduleResponse) GetDispatchTimesMs() []int64 {
 	if x != nil {
 		return x.DispatchTimesMs
+	}
+	return nil
+}
+
+func (x *PreviewScheduleResponse) GetSkipReasons() []string {
+	if x != nil {
+		return x.SkipReasons
 	}
 	return nil
 }
@@ -5941,6 +6040,536 @@ func (x *CancelBackfillResponse) GetBackfill() *Backfill {
 	return nil
 }
 
+// A named set of dates and times, in a time zone. Each rule is one line:
+//
+//	"2026-12-25"                  one whole day
+//	"2026-12-24..2026-12-31"      whole days, both ends included
+//	"weekly sat,sun"              days of the week (mon..sun, ranges like mon-fri)
+//	"weekly mon-fri 09:00-17:00"  a time-of-day window on those days (end excluded, 24:00 allowed)
+//	"cron 0 0 12 * * ?"           the seconds a Quartz cron expression matches
+type Calendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique, 1-64 letters, digits, '_', '-', '.'; what jobs reference. Immutable.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// IANA zone the rules' dates and times are in; empty = the admin's zone.
+	TimeZone string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// At most 500 rules of at most 200 characters.
+	Rules []string `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
+	// At most 255 characters.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// Output only.
+	CreatedMs int64 `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Output only.
+	UpdatedMs int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	// Output only: ids of the jobs that reference the calendar (GetCalendar only).
+	JobIds        []int64 `protobuf:"varint,7,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Calendar) Reset() {
+	*x = Calendar{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Calendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Calendar) ProtoMessage() {}
+
+func (x *Calendar) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Calendar.ProtoReflect.Descriptor instead.
+func (*Calendar) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *Calendar) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Calendar) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Calendar) GetRules() []string {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *Calendar) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Calendar) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *Calendar) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+func (x *Calendar) GetJobIds() []int64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+type CreateCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarRequest) Reset() {
+	*x = CreateCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarRequest) ProtoMessage() {}
+
+func (x *CreateCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarRequest.ProtoReflect.Descriptor instead.
+func (*CreateCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *CreateCalendarRequest) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type CreateCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarResponse) Reset() {
+	*x = CreateCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarResponse) ProtoMessage() {}
+
+func (x *CreateCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarResponse.ProtoReflect.Descriptor instead.
+func (*CreateCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *CreateCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type UpdateCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCalendarRequest) Reset() {
+	*x = UpdateCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCalendarRequest) ProtoMessage() {}
+
+func (x *UpdateCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCalendarRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *UpdateCalendarRequest) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type UpdateCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCalendarResponse) Reset() {
+	*x = UpdateCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCalendarResponse) ProtoMessage() {}
+
+func (x *UpdateCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCalendarResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *UpdateCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type DeleteCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarRequest) Reset() {
+	*x = DeleteCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarRequest) ProtoMessage() {}
+
+func (x *DeleteCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *DeleteCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarResponse) Reset() {
+	*x = DeleteCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarResponse) ProtoMessage() {}
+
+func (x *DeleteCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{101}
+}
+
+type GetCalendarRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarRequest) Reset() {
+	*x = GetCalendarRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarRequest) ProtoMessage() {}
+
+func (x *GetCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarRequest.ProtoReflect.Descriptor instead.
+func (*GetCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *GetCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendar      *Calendar              `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarResponse) Reset() {
+	*x = GetCalendarResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarResponse) ProtoMessage() {}
+
+func (x *GetCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarResponse.ProtoReflect.Descriptor instead.
+func (*GetCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *GetCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+type ListCalendarsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsRequest) Reset() {
+	*x = ListCalendarsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsRequest) ProtoMessage() {}
+
+func (x *ListCalendarsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsRequest.ProtoReflect.Descriptor instead.
+func (*ListCalendarsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{104}
+}
+
+type ListCalendarsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calendars     []*Calendar            `protobuf:"bytes,1,rep,name=calendars,proto3" json:"calendars,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsResponse) Reset() {
+	*x = ListCalendarsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsResponse) ProtoMessage() {}
+
+func (x *ListCalendarsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsResponse.ProtoReflect.Descriptor instead.
+func (*ListCalendarsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *ListCalendarsResponse) GetCalendars() []*Calendar {
+	if x != nil {
+		return x.Calendars
+	}
+	return nil
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -5958,7 +6587,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xa1\t\n" +
+	"maxDelayMs\"\xf9\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5998,7 +6627,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
 	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\x12+\n" +
 	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
-	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\"\xa1\x05\n" +
+	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\x12\x1a\n" +
+	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -6119,7 +6750,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\x80\x02\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xd8\x02\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
@@ -6127,10 +6758,13 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\x12\"\n" +
 	"\rjitter_max_ms\x18\x06 \x01(\x03R\vjitterMaxMs\x12\x15\n" +
-	"\x06job_id\x18\a \x01(\x03R\x05jobId\"i\n" +
+	"\x06job_id\x18\a \x01(\x03R\x05jobId\x12\x1a\n" +
+	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\x8c\x01\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
 	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
-	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\"\x95\x02\n" +
+	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\x12!\n" +
+	"\fskip_reasons\x18! \x03(\tR\vskipReasons\"\x95\x02\n" +
 	"\x0fListLogsRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12*\n" +
@@ -6353,7 +6987,35 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x15CancelBackfillRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"G\n" +
 	"\x16CancelBackfillResponse\x12-\n" +
-	"\bbackfill\x18\x01 \x01(\v2\x11.xjob.v1.BackfillR\bbackfill*W\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x11.xjob.v1.BackfillR\bbackfill\"\xca\x01\n" +
+	"\bCalendar\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\ttime_zone\x18\x02 \x01(\tR\btimeZone\x12\x14\n" +
+	"\x05rules\x18\x03 \x03(\tR\x05rules\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\x12\x17\n" +
+	"\ajob_ids\x18\a \x03(\x03R\x06jobIds\"F\n" +
+	"\x15CreateCalendarRequest\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"G\n" +
+	"\x16CreateCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"F\n" +
+	"\x15UpdateCalendarRequest\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"G\n" +
+	"\x16UpdateCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"+\n" +
+	"\x15DeleteCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
+	"\x16DeleteCalendarResponse\"(\n" +
+	"\x12GetCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"D\n" +
+	"\x13GetCalendarResponse\x12-\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"\x16\n" +
+	"\x14ListCalendarsRequest\"H\n" +
+	"\x15ListCalendarsResponse\x12/\n" +
+	"\tcalendars\x18\x01 \x03(\v2\x11.xjob.v1.CalendarR\tcalendars*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -6377,7 +7039,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x1aBACKFILL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16BACKFILL_STATE_RUNNING\x10\x01\x12\x17\n" +
 	"\x13BACKFILL_STATE_DONE\x10\x02\x12\x1c\n" +
-	"\x18BACKFILL_STATE_CANCELLED\x10\x032\x8a\x17\n" +
+	"\x18BACKFILL_STATE_CANCELLED\x10\x03*]\n" +
+	"\fCalendarMode\x12\x1d\n" +
+	"\x19CALENDAR_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12CALENDAR_MODE_SKIP\x10\x01\x12\x16\n" +
+	"\x12CALENDAR_MODE_ONLY\x10\x022\x9d\x1a\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -6427,7 +7093,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\vBackfillJob\x12\x1b.xjob.v1.BackfillJobRequest\x1a\x1c.xjob.v1.BackfillJobResponse\x12H\n" +
 	"\vGetBackfill\x12\x1b.xjob.v1.GetBackfillRequest\x1a\x1c.xjob.v1.GetBackfillResponse\x12N\n" +
 	"\rListBackfills\x12\x1d.xjob.v1.ListBackfillsRequest\x1a\x1e.xjob.v1.ListBackfillsResponse\x12Q\n" +
-	"\x0eCancelBackfill\x12\x1e.xjob.v1.CancelBackfillRequest\x1a\x1f.xjob.v1.CancelBackfillResponseb\x06proto3"
+	"\x0eCancelBackfill\x12\x1e.xjob.v1.CancelBackfillRequest\x1a\x1f.xjob.v1.CancelBackfillResponse\x12Q\n" +
+	"\x0eCreateCalendar\x12\x1e.xjob.v1.CreateCalendarRequest\x1a\x1f.xjob.v1.CreateCalendarResponse\x12Q\n" +
+	"\x0eUpdateCalendar\x12\x1e.xjob.v1.UpdateCalendarRequest\x1a\x1f.xjob.v1.UpdateCalendarResponse\x12Q\n" +
+	"\x0eDeleteCalendar\x12\x1e.xjob.v1.DeleteCalendarRequest\x1a\x1f.xjob.v1.DeleteCalendarResponse\x12H\n" +
+	"\vGetCalendar\x12\x1b.xjob.v1.GetCalendarRequest\x1a\x1c.xjob.v1.GetCalendarResponse\x12N\n" +
+	"\rListCalendars\x12\x1d.xjob.v1.ListCalendarsRequest\x1a\x1e.xjob.v1.ListCalendarsResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -6441,259 +7112,289 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
 	(BackfillState)(0),               // 3: xjob.v1.BackfillState
-	(*Group)(nil),                    // 4: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 5: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 6: xjob.v1.Job
-	(*Log)(nil),                      // 7: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 8: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 9: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 10: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 11: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 12: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 13: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 14: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 15: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 16: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 17: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 18: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 19: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 20: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 21: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 22: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 23: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 24: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 25: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 26: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 27: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 28: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 29: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 30: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 31: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 32: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 33: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 34: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 35: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 36: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 37: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 38: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 39: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 40: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 41: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 42: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 43: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 44: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 45: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 46: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 47: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 48: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 49: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 50: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 51: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 52: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 53: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 54: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 55: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 56: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 57: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 58: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 59: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 60: xjob.v1.LoopHealth
-	(*User)(nil),                     // 61: xjob.v1.User
-	(*ApiToken)(nil),                 // 62: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 63: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 64: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 65: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 66: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 67: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 68: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 69: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 70: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 71: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 72: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 73: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 74: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 75: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 76: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 77: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 78: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 79: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 80: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 81: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 82: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 83: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 84: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 85: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 86: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 87: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 88: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 89: xjob.v1.ListAuditResponse
-	(*Backfill)(nil),                 // 90: xjob.v1.Backfill
-	(*BackfillJobRequest)(nil),       // 91: xjob.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),      // 92: xjob.v1.BackfillJobResponse
-	(*GetBackfillRequest)(nil),       // 93: xjob.v1.GetBackfillRequest
-	(*GetBackfillResponse)(nil),      // 94: xjob.v1.GetBackfillResponse
-	(*ListBackfillsRequest)(nil),     // 95: xjob.v1.ListBackfillsRequest
-	(*ListBackfillsResponse)(nil),    // 96: xjob.v1.ListBackfillsResponse
-	(*CancelBackfillRequest)(nil),    // 97: xjob.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),   // 98: xjob.v1.CancelBackfillResponse
-	(AddressType)(0),                 // 99: xjob.v1.AddressType
-	(ScheduleType)(0),                // 100: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 101: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 102: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 103: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 104: xjob.v1.GlueType
-	(RunStatus)(0),                   // 105: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 106: xjob.v1.TriggerType
+	(CalendarMode)(0),                // 4: xjob.v1.CalendarMode
+	(*Group)(nil),                    // 5: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 6: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 7: xjob.v1.Job
+	(*Log)(nil),                      // 8: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 9: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 10: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 11: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 12: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 13: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 14: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 15: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 16: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 17: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 18: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 19: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 20: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 21: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 22: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 23: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 24: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 25: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 26: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 27: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 28: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 29: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 30: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 31: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 32: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 33: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 34: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 35: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 36: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 37: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 38: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 39: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 40: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 41: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 42: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 43: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 44: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 45: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 46: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 47: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 48: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 49: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 50: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 51: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 52: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 53: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 54: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 55: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 56: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 57: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 58: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 59: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 60: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 61: xjob.v1.LoopHealth
+	(*User)(nil),                     // 62: xjob.v1.User
+	(*ApiToken)(nil),                 // 63: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 64: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 65: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 66: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 67: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 68: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 69: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 70: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 71: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 72: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 73: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 74: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 75: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 76: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 77: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 78: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 79: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 80: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 81: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 82: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 83: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 84: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 85: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 86: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 87: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 88: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 89: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 90: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                 // 91: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),       // 92: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),      // 93: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),       // 94: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),      // 95: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),     // 96: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),    // 97: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),    // 98: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),   // 99: xjob.v1.CancelBackfillResponse
+	(*Calendar)(nil),                 // 100: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),    // 101: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),   // 102: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),    // 103: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),   // 104: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),    // 105: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),   // 106: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),       // 107: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),      // 108: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),     // 109: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),    // 110: xjob.v1.ListCalendarsResponse
+	(AddressType)(0),                 // 111: xjob.v1.AddressType
+	(ScheduleType)(0),                // 112: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 113: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 114: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 115: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 116: xjob.v1.GlueType
+	(RunStatus)(0),                   // 117: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 118: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	99,  // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	100, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	101, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	102, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	103, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	5,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	104, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	111, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	112, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	113, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	114, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	115, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	6,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	116, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	105, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	106, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	4,   // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	4,   // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	4,   // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	4,   // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	4,   // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	4,   // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	6,   // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	6,   // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	6,   // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	6,   // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	6,   // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	104, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	6,   // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	26,  // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	26,  // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,   // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	6,   // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	6,   // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	6,   // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	100, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	105, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	7,   // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	7,   // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,   // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	53,  // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	57,  // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	60,  // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	59,  // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	61,  // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	62,  // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	61,  // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	62,  // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	62,  // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	61,  // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	61,  // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	61,  // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	61,  // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	87,  // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	3,   // 49: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
-	90,  // 50: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
-	90,  // 51: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	90,  // 52: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
-	90,  // 53: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	8,   // 54: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	10,  // 55: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	12,  // 56: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	14,  // 57: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	16,  // 58: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	18,  // 59: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	20,  // 60: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	22,  // 61: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	24,  // 62: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	33,  // 63: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	35,  // 64: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	37,  // 65: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	39,  // 66: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	27,  // 67: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	29,  // 68: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	31,  // 69: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	41,  // 70: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	43,  // 71: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	45,  // 72: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	47,  // 73: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	49,  // 74: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	51,  // 75: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	54,  // 76: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	56,  // 77: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	63,  // 78: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	65,  // 79: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	67,  // 80: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	69,  // 81: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	71,  // 82: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	73,  // 83: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	75,  // 84: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	77,  // 85: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	79,  // 86: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	81,  // 87: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	83,  // 88: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	85,  // 89: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	88,  // 90: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	91,  // 91: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	93,  // 92: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	95,  // 93: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	97,  // 94: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	9,   // 95: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	11,  // 96: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	13,  // 97: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	15,  // 98: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	17,  // 99: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	19,  // 100: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	21,  // 101: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	23,  // 102: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	25,  // 103: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	34,  // 104: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	36,  // 105: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	38,  // 106: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	40,  // 107: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	28,  // 108: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	30,  // 109: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	32,  // 110: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	42,  // 111: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	44,  // 112: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	46,  // 113: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	48,  // 114: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	50,  // 115: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	52,  // 116: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	55,  // 117: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	58,  // 118: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	64,  // 119: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	66,  // 120: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	68,  // 121: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	70,  // 122: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	72,  // 123: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	74,  // 124: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	76,  // 125: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	78,  // 126: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	80,  // 127: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	82,  // 128: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	84,  // 129: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	86,  // 130: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	89,  // 131: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	92,  // 132: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	94,  // 133: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	96,  // 134: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	98,  // 135: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	95,  // [95:136] is the sub-list for method output_type
-	54,  // [54:95] is the sub-list for method input_type
-	54,  // [54:54] is the sub-list for extension type_name
-	54,  // [54:54] is the sub-list for extension extendee
-	0,   // [0:54] is the sub-list for field type_name
+	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
+	117, // 10: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	118, // 11: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	5,   // 12: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	5,   // 13: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 14: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	5,   // 15: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 16: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 17: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	7,   // 18: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	7,   // 19: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 20: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	7,   // 21: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 22: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	116, // 23: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	7,   // 24: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	27,  // 25: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	27,  // 26: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 27: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	7,   // 28: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	7,   // 29: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 30: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	112, // 31: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	4,   // 32: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
+	117, // 33: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	8,   // 34: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	8,   // 35: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 36: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	54,  // 37: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	58,  // 38: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	61,  // 39: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	60,  // 40: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	62,  // 41: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	63,  // 42: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	62,  // 43: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	63,  // 44: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	63,  // 45: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	62,  // 46: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	62,  // 47: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	62,  // 48: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	62,  // 49: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	88,  // 50: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	3,   // 51: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
+	91,  // 52: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	91,  // 53: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	91,  // 54: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	91,  // 55: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	100, // 56: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	100, // 57: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	100, // 58: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	100, // 59: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	100, // 60: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	100, // 61: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	9,   // 62: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	11,  // 63: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	13,  // 64: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	15,  // 65: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	17,  // 66: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	19,  // 67: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	21,  // 68: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	23,  // 69: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	25,  // 70: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	34,  // 71: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	36,  // 72: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	38,  // 73: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	40,  // 74: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	28,  // 75: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	30,  // 76: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	32,  // 77: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	42,  // 78: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	44,  // 79: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	46,  // 80: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	48,  // 81: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	50,  // 82: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	52,  // 83: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	55,  // 84: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	57,  // 85: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	64,  // 86: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	66,  // 87: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	68,  // 88: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	70,  // 89: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	72,  // 90: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	74,  // 91: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	76,  // 92: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	78,  // 93: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	80,  // 94: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	82,  // 95: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	84,  // 96: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	86,  // 97: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	89,  // 98: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	92,  // 99: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	94,  // 100: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	96,  // 101: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	98,  // 102: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	101, // 103: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	103, // 104: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	105, // 105: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	107, // 106: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	109, // 107: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	10,  // 108: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	12,  // 109: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	14,  // 110: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	16,  // 111: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	18,  // 112: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	20,  // 113: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	22,  // 114: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	24,  // 115: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	26,  // 116: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	35,  // 117: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	37,  // 118: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	39,  // 119: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	41,  // 120: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	29,  // 121: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	31,  // 122: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	33,  // 123: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	43,  // 124: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	45,  // 125: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	47,  // 126: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	49,  // 127: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	51,  // 128: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	53,  // 129: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	56,  // 130: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	59,  // 131: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	65,  // 132: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	67,  // 133: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	69,  // 134: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	71,  // 135: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	73,  // 136: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	75,  // 137: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	77,  // 138: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	79,  // 139: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	81,  // 140: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	83,  // 141: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	85,  // 142: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	87,  // 143: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	90,  // 144: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	93,  // 145: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	95,  // 146: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	97,  // 147: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	99,  // 148: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	102, // 149: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	104, // 150: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	106, // 151: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	108, // 152: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	110, // 153: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	108, // [108:154] is the sub-list for method output_type
+	62,  // [62:108] is the sub-list for method input_type
+	62,  // [62:62] is the sub-list for extension type_name
+	62,  // [62:62] is the sub-list for extension extendee
+	0,   // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6708,8 +7409,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   95,
+			NumEnums:      5,
+			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -64,6 +64,11 @@ const (
 	JobAdmin_GetBackfill_FullMethodName      = "/xjob.v1.JobAdmin/GetBackfill"
 	JobAdmin_ListBackfills_FullMethodName    = "/xjob.v1.JobAdmin/ListBackfills"
 	JobAdmin_CancelBackfill_FullMethodName   = "/xjob.v1.JobAdmin/CancelBackfill"
+	JobAdmin_CreateCalendar_FullMethodName   = "/xjob.v1.JobAdmin/CreateCalendar"
+	JobAdmin_UpdateCalendar_FullMethodName   = "/xjob.v1.JobAdmin/UpdateCalendar"
+	JobAdmin_DeleteCalendar_FullMethodName   = "/xjob.v1.JobAdmin/DeleteCalendar"
+	JobAdmin_GetCalendar_FullMethodName      = "/xjob.v1.JobAdmin/GetCalendar"
+	JobAdmin_ListCalendars_FullMethodName    = "/xjob.v1.JobAdmin/ListCalendars"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -154,6 +159,18 @@ type JobAdminClient interface {
 	ListBackfills(ctx context.Context, in *ListBackfillsRequest, opts ...grpc.CallOption) (*ListBackfillsResponse, error)
 	// Stops a backfill from starting more runs; runs already started finish (operator).
 	CancelBackfill(ctx context.Context, in *CancelBackfillRequest, opts ...grpc.CallOption) (*CancelBackfillResponse, error)
+	// ---- calendars: named sets of dates and times jobs skip (or run only in).
+	// Creates a calendar (admin only); its rules are checked, a bad one is INVALID_ARGUMENT
+	// naming it (calendar.rules[2]: ...).
+	CreateCalendar(ctx context.Context, in *CreateCalendarRequest, opts ...grpc.CallOption) (*CreateCalendarResponse, error)
+	// Replaces a calendar's zone, rules and description (admin only); the name cannot change.
+	UpdateCalendar(ctx context.Context, in *UpdateCalendarRequest, opts ...grpc.CallOption) (*UpdateCalendarResponse, error)
+	// Deletes a calendar (admin only); refused (FAILED_PRECONDITION, naming them) while jobs use it.
+	DeleteCalendar(ctx context.Context, in *DeleteCalendarRequest, opts ...grpc.CallOption) (*DeleteCalendarResponse, error)
+	// One calendar by name (any authenticated caller).
+	GetCalendar(ctx context.Context, in *GetCalendarRequest, opts ...grpc.CallOption) (*GetCalendarResponse, error)
+	// Every calendar, by name (any authenticated caller).
+	ListCalendars(ctx context.Context, in *ListCalendarsRequest, opts ...grpc.CallOption) (*ListCalendarsResponse, error)
 }
 
 type jobAdminClient struct {
@@ -574,6 +591,56 @@ func (c *jobAdminClient) CancelBackfill(ctx context.Context, in *CancelBackfillR
 	return out, nil
 }
 
+func (c *jobAdminClient) CreateCalendar(ctx context.Context, in *CreateCalendarRequest, opts ...grpc.CallOption) (*CreateCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCalendarResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CreateCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) UpdateCalendar(ctx context.Context, in *UpdateCalendarRequest, opts ...grpc.CallOption) (*UpdateCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateCalendarResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_UpdateCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) DeleteCalendar(ctx context.Context, in *DeleteCalendarRequest, opts ...grpc.CallOption) (*DeleteCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCalendarResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_DeleteCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GetCalendar(ctx context.Context, in *GetCalendarRequest, opts ...grpc.CallOption) (*GetCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCalendarResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GetCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListCalendars(ctx context.Context, in *ListCalendarsRequest, opts ...grpc.CallOption) (*ListCalendarsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCalendarsResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListCalendars_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -662,6 +729,18 @@ type JobAdminServer interface {
 	ListBackfills(context.Context, *ListBackfillsRequest) (*ListBackfillsResponse, error)
 	// Stops a backfill from starting more runs; runs already started finish (operator).
 	CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error)
+	// ---- calendars: named sets of dates and times jobs skip (or run only in).
+	// Creates a calendar (admin only); its rules are checked, a bad one is INVALID_ARGUMENT
+	// naming it (calendar.rules[2]: ...).
+	CreateCalendar(context.Context, *CreateCalendarRequest) (*CreateCalendarResponse, error)
+	// Replaces a calendar's zone, rules and description (admin only); the name cannot change.
+	UpdateCalendar(context.Context, *UpdateCalendarRequest) (*UpdateCalendarResponse, error)
+	// Deletes a calendar (admin only); refused (FAILED_PRECONDITION, naming them) while jobs use it.
+	DeleteCalendar(context.Context, *DeleteCalendarRequest) (*DeleteCalendarResponse, error)
+	// One calendar by name (any authenticated caller).
+	GetCalendar(context.Context, *GetCalendarRequest) (*GetCalendarResponse, error)
+	// Every calendar, by name (any authenticated caller).
+	ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -794,6 +873,21 @@ func (UnimplementedJobAdminServer) ListBackfills(context.Context, *ListBackfills
 }
 func (UnimplementedJobAdminServer) CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelBackfill not implemented")
+}
+func (UnimplementedJobAdminServer) CreateCalendar(context.Context, *CreateCalendarRequest) (*CreateCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCalendar not implemented")
+}
+func (UnimplementedJobAdminServer) UpdateCalendar(context.Context, *UpdateCalendarRequest) (*UpdateCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateCalendar not implemented")
+}
+func (UnimplementedJobAdminServer) DeleteCalendar(context.Context, *DeleteCalendarRequest) (*DeleteCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCalendar not implemented")
+}
+func (UnimplementedJobAdminServer) GetCalendar(context.Context, *GetCalendarRequest) (*GetCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCalendar not implemented")
+}
+func (UnimplementedJobAdminServer) ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCalendars not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -1554,6 +1648,96 @@ func _JobAdmin_CancelBackfill_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_CreateCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CreateCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CreateCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CreateCalendar(ctx, req.(*CreateCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_UpdateCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).UpdateCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_UpdateCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).UpdateCalendar(ctx, req.(*UpdateCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_DeleteCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).DeleteCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_DeleteCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).DeleteCalendar(ctx, req.(*DeleteCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GetCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GetCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GetCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GetCalendar(ctx, req.(*GetCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListCalendars_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCalendarsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListCalendars(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListCalendars_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListCalendars(ctx, req.(*ListCalendarsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1724,6 +1908,26 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelBackfill",
 			Handler:    _JobAdmin_CancelBackfill_Handler,
+		},
+		{
+			MethodName: "CreateCalendar",
+			Handler:    _JobAdmin_CreateCalendar_Handler,
+		},
+		{
+			MethodName: "UpdateCalendar",
+			Handler:    _JobAdmin_UpdateCalendar_Handler,
+		},
+		{
+			MethodName: "DeleteCalendar",
+			Handler:    _JobAdmin_DeleteCalendar_Handler,
+		},
+		{
+			MethodName: "GetCalendar",
+			Handler:    _JobAdmin_GetCalendar_Handler,
+		},
+		{
+			MethodName: "ListCalendars",
+			Handler:    _JobAdmin_ListCalendars_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

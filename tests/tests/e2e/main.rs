@@ -6,6 +6,7 @@ mod alarms;
 mod backfill;
 mod basics;
 mod block_strategies;
+mod calendars;
 mod children;
 mod groovy;
 mod keepalive;

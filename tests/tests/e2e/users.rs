@@ -109,6 +109,11 @@ enum Rpc {
     ChangeOwnPasswordWrong,
     WhoAmI,
     ListAudit,
+    CreateCalendar,
+    UpdateCalendarMissing,
+    DeleteCalendarMissing,
+    GetCalendarMissing,
+    ListCalendars,
 }
 
 /// (call, expected for viewer, operator, admin). Without a token every call is
@@ -160,6 +165,12 @@ const TABLE: &[(Rpc, [Expect; 3])] = &[
     (Rpc::ChangeOwnPasswordWrong, [Allowed, Allowed, Allowed]),
     (Rpc::WhoAmI, [Allowed, Allowed, Allowed]),
     (Rpc::ListAudit, [Denied, Denied, Allowed]),
+    // Calendars are shared by every group: admins change them, everyone reads them.
+    (Rpc::CreateCalendar, [Denied, Denied, Allowed]),
+    (Rpc::UpdateCalendarMissing, [Denied, Denied, Allowed]),
+    (Rpc::DeleteCalendarMissing, [Denied, Denied, Allowed]),
+    (Rpc::GetCalendarMissing, [Allowed, Allowed, Allowed]),
+    (Rpc::ListCalendars, [Allowed, Allowed, Allowed]),
 ];
 
 /// Makes one call as `token`; `Ok` when it got past authorization (whatever else it answered).
@@ -441,6 +452,56 @@ async fn call(fx: &Fixture, rpc: Rpc, token: Option<&str>, round: usize) -> Resu
         Rpc::ListAudit => {
             let request = pb::ListAuditRequest::default();
             client.list_audit(authed(request, token)).await.map(drop)
+        }
+        Rpc::CreateCalendar | Rpc::UpdateCalendarMissing => {
+            let calendar = pb::Calendar {
+                name: if matches!(rpc, Rpc::CreateCalendar) {
+                    format!("cal-{unique}")
+                } else {
+                    "missing".to_string()
+                },
+                rules: vec!["2026-12-25".to_string()],
+                ..Default::default()
+            };
+            if matches!(rpc, Rpc::CreateCalendar) {
+                let request = pb::CreateCalendarRequest {
+                    calendar: Some(calendar),
+                };
+                client
+                    .create_calendar(authed(request, token))
+                    .await
+                    .map(drop)
+            } else {
+                let request = pb::UpdateCalendarRequest {
+                    calendar: Some(calendar),
+                };
+                client
+                    .update_calendar(authed(request, token))
+                    .await
+                    .map(drop)
+            }
+        }
+        Rpc::DeleteCalendarMissing => {
+            let request = pb::DeleteCalendarRequest {
+                name: "missing".to_string(),
+            };
+            client
+                .delete_calendar(authed(request, token))
+                .await
+                .map(drop)
+        }
+        Rpc::GetCalendarMissing => {
+            let request = pb::GetCalendarRequest {
+                name: "missing".to_string(),
+            };
+            client.get_calendar(authed(request, token)).await.map(drop)
+        }
+        Rpc::ListCalendars => {
+            let request = pb::ListCalendarsRequest {};
+            client
+                .list_calendars(authed(request, token))
+                .await
+                .map(drop)
         }
     }
 }

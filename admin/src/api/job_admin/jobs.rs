@@ -37,6 +37,10 @@ impl JobAdminService {
         if job.glue_type == GlueType::Groovy {
             self.check_groovy_routing(&group)?;
         }
+        if !job.calendar.is_empty() && self.store().get_calendar(&job.calendar).await?.is_none() {
+            let message = format!("job.calendar: calendar '{}' not found", job.calendar);
+            return Err(Error::NotFound(message));
+        }
         job.child_job_ids = dedup_child_ids(&job.child_job_ids);
         let missing = self.store().missing_job_ids(&job.child_job_ids).await?;
         if let Some(first_missing) = missing.first() {

@@ -26,6 +26,7 @@
 
 mod access;
 mod backfills;
+mod calendars;
 mod groups;
 mod jobs;
 mod operations;
@@ -353,7 +354,7 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::PreviewScheduleResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
-        reply(self.preview(request.into_inner()))
+        reply(self.preview(request.into_inner()).await)
     }
 
     async fn list_logs(
@@ -703,6 +704,41 @@ impl JobAdmin for JobAdminService {
         reply(cancelled.await.map(|backfill| pb::CancelBackfillResponse {
             backfill: Some(backfill),
         }))
+    }
+
+    async fn create_calendar(
+        &self,
+        request: Request<pb::CreateCalendarRequest>,
+    ) -> RpcResult<pb::CreateCalendarResponse> {
+        self.create_calendar_rpc(request).await
+    }
+
+    async fn update_calendar(
+        &self,
+        request: Request<pb::UpdateCalendarRequest>,
+    ) -> RpcResult<pb::UpdateCalendarResponse> {
+        self.update_calendar_rpc(request).await
+    }
+
+    async fn delete_calendar(
+        &self,
+        request: Request<pb::DeleteCalendarRequest>,
+    ) -> RpcResult<pb::DeleteCalendarResponse> {
+        self.delete_calendar_rpc(request).await
+    }
+
+    async fn get_calendar(
+        &self,
+        request: Request<pb::GetCalendarRequest>,
+    ) -> RpcResult<pb::GetCalendarResponse> {
+        self.get_calendar_rpc(request).await
+    }
+
+    async fn list_calendars(
+        &self,
+        request: Request<pb::ListCalendarsRequest>,
+    ) -> RpcResult<pb::ListCalendarsResponse> {
+        self.list_calendars_rpc(request).await
     }
 }
 

@@ -4,16 +4,19 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use crate::api::calendar_convert::calendar_mode_from_pb;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::error::Error;
+use crate::model::calendar::validate_calendar;
 use crate::model::jitter::dispatch_time;
 use crate::model::next_fire::next_fire_after;
+use crate::model::validate::validate_calendar_name;
 use crate::model::validate::validate_jitter;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
 use crate::model::{JobId, TriggerType};
 
 impl JobAdminService {
-    pub(super) fn preview(
+    pub(super) async fn preview(
         &self,
         request: pb::PreviewScheduleRequest,
     ) -> Result<pb::PreviewScheduleResponse, Error> {
@@ -49,6 +52,7 @@ impl JobAdminService {
             fire_times.push(next);
             cursor = next;
         }
+        let skip_reasons = self.calendar_skips(&request, &fire_times).await?;
         let job_id = JobId(request.job_id);
         let dispatch_times_ms = fire_times
             .iter()
@@ -57,6 +61,32 @@ impl JobAdminService {
         Ok(pb::PreviewScheduleResponse {
             fire_times_ms: fire_times,
             dispatch_times_ms,
+            skip_reasons,
         })
+    }
+
+    /// Aligned with `fire_times`: why the request's calendar skips each fire (empty when it
+    /// runs); no calendar, no reasons.
+    async fn calendar_skips(
+        &self,
+        request: &pb::PreviewScheduleRequest,
+        fire_times: &[i64],
+    ) -> Result<Vec<String>, Error> {
+        let name = request.calendar.trim();
+        let mode = calendar_mode_from_pb(request.calendar_mode, "calendar_mode")?;
+        if name.is_empty() {
+            return Ok(Vec::new());
+        }
+        validate_calendar_name(name, "calendar")?;
+        let Some(stored) = self.store().get_calendar(name).await? else {
+            return Err(Error::NotFound(format!(
+                "calendar: calendar '{name}' not found"
+            )));
+        };
+        let compiled = validate_calendar(&stored, self.limits().default_time_zone, "calendar")?;
+        Ok(fire_times
+            .iter()
+            .map(|&at| compiled.skip_reason(mode, at).unwrap_or_default())
+            .collect())
     }
 }

@@ -42,6 +42,8 @@
     var conf = form.querySelector('[name=schedule_conf]');
     var zone = form.querySelector('[name=time_zone]');
     var jitter = form.querySelector('[name=jitter_max_ms]');
+    var calendar = form.querySelector('[name=calendar]');
+    var calendarMode = form.querySelector('[name=calendar_mode]');
     // A saved job's jitter spreads its fires its own way: the preview asks for its id.
     var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
     // The preview names the field it refused (`time_zone`, `schedule_conf` or
@@ -49,7 +51,8 @@
     var errors = {
       schedule_conf: document.getElementById('err-schedule_conf'),
       time_zone: document.getElementById('err-time_zone'),
-      jitter_max_ms: document.getElementById('err-jitter_max_ms')
+      jitter_max_ms: document.getElementById('err-jitter_max_ms'),
+      calendar: document.getElementById('err-calendar')
     };
     function showError(field, text) {
       Object.keys(errors).forEach(function (name) {
@@ -64,7 +67,9 @@
     function show() {
       var query = new URLSearchParams({
         schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value,
-        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0'
+        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0',
+        calendar: calendar ? calendar.value : '',
+        calendar_mode: calendarMode ? calendarMode.value : ''
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -90,6 +95,12 @@
             var sent = answer.sent ? answer.sent[index] : ms;
             // With jitter, each fire keeps its time and is sent a little later.
             item.textContent = shown(ms) + (sent !== ms ? ' (sent at ' + shown(sent) + ')' : '');
+            // A fire the job's calendar keeps out: struck through, the reason beside it.
+            var skipped = answer.skipped ? answer.skipped[index] : '';
+            if (skipped) {
+              item.className = 'preview-skipped';
+              item.textContent = shown(ms) + ' (' + skipped + ')';
+            }
             item.title = new Date(ms).toISOString();
             list.appendChild(item);
           });
@@ -100,7 +111,7 @@
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone, jitter].forEach(function (el) {
+    [type, conf, zone, jitter, calendar, calendarMode].forEach(function (el) {
       if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);

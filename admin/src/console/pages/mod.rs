@@ -2,6 +2,7 @@
 //! API error names, redirects after a post.
 
 pub mod account;
+pub mod calendars;
 pub mod dashboard;
 pub mod groups;
 pub mod jobs;

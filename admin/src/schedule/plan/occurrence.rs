@@ -1,11 +1,13 @@
 //! The row of one occurrence of a job's schedule and the fire after it: shared by the scan's
 //! plan and its catch-up branch (a file below both, so neither imports the other).
 
+use std::sync::Arc;
+
 use chrono_tz::Tz;
 
 use crate::model::jitter::dispatch_time;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, interval_seconds, next_fire_after};
-use crate::model::{Job, NewRun, RunStatus, ScheduleType, TriggerType};
+use crate::model::{CalendarBook, Job, NewRun, RunStatus, ScheduleType, TriggerType};
 
 /// Fixed inputs of one scan.
 #[derive(Debug, Clone)]
@@ -17,6 +19,8 @@ pub struct ScanParams {
     /// The node (and its epoch) the fires' rows belong to.
     pub node_id: String,
     pub epoch: i64,
+    /// Every calendar, compiled (the scheduler's cache, refreshed when one changes).
+    pub calendars: Arc<CalendarBook>,
 }
 
 /// The next fire after a fire at `fired_at_ms` found at `now_ms` (`ran`: whether that fire

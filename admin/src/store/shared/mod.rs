@@ -6,6 +6,7 @@ pub mod audit;
 pub mod auth;
 pub mod backfills;
 pub mod broadcast;
+pub mod calendars;
 pub mod claims;
 pub mod console;
 pub mod followups;

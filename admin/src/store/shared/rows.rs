@@ -2,9 +2,9 @@
 //! and booleans decode strictly as declared, text as `Dialect::text` reads it).
 
 use crate::model::{
-    AddressType, BlockStrategy, CatchUpMode, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
-    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType,
-    TriggerType,
+    AddressType, BlockStrategy, Calendar, CalendarMode, CatchUpMode, ExecutorInfo, GlueType, Group,
+    Job, JobId, JobStatus, MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus,
+    SchedulePolicy, ScheduleType, TriggerType,
 };
 use crate::store::dialect::Dialect;
 use crate::store::error::{StoreError, StoreResult};
@@ -17,7 +17,7 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on
     timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, retry_max_delay_ms, \
     glue_type, glue_source, glue_remark, glue_updated_ms, child_job_ids, trigger_status, \
     trigger_last_ms, trigger_next_ms, created_ms, updated_ms, jitter_max_ms, catch_up_window_ms, \
-    catch_up_mode";
+    catch_up_mode, calendar, calendar_mode";
 
 /// Columns of `xjob_log` read by `run_from_row`.
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
@@ -91,6 +91,8 @@ pub fn job_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Job> {
             catch_up_window_ms: row.get("catch_up_window_ms")?,
             catch_up_mode: row.parse("catch_up_mode", CatchUpMode::parse)?,
         },
+        calendar: row.get("calendar")?,
+        calendar_mode: row.parse("calendar_mode", CalendarMode::parse)?,
         status: if trigger_status == 1 {
             JobStatus::Running
         } else {
@@ -160,5 +162,22 @@ pub fn executor_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<ExecutorInfo
         admin_node: row.get("owner_node")?,
         running_log_ids: Vec::new(),
         protocol: row.parse("protocol", crate::model::ExecutorProtocol::parse)?,
+    })
+}
+
+pub fn calendar_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Calendar> {
+    let row = Cols::<DB>(row);
+    let rules: String = row.get("rules")?;
+    Ok(Calendar {
+        name: row.get("name")?,
+        time_zone: row.get("time_zone")?,
+        rules: rules
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(str::to_string)
+            .collect(),
+        description: row.get("description")?,
+        created_ms: row.get("created_ms")?,
+        updated_ms: row.get("updated_ms")?,
     })
 }

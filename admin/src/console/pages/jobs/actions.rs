@@ -173,6 +173,10 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         catch_up_mode: enum_value("catch_up_mode", "CATCH_UP_MODE_", |name| {
             pb::CatchUpMode::from_str_name(name).map(|value| value as i32)
         }),
+        calendar: fields.get("calendar").to_string(),
+        calendar_mode: enum_value("calendar_mode", "CALENDAR_MODE_", |name| {
+            pb::CalendarMode::from_str_name(name).map(|value| value as i32)
+        }),
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

@@ -20,8 +20,8 @@ use super::super::super::zone;
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
-    block_strategies, catch_up_modes, editable, glue_types, label, load, misfire_strategies,
-    new_job, route_strategies, schedule_types,
+    block_strategies, calendar_modes, catch_up_modes, editable, glue_types, label, load,
+    misfire_strategies, new_job, route_strategies, schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -41,6 +41,8 @@ const FORM_FIELDS: &[&str] = &[
     "jitter_max_ms",
     "catch_up_window_ms",
     "catch_up_mode",
+    "calendar",
+    "calendar_mode",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -397,6 +399,27 @@ fn job_fields(
             tm(lang, "editor.catch_up_mode_hint", &[]),
         ),
         html::field(
+            t(lang, "editor.calendar"),
+            "calendar",
+            html::text_input("calendar", &job.calendar),
+            err("calendar"),
+            tm(lang, "editor.calendar_hint", &[]),
+        ),
+        html::field(
+            t(lang, "editor.calendar_mode"),
+            "calendar_mode",
+            html::select(
+                "calendar_mode",
+                &calendar_modes(),
+                &current(
+                    pb::CalendarMode::try_from(job.calendar_mode).map(|t| t.as_str_name()),
+                    "CALENDAR_MODE_",
+                ),
+            ),
+            err("calendar_mode"),
+            tm(lang, "editor.calendar_mode_hint", &[]),
+        ),
+        html::field(
             t(lang, "editor.block"),
             "block_strategy",
             html::select(
@@ -611,9 +634,10 @@ fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
     }
 }
 
-/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=`: the next fire
-/// times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…]}`, `sent` with the job's
-/// jitter, or `{"error":"…"}`), computed by PreviewSchedule.
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&calendar=&calendar_mode=`:
+/// the next fire times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…],
+/// "skipped":[reason…]}`, `sent` with the job's jitter, `skipped` with its calendar, or
+/// `{"error":"…"}`), computed by PreviewSchedule.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let schedule_type =
@@ -645,6 +669,10 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 from_ms: 0,
                 jitter_max_ms,
                 job_id: query.int("job_id"),
+                calendar: query.get("calendar").to_string(),
+                calendar_mode: crate::api::calendar_convert::calendar_mode_from_name(
+                    query.get("calendar_mode"),
+                ),
             },
         ))
         .await;
@@ -654,6 +682,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
             serde_json::json!({
                 "times": answer.fire_times_ms,
                 "sent": answer.dispatch_times_ms,
+                "skipped": answer.skip_reasons,
                 "zone": job_zone.name(),
             })
         }

@@ -84,6 +84,14 @@ pub fn catch_up_modes() -> Vec<Choice> {
     })
 }
 
+pub fn calendar_modes() -> Vec<Choice> {
+    choices("CALENDAR_MODE_", |value| {
+        pb::CalendarMode::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
 pub fn route_strategies() -> Vec<Choice> {
     choices("ROUTE_STRATEGY_", |value| {
         pb::RouteStrategy::try_from(value)
