@@ -150,6 +150,14 @@ pub struct JobFields {
     /// at most 100 at once).
     #[arg(long, value_name = "MODE", value_parser = view::parse_catch_up_mode)]
     catch_up_mode: Option<i32>,
+    /// A cron time the zone skips when clocks spring forward (dst_gap_policy):
+    /// next-valid-time (run at the end of the gap, the default) or skip (not that day).
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_gap_policy)]
+    dst_gap: Option<i32>,
+    /// A cron time the zone repeats when clocks fall back (dst_overlap_policy): first (the
+    /// default), second or both.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_overlap_policy)]
+    dst_overlap: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -422,6 +430,8 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.jitter_max_ms, fields.jitter);
     set(&mut job.catch_up_window_ms, fields.catch_up);
     set(&mut job.catch_up_mode, fields.catch_up_mode);
+    set(&mut job.dst_gap_policy, fields.dst_gap);
+    set(&mut job.dst_overlap_policy, fields.dst_overlap);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -518,6 +528,14 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
             },
         )
         .add("catch-up", catch_up_text(job))
+        .add(
+            "dst",
+            format!(
+                "gap {}, overlap {}",
+                render_policy(&job.dst_gap_policy),
+                render_policy(&job.dst_overlap_policy)
+            ),
+        )
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())
@@ -578,6 +596,11 @@ fn backoff_text(backoff: &view::RetryBackoffView) -> String {
         render::duration(backoff.initial_delay_ms),
         backoff.factor.max(1.0),
     )
+}
+
+/// A policy as its CLI flag spells it: `NEXT_VALID_TIME` → `next-valid-time`.
+fn render_policy(name: &str) -> String {
+    name.to_lowercase().replace('_', "-")
 }
 
 /// The catch-up line of `jobs show`: "off", or the window and the mode.

@@ -29,6 +29,12 @@ pub struct PreviewArgs {
     /// The job the jitter is for (each job spreads its fires its own way); 0 = a new job.
     #[arg(long, value_name = "ID", default_value_t = 0)]
     job: i64,
+    /// A cron time the zone skips (spring forward): next-valid-time (default) or skip.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_gap_policy)]
+    dst_gap: Option<i32>,
+    /// A cron time the zone repeats (fall back): first (default), second or both.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_overlap_policy)]
+    dst_overlap: Option<i32>,
 }
 
 #[derive(Serialize)]
@@ -44,6 +50,9 @@ fn parse_ms(text: &str) -> Result<i64, String> {
 }
 
 pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(), CliError> {
+    // With --tz, each time is also shown in that zone with its abbreviation, so a time the zone
+    // repeats (02:30 CEST, then 02:30 CET) reads as the two instants it is.
+    let zone: Option<chrono_tz::Tz> = args.tz.trim().parse().ok();
     let request = pb::PreviewScheduleRequest {
         schedule_type: args.schedule_type,
         schedule_conf: args.conf,
@@ -52,6 +61,8 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         from_ms: 0,
         jitter_max_ms: args.jitter,
         job_id: args.job,
+        dst_gap_policy: args.dst_gap.unwrap_or(0),
+        dst_overlap_policy: args.dst_overlap.unwrap_or(0),
     };
     let preview = client.preview_schedule(request).await?.into_inner();
     let fires: Vec<Fire> = preview
@@ -70,13 +81,20 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
     let now = render::now_ms();
     let jittered = args.jitter > 0;
     out.list(&fires, "This schedule never fires.", |fires| {
-        let mut table = if jittered {
-            Table::new(&["FIRE TIME (LOCAL)", "SENT AT (JITTER)", "WHEN"])
-        } else {
-            Table::new(&["FIRE TIME (LOCAL)", "WHEN"])
-        };
+        let mut headers = vec!["FIRE TIME (LOCAL)"];
+        if zone.is_some() {
+            headers.push("IN ZONE");
+        }
+        if jittered {
+            headers.push("SENT AT (JITTER)");
+        }
+        headers.push("WHEN");
+        let mut table = Table::new(&headers);
         for fire in fires {
             let mut row = vec![render::time(fire.fire_time_ms)];
+            if let Some(zone) = zone {
+                row.push(in_zone(fire.fire_time_ms, zone));
+            }
             if jittered {
                 row.push(render::time(fire.dispatch_time_ms));
             }
@@ -85,4 +103,13 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         }
         table
     })
+}
+
+/// `ms` as a wall time in `zone` with the zone's abbreviation (`2027-10-31 02:30:00 CET`).
+fn in_zone(ms: i64, zone: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    match zone.timestamp_millis_opt(ms).single() {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S %Z").to_string(),
+        None => ms.to_string(),
+    }
 }

@@ -70,6 +70,18 @@ enum_names!(
     "CATCH_UP_MODE_"
 );
 enum_names!(
+    dst_gap_policy,
+    parse_dst_gap_policy,
+    pb::DstGapPolicy,
+    "DST_GAP_POLICY_"
+);
+enum_names!(
+    dst_overlap_policy,
+    parse_dst_overlap_policy,
+    pb::DstOverlapPolicy,
+    "DST_OVERLAP_POLICY_"
+);
+enum_names!(
     route_strategy,
     parse_route_strategy,
     pb::RouteStrategy,
@@ -115,6 +127,8 @@ pub struct JobView {
     pub jitter_max_ms: i64,
     pub catch_up_window_ms: i64,
     pub catch_up_mode: String,
+    pub dst_gap_policy: String,
+    pub dst_overlap_policy: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -151,6 +165,8 @@ impl From<&pb::Job> for JobView {
             jitter_max_ms: job.jitter_max_ms,
             catch_up_window_ms: job.catch_up_window_ms,
             catch_up_mode: catch_up_mode(job.catch_up_mode),
+            dst_gap_policy: dst_gap_policy(job.dst_gap_policy),
+            dst_overlap_policy: dst_overlap_policy(job.dst_overlap_policy),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

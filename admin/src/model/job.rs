@@ -1,8 +1,8 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
 use super::{
-    BlockStrategy, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy,
-    ScheduleType,
+    BlockStrategy, CatchUpMode, DstPolicy, GlueType, GroupId, JobId, MisfireStrategy,
+    RouteStrategy, ScheduleType,
 };
 
 /// Whether the schedule is active.
@@ -33,6 +33,8 @@ pub struct SchedulePolicy {
     pub catch_up_window_ms: i64,
     /// Which missed occurrences inside the window run: the latest, or all.
     pub catch_up_mode: CatchUpMode,
+    /// What the cron does with local times its zone skips or repeats (`model::dst`).
+    pub dst: DstPolicy,
 }
 
 /// A job as stored.
@@ -115,6 +117,7 @@ impl Job {
         self.schedule_type != other.schedule_type
             || self.schedule_conf != other.schedule_conf
             || self.time_zone != other.time_zone
+            || self.policy.dst != other.policy.dst
     }
 
     /// Turns CRLF and lone CR into LF in the params and the script (see [`super::line_ends`]).

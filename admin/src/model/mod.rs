@@ -6,6 +6,7 @@ pub mod alarm_status;
 pub mod catch_up;
 pub mod clock;
 pub mod cron;
+pub mod dst;
 pub mod enums;
 pub mod executor;
 pub mod fire;
@@ -27,6 +28,7 @@ pub mod zone;
 pub use alarm_status::AlarmStatus;
 pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
+pub use dst::{DstGapPolicy, DstOverlapPolicy, DstPolicy};
 pub use enums::{
     AddressType, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus, ScheduleType,
     TriggerType,

@@ -197,6 +197,116 @@ func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+// A local time that does not exist in a job's zone (the clocks spring forward over it).
+type DstGapPolicy int32
+
+const (
+	DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED DstGapPolicy = 0
+	// Fire once at the first valid instant after the gap (03:00 when 02:00 jumps to 03:00);
+	// several times inside one gap make one fire. The behaviour of a job that sets nothing.
+	DstGapPolicy_DST_GAP_POLICY_NEXT_VALID_TIME DstGapPolicy = 1
+	// No fire that day: the time does not exist, like 30 February.
+	DstGapPolicy_DST_GAP_POLICY_SKIP DstGapPolicy = 2
+)
+
+// Enum value maps for DstGapPolicy.
+var (
+	DstGapPolicy_name = map[int32]string{
+		0: "DST_GAP_POLICY_UNSPECIFIED",
+		1: "DST_GAP_POLICY_NEXT_VALID_TIME",
+		2: "DST_GAP_POLICY_SKIP",
+	}
+	DstGapPolicy_value = map[string]int32{
+		"DST_GAP_POLICY_UNSPECIFIED":     0,
+		"DST_GAP_POLICY_NEXT_VALID_TIME": 1,
+		"DST_GAP_POLICY_SKIP":            2,
+	}
+)
+
+func (x DstGapPolicy) Enum() *DstGapPolicy {
+	p := new(DstGapPolicy)
+	*p = x
+	return p
+}
+
+func (x DstGapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DstGapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[3].Descriptor()
+}
+
+func (DstGapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[3]
+}
+
+func (x DstGapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DstGapPolicy.Descriptor instead.
+func (DstGapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+// A local time that occurs twice in a job's zone (the clocks fall back over it).
+type DstOverlapPolicy int32
+
+const (
+	DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED DstOverlapPolicy = 0
+	// Fire once, at the first occurrence (still daylight time). The behaviour of a job that sets
+	// nothing.
+	DstOverlapPolicy_DST_OVERLAP_POLICY_FIRST DstOverlapPolicy = 1
+	// Fire once, at the second occurrence (already standard time).
+	DstOverlapPolicy_DST_OVERLAP_POLICY_SECOND DstOverlapPolicy = 2
+	// Fire at both occurrences.
+	DstOverlapPolicy_DST_OVERLAP_POLICY_BOTH DstOverlapPolicy = 3
+)
+
+// Enum value maps for DstOverlapPolicy.
+var (
+	DstOverlapPolicy_name = map[int32]string{
+		0: "DST_OVERLAP_POLICY_UNSPECIFIED",
+		1: "DST_OVERLAP_POLICY_FIRST",
+		2: "DST_OVERLAP_POLICY_SECOND",
+		3: "DST_OVERLAP_POLICY_BOTH",
+	}
+	DstOverlapPolicy_value = map[string]int32{
+		"DST_OVERLAP_POLICY_UNSPECIFIED": 0,
+		"DST_OVERLAP_POLICY_FIRST":       1,
+		"DST_OVERLAP_POLICY_SECOND":      2,
+		"DST_OVERLAP_POLICY_BOTH":        3,
+	}
+)
+
+func (x DstOverlapPolicy) Enum() *DstOverlapPolicy {
+	p := new(DstOverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x DstOverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DstOverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[4].Descriptor()
+}
+
+func (DstOverlapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[4]
+}
+
+func (x DstOverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DstOverlapPolicy.Descriptor instead.
+func (DstOverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -411,9 +521,15 @@ type Job struct {
 	// fires inside the window run as catch_up_mode says; older ones get SKIPPED rows.
 	CatchUpWindowMs int64 `protobuf:"varint,29,opt,name=catch_up_window_ms,json=catchUpWindowMs,proto3" json:"catch_up_window_ms,omitempty"`
 	// Which missed fires inside the catch-up window run. UNSPECIFIED means LATEST.
-	CatchUpMode   CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CatchUpMode CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	// What a CRON schedule does with a local time its time_zone skips when the clocks spring
+	// forward (e.g. 02:30 on the night 02:00 jumps to 03:00). UNSPECIFIED means NEXT_VALID_TIME.
+	DstGapPolicy DstGapPolicy `protobuf:"varint,35,opt,name=dst_gap_policy,json=dstGapPolicy,proto3,enum=xjob.v1.DstGapPolicy" json:"dst_gap_policy,omitempty"`
+	// What a CRON schedule does with a local time its time_zone repeats when the clocks fall back
+	// (e.g. 02:30 on the night 03:00 goes back to 02:00). UNSPECIFIED means FIRST.
+	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -654,6 +770,20 @@ func (x *Job) GetCatchUpMode() CatchUpMode {
 		return x.CatchUpMode
 	}
 	return CatchUpMode_CATCH_UP_MODE_UNSPECIFIED
+}
+
+func (x *Job) GetDstGapPolicy() DstGapPolicy {
+	if x != nil {
+		return x.DstGapPolicy
+	}
+	return DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED
+}
+
+func (x *Job) GetDstOverlapPolicy() DstOverlapPolicy {
+	if x != nil {
+		return x.DstOverlapPolicy
+	}
+	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -2495,9 +2625,12 @@ type PreviewScheduleRequest struct {
 	// The job's jitter_max_ms: the response then also holds when each fire is sent.
 	JitterMaxMs int64 `protobuf:"varint,6,opt,name=jitter_max_ms,json=jitterMaxMs,proto3" json:"jitter_max_ms,omitempty"`
 	// The job the jitter is for (each job has its own spread); 0 = a job not created yet.
-	JobId         int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	JobId int64 `protobuf:"varint,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The job's daylight-saving policy for a CRON schedule (see Job); UNSPECIFIED = the default.
+	DstGapPolicy     DstGapPolicy     `protobuf:"varint,35,opt,name=dst_gap_policy,json=dstGapPolicy,proto3,enum=xjob.v1.DstGapPolicy" json:"dst_gap_policy,omitempty"`
+	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleRequest) Reset() {
@@ -2577,6 +2710,20 @@ func (x *PreviewScheduleRequest) GetJobId() int64 {
 		return x.JobId
 	}
 	return 0
+}
+
+func (x *PreviewScheduleRequest) GetDstGapPolicy() DstGapPolicy {
+	if x != nil {
+		return x.DstGapPolicy
+	}
+	return DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED
+}
+
+func (x *PreviewScheduleRequest) GetDstOverlapPolicy() DstOverlapPolicy {
+	if x != nil {
+		return x.DstOverlapPolicy
+	}
+	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
 }
 
 type PreviewScheduleResponse struct {
@@ -5359,7 +5506,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xa1\t\n" +
+	"maxDelayMs\"\xa7\n" +
+	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5399,7 +5547,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
 	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\x12+\n" +
 	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
-	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\"\xa1\x05\n" +
+	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\x12;\n" +
+	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -5520,7 +5670,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\x80\x02\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\x86\x03\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
@@ -5528,7 +5678,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
 	"\afrom_ms\x18\x05 \x01(\x03R\x06fromMs\x12\"\n" +
 	"\rjitter_max_ms\x18\x06 \x01(\x03R\vjitterMaxMs\x12\x15\n" +
-	"\x06job_id\x18\a \x01(\x03R\x05jobId\"i\n" +
+	"\x06job_id\x18\a \x01(\x03R\x05jobId\x12;\n" +
+	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"i\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
 	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
 	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\"\x95\x02\n" +
@@ -5734,7 +5886,16 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t*k\n" +
+	"\fDstGapPolicy\x12\x1e\n" +
+	"\x1aDST_GAP_POLICY_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eDST_GAP_POLICY_NEXT_VALID_TIME\x10\x01\x12\x17\n" +
+	"\x13DST_GAP_POLICY_SKIP\x10\x02*\x90\x01\n" +
+	"\x10DstOverlapPolicy\x12\"\n" +
+	"\x1eDST_OVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18DST_OVERLAP_POLICY_FIRST\x10\x01\x12\x1d\n" +
+	"\x19DST_OVERLAP_POLICY_SECOND\x10\x02\x12\x1b\n" +
+	"\x17DST_OVERLAP_POLICY_BOTH\x10\x032\xd3\x14\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5794,236 +5955,242 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 3: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 5: xjob.v1.Job
-	(*Log)(nil),                      // 6: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 52: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 56: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
-	(*User)(nil),                     // 60: xjob.v1.User
-	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 89: xjob.v1.AddressType
-	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 94: xjob.v1.GlueType
-	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
+	(DstGapPolicy)(0),                // 3: xjob.v1.DstGapPolicy
+	(DstOverlapPolicy)(0),            // 4: xjob.v1.DstOverlapPolicy
+	(*Group)(nil),                    // 5: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 6: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 7: xjob.v1.Job
+	(*Log)(nil),                      // 8: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 9: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 10: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 11: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 12: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 13: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 14: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 15: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 16: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 17: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 18: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 19: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 20: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 21: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 22: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 23: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 24: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 25: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 26: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 27: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 28: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 29: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 30: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 31: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 32: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 33: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 34: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 35: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 36: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 37: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 38: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 39: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 40: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 41: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 42: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 43: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 44: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 45: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 46: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 47: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 48: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 49: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 50: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 51: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 52: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 53: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 54: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 55: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 56: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 57: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 58: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 59: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 60: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 61: xjob.v1.LoopHealth
+	(*User)(nil),                     // 62: xjob.v1.User
+	(*ApiToken)(nil),                 // 63: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 64: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 65: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 66: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 67: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 68: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 69: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 70: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 71: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 72: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 73: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 74: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 75: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 76: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 77: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 78: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 79: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 80: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 81: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 82: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 83: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 84: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 85: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 86: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 87: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 88: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 89: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 90: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 91: xjob.v1.AddressType
+	(ScheduleType)(0),                // 92: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 93: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 94: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 95: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 96: xjob.v1.GlueType
+	(RunStatus)(0),                   // 97: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 98: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	91, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	92, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	93, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	94, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	95, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	6,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	96, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	86, // [86:123] is the sub-list for method output_type
-	49, // [49:86] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	3,  // 9: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
+	4,  // 10: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
+	97, // 11: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	98, // 12: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	5,  // 13: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	5,  // 14: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	5,  // 15: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	5,  // 16: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	5,  // 17: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	5,  // 18: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	7,  // 19: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	7,  // 20: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	7,  // 21: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	7,  // 22: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	7,  // 23: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	96, // 24: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	7,  // 25: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	27, // 26: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	27, // 27: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,  // 28: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	7,  // 29: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	7,  // 30: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	7,  // 31: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	92, // 32: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	3,  // 33: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
+	4,  // 34: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
+	97, // 35: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	8,  // 36: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	8,  // 37: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,  // 38: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	54, // 39: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	58, // 40: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	61, // 41: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	60, // 42: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	62, // 43: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	63, // 44: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	62, // 45: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	63, // 46: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	63, // 47: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	62, // 48: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	62, // 49: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	62, // 50: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	62, // 51: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	88, // 52: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	9,  // 53: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	11, // 54: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	13, // 55: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	15, // 56: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	17, // 57: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	19, // 58: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	21, // 59: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	23, // 60: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	25, // 61: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	34, // 62: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	36, // 63: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	38, // 64: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	40, // 65: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	28, // 66: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	30, // 67: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	32, // 68: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	42, // 69: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	44, // 70: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	46, // 71: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	48, // 72: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	50, // 73: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	52, // 74: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	55, // 75: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	57, // 76: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	64, // 77: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	66, // 78: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	68, // 79: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	70, // 80: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	72, // 81: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	74, // 82: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	76, // 83: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	78, // 84: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	80, // 85: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	82, // 86: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	84, // 87: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	86, // 88: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	89, // 89: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	10, // 90: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	12, // 91: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	14, // 92: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	16, // 93: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	18, // 94: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	20, // 95: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	22, // 96: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	24, // 97: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	26, // 98: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	35, // 99: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	37, // 100: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	39, // 101: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	41, // 102: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	29, // 103: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	31, // 104: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	33, // 105: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	43, // 106: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	45, // 107: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	47, // 108: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	49, // 109: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	51, // 110: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	53, // 111: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	56, // 112: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	59, // 113: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	65, // 114: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	67, // 115: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	69, // 116: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	71, // 117: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	73, // 118: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	75, // 119: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	77, // 120: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	79, // 121: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	81, // 122: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	83, // 123: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	85, // 124: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	87, // 125: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	90, // 126: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	90, // [90:127] is the sub-list for method output_type
+	53, // [53:90] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6038,7 +6205,7 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      5,
 			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,

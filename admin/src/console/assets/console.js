@@ -42,14 +42,18 @@
     var conf = form.querySelector('[name=schedule_conf]');
     var zone = form.querySelector('[name=time_zone]');
     var jitter = form.querySelector('[name=jitter_max_ms]');
+    var dstGap = form.querySelector('[name=dst_gap_policy]');
+    var dstOverlap = form.querySelector('[name=dst_overlap_policy]');
     // A saved job's jitter spreads its fires its own way: the preview asks for its id.
     var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
-    // The preview names the field it refused (`time_zone`, `schedule_conf` or
-    // `jitter_max_ms`): the error goes under that field, and the others are cleared.
+    // The preview names the field it refused (`time_zone`, `schedule_conf`, `jitter_max_ms`
+    // or a DST policy): the error goes under that field, and the others are cleared.
     var errors = {
       schedule_conf: document.getElementById('err-schedule_conf'),
       time_zone: document.getElementById('err-time_zone'),
-      jitter_max_ms: document.getElementById('err-jitter_max_ms')
+      jitter_max_ms: document.getElementById('err-jitter_max_ms'),
+      dst_gap_policy: document.getElementById('err-dst_gap_policy'),
+      dst_overlap_policy: document.getElementById('err-dst_overlap_policy')
     };
     function showError(field, text) {
       Object.keys(errors).forEach(function (name) {
@@ -64,7 +68,8 @@
     function show() {
       var query = new URLSearchParams({
         schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value,
-        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0'
+        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0',
+        dst_gap: dstGap ? dstGap.value : '', dst_overlap: dstOverlap ? dstOverlap.value : ''
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -100,7 +105,7 @@
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone, jitter].forEach(function (el) {
+    [type, conf, zone, jitter, dstGap, dstOverlap].forEach(function (el) {
       if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);

@@ -442,6 +442,16 @@ pub const EN: &[(&str, &str)] = &[
         "editor.catch_up_mode_hint",
         "which missed fires in the window run: the latest, or all in order",
     ),
+    ("editor.dst_gap", "DST gap"),
+    (
+        "editor.dst_gap_hint",
+        "a cron time the zone skips when clocks spring forward: run at the next valid time (the end of the gap), or skip that day",
+    ),
+    ("editor.dst_overlap", "DST overlap"),
+    (
+        "editor.dst_overlap_hint",
+        "a cron time the zone repeats when clocks fall back: run at the first occurrence, the second, or both",
+    ),
     ("editor.block", "Block"),
     ("editor.timeout", "Timeout"),
     (

@@ -2,9 +2,9 @@
 //! and booleans decode strictly as declared, text as `Dialect::text` reads it).
 
 use crate::model::{
-    AddressType, BlockStrategy, CatchUpMode, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
-    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType,
-    TriggerType,
+    AddressType, BlockStrategy, CatchUpMode, DstGapPolicy, DstOverlapPolicy, DstPolicy,
+    ExecutorInfo, GlueType, Group, Job, JobId, JobStatus, MisfireStrategy, RetryBackoff,
+    RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType, TriggerType,
 };
 use crate::store::dialect::Dialect;
 use crate::store::error::{StoreError, StoreResult};
@@ -90,6 +90,10 @@ pub fn job_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Job> {
             jitter_max_ms: row.get("jitter_max_ms")?,
             catch_up_window_ms: row.get("catch_up_window_ms")?,
             catch_up_mode: row.parse("catch_up_mode", CatchUpMode::parse)?,
+            dst: DstPolicy {
+                gap: row.parse("dst_gap_policy", DstGapPolicy::parse)?,
+                overlap: row.parse("dst_overlap_policy", DstOverlapPolicy::parse)?,
+            },
         },
         status: if trigger_status == 1 {
             JobStatus::Running
