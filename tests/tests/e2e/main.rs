@@ -6,6 +6,7 @@ mod alarms;
 mod basics;
 mod block_strategies;
 mod children;
+mod dst_policy;
 mod groovy;
 mod keepalive;
 mod kill;
