@@ -29,6 +29,10 @@ pub struct PreviewArgs {
     /// The job the jitter is for (each job spreads its fires its own way); 0 = a new job.
     #[arg(long, value_name = "ID", default_value_t = 0)]
     job: i64,
+    /// Start after this instant (RFC 3339, e.g. 2027-10-30T12:00:00Z) instead of now: see a
+    /// schedule around a date, such as a daylight-saving change.
+    #[arg(long, value_name = "TIME", value_parser = parse_instant)]
+    from: Option<i64>,
     /// A cron time the zone skips (spring forward): next-valid-time (default) or skip.
     #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_gap_policy)]
     dst_gap: Option<i32>,
@@ -49,6 +53,17 @@ fn parse_ms(text: &str) -> Result<i64, String> {
     i64::try_from(duration.as_millis()).map_err(|_| format!("'{text}' is too long"))
 }
 
+/// An RFC 3339 instant as epoch milliseconds (not before 1970: the admin reads 0 as now).
+fn parse_instant(text: &str) -> Result<i64, String> {
+    let at = chrono::DateTime::parse_from_rfc3339(text.trim()).map_err(|error| {
+        format!("'{text}' is not an RFC 3339 time (2027-10-30T12:00:00Z): {error}")
+    })?;
+    match at.timestamp_millis() {
+        ms if ms > 0 => Ok(ms),
+        _ => Err(format!("'{text}' is before 1970")),
+    }
+}
+
 pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(), CliError> {
     // With --tz, each time is also shown in that zone with its abbreviation, so a time the zone
     // repeats (02:30 CEST, then 02:30 CET) reads as the two instants it is.
@@ -58,7 +73,7 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         schedule_conf: args.conf,
         time_zone: args.tz,
         count: args.count,
-        from_ms: 0,
+        from_ms: args.from.unwrap_or(0),
         jitter_max_ms: args.jitter,
         job_id: args.job,
         dst_gap_policy: args.dst_gap.unwrap_or(0),
