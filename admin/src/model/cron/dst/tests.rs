@@ -296,3 +296,61 @@ fn utc_and_zones_without_daylight_saving_are_untouched_by_the_policy() {
         }
     }
 }
+
+/// Over most of a year in zones with one-hour, half-hour and southern-hemisphere transitions: each
+/// policy's fires strictly increase; with `SKIP` every fire is at a wall time the expression
+/// matches; `BOTH` fires exactly at the union of `FIRST` and `SECOND`.
+#[test]
+fn every_policy_walks_forward_and_both_is_the_union_of_first_and_second() {
+    use std::collections::BTreeSet;
+    let zones = [Berlin, Lord_Howe, chrono_tz::America::Santiago];
+    let exprs = [
+        "0 10/30 * * * ?",
+        "0 30 2 * * ?",
+        "0 0 0-3 ? * SUN",
+        "0 45 1 * * ?",
+    ];
+    // Every transition of these zones in 2027 falls between March and mid-November.
+    let from = at(UTC, "2027-03-01 00:00:00");
+    let until = at(UTC, "2027-11-15 00:00:00");
+    for tz in zones {
+        for expr in exprs {
+            let cron = CronExpr::parse(expr).unwrap();
+            let walk = |gap, overlap| {
+                let policy = DstPolicy { gap, overlap };
+                let mut out = Vec::new();
+                let mut cursor = from;
+                while let Some(next) = cron.next_after_with(cursor, tz, policy) {
+                    assert!(
+                        next > cursor,
+                        "{tz} {expr} {policy:?}: {next} after {cursor}"
+                    );
+                    if next > until {
+                        break;
+                    }
+                    out.push(next);
+                    cursor = next;
+                }
+                out
+            };
+            for gap in [NEXT, SKIP] {
+                let first = walk(gap, FIRST);
+                let second = walk(gap, SECOND);
+                let both: BTreeSet<i64> = walk(gap, BOTH).into_iter().collect();
+                let union: BTreeSet<i64> = first.iter().chain(&second).copied().collect();
+                assert_eq!(both, union, "{tz} {expr} {gap:?}");
+                if gap == SKIP {
+                    for &ms in &both {
+                        let wall = tz.timestamp_millis_opt(ms).unwrap().naive_local();
+                        assert_eq!(
+                            cron.next_local(wall),
+                            Some(wall),
+                            "{tz} {expr} {}",
+                            show(tz, ms)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
