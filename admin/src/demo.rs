@@ -159,6 +159,7 @@ async fn start_job(ctx: &AdminContext, job: &Job) -> Result<(), crate::error::Er
         job.schedule_type,
         &job.schedule_conf,
         ctx.config.default_time_zone(),
+        job.policy.dst,
         now_ms() + 5000,
     )
     .map_err(crate::error::Error::InvalidArgument)?;

@@ -157,6 +157,14 @@ pub struct JobFields {
     /// What the calendar means: skip (its times are a blackout) or only (run only in it).
     #[arg(long, value_name = "MODE", value_parser = view::parse_calendar_mode)]
     calendar_mode: Option<i32>,
+    /// A cron time the zone skips when clocks spring forward (dst_gap_policy):
+    /// next-valid-time (run at the end of the gap, the default) or skip (not that day).
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_gap_policy)]
+    dst_gap: Option<i32>,
+    /// A cron time the zone repeats when clocks fall back (dst_overlap_policy): first (the
+    /// default), second or both.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_overlap_policy)]
+    dst_overlap: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -431,6 +439,8 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.catch_up_mode, fields.catch_up_mode);
     set(&mut job.calendar, fields.calendar);
     set(&mut job.calendar_mode, fields.calendar_mode);
+    set(&mut job.dst_gap_policy, fields.dst_gap);
+    set(&mut job.dst_overlap_policy, fields.dst_overlap);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -528,6 +538,14 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
         )
         .add("catch-up", catch_up_text(job))
         .add("calendar", calendar_text(job))
+        .add(
+            "dst",
+            format!(
+                "gap {}, overlap {}",
+                render_policy(&job.dst_gap_policy),
+                render_policy(&job.dst_overlap_policy)
+            ),
+        )
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())
@@ -597,6 +615,11 @@ fn calendar_text(job: &JobView) -> String {
         (name, "ONLY") => format!("{name} (runs only inside it)"),
         (name, _) => format!("{name} (skips its times)"),
     }
+}
+
+/// A policy as its CLI flag spells it: `NEXT_VALID_TIME` → `next-valid-time`.
+fn render_policy(name: &str) -> String {
+    name.to_lowercase().replace('_', "-")
 }
 
 /// The catch-up line of `jobs show`: "off", or the window and the mode.

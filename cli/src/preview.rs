@@ -35,6 +35,16 @@ pub struct PreviewArgs {
     /// What the calendar means: skip (its times are a blackout) or only (run only in it).
     #[arg(long, value_name = "MODE", value_parser = view::parse_calendar_mode, default_value = "skip")]
     calendar_mode: i32,
+    /// Start after this instant (RFC 3339, e.g. 2027-10-30T12:00:00Z) instead of now: see a
+    /// schedule around a date, such as a daylight-saving change.
+    #[arg(long, value_name = "TIME", value_parser = parse_instant)]
+    from: Option<i64>,
+    /// A cron time the zone skips (spring forward): next-valid-time (default) or skip.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_gap_policy)]
+    dst_gap: Option<i32>,
+    /// A cron time the zone repeats (fall back): first (default), second or both.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_overlap_policy)]
+    dst_overlap: Option<i32>,
 }
 
 #[derive(Serialize)]
@@ -52,17 +62,33 @@ fn parse_ms(text: &str) -> Result<i64, String> {
     i64::try_from(duration.as_millis()).map_err(|_| format!("'{text}' is too long"))
 }
 
+/// An RFC 3339 instant as epoch milliseconds (not before 1970: the admin reads 0 as now).
+fn parse_instant(text: &str) -> Result<i64, String> {
+    let at = chrono::DateTime::parse_from_rfc3339(text.trim()).map_err(|error| {
+        format!("'{text}' is not an RFC 3339 time (2027-10-30T12:00:00Z): {error}")
+    })?;
+    match at.timestamp_millis() {
+        ms if ms > 0 => Ok(ms),
+        _ => Err(format!("'{text}' is before 1970")),
+    }
+}
+
 pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(), CliError> {
+    // With --tz, each time is also shown in that zone with its abbreviation, so a time the zone
+    // repeats (02:30 CEST, then 02:30 CET) reads as the two instants it is.
+    let zone: Option<chrono_tz::Tz> = args.tz.trim().parse().ok();
     let request = pb::PreviewScheduleRequest {
         schedule_type: args.schedule_type,
         schedule_conf: args.conf,
         time_zone: args.tz,
         count: args.count,
-        from_ms: 0,
+        from_ms: args.from.unwrap_or(0),
         jitter_max_ms: args.jitter,
         job_id: args.job,
         calendar: args.calendar.clone(),
         calendar_mode: args.calendar_mode,
+        dst_gap_policy: args.dst_gap.unwrap_or(0),
+        dst_overlap_policy: args.dst_overlap.unwrap_or(0),
     };
     let preview = client.preview_schedule(request).await?.into_inner();
     let fires: Vec<Fire> = preview
@@ -84,6 +110,9 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
     let with_calendar = !args.calendar.is_empty();
     out.list(&fires, "This schedule never fires.", |fires| {
         let mut headers = vec!["FIRE TIME (LOCAL)"];
+        if zone.is_some() {
+            headers.push("IN ZONE");
+        }
         if jittered {
             headers.push("SENT AT (JITTER)");
         }
@@ -94,6 +123,9 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         let mut table = Table::new(&headers);
         for fire in fires {
             let mut row = vec![render::time(fire.fire_time_ms)];
+            if let Some(zone) = zone {
+                row.push(in_zone(fire.fire_time_ms, zone));
+            }
             if jittered {
                 row.push(render::time(fire.dispatch_time_ms));
             }
@@ -109,4 +141,13 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         }
         table
     })
+}
+
+/// `ms` as a wall time in `zone` with the zone's abbreviation (`2027-10-31 02:30:00 CET`).
+fn in_zone(ms: i64, zone: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    match zone.timestamp_millis_opt(ms).single() {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S %Z").to_string(),
+        None => ms.to_string(),
+    }
 }

@@ -76,6 +76,18 @@ enum_names!(
     "CATCH_UP_MODE_"
 );
 enum_names!(
+    dst_gap_policy,
+    parse_dst_gap_policy,
+    pb::DstGapPolicy,
+    "DST_GAP_POLICY_"
+);
+enum_names!(
+    dst_overlap_policy,
+    parse_dst_overlap_policy,
+    pb::DstOverlapPolicy,
+    "DST_OVERLAP_POLICY_"
+);
+enum_names!(
     route_strategy,
     parse_route_strategy,
     pb::RouteStrategy,
@@ -123,6 +135,8 @@ pub struct JobView {
     pub catch_up_mode: String,
     pub calendar: String,
     pub calendar_mode: String,
+    pub dst_gap_policy: String,
+    pub dst_overlap_policy: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -161,6 +175,8 @@ impl From<&pb::Job> for JobView {
             catch_up_mode: catch_up_mode(job.catch_up_mode),
             calendar: job.calendar.clone(),
             calendar_mode: calendar_mode(job.calendar_mode),
+            dst_gap_policy: dst_gap_policy(job.dst_gap_policy),
+            dst_overlap_policy: dst_overlap_policy(job.dst_overlap_policy),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

@@ -4,7 +4,7 @@
 use xjob_proto::pb;
 
 use crate::error::Error;
-use crate::model::{CatchUpMode, SchedulePolicy};
+use crate::model::{CatchUpMode, DstGapPolicy, DstOverlapPolicy, DstPolicy, SchedulePolicy};
 
 /// The policy fields of a job off the wire (`prefix` names the fields in errors; the values are
 /// checked by `model::validate`).
@@ -13,6 +13,7 @@ pub fn policy_from_pb(job: &pb::Job, prefix: &str) -> Result<SchedulePolicy, Err
         jitter_max_ms: job.jitter_max_ms,
         catch_up_window_ms: job.catch_up_window_ms,
         catch_up_mode: catch_up_mode_from_pb(job.catch_up_mode, prefix)?,
+        dst: dst_from_pb(job.dst_gap_policy, job.dst_overlap_policy, prefix)?,
     })
 }
 
@@ -23,6 +24,15 @@ pub fn policy_to_pb(policy: &SchedulePolicy, job: &mut pb::Job) {
     job.catch_up_mode = match policy.catch_up_mode {
         CatchUpMode::Latest => pb::CatchUpMode::Latest,
         CatchUpMode::All => pb::CatchUpMode::All,
+    } as i32;
+    job.dst_gap_policy = match policy.dst.gap {
+        DstGapPolicy::NextValidTime => pb::DstGapPolicy::NextValidTime,
+        DstGapPolicy::Skip => pb::DstGapPolicy::Skip,
+    } as i32;
+    job.dst_overlap_policy = match policy.dst.overlap {
+        DstOverlapPolicy::First => pb::DstOverlapPolicy::First,
+        DstOverlapPolicy::Second => pb::DstOverlapPolicy::Second,
+        DstOverlapPolicy::Both => pb::DstOverlapPolicy::Both,
     } as i32;
 }
 
@@ -36,4 +46,36 @@ fn catch_up_mode_from_pb(value: i32, prefix: &str) -> Result<CatchUpMode, Error>
             format!("unknown value {value} (LATEST = 1, ALL = 2)"),
         )),
     }
+}
+
+/// A job's (or a preview's) daylight-saving policy off the wire. UNSPECIFIED is the default
+/// of each half, so a client that never heard of the policy keeps today's behaviour.
+pub fn dst_from_pb(gap: i32, overlap: i32, prefix: &str) -> Result<DstPolicy, Error> {
+    let field = |name| crate::model::validate::field_name(prefix, name);
+    let gap = match pb::DstGapPolicy::try_from(gap) {
+        Ok(pb::DstGapPolicy::Unspecified | pb::DstGapPolicy::NextValidTime) => {
+            DstGapPolicy::NextValidTime
+        }
+        Ok(pb::DstGapPolicy::Skip) => DstGapPolicy::Skip,
+        Err(_) => {
+            return Err(Error::invalid(
+                &field("dst_gap_policy"),
+                format!("unknown value {gap} (NEXT_VALID_TIME = 1, SKIP = 2)"),
+            ));
+        }
+    };
+    let overlap = match pb::DstOverlapPolicy::try_from(overlap) {
+        Ok(pb::DstOverlapPolicy::Unspecified | pb::DstOverlapPolicy::First) => {
+            DstOverlapPolicy::First
+        }
+        Ok(pb::DstOverlapPolicy::Second) => DstOverlapPolicy::Second,
+        Ok(pb::DstOverlapPolicy::Both) => DstOverlapPolicy::Both,
+        Err(_) => {
+            return Err(Error::invalid(
+                &field("dst_overlap_policy"),
+                format!("unknown value {overlap} (FIRST = 1, SECOND = 2, BOTH = 3)"),
+            ));
+        }
+    };
+    Ok(DstPolicy { gap, overlap })
 }

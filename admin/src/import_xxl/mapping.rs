@@ -205,7 +205,13 @@ fn start(job: &mut Job, options: &MapOptions, notes: &mut Vec<String>) -> Result
     )
     .map_err(|refusal| vec![refusal.to_string()])?;
     let from_ms = options.now_ms + SCHEDULE_CHANGE_DELAY_MS;
-    match next_fire_after(job.schedule_type, &job.schedule_conf, zone, from_ms) {
+    match next_fire_after(
+        job.schedule_type,
+        &job.schedule_conf,
+        zone,
+        job.policy.dst,
+        from_ms,
+    ) {
         Ok(Some(next)) => {
             job.status = JobStatus::Running;
             job.trigger_next_ms = next;

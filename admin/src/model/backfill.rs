@@ -101,9 +101,13 @@ pub fn next_occurrence(
             interval_seconds(&job.schedule_conf)?;
             Some(ceil_to_second(range_from_ms))
         }
-        ScheduleType::Cron | ScheduleType::FixRate => {
-            next_fire_after(job.schedule_type, &job.schedule_conf, zone, after_ms)?
-        }
+        ScheduleType::Cron | ScheduleType::FixRate => next_fire_after(
+            job.schedule_type,
+            &job.schedule_conf,
+            zone,
+            job.policy.dst,
+            after_ms,
+        )?,
         ScheduleType::FixDelay | ScheduleType::None => {
             return Err(no_occurrences(job.schedule_type));
         }

@@ -36,18 +36,20 @@
 //!
 //! The expression is matched against local wall-clock time in the zone given
 //! to [`CronExpr::next_after`]; the matching wall time is then mapped to an
-//! instant:
+//! instant by the job's [`DstPolicy`](super::dst::DstPolicy) (the `dst`
+//! child module). By default:
 //!
 //! * **Gap (spring forward)**: a wall time that does not exist fires once, at
 //!   the first valid instant after the gap (the instant the gap ends, e.g.
 //!   03:00 local when clocks jump from 02:00 to 03:00). Several scheduled
 //!   times inside the same gap all map to that single instant, so it fires
-//!   only once.
+//!   only once. With `Skip` it does not fire.
 //! * **Overlap (fall back)**: a wall time that occurs twice fires once, at
 //!   its first (earlier, daylight-time) occurrence. Each wall-clock time fires
 //!   at most once, so wall times repeated during the second pass are skipped:
 //!   an every-30-minutes job fires at 02:00 and 02:30 daylight time and then
-//!   at 03:00 standard time, with nothing during the repeated hour.
+//!   at 03:00 standard time, with nothing during the repeated hour. `Second`
+//!   fires at the second occurrence instead, `Both` at each.
 //!
 //! The result is always strictly later than the reference instant, also when
 //! that instant lies inside the repeated hour.
@@ -55,9 +57,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{
-    DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, TimeDelta, TimeZone, Timelike,
-};
+use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use chrono_tz::Tz;
 
 /// Last year the evaluator searches (inclusive): roughly "now + 100 years",
@@ -340,25 +340,6 @@ impl CronExpr {
         })
     }
 
-    /// First fire time strictly after `after_ms` (epoch milliseconds),
-    /// evaluated in zone `tz`. The result is epoch milliseconds on a whole
-    /// second; `None` if there is no fire time up to [`MAX_YEAR`].
-    pub fn next_after(&self, after_ms: i64, tz: Tz) -> Option<i64> {
-        let start = after_ms.div_euclid(1000).checked_add(1)?;
-        let mut from = start_wall(tz, start)?;
-        loop {
-            let wall = self.next_local(from)?;
-            let secs = resolve(tz, wall)?;
-            if secs >= start {
-                return secs.checked_mul(1000);
-            }
-            // Unreachable when `start_wall` did its job; kept so that a
-            // surprising zone rule can only cost iterations, never a result
-            // that goes backwards.
-            from = wall + TimeDelta::seconds(1);
-        }
-    }
-
     /// The next `count` fire times after `after_ms`, strictly increasing
     /// (fewer if the schedule ends before [`MAX_YEAR`]).
     pub fn upcoming(&self, after_ms: i64, tz: Tz, count: usize) -> Vec<i64> {
@@ -509,70 +490,6 @@ impl Cursor {
             self.second,
         )
     }
-}
-
-/// Wall-clock time from which to search for the first fire at or after the
-/// instant `start` (epoch seconds).
-///
-/// If `start` lies in the second pass of a fall-back overlap, every wall
-/// time of that overlap already fired during the first pass (which is
-/// before `start`), so the search begins where the overlap ends.
-fn start_wall(tz: Tz, start: i64) -> Option<NaiveDateTime> {
-    let wall = DateTime::from_timestamp(start, 0)?
-        .with_timezone(&tz)
-        .naive_local();
-    if wall.year() > MAX_YEAR {
-        return None;
-    }
-    match tz.from_local_datetime(&wall) {
-        LocalResult::Ambiguous(first, _) if first.timestamp() != start => {
-            end_of_transition(tz, wall)
-        }
-        _ => Some(wall),
-    }
-}
-
-/// Maps a matching wall time to the instant (epoch seconds) at which it fires:
-/// unique times map directly, repeated times to their first occurrence, and
-/// skipped times to the instant the gap ends.
-fn resolve(tz: Tz, wall: NaiveDateTime) -> Option<i64> {
-    match tz.from_local_datetime(&wall) {
-        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t.timestamp()),
-        LocalResult::None => {
-            let end = end_of_transition(tz, wall)?;
-            tz.from_local_datetime(&end)
-                .earliest()
-                .map(|t| t.timestamp())
-        }
-    }
-}
-
-/// First wall time after `wall` (which lies in a gap or an overlap) that maps
-/// to exactly one instant, to the second. Transitions are at most a day or
-/// so long, so gallop forward in doubling steps, then bisect.
-fn end_of_transition(tz: Tz, wall: NaiveDateTime) -> Option<NaiveDateTime> {
-    let is_single = |t: NaiveDateTime| matches!(tz.from_local_datetime(&t), LocalResult::Single(_));
-    let mut lo = wall;
-    let mut step = 3600;
-    let mut hi = lo + TimeDelta::seconds(step);
-    while !is_single(hi) {
-        // No real zone has a transition anywhere near this long.
-        if step > 8 * 86_400 {
-            return None;
-        }
-        lo = hi;
-        step *= 2;
-        hi = lo + TimeDelta::seconds(step);
-    }
-    while (hi - lo).num_seconds() > 1 {
-        let mid = lo + TimeDelta::seconds((hi - lo).num_seconds() / 2);
-        if is_single(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
 }
 
 /// Parses the day-of-month and day-of-week fields into the single active rule.
@@ -741,6 +658,8 @@ fn parse_number(text: &str) -> Option<u32> {
     }
     text.parse().ok()
 }
+
+mod dst;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
 use super::{
-    BlockStrategy, CalendarMode, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy,
+    BlockStrategy, CalendarMode, CatchUpMode, DstPolicy, GlueType, GroupId, JobId, MisfireStrategy,
     RouteStrategy, ScheduleType,
 };
 
@@ -33,6 +33,8 @@ pub struct SchedulePolicy {
     pub catch_up_window_ms: i64,
     /// Which missed occurrences inside the window run: the latest, or all.
     pub catch_up_mode: CatchUpMode,
+    /// What the cron does with local times its zone skips or repeats (`model::dst`).
+    pub dst: DstPolicy,
 }
 
 /// A job as stored.
@@ -122,6 +124,7 @@ impl Job {
         self.schedule_type != other.schedule_type
             || self.schedule_conf != other.schedule_conf
             || self.time_zone != other.time_zone
+            || self.policy.dst != other.policy.dst
     }
 
     /// Turns CRLF and lone CR into LF in the params and the script (see [`super::line_ends`]).

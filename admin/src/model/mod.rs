@@ -9,6 +9,7 @@ pub mod calendar_mode;
 pub mod catch_up;
 pub mod clock;
 pub mod cron;
+pub mod dst;
 pub mod enums;
 pub mod executor;
 pub mod fire;
@@ -33,6 +34,7 @@ pub use calendar::{Calendar, CalendarBook};
 pub use calendar_mode::CalendarMode;
 pub use catch_up::CatchUpMode;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, system_clock};
+pub use dst::{DstGapPolicy, DstOverlapPolicy, DstPolicy};
 pub use enums::{
     AddressType, BackfillState, BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, RunStatus,
     ScheduleType, TriggerType,

@@ -4,8 +4,8 @@
 
 use chrono_tz::Tz;
 
-use super::ScheduleType;
 use super::cron::CronExpr;
+use super::{DstPolicy, ScheduleType};
 
 /// `trigger_next_ms` of a running FIX_DELAY job whose last fire has not finished yet: later than
 /// any scan window, so the job is not read until the follow-up sets `finished + delay`.
@@ -15,20 +15,22 @@ pub const AWAITING_COMPLETION_MS: i64 = i64::MAX;
 /// "takes effect after 5 s", so the fire never lands inside the scan's current pre-read window).
 pub const SCHEDULE_CHANGE_DELAY_MS: i64 = 5_000;
 
-/// Next fire strictly after `from_ms`: cron in `time_zone`; FIX_RATE and FIX_DELAY seconds
+/// Next fire strictly after `from_ms`: cron in `time_zone` with the job's daylight-saving
+/// policy `dst` (`model::dst`); FIX_RATE and FIX_DELAY seconds
 /// rounded up to a whole second (for FIX_DELAY, `from_ms` is when the previous run finished, or
 /// StartJob's "now + 5 s"). None for NONE schedules or a cron with no future fire.
 pub fn next_fire_after(
     schedule_type: ScheduleType,
     schedule_conf: &str,
     time_zone: Tz,
+    dst: DstPolicy,
     from_ms: i64,
 ) -> Result<Option<i64>, String> {
     match schedule_type {
         ScheduleType::Cron => {
             let cron = CronExpr::parse(schedule_conf)
                 .map_err(|error| format!("invalid cron '{schedule_conf}': {error}"))?;
-            Ok(cron.next_after(from_ms, time_zone))
+            Ok(cron.next_after_with(from_ms, time_zone, dst))
         }
         ScheduleType::FixRate | ScheduleType::FixDelay => {
             let seconds = interval_seconds(schedule_conf)?;
@@ -71,25 +73,67 @@ mod tests {
     #[test]
     fn fix_delay_next_fire_is_the_delay_after_the_given_instant() {
         assert_eq!(
-            next_fire_after(ScheduleType::FixDelay, "3", chrono_tz::UTC, T0 + 1),
+            next_fire_after(
+                ScheduleType::FixDelay,
+                "3",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0 + 1
+            ),
             Ok(Some(T0 + 4000))
         );
-        assert!(next_fire_after(ScheduleType::FixDelay, "x", chrono_tz::UTC, T0).is_err());
+        assert!(
+            next_fire_after(
+                ScheduleType::FixDelay,
+                "x",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn fix_rate_rounds_up_to_whole_seconds_and_rejects_bad_periods() {
         assert_eq!(
-            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0 + 1),
+            next_fire_after(
+                ScheduleType::FixRate,
+                "5",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0 + 1
+            ),
             Ok(Some(T0 + 6000))
         );
         assert_eq!(
-            next_fire_after(ScheduleType::FixRate, "5", chrono_tz::UTC, T0),
+            next_fire_after(
+                ScheduleType::FixRate,
+                "5",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0
+            ),
             Ok(Some(T0 + 5000))
         );
-        assert!(next_fire_after(ScheduleType::FixRate, "0", chrono_tz::UTC, T0).is_err());
+        assert!(
+            next_fire_after(
+                ScheduleType::FixRate,
+                "0",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0
+            )
+            .is_err()
+        );
         assert_eq!(
-            next_fire_after(ScheduleType::None, "", chrono_tz::UTC, T0),
+            next_fire_after(
+                ScheduleType::None,
+                "",
+                chrono_tz::UTC,
+                DstPolicy::default(),
+                T0
+            ),
             Ok(None)
         );
     }
@@ -103,7 +147,13 @@ mod tests {
             (&*i64::MAX.to_string(), T0),
         ] {
             assert_eq!(
-                next_fire_after(ScheduleType::FixRate, conf, chrono_tz::UTC, from_ms),
+                next_fire_after(
+                    ScheduleType::FixRate,
+                    conf,
+                    chrono_tz::UTC,
+                    DstPolicy::default(),
+                    from_ms
+                ),
                 Ok(None),
                 "conf {conf} from {from_ms}"
             );
@@ -115,6 +165,7 @@ mod tests {
                 ScheduleType::FixRate,
                 "1",
                 chrono_tz::UTC,
+                DstPolicy::default(),
                 last_second - 1000
             ),
             Ok(Some(last_second))

@@ -14,7 +14,9 @@ use crate::model::catch_up::MAX_CATCH_UP_WINDOW_MS;
 use crate::model::cron::CronExpr;
 use crate::model::jitter::MAX_JITTER_MS;
 use crate::model::parse_time_zone;
-use crate::model::{AddressType, GlueType, Group, Job, JobId, ScheduleType};
+use crate::model::{
+    AddressType, DstGapPolicy, DstPolicy, GlueType, Group, Job, JobId, ScheduleType,
+};
 
 /// Why a job or group was refused (the API answers INVALID_ARGUMENT or UNIMPLEMENTED).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +87,7 @@ pub fn validate_job(job: &Job, limits: &JobLimits, prefix: &str) -> Result<(), R
     if !job.calendar.is_empty() {
         validate_calendar_name(&job.calendar, &field("calendar"))?;
     }
+    validate_dst(job.schedule_type, job.policy.dst, prefix)?;
     require_non_negative(job.timeout_ms, &field("timeout_ms"))?;
     require_non_negative(i64::from(job.fail_retry_count), &field("fail_retry_count"))?;
     validate_retry_backoff(job, prefix)?;
@@ -601,6 +604,31 @@ pub fn validate_calendar_name(name: &str, field: &str) -> Result<(), Refusal> {
         ));
     }
     Ok(())
+}
+
+/// Checks a job's daylight-saving policy: it shapes CRON schedules only, so a FIX_RATE,
+/// FIX_DELAY or NONE job that sets it is refused rather than left to believe it applies. A CRON
+/// job in UTC or another zone without daylight saving may set it; it then never comes into play.
+pub fn validate_dst(
+    schedule_type: ScheduleType,
+    dst: DstPolicy,
+    prefix: &str,
+) -> Result<(), Refusal> {
+    if schedule_type == ScheduleType::Cron || dst.is_default() {
+        return Ok(());
+    }
+    let (name, value) = if dst.gap != DstGapPolicy::default() {
+        ("dst_gap_policy", dst.gap.as_str())
+    } else {
+        ("dst_overlap_policy", dst.overlap.as_str())
+    };
+    Err(Refusal::invalid(
+        &field_name(prefix, name),
+        format!(
+            "{value} applies to CRON schedules only (local times a zone skips or repeats); \
+             a {schedule_type} schedule has none, leave it unset"
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -163,6 +163,7 @@ fn fix_delay_release(run: &RunLog, job: &Job, finished_ms: i64) -> Option<FixDel
         job.schedule_type,
         &job.schedule_conf,
         chrono_tz::UTC,
+        job.policy.dst,
         finished_ms,
     ) {
         Ok(Some(next_fire_ms)) => Some(FixDelayRelease {

@@ -235,7 +235,7 @@ mod tests {
     use super::*;
 
     use crate::model::next_fire::{AWAITING_COMPLETION_MS, next_fire_after};
-    use crate::model::{GroupId, JobId, ScheduleType};
+    use crate::model::{DstGapPolicy, DstOverlapPolicy, DstPolicy, GroupId, JobId, ScheduleType};
 
     const T0: i64 = 1_800_000_000_000; // a whole second
 
@@ -377,10 +377,22 @@ mod tests {
     /// Runs scans the way the scan loop does (each a little before the next due fire) from
     /// `from` until `until`, in `zone`; returns every planned fire time.
     fn fires_across(conf: &str, zone: &str, from: i64, until: i64) -> Vec<i64> {
+        fires_across_with(conf, zone, DstPolicy::default(), from, until)
+    }
+
+    /// [`fires_across`] for a job with the daylight-saving policy `dst`.
+    fn fires_across_with(
+        conf: &str,
+        zone: &str,
+        dst: DstPolicy,
+        from: i64,
+        until: i64,
+    ) -> Vec<i64> {
         let mut scanned = job(ScheduleType::Cron, conf, 0);
         scanned.time_zone = zone.to_string();
+        scanned.policy.dst = dst;
         let tz = job_time_zone(&scanned, chrono_tz::UTC);
-        scanned.trigger_next_ms = next_fire_after(ScheduleType::Cron, conf, tz, from)
+        scanned.trigger_next_ms = next_fire_after(ScheduleType::Cron, conf, tz, dst, from)
             .ok()
             .flatten()
             .unwrap_or(i64::MAX);
@@ -398,6 +410,41 @@ mod tests {
         chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S")
             .map(|wall| wall.and_utc().timestamp_millis())
             .unwrap_or_else(|error| panic!("bad test time {text}: {error}"))
+    }
+
+    #[test]
+    fn the_scan_plans_each_occurrence_the_jobs_dst_policy_gives() {
+        // Berlin 2027: 02:00 CET jumps to 03:00 CEST on 03-28, 03:00 CEST falls back to
+        // 02:00 CET on 10-31. Skip leaves the day of the gap out; both runs 02:30 twice.
+        let skip = DstPolicy {
+            gap: DstGapPolicy::Skip,
+            overlap: DstOverlapPolicy::First,
+        };
+        let spring = fires_across_with(
+            "0 30 2 * * ?",
+            "Europe/Berlin",
+            skip,
+            utc_ms("2027-03-27 12:00:00"),
+            utc_ms("2027-03-29 12:00:00"),
+        );
+        assert_eq!(spring, ["2027-03-29 00:30:00"].map(utc_ms).to_vec());
+        let both = DstPolicy {
+            gap: DstGapPolicy::NextValidTime,
+            overlap: DstOverlapPolicy::Both,
+        };
+        let fall = fires_across_with(
+            "0 30 2 * * ?",
+            "Europe/Berlin",
+            both,
+            utc_ms("2027-10-30 12:00:00"),
+            utc_ms("2027-11-01 12:00:00"),
+        );
+        let expected = [
+            "2027-10-31 00:30:00",
+            "2027-10-31 01:30:00",
+            "2027-11-01 01:30:00",
+        ];
+        assert_eq!(fall, expected.map(utc_ms).to_vec());
     }
 
     #[test]

@@ -489,6 +489,35 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
         "{followed:?}"
     );
 
+    // The daylight-saving policy by its flags, in JSON and in `jobs show`.
+    let dst = xjob_json(
+        url,
+        &[
+            "jobs",
+            "update",
+            job_arg,
+            "--tz",
+            "Europe/Berlin",
+            "--dst-gap",
+            "skip",
+            "--dst-overlap",
+            "both",
+        ],
+    )
+    .await?;
+    assert_eq!(
+        (&dst["dst_gap_policy"], &dst["dst_overlap_policy"]),
+        (&Value::from("SKIP"), &Value::from("BOTH")),
+        "{dst}"
+    );
+    let shown = xjob(url, &["jobs", "show", job_arg]).await?;
+    assert!(shown.stdout.contains("gap skip, overlap both"), "{shown:?}");
+    let usage = xjob(url, &["jobs", "update", job_arg, "--dst-overlap", "twice"]).await?;
+    assert!(
+        usage.code == 2 && usage.stderr.contains("first, second, both"),
+        "{usage:?}"
+    );
+
     let stopped = xjob_json(url, &["jobs", "stop", job_arg]).await?;
     assert_eq!(stopped["status"], Value::from("STOPPED"), "{stopped}");
     // Deleting asks for confirmation; without a terminal, --yes is required.

@@ -1039,6 +1039,58 @@ async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result
     Ok(())
 }
 
+/// The job form's daylight-saving fields: chosen values are stored and shown selected again, the
+/// preview takes them, and a policy on a schedule without local times is refused under its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dst_policy_fields_are_saved_shown_and_checked() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let cron = [
+        ("schedule_type", "CRON"),
+        ("schedule_conf", "0 30 2 * * ?"),
+        ("time_zone", "Europe/Berlin"),
+        ("dst_gap_policy", "SKIP"),
+        ("dst_overlap_policy", "BOTH"),
+    ];
+    let created = fx.post("/jobs/new", &fx.job_form(&group, &cron)).await?;
+    let job_id = created_job_id(&created)
+        .ok_or_else(|| anyhow::anyhow!("not created: {:.3000}", created.body))?;
+    let stored = fx.get_job(job_id).await?;
+    assert_eq!(stored.dst_gap_policy, pb::DstGapPolicy::Skip as i32);
+    assert_eq!(stored.dst_overlap_policy, pb::DstOverlapPolicy::Both as i32);
+    let editor = fx.get(&format!("/jobs/{job_id}")).await?;
+    for selected in [
+        "<option value=\"SKIP\" selected>",
+        "<option value=\"BOTH\" selected>",
+    ] {
+        assert!(
+            editor.body.contains(selected),
+            "{selected}: {:.3000}",
+            editor.body
+        );
+    }
+
+    // The preview under the form computes with the policy the form holds.
+    let preview = fx
+        .get("/preview?schedule_type=CRON&schedule_conf=0+30+2+*+*+%3F&time_zone=Europe%2FBerlin&dst_gap=SKIP&dst_overlap=BOTH")
+        .await?;
+    assert_eq!(preview.code, 200, "{}", preview.body);
+    assert!(preview.body.contains("\"times\":["), "{}", preview.body);
+
+    let rate = [
+        ("schedule_type", "FIX_RATE"),
+        ("schedule_conf", "60"),
+        ("dst_gap_policy", "SKIP"),
+    ];
+    let answer = fx.post("/jobs/new", &fx.job_form(&group, &rate)).await?;
+    assert_eq!(answer.code, 400);
+    let shown = field_error(&answer.body, "dst_gap_policy")
+        .ok_or_else(|| anyhow::anyhow!("no error under dst_gap_policy: {:.3000}", answer.body))?;
+    assert!(shown.contains("applies to CRON schedules only"), "{shown}");
+    assert_eq!(fx.job_count().await?, 1, "the refused job was not saved");
+    Ok(())
+}
+
 /// The Calendars page (docs/console.md): a calendar made from the form is listed with its rules,
 /// a bad rule comes back in the form with the rule named and nothing saved, a job form names
 /// the calendar and its mode, and the preview strikes the fires the calendar keeps out.

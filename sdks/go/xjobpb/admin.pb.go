@@ -305,6 +305,116 @@ func (CalendarMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
+// A local time that does not exist in a job's zone (the clocks spring forward over it).
+type DstGapPolicy int32
+
+const (
+	DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED DstGapPolicy = 0
+	// Fire once at the first valid instant after the gap (03:00 when 02:00 jumps to 03:00);
+	// several times inside one gap make one fire. The behaviour of a job that sets nothing.
+	DstGapPolicy_DST_GAP_POLICY_NEXT_VALID_TIME DstGapPolicy = 1
+	// No fire that day: the time does not exist, like 30 February.
+	DstGapPolicy_DST_GAP_POLICY_SKIP DstGapPolicy = 2
+)
+
+// Enum value maps for DstGapPolicy.
+var (
+	DstGapPolicy_name = map[int32]string{
+		0: "DST_GAP_POLICY_UNSPECIFIED",
+		1: "DST_GAP_POLICY_NEXT_VALID_TIME",
+		2: "DST_GAP_POLICY_SKIP",
+	}
+	DstGapPolicy_value = map[string]int32{
+		"DST_GAP_POLICY_UNSPECIFIED":     0,
+		"DST_GAP_POLICY_NEXT_VALID_TIME": 1,
+		"DST_GAP_POLICY_SKIP":            2,
+	}
+)
+
+func (x DstGapPolicy) Enum() *DstGapPolicy {
+	p := new(DstGapPolicy)
+	*p = x
+	return p
+}
+
+func (x DstGapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DstGapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[5].Descriptor()
+}
+
+func (DstGapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[5]
+}
+
+func (x DstGapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DstGapPolicy.Descriptor instead.
+func (DstGapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+// A local time that occurs twice in a job's zone (the clocks fall back over it).
+type DstOverlapPolicy int32
+
+const (
+	DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED DstOverlapPolicy = 0
+	// Fire once, at the first occurrence (still daylight time). The behaviour of a job that sets
+	// nothing.
+	DstOverlapPolicy_DST_OVERLAP_POLICY_FIRST DstOverlapPolicy = 1
+	// Fire once, at the second occurrence (already standard time).
+	DstOverlapPolicy_DST_OVERLAP_POLICY_SECOND DstOverlapPolicy = 2
+	// Fire at both occurrences.
+	DstOverlapPolicy_DST_OVERLAP_POLICY_BOTH DstOverlapPolicy = 3
+)
+
+// Enum value maps for DstOverlapPolicy.
+var (
+	DstOverlapPolicy_name = map[int32]string{
+		0: "DST_OVERLAP_POLICY_UNSPECIFIED",
+		1: "DST_OVERLAP_POLICY_FIRST",
+		2: "DST_OVERLAP_POLICY_SECOND",
+		3: "DST_OVERLAP_POLICY_BOTH",
+	}
+	DstOverlapPolicy_value = map[string]int32{
+		"DST_OVERLAP_POLICY_UNSPECIFIED": 0,
+		"DST_OVERLAP_POLICY_FIRST":       1,
+		"DST_OVERLAP_POLICY_SECOND":      2,
+		"DST_OVERLAP_POLICY_BOTH":        3,
+	}
+)
+
+func (x DstOverlapPolicy) Enum() *DstOverlapPolicy {
+	p := new(DstOverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x DstOverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DstOverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[6].Descriptor()
+}
+
+func (DstOverlapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[6]
+}
+
+func (x DstOverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DstOverlapPolicy.Descriptor instead.
+func (DstOverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -524,9 +634,15 @@ type Job struct {
 	// An occurrence kept out by it gets a SKIPPED run whose message names the calendar.
 	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
 	// What the calendar means for the job. UNSPECIFIED means SKIP.
-	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CalendarMode CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
+	// What a CRON schedule does with a local time its time_zone skips when the clocks spring
+	// forward (e.g. 02:30 on the night 02:00 jumps to 03:00). UNSPECIFIED means NEXT_VALID_TIME.
+	DstGapPolicy DstGapPolicy `protobuf:"varint,35,opt,name=dst_gap_policy,json=dstGapPolicy,proto3,enum=xjob.v1.DstGapPolicy" json:"dst_gap_policy,omitempty"`
+	// What a CRON schedule does with a local time its time_zone repeats when the clocks fall back
+	// (e.g. 02:30 on the night 03:00 goes back to 02:00). UNSPECIFIED means FIRST.
+	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -781,6 +897,20 @@ func (x *Job) GetCalendarMode() CalendarMode {
 		return x.CalendarMode
 	}
 	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
+}
+
+func (x *Job) GetDstGapPolicy() DstGapPolicy {
+	if x != nil {
+		return x.DstGapPolicy
+	}
+	return DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED
+}
+
+func (x *Job) GetDstOverlapPolicy() DstOverlapPolicy {
+	if x != nil {
+		return x.DstOverlapPolicy
+	}
+	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -2626,9 +2756,12 @@ type PreviewScheduleRequest struct {
 	// A calendar (by name) to check each fire against, as a job with it would; empty = none.
 	Calendar string `protobuf:"bytes,33,opt,name=calendar,proto3" json:"calendar,omitempty"`
 	// UNSPECIFIED means SKIP.
-	CalendarMode  CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CalendarMode CalendarMode `protobuf:"varint,34,opt,name=calendar_mode,json=calendarMode,proto3,enum=xjob.v1.CalendarMode" json:"calendar_mode,omitempty"`
+	// The job's daylight-saving policy for a CRON schedule (see Job); UNSPECIFIED = the default.
+	DstGapPolicy     DstGapPolicy     `protobuf:"varint,35,opt,name=dst_gap_policy,json=dstGapPolicy,proto3,enum=xjob.v1.DstGapPolicy" json:"dst_gap_policy,omitempty"`
+	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleRequest) Reset() {
@@ -2722,6 +2855,20 @@ func (x *PreviewScheduleRequest) GetCalendarMode() CalendarMode {
 		return x.CalendarMode
 	}
 	return CalendarMode_CALENDAR_MODE_UNSPECIFIED
+}
+
+func (x *PreviewScheduleRequest) GetDstGapPolicy() DstGapPolicy {
+	if x != nil {
+		return x.DstGapPolicy
+	}
+	return DstGapPolicy_DST_GAP_POLICY_UNSPECIFIED
+}
+
+func (x *PreviewScheduleRequest) GetDstOverlapPolicy() DstOverlapPolicy {
+	if x != nil {
+		return x.DstOverlapPolicy
+	}
+	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
 }
 
 type PreviewScheduleResponse struct {
@@ -6587,7 +6734,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xf9\t\n" +
+	"maxDelayMs\"\xff\n" +
+	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -6629,7 +6777,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
 	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\x12\x1a\n" +
 	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
-	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\xa1\x05\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\x12;\n" +
+	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -6750,7 +6900,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xd8\x02\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xde\x03\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
@@ -6760,7 +6910,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rjitter_max_ms\x18\x06 \x01(\x03R\vjitterMaxMs\x12\x15\n" +
 	"\x06job_id\x18\a \x01(\x03R\x05jobId\x12\x1a\n" +
 	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
-	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\"\x8c\x01\n" +
+	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\x12;\n" +
+	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"\x8c\x01\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
 	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
 	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\x12!\n" +
@@ -7043,7 +7195,16 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\fCalendarMode\x12\x1d\n" +
 	"\x19CALENDAR_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALENDAR_MODE_SKIP\x10\x01\x12\x16\n" +
-	"\x12CALENDAR_MODE_ONLY\x10\x022\x9d\x1a\n" +
+	"\x12CALENDAR_MODE_ONLY\x10\x02*k\n" +
+	"\fDstGapPolicy\x12\x1e\n" +
+	"\x1aDST_GAP_POLICY_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eDST_GAP_POLICY_NEXT_VALID_TIME\x10\x01\x12\x17\n" +
+	"\x13DST_GAP_POLICY_SKIP\x10\x02*\x90\x01\n" +
+	"\x10DstOverlapPolicy\x12\"\n" +
+	"\x1eDST_OVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18DST_OVERLAP_POLICY_FIRST\x10\x01\x12\x1d\n" +
+	"\x19DST_OVERLAP_POLICY_SECOND\x10\x02\x12\x1b\n" +
+	"\x17DST_OVERLAP_POLICY_BOTH\x10\x032\x9d\x1a\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -7112,7 +7273,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
@@ -7120,281 +7281,287 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
 	(BackfillState)(0),               // 3: xjob.v1.BackfillState
 	(CalendarMode)(0),                // 4: xjob.v1.CalendarMode
-	(*Group)(nil),                    // 5: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 6: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 7: xjob.v1.Job
-	(*Log)(nil),                      // 8: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 9: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 10: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 11: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 12: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 13: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 14: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 15: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 16: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 17: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 18: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 19: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 20: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 21: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 22: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 23: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 24: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 25: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 26: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 27: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 28: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 29: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 30: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 31: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 32: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 33: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 34: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 35: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 36: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 37: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 38: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 39: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 40: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 41: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 42: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 43: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 44: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 45: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 46: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 47: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 48: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 49: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 50: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 51: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 52: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 53: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 54: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 55: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 56: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 57: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 58: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 59: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 60: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 61: xjob.v1.LoopHealth
-	(*User)(nil),                     // 62: xjob.v1.User
-	(*ApiToken)(nil),                 // 63: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 64: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 65: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 66: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 67: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 68: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 69: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 70: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 71: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 72: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 73: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 74: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 75: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 76: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 77: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 78: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 79: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 80: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 81: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 82: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 83: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 84: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 85: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 86: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 87: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 88: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 89: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 90: xjob.v1.ListAuditResponse
-	(*Backfill)(nil),                 // 91: xjob.v1.Backfill
-	(*BackfillJobRequest)(nil),       // 92: xjob.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),      // 93: xjob.v1.BackfillJobResponse
-	(*GetBackfillRequest)(nil),       // 94: xjob.v1.GetBackfillRequest
-	(*GetBackfillResponse)(nil),      // 95: xjob.v1.GetBackfillResponse
-	(*ListBackfillsRequest)(nil),     // 96: xjob.v1.ListBackfillsRequest
-	(*ListBackfillsResponse)(nil),    // 97: xjob.v1.ListBackfillsResponse
-	(*CancelBackfillRequest)(nil),    // 98: xjob.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),   // 99: xjob.v1.CancelBackfillResponse
-	(*Calendar)(nil),                 // 100: xjob.v1.Calendar
-	(*CreateCalendarRequest)(nil),    // 101: xjob.v1.CreateCalendarRequest
-	(*CreateCalendarResponse)(nil),   // 102: xjob.v1.CreateCalendarResponse
-	(*UpdateCalendarRequest)(nil),    // 103: xjob.v1.UpdateCalendarRequest
-	(*UpdateCalendarResponse)(nil),   // 104: xjob.v1.UpdateCalendarResponse
-	(*DeleteCalendarRequest)(nil),    // 105: xjob.v1.DeleteCalendarRequest
-	(*DeleteCalendarResponse)(nil),   // 106: xjob.v1.DeleteCalendarResponse
-	(*GetCalendarRequest)(nil),       // 107: xjob.v1.GetCalendarRequest
-	(*GetCalendarResponse)(nil),      // 108: xjob.v1.GetCalendarResponse
-	(*ListCalendarsRequest)(nil),     // 109: xjob.v1.ListCalendarsRequest
-	(*ListCalendarsResponse)(nil),    // 110: xjob.v1.ListCalendarsResponse
-	(AddressType)(0),                 // 111: xjob.v1.AddressType
-	(ScheduleType)(0),                // 112: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 113: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 114: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 115: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 116: xjob.v1.GlueType
-	(RunStatus)(0),                   // 117: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 118: xjob.v1.TriggerType
+	(DstGapPolicy)(0),                // 5: xjob.v1.DstGapPolicy
+	(DstOverlapPolicy)(0),            // 6: xjob.v1.DstOverlapPolicy
+	(*Group)(nil),                    // 7: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 8: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 9: xjob.v1.Job
+	(*Log)(nil),                      // 10: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 11: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 12: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 13: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 14: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 15: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 16: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 17: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 18: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 19: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 20: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 21: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 22: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 23: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 24: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 25: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 26: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 27: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 28: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 29: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 30: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 31: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 32: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 33: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 34: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 35: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 36: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 37: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 38: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 39: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 40: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 41: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 42: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 43: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 44: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 45: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 46: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 47: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 48: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 49: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 50: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 51: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 52: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 53: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 54: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 55: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 56: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 57: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 58: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 59: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 60: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 61: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 62: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 63: xjob.v1.LoopHealth
+	(*User)(nil),                     // 64: xjob.v1.User
+	(*ApiToken)(nil),                 // 65: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 66: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 67: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 68: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 69: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 70: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 71: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 72: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 73: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 74: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 75: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 76: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 77: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 78: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 79: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 80: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 81: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 82: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 83: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 84: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 85: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 86: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 87: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 88: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 89: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 90: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 91: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 92: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                 // 93: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),       // 94: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),      // 95: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),       // 96: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),      // 97: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),     // 98: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),    // 99: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),    // 100: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),   // 101: xjob.v1.CancelBackfillResponse
+	(*Calendar)(nil),                 // 102: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),    // 103: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),   // 104: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),    // 105: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),   // 106: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),    // 107: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),   // 108: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),       // 109: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),      // 110: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),     // 111: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),    // 112: xjob.v1.ListCalendarsResponse
+	(AddressType)(0),                 // 113: xjob.v1.AddressType
+	(ScheduleType)(0),                // 114: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 115: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 116: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 117: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 118: xjob.v1.GlueType
+	(RunStatus)(0),                   // 119: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 120: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	111, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	112, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	113, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	114, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	115, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	6,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	116, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	113, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	114, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	115, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	116, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	117, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	8,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	118, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
 	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
-	117, // 10: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	118, // 11: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	5,   // 12: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	5,   // 13: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	5,   // 14: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	5,   // 15: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	5,   // 16: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	5,   // 17: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	7,   // 18: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	7,   // 19: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	7,   // 20: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	7,   // 21: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	7,   // 22: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	116, // 23: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	7,   // 24: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	27,  // 25: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	27,  // 26: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,   // 27: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	7,   // 28: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	7,   // 29: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	7,   // 30: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	112, // 31: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	4,   // 32: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
-	117, // 33: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	8,   // 34: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	8,   // 35: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,   // 36: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	54,  // 37: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	58,  // 38: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	61,  // 39: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	60,  // 40: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	62,  // 41: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	63,  // 42: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	62,  // 43: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	63,  // 44: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	63,  // 45: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	62,  // 46: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	62,  // 47: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	62,  // 48: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	62,  // 49: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	88,  // 50: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	3,   // 51: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
-	91,  // 52: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
-	91,  // 53: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	91,  // 54: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
-	91,  // 55: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	100, // 56: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	100, // 57: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	100, // 58: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	100, // 59: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	100, // 60: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	100, // 61: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
-	9,   // 62: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	11,  // 63: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	13,  // 64: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	15,  // 65: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	17,  // 66: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	19,  // 67: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	21,  // 68: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	23,  // 69: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	25,  // 70: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	34,  // 71: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	36,  // 72: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	38,  // 73: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	40,  // 74: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	28,  // 75: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	30,  // 76: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	32,  // 77: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	42,  // 78: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	44,  // 79: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	46,  // 80: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	48,  // 81: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	50,  // 82: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	52,  // 83: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	55,  // 84: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	57,  // 85: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	64,  // 86: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	66,  // 87: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	68,  // 88: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	70,  // 89: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	72,  // 90: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	74,  // 91: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	76,  // 92: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	78,  // 93: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	80,  // 94: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	82,  // 95: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	84,  // 96: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	86,  // 97: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	89,  // 98: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	92,  // 99: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	94,  // 100: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	96,  // 101: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	98,  // 102: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	101, // 103: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	103, // 104: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	105, // 105: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	107, // 106: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	109, // 107: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	10,  // 108: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	12,  // 109: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	14,  // 110: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	16,  // 111: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	18,  // 112: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	20,  // 113: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	22,  // 114: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	24,  // 115: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	26,  // 116: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	35,  // 117: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	37,  // 118: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	39,  // 119: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	41,  // 120: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	29,  // 121: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	31,  // 122: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	33,  // 123: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	43,  // 124: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	45,  // 125: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	47,  // 126: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	49,  // 127: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	51,  // 128: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	53,  // 129: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	56,  // 130: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	59,  // 131: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	65,  // 132: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	67,  // 133: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	69,  // 134: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	71,  // 135: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	73,  // 136: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	75,  // 137: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	77,  // 138: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	79,  // 139: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	81,  // 140: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	83,  // 141: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	85,  // 142: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	87,  // 143: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	90,  // 144: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	93,  // 145: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	95,  // 146: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	97,  // 147: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	99,  // 148: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	102, // 149: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	104, // 150: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	106, // 151: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	108, // 152: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	110, // 153: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	108, // [108:154] is the sub-list for method output_type
-	62,  // [62:108] is the sub-list for method input_type
-	62,  // [62:62] is the sub-list for extension type_name
-	62,  // [62:62] is the sub-list for extension extendee
-	0,   // [0:62] is the sub-list for field type_name
+	5,   // 10: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
+	6,   // 11: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
+	119, // 12: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	120, // 13: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	7,   // 14: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	7,   // 15: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	7,   // 16: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	7,   // 17: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	7,   // 18: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	7,   // 19: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	9,   // 20: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	9,   // 21: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	9,   // 22: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	9,   // 23: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	9,   // 24: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	118, // 25: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	9,   // 26: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	29,  // 27: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	29,  // 28: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 29: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	9,   // 30: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	9,   // 31: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	9,   // 32: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	114, // 33: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	4,   // 34: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
+	5,   // 35: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
+	6,   // 36: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
+	119, // 37: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	10,  // 38: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	10,  // 39: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 40: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	56,  // 41: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	60,  // 42: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	63,  // 43: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	62,  // 44: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	64,  // 45: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	65,  // 46: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	64,  // 47: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	65,  // 48: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	65,  // 49: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	64,  // 50: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	64,  // 51: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	64,  // 52: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	64,  // 53: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	90,  // 54: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	3,   // 55: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
+	93,  // 56: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	93,  // 57: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	93,  // 58: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	93,  // 59: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	102, // 60: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	102, // 61: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	102, // 62: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	102, // 63: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	102, // 64: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	102, // 65: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	11,  // 66: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	13,  // 67: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	15,  // 68: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	17,  // 69: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	19,  // 70: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	21,  // 71: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	23,  // 72: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	25,  // 73: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	27,  // 74: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	36,  // 75: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	38,  // 76: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	40,  // 77: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	42,  // 78: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	30,  // 79: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	32,  // 80: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	34,  // 81: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	44,  // 82: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	46,  // 83: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	48,  // 84: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	50,  // 85: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	52,  // 86: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	54,  // 87: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	57,  // 88: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	59,  // 89: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	66,  // 90: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	68,  // 91: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	70,  // 92: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	72,  // 93: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	74,  // 94: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	76,  // 95: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	78,  // 96: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	80,  // 97: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	82,  // 98: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	84,  // 99: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	86,  // 100: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	88,  // 101: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	91,  // 102: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	94,  // 103: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	96,  // 104: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	98,  // 105: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	100, // 106: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	103, // 107: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	105, // 108: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	107, // 109: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	109, // 110: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	111, // 111: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	12,  // 112: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	14,  // 113: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	16,  // 114: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	18,  // 115: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	20,  // 116: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	22,  // 117: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	24,  // 118: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	26,  // 119: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	28,  // 120: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	37,  // 121: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	39,  // 122: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	41,  // 123: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	43,  // 124: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	31,  // 125: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	33,  // 126: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	35,  // 127: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	45,  // 128: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	47,  // 129: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	49,  // 130: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	51,  // 131: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	53,  // 132: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	55,  // 133: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	58,  // 134: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	61,  // 135: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	67,  // 136: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	69,  // 137: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	71,  // 138: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	73,  // 139: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	75,  // 140: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	77,  // 141: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	79,  // 142: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	81,  // 143: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	83,  // 144: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	85,  // 145: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	87,  // 146: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	89,  // 147: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	92,  // 148: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	95,  // 149: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	97,  // 150: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	99,  // 151: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	101, // 152: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	104, // 153: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	106, // 154: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	108, // 155: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	110, // 156: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	112, // 157: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	112, // [112:158] is the sub-list for method output_type
+	66,  // [66:112] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -7409,7 +7576,7 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      7,
 			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -8,6 +8,7 @@ mod basics;
 mod block_strategies;
 mod calendars;
 mod children;
+mod dst_policy;
 mod groovy;
 mod keepalive;
 mod kill;

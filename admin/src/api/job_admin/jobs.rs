@@ -94,8 +94,14 @@ impl JobAdminService {
     pub(super) fn next_fire(&self, job: &Job, from_ms: i64) -> Result<Option<i64>, Error> {
         let default_zone = self.limits().default_time_zone;
         let zone = resolve_time_zone(&job.time_zone, default_zone, "job.time_zone")?;
-        next_fire_after(job.schedule_type, &job.schedule_conf, zone, from_ms)
-            .map_err(|message| Error::invalid("job.schedule_conf", message))
+        next_fire_after(
+            job.schedule_type,
+            &job.schedule_conf,
+            zone,
+            job.policy.dst,
+            from_ms,
+        )
+        .map_err(|message| Error::invalid("job.schedule_conf", message))
     }
 
     /// Fires already planned in the pre-read window belong to the old schedule: record them

@@ -1,18 +1,19 @@
-//! Schedule preview: the next fire times of a schedule, without a job, and when each is sent
-//! once the job's jitter holds it back.
+//! Schedule preview: the next fire times of a schedule, without a job, with the job's
+//! daylight-saving policy, and when each is sent once the job's jitter holds it back.
 
 use xjob_proto::pb;
 
 use super::JobAdminService;
 use crate::api::calendar_convert::calendar_mode_from_pb;
 use crate::api::convert::{pb_schedule_type, preview_count};
+use crate::api::policy_convert::dst_from_pb;
 use crate::error::Error;
 use crate::model::calendar::validate_calendar;
 use crate::model::jitter::dispatch_time;
 use crate::model::next_fire::next_fire_after;
 use crate::model::validate::validate_calendar_name;
-use crate::model::validate::validate_jitter;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
+use crate::model::validate::{validate_dst, validate_jitter};
 use crate::model::{JobId, TriggerType};
 
 impl JobAdminService {
@@ -27,6 +28,8 @@ impl JobAdminService {
         let zone = resolve_time_zone(&request.time_zone, default_zone, "time_zone")?;
         let count = preview_count(request.count)?;
         validate_jitter(request.jitter_max_ms, "jitter_max_ms")?;
+        let dst = dst_from_pb(request.dst_gap_policy, request.dst_overlap_policy, "")?;
+        validate_dst(schedule_type, dst, "")?;
         if request.job_id < 0 {
             return Err(Error::invalid(
                 "job_id",
@@ -46,7 +49,7 @@ impl JobAdminService {
         let mut fire_times = Vec::with_capacity(count);
         let mut cursor = from_ms;
         while fire_times.len() < count {
-            let next = next_fire_after(schedule_type, conf, zone, cursor)
+            let next = next_fire_after(schedule_type, conf, zone, dst, cursor)
                 .map_err(|message| Error::invalid("schedule_conf", message))?;
             let Some(next) = next else { break };
             fire_times.push(next);

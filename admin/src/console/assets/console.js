@@ -44,15 +44,19 @@
     var jitter = form.querySelector('[name=jitter_max_ms]');
     var calendar = form.querySelector('[name=calendar]');
     var calendarMode = form.querySelector('[name=calendar_mode]');
+    var dstGap = form.querySelector('[name=dst_gap_policy]');
+    var dstOverlap = form.querySelector('[name=dst_overlap_policy]');
     // A saved job's jitter spreads its fires its own way: the preview asks for its id.
     var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
-    // The preview names the field it refused (`time_zone`, `schedule_conf` or
-    // `jitter_max_ms`): the error goes under that field, and the others are cleared.
+    // The preview names the field it refused (`time_zone`, `schedule_conf`, `jitter_max_ms`
+    // or a DST policy): the error goes under that field, and the others are cleared.
     var errors = {
       schedule_conf: document.getElementById('err-schedule_conf'),
       time_zone: document.getElementById('err-time_zone'),
       jitter_max_ms: document.getElementById('err-jitter_max_ms'),
-      calendar: document.getElementById('err-calendar')
+      calendar: document.getElementById('err-calendar'),
+      dst_gap_policy: document.getElementById('err-dst_gap_policy'),
+      dst_overlap_policy: document.getElementById('err-dst_overlap_policy')
     };
     function showError(field, text) {
       Object.keys(errors).forEach(function (name) {
@@ -69,7 +73,8 @@
         schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value,
         jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0',
         calendar: calendar ? calendar.value : '',
-        calendar_mode: calendarMode ? calendarMode.value : ''
+        calendar_mode: calendarMode ? calendarMode.value : '',
+        dst_gap: dstGap ? dstGap.value : '', dst_overlap: dstOverlap ? dstOverlap.value : ''
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -111,7 +116,7 @@
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone, jitter, calendar, calendarMode].forEach(function (el) {
+    [type, conf, zone, jitter, calendar, calendarMode, dstGap, dstOverlap].forEach(function (el) {
       if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);

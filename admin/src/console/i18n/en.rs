@@ -481,6 +481,16 @@ pub const EN: &[(&str, &str)] = &[
         "editor.calendar_mode_hint",
         "SKIP: fires inside the calendar are skipped (a blackout); ONLY: only fires inside it run",
     ),
+    ("editor.dst_gap", "DST gap"),
+    (
+        "editor.dst_gap_hint",
+        "a cron time the zone skips when clocks spring forward: run at the next valid time (the end of the gap), or skip that day",
+    ),
+    ("editor.dst_overlap", "DST overlap"),
+    (
+        "editor.dst_overlap_hint",
+        "a cron time the zone repeats when clocks fall back: run at the first occurrence, the second, or both",
+    ),
     ("editor.block", "Block"),
     ("editor.timeout", "Timeout"),
     (

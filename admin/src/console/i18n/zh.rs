@@ -434,6 +434,16 @@ pub const ZH: &[(&str, &str)] = &[
         "editor.calendar_mode_hint",
         "SKIP：日历内的触发跳过（停跑时段）；ONLY：只运行日历内的触发",
     ),
+    ("editor.dst_gap", "夏令时跳过的时刻"),
+    (
+        "editor.dst_gap_hint",
+        "时钟拨快时时区里不存在的 cron 时刻：在下一个有效时间（跳变结束时）运行，或当天跳过",
+    ),
+    ("editor.dst_overlap", "夏令时重复的时刻"),
+    (
+        "editor.dst_overlap_hint",
+        "时钟拨回时时区里出现两次的 cron 时刻：在第一次、第二次或两次都运行",
+    ),
     ("editor.block", "阻塞处理策略"),
     ("editor.timeout", "超时时间"),
     (

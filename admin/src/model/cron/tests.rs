@@ -1,4 +1,5 @@
 use super::*;
+use chrono::TimeZone;
 use chrono_tz::America::New_York;
 use chrono_tz::Europe::Berlin;
 use chrono_tz::UTC;

@@ -500,3 +500,36 @@ fn a_manual_group_may_list_an_xxl_job_executor_behind_its_prefix() {
         )
     );
 }
+
+#[test]
+fn a_dst_policy_is_for_cron_schedules_only() {
+    use crate::model::{DstGapPolicy, DstOverlapPolicy, DstPolicy};
+    let skip_gap = DstPolicy {
+        gap: DstGapPolicy::Skip,
+        ..DstPolicy::default()
+    };
+    let mut cron = job();
+    cron.policy.dst = skip_gap;
+    assert_eq!(validate_job(&cron, &LIMITS, "job"), Ok(()));
+    // In UTC (or any zone) the policy is accepted; it just never comes into play there.
+    cron.time_zone = "UTC".into();
+    assert_eq!(validate_job(&cron, &LIMITS, "job"), Ok(()));
+
+    let mut rate = job();
+    rate.schedule_type = ScheduleType::FixRate;
+    rate.schedule_conf = "60".into();
+    rate.policy.dst = skip_gap;
+    assert_eq!(
+        invalid_message(rate.clone()),
+        "job.dst_gap_policy: SKIP applies to CRON schedules only (local times a zone skips or \
+         repeats); a FIX_RATE schedule has none, leave it unset"
+    );
+    rate.policy.dst = DstPolicy {
+        overlap: DstOverlapPolicy::Both,
+        ..DstPolicy::default()
+    };
+    assert!(invalid_message(rate.clone()).starts_with("job.dst_overlap_policy: BOTH applies"));
+    // The defaults are what every schedule does: nothing to refuse.
+    rate.policy.dst = DstPolicy::default();
+    assert_eq!(validate_job(&rate, &LIMITS, "job"), Ok(()));
+}

@@ -40,7 +40,13 @@ pub(super) fn next_after_fire(
             let periods = (from_ms - fired_at_ms).div_euclid(period_ms) + 1;
             Ok(Some(fired_at_ms + periods * period_ms))
         }
-        _ => next_fire_after(job.schedule_type, &job.schedule_conf, tz, from_ms),
+        _ => next_fire_after(
+            job.schedule_type,
+            &job.schedule_conf,
+            tz,
+            job.policy.dst,
+            from_ms,
+        ),
     }
 }
 

@@ -240,6 +240,7 @@ fn check(case: &Case) -> Result<(), String> {
         ScheduleType::Cron,
         &case.expression,
         case.zone,
+        Default::default(),
         case.after_ms,
     )?;
     if planned != fires.first().copied() {
@@ -303,8 +304,13 @@ fn fixed_intervals_never_overflow() {
             {
                 return Err(format!("long refusal: {refusal}"));
             }
-            if let Ok(Some(next)) = next_fire_after(schedule_type, conf, chrono_tz::UTC, *from)
-                && (next <= *from || next.rem_euclid(1000) != 0)
+            if let Ok(Some(next)) = next_fire_after(
+                schedule_type,
+                conf,
+                chrono_tz::UTC,
+                Default::default(),
+                *from,
+            ) && (next <= *from || next.rem_euclid(1000) != 0)
             {
                 return Err(format!("next {next} after {from}"));
             }

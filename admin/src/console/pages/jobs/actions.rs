@@ -177,6 +177,12 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         calendar_mode: enum_value("calendar_mode", "CALENDAR_MODE_", |name| {
             pb::CalendarMode::from_str_name(name).map(|value| value as i32)
         }),
+        dst_gap_policy: enum_value("dst_gap_policy", "DST_GAP_POLICY_", |name| {
+            pb::DstGapPolicy::from_str_name(name).map(|value| value as i32)
+        }),
+        dst_overlap_policy: enum_value("dst_overlap_policy", "DST_OVERLAP_POLICY_", |name| {
+            pb::DstOverlapPolicy::from_str_name(name).map(|value| value as i32)
+        }),
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

@@ -20,8 +20,9 @@ use super::super::super::zone;
 use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
-    block_strategies, calendar_modes, catch_up_modes, editable, glue_types, label, load,
-    misfire_strategies, new_job, route_strategies, schedule_types,
+    block_strategies, calendar_modes, catch_up_modes, dst_gap_policies, dst_overlap_policies,
+    editable, glue_types, label, load, misfire_strategies, new_job, route_strategies,
+    schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -43,6 +44,8 @@ const FORM_FIELDS: &[&str] = &[
     "catch_up_mode",
     "calendar",
     "calendar_mode",
+    "dst_gap_policy",
+    "dst_overlap_policy",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -420,6 +423,34 @@ fn job_fields(
             tm(lang, "editor.calendar_mode_hint", &[]),
         ),
         html::field(
+            t(lang, "editor.dst_gap"),
+            "dst_gap_policy",
+            html::select(
+                "dst_gap_policy",
+                &dst_gap_policies(),
+                &current(
+                    pb::DstGapPolicy::try_from(job.dst_gap_policy).map(|t| t.as_str_name()),
+                    "DST_GAP_POLICY_",
+                ),
+            ),
+            err("dst_gap_policy"),
+            tm(lang, "editor.dst_gap_hint", &[]),
+        ),
+        html::field(
+            t(lang, "editor.dst_overlap"),
+            "dst_overlap_policy",
+            html::select(
+                "dst_overlap_policy",
+                &dst_overlap_policies(),
+                &current(
+                    pb::DstOverlapPolicy::try_from(job.dst_overlap_policy).map(|t| t.as_str_name()),
+                    "DST_OVERLAP_POLICY_",
+                ),
+            ),
+            err("dst_overlap_policy"),
+            tm(lang, "editor.dst_overlap_hint", &[]),
+        ),
+        html::field(
             t(lang, "editor.block"),
             "block_strategy",
             html::select(
@@ -634,10 +665,10 @@ fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
     }
 }
 
-/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&calendar=&calendar_mode=`:
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&calendar=&calendar_mode=&dst_gap=&dst_overlap=`:
 /// the next fire times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…],
 /// "skipped":[reason…]}`, `sent` with the job's jitter, `skipped` with its calendar, or
-/// `{"error":"…"}`), computed by PreviewSchedule.
+/// `{"error":"…"}`), computed by PreviewSchedule with the job's DST policy.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let schedule_type =
@@ -673,6 +704,16 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 calendar_mode: crate::api::calendar_convert::calendar_mode_from_name(
                     query.get("calendar_mode"),
                 ),
+                dst_gap_policy: pb::DstGapPolicy::from_str_name(&format!(
+                    "DST_GAP_POLICY_{}",
+                    query.get("dst_gap")
+                ))
+                .map_or(0, |value| value as i32),
+                dst_overlap_policy: pb::DstOverlapPolicy::from_str_name(&format!(
+                    "DST_OVERLAP_POLICY_{}",
+                    query.get("dst_overlap")
+                ))
+                .map_or(0, |value| value as i32),
             },
         ))
         .await;

@@ -92,6 +92,22 @@ pub fn calendar_modes() -> Vec<Choice> {
     })
 }
 
+pub fn dst_gap_policies() -> Vec<Choice> {
+    choices("DST_GAP_POLICY_", |value| {
+        pb::DstGapPolicy::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
+pub fn dst_overlap_policies() -> Vec<Choice> {
+    choices("DST_OVERLAP_POLICY_", |value| {
+        pb::DstOverlapPolicy::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
 pub fn route_strategies() -> Vec<Choice> {
     choices("ROUTE_STRATEGY_", |value| {
         pb::RouteStrategy::try_from(value)
