@@ -4,7 +4,7 @@
 use xjob_proto::pb;
 
 use crate::error::Error;
-use crate::model::{CatchUpMode, SchedulePolicy};
+use crate::model::{CatchUpMode, OverlapPolicy, SchedulePolicy};
 
 /// The policy fields of a job off the wire (`prefix` names the fields in errors; the values are
 /// checked by `model::validate`).
@@ -13,6 +13,7 @@ pub fn policy_from_pb(job: &pb::Job, prefix: &str) -> Result<SchedulePolicy, Err
         jitter_max_ms: job.jitter_max_ms,
         catch_up_window_ms: job.catch_up_window_ms,
         catch_up_mode: catch_up_mode_from_pb(job.catch_up_mode, prefix)?,
+        overlap_policy: overlap_policy_from_pb(job.overlap_policy, prefix)?,
     })
 }
 
@@ -24,6 +25,39 @@ pub fn policy_to_pb(policy: &SchedulePolicy, job: &mut pb::Job) {
         CatchUpMode::Latest => pb::CatchUpMode::Latest,
         CatchUpMode::All => pb::CatchUpMode::All,
     } as i32;
+    job.overlap_policy = overlap_policy_to_pb(policy.overlap_policy) as i32;
+}
+
+/// The wire value of an overlap policy.
+pub fn overlap_policy_to_pb(policy: OverlapPolicy) -> pb::OverlapPolicy {
+    match policy {
+        OverlapPolicy::AllowAll => pb::OverlapPolicy::AllowAll,
+        OverlapPolicy::Skip => pb::OverlapPolicy::Skip,
+        OverlapPolicy::BufferOne => pb::OverlapPolicy::BufferOne,
+        OverlapPolicy::BufferAll => pb::OverlapPolicy::BufferAll,
+        OverlapPolicy::CancelOther => pb::OverlapPolicy::CancelOther,
+    }
+}
+
+/// UNSPECIFIED is ALLOW_ALL (today's behaviour), so a client that never heard of overlap
+/// policies need not set one.
+fn overlap_policy_from_pb(value: i32, prefix: &str) -> Result<OverlapPolicy, Error> {
+    match pb::OverlapPolicy::try_from(value) {
+        Ok(pb::OverlapPolicy::Unspecified | pb::OverlapPolicy::AllowAll) => {
+            Ok(OverlapPolicy::AllowAll)
+        }
+        Ok(pb::OverlapPolicy::Skip) => Ok(OverlapPolicy::Skip),
+        Ok(pb::OverlapPolicy::BufferOne) => Ok(OverlapPolicy::BufferOne),
+        Ok(pb::OverlapPolicy::BufferAll) => Ok(OverlapPolicy::BufferAll),
+        Ok(pb::OverlapPolicy::CancelOther) => Ok(OverlapPolicy::CancelOther),
+        Err(_) => Err(Error::invalid(
+            &crate::model::validate::field_name(prefix, "overlap_policy"),
+            format!(
+                "unknown value {value} (ALLOW_ALL = 1, SKIP = 2, BUFFER_ONE = 3, BUFFER_ALL = 4, \
+                 CANCEL_OTHER = 5)"
+            ),
+        )),
+    }
 }
 
 /// UNSPECIFIED is LATEST, so a client that never heard of catch-up need not set it.

@@ -1,8 +1,8 @@
 //! A job definition (XXL-JOB's `xxl_job_info`) plus its scheduling state.
 
 use super::{
-    BlockStrategy, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy, RouteStrategy,
-    ScheduleType,
+    BlockStrategy, CatchUpMode, GlueType, GroupId, JobId, MisfireStrategy, OverlapPolicy,
+    RouteStrategy, ScheduleType,
 };
 
 /// Whether the schedule is active.
@@ -33,6 +33,9 @@ pub struct SchedulePolicy {
     pub catch_up_window_ms: i64,
     /// Which missed occurrences inside the window run: the latest, or all.
     pub catch_up_mode: CatchUpMode,
+    /// What a scheduled fire does while an earlier run of the job is still going
+    /// (`model::overlap`); ALLOW_ALL sends it anyway, as before.
+    pub overlap_policy: OverlapPolicy,
 }
 
 /// A job as stored.

@@ -542,6 +542,7 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
                 jitter_max_ms: 90_000,
                 catch_up_window_ms: 600_000,
                 catch_up_mode: crate::model::CatchUpMode::All,
+                overlap_policy: crate::model::OverlapPolicy::BufferOne,
             },
             status: JobStatus::Stopped,
             trigger_next_ms: 1,

@@ -197,6 +197,71 @@ func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+// What the admin does with a scheduled fire of a job whose earlier run is still going.
+type OverlapPolicy int32
+
+const (
+	OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED OverlapPolicy = 0
+	// Send it anyway (the executor's block strategy still applies).
+	OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL OverlapPolicy = 1
+	// Do not run it: it gets a SKIPPED row naming the run still going.
+	OverlapPolicy_OVERLAP_POLICY_SKIP OverlapPolicy = 2
+	// It waits (status WAITING) and is sent when the earlier run ends; at most one waits, later
+	// fires meanwhile are SKIPPED.
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE OverlapPolicy = 3
+	// Every such fire waits, and they are sent one after the other, oldest first.
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ALL OverlapPolicy = 4
+	// Kill the earlier run on its executor, then send this one.
+	OverlapPolicy_OVERLAP_POLICY_CANCEL_OTHER OverlapPolicy = 5
+)
+
+// Enum value maps for OverlapPolicy.
+var (
+	OverlapPolicy_name = map[int32]string{
+		0: "OVERLAP_POLICY_UNSPECIFIED",
+		1: "OVERLAP_POLICY_ALLOW_ALL",
+		2: "OVERLAP_POLICY_SKIP",
+		3: "OVERLAP_POLICY_BUFFER_ONE",
+		4: "OVERLAP_POLICY_BUFFER_ALL",
+		5: "OVERLAP_POLICY_CANCEL_OTHER",
+	}
+	OverlapPolicy_value = map[string]int32{
+		"OVERLAP_POLICY_UNSPECIFIED":  0,
+		"OVERLAP_POLICY_ALLOW_ALL":    1,
+		"OVERLAP_POLICY_SKIP":         2,
+		"OVERLAP_POLICY_BUFFER_ONE":   3,
+		"OVERLAP_POLICY_BUFFER_ALL":   4,
+		"OVERLAP_POLICY_CANCEL_OTHER": 5,
+	}
+)
+
+func (x OverlapPolicy) Enum() *OverlapPolicy {
+	p := new(OverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x OverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[3].Descriptor()
+}
+
+func (OverlapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[3]
+}
+
+func (x OverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverlapPolicy.Descriptor instead.
+func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -411,7 +476,11 @@ type Job struct {
 	// fires inside the window run as catch_up_mode says; older ones get SKIPPED rows.
 	CatchUpWindowMs int64 `protobuf:"varint,29,opt,name=catch_up_window_ms,json=catchUpWindowMs,proto3" json:"catch_up_window_ms,omitempty"`
 	// Which missed fires inside the catch-up window run. UNSPECIFIED means LATEST.
-	CatchUpMode   CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	CatchUpMode CatchUpMode `protobuf:"varint,30,opt,name=catch_up_mode,json=catchUpMode,proto3,enum=xjob.v1.CatchUpMode" json:"catch_up_mode,omitempty"`
+	// What the admin does with a scheduled fire whose job still has an earlier run going
+	// (claimed or running on an executor), whatever the executor's block strategy.
+	// UNSPECIFIED means ALLOW_ALL.
+	OverlapPolicy OverlapPolicy `protobuf:"varint,31,opt,name=overlap_policy,json=overlapPolicy,proto3,enum=xjob.v1.OverlapPolicy" json:"overlap_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -654,6 +723,13 @@ func (x *Job) GetCatchUpMode() CatchUpMode {
 		return x.CatchUpMode
 	}
 	return CatchUpMode_CATCH_UP_MODE_UNSPECIFIED
+}
+
+func (x *Job) GetOverlapPolicy() OverlapPolicy {
+	if x != nil {
+		return x.OverlapPolicy
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -5359,7 +5435,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xa1\t\n" +
+	"maxDelayMs\"\xe0\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -5399,7 +5475,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x16alarm_on_every_failure\x18\x1b \x01(\bR\x13alarmOnEveryFailure\x12\"\n" +
 	"\rjitter_max_ms\x18\x1c \x01(\x03R\vjitterMaxMs\x12+\n" +
 	"\x12catch_up_window_ms\x18\x1d \x01(\x03R\x0fcatchUpWindowMs\x128\n" +
-	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\"\xa1\x05\n" +
+	"\rcatch_up_mode\x18\x1e \x01(\x0e2\x14.xjob.v1.CatchUpModeR\vcatchUpMode\x12=\n" +
+	"\x0eoverlap_policy\x18\x1f \x01(\x0e2\x16.xjob.v1.OverlapPolicyR\roverlapPolicy\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -5734,7 +5811,14 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t*\xc5\x01\n" +
+	"\rOverlapPolicy\x12\x1e\n" +
+	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18OVERLAP_POLICY_ALLOW_ALL\x10\x01\x12\x17\n" +
+	"\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ALL\x10\x04\x12\x1f\n" +
+	"\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x052\xd3\x14\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5794,236 +5878,238 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 3: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 5: xjob.v1.Job
-	(*Log)(nil),                      // 6: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 52: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 56: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
-	(*User)(nil),                     // 60: xjob.v1.User
-	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 89: xjob.v1.AddressType
-	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 94: xjob.v1.GlueType
-	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
+	(OverlapPolicy)(0),               // 3: xjob.v1.OverlapPolicy
+	(*Group)(nil),                    // 4: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 5: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 6: xjob.v1.Job
+	(*Log)(nil),                      // 7: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 8: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 9: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 10: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 11: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 12: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 13: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 14: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 15: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 16: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 17: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 18: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 19: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 20: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 21: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 22: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 23: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 24: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 25: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 26: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 27: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 28: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 29: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 30: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 31: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 32: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 33: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 34: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 35: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 36: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 37: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 38: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 39: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 40: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 41: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 42: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 43: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 44: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 45: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 46: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 47: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 48: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 49: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 50: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 51: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 52: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 53: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 54: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 55: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 56: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 57: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 58: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 59: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 60: xjob.v1.LoopHealth
+	(*User)(nil),                     // 61: xjob.v1.User
+	(*ApiToken)(nil),                 // 62: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 63: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 64: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 65: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 66: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 67: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 68: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 69: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 70: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 71: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 72: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 73: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 74: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 75: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 76: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 77: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 78: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 79: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 80: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 81: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 82: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 83: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 84: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 85: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 86: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 87: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 88: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 89: xjob.v1.ListAuditResponse
+	(AddressType)(0),                 // 90: xjob.v1.AddressType
+	(ScheduleType)(0),                // 91: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 92: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 93: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 94: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 95: xjob.v1.GlueType
+	(RunStatus)(0),                   // 96: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 97: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	90, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	91, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	92, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	93, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	94, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	5,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	95, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	86, // [86:123] is the sub-list for method output_type
-	49, // [49:86] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	3,  // 9: xjob.v1.Job.overlap_policy:type_name -> xjob.v1.OverlapPolicy
+	96, // 10: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	97, // 11: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	4,  // 12: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	4,  // 13: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	4,  // 14: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	4,  // 15: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	4,  // 16: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	4,  // 17: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	6,  // 18: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	6,  // 19: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	6,  // 20: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	6,  // 21: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	6,  // 22: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	95, // 23: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	6,  // 24: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	26, // 25: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	26, // 26: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,  // 27: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	6,  // 28: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	6,  // 29: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	6,  // 30: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	91, // 31: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	96, // 32: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	7,  // 33: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	7,  // 34: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,  // 35: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	53, // 36: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	57, // 37: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	60, // 38: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	59, // 39: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	61, // 40: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	62, // 41: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	61, // 42: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	62, // 43: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	62, // 44: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	61, // 45: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	61, // 46: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	61, // 47: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	61, // 48: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	87, // 49: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	8,  // 50: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	10, // 51: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	12, // 52: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	14, // 53: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	16, // 54: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	18, // 55: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	20, // 56: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	22, // 57: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	24, // 58: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	33, // 59: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	35, // 60: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	37, // 61: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	39, // 62: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	27, // 63: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	29, // 64: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	31, // 65: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	41, // 66: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	43, // 67: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	45, // 68: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	47, // 69: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	49, // 70: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	51, // 71: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	54, // 72: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	56, // 73: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	63, // 74: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	65, // 75: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	67, // 76: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	69, // 77: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	71, // 78: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	73, // 79: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	75, // 80: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	77, // 81: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	79, // 82: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	81, // 83: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	83, // 84: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	85, // 85: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	88, // 86: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	9,  // 87: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	11, // 88: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	13, // 89: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	15, // 90: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	17, // 91: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	19, // 92: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	21, // 93: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	23, // 94: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	25, // 95: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	34, // 96: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	36, // 97: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	38, // 98: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	40, // 99: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	28, // 100: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	30, // 101: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	32, // 102: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	42, // 103: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	44, // 104: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	46, // 105: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	48, // 106: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	50, // 107: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	52, // 108: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	55, // 109: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	58, // 110: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	64, // 111: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	66, // 112: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	68, // 113: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	70, // 114: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	72, // 115: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	74, // 116: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	76, // 117: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	78, // 118: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	80, // 119: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	82, // 120: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	84, // 121: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	86, // 122: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	89, // 123: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	87, // [87:124] is the sub-list for method output_type
+	50, // [50:87] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6038,7 +6124,7 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -20,7 +20,7 @@ pub fn status_value(status: JobStatus) -> i32 {
 }
 
 /// The editable columns `insert_job` and `update_job` write, with their values.
-fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 25] {
+fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 26] {
     use Value::{Flag, Int, Int32, Owned, Real, Text};
     [
         ("group_id", Int(job.group_id.0)),
@@ -51,6 +51,7 @@ fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 25] {
         ("jitter_max_ms", Int(job.policy.jitter_max_ms)),
         ("catch_up_window_ms", Int(job.policy.catch_up_window_ms)),
         ("catch_up_mode", Text(job.policy.catch_up_mode.as_str())),
+        ("overlap_policy", Text(job.policy.overlap_policy.as_str())),
     ]
 }
 

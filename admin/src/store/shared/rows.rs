@@ -3,8 +3,8 @@
 
 use crate::model::{
     AddressType, BlockStrategy, CatchUpMode, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
-    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType,
-    TriggerType,
+    MisfireStrategy, OverlapPolicy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy,
+    ScheduleType, TriggerType,
 };
 use crate::store::dialect::Dialect;
 use crate::store::error::{StoreError, StoreResult};
@@ -17,7 +17,7 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on
     timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, retry_max_delay_ms, \
     glue_type, glue_source, glue_remark, glue_updated_ms, child_job_ids, trigger_status, \
     trigger_last_ms, trigger_next_ms, created_ms, updated_ms, jitter_max_ms, catch_up_window_ms, \
-    catch_up_mode";
+    catch_up_mode, overlap_policy";
 
 /// Columns of `xjob_log` read by `run_from_row`.
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
@@ -90,6 +90,7 @@ pub fn job_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Job> {
             jitter_max_ms: row.get("jitter_max_ms")?,
             catch_up_window_ms: row.get("catch_up_window_ms")?,
             catch_up_mode: row.parse("catch_up_mode", CatchUpMode::parse)?,
+            overlap_policy: row.parse("overlap_policy", OverlapPolicy::parse)?,
         },
         status: if trigger_status == 1 {
             JobStatus::Running
