@@ -150,6 +150,10 @@ pub struct JobFields {
     /// at most 100 at once).
     #[arg(long, value_name = "MODE", value_parser = view::parse_catch_up_mode)]
     catch_up_mode: Option<i32>,
+    /// What a scheduled fire does while an earlier run of the job still goes, whatever the
+    /// executor: allow-all, skip, buffer-one, buffer-all or cancel-other.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_overlap_policy)]
+    overlap: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -422,6 +426,7 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.jitter_max_ms, fields.jitter);
     set(&mut job.catch_up_window_ms, fields.catch_up);
     set(&mut job.catch_up_mode, fields.catch_up_mode);
+    set(&mut job.overlap_policy, fields.overlap);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -518,6 +523,7 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
             },
         )
         .add("catch-up", catch_up_text(job))
+        .add("overlap", job.overlap_policy.clone())
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())

@@ -70,6 +70,12 @@ enum_names!(
     "CATCH_UP_MODE_"
 );
 enum_names!(
+    overlap_policy,
+    parse_overlap_policy,
+    pb::OverlapPolicy,
+    "OVERLAP_POLICY_"
+);
+enum_names!(
     route_strategy,
     parse_route_strategy,
     pb::RouteStrategy,
@@ -115,6 +121,7 @@ pub struct JobView {
     pub jitter_max_ms: i64,
     pub catch_up_window_ms: i64,
     pub catch_up_mode: String,
+    pub overlap_policy: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -151,6 +158,7 @@ impl From<&pb::Job> for JobView {
             jitter_max_ms: job.jitter_max_ms,
             catch_up_window_ms: job.catch_up_window_ms,
             catch_up_mode: catch_up_mode(job.catch_up_mode),
+            overlap_policy: overlap_policy(job.overlap_policy),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

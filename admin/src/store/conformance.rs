@@ -15,6 +15,7 @@ mod auth;
 mod followups;
 mod logs;
 mod operations;
+mod overlap;
 mod recovery;
 mod schedule;
 

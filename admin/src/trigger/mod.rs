@@ -548,12 +548,12 @@ impl Trigger {
             Ok(target) => target,
             Err(record) => return vec![traced_unsent(&claimed.fire, record)],
         };
-        match self.overlap(&claimed, &target).await {
-            overlap::Overlapped::Send => {}
-            overlap::Overlapped::Ended(record) => {
-                return vec![traced_unsent(&claimed.fire, record)];
-            }
-            overlap::Overlapped::Held => return Vec::new(),
+        if let Some(ended) = self.overlap(&claimed, &target).await {
+            let fire = &claimed.fire;
+            return ended
+                .into_iter()
+                .map(|record| traced_unsent(fire, record))
+                .collect();
         }
         // Kept only for its span if the shard rows cannot be written (no copy when not tracing).
         let traced_fire = crate::telemetry::tracer().map(|_| claimed.fire.clone());

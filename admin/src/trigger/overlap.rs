@@ -18,7 +18,7 @@ use crate::model::overlap::{self, Verdict};
 use crate::store::{DispatchOutcome, DispatchRecord, Parked};
 
 /// What the policy made of a fire.
-pub(super) enum Overlapped {
+enum Overlapped {
     /// Send it.
     Send,
     /// It ends here with this record (SKIPPED).
@@ -30,8 +30,21 @@ pub(super) enum Overlapped {
 
 impl Trigger {
     /// Applies the fire's overlap policy (only to fresh fires of the schedule, not released
-    /// ones; manual and API runs, retries and child runs are always sent).
-    pub(super) async fn overlap(&self, claimed: &Claimed, target: &Target) -> Overlapped {
+    /// ones; manual and API runs, retries and child runs are always sent). `None`: send it;
+    /// else the records it ends with (none while it waits or is not this node's any more).
+    pub(super) async fn overlap(
+        &self,
+        claimed: &Claimed,
+        target: &Target,
+    ) -> Option<Vec<DispatchRecord>> {
+        match self.overlap_verdict(claimed, target).await {
+            Overlapped::Send => None,
+            Overlapped::Ended(record) => Some(vec![record]),
+            Overlapped::Held => Some(Vec::new()),
+        }
+    }
+
+    async fn overlap_verdict(&self, claimed: &Claimed, target: &Target) -> Overlapped {
         let fire = &claimed.fire;
         let policy = fire.job.policy.overlap_policy;
         if claimed.released

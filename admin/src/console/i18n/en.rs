@@ -442,6 +442,11 @@ pub const EN: &[(&str, &str)] = &[
         "editor.catch_up_mode_hint",
         "which missed fires in the window run: the latest, or all in order",
     ),
+    ("editor.overlap", "Overlap"),
+    (
+        "editor.overlap_hint",
+        "when a fire comes while an earlier run still goes: run anyway (allow all), skip it, let one or all wait, or kill the earlier run (cancel other); for every executor",
+    ),
     ("editor.block", "Block"),
     ("editor.timeout", "Timeout"),
     (

@@ -395,6 +395,11 @@ pub const ZH: &[(&str, &str)] = &[
         "editor.catch_up_mode_hint",
         "窗口内错过的触发补跑哪些：最近一次，或按顺序全部",
     ),
+    ("editor.overlap", "重叠策略"),
+    (
+        "editor.overlap_hint",
+        "上一次运行仍未结束时又到触发时间：照常运行（ALLOW_ALL）、跳过、让一次或全部排队等待、或终止上一次运行（CANCEL_OTHER）；对所有执行器生效",
+    ),
     ("editor.block", "阻塞处理策略"),
     ("editor.timeout", "超时时间"),
     (

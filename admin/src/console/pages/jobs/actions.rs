@@ -173,6 +173,9 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         catch_up_mode: enum_value("catch_up_mode", "CATCH_UP_MODE_", |name| {
             pb::CatchUpMode::from_str_name(name).map(|value| value as i32)
         }),
+        overlap_policy: enum_value("overlap_policy", "OVERLAP_POLICY_", |name| {
+            pb::OverlapPolicy::from_str_name(name).map(|value| value as i32)
+        }),
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

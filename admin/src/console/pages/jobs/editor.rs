@@ -21,7 +21,7 @@ use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
     block_strategies, catch_up_modes, editable, glue_types, label, load, misfire_strategies,
-    new_job, route_strategies, schedule_types,
+    new_job, overlap_policies, route_strategies, schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -41,6 +41,7 @@ const FORM_FIELDS: &[&str] = &[
     "jitter_max_ms",
     "catch_up_window_ms",
     "catch_up_mode",
+    "overlap_policy",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -394,6 +395,20 @@ fn job_fields(
             ),
             err("catch_up_mode"),
             tm(lang, "editor.catch_up_mode_hint", &[]),
+        ),
+        html::field(
+            t(lang, "editor.overlap"),
+            "overlap_policy",
+            html::select(
+                "overlap_policy",
+                &overlap_policies(),
+                &current(
+                    pb::OverlapPolicy::try_from(job.overlap_policy).map(|t| t.as_str_name()),
+                    "OVERLAP_POLICY_",
+                ),
+            ),
+            err("overlap_policy"),
+            tm(lang, "editor.overlap_hint", &[]),
         ),
         html::field(
             t(lang, "editor.block"),

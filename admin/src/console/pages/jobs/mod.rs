@@ -83,6 +83,14 @@ pub fn catch_up_modes() -> Vec<Choice> {
     })
 }
 
+pub fn overlap_policies() -> Vec<Choice> {
+    choices("OVERLAP_POLICY_", |value| {
+        pb::OverlapPolicy::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
 pub fn route_strategies() -> Vec<Choice> {
     choices("ROUTE_STRATEGY_", |value| {
         pb::RouteStrategy::try_from(value)
