@@ -26,6 +26,12 @@ fn sleeper_script(dir: &Path) -> String {
 
 /// A cluster with one executor serving the sleeper; returns the group id and the files' folder.
 async fn cluster_with_sleeper() -> anyhow::Result<(TestCluster, i64, PathBuf)> {
+    let (cluster, group_id, dir, _) = cluster_with_sleeper_at().await?;
+    Ok((cluster, group_id, dir))
+}
+
+/// `cluster_with_sleeper`, with the executor's address too.
+async fn cluster_with_sleeper_at() -> anyhow::Result<(TestCluster, i64, PathBuf, String)> {
     let mut cluster = TestCluster::builder().start().await?;
     let group_id = cluster.create_group(APP).await?;
     let dir = cluster.data_dir().join("sleepers");
@@ -35,8 +41,8 @@ async fn cluster_with_sleeper() -> anyhow::Result<(TestCluster, i64, PathBuf)> {
         .executor(APP)
         .kill_grace(Duration::from_secs(1))
         .command_handler(HANDLER, ["sh", "-c", script.as_str(), HANDLER]);
-    cluster.start_executor(executor).await?;
-    Ok((cluster, group_id, dir))
+    let address = cluster.start_executor(executor).await?;
+    Ok((cluster, group_id, dir, address))
 }
 
 /// A running job on `cron` whose runs sleep `seconds`, with `policy`.
@@ -243,7 +249,23 @@ async fn buffer_one_runs_exactly_one_waiting_fire_after_the_running_one() -> any
 #[tokio::test]
 async fn buffer_all_runs_every_waiting_fire_in_order_across_an_admin_restart() -> anyhow::Result<()>
 {
-    let (mut cluster, group_id, dir) = cluster_with_sleeper().await?;
+    let (mut cluster, group_id, dir, address) = cluster_with_sleeper_at().await?;
+    // A MANUAL group: the restarted admin sends to the executor's address at once, without
+    // waiting for its session to come back (a run released meanwhile would find no executor).
+    let manual = pb::Group {
+        id: group_id,
+        app_name: APP.into(),
+        title: "the sleeper by address".into(),
+        address_type: pb::AddressType::Manual as i32,
+        addresses: vec![address],
+        ..Default::default()
+    };
+    cluster
+        .client()
+        .update_group(pb::UpdateGroupRequest {
+            group: Some(manual),
+        })
+        .await?;
     let job = started_job(
         &cluster,
         group_id,

@@ -42,6 +42,7 @@
     var conf = form.querySelector('[name=schedule_conf]');
     var zone = form.querySelector('[name=time_zone]');
     var jitter = form.querySelector('[name=jitter_max_ms]');
+    var overlap = form.querySelector('[name=overlap_policy]');
     // A saved job's jitter spreads its fires its own way: the preview asks for its id.
     var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
     // The preview names the field it refused (`time_zone`, `schedule_conf` or
@@ -64,7 +65,8 @@
     function show() {
       var query = new URLSearchParams({
         schedule_type: type.value, schedule_conf: conf.value, time_zone: zone.value,
-        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0'
+        jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0',
+        overlap: overlap ? overlap.value : ''
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -96,11 +98,17 @@
           var named = timeZone || word('browserZone');
           out.textContent = answer.times.length ? word('nextFires', named) : word('neverFires');
           out.appendChild(list);
+          if (answer.overlap) {
+            var note = document.createElement('p');
+            note.id = 'preview-overlap';
+            note.textContent = answer.overlap;
+            out.appendChild(note);
+          }
         })
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone, jitter].forEach(function (el) {
+    [type, conf, zone, jitter, overlap].forEach(function (el) {
       if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);

@@ -625,9 +625,22 @@ fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
     }
 }
 
-/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=`: the next fire
-/// times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…]}`, `sent` with the job's
-/// jitter, or `{"error":"…"}`), computed by PreviewSchedule.
+/// What the job's overlap policy does to those fires, under the preview ("" for ALLOW_ALL).
+fn overlap_note(lang: Lang, policy: &str) -> String {
+    let key = match policy {
+        "SKIP" => "editor.overlap_note_skip",
+        "BUFFER_ONE" => "editor.overlap_note_buffer_one",
+        "BUFFER_ALL" => "editor.overlap_note_buffer_all",
+        "CANCEL_OTHER" => "editor.overlap_note_cancel_other",
+        _ => return String::new(),
+    };
+    t(lang, key).to_string()
+}
+
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&overlap=`: the next
+/// fire times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…],"overlap":"…"}`,
+/// `sent` with the job's jitter, `overlap` what its overlap policy does to a fire due while an
+/// earlier run goes; or `{"error":"…"}`), computed by PreviewSchedule.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let schedule_type =
@@ -669,6 +682,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 "times": answer.fire_times_ms,
                 "sent": answer.dispatch_times_ms,
                 "zone": job_zone.name(),
+                "overlap": overlap_note(viewer.lang, query.get("overlap")),
             })
         }
         Err(status) => {
