@@ -71,3 +71,42 @@ fn catch_up_mode_from_pb(value: i32, prefix: &str) -> Result<CatchUpMode, Error>
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_policies_round_trip_and_unset_is_allow_all() {
+        for policy in OverlapPolicy::ALL {
+            let mut job = pb::Job::default();
+            policy_to_pb(
+                &SchedulePolicy {
+                    overlap_policy: *policy,
+                    ..SchedulePolicy::default()
+                },
+                &mut job,
+            );
+            let back = policy_from_pb(&job, "job").expect("known policy");
+            assert_eq!(back.overlap_policy, *policy);
+        }
+        let unset = policy_from_pb(&pb::Job::default(), "job").expect("unset");
+        assert_eq!(unset.overlap_policy, OverlapPolicy::AllowAll);
+    }
+
+    #[test]
+    fn an_unknown_overlap_policy_is_refused_naming_the_field() {
+        let job = pb::Job {
+            overlap_policy: 9,
+            ..pb::Job::default()
+        };
+        match policy_from_pb(&job, "job") {
+            Err(Error::InvalidArgument(message)) => assert_eq!(
+                message,
+                "job.overlap_policy: unknown value 9 (ALLOW_ALL = 1, SKIP = 2, BUFFER_ONE = 3, \
+                 BUFFER_ALL = 4, CANCEL_OTHER = 5)"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+}
