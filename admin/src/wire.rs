@@ -106,6 +106,7 @@ to: run_status_to_pb, from: run_status_from_pb, checked: pb_run_status,
     Killed <-> Killed,
     Lost <-> Lost,
     Skipped <-> Skipped,
+    Waiting <-> Waiting,
 });
 enum_conversions!(AddressType <-> pb::AddressType,
     to: address_type_to_pb, from: address_type_from_pb, checked: pb_address_type,

@@ -165,6 +165,10 @@ pub struct JobFields {
     /// default), second or both.
     #[arg(long, value_name = "POLICY", value_parser = view::parse_dst_overlap_policy)]
     dst_overlap: Option<i32>,
+    /// What a scheduled fire does while an earlier run of the job still goes, whatever the
+    /// executor: allow-all, skip, buffer-one, buffer-all or cancel-other.
+    #[arg(long, value_name = "POLICY", value_parser = view::parse_overlap_policy)]
+    overlap: Option<i32>,
     /// first, last, round, random, consistent-hash, least-frequently-used,
     /// least-recently-used, failover, busyover, sharding-broadcast.
     #[arg(long, visible_alias = "route", value_parser = view::parse_route_strategy)]
@@ -441,6 +445,7 @@ async fn apply(job: &mut pb::Job, fields: JobFields, client: &mut Client) -> Res
     set(&mut job.calendar_mode, fields.calendar_mode);
     set(&mut job.dst_gap_policy, fields.dst_gap);
     set(&mut job.dst_overlap_policy, fields.dst_overlap);
+    set(&mut job.overlap_policy, fields.overlap);
     set(&mut job.route_strategy, fields.route_strategy);
     set(&mut job.handler, fields.handler);
     set(&mut job.params, fields.params);
@@ -546,6 +551,7 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
                 render_policy(&job.dst_overlap_policy)
             ),
         )
+        .add("overlap", job.overlap_policy.clone())
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
         .add("glue type", job.glue_type.clone())

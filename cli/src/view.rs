@@ -88,6 +88,12 @@ enum_names!(
     "DST_OVERLAP_POLICY_"
 );
 enum_names!(
+    overlap_policy,
+    parse_overlap_policy,
+    pb::OverlapPolicy,
+    "OVERLAP_POLICY_"
+);
+enum_names!(
     route_strategy,
     parse_route_strategy,
     pb::RouteStrategy,
@@ -137,6 +143,7 @@ pub struct JobView {
     pub calendar_mode: String,
     pub dst_gap_policy: String,
     pub dst_overlap_policy: String,
+    pub overlap_policy: String,
     pub route_strategy: String,
     pub handler: String,
     pub params: String,
@@ -177,6 +184,7 @@ impl From<&pb::Job> for JobView {
             calendar_mode: calendar_mode(job.calendar_mode),
             dst_gap_policy: dst_gap_policy(job.dst_gap_policy),
             dst_overlap_policy: dst_overlap_policy(job.dst_overlap_policy),
+            overlap_policy: overlap_policy(job.overlap_policy),
             route_strategy: route_strategy(job.route_strategy),
             handler: job.handler.clone(),
             params: job.params.clone(),

@@ -99,6 +99,8 @@ named_enum!(
         Killed => "KILLED",
         Lost => "LOST",
         Skipped => "SKIPPED",
+        // Held back by its job's overlap policy until the earlier run ends (`model::overlap`).
+        Waiting => "WAITING",
     }
 );
 named_enum!(
@@ -114,7 +116,10 @@ named_enum!(
 impl RunStatus {
     /// Whether no further result can change this run.
     pub fn is_final(self) -> bool {
-        !matches!(self, RunStatus::Pending | RunStatus::Running)
+        !matches!(
+            self,
+            RunStatus::Pending | RunStatus::Running | RunStatus::Waiting
+        )
     }
 }
 

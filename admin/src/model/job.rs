@@ -2,7 +2,7 @@
 
 use super::{
     BlockStrategy, CalendarMode, CatchUpMode, DstPolicy, GlueType, GroupId, JobId, MisfireStrategy,
-    RouteStrategy, ScheduleType,
+    OverlapPolicy, RouteStrategy, ScheduleType,
 };
 
 /// Whether the schedule is active.
@@ -35,6 +35,9 @@ pub struct SchedulePolicy {
     pub catch_up_mode: CatchUpMode,
     /// What the cron does with local times its zone skips or repeats (`model::dst`).
     pub dst: DstPolicy,
+    /// What a scheduled fire does while an earlier run of the job is still going
+    /// (`model::overlap`); ALLOW_ALL sends it anyway, as before.
+    pub overlap_policy: OverlapPolicy,
 }
 
 /// A job as stored.

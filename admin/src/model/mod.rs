@@ -24,6 +24,7 @@ pub mod misfire;
 pub mod next_fire;
 pub mod node;
 pub mod order;
+pub mod overlap;
 pub mod user;
 pub mod validate;
 pub mod zone;
@@ -49,6 +50,7 @@ pub use log::{LogFilter, NewRun, RunLog};
 pub use misfire::{LateRun, skipped_as_misfire};
 pub use node::NodeIdentity;
 pub use order::{JOB_SORT_KEYS, LOG_SORT_KEYS, ListOrder};
+pub use overlap::OverlapPolicy;
 pub use user::{ApiToken, AuditEntry, ConsoleSession, Role, User};
 pub use zone::{job_time_zone, parse_time_zone};
 

@@ -26,7 +26,7 @@ use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
 use crate::context::AdminContext;
 use crate::health::Loop;
-use crate::model::{AlarmStatus, Job, JobId, LogId, NewRun, RunLog};
+use crate::model::{AlarmStatus, Fire, Job, JobId, LogId, NewRun, RunLog};
 use crate::store::{FollowupWrite, StoreError};
 use crate::trigger::Fires;
 
@@ -270,6 +270,7 @@ impl Followup {
     async fn dispatch_due(&self) -> Result<(), StoreError> {
         let node = &self.ctx.node;
         self.release_uncertain_claims().await?;
+        self.release_waiting().await?;
         let due = self
             .ctx
             .store
@@ -282,6 +283,38 @@ impl Followup {
             // The rows come back in the next round (put back to PENDING first if need be).
             tracing::warn!(%error, "dispatching due retries and child runs failed");
             self.uncertain().extend(due);
+        }
+        Ok(())
+    }
+
+    /// Sends the oldest WAITING run of each job whose earlier runs all ended (overlap policies
+    /// BUFFER_ONE and BUFFER_ALL, `model::overlap`). Any admin releases them, so one that died
+    /// leaves none behind; a released run this admin fails to send is a stranded run, taken
+    /// over like any other.
+    async fn release_waiting(&self) -> Result<(), StoreError> {
+        let now = self.ctx.clock.now_ms();
+        let runs = self
+            .ctx
+            .store
+            .release_waiting(&self.ctx.node, now, BATCH)
+            .await?;
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
+        let jobs = self.ctx.store.get_jobs(&job_ids).await?;
+        // A job deleted meanwhile took its runs with it.
+        let fires: Vec<Fire> = runs
+            .iter()
+            .filter_map(|run| Some(Fire::from_run(run, Arc::clone(jobs.get(&run.job_id)?))))
+            .collect();
+        let released = Fires::Released {
+            fires,
+            trigger_time_ms: now,
+        };
+        if let Err(error) = self.ctx.trigger.dispatch(released).await {
+            // Only at shutdown: the runs stay claimed and unsent, for whoever takes them over.
+            tracing::warn!(%error, "sending released waiting runs failed");
         }
         Ok(())
     }

@@ -111,7 +111,7 @@ pub fn decide(run: &RunLog, job: Option<&Job>, now_ms: i64, node: &NodeIdentity)
             fix_delay_release: fix_delay_release(run, job, now_ms),
             ..Decision::nothing()
         },
-        RunStatus::Pending | RunStatus::Running => Decision::nothing(),
+        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => Decision::nothing(),
     }
 }
 

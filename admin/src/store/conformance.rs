@@ -17,6 +17,7 @@ mod calendars;
 mod followups;
 mod logs;
 mod operations;
+mod overlap;
 mod recovery;
 mod schedule;
 
@@ -548,6 +549,7 @@ async fn job_updates_keep_the_scheduling_state_and_filters_combine() {
                     gap: crate::model::DstGapPolicy::Skip,
                     overlap: crate::model::DstOverlapPolicy::Both,
                 },
+                overlap_policy: crate::model::OverlapPolicy::BufferOne,
             },
             status: JobStatus::Stopped,
             trigger_next_ms: 1,

@@ -31,10 +31,12 @@ pub mod xxl_source;
 pub use error::{StoreError, StoreResult};
 pub use log_storage::LogStorage;
 pub use round::{JobScheduleUpdate, RoundPlan};
+pub use shared::overlap::Parked;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::model::overlap::Overlap;
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, Backfill, BackfillProgress, Calendar, ConsoleSession,
     ExecutorInfo, GlueEdit, GlueVersion, Group, GroupId, Job, JobId, JobStatus, LogFilter, LogId,
@@ -382,6 +384,15 @@ shared! {
     /// `monitor::alarm_queue`): 2 sent or 3 failed, with `alarm_delivery`; false when the run no
     /// longer waits for it.
     fn record_alarm_delivery(&self, log_id: LogId, alarm_status: AlarmStatus, alarm_delivery: &str) -> StoreResult<bool> => followups;
+    // ---- overlap policies (`model::overlap`)
+    /// The job's RUNNING runs older than `before`, with their executors, and its WAITING runs.
+    fn overlap_state(&self, job_id: JobId, before: LogId) -> StoreResult<Overlap> => overlap;
+    /// Turns this node's claimed, unsent run WAITING with `message`, unless the job already
+    /// has `max_waiting` waiting runs (0 = no bound).
+    fn park_run(&self, log_id: LogId, job_id: JobId, node: &NodeIdentity, max_waiting: i64, message: &str) -> StoreResult<Parked> => overlap;
+    /// Releases the oldest WAITING run of each job (at most `limit` jobs) with no RUNNING run
+    /// left, as this node's claimed, unsent run; returns them to send.
+    fn release_waiting(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<RunLog>> => overlap;
     // ---- adoption of gone admins' rows
     /// Takes over PENDING runs of dead nodes and of this node's older epochs.
     fn adopt_orphan_runs(&self, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
@@ -437,7 +448,7 @@ shared! {
     fn count_matching_logs_up_to(&self, filter: &LogFilter, limit: i64) -> StoreResult<i64> => logs;
     // ---- operations data (daily report, log clean-up, callback tokens)
     /// Recounts the runs triggered in `[day_start_ms, day_end_ms)` into the report row of that
-    /// day (running = PENDING/RUNNING, success = SUCCESS, failed = the rest but SKIPPED).
+    /// day (running = PENDING/RUNNING/WAITING, success = SUCCESS, failed = the rest but SKIPPED).
     fn refresh_log_report(&self, day_start_ms: i64, day_end_ms: i64, now_ms: i64) -> StoreResult<DayCounts> => report;
     /// The counts `refresh_log_report` would store for `[day_start_ms, day_end_ms)`, read from
     /// the log rows now, without writing (the dashboard's "today").

@@ -5,7 +5,7 @@
 //! RUNNING with an explanatory message and is resolved by the callback or the lost-run monitor,
 //! never re-sent blindly.
 
-use super::codes::{TRIGGER_ACCEPTED, TRIGGER_UNKNOWN};
+use super::codes::{TRIGGER_ACCEPTED, TRIGGER_FAILED, TRIGGER_UNKNOWN};
 use super::pool::PoolKind;
 use super::request::run_request;
 use super::route::{self, Probe, ProbeVerdict, RouteError};
@@ -263,12 +263,53 @@ impl Trigger {
     /// How late a fire is, when its turn to be sent came past the misfire threshold (its claim,
     /// its pool slot or the admin were slow) and its job's misfire strategy skips it
     /// (`model::skipped_as_misfire`).
-    pub(super) fn too_late_to_send(&self, fire: &Fire) -> Option<i64> {
+    pub(super) fn too_late_to_send(&self, claimed: &Claimed) -> Option<i64> {
+        let fire = &claimed.fire;
+        if claimed.released {
+            return None;
+        }
         crate::model::skipped_as_misfire(
             fire.into(),
             fire.job.misfire_strategy,
             self.now_ms(),
             self.misfire_threshold_ms,
         )
+    }
+
+    /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
+    /// failed fire.
+    pub(super) fn failed_record(
+        &self,
+        log_id: LogId,
+        message: String,
+        address: &str,
+    ) -> DispatchRecord {
+        self.failed_record_as(Dispatch::Failed, log_id, message, address)
+    }
+
+    /// A FAILED outcome counted as `outcome` (overloaded, refused: failures with a cause an
+    /// operator watches on its own).
+    pub(super) fn failed_record_as(
+        &self,
+        outcome: Dispatch,
+        log_id: LogId,
+        message: String,
+        address: &str,
+    ) -> DispatchRecord {
+        crate::metrics::dispatched(outcome, 1);
+        self.record(log_id, message, address)
+    }
+
+    /// A FAILED outcome, not counted (the caller counts it or replaces the outcome).
+    pub(super) fn record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
+        DispatchRecord {
+            log_id,
+            outcome: DispatchOutcome::Failed,
+            trigger_code: TRIGGER_FAILED,
+            trigger_msg: message,
+            executor_address: address.to_string(),
+            finished_ms: self.now_ms(),
+            trace_id: String::new(),
+        }
     }
 }

@@ -21,6 +21,7 @@ pub mod admission;
 pub mod claim_pace;
 mod codes;
 mod dispatch;
+mod overlap;
 pub mod pool;
 pub mod recorder;
 mod request;
@@ -50,7 +51,6 @@ use crate::registry::Registry;
 use crate::store::writer_gate::urgent_write;
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 use admission::{Admission, Slot};
-use codes::TRIGGER_FAILED;
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
 use retry::until_answered;
@@ -78,6 +78,13 @@ pub enum Fires {
         fires: Vec<Fire>,
         trigger_time_ms: i64,
     },
+    /// Runs this node took from WAITING once their job had nothing running
+    /// (`Store::release_waiting`: RUNNING, unsent): sent now, not judged by the overlap policy
+    /// or as late again (waiting made them late on purpose).
+    Released {
+        fires: Vec<Fire>,
+        trigger_time_ms: i64,
+    },
 }
 
 /// A fire this node claimed: it is RUNNING and nobody else sends it.
@@ -88,6 +95,8 @@ struct Claimed {
     trigger_time_ms: i64,
     /// Its place among the runs outstanding (`admission`), freed once its outcome is written.
     slot: Option<Arc<Slot>>,
+    /// Released from WAITING (`Fires::Released`).
+    released: bool,
 }
 
 /// The group a claimed fire goes to and the addresses it is routed over, taken once per batch
@@ -287,23 +296,36 @@ impl Trigger {
             Fires::Adopted {
                 fires,
                 trigger_time_ms,
-            } => {
-                let slots = self.admission.force(fires.len());
-                let claimed: Vec<Claimed> = fires
-                    .into_iter()
-                    .zip(slots)
-                    .map(|(fire, slot)| Claimed {
-                        fire,
-                        trigger_time_ms,
-                        slot: Some(Arc::new(slot)),
-                    })
-                    .collect();
-                let targets = self.load_targets_until_answered(&claimed, &[]).await?;
-                let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
-                self.send_when_due(claimed, targets);
-                Ok(ids)
-            }
+            } => self.send_held(fires, trigger_time_ms, false).await,
+            Fires::Released {
+                fires,
+                trigger_time_ms,
+            } => self.send_held(fires, trigger_time_ms, true).await,
         }
+    }
+
+    /// Sends runs this node already holds claimed (adopted stranded runs, released ones).
+    async fn send_held(
+        self: &Arc<Self>,
+        fires: Vec<Fire>,
+        trigger_time_ms: i64,
+        released: bool,
+    ) -> Result<Vec<LogId>, Error> {
+        let slots = self.admission.force(fires.len());
+        let claimed: Vec<Claimed> = fires
+            .into_iter()
+            .zip(slots)
+            .map(|(fire, slot)| Claimed {
+                fire,
+                trigger_time_ms,
+                slot: Some(Arc::new(slot)),
+                released,
+            })
+            .collect();
+        let targets = self.load_targets_until_answered(&claimed, &[]).await?;
+        let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
+        self.send_when_due(claimed, targets);
+        Ok(ids)
     }
 
     /// Claims fires whose rows are written; their groups are read beside the claim, so that
@@ -340,6 +362,7 @@ impl Trigger {
                 fire,
                 trigger_time_ms,
                 slot: Some(Arc::new(slot)),
+                released: false,
             })
             .collect();
         self.claim_pace.observe(offered, started.elapsed());
@@ -409,6 +432,7 @@ impl Trigger {
                     fire: Fire::from_run(&run, Arc::clone(job)),
                     trigger_time_ms: run.trigger_time_ms,
                     slot: self.admission.force(1).pop().map(Arc::new),
+                    released: false,
                 }),
                 None => {
                     let reason = format!("job {} no longer exists", run.job_id);
@@ -438,6 +462,7 @@ impl Trigger {
                 fire: Fire::from_run(run, Arc::clone(&fire.job)),
                 trigger_time_ms: run.trigger_time_ms,
                 slot: None,
+                released: false,
             })
             .collect();
         let groups = self.store.get_groups(&[fire.group_id()]).await?;
@@ -524,6 +549,13 @@ impl Trigger {
             Ok(target) => target,
             Err(record) => return vec![traced_unsent(&claimed.fire, record)],
         };
+        if let Some(ended) = self.overlap(&claimed, &target).await {
+            let fire = &claimed.fire;
+            return ended
+                .into_iter()
+                .map(|record| traced_unsent(fire, record))
+                .collect();
+        }
         // Kept only for its span if the shard rows cannot be written (no copy when not tracing).
         let traced_fire = crate::telemetry::tracer().map(|_| claimed.fire.clone());
         let shards = match self.broadcast_shards(claimed, &target).await {
@@ -634,6 +666,7 @@ impl Trigger {
                     fire: Fire::from_run(run, Arc::clone(&fire.job)),
                     trigger_time_ms: run.trigger_time_ms,
                     slot: None,
+                    released: claimed.released,
                 })
                 .collect()),
             Ok(_) => {
@@ -663,7 +696,7 @@ impl Trigger {
         let log_span = trace::log_span(trace.as_ref(), fire);
         let mut record = async {
             match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-                Ok(permit) => match self.too_late_to_send(fire) {
+                Ok(permit) => match self.too_late_to_send(claimed) {
                     // An overloaded admin degrades: its late fires become misfires, not late runs.
                     Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
                     None => {
@@ -751,38 +784,6 @@ impl Trigger {
         job_ids: &[JobId],
     ) -> Result<HashMap<JobId, Arc<Job>>, Error> {
         until_answered(&self.tasks, job_ids.len(), || self.store.get_jobs(job_ids)).await
-    }
-
-    /// A FAILED outcome (trigger code 500) for a run that was not delivered; counted as a
-    /// failed fire.
-    fn failed_record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
-        self.failed_record_as(Dispatch::Failed, log_id, message, address)
-    }
-
-    /// A FAILED outcome counted as `outcome` (overloaded, refused: failures with a cause an
-    /// operator watches on its own).
-    fn failed_record_as(
-        &self,
-        outcome: Dispatch,
-        log_id: LogId,
-        message: String,
-        address: &str,
-    ) -> DispatchRecord {
-        crate::metrics::dispatched(outcome, 1);
-        self.record(log_id, message, address)
-    }
-
-    /// A FAILED outcome, not counted (the caller counts it or replaces the outcome).
-    fn record(&self, log_id: LogId, message: String, address: &str) -> DispatchRecord {
-        DispatchRecord {
-            log_id,
-            outcome: DispatchOutcome::Failed,
-            trigger_code: TRIGGER_FAILED,
-            trigger_msg: message,
-            executor_address: address.to_string(),
-            finished_ms: self.now_ms(),
-            trace_id: String::new(),
-        }
     }
 }
 

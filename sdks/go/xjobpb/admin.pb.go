@@ -415,6 +415,71 @@ func (DstOverlapPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
+// What the admin does with a scheduled fire of a job whose earlier run is still going.
+type OverlapPolicy int32
+
+const (
+	OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED OverlapPolicy = 0
+	// Send it anyway (the executor's block strategy still applies).
+	OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL OverlapPolicy = 1
+	// Do not run it: it gets a SKIPPED row naming the run still going.
+	OverlapPolicy_OVERLAP_POLICY_SKIP OverlapPolicy = 2
+	// It waits (status WAITING) and is sent when the earlier run ends; at most one waits, later
+	// fires meanwhile are SKIPPED.
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE OverlapPolicy = 3
+	// Every such fire waits, and they are sent one after the other, oldest first.
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ALL OverlapPolicy = 4
+	// Kill the earlier run on its executor, then send this one.
+	OverlapPolicy_OVERLAP_POLICY_CANCEL_OTHER OverlapPolicy = 5
+)
+
+// Enum value maps for OverlapPolicy.
+var (
+	OverlapPolicy_name = map[int32]string{
+		0: "OVERLAP_POLICY_UNSPECIFIED",
+		1: "OVERLAP_POLICY_ALLOW_ALL",
+		2: "OVERLAP_POLICY_SKIP",
+		3: "OVERLAP_POLICY_BUFFER_ONE",
+		4: "OVERLAP_POLICY_BUFFER_ALL",
+		5: "OVERLAP_POLICY_CANCEL_OTHER",
+	}
+	OverlapPolicy_value = map[string]int32{
+		"OVERLAP_POLICY_UNSPECIFIED":  0,
+		"OVERLAP_POLICY_ALLOW_ALL":    1,
+		"OVERLAP_POLICY_SKIP":         2,
+		"OVERLAP_POLICY_BUFFER_ONE":   3,
+		"OVERLAP_POLICY_BUFFER_ALL":   4,
+		"OVERLAP_POLICY_CANCEL_OTHER": 5,
+	}
+)
+
+func (x OverlapPolicy) Enum() *OverlapPolicy {
+	p := new(OverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x OverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[7].Descriptor()
+}
+
+func (OverlapPolicy) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[7]
+}
+
+func (x OverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverlapPolicy.Descriptor instead.
+func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -641,8 +706,12 @@ type Job struct {
 	// What a CRON schedule does with a local time its time_zone repeats when the clocks fall back
 	// (e.g. 02:30 on the night 03:00 goes back to 02:00). UNSPECIFIED means FIRST.
 	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the admin does with a scheduled fire whose job still has an earlier run going
+	// (claimed or running on an executor), whatever the executor's block strategy.
+	// UNSPECIFIED means ALLOW_ALL.
+	OverlapPolicy OverlapPolicy `protobuf:"varint,31,opt,name=overlap_policy,json=overlapPolicy,proto3,enum=xjob.v1.OverlapPolicy" json:"overlap_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -911,6 +980,13 @@ func (x *Job) GetDstOverlapPolicy() DstOverlapPolicy {
 		return x.DstOverlapPolicy
 	}
 	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
+}
+
+func (x *Job) GetOverlapPolicy() OverlapPolicy {
+	if x != nil {
+		return x.OverlapPolicy
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
 }
 
 // One run attempt of a job on one executor (one shard of a broadcast).
@@ -6734,8 +6810,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10initial_delay_ms\x18\x01 \x01(\x03R\x0einitialDelayMs\x12\x16\n" +
 	"\x06factor\x18\x02 \x01(\x01R\x06factor\x12 \n" +
 	"\fmax_delay_ms\x18\x03 \x01(\x03R\n" +
-	"maxDelayMs\"\xff\n" +
-	"\n" +
+	"maxDelayMs\"\xbe\v\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -6779,7 +6854,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
 	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\x12;\n" +
 	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
-	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"\xa1\x05\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\x12=\n" +
+	"\x0eoverlap_policy\x18\x1f \x01(\x0e2\x16.xjob.v1.OverlapPolicyR\roverlapPolicy\"\xa1\x05\n" +
 	"\x03Log\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
@@ -7204,7 +7280,14 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x1eDST_OVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18DST_OVERLAP_POLICY_FIRST\x10\x01\x12\x1d\n" +
 	"\x19DST_OVERLAP_POLICY_SECOND\x10\x02\x12\x1b\n" +
-	"\x17DST_OVERLAP_POLICY_BOTH\x10\x032\x9d\x1a\n" +
+	"\x17DST_OVERLAP_POLICY_BOTH\x10\x03*\xc5\x01\n" +
+	"\rOverlapPolicy\x12\x1e\n" +
+	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18OVERLAP_POLICY_ALLOW_ALL\x10\x01\x12\x17\n" +
+	"\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ALL\x10\x04\x12\x1f\n" +
+	"\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x052\x9d\x1a\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -7273,7 +7356,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
@@ -7283,285 +7366,287 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(CalendarMode)(0),                // 4: xjob.v1.CalendarMode
 	(DstGapPolicy)(0),                // 5: xjob.v1.DstGapPolicy
 	(DstOverlapPolicy)(0),            // 6: xjob.v1.DstOverlapPolicy
-	(*Group)(nil),                    // 7: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 8: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 9: xjob.v1.Job
-	(*Log)(nil),                      // 10: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 11: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 12: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 13: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 14: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 15: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 16: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 17: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 18: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 19: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 20: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 21: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 22: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 23: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 24: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 25: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 26: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 27: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 28: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 29: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 30: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 31: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 32: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 33: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 34: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 35: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 36: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 37: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 38: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 39: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 40: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 41: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 42: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 43: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 44: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 45: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 46: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 47: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 48: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 49: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 50: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 51: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 52: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 53: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 54: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 55: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 56: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 57: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 58: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 59: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 60: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 61: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 62: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 63: xjob.v1.LoopHealth
-	(*User)(nil),                     // 64: xjob.v1.User
-	(*ApiToken)(nil),                 // 65: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 66: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 67: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 68: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 69: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 70: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 71: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 72: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 73: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 74: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 75: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 76: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 77: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 78: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 79: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 80: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 81: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 82: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 83: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 84: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 85: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 86: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 87: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 88: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 89: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 90: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 91: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 92: xjob.v1.ListAuditResponse
-	(*Backfill)(nil),                 // 93: xjob.v1.Backfill
-	(*BackfillJobRequest)(nil),       // 94: xjob.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),      // 95: xjob.v1.BackfillJobResponse
-	(*GetBackfillRequest)(nil),       // 96: xjob.v1.GetBackfillRequest
-	(*GetBackfillResponse)(nil),      // 97: xjob.v1.GetBackfillResponse
-	(*ListBackfillsRequest)(nil),     // 98: xjob.v1.ListBackfillsRequest
-	(*ListBackfillsResponse)(nil),    // 99: xjob.v1.ListBackfillsResponse
-	(*CancelBackfillRequest)(nil),    // 100: xjob.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),   // 101: xjob.v1.CancelBackfillResponse
-	(*Calendar)(nil),                 // 102: xjob.v1.Calendar
-	(*CreateCalendarRequest)(nil),    // 103: xjob.v1.CreateCalendarRequest
-	(*CreateCalendarResponse)(nil),   // 104: xjob.v1.CreateCalendarResponse
-	(*UpdateCalendarRequest)(nil),    // 105: xjob.v1.UpdateCalendarRequest
-	(*UpdateCalendarResponse)(nil),   // 106: xjob.v1.UpdateCalendarResponse
-	(*DeleteCalendarRequest)(nil),    // 107: xjob.v1.DeleteCalendarRequest
-	(*DeleteCalendarResponse)(nil),   // 108: xjob.v1.DeleteCalendarResponse
-	(*GetCalendarRequest)(nil),       // 109: xjob.v1.GetCalendarRequest
-	(*GetCalendarResponse)(nil),      // 110: xjob.v1.GetCalendarResponse
-	(*ListCalendarsRequest)(nil),     // 111: xjob.v1.ListCalendarsRequest
-	(*ListCalendarsResponse)(nil),    // 112: xjob.v1.ListCalendarsResponse
-	(AddressType)(0),                 // 113: xjob.v1.AddressType
-	(ScheduleType)(0),                // 114: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 115: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 116: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 117: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 118: xjob.v1.GlueType
-	(RunStatus)(0),                   // 119: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 120: xjob.v1.TriggerType
+	(OverlapPolicy)(0),               // 7: xjob.v1.OverlapPolicy
+	(*Group)(nil),                    // 8: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 9: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 10: xjob.v1.Job
+	(*Log)(nil),                      // 11: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 12: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 13: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 14: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 15: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 16: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 17: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 18: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 19: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 20: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 21: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 22: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 23: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 24: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 25: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 26: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 27: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 28: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 29: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 30: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 31: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 32: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 33: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 34: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 35: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 36: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 37: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 38: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 39: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 40: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 41: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 42: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 43: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 44: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 45: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 46: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 47: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 48: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 49: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 50: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 51: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 52: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 53: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 54: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 55: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 56: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 57: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 58: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 59: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 60: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 61: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 62: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 63: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 64: xjob.v1.LoopHealth
+	(*User)(nil),                     // 65: xjob.v1.User
+	(*ApiToken)(nil),                 // 66: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 67: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 68: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 69: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 70: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 71: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 72: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 73: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 74: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 75: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 76: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 77: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 78: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 79: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 80: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 81: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 82: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 83: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 84: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 85: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 86: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 87: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 88: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 89: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 90: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 91: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 92: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 93: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                 // 94: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),       // 95: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),      // 96: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),       // 97: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),      // 98: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),     // 99: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),    // 100: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),    // 101: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),   // 102: xjob.v1.CancelBackfillResponse
+	(*Calendar)(nil),                 // 103: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),    // 104: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),   // 105: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),    // 106: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),   // 107: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),    // 108: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),   // 109: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),       // 110: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),      // 111: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),     // 112: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),    // 113: xjob.v1.ListCalendarsResponse
+	(AddressType)(0),                 // 114: xjob.v1.AddressType
+	(ScheduleType)(0),                // 115: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 116: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 117: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 118: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 119: xjob.v1.GlueType
+	(RunStatus)(0),                   // 120: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 121: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	113, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	114, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	115, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	116, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	117, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	8,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	118, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	114, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	115, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	116, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	117, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	118, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	9,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	119, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
 	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 10: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 11: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
-	119, // 12: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	120, // 13: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	7,   // 14: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	7,   // 15: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	7,   // 16: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	7,   // 17: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	7,   // 18: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	7,   // 19: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	9,   // 20: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	9,   // 21: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	9,   // 22: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	9,   // 23: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	9,   // 24: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	118, // 25: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	9,   // 26: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	29,  // 27: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	29,  // 28: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,   // 29: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	9,   // 30: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	9,   // 31: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	9,   // 32: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	114, // 33: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	4,   // 34: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
-	5,   // 35: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
-	6,   // 36: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
-	119, // 37: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	10,  // 38: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	10,  // 39: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,   // 40: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	56,  // 41: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	60,  // 42: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	63,  // 43: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	62,  // 44: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	64,  // 45: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	65,  // 46: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	64,  // 47: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	65,  // 48: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	65,  // 49: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	64,  // 50: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	64,  // 51: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	64,  // 52: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	64,  // 53: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	90,  // 54: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	3,   // 55: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
-	93,  // 56: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
-	93,  // 57: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	93,  // 58: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
-	93,  // 59: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	102, // 60: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	102, // 61: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	102, // 62: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	102, // 63: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	102, // 64: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	102, // 65: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
-	11,  // 66: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	13,  // 67: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	15,  // 68: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	17,  // 69: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	19,  // 70: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	21,  // 71: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	23,  // 72: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	25,  // 73: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	27,  // 74: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	36,  // 75: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	38,  // 76: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	40,  // 77: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	42,  // 78: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	30,  // 79: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	32,  // 80: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	34,  // 81: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	44,  // 82: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	46,  // 83: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	48,  // 84: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	50,  // 85: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	52,  // 86: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	54,  // 87: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	57,  // 88: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	59,  // 89: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	66,  // 90: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	68,  // 91: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	70,  // 92: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	72,  // 93: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	74,  // 94: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	76,  // 95: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	78,  // 96: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	80,  // 97: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	82,  // 98: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	84,  // 99: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	86,  // 100: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	88,  // 101: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	91,  // 102: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	94,  // 103: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	96,  // 104: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	98,  // 105: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	100, // 106: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	103, // 107: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	105, // 108: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	107, // 109: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	109, // 110: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	111, // 111: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	12,  // 112: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	14,  // 113: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	16,  // 114: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	18,  // 115: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	20,  // 116: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	22,  // 117: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	24,  // 118: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	26,  // 119: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	28,  // 120: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	37,  // 121: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	39,  // 122: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	41,  // 123: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	43,  // 124: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	31,  // 125: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	33,  // 126: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	35,  // 127: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	45,  // 128: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	47,  // 129: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	49,  // 130: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	51,  // 131: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	53,  // 132: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	55,  // 133: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	58,  // 134: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	61,  // 135: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	67,  // 136: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	69,  // 137: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	71,  // 138: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	73,  // 139: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	75,  // 140: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	77,  // 141: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	79,  // 142: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	81,  // 143: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	83,  // 144: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	85,  // 145: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	87,  // 146: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	89,  // 147: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	92,  // 148: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	95,  // 149: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	97,  // 150: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	99,  // 151: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	101, // 152: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	104, // 153: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	106, // 154: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	108, // 155: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	110, // 156: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	112, // 157: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	112, // [112:158] is the sub-list for method output_type
-	66,  // [66:112] is the sub-list for method input_type
-	66,  // [66:66] is the sub-list for extension type_name
-	66,  // [66:66] is the sub-list for extension extendee
-	0,   // [0:66] is the sub-list for field type_name
+	7,   // 12: xjob.v1.Job.overlap_policy:type_name -> xjob.v1.OverlapPolicy
+	120, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	121, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	8,   // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	8,   // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	8,   // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	8,   // 18: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	8,   // 19: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	8,   // 20: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	10,  // 21: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	10,  // 22: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	10,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	10,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	10,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	119, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	10,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	30,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	30,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 30: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	10,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	10,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	10,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	115, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	4,   // 35: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
+	5,   // 36: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
+	6,   // 37: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
+	120, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	11,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	11,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 41: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	57,  // 42: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	61,  // 43: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	64,  // 44: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	63,  // 45: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	65,  // 46: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	66,  // 47: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	65,  // 48: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	66,  // 49: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	66,  // 50: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	65,  // 51: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	65,  // 52: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	65,  // 53: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	65,  // 54: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	91,  // 55: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	3,   // 56: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
+	94,  // 57: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	94,  // 58: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	94,  // 59: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	94,  // 60: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	103, // 61: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	103, // 62: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	103, // 63: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	103, // 64: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	103, // 65: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	103, // 66: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	12,  // 67: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	14,  // 68: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	16,  // 69: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	18,  // 70: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	20,  // 71: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	22,  // 72: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	24,  // 73: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	26,  // 74: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	28,  // 75: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	37,  // 76: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	39,  // 77: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	41,  // 78: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	43,  // 79: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	31,  // 80: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	33,  // 81: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	35,  // 82: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	45,  // 83: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	47,  // 84: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	49,  // 85: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	51,  // 86: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	53,  // 87: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	55,  // 88: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	58,  // 89: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	60,  // 90: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	67,  // 91: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	69,  // 92: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	71,  // 93: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	73,  // 94: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	75,  // 95: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	77,  // 96: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	79,  // 97: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	81,  // 98: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	83,  // 99: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	85,  // 100: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	87,  // 101: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	89,  // 102: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	92,  // 103: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	95,  // 104: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	97,  // 105: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	99,  // 106: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	101, // 107: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	104, // 108: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	106, // 109: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	108, // 110: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	110, // 111: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	112, // 112: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	13,  // 113: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	15,  // 114: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	17,  // 115: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	19,  // 116: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	21,  // 117: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	23,  // 118: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	25,  // 119: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	27,  // 120: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	29,  // 121: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	38,  // 122: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	40,  // 123: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	42,  // 124: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	44,  // 125: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	32,  // 126: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	34,  // 127: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	36,  // 128: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	46,  // 129: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	48,  // 130: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	50,  // 131: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	52,  // 132: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	54,  // 133: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	56,  // 134: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	59,  // 135: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	62,  // 136: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	68,  // 137: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	70,  // 138: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	72,  // 139: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	74,  // 140: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	76,  // 141: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	78,  // 142: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	80,  // 143: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	82,  // 144: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	84,  // 145: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	86,  // 146: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	88,  // 147: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	90,  // 148: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	93,  // 149: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	96,  // 150: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	98,  // 151: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	100, // 152: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	102, // 153: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	105, // 154: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	107, // 155: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	109, // 156: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	111, // 157: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	113, // 158: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	113, // [113:159] is the sub-list for method output_type
+	67,  // [67:113] is the sub-list for method input_type
+	67,  // [67:67] is the sub-list for extension type_name
+	67,  // [67:67] is the sub-list for extension extendee
+	0,   // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -7576,7 +7661,7 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -429,6 +429,9 @@ const (
 	RunStatus_RUN_STATUS_LOST RunStatus = 7
 	// A scheduled occurrence deliberately not run (misfire DO_NOTHING, overlap).
 	RunStatus_RUN_STATUS_SKIPPED RunStatus = 8
+	// A scheduled occurrence held back by its job's overlap policy (BUFFER_ONE, BUFFER_ALL)
+	// until the earlier run ends; then it is sent and becomes RUNNING.
+	RunStatus_RUN_STATUS_WAITING RunStatus = 9
 )
 
 // Enum value maps for RunStatus.
@@ -443,6 +446,7 @@ var (
 		6: "RUN_STATUS_KILLED",
 		7: "RUN_STATUS_LOST",
 		8: "RUN_STATUS_SKIPPED",
+		9: "RUN_STATUS_WAITING",
 	}
 	RunStatus_value = map[string]int32{
 		"RUN_STATUS_UNSPECIFIED": 0,
@@ -454,6 +458,7 @@ var (
 		"RUN_STATUS_KILLED":      6,
 		"RUN_STATUS_LOST":        7,
 		"RUN_STATUS_SKIPPED":     8,
+		"RUN_STATUS_WAITING":     9,
 	}
 )
 
@@ -586,7 +591,7 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x13TRIGGER_TYPE_PARENT\x10\x04\x12\x14\n" +
 	"\x10TRIGGER_TYPE_API\x10\x05\x12\x18\n" +
 	"\x14TRIGGER_TYPE_MISFIRE\x10\x06\x12\x19\n" +
-	"\x15TRIGGER_TYPE_BACKFILL\x10\a*\xe2\x01\n" +
+	"\x15TRIGGER_TYPE_BACKFILL\x10\a*\xfa\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n" +
@@ -596,7 +601,8 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x12RUN_STATUS_TIMEOUT\x10\x05\x12\x15\n" +
 	"\x11RUN_STATUS_KILLED\x10\x06\x12\x13\n" +
 	"\x0fRUN_STATUS_LOST\x10\a\x12\x16\n" +
-	"\x12RUN_STATUS_SKIPPED\x10\b*[\n" +
+	"\x12RUN_STATUS_SKIPPED\x10\b\x12\x16\n" +
+	"\x12RUN_STATUS_WAITING\x10\t*[\n" +
 	"\vAddressType\x12\x1c\n" +
 	"\x18ADDRESS_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11ADDRESS_TYPE_AUTO\x10\x01\x12\x17\n" +

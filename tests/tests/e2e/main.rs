@@ -16,6 +16,7 @@ mod limits;
 mod lost;
 mod metrics;
 mod operations;
+mod overlap;
 mod pools;
 mod retention;
 mod retries;

@@ -46,6 +46,7 @@
     var calendarMode = form.querySelector('[name=calendar_mode]');
     var dstGap = form.querySelector('[name=dst_gap_policy]');
     var dstOverlap = form.querySelector('[name=dst_overlap_policy]');
+    var overlap = form.querySelector('[name=overlap_policy]');
     // A saved job's jitter spreads its fires its own way: the preview asks for its id.
     var saved = /\/jobs\/(\d+)$/.exec(form.getAttribute('action') || '');
     // The preview names the field it refused (`time_zone`, `schedule_conf`, `jitter_max_ms`
@@ -74,7 +75,8 @@
         jitter: jitter ? jitter.value : '', job_id: saved ? saved[1] : '0',
         calendar: calendar ? calendar.value : '',
         calendar_mode: calendarMode ? calendarMode.value : '',
-        dst_gap: dstGap ? dstGap.value : '', dst_overlap: dstOverlap ? dstOverlap.value : ''
+        dst_gap: dstGap ? dstGap.value : '', dst_overlap: dstOverlap ? dstOverlap.value : '',
+        overlap: overlap ? overlap.value : ''
       });
       var ticket = ++asked;
       fetch('/preview?' + query.toString(), { credentials: 'same-origin' })
@@ -112,11 +114,17 @@
           var named = timeZone || word('browserZone');
           out.textContent = answer.times.length ? word('nextFires', named) : word('neverFires');
           out.appendChild(list);
+          if (answer.overlap) {
+            var note = document.createElement('p');
+            note.id = 'preview-overlap';
+            note.textContent = answer.overlap;
+            out.appendChild(note);
+          }
         })
         .catch(function () {});
     }
     function later() { clearTimeout(timer); timer = setTimeout(show, 250); }
-    [type, conf, zone, jitter, calendar, calendarMode, dstGap, dstOverlap].forEach(function (el) {
+    [type, conf, zone, jitter, calendar, calendarMode, dstGap, dstOverlap, overlap].forEach(function (el) {
       if (!el) { return; }
       el.addEventListener('input', later);
       el.addEventListener('change', later);

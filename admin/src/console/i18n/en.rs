@@ -491,6 +491,27 @@ pub const EN: &[(&str, &str)] = &[
         "editor.dst_overlap_hint",
         "a cron time the zone repeats when clocks fall back: run at the first occurrence, the second, or both",
     ),
+    ("editor.overlap", "Overlap"),
+    (
+        "editor.overlap_hint",
+        "when a fire comes while an earlier run still goes: run anyway (allow all), skip it, let one or all wait, or kill the earlier run (cancel other); for every executor",
+    ),
+    (
+        "editor.overlap_note_skip",
+        "A fire due while an earlier run still goes is skipped (SKIPPED, naming that run).",
+    ),
+    (
+        "editor.overlap_note_buffer_one",
+        "A fire due while an earlier run still goes waits and runs when it ends; one waits at most, later ones are skipped.",
+    ),
+    (
+        "editor.overlap_note_buffer_all",
+        "Fires due while an earlier run still goes wait, and run one after the other in order.",
+    ),
+    (
+        "editor.overlap_note_cancel_other",
+        "A fire due while an earlier run still goes kills that run, then runs.",
+    ),
     ("editor.block", "Block"),
     ("editor.timeout", "Timeout"),
     (

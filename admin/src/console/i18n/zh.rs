@@ -444,6 +444,27 @@ pub const ZH: &[(&str, &str)] = &[
         "editor.dst_overlap_hint",
         "时钟拨回时时区里出现两次的 cron 时刻：在第一次、第二次或两次都运行",
     ),
+    ("editor.overlap", "重叠策略"),
+    (
+        "editor.overlap_hint",
+        "上一次运行仍未结束时又到触发时间：照常运行（ALLOW_ALL）、跳过、让一次或全部排队等待、或终止上一次运行（CANCEL_OTHER）；对所有执行器生效",
+    ),
+    (
+        "editor.overlap_note_skip",
+        "上一次运行未结束时到期的触发将被跳过（记为 SKIPPED，并注明那次运行）。",
+    ),
+    (
+        "editor.overlap_note_buffer_one",
+        "上一次运行未结束时到期的触发会等待，待其结束后运行；最多等待一个，之后的触发被跳过。",
+    ),
+    (
+        "editor.overlap_note_buffer_all",
+        "上一次运行未结束时到期的触发全部等待，按顺序逐个运行。",
+    ),
+    (
+        "editor.overlap_note_cancel_other",
+        "上一次运行未结束时到期的触发会先终止那次运行，再运行。",
+    ),
     ("editor.block", "阻塞处理策略"),
     ("editor.timeout", "超时时间"),
     (

@@ -20,7 +20,7 @@ pub fn status_value(status: JobStatus) -> i32 {
 }
 
 /// The editable columns `insert_job` and `update_job` write, with their values.
-fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 29] {
+fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 30] {
     use Value::{Flag, Int, Int32, Owned, Real, Text};
     [
         ("group_id", Int(job.group_id.0)),
@@ -55,6 +55,7 @@ fn editable_columns(job: &Job) -> [(&'static str, Value<'_>); 29] {
         ("calendar_mode", Text(job.calendar_mode.as_str())),
         ("dst_gap_policy", Text(job.policy.dst.gap.as_str())),
         ("dst_overlap_policy", Text(job.policy.dst.overlap.as_str())),
+        ("overlap_policy", Text(job.policy.overlap_policy.as_str())),
     ]
 }
 

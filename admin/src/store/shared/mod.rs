@@ -16,6 +16,7 @@ pub mod inserts;
 pub mod jobs;
 pub mod logs;
 pub mod monitor;
+pub mod overlap;
 pub mod registry;
 pub mod report;
 pub mod rows;

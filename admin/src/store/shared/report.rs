@@ -15,8 +15,8 @@ use crate::store::{DayCounts, JobDayCounts, LogCleanup, OutcomeCount, StoreResul
 const SCHEDULED_SENT: &str = "trigger_type IN ('CRON', 'MISFIRE') AND attempt = 0 \
     AND status <> 'SKIPPED' AND scheduled_at_ms > 0";
 
-/// Status filter every deletion carries: a run still pending or running is never deleted.
-const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING')";
+/// Status filter every deletion carries: a run still pending, running or waiting is never deleted.
+const FINAL_ONLY: &str = " AND status NOT IN ('PENDING', 'RUNNING', 'WAITING')";
 
 /// How the first attempts (shard 0) of a group's fires scheduled in `[from_ms, to_ms)` ended,
 /// counted by status and reason class (for benchmarks: what became of every planned fire).
@@ -117,13 +117,13 @@ pub async fn count_log_day_by_job<DB: Dialect>(
 }
 
 /// The statuses counted as failed: every final one but SUCCESS and SKIPPED.
-const FAILED: &str = "status NOT IN ('PENDING', 'RUNNING', 'SUCCESS', 'SKIPPED')";
+const FAILED: &str = "status NOT IN ('PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'SKIPPED')";
 
 /// The aggregate columns of a day's counts (COUNT yields a 64-bit integer everywhere, MySQL's
 /// SUM would not).
 fn day_columns() -> String {
     format!(
-        "COUNT(CASE WHEN status IN ('PENDING', 'RUNNING') THEN 1 END) AS running, \
+        "COUNT(CASE WHEN status IN ('PENDING', 'RUNNING', 'WAITING') THEN 1 END) AS running, \
          COUNT(CASE WHEN status = 'SUCCESS' THEN 1 END) AS success, \
          COUNT(CASE WHEN {FAILED} THEN 1 END) AS failed, \
          COUNT(CASE WHEN status = 'LOST' THEN 1 END) AS lost, \

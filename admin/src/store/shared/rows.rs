@@ -4,8 +4,8 @@
 use crate::model::{
     AddressType, BlockStrategy, Calendar, CalendarMode, CatchUpMode, DstGapPolicy,
     DstOverlapPolicy, DstPolicy, ExecutorInfo, GlueType, Group, Job, JobId, JobStatus,
-    MisfireStrategy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy, ScheduleType,
-    TriggerType,
+    MisfireStrategy, OverlapPolicy, RetryBackoff, RouteStrategy, RunLog, RunStatus, SchedulePolicy,
+    ScheduleType, TriggerType,
 };
 use crate::store::dialect::Dialect;
 use crate::store::error::{StoreError, StoreResult};
@@ -18,7 +18,7 @@ pub const JOB_COLUMNS: &str = "id, group_id, name, author, alarm_email, alarm_on
     timeout_ms, fail_retry_count, retry_initial_delay_ms, retry_factor, retry_max_delay_ms, \
     glue_type, glue_source, glue_remark, glue_updated_ms, child_job_ids, trigger_status, \
     trigger_last_ms, trigger_next_ms, created_ms, updated_ms, jitter_max_ms, catch_up_window_ms, \
-    catch_up_mode, calendar, calendar_mode, dst_gap_policy, dst_overlap_policy";
+    catch_up_mode, calendar, calendar_mode, dst_gap_policy, dst_overlap_policy, overlap_policy";
 
 /// Columns of `xjob_log` read by `run_from_row`.
 pub const LOG_COLUMNS: &str = "id, job_id, group_id, fire_key, status, trigger_type, \
@@ -95,6 +95,7 @@ pub fn job_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Job> {
                 gap: row.parse("dst_gap_policy", DstGapPolicy::parse)?,
                 overlap: row.parse("dst_overlap_policy", DstOverlapPolicy::parse)?,
             },
+            overlap_policy: row.parse("overlap_policy", OverlapPolicy::parse)?,
         },
         calendar: row.get("calendar")?,
         calendar_mode: row.parse("calendar_mode", CalendarMode::parse)?,

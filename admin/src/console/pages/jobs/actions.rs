@@ -183,6 +183,9 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         dst_overlap_policy: enum_value("dst_overlap_policy", "DST_OVERLAP_POLICY_", |name| {
             pb::DstOverlapPolicy::from_str_name(name).map(|value| value as i32)
         }),
+        overlap_policy: enum_value("overlap_policy", "OVERLAP_POLICY_", |name| {
+            pb::OverlapPolicy::from_str_name(name).map(|value| value as i32)
+        }),
         fail_retry_count,
         child_job_ids,
         glue_source: match fields.raw("glue_source") {

@@ -21,8 +21,8 @@ use super::super::{Path, field_error, group_name, readable_groups};
 use super::glue::glue_section;
 use super::{
     block_strategies, calendar_modes, catch_up_modes, dst_gap_policies, dst_overlap_policies,
-    editable, glue_types, label, load, misfire_strategies, new_job, route_strategies,
-    schedule_types,
+    editable, glue_types, label, load, misfire_strategies, new_job, overlap_policies,
+    route_strategies, schedule_types,
 };
 
 /// Fields the editor renders: an API error naming another one is shown above the form.
@@ -46,6 +46,7 @@ const FORM_FIELDS: &[&str] = &[
     "calendar_mode",
     "dst_gap_policy",
     "dst_overlap_policy",
+    "overlap_policy",
     "block_strategy",
     "timeout_ms",
     "fail_retry_count",
@@ -451,6 +452,20 @@ fn job_fields(
             tm(lang, "editor.dst_overlap_hint", &[]),
         ),
         html::field(
+            t(lang, "editor.overlap"),
+            "overlap_policy",
+            html::select(
+                "overlap_policy",
+                &overlap_policies(),
+                &current(
+                    pb::OverlapPolicy::try_from(job.overlap_policy).map(|t| t.as_str_name()),
+                    "OVERLAP_POLICY_",
+                ),
+            ),
+            err("overlap_policy"),
+            tm(lang, "editor.overlap_hint", &[]),
+        ),
+        html::field(
             t(lang, "editor.block"),
             "block_strategy",
             html::select(
@@ -665,9 +680,22 @@ fn trigger_error_div(field: &str, message: Option<&str>) -> Markup {
     }
 }
 
-/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&calendar=&calendar_mode=&dst_gap=&dst_overlap=`:
+/// What the job's overlap policy does to those fires, under the preview ("" for ALLOW_ALL).
+fn overlap_note(lang: Lang, policy: &str) -> String {
+    let key = match policy {
+        "SKIP" => "editor.overlap_note_skip",
+        "BUFFER_ONE" => "editor.overlap_note_buffer_one",
+        "BUFFER_ALL" => "editor.overlap_note_buffer_all",
+        "CANCEL_OTHER" => "editor.overlap_note_cancel_other",
+        _ => return String::new(),
+    };
+    t(lang, key).to_string()
+}
+
+/// `GET /preview?schedule_type=&schedule_conf=&time_zone=&jitter=&job_id=&calendar=&calendar_mode=&dst_gap=&dst_overlap=&overlap=`:
 /// the next fire times as JSON for the editor's script (`{"times":[ms…],"sent":[ms…],
-/// "skipped":[reason…]}`, `sent` with the job's jitter, `skipped` with its calendar, or
+/// "skipped":[reason…],"overlap":"…"}`, `sent` with the job's jitter, `skipped` with its
+/// calendar, `overlap` what its overlap policy does to a fire due while an earlier run goes; or
 /// `{"error":"…"}`), computed by PreviewSchedule with the job's DST policy.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
@@ -725,6 +753,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                 "sent": answer.dispatch_times_ms,
                 "skipped": answer.skip_reasons,
                 "zone": job_zone.name(),
+                "overlap": overlap_note(viewer.lang, query.get("overlap")),
             })
         }
         Err(status) => {

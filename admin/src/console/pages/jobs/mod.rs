@@ -108,6 +108,14 @@ pub fn dst_overlap_policies() -> Vec<Choice> {
     })
 }
 
+pub fn overlap_policies() -> Vec<Choice> {
+    choices("OVERLAP_POLICY_", |value| {
+        pb::OverlapPolicy::try_from(value)
+            .ok()
+            .map(|kind| kind.as_str_name())
+    })
+}
+
 pub fn route_strategies() -> Vec<Choice> {
     choices("ROUTE_STRATEGY_", |value| {
         pb::RouteStrategy::try_from(value)

@@ -1,0 +1,206 @@
+//! Overlap policies (`model::overlap`): what the trigger reads of a job before sending one of
+//! its scheduled fires, and the WAITING rows the policies BUFFER_ONE and BUFFER_ALL hold.
+//!
+//! A WAITING row is durable and has no owner: whichever admin's follow-up loop finds its job
+//! with nothing RUNNING any more releases it (WAITING → RUNNING for that admin, unsent, as a
+//! claim is), so an admin that dies loses no waiting fire, and a released run it did not send
+//! is a stranded run like any other. Parking and releasing both lock the job's row first: of
+//! two admins only one decides about a job's waiting rows at a time, and the oldest is always
+//! the one released.
+
+use super::claims::unindexed;
+use super::rows::{LOG_COLUMNS, run_from_row};
+use crate::model::overlap::Overlap;
+use crate::model::{JobId, LogId, NodeIdentity, RunLog};
+use crate::store::StoreResult;
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Cols, Pools, Sql, commit};
+
+/// Most earlier runs or waiting runs one look at a job returns (the rule needs the first).
+const MOST_LISTED: i64 = 32;
+
+/// What became of a fire asked to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parked {
+    /// It is WAITING.
+    Waiting,
+    /// The job already has as many waiting runs as allowed; this one of them is the oldest.
+    Full(LogId),
+    /// The row is no longer this node's unsent RUNNING run (another admin took it over).
+    Gone,
+}
+
+/// The job's RUNNING runs older than `before` (with their executor) and its WAITING runs.
+pub async fn overlap_state<DB: Dialect>(
+    db: Pools<'_, DB>,
+    job_id: JobId,
+    before: LogId,
+) -> StoreResult<Overlap> {
+    let mut conn = db.read().await?;
+    // SQLite: the partial index of RUNNING rows (a small set), not the job's whole history.
+    let running = Sql::<DB>::new(format!(
+        "SELECT id, executor_address FROM xjob_log WHERE {} = ",
+        unindexed::<DB>("job_id")
+    ))
+    .bind(job_id.0)
+    .push(" AND status = 'RUNNING' AND id < ")
+    .bind(before.0)
+    .push(" ORDER BY id LIMIT ")
+    .bind(MOST_LISTED)
+    .fetch_all(&mut conn)
+    .await?
+    .iter()
+    .map(|row| {
+        let cols = Cols::<DB>(row);
+        Ok((
+            cols.get::<LogId>("id")?,
+            cols.get::<String>("executor_address")?,
+        ))
+    })
+    .collect::<StoreResult<Vec<_>>>()?;
+    let waiting = waiting_ids::<DB>(&mut conn, job_id, MOST_LISTED).await?;
+    Ok(Overlap { running, waiting })
+}
+
+/// The job's WAITING runs, oldest first.
+async fn waiting_ids<DB: Dialect>(
+    conn: &mut DB::Connection,
+    job_id: JobId,
+    limit: i64,
+) -> StoreResult<Vec<LogId>> {
+    Sql::<DB>::new("SELECT id FROM xjob_log WHERE job_id = ")
+        .bind(job_id.0)
+        .push(" AND status = 'WAITING' ORDER BY id LIMIT ")
+        .bind(limit)
+        .fetch_column::<LogId>(conn)
+        .await
+}
+
+/// Locks the job's row for the rest of the transaction (no-op on SQLite, one writer).
+async fn lock_job<DB: Dialect>(conn: &mut DB::Connection, job_id: JobId) -> StoreResult<bool> {
+    let found = Sql::<DB>::new("SELECT id FROM xjob_job WHERE id = ")
+        .bind(job_id.0)
+        .push(DB::FOR_UPDATE)
+        .fetch_optional(conn)
+        .await?;
+    Ok(found.is_some())
+}
+
+/// Turns this node's claimed, unsent run `log_id` of `job_id` WAITING with `message`, unless
+/// the job already has `max_waiting` waiting runs (0 = no bound).
+pub async fn park_run<DB: Dialect>(
+    db: Pools<'_, DB>,
+    log_id: LogId,
+    job_id: JobId,
+    node: &NodeIdentity,
+    max_waiting: i64,
+    message: &str,
+) -> StoreResult<Parked> {
+    let mut tx = db.begin().await?;
+    if !lock_job::<DB>(&mut tx, job_id).await? {
+        return Ok(Parked::Gone);
+    }
+    if max_waiting > 0 {
+        let waiting = waiting_ids::<DB>(&mut tx, job_id, max_waiting).await?;
+        if waiting.len() as i64 >= max_waiting {
+            return Ok(Parked::Full(waiting[0]));
+        }
+    }
+    let parked = Sql::<DB>::new("UPDATE xjob_log SET status = 'WAITING', trigger_msg = ")
+        .bind(message.to_string())
+        .push(" WHERE id = ")
+        .bind(log_id.0)
+        .push(" AND status = 'RUNNING' AND executor_address = '' AND owner_node = ")
+        .bind(node.node_id.clone())
+        .push(" AND epoch = ")
+        .bind(node.epoch)
+        .affected(&mut tx)
+        .await?;
+    commit(tx).await?;
+    Ok(if parked == 1 {
+        Parked::Waiting
+    } else {
+        Parked::Gone
+    })
+}
+
+/// Releases the oldest WAITING run of each job (at most `limit` jobs) that has no RUNNING run
+/// left: it becomes this node's claimed, unsent run (trigger time `now_ms`), returned for the
+/// caller to send.
+pub async fn release_waiting<DB: Dialect>(
+    db: Pools<'_, DB>,
+    node: &NodeIdentity,
+    now_ms: i64,
+    limit: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let heads = {
+        let mut conn = db.read().await?;
+        Sql::<DB>::new(
+            "SELECT job_id, MIN(id) AS id FROM xjob_log WHERE status = 'WAITING' \
+             GROUP BY job_id ORDER BY MIN(id) LIMIT ",
+        )
+        .bind(limit)
+        .fetch_all(&mut conn)
+        .await?
+        .iter()
+        .map(|row| {
+            let cols = Cols::<DB>(row);
+            Ok((JobId(cols.get::<i64>("job_id")?), cols.get::<LogId>("id")?))
+        })
+        .collect::<StoreResult<Vec<_>>>()?
+    };
+    let mut released = Vec::new();
+    for (job_id, head) in heads {
+        if let Some(run) = release_one::<DB>(db, job_id, head, node, now_ms).await? {
+            released.push(run);
+        }
+    }
+    Ok(released)
+}
+
+/// Releases `head`, the oldest WAITING run of `job_id` when it was read, if the job has no
+/// RUNNING run and `head` still waits (another admin may have released it meanwhile).
+async fn release_one<DB: Dialect>(
+    db: Pools<'_, DB>,
+    job_id: JobId,
+    head: LogId,
+    node: &NodeIdentity,
+    now_ms: i64,
+) -> StoreResult<Option<RunLog>> {
+    let mut tx = db.begin().await?;
+    if !lock_job::<DB>(&mut tx, job_id).await? {
+        return Ok(None);
+    }
+    let busy = Sql::<DB>::new(format!(
+        "SELECT id FROM xjob_log WHERE {} = ",
+        unindexed::<DB>("job_id")
+    ))
+    .bind(job_id.0)
+    .push(" AND status = 'RUNNING' LIMIT 1")
+    .fetch_optional(&mut tx)
+    .await?;
+    if busy.is_some() {
+        return Ok(None);
+    }
+    let changed = Sql::<DB>::new("UPDATE xjob_log SET status = 'RUNNING', owner_node = ")
+        .bind(node.node_id.clone())
+        .push(", epoch = ")
+        .bind(node.epoch)
+        .push(", trigger_time_ms = ")
+        .bind(now_ms)
+        .push(" WHERE id = ")
+        .bind(head.0)
+        .push(" AND status = 'WAITING'")
+        .affected(&mut tx)
+        .await?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    let row = Sql::<DB>::new(format!("SELECT {LOG_COLUMNS} FROM xjob_log WHERE id = "))
+        .bind(head.0)
+        .fetch_one(&mut tx)
+        .await?;
+    let run = run_from_row::<DB>(&row)?;
+    commit(tx).await?;
+    Ok(Some(run))
+}
