@@ -42,7 +42,7 @@ pub async fn page(State(console): State<Shared>, viewer: Viewer) -> Response {
         .await;
     let dashboard = match dashboard {
         Ok(answer) => answer.into_inner(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let executors = api
         .list_executors(request(&viewer.caller, pb::ListExecutorsRequest::default()))
@@ -220,7 +220,7 @@ fn lateness(lang: Lang, days: &[pb::DayReport]) -> Markup {
                 tf(
                     lang,
                     "dash.late_bar",
-                    &[&day.late_fires, &html::duration(day.max_lateness_ms)]
+                    &[&day.late_fires, &html::duration(lang, day.max_lateness_ms)]
                 )
             ));
         }
@@ -237,7 +237,7 @@ fn lateness(lang: Lang, days: &[pb::DayReport]) -> Markup {
         .unwrap_or(0);
     out.push(markup!(
         "</svg><p class=\"legend\">{}</p></section>",
-        tf(lang, "dash.late_legend", &[&html::duration(worst)])
+        tf(lang, "dash.late_legend", &[&html::duration(lang, worst)])
     ));
     out
 }

@@ -26,7 +26,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .await
     {
         Ok(answer) => answer.into_inner().executors,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let now = console.ctx.clock.now_ms();
     let mut body = html::notice(Tone::Ok, query.get("notice"));
@@ -100,7 +100,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
                     tf(
                         lang,
                         "groups.ago",
-                        &[&html::duration(now - executor.last_heartbeat_ms)]
+                        &[&html::duration(lang, now - executor.last_heartbeat_ms)]
                     ),
                     executor.running_log_ids.len(),
                     executor.handlers.join(", "),
@@ -127,6 +127,7 @@ pub async fn edit_form(
     viewer: Viewer,
     Path(id): Path<i64>,
 ) -> Response {
+    let lang = viewer.lang;
     match console
         .api()
         .get_group(request(&viewer.caller, pb::GetGroupRequest { id }))
@@ -136,7 +137,7 @@ pub async fn edit_form(
             let group = answer.into_inner().group.unwrap_or_default();
             editor(&console, &viewer, &group, None, StatusCode::OK)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -286,6 +287,7 @@ fn group_from_fields(fields: &Fields, id: i64) -> pb::Group {
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, 0);
     let answer = console
         .api()
@@ -302,7 +304,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             &console,
             &posted.viewer,
             &group,
-            Some(field_error(&status)),
+            Some(field_error(lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -313,6 +315,7 @@ pub async fn update(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, id);
     let answer = console
         .api()
@@ -329,7 +332,7 @@ pub async fn update(
             &console,
             &posted.viewer,
             &group,
-            Some(field_error(&status)),
+            Some(field_error(lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -341,6 +344,7 @@ pub async fn delete(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .delete_group(request(
@@ -353,6 +357,6 @@ pub async fn delete(
             "/executors",
             &tf(posted.viewer.lang, "groups.deleted", &[&id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
