@@ -35,7 +35,8 @@ fn translate(message: &str, depth: usize) -> String {
 }
 
 /// The pieces of `message` that `pattern`'s `{}` stand for, or `None` when it does not match.
-/// Each `{}` takes the shortest text after which the rest of the pattern can still follow.
+/// Each `{}` takes the shortest text (maybe none: `''` typed empty) after which the next
+/// literal follows.
 fn matches<'m>(pattern: &str, message: &'m str) -> Option<Vec<&'m str>> {
     let literals: Vec<&str> = pattern.split("{}").collect();
     let (first, rest) = literals.split_first()?;
@@ -54,11 +55,7 @@ fn matches<'m>(pattern: &str, message: &'m str) -> Option<Vec<&'m str>> {
         } else {
             remaining.find(literal)?
         };
-        let piece = &remaining[..at];
-        if piece.is_empty() {
-            return None;
-        }
-        pieces.push(piece);
+        pieces.push(&remaining[..at]);
         remaining = &remaining[at + literal.len()..];
     }
     (remaining.is_empty()).then_some(pieces)

@@ -584,4 +584,10 @@ pub const EN: &[(&str, &str)] = &[
     ("time.min_s", "{} min {} s"),
     ("time.h_min", "{} h {} min"),
     ("time.d_h", "{} d {} h"),
+    ("audit.kind_job", "job:{}"),
+    ("audit.kind_group", "group:{}"),
+    ("audit.kind_user", "user:{}"),
+    ("audit.kind_token", "token:{}"),
+    ("audit.kind_log", "log:{}"),
+    ("jobs.copy_name", "{} (copy)"),
 ];

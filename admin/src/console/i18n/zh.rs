@@ -516,4 +516,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("time.min_s", "{} 分 {} 秒"),
     ("time.h_min", "{} 小时 {} 分"),
     ("time.d_h", "{} 天 {} 小时"),
+    ("audit.kind_job", "任务:{}"),
+    ("audit.kind_group", "分组:{}"),
+    ("audit.kind_user", "用户:{}"),
+    ("audit.kind_token", "令牌:{}"),
+    ("audit.kind_log", "运行:{}"),
+    ("jobs.copy_name", "{}（副本）"),
 ];

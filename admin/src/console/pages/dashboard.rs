@@ -347,13 +347,14 @@ fn loops(lang: Lang, dashboard: &pb::GetDashboardResponse) -> Markup {
             html::badge("OK")
         } else {
             markup!(
-                "{} <span class=\"muted\">{}</span>",
+                "{} <span class=\"muted\" translate=\"no\">{}</span>",
                 html::badge("FAILING"),
                 entry.last_error
             )
         };
         out.push(markup!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            // A loop's name is its id (the same in logs and metrics), not a word to translate.
+            "<tr><td translate=\"no\">{}</td><td>{}</td><td>{}</td></tr>",
             entry.name,
             state,
             html::time(entry.last_success_ms)

@@ -94,7 +94,8 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
             ));
             for executor in online {
                 body.push(markup!(
-                    "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
+                     <td translate=\"no\">{}</td></tr>",
                     executor.address,
                     html::utc_text(executor.last_heartbeat_ms),
                     tf(

@@ -419,13 +419,16 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
             body.push(markup!("<th scope=\"col\">{}</th>", t(lang, key)));
         }
         body.push(Markup::literal("</tr>"));
+        // The call and the summary are the record as the API wrote it (a method's name, the
+        // values it changed): shown as recorded, and marked so for translators.
         for entry in &page.entries {
             body.push(markup!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td translate=\"no\">{}</td><td>{}</td>\
+                 <td class=\"msg\" translate=\"no\">{}</td></tr>",
                 html::time(entry.at_ms),
-                entry.actor,
+                audit_actor(lang, &entry.actor),
                 entry.call,
-                entry.object,
+                audit_object(lang, &entry.object),
                 entry.summary
             ));
         }
@@ -621,4 +624,28 @@ pub async fn revoke_token(
         ),
         Err(status) => status_page(lang, &status),
     }
+}
+
+/// Who made an audited change: a user's name, or the open console (no users yet).
+fn audit_actor(lang: Lang, actor: &str) -> String {
+    match actor {
+        "(open)" => t(lang, "frame.open_console").to_string(),
+        name => name.to_string(),
+    }
+}
+
+/// What an audited change was made to (`job:3`, `group:1`), its kind in `lang`.
+fn audit_object(lang: Lang, object: &str) -> String {
+    let Some((kind, id)) = object.split_once(':') else {
+        return object.to_string();
+    };
+    let key = match kind {
+        "job" => "audit.kind_job",
+        "group" => "audit.kind_group",
+        "user" => "audit.kind_user",
+        "token" => "audit.kind_token",
+        "log" => "audit.kind_log",
+        _ => return object.to_string(),
+    };
+    tf(lang, key, &[&id])
 }

@@ -70,7 +70,7 @@ pub async fn copy_form(
         Ok(job) => {
             let copy = pb::Job {
                 id: 0,
-                name: format!("{} (copy)", job.name),
+                name: tf(viewer.lang, "jobs.copy_name", &[&job.name]),
                 status: 0,
                 next_fire_ms: 0,
                 last_fire_ms: 0,

@@ -403,7 +403,7 @@ fn run_row(log: &pb::Log, known: &Known<'_>, controls: Option<(&Viewer, &str)>) 
     markup!(
         "<tr data-run-id=\"{}\"><td><a href=\"/runs/{}\">{}</a></td>\
          <td><a href=\"/jobs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td>{}</td><td>{}</td><td class=\"msg\">{}</td><td>{}</td></tr>",
+         <td>{}</td><td>{}</td><td class=\"msg\" translate=\"no\">{}</td><td>{}</td></tr>",
         log.id,
         log.id,
         log.id,
