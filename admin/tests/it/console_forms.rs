@@ -1215,6 +1215,7 @@ async fn every_page_and_refusal_of_the_chinese_console_is_in_chinese() -> anyhow
         "/runs?to=2024-03-31T02%3A30&tz=Europe%2FBerlin".into(),
         "/runs?job=abc".into(),
         "/runs?job_name=nothing-like-this".into(),
+        "/language?lang=fr".into(),
     ] {
         let answer = get(path.clone()).await?;
         check(&path, &answer);

@@ -590,4 +590,5 @@ pub const EN: &[(&str, &str)] = &[
     ("audit.kind_token", "token:{}"),
     ("audit.kind_log", "log:{}"),
     ("jobs.copy_name", "{} (copy)"),
+    ("error.bad_lang", "lang: must be en or zh"),
 ];

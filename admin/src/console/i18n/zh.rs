@@ -522,4 +522,5 @@ pub const ZH: &[(&str, &str)] = &[
     ("audit.kind_token", "令牌:{}"),
     ("audit.kind_log", "运行:{}"),
     ("jobs.copy_name", "{}（副本）"),
+    ("error.bad_lang", "lang：只能是 en 或 zh"),
 ];

@@ -138,10 +138,11 @@ const LANGUAGE_COOKIE_S: i64 = 365 * 86_400;
 pub async fn language(State(console): State<Shared>, headers: HeaderMap, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let Some(lang) = Lang::parse(query.get("lang")) else {
+        let lang = Lang::of_request(&headers);
         return super::error_page(
-            Lang::of_request(&headers),
+            lang,
             axum::http::StatusCode::BAD_REQUEST,
-            "lang: en, zh",
+            t(lang, "error.bad_lang"),
         );
     };
     let back = headers
