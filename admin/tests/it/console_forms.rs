@@ -1353,6 +1353,42 @@ async fn every_page_and_refusal_of_the_chinese_console_is_in_chinese() -> anyhow
     let stale = http(port, "POST", "/jobs/new", &chinese, "csrf=wrong&name=x").await?;
     check("wrong CSRF token", &stale);
 
+    // The first user ends the open console: the login page, a wrong password, a post without
+    // a session.
+    fx.client
+        .create_user(pb::CreateUserRequest {
+            name: "root".into(),
+            role: "admin".into(),
+            password: "root's long password".into(),
+            token_ttl_ms: 0,
+        })
+        .await?;
+    let form = http(port, "GET", "/login", "xjob_lang=zh", "").await?;
+    check("login", &form);
+    let login_cookie = form
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_login="))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no login cookie: {}", form.head))?;
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", login_cookie.trim_start_matches("xjob_login="))
+        .append_pair("name", "root")
+        .append_pair("password", "not the password");
+    let cookies = format!("{login_cookie}; xjob_lang=zh");
+    let wrong = http(port, "POST", "/login", &cookies, &body.finish()).await?;
+    assert!(
+        wrong.body.contains("用户名或密码错误"),
+        "{:.2000}",
+        wrong.body
+    );
+    check("wrong password", &wrong);
+    let expired = http(port, "POST", "/jobs/new", "xjob_lang=zh", "name=x").await?;
+    assert_eq!(expired.code, 403, "{:.1000}", expired.body);
+    check("post without a session", &expired);
+
     executor.shutdown().await;
     assert!(
         found.is_empty(),
