@@ -7,6 +7,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::i18n::t;
 use super::session::Viewer;
 use super::shared::Shared;
 
@@ -28,13 +29,19 @@ impl FromRequest<Shared> for Posted {
         let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
             .await
             .map_err(|_| {
-                super::errors::error_page(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large.")
+                let lang = viewer.lang;
+                super::errors::error_page(
+                    lang,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    t(lang, "error.too_large"),
+                )
             })?;
         let fields = Fields::parse(&bytes);
         if !same(fields.get("csrf"), &viewer.csrf) {
             return Err(super::errors::error_page(
+                viewer.lang,
                 StatusCode::FORBIDDEN,
-                "The form's CSRF token is missing or wrong: reload the page and try again.",
+                t(viewer.lang, "error.csrf"),
             ));
         }
         Ok(Posted { viewer, fields })

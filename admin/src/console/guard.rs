@@ -13,6 +13,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use super::i18n::{Lang, t};
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpStream;
@@ -76,10 +77,11 @@ impl Guard {
             Method::GET | Method::HEAD | Method::OPTIONS
         );
         if changes && !self.sent_by_console(request.headers(), local) {
+            let lang = Lang::of_request(request.headers());
             return Some(super::pages::error_page(
+                lang,
                 StatusCode::FORBIDDEN,
-                "This form was sent from another site: refused. Post it from the console's own \
-                 pages.",
+                t(lang, "error.cross_site"),
             ));
         }
         None

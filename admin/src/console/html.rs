@@ -9,7 +9,7 @@
 
 use axum::response::{Html, IntoResponse, Response};
 
-use super::i18n::{Lang, t};
+use super::i18n::{Lang, t, tf};
 
 /// [`t`](super::i18n::t) as markup, each `{}` filled with the next of `args` (text escaped, markup kept as is):
 /// for a sentence with a link, a time or code inside. The tables are the console's own text.
@@ -179,13 +179,9 @@ pub fn url(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// A whole HTML document: head, `header` (navigation, or nothing on error and login pages),
-/// the title as the page's heading, then `body`.
-pub fn document(title: &str, header: Markup, body: Markup) -> Response {
-    document_in(Lang::En, title, header, body)
-}
-
-/// [`document`] in a language: its `lang` attribute and skip link.
+/// A whole HTML document in a language (its `lang` attribute and skip link): head, `header`
+/// (navigation, or nothing on error and login pages), the title as the page's heading, then
+/// `body`.
 pub fn document_in(lang: Lang, title: &str, header: Markup, body: Markup) -> Response {
     let page = markup!(
         "<!doctype html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
@@ -220,15 +216,23 @@ pub fn utc_text(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// A duration for people: `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`.
-pub fn duration(ms: i64) -> String {
+/// A duration for people: `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h` (in `lang`).
+pub fn duration(lang: Lang, ms: i64) -> String {
     let ms = ms.max(0);
     match ms {
-        0..1_000 => format!("{ms} ms"),
-        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        60_000..3_600_000 => format!("{} min {} s", ms / 60_000, ms % 60_000 / 1000),
-        3_600_000..86_400_000 => format!("{} h {} min", ms / 3_600_000, ms % 3_600_000 / 60_000),
-        _ => format!("{} d {} h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
+        0..1_000 => tf(lang, "time.ms", &[&ms]),
+        1_000..60_000 => tf(lang, "time.s", &[&format!("{:.1}", ms as f64 / 1000.0)]),
+        60_000..3_600_000 => tf(lang, "time.min_s", &[&(ms / 60_000), &(ms % 60_000 / 1000)]),
+        3_600_000..86_400_000 => tf(
+            lang,
+            "time.h_min",
+            &[&(ms / 3_600_000), &(ms % 3_600_000 / 60_000)],
+        ),
+        _ => tf(
+            lang,
+            "time.d_h",
+            &[&(ms / 86_400_000), &(ms % 86_400_000 / 3_600_000)],
+        ),
     }
 }
 
@@ -406,11 +410,13 @@ mod tests {
 
     #[test]
     fn durations_read_like_people_write_them() {
-        assert_eq!(duration(850), "850 ms");
-        assert_eq!(duration(4_200), "4.2 s");
-        assert_eq!(duration(185_000), "3 min 5 s");
-        assert_eq!(duration(7_800_000), "2 h 10 min");
-        assert_eq!(duration(3 * 86_400_000 + 4 * 3_600_000), "3 d 4 h");
+        let en = Lang::En;
+        assert_eq!(duration(en, 850), "850 ms");
+        assert_eq!(duration(en, 4_200), "4.2 s");
+        assert_eq!(duration(en, 185_000), "3 min 5 s");
+        assert_eq!(duration(en, 7_800_000), "2 h 10 min");
+        assert_eq!(duration(en, 3 * 86_400_000 + 4 * 3_600_000), "3 d 4 h");
+        assert_eq!(duration(Lang::Zh, 185_000), "3 分 5 秒");
     }
 
     #[test]

@@ -190,8 +190,8 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-async fn not_found() -> Response {
-    errors::not_found_page()
+async fn not_found(headers: axum::http::HeaderMap) -> Response {
+    errors::not_found_page(i18n::Lang::of_request(&headers))
 }
 
 /// Headers every answer carries: no framing (clickjacking), no sniffing, no referrer leaking

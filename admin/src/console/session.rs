@@ -74,7 +74,10 @@ impl FromRequestParts<Shared> for Viewer {
         match resolve(console, &parts.headers).await {
             Ok(Some(viewer)) => Ok(viewer),
             Ok(None) => Err(no_session(console, parts).await),
-            Err(status) => Err(super::errors::status_page(&status)),
+            Err(status) => Err(super::errors::status_page(
+                super::i18n::Lang::of_request(&parts.headers),
+                &status,
+            )),
         }
     }
 }
@@ -129,18 +132,20 @@ async fn no_session(console: &Console, parts: &Parts) -> Response {
         .path_and_query()
         .map(|path| path.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
+    let lang = super::i18n::Lang::of_request(&parts.headers);
     let open = console.runs_open().await.unwrap_or(false);
     if open && parts.method == Method::GET {
         return match start_session(console, 0).await {
             Ok(cookie) => with_cookie(Redirect::to(&target).into_response(), &cookie),
-            Err(status) => super::errors::status_page(&status),
+            Err(status) => super::errors::status_page(lang, &status),
         };
     }
     if parts.method != Method::GET {
         // A post without a session (expired, or forged from another site): refused.
         return super::errors::error_page(
+            lang,
             axum::http::StatusCode::FORBIDDEN,
-            "Your session has expired or is missing: log in again.",
+            super::i18n::t(lang, "error.no_session"),
         );
     }
     let next: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();

@@ -12,6 +12,7 @@
 //! forgotten; a table full of locks (only possible above the global rate for a minute) refuses
 //! further attempts until locks expire.
 
+use super::i18n::{Lang, tf};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -59,18 +60,13 @@ pub enum Refusal {
 
 impl Refusal {
     /// The message the login page shows.
-    pub fn message(self) -> String {
-        match self {
-            Refusal::Name(seconds) => {
-                format!("Too many failed logins for this user: try again in {seconds} s.")
-            }
-            Refusal::Address(seconds) => {
-                format!("Too many failed logins from your address: try again in {seconds} s.")
-            }
-            Refusal::Everyone(seconds) => {
-                format!("Too many failed logins on this console: try again in {seconds} s.")
-            }
-        }
+    pub fn message(self, lang: Lang) -> String {
+        let (key, seconds) = match self {
+            Refusal::Name(seconds) => ("login.too_many_name", seconds),
+            Refusal::Address(seconds) => ("login.too_many_address", seconds),
+            Refusal::Everyone(seconds) => ("login.too_many_all", seconds),
+        };
+        tf(lang, key, &[&seconds])
     }
 }
 

@@ -14,6 +14,7 @@ use chrono_tz::Tz;
 use super::cookies;
 use super::csrf::Fields;
 use super::html::{self, Markup, markup};
+use super::i18n::{Lang, t, tf};
 
 /// The cookie holding the viewer's choice.
 pub const COOKIE: &str = "xjob_tz";
@@ -63,19 +64,19 @@ pub fn reading_zone(query: &Fields, headers: &HeaderMap, job_zone: Option<Tz>) -
 
 /// `YYYY-MM-DDTHH:MM` (seconds allowed; a `datetime-local` field) read in `zone`, to epoch
 /// ms; 0 when empty. A time the zone skips (a clock moved forward) is refused; one it repeats
-/// is the earlier.
-pub fn parse_local(name: &str, text: &str, zone: Tz) -> Result<i64, String> {
+/// is the earlier. `name` is the key of the field's name in the refusal.
+pub fn parse_local(lang: Lang, name: &'static str, text: &str, zone: Tz) -> Result<i64, String> {
     if text.is_empty() {
         return Ok(0);
     }
     let naive = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
         .iter()
         .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
-        .ok_or_else(|| format!("{name}: '{text}' is not a time like 2024-05-01T13:30 ({zone})"))?;
+        .ok_or_else(|| tf(lang, "form.not_a_time", &[&t(lang, name), &text, &zone]))?;
     zone.from_local_datetime(&naive)
         .earliest()
         .map(|at| at.timestamp_millis())
-        .ok_or_else(|| format!("{name}: {text} does not exist in {zone} (the clocks skip it)"))
+        .ok_or_else(|| tf(lang, "form.skipped_time", &[&t(lang, name), &text, &zone]))
 }
 
 /// A time that belongs to a job whose schedule runs in `zone`: UTC text, like
@@ -118,20 +119,48 @@ mod tests {
     #[test]
     fn typed_times_are_read_in_the_zone_shown() {
         // 2024-05-01 13:30 in Berlin (summer time, UTC+2) is 11:30 UTC.
-        let berlin = parse_local("from", "2024-05-01T13:30", chrono_tz::Europe::Berlin);
+        let berlin = parse_local(
+            Lang::En,
+            "filter.from",
+            "2024-05-01T13:30",
+            chrono_tz::Europe::Berlin,
+        );
         assert_eq!(berlin, Ok(1_714_563_000_000));
-        let utc = parse_local("from", "2024-05-01T11:30:00", chrono_tz::UTC);
+        let utc = parse_local(
+            Lang::En,
+            "filter.from",
+            "2024-05-01T11:30:00",
+            chrono_tz::UTC,
+        );
         assert_eq!(utc, Ok(1_714_563_000_000));
-        assert_eq!(parse_local("from", "", chrono_tz::UTC), Ok(0));
-        let bad = parse_local("to", "yesterday", chrono_tz::Europe::Berlin);
+        assert_eq!(
+            parse_local(Lang::En, "filter.from", "", chrono_tz::UTC),
+            Ok(0)
+        );
+        let bad = parse_local(
+            Lang::En,
+            "filter.to",
+            "yesterday",
+            chrono_tz::Europe::Berlin,
+        );
         assert_eq!(
             bad,
             Err("to: 'yesterday' is not a time like 2024-05-01T13:30 (Europe/Berlin)".into())
         );
-        let skipped = parse_local("from", "2024-03-31T02:30", chrono_tz::Europe::Berlin);
+        let skipped = parse_local(
+            Lang::En,
+            "filter.from",
+            "2024-03-31T02:30",
+            chrono_tz::Europe::Berlin,
+        );
         assert!(
             skipped.is_err_and(|message| message.contains("does not exist")),
             "02:30 is skipped in Berlin on 2024-03-31"
+        );
+        let chinese = parse_local(Lang::Zh, "filter.to", "昨天", chrono_tz::UTC);
+        assert_eq!(
+            chinese,
+            Err("结束时间：“昨天”不是有效的时间，格式如 2024-05-01T13:30（UTC）".into())
         );
     }
 

@@ -1039,6 +1039,365 @@ async fn lists_count_their_rows_and_sort_by_a_clicked_column() -> anyhow::Result
     Ok(())
 }
 
+/// Words the console may show in English in every language: names and values the test made
+/// (an ASCII app name, a handler, a script's language), the brand, the language switch's own
+/// name for English, units of addresses. Upper-case words (enum values such as CRON, FIRST,
+/// SUCCESS; UTC) pass on their own.
+const ENGLISH_ALLOWED: &[&str] = &[
+    "xjob", "English", "forms", "app", "admin", "echo", "bash", "http", "https", "hi",
+];
+
+/// The texts of `page` a reader sees (text nodes, and titles, placeholders, labels and
+/// confirmation questions) that are all ASCII and hold a word not on [`ENGLISH_ALLOWED`]:
+/// English the Chinese console forgot. Code, scripts, logs, times and what the page marks
+/// `translate="no"` (ids, messages of executors, the audit trail's records) are not the
+/// console's prose and are left out.
+fn english_left(page: &str) -> Vec<String> {
+    let mut page = page.to_string();
+    while let Some(marked) = page.find(" translate=\"no\"") {
+        let Some(start) = page[..marked].rfind('<') else {
+            break;
+        };
+        let name: String = page[start + 1..marked]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let close = format!("</{name}>");
+        let Some(length) = page[marked..].find(&close) else {
+            break;
+        };
+        page.replace_range(start..marked + length + close.len(), " ");
+    }
+    for tag in ["script", "style", "code", "pre", "textarea", "time"] {
+        let (open, close) = (format!("<{tag}"), format!("</{tag}>"));
+        while let Some(start) = page.find(&open) {
+            let Some(length) = page[start..].find(&close) else {
+                break;
+            };
+            page.replace_range(start..start + length + close.len(), " ");
+        }
+    }
+    let mut texts = Vec::new();
+    let mut rest = page.as_str();
+    while let Some(open) = rest.find('<') {
+        texts.push(rest[..open].to_string());
+        let Some(close) = rest[open..].find('>') else {
+            break;
+        };
+        let tag = &rest[open..open + close];
+        for attribute in ["title", "placeholder", "aria-label", "data-confirm", "alt"] {
+            if let Some(value) = tag.split(&format!(" {attribute}=\"")).nth(1) {
+                texts.push(value.split('"').next().unwrap_or_default().to_string());
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    texts.push(rest.to_string());
+    texts
+        .into_iter()
+        .map(|text| unescape(text.trim()))
+        .filter(|text| text.is_ascii())
+        .filter(|text| {
+            text.split(|c: char| !c.is_ascii_alphabetic())
+                .filter(|word| word.len() >= 2)
+                .any(|word| {
+                    !word.chars().all(|c| c.is_ascii_uppercase())
+                        && !ENGLISH_ALLOWED.contains(&word)
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn english_left_finds_english_prose_and_passes_chinese_and_values() {
+    let page = "<h1>任务</h1><p title=\"Next fire\">下次 CRON</p><td>forms-app</td>\
+                <button>Save</button><code>xjob user create</code><td>SUCCESS</td>\
+                <input placeholder=\"名称\"><time title=\"2024 UTC\">2024-05-01 UTC</time>\
+                <td translate=\"no\">lease_renewal</td><td class=\"msg\">exited</td>";
+    assert_eq!(english_left(page), vec!["Next fire", "Save", "exited"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_and_refusal_of_the_chinese_console_is_in_chinese() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let dir = tempfile::tempdir()?;
+    let executor = Executor::builder()
+        .app_name(APP)
+        .admin_addrs([fx.url.clone()])
+        .bind("127.0.0.1:0")
+        .log_dir(dir.path())
+        .glue_interpreter(pb::GlueType::Shell, "bash")
+        .start()
+        .await?;
+    executor.wait_registered(Duration::from_secs(10)).await?;
+    let chinese = format!("{}; xjob_lang=zh", fx.cookie);
+    let (port, csrf) = (fx.http_port, fx.csrf.clone());
+    let get = |path: String| {
+        let chinese = chinese.clone();
+        async move { http(port, "GET", &path, &chinese, "").await }
+    };
+    let post = |path: String, fields: Vec<(&str, &str)>| {
+        let chinese = chinese.clone();
+        let mut body = form_urlencoded::Serializer::new(String::new());
+        body.append_pair("csrf", &csrf);
+        for (name, value) in fields {
+            body.append_pair(name, value);
+        }
+        let body = body.finish();
+        async move { http(port, "POST", &path, &chinese, &body).await }
+    };
+    let mut found = Vec::new();
+    let mut check = |what: &str, answer: &Answer| {
+        assert!(
+            answer.body.contains("<html lang=\"zh-Hans\">"),
+            "{what}: not the Chinese console: {} {:.300}",
+            answer.head,
+            answer.body
+        );
+        for text in english_left(&answer.body) {
+            found.push(format!("{what}: {text:?}"));
+        }
+    };
+
+    // A script job that ran once on a real executor, so every page has rows to show.
+    let group = fx.group_id.to_string();
+    let fields = fx.job_form(
+        &group,
+        &[
+            ("name", "巡检任务"),
+            ("author", "测试"),
+            ("glue_type", "SHELL"),
+            ("handler", ""),
+            ("glue_source", "echo hi"),
+            ("schedule_type", "CRON"),
+            ("schedule_conf", "0 0 3 * * ?"),
+        ],
+    );
+    let created = post("/jobs/new".into(), fields).await?;
+    let job_id = created_job_id(&created)
+        .ok_or_else(|| anyhow::anyhow!("not created: {} {:.2000}", created.head, created.body))?;
+    let triggered = post(format!("/jobs/{job_id}/trigger"), vec![("params", "")]).await?;
+    assert_eq!(triggered.code, 303, "{:.2000}", triggered.body);
+    let log_id = fx
+        .client
+        .list_logs(pb::ListLogsRequest {
+            job_id,
+            page_size: 1,
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .logs
+        .first()
+        .map(|log| log.id)
+        .ok_or_else(|| anyhow::anyhow!("the trigger made no run"))?;
+    let ended = wait_for_end(&mut fx.client, log_id).await?;
+    assert_eq!(ended.status, pb::RunStatus::Success as i32, "{ended:?}");
+
+    for path in [
+        "/".to_string(),
+        "/jobs".into(),
+        "/jobs/new".into(),
+        format!("/jobs/{job_id}"),
+        format!("/jobs/{job_id}/copy"),
+        "/runs".into(),
+        format!("/runs/{log_id}"),
+        "/executors".into(),
+        "/groups/new".into(),
+        format!("/groups/{group}"),
+        "/users".into(),
+        "/audit".into(),
+        "/account".into(),
+        "/no/such/page".into(),
+        "/runs/abc".into(),
+        "/jobs/999999".into(),
+        "/runs?from=yesterday".into(),
+        "/runs?to=2024-03-31T02%3A30&tz=Europe%2FBerlin".into(),
+        "/runs?job=abc".into(),
+        "/runs?job_name=nothing-like-this".into(),
+        "/language?lang=fr".into(),
+    ] {
+        let answer = get(path.clone()).await?;
+        check(&path, &answer);
+    }
+
+    // Every refusal of the job editor: the console's own parsers and the API's checks.
+    let refusals: &[(&str, &str)] = &[
+        ("timeout_ms", "30x"),
+        ("fail_retry_count", "three"),
+        ("child_job_ids", "abc"),
+        ("child_job_ids", "999999"),
+        ("retry_factor", "x"),
+        ("retry_delay", "soon"),
+        ("jitter_max_ms", "2h"),
+        ("name", ""),
+        ("schedule_conf", "every day"),
+        ("schedule_conf", "0 99 * * * ?"),
+        ("time_zone", "Mars/Base"),
+        ("glue_source", ""),
+    ];
+    for (field, value) in refusals {
+        let fields = fx.job_form(
+            &group,
+            &[
+                ("glue_type", "SHELL"),
+                ("handler", ""),
+                ("glue_source", "echo hi"),
+                ("schedule_type", "CRON"),
+                ("schedule_conf", "0 0 3 * * ?"),
+                (field, value),
+            ],
+        );
+        let answer = post("/jobs/new".into(), fields).await?;
+        assert!(
+            (400..500).contains(&answer.code),
+            "{field}={value} refused: {:.2000}",
+            answer.body
+        );
+        let shown = field_error(&answer.body, field);
+        assert!(
+            shown.as_ref().is_some_and(|text| !text.is_ascii()),
+            "{field}={value}: no Chinese refusal under the field: {shown:?}"
+        );
+        check(&format!("new job {field}={value}"), &answer);
+    }
+    let fix_rate = fx.job_form(
+        &group,
+        &[("schedule_type", "FIX_RATE"), ("schedule_conf", "often")],
+    );
+    check("FIX_RATE often", &post("/jobs/new".into(), fix_rate).await?);
+    let bean = fx.job_form(&group, &[("handler", "")]);
+    check(
+        "BEAN without handler",
+        &post("/jobs/new".into(), bean).await?,
+    );
+    let foreign = vec![("params", "p"), ("addresses", "http://127.0.0.1:9")];
+    check(
+        "trigger on a foreign address",
+        &post(format!("/jobs/{job_id}/trigger"), foreign).await?,
+    );
+    let malformed = vec![("params", "p"), ("addresses", "ftp://x")];
+    check(
+        "trigger on a malformed address",
+        &post(format!("/jobs/{job_id}/trigger"), malformed).await?,
+    );
+    check(
+        "glue without remark",
+        &post(
+            format!("/jobs/{job_id}/glue"),
+            vec![("glue_source", "echo v2"), ("glue_remark", "")],
+        )
+        .await?,
+    );
+    check(
+        "group without app name",
+        &post(
+            "/groups/new".into(),
+            vec![
+                ("app_name", ""),
+                ("title", "分组"),
+                ("address_type", "AUTO"),
+            ],
+        )
+        .await?,
+    );
+    check(
+        "manual group without addresses",
+        &post(
+            "/groups/new".into(),
+            vec![
+                ("app_name", "manual-app"),
+                ("title", "手动"),
+                ("address_type", "MANUAL"),
+            ],
+        )
+        .await?,
+    );
+    check(
+        "group with jobs deleted",
+        &post(format!("/groups/{group}/delete"), vec![]).await?,
+    );
+    check(
+        "short password",
+        &post(
+            "/users".into(),
+            vec![
+                ("name", "shorty"),
+                ("role", "viewer"),
+                ("password", "short"),
+            ],
+        )
+        .await?,
+    );
+    check(
+        "clear with a bad job",
+        &post(
+            "/runs/clear".into(),
+            vec![("group", &group), ("job", "abc"), ("mode", "ALL")],
+        )
+        .await?,
+    );
+    // Flash notices arrive on the page a post redirects to.
+    let bulk = post(
+        "/jobs/bulk".into(),
+        vec![("action", "stop"), ("ids", "abc"), ("ids", "999999")],
+    )
+    .await?;
+    let location = bulk
+        .head
+        .lines()
+        .find_map(|line| line.strip_prefix("location: "))
+        .ok_or_else(|| anyhow::anyhow!("bulk did not redirect: {}", bulk.head))?
+        .to_string();
+    check("bulk notice", &get(location).await?);
+    let stale = http(port, "POST", "/jobs/new", &chinese, "csrf=wrong&name=x").await?;
+    check("wrong CSRF token", &stale);
+
+    // The first user ends the open console: the login page, a wrong password, a post without
+    // a session.
+    fx.client
+        .create_user(pb::CreateUserRequest {
+            name: "root".into(),
+            role: "admin".into(),
+            password: "root's long password".into(),
+            token_ttl_ms: 0,
+        })
+        .await?;
+    let form = http(port, "GET", "/login", "xjob_lang=zh", "").await?;
+    check("login", &form);
+    let login_cookie = form
+        .head
+        .lines()
+        .filter_map(|line| line.strip_prefix("set-cookie: "))
+        .find(|value| value.starts_with("xjob_login="))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no login cookie: {}", form.head))?;
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    body.append_pair("csrf", login_cookie.trim_start_matches("xjob_login="))
+        .append_pair("name", "root")
+        .append_pair("password", "not the password");
+    let cookies = format!("{login_cookie}; xjob_lang=zh");
+    let wrong = http(port, "POST", "/login", &cookies, &body.finish()).await?;
+    assert!(
+        wrong.body.contains("用户名或密码错误"),
+        "{:.2000}",
+        wrong.body
+    );
+    check("wrong password", &wrong);
+    let expired = http(port, "POST", "/jobs/new", "xjob_lang=zh", "name=x").await?;
+    assert_eq!(expired.code, 403, "{:.1000}", expired.body);
+    check("post without a session", &expired);
+
+    executor.shutdown().await;
+    assert!(
+        found.is_empty(),
+        "English left in the Chinese console:\n{}",
+        found.join("\n")
+    );
+    Ok(())
+}
+
 /// The job form's daylight-saving fields: chosen values are stored and shown selected again, the
 /// preview takes them, and a policy on a schedule without local times is refused under its field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

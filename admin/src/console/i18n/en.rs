@@ -608,4 +608,87 @@ pub const EN: &[(&str, &str)] = &[
         "backfill.cancelled",
         "Backfill {} cancelled: started runs finish.",
     ),
+    // refusals of the forms' own fields, and error pages
+    (
+        "form.not_a_duration",
+        "'{}' is not a duration: use 30s, 5m, 1h or plain seconds",
+    ),
+    ("form.too_long", "'{}' is too long a timeout"),
+    (
+        "form.not_a_count",
+        "'{}' is not a whole number of 0 or more",
+    ),
+    (
+        "form.not_a_factor",
+        "'{}' is not a factor: use a number from 1 (same delay) to 100, e.g. 2",
+    ),
+    (
+        "form.not_a_job_id",
+        "'{}' is not a job id: list job ids (numbers) separated by commas",
+    ),
+    (
+        "form.not_an_id",
+        "'{}' is not an id (a whole number above 0)",
+    ),
+    (
+        "form.not_a_time",
+        "{}: '{}' is not a time like 2024-05-01T13:30 ({})",
+    ),
+    (
+        "form.skipped_time",
+        "{}: {} does not exist in {} (the clocks skip it)",
+    ),
+    ("filter.from", "from"),
+    ("filter.to", "to"),
+    ("filter.job", "job"),
+    ("filter.refused", "{}: {}"),
+    ("runs.no_job_named", "job name: no job is named like '{}'"),
+    (
+        "runs.several_jobs_named",
+        "job name: '{}' matches several jobs ({}): type more of the name, or filter by job id",
+    ),
+    ("groups.group_n", "group {}"),
+    ("error.too_large", "The form is too large."),
+    (
+        "error.csrf",
+        "The form's CSRF token is missing or wrong: reload the page and try again.",
+    ),
+    (
+        "error.login_csrf",
+        "The login form's CSRF token is missing or wrong: reload the page and try again.",
+    ),
+    (
+        "error.cross_site",
+        "This form was sent from another site: refused. Post it from the console's own pages.",
+    ),
+    (
+        "error.no_session",
+        "Your session has expired or is missing: log in again.",
+    ),
+    ("error.job_not_found", "job not found"),
+    (
+        "login.too_many_name",
+        "Too many failed logins for this user: try again in {} s.",
+    ),
+    (
+        "login.too_many_address",
+        "Too many failed logins from your address: try again in {} s.",
+    ),
+    (
+        "login.too_many_all",
+        "Too many failed logins on this console: try again in {} s.",
+    ),
+    ("jobs.bad_action", "'{}' is not start, stop or trigger"),
+    ("time.ms", "{} ms"),
+    ("time.s", "{} s"),
+    ("time.min_s", "{} min {} s"),
+    ("time.h_min", "{} h {} min"),
+    ("time.d_h", "{} d {} h"),
+    ("audit.kind_job", "job:{}"),
+    ("audit.kind_group", "group:{}"),
+    ("audit.kind_user", "user:{}"),
+    ("audit.kind_token", "token:{}"),
+    ("audit.kind_log", "log:{}"),
+    ("jobs.copy_name", "{} (copy)"),
+    ("error.bad_lang", "lang: must be en or zh"),
 ];

@@ -120,6 +120,7 @@ pub fn tf(lang: Lang, key: &'static str, args: &[&dyn std::fmt::Display]) -> Str
     out
 }
 
+pub mod api;
 mod en;
 mod zh;
 

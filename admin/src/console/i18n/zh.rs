@@ -549,4 +549,78 @@ pub const ZH: &[(&str, &str)] = &[
         "backfill.cancelled",
         "补跑 {} 已取消：已启动的运行会运行完。",
     ),
+    // 表单自身字段的拒绝信息、错误页
+    (
+        "form.not_a_duration",
+        "“{}”不是时长：请用 30s、5m、1h 或秒数",
+    ),
+    ("form.too_long", "“{}”作为超时时间太长"),
+    ("form.not_a_count", "“{}”不是大于等于 0 的整数"),
+    (
+        "form.not_a_factor",
+        "“{}”不是有效的倍数：请填 1（延迟不变）到 100 之间的数，如 2",
+    ),
+    (
+        "form.not_a_job_id",
+        "“{}”不是任务编号：请填任务编号（数字），以逗号分隔",
+    ),
+    ("form.not_an_id", "“{}”不是编号（大于 0 的整数）"),
+    (
+        "form.not_a_time",
+        "{}：“{}”不是有效的时间，格式如 2024-05-01T13:30（{}）",
+    ),
+    (
+        "form.skipped_time",
+        "{}：{} 在 {} 不存在（时钟拨快跳过了这段时间）",
+    ),
+    ("filter.from", "开始时间"),
+    ("filter.to", "结束时间"),
+    ("filter.job", "任务编号"),
+    ("filter.refused", "{}：{}"),
+    ("runs.no_job_named", "任务名称：没有名称包含“{}”的任务"),
+    (
+        "runs.several_jobs_named",
+        "任务名称：“{}”匹配到多个任务（{}）：请输入更完整的名称，或按任务编号筛选",
+    ),
+    ("groups.group_n", "分组 {}"),
+    ("error.too_large", "表单太大。"),
+    (
+        "error.csrf",
+        "表单的 CSRF 令牌缺失或不正确：请刷新页面后重试。",
+    ),
+    (
+        "error.login_csrf",
+        "登录表单的 CSRF 令牌缺失或不正确：请刷新页面后重试。",
+    ),
+    (
+        "error.cross_site",
+        "此表单来自其他站点，已拒绝。请在控制台自己的页面上提交。",
+    ),
+    ("error.no_session", "会话已过期或不存在：请重新登录。"),
+    ("error.job_not_found", "任务不存在"),
+    (
+        "login.too_many_name",
+        "该用户登录失败次数过多：请 {} 秒后重试。",
+    ),
+    (
+        "login.too_many_address",
+        "你的地址登录失败次数过多：请 {} 秒后重试。",
+    ),
+    (
+        "login.too_many_all",
+        "此控制台登录失败次数过多：请 {} 秒后重试。",
+    ),
+    ("jobs.bad_action", "“{}”不是启动、停止或触发"),
+    ("time.ms", "{} 毫秒"),
+    ("time.s", "{} 秒"),
+    ("time.min_s", "{} 分 {} 秒"),
+    ("time.h_min", "{} 小时 {} 分"),
+    ("time.d_h", "{} 天 {} 小时"),
+    ("audit.kind_job", "任务:{}"),
+    ("audit.kind_group", "分组:{}"),
+    ("audit.kind_user", "用户:{}"),
+    ("audit.kind_token", "令牌:{}"),
+    ("audit.kind_log", "运行:{}"),
+    ("jobs.copy_name", "{}（副本）"),
+    ("error.bad_lang", "lang：只能是 en 或 zh"),
 ];

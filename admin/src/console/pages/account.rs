@@ -86,6 +86,7 @@ fn render(viewer: &Viewer, notice: &str, problem: Option<Problem>) -> Response {
 }
 
 pub async fn change_password(State(console): State<Shared>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let fields = &posted.fields;
     let answer = console
         .api()
@@ -108,13 +109,13 @@ pub async fn change_password(State(console): State<Shared>, posted: Posted) -> R
                     see_other("/account", t(posted.viewer.lang, "account.changed")),
                     &cookie,
                 ),
-                Err(status) => status_page(&status),
+                Err(status) => status_page(lang, &status),
             }
         }
         Err(status) => {
-            let (current, message) = match field_error(&status) {
+            let (current, message) = match field_error(lang, &status) {
                 (Some(field), message) => (field == "current_password", message),
-                (None, _) => return status_page(&status),
+                (None, _) => return status_page(lang, &status),
             };
             let problem = if current {
                 Problem::Current(&message)
@@ -137,9 +138,11 @@ const LANGUAGE_COOKIE_S: i64 = 365 * 86_400;
 pub async fn language(State(console): State<Shared>, headers: HeaderMap, uri: Uri) -> Response {
     let query = Fields::from_query(uri.query());
     let Some(lang) = Lang::parse(query.get("lang")) else {
+        let lang = Lang::of_request(&headers);
         return super::error_page(
+            lang,
             axum::http::StatusCode::BAD_REQUEST,
-            "lang: must be en or zh",
+            t(lang, "error.bad_lang"),
         );
     };
     let back = headers

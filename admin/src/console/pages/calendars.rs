@@ -24,7 +24,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .await
     {
         Ok(answer) => answer.into_inner().calendars,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let mut body = html::notice(Tone::Ok, query.get("notice"));
     body.push(markup!(
@@ -102,7 +102,7 @@ pub async fn edit_form(
             let calendar = answer.into_inner().calendar.unwrap_or_default();
             editor(&viewer, &calendar, false, None, StatusCode::OK)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(viewer.lang, &status),
     }
 }
 
@@ -226,7 +226,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             &posted.viewer,
             &calendar,
             true,
-            Some(field_error(&status)),
+            Some(field_error(posted.viewer.lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -251,7 +251,7 @@ pub async fn update(
             &posted.viewer,
             &calendar,
             false,
-            Some(field_error(&status)),
+            Some(field_error(posted.viewer.lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -273,6 +273,6 @@ pub async fn delete(
             "/calendars",
             &tf(posted.viewer.lang, "calendars.deleted", &[&name]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(posted.viewer.lang, &status),
     }
 }

@@ -42,7 +42,7 @@ pub async fn page(State(console): State<Shared>, viewer: Viewer) -> Response {
         .await;
     let dashboard = match dashboard {
         Ok(answer) => answer.into_inner(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let executors = api
         .list_executors(request(&viewer.caller, pb::ListExecutorsRequest::default()))
@@ -220,7 +220,7 @@ fn lateness(lang: Lang, days: &[pb::DayReport]) -> Markup {
                 tf(
                     lang,
                     "dash.late_bar",
-                    &[&day.late_fires, &html::duration(day.max_lateness_ms)]
+                    &[&day.late_fires, &html::duration(lang, day.max_lateness_ms)]
                 )
             ));
         }
@@ -237,7 +237,7 @@ fn lateness(lang: Lang, days: &[pb::DayReport]) -> Markup {
         .unwrap_or(0);
     out.push(markup!(
         "</svg><p class=\"legend\">{}</p></section>",
-        tf(lang, "dash.late_legend", &[&html::duration(worst)])
+        tf(lang, "dash.late_legend", &[&html::duration(lang, worst)])
     ));
     out
 }
@@ -347,13 +347,14 @@ fn loops(lang: Lang, dashboard: &pb::GetDashboardResponse) -> Markup {
             html::badge("OK")
         } else {
             markup!(
-                "{} <span class=\"muted\">{}</span>",
+                "{} <span class=\"muted\" translate=\"no\">{}</span>",
                 html::badge("FAILING"),
                 entry.last_error
             )
         };
         out.push(markup!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            // A loop's name is its id (the same in logs and metrics), not a word to translate.
+            "<tr><td translate=\"no\">{}</td><td>{}</td><td>{}</td></tr>",
             entry.name,
             state,
             html::time(entry.last_success_ms)

@@ -26,7 +26,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .await
     {
         Ok(answer) => answer.into_inner().executors,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let now = console.ctx.clock.now_ms();
     let mut body = html::notice(Tone::Ok, query.get("notice"));
@@ -94,13 +94,14 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
             ));
             for executor in online {
                 body.push(markup!(
-                    "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
+                     <td translate=\"no\">{}</td></tr>",
                     executor.address,
                     html::utc_text(executor.last_heartbeat_ms),
                     tf(
                         lang,
                         "groups.ago",
-                        &[&html::duration(now - executor.last_heartbeat_ms)]
+                        &[&html::duration(lang, now - executor.last_heartbeat_ms)]
                     ),
                     executor.running_log_ids.len(),
                     executor.handlers.join(", "),
@@ -127,6 +128,7 @@ pub async fn edit_form(
     viewer: Viewer,
     Path(id): Path<i64>,
 ) -> Response {
+    let lang = viewer.lang;
     match console
         .api()
         .get_group(request(&viewer.caller, pb::GetGroupRequest { id }))
@@ -136,7 +138,7 @@ pub async fn edit_form(
             let group = answer.into_inner().group.unwrap_or_default();
             editor(&console, &viewer, &group, None, StatusCode::OK)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -286,6 +288,7 @@ fn group_from_fields(fields: &Fields, id: i64) -> pb::Group {
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, 0);
     let answer = console
         .api()
@@ -302,7 +305,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             &console,
             &posted.viewer,
             &group,
-            Some(field_error(&status)),
+            Some(field_error(lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -313,6 +316,7 @@ pub async fn update(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, id);
     let answer = console
         .api()
@@ -329,7 +333,7 @@ pub async fn update(
             &console,
             &posted.viewer,
             &group,
-            Some(field_error(&status)),
+            Some(field_error(lang, &status)),
             super::http_status(status.code()),
         ),
     }
@@ -341,6 +345,7 @@ pub async fn delete(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .delete_group(request(
@@ -353,6 +358,6 @@ pub async fn delete(
             "/executors",
             &tf(posted.viewer.lang, "groups.deleted", &[&id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }

@@ -48,7 +48,7 @@ fn login_page(
 ) -> Response {
     let token = match session::random() {
         Ok(token) => token,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let error = if error.is_empty() {
         Markup::new()
@@ -104,10 +104,7 @@ pub async fn submit(
     let name = fields.get("name").to_string();
     let expected = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
     if !same(fields.get("csrf"), &expected) {
-        return super::error_page(
-            StatusCode::FORBIDDEN,
-            "The login form's CSRF token is missing or wrong: reload the page and try again.",
-        );
+        return super::error_page(lang, StatusCode::FORBIDDEN, t(lang, "error.login_csrf"));
     }
     if let Err(refusal) = console.logins.attempt(&name, client) {
         return login_page(
@@ -115,14 +112,14 @@ pub async fn submit(
             lang,
             &next,
             &name,
-            &refusal.message(),
+            &refusal.message(lang),
             StatusCode::TOO_MANY_REQUESTS,
         );
     }
     let password = fields.raw("password").unwrap_or("").to_string();
     let user = match console.ctx.store.user_by_name(&name).await {
         Ok(user) => user,
-        Err(error) => return status_page(&crate::error::Error::from(error).into()),
+        Err(error) => return status_page(lang, &crate::error::Error::from(error).into()),
     };
     let hash = user
         .as_ref()
@@ -153,7 +150,7 @@ pub async fn submit(
             let response = with_cookie(response, &cookie);
             with_cookie(response, &set_cookie(LOGIN_COOKIE, "", 0, console.tls))
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 

@@ -40,14 +40,23 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(value)) => Ok(Path(value)),
-            Err(_) => Err(not_found_page()),
+            Err(_) => Err(not_found_page(Lang::of_request(&parts.headers))),
         }
     }
 }
 
 /// The form field an API error names (`job.schedule_conf: …` → `schedule_conf`), and the
-/// message without that prefix.
-pub fn field_error(status: &Status) -> (Option<String>, String) {
+/// message without that prefix, in `lang`.
+pub fn field_error(lang: Lang, status: &Status) -> (Option<String>, String) {
+    let (field, message) = field_error_as_sent(status);
+    let message = match field {
+        Some(_) => super::i18n::api::say(lang, &message),
+        None => super::errors::api_message(lang, &message),
+    };
+    (field, message)
+}
+
+fn field_error_as_sent(status: &Status) -> (Option<String>, String) {
     let message = status.message();
     let named = matches!(status.code(), Code::InvalidArgument | Code::NotFound);
     if named && let Some((path, rest)) = message.split_once(": ") {
@@ -130,6 +139,7 @@ pub async fn jobs_by_id(
 /// The one job whose name contains `name` (the jobs list's name filter), or why there is not
 /// exactly one.
 pub async fn job_named(console: &Console, viewer: &Viewer, name: &str) -> Result<i64, String> {
+    let lang = viewer.lang;
     let answer = console
         .api()
         .list_jobs(request(
@@ -141,29 +151,29 @@ pub async fn job_named(console: &Console, viewer: &Viewer, name: &str) -> Result
             },
         ))
         .await
-        .map_err(|status| status.message().to_string())?;
+        .map_err(|status| super::errors::api_message(lang, status.message()))?;
     let jobs = answer.into_inner().jobs;
     match jobs.as_slice() {
         [job] => Ok(job.id),
-        [] => Err(format!("job name: no job is named like '{name}'")),
+        [] => Err(tf(lang, "runs.no_job_named", &[&name])),
         several => {
             let listed: Vec<String> = several
                 .iter()
                 .take(5)
                 .map(|job| format!("{} ({})", job.name, job.id))
                 .collect();
-            Err(format!(
-                "job name: '{name}' matches several jobs ({}{}): type more of the name, or \
-                 filter by job id",
-                listed.join(", "),
-                if several.len() > 5 { ", …" } else { "" }
+            let more = if several.len() > 5 { ", …" } else { "" };
+            Err(tf(
+                lang,
+                "runs.several_jobs_named",
+                &[&name, &format!("{}{more}", listed.join(", "))],
             ))
         }
     }
 }
 
-/// A group's display name.
-pub fn group_name(groups: &[pb::Group], id: i64) -> String {
+/// A group's display name (`lang` names a group the viewer may not read by its id).
+pub fn group_name(lang: Lang, groups: &[pb::Group], id: i64) -> String {
     groups
         .iter()
         .find(|group| group.id == id)
@@ -174,7 +184,7 @@ pub fn group_name(groups: &[pb::Group], id: i64) -> String {
                 group.title.clone()
             }
         })
-        .unwrap_or_else(|| format!("group {id}"))
+        .unwrap_or_else(|| tf(lang, "groups.group_n", &[&id]))
 }
 
 /// Rows per page in the console's lists.
@@ -415,13 +425,13 @@ mod tests {
     fn api_errors_name_their_field() {
         let status = Status::invalid_argument("job.schedule_conf: cron needs 6 or 7 fields");
         assert_eq!(
-            field_error(&status),
+            field_error(Lang::En, &status),
             (
                 Some("schedule_conf".to_string()),
                 "cron needs 6 or 7 fields".to_string()
             )
         );
         let status = Status::failed_precondition("job 3 has schedule type NONE");
-        assert_eq!(field_error(&status).0, None);
+        assert_eq!(field_error(Lang::En, &status).0, None);
     }
 }

@@ -19,6 +19,7 @@ use super::{
 use crate::auth::accounts::MIN_PASSWORD_CHARS;
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let users = match console
         .api()
@@ -26,7 +27,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .await
     {
         Ok(answer) => answer.into_inner().users,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let groups = readable_groups(&console, &viewer).await;
     render(&viewer, &users, &groups, query.get("notice"), "")
@@ -59,7 +60,7 @@ fn render(
     body.push(Markup::literal("</tr>"));
     let group_options: Vec<(String, String)> = groups
         .iter()
-        .map(|group| (group.id.to_string(), group_name(groups, group.id)))
+        .map(|group| (group.id.to_string(), group_name(lang, groups, group.id)))
         .collect();
     for user in users {
         let mut granted = Markup::new();
@@ -72,12 +73,16 @@ fn render(
                  <input type=\"hidden\" name=\"group\" value=\"{}\">\
                  <button class=\"small secondary\" title=\"{}\" \
                  aria-label=\"{}\">×</button></form>",
-                group_name(groups, *id),
+                group_name(lang, groups, *id),
                 user.id,
                 csrf,
                 id,
                 t(lang, "users.revoke_grant"),
-                tf(lang, "users.revoke_named", &[&group_name(groups, *id)])
+                tf(
+                    lang,
+                    "users.revoke_named",
+                    &[&group_name(lang, groups, *id)]
+                )
             ));
         }
         let grant_id = format!("grant-{}", user.id);
@@ -190,6 +195,7 @@ pub async fn set_role(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let role = posted.fields.get("role").to_string();
     match console
         .api()
@@ -208,7 +214,7 @@ pub async fn set_role(
             );
             see_other("/users", &notice)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -227,18 +233,18 @@ async fn password_page(
     id: i64,
     error: Option<&str>,
 ) -> Response {
+    let lang = viewer.lang;
     let users = match console
         .api()
         .list_users(request(&viewer.caller, pb::ListUsersRequest {}))
         .await
     {
         Ok(answer) => answer.into_inner().users,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let Some(user) = users.into_iter().find(|user| user.id == id) else {
-        return super::not_found_page();
+        return super::not_found_page(lang);
     };
-    let lang = viewer.lang;
     let body = markup!(
         "<form method=\"post\" action=\"/users/{}/password\" class=\"card form\" \
          id=\"reset-form\">{}<div class=\"fields\">{}</div>\
@@ -274,6 +280,7 @@ pub async fn reset_password(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let new_password = posted.fields.raw("new_password").unwrap_or("").to_string();
     match console
         .api()
@@ -290,18 +297,19 @@ pub async fn reset_password(
             "/users",
             &tf(posted.viewer.lang, "users.password_set", &[&id]),
         ),
-        Err(status) => match super::field_error(&status) {
+        Err(status) => match super::field_error(lang, &status) {
             (Some(_), message) => {
                 let mut page = password_page(&console, &posted.viewer, id, Some(&message)).await;
                 *page.status_mut() = super::http_status(status.code());
                 page
             }
-            (None, _) => status_page(&status),
+            (None, _) => status_page(lang, &status),
         },
     }
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let fields = &posted.fields;
     let answer = console
         .api()
@@ -331,7 +339,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             let notice = tf(lang, "users.created_notice", &[&name, &answer.token]);
             no_store(render(&posted.viewer, &users, &groups, &notice, ""))
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -340,17 +348,19 @@ pub async fn delete(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     match console
         .api()
         .delete_user(request(&posted.viewer.caller, pb::DeleteUserRequest { id }))
         .await
     {
         Ok(_) => see_other("/users", &tf(posted.viewer.lang, "users.deleted", &[&id])),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
 pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let group_id = posted.fields.int("group");
     match console
         .api()
@@ -367,7 +377,7 @@ pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: P
             "/users",
             &tf(posted.viewer.lang, "users.granted", &[&group_id, &id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -375,6 +385,7 @@ pub async fn grant(State(console): State<Shared>, Path(id): Path<i64>, posted: P
 const AUDIT_PAGE_SIZE: i64 = 100;
 
 pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let page = match console
         .api()
@@ -388,7 +399,7 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
         .await
     {
         Ok(answer) => answer.into_inner(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let lang = viewer.lang;
     let mut body = Markup::new();
@@ -408,13 +419,16 @@ pub async fn audit(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> R
             body.push(markup!("<th scope=\"col\">{}</th>", t(lang, key)));
         }
         body.push(Markup::literal("</tr>"));
+        // The call and the summary are the record as the API wrote it (a method's name, the
+        // values it changed): shown as recorded, and marked so for translators.
         for entry in &page.entries {
             body.push(markup!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td translate=\"no\">{}</td><td>{}</td>\
+                 <td class=\"msg\" translate=\"no\">{}</td></tr>",
                 html::time(entry.at_ms),
-                entry.actor,
+                audit_actor(lang, &entry.actor),
                 entry.call,
-                entry.object,
+                audit_object(lang, &entry.object),
                 entry.summary
             ));
         }
@@ -436,6 +450,7 @@ pub async fn revoke(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let group_id = posted.fields.int("group");
     match console
         .api()
@@ -452,7 +467,7 @@ pub async fn revoke(
             "/users",
             &tf(posted.viewer.lang, "users.revoked", &[&group_id, &id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -473,13 +488,14 @@ async fn tokens_page(
     user_id: i64,
     notice: &str,
 ) -> Response {
+    let lang = viewer.lang;
     let tokens = match console
         .api()
         .list_tokens(request(&viewer.caller, pb::ListTokensRequest { user_id }))
         .await
     {
         Ok(answer) => answer.into_inner().tokens,
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let lang = viewer.lang;
     let csrf = frame::csrf_field(viewer);
@@ -564,6 +580,7 @@ pub async fn create_token(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let ttl_days = posted.fields.int("ttl_days").max(0);
     let answer = console
         .api()
@@ -583,7 +600,7 @@ pub async fn create_token(
             let notice = tf(posted.viewer.lang, "tokens.issued", &[&token]);
             no_store(tokens_page(&console, &posted.viewer, id, &notice).await)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -592,6 +609,7 @@ pub async fn revoke_token(
     Path((user_id, token_id)): Path<(i64, i64)>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     match console
         .api()
         .revoke_token(request(
@@ -604,6 +622,30 @@ pub async fn revoke_token(
             &format!("/users/{user_id}/tokens"),
             &tf(posted.viewer.lang, "tokens.revoked_notice", &[&token_id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
+}
+
+/// Who made an audited change: a user's name, or the open console (no users yet).
+fn audit_actor(lang: Lang, actor: &str) -> String {
+    match actor {
+        "(open)" => t(lang, "frame.open_console").to_string(),
+        name => name.to_string(),
+    }
+}
+
+/// What an audited change was made to (`job:3`, `group:1`), its kind in `lang`.
+fn audit_object(lang: Lang, object: &str) -> String {
+    let Some((kind, id)) = object.split_once(':') else {
+        return object.to_string();
+    };
+    let key = match kind {
+        "job" => "audit.kind_job",
+        "group" => "audit.kind_group",
+        "user" => "audit.kind_user",
+        "token" => "audit.kind_token",
+        "log" => "audit.kind_log",
+        _ => return object.to_string(),
+    };
+    tf(lang, key, &[&id])
 }

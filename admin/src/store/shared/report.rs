@@ -87,6 +87,14 @@ pub async fn count_log_day<DB: Dialect>(
 
 /// [`count_log_day`]'s counts per job, in one statement (one snapshot of the rows on every
 /// backend), so sums over the jobs and the jobs' own counts never disagree.
+///
+/// It reads the day's rows through `ix_log_trigger_time` and groups them in a temporary tree;
+/// no other index pays for itself. Measured on SQLite with 7 days of 33,000 runs over 1,000
+/// jobs (CPU per call, warm cache): 37 ms as is, 22 ms for the day's totals alone (the
+/// grouping is the rest); an index on (trigger_time_ms, group_id, job_id) is not chosen by
+/// the planner; (group_id, job_id, trigger_time_ms) makes it 39 ms; a covering index over
+/// every column read, 34 ms, for 12% more file and one more index entry rewritten on each
+/// status change of every run.
 pub async fn count_log_day_by_job<DB: Dialect>(
     db: Pools<'_, DB>,
     day_start_ms: i64,

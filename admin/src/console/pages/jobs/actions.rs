@@ -9,9 +9,10 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::super::csrf::{Fields, Posted};
+use super::super::super::errors::api_message;
 use super::super::super::form::{self, FieldRefusal};
 use super::super::super::html::Markup;
-use super::super::super::i18n::{t, tf};
+use super::super::super::i18n::{Lang, api, t, tf};
 use super::super::super::session::Viewer;
 use super::super::super::shared::{Console, Shared, request};
 use super::super::{Path, field_error, http_status, see_other, status_page};
@@ -24,6 +25,7 @@ pub async fn save_glue(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .update_glue(request(
@@ -54,7 +56,7 @@ pub async fn save_glue(
                 &posted.viewer,
                 &edited,
                 0,
-                Some(field_error(&status)),
+                Some(field_error(lang, &status)),
             )
             .await;
             let code = http_status(status.code());
@@ -75,12 +77,13 @@ pub async fn save_glue(
 
 /// A job from the editor's fields over `base` (the stored job on edit, defaults on create),
 /// and the first number field that does not parse (that field then keeps its `base` value).
-fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefusal>) {
+fn job_from_fields(lang: Lang, fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefusal>) {
     let enum_value = |name: &str, prefix: &str, parse: fn(&str) -> Option<i32>| -> i32 {
         parse(&format!("{prefix}{}", fields.get(name))).unwrap_or(0)
     };
     let mut refusal = None;
     let timeout_ms = read_number(
+        lang,
         fields,
         "timeout_ms",
         form::timeout_ms,
@@ -88,6 +91,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         &mut refusal,
     );
     let fail_retry_count = read_number(
+        lang,
         fields,
         "fail_retry_count",
         form::count,
@@ -95,6 +99,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         &mut refusal,
     );
     let child_job_ids = read_number(
+        lang,
         fields,
         "child_job_ids",
         form::id_list,
@@ -102,6 +107,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         &mut refusal,
     );
     let jitter_max_ms = read_number(
+        lang,
         fields,
         "jitter_max_ms",
         form::timeout_ms,
@@ -109,6 +115,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
         &mut refusal,
     );
     let catch_up_window_ms = read_number(
+        lang,
         fields,
         "catch_up_window_ms",
         form::timeout_ms,
@@ -118,6 +125,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
     let stored_backoff = base.retry_backoff.unwrap_or_default();
     let retry_backoff = pb::RetryBackoff {
         initial_delay_ms: read_number(
+            lang,
             fields,
             "retry_delay",
             form::timeout_ms,
@@ -125,6 +133,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
             &mut refusal,
         ),
         factor: read_number(
+            lang,
             fields,
             "retry_factor",
             form::factor,
@@ -132,6 +141,7 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
             &mut refusal,
         ),
         max_delay_ms: read_number(
+            lang,
             fields,
             "retry_max_delay",
             form::timeout_ms,
@@ -207,13 +217,14 @@ fn job_from_fields(fields: &Fields, base: pb::Job) -> (pb::Job, Option<FieldRefu
 /// Reads the number field `name` with `parse`; a refusal is kept (the first one wins) and the
 /// field keeps `fallback`, so the form comes back with the error under it.
 fn read_number<T>(
+    lang: Lang,
     fields: &Fields,
     name: &str,
-    parse: fn(&str) -> Result<T, String>,
+    parse: fn(Lang, &str) -> Result<T, String>,
     fallback: T,
     refusal: &mut Option<FieldRefusal>,
 ) -> T {
-    match parse(fields.get(name)) {
+    match parse(lang, fields.get(name)) {
         Ok(value) => value,
         Err(message) => {
             refusal.get_or_insert((name.to_string(), message));
@@ -234,7 +245,8 @@ async fn refused_form(
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
-    let (job, refusal) = job_from_fields(&posted.fields, new_job(0));
+    let lang = posted.viewer.lang;
+    let (job, refusal) = job_from_fields(posted.viewer.lang, &posted.fields, new_job(0));
     if let Some(refusal) = refusal {
         return refused_form(&console, &posted.viewer, &job, refusal).await;
     }
@@ -261,7 +273,7 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
                 &console,
                 &posted.viewer,
                 &job,
-                Some(field_error(&status)),
+                Some(field_error(lang, &status)),
                 code,
             )
             .await
@@ -274,11 +286,12 @@ pub async fn update(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let stored = match load(&console, &posted.viewer, id).await {
         Ok(job) => job,
         Err(response) => return response,
     };
-    let (job, refusal) = job_from_fields(&posted.fields, stored);
+    let (job, refusal) = job_from_fields(posted.viewer.lang, &posted.fields, stored);
     if let Some(refusal) = refusal {
         return refused_form(&console, &posted.viewer, &job, refusal).await;
     }
@@ -299,7 +312,7 @@ pub async fn update(
                 &console,
                 &posted.viewer,
                 &job,
-                Some(field_error(&status)),
+                Some(field_error(lang, &status)),
                 code,
             )
             .await
@@ -312,13 +325,14 @@ pub async fn delete(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .delete_job(request(&posted.viewer.caller, pb::DeleteJobRequest { id }))
         .await;
     match answer {
         Ok(_) => see_other("/jobs", &tf(posted.viewer.lang, "jobs.deleted", &[&id])),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -336,6 +350,7 @@ fn back_to(fields: &Fields, id: i64) -> String {
 }
 
 pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .start_job(request(&posted.viewer.caller, pb::StartJobRequest { id }))
@@ -345,11 +360,12 @@ pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: P
             &back_to(&posted.fields, id),
             &tf(posted.viewer.lang, "jobs.started", &[&id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
 pub async fn stop(State(console): State<Shared>, Path(id): Path<i64>, posted: Posted) -> Response {
+    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .stop_job(request(&posted.viewer.caller, pb::StopJobRequest { id }))
@@ -359,7 +375,7 @@ pub async fn stop(State(console): State<Shared>, Path(id): Path<i64>, posted: Po
             &back_to(&posted.fields, id),
             &tf(posted.viewer.lang, "jobs.stopped_notice", &[&id]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -406,7 +422,7 @@ pub async fn trigger(
             let refused = TriggerForm {
                 params: params.unwrap_or_default(),
                 addresses: addresses_text.to_string(),
-                error: trigger_refusal(&status),
+                error: trigger_refusal(posted.viewer.lang, &status),
             };
             let code = http_status(status.code());
             let viewer = &posted.viewer;
@@ -429,7 +445,7 @@ pub async fn trigger(
 /// Where a refused trigger's error belongs, in the user's words: an address the group does
 /// not have (`PERMISSION_DENIED` naming the permission) or a malformed one goes under the
 /// addresses, too-large params under the params; anything else above the form.
-fn trigger_refusal(status: &tonic::Status) -> FormError {
+fn trigger_refusal(lang: Lang, status: &tonic::Status) -> FormError {
     let message = status.message();
     let after_prefix = |text: &'static str| message.strip_prefix(text);
     if status.code() == tonic::Code::PermissionDenied
@@ -438,19 +454,19 @@ fn trigger_refusal(status: &tonic::Status) -> FormError {
     {
         // Drop the permission's internal name and the configuration key: say what is wrong.
         let why = why.split(" (admins may").next().unwrap_or(why);
-        return (Some("addresses".to_string()), why.to_string());
+        return (Some("addresses".to_string()), api::say(lang, why));
     }
     if status.code() == tonic::Code::InvalidArgument {
         if let Some(rest) = after_prefix("addresses[")
             && let Some((_, why)) = rest.split_once("]: ")
         {
-            return (Some("addresses".to_string()), why.to_string());
+            return (Some("addresses".to_string()), api::say(lang, why));
         }
         if let Some(why) = after_prefix("params: ") {
-            return (Some("params".to_string()), why.to_string());
+            return (Some("params".to_string()), api::say(lang, why));
         }
     }
-    (None, message.to_string())
+    (None, api_message(lang, message))
 }
 
 /// `POST /jobs/bulk`: start, stop or trigger once every ticked job (`ids`), each through the
@@ -465,7 +481,7 @@ pub async fn bulk(State(console): State<Shared>, posted: Posted) -> Response {
         return see_other(&back_to(&posted.fields, 0), t(lang, "jobs.none_ticked"));
     }
     for text in ids {
-        let Ok(id) = form::id_filter(text) else {
+        let Ok(id) = form::id_filter(lang, text) else {
             refused.push(tf(lang, "jobs.not_an_id", &[&text]));
             continue;
         };
@@ -512,7 +528,7 @@ async fn bulk_one(console: &Console, viewer: &Viewer, action: &str, id: i64) -> 
             ))
             .await
             .map(drop),
-        other => return Err(format!("'{other}' is not start, stop or trigger")),
+        other => return Err(tf(viewer.lang, "jobs.bad_action", &[&other])),
     };
-    answer.map_err(|status| status.message().to_string())
+    answer.map_err(|status| api_message(viewer.lang, status.message()))
 }

@@ -127,19 +127,25 @@ pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: P
     };
     let zone = zone::of_job(&job.time_zone, console.ctx.config.default_time_zone());
     let fields = &posted.fields;
-    let range = zone::parse_local("from", fields.get("from"), zone)
-        .and_then(|from| zone::parse_local("to", fields.get("to"), zone).map(|to| (from, to)));
+    let range =
+        zone::parse_local(lang, "backfill.from", fields.get("from"), zone).and_then(|from| {
+            zone::parse_local(lang, "backfill.to", fields.get("to"), zone).map(|to| (from, to))
+        });
     let (from_ms, to_ms) = match range {
         Ok(range) => range,
-        Err(message) => return error_page(axum::http::StatusCode::BAD_REQUEST, &message),
+        Err(message) => return error_page(lang, axum::http::StatusCode::BAD_REQUEST, &message),
     };
     let max_concurrent = match fields.get("concurrency").trim() {
         "" => 1,
         text => match text.parse::<i32>() {
             Ok(value) => value,
             Err(_) => {
-                let message = format!("concurrency: '{text}' is not a whole number");
-                return error_page(axum::http::StatusCode::BAD_REQUEST, &message);
+                let message = format!(
+                    "{}: {}",
+                    t(lang, "backfill.concurrency"),
+                    tf(lang, "form.not_a_count", &[&text])
+                );
+                return error_page(lang, axum::http::StatusCode::BAD_REQUEST, &message);
             }
         },
     };
@@ -161,7 +167,7 @@ pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: P
             let notice = tf(lang, "backfill.started", &[&backfill.id, &backfill.total]);
             see_other(&format!("/jobs/{id}"), &notice)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -184,6 +190,6 @@ pub async fn cancel(
             let notice = tf(posted.viewer.lang, "backfill.cancelled", &[&id]);
             see_other(&format!("/jobs/{}", backfill.job_id), &notice)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(posted.viewer.lang, &status),
     }
 }

@@ -76,7 +76,7 @@ pub async fn copy_form(
         Ok(job) => {
             let copy = pb::Job {
                 id: 0,
-                name: format!("{} (copy)", job.name),
+                name: tf(viewer.lang, "jobs.copy_name", &[&job.name]),
                 status: 0,
                 next_fire_ms: 0,
                 last_fire_ms: 0,
@@ -167,7 +167,7 @@ pub async fn editor_with(
     let group_options: Vec<html::Choice> = groups
         .iter()
         .filter(|group| viewer.can_operate(group.id) || group.id == job.group_id)
-        .map(|group| (group.id.to_string(), group_name(&groups, group.id)))
+        .map(|group| (group.id.to_string(), group_name(lang, &groups, group.id)))
         .collect();
     if !editable {
         body.push(markup!(
@@ -698,6 +698,7 @@ fn overlap_note(lang: Lang, policy: &str) -> String {
 /// calendar, `overlap` what its overlap policy does to a fire due while an earlier run goes; or
 /// `{"error":"…"}`), computed by PreviewSchedule with the job's DST policy.
 pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
+    let lang = viewer.lang;
     let query = Fields::from_query(uri.query());
     let schedule_type =
         pb::ScheduleType::from_str_name(&format!("SCHEDULE_TYPE_{}", query.get("schedule_type")))
@@ -705,7 +706,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
     // The zone the schedule runs in, for "job's zone" (the preview names it).
     let job_zone = crate::model::parse_time_zone(query.get("time_zone"))
         .unwrap_or_else(|_| console.ctx.config.default_time_zone());
-    let jitter_max_ms = match form::timeout_ms(query.get("jitter")) {
+    let jitter_max_ms = match form::timeout_ms(viewer.lang, query.get("jitter")) {
         Ok(ms) => ms,
         Err(message) => {
             let json = serde_json::json!({ "error": message, "field": "jitter_max_ms" });
@@ -757,7 +758,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
             })
         }
         Err(status) => {
-            let (field, message) = field_error(&status);
+            let (field, message) = field_error(lang, &status);
             serde_json::json!({ "error": message, "field": field })
         }
     };

@@ -62,7 +62,7 @@ pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Re
         .await;
     let page = match answer {
         Ok(answer) => answer.into_inner(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let mut body = html::notice(Tone::Ok, query.get("notice"));
     body.push(filters(lang, &query, &groups));
@@ -144,7 +144,7 @@ fn filters(lang: Lang, query: &Fields, groups: &[pb::Group]) -> Markup {
     group_options.extend(
         groups
             .iter()
-            .map(|group| (group.id.to_string(), group_name(groups, group.id))),
+            .map(|group| (group.id.to_string(), group_name(lang, groups, group.id))),
     );
     let status_options: Vec<html::Choice> = [
         ("", "runs.any_status"),
@@ -256,7 +256,7 @@ fn job_row(
         job.id,
         job.id,
         job.name,
-        group_name(groups, job.group_id),
+        group_name(lang, groups, job.group_id),
         schedule,
         job.handler,
         job.author,

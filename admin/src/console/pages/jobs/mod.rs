@@ -16,6 +16,7 @@ use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
 use super::super::html::{self, Choice};
+use super::super::i18n::t;
 use super::super::session::Viewer;
 use super::super::shared::{Console, request};
 use super::status_page;
@@ -45,11 +46,11 @@ pub async fn load(console: &Console, viewer: &Viewer, id: i64) -> Result<pb::Job
         .get_job(request(&viewer.caller, pb::GetJobRequest { id }))
         .await;
     match answer {
-        Ok(answer) => answer
-            .into_inner()
-            .job
-            .ok_or_else(|| super::error_page(StatusCode::NOT_FOUND, "job not found")),
-        Err(status) => Err(status_page(&status)),
+        Ok(answer) => answer.into_inner().job.ok_or_else(|| {
+            let lang = viewer.lang;
+            super::error_page(lang, StatusCode::NOT_FOUND, t(lang, "error.job_not_found"))
+        }),
+        Err(status) => Err(status_page(viewer.lang, &status)),
     }
 }
 

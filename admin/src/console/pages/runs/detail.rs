@@ -31,7 +31,7 @@ pub async fn detail(
         .await;
     let log = match answer {
         Ok(answer) => answer.into_inner().log.unwrap_or_default(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let groups = readable_groups(&console, &viewer).await;
     let jobs = jobs_by_id(&console, &viewer, vec![log.job_id]).await;
@@ -51,12 +51,12 @@ pub async fn detail(
     let open = matches!(status.as_str(), "PENDING" | "RUNNING");
     let mut body = html::notice(Tone::Ok, query.get("notice"));
     let lateness = if log.scheduled_at_ms > 0 && log.trigger_time_ms > 0 {
-        html::duration(log.trigger_time_ms - log.scheduled_at_ms)
+        html::duration(lang, log.trigger_time_ms - log.scheduled_at_ms)
     } else {
         "–".to_string()
     };
     let took = if log.handle_time_ms > 0 && log.trigger_time_ms > 0 {
-        html::duration(log.handle_time_ms - log.trigger_time_ms)
+        html::duration(lang, log.handle_time_ms - log.trigger_time_ms)
     } else {
         "–".to_string()
     };
@@ -82,7 +82,7 @@ pub async fn detail(
         ),
         (
             t(lang, "run.group"),
-            text(&group_name(&groups, log.group_id)),
+            text(&group_name(lang, &groups, log.group_id)),
         ),
         (
             t(lang, "run.trigger_type"),
@@ -319,7 +319,7 @@ pub async fn kill(State(console): State<Shared>, Path(id): Path<i64>, posted: Po
             };
             see_other(&back_to(&posted.fields, format!("/runs/{id}")), &notice)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
 
@@ -331,7 +331,7 @@ pub async fn retry(State(console): State<Shared>, Path(id): Path<i64>, posted: P
     let caller = &posted.viewer.caller;
     let log = match api.get_log(request(caller, pb::GetLogRequest { id })).await {
         Ok(answer) => answer.into_inner().log.unwrap_or_default(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let answer = api
         .trigger_job(request(
@@ -354,6 +354,6 @@ pub async fn retry(State(console): State<Shared>, Path(id): Path<i64>, posted: P
             let notice = tf(lang, "runs.retried", &[&id, &new_runs.join(", ")]);
             see_other(&back_to(&posted.fields, format!("/runs/{id}")), &notice)
         }
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }

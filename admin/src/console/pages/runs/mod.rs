@@ -75,9 +75,9 @@ fn trigger_name(trigger: i32) -> String {
 }
 
 /// The list's time filters (`from`, `to`) as epoch ms, read in `zone`, or why one was refused.
-fn read_times(query: &Fields, zone: Tz) -> Result<(i64, i64), String> {
-    let from_ms = zone::parse_local("from", query.get("from"), zone)?;
-    let to_ms = zone::parse_local("to", query.get("to"), zone)?;
+fn read_times(lang: Lang, query: &Fields, zone: Tz) -> Result<(i64, i64), String> {
+    let from_ms = zone::parse_local(lang, "filter.from", query.get("from"), zone)?;
+    let to_ms = zone::parse_local(lang, "filter.to", query.get("to"), zone)?;
     Ok((from_ms, to_ms))
 }
 
@@ -94,10 +94,10 @@ pub async fn list(
     let status = pb::RunStatus::from_str_name(&format!("RUN_STATUS_{}", query.get("status")))
         .map_or(0, |status| status as i32);
     let shown = reading_zone(&query, &headers, None);
-    let mut job_id = match form::id_filter(query.get("job")) {
+    let mut job_id = match form::id_filter(lang, query.get("job")) {
         Ok(job_id) => job_id,
         Err(message) => {
-            let message = format!("job: {message}");
+            let message = tf(lang, "filter.refused", &[&t(lang, "filter.job"), &message]);
             return refused_filters(&viewer, &query, &groups, shown, &message);
         }
     };
@@ -118,7 +118,7 @@ pub async fn list(
         None
     };
     let shown = reading_zone(&query, &headers, job_zone);
-    let (from_ms, to_ms) = match read_times(&query, shown) {
+    let (from_ms, to_ms) = match read_times(lang, &query, shown) {
         Ok(times) => times,
         Err(message) => return refused_filters(&viewer, &query, &groups, shown, &message),
     };
@@ -141,7 +141,7 @@ pub async fn list(
         .await;
     let page = match answer {
         Ok(answer) => answer.into_inner(),
-        Err(status) => return status_page(&status),
+        Err(status) => return status_page(lang, &status),
     };
     let mut body = html::notice(Tone::Ok, query.get("notice"));
     body.push(filters(lang, &query, &groups, shown));
@@ -223,7 +223,7 @@ fn filters(lang: Lang, query: &Fields, groups: &[pb::Group], shown: Tz) -> Marku
     group_options.extend(
         groups
             .iter()
-            .map(|group| (group.id.to_string(), group_name(groups, group.id))),
+            .map(|group| (group.id.to_string(), group_name(lang, groups, group.id))),
     );
     let mut status_options = vec![(String::new(), t(lang, "runs.any_status").to_string())];
     status_options.extend(status_choices());
@@ -384,12 +384,13 @@ impl Known<'_> {
 }
 
 fn run_row(log: &pb::Log, known: &Known<'_>, controls: Option<(&Viewer, &str)>) -> Markup {
+    let lang = known.lang;
     let job = match known.jobs.get(&log.job_id) {
         Some(job) => markup!("{} <span class=\"muted\">({})</span>", job.name, log.job_id),
         None => markup!("{}", log.job_id),
     };
     let took = if log.handle_time_ms > 0 && log.trigger_time_ms > 0 {
-        html::duration(log.handle_time_ms - log.trigger_time_ms)
+        html::duration(lang, log.handle_time_ms - log.trigger_time_ms)
     } else {
         String::new()
     };
@@ -402,13 +403,13 @@ fn run_row(log: &pb::Log, known: &Known<'_>, controls: Option<(&Viewer, &str)>) 
     markup!(
         "<tr data-run-id=\"{}\"><td><a href=\"/runs/{}\">{}</a></td>\
          <td><a href=\"/jobs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-         <td>{}</td><td>{}</td><td class=\"msg\">{}</td><td>{}</td></tr>",
+         <td>{}</td><td>{}</td><td class=\"msg\" translate=\"no\">{}</td><td>{}</td></tr>",
         log.id,
         log.id,
         log.id,
         log.job_id,
         job,
-        group_name(known.groups, log.group_id),
+        group_name(lang, known.groups, log.group_id),
         html::badge(&status_name(log.status)),
         trigger_name(log.trigger_type),
         zone::job_time(log.trigger_time_ms, known.zone_of(log.job_id).name()),
@@ -431,7 +432,7 @@ fn clear_form(viewer: &Viewer, query: &Fields, groups: &[pb::Group]) -> Markup {
         groups
             .iter()
             .filter(|group| viewer.can_operate(group.id))
-            .map(|group| (group.id.to_string(), group_name(groups, group.id))),
+            .map(|group| (group.id.to_string(), group_name(lang, groups, group.id))),
     );
     let modes: Vec<html::Choice> = html::enum_choices(
         "CLEAR_LOGS_MODE_",
@@ -481,10 +482,11 @@ pub async fn clear(State(console): State<Shared>, posted: Posted) -> Response {
     let mode = pb::ClearLogsMode::from_str_name(&format!("CLEAR_LOGS_MODE_{}", fields.get("mode")))
         .map_or(0, |mode| mode as i32);
     // A mistyped job id must not widen the deletion to every job of the group.
-    let job_id = match form::id_filter(fields.get("job")) {
+    let job_id = match form::id_filter(lang, fields.get("job")) {
         Ok(job_id) => job_id,
         Err(message) => {
-            return super::error_page(StatusCode::BAD_REQUEST, &format!("job: {message}"));
+            let message = tf(lang, "filter.refused", &[&t(lang, "filter.job"), &message]);
+            return super::error_page(lang, StatusCode::BAD_REQUEST, &message);
         }
     };
     let answer = console
@@ -503,6 +505,6 @@ pub async fn clear(State(console): State<Shared>, posted: Posted) -> Response {
             "/runs",
             &tf(lang, "runs.cleared", &[&answer.into_inner().deleted]),
         ),
-        Err(status) => status_page(&status),
+        Err(status) => status_page(lang, &status),
     }
 }
