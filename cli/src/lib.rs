@@ -9,7 +9,8 @@
 //! - [`view`]: the stable JSON shape of each object and the enum names flags accept;
 //! - [`group_names`]: `--group` as an id or an app name, `app (id)` in tables;
 //! - [`prompt`]: the confirmation asked before a delete;
-//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`].
+//! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`],
+//!   [`workflows`].
 //!
 //! Arrows point down only: the nouns use the helpers above; `jobs trigger --follow` uses
 //! [`runs`]; `render` imports only `error`, and `error` nothing of the crate.
@@ -30,6 +31,7 @@ mod render;
 mod runs;
 mod users;
 mod view;
+mod workflows;
 
 use clap::{Args, Subcommand};
 
@@ -48,6 +50,8 @@ pub enum Command {
     Groups(Noun<groups::GroupsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
+    /// Workflows (graphs of jobs): list, show, create, update, delete.
+    Workflows(Noun<workflows::WorkflowsCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {
         #[command(flatten)]
@@ -102,6 +106,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Users(noun) => {
             dispatch(&noun.options, |out, client| {
                 Box::pin(users::run(noun.verb, out, client))
+            })
+            .await
+        }
+        Command::Workflows(noun) => {
+            dispatch(&noun.options, |out, client| {
+                Box::pin(workflows::run(noun.verb, out, client))
             })
             .await
         }

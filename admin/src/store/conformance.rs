@@ -17,6 +17,7 @@ mod logs;
 mod operations;
 mod recovery;
 mod schedule;
+mod workflows;
 
 use std::sync::Arc;
 

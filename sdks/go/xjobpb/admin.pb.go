@@ -197,6 +197,116 @@ func (ClearLogsMode) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+// When an edge lets its child start, judged on the parent node's final state.
+type WorkflowEdgeCondition int32
+
+const (
+	// Read as ON_SUCCESS.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_UNSPECIFIED WorkflowEdgeCondition = 0
+	// The parent succeeded.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ON_SUCCESS WorkflowEdgeCondition = 1
+	// The parent failed (FAILED or LOST): an error branch.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ON_FAILURE WorkflowEdgeCondition = 2
+	// The parent finished, whatever its outcome.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ALWAYS WorkflowEdgeCondition = 3
+)
+
+// Enum value maps for WorkflowEdgeCondition.
+var (
+	WorkflowEdgeCondition_name = map[int32]string{
+		0: "WORKFLOW_EDGE_CONDITION_UNSPECIFIED",
+		1: "WORKFLOW_EDGE_CONDITION_ON_SUCCESS",
+		2: "WORKFLOW_EDGE_CONDITION_ON_FAILURE",
+		3: "WORKFLOW_EDGE_CONDITION_ALWAYS",
+	}
+	WorkflowEdgeCondition_value = map[string]int32{
+		"WORKFLOW_EDGE_CONDITION_UNSPECIFIED": 0,
+		"WORKFLOW_EDGE_CONDITION_ON_SUCCESS":  1,
+		"WORKFLOW_EDGE_CONDITION_ON_FAILURE":  2,
+		"WORKFLOW_EDGE_CONDITION_ALWAYS":      3,
+	}
+)
+
+func (x WorkflowEdgeCondition) Enum() *WorkflowEdgeCondition {
+	p := new(WorkflowEdgeCondition)
+	*p = x
+	return p
+}
+
+func (x WorkflowEdgeCondition) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowEdgeCondition) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[3].Descriptor()
+}
+
+func (WorkflowEdgeCondition) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[3]
+}
+
+func (x WorkflowEdgeCondition) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowEdgeCondition.Descriptor instead.
+func (WorkflowEdgeCondition) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+// How a node with several parents decides once its parents are final.
+type WorkflowFanIn int32
+
+const (
+	// Read as ALL_SUCCESS.
+	WorkflowFanIn_WORKFLOW_FAN_IN_UNSPECIFIED WorkflowFanIn = 0
+	// Every in-edge's condition held.
+	WorkflowFanIn_WORKFLOW_FAN_IN_ALL_SUCCESS WorkflowFanIn = 1
+	// At least one in-edge's condition held.
+	WorkflowFanIn_WORKFLOW_FAN_IN_ANY_SUCCESS WorkflowFanIn = 2
+)
+
+// Enum value maps for WorkflowFanIn.
+var (
+	WorkflowFanIn_name = map[int32]string{
+		0: "WORKFLOW_FAN_IN_UNSPECIFIED",
+		1: "WORKFLOW_FAN_IN_ALL_SUCCESS",
+		2: "WORKFLOW_FAN_IN_ANY_SUCCESS",
+	}
+	WorkflowFanIn_value = map[string]int32{
+		"WORKFLOW_FAN_IN_UNSPECIFIED": 0,
+		"WORKFLOW_FAN_IN_ALL_SUCCESS": 1,
+		"WORKFLOW_FAN_IN_ANY_SUCCESS": 2,
+	}
+)
+
+func (x WorkflowFanIn) Enum() *WorkflowFanIn {
+	p := new(WorkflowFanIn)
+	*p = x
+	return p
+}
+
+func (x WorkflowFanIn) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowFanIn) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[4].Descriptor()
+}
+
+func (WorkflowFanIn) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[4]
+}
+
+func (x WorkflowFanIn) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowFanIn.Descriptor instead.
+func (WorkflowFanIn) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5342,6 +5452,678 @@ func (x *ListAuditResponse) GetNextPageToken() string {
 	return ""
 }
 
+// One node of a workflow: a key unique in the workflow and the job it runs.
+type WorkflowNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 64 letters, digits, '-', '_' or '.'.
+	Key           string        `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	JobId         int64         `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	FanIn         WorkflowFanIn `protobuf:"varint,3,opt,name=fan_in,json=fanIn,proto3,enum=xjob.v1.WorkflowFanIn" json:"fan_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowNode) Reset() {
+	*x = WorkflowNode{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowNode) ProtoMessage() {}
+
+func (x *WorkflowNode) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowNode.ProtoReflect.Descriptor instead.
+func (*WorkflowNode) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *WorkflowNode) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *WorkflowNode) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *WorkflowNode) GetFanIn() WorkflowFanIn {
+	if x != nil {
+		return x.FanIn
+	}
+	return WorkflowFanIn_WORKFLOW_FAN_IN_UNSPECIFIED
+}
+
+// A dependency: `to` may start once `from` is final and `condition` held.
+type WorkflowEdge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Condition     WorkflowEdgeCondition  `protobuf:"varint,3,opt,name=condition,proto3,enum=xjob.v1.WorkflowEdgeCondition" json:"condition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowEdge) Reset() {
+	*x = WorkflowEdge{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowEdge) ProtoMessage() {}
+
+func (x *WorkflowEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowEdge.ProtoReflect.Descriptor instead.
+func (*WorkflowEdge) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *WorkflowEdge) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *WorkflowEdge) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *WorkflowEdge) GetCondition() WorkflowEdgeCondition {
+	if x != nil {
+		return x.Condition
+	}
+	return WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_UNSPECIFIED
+}
+
+// A named graph of jobs. Nodes no edge leads to are its roots.
+type Workflow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Assigned by the server; ignored on create.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The group whose grants decide who sees, edits and starts it.
+	GroupId int64  `protobuf:"varint,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Name    string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// At most 200.
+	Nodes []*WorkflowNode `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// At most 1000; no cycle.
+	Edges []*WorkflowEdge `protobuf:"bytes,5,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Last change, epoch ms (output only).
+	UpdatedMs     int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Workflow) Reset() {
+	*x = Workflow{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Workflow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Workflow) ProtoMessage() {}
+
+func (x *Workflow) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
+func (*Workflow) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *Workflow) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Workflow) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *Workflow) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Workflow) GetNodes() []*WorkflowNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *Workflow) GetEdges() []*WorkflowEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+func (x *Workflow) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+type CreateWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWorkflowRequest) Reset() {
+	*x = CreateWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWorkflowRequest) ProtoMessage() {}
+
+func (x *CreateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*CreateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *CreateWorkflowRequest) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type CreateWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWorkflowResponse) Reset() {
+	*x = CreateWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWorkflowResponse) ProtoMessage() {}
+
+func (x *CreateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*CreateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *CreateWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type UpdateWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowRequest) Reset() {
+	*x = UpdateWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowRequest) ProtoMessage() {}
+
+func (x *UpdateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *UpdateWorkflowRequest) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type UpdateWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowResponse) Reset() {
+	*x = UpdateWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowResponse) ProtoMessage() {}
+
+func (x *UpdateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *UpdateWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type GetWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowRequest) Reset() {
+	*x = GetWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowRequest) ProtoMessage() {}
+
+func (x *GetWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *GetWorkflowRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowResponse) Reset() {
+	*x = GetWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowResponse) ProtoMessage() {}
+
+func (x *GetWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *GetWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type ListWorkflowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 = every group the caller may read.
+	GroupId int64 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	// Default 50, at most 1000.
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsRequest) Reset() {
+	*x = ListWorkflowsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsRequest) ProtoMessage() {}
+
+func (x *ListWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ListWorkflowsRequest) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListWorkflowsResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workflows []*Workflow            `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsResponse) Reset() {
+	*x = ListWorkflowsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsResponse) ProtoMessage() {}
+
+func (x *ListWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *ListWorkflowsResponse) GetWorkflows() []*Workflow {
+	if x != nil {
+		return x.Workflows
+	}
+	return nil
+}
+
+func (x *ListWorkflowsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type DeleteWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowRequest) Reset() {
+	*x = DeleteWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowRequest) ProtoMessage() {}
+
+func (x *DeleteWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *DeleteWorkflowRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowResponse) Reset() {
+	*x = DeleteWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowResponse) ProtoMessage() {}
+
+func (x *DeleteWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{98}
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -5715,7 +6497,46 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
 	"\x11ListAuditResponse\x12-\n" +
 	"\aentries\x18\x01 \x03(\v2\x13.xjob.v1.AuditEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*W\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"f\n" +
+	"\fWorkflowNode\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12-\n" +
+	"\x06fan_in\x18\x03 \x01(\x0e2\x16.xjob.v1.WorkflowFanInR\x05fanIn\"p\n" +
+	"\fWorkflowEdge\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12<\n" +
+	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xc2\x01\n" +
+	"\bWorkflow\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
+	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12+\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x15.xjob.v1.WorkflowNodeR\x05nodes\x12+\n" +
+	"\x05edges\x18\x05 \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\"F\n" +
+	"\x15CreateWorkflowRequest\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
+	"\x16CreateWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"F\n" +
+	"\x15UpdateWorkflowRequest\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
+	"\x16UpdateWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"$\n" +
+	"\x12GetWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"D\n" +
+	"\x13GetWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"m\n" +
+	"\x14ListWorkflowsRequest\x12\x19\n" +
+	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"p\n" +
+	"\x15ListWorkflowsResponse\x12/\n" +
+	"\tworkflows\x18\x01 \x03(\v2\x11.xjob.v1.WorkflowR\tworkflows\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"'\n" +
+	"\x15DeleteWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x18\n" +
+	"\x16DeleteWorkflowResponse*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -5734,7 +6555,16 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_10000\x10\x06\x12%\n" +
 	"!CLEAR_LOGS_MODE_KEEP_LATEST_30000\x10\a\x12&\n" +
 	"\"CLEAR_LOGS_MODE_KEEP_LATEST_100000\x10\b\x12\x17\n" +
-	"\x13CLEAR_LOGS_MODE_ALL\x10\t2\xd3\x14\n" +
+	"\x13CLEAR_LOGS_MODE_ALL\x10\t*\xb4\x01\n" +
+	"\x15WorkflowEdgeCondition\x12'\n" +
+	"#WORKFLOW_EDGE_CONDITION_UNSPECIFIED\x10\x00\x12&\n" +
+	"\"WORKFLOW_EDGE_CONDITION_ON_SUCCESS\x10\x01\x12&\n" +
+	"\"WORKFLOW_EDGE_CONDITION_ON_FAILURE\x10\x02\x12\"\n" +
+	"\x1eWORKFLOW_EDGE_CONDITION_ALWAYS\x10\x03*r\n" +
+	"\rWorkflowFanIn\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_ALL_SUCCESS\x10\x01\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x022\xe6\x17\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -5780,7 +6610,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"GrantGroup\x12\x1a.xjob.v1.GrantGroupRequest\x1a\x1b.xjob.v1.GrantGroupResponse\x12H\n" +
 	"\vRevokeGroup\x12\x1b.xjob.v1.RevokeGroupRequest\x1a\x1c.xjob.v1.RevokeGroupResponse\x129\n" +
 	"\x06WhoAmI\x12\x16.xjob.v1.WhoAmIRequest\x1a\x17.xjob.v1.WhoAmIResponse\x12B\n" +
-	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponseb\x06proto3"
+	"\tListAudit\x12\x19.xjob.v1.ListAuditRequest\x1a\x1a.xjob.v1.ListAuditResponse\x12Q\n" +
+	"\x0eCreateWorkflow\x12\x1e.xjob.v1.CreateWorkflowRequest\x1a\x1f.xjob.v1.CreateWorkflowResponse\x12Q\n" +
+	"\x0eUpdateWorkflow\x12\x1e.xjob.v1.UpdateWorkflowRequest\x1a\x1f.xjob.v1.UpdateWorkflowResponse\x12H\n" +
+	"\vGetWorkflow\x12\x1b.xjob.v1.GetWorkflowRequest\x1a\x1c.xjob.v1.GetWorkflowResponse\x12N\n" +
+	"\rListWorkflows\x12\x1d.xjob.v1.ListWorkflowsRequest\x1a\x1e.xjob.v1.ListWorkflowsResponse\x12Q\n" +
+	"\x0eDeleteWorkflow\x12\x1e.xjob.v1.DeleteWorkflowRequest\x1a\x1f.xjob.v1.DeleteWorkflowResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -5794,236 +6629,271 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
 	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(*Group)(nil),                    // 3: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 4: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 5: xjob.v1.Job
-	(*Log)(nil),                      // 6: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 7: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 8: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 9: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 10: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 11: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 12: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 13: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 14: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 15: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 16: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 17: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 18: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 19: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 20: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 21: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 22: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 23: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 24: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 25: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 26: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 27: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 28: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 29: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 30: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 31: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 32: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 33: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 34: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 35: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 36: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 37: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 38: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 39: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 40: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 41: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 42: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 43: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 44: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 45: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 46: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 47: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 48: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 49: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 50: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 51: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 52: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 53: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 54: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 55: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 56: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 57: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 58: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 59: xjob.v1.LoopHealth
-	(*User)(nil),                     // 60: xjob.v1.User
-	(*ApiToken)(nil),                 // 61: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 62: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 63: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 64: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 65: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 66: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 67: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 68: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 69: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 70: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 71: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 72: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 73: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 74: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 75: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 76: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 77: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 78: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 79: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 80: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 81: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 82: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 83: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 84: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 85: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 86: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 87: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 88: xjob.v1.ListAuditResponse
-	(AddressType)(0),                 // 89: xjob.v1.AddressType
-	(ScheduleType)(0),                // 90: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 91: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 92: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 93: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 94: xjob.v1.GlueType
-	(RunStatus)(0),                   // 95: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 96: xjob.v1.TriggerType
+	(WorkflowEdgeCondition)(0),       // 3: xjob.v1.WorkflowEdgeCondition
+	(WorkflowFanIn)(0),               // 4: xjob.v1.WorkflowFanIn
+	(*Group)(nil),                    // 5: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 6: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 7: xjob.v1.Job
+	(*Log)(nil),                      // 8: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 9: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 10: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 11: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 12: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 13: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 14: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 15: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 16: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 17: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 18: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 19: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 20: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 21: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 22: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 23: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 24: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 25: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 26: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 27: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 28: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 29: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 30: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 31: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 32: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 33: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 34: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 35: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 36: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 37: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 38: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 39: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 40: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 41: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 42: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 43: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 44: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 45: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 46: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 47: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 48: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 49: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 50: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 51: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 52: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 53: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 54: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 55: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 56: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 57: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 58: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 59: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 60: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 61: xjob.v1.LoopHealth
+	(*User)(nil),                     // 62: xjob.v1.User
+	(*ApiToken)(nil),                 // 63: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 64: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 65: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 66: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 67: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 68: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 69: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 70: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 71: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 72: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 73: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 74: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 75: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 76: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 77: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 78: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 79: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 80: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 81: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 82: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 83: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 84: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 85: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 86: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 87: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 88: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 89: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 90: xjob.v1.ListAuditResponse
+	(*WorkflowNode)(nil),             // 91: xjob.v1.WorkflowNode
+	(*WorkflowEdge)(nil),             // 92: xjob.v1.WorkflowEdge
+	(*Workflow)(nil),                 // 93: xjob.v1.Workflow
+	(*CreateWorkflowRequest)(nil),    // 94: xjob.v1.CreateWorkflowRequest
+	(*CreateWorkflowResponse)(nil),   // 95: xjob.v1.CreateWorkflowResponse
+	(*UpdateWorkflowRequest)(nil),    // 96: xjob.v1.UpdateWorkflowRequest
+	(*UpdateWorkflowResponse)(nil),   // 97: xjob.v1.UpdateWorkflowResponse
+	(*GetWorkflowRequest)(nil),       // 98: xjob.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),      // 99: xjob.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),     // 100: xjob.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),    // 101: xjob.v1.ListWorkflowsResponse
+	(*DeleteWorkflowRequest)(nil),    // 102: xjob.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),   // 103: xjob.v1.DeleteWorkflowResponse
+	(AddressType)(0),                 // 104: xjob.v1.AddressType
+	(ScheduleType)(0),                // 105: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 106: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 107: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 108: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 109: xjob.v1.GlueType
+	(RunStatus)(0),                   // 110: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 111: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	89, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	90, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	91, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	92, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	93, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	4,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	94, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
-	0,  // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
-	1,  // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
-	95, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	96, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	3,  // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	3,  // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	3,  // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	5,  // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	5,  // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	94, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	5,  // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	25, // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	25, // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
-	0,  // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	5,  // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	5,  // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	5,  // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	90, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
-	95, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	6,  // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	6,  // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
-	2,  // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	52, // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	56, // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	59, // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	58, // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	60, // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	61, // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	60, // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	61, // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	61, // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	60, // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	60, // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	60, // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	60, // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	86, // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
-	7,  // 49: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	9,  // 50: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	11, // 51: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	13, // 52: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	15, // 53: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	17, // 54: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	19, // 55: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	21, // 56: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	23, // 57: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	32, // 58: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	34, // 59: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	36, // 60: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	38, // 61: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	26, // 62: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	28, // 63: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	30, // 64: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	40, // 65: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	42, // 66: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	44, // 67: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	46, // 68: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	48, // 69: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	50, // 70: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	53, // 71: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	55, // 72: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	62, // 73: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	64, // 74: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	66, // 75: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	68, // 76: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	70, // 77: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	72, // 78: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	74, // 79: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	76, // 80: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	78, // 81: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	80, // 82: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	82, // 83: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	84, // 84: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	87, // 85: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	8,  // 86: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	10, // 87: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	12, // 88: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	14, // 89: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	16, // 90: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	18, // 91: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	20, // 92: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	22, // 93: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	24, // 94: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	33, // 95: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	35, // 96: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	37, // 97: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	39, // 98: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	27, // 99: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	29, // 100: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	31, // 101: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	41, // 102: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	43, // 103: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	45, // 104: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	47, // 105: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	49, // 106: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	51, // 107: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	54, // 108: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	57, // 109: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	63, // 110: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	65, // 111: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	67, // 112: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	69, // 113: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	71, // 114: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	73, // 115: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	75, // 116: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	77, // 117: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	79, // 118: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	81, // 119: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	83, // 120: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	85, // 121: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	88, // 122: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	86, // [86:123] is the sub-list for method output_type
-	49, // [49:86] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	104, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	105, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	106, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	107, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	108, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	6,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	109, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
+	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
+	110, // 9: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	111, // 10: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	5,   // 11: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	5,   // 12: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 13: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	5,   // 14: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 15: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	5,   // 16: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	7,   // 17: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	7,   // 18: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 19: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	7,   // 20: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 21: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	109, // 22: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	7,   // 23: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	27,  // 24: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	27,  // 25: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	0,   // 26: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
+	7,   // 27: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	7,   // 28: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	7,   // 29: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	105, // 30: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	110, // 31: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	8,   // 32: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	8,   // 33: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	2,   // 34: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
+	54,  // 35: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	58,  // 36: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	61,  // 37: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	60,  // 38: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	62,  // 39: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	63,  // 40: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	62,  // 41: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	63,  // 42: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	63,  // 43: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	62,  // 44: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	62,  // 45: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	62,  // 46: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	62,  // 47: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	88,  // 48: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	4,   // 49: xjob.v1.WorkflowNode.fan_in:type_name -> xjob.v1.WorkflowFanIn
+	3,   // 50: xjob.v1.WorkflowEdge.condition:type_name -> xjob.v1.WorkflowEdgeCondition
+	91,  // 51: xjob.v1.Workflow.nodes:type_name -> xjob.v1.WorkflowNode
+	92,  // 52: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
+	93,  // 53: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	93,  // 54: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	93,  // 55: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	93,  // 56: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	93,  // 57: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	93,  // 58: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
+	9,   // 59: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	11,  // 60: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	13,  // 61: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	15,  // 62: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	17,  // 63: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	19,  // 64: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	21,  // 65: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	23,  // 66: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	25,  // 67: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	34,  // 68: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	36,  // 69: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	38,  // 70: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	40,  // 71: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	28,  // 72: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	30,  // 73: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	32,  // 74: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	42,  // 75: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	44,  // 76: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	46,  // 77: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	48,  // 78: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	50,  // 79: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	52,  // 80: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	55,  // 81: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	57,  // 82: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	64,  // 83: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	66,  // 84: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	68,  // 85: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	70,  // 86: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	72,  // 87: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	74,  // 88: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	76,  // 89: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	78,  // 90: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	80,  // 91: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	82,  // 92: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	84,  // 93: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	86,  // 94: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	89,  // 95: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	94,  // 96: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	96,  // 97: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	98,  // 98: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	100, // 99: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	102, // 100: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	10,  // 101: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	12,  // 102: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	14,  // 103: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	16,  // 104: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	18,  // 105: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	20,  // 106: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	22,  // 107: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	24,  // 108: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	26,  // 109: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	35,  // 110: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	37,  // 111: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	39,  // 112: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	41,  // 113: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	29,  // 114: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	31,  // 115: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	33,  // 116: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	43,  // 117: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	45,  // 118: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	47,  // 119: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	49,  // 120: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	51,  // 121: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	53,  // 122: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	56,  // 123: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	59,  // 124: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	65,  // 125: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	67,  // 126: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	69,  // 127: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	71,  // 128: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	73,  // 129: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	75,  // 130: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	77,  // 131: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	79,  // 132: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	81,  // 133: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	83,  // 134: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	85,  // 135: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	87,  // 136: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	90,  // 137: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	95,  // 138: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	97,  // 139: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	99,  // 140: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	101, // 141: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	103, // 142: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	101, // [101:143] is the sub-list for method output_type
+	59,  // [59:101] is the sub-list for method input_type
+	59,  // [59:59] is the sub-list for extension type_name
+	59,  // [59:59] is the sub-list for extension extendee
+	0,   // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -6038,8 +6908,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   86,
+			NumEnums:      5,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

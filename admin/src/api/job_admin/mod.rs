@@ -31,6 +31,7 @@ mod operations;
 mod runs;
 mod schedule;
 mod users;
+mod workflows;
 mod write_locks;
 
 use std::sync::Arc;
@@ -657,6 +658,41 @@ impl JobAdmin for JobAdminService {
         let caller = self.caller(&request).await?;
         caller.require(Permission::ReadAudit, Scope::Any)?;
         reply(self.list_audit_page(request.into_inner()).await)
+    }
+
+    async fn create_workflow(
+        &self,
+        r: Request<pb::CreateWorkflowRequest>,
+    ) -> RpcResult<pb::CreateWorkflowResponse> {
+        self.create_workflow_rpc(r).await
+    }
+
+    async fn update_workflow(
+        &self,
+        r: Request<pb::UpdateWorkflowRequest>,
+    ) -> RpcResult<pb::UpdateWorkflowResponse> {
+        self.update_workflow_rpc(r).await
+    }
+
+    async fn get_workflow(
+        &self,
+        r: Request<pb::GetWorkflowRequest>,
+    ) -> RpcResult<pb::GetWorkflowResponse> {
+        self.get_workflow_rpc(r).await
+    }
+
+    async fn list_workflows(
+        &self,
+        r: Request<pb::ListWorkflowsRequest>,
+    ) -> RpcResult<pb::ListWorkflowsResponse> {
+        self.list_workflows_rpc(r).await
+    }
+
+    async fn delete_workflow(
+        &self,
+        r: Request<pb::DeleteWorkflowRequest>,
+    ) -> RpcResult<pb::DeleteWorkflowResponse> {
+        self.delete_workflow_rpc(r).await
     }
 }
 
