@@ -10,7 +10,7 @@
 //! - [`group_names`]: `--group` as an id or an app name, `app (id)` in tables;
 //! - [`prompt`]: the confirmation asked before a delete;
 //! - one module per noun: [`jobs`], [`runs`], [`groups`], [`users`], [`executors`], [`preview`],
-//!   [`backfill`].
+//!   [`backfill`], [`workflows`].
 //!
 //! Arrows point down only: the nouns use the helpers above; `jobs trigger --follow` uses
 //! [`runs`]; `render` imports only `error`, and `error` nothing of the crate.
@@ -33,6 +33,7 @@ mod render;
 mod runs;
 mod users;
 mod view;
+mod workflows;
 
 use clap::{Args, Subcommand};
 
@@ -53,6 +54,8 @@ pub enum Command {
     Calendars(Noun<calendars::CalendarsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
+    /// Workflows (graphs of jobs): list, show, create, update, delete.
+    Workflows(Noun<workflows::WorkflowsCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {
         #[command(flatten)]
@@ -121,6 +124,12 @@ pub async fn run(command: Command) -> i32 {
         Command::Users(noun) => {
             dispatch(&noun.options, |out, client| {
                 Box::pin(users::run(noun.verb, out, client))
+            })
+            .await
+        }
+        Command::Workflows(noun) => {
+            dispatch(&noun.options, |out, client| {
+                Box::pin(workflows::run(noun.verb, out, client))
             })
             .await
         }

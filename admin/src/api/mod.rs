@@ -16,6 +16,7 @@ pub mod glue;
 pub mod job_admin;
 pub mod policy_convert;
 pub mod registry;
+pub mod workflow_convert;
 
 use std::sync::Arc;
 

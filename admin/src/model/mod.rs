@@ -27,6 +27,8 @@ pub mod order;
 pub mod overlap;
 pub mod user;
 pub mod validate;
+pub mod workflow;
+pub mod workflow_run;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;
@@ -52,6 +54,9 @@ pub use node::NodeIdentity;
 pub use order::{JOB_SORT_KEYS, LOG_SORT_KEYS, ListOrder};
 pub use overlap::OverlapPolicy;
 pub use user::{ApiToken, AuditEntry, ConsoleSession, Role, User};
+pub use workflow::{
+    EdgeCondition, FanIn, Workflow, WorkflowEdge, WorkflowId, WorkflowNode, validate_workflow,
+};
 pub use zone::{job_time_zone, parse_time_zone};
 
 /// Current wall-clock time in epoch milliseconds (the admin clock every stored time uses).

@@ -20,6 +20,7 @@ mod operations;
 mod overlap;
 mod recovery;
 mod schedule;
+mod workflows;
 
 use std::sync::Arc;
 

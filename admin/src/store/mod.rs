@@ -40,7 +40,7 @@ use crate::model::overlap::Overlap;
 use crate::model::{
     AlarmStatus, ApiToken, AuditEntry, Backfill, BackfillProgress, Calendar, ConsoleSession,
     ExecutorInfo, GlueEdit, GlueVersion, Group, GroupId, Job, JobId, JobStatus, LogFilter, LogId,
-    NewRun, NodeIdentity, Role, RunLog, RunStatus, User,
+    NewRun, NodeIdentity, Role, RunLog, RunStatus, User, Workflow, WorkflowId,
 };
 
 /// Filters of `ListJobs`.
@@ -315,6 +315,29 @@ shared! {
     /// A job's saved glue versions, newest first.
     fn list_glue_versions(&self, job_id: JobId) -> StoreResult<Vec<GlueVersion>> => glue;
     fn get_glue_version(&self, id: i64) -> StoreResult<Option<GlueVersion>> => glue;
+    // ---- workflows (graphs of jobs)
+    /// Inserts a workflow and returns it with its id.
+    fn insert_workflow(&self, workflow: &Workflow) -> StoreResult<Workflow> => workflows;
+    /// Replaces a workflow's group, name and graph; false when it does not exist.
+    fn update_workflow(&self, workflow: &Workflow) -> StoreResult<bool> => workflows;
+    /// Deletes a workflow; false when it did not exist.
+    fn delete_workflow(&self, id: WorkflowId) -> StoreResult<bool> => workflows;
+    fn get_workflow(&self, id: WorkflowId) -> StoreResult<Option<Workflow>> => workflows;
+    /// Workflows by id of the groups `group_ids` (`None` = every group), a page at a time.
+    fn list_workflows(&self, group_ids: Option<&[GroupId]>, offset: i64, limit: i64) -> StoreResult<Vec<Workflow>> => workflows;
+    // ---- workflow runs (a node starts once: its (run, node) key is written with its run)
+    /// Writes a RUNNING workflow run, no node started yet; returns its id.
+    fn insert_workflow_run(&self, run: &crate::model::workflow_run::NewWorkflowRun) -> StoreResult<i64> => workflow_runs;
+    /// Starts a node with its run, once; `None` when the node started (or was skipped) before.
+    fn start_workflow_node(&self, run_id: i64, key: &str, new_run: &NewRun, now_ms: i64) -> StoreResult<Option<LogId>> => workflow_runs;
+    /// Marks a waiting node SKIPPED; false when it has started or been skipped before.
+    fn skip_workflow_node(&self, run_id: i64, key: &str, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// Records the end of the node running `log_id`; false when it is not running it any more.
+    fn finish_workflow_node(&self, run_id: i64, log_id: LogId, state: crate::model::workflow_run::NodeState, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// Ends a RUNNING workflow run; false when it ended before.
+    fn finish_workflow_run(&self, run_id: i64, status: crate::model::workflow_run::WorkflowRunStatus, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// A workflow run with its started and skipped nodes.
+    fn get_workflow_run(&self, run_id: i64) -> StoreResult<Option<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
     // ---- XXL-JOB import (`xjob import-xxl-job`)
     /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
     fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, JobId)>> => xxl_import;

@@ -480,6 +480,116 @@ func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
+// When an edge lets its child start, judged on the parent node's final state.
+type WorkflowEdgeCondition int32
+
+const (
+	// Read as ON_SUCCESS.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_UNSPECIFIED WorkflowEdgeCondition = 0
+	// The parent succeeded.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ON_SUCCESS WorkflowEdgeCondition = 1
+	// The parent failed (FAILED or LOST): an error branch.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ON_FAILURE WorkflowEdgeCondition = 2
+	// The parent finished, whatever its outcome.
+	WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_ALWAYS WorkflowEdgeCondition = 3
+)
+
+// Enum value maps for WorkflowEdgeCondition.
+var (
+	WorkflowEdgeCondition_name = map[int32]string{
+		0: "WORKFLOW_EDGE_CONDITION_UNSPECIFIED",
+		1: "WORKFLOW_EDGE_CONDITION_ON_SUCCESS",
+		2: "WORKFLOW_EDGE_CONDITION_ON_FAILURE",
+		3: "WORKFLOW_EDGE_CONDITION_ALWAYS",
+	}
+	WorkflowEdgeCondition_value = map[string]int32{
+		"WORKFLOW_EDGE_CONDITION_UNSPECIFIED": 0,
+		"WORKFLOW_EDGE_CONDITION_ON_SUCCESS":  1,
+		"WORKFLOW_EDGE_CONDITION_ON_FAILURE":  2,
+		"WORKFLOW_EDGE_CONDITION_ALWAYS":      3,
+	}
+)
+
+func (x WorkflowEdgeCondition) Enum() *WorkflowEdgeCondition {
+	p := new(WorkflowEdgeCondition)
+	*p = x
+	return p
+}
+
+func (x WorkflowEdgeCondition) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowEdgeCondition) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[8].Descriptor()
+}
+
+func (WorkflowEdgeCondition) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[8]
+}
+
+func (x WorkflowEdgeCondition) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowEdgeCondition.Descriptor instead.
+func (WorkflowEdgeCondition) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+// How a node with several parents decides once its parents are final.
+type WorkflowFanIn int32
+
+const (
+	// Read as ALL_SUCCESS.
+	WorkflowFanIn_WORKFLOW_FAN_IN_UNSPECIFIED WorkflowFanIn = 0
+	// Every in-edge's condition held.
+	WorkflowFanIn_WORKFLOW_FAN_IN_ALL_SUCCESS WorkflowFanIn = 1
+	// At least one in-edge's condition held.
+	WorkflowFanIn_WORKFLOW_FAN_IN_ANY_SUCCESS WorkflowFanIn = 2
+)
+
+// Enum value maps for WorkflowFanIn.
+var (
+	WorkflowFanIn_name = map[int32]string{
+		0: "WORKFLOW_FAN_IN_UNSPECIFIED",
+		1: "WORKFLOW_FAN_IN_ALL_SUCCESS",
+		2: "WORKFLOW_FAN_IN_ANY_SUCCESS",
+	}
+	WorkflowFanIn_value = map[string]int32{
+		"WORKFLOW_FAN_IN_UNSPECIFIED": 0,
+		"WORKFLOW_FAN_IN_ALL_SUCCESS": 1,
+		"WORKFLOW_FAN_IN_ANY_SUCCESS": 2,
+	}
+)
+
+func (x WorkflowFanIn) Enum() *WorkflowFanIn {
+	p := new(WorkflowFanIn)
+	*p = x
+	return p
+}
+
+func (x WorkflowFanIn) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowFanIn) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[9].Descriptor()
+}
+
+func (WorkflowFanIn) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[9]
+}
+
+func (x WorkflowFanIn) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowFanIn.Descriptor instead.
+func (WorkflowFanIn) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -6793,6 +6903,678 @@ func (x *ListCalendarsResponse) GetCalendars() []*Calendar {
 	return nil
 }
 
+// One node of a workflow: a key unique in the workflow and the job it runs.
+type WorkflowNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 64 letters, digits, '-', '_' or '.'.
+	Key           string        `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	JobId         int64         `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	FanIn         WorkflowFanIn `protobuf:"varint,3,opt,name=fan_in,json=fanIn,proto3,enum=xjob.v1.WorkflowFanIn" json:"fan_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowNode) Reset() {
+	*x = WorkflowNode{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowNode) ProtoMessage() {}
+
+func (x *WorkflowNode) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowNode.ProtoReflect.Descriptor instead.
+func (*WorkflowNode) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *WorkflowNode) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *WorkflowNode) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *WorkflowNode) GetFanIn() WorkflowFanIn {
+	if x != nil {
+		return x.FanIn
+	}
+	return WorkflowFanIn_WORKFLOW_FAN_IN_UNSPECIFIED
+}
+
+// A dependency: `to` may start once `from` is final and `condition` held.
+type WorkflowEdge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Condition     WorkflowEdgeCondition  `protobuf:"varint,3,opt,name=condition,proto3,enum=xjob.v1.WorkflowEdgeCondition" json:"condition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowEdge) Reset() {
+	*x = WorkflowEdge{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowEdge) ProtoMessage() {}
+
+func (x *WorkflowEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowEdge.ProtoReflect.Descriptor instead.
+func (*WorkflowEdge) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *WorkflowEdge) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *WorkflowEdge) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *WorkflowEdge) GetCondition() WorkflowEdgeCondition {
+	if x != nil {
+		return x.Condition
+	}
+	return WorkflowEdgeCondition_WORKFLOW_EDGE_CONDITION_UNSPECIFIED
+}
+
+// A named graph of jobs. Nodes no edge leads to are its roots.
+type Workflow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Assigned by the server; ignored on create.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The group whose grants decide who sees, edits and starts it.
+	GroupId int64  `protobuf:"varint,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Name    string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// At most 200.
+	Nodes []*WorkflowNode `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// At most 1000; no cycle.
+	Edges []*WorkflowEdge `protobuf:"bytes,5,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Last change, epoch ms (output only).
+	UpdatedMs     int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Workflow) Reset() {
+	*x = Workflow{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Workflow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Workflow) ProtoMessage() {}
+
+func (x *Workflow) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
+func (*Workflow) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *Workflow) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Workflow) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *Workflow) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Workflow) GetNodes() []*WorkflowNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *Workflow) GetEdges() []*WorkflowEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+func (x *Workflow) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+type CreateWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWorkflowRequest) Reset() {
+	*x = CreateWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWorkflowRequest) ProtoMessage() {}
+
+func (x *CreateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*CreateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *CreateWorkflowRequest) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type CreateWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWorkflowResponse) Reset() {
+	*x = CreateWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWorkflowResponse) ProtoMessage() {}
+
+func (x *CreateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*CreateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *CreateWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type UpdateWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowRequest) Reset() {
+	*x = UpdateWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowRequest) ProtoMessage() {}
+
+func (x *UpdateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *UpdateWorkflowRequest) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type UpdateWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowResponse) Reset() {
+	*x = UpdateWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowResponse) ProtoMessage() {}
+
+func (x *UpdateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *UpdateWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type GetWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowRequest) Reset() {
+	*x = GetWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowRequest) ProtoMessage() {}
+
+func (x *GetWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *GetWorkflowRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowResponse) Reset() {
+	*x = GetWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowResponse) ProtoMessage() {}
+
+func (x *GetWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *GetWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type ListWorkflowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 = every group the caller may read.
+	GroupId int64 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	// Default 50, at most 1000.
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsRequest) Reset() {
+	*x = ListWorkflowsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsRequest) ProtoMessage() {}
+
+func (x *ListWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *ListWorkflowsRequest) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListWorkflowsResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workflows []*Workflow            `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsResponse) Reset() {
+	*x = ListWorkflowsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsResponse) ProtoMessage() {}
+
+func (x *ListWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *ListWorkflowsResponse) GetWorkflows() []*Workflow {
+	if x != nil {
+		return x.Workflows
+	}
+	return nil
+}
+
+func (x *ListWorkflowsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type DeleteWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowRequest) Reset() {
+	*x = DeleteWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowRequest) ProtoMessage() {}
+
+func (x *DeleteWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *DeleteWorkflowRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowResponse) Reset() {
+	*x = DeleteWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowResponse) ProtoMessage() {}
+
+func (x *DeleteWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{118}
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -7243,7 +8025,46 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\bcalendar\x18\x01 \x01(\v2\x11.xjob.v1.CalendarR\bcalendar\"\x16\n" +
 	"\x14ListCalendarsRequest\"H\n" +
 	"\x15ListCalendarsResponse\x12/\n" +
-	"\tcalendars\x18\x01 \x03(\v2\x11.xjob.v1.CalendarR\tcalendars*W\n" +
+	"\tcalendars\x18\x01 \x03(\v2\x11.xjob.v1.CalendarR\tcalendars\"f\n" +
+	"\fWorkflowNode\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12-\n" +
+	"\x06fan_in\x18\x03 \x01(\x0e2\x16.xjob.v1.WorkflowFanInR\x05fanIn\"p\n" +
+	"\fWorkflowEdge\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12<\n" +
+	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xc2\x01\n" +
+	"\bWorkflow\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
+	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12+\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x15.xjob.v1.WorkflowNodeR\x05nodes\x12+\n" +
+	"\x05edges\x18\x05 \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\"F\n" +
+	"\x15CreateWorkflowRequest\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
+	"\x16CreateWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"F\n" +
+	"\x15UpdateWorkflowRequest\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
+	"\x16UpdateWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"$\n" +
+	"\x12GetWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"D\n" +
+	"\x13GetWorkflowResponse\x12-\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"m\n" +
+	"\x14ListWorkflowsRequest\x12\x19\n" +
+	"\bgroup_id\x18\x01 \x01(\x03R\agroupId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"p\n" +
+	"\x15ListWorkflowsResponse\x12/\n" +
+	"\tworkflows\x18\x01 \x03(\v2\x11.xjob.v1.WorkflowR\tworkflows\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"'\n" +
+	"\x15DeleteWorkflowRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x18\n" +
+	"\x16DeleteWorkflowResponse*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -7287,7 +8108,16 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n" +
 	"\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\x1d\n" +
 	"\x19OVERLAP_POLICY_BUFFER_ALL\x10\x04\x12\x1f\n" +
-	"\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x052\x9d\x1a\n" +
+	"\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x05*\xb4\x01\n" +
+	"\x15WorkflowEdgeCondition\x12'\n" +
+	"#WORKFLOW_EDGE_CONDITION_UNSPECIFIED\x10\x00\x12&\n" +
+	"\"WORKFLOW_EDGE_CONDITION_ON_SUCCESS\x10\x01\x12&\n" +
+	"\"WORKFLOW_EDGE_CONDITION_ON_FAILURE\x10\x02\x12\"\n" +
+	"\x1eWORKFLOW_EDGE_CONDITION_ALWAYS\x10\x03*r\n" +
+	"\rWorkflowFanIn\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_ALL_SUCCESS\x10\x01\x12\x1f\n" +
+	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x022\xb0\x1d\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -7342,7 +8172,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x0eUpdateCalendar\x12\x1e.xjob.v1.UpdateCalendarRequest\x1a\x1f.xjob.v1.UpdateCalendarResponse\x12Q\n" +
 	"\x0eDeleteCalendar\x12\x1e.xjob.v1.DeleteCalendarRequest\x1a\x1f.xjob.v1.DeleteCalendarResponse\x12H\n" +
 	"\vGetCalendar\x12\x1b.xjob.v1.GetCalendarRequest\x1a\x1c.xjob.v1.GetCalendarResponse\x12N\n" +
-	"\rListCalendars\x12\x1d.xjob.v1.ListCalendarsRequest\x1a\x1e.xjob.v1.ListCalendarsResponseb\x06proto3"
+	"\rListCalendars\x12\x1d.xjob.v1.ListCalendarsRequest\x1a\x1e.xjob.v1.ListCalendarsResponse\x12Q\n" +
+	"\x0eCreateWorkflow\x12\x1e.xjob.v1.CreateWorkflowRequest\x1a\x1f.xjob.v1.CreateWorkflowResponse\x12Q\n" +
+	"\x0eUpdateWorkflow\x12\x1e.xjob.v1.UpdateWorkflowRequest\x1a\x1f.xjob.v1.UpdateWorkflowResponse\x12H\n" +
+	"\vGetWorkflow\x12\x1b.xjob.v1.GetWorkflowRequest\x1a\x1c.xjob.v1.GetWorkflowResponse\x12N\n" +
+	"\rListWorkflows\x12\x1d.xjob.v1.ListWorkflowsRequest\x1a\x1e.xjob.v1.ListWorkflowsResponse\x12Q\n" +
+	"\x0eDeleteWorkflow\x12\x1e.xjob.v1.DeleteWorkflowRequest\x1a\x1f.xjob.v1.DeleteWorkflowResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -7356,8 +8191,8 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 119)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
@@ -7367,286 +8202,321 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(DstGapPolicy)(0),                // 5: xjob.v1.DstGapPolicy
 	(DstOverlapPolicy)(0),            // 6: xjob.v1.DstOverlapPolicy
 	(OverlapPolicy)(0),               // 7: xjob.v1.OverlapPolicy
-	(*Group)(nil),                    // 8: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 9: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 10: xjob.v1.Job
-	(*Log)(nil),                      // 11: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 12: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 13: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 14: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 15: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 16: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 17: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 18: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 19: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 20: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 21: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 22: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 23: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 24: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 25: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 26: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 27: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 28: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 29: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 30: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 31: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 32: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 33: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 34: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 35: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 36: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 37: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 38: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 39: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 40: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 41: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 42: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 43: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 44: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 45: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 46: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 47: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 48: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 49: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 50: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 51: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 52: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 53: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 54: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 55: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 56: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 57: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 58: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 59: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 60: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 61: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 62: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 63: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 64: xjob.v1.LoopHealth
-	(*User)(nil),                     // 65: xjob.v1.User
-	(*ApiToken)(nil),                 // 66: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 67: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 68: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 69: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 70: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 71: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 72: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 73: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 74: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 75: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 76: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 77: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 78: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 79: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 80: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 81: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 82: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 83: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 84: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 85: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 86: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 87: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 88: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 89: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 90: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 91: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 92: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 93: xjob.v1.ListAuditResponse
-	(*Backfill)(nil),                 // 94: xjob.v1.Backfill
-	(*BackfillJobRequest)(nil),       // 95: xjob.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),      // 96: xjob.v1.BackfillJobResponse
-	(*GetBackfillRequest)(nil),       // 97: xjob.v1.GetBackfillRequest
-	(*GetBackfillResponse)(nil),      // 98: xjob.v1.GetBackfillResponse
-	(*ListBackfillsRequest)(nil),     // 99: xjob.v1.ListBackfillsRequest
-	(*ListBackfillsResponse)(nil),    // 100: xjob.v1.ListBackfillsResponse
-	(*CancelBackfillRequest)(nil),    // 101: xjob.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),   // 102: xjob.v1.CancelBackfillResponse
-	(*Calendar)(nil),                 // 103: xjob.v1.Calendar
-	(*CreateCalendarRequest)(nil),    // 104: xjob.v1.CreateCalendarRequest
-	(*CreateCalendarResponse)(nil),   // 105: xjob.v1.CreateCalendarResponse
-	(*UpdateCalendarRequest)(nil),    // 106: xjob.v1.UpdateCalendarRequest
-	(*UpdateCalendarResponse)(nil),   // 107: xjob.v1.UpdateCalendarResponse
-	(*DeleteCalendarRequest)(nil),    // 108: xjob.v1.DeleteCalendarRequest
-	(*DeleteCalendarResponse)(nil),   // 109: xjob.v1.DeleteCalendarResponse
-	(*GetCalendarRequest)(nil),       // 110: xjob.v1.GetCalendarRequest
-	(*GetCalendarResponse)(nil),      // 111: xjob.v1.GetCalendarResponse
-	(*ListCalendarsRequest)(nil),     // 112: xjob.v1.ListCalendarsRequest
-	(*ListCalendarsResponse)(nil),    // 113: xjob.v1.ListCalendarsResponse
-	(AddressType)(0),                 // 114: xjob.v1.AddressType
-	(ScheduleType)(0),                // 115: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 116: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 117: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 118: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 119: xjob.v1.GlueType
-	(RunStatus)(0),                   // 120: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 121: xjob.v1.TriggerType
+	(WorkflowEdgeCondition)(0),       // 8: xjob.v1.WorkflowEdgeCondition
+	(WorkflowFanIn)(0),               // 9: xjob.v1.WorkflowFanIn
+	(*Group)(nil),                    // 10: xjob.v1.Group
+	(*RetryBackoff)(nil),             // 11: xjob.v1.RetryBackoff
+	(*Job)(nil),                      // 12: xjob.v1.Job
+	(*Log)(nil),                      // 13: xjob.v1.Log
+	(*CreateGroupRequest)(nil),       // 14: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),      // 15: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),       // 16: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),      // 17: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),       // 18: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 19: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),          // 20: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),         // 21: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),        // 22: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 23: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),         // 24: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 25: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),         // 26: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 27: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 28: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 29: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),            // 30: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 31: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),              // 32: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),        // 33: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),       // 34: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),  // 35: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil), // 36: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),    // 37: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),   // 38: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),          // 39: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 40: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),          // 41: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),         // 42: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),           // 43: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),          // 44: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),        // 45: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 46: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),   // 47: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 48: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),          // 49: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),         // 50: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),            // 51: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),           // 52: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),           // 53: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),          // 54: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),        // 55: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),       // 56: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),         // 57: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),        // 58: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                 // 59: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),     // 60: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),    // 61: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),      // 62: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                // 63: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),     // 64: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),              // 65: xjob.v1.JobFailures
+	(*LoopHealth)(nil),               // 66: xjob.v1.LoopHealth
+	(*User)(nil),                     // 67: xjob.v1.User
+	(*ApiToken)(nil),                 // 68: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),        // 69: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 70: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),         // 71: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 72: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),        // 73: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 74: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),       // 75: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 76: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 77: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 78: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 79: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 80: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),       // 81: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),      // 82: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),    // 83: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),   // 84: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),     // 85: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),    // 86: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),        // 87: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),       // 88: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),       // 89: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),      // 90: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),            // 91: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 92: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),               // 93: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 94: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 95: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                 // 96: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),       // 97: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),      // 98: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),       // 99: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),      // 100: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),     // 101: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),    // 102: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),    // 103: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),   // 104: xjob.v1.CancelBackfillResponse
+	(*Calendar)(nil),                 // 105: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),    // 106: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),   // 107: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),    // 108: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),   // 109: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),    // 110: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),   // 111: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),       // 112: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),      // 113: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),     // 114: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),    // 115: xjob.v1.ListCalendarsResponse
+	(*WorkflowNode)(nil),             // 116: xjob.v1.WorkflowNode
+	(*WorkflowEdge)(nil),             // 117: xjob.v1.WorkflowEdge
+	(*Workflow)(nil),                 // 118: xjob.v1.Workflow
+	(*CreateWorkflowRequest)(nil),    // 119: xjob.v1.CreateWorkflowRequest
+	(*CreateWorkflowResponse)(nil),   // 120: xjob.v1.CreateWorkflowResponse
+	(*UpdateWorkflowRequest)(nil),    // 121: xjob.v1.UpdateWorkflowRequest
+	(*UpdateWorkflowResponse)(nil),   // 122: xjob.v1.UpdateWorkflowResponse
+	(*GetWorkflowRequest)(nil),       // 123: xjob.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),      // 124: xjob.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),     // 125: xjob.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),    // 126: xjob.v1.ListWorkflowsResponse
+	(*DeleteWorkflowRequest)(nil),    // 127: xjob.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),   // 128: xjob.v1.DeleteWorkflowResponse
+	(AddressType)(0),                 // 129: xjob.v1.AddressType
+	(ScheduleType)(0),                // 130: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),             // 131: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),               // 132: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),               // 133: xjob.v1.BlockStrategy
+	(GlueType)(0),                    // 134: xjob.v1.GlueType
+	(RunStatus)(0),                   // 135: xjob.v1.RunStatus
+	(TriggerType)(0),                 // 136: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	114, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	115, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	116, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	117, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	118, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	9,   // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	119, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	129, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	130, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	131, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	132, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	133, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	11,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	134, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
 	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 10: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 11: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
 	7,   // 12: xjob.v1.Job.overlap_policy:type_name -> xjob.v1.OverlapPolicy
-	120, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	121, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	8,   // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	8,   // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	8,   // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	8,   // 18: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	8,   // 19: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	8,   // 20: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	10,  // 21: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	10,  // 22: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	10,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	10,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	10,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	119, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	10,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	30,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	30,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	135, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	136, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	10,  // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	10,  // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	10,  // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	10,  // 18: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	10,  // 19: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	10,  // 20: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	12,  // 21: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	12,  // 22: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	12,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	12,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	12,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	134, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	12,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	32,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	32,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
 	0,   // 30: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	10,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	10,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	10,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	115, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	12,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	12,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	12,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	130, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
 	4,   // 35: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 36: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 37: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
-	120, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	11,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	11,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	135, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	13,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	13,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	2,   // 41: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	57,  // 42: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	61,  // 43: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	64,  // 44: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	63,  // 45: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	65,  // 46: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	66,  // 47: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	65,  // 48: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	66,  // 49: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	66,  // 50: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	65,  // 51: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	65,  // 52: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	65,  // 53: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	65,  // 54: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	91,  // 55: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	59,  // 42: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	63,  // 43: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	66,  // 44: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	65,  // 45: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	67,  // 46: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	68,  // 47: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	67,  // 48: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	68,  // 49: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	68,  // 50: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	67,  // 51: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	67,  // 52: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	67,  // 53: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	67,  // 54: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	93,  // 55: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
 	3,   // 56: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
-	94,  // 57: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
-	94,  // 58: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	94,  // 59: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
-	94,  // 60: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	103, // 61: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	103, // 62: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	103, // 63: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	103, // 64: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	103, // 65: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	103, // 66: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
-	12,  // 67: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	14,  // 68: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	16,  // 69: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	18,  // 70: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	20,  // 71: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	22,  // 72: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	24,  // 73: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	26,  // 74: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	28,  // 75: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	37,  // 76: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	39,  // 77: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	41,  // 78: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	43,  // 79: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	31,  // 80: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	33,  // 81: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	35,  // 82: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	45,  // 83: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	47,  // 84: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	49,  // 85: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	51,  // 86: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	53,  // 87: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	55,  // 88: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	58,  // 89: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	60,  // 90: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	67,  // 91: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	69,  // 92: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	71,  // 93: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	73,  // 94: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	75,  // 95: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	77,  // 96: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	79,  // 97: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	81,  // 98: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	83,  // 99: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	85,  // 100: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	87,  // 101: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	89,  // 102: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	92,  // 103: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	95,  // 104: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	97,  // 105: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	99,  // 106: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	101, // 107: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	104, // 108: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	106, // 109: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	108, // 110: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	110, // 111: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	112, // 112: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	13,  // 113: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	15,  // 114: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	17,  // 115: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	19,  // 116: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	21,  // 117: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	23,  // 118: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	25,  // 119: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	27,  // 120: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	29,  // 121: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	38,  // 122: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	40,  // 123: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	42,  // 124: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	44,  // 125: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	32,  // 126: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	34,  // 127: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	36,  // 128: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	46,  // 129: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	48,  // 130: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	50,  // 131: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	52,  // 132: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	54,  // 133: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	56,  // 134: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	59,  // 135: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	62,  // 136: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	68,  // 137: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	70,  // 138: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	72,  // 139: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	74,  // 140: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	76,  // 141: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	78,  // 142: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	80,  // 143: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	82,  // 144: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	84,  // 145: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	86,  // 146: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	88,  // 147: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	90,  // 148: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	93,  // 149: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	96,  // 150: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	98,  // 151: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	100, // 152: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	102, // 153: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	105, // 154: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	107, // 155: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	109, // 156: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	111, // 157: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	113, // 158: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	113, // [113:159] is the sub-list for method output_type
-	67,  // [67:113] is the sub-list for method input_type
-	67,  // [67:67] is the sub-list for extension type_name
-	67,  // [67:67] is the sub-list for extension extendee
-	0,   // [0:67] is the sub-list for field type_name
+	96,  // 57: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	96,  // 58: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	96,  // 59: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	96,  // 60: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	105, // 61: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	105, // 62: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	105, // 63: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	105, // 64: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	105, // 65: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	105, // 66: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	9,   // 67: xjob.v1.WorkflowNode.fan_in:type_name -> xjob.v1.WorkflowFanIn
+	8,   // 68: xjob.v1.WorkflowEdge.condition:type_name -> xjob.v1.WorkflowEdgeCondition
+	116, // 69: xjob.v1.Workflow.nodes:type_name -> xjob.v1.WorkflowNode
+	117, // 70: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
+	118, // 71: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	118, // 72: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	118, // 73: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	118, // 74: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	118, // 75: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	118, // 76: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
+	14,  // 77: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	16,  // 78: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	18,  // 79: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	20,  // 80: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	22,  // 81: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	24,  // 82: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	26,  // 83: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	28,  // 84: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	30,  // 85: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	39,  // 86: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	41,  // 87: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	43,  // 88: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	45,  // 89: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	33,  // 90: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	35,  // 91: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	37,  // 92: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	47,  // 93: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	49,  // 94: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	51,  // 95: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	53,  // 96: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	55,  // 97: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	57,  // 98: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	60,  // 99: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	62,  // 100: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	69,  // 101: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	71,  // 102: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	73,  // 103: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	75,  // 104: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	77,  // 105: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	79,  // 106: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	81,  // 107: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	83,  // 108: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	85,  // 109: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	87,  // 110: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	89,  // 111: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	91,  // 112: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	94,  // 113: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	97,  // 114: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	99,  // 115: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	101, // 116: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	103, // 117: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	106, // 118: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	108, // 119: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	110, // 120: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	112, // 121: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	114, // 122: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	119, // 123: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	121, // 124: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	123, // 125: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	125, // 126: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	127, // 127: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	15,  // 128: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	17,  // 129: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	19,  // 130: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	21,  // 131: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	23,  // 132: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	25,  // 133: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	27,  // 134: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	29,  // 135: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	31,  // 136: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	40,  // 137: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	42,  // 138: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	44,  // 139: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	46,  // 140: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	34,  // 141: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	36,  // 142: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	38,  // 143: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	48,  // 144: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	50,  // 145: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	52,  // 146: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	54,  // 147: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	56,  // 148: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	58,  // 149: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	61,  // 150: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	64,  // 151: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	70,  // 152: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	72,  // 153: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	74,  // 154: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	76,  // 155: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	78,  // 156: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	80,  // 157: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	82,  // 158: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	84,  // 159: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	86,  // 160: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	88,  // 161: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	90,  // 162: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	92,  // 163: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	95,  // 164: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	98,  // 165: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	100, // 166: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	102, // 167: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	104, // 168: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	107, // 169: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	109, // 170: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	111, // 171: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	113, // 172: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	115, // 173: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	120, // 174: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	122, // 175: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	124, // 176: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	126, // 177: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	128, // 178: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	128, // [128:179] is the sub-list for method output_type
+	77,  // [77:128] is the sub-list for method input_type
+	77,  // [77:77] is the sub-list for extension type_name
+	77,  // [77:77] is the sub-list for extension extendee
+	0,   // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -7661,8 +8531,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   106,
+			NumEnums:      10,
+			NumMessages:   119,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

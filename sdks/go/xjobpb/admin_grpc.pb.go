@@ -69,6 +69,11 @@ const (
 	JobAdmin_DeleteCalendar_FullMethodName   = "/xjob.v1.JobAdmin/DeleteCalendar"
 	JobAdmin_GetCalendar_FullMethodName      = "/xjob.v1.JobAdmin/GetCalendar"
 	JobAdmin_ListCalendars_FullMethodName    = "/xjob.v1.JobAdmin/ListCalendars"
+	JobAdmin_CreateWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/CreateWorkflow"
+	JobAdmin_UpdateWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/UpdateWorkflow"
+	JobAdmin_GetWorkflow_FullMethodName      = "/xjob.v1.JobAdmin/GetWorkflow"
+	JobAdmin_ListWorkflows_FullMethodName    = "/xjob.v1.JobAdmin/ListWorkflows"
+	JobAdmin_DeleteWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/DeleteWorkflow"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -171,6 +176,18 @@ type JobAdminClient interface {
 	GetCalendar(ctx context.Context, in *GetCalendarRequest, opts ...grpc.CallOption) (*GetCalendarResponse, error)
 	// Every calendar, by name (any authenticated caller).
 	ListCalendars(ctx context.Context, in *ListCalendarsRequest, opts ...grpc.CallOption) (*ListCalendarsResponse, error)
+	// ---- workflows: named graphs of jobs (docs/scheduling.md, "Workflows"). Access follows the
+	// workflow's group like a job's; every node's job must exist (NOT_FOUND) and be one the
+	// caller may operate.
+	// Creates a workflow; the graph is refused (INVALID_ARGUMENT) with a cycle (named), a
+	// repeated node key, or an edge to an unknown node.
+	CreateWorkflow(ctx context.Context, in *CreateWorkflowRequest, opts ...grpc.CallOption) (*CreateWorkflowResponse, error)
+	// Replaces a workflow's group, name and graph (checked as on create).
+	UpdateWorkflow(ctx context.Context, in *UpdateWorkflowRequest, opts ...grpc.CallOption) (*UpdateWorkflowResponse, error)
+	GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error)
+	// Lists workflows by id, of one group or of every group the caller may read.
+	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
+	DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error)
 }
 
 type jobAdminClient struct {
@@ -641,6 +658,56 @@ func (c *jobAdminClient) ListCalendars(ctx context.Context, in *ListCalendarsReq
 	return out, nil
 }
 
+func (c *jobAdminClient) CreateWorkflow(ctx context.Context, in *CreateWorkflowRequest, opts ...grpc.CallOption) (*CreateWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateWorkflowResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CreateWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) UpdateWorkflow(ctx context.Context, in *UpdateWorkflowRequest, opts ...grpc.CallOption) (*UpdateWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateWorkflowResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_UpdateWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GetWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkflowsResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListWorkflows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWorkflowResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_DeleteWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -741,6 +808,18 @@ type JobAdminServer interface {
 	GetCalendar(context.Context, *GetCalendarRequest) (*GetCalendarResponse, error)
 	// Every calendar, by name (any authenticated caller).
 	ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error)
+	// ---- workflows: named graphs of jobs (docs/scheduling.md, "Workflows"). Access follows the
+	// workflow's group like a job's; every node's job must exist (NOT_FOUND) and be one the
+	// caller may operate.
+	// Creates a workflow; the graph is refused (INVALID_ARGUMENT) with a cycle (named), a
+	// repeated node key, or an edge to an unknown node.
+	CreateWorkflow(context.Context, *CreateWorkflowRequest) (*CreateWorkflowResponse, error)
+	// Replaces a workflow's group, name and graph (checked as on create).
+	UpdateWorkflow(context.Context, *UpdateWorkflowRequest) (*UpdateWorkflowResponse, error)
+	GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error)
+	// Lists workflows by id, of one group or of every group the caller may read.
+	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
+	DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -888,6 +967,21 @@ func (UnimplementedJobAdminServer) GetCalendar(context.Context, *GetCalendarRequ
 }
 func (UnimplementedJobAdminServer) ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListCalendars not implemented")
+}
+func (UnimplementedJobAdminServer) CreateWorkflow(context.Context, *CreateWorkflowRequest) (*CreateWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateWorkflow not implemented")
+}
+func (UnimplementedJobAdminServer) UpdateWorkflow(context.Context, *UpdateWorkflowRequest) (*UpdateWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateWorkflow not implemented")
+}
+func (UnimplementedJobAdminServer) GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflow not implemented")
+}
+func (UnimplementedJobAdminServer) ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkflows not implemented")
+}
+func (UnimplementedJobAdminServer) DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWorkflow not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -1738,6 +1832,96 @@ func _JobAdmin_ListCalendars_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_CreateWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CreateWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CreateWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CreateWorkflow(ctx, req.(*CreateWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_UpdateWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).UpdateWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_UpdateWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).UpdateWorkflow(ctx, req.(*UpdateWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GetWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GetWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GetWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GetWorkflow(ctx, req.(*GetWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListWorkflows(ctx, req.(*ListWorkflowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_DeleteWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).DeleteWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_DeleteWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).DeleteWorkflow(ctx, req.(*DeleteWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1928,6 +2112,26 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCalendars",
 			Handler:    _JobAdmin_ListCalendars_Handler,
+		},
+		{
+			MethodName: "CreateWorkflow",
+			Handler:    _JobAdmin_CreateWorkflow_Handler,
+		},
+		{
+			MethodName: "UpdateWorkflow",
+			Handler:    _JobAdmin_UpdateWorkflow_Handler,
+		},
+		{
+			MethodName: "GetWorkflow",
+			Handler:    _JobAdmin_GetWorkflow_Handler,
+		},
+		{
+			MethodName: "ListWorkflows",
+			Handler:    _JobAdmin_ListWorkflows_Handler,
+		},
+		{
+			MethodName: "DeleteWorkflow",
+			Handler:    _JobAdmin_DeleteWorkflow_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -26,3 +26,4 @@ mod schedule_types;
 mod session_dispatch;
 mod tls;
 mod users;
+mod workflows;

@@ -32,6 +32,8 @@ struct Fixture {
     job_b: i64,
     log_a: i64,
     log_b: i64,
+    workflow_a: i64,
+    workflow_b: i64,
     viewer_id: i64,
     operator_id: i64,
 }
@@ -114,6 +116,14 @@ enum Rpc {
     DeleteCalendarMissing,
     GetCalendarMissing,
     ListCalendars,
+    CreateWorkflowA,
+    CreateWorkflowAWithJobB,
+    UpdateWorkflowA,
+    GetWorkflowA,
+    GetWorkflowB,
+    ListWorkflows,
+    ListWorkflowsOfB,
+    DeleteWorkflowA,
 }
 
 /// (call, expected for viewer, operator, admin). Without a token every call is
@@ -171,6 +181,16 @@ const TABLE: &[(Rpc, [Expect; 3])] = &[
     (Rpc::DeleteCalendarMissing, [Denied, Denied, Allowed]),
     (Rpc::GetCalendarMissing, [Allowed, Allowed, Allowed]),
     (Rpc::ListCalendars, [Allowed, Allowed, Allowed]),
+    (Rpc::CreateWorkflowA, [Denied, Allowed, Allowed]),
+    // A node runs its job: a job of a group the operator cannot read is answered as missing.
+    (Rpc::CreateWorkflowAWithJobB, [Denied, Hidden, Allowed]),
+    (Rpc::UpdateWorkflowA, [Denied, Allowed, Allowed]),
+    (Rpc::GetWorkflowA, [Allowed, Allowed, Allowed]),
+    (Rpc::GetWorkflowB, [Hidden, Hidden, Allowed]),
+    (Rpc::ListWorkflows, [Allowed, Allowed, Allowed]),
+    (Rpc::ListWorkflowsOfB, [Denied, Denied, Allowed]),
+    // Last: the operator deletes it, the admin then finds nothing (past authorization).
+    (Rpc::DeleteWorkflowA, [Denied, Allowed, Allowed]),
 ];
 
 /// Makes one call as `token`; `Ok` when it got past authorization (whatever else it answered).
@@ -503,7 +523,89 @@ async fn call(fx: &Fixture, rpc: Rpc, token: Option<&str>, round: usize) -> Resu
                 .await
                 .map(drop)
         }
+        Rpc::CreateWorkflowA | Rpc::CreateWorkflowAWithJobB => {
+            let job_id = if matches!(rpc, Rpc::CreateWorkflowA) {
+                fx.job_a
+            } else {
+                fx.job_b
+            };
+            let request = pb::CreateWorkflowRequest {
+                workflow: Some(workflow(fx.group_a, job_id, &unique)),
+            };
+            client
+                .create_workflow(authed(request, token))
+                .await
+                .map(drop)
+        }
+        Rpc::UpdateWorkflowA => {
+            let mut updated = workflow(fx.group_a, fx.job_a, &unique);
+            updated.id = fx.workflow_a;
+            let request = pb::UpdateWorkflowRequest {
+                workflow: Some(updated),
+            };
+            client
+                .update_workflow(authed(request, token))
+                .await
+                .map(drop)
+        }
+        Rpc::GetWorkflowA | Rpc::GetWorkflowB => {
+            let id = if matches!(rpc, Rpc::GetWorkflowA) {
+                fx.workflow_a
+            } else {
+                fx.workflow_b
+            };
+            let request = pb::GetWorkflowRequest { id };
+            client.get_workflow(authed(request, token)).await.map(drop)
+        }
+        Rpc::ListWorkflows | Rpc::ListWorkflowsOfB => {
+            let group_id = if matches!(rpc, Rpc::ListWorkflows) {
+                0
+            } else {
+                fx.group_b
+            };
+            let request = pb::ListWorkflowsRequest {
+                group_id,
+                ..Default::default()
+            };
+            client
+                .list_workflows(authed(request, token))
+                .await
+                .map(drop)
+        }
+        Rpc::DeleteWorkflowA => {
+            let request = pb::DeleteWorkflowRequest { id: fx.workflow_a };
+            client
+                .delete_workflow(authed(request, token))
+                .await
+                .map(drop)
+        }
     }
+}
+
+/// A one-node workflow of `job_id` in `group_id`.
+fn workflow(group_id: i64, job_id: i64, name: &str) -> pb::Workflow {
+    pb::Workflow {
+        group_id,
+        name: format!("workflow {name}"),
+        nodes: vec![pb::WorkflowNode {
+            key: "only".to_string(),
+            job_id,
+            fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+        }],
+        ..Default::default()
+    }
+}
+
+async fn create_workflow(cluster: &TestCluster, workflow: pb::Workflow) -> anyhow::Result<i64> {
+    let request = pb::CreateWorkflowRequest {
+        workflow: Some(workflow),
+    };
+    let created = cluster
+        .client()
+        .create_workflow(request)
+        .await?
+        .into_inner();
+    Ok(created.workflow.map_or(0, |workflow| workflow.id))
 }
 
 async fn create_user(
@@ -546,6 +648,8 @@ async fn fixture(cluster: &TestCluster) -> anyhow::Result<(Fixture, String, Stri
     let job_b = cluster.create_job(job(group_b, "job b")).await?.id;
     let log_a = cluster.trigger(job_a, None).await?;
     let log_b = cluster.trigger(job_b, None).await?;
+    let workflow_a = create_workflow(cluster, workflow(group_a, job_a, "a")).await?;
+    let workflow_b = create_workflow(cluster, workflow(group_b, job_b, "b")).await?;
     let mut client = cluster.client();
     let (_, admin_token) = create_user(&mut client, None, "root", "admin").await?;
     // The first user ends the open mode: no token is now UNAUTHENTICATED.
@@ -569,6 +673,8 @@ async fn fixture(cluster: &TestCluster) -> anyhow::Result<(Fixture, String, Stri
         job_b,
         log_a,
         log_b,
+        workflow_a,
+        workflow_b,
         viewer_id,
         operator_id,
     };

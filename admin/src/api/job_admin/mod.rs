@@ -33,6 +33,7 @@ mod operations;
 mod runs;
 mod schedule;
 mod users;
+mod workflows;
 mod write_locks;
 
 use std::sync::Arc;
@@ -739,6 +740,41 @@ impl JobAdmin for JobAdminService {
         request: Request<pb::ListCalendarsRequest>,
     ) -> RpcResult<pb::ListCalendarsResponse> {
         self.list_calendars_rpc(request).await
+    }
+
+    async fn create_workflow(
+        &self,
+        r: Request<pb::CreateWorkflowRequest>,
+    ) -> RpcResult<pb::CreateWorkflowResponse> {
+        self.create_workflow_rpc(r).await
+    }
+
+    async fn update_workflow(
+        &self,
+        r: Request<pb::UpdateWorkflowRequest>,
+    ) -> RpcResult<pb::UpdateWorkflowResponse> {
+        self.update_workflow_rpc(r).await
+    }
+
+    async fn get_workflow(
+        &self,
+        r: Request<pb::GetWorkflowRequest>,
+    ) -> RpcResult<pb::GetWorkflowResponse> {
+        self.get_workflow_rpc(r).await
+    }
+
+    async fn list_workflows(
+        &self,
+        r: Request<pb::ListWorkflowsRequest>,
+    ) -> RpcResult<pb::ListWorkflowsResponse> {
+        self.list_workflows_rpc(r).await
+    }
+
+    async fn delete_workflow(
+        &self,
+        r: Request<pb::DeleteWorkflowRequest>,
+    ) -> RpcResult<pb::DeleteWorkflowResponse> {
+        self.delete_workflow_rpc(r).await
     }
 }
 

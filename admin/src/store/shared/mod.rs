@@ -21,6 +21,8 @@ pub mod registry;
 pub mod report;
 pub mod rows;
 pub mod schedule;
+pub mod workflow_runs;
+pub mod workflows;
 pub mod xxl_import;
 
 use super::dialect::Dialect;

@@ -1,0 +1,217 @@
+//! Workflow runs and their nodes. A node starts through `start_workflow_node` alone, whose
+//! insert of the (run, node) key is what makes the start happen once: a second start of the
+//! same node (another admin, a follow-up redone after a crash) hits the key and writes nothing.
+
+use super::inserts::insert_all;
+use super::logs::new_run_insert;
+use super::workflows::{graph_from_json, graph_json};
+use crate::model::workflow_run::{
+    NewWorkflowRun, NodeState, WorkflowRun, WorkflowRunNode, WorkflowRunStatus,
+};
+use crate::model::{GroupId, LogId, NewRun, Workflow, WorkflowId};
+use crate::store::dialect::Dialect;
+use crate::store::sql::{Cols, Pools, Sql, commit, map_error};
+use crate::store::{StoreError, StoreResult};
+
+/// Writes a RUNNING workflow run (no node started yet) and returns its id.
+pub async fn insert_workflow_run<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run: &NewWorkflowRun,
+) -> StoreResult<i64> {
+    let insert = Sql::<DB>::new(
+        "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
+         created_ms) VALUES (",
+    )
+    .bind(run.graph.id.0)
+    .push(", ")
+    .bind(run.graph.group_id.0)
+    .push(", ")
+    .bind(WorkflowRunStatus::Running.as_str())
+    .push(", ")
+    .bind(run.params.as_str())
+    .push(", ")
+    .bind(graph_json(&run.graph)?)
+    .push(", ")
+    .bind(run.created_ms)
+    .push(")");
+    super::insert_returning_id(&mut *db.write().await?, insert).await
+}
+
+/// Starts node `key` of run `run_id` with `new_run`, once: the node's row (RUNNING) and its run
+/// are written together, or nothing when the node has a row already (`None`).
+pub async fn start_workflow_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run_id: i64,
+    key: &str,
+    new_run: &NewRun,
+    now_ms: i64,
+) -> StoreResult<Option<LogId>> {
+    let mut tx = db.begin().await?;
+    let claimed = insert_node::<DB>(&mut tx, run_id, key, NodeState::Running, now_ms).await;
+    match claimed {
+        Ok(()) => {}
+        // Started before (or at once, by another admin): its start stands.
+        Err(StoreError::Conflict(_)) => {
+            tx.rollback().await.map_err(map_error)?;
+            return Ok(None);
+        }
+        Err(error) => return Err(error),
+    }
+    let runs = std::slice::from_ref(new_run);
+    let ids = insert_all::<DB>(&mut tx, runs, new_run_insert::<DB>, 0).await?;
+    let log_id = ids
+        .first()
+        .copied()
+        .ok_or_else(|| StoreError::Corrupt("the node's run insert returned no id".into()))?;
+    Sql::<DB>::new("UPDATE xjob_workflow_node SET log_id = ")
+        .bind(log_id.0)
+        .push(" WHERE run_id = ")
+        .bind(run_id)
+        .push(" AND node_key = ")
+        .bind(key)
+        .execute(&mut tx)
+        .await?;
+    commit(tx).await?;
+    Ok(Some(log_id))
+}
+
+/// Marks waiting node `key` SKIPPED; false when it has a row already.
+pub async fn skip_workflow_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run_id: i64,
+    key: &str,
+    now_ms: i64,
+) -> StoreResult<bool> {
+    let mut tx = db.begin().await?;
+    match insert_node::<DB>(&mut tx, run_id, key, NodeState::Skipped, now_ms).await {
+        Ok(()) => {
+            commit(tx).await?;
+            Ok(true)
+        }
+        Err(StoreError::Conflict(_)) => {
+            tx.rollback().await.map_err(map_error)?;
+            Ok(false)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+async fn insert_node<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: i64,
+    key: &str,
+    state: NodeState,
+    now_ms: i64,
+) -> StoreResult<()> {
+    Sql::<DB>::new("INSERT INTO xjob_workflow_node (run_id, node_key, state, updated_ms) VALUES (")
+        .bind(run_id)
+        .push(", ")
+        .bind(key)
+        .push(", ")
+        .bind(state.as_str())
+        .push(", ")
+        .bind(now_ms)
+        .push(")")
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Records the end of the RUNNING node whose current run is `log_id`; false when it is not
+/// running that run any more (ended before: a repeated follow-up changes nothing).
+pub async fn finish_workflow_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run_id: i64,
+    log_id: LogId,
+    state: NodeState,
+    now_ms: i64,
+) -> StoreResult<bool> {
+    let updated = Sql::<DB>::new("UPDATE xjob_workflow_node SET state = ")
+        .bind(state.as_str())
+        .push(", updated_ms = ")
+        .bind(now_ms)
+        .push(" WHERE run_id = ")
+        .bind(run_id)
+        .push(" AND log_id = ")
+        .bind(log_id.0)
+        .push(" AND state = ")
+        .bind(NodeState::Running.as_str())
+        .affected(&mut *db.write().await?)
+        .await?;
+    Ok(updated == 1)
+}
+
+/// Ends a RUNNING workflow run with `status`; false when it ended before.
+pub async fn finish_workflow_run<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run_id: i64,
+    status: WorkflowRunStatus,
+    now_ms: i64,
+) -> StoreResult<bool> {
+    let updated = Sql::<DB>::new("UPDATE xjob_workflow_run SET status = ")
+        .bind(status.as_str())
+        .push(", finished_ms = ")
+        .bind(now_ms)
+        .push(" WHERE id = ")
+        .bind(run_id)
+        .push(" AND status = ")
+        .bind(WorkflowRunStatus::Running.as_str())
+        .affected(&mut *db.write().await?)
+        .await?;
+    Ok(updated == 1)
+}
+
+/// A run with its nodes (by key).
+pub async fn get_workflow_run<DB: Dialect>(
+    db: Pools<'_, DB>,
+    run_id: i64,
+) -> StoreResult<Option<WorkflowRun>> {
+    let mut conn = db.read().await?;
+    let row = Sql::<DB>::new(
+        "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms \
+         FROM xjob_workflow_run WHERE id = ",
+    )
+    .bind(run_id)
+    .fetch_optional(&mut conn)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let row = Cols::<DB>(&row);
+    let graph: String = row.get("graph")?;
+    let (nodes, edges) = graph_from_json(&graph)?;
+    let graph = Workflow {
+        id: WorkflowId(row.get("workflow_id")?),
+        group_id: row.get::<GroupId>("group_id")?,
+        name: String::new(),
+        nodes,
+        edges,
+        updated_ms: 0,
+    };
+    let node_rows = Sql::<DB>::new(
+        "SELECT node_key, state, log_id, updated_ms FROM xjob_workflow_node WHERE run_id = ",
+    )
+    .bind(run_id)
+    .push(" ORDER BY node_key")
+    .fetch_all(&mut conn)
+    .await?;
+    let mut run_nodes = Vec::with_capacity(node_rows.len());
+    for node_row in &node_rows {
+        let node_row = Cols::<DB>(node_row);
+        run_nodes.push(WorkflowRunNode {
+            key: node_row.get("node_key")?,
+            state: node_row.parse("state", NodeState::parse)?,
+            log_id: node_row.get("log_id")?,
+            updated_ms: node_row.get("updated_ms")?,
+        });
+    }
+    Ok(Some(WorkflowRun {
+        id: row.get("id")?,
+        status: row.parse("status", WorkflowRunStatus::parse)?,
+        graph,
+        params: row.get("params")?,
+        created_ms: row.get("created_ms")?,
+        finished_ms: row.get("finished_ms")?,
+        nodes: run_nodes,
+    }))
+}

@@ -1,0 +1,326 @@
+//! `xjob workflows …`: named graphs of jobs. A workflow is written as a JSON file (the same
+//! shape `xjob workflows show ID -o json` prints, so one can be read, edited and saved back):
+//!
+//! ```json
+//! {"group_id": 1, "name": "nightly",
+//!  "nodes": [{"key": "a", "job_id": 1}, {"key": "b", "job_id": 2, "fan_in": "ANY_SUCCESS"}],
+//!  "edges": [{"from": "a", "to": "b", "condition": "ON_FAILURE"}]}
+//! ```
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde::{Deserialize, Serialize};
+use xjob_proto::pb;
+
+use super::client::Client;
+use super::error::CliError;
+use super::group_names::resolve_group;
+use super::prompt::confirm;
+use super::render::{self, Details, Output, Table};
+
+#[derive(Subcommand)]
+pub enum WorkflowsCommand {
+    /// Lists workflows.
+    List {
+        /// Only this group's (id or app name).
+        #[arg(long)]
+        group: Option<String>,
+    },
+    /// Shows a workflow with its nodes and edges.
+    #[command(alias = "get")]
+    Show { id: i64 },
+    /// Creates a workflow from a JSON file ("-" = stdin).
+    Create {
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+    },
+    /// Replaces a workflow's group, name and graph with those of a JSON file.
+    Update {
+        id: i64,
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+    },
+    /// Deletes a workflow.
+    Delete {
+        id: i64,
+        /// Do not ask for confirmation (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+/// A workflow as the file holds it and as JSON output shows it. Conditions and fan-ins are the
+/// wire names without their prefix; missing ones are ON_SUCCESS and ALL_SUCCESS.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowView {
+    #[serde(default, skip_deserializing)]
+    pub id: i64,
+    pub group_id: i64,
+    pub name: String,
+    pub nodes: Vec<NodeView>,
+    #[serde(default)]
+    pub edges: Vec<EdgeView>,
+    #[serde(default, skip_deserializing)]
+    pub updated_ms: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeView {
+    pub key: String,
+    pub job_id: i64,
+    #[serde(default = "all_success")]
+    pub fan_in: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeView {
+    pub from: String,
+    pub to: String,
+    #[serde(default = "on_success")]
+    pub condition: String,
+}
+
+fn all_success() -> String {
+    "ALL_SUCCESS".to_string()
+}
+
+fn on_success() -> String {
+    "ON_SUCCESS".to_string()
+}
+
+impl From<&pb::Workflow> for WorkflowView {
+    fn from(workflow: &pb::Workflow) -> WorkflowView {
+        let fan_in = |value: i32| {
+            let name = pb::WorkflowFanIn::try_from(value).map_or("", |v| v.as_str_name());
+            name.trim_start_matches("WORKFLOW_FAN_IN_").to_string()
+        };
+        let condition = |value: i32| {
+            let name = pb::WorkflowEdgeCondition::try_from(value).map_or("", |v| v.as_str_name());
+            name.trim_start_matches("WORKFLOW_EDGE_CONDITION_")
+                .to_string()
+        };
+        WorkflowView {
+            id: workflow.id,
+            group_id: workflow.group_id,
+            name: workflow.name.clone(),
+            nodes: (workflow.nodes.iter())
+                .map(|node| NodeView {
+                    key: node.key.clone(),
+                    job_id: node.job_id,
+                    fan_in: fan_in(node.fan_in),
+                })
+                .collect(),
+            edges: (workflow.edges.iter())
+                .map(|edge| EdgeView {
+                    from: edge.from.clone(),
+                    to: edge.to.clone(),
+                    condition: condition(edge.condition),
+                })
+                .collect(),
+            updated_ms: workflow.updated_ms,
+        }
+    }
+}
+
+impl WorkflowView {
+    /// The wire form; an unknown condition or fan-in is a usage error naming it.
+    fn to_pb(&self, id: i64) -> Result<pb::Workflow, CliError> {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let name = format!("WORKFLOW_FAN_IN_{}", node.fan_in.to_ascii_uppercase());
+            let fan_in = pb::WorkflowFanIn::from_str_name(&name).ok_or_else(|| {
+                let known = "ALL_SUCCESS or ANY_SUCCESS";
+                CliError::Usage(format!(
+                    "node '{}': fan_in '{}' is not {known}",
+                    node.key, node.fan_in
+                ))
+            })?;
+            nodes.push(pb::WorkflowNode {
+                key: node.key.clone(),
+                job_id: node.job_id,
+                fan_in: fan_in as i32,
+            });
+        }
+        let mut edges = Vec::with_capacity(self.edges.len());
+        for edge in &self.edges {
+            let name = format!(
+                "WORKFLOW_EDGE_CONDITION_{}",
+                edge.condition.to_ascii_uppercase()
+            );
+            let condition = pb::WorkflowEdgeCondition::from_str_name(&name).ok_or_else(|| {
+                let known = "ON_SUCCESS, ON_FAILURE or ALWAYS";
+                let message = format!(
+                    "edge {} -> {}: condition '{}' is not {known}",
+                    edge.from, edge.to, edge.condition
+                );
+                CliError::Usage(message)
+            })?;
+            edges.push(pb::WorkflowEdge {
+                from: edge.from.clone(),
+                to: edge.to.clone(),
+                condition: condition as i32,
+            });
+        }
+        Ok(pb::Workflow {
+            id,
+            group_id: self.group_id,
+            name: self.name.clone(),
+            nodes,
+            edges,
+            updated_ms: 0,
+        })
+    }
+}
+
+/// Reads a workflow file ("-" = stdin).
+fn read_file(path: &PathBuf) -> Result<WorkflowView, CliError> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|error| CliError::Usage(format!("cannot read {}: {error}", path.display())))?
+    };
+    serde_json::from_str(&text)
+        .map_err(|error| CliError::Usage(format!("{}: {error}", path.display())))
+}
+
+pub async fn run(
+    command: WorkflowsCommand,
+    out: Output,
+    mut client: Client,
+) -> Result<(), CliError> {
+    match command {
+        WorkflowsCommand::List { group } => {
+            let group_id = match group {
+                Some(group) => resolve_group(&mut client, &group).await?,
+                None => 0,
+            };
+            let request = pb::ListWorkflowsRequest {
+                group_id,
+                page_size: 1000,
+                page_token: String::new(),
+            };
+            let workflows = client.list_workflows(request).await?.into_inner().workflows;
+            let views: Vec<WorkflowView> = workflows.iter().map(WorkflowView::from).collect();
+            let empty = "No workflows. Create one with: xjob workflows create --file FILE";
+            out.list(&views, empty, |workflows| {
+                let mut table = Table::new(&["ID", "GROUP", "NAME", "NODES", "EDGES"]);
+                for workflow in workflows {
+                    table.row(vec![
+                        workflow.id.to_string(),
+                        workflow.group_id.to_string(),
+                        render::cell(&workflow.name, 40),
+                        workflow.nodes.len().to_string(),
+                        workflow.edges.len().to_string(),
+                    ]);
+                }
+                table
+            })
+        }
+        WorkflowsCommand::Show { id } => {
+            let workflow = get(&mut client, id).await?;
+            out.object(&WorkflowView::from(&workflow), details)
+        }
+        WorkflowsCommand::Create { file } => {
+            let workflow = read_file(&file)?.to_pb(0)?;
+            let request = pb::CreateWorkflowRequest {
+                workflow: Some(workflow),
+            };
+            let created = client.create_workflow(request).await?.into_inner().workflow;
+            let created =
+                created.ok_or_else(|| CliError::Failed("the admin returned no workflow".into()))?;
+            let sentence = format!("Created workflow {} '{}'", created.id, created.name);
+            out.done(&WorkflowView::from(&created), &sentence)
+        }
+        WorkflowsCommand::Update { id, file } => {
+            let workflow = read_file(&file)?.to_pb(id)?;
+            let request = pb::UpdateWorkflowRequest {
+                workflow: Some(workflow),
+            };
+            let updated = client.update_workflow(request).await?.into_inner().workflow;
+            let updated =
+                updated.ok_or_else(|| CliError::Failed("the admin returned no workflow".into()))?;
+            let sentence = format!("Updated workflow {} '{}'", updated.id, updated.name);
+            out.done(&WorkflowView::from(&updated), &sentence)
+        }
+        WorkflowsCommand::Delete { id, yes } => {
+            if !yes {
+                confirm(&format!("Delete workflow {id}?"))?;
+            }
+            client
+                .delete_workflow(pb::DeleteWorkflowRequest { id })
+                .await?;
+            out.done(
+                &serde_json::json!({ "deleted_workflow_id": id }),
+                &format!("Deleted workflow {id}"),
+            )
+        }
+    }
+}
+
+async fn get(client: &mut Client, id: i64) -> Result<pb::Workflow, CliError> {
+    let workflow = client
+        .get_workflow(pb::GetWorkflowRequest { id })
+        .await?
+        .into_inner()
+        .workflow;
+    workflow.ok_or_else(|| CliError::Failed(format!("the admin returned no workflow {id}")))
+}
+
+fn details(workflow: &WorkflowView) -> Details {
+    let nodes: Vec<String> = (workflow.nodes.iter())
+        .map(|node| format!("{} (job {}, {})", node.key, node.job_id, node.fan_in))
+        .collect();
+    let edges: Vec<String> = (workflow.edges.iter())
+        .map(|edge| format!("{} -> {} ({})", edge.from, edge.to, edge.condition))
+        .collect();
+    let mut details = Details::new();
+    details
+        .add("id", workflow.id.to_string())
+        .add("group", workflow.group_id.to_string())
+        .add("name", workflow.name.clone())
+        .add("nodes", nodes.join(", "))
+        .add("edges", render::or_dash(&edges.join(", ")))
+        .add("updated", render::time(workflow.updated_ms));
+    details
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_reads_with_defaults_and_round_trips() {
+        let text = r#"{"group_id": 1, "name": "n",
+            "nodes": [{"key": "a", "job_id": 1}, {"key": "b", "job_id": 2, "fan_in": "any_success"}],
+            "edges": [{"from": "a", "to": "b", "condition": "ON_FAILURE"}]}"#;
+        let view: WorkflowView = serde_json::from_str(text).expect("parses");
+        let wire = view.to_pb(7).expect("converts");
+        assert_eq!(wire.id, 7);
+        assert_eq!(wire.nodes[0].fan_in, pb::WorkflowFanIn::AllSuccess as i32);
+        assert_eq!(wire.nodes[1].fan_in, pb::WorkflowFanIn::AnySuccess as i32);
+        let condition = pb::WorkflowEdgeCondition::OnFailure as i32;
+        assert_eq!(wire.edges[0].condition, condition);
+        let back = WorkflowView::from(&wire);
+        assert_eq!(back.nodes[1].fan_in, "ANY_SUCCESS");
+        assert_eq!(back.edges[0].condition, "ON_FAILURE");
+    }
+
+    #[test]
+    fn unknown_names_and_fields_are_refused() {
+        let text = r#"{"group_id": 1, "name": "n", "nodes": [{"key": "a", "job_id": 1}],
+            "edges": [{"from": "a", "to": "a", "condition": "SOMETIMES"}]}"#;
+        let view: WorkflowView = serde_json::from_str(text).expect("parses");
+        let error = view.to_pb(0).expect_err("refused");
+        assert!(
+            error.message().contains("condition 'SOMETIMES'"),
+            "{error:?}"
+        );
+        let extra = r#"{"group_id": 1, "name": "n", "nodes": [], "colour": "red"}"#;
+        assert!(serde_json::from_str::<WorkflowView>(extra).is_err());
+    }
+}
