@@ -87,6 +87,9 @@ pub struct Verdict {
     pub unfinished: u64,
     pub unaccounted: u64,
     pub lost: u64,
+    /// The latest handler start of an occurrence (0 when none ran): with the fault
+    /// timeline, which faults the backfill went through.
+    pub last_start_ms: i64,
     /// Lost and duplicated occurrences' scheduled times.
     #[serde(skip)]
     pub lost_examples: Vec<i64>,
@@ -113,8 +116,10 @@ pub fn check(
     rows: &[LogRow],
 ) -> Verdict {
     let mut runs: HashMap<i64, usize> = HashMap::new();
-    for &(_, scheduled_at_ms, _) in records.iter().filter(|r| r.0 == job_id) {
+    let mut last_start_ms = 0;
+    for &(_, scheduled_at_ms, start_ms) in records.iter().filter(|r| r.0 == job_id) {
         *runs.entry(scheduled_at_ms).or_default() += 1;
+        last_start_ms = last_start_ms.max(start_ms);
     }
     let mut rows_of: HashMap<i64, Vec<RunStatus>> = HashMap::new();
     for row in rows
@@ -130,6 +135,7 @@ pub fn check(
         planned: planned.len() as u64,
         state: end.state.as_str().to_string(),
         created: end.created.max(0) as u64,
+        last_start_ms,
         ..Verdict::default()
     };
     for &at in planned {
@@ -199,6 +205,12 @@ pub fn text(verdict: &Verdict, window_start_ms: i64) -> String {
         text.push_str(&format!("  {name:<32} {count:>9}\n"));
     }
     let at = |ms: i64| (ms - window_start_ms) as f64 / 1000.0;
+    if verdict.last_start_ms > 0 {
+        text.push_str(&format!(
+            "  last backfill run started {:.1} s into the window\n",
+            at(verdict.last_start_ms)
+        ));
+    }
     for scheduled in &verdict.lost_examples {
         text.push_str(&format!(
             "  lost: backfill occurrence at {:.1} s\n",
@@ -268,6 +280,7 @@ mod tests {
         ];
         let verdict = check(JOB, &planned, end, &records, &rows);
         assert_eq!(verdict.planned, 8);
+        assert_eq!(verdict.last_start_ms, T0 + 30);
         assert_eq!((verdict.state.as_str(), verdict.created), ("RUNNING", 5));
         assert_eq!((verdict.delivered, verdict.duplicated), (2, 1));
         assert_eq!(verdict.duplicated_examples, vec![T0 + 1000]);
