@@ -24,6 +24,6 @@ pub struct Options {
     pub faults: Vec<FaultKind>,
     /// Campaign: at the window's start, backfill an extra (never started) every-second job
     /// over this many seconds before the window, under the same faults; 0 for none.
-    #[arg(long, default_value_t = 180)]
+    #[arg(long, default_value_t = 240)]
     pub backfill: u64,
 }
