@@ -70,18 +70,10 @@ pub async fn create_jobs(
         let mut tasks = Vec::new();
         for index in chunk_start..chunk_end {
             let mut client = client.clone();
+            let job = bench_job(spec.group_id, format!("bench-{index}"), (spec.cron)(index));
             let job = pb::Job {
-                group_id: spec.group_id,
-                name: format!("bench-{index}"),
-                schedule_type: pb::ScheduleType::Cron as i32,
-                schedule_conf: (spec.cron)(index),
-                misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
-                route_strategy: pb::RouteStrategy::Round as i32,
                 fail_retry_count: spec.retries,
-                handler: "noop".into(),
-                block_strategy: pb::BlockStrategy::SerialExecution as i32,
-                glue_type: pb::GlueType::Bean as i32,
-                ..Default::default()
+                ..job
             };
             tasks.push(tokio::spawn(async move {
                 client
@@ -99,6 +91,89 @@ pub async fn create_jobs(
         }
     }
     Ok(ids)
+}
+
+/// A job on the bench executors' `noop` handler, round robin, skipping misfires.
+fn bench_job(group_id: i64, name: String, cron: String) -> pb::Job {
+    pb::Job {
+        group_id,
+        name,
+        schedule_type: pb::ScheduleType::Cron as i32,
+        schedule_conf: cron,
+        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        route_strategy: pb::RouteStrategy::Round as i32,
+        handler: "noop".into(),
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        glue_type: pb::GlueType::Bean as i32,
+        ..Default::default()
+    }
+}
+
+/// Creates one job (not started, no retries); returns its id.
+pub async fn create_job(
+    client: &mut JobAdminClient<Channel>,
+    group_id: i64,
+    name: &str,
+    cron: &str,
+) -> anyhow::Result<i64> {
+    let job = bench_job(group_id, name.into(), cron.into());
+    client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("no job returned"))
+}
+
+/// Starts a backfill of `job_id` over `[from_ms, to_ms]` through the first admin that takes
+/// it, trying them in turn for up to `within` (a fault may have one down or paused). Before
+/// asking, each try looks for the job's backfill: an earlier try's answer may have been lost
+/// with its admin after the backfill was written, and a second one would run every
+/// occurrence twice.
+pub async fn start_backfill(
+    urls: &[String],
+    job_id: i64,
+    (from_ms, to_ms): (i64, i64),
+    max_concurrent: i32,
+    within: Duration,
+) -> anyhow::Result<pb::Backfill> {
+    const TRY_FOR: Duration = Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + within;
+    let mut errors = Vec::new();
+    for url in urls.iter().cycle() {
+        let attempt = async {
+            let mut client = connect(url, TRY_FOR).await?;
+            let listed = client
+                .list_backfills(pb::ListBackfillsRequest { job_id })
+                .await?
+                .into_inner();
+            if let Some(existing) = listed.backfills.into_iter().next() {
+                return Ok(existing);
+            }
+            let request = pb::BackfillJobRequest {
+                job_id,
+                from_ms,
+                to_ms,
+                max_concurrent,
+            };
+            client
+                .backfill_job(request)
+                .await?
+                .into_inner()
+                .backfill
+                .ok_or_else(|| anyhow::anyhow!("no backfill returned"))
+        };
+        match tokio::time::timeout(TRY_FOR * 2, attempt).await {
+            Ok(Ok(backfill)) => return Ok(backfill),
+            Ok(Err(error)) => errors.push(format!("{url}: {error:#}")),
+            Err(_) => errors.push(format!("{url}: no answer within {:?}", TRY_FOR * 2)),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+    }
+    anyhow::bail!("no admin started the backfill: {}", errors.join("; "))
 }
 
 /// Starts every job; returns the latest first fire time (all jobs are on their grid from then).

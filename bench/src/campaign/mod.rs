@@ -10,8 +10,10 @@
 //! - `cluster`: the processes and links;
 //! - `inject`: applying and healing one fault;
 //! - `checker`: the verdict per occurrence;
+//! - `backfill`: the backfill run under the same faults, and its verdict;
 //! - `report`: the timeline, the table, the JSON line.
 
+pub mod backfill;
 pub mod checker;
 pub mod cluster;
 pub mod disk;
@@ -146,6 +148,8 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         retries: 0,
     };
     let job_ids = grpc::create_jobs(&client, &spec).await?;
+    // Never started: it runs only what its backfill creates.
+    let backfill_job = grpc::create_job(&mut client, group_id, "backfill", "* * * * * ?").await?;
     let first_fire_ms = grpc::start_jobs(&client, &job_ids).await?;
     let window_start_ms = first_fire_ms + args.warmup as i64 * 1000;
     let window_end_ms = window_start_ms + args.duration as i64 * 1000;
@@ -170,6 +174,12 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     );
 
     sleep_until_ms(window_start_ms, "warm-up").await;
+    let backfill_range = backfill::range(window_start_ms, options.backfill);
+    let backfill_id = if options.backfill > 0 {
+        Some(backfill::start(&urls, backfill_job, backfill_range).await?)
+    } else {
+        None
+    };
     let mut timeline = Vec::new();
     for fault in faults {
         crate::disrupt::sleep_until_ms(window_start_ms + fault.at.as_millis() as i64).await;
@@ -181,7 +191,29 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
 
     let records = read_records(scratch.path(), plan.executors)?;
     let rows = crate::disrupt::all_rows(&store, group_id).await?;
+    let backfill_end = match backfill_id {
+        Some(id) => Some(
+            store
+                .get_backfill(id)
+                .await
+                .map_err(|error| anyhow::anyhow!("cannot read the backfill: {error}"))?
+                .ok_or_else(|| anyhow::anyhow!("backfill {id} is gone"))?,
+        ),
+        None => None,
+    };
     store.close().await;
+    let backfill_verdict = backfill_end.map(|end| {
+        let planned: Vec<i64> = (backfill_range.0..=backfill_range.1)
+            .step_by(1000)
+            .collect();
+        backfill::check(
+            backfill_job,
+            &planned,
+            backfill::End::from(&end),
+            &records,
+            &rows,
+        )
+    });
     let grid = PeriodicGrid::new(&job_ids, 1, |_| 0);
     let verdict = checker::check(
         (window_start_ms, window_end_ms),
@@ -190,7 +222,8 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         &rows,
         MISFIRE_THRESHOLD_MS,
     );
-    finish(args, plan, seed, &timeline, verdict, window_start_ms)
+    let verdicts = (verdict, backfill_verdict);
+    finish(args, plan, seed, &timeline, verdicts, window_start_ms)
 }
 
 /// Prints the timeline and the table, appends the JSON line, fails on a loss or a duplicate.
@@ -199,7 +232,7 @@ fn finish(
     plan: &Plan,
     seed: u64,
     timeline: &[inject::Happened],
-    verdict: checker::Verdict,
+    (verdict, backfill): (checker::Verdict, Option<backfill::Verdict>),
     window_start_ms: i64,
 ) -> anyhow::Result<()> {
     eprint!("{}", report::timeline_text(timeline, window_start_ms));
@@ -207,7 +240,13 @@ fn finish(
         "{}",
         report::verdict_text(&verdict, window_start_ms, MISFIRE_THRESHOLD_MS)
     );
-    let failed = verdict.failed_campaign();
+    if let Some(backfill) = &backfill {
+        eprint!("{}", backfill::text(backfill, window_start_ms));
+    }
+    let failed = verdict.failed_campaign()
+        || backfill
+            .as_ref()
+            .is_some_and(backfill::Verdict::failed_campaign);
     let line = report::CampaignLine {
         workload: "campaign",
         seed,
@@ -220,6 +259,7 @@ fn finish(
         faults_by_kind: report::CampaignLine::faults_by_kind(timeline),
         fault_errors: timeline.iter().filter(|h| h.error.is_some()).count(),
         verdict,
+        backfill,
         misfire_threshold_ms: MISFIRE_THRESHOLD_MS,
         commit: crate::processes::git_commit(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))),
     };
@@ -230,11 +270,18 @@ fn finish(
     }
     crate::run::append(&args.results, &json)?;
     eprintln!("campaign seed: {seed}");
+    let (backfill_lost, backfill_duplicated) = line
+        .backfill
+        .as_ref()
+        .map_or((0, 0), |backfill| (backfill.lost, backfill.duplicated));
     anyhow::ensure!(
         !failed,
-        "campaign with seed {seed}: {} occurrences lost, {} duplicated (timeline above)",
+        "campaign with seed {seed}: {} occurrences lost, {} duplicated; backfill: {} lost, {} \
+         duplicated (timeline above)",
         line.verdict.lost,
-        line.verdict.duplicated
+        line.verdict.duplicated,
+        backfill_lost,
+        backfill_duplicated
     );
     Ok(())
 }

@@ -22,4 +22,8 @@ pub struct Options {
     /// Campaign: only these kinds of fault (default: every kind the database allows).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
+    /// Campaign: at the window's start, backfill an extra (never started) every-second job
+    /// over this many seconds before the window, under the same faults; 0 for none.
+    #[arg(long, default_value_t = 240)]
+    pub backfill: u64,
 }

@@ -23,6 +23,8 @@ pub struct CampaignLine {
     pub fault_errors: usize,
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// The backfill's verdict (none with `--backfill 0`).
+    pub backfill: Option<super::backfill::Verdict>,
     pub misfire_threshold_ms: i64,
     pub commit: String,
 }
