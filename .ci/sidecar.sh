@@ -5,7 +5,8 @@
 #                                (bash, python3, node, php) and PyYAML for deploy/check.py;
 #                                PowerShell is not in Debian: its glue test is skipped with a
 #                                printed reason
-#   xjob_check_deploy            builds xjob-executor and checks deploy/ offline
+#   xjob_check_deploy            builds the workspace binaries (xjob-executor among them) and
+#                                checks deploy/ offline
 #                                (.ci/deploy-check.sh: hadolint, helm lint/template,
 #                                kubeconform against strict schemas, deploy/check.py); its
 #                                tools are built into $XJOB_CI_CACHE on the first run
@@ -34,6 +35,8 @@ xjob_install_sidecar_tools() {
 }
 
 xjob_check_deploy() {
-  cargo build -q -p xjob-sidecar --bins
+  # The whole workspace's binaries, as the benchmark stage after it builds them: one feature set
+  # for both (building xjob-sidecar alone resolves other features and recompiles its dependencies).
+  cargo build -q --workspace --bins
   bash .ci/deploy-check.sh
 }
