@@ -139,10 +139,13 @@ impl Watcher {
 /// A run row as the checker needs it: the reason of a SKIPPED one included.
 #[derive(Debug, Clone)]
 pub struct Row {
+    pub id: i64,
     pub job_id: i64,
     pub scheduled_at_ms: i64,
     pub status: RunStatus,
     pub reason: String,
+    /// Trigger type, claim time and owner, to tell how a run out of turn came about.
+    pub how: String,
 }
 
 /// Every row of the jobs.
@@ -168,6 +171,11 @@ pub async fn rows(store: &Store, group_id: i64, jobs: &[Job]) -> anyhow::Result<
                 page.iter()
                     .filter(|row| row.shard_index == 0)
                     .map(|row| Row {
+                        id: row.id.0,
+                        how: format!(
+                            "{:?} claimed {} by {}",
+                            row.trigger_type, row.trigger_time_ms, row.owner_node
+                        ),
                         job_id: row.job_id.0,
                         scheduled_at_ms: row.scheduled_at_ms,
                         status: row.status,
@@ -358,7 +366,7 @@ fn check_job(verdict: &mut Verdict, job: &Job, window: (i64, i64), seen: &Seen) 
     let in_window = |run: &&Run| run.scheduled_at_ms >= window.0 && run.scheduled_at_ms < window.1;
     let runs: Vec<Run> = runs.iter().filter(in_window).copied().collect();
     verdict.no_end += runs.iter().filter(|run| run.end_ms.is_none()).count() as u64;
-    one_at_a_time(verdict, job, &runs);
+    one_at_a_time(verdict, job, &runs, &rows_of);
     verdict.most_waiting = verdict
         .most_waiting
         .max(seen.most_waiting.get(&job.id).copied().unwrap_or(0));
@@ -394,7 +402,23 @@ fn not_run(verdict: &mut Verdict, (job_id, at): (i64, i64), rows: &[&Row], cover
 
 /// Runs (sorted by start) that started before an earlier one had ended; BUFFER_ALL runs of an
 /// earlier occurrence started after a later one's.
-fn one_at_a_time(verdict: &mut Verdict, job: &Job, runs: &[Run]) {
+fn one_at_a_time(
+    verdict: &mut Verdict,
+    job: &Job,
+    runs: &[Run],
+    rows_of: &HashMap<i64, Vec<&Row>>,
+) {
+    let rows = |at: i64| -> String {
+        rows_of
+            .get(&at)
+            .map(|rows| {
+                rows.iter()
+                    .map(|row| format!("row {} {:?} {}", row.id, row.status, row.how))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default()
+    };
     for (index, run) in runs.iter().enumerate() {
         let Some(end) = run.end_ms else { continue };
         for later in runs[index + 1..]
@@ -403,8 +427,15 @@ fn one_at_a_time(verdict: &mut Verdict, job: &Job, runs: &[Run]) {
         {
             verdict.overlapping += 1;
             verdict.example(format!(
-                "job {}: run of {} started at {} while the run of {} went from {} to {end}",
-                job.id, later.scheduled_at_ms, later.start_ms, run.scheduled_at_ms, run.start_ms
+                "job {}: run of {} started at {} while the run of {} went from {} to {end} \
+                 ({} / {})",
+                job.id,
+                later.scheduled_at_ms,
+                later.start_ms,
+                run.scheduled_at_ms,
+                run.start_ms,
+                rows(later.scheduled_at_ms),
+                rows(run.scheduled_at_ms)
             ));
         }
     }
@@ -474,6 +505,8 @@ mod tests {
 
     fn row(job_id: i64, at: i64, status: RunStatus, reason: &str) -> Row {
         Row {
+            id: at,
+            how: String::new(),
             job_id,
             scheduled_at_ms: T0 + at,
             status,
