@@ -126,6 +126,30 @@ pub async fn create_job(
         .ok_or_else(|| anyhow::anyhow!("no job returned"))
 }
 
+/// Creates one job (not started, no retries) on the executors' `slow` handler with `params`,
+/// under an overlap policy; returns its id.
+pub async fn create_slow_job(
+    client: &mut JobAdminClient<Channel>,
+    group_id: i64,
+    (name, cron): (&str, &str),
+    policy: pb::OverlapPolicy,
+    params: &str,
+) -> anyhow::Result<i64> {
+    let job = pb::Job {
+        handler: "slow".into(),
+        params: params.into(),
+        overlap_policy: policy as i32,
+        ..bench_job(group_id, name.into(), cron.into())
+    };
+    client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("no job returned"))
+}
+
 /// Starts a backfill of `job_id` over `[from_ms, to_ms]` through the first admin that takes
 /// it, trying them in turn for up to `within` (a fault may have one down or paused). Before
 /// asking, each try looks for the job's backfill: an earlier try's answer may have been lost

@@ -15,6 +15,13 @@
 //! handler starts (one `write` of a whole line; the kernel keeps it when the process dies),
 //! and a restarted executor appends to the same file. `XJOB_BENCH_ADVERTISE` sets the address
 //! the admins dial (the campaign's fault proxy in front of the executor).
+//!
+//! A second handler, `slow`, stands for work that takes a while (the campaign's overlap
+//! policy jobs): its parameters `STEP_MS:D1,D2,…` make the occurrence at `scheduled_at_ms`
+//! take `D[(scheduled_at_ms / STEP_MS) % len]` milliseconds (cut short when the run is killed).
+//! It records its start like `noop` and, with `XJOB_BENCH_RECORD_EACH=1`, a line
+//! `end JOB_ID SCHEDULED_AT_MS END_MS` as it returns, so the harness sees which runs of a job
+//! were going at the same time (record readers that want three numbers skip that line).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -61,6 +68,19 @@ impl Recorder {
                 {
                     eprintln!("cannot append a record: {error}");
                 }
+            }
+        }
+    }
+
+    /// A `slow` run's end (kept only in the file: only the campaign, which records each,
+    /// runs slow handlers).
+    fn record_end(&self, job_id: i64, scheduled_at_ms: i64, end_ms: i64) {
+        if let Recorder::Each(file) = self {
+            let line = format!("end {job_id} {scheduled_at_ms} {end_ms}\n");
+            if let Ok(mut file) = file.lock()
+                && let Err(error) = file.write_all(line.as_bytes())
+            {
+                eprintln!("cannot append an end record: {error}");
             }
         }
     }
@@ -120,13 +140,29 @@ async fn main() -> anyhow::Result<()> {
         recording.record(ctx.job_id(), ctx.scheduled_at_ms(), start_ms);
         async { JobResult::Ok(JobOutput::default()) }
     };
+    let slow_recording = recorder.clone();
+    let slow = move |ctx: JobContext| {
+        let recording = slow_recording.clone();
+        async move {
+            let (job_id, scheduled_at_ms) = (ctx.job_id(), ctx.scheduled_at_ms());
+            recording.record(job_id, scheduled_at_ms, now_ms());
+            let length = slow_length(ctx.params(), scheduled_at_ms);
+            tokio::select! {
+                _ = tokio::time::sleep(length) => {}
+                _ = ctx.cancelled() => {}
+            }
+            recording.record_end(job_id, scheduled_at_ms, now_ms());
+            JobResult::Ok(JobOutput::default())
+        }
+    };
     let log_dir = run_log_root().join(format!("xjob-bench-executor-{}", std::process::id()));
     let mut builder = Executor::builder()
         .app_name("xjob-bench")
         .admin_addrs(admin_addrs)
         .bind(bind.clone())
         .log_dir(&log_dir)
-        .handler("noop", handler);
+        .handler("noop", handler)
+        .handler("slow", slow);
     if let Ok(advertised) = std::env::var("XJOB_BENCH_ADVERTISE") {
         builder = builder.advertise_address(advertised);
     }
@@ -153,6 +189,21 @@ fn run_log_root() -> std::path::PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
+/// How long a `slow` run of the occurrence at `scheduled_at_ms` takes, from its parameters
+/// `STEP_MS:D1,D2,…`; zero when they do not parse.
+fn slow_length(params: &str, scheduled_at_ms: i64) -> std::time::Duration {
+    let parsed = params.split_once(':').and_then(|(step, lengths)| {
+        let step: i64 = step.trim().parse().ok().filter(|step| *step > 0)?;
+        let lengths: Vec<u64> = lengths
+            .split(',')
+            .map(|length| length.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let index = (scheduled_at_ms.div_euclid(step) as usize) % lengths.len().max(1);
+        lengths.get(index).copied()
+    });
+    std::time::Duration::from_millis(parsed.unwrap_or(0))
+}
+
 /// The comma-separated admin addresses, blanks dropped.
 fn admin_list(text: &str) -> Vec<String> {
     text.split(',')
@@ -173,5 +224,15 @@ mod tests {
             ["http://a:1", "http://b:2", "http://c:3"]
         );
         assert!(admin_list(" , ").is_empty());
+    }
+
+    #[test]
+    fn a_slow_run_takes_the_length_of_its_step() {
+        let ms = |params, at| slow_length(params, at).as_millis();
+        assert_eq!(ms("2000:2500,0", 4000), 2500);
+        assert_eq!(ms("2000:2500,0", 6000), 0);
+        assert_eq!(ms("2000:2500,0", 8000), 2500);
+        assert_eq!(ms("nonsense", 8000), 0);
+        assert_eq!(ms("0:100", 8000), 0);
     }
 }

@@ -11,6 +11,7 @@
 //! - `inject`: applying and healing one fault;
 //! - `checker`: the verdict per occurrence;
 //! - `backfill`: the backfill run under the same faults, and its verdict;
+//! - `overlap`: jobs under overlap policies whose runs outlast their period, and their verdict;
 //! - `report`: the timeline, the table, the JSON line.
 
 pub mod backfill;
@@ -19,6 +20,7 @@ pub mod cluster;
 pub mod disk;
 pub mod inject;
 pub mod options;
+pub mod overlap;
 pub mod plan;
 pub mod proxy;
 pub mod report;
@@ -150,7 +152,11 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     let job_ids = grpc::create_jobs(&client, &spec).await?;
     // Never started: it runs only what its backfill creates.
     let backfill_job = grpc::create_job(&mut client, group_id, "backfill", "* * * * * ?").await?;
-    let first_fire_ms = grpc::start_jobs(&client, &job_ids).await?;
+    let overlap_jobs = overlap::create(&mut client, group_id, options.overlap).await?;
+    let mut started: Vec<i64> = job_ids.clone();
+    started.extend(overlap_jobs.iter().map(|job| job.id));
+    let first_fire_ms = grpc::start_jobs(&client, &started).await?;
+    let watcher = overlap::Watcher::start(store.clone(), &overlap_jobs);
     let window_start_ms = first_fire_ms + args.warmup as i64 * 1000;
     let window_end_ms = window_start_ms + args.duration as i64 * 1000;
     let faults = plan::draw(&plan::Shape {
@@ -187,10 +193,25 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         timeline.push(inject::inject(&mut cluster, fault).await);
     }
     sleep_until_ms(window_end_ms + args.drain as i64 * 1000, "window and drain").await;
+    let most_waiting = watcher.stop();
     cluster.stop_processes()?;
 
-    let records = read_records(scratch.path(), plan.executors)?;
+    let mut records = read_records(scratch.path(), plan.executors)?;
+    let ends = overlap::read_ends(scratch.path(), plan.executors)?;
     let rows = crate::disrupt::all_rows(&store, group_id).await?;
+    let overlap_rows = overlap::rows(&store, group_id, &overlap_jobs).await?;
+    let overlap_verdicts = overlap::check(
+        &overlap_jobs,
+        (window_start_ms, window_end_ms),
+        &overlap::Seen {
+            records: &records,
+            ends: &ends,
+            rows: &overlap_rows,
+            most_waiting: &most_waiting,
+        },
+    );
+    // The overlap jobs' runs are not the every-second jobs' (they would be off their schedule).
+    records.retain(|record| !overlap_jobs.iter().any(|job| job.id == record.0));
     let backfill_end = match backfill_id {
         Some(id) => Some(
             store
@@ -222,7 +243,7 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         &rows,
         MISFIRE_THRESHOLD_MS,
     );
-    let verdicts = (verdict, backfill_verdict);
+    let verdicts = (verdict, backfill_verdict, overlap_verdicts);
     finish(args, plan, seed, &timeline, verdicts, window_start_ms)
 }
 
@@ -232,7 +253,11 @@ fn finish(
     plan: &Plan,
     seed: u64,
     timeline: &[inject::Happened],
-    (verdict, backfill): (checker::Verdict, Option<backfill::Verdict>),
+    (verdict, backfill, overlap): (
+        checker::Verdict,
+        Option<backfill::Verdict>,
+        Vec<overlap::Verdict>,
+    ),
     window_start_ms: i64,
 ) -> anyhow::Result<()> {
     eprint!("{}", report::timeline_text(timeline, window_start_ms));
@@ -243,10 +268,14 @@ fn finish(
     if let Some(backfill) = &backfill {
         eprint!("{}", backfill::text(backfill, window_start_ms));
     }
+    if !overlap.is_empty() {
+        eprint!("{}", overlap::text(&overlap));
+    }
     let failed = verdict.failed_campaign()
         || backfill
             .as_ref()
-            .is_some_and(backfill::Verdict::failed_campaign);
+            .is_some_and(backfill::Verdict::failed_campaign)
+        || overlap.iter().any(overlap::Verdict::failed_campaign);
     let line = report::CampaignLine {
         workload: "campaign",
         seed,
@@ -260,6 +289,7 @@ fn finish(
         fault_errors: timeline.iter().filter(|h| h.error.is_some()).count(),
         verdict,
         backfill,
+        overlap,
         misfire_threshold_ms: MISFIRE_THRESHOLD_MS,
         commit: crate::processes::git_commit(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))),
     };
@@ -274,10 +304,16 @@ fn finish(
         .backfill
         .as_ref()
         .map_or((0, 0), |backfill| (backfill.lost, backfill.duplicated));
+    let overlap_failed: Vec<&str> = line
+        .overlap
+        .iter()
+        .filter(|verdict| verdict.failed_campaign())
+        .map(|verdict| verdict.policy.as_str())
+        .collect();
     anyhow::ensure!(
         !failed,
         "campaign with seed {seed}: {} occurrences lost, {} duplicated; backfill: {} lost, {} \
-         duplicated (timeline above)",
+         duplicated; overlap policies failed: {overlap_failed:?} (timeline and tables above)",
         line.verdict.lost,
         line.verdict.duplicated,
         backfill_lost,

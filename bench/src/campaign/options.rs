@@ -26,4 +26,9 @@ pub struct Options {
     /// over this many seconds before the window, under the same faults; 0 for none.
     #[arg(long, default_value_t = 240)]
     pub backfill: u64,
+    /// Campaign: this many jobs of each overlap policy (BUFFER_ALL, BUFFER_ONE, SKIP) firing
+    /// every other second, with runs that sometimes last longer than that, under the same
+    /// faults; 0 for none.
+    #[arg(long, default_value_t = 2)]
+    pub overlap: usize,
 }

@@ -25,6 +25,8 @@ pub struct CampaignLine {
     pub verdict: Verdict,
     /// The backfill's verdict (none with `--backfill 0`).
     pub backfill: Option<super::backfill::Verdict>,
+    /// The overlap policies' verdicts, one per policy (none with `--overlap 0`).
+    pub overlap: Vec<super::overlap::Verdict>,
     pub misfire_threshold_ms: i64,
     pub commit: String,
 }

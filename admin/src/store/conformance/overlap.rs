@@ -153,3 +153,62 @@ async fn waiting_runs_are_released_oldest_first_once_nothing_runs_and_once_only_
         store.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_fire_of_the_schedule_held_back_pending_goes_before_the_later_ones() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        // Its claim failed (the database was down): still PENDING, its admin retrying it.
+        let held = insert(&store, fire(&job, 1_000, "n1", 1)).await;
+        // A retry in its backoff is not judged by the policy, so it holds nothing back.
+        let retry = NewRun {
+            fire_key: Some(NewRun::fire_key(job.id, 500, 0, 1)),
+            attempt: 1,
+            ..fire(&job, 500, "n1", 1)
+        };
+        insert(&store, retry).await;
+        let later = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        assert_eq!(
+            store.overlap_state(job.id, later).await.expect("state"),
+            Overlap {
+                running: vec![(held, String::new())],
+                waiting: Vec::new(),
+            },
+            "{backend}: the held-back fire is going, though nothing runs"
+        );
+        let parked = store.park_run(later, job.id, &n1(), 0, "wait").await;
+        assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
+        let releaser = NodeIdentity::new("n2", 5);
+        assert!(
+            store
+                .release_waiting(&releaser, 3_000, 10)
+                .await
+                .expect("release")
+                .is_empty(),
+            "{backend}: not released ahead of the older held-back fire"
+        );
+        // Its claim goes through at last: it sees the later one waiting and waits behind it
+        // (the trigger parks it), then goes first, being the oldest.
+        let claimed = store
+            .claim_runs(&[held], &n1(), 4_000)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "{backend}");
+        assert_eq!(
+            store.overlap_state(job.id, held).await.expect("state"),
+            Overlap {
+                running: Vec::new(),
+                waiting: vec![later],
+            },
+            "{backend}"
+        );
+        let parked = store.park_run(held, job.id, &n1(), 0, "wait").await;
+        assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
+        let released = store
+            .release_waiting(&releaser, 5_000, 10)
+            .await
+            .expect("release");
+        assert_eq!(ids_of(&released), vec![held], "{backend}: oldest first");
+        store.close().await;
+    }
+}

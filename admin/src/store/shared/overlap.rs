@@ -30,7 +30,16 @@ pub enum Parked {
     Gone,
 }
 
-/// The job's RUNNING runs older than `before` (with their executor) and its WAITING runs.
+/// A fire of the schedule written and not claimed yet: it will be judged and sent in its turn,
+/// so a later fire counts it as going. A database outage or an admin's death can hold such a
+/// fire back while the next one is claimed; without this, the later fire went first and the
+/// held one, judged by the runs before it only, was sent over it (two runs at once, out of
+/// order). Retries and child runs are not judged by the policy and do not count.
+const HELD_BACK_FIRE: &str = "status = 'PENDING' AND trigger_type IN ('CRON', 'MISFIRE') \
+                              AND attempt = 0 AND shard_index = 0";
+
+/// The job's runs older than `before` that are still going, oldest first: RUNNING (with their
+/// executor) or a fire of the schedule held back PENDING (no executor); and its WAITING runs.
 pub async fn overlap_state<DB: Dialect>(
     db: Pools<'_, DB>,
     job_id: JobId,
@@ -58,8 +67,36 @@ pub async fn overlap_state<DB: Dialect>(
         ))
     })
     .collect::<StoreResult<Vec<_>>>()?;
+    let held = held_back_before::<DB>(&mut conn, job_id, before, MOST_LISTED).await?;
+    let mut running: Vec<(LogId, String)> = running
+        .into_iter()
+        .chain(held.into_iter().map(|id| (id, String::new())))
+        .collect();
+    running.sort_by_key(|(id, _)| id.0);
+    running.truncate(MOST_LISTED as usize);
     let waiting = waiting_ids::<DB>(&mut conn, job_id, MOST_LISTED).await?;
     Ok(Overlap { running, waiting })
+}
+
+/// The job's fires of the schedule older than `before` still PENDING (`HELD_BACK_FIRE`).
+async fn held_back_before<DB: Dialect>(
+    conn: &mut DB::Connection,
+    job_id: JobId,
+    before: LogId,
+    limit: i64,
+) -> StoreResult<Vec<LogId>> {
+    // SQLite: the partial index of PENDING rows (a small set), not the job's whole history.
+    Sql::<DB>::new(format!(
+        "SELECT id FROM xjob_log WHERE {} = ",
+        unindexed::<DB>("job_id")
+    ))
+    .bind(job_id.0)
+    .push(&format!(" AND {HELD_BACK_FIRE} AND id < "))
+    .bind(before.0)
+    .push(" ORDER BY id LIMIT ")
+    .bind(limit)
+    .fetch_column::<LogId>(conn)
+    .await
 }
 
 /// The job's WAITING runs, oldest first.
@@ -179,7 +216,13 @@ async fn release_one<DB: Dialect>(
     .push(" AND status = 'RUNNING' LIMIT 1")
     .fetch_optional(&mut tx)
     .await?;
-    if busy.is_some() {
+    // A fire held back before the head is older: it goes first (it waits behind the head
+    // when it is judged, and the oldest waiting run is released first).
+    if busy.is_some()
+        || !held_back_before::<DB>(&mut tx, job_id, head, 1)
+            .await?
+            .is_empty()
+    {
         return Ok(None);
     }
     let changed = Sql::<DB>::new("UPDATE xjob_log SET status = 'RUNNING', owner_node = ")
