@@ -147,11 +147,19 @@ async fn get_run(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
 
 /// Waits until the run is no longer RUNNING; returns it.
 async fn wait_ended(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
-    wait_until(DEADLINE, "the workflow run to end", || async {
+    let ended = wait_until(DEADLINE, "the workflow run to end", || async {
         let run = get_run(setup, id).await.ok()?;
         (run.state != pb::WorkflowRunState::Running as i32).then_some(run)
     })
-    .await
+    .await;
+    if ended.is_err() {
+        // What it was waiting for, to tell which node held the run.
+        eprintln!(
+            "workflow run {id} still running: {:?}",
+            get_run(setup, id).await
+        );
+    }
+    ended
 }
 
 fn node_of<'a>(run: &'a pb::WorkflowRun, key: &str) -> &'a pb::WorkflowRunNode {
@@ -296,6 +304,12 @@ async fn a_cancelled_run_kills_its_running_node_and_starts_nothing_more() -> any
         let run = get_run(&setup, run_id).await.ok()?;
         let s = node_of(&run, "s");
         (s.run_status == pb::RunStatus::Running as i32).then_some(s.log_id)
+    })
+    .await?;
+    // Sent: the admin knows its executor, so the kill has somewhere to go.
+    wait_until(DEADLINE, "node s's run to reach its executor", || async {
+        let log = setup.cluster.get_log(log_id).await.ok()?;
+        (!log.executor_address.is_empty()).then_some(())
     })
     .await?;
 
