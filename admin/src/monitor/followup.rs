@@ -60,6 +60,10 @@ pub async fn run_followup(ctx: Arc<AdminContext>, alarms: AlarmQueue, cancel: Ca
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(interval) => {}
+            // A workflow run was started: advance the runs in the next round, not 5 s later.
+            _ = followup.ctx.workflow_wake.notified() => {
+                followup.last_readvance_ms.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 }

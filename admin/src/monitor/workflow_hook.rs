@@ -17,8 +17,8 @@ use crate::store::StoreError;
 
 /// How often each admin advances every RUNNING workflow run.
 pub const READVANCE_EVERY_MS: i64 = 5_000;
-/// Most runs one periodic pass advances (the oldest first).
-const READVANCE_BATCH: i64 = 200;
+/// Most runs one periodic pass advances (the newest first: a run just started comes first).
+const READVANCE_BATCH: i64 = 1_000;
 
 /// A node's state from its run's final status; `None` while it is not final.
 fn node_state(status: RunStatus) -> Option<NodeState> {

@@ -168,8 +168,8 @@ pub async fn node_ended(
     advance(store, run_id, node, now_ms).await
 }
 
-/// Advances every RUNNING workflow run (at most `limit`): what a crash between a run's start
-/// and its first advance left undone is written here; for the others nothing changes.
+/// Advances the RUNNING workflow runs (the `limit` newest): a run just started gets its
+/// roots, and what a crash left undone is written; for the others nothing changes.
 pub async fn readvance_running(
     store: &Store,
     node: &NodeIdentity,

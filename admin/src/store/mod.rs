@@ -340,7 +340,7 @@ shared! {
     fn get_workflow_run(&self, run_id: i64) -> StoreResult<Option<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
     /// A workflow's runs, newest first, with their nodes.
     fn list_workflow_runs(&self, workflow_id: WorkflowId, offset: i64, limit: i64) -> StoreResult<Vec<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
-    /// Ids of the RUNNING workflow runs, oldest first (the periodic re-advance).
+    /// Ids of the RUNNING workflow runs, newest first (the periodic re-advance).
     fn running_workflow_runs(&self, limit: i64) -> StoreResult<Vec<i64>> => workflow_runs;
     /// `(log id, run id, node key)` of the RUNNING workflow nodes running one of `log_ids`.
     fn running_workflow_nodes(&self, log_ids: &[LogId]) -> StoreResult<Vec<(LogId, i64, String)>> => workflow_runs;

@@ -15,7 +15,6 @@ use crate::auth::{Caller, Permission, Scope};
 use crate::error::Error;
 use crate::model::workflow_run::{NewWorkflowRun, NodeState, WorkflowRun, WorkflowRunStatus};
 use crate::model::{LogId, RunLog, RunStatus, WorkflowId};
-use crate::monitor::workflow_step;
 use crate::store::writer_gate::api_write;
 
 /// The most bytes of params a run takes (each node's run gets them, plus its parents'
@@ -70,22 +69,18 @@ impl JobAdminService {
         for job in jobs.values() {
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
-        let now = self.ctx.clock.now_ms();
         let new_run = NewWorkflowRun {
             graph: workflow,
             params: request.params,
-            created_ms: now,
+            created_ms: self.ctx.clock.now_ms(),
         };
         let run_id = api_write(self.store().insert_workflow_run(&new_run))
             .await
             .map_err(Error::from)?;
-        // Its roots, PENDING and due at once: the follow-up loop sends them. Should this fail
-        // (or the admin die here), the periodic advance of RUNNING runs starts them.
-        let advanced = workflow_step::advance(self.store(), run_id, &self.ctx.node, now).await;
-        if let Err(error) = advanced {
-            tracing::warn!(%error, workflow_run_id = run_id,
-                "starting a workflow run's roots failed; the periodic advance retries");
-        }
+        // The follow-up loop advances it: its roots become PENDING runs due at once, which
+        // the same round sends. Should this admin die first, any admin's periodic advance of
+        // the RUNNING runs starts them.
+        self.ctx.workflow_wake.notify_one();
         let summary = format!("run {run_id}");
         self.audit(
             &caller,

@@ -242,14 +242,15 @@ pub async fn list_workflow_runs<DB: Dialect>(
     Ok(runs)
 }
 
-/// Ids of the RUNNING workflow runs, oldest first, at most `limit`.
+/// Ids of the RUNNING workflow runs, newest first (a run just started, whose roots are to
+/// start, comes before long-running ones), at most `limit`.
 pub async fn running_workflow_runs<DB: Dialect>(
     db: Pools<'_, DB>,
     limit: i64,
 ) -> StoreResult<Vec<i64>> {
     let rows = Sql::<DB>::new("SELECT id FROM xjob_workflow_run WHERE status = ")
         .bind(WorkflowRunStatus::Running.as_str())
-        .push(" ORDER BY id LIMIT ")
+        .push(" ORDER BY id DESC LIMIT ")
         .bind(limit)
         .fetch_all(&mut *db.read().await?)
         .await?;
