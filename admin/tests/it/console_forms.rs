@@ -1734,7 +1734,14 @@ async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow
         assert!(page.body.contains(part), "{part}: {:.4000}", page.body);
     }
     let chinese = format!("{}; xjob_lang=zh", fx.cookie);
-    let zh = http(fx.http_port, "GET", &format!("/workflows/{id}"), &chinese, "").await?;
+    let zh = http(
+        fx.http_port,
+        "GET",
+        &format!("/workflows/{id}"),
+        &chinese,
+        "",
+    )
+    .await?;
     assert!(zh.body.contains("最近一次运行"), "{:.3000}", zh.body);
     assert!(!zh.body.contains("Latest run"), "{:.3000}", zh.body);
     let zh_list = http(fx.http_port, "GET", "/workflows", &chinese, "").await?;
