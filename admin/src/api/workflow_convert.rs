@@ -95,40 +95,6 @@ fn condition_to_pb(condition: EdgeCondition) -> pb::WorkflowEdgeCondition {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_workflow_round_trips_and_unknown_enums_are_refused() {
-        let wire = pb::Workflow {
-            id: 3,
-            group_id: 1,
-            name: "w".into(),
-            nodes: vec![pb::WorkflowNode {
-                key: "a".into(),
-                job_id: 7,
-                fan_in: pb::WorkflowFanIn::AnySuccess as i32,
-            }],
-            edges: vec![pb::WorkflowEdge {
-                from: "a".into(),
-                to: "a".into(),
-                condition: pb::WorkflowEdgeCondition::OnFailure as i32,
-            }],
-            updated_ms: 0,
-        };
-        let model = workflow_from_pb(wire.clone()).expect("converts");
-        assert_eq!(workflow_to_pb(model), wire);
-        let mut unknown = wire;
-        unknown.edges[0].condition = 42;
-        let error = workflow_from_pb(unknown).expect_err("refused");
-        assert_eq!(
-            error.to_string(),
-            "workflow.edges[0].condition: unknown value 42"
-        );
-    }
-}
-
 /// A workflow run on the wire: each node of its graph in graph order, with its run (`logs`,
 /// by log id) when it started; `with_nodes` false leaves nodes and edges out (lists).
 pub fn workflow_run_to_pb(
@@ -198,5 +164,39 @@ fn node_state_to_pb(state: NodeState) -> pb::WorkflowNodeState {
         NodeState::Succeeded => pb::WorkflowNodeState::Succeeded,
         NodeState::Failed => pb::WorkflowNodeState::Failed,
         NodeState::Skipped => pb::WorkflowNodeState::Skipped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workflow_round_trips_and_unknown_enums_are_refused() {
+        let wire = pb::Workflow {
+            id: 3,
+            group_id: 1,
+            name: "w".into(),
+            nodes: vec![pb::WorkflowNode {
+                key: "a".into(),
+                job_id: 7,
+                fan_in: pb::WorkflowFanIn::AnySuccess as i32,
+            }],
+            edges: vec![pb::WorkflowEdge {
+                from: "a".into(),
+                to: "a".into(),
+                condition: pb::WorkflowEdgeCondition::OnFailure as i32,
+            }],
+            updated_ms: 0,
+        };
+        let model = workflow_from_pb(wire.clone()).expect("converts");
+        assert_eq!(workflow_to_pb(model), wire);
+        let mut unknown = wire;
+        unknown.edges[0].condition = 42;
+        let error = workflow_from_pb(unknown).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "workflow.edges[0].condition: unknown value 42"
+        );
     }
 }
