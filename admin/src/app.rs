@@ -357,6 +357,7 @@ fn build(config: Arc<Config>, opened: Opened, clock: SharedClock, lifecycle: &Li
         trigger: Arc::clone(&trigger),
         executors,
         schedule_wake: Arc::clone(&schedule_wake),
+        workflow_wake: Arc::default(),
         node: node.clone(),
         clock: Arc::clone(&clock),
         tasks: lifecycle.stage(Stage::Loops).clone(),

@@ -25,6 +25,8 @@ pub struct AdminContext {
     pub executors: Arc<ExecutorClient>,
     /// Wakes the schedule scan early (a job was started or its schedule changed).
     pub schedule_wake: Arc<Notify>,
+    /// Wakes the follow-up loop to advance the workflow runs at once (a run was started).
+    pub workflow_wake: Arc<Notify>,
     /// This admin's node id and epoch.
     pub node: NodeIdentity,
     /// The clock the loops decide by.

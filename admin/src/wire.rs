@@ -87,6 +87,7 @@ to: trigger_type_to_pb, from: trigger_type_from_pb, checked: pb_trigger_type,
     Api <-> Api,
     Misfire <-> Misfire,
     Backfill <-> Backfill,
+    Workflow <-> Workflow,
 });
 enum_conversions!(BackfillState <-> pb::BackfillState,
 to: backfill_state_to_pb, from: backfill_state_from_pb, checked: pb_backfill_state,

@@ -33,6 +33,7 @@ mod render;
 mod runs;
 mod users;
 mod view;
+mod workflow_runs;
 mod workflows;
 
 use clap::{Args, Subcommand};
@@ -54,7 +55,7 @@ pub enum Command {
     Calendars(Noun<calendars::CalendarsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
-    /// Workflows (graphs of jobs): list, show, create, update, delete.
+    /// Workflows (graphs of jobs): list, show, create, update, delete; start, runs, run, cancel.
     Workflows(Noun<workflows::WorkflowsCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {

@@ -1,4 +1,4 @@
-//! `xjob workflows …`: named graphs of jobs. A workflow is written as a JSON file (the same
+//! `xjob workflows …`: named graphs of jobs (and their runs: `workflow_runs`). A workflow is written as a JSON file (the same
 //! shape `xjob workflows show ID -o json` prints, so one can be read, edited and saved back):
 //!
 //! ```json
@@ -18,6 +18,7 @@ use super::error::CliError;
 use super::group_names::resolve_group;
 use super::prompt::confirm;
 use super::render::{self, Details, Output, Table};
+use super::workflow_runs;
 
 #[derive(Subcommand)]
 pub enum WorkflowsCommand {
@@ -44,6 +45,24 @@ pub enum WorkflowsCommand {
     /// Deletes a workflow.
     Delete {
         id: i64,
+        /// Do not ask for confirmation (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Starts a run of a workflow; prints the run's id.
+    Start {
+        id: i64,
+        /// Params of every node's run (default: each node's job's own).
+        #[arg(long)]
+        params: Option<String>,
+    },
+    /// Lists a workflow's runs, newest first.
+    Runs { id: i64 },
+    /// Shows a workflow run: each node's state, run and result.
+    Run { run_id: i64 },
+    /// Cancels a running workflow run: no node starts any more, running ones are killed.
+    Cancel {
+        run_id: i64,
         /// Do not ask for confirmation (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
@@ -258,6 +277,14 @@ pub async fn run(
                 &serde_json::json!({ "deleted_workflow_id": id }),
                 &format!("Deleted workflow {id}"),
             )
+        }
+        WorkflowsCommand::Start { id, params } => {
+            workflow_runs::start(&mut client, out, id, params).await
+        }
+        WorkflowsCommand::Runs { id } => workflow_runs::list(&mut client, out, id).await,
+        WorkflowsCommand::Run { run_id } => workflow_runs::show(&mut client, out, run_id).await,
+        WorkflowsCommand::Cancel { run_id, yes } => {
+            workflow_runs::cancel(&mut client, out, run_id, yes).await
         }
     }
 }

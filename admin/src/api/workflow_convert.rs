@@ -4,9 +4,11 @@
 use xjob_proto::pb;
 
 use crate::error::Error;
+use crate::model::workflow_run::{NodeState, WorkflowRun, WorkflowRunStatus};
 use crate::model::{
     EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
 };
+use crate::model::{LogId, RunLog};
 
 /// A workflow off the wire; `updated_ms` is left for the handler to set.
 pub fn workflow_from_pb(workflow: pb::Workflow) -> Result<Workflow, Error> {
@@ -90,6 +92,78 @@ fn condition_to_pb(condition: EdgeCondition) -> pb::WorkflowEdgeCondition {
         EdgeCondition::OnSuccess => pb::WorkflowEdgeCondition::OnSuccess,
         EdgeCondition::OnFailure => pb::WorkflowEdgeCondition::OnFailure,
         EdgeCondition::Always => pb::WorkflowEdgeCondition::Always,
+    }
+}
+
+/// A workflow run on the wire: each node of its graph in graph order, with its run (`logs`,
+/// by log id) when it started; `with_nodes` false leaves nodes and edges out (lists).
+pub fn workflow_run_to_pb(
+    run: WorkflowRun,
+    logs: &std::collections::HashMap<LogId, RunLog>,
+    with_nodes: bool,
+) -> pb::WorkflowRun {
+    let running = run.status == WorkflowRunStatus::Running;
+    let nodes = if with_nodes {
+        (run.graph.nodes.iter())
+            .map(|graph_node| {
+                let stored = run.nodes.iter().find(|node| node.key == graph_node.key);
+                let log = stored.and_then(|node| logs.get(&node.log_id));
+                let state = match stored.map(|node| node.state) {
+                    Some(state) => node_state_to_pb(state),
+                    None if running => pb::WorkflowNodeState::Waiting,
+                    // The run ended before this node's turn came.
+                    None => pb::WorkflowNodeState::Skipped,
+                };
+                pb::WorkflowRunNode {
+                    key: graph_node.key.clone(),
+                    job_id: graph_node.job_id.0,
+                    state: state as i32,
+                    log_id: stored.map(|node| node.log_id.0).unwrap_or(0),
+                    started_ms: log.map(|log| log.trigger_time_ms).unwrap_or(0),
+                    ended_ms: log.map(|log| log.handle_time_ms).unwrap_or(0),
+                    result: log.map(|log| log.handle_msg.clone()).unwrap_or_default(),
+                    run_status: log
+                        .map(|log| crate::wire::run_status_to_pb(log.status) as i32)
+                        .unwrap_or(0),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let edges = if with_nodes {
+        workflow_to_pb(run.graph.clone()).edges
+    } else {
+        Vec::new()
+    };
+    pb::WorkflowRun {
+        id: run.id,
+        workflow_id: run.graph.id.0,
+        group_id: run.graph.group_id.0,
+        state: run_state_to_pb(run.status) as i32,
+        params: run.params,
+        created_ms: run.created_ms,
+        finished_ms: run.finished_ms,
+        nodes,
+        edges,
+    }
+}
+
+fn run_state_to_pb(status: WorkflowRunStatus) -> pb::WorkflowRunState {
+    match status {
+        WorkflowRunStatus::Running => pb::WorkflowRunState::Running,
+        WorkflowRunStatus::Succeeded => pb::WorkflowRunState::Succeeded,
+        WorkflowRunStatus::Failed => pb::WorkflowRunState::Failed,
+        WorkflowRunStatus::Cancelled => pb::WorkflowRunState::Cancelled,
+    }
+}
+
+fn node_state_to_pb(state: NodeState) -> pb::WorkflowNodeState {
+    match state {
+        NodeState::Running => pb::WorkflowNodeState::Running,
+        NodeState::Succeeded => pb::WorkflowNodeState::Succeeded,
+        NodeState::Failed => pb::WorkflowNodeState::Failed,
+        NodeState::Skipped => pb::WorkflowNodeState::Skipped,
     }
 }
 

@@ -16,6 +16,7 @@ pub enum Nav {
     Runs,
     Executors,
     Calendars,
+    Workflows,
     Users,
     Audit,
     None,
@@ -89,6 +90,7 @@ fn header(viewer: &Viewer, nav: Nav) -> Markup {
         (Nav::Runs, "/runs", t(lang, "nav.runs")),
         (Nav::Executors, "/executors", t(lang, "nav.executors")),
         (Nav::Calendars, "/calendars", t(lang, "nav.calendars")),
+        (Nav::Workflows, "/workflows", t(lang, "nav.workflows")),
     ];
     if viewer.is_admin() && !viewer.is_open() {
         entries.push((Nav::Users, "/users", t(lang, "nav.users")));

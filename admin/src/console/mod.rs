@@ -113,6 +113,8 @@ fn router(console: Shared) -> Router {
             "/groups/{id}",
             get(pages::groups::edit_form).post(pages::groups::update),
         )
+        .route("/workflows", get(pages::workflows::list))
+        .route("/workflows/{id}", get(pages::workflows::detail))
         .route("/calendars", get(pages::calendars::list))
         .route(
             "/calendars/new",

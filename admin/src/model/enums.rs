@@ -86,6 +86,7 @@ named_enum!(
         Api => "API",
         Misfire => "MISFIRE",
         Backfill => "BACKFILL",
+        Workflow => "WORKFLOW",
     }
 );
 named_enum!(

@@ -221,13 +221,13 @@ impl<Id> Fire<Id> {
 
     /// The next attempt of this fire (a retry): same instant, shard, handler and params. A
     /// backfill's run stays BACKFILL (its `attempt` tells the retry), so the retry is sent
-    /// after its backoff, not at the future time its occurrence may stand for.
+    /// after its backoff, not at the future time its occurrence may stand for. A workflow
+    /// node's run stays WORKFLOW: its success, too, must be followed up to end the node.
     pub fn next_attempt(&self) -> Fire<()> {
         Fire {
-            trigger_type: if self.is_backfill() {
-                TriggerType::Backfill
-            } else {
-                TriggerType::Retry
+            trigger_type: match self.trigger_type {
+                TriggerType::Backfill | TriggerType::Workflow => self.trigger_type,
+                _ => TriggerType::Retry,
             },
             attempt: self.attempt + 1,
             ..self.shard_of(self.shard.index, self.shard.total)

@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 use super::alarm_queue::{AlarmQueue, Reservation};
 use super::policy::{self, Children, Decision};
+use super::workflow_hook;
 use crate::context::AdminContext;
 use crate::health::Loop;
 use crate::model::{AlarmStatus, Fire, Job, JobId, LogId, NewRun, RunLog};
@@ -42,6 +43,7 @@ pub async fn run_followup(ctx: Arc<AdminContext>, alarms: AlarmQueue, cancel: Ca
         alarms,
         uncertain_claims: std::sync::Mutex::new(Vec::new()),
         oldest_handled_ms: std::sync::atomic::AtomicI64::new(i64::MAX),
+        last_readvance_ms: std::sync::atomic::AtomicI64::new(0),
     };
     let interval = followup.ctx.config.followup_interval;
     loop {
@@ -58,6 +60,10 @@ pub async fn run_followup(ctx: Arc<AdminContext>, alarms: AlarmQueue, cancel: Ca
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(interval) => {}
+            // A workflow run was started: advance the runs in the next round, not 5 s later.
+            _ = followup.ctx.workflow_wake.notified() => {
+                followup.last_readvance_ms.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 }
@@ -72,6 +78,8 @@ struct Followup {
     /// When the earliest-finished run this round handled had finished (`i64::MAX`: none), for
     /// the lag metric.
     oldest_handled_ms: std::sync::atomic::AtomicI64,
+    /// When this admin last advanced every RUNNING workflow run (`readvance_workflows`).
+    last_readvance_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Followup {
@@ -87,6 +95,7 @@ impl Followup {
         };
         crate::metrics::set_followup_lag(lag_ms);
         handled?;
+        self.readvance_workflows().await?;
         self.dispatch_due().await
     }
 
@@ -128,6 +137,9 @@ impl Followup {
         }
         let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         let jobs: HashMap<JobId, Arc<Job>> = self.ctx.store.get_jobs(&job_ids).await?;
+        // Before the claims close: a crash in between leaves the claim to be adopted and this
+        // redone, which writes nothing twice.
+        workflow_hook::end_nodes(&self.ctx, &runs, &jobs).await?;
         // Most runs (a success without children) need nothing but their claim closed: one
         // statement for all of them instead of a transaction each.
         let mut nothing_to_do = Vec::new();
@@ -264,6 +276,19 @@ impl Followup {
             })
             .collect();
         Ok((runs, need_all_shards))
+    }
+
+    /// Every `workflow_hook::READVANCE_EVERY_MS`, advances the RUNNING workflow runs, for
+    /// what a crash between a run's start and its first advance left undone.
+    async fn readvance_workflows(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let now = self.ctx.clock.now_ms();
+        let last = self.last_readvance_ms.load(Ordering::Relaxed);
+        if now - last < workflow_hook::READVANCE_EVERY_MS {
+            return Ok(());
+        }
+        self.last_readvance_ms.store(now, Ordering::Relaxed);
+        workflow_hook::readvance(&self.ctx, now).await
     }
 
     /// Dispatches this node's delayed runs whose time has come (retries, child runs).

@@ -20,6 +20,7 @@ pub mod lost;
 pub mod notify;
 pub mod policy;
 pub mod stranded;
+pub mod workflow_hook;
 pub mod workflow_step;
 
 pub use alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::policy;
-use crate::model::workflow_run::{Step, WorkflowRunStatus, next_step};
+use crate::model::workflow_run::{NodeState, Step, WorkflowRun, WorkflowRunStatus, next_step};
 use crate::model::{Job, JobId, NewRun, NodeIdentity, TriggerType};
 use crate::store::{Store, StoreError};
 
@@ -68,7 +68,8 @@ pub async fn advance(
             }
             continue;
         };
-        let new_run = node_run(job, &run.params, now_ms, node);
+        let results = parent_results(store, &run, &key).await?;
+        let new_run = node_run(job, &run.params, &results, now_ms, node);
         if let Some(log_id) = store
             .start_workflow_node(run_id, &key, &new_run, now_ms)
             .await?
@@ -84,26 +85,108 @@ pub async fn advance(
     Ok(advanced)
 }
 
-/// A node's run: its job's, with the run's params when it has some.
-fn node_run(job: &Arc<Job>, params: &str, now_ms: i64, node: &NodeIdentity) -> NewRun {
+/// The most of a parent's result message a child receives, in characters: a result is a small
+/// payload ("the file it wrote", "42 rows"), not a data channel; the rest is cut off.
+pub const RESULT_LIMIT: usize = 1024;
+
+/// `(parent key, result message)` of node `key`'s parents that ended with a result, in the
+/// graph's edge order.
+async fn parent_results(
+    store: &Store,
+    run: &WorkflowRun,
+    key: &str,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut results = Vec::new();
+    for edge in run.graph.edges.iter().filter(|edge| edge.to == key) {
+        let parent = run.nodes.iter().find(|node| node.key == edge.from);
+        let Some(parent) = parent.filter(|parent| parent.log_id.0 > 0) else {
+            continue;
+        };
+        let Some(log) = store.get_log(parent.log_id).await? else {
+            continue;
+        };
+        if !log.handle_msg.is_empty() {
+            results.push((edge.from.clone(), log.handle_msg));
+        }
+    }
+    Ok(results)
+}
+
+/// The params a node's run gets: the run's (or, when the run has none, its job's), followed
+/// by one line `parent.<key>: <result>` per parent that returned a result message (its line
+/// breaks turned into spaces, at most `RESULT_LIMIT` characters), so a handler reads its
+/// parents' output from its params.
+pub fn node_params(base: &str, results: &[(String, String)]) -> String {
+    let mut params = base.to_string();
+    for (parent, result) in results {
+        if !params.is_empty() {
+            params.push('\n');
+        }
+        let result: String = (result.chars().take(RESULT_LIMIT))
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+            .collect();
+        params.push_str(&format!("parent.{parent}: {result}"));
+    }
+    params
+}
+
+/// A node's run: its job's, with the run's params when it has some, and its parents' results.
+fn node_run(
+    job: &Arc<Job>,
+    params: &str,
+    results: &[(String, String)],
+    now_ms: i64,
+    node: &NodeIdentity,
+) -> NewRun {
     let run = policy::child_run(job, now_ms, node);
+    let base = if params.is_empty() {
+        run.params.as_str()
+    } else {
+        params
+    };
+    let params = node_params(base, results);
     NewRun {
-        params: if params.is_empty() {
-            run.params.clone()
-        } else {
-            params.to_string()
-        },
-        // Until workflows have a trigger type of their own, a node's run is started by its
-        // parents like a child job's.
-        trigger_type: TriggerType::Parent,
+        params,
+        trigger_type: TriggerType::Workflow,
         ..run
     }
+}
+
+/// Records that node run `log_id` of workflow run `run_id` ended `state` (its last attempt),
+/// then advances the run. Repeating it (a follow-up redone after a crash) writes nothing twice.
+pub async fn node_ended(
+    store: &Store,
+    run_id: i64,
+    log_id: crate::model::LogId,
+    state: NodeState,
+    node: &NodeIdentity,
+    now_ms: i64,
+) -> Result<Advanced, StoreError> {
+    store
+        .finish_workflow_node(run_id, log_id, state, now_ms)
+        .await?;
+    advance(store, run_id, node, now_ms).await
+}
+
+/// Advances the RUNNING workflow runs (the `limit` newest): a run just started gets its
+/// roots, and what a crash left undone is written; for the others nothing changes.
+pub async fn readvance_running(
+    store: &Store,
+    node: &NodeIdentity,
+    now_ms: i64,
+    limit: i64,
+) -> Result<usize, StoreError> {
+    let mut started = 0;
+    for run_id in store.running_workflow_runs(limit).await? {
+        started += advance(store, run_id, node, now_ms).await?.started.len();
+    }
+    Ok(started)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workflow_run::{NewWorkflowRun, NodeState};
+    use crate::model::workflow_run::NewWorkflowRun;
     use crate::model::{EdgeCondition, FanIn, GroupId, Workflow, WorkflowEdge, WorkflowId};
     use crate::model::{LogId, WorkflowNode};
     use crate::store::conformance::{fresh_stores, group, job};

@@ -20,6 +20,7 @@ mod operations;
 mod overlap;
 mod recovery;
 mod schedule;
+mod workflow_runs;
 mod workflows;
 
 use std::sync::Arc;

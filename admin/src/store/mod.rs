@@ -338,6 +338,12 @@ shared! {
     fn finish_workflow_run(&self, run_id: i64, status: crate::model::workflow_run::WorkflowRunStatus, now_ms: i64) -> StoreResult<bool> => workflow_runs;
     /// A workflow run with its started and skipped nodes.
     fn get_workflow_run(&self, run_id: i64) -> StoreResult<Option<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
+    /// A workflow's runs, newest first, with their nodes.
+    fn list_workflow_runs(&self, workflow_id: WorkflowId, offset: i64, limit: i64) -> StoreResult<Vec<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
+    /// Ids of the RUNNING workflow runs, newest first (the periodic re-advance).
+    fn running_workflow_runs(&self, limit: i64) -> StoreResult<Vec<i64>> => workflow_runs;
+    /// `(log id, run id, node key)` of the RUNNING workflow nodes running one of `log_ids`.
+    fn running_workflow_nodes(&self, log_ids: &[LogId]) -> StoreResult<Vec<(LogId, i64, String)>> => workflow_runs;
     // ---- XXL-JOB import (`xjob import-xxl-job`)
     /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
     fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, JobId)>> => xxl_import;

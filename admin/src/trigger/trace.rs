@@ -44,7 +44,7 @@ impl FireTrace {
                 if let Some(earlier) = telemetry::trace_of_row(&fire.trace_from) {
                     let relation = match fire.trigger_type {
                         TriggerType::Retry => "previous attempt",
-                        TriggerType::Parent => "parent run",
+                        TriggerType::Parent | TriggerType::Workflow => "parent run",
                         _ => "earlier run",
                     };
                     builder = builder.with_links(vec![Link::new(

@@ -1196,3 +1196,110 @@ async fn connection_options_go_before_or_after_the_verb() -> anyhow::Result<()> 
     assert_eq!(before_the_noun.code, 2, "{before_the_noun:?}");
     Ok(())
 }
+
+/// `xjob workflows start|runs|run|cancel`: a two-node workflow runs to SUCCEEDED, its run shows
+/// each node's state and result; a run of a long node is cancelled, and cancelling it again
+/// is refused.
+#[tokio::test]
+async fn workflow_runs_from_the_command_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, "")?)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+    let group = id_of(&xjob_json(url, &["groups", "create", "--app-name", APP]).await?)?;
+    let executor = start_executor(url, &data_dir.path().join("executor-logs")).await?;
+    let mut jobs = Vec::new();
+    for (name, handler) in [("first", "quick"), ("second", "quick"), ("slow", "long")] {
+        let args = [
+            "jobs",
+            "create",
+            "--group",
+            APP,
+            "--name",
+            name,
+            "--handler",
+            handler,
+        ];
+        jobs.push(id_of(&xjob_json(url, &args).await?)?);
+    }
+    let chain = data_dir.path().join("chain.json");
+    std::fs::write(
+        &chain,
+        format!(
+            "{{\"group_id\": {group}, \"name\": \"chain\", \"nodes\": [{{\"key\": \"a\", \
+             \"job_id\": {}}}, {{\"key\": \"b\", \"job_id\": {}}}], \
+             \"edges\": [{{\"from\": \"a\", \"to\": \"b\"}}]}}",
+            jobs[0], jobs[1]
+        ),
+    )?;
+    let chain = chain.display().to_string();
+    let workflow = id_of(&xjob_json(url, &["workflows", "create", "--file", &chain]).await?)?;
+    let workflow = workflow.to_string();
+    let started = xjob_json(url, &["workflows", "start", &workflow]).await?;
+    let run = started["workflow_run_id"]
+        .as_i64()
+        .ok_or_else(|| anyhow::anyhow!("no run id in {started}"))?
+        .to_string();
+    let done = wait_until(
+        Duration::from_secs(30),
+        "the workflow run to end",
+        || async {
+            let shown = xjob_json(url, &["workflows", "run", &run]).await.ok()?;
+            (shown["state"] != "RUNNING").then_some(shown)
+        },
+    )
+    .await?;
+    assert_eq!(done["state"], "SUCCEEDED", "{done}");
+    assert_eq!(done["nodes"][1]["key"], "b", "{done}");
+    assert_eq!(done["nodes"][1]["state"], "SUCCEEDED", "{done}");
+    assert_eq!(done["nodes"][1]["result"], "quick done", "{done}");
+    let text = xjob(url, &["workflows", "run", &run]).await?;
+    assert!(
+        text.code == 0 && text.stdout.contains("b SUCCEEDED (log "),
+        "{text:?}"
+    );
+    let listed = xjob(url, &["workflows", "runs", &workflow]).await?;
+    assert!(
+        listed.code == 0 && listed.stdout.contains("SUCCEEDED"),
+        "{listed:?}"
+    );
+
+    let slow = data_dir.path().join("slow.json");
+    std::fs::write(
+        &slow,
+        format!(
+            "{{\"group_id\": {group}, \"name\": \"slow\", \"nodes\": [{{\"key\": \"s\", \
+             \"job_id\": {}}}]}}",
+            jobs[2]
+        ),
+    )?;
+    let slow = slow.display().to_string();
+    let workflow = id_of(&xjob_json(url, &["workflows", "create", "--file", &slow]).await?)?;
+    let started = xjob_json(url, &["workflows", "start", &workflow.to_string()]).await?;
+    let run = started["workflow_run_id"]
+        .as_i64()
+        .unwrap_or_default()
+        .to_string();
+    wait_until(Duration::from_secs(30), "the slow node to run", || async {
+        let shown = xjob_json(url, &["workflows", "run", &run]).await.ok()?;
+        (shown["nodes"][0]["run_status"] == "RUNNING").then_some(())
+    })
+    .await?;
+    let cancelled = xjob_json(url, &["workflows", "cancel", &run, "--yes"]).await?;
+    assert_eq!(cancelled["cancelled_workflow_run_id"].to_string(), run);
+    let shown = xjob_json(url, &["workflows", "run", &run]).await?;
+    assert_eq!(shown["state"], "CANCELLED", "{shown}");
+    let again = xjob(url, &["workflows", "cancel", &run, "--yes"]).await?;
+    assert!(
+        again.code == 1
+            && again
+                .stderr
+                .contains(&format!("workflow run {run} has ended")),
+        "{again:?}"
+    );
+    executor.shutdown().await;
+    admin.process_mut().kill_now()?;
+    Ok(())
+}

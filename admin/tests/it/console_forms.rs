@@ -1647,3 +1647,105 @@ async fn the_job_page_starts_a_backfill_and_shows_its_progress() -> anyhow::Resu
     assert!(zh.body.contains("补跑"), "{:.2000}", zh.body);
     Ok(())
 }
+
+/// A workflow's page draws its graph as SVG, each node coloured by its state in the latest
+/// run, with a table of the nodes' runs; in English and in Chinese.
+#[tokio::test]
+async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let mut job_ids = Vec::new();
+    for _ in 0..2 {
+        let created = fx.post("/jobs/new", &fx.job_form(&group, &[])).await?;
+        job_ids.push(created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?);
+    }
+    let node = |key: &str, job_id: i64| pb::WorkflowNode {
+        key: key.into(),
+        job_id,
+        fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+    };
+    let workflow = pb::Workflow {
+        group_id: fx.group_id,
+        name: "nightly-graph".into(),
+        nodes: vec![node("a", job_ids[0]), node("b", job_ids[1])],
+        edges: vec![pb::WorkflowEdge {
+            from: "a".into(),
+            to: "b".into(),
+            condition: pb::WorkflowEdgeCondition::OnSuccess as i32,
+        }],
+        ..Default::default()
+    };
+    let request = pb::CreateWorkflowRequest {
+        workflow: Some(workflow),
+    };
+    let created = fx.client.create_workflow(request).await?.into_inner();
+    let id = created.workflow.map(|w| w.id).unwrap_or_default();
+
+    let listed = fx.get("/workflows").await?;
+    assert_eq!(listed.code, 200);
+    assert!(
+        listed
+            .body
+            .contains(&format!("<a href=\"/workflows/{id}\">nightly-graph</a>")),
+        "{:.3000}",
+        listed.body
+    );
+    let page = fx.get(&format!("/workflows/{id}")).await?;
+    assert_eq!(page.code, 200);
+    for part in [
+        "<svg id=\"workflow-graph\"",
+        "<g class=\"node\" id=\"node-a\" data-state=\"\"",
+        "<line class=\"edge\" data-from=\"a\" data-to=\"b\"",
+        "This workflow has not run yet.",
+    ] {
+        assert!(page.body.contains(part), "{part}: {:.4000}", page.body);
+    }
+
+    // No executor serves the group: A's run fails, so B is skipped and the run fails.
+    let started = fx
+        .client
+        .start_workflow(pb::StartWorkflowRequest {
+            workflow_id: id,
+            params: String::new(),
+        })
+        .await?
+        .into_inner();
+    let run_id = started.workflow_run_id;
+    let client = fx.client.clone();
+    wait_until(Duration::from_secs(20), "the workflow run to end", || {
+        let mut client = client.clone();
+        async move {
+            let run = client
+                .get_workflow_run(pb::GetWorkflowRunRequest { id: run_id })
+                .await
+                .ok()?
+                .into_inner()
+                .run?;
+            (run.state == pb::WorkflowRunState::Failed as i32).then_some(())
+        }
+    })
+    .await?;
+    let page = fx.get(&format!("/workflows/{id}")).await?;
+    for part in [
+        "<g class=\"node\" id=\"node-a\" data-state=\"FAILED\"",
+        "<g class=\"node\" id=\"node-b\" data-state=\"SKIPPED\"",
+        "<span class=\"badge s-failed\">FAILED</span>",
+    ] {
+        assert!(page.body.contains(part), "{part}: {:.4000}", page.body);
+    }
+    let chinese = format!("{}; xjob_lang=zh", fx.cookie);
+    let zh = http(
+        fx.http_port,
+        "GET",
+        &format!("/workflows/{id}"),
+        &chinese,
+        "",
+    )
+    .await?;
+    assert!(zh.body.contains("最近一次运行"), "{:.3000}", zh.body);
+    assert!(!zh.body.contains("Latest run"), "{:.3000}", zh.body);
+    let zh_list = http(fx.http_port, "GET", "/workflows", &chinese, "").await?;
+    assert!(zh_list.body.contains("工作流"), "{:.3000}", zh_list.body);
+    fx.admin.process_mut().kill_now()?;
+    Ok(())
+}

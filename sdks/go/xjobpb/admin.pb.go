@@ -590,6 +590,125 @@ func (WorkflowFanIn) EnumDescriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
+type WorkflowRunState int32
+
+const (
+	WorkflowRunState_WORKFLOW_RUN_STATE_UNSPECIFIED WorkflowRunState = 0
+	WorkflowRunState_WORKFLOW_RUN_STATE_RUNNING     WorkflowRunState = 1
+	// Every node succeeded or was skipped.
+	WorkflowRunState_WORKFLOW_RUN_STATE_SUCCEEDED WorkflowRunState = 2
+	// Some node failed (even when its failure branch ran).
+	WorkflowRunState_WORKFLOW_RUN_STATE_FAILED    WorkflowRunState = 3
+	WorkflowRunState_WORKFLOW_RUN_STATE_CANCELLED WorkflowRunState = 4
+)
+
+// Enum value maps for WorkflowRunState.
+var (
+	WorkflowRunState_name = map[int32]string{
+		0: "WORKFLOW_RUN_STATE_UNSPECIFIED",
+		1: "WORKFLOW_RUN_STATE_RUNNING",
+		2: "WORKFLOW_RUN_STATE_SUCCEEDED",
+		3: "WORKFLOW_RUN_STATE_FAILED",
+		4: "WORKFLOW_RUN_STATE_CANCELLED",
+	}
+	WorkflowRunState_value = map[string]int32{
+		"WORKFLOW_RUN_STATE_UNSPECIFIED": 0,
+		"WORKFLOW_RUN_STATE_RUNNING":     1,
+		"WORKFLOW_RUN_STATE_SUCCEEDED":   2,
+		"WORKFLOW_RUN_STATE_FAILED":      3,
+		"WORKFLOW_RUN_STATE_CANCELLED":   4,
+	}
+)
+
+func (x WorkflowRunState) Enum() *WorkflowRunState {
+	p := new(WorkflowRunState)
+	*p = x
+	return p
+}
+
+func (x WorkflowRunState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowRunState) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[10].Descriptor()
+}
+
+func (WorkflowRunState) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[10]
+}
+
+func (x WorkflowRunState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowRunState.Descriptor instead.
+func (WorkflowRunState) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+type WorkflowNodeState int32
+
+const (
+	WorkflowNodeState_WORKFLOW_NODE_STATE_UNSPECIFIED WorkflowNodeState = 0
+	// Its parents have not all ended yet.
+	WorkflowNodeState_WORKFLOW_NODE_STATE_WAITING WorkflowNodeState = 1
+	// Its run (or a retry of it) is under way.
+	WorkflowNodeState_WORKFLOW_NODE_STATE_RUNNING   WorkflowNodeState = 2
+	WorkflowNodeState_WORKFLOW_NODE_STATE_SUCCEEDED WorkflowNodeState = 3
+	// Its run ended FAILED, TIMEOUT, KILLED or LOST after its retries.
+	WorkflowNodeState_WORKFLOW_NODE_STATE_FAILED WorkflowNodeState = 4
+	// It will not run: its in-edges' conditions cannot hold, or the run ended first.
+	WorkflowNodeState_WORKFLOW_NODE_STATE_SKIPPED WorkflowNodeState = 5
+)
+
+// Enum value maps for WorkflowNodeState.
+var (
+	WorkflowNodeState_name = map[int32]string{
+		0: "WORKFLOW_NODE_STATE_UNSPECIFIED",
+		1: "WORKFLOW_NODE_STATE_WAITING",
+		2: "WORKFLOW_NODE_STATE_RUNNING",
+		3: "WORKFLOW_NODE_STATE_SUCCEEDED",
+		4: "WORKFLOW_NODE_STATE_FAILED",
+		5: "WORKFLOW_NODE_STATE_SKIPPED",
+	}
+	WorkflowNodeState_value = map[string]int32{
+		"WORKFLOW_NODE_STATE_UNSPECIFIED": 0,
+		"WORKFLOW_NODE_STATE_WAITING":     1,
+		"WORKFLOW_NODE_STATE_RUNNING":     2,
+		"WORKFLOW_NODE_STATE_SUCCEEDED":   3,
+		"WORKFLOW_NODE_STATE_FAILED":      4,
+		"WORKFLOW_NODE_STATE_SKIPPED":     5,
+	}
+)
+
+func (x WorkflowNodeState) Enum() *WorkflowNodeState {
+	p := new(WorkflowNodeState)
+	*p = x
+	return p
+}
+
+func (x WorkflowNodeState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkflowNodeState) Descriptor() protoreflect.EnumDescriptor {
+	return file_xjob_v1_admin_proto_enumTypes[11].Descriptor()
+}
+
+func (WorkflowNodeState) Type() protoreflect.EnumType {
+	return &file_xjob_v1_admin_proto_enumTypes[11]
+}
+
+func (x WorkflowNodeState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkflowNodeState.Descriptor instead.
+func (WorkflowNodeState) EnumDescriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
 // An executor app (XXL-JOB's xxl_job_group).
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -7575,6 +7694,618 @@ func (*DeleteWorkflowResponse) Descriptor() ([]byte, []int) {
 	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{118}
 }
 
+// One node of a workflow run.
+type WorkflowRunNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	JobId int64                  `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	State WorkflowNodeState      `protobuf:"varint,3,opt,name=state,proto3,enum=xjob.v1.WorkflowNodeState" json:"state,omitempty"`
+	// The node's current run (its last attempt); 0 when it never started.
+	LogId int64 `protobuf:"varint,4,opt,name=log_id,json=logId,proto3" json:"log_id,omitempty"`
+	// When its run was sent and when it ended, epoch ms (0: not yet).
+	StartedMs int64 `protobuf:"varint,5,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	EndedMs   int64 `protobuf:"varint,6,opt,name=ended_ms,json=endedMs,proto3" json:"ended_ms,omitempty"`
+	// The handler's result message (what its children receive; see docs/scheduling.md).
+	Result string `protobuf:"bytes,7,opt,name=result,proto3" json:"result,omitempty"`
+	// Its run's status (UNSPECIFIED when it never started).
+	RunStatus     RunStatus `protobuf:"varint,8,opt,name=run_status,json=runStatus,proto3,enum=xjob.v1.RunStatus" json:"run_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowRunNode) Reset() {
+	*x = WorkflowRunNode{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowRunNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowRunNode) ProtoMessage() {}
+
+func (x *WorkflowRunNode) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowRunNode.ProtoReflect.Descriptor instead.
+func (*WorkflowRunNode) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *WorkflowRunNode) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *WorkflowRunNode) GetJobId() int64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *WorkflowRunNode) GetState() WorkflowNodeState {
+	if x != nil {
+		return x.State
+	}
+	return WorkflowNodeState_WORKFLOW_NODE_STATE_UNSPECIFIED
+}
+
+func (x *WorkflowRunNode) GetLogId() int64 {
+	if x != nil {
+		return x.LogId
+	}
+	return 0
+}
+
+func (x *WorkflowRunNode) GetStartedMs() int64 {
+	if x != nil {
+		return x.StartedMs
+	}
+	return 0
+}
+
+func (x *WorkflowRunNode) GetEndedMs() int64 {
+	if x != nil {
+		return x.EndedMs
+	}
+	return 0
+}
+
+func (x *WorkflowRunNode) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *WorkflowRunNode) GetRunStatus() RunStatus {
+	if x != nil {
+		return x.RunStatus
+	}
+	return RunStatus_RUN_STATUS_UNSPECIFIED
+}
+
+type WorkflowRun struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	WorkflowId int64                  `protobuf:"varint,2,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	GroupId    int64                  `protobuf:"varint,3,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	State      WorkflowRunState       `protobuf:"varint,4,opt,name=state,proto3,enum=xjob.v1.WorkflowRunState" json:"state,omitempty"`
+	Params     string                 `protobuf:"bytes,5,opt,name=params,proto3" json:"params,omitempty"`
+	CreatedMs  int64                  `protobuf:"varint,6,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// 0 while running.
+	FinishedMs int64 `protobuf:"varint,7,opt,name=finished_ms,json=finishedMs,proto3" json:"finished_ms,omitempty"`
+	// In graph order; left empty by ListWorkflowRuns.
+	Nodes []*WorkflowRunNode `protobuf:"bytes,8,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The graph's edges as the run follows them; left empty by ListWorkflowRuns.
+	Edges         []*WorkflowEdge `protobuf:"bytes,9,rep,name=edges,proto3" json:"edges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowRun) Reset() {
+	*x = WorkflowRun{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowRun) ProtoMessage() {}
+
+func (x *WorkflowRun) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowRun.ProtoReflect.Descriptor instead.
+func (*WorkflowRun) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *WorkflowRun) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetWorkflowId() int64 {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetGroupId() int64 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetState() WorkflowRunState {
+	if x != nil {
+		return x.State
+	}
+	return WorkflowRunState_WORKFLOW_RUN_STATE_UNSPECIFIED
+}
+
+func (x *WorkflowRun) GetParams() string {
+	if x != nil {
+		return x.Params
+	}
+	return ""
+}
+
+func (x *WorkflowRun) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetFinishedMs() int64 {
+	if x != nil {
+		return x.FinishedMs
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetNodes() []*WorkflowRunNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *WorkflowRun) GetEdges() []*WorkflowEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+type StartWorkflowRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId int64                  `protobuf:"varint,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// Each node's executor params; empty = each node's job's own params.
+	Params        string `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWorkflowRequest) Reset() {
+	*x = StartWorkflowRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWorkflowRequest) ProtoMessage() {}
+
+func (x *StartWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*StartWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *StartWorkflowRequest) GetWorkflowId() int64 {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return 0
+}
+
+func (x *StartWorkflowRequest) GetParams() string {
+	if x != nil {
+		return x.Params
+	}
+	return ""
+}
+
+type StartWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowRunId int64                  `protobuf:"varint,1,opt,name=workflow_run_id,json=workflowRunId,proto3" json:"workflow_run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWorkflowResponse) Reset() {
+	*x = StartWorkflowResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWorkflowResponse) ProtoMessage() {}
+
+func (x *StartWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*StartWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *StartWorkflowResponse) GetWorkflowRunId() int64 {
+	if x != nil {
+		return x.WorkflowRunId
+	}
+	return 0
+}
+
+type GetWorkflowRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowRunRequest) Reset() {
+	*x = GetWorkflowRunRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowRunRequest) ProtoMessage() {}
+
+func (x *GetWorkflowRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowRunRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkflowRunRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *GetWorkflowRunRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetWorkflowRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *WorkflowRun           `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowRunResponse) Reset() {
+	*x = GetWorkflowRunResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[124]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowRunResponse) ProtoMessage() {}
+
+func (x *GetWorkflowRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[124]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowRunResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkflowRunResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{124}
+}
+
+func (x *GetWorkflowRunResponse) GetRun() *WorkflowRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+type ListWorkflowRunsRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId int64                  `protobuf:"varint,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// Default 50, at most 1000.
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowRunsRequest) Reset() {
+	*x = ListWorkflowRunsRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowRunsRequest) ProtoMessage() {}
+
+func (x *ListWorkflowRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowRunsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkflowRunsRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{125}
+}
+
+func (x *ListWorkflowRunsRequest) GetWorkflowId() int64 {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return 0
+}
+
+func (x *ListWorkflowRunsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWorkflowRunsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListWorkflowRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Runs  []*WorkflowRun         `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowRunsResponse) Reset() {
+	*x = ListWorkflowRunsResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowRunsResponse) ProtoMessage() {}
+
+func (x *ListWorkflowRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowRunsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkflowRunsResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *ListWorkflowRunsResponse) GetRuns() []*WorkflowRun {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *ListWorkflowRunsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type CancelWorkflowRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWorkflowRunRequest) Reset() {
+	*x = CancelWorkflowRunRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWorkflowRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWorkflowRunRequest) ProtoMessage() {}
+
+func (x *CancelWorkflowRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWorkflowRunRequest.ProtoReflect.Descriptor instead.
+func (*CancelWorkflowRunRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{127}
+}
+
+func (x *CancelWorkflowRunRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type CancelWorkflowRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Run   *WorkflowRun           `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// Node runs the executors confirmed killed.
+	Killed        int32 `protobuf:"varint,2,opt,name=killed,proto3" json:"killed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWorkflowRunResponse) Reset() {
+	*x = CancelWorkflowRunResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWorkflowRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWorkflowRunResponse) ProtoMessage() {}
+
+func (x *CancelWorkflowRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWorkflowRunResponse.ProtoReflect.Descriptor instead.
+func (*CancelWorkflowRunResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *CancelWorkflowRunResponse) GetRun() *WorkflowRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *CancelWorkflowRunResponse) GetKilled() int32 {
+	if x != nil {
+		return x.Killed
+	}
+	return 0
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -8064,7 +8795,55 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"'\n" +
 	"\x15DeleteWorkflowRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x18\n" +
-	"\x16DeleteWorkflowResponse*W\n" +
+	"\x16DeleteWorkflowResponse\"\x88\x02\n" +
+	"\x0fWorkflowRunNode\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x120\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x1a.xjob.v1.WorkflowNodeStateR\x05state\x12\x15\n" +
+	"\x06log_id\x18\x04 \x01(\x03R\x05logId\x12\x1d\n" +
+	"\n" +
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\x12\x19\n" +
+	"\bended_ms\x18\x06 \x01(\x03R\aendedMs\x12\x16\n" +
+	"\x06result\x18\a \x01(\tR\x06result\x121\n" +
+	"\n" +
+	"run_status\x18\b \x01(\x0e2\x12.xjob.v1.RunStatusR\trunStatus\"\xbf\x02\n" +
+	"\vWorkflowRun\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
+	"\vworkflow_id\x18\x02 \x01(\x03R\n" +
+	"workflowId\x12\x19\n" +
+	"\bgroup_id\x18\x03 \x01(\x03R\agroupId\x12/\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x19.xjob.v1.WorkflowRunStateR\x05state\x12\x16\n" +
+	"\x06params\x18\x05 \x01(\tR\x06params\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x06 \x01(\x03R\tcreatedMs\x12\x1f\n" +
+	"\vfinished_ms\x18\a \x01(\x03R\n" +
+	"finishedMs\x12.\n" +
+	"\x05nodes\x18\b \x03(\v2\x18.xjob.v1.WorkflowRunNodeR\x05nodes\x12+\n" +
+	"\x05edges\x18\t \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\"O\n" +
+	"\x14StartWorkflowRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\x03R\n" +
+	"workflowId\x12\x16\n" +
+	"\x06params\x18\x02 \x01(\tR\x06params\"?\n" +
+	"\x15StartWorkflowResponse\x12&\n" +
+	"\x0fworkflow_run_id\x18\x01 \x01(\x03R\rworkflowRunId\"'\n" +
+	"\x15GetWorkflowRunRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"@\n" +
+	"\x16GetWorkflowRunResponse\x12&\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.xjob.v1.WorkflowRunR\x03run\"v\n" +
+	"\x17ListWorkflowRunsRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\x03R\n" +
+	"workflowId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"l\n" +
+	"\x18ListWorkflowRunsResponse\x12(\n" +
+	"\x04runs\x18\x01 \x03(\v2\x14.xjob.v1.WorkflowRunR\x04runs\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"*\n" +
+	"\x18CancelWorkflowRunRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"[\n" +
+	"\x19CancelWorkflowRunResponse\x12&\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.xjob.v1.WorkflowRunR\x03run\x12\x16\n" +
+	"\x06killed\x18\x02 \x01(\x05R\x06killed*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -8117,7 +8896,20 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rWorkflowFanIn\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_ALL_SUCCESS\x10\x01\x12\x1f\n" +
-	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x022\xb0\x1d\n" +
+	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x02*\xb9\x01\n" +
+	"\x10WorkflowRunState\x12\"\n" +
+	"\x1eWORKFLOW_RUN_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aWORKFLOW_RUN_STATE_RUNNING\x10\x01\x12 \n" +
+	"\x1cWORKFLOW_RUN_STATE_SUCCEEDED\x10\x02\x12\x1d\n" +
+	"\x19WORKFLOW_RUN_STATE_FAILED\x10\x03\x12 \n" +
+	"\x1cWORKFLOW_RUN_STATE_CANCELLED\x10\x04*\xde\x01\n" +
+	"\x11WorkflowNodeState\x12#\n" +
+	"\x1fWORKFLOW_NODE_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bWORKFLOW_NODE_STATE_WAITING\x10\x01\x12\x1f\n" +
+	"\x1bWORKFLOW_NODE_STATE_RUNNING\x10\x02\x12!\n" +
+	"\x1dWORKFLOW_NODE_STATE_SUCCEEDED\x10\x03\x12\x1e\n" +
+	"\x1aWORKFLOW_NODE_STATE_FAILED\x10\x04\x12\x1f\n" +
+	"\x1bWORKFLOW_NODE_STATE_SKIPPED\x10\x052\x88 \n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -8177,7 +8969,11 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x0eUpdateWorkflow\x12\x1e.xjob.v1.UpdateWorkflowRequest\x1a\x1f.xjob.v1.UpdateWorkflowResponse\x12H\n" +
 	"\vGetWorkflow\x12\x1b.xjob.v1.GetWorkflowRequest\x1a\x1c.xjob.v1.GetWorkflowResponse\x12N\n" +
 	"\rListWorkflows\x12\x1d.xjob.v1.ListWorkflowsRequest\x1a\x1e.xjob.v1.ListWorkflowsResponse\x12Q\n" +
-	"\x0eDeleteWorkflow\x12\x1e.xjob.v1.DeleteWorkflowRequest\x1a\x1f.xjob.v1.DeleteWorkflowResponseb\x06proto3"
+	"\x0eDeleteWorkflow\x12\x1e.xjob.v1.DeleteWorkflowRequest\x1a\x1f.xjob.v1.DeleteWorkflowResponse\x12N\n" +
+	"\rStartWorkflow\x12\x1d.xjob.v1.StartWorkflowRequest\x1a\x1e.xjob.v1.StartWorkflowResponse\x12Q\n" +
+	"\x0eGetWorkflowRun\x12\x1e.xjob.v1.GetWorkflowRunRequest\x1a\x1f.xjob.v1.GetWorkflowRunResponse\x12W\n" +
+	"\x10ListWorkflowRuns\x12 .xjob.v1.ListWorkflowRunsRequest\x1a!.xjob.v1.ListWorkflowRunsResponse\x12Z\n" +
+	"\x11CancelWorkflowRun\x12!.xjob.v1.CancelWorkflowRunRequest\x1a\".xjob.v1.CancelWorkflowRunResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -8191,332 +8987,360 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 	return file_xjob_v1_admin_proto_rawDescData
 }
 
-var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 119)
+var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
 var file_xjob_v1_admin_proto_goTypes = []any{
-	(JobStatus)(0),                   // 0: xjob.v1.JobStatus
-	(CatchUpMode)(0),                 // 1: xjob.v1.CatchUpMode
-	(ClearLogsMode)(0),               // 2: xjob.v1.ClearLogsMode
-	(BackfillState)(0),               // 3: xjob.v1.BackfillState
-	(CalendarMode)(0),                // 4: xjob.v1.CalendarMode
-	(DstGapPolicy)(0),                // 5: xjob.v1.DstGapPolicy
-	(DstOverlapPolicy)(0),            // 6: xjob.v1.DstOverlapPolicy
-	(OverlapPolicy)(0),               // 7: xjob.v1.OverlapPolicy
-	(WorkflowEdgeCondition)(0),       // 8: xjob.v1.WorkflowEdgeCondition
-	(WorkflowFanIn)(0),               // 9: xjob.v1.WorkflowFanIn
-	(*Group)(nil),                    // 10: xjob.v1.Group
-	(*RetryBackoff)(nil),             // 11: xjob.v1.RetryBackoff
-	(*Job)(nil),                      // 12: xjob.v1.Job
-	(*Log)(nil),                      // 13: xjob.v1.Log
-	(*CreateGroupRequest)(nil),       // 14: xjob.v1.CreateGroupRequest
-	(*CreateGroupResponse)(nil),      // 15: xjob.v1.CreateGroupResponse
-	(*UpdateGroupRequest)(nil),       // 16: xjob.v1.UpdateGroupRequest
-	(*UpdateGroupResponse)(nil),      // 17: xjob.v1.UpdateGroupResponse
-	(*DeleteGroupRequest)(nil),       // 18: xjob.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 19: xjob.v1.DeleteGroupResponse
-	(*GetGroupRequest)(nil),          // 20: xjob.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 21: xjob.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),        // 22: xjob.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 23: xjob.v1.ListGroupsResponse
-	(*CreateJobRequest)(nil),         // 24: xjob.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 25: xjob.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),         // 26: xjob.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 27: xjob.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 28: xjob.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 29: xjob.v1.DeleteJobResponse
-	(*GetJobRequest)(nil),            // 30: xjob.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 31: xjob.v1.GetJobResponse
-	(*GlueVersion)(nil),              // 32: xjob.v1.GlueVersion
-	(*UpdateGlueRequest)(nil),        // 33: xjob.v1.UpdateGlueRequest
-	(*UpdateGlueResponse)(nil),       // 34: xjob.v1.UpdateGlueResponse
-	(*ListGlueVersionsRequest)(nil),  // 35: xjob.v1.ListGlueVersionsRequest
-	(*ListGlueVersionsResponse)(nil), // 36: xjob.v1.ListGlueVersionsResponse
-	(*GetGlueVersionRequest)(nil),    // 37: xjob.v1.GetGlueVersionRequest
-	(*GetGlueVersionResponse)(nil),   // 38: xjob.v1.GetGlueVersionResponse
-	(*ListJobsRequest)(nil),          // 39: xjob.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 40: xjob.v1.ListJobsResponse
-	(*StartJobRequest)(nil),          // 41: xjob.v1.StartJobRequest
-	(*StartJobResponse)(nil),         // 42: xjob.v1.StartJobResponse
-	(*StopJobRequest)(nil),           // 43: xjob.v1.StopJobRequest
-	(*StopJobResponse)(nil),          // 44: xjob.v1.StopJobResponse
-	(*TriggerJobRequest)(nil),        // 45: xjob.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 46: xjob.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),   // 47: xjob.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 48: xjob.v1.PreviewScheduleResponse
-	(*ListLogsRequest)(nil),          // 49: xjob.v1.ListLogsRequest
-	(*ListLogsResponse)(nil),         // 50: xjob.v1.ListLogsResponse
-	(*GetLogRequest)(nil),            // 51: xjob.v1.GetLogRequest
-	(*GetLogResponse)(nil),           // 52: xjob.v1.GetLogResponse
-	(*KillRunRequest)(nil),           // 53: xjob.v1.KillRunRequest
-	(*KillRunResponse)(nil),          // 54: xjob.v1.KillRunResponse
-	(*ReadRunLogRequest)(nil),        // 55: xjob.v1.ReadRunLogRequest
-	(*ReadRunLogResponse)(nil),       // 56: xjob.v1.ReadRunLogResponse
-	(*ClearLogsRequest)(nil),         // 57: xjob.v1.ClearLogsRequest
-	(*ClearLogsResponse)(nil),        // 58: xjob.v1.ClearLogsResponse
-	(*Executor)(nil),                 // 59: xjob.v1.Executor
-	(*ListExecutorsRequest)(nil),     // 60: xjob.v1.ListExecutorsRequest
-	(*ListExecutorsResponse)(nil),    // 61: xjob.v1.ListExecutorsResponse
-	(*GetDashboardRequest)(nil),      // 62: xjob.v1.GetDashboardRequest
-	(*DayReport)(nil),                // 63: xjob.v1.DayReport
-	(*GetDashboardResponse)(nil),     // 64: xjob.v1.GetDashboardResponse
-	(*JobFailures)(nil),              // 65: xjob.v1.JobFailures
-	(*LoopHealth)(nil),               // 66: xjob.v1.LoopHealth
-	(*User)(nil),                     // 67: xjob.v1.User
-	(*ApiToken)(nil),                 // 68: xjob.v1.ApiToken
-	(*CreateUserRequest)(nil),        // 69: xjob.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 70: xjob.v1.CreateUserResponse
-	(*ListUsersRequest)(nil),         // 71: xjob.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 72: xjob.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),        // 73: xjob.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 74: xjob.v1.DeleteUserResponse
-	(*CreateTokenRequest)(nil),       // 75: xjob.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 76: xjob.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 77: xjob.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 78: xjob.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 79: xjob.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 80: xjob.v1.RevokeTokenResponse
-	(*SetUserRoleRequest)(nil),       // 81: xjob.v1.SetUserRoleRequest
-	(*SetUserRoleResponse)(nil),      // 82: xjob.v1.SetUserRoleResponse
-	(*ChangePasswordRequest)(nil),    // 83: xjob.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),   // 84: xjob.v1.ChangePasswordResponse
-	(*ResetPasswordRequest)(nil),     // 85: xjob.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),    // 86: xjob.v1.ResetPasswordResponse
-	(*GrantGroupRequest)(nil),        // 87: xjob.v1.GrantGroupRequest
-	(*GrantGroupResponse)(nil),       // 88: xjob.v1.GrantGroupResponse
-	(*RevokeGroupRequest)(nil),       // 89: xjob.v1.RevokeGroupRequest
-	(*RevokeGroupResponse)(nil),      // 90: xjob.v1.RevokeGroupResponse
-	(*WhoAmIRequest)(nil),            // 91: xjob.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 92: xjob.v1.WhoAmIResponse
-	(*AuditEntry)(nil),               // 93: xjob.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 94: xjob.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 95: xjob.v1.ListAuditResponse
-	(*Backfill)(nil),                 // 96: xjob.v1.Backfill
-	(*BackfillJobRequest)(nil),       // 97: xjob.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),      // 98: xjob.v1.BackfillJobResponse
-	(*GetBackfillRequest)(nil),       // 99: xjob.v1.GetBackfillRequest
-	(*GetBackfillResponse)(nil),      // 100: xjob.v1.GetBackfillResponse
-	(*ListBackfillsRequest)(nil),     // 101: xjob.v1.ListBackfillsRequest
-	(*ListBackfillsResponse)(nil),    // 102: xjob.v1.ListBackfillsResponse
-	(*CancelBackfillRequest)(nil),    // 103: xjob.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),   // 104: xjob.v1.CancelBackfillResponse
-	(*Calendar)(nil),                 // 105: xjob.v1.Calendar
-	(*CreateCalendarRequest)(nil),    // 106: xjob.v1.CreateCalendarRequest
-	(*CreateCalendarResponse)(nil),   // 107: xjob.v1.CreateCalendarResponse
-	(*UpdateCalendarRequest)(nil),    // 108: xjob.v1.UpdateCalendarRequest
-	(*UpdateCalendarResponse)(nil),   // 109: xjob.v1.UpdateCalendarResponse
-	(*DeleteCalendarRequest)(nil),    // 110: xjob.v1.DeleteCalendarRequest
-	(*DeleteCalendarResponse)(nil),   // 111: xjob.v1.DeleteCalendarResponse
-	(*GetCalendarRequest)(nil),       // 112: xjob.v1.GetCalendarRequest
-	(*GetCalendarResponse)(nil),      // 113: xjob.v1.GetCalendarResponse
-	(*ListCalendarsRequest)(nil),     // 114: xjob.v1.ListCalendarsRequest
-	(*ListCalendarsResponse)(nil),    // 115: xjob.v1.ListCalendarsResponse
-	(*WorkflowNode)(nil),             // 116: xjob.v1.WorkflowNode
-	(*WorkflowEdge)(nil),             // 117: xjob.v1.WorkflowEdge
-	(*Workflow)(nil),                 // 118: xjob.v1.Workflow
-	(*CreateWorkflowRequest)(nil),    // 119: xjob.v1.CreateWorkflowRequest
-	(*CreateWorkflowResponse)(nil),   // 120: xjob.v1.CreateWorkflowResponse
-	(*UpdateWorkflowRequest)(nil),    // 121: xjob.v1.UpdateWorkflowRequest
-	(*UpdateWorkflowResponse)(nil),   // 122: xjob.v1.UpdateWorkflowResponse
-	(*GetWorkflowRequest)(nil),       // 123: xjob.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),      // 124: xjob.v1.GetWorkflowResponse
-	(*ListWorkflowsRequest)(nil),     // 125: xjob.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),    // 126: xjob.v1.ListWorkflowsResponse
-	(*DeleteWorkflowRequest)(nil),    // 127: xjob.v1.DeleteWorkflowRequest
-	(*DeleteWorkflowResponse)(nil),   // 128: xjob.v1.DeleteWorkflowResponse
-	(AddressType)(0),                 // 129: xjob.v1.AddressType
-	(ScheduleType)(0),                // 130: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),             // 131: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),               // 132: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),               // 133: xjob.v1.BlockStrategy
-	(GlueType)(0),                    // 134: xjob.v1.GlueType
-	(RunStatus)(0),                   // 135: xjob.v1.RunStatus
-	(TriggerType)(0),                 // 136: xjob.v1.TriggerType
+	(JobStatus)(0),                    // 0: xjob.v1.JobStatus
+	(CatchUpMode)(0),                  // 1: xjob.v1.CatchUpMode
+	(ClearLogsMode)(0),                // 2: xjob.v1.ClearLogsMode
+	(BackfillState)(0),                // 3: xjob.v1.BackfillState
+	(CalendarMode)(0),                 // 4: xjob.v1.CalendarMode
+	(DstGapPolicy)(0),                 // 5: xjob.v1.DstGapPolicy
+	(DstOverlapPolicy)(0),             // 6: xjob.v1.DstOverlapPolicy
+	(OverlapPolicy)(0),                // 7: xjob.v1.OverlapPolicy
+	(WorkflowEdgeCondition)(0),        // 8: xjob.v1.WorkflowEdgeCondition
+	(WorkflowFanIn)(0),                // 9: xjob.v1.WorkflowFanIn
+	(WorkflowRunState)(0),             // 10: xjob.v1.WorkflowRunState
+	(WorkflowNodeState)(0),            // 11: xjob.v1.WorkflowNodeState
+	(*Group)(nil),                     // 12: xjob.v1.Group
+	(*RetryBackoff)(nil),              // 13: xjob.v1.RetryBackoff
+	(*Job)(nil),                       // 14: xjob.v1.Job
+	(*Log)(nil),                       // 15: xjob.v1.Log
+	(*CreateGroupRequest)(nil),        // 16: xjob.v1.CreateGroupRequest
+	(*CreateGroupResponse)(nil),       // 17: xjob.v1.CreateGroupResponse
+	(*UpdateGroupRequest)(nil),        // 18: xjob.v1.UpdateGroupRequest
+	(*UpdateGroupResponse)(nil),       // 19: xjob.v1.UpdateGroupResponse
+	(*DeleteGroupRequest)(nil),        // 20: xjob.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 21: xjob.v1.DeleteGroupResponse
+	(*GetGroupRequest)(nil),           // 22: xjob.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 23: xjob.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 24: xjob.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 25: xjob.v1.ListGroupsResponse
+	(*CreateJobRequest)(nil),          // 26: xjob.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),         // 27: xjob.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),          // 28: xjob.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),         // 29: xjob.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),          // 30: xjob.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),         // 31: xjob.v1.DeleteJobResponse
+	(*GetJobRequest)(nil),             // 32: xjob.v1.GetJobRequest
+	(*GetJobResponse)(nil),            // 33: xjob.v1.GetJobResponse
+	(*GlueVersion)(nil),               // 34: xjob.v1.GlueVersion
+	(*UpdateGlueRequest)(nil),         // 35: xjob.v1.UpdateGlueRequest
+	(*UpdateGlueResponse)(nil),        // 36: xjob.v1.UpdateGlueResponse
+	(*ListGlueVersionsRequest)(nil),   // 37: xjob.v1.ListGlueVersionsRequest
+	(*ListGlueVersionsResponse)(nil),  // 38: xjob.v1.ListGlueVersionsResponse
+	(*GetGlueVersionRequest)(nil),     // 39: xjob.v1.GetGlueVersionRequest
+	(*GetGlueVersionResponse)(nil),    // 40: xjob.v1.GetGlueVersionResponse
+	(*ListJobsRequest)(nil),           // 41: xjob.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 42: xjob.v1.ListJobsResponse
+	(*StartJobRequest)(nil),           // 43: xjob.v1.StartJobRequest
+	(*StartJobResponse)(nil),          // 44: xjob.v1.StartJobResponse
+	(*StopJobRequest)(nil),            // 45: xjob.v1.StopJobRequest
+	(*StopJobResponse)(nil),           // 46: xjob.v1.StopJobResponse
+	(*TriggerJobRequest)(nil),         // 47: xjob.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),        // 48: xjob.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),    // 49: xjob.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),   // 50: xjob.v1.PreviewScheduleResponse
+	(*ListLogsRequest)(nil),           // 51: xjob.v1.ListLogsRequest
+	(*ListLogsResponse)(nil),          // 52: xjob.v1.ListLogsResponse
+	(*GetLogRequest)(nil),             // 53: xjob.v1.GetLogRequest
+	(*GetLogResponse)(nil),            // 54: xjob.v1.GetLogResponse
+	(*KillRunRequest)(nil),            // 55: xjob.v1.KillRunRequest
+	(*KillRunResponse)(nil),           // 56: xjob.v1.KillRunResponse
+	(*ReadRunLogRequest)(nil),         // 57: xjob.v1.ReadRunLogRequest
+	(*ReadRunLogResponse)(nil),        // 58: xjob.v1.ReadRunLogResponse
+	(*ClearLogsRequest)(nil),          // 59: xjob.v1.ClearLogsRequest
+	(*ClearLogsResponse)(nil),         // 60: xjob.v1.ClearLogsResponse
+	(*Executor)(nil),                  // 61: xjob.v1.Executor
+	(*ListExecutorsRequest)(nil),      // 62: xjob.v1.ListExecutorsRequest
+	(*ListExecutorsResponse)(nil),     // 63: xjob.v1.ListExecutorsResponse
+	(*GetDashboardRequest)(nil),       // 64: xjob.v1.GetDashboardRequest
+	(*DayReport)(nil),                 // 65: xjob.v1.DayReport
+	(*GetDashboardResponse)(nil),      // 66: xjob.v1.GetDashboardResponse
+	(*JobFailures)(nil),               // 67: xjob.v1.JobFailures
+	(*LoopHealth)(nil),                // 68: xjob.v1.LoopHealth
+	(*User)(nil),                      // 69: xjob.v1.User
+	(*ApiToken)(nil),                  // 70: xjob.v1.ApiToken
+	(*CreateUserRequest)(nil),         // 71: xjob.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),        // 72: xjob.v1.CreateUserResponse
+	(*ListUsersRequest)(nil),          // 73: xjob.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),         // 74: xjob.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),         // 75: xjob.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),        // 76: xjob.v1.DeleteUserResponse
+	(*CreateTokenRequest)(nil),        // 77: xjob.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),       // 78: xjob.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),         // 79: xjob.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),        // 80: xjob.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),        // 81: xjob.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),       // 82: xjob.v1.RevokeTokenResponse
+	(*SetUserRoleRequest)(nil),        // 83: xjob.v1.SetUserRoleRequest
+	(*SetUserRoleResponse)(nil),       // 84: xjob.v1.SetUserRoleResponse
+	(*ChangePasswordRequest)(nil),     // 85: xjob.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),    // 86: xjob.v1.ChangePasswordResponse
+	(*ResetPasswordRequest)(nil),      // 87: xjob.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),     // 88: xjob.v1.ResetPasswordResponse
+	(*GrantGroupRequest)(nil),         // 89: xjob.v1.GrantGroupRequest
+	(*GrantGroupResponse)(nil),        // 90: xjob.v1.GrantGroupResponse
+	(*RevokeGroupRequest)(nil),        // 91: xjob.v1.RevokeGroupRequest
+	(*RevokeGroupResponse)(nil),       // 92: xjob.v1.RevokeGroupResponse
+	(*WhoAmIRequest)(nil),             // 93: xjob.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),            // 94: xjob.v1.WhoAmIResponse
+	(*AuditEntry)(nil),                // 95: xjob.v1.AuditEntry
+	(*ListAuditRequest)(nil),          // 96: xjob.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),         // 97: xjob.v1.ListAuditResponse
+	(*Backfill)(nil),                  // 98: xjob.v1.Backfill
+	(*BackfillJobRequest)(nil),        // 99: xjob.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),       // 100: xjob.v1.BackfillJobResponse
+	(*GetBackfillRequest)(nil),        // 101: xjob.v1.GetBackfillRequest
+	(*GetBackfillResponse)(nil),       // 102: xjob.v1.GetBackfillResponse
+	(*ListBackfillsRequest)(nil),      // 103: xjob.v1.ListBackfillsRequest
+	(*ListBackfillsResponse)(nil),     // 104: xjob.v1.ListBackfillsResponse
+	(*CancelBackfillRequest)(nil),     // 105: xjob.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),    // 106: xjob.v1.CancelBackfillResponse
+	(*Calendar)(nil),                  // 107: xjob.v1.Calendar
+	(*CreateCalendarRequest)(nil),     // 108: xjob.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),    // 109: xjob.v1.CreateCalendarResponse
+	(*UpdateCalendarRequest)(nil),     // 110: xjob.v1.UpdateCalendarRequest
+	(*UpdateCalendarResponse)(nil),    // 111: xjob.v1.UpdateCalendarResponse
+	(*DeleteCalendarRequest)(nil),     // 112: xjob.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),    // 113: xjob.v1.DeleteCalendarResponse
+	(*GetCalendarRequest)(nil),        // 114: xjob.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),       // 115: xjob.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),      // 116: xjob.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),     // 117: xjob.v1.ListCalendarsResponse
+	(*WorkflowNode)(nil),              // 118: xjob.v1.WorkflowNode
+	(*WorkflowEdge)(nil),              // 119: xjob.v1.WorkflowEdge
+	(*Workflow)(nil),                  // 120: xjob.v1.Workflow
+	(*CreateWorkflowRequest)(nil),     // 121: xjob.v1.CreateWorkflowRequest
+	(*CreateWorkflowResponse)(nil),    // 122: xjob.v1.CreateWorkflowResponse
+	(*UpdateWorkflowRequest)(nil),     // 123: xjob.v1.UpdateWorkflowRequest
+	(*UpdateWorkflowResponse)(nil),    // 124: xjob.v1.UpdateWorkflowResponse
+	(*GetWorkflowRequest)(nil),        // 125: xjob.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),       // 126: xjob.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),      // 127: xjob.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),     // 128: xjob.v1.ListWorkflowsResponse
+	(*DeleteWorkflowRequest)(nil),     // 129: xjob.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),    // 130: xjob.v1.DeleteWorkflowResponse
+	(*WorkflowRunNode)(nil),           // 131: xjob.v1.WorkflowRunNode
+	(*WorkflowRun)(nil),               // 132: xjob.v1.WorkflowRun
+	(*StartWorkflowRequest)(nil),      // 133: xjob.v1.StartWorkflowRequest
+	(*StartWorkflowResponse)(nil),     // 134: xjob.v1.StartWorkflowResponse
+	(*GetWorkflowRunRequest)(nil),     // 135: xjob.v1.GetWorkflowRunRequest
+	(*GetWorkflowRunResponse)(nil),    // 136: xjob.v1.GetWorkflowRunResponse
+	(*ListWorkflowRunsRequest)(nil),   // 137: xjob.v1.ListWorkflowRunsRequest
+	(*ListWorkflowRunsResponse)(nil),  // 138: xjob.v1.ListWorkflowRunsResponse
+	(*CancelWorkflowRunRequest)(nil),  // 139: xjob.v1.CancelWorkflowRunRequest
+	(*CancelWorkflowRunResponse)(nil), // 140: xjob.v1.CancelWorkflowRunResponse
+	(AddressType)(0),                  // 141: xjob.v1.AddressType
+	(ScheduleType)(0),                 // 142: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),              // 143: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),                // 144: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),                // 145: xjob.v1.BlockStrategy
+	(GlueType)(0),                     // 146: xjob.v1.GlueType
+	(RunStatus)(0),                    // 147: xjob.v1.RunStatus
+	(TriggerType)(0),                  // 148: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	129, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	130, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	131, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	132, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	133, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
-	11,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	134, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	141, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	142, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	143, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	144, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	145, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	13,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
+	146, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
 	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 10: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 11: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
 	7,   // 12: xjob.v1.Job.overlap_policy:type_name -> xjob.v1.OverlapPolicy
-	135, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	136, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
-	10,  // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
-	10,  // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
-	10,  // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
-	10,  // 18: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
-	10,  // 19: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
-	10,  // 20: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
-	12,  // 21: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
-	12,  // 22: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
-	12,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
-	12,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
-	12,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	134, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
-	12,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
-	32,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
-	32,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
+	147, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	148, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	12,  // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
+	12,  // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
+	12,  // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
+	12,  // 18: xjob.v1.UpdateGroupResponse.group:type_name -> xjob.v1.Group
+	12,  // 19: xjob.v1.GetGroupResponse.group:type_name -> xjob.v1.Group
+	12,  // 20: xjob.v1.ListGroupsResponse.groups:type_name -> xjob.v1.Group
+	14,  // 21: xjob.v1.CreateJobRequest.job:type_name -> xjob.v1.Job
+	14,  // 22: xjob.v1.CreateJobResponse.job:type_name -> xjob.v1.Job
+	14,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
+	14,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
+	14,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
+	146, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	14,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
+	34,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
+	34,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
 	0,   // 30: xjob.v1.ListJobsRequest.status:type_name -> xjob.v1.JobStatus
-	12,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
-	12,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
-	12,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	130, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	14,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
+	14,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
+	14,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
+	142, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
 	4,   // 35: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 36: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 37: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
-	135, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
-	13,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
-	13,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
+	147, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	15,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
+	15,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	2,   // 41: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
-	59,  // 42: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
-	63,  // 43: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
-	66,  // 44: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
-	65,  // 45: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
-	67,  // 46: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
-	68,  // 47: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
-	67,  // 48: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
-	68,  // 49: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
-	68,  // 50: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
-	67,  // 51: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
-	67,  // 52: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
-	67,  // 53: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
-	67,  // 54: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
-	93,  // 55: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
+	61,  // 42: xjob.v1.ListExecutorsResponse.executors:type_name -> xjob.v1.Executor
+	65,  // 43: xjob.v1.GetDashboardResponse.days:type_name -> xjob.v1.DayReport
+	68,  // 44: xjob.v1.GetDashboardResponse.loops:type_name -> xjob.v1.LoopHealth
+	67,  // 45: xjob.v1.GetDashboardResponse.failing_jobs:type_name -> xjob.v1.JobFailures
+	69,  // 46: xjob.v1.CreateUserResponse.user:type_name -> xjob.v1.User
+	70,  // 47: xjob.v1.CreateUserResponse.token_info:type_name -> xjob.v1.ApiToken
+	69,  // 48: xjob.v1.ListUsersResponse.users:type_name -> xjob.v1.User
+	70,  // 49: xjob.v1.CreateTokenResponse.token_info:type_name -> xjob.v1.ApiToken
+	70,  // 50: xjob.v1.ListTokensResponse.tokens:type_name -> xjob.v1.ApiToken
+	69,  // 51: xjob.v1.SetUserRoleResponse.user:type_name -> xjob.v1.User
+	69,  // 52: xjob.v1.GrantGroupResponse.user:type_name -> xjob.v1.User
+	69,  // 53: xjob.v1.RevokeGroupResponse.user:type_name -> xjob.v1.User
+	69,  // 54: xjob.v1.WhoAmIResponse.user:type_name -> xjob.v1.User
+	95,  // 55: xjob.v1.ListAuditResponse.entries:type_name -> xjob.v1.AuditEntry
 	3,   // 56: xjob.v1.Backfill.state:type_name -> xjob.v1.BackfillState
-	96,  // 57: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
-	96,  // 58: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	96,  // 59: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
-	96,  // 60: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
-	105, // 61: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	105, // 62: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	105, // 63: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
-	105, // 64: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	105, // 65: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
-	105, // 66: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
+	98,  // 57: xjob.v1.BackfillJobResponse.backfill:type_name -> xjob.v1.Backfill
+	98,  // 58: xjob.v1.GetBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	98,  // 59: xjob.v1.ListBackfillsResponse.backfills:type_name -> xjob.v1.Backfill
+	98,  // 60: xjob.v1.CancelBackfillResponse.backfill:type_name -> xjob.v1.Backfill
+	107, // 61: xjob.v1.CreateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	107, // 62: xjob.v1.CreateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	107, // 63: xjob.v1.UpdateCalendarRequest.calendar:type_name -> xjob.v1.Calendar
+	107, // 64: xjob.v1.UpdateCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	107, // 65: xjob.v1.GetCalendarResponse.calendar:type_name -> xjob.v1.Calendar
+	107, // 66: xjob.v1.ListCalendarsResponse.calendars:type_name -> xjob.v1.Calendar
 	9,   // 67: xjob.v1.WorkflowNode.fan_in:type_name -> xjob.v1.WorkflowFanIn
 	8,   // 68: xjob.v1.WorkflowEdge.condition:type_name -> xjob.v1.WorkflowEdgeCondition
-	116, // 69: xjob.v1.Workflow.nodes:type_name -> xjob.v1.WorkflowNode
-	117, // 70: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
-	118, // 71: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	118, // 72: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	118, // 73: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	118, // 74: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	118, // 75: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	118, // 76: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
-	14,  // 77: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	16,  // 78: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	18,  // 79: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	20,  // 80: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	22,  // 81: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	24,  // 82: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	26,  // 83: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	28,  // 84: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	30,  // 85: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	39,  // 86: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	41,  // 87: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	43,  // 88: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	45,  // 89: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	33,  // 90: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	35,  // 91: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	37,  // 92: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	47,  // 93: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	49,  // 94: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	51,  // 95: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	53,  // 96: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	55,  // 97: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	57,  // 98: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	60,  // 99: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	62,  // 100: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	69,  // 101: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	71,  // 102: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	73,  // 103: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	75,  // 104: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	77,  // 105: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	79,  // 106: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	81,  // 107: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	83,  // 108: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	85,  // 109: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	87,  // 110: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	89,  // 111: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	91,  // 112: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	94,  // 113: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	97,  // 114: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	99,  // 115: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	101, // 116: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	103, // 117: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	106, // 118: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	108, // 119: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	110, // 120: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	112, // 121: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	114, // 122: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	119, // 123: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
-	121, // 124: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
-	123, // 125: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
-	125, // 126: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
-	127, // 127: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
-	15,  // 128: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	17,  // 129: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	19,  // 130: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	21,  // 131: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	23,  // 132: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	25,  // 133: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	27,  // 134: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	29,  // 135: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	31,  // 136: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	40,  // 137: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	42,  // 138: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	44,  // 139: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	46,  // 140: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	34,  // 141: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	36,  // 142: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	38,  // 143: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	48,  // 144: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	50,  // 145: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	52,  // 146: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	54,  // 147: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	56,  // 148: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	58,  // 149: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	61,  // 150: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	64,  // 151: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	70,  // 152: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	72,  // 153: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	74,  // 154: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	76,  // 155: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	78,  // 156: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	80,  // 157: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	82,  // 158: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	84,  // 159: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	86,  // 160: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	88,  // 161: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	90,  // 162: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	92,  // 163: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	95,  // 164: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	98,  // 165: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	100, // 166: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	102, // 167: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	104, // 168: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	107, // 169: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	109, // 170: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	111, // 171: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	113, // 172: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	115, // 173: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	120, // 174: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
-	122, // 175: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
-	124, // 176: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
-	126, // 177: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
-	128, // 178: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
-	128, // [128:179] is the sub-list for method output_type
-	77,  // [77:128] is the sub-list for method input_type
-	77,  // [77:77] is the sub-list for extension type_name
-	77,  // [77:77] is the sub-list for extension extendee
-	0,   // [0:77] is the sub-list for field type_name
+	118, // 69: xjob.v1.Workflow.nodes:type_name -> xjob.v1.WorkflowNode
+	119, // 70: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
+	120, // 71: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 72: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 73: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 74: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 75: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 76: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
+	11,  // 77: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
+	147, // 78: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
+	10,  // 79: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
+	131, // 80: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
+	119, // 81: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
+	132, // 82: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 83: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
+	132, // 84: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	16,  // 85: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	18,  // 86: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	20,  // 87: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	22,  // 88: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	24,  // 89: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	26,  // 90: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	28,  // 91: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	30,  // 92: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	32,  // 93: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	41,  // 94: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	43,  // 95: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	45,  // 96: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	47,  // 97: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	35,  // 98: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	37,  // 99: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	39,  // 100: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	49,  // 101: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	51,  // 102: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	53,  // 103: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	55,  // 104: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	57,  // 105: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	59,  // 106: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	62,  // 107: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	64,  // 108: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	71,  // 109: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	73,  // 110: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	75,  // 111: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	77,  // 112: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	79,  // 113: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	81,  // 114: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	83,  // 115: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	85,  // 116: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	87,  // 117: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	89,  // 118: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	91,  // 119: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	93,  // 120: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	96,  // 121: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	99,  // 122: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	101, // 123: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	103, // 124: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	105, // 125: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	108, // 126: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	110, // 127: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	112, // 128: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	114, // 129: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	116, // 130: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	121, // 131: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	123, // 132: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	125, // 133: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	127, // 134: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	129, // 135: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	133, // 136: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
+	135, // 137: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
+	137, // 138: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
+	139, // 139: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
+	17,  // 140: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	19,  // 141: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	21,  // 142: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	23,  // 143: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	25,  // 144: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	27,  // 145: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	29,  // 146: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	31,  // 147: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	33,  // 148: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	42,  // 149: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	44,  // 150: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	46,  // 151: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	48,  // 152: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	36,  // 153: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	38,  // 154: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	40,  // 155: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	50,  // 156: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	52,  // 157: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	54,  // 158: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	56,  // 159: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	58,  // 160: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	60,  // 161: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	63,  // 162: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	66,  // 163: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	72,  // 164: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	74,  // 165: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	76,  // 166: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	78,  // 167: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	80,  // 168: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	82,  // 169: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	84,  // 170: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	86,  // 171: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	88,  // 172: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	90,  // 173: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	92,  // 174: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	94,  // 175: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	97,  // 176: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	100, // 177: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	102, // 178: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	104, // 179: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	106, // 180: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	109, // 181: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	111, // 182: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	113, // 183: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	115, // 184: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	117, // 185: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	122, // 186: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	124, // 187: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	126, // 188: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	128, // 189: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	130, // 190: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	134, // 191: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
+	136, // 192: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
+	138, // 193: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
+	140, // 194: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
+	140, // [140:195] is the sub-list for method output_type
+	85,  // [85:140] is the sub-list for method input_type
+	85,  // [85:85] is the sub-list for extension type_name
+	85,  // [85:85] is the sub-list for extension extendee
+	0,   // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -8531,8 +9355,8 @@ func file_xjob_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
-			NumEnums:      10,
-			NumMessages:   119,
+			NumEnums:      12,
+			NumMessages:   129,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

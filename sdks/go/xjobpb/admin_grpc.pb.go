@@ -23,57 +23,61 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobAdmin_CreateGroup_FullMethodName      = "/xjob.v1.JobAdmin/CreateGroup"
-	JobAdmin_UpdateGroup_FullMethodName      = "/xjob.v1.JobAdmin/UpdateGroup"
-	JobAdmin_DeleteGroup_FullMethodName      = "/xjob.v1.JobAdmin/DeleteGroup"
-	JobAdmin_GetGroup_FullMethodName         = "/xjob.v1.JobAdmin/GetGroup"
-	JobAdmin_ListGroups_FullMethodName       = "/xjob.v1.JobAdmin/ListGroups"
-	JobAdmin_CreateJob_FullMethodName        = "/xjob.v1.JobAdmin/CreateJob"
-	JobAdmin_UpdateJob_FullMethodName        = "/xjob.v1.JobAdmin/UpdateJob"
-	JobAdmin_DeleteJob_FullMethodName        = "/xjob.v1.JobAdmin/DeleteJob"
-	JobAdmin_GetJob_FullMethodName           = "/xjob.v1.JobAdmin/GetJob"
-	JobAdmin_ListJobs_FullMethodName         = "/xjob.v1.JobAdmin/ListJobs"
-	JobAdmin_StartJob_FullMethodName         = "/xjob.v1.JobAdmin/StartJob"
-	JobAdmin_StopJob_FullMethodName          = "/xjob.v1.JobAdmin/StopJob"
-	JobAdmin_TriggerJob_FullMethodName       = "/xjob.v1.JobAdmin/TriggerJob"
-	JobAdmin_UpdateGlue_FullMethodName       = "/xjob.v1.JobAdmin/UpdateGlue"
-	JobAdmin_ListGlueVersions_FullMethodName = "/xjob.v1.JobAdmin/ListGlueVersions"
-	JobAdmin_GetGlueVersion_FullMethodName   = "/xjob.v1.JobAdmin/GetGlueVersion"
-	JobAdmin_PreviewSchedule_FullMethodName  = "/xjob.v1.JobAdmin/PreviewSchedule"
-	JobAdmin_ListLogs_FullMethodName         = "/xjob.v1.JobAdmin/ListLogs"
-	JobAdmin_GetLog_FullMethodName           = "/xjob.v1.JobAdmin/GetLog"
-	JobAdmin_KillRun_FullMethodName          = "/xjob.v1.JobAdmin/KillRun"
-	JobAdmin_ReadRunLog_FullMethodName       = "/xjob.v1.JobAdmin/ReadRunLog"
-	JobAdmin_ClearLogs_FullMethodName        = "/xjob.v1.JobAdmin/ClearLogs"
-	JobAdmin_ListExecutors_FullMethodName    = "/xjob.v1.JobAdmin/ListExecutors"
-	JobAdmin_GetDashboard_FullMethodName     = "/xjob.v1.JobAdmin/GetDashboard"
-	JobAdmin_CreateUser_FullMethodName       = "/xjob.v1.JobAdmin/CreateUser"
-	JobAdmin_ListUsers_FullMethodName        = "/xjob.v1.JobAdmin/ListUsers"
-	JobAdmin_DeleteUser_FullMethodName       = "/xjob.v1.JobAdmin/DeleteUser"
-	JobAdmin_CreateToken_FullMethodName      = "/xjob.v1.JobAdmin/CreateToken"
-	JobAdmin_ListTokens_FullMethodName       = "/xjob.v1.JobAdmin/ListTokens"
-	JobAdmin_RevokeToken_FullMethodName      = "/xjob.v1.JobAdmin/RevokeToken"
-	JobAdmin_SetUserRole_FullMethodName      = "/xjob.v1.JobAdmin/SetUserRole"
-	JobAdmin_ChangePassword_FullMethodName   = "/xjob.v1.JobAdmin/ChangePassword"
-	JobAdmin_ResetPassword_FullMethodName    = "/xjob.v1.JobAdmin/ResetPassword"
-	JobAdmin_GrantGroup_FullMethodName       = "/xjob.v1.JobAdmin/GrantGroup"
-	JobAdmin_RevokeGroup_FullMethodName      = "/xjob.v1.JobAdmin/RevokeGroup"
-	JobAdmin_WhoAmI_FullMethodName           = "/xjob.v1.JobAdmin/WhoAmI"
-	JobAdmin_ListAudit_FullMethodName        = "/xjob.v1.JobAdmin/ListAudit"
-	JobAdmin_BackfillJob_FullMethodName      = "/xjob.v1.JobAdmin/BackfillJob"
-	JobAdmin_GetBackfill_FullMethodName      = "/xjob.v1.JobAdmin/GetBackfill"
-	JobAdmin_ListBackfills_FullMethodName    = "/xjob.v1.JobAdmin/ListBackfills"
-	JobAdmin_CancelBackfill_FullMethodName   = "/xjob.v1.JobAdmin/CancelBackfill"
-	JobAdmin_CreateCalendar_FullMethodName   = "/xjob.v1.JobAdmin/CreateCalendar"
-	JobAdmin_UpdateCalendar_FullMethodName   = "/xjob.v1.JobAdmin/UpdateCalendar"
-	JobAdmin_DeleteCalendar_FullMethodName   = "/xjob.v1.JobAdmin/DeleteCalendar"
-	JobAdmin_GetCalendar_FullMethodName      = "/xjob.v1.JobAdmin/GetCalendar"
-	JobAdmin_ListCalendars_FullMethodName    = "/xjob.v1.JobAdmin/ListCalendars"
-	JobAdmin_CreateWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/CreateWorkflow"
-	JobAdmin_UpdateWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/UpdateWorkflow"
-	JobAdmin_GetWorkflow_FullMethodName      = "/xjob.v1.JobAdmin/GetWorkflow"
-	JobAdmin_ListWorkflows_FullMethodName    = "/xjob.v1.JobAdmin/ListWorkflows"
-	JobAdmin_DeleteWorkflow_FullMethodName   = "/xjob.v1.JobAdmin/DeleteWorkflow"
+	JobAdmin_CreateGroup_FullMethodName       = "/xjob.v1.JobAdmin/CreateGroup"
+	JobAdmin_UpdateGroup_FullMethodName       = "/xjob.v1.JobAdmin/UpdateGroup"
+	JobAdmin_DeleteGroup_FullMethodName       = "/xjob.v1.JobAdmin/DeleteGroup"
+	JobAdmin_GetGroup_FullMethodName          = "/xjob.v1.JobAdmin/GetGroup"
+	JobAdmin_ListGroups_FullMethodName        = "/xjob.v1.JobAdmin/ListGroups"
+	JobAdmin_CreateJob_FullMethodName         = "/xjob.v1.JobAdmin/CreateJob"
+	JobAdmin_UpdateJob_FullMethodName         = "/xjob.v1.JobAdmin/UpdateJob"
+	JobAdmin_DeleteJob_FullMethodName         = "/xjob.v1.JobAdmin/DeleteJob"
+	JobAdmin_GetJob_FullMethodName            = "/xjob.v1.JobAdmin/GetJob"
+	JobAdmin_ListJobs_FullMethodName          = "/xjob.v1.JobAdmin/ListJobs"
+	JobAdmin_StartJob_FullMethodName          = "/xjob.v1.JobAdmin/StartJob"
+	JobAdmin_StopJob_FullMethodName           = "/xjob.v1.JobAdmin/StopJob"
+	JobAdmin_TriggerJob_FullMethodName        = "/xjob.v1.JobAdmin/TriggerJob"
+	JobAdmin_UpdateGlue_FullMethodName        = "/xjob.v1.JobAdmin/UpdateGlue"
+	JobAdmin_ListGlueVersions_FullMethodName  = "/xjob.v1.JobAdmin/ListGlueVersions"
+	JobAdmin_GetGlueVersion_FullMethodName    = "/xjob.v1.JobAdmin/GetGlueVersion"
+	JobAdmin_PreviewSchedule_FullMethodName   = "/xjob.v1.JobAdmin/PreviewSchedule"
+	JobAdmin_ListLogs_FullMethodName          = "/xjob.v1.JobAdmin/ListLogs"
+	JobAdmin_GetLog_FullMethodName            = "/xjob.v1.JobAdmin/GetLog"
+	JobAdmin_KillRun_FullMethodName           = "/xjob.v1.JobAdmin/KillRun"
+	JobAdmin_ReadRunLog_FullMethodName        = "/xjob.v1.JobAdmin/ReadRunLog"
+	JobAdmin_ClearLogs_FullMethodName         = "/xjob.v1.JobAdmin/ClearLogs"
+	JobAdmin_ListExecutors_FullMethodName     = "/xjob.v1.JobAdmin/ListExecutors"
+	JobAdmin_GetDashboard_FullMethodName      = "/xjob.v1.JobAdmin/GetDashboard"
+	JobAdmin_CreateUser_FullMethodName        = "/xjob.v1.JobAdmin/CreateUser"
+	JobAdmin_ListUsers_FullMethodName         = "/xjob.v1.JobAdmin/ListUsers"
+	JobAdmin_DeleteUser_FullMethodName        = "/xjob.v1.JobAdmin/DeleteUser"
+	JobAdmin_CreateToken_FullMethodName       = "/xjob.v1.JobAdmin/CreateToken"
+	JobAdmin_ListTokens_FullMethodName        = "/xjob.v1.JobAdmin/ListTokens"
+	JobAdmin_RevokeToken_FullMethodName       = "/xjob.v1.JobAdmin/RevokeToken"
+	JobAdmin_SetUserRole_FullMethodName       = "/xjob.v1.JobAdmin/SetUserRole"
+	JobAdmin_ChangePassword_FullMethodName    = "/xjob.v1.JobAdmin/ChangePassword"
+	JobAdmin_ResetPassword_FullMethodName     = "/xjob.v1.JobAdmin/ResetPassword"
+	JobAdmin_GrantGroup_FullMethodName        = "/xjob.v1.JobAdmin/GrantGroup"
+	JobAdmin_RevokeGroup_FullMethodName       = "/xjob.v1.JobAdmin/RevokeGroup"
+	JobAdmin_WhoAmI_FullMethodName            = "/xjob.v1.JobAdmin/WhoAmI"
+	JobAdmin_ListAudit_FullMethodName         = "/xjob.v1.JobAdmin/ListAudit"
+	JobAdmin_BackfillJob_FullMethodName       = "/xjob.v1.JobAdmin/BackfillJob"
+	JobAdmin_GetBackfill_FullMethodName       = "/xjob.v1.JobAdmin/GetBackfill"
+	JobAdmin_ListBackfills_FullMethodName     = "/xjob.v1.JobAdmin/ListBackfills"
+	JobAdmin_CancelBackfill_FullMethodName    = "/xjob.v1.JobAdmin/CancelBackfill"
+	JobAdmin_CreateCalendar_FullMethodName    = "/xjob.v1.JobAdmin/CreateCalendar"
+	JobAdmin_UpdateCalendar_FullMethodName    = "/xjob.v1.JobAdmin/UpdateCalendar"
+	JobAdmin_DeleteCalendar_FullMethodName    = "/xjob.v1.JobAdmin/DeleteCalendar"
+	JobAdmin_GetCalendar_FullMethodName       = "/xjob.v1.JobAdmin/GetCalendar"
+	JobAdmin_ListCalendars_FullMethodName     = "/xjob.v1.JobAdmin/ListCalendars"
+	JobAdmin_CreateWorkflow_FullMethodName    = "/xjob.v1.JobAdmin/CreateWorkflow"
+	JobAdmin_UpdateWorkflow_FullMethodName    = "/xjob.v1.JobAdmin/UpdateWorkflow"
+	JobAdmin_GetWorkflow_FullMethodName       = "/xjob.v1.JobAdmin/GetWorkflow"
+	JobAdmin_ListWorkflows_FullMethodName     = "/xjob.v1.JobAdmin/ListWorkflows"
+	JobAdmin_DeleteWorkflow_FullMethodName    = "/xjob.v1.JobAdmin/DeleteWorkflow"
+	JobAdmin_StartWorkflow_FullMethodName     = "/xjob.v1.JobAdmin/StartWorkflow"
+	JobAdmin_GetWorkflowRun_FullMethodName    = "/xjob.v1.JobAdmin/GetWorkflowRun"
+	JobAdmin_ListWorkflowRuns_FullMethodName  = "/xjob.v1.JobAdmin/ListWorkflowRuns"
+	JobAdmin_CancelWorkflowRun_FullMethodName = "/xjob.v1.JobAdmin/CancelWorkflowRun"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -188,6 +192,17 @@ type JobAdminClient interface {
 	// Lists workflows by id, of one group or of every group the caller may read.
 	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
 	DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error)
+	// ---- workflow runs (docs/scheduling.md, "Workflows"). Starting and cancelling need
+	// jobs.operate in the workflow's group, reading needs read access to it.
+	// Starts a run of a workflow: its graph is copied in, its roots start at once.
+	StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error)
+	// A run with each node's state, its run and the node's result.
+	GetWorkflowRun(ctx context.Context, in *GetWorkflowRunRequest, opts ...grpc.CallOption) (*GetWorkflowRunResponse, error)
+	// The runs of one workflow, newest first.
+	ListWorkflowRuns(ctx context.Context, in *ListWorkflowRunsRequest, opts ...grpc.CallOption) (*ListWorkflowRunsResponse, error)
+	// Ends a RUNNING run as CANCELLED: no node starts any more, running nodes' runs are killed.
+	// FAILED_PRECONDITION when the run has ended.
+	CancelWorkflowRun(ctx context.Context, in *CancelWorkflowRunRequest, opts ...grpc.CallOption) (*CancelWorkflowRunResponse, error)
 }
 
 type jobAdminClient struct {
@@ -708,6 +723,46 @@ func (c *jobAdminClient) DeleteWorkflow(ctx context.Context, in *DeleteWorkflowR
 	return out, nil
 }
 
+func (c *jobAdminClient) StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartWorkflowResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_StartWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) GetWorkflowRun(ctx context.Context, in *GetWorkflowRunRequest, opts ...grpc.CallOption) (*GetWorkflowRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowRunResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_GetWorkflowRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) ListWorkflowRuns(ctx context.Context, in *ListWorkflowRunsRequest, opts ...grpc.CallOption) (*ListWorkflowRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkflowRunsResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_ListWorkflowRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) CancelWorkflowRun(ctx context.Context, in *CancelWorkflowRunRequest, opts ...grpc.CallOption) (*CancelWorkflowRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelWorkflowRunResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_CancelWorkflowRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -820,6 +875,17 @@ type JobAdminServer interface {
 	// Lists workflows by id, of one group or of every group the caller may read.
 	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
 	DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error)
+	// ---- workflow runs (docs/scheduling.md, "Workflows"). Starting and cancelling need
+	// jobs.operate in the workflow's group, reading needs read access to it.
+	// Starts a run of a workflow: its graph is copied in, its roots start at once.
+	StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error)
+	// A run with each node's state, its run and the node's result.
+	GetWorkflowRun(context.Context, *GetWorkflowRunRequest) (*GetWorkflowRunResponse, error)
+	// The runs of one workflow, newest first.
+	ListWorkflowRuns(context.Context, *ListWorkflowRunsRequest) (*ListWorkflowRunsResponse, error)
+	// Ends a RUNNING run as CANCELLED: no node starts any more, running nodes' runs are killed.
+	// FAILED_PRECONDITION when the run has ended.
+	CancelWorkflowRun(context.Context, *CancelWorkflowRunRequest) (*CancelWorkflowRunResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -982,6 +1048,18 @@ func (UnimplementedJobAdminServer) ListWorkflows(context.Context, *ListWorkflows
 }
 func (UnimplementedJobAdminServer) DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteWorkflow not implemented")
+}
+func (UnimplementedJobAdminServer) StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartWorkflow not implemented")
+}
+func (UnimplementedJobAdminServer) GetWorkflowRun(context.Context, *GetWorkflowRunRequest) (*GetWorkflowRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflowRun not implemented")
+}
+func (UnimplementedJobAdminServer) ListWorkflowRuns(context.Context, *ListWorkflowRunsRequest) (*ListWorkflowRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkflowRuns not implemented")
+}
+func (UnimplementedJobAdminServer) CancelWorkflowRun(context.Context, *CancelWorkflowRunRequest) (*CancelWorkflowRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelWorkflowRun not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -1922,6 +2000,78 @@ func _JobAdmin_DeleteWorkflow_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_StartWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).StartWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_StartWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).StartWorkflow(ctx, req.(*StartWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_GetWorkflowRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).GetWorkflowRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_GetWorkflowRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).GetWorkflowRun(ctx, req.(*GetWorkflowRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_ListWorkflowRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkflowRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).ListWorkflowRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_ListWorkflowRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).ListWorkflowRuns(ctx, req.(*ListWorkflowRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_CancelWorkflowRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelWorkflowRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).CancelWorkflowRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_CancelWorkflowRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).CancelWorkflowRun(ctx, req.(*CancelWorkflowRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2132,6 +2282,22 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteWorkflow",
 			Handler:    _JobAdmin_DeleteWorkflow_Handler,
+		},
+		{
+			MethodName: "StartWorkflow",
+			Handler:    _JobAdmin_StartWorkflow_Handler,
+		},
+		{
+			MethodName: "GetWorkflowRun",
+			Handler:    _JobAdmin_GetWorkflowRun_Handler,
+		},
+		{
+			MethodName: "ListWorkflowRuns",
+			Handler:    _JobAdmin_ListWorkflowRuns_Handler,
+		},
+		{
+			MethodName: "CancelWorkflowRun",
+			Handler:    _JobAdmin_CancelWorkflowRun_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

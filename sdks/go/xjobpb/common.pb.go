@@ -357,6 +357,8 @@ const (
 	// An occurrence of a backfill (BackfillJob): scheduled_at_ms is the past (or future) time
 	// it stands for, not the time it was sent.
 	TriggerType_TRIGGER_TYPE_BACKFILL TriggerType = 7
+	// A node of a workflow run, started once its parents allowed it (StartWorkflow).
+	TriggerType_TRIGGER_TYPE_WORKFLOW TriggerType = 8
 )
 
 // Enum value maps for TriggerType.
@@ -370,6 +372,7 @@ var (
 		5: "TRIGGER_TYPE_API",
 		6: "TRIGGER_TYPE_MISFIRE",
 		7: "TRIGGER_TYPE_BACKFILL",
+		8: "TRIGGER_TYPE_WORKFLOW",
 	}
 	TriggerType_value = map[string]int32{
 		"TRIGGER_TYPE_UNSPECIFIED": 0,
@@ -380,6 +383,7 @@ var (
 		"TRIGGER_TYPE_API":         5,
 		"TRIGGER_TYPE_MISFIRE":     6,
 		"TRIGGER_TYPE_BACKFILL":    7,
+		"TRIGGER_TYPE_WORKFLOW":    8,
 	}
 )
 
@@ -582,7 +586,7 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x10GLUE_TYPE_NODEJS\x10\x04\x12\x11\n" +
 	"\rGLUE_TYPE_PHP\x10\x05\x12\x18\n" +
 	"\x14GLUE_TYPE_POWERSHELL\x10\x06\x12\x14\n" +
-	"\x10GLUE_TYPE_GROOVY\x10\a*\xd7\x01\n" +
+	"\x10GLUE_TYPE_GROOVY\x10\a*\xf2\x01\n" +
 	"\vTriggerType\x12\x1c\n" +
 	"\x18TRIGGER_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TRIGGER_TYPE_CRON\x10\x01\x12\x17\n" +
@@ -591,7 +595,8 @@ const file_xjob_v1_common_proto_rawDesc = "" +
 	"\x13TRIGGER_TYPE_PARENT\x10\x04\x12\x14\n" +
 	"\x10TRIGGER_TYPE_API\x10\x05\x12\x18\n" +
 	"\x14TRIGGER_TYPE_MISFIRE\x10\x06\x12\x19\n" +
-	"\x15TRIGGER_TYPE_BACKFILL\x10\a*\xfa\x01\n" +
+	"\x15TRIGGER_TYPE_BACKFILL\x10\a\x12\x19\n" +
+	"\x15TRIGGER_TYPE_WORKFLOW\x10\b*\xfa\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n" +

@@ -26,4 +26,5 @@ mod schedule_types;
 mod session_dispatch;
 mod tls;
 mod users;
+mod workflow_runs;
 mod workflows;

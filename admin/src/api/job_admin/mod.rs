@@ -32,7 +32,10 @@ mod jobs;
 mod operations;
 mod runs;
 mod schedule;
+mod summaries;
 mod users;
+use summaries::{group_summary, job_summary, short, trigger_summary};
+mod workflow_runs;
 mod workflows;
 mod write_locks;
 
@@ -776,6 +779,34 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::DeleteWorkflowResponse> {
         self.delete_workflow_rpc(r).await
     }
+
+    async fn start_workflow(
+        &self,
+        r: Request<pb::StartWorkflowRequest>,
+    ) -> RpcResult<pb::StartWorkflowResponse> {
+        self.start_workflow_rpc(r).await
+    }
+
+    async fn get_workflow_run(
+        &self,
+        r: Request<pb::GetWorkflowRunRequest>,
+    ) -> RpcResult<pb::GetWorkflowRunResponse> {
+        self.get_workflow_run_rpc(r).await
+    }
+
+    async fn list_workflow_runs(
+        &self,
+        r: Request<pb::ListWorkflowRunsRequest>,
+    ) -> RpcResult<pb::ListWorkflowRunsResponse> {
+        self.list_workflow_runs_rpc(r).await
+    }
+
+    async fn cancel_workflow_run(
+        &self,
+        r: Request<pb::CancelWorkflowRunRequest>,
+    ) -> RpcResult<pb::CancelWorkflowRunResponse> {
+        self.cancel_workflow_run_rpc(r).await
+    }
 }
 
 /// A list filter on one group needs that group; no filter lists what the caller may read.
@@ -798,60 +829,4 @@ fn job_object(id: JobId) -> String {
 /// Job ids off the wire.
 fn job_ids(ids: &[i64]) -> Vec<JobId> {
     ids.iter().copied().map(JobId).collect()
-}
-
-/// What an audit row says about a group (never its access token).
-fn group_summary(group: &pb::Group) -> String {
-    format!(
-        "app_name '{}', title '{}', address_type {}, {} address(es)",
-        short(&group.app_name),
-        short(&group.title),
-        address_type_name(group.address_type),
-        group.addresses.len()
-    )
-}
-
-/// `AUTO` / `MANUAL` (what the console and the docs call them), not the wire number.
-fn address_type_name(address_type: i32) -> String {
-    match pb::AddressType::try_from(address_type) {
-        Ok(known) => known
-            .as_str_name()
-            .trim_start_matches("ADDRESS_TYPE_")
-            .to_string(),
-        Err(_) => format!("unknown ({address_type})"),
-    }
-}
-
-/// What an audit row says about a job (never its params: they may hold secrets).
-fn job_summary(job: &Job) -> String {
-    format!(
-        "name '{}', group {}, handler '{}', schedule {} '{}', status {:?}",
-        short(&job.name),
-        job.group_id,
-        short(&job.handler),
-        job.schedule_type.as_str(),
-        short(&job.schedule_conf),
-        job.status
-    )
-}
-
-fn trigger_summary(request: &pb::TriggerJobRequest) -> String {
-    format!(
-        "params {}, addresses {:?}",
-        if request.params.is_some() {
-            "overridden"
-        } else {
-            "of the job"
-        },
-        request.addresses
-    )
-}
-
-/// At most 64 characters of a value, for summaries.
-fn short(text: &str) -> String {
-    let mut shown: String = text.chars().take(64).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    shown
 }

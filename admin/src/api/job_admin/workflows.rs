@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::model::{Workflow, WorkflowId, validate_workflow};
 use crate::store::writer_gate::api_write;
 
-fn workflow_object(id: WorkflowId) -> String {
+pub(super) fn workflow_object(id: WorkflowId) -> String {
     format!("workflow:{id}")
 }
 
@@ -29,7 +29,11 @@ fn workflow_summary(workflow: &Workflow) -> String {
 
 impl JobAdminService {
     /// Workflow `id`, if the caller may read its group; else the same `NOT_FOUND` as for none.
-    async fn visible_workflow(&self, caller: &Caller, id: WorkflowId) -> Result<Workflow, Error> {
+    pub(super) async fn visible_workflow(
+        &self,
+        caller: &Caller,
+        id: WorkflowId,
+    ) -> Result<Workflow, Error> {
         let workflow = self.store().get_workflow(id).await?;
         match workflow {
             Some(workflow) if caller.may_read(workflow.group_id) => Ok(workflow),

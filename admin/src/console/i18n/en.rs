@@ -290,6 +290,24 @@ pub const EN: &[(&str, &str)] = &[
     ("jobs.total_many", "{} jobs"),
     // executors and groups
     ("groups.title", "Executors and groups"),
+    // workflows
+    ("nav.workflows", "Workflows"),
+    ("workflows.title", "Workflows"),
+    (
+        "workflows.intro",
+        "Graphs of jobs; each shows the states of its latest run. Start and cancel runs with the command line or the API.",
+    ),
+    ("workflows.none", "No workflows yet."),
+    ("workflows.nodes", "nodes"),
+    ("workflows.edges", "edges"),
+    ("workflows.latest_run", "Latest run"),
+    ("workflows.no_runs", "This workflow has not run yet."),
+    ("workflows.graph", "The workflow's graph"),
+    ("workflows.node", "Node"),
+    ("workflows.job", "Job"),
+    ("workflows.state", "State"),
+    ("workflows.run", "Run"),
+    ("workflows.result", "Result"),
     ("calendars.title", "Calendars"),
     (
         "calendars.intro",

@@ -53,15 +53,15 @@ const RECORD_SKIPPED: &str = concat!(
 );
 
 /// Locks the runs of a batch of results (a JSON array of ids, ascending) that are not final
-/// yet, in id order, and tells for each whether its success needs a follow-up (its job has
-/// child jobs or is FIX_DELAY). A locking read sees the newest committed row after any lock
-/// wait, so of two admins applying the same result the second finds the run final and leaves
-/// it. The job row is read by a subquery, which `FOR UPDATE` does not lock: a multi-table
+/// yet, in id order, and tells for each whether its success needs a follow-up (it is a
+/// workflow node's run, or its job has child jobs or is FIX_DELAY). A locking read sees the
+/// newest committed row after any lock wait, so of two admins applying the same result the
+/// second finds the run final and leaves it. The job row is read by a subquery, which `FOR UPDATE` does not lock: a multi-table
 /// UPDATE reading `xjob_job` would take shared locks on job rows, which the schedule round and
 /// FIX_DELAY follow-ups hold exclusively.
-const LOCK_OPEN_RUNS: &str = "SELECT l.id, EXISTS (SELECT 1 FROM xjob_job j \
-       WHERE j.id = l.job_id AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
-       AS needs_followup \
+const LOCK_OPEN_RUNS: &str = "SELECT l.id, (l.trigger_type = 'WORKFLOW' OR EXISTS (SELECT 1 \
+       FROM xjob_job j WHERE j.id = l.job_id \
+       AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY'))) AS needs_followup \
      FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) r \
      STRAIGHT_JOIN xjob_log l FORCE INDEX (PRIMARY) ON l.id = r.id \
      WHERE l.status IN ('PENDING', 'RUNNING') ORDER BY l.id FOR UPDATE";

@@ -54,16 +54,18 @@ const RECORD_SKIPPED: &str = concat!(
 /// Results (`batch_json::completions`, each run once, with the accepted dispatch outcome of
 /// those that have one folded in) applied to runs not final yet; returns
 /// the ids it finished. Of two admins applying the same result, the second waits for the
-/// first's row lock, then finds the run final and leaves it. A success whose job has no child
-/// jobs and is not FIX_DELAY (or no longer exists) needs no follow-up: its `alarm_status`
-/// becomes 1 here, so the follow-up loop never claims it. The job row is only read, not locked.
+/// first's row lock, then finds the run final and leaves it. A success that is no workflow
+/// node's run, whose job has no child jobs and is not FIX_DELAY (or no longer exists), needs
+/// no follow-up: its `alarm_status` becomes 1 here, so the follow-up loop never claims it. The
+/// job row is only read, not locked.
 const COMPLETE_RUNS: &str = "UPDATE xjob_log l SET status = r.status, handle_code = r.code, \
      handle_msg = r.msg, handle_time_ms = r.\"time\", \
      trigger_code = COALESCE(r.tcode, l.trigger_code), \
      trigger_msg = COALESCE(r.tmsg, l.trigger_msg), \
      executor_address = COALESCE(r.taddress, l.executor_address), \
      trace_id = COALESCE(r.ttrace, l.trace_id), \
-     alarm_status = CASE WHEN r.status = 'SUCCESS' AND NOT EXISTS ( \
+     alarm_status = CASE WHEN r.status = 'SUCCESS' AND l.trigger_type <> 'WORKFLOW' \
+       AND NOT EXISTS ( \
          SELECT 1 FROM xjob_job j WHERE j.id = l.job_id \
          AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
        THEN 1 ELSE l.alarm_status END \

@@ -33,6 +33,15 @@ pub async fn write_followup<DB: Dialect>(
     if let Some(retry) = &write.retry {
         written.retry_id =
             insert_one_unless_present::<DB>(&mut tx, retry, new_run_insert::<DB>, 0).await?;
+        // A workflow node's outcome is its last attempt's: the node follows its retry.
+        if let Some(retry_id) = written.retry_id {
+            super::workflow_runs::move_workflow_node_to_retry::<DB>(
+                &mut tx,
+                write.log_id,
+                retry_id,
+            )
+            .await?;
+        }
     }
     let children_allowed = !write.children_need_all_shards
         || claim_broadcast_children::<DB>(&mut tx, write.log_id).await?;

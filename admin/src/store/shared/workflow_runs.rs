@@ -215,3 +215,87 @@ pub async fn get_workflow_run<DB: Dialect>(
         nodes: run_nodes,
     }))
 }
+
+/// The runs of workflow `workflow_id`, newest first, a page at a time, with their nodes.
+pub async fn list_workflow_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    workflow_id: WorkflowId,
+    offset: i64,
+    limit: i64,
+) -> StoreResult<Vec<WorkflowRun>> {
+    let rows = Sql::<DB>::new("SELECT id FROM xjob_workflow_run WHERE workflow_id = ")
+        .bind(workflow_id.0)
+        .push(" ORDER BY id DESC LIMIT ")
+        .bind(limit)
+        .push(" OFFSET ")
+        .bind(offset)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    let mut runs = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let id: i64 = Cols::<DB>(row).get("id")?;
+        // Deleted between the two reads (by the clean-up): left out.
+        if let Some(run) = get_workflow_run(db, id).await? {
+            runs.push(run);
+        }
+    }
+    Ok(runs)
+}
+
+/// Ids of the RUNNING workflow runs, newest first (a run just started, whose roots are to
+/// start, comes before long-running ones), at most `limit`.
+pub async fn running_workflow_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    limit: i64,
+) -> StoreResult<Vec<i64>> {
+    let rows = Sql::<DB>::new("SELECT id FROM xjob_workflow_run WHERE status = ")
+        .bind(WorkflowRunStatus::Running.as_str())
+        .push(" ORDER BY id DESC LIMIT ")
+        .bind(limit)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(|row| Cols::<DB>(row).get("id")).collect()
+}
+
+/// `(log id, workflow run id, node key)` of the RUNNING workflow nodes whose current run is
+/// one of `log_ids`: which of a batch of finished runs are workflow nodes.
+pub async fn running_workflow_nodes<DB: Dialect>(
+    db: Pools<'_, DB>,
+    log_ids: &[LogId],
+) -> StoreResult<Vec<(LogId, i64, String)>> {
+    if log_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut select =
+        Sql::<DB>::new("SELECT log_id, run_id, node_key FROM xjob_workflow_node WHERE log_id");
+    DB::push_id_list(&mut select, &super::distinct_raw_ids(log_ids));
+    let rows = select
+        .push(" AND state = ")
+        .bind(NodeState::Running.as_str())
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let row = Cols::<DB>(row);
+            Ok((row.get("log_id")?, row.get("run_id")?, row.get("node_key")?))
+        })
+        .collect()
+}
+
+/// Points the RUNNING node whose run is `failed` at `retry`, its next attempt, in the
+/// transaction that writes the retry: the node's outcome is its last attempt's.
+pub async fn move_workflow_node_to_retry<DB: Dialect>(
+    conn: &mut DB::Connection,
+    failed: LogId,
+    retry: LogId,
+) -> StoreResult<()> {
+    Sql::<DB>::new("UPDATE xjob_workflow_node SET log_id = ")
+        .bind(retry.0)
+        .push(" WHERE log_id = ")
+        .bind(failed.0)
+        .push(" AND state = ")
+        .bind(NodeState::Running.as_str())
+        .execute(conn)
+        .await
+        .map(drop)
+}

@@ -48,7 +48,7 @@ const RECORD_SKIPPED: &str = concat!(
 );
 
 /// Results (`batch_json::completions`) applied to runs not final yet. A success whose job has
-/// no child jobs and is not FIX_DELAY needs no follow-up: its `alarm_status` becomes 1 here, so
+/// no child jobs and is not FIX_DELAY, and that is no workflow node's run, needs no follow-up: its `alarm_status` becomes 1 here, so
 /// the follow-up loop never claims it.
 const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code = r.code, \
      handle_msg = r.msg, handle_time_ms = r.time, \
@@ -56,7 +56,8 @@ const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code 
      trigger_msg = COALESCE(r.tmsg, xjob_log.trigger_msg), \
      executor_address = COALESCE(r.taddress, xjob_log.executor_address), \
      trace_id = COALESCE(r.ttrace, xjob_log.trace_id), \
-     alarm_status = CASE WHEN r.status = 'SUCCESS' AND NOT EXISTS ( \
+     alarm_status = CASE WHEN r.status = 'SUCCESS' AND xjob_log.trigger_type <> 'WORKFLOW' \
+       AND NOT EXISTS ( \
          SELECT 1 FROM xjob_job j WHERE j.id = xjob_log.job_id \
          AND (j.child_job_ids <> '' OR j.schedule_type = 'FIX_DELAY')) \
        THEN 1 ELSE xjob_log.alarm_status END \
