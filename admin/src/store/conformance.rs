@@ -26,9 +26,9 @@ use std::sync::Arc;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, AlarmStatus, ExecutorInfo, ExecutorProtocol, Group, GroupId, Job, JobId,
-    JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus, ScheduleType,
-    TriggerType,
+    AddressType, AlarmStatus, EdgeCondition, ExecutorInfo, ExecutorProtocol, FanIn, Group, GroupId,
+    Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus,
+    ScheduleType, TriggerType, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -100,6 +100,37 @@ pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
         created_ms: 1,
         updated_ms: 1,
         ..Job::new(group_id, "job")
+    }
+}
+
+/// A workflow named `name` in group `group_id` whose nodes `(key, fan-in)` all run `job_id`,
+/// joined by edges `(from, to, condition)`: the graphs the store and the workflow tests save.
+pub(crate) fn workflow(
+    group_id: GroupId,
+    job_id: JobId,
+    name: &str,
+    nodes: &[(&str, FanIn)],
+    edges: &[(&str, &str, EdgeCondition)],
+) -> Workflow {
+    Workflow {
+        id: WorkflowId(0),
+        group_id,
+        name: name.to_string(),
+        nodes: (nodes.iter())
+            .map(|(key, fan_in)| WorkflowNode {
+                key: key.to_string(),
+                job_id,
+                fan_in: *fan_in,
+            })
+            .collect(),
+        edges: (edges.iter())
+            .map(|(from, to, condition)| WorkflowEdge {
+                from: from.to_string(),
+                to: to.to_string(),
+                condition: *condition,
+            })
+            .collect(),
+        updated_ms: 0,
     }
 }
 
