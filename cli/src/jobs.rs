@@ -650,6 +650,9 @@ fn catch_up_text(job: &JobView) -> String {
 mod tests {
     use super::*;
 
+    /// A flag's value parser.
+    type Parse = fn(&str) -> Result<i32, String>;
+
     /// Every enum `jobs show` prints is spelled as its flag takes it: the printed word, given
     /// back to the flag's parser, is the job's own value.
     #[test]
@@ -670,7 +673,7 @@ mod tests {
         };
         let shown = details(&JobView::from(&job), &HashMap::new());
         let value = |label| shown.value(label).unwrap_or_default().to_string();
-        let single: [(&str, &str, fn(&str) -> Result<i32, String>, i32); 5] = [
+        let single: [(&str, &str, Parse, i32); 5] = [
             (
                 "misfire",
                 "fire-once-now",

@@ -103,36 +103,8 @@ pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
     }
 }
 
-/// A workflow named `name` in group `group_id` whose nodes `(key, fan-in)` all run `job_id`,
-/// joined by edges `(from, to, condition)`: the graphs the store and the workflow tests save.
-pub(crate) fn workflow(
-    group_id: GroupId,
-    job_id: JobId,
-    name: &str,
-    nodes: &[(&str, FanIn)],
-    edges: &[(&str, &str, EdgeCondition)],
-) -> Workflow {
-    Workflow {
-        id: WorkflowId(0),
-        group_id,
-        name: name.to_string(),
-        nodes: (nodes.iter())
-            .map(|(key, fan_in)| WorkflowNode {
-                key: key.to_string(),
-                job_id,
-                fan_in: *fan_in,
-            })
-            .collect(),
-        edges: (edges.iter())
-            .map(|(from, to, condition)| WorkflowEdge {
-                from: from.to_string(),
-                to: to.to_string(),
-                condition: *condition,
-            })
-            .collect(),
-        updated_ms: 0,
-    }
-}
+/// The workflows the store and the workflow tests save.
+pub(crate) use crate::model::workflow::test_workflow as workflow;
 
 fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
     NewRun {
