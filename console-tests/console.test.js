@@ -1,6 +1,6 @@
 // Drives the xjob web console in headless Chromium (Playwright, browser given by path).
 // Started by admin/tests/it/console_browser.rs, which runs a real admin and an executor with the
-// handlers `echo`, `sleep` and `flaky`, and passes:
+// handlers `echo`, `sleep`, `flaky` and `hold`, and passes:
 //   XJOB_CONSOLE_URL     the console, e.g. http://127.0.0.1:8081
 //   XJOB_CHROMIUM        the Chromium binary
 //   XJOB_SCREENSHOTS     directory for one screenshot per page
@@ -76,10 +76,38 @@ async function createJob(page, fields) {
     await page.selectOption('#glue_type', fields.glue);
     await page.fill('#glue_source', fields.source);
   }
+  await setFields(page, fields.more || {});
   await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
   const match = /\/jobs\/(\d+)/.exec(page.url());
   check(match, `no job page after saving: ${page.url()}`);
   return Number(match[1]);
+}
+
+/// Fills form fields by id: a select gets the option of that value, any other field the text.
+async function setFields(page, values) {
+  for (const [id, value] of Object.entries(values)) {
+    const tag = await page.$eval(`#${id}`, (element) => element.tagName);
+    if (tag === 'SELECT') {
+      await page.selectOption(`#${id}`, value);
+    } else {
+      await page.fill(`#${id}`, value);
+    }
+  }
+}
+
+/// Checks that each field (by id) shows the value expected.
+async function expectFields(page, values, what) {
+  for (const [id, value] of Object.entries(values)) {
+    const shown = await page.inputValue(`#${id}`);
+    check(shown === value, `${what}: #${id} shows ${JSON.stringify(shown)}, not ${JSON.stringify(value)}`);
+  }
+}
+
+/// The cells of a backfill's row on its job's page (reloaded): id, state, range, started of
+/// total, succeeded, failed, running.
+async function backfillRow(page, job, id) {
+  await visit(page, `${base}/jobs/${job}`);
+  return page.$$eval(`#backfill-${id} td`, (cells) => cells.map((cell) => cell.textContent.trim()));
 }
 
 /// Posts a form from inside the page (as a forger would, with the page's cookies).
@@ -493,6 +521,144 @@ step('a RUNNING row turns SUCCESS without a reload', async (page) => {
   check(await page.$('#live-toggle'), 'the dashboard has the live toggle');
 });
 
+step('a calendar: a bad zone is refused under its field, then created and edited', async (page) => {
+  await visit(page, `${base}/calendars`);
+  await Promise.all([page.waitForNavigation(), page.click('#new-calendar')]);
+  await setFields(page, {
+    name: 'console-freeze', time_zone: 'Mars/Base', rules: '2030-12-25\nweekly sat,sun',
+    description: 'change freeze',
+  });
+  await Promise.all([page.waitForNavigation(), page.click('#save-calendar')]);
+  const zoneError = await page.textContent('#err-time_zone');
+  check(/Mars\/Base/.test(zoneError), `the zone refusal is under its field: ${zoneError}`);
+  await expectFields(page, { name: 'console-freeze', description: 'change freeze' },
+    'the refused form keeps what was typed');
+  await page.fill('#time_zone', 'Europe/Berlin');
+  await Promise.all([page.waitForNavigation(), page.click('#save-calendar')]);
+  check(/Calendar created/.test(await page.textContent('.notice.ok')), 'created notice');
+  const card = await page.textContent('#calendar-console-freeze');
+  check(/Europe\/Berlin/.test(card) && /weekly sat,sun/.test(card) && /change freeze/.test(card),
+    `the calendar is listed with its zone, rules and description: ${card}`);
+  await Promise.all([
+    page.waitForNavigation(), page.click('#calendar-console-freeze a[href="/calendars/console-freeze"]'),
+  ]);
+  check(await page.getAttribute('#name', 'readonly') !== null, 'a saved calendar keeps its name');
+  await expectFields(page, {
+    time_zone: 'Europe/Berlin', rules: '2030-12-25\nweekly sat,sun', description: 'change freeze',
+  }, 'the editor shows the saved calendar');
+  await page.fill('#rules', '2030-12-24..2030-12-31\nweekly sat,sun');
+  await Promise.all([page.waitForNavigation(), page.click('#save-calendar')]);
+  check(/Calendar saved/.test(await page.textContent('.notice.ok')), 'saved notice');
+  const edited = await page.textContent('#calendar-console-freeze');
+  check(/2030-12-24\.\.2030-12-31/.test(edited) && !/2030-12-25/.test(edited),
+    `the edited rules are listed: ${edited}`);
+  await shot(page, 'calendars');
+});
+
+step('the job form saves jitter, catch-up, calendar, DST and overlap, and shows them back', async (page) => {
+  const policies = {
+    jitter_max_ms: '30s', catch_up_window_ms: '2h', catch_up_mode: 'ALL',
+    calendar: 'console-freeze', calendar_mode: 'SKIP', dst_gap_policy: 'SKIP',
+    dst_overlap_policy: 'BOTH', overlap_policy: 'BUFFER_ONE',
+  };
+  state.policyJob = await createJob(page, {
+    name: 'console policies', handler: 'echo', scheduleType: 'CRON', schedule: '0 30 2 * * ?',
+    more: { time_zone: 'Europe/Berlin', ...policies },
+  });
+  await visit(page, `${base}/jobs/${state.policyJob}`);
+  await expectFields(page, policies, 'the saved job');
+  // Changed on the saved job: every field takes its other values too.
+  const changed = {
+    jitter_max_ms: '1500ms', catch_up_window_ms: '45m', catch_up_mode: 'LATEST',
+    calendar_mode: 'ONLY', dst_gap_policy: 'NEXT_VALID_TIME', dst_overlap_policy: 'SECOND',
+    overlap_policy: 'CANCEL_OTHER',
+  };
+  await setFields(page, changed);
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  await visit(page, `${base}/jobs/${state.policyJob}`);
+  await expectFields(page, { ...changed, calendar: 'console-freeze' }, 'the updated job');
+  await shot(page, 'job-policies');
+  // A calendar that does not exist is refused under its field, the rest kept as typed.
+  await setFields(page, { calendar: 'no-such-calendar', overlap_policy: 'SKIP' });
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  const error = await page.textContent('#err-calendar');
+  check(/no-such-calendar/.test(error) && /not found/.test(error), `calendar error: ${error}`);
+  await expectFields(page, { overlap_policy: 'SKIP', jitter_max_ms: '1500ms' },
+    'the refused form keeps what was typed');
+});
+
+step('a calendar a job uses is not deleted; once unused it is', async (page) => {
+  await visit(page, `${base}/calendars/console-freeze`);
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#delete-calendar button')]);
+  const refusal = await page.textContent('#error');
+  check(new RegExp(`used by 1 job\\(s\\) \\(${state.policyJob}\\)`).test(refusal),
+    `the refusal names the job: ${refusal}`);
+  await shot(page, 'calendar-in-use');
+  await visit(page, `${base}/calendars`);
+  check(await page.$('#calendar-console-freeze'), 'the calendar is still there');
+  // The job lets go of it; then the delete goes through.
+  await visit(page, `${base}/jobs/${state.policyJob}`);
+  await page.fill('#calendar', '');
+  await Promise.all([page.waitForNavigation(), page.click('#save-job')]);
+  await visit(page, `${base}/calendars/console-freeze`);
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#delete-calendar button')]);
+  const notice = await page.textContent('.notice.ok');
+  check(/Calendar console-freeze deleted/.test(notice), `deleted notice: ${notice}`);
+  check(!(await page.$('#calendar-console-freeze')), 'the calendar is gone from the list');
+});
+
+step('a backfill starts from the job page, shows its progress and is cancelled', async (page) => {
+  const release = `backfill-${Date.now()}`;
+  state.backfillJob = await createJob(page, {
+    name: 'console backfill', handler: 'hold', scheduleType: 'CRON', schedule: '0 0 * * * ?',
+    more: { params: release },
+  });
+  const job = state.backfillJob;
+  check(/No backfills yet/.test(await page.textContent('#backfills')), 'no backfill yet');
+  // A reversed range is refused, naming the times as typed.
+  await setFields(page, { backfill_from: '2026-01-02T00:00', backfill_to: '2026-01-01T00:00' });
+  await Promise.all([page.waitForNavigation(), page.click('#start-backfill')]);
+  const reversed = await page.textContent('#error');
+  check(/2026-01-02 00:00 is after To 2026-01-01 00:00/.test(reversed), `reversed: ${reversed}`);
+  // Ten hourly occurrences, one at a time: the first holds until released.
+  await visit(page, `${base}/jobs/${job}`);
+  await setFields(page, {
+    backfill_from: '2026-01-01T00:00', backfill_to: '2026-01-01T09:00', backfill_concurrency: '1',
+  });
+  await Promise.all([page.waitForNavigation(), page.click('#start-backfill')]);
+  const started = /Backfill (\d+) started: 10 occurrences/.exec(await page.textContent('.notice.ok'));
+  check(started, `started notice: ${await page.textContent('.notice.ok')}`);
+  const id = Number(started[1]);
+  // Progress: the first run started and running (held), the other nine not yet.
+  const deadline = Date.now() + TIMEOUT;
+  let cells;
+  for (;;) {
+    cells = await backfillRow(page, job, id);
+    if (cells[1] === 'RUNNING' && cells[3] === '1/10' && cells[6] === '1') { break; }
+    check(Date.now() < deadline, `no running first occurrence within 30 s: ${cells}`);
+    await page.waitForTimeout(500);
+  }
+  await shot(page, 'job-backfill-running');
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click(`#cancel-backfill-${id}`)]);
+  const cancelled = await page.textContent('.notice.ok');
+  check(new RegExp(`Backfill ${id} cancelled`).test(cancelled), `cancel notice: ${cancelled}`);
+  check(!(await page.$(`#cancel-backfill-${id}`)), 'no cancel button once cancelled');
+  // The started run finishes on its own once released; no other run starts.
+  fs.writeFileSync(path.join(releaseDir, release), 'released');
+  for (;;) {
+    cells = await backfillRow(page, job, id);
+    if (cells[4] === '1') { break; }
+    check(Date.now() < deadline + TIMEOUT, `the started run did not succeed: ${cells}`);
+    await page.waitForTimeout(500);
+  }
+  check(cells[1] === 'CANCELLED' && cells[3] === '1/10' && cells[6] === '0',
+    `cancelled after one of ten: ${cells}`);
+  await shot(page, 'job-backfill-cancelled');
+});
+
 step('every page fits a phone', async (page) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/`);
@@ -502,8 +668,9 @@ step('every page fits a phone', async (page) => {
   check(await overflow() <= 0, `no sideways scrolling on a phone (${await overflow()} px)`);
   await shot(page, 'phone-dashboard');
   const wide = [];
-  for (const url of ['/jobs', '/jobs/new', `/jobs/${state.cronJob}`, '/runs',
-    `/runs/${state.killedRun}`, '/executors', '/users', '/audit', '/account']) {
+  for (const url of ['/jobs', '/jobs/new', `/jobs/${state.cronJob}`, `/jobs/${state.backfillJob}`,
+    '/runs', `/runs/${state.killedRun}`, '/executors', '/calendars', '/calendars/new', '/users',
+    '/audit', '/account']) {
     await visit(page, `${base}${url}`);
     const extra = await overflow();
     if (extra > 0) { wide.push(`${url}: ${extra} px`); }
@@ -642,6 +809,27 @@ step('the language switch shows the console in Chinese and remembers it', async 
   check(/版本/.test(await page.textContent('#glue-versions tr')), 'the versions in Chinese');
   check((await page.textContent('#save-glue')).trim() === '保存源码', 'the save source button');
   await shot(page, 'script-job-zh');
+  // The scheduling fields, the backfill card and the calendars pages.
+  await visit(page, `${base}/jobs/${state.policyJob}`);
+  const policies = await page.textContent('#job-form');
+  for (const label of ['随机延迟', '补跑窗口', '补跑方式', '日历方式', '夏令时跳过的时刻',
+    '夏令时重复的时刻', '重叠策略']) {
+    check(policies.includes(label), `the job editor shows ${label}: ${policies}`);
+  }
+  await visit(page, `${base}/jobs/${state.backfillJob}`);
+  check((await page.textContent('#backfills h2')).trim() === '补跑', 'the backfill card heading');
+  check((await page.textContent('#start-backfill')).trim() === '开始补跑', 'the start button');
+  check(/状态/.test(await page.textContent('#backfills thead')), 'the backfill columns');
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese backfill card');
+  await shot(page, 'job-backfill-zh');
+  await visit(page, `${base}/calendars`);
+  check((await page.textContent('h1')).trim() === '日历', 'the calendars heading in Chinese');
+  check((await page.textContent('#new-calendar')).trim() === '新建日历', 'the new calendar link');
+  await visit(page, `${base}/calendars/new`);
+  check((await page.textContent('#save-calendar')).trim() === '保存日历', 'the save calendar button');
+  check(/规则/.test(await page.textContent('#calendar-form')), 'the rules field in Chinese');
+  check((await axeFindings(page)).length === 0, 'axe findings on the Chinese calendar editor');
+  await shot(page, 'calendar-editor-zh');
   await visit(page, `${base}/executors`);
   check((await page.textContent('h1')).trim() === '执行器与分组', 'the executors heading');
   check(/心跳/.test(await page.textContent('main')), 'the executors table in Chinese');
@@ -655,8 +843,9 @@ step('axe-core finds no serious or critical issue on any page', async (page) => 
   await login(page, adminUser, adminPassword);
   const pages = [
     '/', '/jobs', '/jobs/new', `/jobs/${state.cronJob}`, `/jobs/${state.scriptJob}`,
+    `/jobs/${state.policyJob}`, `/jobs/${state.backfillJob}`,
     '/runs', `/runs/${state.killedRun}`, '/executors', '/groups/new', `/groups/${groupId}`,
-    '/users', '/audit', '/account', '/no-such-page',
+    '/calendars', '/calendars/new', '/users', '/audit', '/account', '/no-such-page',
   ];
   const found = [];
   for (const url of pages) {

@@ -32,11 +32,11 @@ struct StartArgs {
     job: Option<i64>,
     /// Start of the range, included: 2026-03-01, "2026-03-01 08:00", an RFC 3339 time, or
     /// epoch milliseconds (dates and times without an offset are local).
-    #[arg(long, value_name = "TIME", required = true, value_parser = parse_instant)]
-    from: Option<i64>,
+    #[arg(long, value_name = "TIME", required = true, value_parser = parse_typed)]
+    from: Option<Typed>,
     /// End of the range, included (same forms as --from).
-    #[arg(long, value_name = "TIME", required = true, value_parser = parse_instant)]
-    to: Option<i64>,
+    #[arg(long, value_name = "TIME", required = true, value_parser = parse_typed)]
+    to: Option<Typed>,
     /// Most runs of the backfill unfinished at once (1-100).
     #[arg(long, default_value_t = 1)]
     concurrency: i32,
@@ -139,15 +139,22 @@ pub async fn run(args: BackfillArgs, out: Output, mut client: Client) -> Result<
 }
 
 async fn start(args: StartArgs, out: &Output, client: &mut Client) -> Result<(), CliError> {
-    let (Some(job_id), Some(from_ms), Some(to_ms)) = (args.job, args.from, args.to) else {
+    let (Some(job_id), Some(from), Some(to)) = (args.job, args.from, args.to) else {
         return Err(CliError::Usage(
             "xjob backfill JOB_ID --from TIME --to TIME [--concurrency N]".to_string(),
         ));
     };
+    // Said here, in the words typed: the admin's own refusal can only name instants.
+    if from.ms > to.ms {
+        return Err(CliError::Usage(format!(
+            "--from {} is after --to {}: the range runs from the earlier time to the later",
+            from.text, to.text
+        )));
+    }
     let request = pb::BackfillJobRequest {
         job_id,
-        from_ms,
-        to_ms,
+        from_ms: from.ms,
+        to_ms: to.ms,
         max_concurrent: args.concurrency,
     };
     let started = client.backfill_job(request).await?.into_inner();
@@ -204,6 +211,20 @@ fn table(views: &[BackfillView]) -> Table {
         ]);
     }
     table
+}
+
+/// An instant as typed on the command line and as read.
+#[derive(Clone)]
+struct Typed {
+    text: String,
+    ms: i64,
+}
+
+fn parse_typed(text: &str) -> Result<Typed, String> {
+    parse_instant(text).map(|ms| Typed {
+        text: text.trim().to_string(),
+        ms,
+    })
 }
 
 /// An instant from the command line: epoch milliseconds, RFC 3339, or a local date / date and

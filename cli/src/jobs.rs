@@ -532,7 +532,7 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
         .add("status", job.status.clone())
         .add("schedule", schedule_text(job))
         .add("time zone", render::or_dash(&job.time_zone))
-        .add("misfire", job.misfire_strategy.clone())
+        .add("misfire", flag_spelling(&job.misfire_strategy))
         .add(
             "jitter",
             if job.jitter_max_ms > 0 {
@@ -547,18 +547,18 @@ fn details(job: &JobView, groups: &HashMap<i64, String>) -> Details {
             "dst",
             format!(
                 "gap {}, overlap {}",
-                render_policy(&job.dst_gap_policy),
-                render_policy(&job.dst_overlap_policy)
+                flag_spelling(&job.dst_gap_policy),
+                flag_spelling(&job.dst_overlap_policy)
             ),
         )
-        .add("overlap", job.overlap_policy.clone())
+        .add("overlap", flag_spelling(&job.overlap_policy))
         .add("next fire", render::time_long(job.next_fire_ms, now))
         .add("last fire", render::time_long(job.last_fire_ms, now))
-        .add("glue type", job.glue_type.clone())
+        .add("glue type", flag_spelling(&job.glue_type))
         .add("handler", render::or_dash(&job.handler))
         .add("params", render::or_dash(&job.params))
-        .add("route", job.route_strategy.clone())
-        .add("block", job.block_strategy.clone())
+        .add("route", flag_spelling(&job.route_strategy))
+        .add("block", flag_spelling(&job.block_strategy))
         .add(
             "timeout",
             if job.timeout_ms > 0 {
@@ -618,29 +618,108 @@ fn backoff_text(backoff: &view::RetryBackoffView) -> String {
 fn calendar_text(job: &JobView) -> String {
     match (job.calendar.as_str(), job.calendar_mode.as_str()) {
         ("", _) => "none".into(),
-        (name, "ONLY") => format!("{name} (runs only inside it)"),
-        (name, _) => format!("{name} (skips its times)"),
+        (name, "ONLY") => format!("{name}, mode only (runs only inside it)"),
+        (name, _) => format!("{name}, mode skip (skips its times)"),
     }
 }
 
-/// A policy as its CLI flag spells it: `NEXT_VALID_TIME` → `next-valid-time`.
-fn render_policy(name: &str) -> String {
+/// An enum value as its CLI flag spells it (`NEXT_VALID_TIME` → `next-valid-time`), so what
+/// `jobs show` prints can be given back to `jobs update` as it is.
+fn flag_spelling(name: &str) -> String {
     name.to_lowercase().replace('_', "-")
 }
 
 /// The catch-up line of `jobs show`: "off", or the window and the mode.
 fn catch_up_text(job: &JobView) -> String {
     if job.catch_up_window_ms > 0 {
-        let mode = if job.catch_up_mode == "ALL" {
-            "all"
-        } else {
-            "the latest"
+        // An unset mode is the latest (the admin's default).
+        let mode = match job.catch_up_mode.as_str() {
+            "ALL" => "all (runs every fire missed in it, oldest first)",
+            _ => "latest (runs the latest fire missed in it)",
         };
         format!(
-            "{mode} of the fires missed in the last {}",
+            "window {}, mode {mode}",
             render::duration(job.catch_up_window_ms)
         )
     } else {
         "off".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flag's value parser.
+    type Parse = fn(&str) -> Result<i32, String>;
+
+    /// Every enum `jobs show` prints is spelled as its flag takes it: the printed word, given
+    /// back to the flag's parser, is the job's own value.
+    #[test]
+    fn jobs_show_spells_each_enum_as_its_flag_takes_it() {
+        let job = pb::Job {
+            misfire_strategy: pb::MisfireStrategy::FireOnceNow as i32,
+            catch_up_window_ms: 3_600_000,
+            catch_up_mode: pb::CatchUpMode::All as i32,
+            calendar: "holidays".into(),
+            calendar_mode: pb::CalendarMode::Only as i32,
+            dst_gap_policy: pb::DstGapPolicy::NextValidTime as i32,
+            dst_overlap_policy: pb::DstOverlapPolicy::Both as i32,
+            overlap_policy: pb::OverlapPolicy::BufferOne as i32,
+            route_strategy: pb::RouteStrategy::ConsistentHash as i32,
+            block_strategy: pb::BlockStrategy::DiscardLater as i32,
+            glue_type: pb::GlueType::Shell as i32,
+            ..Default::default()
+        };
+        let shown = details(&JobView::from(&job), &HashMap::new());
+        let value = |label| shown.value(label).unwrap_or_default().to_string();
+        let single: [(&str, &str, Parse, i32); 5] = [
+            (
+                "misfire",
+                "fire-once-now",
+                view::parse_misfire_strategy,
+                job.misfire_strategy,
+            ),
+            (
+                "overlap",
+                "buffer-one",
+                view::parse_overlap_policy,
+                job.overlap_policy,
+            ),
+            (
+                "route",
+                "consistent-hash",
+                view::parse_route_strategy,
+                job.route_strategy,
+            ),
+            (
+                "block",
+                "discard-later",
+                view::parse_block_strategy,
+                job.block_strategy,
+            ),
+            ("glue type", "shell", view::parse_glue_type, job.glue_type),
+        ];
+        for (label, spelled, parse, wanted) in single {
+            assert_eq!(value(label), spelled, "{label}");
+            assert_eq!(parse(spelled), Ok(wanted), "{label}");
+        }
+        assert_eq!(value("dst"), "gap next-valid-time, overlap both");
+        assert_eq!(
+            view::parse_dst_gap_policy("next-valid-time"),
+            Ok(job.dst_gap_policy)
+        );
+        assert!(
+            value("catch-up").starts_with("window 1h00m, mode all "),
+            "{}",
+            value("catch-up")
+        );
+        assert_eq!(view::parse_catch_up_mode("all"), Ok(job.catch_up_mode));
+        assert!(
+            value("calendar").starts_with("holidays, mode only "),
+            "{}",
+            value("calendar")
+        );
+        assert_eq!(view::parse_calendar_mode("only"), Ok(job.calendar_mode));
     }
 }

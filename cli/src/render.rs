@@ -80,6 +80,13 @@ impl Details {
         self
     }
 
+    /// The value printed under `label` (tests read single lines).
+    #[cfg(test)]
+    pub fn value(&self, label: &str) -> Option<&str> {
+        let found = self.0.iter().find(|(shown, _)| *shown == label);
+        found.map(|(_, value)| value.as_str())
+    }
+
     fn render(&self) -> String {
         let width = self
             .0

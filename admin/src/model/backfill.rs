@@ -66,6 +66,16 @@ impl Backfill {
     }
 }
 
+/// An instant of a refusal as people read and write it (the request's epoch milliseconds mean
+/// little to whoever typed a date): RFC 3339 in `zone`, whole seconds unless it has millis.
+fn rfc3339(ms: i64, zone: Tz) -> String {
+    use chrono::TimeZone;
+    match zone.timestamp_millis_opt(ms).single() {
+        Some(at) => at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        None => format!("{ms} ms"),
+    }
+}
+
 /// Why a backfill request is refused (the API answers INVALID_ARGUMENT with the text).
 pub fn check_request(from_ms: i64, to_ms: i64, max_concurrent: i32) -> Result<(), String> {
     if from_ms <= 0 || to_ms <= 0 {
@@ -75,7 +85,9 @@ pub fn check_request(from_ms: i64, to_ms: i64, max_concurrent: i32) -> Result<()
     }
     if from_ms > to_ms {
         return Err(format!(
-            "from_ms ({from_ms}) must not be after to_ms ({to_ms})"
+            "from_ms {} must not be after to_ms {}",
+            rfc3339(from_ms, Tz::UTC),
+            rfc3339(to_ms, Tz::UTC)
         ));
     }
     if !(0..=MAX_CONCURRENT).contains(&max_concurrent) {
@@ -138,8 +150,10 @@ pub fn count_occurrences(job: &Job, zone: Tz, from_ms: i64, to_ms: i64) -> Resul
     }
     if count == 0 {
         return Err(format!(
-            "job {}'s schedule has no occurrence between {from_ms} and {to_ms}",
-            job.id
+            "job {}'s schedule has no occurrence between {} and {}",
+            job.id,
+            rfc3339(from_ms, zone),
+            rfc3339(to_ms, zone)
         ));
     }
     Ok(count)
@@ -222,10 +236,10 @@ mod tests {
 
     #[test]
     fn requests_are_checked() {
-        assert!(
-            check_request(5, 4, 1)
-                .unwrap_err()
-                .contains("must not be after")
+        // A reversed range names its ends as times, not epoch milliseconds.
+        assert_eq!(
+            check_request(1_767_312_000_000, 1_767_225_600_000, 1),
+            Err("from_ms 2026-01-02T00:00:00Z must not be after to_ms 2026-01-01T00:00:00Z".into())
         );
         assert!(
             check_request(1, 4, 101)

@@ -242,6 +242,38 @@ fn check_acyclic(nodes: &[WorkflowNode], edges: &[WorkflowEdge]) -> Result<(), R
     Ok(())
 }
 
+/// A workflow for tests, named `name` in group `group_id`, whose nodes `(key, fan-in)` all run
+/// `job_id`, joined by edges `(from, to, condition)`.
+#[cfg(test)]
+pub(crate) fn test_workflow(
+    group_id: GroupId,
+    job_id: JobId,
+    name: &str,
+    nodes: &[(&str, FanIn)],
+    edges: &[(&str, &str, EdgeCondition)],
+) -> Workflow {
+    Workflow {
+        id: WorkflowId(0),
+        group_id,
+        name: name.to_string(),
+        nodes: (nodes.iter())
+            .map(|(key, fan_in)| WorkflowNode {
+                key: key.to_string(),
+                job_id,
+                fan_in: *fan_in,
+            })
+            .collect(),
+        edges: (edges.iter())
+            .map(|(from, to, condition)| WorkflowEdge {
+                from: from.to_string(),
+                to: to.to_string(),
+                condition: *condition,
+            })
+            .collect(),
+        updated_ms: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

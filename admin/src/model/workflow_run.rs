@@ -174,28 +174,13 @@ pub fn next_step(workflow: &Workflow, states: &HashMap<String, NodeState>) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{GroupId, JobId, WorkflowEdge, WorkflowId, WorkflowNode};
+    use crate::model::workflow::test_workflow;
+    use crate::model::{GroupId, JobId, WorkflowId};
 
     fn graph(nodes: &[(&str, FanIn)], edges: &[(&str, &str, EdgeCondition)]) -> Workflow {
         Workflow {
             id: WorkflowId(1),
-            group_id: GroupId(1),
-            name: "w".into(),
-            nodes: (nodes.iter())
-                .map(|(key, fan_in)| WorkflowNode {
-                    key: key.to_string(),
-                    job_id: JobId(1),
-                    fan_in: *fan_in,
-                })
-                .collect(),
-            edges: (edges.iter())
-                .map(|(from, to, condition)| WorkflowEdge {
-                    from: from.to_string(),
-                    to: to.to_string(),
-                    condition: *condition,
-                })
-                .collect(),
-            updated_ms: 0,
+            ..test_workflow(GroupId(1), JobId(1), "w", nodes, edges)
         }
     }
 

@@ -186,37 +186,23 @@ pub async fn readvance_running(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workflow_run::NewWorkflowRun;
-    use crate::model::{EdgeCondition, FanIn, GroupId, Workflow, WorkflowEdge, WorkflowId};
-    use crate::model::{LogId, WorkflowNode};
-    use crate::store::conformance::{fresh_stores, group, job};
+    use crate::model::workflow_run::{NewWorkflowRun, NodeState};
+    use crate::model::{EdgeCondition, FanIn, GroupId, LogId, Workflow};
+    use crate::model::{WorkflowEdge, WorkflowId, WorkflowNode};
+    use crate::store::conformance::{fresh_stores, group, job, workflow};
 
     /// A → (B, C) → D (ALL_SUCCESS), and A → E on failure.
     fn diamond(group_id: GroupId, job_id: JobId) -> Workflow {
-        let node = |key: &str| WorkflowNode {
-            key: key.to_string(),
-            job_id,
-            fan_in: FanIn::AllSuccess,
-        };
-        let edge = |from: &str, to: &str, condition| WorkflowEdge {
-            from: from.to_string(),
-            to: to.to_string(),
-            condition,
-        };
-        Workflow {
-            id: WorkflowId(0),
-            group_id,
-            name: "diamond".into(),
-            nodes: ["a", "b", "c", "d", "e"].into_iter().map(node).collect(),
-            edges: vec![
-                edge("a", "b", EdgeCondition::OnSuccess),
-                edge("a", "c", EdgeCondition::OnSuccess),
-                edge("b", "d", EdgeCondition::OnSuccess),
-                edge("c", "d", EdgeCondition::OnSuccess),
-                edge("a", "e", EdgeCondition::OnFailure),
-            ],
-            updated_ms: 0,
-        }
+        use EdgeCondition::{OnFailure, OnSuccess};
+        let nodes = ["a", "b", "c", "d", "e"].map(|key| (key, FanIn::AllSuccess));
+        let edges = [
+            ("a", "b", OnSuccess),
+            ("a", "c", OnSuccess),
+            ("b", "d", OnSuccess),
+            ("c", "d", OnSuccess),
+            ("a", "e", OnFailure),
+        ];
+        workflow(group_id, job_id, "diamond", &nodes, &edges)
     }
 
     fn keys(advanced: &Advanced) -> Vec<&str> {

@@ -27,9 +27,9 @@ use std::sync::Arc;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, AlarmStatus, ExecutorInfo, ExecutorProtocol, Group, GroupId, Job, JobId,
-    JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus, ScheduleType,
-    TriggerType,
+    AddressType, AlarmStatus, EdgeCondition, ExecutorInfo, ExecutorProtocol, FanIn, Group, GroupId,
+    Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus,
+    ScheduleType, TriggerType, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
@@ -103,6 +103,9 @@ pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
         ..Job::new(group_id, "job")
     }
 }
+
+/// The workflows the store and the workflow tests save.
+pub(crate) use crate::model::workflow::test_workflow as workflow;
 
 fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
     NewRun {

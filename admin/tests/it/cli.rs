@@ -502,6 +502,8 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
             "skip",
             "--dst-overlap",
             "both",
+            "--overlap",
+            "buffer-one",
         ],
     )
     .await?;
@@ -512,6 +514,13 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
     );
     let shown = xjob(url, &["jobs", "show", job_arg]).await?;
     assert!(shown.stdout.contains("gap skip, overlap both"), "{shown:?}");
+    // Enums print as their flags take them: `jobs show` can be pasted back into flags.
+    let line = |label: &str| {
+        let found = shown.stdout.lines().find(|line| line.starts_with(label));
+        found.map(|line| line[label.len()..].trim().to_string())
+    };
+    assert_eq!(line("overlap ").as_deref(), Some("buffer-one"), "{shown:?}");
+    assert_eq!(line("misfire ").as_deref(), Some("do-nothing"), "{shown:?}");
     let usage = xjob(url, &["jobs", "update", job_arg, "--dst-overlap", "twice"]).await?;
     assert!(
         usage.code == 2 && usage.stderr.contains("first, second, both"),
@@ -547,8 +556,8 @@ async fn jobs_and_runs_from_the_command_line() -> anyhow::Result<()> {
 
 /// `xjob backfill`: five past minutes at two at a time against a real admin process; `status`
 /// follows it to DONE, `list` shows it, each minute has one BACKFILL run with its own time, and
-/// bad ranges get their exit codes (2 for a time the CLI cannot read, 1 for a range the admin
-/// refuses, with its reason).
+/// bad ranges get exit code 2 with the times named as typed (a time the CLI cannot read, a
+/// reversed range).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backfill_from_the_command_line() -> anyhow::Result<()> {
     let data_dir = tempfile::tempdir()?;
@@ -625,9 +634,13 @@ async fn backfill_from_the_command_line() -> anyhow::Result<()> {
         unreadable.code == 2 && unreadable.stderr.contains("is not a time"),
         "{unreadable:?}"
     );
+    // A reversed range is named in the words typed, before the admin is asked.
     let reversed = xjob(url, &["backfill", &job, "--from", "2026-01-02", "--to", to]).await?;
     assert!(
-        reversed.code == 1 && reversed.stderr.contains("must not be after"),
+        reversed.code == 2
+            && reversed
+                .stderr
+                .contains(&format!("--from 2026-01-02 is after --to {to}")),
         "{reversed:?}"
     );
     let ended = xjob(url, &["backfill", "cancel", &id]).await?;

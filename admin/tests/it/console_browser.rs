@@ -6,7 +6,11 @@
 //! show in the live log, a kill, a multi-line script typed in the editor that runs, errors
 //! under their field (time zone, timeout, trigger address), CSRF refusals, clearing logs, times
 //! in the zone picked in the header with the runs filter reading typed times in it, a RUNNING
-//! run turning SUCCESS in the runs list without a reload (live updates), and a viewer without
+//! run turning SUCCESS in the runs list without a reload (live updates), a calendar created
+//! (its bad zone refused under the field) and edited, the job form's jitter, catch-up, calendar,
+//! DST and overlap fields saved and shown back, a calendar in use refused deletion, a backfill
+//! started from a job's page (a reversed range refused as typed) whose progress shows while its
+//! first run is held and which is cancelled, those pages in Chinese, and a viewer without
 //! controls whose forged post the API refuses. Screenshots of each page go to
 //! `target/console-screenshots/`.
 //!

@@ -1562,7 +1562,8 @@ async fn calendars_are_edited_in_the_console_and_jobs_name_them() -> anyhow::Res
 
 /// The job page's backfill form: a range typed in the job's zone starts a backfill whose
 /// progress the page shows until it is DONE (no executor: each run fails, and is counted so);
-/// a reversed range shows the API's reason; the card speaks Chinese when the viewer does.
+/// a reversed range is named as typed, in the job's zone; the card speaks Chinese when the
+/// viewer does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_job_page_starts_a_backfill_and_shows_its_progress() -> anyhow::Result<()> {
     let fx = Fixture::start().await?;
@@ -1631,7 +1632,9 @@ async fn the_job_page_starts_a_backfill_and_shows_its_progress() -> anyhow::Resu
         .await?;
     assert_eq!(refused.code, 400, "{}", refused.head);
     assert!(
-        refused.body.contains("must not be after"),
+        refused
+            .body
+            .contains("From 2026-01-02 00:00 is after To 2026-01-01 00:00 (Asia/Shanghai)"),
         "{:.2000}",
         refused.body
     );

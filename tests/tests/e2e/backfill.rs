@@ -64,6 +64,16 @@ fn minutes_ago(minutes: i64) -> i64 {
     now - now.rem_euclid(MINUTE) - minutes * MINUTE
 }
 
+/// A backfill request of job `job_id`'s occurrences from `from_ms` to `to_ms`.
+fn range(job_id: i64, from_ms: i64, to_ms: i64, max_concurrent: i32) -> pb::BackfillJobRequest {
+    pb::BackfillJobRequest {
+        job_id,
+        from_ms,
+        to_ms,
+        max_concurrent,
+    }
+}
+
 async fn backfill(
     cluster: &TestCluster,
     request: pb::BackfillJobRequest,
@@ -110,16 +120,7 @@ async fn a_backfill_runs_each_occurrence_once_in_order_at_its_concurrency() -> a
     let job = cluster.create_job(job).await?;
     let from = minutes_ago(30);
     let to = from + 5 * MINUTE;
-    let started = backfill(
-        &cluster,
-        pb::BackfillJobRequest {
-            job_id: job.id,
-            from_ms: from,
-            to_ms: to,
-            max_concurrent: 2,
-        },
-    )
-    .await?;
+    let started = backfill(&cluster, range(job.id, from, to, 2)).await?;
     assert_eq!(started.total, 6, "both ends included");
     assert_eq!(started.state, pb::BackfillState::Running as i32);
     let done = wait_ended(
@@ -185,11 +186,7 @@ async fn a_backfill_runs_each_occurrence_once_in_order_at_its_concurrency() -> a
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].succeeded, 6);
 
-    // Precise refusals.
-    let refused = |request: pb::BackfillJobRequest| {
-        let mut client = cluster.client();
-        async move { client.backfill_job(request).await.expect_err("refused") }
-    };
+    // Precise refusals: each request, its status code and what its message says.
     let every_second = cluster
         .create_job(TestCluster::job(
             group_id,
@@ -198,40 +195,32 @@ async fn a_backfill_runs_each_occurrence_once_in_order_at_its_concurrency() -> a
             "* * * * * ?",
         ))
         .await?;
-    let too_many = refused(pb::BackfillJobRequest {
-        job_id: every_second.id,
-        from_ms: from,
-        to_ms: from + 3 * 3_600_000,
-        max_concurrent: 1,
-    })
-    .await;
-    assert_eq!(too_many.code(), tonic::Code::InvalidArgument);
-    assert!(
-        too_many.message().contains("more than 10000 occurrences"),
-        "{}",
-        too_many.message()
-    );
-    let reversed = refused(pb::BackfillJobRequest {
-        job_id: job.id,
-        from_ms: to,
-        to_ms: from,
-        max_concurrent: 1,
-    })
-    .await;
-    assert_eq!(reversed.code(), tonic::Code::InvalidArgument);
-    assert!(
-        reversed.message().contains("must not be after"),
-        "{}",
-        reversed.message()
-    );
-    let unknown = refused(pb::BackfillJobRequest {
-        job_id: 999_999,
-        from_ms: from,
-        to_ms: to,
-        max_concurrent: 1,
-    })
-    .await;
-    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    let refusals = [
+        (
+            range(every_second.id, from, from + 3 * 3_600_000, 1),
+            tonic::Code::InvalidArgument,
+            "more than 10000 occurrences",
+        ),
+        (
+            range(job.id, to, from, 1),
+            tonic::Code::InvalidArgument,
+            "must not be after",
+        ),
+        (
+            range(999_999, from, to, 1),
+            tonic::Code::NotFound,
+            "job 999999 not found",
+        ),
+    ];
+    for (request, code, says) in refusals {
+        let refused = cluster
+            .client()
+            .backfill_job(request)
+            .await
+            .expect_err("refused");
+        assert_eq!(refused.code(), code, "{refused:?}");
+        assert!(refused.message().contains(says), "{}", refused.message());
+    }
     cluster.shutdown().await;
     Ok(())
 }
@@ -254,16 +243,7 @@ async fn a_restart_mid_backfill_continues_without_duplicates_and_cancel_stops_it
         ))
         .await?;
     let from = minutes_ago(120);
-    let started = backfill(
-        &cluster,
-        pb::BackfillJobRequest {
-            job_id: job.id,
-            from_ms: from,
-            to_ms: from + 11 * MINUTE,
-            max_concurrent: 1,
-        },
-    )
-    .await?;
+    let started = backfill(&cluster, range(job.id, from, from + 11 * MINUTE, 1)).await?;
     assert_eq!(started.total, 12);
     let before = wait_until(Duration::from_secs(30), "3 runs created", || async {
         let backfill = get(&cluster, started.id).await?;
@@ -304,12 +284,7 @@ async fn a_restart_mid_backfill_continues_without_duplicates_and_cancel_stops_it
     // Cancel after the second run was created.
     let second = backfill(
         &cluster,
-        pb::BackfillJobRequest {
-            job_id: job.id,
-            from_ms: from + 60 * MINUTE,
-            to_ms: from + 89 * MINUTE,
-            max_concurrent: 1,
-        },
+        range(job.id, from + 60 * MINUTE, from + 89 * MINUTE, 1),
     )
     .await?;
     wait_until(Duration::from_secs(30), "2 runs created", || async {

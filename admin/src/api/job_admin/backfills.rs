@@ -5,12 +5,15 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::reply;
 use crate::auth::{Caller, Permission, Scope};
 use crate::error::Error;
 use crate::model::backfill::{check_request, count_occurrences};
 use crate::model::{Backfill, BackfillProgress, BackfillState, JobId, job_time_zone};
 use crate::store::writer_gate::api_write;
 use crate::wire::backfill_state_to_pb;
+use tonic::Request;
 
 /// The wire form of a backfill and how its runs stand.
 pub(super) fn backfill_to_pb(backfill: Backfill, progress: BackfillProgress) -> pb::Backfill {
@@ -135,5 +138,53 @@ impl JobAdminService {
         )
         .await;
         Ok(self.visible_backfill(caller, id).await?.1)
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn backfill_job_rpc(
+        &self,
+        request: Request<pb::BackfillJobRequest>,
+    ) -> RpcResult<pb::BackfillJobResponse> {
+        let caller = self.caller(&request).await?;
+        let backfill = self.backfill_job_checked(&caller, request.into_inner());
+        reply(backfill.await.map(|backfill| pb::BackfillJobResponse {
+            backfill: Some(backfill),
+        }))
+    }
+
+    pub(super) async fn get_backfill_rpc(
+        &self,
+        request: Request<pb::GetBackfillRequest>,
+    ) -> RpcResult<pb::GetBackfillResponse> {
+        let caller = self.caller(&request).await?;
+        let found = self
+            .visible_backfill(&caller, request.into_inner().id)
+            .await;
+        reply(found.map(|(_, backfill)| pb::GetBackfillResponse {
+            backfill: Some(backfill),
+        }))
+    }
+
+    pub(super) async fn list_backfills_rpc(
+        &self,
+        request: Request<pb::ListBackfillsRequest>,
+    ) -> RpcResult<pb::ListBackfillsResponse> {
+        let caller = self.caller(&request).await?;
+        let job_id = JobId(request.into_inner().job_id);
+        let backfills = self.list_backfills_checked(&caller, job_id).await;
+        reply(backfills.map(|backfills| pb::ListBackfillsResponse { backfills }))
+    }
+
+    pub(super) async fn cancel_backfill_rpc(
+        &self,
+        request: Request<pb::CancelBackfillRequest>,
+    ) -> RpcResult<pb::CancelBackfillResponse> {
+        let caller = self.caller(&request).await?;
+        let cancelled = self.cancel_backfill_checked(&caller, request.into_inner().id);
+        reply(cancelled.await.map(|backfill| pb::CancelBackfillResponse {
+            backfill: Some(backfill),
+        }))
     }
 }

@@ -5,10 +5,19 @@ use std::sync::Arc;
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::group_object;
+use super::group_summary;
+use super::reply;
+use crate::api::convert::required;
 use crate::api::convert::{Page, group_from_pb, group_to_pb};
+use crate::auth::Permission;
+use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::validate::validate_group;
 use crate::model::{AddressType, Group, GroupId};
+use crate::store::writer_gate::api_write;
+use tonic::Request;
 
 /// What reads show instead of a group's access token: the token is only returned by the
 /// calls that set it (CreateGroup, UpdateGroup). An update that sends the mask back keeps the
@@ -145,5 +154,93 @@ impl JobAdminService {
                 .map(|group| self.group_masked(group))
                 .collect(),
         })
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn create_group_rpc(
+        &self,
+        request: Request<pb::CreateGroupRequest>,
+    ) -> RpcResult<pb::CreateGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
+        let wire_group = required(request.into_inner().group, "group")?;
+        let group = api_write(self.create_group_checked(wire_group)).await?;
+        self.audit(
+            &caller,
+            "CreateGroup",
+            group_object(GroupId(group.id)),
+            group_summary(&group),
+        )
+        .await;
+        reply(Ok(pb::CreateGroupResponse { group: Some(group) }))
+    }
+
+    pub(super) async fn update_group_rpc(
+        &self,
+        request: Request<pb::UpdateGroupRequest>,
+    ) -> RpcResult<pb::UpdateGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
+        let wire_group = required(request.into_inner().group, "group")?;
+        let (group, token_changed) = api_write(self.update_group_checked(wire_group)).await?;
+        let summary = format!(
+            "{}{}",
+            group_summary(&group),
+            if token_changed {
+                ", access token changed"
+            } else {
+                ""
+            }
+        );
+        self.audit(
+            &caller,
+            "UpdateGroup",
+            group_object(GroupId(group.id)),
+            summary,
+        )
+        .await;
+        reply(Ok(pb::UpdateGroupResponse { group: Some(group) }))
+    }
+
+    pub(super) async fn delete_group_rpc(
+        &self,
+        request: Request<pb::DeleteGroupRequest>,
+    ) -> RpcResult<pb::DeleteGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageGroups, Scope::Any)?;
+        let id = GroupId(request.into_inner().id);
+        api_write(self.delete_group_checked(id)).await?;
+        self.audit(&caller, "DeleteGroup", group_object(id), String::new())
+            .await;
+        reply(Ok(pb::DeleteGroupResponse {}))
+    }
+
+    pub(super) async fn get_group_rpc(
+        &self,
+        request: Request<pb::GetGroupRequest>,
+    ) -> RpcResult<pb::GetGroupResponse> {
+        let caller = self.caller(&request).await?;
+        let group = self
+            .visible_group(&caller, GroupId(request.into_inner().id))
+            .await?;
+        reply(Ok(pb::GetGroupResponse {
+            group: Some(self.group_masked(group)),
+        }))
+    }
+
+    pub(super) async fn list_groups_rpc(
+        &self,
+        request: Request<pb::ListGroupsRequest>,
+    ) -> RpcResult<pb::ListGroupsResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
+        let mut page = self
+            .list_groups_page(request.into_inner(), caller.readable_groups())
+            .await?;
+        page.groups
+            .retain(|group| caller.may_read(GroupId(group.id)));
+        reply(Ok(page))
     }
 }

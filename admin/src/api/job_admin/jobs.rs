@@ -6,8 +6,18 @@ use std::collections::HashMap;
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::group_scope;
+use super::job_ids;
+use super::job_object;
+use super::job_summary;
+use super::reply;
+use super::short;
 use super::write_locks::adds_child_links;
+use crate::api::convert::required;
 use crate::api::convert::{Page, job_filter, job_from_pb, job_to_pb};
+use crate::auth::Permission;
+use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::glue::groovy_refusal;
 use crate::model::next_fire::{AWAITING_COMPLETION_MS, SCHEDULE_CHANGE_DELAY_MS, next_fire_after};
@@ -16,8 +26,10 @@ use crate::model::validate::{
     validate_job,
 };
 use crate::model::{GlueType, Group, GroupId, Job, JobId, JobStatus, ScheduleType};
+use crate::store::writer_gate::api_write;
 use crate::store::{JobFilter, JobScheduleUpdate};
 use crate::trigger::route::is_supported;
+use tonic::Request;
 
 impl JobAdminService {
     /// Validates a job for create/update: pure rules first, then its group and child jobs.
@@ -272,5 +284,170 @@ impl JobAdminService {
         self.write_schedule(&stopped).await?;
         self.skip_planned_fires(stopped.id, "stopped").await?;
         Ok(stopped)
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn create_job_rpc(
+        &self,
+        request: Request<pb::CreateJobRequest>,
+    ) -> RpcResult<pb::CreateJobResponse> {
+        let caller = self.caller(&request).await?;
+        let wire_job = required(request.into_inner().job, "job")?;
+        caller.require(
+            Permission::Operate,
+            Scope::Group(GroupId(wire_job.group_id)),
+        )?;
+        self.check_child_links(&caller, &job_ids(&wire_job.child_job_ids), &[])
+            .await?;
+        let job = api_write(self.create_job_checked(wire_job)).await?;
+        self.audit(&caller, "CreateJob", job_object(job.id), job_summary(&job))
+            .await;
+        reply(Ok(pb::CreateJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
+    }
+
+    pub(super) async fn update_job_rpc(
+        &self,
+        request: Request<pb::UpdateJobRequest>,
+    ) -> RpcResult<pb::UpdateJobResponse> {
+        let caller = self.caller(&request).await?;
+        let wire_job = required(request.into_inner().job, "job")?;
+        // Both the group the job is in and the one it moves to.
+        let current = self.visible_job(&caller, JobId(wire_job.id)).await?;
+        caller.require(Permission::Operate, Scope::Group(current.group_id))?;
+        caller.require(
+            Permission::Operate,
+            Scope::Group(GroupId(wire_job.group_id)),
+        )?;
+        let wanted = job_ids(&wire_job.child_job_ids);
+        self.check_child_links(&caller, &wanted, &current.child_job_ids)
+            .await?;
+        let job = api_write(self.update_job_checked(wire_job)).await?;
+        self.audit(&caller, "UpdateJob", job_object(job.id), job_summary(&job))
+            .await;
+        reply(Ok(pb::UpdateJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
+    }
+
+    pub(super) async fn delete_job_rpc(
+        &self,
+        request: Request<pb::DeleteJobRequest>,
+    ) -> RpcResult<pb::DeleteJobResponse> {
+        let caller = self.caller(&request).await?;
+        let id = JobId(request.into_inner().id);
+        let job = self.visible_job(&caller, id).await?;
+        caller.require(Permission::Operate, Scope::Group(job.group_id))?;
+        api_write(self.delete_job_checked(id)).await?;
+        self.audit(&caller, "DeleteJob", job_object(id), job_summary(&job))
+            .await;
+        reply(Ok(pb::DeleteJobResponse {}))
+    }
+
+    pub(super) async fn get_job_rpc(
+        &self,
+        request: Request<pb::GetJobRequest>,
+    ) -> RpcResult<pb::GetJobResponse> {
+        let caller = self.caller(&request).await?;
+        let job = self
+            .visible_job(&caller, JobId(request.into_inner().id))
+            .await?;
+        reply(Ok(pb::GetJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
+    }
+
+    pub(super) async fn list_jobs_rpc(
+        &self,
+        request: Request<pb::ListJobsRequest>,
+    ) -> RpcResult<pb::ListJobsResponse> {
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        caller.require(Permission::Read, group_scope(request.group_id))?;
+        let mut page = self
+            .list_jobs_page(request, caller.readable_groups())
+            .await?;
+        page.jobs
+            .retain(|job| caller.may_read(GroupId(job.group_id)));
+        reply(Ok(page))
+    }
+
+    pub(super) async fn start_job_rpc(
+        &self,
+        request: Request<pb::StartJobRequest>,
+    ) -> RpcResult<pb::StartJobResponse> {
+        let caller = self.caller(&request).await?;
+        let id = JobId(request.into_inner().id);
+        self.require_in_job(&caller, Permission::Operate, id)
+            .await?;
+        let job = api_write(self.start_job_checked(id)).await?;
+        self.audit(&caller, "StartJob", job_object(id), String::new())
+            .await;
+        reply(Ok(pb::StartJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
+    }
+
+    pub(super) async fn stop_job_rpc(
+        &self,
+        request: Request<pb::StopJobRequest>,
+    ) -> RpcResult<pb::StopJobResponse> {
+        let caller = self.caller(&request).await?;
+        let id = JobId(request.into_inner().id);
+        self.require_in_job(&caller, Permission::Operate, id)
+            .await?;
+        let job = api_write(self.stop_job_checked(id)).await?;
+        self.audit(&caller, "StopJob", job_object(id), String::new())
+            .await;
+        reply(Ok(pb::StopJobResponse {
+            job: Some(job_to_pb(job)),
+        }))
+    }
+
+    pub(super) async fn update_glue_rpc(
+        &self,
+        request: Request<pb::UpdateGlueRequest>,
+    ) -> RpcResult<pb::UpdateGlueResponse> {
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        let job_id = JobId(request.job_id);
+        self.require_in_job(&caller, Permission::Operate, job_id)
+            .await?;
+        let summary = format!("remark '{}'", short(&request.glue_remark));
+        let updated = crate::api::glue::update_glue(self.store(), request).await?;
+        self.audit(&caller, "UpdateGlue", job_object(job_id), summary)
+            .await;
+        reply(Ok(updated))
+    }
+
+    pub(super) async fn list_glue_versions_rpc(
+        &self,
+        request: Request<pb::ListGlueVersionsRequest>,
+    ) -> RpcResult<pb::ListGlueVersionsResponse> {
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        self.require_in_job(&caller, Permission::Read, JobId(request.job_id))
+            .await?;
+        reply(crate::api::glue::list_glue_versions(self.store(), request).await)
+    }
+
+    pub(super) async fn get_glue_version_rpc(
+        &self,
+        request: Request<pb::GetGlueVersionRequest>,
+    ) -> RpcResult<pb::GetGlueVersionResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
+        let id = request.get_ref().id;
+        let answer = crate::api::glue::get_glue_version(self.store(), request.into_inner()).await?;
+        // The version names its job only once read; nothing is returned before the check, and
+        // a version of a job the caller cannot see is answered as a missing version.
+        let job_id = JobId(answer.version.as_ref().map_or(0, |version| version.job_id));
+        if self.visible_job(&caller, job_id).await.is_err() {
+            return Err(Error::NotFound(format!("glue version {id} not found")).into());
+        }
+        reply(Ok(answer))
     }
 }

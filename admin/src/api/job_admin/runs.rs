@@ -6,12 +6,21 @@ use std::sync::Arc;
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::group_scope;
+use super::job_object;
+use super::reply;
+use super::trigger_summary;
 use crate::api::convert::{Page, log_filter, log_to_pb};
+use crate::auth::Permission;
+use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::line_ends::to_lf;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
 use crate::model::{GroupId, JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
+use crate::store::writer_gate::api_write;
 use crate::trigger::Fires;
+use tonic::Request;
 
 impl JobAdminService {
     pub(super) async fn trigger_job_checked(
@@ -152,5 +161,87 @@ impl JobAdminService {
             content: chunk.content,
             is_end: chunk.is_end,
         })
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn trigger_job_rpc(
+        &self,
+        request: Request<pb::TriggerJobRequest>,
+    ) -> RpcResult<pb::TriggerJobResponse> {
+        let caller = self.caller(&request).await?;
+        // A caller's W3C trace context makes the run part of the caller's trace (only read
+        // when tracing is on; a malformed header is ignored).
+        let caller_trace = crate::telemetry::tracer()
+            .and_then(|_| request.metadata().get("traceparent"))
+            .and_then(|value| value.to_str().ok())
+            .and_then(crate::telemetry::parse_traceparent)
+            .map(|context| crate::telemetry::traceparent(&context))
+            .unwrap_or_default();
+        let request = request.into_inner();
+        let job = self.visible_job(&caller, JobId(request.id)).await?;
+        caller.require(Permission::Operate, Scope::Group(job.group_id))?;
+        self.check_override_addresses(&caller, &job, &request.addresses)
+            .await?;
+        let summary = trigger_summary(&request);
+        let log_ids = api_write(self.trigger_job_checked(request, caller_trace)).await?;
+        let summary = format!("{summary}, log ids {log_ids:?}");
+        self.audit(&caller, "TriggerJob", job_object(job.id), summary)
+            .await;
+        reply(Ok(pb::TriggerJobResponse { log_ids }))
+    }
+
+    pub(super) async fn list_logs_rpc(
+        &self,
+        request: Request<pb::ListLogsRequest>,
+    ) -> RpcResult<pb::ListLogsResponse> {
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        caller.require(Permission::Read, group_scope(request.group_id))?;
+        let mut page = self
+            .list_logs_page(request, caller.readable_groups())
+            .await?;
+        page.logs
+            .retain(|log| caller.may_read(GroupId(log.group_id)));
+        reply(Ok(page))
+    }
+
+    pub(super) async fn get_log_rpc(
+        &self,
+        request: Request<pb::GetLogRequest>,
+    ) -> RpcResult<pb::GetLogResponse> {
+        let caller = self.caller(&request).await?;
+        let run = self
+            .visible_log(&caller, LogId(request.into_inner().id))
+            .await?;
+        reply(Ok(pb::GetLogResponse {
+            log: Some(log_to_pb(run)),
+        }))
+    }
+
+    pub(super) async fn kill_run_rpc(
+        &self,
+        request: Request<pb::KillRunRequest>,
+    ) -> RpcResult<pb::KillRunResponse> {
+        let caller = self.caller(&request).await?;
+        let log_id = LogId(request.into_inner().log_id);
+        let run = self.visible_log(&caller, log_id).await?;
+        caller.require(Permission::Operate, Scope::Group(run.group_id))?;
+        let killed = self.kill_run_checked(log_id).await?;
+        let summary = format!("killed {}", killed.killed);
+        self.audit(&caller, "KillRun", format!("log:{log_id}"), summary)
+            .await;
+        reply(Ok(killed))
+    }
+
+    pub(super) async fn read_run_log_rpc(
+        &self,
+        request: Request<pb::ReadRunLogRequest>,
+    ) -> RpcResult<pb::ReadRunLogResponse> {
+        let caller = self.caller(&request).await?;
+        let request = request.into_inner();
+        self.visible_log(&caller, LogId(request.log_id)).await?;
+        reply(self.read_run_log_checked(request).await)
     }
 }

@@ -4,9 +4,13 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::reply;
 use crate::api::calendar_convert::calendar_mode_from_pb;
 use crate::api::convert::{pb_schedule_type, preview_count};
 use crate::api::policy_convert::dst_from_pb;
+use crate::auth::Permission;
+use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::calendar::validate_calendar;
 use crate::model::jitter::dispatch_time;
@@ -15,6 +19,7 @@ use crate::model::validate::validate_calendar_name;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
 use crate::model::validate::{validate_dst, validate_jitter};
 use crate::model::{JobId, TriggerType};
+use tonic::Request;
 
 impl JobAdminService {
     pub(super) async fn preview(
@@ -91,5 +96,17 @@ impl JobAdminService {
             .iter()
             .map(|&at| compiled.skip_reason(mode, at).unwrap_or_default())
             .collect())
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn preview_schedule_rpc(
+        &self,
+        request: Request<pb::PreviewScheduleRequest>,
+    ) -> RpcResult<pb::PreviewScheduleResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::Read, Scope::Any)?;
+        reply(self.preview(request.into_inner()).await)
     }
 }

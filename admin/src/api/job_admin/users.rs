@@ -3,11 +3,16 @@
 use xjob_proto::pb;
 
 use super::JobAdminService;
+use super::RpcResult;
+use super::reply;
 use crate::api::convert::{Page, user_to_pb};
 use crate::auth::Caller;
+use crate::auth::Permission;
+use crate::auth::Scope;
 use crate::auth::accounts::{create_user, issue_token, new_password_hash, password_matches};
 use crate::error::Error;
 use crate::model::{ApiToken, AuditEntry, GroupId, Role, User};
+use tonic::Request;
 
 fn token_to_pb(token: ApiToken) -> pb::ApiToken {
     pb::ApiToken {
@@ -297,5 +302,159 @@ impl JobAdminService {
             next_page_token: page.next_token(entries.len()),
             entries: entries.into_iter().map(audit_to_pb).collect(),
         })
+    }
+}
+
+/// The `JobAdmin` RPCs of this concept, called by the shell in `mod.rs`.
+impl JobAdminService {
+    pub(super) async fn create_user_rpc(
+        &self,
+        request: Request<pb::CreateUserRequest>,
+    ) -> RpcResult<pb::CreateUserResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.create_user_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    pub(super) async fn list_users_rpc(
+        &self,
+        request: Request<pb::ListUsersRequest>,
+    ) -> RpcResult<pb::ListUsersResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.list_users_all().await)
+    }
+
+    pub(super) async fn delete_user_rpc(
+        &self,
+        request: Request<pb::DeleteUserRequest>,
+    ) -> RpcResult<pb::DeleteUserResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.delete_user_checked(&caller, request.into_inner().id)
+                .await,
+        )
+    }
+
+    pub(super) async fn create_token_rpc(
+        &self,
+        request: Request<pb::CreateTokenRequest>,
+    ) -> RpcResult<pb::CreateTokenResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.create_token_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    pub(super) async fn list_tokens_rpc(
+        &self,
+        request: Request<pb::ListTokensRequest>,
+    ) -> RpcResult<pb::ListTokensResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.list_tokens_of(request.into_inner().user_id).await)
+    }
+
+    pub(super) async fn revoke_token_rpc(
+        &self,
+        request: Request<pb::RevokeTokenRequest>,
+    ) -> RpcResult<pb::RevokeTokenResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.revoke_token_checked(&caller, request.into_inner().id)
+                .await,
+        )
+    }
+
+    pub(super) async fn set_user_role_rpc(
+        &self,
+        request: Request<pb::SetUserRoleRequest>,
+    ) -> RpcResult<pb::SetUserRoleResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(self.set_role_checked(&caller, request.into_inner()).await)
+    }
+
+    pub(super) async fn change_password_rpc(
+        &self,
+        request: Request<pb::ChangePasswordRequest>,
+    ) -> RpcResult<pb::ChangePasswordResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ChangeOwnPassword, Scope::Any)?;
+        reply(
+            self.change_own_password(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    pub(super) async fn reset_password_rpc(
+        &self,
+        request: Request<pb::ResetPasswordRequest>,
+    ) -> RpcResult<pb::ResetPasswordResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        reply(
+            self.reset_password_checked(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    pub(super) async fn grant_group_rpc(
+        &self,
+        request: Request<pb::GrantGroupRequest>,
+    ) -> RpcResult<pb::GrantGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        let request = request.into_inner();
+        let user = self
+            .set_grant(&caller, request.user_id, GroupId(request.group_id), true)
+            .await;
+        reply(user.map(|user| pb::GrantGroupResponse { user: Some(user) }))
+    }
+
+    pub(super) async fn revoke_group_rpc(
+        &self,
+        request: Request<pb::RevokeGroupRequest>,
+    ) -> RpcResult<pb::RevokeGroupResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ManageUsers, Scope::Any)?;
+        let request = request.into_inner();
+        let user = self
+            .set_grant(&caller, request.user_id, GroupId(request.group_id), false)
+            .await;
+        reply(user.map(|user| pb::RevokeGroupResponse { user: Some(user) }))
+    }
+
+    pub(super) async fn who_am_i_rpc(
+        &self,
+        request: Request<pb::WhoAmIRequest>,
+    ) -> RpcResult<pb::WhoAmIResponse> {
+        let caller = self.caller(&request).await?;
+        reply(Ok(match caller {
+            Caller::Open => pb::WhoAmIResponse {
+                user: None,
+                open: true,
+            },
+            Caller::User(user) => pb::WhoAmIResponse {
+                user: Some(user_to_pb(user)),
+                open: false,
+            },
+        }))
+    }
+
+    pub(super) async fn list_audit_rpc(
+        &self,
+        request: Request<pb::ListAuditRequest>,
+    ) -> RpcResult<pb::ListAuditResponse> {
+        let caller = self.caller(&request).await?;
+        caller.require(Permission::ReadAudit, Scope::Any)?;
+        reply(self.list_audit_page(request.into_inner()).await)
     }
 }

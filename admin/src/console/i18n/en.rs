@@ -623,6 +623,10 @@ pub const EN: &[(&str, &str)] = &[
     ("backfill.col_running", "Running"),
     ("backfill.started", "Backfill {} started: {} occurrences."),
     (
+        "backfill.reversed",
+        "From {} is after To {} ({}): the range runs from the earlier time to the later.",
+    ),
+    (
         "backfill.cancelled",
         "Backfill {} cancelled: started runs finish.",
     ),

@@ -564,6 +564,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("backfill.col_running", "运行中"),
     ("backfill.started", "补跑 {} 已开始：共 {} 次触发。"),
     (
+        "backfill.reversed",
+        "开始时间 {} 晚于结束时间 {}（{}）：范围应从较早的时间到较晚的时间。",
+    ),
+    (
         "backfill.cancelled",
         "补跑 {} 已取消：已启动的运行会运行完。",
     ),

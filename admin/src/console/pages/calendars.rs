@@ -4,6 +4,7 @@
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
+use tonic::Status;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
@@ -13,7 +14,7 @@ use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{t, tf};
 use super::super::session::Viewer;
 use super::super::shared::{Shared, request};
-use super::{Path, field_error, see_other, status_page};
+use super::{Path, after_post, field_error, http_status, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let lang = viewer.lang;
@@ -220,16 +221,13 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
         .api()
         .create_calendar(request(&posted.viewer.caller, asked))
         .await;
-    match answer {
-        Ok(_) => see_other("/calendars", t(posted.viewer.lang, "calendars.created")),
-        Err(status) => editor(
-            &posted.viewer,
-            &calendar,
-            true,
-            Some(field_error(posted.viewer.lang, &status)),
-            super::http_status(status.code()),
-        ),
-    }
+    let lang = posted.viewer.lang;
+    after_post(
+        answer,
+        "/calendars",
+        t(lang, "calendars.created"),
+        |status| refused_form(&posted.viewer, &calendar, true, &status),
+    )
 }
 
 pub async fn update(
@@ -245,16 +243,16 @@ pub async fn update(
         .api()
         .update_calendar(request(&posted.viewer.caller, asked))
         .await;
-    match answer {
-        Ok(_) => see_other("/calendars", t(posted.viewer.lang, "calendars.saved")),
-        Err(status) => editor(
-            &posted.viewer,
-            &calendar,
-            false,
-            Some(field_error(posted.viewer.lang, &status)),
-            super::http_status(status.code()),
-        ),
-    }
+    let lang = posted.viewer.lang;
+    after_post(answer, "/calendars", t(lang, "calendars.saved"), |status| {
+        refused_form(&posted.viewer, &calendar, false, &status)
+    })
+}
+
+/// The editor again, with the API's refusal under the field it names.
+fn refused_form(viewer: &Viewer, calendar: &pb::Calendar, new: bool, status: &Status) -> Response {
+    let error = Some(field_error(viewer.lang, status));
+    editor(viewer, calendar, new, error, http_status(status.code()))
 }
 
 /// Deletes a calendar no job uses; otherwise the API's refusal (naming the jobs) is shown.
@@ -268,11 +266,9 @@ pub async fn delete(
         .api()
         .delete_calendar(request(&posted.viewer.caller, asked))
         .await;
-    match answer {
-        Ok(_) => see_other(
-            "/calendars",
-            &tf(posted.viewer.lang, "calendars.deleted", &[&name]),
-        ),
-        Err(status) => status_page(posted.viewer.lang, &status),
-    }
+    let lang = posted.viewer.lang;
+    let notice = tf(lang, "calendars.deleted", &[&name]);
+    after_post(answer, "/calendars", &notice, |status| {
+        status_page(lang, &status)
+    })
 }

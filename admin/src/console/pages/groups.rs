@@ -4,6 +4,7 @@
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
+use tonic::Status;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
@@ -14,7 +15,7 @@ use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{t, tf};
 use super::super::session::Viewer;
 use super::super::shared::{Console, Shared, request};
-use super::{Path, field_error, readable_groups, see_other, status_page};
+use super::{Path, after_post, field_error, http_status, readable_groups, status_page};
 
 pub async fn list(State(console): State<Shared>, viewer: Viewer, uri: Uri) -> Response {
     let lang = viewer.lang;
@@ -288,7 +289,6 @@ fn group_from_fields(fields: &Fields, id: i64) -> pb::Group {
 }
 
 pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
-    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, 0);
     let answer = console
         .api()
@@ -299,16 +299,10 @@ pub async fn create(State(console): State<Shared>, posted: Posted) -> Response {
             },
         ))
         .await;
-    match answer {
-        Ok(_) => see_other("/executors", t(posted.viewer.lang, "groups.created")),
-        Err(status) => editor(
-            &console,
-            &posted.viewer,
-            &group,
-            Some(field_error(lang, &status)),
-            super::http_status(status.code()),
-        ),
-    }
+    let lang = posted.viewer.lang;
+    after_post(answer, "/executors", t(lang, "groups.created"), |status| {
+        refused_form(&console, &posted.viewer, &group, &status)
+    })
 }
 
 pub async fn update(
@@ -316,7 +310,6 @@ pub async fn update(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
-    let lang = posted.viewer.lang;
     let group = group_from_fields(&posted.fields, id);
     let answer = console
         .api()
@@ -327,16 +320,21 @@ pub async fn update(
             },
         ))
         .await;
-    match answer {
-        Ok(_) => see_other("/executors", t(posted.viewer.lang, "groups.saved")),
-        Err(status) => editor(
-            &console,
-            &posted.viewer,
-            &group,
-            Some(field_error(lang, &status)),
-            super::http_status(status.code()),
-        ),
-    }
+    let lang = posted.viewer.lang;
+    after_post(answer, "/executors", t(lang, "groups.saved"), |status| {
+        refused_form(&console, &posted.viewer, &group, &status)
+    })
+}
+
+/// The editor again, with the API's refusal under the field it names.
+fn refused_form(
+    console: &Console,
+    viewer: &Viewer,
+    group: &pb::Group,
+    status: &Status,
+) -> Response {
+    let error = Some(field_error(viewer.lang, status));
+    editor(console, viewer, group, error, http_status(status.code()))
 }
 
 /// Deletes a group that no job uses; with jobs, the API's refusal names their count.
@@ -345,7 +343,6 @@ pub async fn delete(
     Path(id): Path<i64>,
     posted: Posted,
 ) -> Response {
-    let lang = posted.viewer.lang;
     let answer = console
         .api()
         .delete_group(request(
@@ -353,11 +350,9 @@ pub async fn delete(
             pb::DeleteGroupRequest { id },
         ))
         .await;
-    match answer {
-        Ok(_) => see_other(
-            "/executors",
-            &tf(posted.viewer.lang, "groups.deleted", &[&id]),
-        ),
-        Err(status) => status_page(lang, &status),
-    }
+    let lang = posted.viewer.lang;
+    let notice = tf(lang, "groups.deleted", &[&id]);
+    after_post(answer, "/executors", &notice, |status| {
+        status_page(lang, &status)
+    })
 }

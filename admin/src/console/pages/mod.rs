@@ -83,6 +83,21 @@ pub fn no_store(mut response: Response) -> Response {
     response
 }
 
+/// What a page answers once the API answered its post: 303 to `to` with `notice`, or what
+/// `refused` makes of the refusal (the form again with the error under its field, or an error
+/// page naming the reason, such as the jobs that still use a group or a calendar).
+pub fn after_post<T>(
+    answer: Result<T, Status>,
+    to: &str,
+    notice: &str,
+    refused: impl FnOnce(Status) -> Response,
+) -> Response {
+    match answer {
+        Ok(_) => see_other(to, notice),
+        Err(status) => refused(status),
+    }
+}
+
 /// 303 to a page after a post, with a one-line notice in its query.
 pub fn see_other(path: &str, notice: &str) -> Response {
     let separator = if path.contains('?') { '&' } else { '?' };

@@ -2,36 +2,26 @@
 //! group, updates and deletes.
 
 use super::*;
-use crate::model::{EdgeCondition, FanIn, Workflow, WorkflowEdge, WorkflowId, WorkflowNode};
+use crate::model::{EdgeCondition, FanIn, Workflow, WorkflowId};
 
 fn diamond(group_id: GroupId, job_id: JobId) -> Workflow {
-    let node = |key: &str, fan_in| WorkflowNode {
-        key: key.to_string(),
-        job_id,
-        fan_in,
-    };
-    let edge = |from: &str, to: &str, condition| WorkflowEdge {
-        from: from.to_string(),
-        to: to.to_string(),
-        condition,
-    };
+    use EdgeCondition::{Always, OnFailure, OnSuccess};
+    use FanIn::{AllSuccess, AnySuccess};
+    let nodes = [
+        ("a", AllSuccess),
+        ("b", AllSuccess),
+        ("c", AllSuccess),
+        ("d", AnySuccess),
+    ];
+    let edges = [
+        ("a", "b", OnSuccess),
+        ("a", "c", OnFailure),
+        ("b", "d", Always),
+        ("c", "d", OnSuccess),
+    ];
     Workflow {
-        id: WorkflowId(0),
-        group_id,
-        name: "nightly".to_string(),
-        nodes: vec![
-            node("a", FanIn::AllSuccess),
-            node("b", FanIn::AllSuccess),
-            node("c", FanIn::AllSuccess),
-            node("d", FanIn::AnySuccess),
-        ],
-        edges: vec![
-            edge("a", "b", EdgeCondition::OnSuccess),
-            edge("a", "c", EdgeCondition::OnFailure),
-            edge("b", "d", EdgeCondition::Always),
-            edge("c", "d", EdgeCondition::OnSuccess),
-        ],
         updated_ms: 5,
+        ..workflow(group_id, job_id, "nightly", &nodes, &edges)
     }
 }
 

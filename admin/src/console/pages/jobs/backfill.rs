@@ -1,6 +1,7 @@
 //! A job's backfills on its page: the form that starts one (a range in the job's zone and a
 //! concurrency), and each backfill's progress with a cancel button while it runs. Both go
-//! through `JobAdmin` like every console action; a refusal shows the API's reason.
+//! through `JobAdmin` like every console action; a refusal shows the API's reason (a reversed
+//! range is caught here, to name the times as typed).
 
 use axum::extract::State;
 use axum::response::Response;
@@ -69,6 +70,7 @@ pub async fn section(console: &Console, viewer: &Viewer, job: &pb::Job, editable
     out
 }
 
+/// The backfills in a table that scrolls sideways on a phone (its eight columns are wider).
 fn table(viewer: &Viewer, job: &pb::Job, backfills: &[pb::Backfill], editable: bool) -> Markup {
     let lang = viewer.lang;
     let mut rows = Markup::new();
@@ -106,8 +108,8 @@ fn table(viewer: &Viewer, job: &pb::Job, backfills: &[pb::Backfill], editable: b
         ));
     }
     markup!(
-        "<table><thead><tr><th>ID</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th>\
-         <th>{}</th><th></th></tr></thead><tbody>{}</tbody></table>",
+        "<div class=\"scroll\"><table><thead><tr><th>ID</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th>\
+         <th>{}</th><th></th></tr></thead><tbody>{}</tbody></table></div>",
         t(lang, "backfill.col_state"),
         t(lang, "backfill.col_range"),
         t(lang, "backfill.col_created"),
@@ -135,6 +137,16 @@ pub async fn start(State(console): State<Shared>, Path(id): Path<i64>, posted: P
         Ok(range) => range,
         Err(message) => return error_page(lang, axum::http::StatusCode::BAD_REQUEST, &message),
     };
+    if from_ms > to_ms {
+        // Named as typed, in the job's zone: the API's refusal could only name instants.
+        let typed = |name: &str| fields.get(name).replace('T', " ");
+        let message = tf(
+            lang,
+            "backfill.reversed",
+            &[&typed("from"), &typed("to"), &zone.name()],
+        );
+        return error_page(lang, axum::http::StatusCode::BAD_REQUEST, &message);
+    }
     let max_concurrent = match fields.get("concurrency").trim() {
         "" => 1,
         text => match text.parse::<i32>() {
