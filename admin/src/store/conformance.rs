@@ -27,9 +27,9 @@ use std::sync::Arc;
 
 use super::{JobFilter, JobScheduleUpdate, Store};
 use crate::model::{
-    AddressType, AlarmStatus, EdgeCondition, ExecutorInfo, ExecutorProtocol, FanIn, Group, GroupId,
-    Job, JobId, JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus,
-    ScheduleType, TriggerType, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
+    AddressType, AlarmStatus, ExecutorInfo, ExecutorProtocol, Group, GroupId, Job, JobId,
+    JobStatus, LogFilter, LogId, NewRun, NodeIdentity, RetryBackoff, RunStatus, ScheduleType,
+    TriggerType,
 };
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreError};
 
