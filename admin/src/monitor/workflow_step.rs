@@ -188,7 +188,6 @@ mod tests {
     use super::*;
     use crate::model::workflow_run::{NewWorkflowRun, NodeState};
     use crate::model::{EdgeCondition, FanIn, GroupId, LogId, Workflow};
-    use crate::model::{WorkflowEdge, WorkflowId, WorkflowNode};
     use crate::store::conformance::{fresh_stores, group, job, workflow};
 
     /// A → (B, C) → D (ALL_SUCCESS), and A → E on failure.
