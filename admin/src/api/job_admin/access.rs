@@ -172,3 +172,42 @@ impl JobAdminService {
         }
     }
 }
+
+impl JobAdminService {
+    pub(super) async fn load_group(&self, id: GroupId) -> Result<Group, Error> {
+        let group = self.store().get_group(id).await?;
+        group.ok_or_else(|| Error::NotFound(format!("group {id} not found")))
+    }
+
+    pub(super) async fn load_job(&self, id: JobId) -> Result<Job, Error> {
+        let job = self.store().get_job(id).await?;
+        job.ok_or_else(|| Error::NotFound(format!("job {id} not found")))
+    }
+
+    pub(super) async fn load_log(&self, id: LogId) -> Result<RunLog, Error> {
+        let run = self.store().get_log(id).await?;
+        run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))
+    }
+}
+
+/// A list filter on one group needs that group; no filter lists what the caller may read.
+pub(super) fn group_scope(group_id: i64) -> Scope {
+    if group_id == 0 {
+        Scope::Any
+    } else {
+        Scope::Group(GroupId(group_id))
+    }
+}
+
+pub(super) fn group_object(id: GroupId) -> String {
+    format!("group:{id}")
+}
+
+pub(super) fn job_object(id: JobId) -> String {
+    format!("job:{id}")
+}
+
+/// Job ids off the wire.
+pub(super) fn job_ids(ids: &[i64]) -> Vec<JobId> {
+    ids.iter().copied().map(JobId).collect()
+}
