@@ -1,7 +1,8 @@
 //! Workflow runs on a real admin and executor: a diamond A → (B, C) → D runs each node once, D
 //! only after both B and C, and each child reads its parents' results in its params; a failing
-//! node runs its ON_FAILURE branch and skips its ON_SUCCESS one; a cancelled run kills its
-//! running node and starts nothing after it.
+//! node runs its ON_FAILURE branch and skips its ON_SUCCESS one; a node whose first attempt
+//! fails and whose retry succeeds counts as succeeded; a cancelled run kills its running node
+//! and starts nothing after it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,7 +46,14 @@ fn step_handler(seen: SeenRuns) -> impl Fn(JobContext) -> HandlerFuture + Send +
                     started_ms,
                     finished_ms: now_ms(),
                 });
-            if first == "fail" {
+            // `flaky` fails its first attempt only (the record above counts attempts).
+            let attempts = seen
+                .lock()
+                .map_err(|_| JobError::new("poisoned"))?
+                .iter()
+                .filter(|run| run.params.lines().next() == Some(first.as_str()))
+                .count();
+            if first == "fail" || (first == "flaky" && attempts == 1) {
                 return Err(JobError::new("failed on purpose"));
             }
             Ok(JobOutput::message(format!("result of {first}")))
@@ -283,6 +291,50 @@ async fn a_failed_node_runs_its_failure_branch_and_skips_its_success_branch() ->
     assert_eq!(skipped.state, pb::WorkflowNodeState::Skipped as i32);
     assert_eq!(skipped.log_id, 0);
     assert!(runs_of(&setup.seen, h).is_empty());
+    setup.cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_retried_node_counts_with_its_last_attempt() -> anyhow::Result<()> {
+    use pb::WorkflowEdgeCondition::{OnFailure, OnSuccess};
+    let setup = setup().await?;
+    let flaky = pb::Job {
+        name: "flaky".to_string(),
+        params: "flaky".to_string(),
+        fail_retry_count: 1,
+        ..TestCluster::job(setup.group_id, "step", pb::ScheduleType::None, "")
+    };
+    let flaky = setup.cluster.create_job(flaky).await?.id;
+    let (next, rescue) = (
+        step_job(&setup, "next").await?,
+        step_job(&setup, "rescue").await?,
+    );
+    let nodes = vec![node("f", flaky), node("n", next), node("r", rescue)];
+    let edges = vec![edge("f", "n", OnSuccess), edge("f", "r", OnFailure)];
+    let workflow_id = save(&setup, "retried", nodes, edges).await?;
+    let run_id = start(&setup, workflow_id).await?;
+    let run = wait_ended(&setup, run_id).await?;
+    assert_eq!(run.state, pb::WorkflowRunState::Succeeded as i32, "{run:?}");
+    let f = node_of(&run, "f");
+    assert_eq!(f.state, pb::WorkflowNodeState::Succeeded as i32, "{f:?}");
+    let last = setup.cluster.get_log(f.log_id).await?;
+    assert_eq!(last.attempt, 1, "the node's run is its retry: {last:?}");
+    assert_eq!(last.trigger_type, pb::TriggerType::Workflow as i32);
+    assert_eq!(
+        runs_of(&setup.seen, flaky).len(),
+        2,
+        "one failure, one retry"
+    );
+    // The failed attempt decided nothing: the failure branch never ran.
+    assert_eq!(
+        node_of(&run, "r").state,
+        pb::WorkflowNodeState::Skipped as i32
+    );
+    assert!(runs_of(&setup.seen, rescue).is_empty());
+    let after = runs_of(&setup.seen, next);
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].params, "next\nparent.f: result of flaky");
     setup.cluster.shutdown().await;
     Ok(())
 }

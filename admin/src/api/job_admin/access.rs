@@ -172,3 +172,20 @@ impl JobAdminService {
         }
     }
 }
+
+impl JobAdminService {
+    pub(super) async fn load_group(&self, id: GroupId) -> Result<Group, Error> {
+        let group = self.store().get_group(id).await?;
+        group.ok_or_else(|| Error::NotFound(format!("group {id} not found")))
+    }
+
+    pub(super) async fn load_job(&self, id: JobId) -> Result<Job, Error> {
+        let job = self.store().get_job(id).await?;
+        job.ok_or_else(|| Error::NotFound(format!("job {id} not found")))
+    }
+
+    pub(super) async fn load_log(&self, id: LogId) -> Result<RunLog, Error> {
+        let run = self.store().get_log(id).await?;
+        run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))
+    }
+}

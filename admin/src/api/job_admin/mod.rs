@@ -29,12 +29,14 @@ mod access;
 mod backfills;
 mod calendars;
 mod groups;
+mod ids;
 mod jobs;
 mod operations;
 mod runs;
 mod schedule;
 mod summaries;
 mod users;
+use ids::{group_object, group_scope, job_ids, job_object};
 use summaries::{group_summary, job_summary, short, trigger_summary};
 mod workflow_runs;
 mod workflows;
@@ -50,7 +52,7 @@ use crate::auth::{Authenticator, Scope};
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::validate::JobLimits;
-use crate::model::{Group, GroupId, Job, JobId, LogId, RunLog};
+use crate::model::{GroupId, JobId, LogId};
 use crate::store::Store;
 
 type RpcResult<T> = Result<Response<T>, Status>;
@@ -102,21 +104,6 @@ impl JobAdminService {
             max_params_bytes: self.ctx.config.max_params_bytes,
             default_time_zone: self.ctx.config.default_time_zone(),
         }
-    }
-
-    pub(super) async fn load_group(&self, id: GroupId) -> Result<Group, Error> {
-        let group = self.store().get_group(id).await?;
-        group.ok_or_else(|| Error::NotFound(format!("group {id} not found")))
-    }
-
-    pub(super) async fn load_job(&self, id: JobId) -> Result<Job, Error> {
-        let job = self.store().get_job(id).await?;
-        job.ok_or_else(|| Error::NotFound(format!("job {id} not found")))
-    }
-
-    pub(super) async fn load_log(&self, id: LogId) -> Result<RunLog, Error> {
-        let run = self.store().get_log(id).await?;
-        run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))
     }
 }
 
@@ -500,26 +487,4 @@ impl JobAdmin for JobAdminService {
     ) -> RpcResult<pb::CancelWorkflowRunResponse> {
         self.cancel_workflow_run_rpc(r).await
     }
-}
-
-/// A list filter on one group needs that group; no filter lists what the caller may read.
-fn group_scope(group_id: i64) -> Scope {
-    if group_id == 0 {
-        Scope::Any
-    } else {
-        Scope::Group(GroupId(group_id))
-    }
-}
-
-fn group_object(id: GroupId) -> String {
-    format!("group:{id}")
-}
-
-fn job_object(id: JobId) -> String {
-    format!("job:{id}")
-}
-
-/// Job ids off the wire.
-fn job_ids(ids: &[i64]) -> Vec<JobId> {
-    ids.iter().copied().map(JobId).collect()
 }
