@@ -48,11 +48,10 @@ use tonic::{Request, Response, Status};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
-use crate::auth::{Authenticator, Scope};
+use crate::auth::Authenticator;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::model::validate::JobLimits;
-use crate::model::{GroupId, JobId, LogId};
 use crate::store::Store;
 
 type RpcResult<T> = Result<Response<T>, Status>;
