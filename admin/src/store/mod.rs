@@ -374,6 +374,8 @@ shared! {
     /// active within `active_within_ms`) or releases those above it; returns the partitions it
     /// owns afterwards. `None` on SQLite, whose one scanning admin plans every job.
     fn rebalance_partitions(&self, node: &NodeIdentity, active_within_ms: i64) -> StoreResult<Option<Vec<i64>>> => partitions;
+    /// Every partition row with its owner `(node, epoch)`, by number; none on SQLite.
+    fn partition_owners(&self) -> StoreResult<Vec<crate::model::partition::PartitionRow>> => partitions;
     /// Releases every partition of this node (a clean stop).
     fn release_partitions(&self, node: &NodeIdentity) -> StoreResult<u64> => partitions;
     /// Frees the partitions of a node found dead at epochs up to `dead.epoch`.

@@ -97,6 +97,12 @@ pub async fn rebalance_partitions<DB: Dialect>(
     Ok(Some(owned))
 }
 
+/// Every partition row, by number (none on SQLite): who plans which jobs, for tests and
+/// operators.
+pub async fn partition_owners<DB: Dialect>(db: Pools<'_, DB>) -> StoreResult<Vec<PartitionRow>> {
+    read_partitions::<DB>(&mut *db.read().await?).await
+}
+
 /// Every partition row, by number.
 async fn read_partitions<DB: Dialect>(conn: &mut DB::Connection) -> StoreResult<Vec<PartitionRow>> {
     Sql::<DB>::new("SELECT part_no, owner_node, owner_epoch FROM xjob_partition ORDER BY part_no")
