@@ -25,6 +25,7 @@ pub mod next_fire;
 pub mod node;
 pub mod order;
 pub mod overlap;
+pub mod partition;
 pub mod user;
 pub mod validate;
 pub mod workflow;

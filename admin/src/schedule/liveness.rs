@@ -176,9 +176,14 @@ async fn watch_peers(
         if !seen.observe(peer, *epoch, held) {
             continue;
         }
-        let runs = store
-            .adopt_pending_of(&NodeIdentity::new(peer, *epoch), node)
-            .await?;
+        let dead = NodeIdentity::new(peer, *epoch);
+        // Its partitions first: the survivors' next rounds plan its jobs' next fires, and the
+        // scan is woken for it rather than waiting out its idle pause.
+        if store.free_partitions_of(&dead).await? > 0 {
+            tracing::info!(dead = %peer, epoch, "freed the partitions of a dead admin");
+            scheduler.wake.notify_one();
+        }
+        let runs = store.adopt_pending_of(&dead, node).await?;
         if !runs.is_empty() {
             tracing::info!(dead = %peer, epoch, fires = runs.len(),
                 "took over the planned fires of an admin whose liveness lock was released");

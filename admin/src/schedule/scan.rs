@@ -1,4 +1,6 @@
-//! The scan loop: one schedule round per second under the database lock.
+//! The scan loop: one schedule round per second under the database lock: on SQLite the file's
+//! write lock over every job, on the servers the row locks of this admin's partitions over
+//! their jobs only (`model::partition`), so admins plan side by side.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +56,19 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             _ = tokio::time::sleep(pause) => {}
         }
     }
+    release_partitions(&scheduler).await;
+}
+
+/// A clean stop hands this admin's partitions to the others at once (their next round takes
+/// them) instead of after its lease. Its planned fires stay its own PENDING rows: they are not
+/// in the partitions but in the rows, adopted as ever.
+async fn release_partitions(scheduler: &Scheduler) {
+    match scheduler.store.release_partitions(&scheduler.node).await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(released, "released this admin's partitions"),
+        Err(error) => tracing::warn!(%error, "releasing this admin's partitions failed; \
+            the others take them once this node's lease lapses"),
+    }
 }
 
 /// One round: transactions of at most `scan_chunk_jobs` jobs until none is left due in the
@@ -82,16 +97,32 @@ async fn scan_once(
         epoch: scheduler.node.epoch,
         calendars,
     };
+    // The partitions this round plans (servers): each round first takes its share of free
+    // partitions or releases its surplus (`model::partition`). `None` on SQLite: every job.
+    let partitions = scheduler
+        .store
+        .rebalance_partitions(&scheduler.node, active_within_ms(config.pre_read))
+        .await?;
+    if let Some(owned) = &partitions {
+        tracing::debug!(partitions = owned.len(), "partitions owned this round");
+    }
     let mut found: i64 = 0;
     while found < config.pre_read_count {
         let limit = config.scan_chunk_jobs.min(config.pre_read_count - found);
-        let read = scan_chunk(scheduler, &params, limit).await? as i64;
+        let read = scan_chunk(scheduler, &params, partitions.as_deref(), limit).await? as i64;
         found += read;
         if read < limit {
             break;
         }
     }
     Ok(found as usize)
+}
+
+/// How recently an admin must have rebalanced to count in the partition share: longer than
+/// the longest pause between its rounds (an idle scan sleeps up to `pre_read`), so a live admin
+/// is never counted out between two of its rounds.
+fn active_within_ms(pre_read: Duration) -> i64 {
+    (pre_read.as_millis() as i64).saturating_mul(2).max(3_000)
 }
 
 /// What one row of a round stands for, kept beside the row until the store answers with ids.
@@ -111,6 +142,7 @@ enum RowRole {
 async fn scan_chunk(
     scheduler: &Arc<Scheduler>,
     params: &ScanParams,
+    partitions: Option<&[i64]>,
     limit: i64,
 ) -> Result<usize, crate::store::StoreError> {
     let now = params.now_ms;
@@ -135,10 +167,26 @@ async fn scan_chunk(
         }
         round
     };
-    let (found, run_ids) = scheduler
-        .store
-        .run_schedule_round(now + params.window_ms, limit, &mut plan_round)
-        .await?;
+    let window_end_ms = now + params.window_ms;
+    let store = &scheduler.store;
+    let (found, run_ids) = match partitions {
+        None => {
+            store
+                .run_schedule_round(window_end_ms, limit, &mut plan_round)
+                .await?
+        }
+        Some(owned) => {
+            store
+                .run_partition_round(
+                    &scheduler.node,
+                    owned,
+                    window_end_ms,
+                    limit,
+                    &mut plan_round,
+                )
+                .await?
+        }
+    };
     let inserted_count = run_ids.iter().flatten().count();
     tracing::debug!(
         jobs = found,

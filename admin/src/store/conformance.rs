@@ -18,6 +18,7 @@ mod followups;
 mod logs;
 mod operations;
 mod overlap;
+mod partitions;
 mod recovery;
 mod schedule;
 mod workflow_runs;

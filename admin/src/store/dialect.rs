@@ -40,6 +40,9 @@ pub trait Dialect: Driver {
     /// The row-lock clause that leaves rows other transactions hold to them (empty on
     /// SQLite).
     const FOR_UPDATE_SKIP_LOCKED: &'static str;
+    /// The shared row-lock clause: holders exclude `FOR UPDATE` but not each other (empty on
+    /// SQLite).
+    const FOR_SHARE: &'static str;
     /// Conditions on dead admin nodes name them as a list read first, not as a subquery on
     /// `xjob_node`: a MySQL locking read would lock the node rows its subquery reads.
     const GONE_NODES_AS_LIST: bool;

@@ -375,6 +375,27 @@ shared! {
         limit: i64,
         plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
     ) -> StoreResult<(usize, Vec<Option<LogId>>)> => schedule;
+    // ---- partitions (`model::partition`; servers only, `None`/0 on SQLite)
+    /// Marks this node active, takes free partitions up to its share (over the nodes marked
+    /// active within `active_within_ms`) or releases those above it; returns the partitions it
+    /// owns afterwards. `None` on SQLite, whose one scanning admin plans every job.
+    fn rebalance_partitions(&self, node: &NodeIdentity, active_within_ms: i64) -> StoreResult<Option<Vec<i64>>> => partitions;
+    /// Every partition row with its owner `(node, epoch)`, by number; none on SQLite.
+    fn partition_owners(&self) -> StoreResult<Vec<crate::model::partition::PartitionRow>> => partitions;
+    /// Releases every partition of this node (a clean stop).
+    fn release_partitions(&self, node: &NodeIdentity) -> StoreResult<u64> => partitions;
+    /// Frees the partitions of a node found dead at epochs up to `dead.epoch`.
+    fn free_partitions_of(&self, dead: &NodeIdentity) -> StoreResult<u64> => partitions;
+    /// `run_schedule_round` over the jobs of `partitions` this node/epoch still owns, locking
+    /// their rows (and the schedule lock shared, so an older admin's round excludes it).
+    fn run_partition_round(
+        &self,
+        node: &NodeIdentity,
+        partitions: &[i64],
+        window_end_ms: i64,
+        limit: i64,
+        plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send)
+    ) -> StoreResult<(usize, Vec<Option<LogId>>)> => partitions;
     // ---- monitor (the reads; follow-up claims and writes lock per dialect)
     /// Ids of PENDING runs of this node/epoch whose `dispatch_at_ms` (> 0) has come.
     fn due_delayed_runs(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<LogId>> => monitor;

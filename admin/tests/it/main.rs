@@ -16,6 +16,7 @@ mod docs;
 mod faults;
 mod glue_versions;
 mod grpcurl;
+mod partitions;
 mod process;
 mod retention_size;
 mod tls_reload;

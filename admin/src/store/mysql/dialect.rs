@@ -14,6 +14,7 @@ impl Dialect for sqlx::MySql {
     const SINGLE_WRITER: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const FOR_SHARE: &'static str = " LOCK IN SHARE MODE";
     const GONE_NODES_AS_LIST: bool = true;
     const DELETE_TAKES_LIMIT: bool = true;
     const BYTE_ORDER: &'static str = "";

@@ -14,6 +14,7 @@ impl Dialect for sqlx::Postgres {
     const SINGLE_WRITER: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const FOR_SHARE: &'static str = " FOR SHARE";
     const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";

@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod logs;
 pub mod monitor;
 pub mod overlap;
+pub mod partitions;
 pub mod registry;
 pub mod report;
 pub mod rows;

@@ -15,6 +15,7 @@ impl Dialect for sqlx::Sqlite {
     const SINGLE_WRITER: bool = true;
     const FOR_UPDATE: &'static str = "";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
+    const FOR_SHARE: &'static str = "";
     const GONE_NODES_AS_LIST: bool = false;
     const DELETE_TAKES_LIMIT: bool = false;
     const BYTE_ORDER: &'static str = "";
