@@ -48,9 +48,10 @@ pub struct Rebalance {
 
 /// Decides an admin's moves. The share is `ceil(PARTITIONS / admins)` over the active admins
 /// (and `me`). A partition is free when it has no owner or its owner `(node, epoch)`'s lease
-/// does not hold. This admin takes free ones (lowest first) up to its share and releases its
-/// highest ones above its share, but only when nothing is free: while partitions are free,
-/// those under their share take them, and releasing then would only move work around.
+/// does not hold. This admin takes free ones (first in [`spread_rank`] order) up to its share
+/// and releases its last ones in that order above its share, but only when nothing is free:
+/// while partitions are free, those under their share take them, and releasing then would
+/// only move work around.
 pub fn rebalance(rows: &[PartitionRow], live: &[LiveNode], me: (&str, i64)) -> Rebalance {
     let live_owner: HashSet<(&str, i64)> = live
         .iter()
@@ -66,12 +67,14 @@ pub fn rebalance(rows: &[PartitionRow], live: &[LiveNode], me: (&str, i64)) -> R
         .count() as i64;
     let admins = others + 1;
     let share = (PARTITIONS + admins - 1) / admins;
-    let mine: Vec<i64> = rows
+    let mut mine: Vec<i64> = rows
         .iter()
         .filter(|row| row.owner.as_ref().map(|(n, e)| (n.as_str(), *e)) == Some(me))
         .map(|row| row.part_no)
         .collect();
-    let free: Vec<&PartitionRow> = rows.iter().filter(|row| is_free(row)).collect();
+    mine.sort_unstable_by_key(|part_no| spread_rank(*part_no));
+    let mut free: Vec<&PartitionRow> = rows.iter().filter(|row| is_free(row)).collect();
+    free.sort_unstable_by_key(|row| spread_rank(row.part_no));
     let own = mine.len() as i64;
     let mut decided = Rebalance::default();
     if own < share {
@@ -86,10 +89,22 @@ pub fn rebalance(rows: &[PartitionRow], live: &[LiveNode], me: (&str, i64)) -> R
         let keep = share as usize;
         decided.release = mine[keep..].to_vec();
         decided.keep = mine[..keep].to_vec();
+        decided.release.sort_unstable();
+        decided.keep.sort_unstable();
     } else {
         decided.keep = mine;
+        decided.keep.sort_unstable();
     }
     decided
+}
+
+/// The order in which partitions are taken: the partition number's 8 bits reversed (0, 128,
+/// 64, 192, 32, …). Job ids are dense and mostly small, and the partition is `id mod 256`, so
+/// with taking in numeric order the admin that settles last could own only partitions above
+/// every job id of a small installation and plan nothing. In this order any share is spread
+/// evenly over the range: each admin owns about its fraction of every stretch of ids.
+pub fn spread_rank(part_no: i64) -> u8 {
+    (part_no.rem_euclid(PARTITIONS) as u8).reverse_bits()
 }
 
 #[cfg(test)]
@@ -125,13 +140,15 @@ mod tests {
     fn the_owner_releases_its_surplus_to_a_joiner_once_nothing_is_free() {
         let live = [node("a", 1, true), node("b", 1, true)];
         let decided = rebalance(&rows(|_| Some(("a", 1))), &live, ("a", 1));
-        assert_eq!(decided.release, (128..256).collect::<Vec<_>>());
+        // The last half in spread order: the odd partitions.
+        let odd: Vec<i64> = (0..256).filter(|p| p % 2 == 1).collect();
+        assert_eq!(decided.release, odd);
         assert_eq!(decided.keep.len(), 128);
         // The joiner takes what was released, up to its share.
-        let after = rows(|p| (p < 128).then_some(("a", 1)));
+        let after = rows(|p| (p % 2 == 0).then_some(("a", 1)));
         let joiner = rebalance(&after, &live, ("b", 1));
         assert_eq!(joiner.take.len(), 128);
-        assert_eq!(joiner.take[0].part_no, 128);
+        assert_eq!(joiner.take[0].part_no, 1);
     }
 
     #[test]
@@ -180,5 +197,22 @@ mod tests {
                 .count()
         };
         assert_eq!((count("a"), count("b"), count("c")), (86, 86, 84));
+        // Each share is spread over the range: of the jobs with ids 1..=60 (a small
+        // installation), each admin owns about a third.
+        for me in ["a", "b", "c"] {
+            let low = (1..=60)
+                .filter(|id| {
+                    table[partition_of(*id) as usize]
+                        .owner
+                        .as_ref()
+                        .map(|o| o.0.as_str())
+                        == Some(me)
+                })
+                .count();
+            assert!(
+                (18..=22).contains(&low),
+                "{me} owns {low} of the first 60 job ids"
+            );
+        }
     }
 }
