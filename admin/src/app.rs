@@ -35,6 +35,27 @@ pub struct RunningAdmin {
     lifecycle: Lifecycle,
     store: Store,
     tls: bool,
+    /// The demo executor of `serve --demo`, stopped before the admin's own stages.
+    demo: Option<DemoExecutor>,
+}
+
+/// The demo executor's task and the token that stops it.
+struct DemoExecutor {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DemoExecutor {
+    /// Stops the demo executor and waits (bounded) for it to deregister and end.
+    async fn stop(self) {
+        self.stop.cancel();
+        if tokio::time::timeout(std::time::Duration::from_secs(5), self.task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the demo executor did not stop within 5 s");
+        }
+    }
 }
 
 impl RunningAdmin {
@@ -72,6 +93,12 @@ impl RunningAdmin {
     /// Stops every stage in order, each within its bound, then closes the database pool: the
     /// recorder, stopped last, has written what the dispatches recorded.
     pub async fn shutdown(self) {
+        // The demo executor leaves first, while the admin still answers, as a real executor's
+        // clean exit would: its Deregister is seen rather than its session being cut by the
+        // admin's own shutdown (the two raced when both stopped with the loops).
+        if let Some(demo) = self.demo {
+            demo.stop().await;
+        }
         self.lifecycle.shutdown().await;
         self.store.close().await;
         tracing::info!("admin stopped");
@@ -114,7 +141,7 @@ pub async fn start_with(
     let lifecycle = Lifecycle::new();
     let built = build(Arc::clone(&config), opened, clock, &lifecycle);
     let addresses = listeners.addresses;
-    spawn(built, listeners, alarm, &lifecycle).await?;
+    let demo = spawn(built, listeners, alarm, &lifecycle).await?;
 
     let tls = match (config.tls_cert.is_some(), config.tls_client_auth) {
         (false, _) => "off",
@@ -137,6 +164,7 @@ pub async fn start_with(
         lifecycle,
         store,
         tls: config.tls_cert.is_some(),
+        demo,
     })
 }
 
@@ -394,7 +422,7 @@ async fn spawn(
     listeners: Listeners,
     alarm: Arc<dyn crate::monitor::Alarm>,
     lifecycle: &Lifecycle,
-) -> Result<(), Error> {
+) -> Result<Option<DemoExecutor>, Error> {
     let Built {
         ctx,
         scheduler,
@@ -517,9 +545,11 @@ async fn spawn(
     #[cfg(feature = "demo")]
     if config.demo {
         let url = format!("http://{}", listeners.addresses.grpc);
-        loops.spawn(crate::demo::run_demo(Arc::clone(&ctx), url, cancel()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(crate::demo::run_demo(Arc::clone(&ctx), url, stop.clone()));
+        return Ok(Some(DemoExecutor { stop, task }));
     }
-    Ok(())
+    Ok(None)
 }
 
 async fn serve(
