@@ -31,10 +31,11 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
         crate::metrics::observe_scan(timer.elapsed());
         crate::metrics::set_planned_fires(scheduler.ring_len());
         let pause = match round {
-            Ok(found) => {
+            Ok(round) => {
                 failures = 0;
                 scheduler.health.succeeded(Loop::Scan);
-                pause_after_round(started, clock.now_ms(), found, scheduler.config.pre_read)
+                let idle_period = idle_period(round.partitioned, scheduler.config.pre_read);
+                pause_after_round(started, clock.now_ms(), round.jobs_read, idle_period)
             }
             Err(error) => {
                 failures += 1;
@@ -71,8 +72,32 @@ async fn release_partitions(scheduler: &Scheduler) {
     }
 }
 
+/// What a round did, for the pacing of the next.
+struct RoundDone {
+    jobs_read: usize,
+    /// It planned only this admin's partitions (the servers), not every job (SQLite).
+    partitioned: bool,
+}
+
+/// How long the scan may sleep after a round that found no job due.
+///
+/// Under one global lock (SQLite) any round plans every job, so an idle admin may sleep the
+/// whole `pre_read` window: the admin that saves a job wakes its own scan, and that round plans
+/// it. With partitions only the owner plans a job, and neither signal crosses admins: a job
+/// saved through another admin, and a partition released at a join, wait for the owner's next
+/// round. A second bounds that wait, well inside the window the previous owner planned ahead
+/// (`pre_read`), so a moved partition's fires go on without a gap and a new job's first fire
+/// is planned within a second; the cost is one small round a second per admin.
+fn idle_period(partitioned: bool, pre_read: Duration) -> Duration {
+    if partitioned {
+        pre_read.min(Duration::from_secs(1))
+    } else {
+        pre_read
+    }
+}
+
 /// One round: transactions of at most `scan_chunk_jobs` jobs until none is left due in the
-/// window or `pre_read_count` jobs were read. Returns the jobs read.
+/// window or `pre_read_count` jobs were read.
 ///
 /// Why chunks: on SQLite's single writer an API write waits for the write in progress, and at
 /// twice an admin's capacity one transaction of 6 000 jobs and all their fires in the window
@@ -82,7 +107,7 @@ async fn release_partitions(scheduler: &Scheduler) {
 async fn scan_once(
     scheduler: &Arc<Scheduler>,
     now: i64,
-) -> Result<usize, crate::store::StoreError> {
+) -> Result<RoundDone, crate::store::StoreError> {
     let config = &scheduler.config;
     let calendars = scheduler
         .calendars
@@ -115,7 +140,10 @@ async fn scan_once(
             break;
         }
     }
-    Ok(found as usize)
+    Ok(RoundDone {
+        jobs_read: found as usize,
+        partitioned: partitions.is_some(),
+    })
 }
 
 /// How recently an admin must have rebalanced to count in the partition share: longer than
@@ -232,13 +260,13 @@ fn record_skipped(row: &NewRun, log_id: LogId) {
 const SCAN_PHASE_MS: i64 = 500;
 
 /// XXL-JOB's pacing, shifted by [`SCAN_PHASE_MS`]: straight on after a slow round, to the next
-/// half-second mark when jobs were due, otherwise up to the pre-read period (a started job wakes
-/// the scan early).
+/// half-second mark when jobs were due, otherwise up to `idle_period` ([`idle_period`]; a
+/// started job wakes the scan early).
 fn pause_after_round(
     started_ms: i64,
     finished_ms: i64,
     found: usize,
-    pre_read: Duration,
+    idle_period: Duration,
 ) -> Duration {
     if finished_ms - started_ms >= 1000 {
         return Duration::ZERO;
@@ -246,7 +274,7 @@ fn pause_after_round(
     let period_ms = if found > 0 {
         1000
     } else {
-        pre_read.as_millis() as i64
+        idle_period.as_millis() as i64
     };
     let pause_ms = period_ms - (finished_ms - SCAN_PHASE_MS).rem_euclid(1000);
     Duration::from_millis(pause_ms.max(0) as u64)
@@ -268,5 +296,21 @@ mod tests {
             pause_after_round(10_000, 11_200, 3, Duration::from_secs(5)),
             Duration::ZERO
         );
+    }
+
+    #[test]
+    fn a_partitioned_admin_idles_a_second_at_most_so_moved_partitions_leave_no_gap() {
+        let pre_read = Duration::from_secs(5);
+        assert_eq!(idle_period(false, pre_read), pre_read);
+        let partitioned = idle_period(true, pre_read);
+        assert_eq!(partitioned, Duration::from_secs(1));
+        // An empty round then waits for the next half-second mark, as a busy one does.
+        assert_eq!(
+            pause_after_round(10_000, 10_120, 0, partitioned),
+            Duration::from_millis(380)
+        );
+        // A shorter window than a second stays the bound.
+        let short = Duration::from_millis(400);
+        assert_eq!(idle_period(true, short), short);
     }
 }

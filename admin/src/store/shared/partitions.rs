@@ -11,10 +11,8 @@
 //! SQLite keeps one scanning admin (its write lock is the schedule lock): every function here
 //! answers "not partitioned" there and the scan runs `run_schedule_round` as before.
 
-use super::inserts::insert_keyed;
-use super::logs::new_run_insert;
 use super::rows::{JOB_COLUMNS, job_from_row};
-use super::schedule::missing_lock_row;
+use super::schedule::{missing_lock_row, plan_write_commit};
 use crate::model::partition::{LiveNode, PARTITIONS, PartitionRow, rebalance};
 use crate::model::{Job, LogId, NodeIdentity};
 use crate::store::dialect::Dialect;
@@ -249,10 +247,5 @@ pub async fn run_partition_round<DB: Dialect>(
         .iter()
         .map(job_from_row::<DB>)
         .collect::<StoreResult<Vec<Job>>>()?;
-    let job_count = jobs.len();
-    let decided = plan(jobs);
-    let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0).await?;
-    DB::write_schedule_updates(&mut tx, &decided.job_updates).await?;
-    commit(tx).await?;
-    Ok((job_count, inserted))
+    plan_write_commit::<DB>(tx, jobs, plan).await
 }

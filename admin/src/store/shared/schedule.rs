@@ -128,6 +128,17 @@ pub async fn run_schedule_round<DB: Dialect>(
         .iter()
         .map(job_from_row::<DB>)
         .collect::<StoreResult<Vec<Job>>>()?;
+    plan_write_commit::<DB>(tx, jobs, plan).await
+}
+
+/// The end of every schedule round, global or over partitions: plan the jobs read, write the
+/// planned runs and the jobs' next fire times in the round's transaction, commit. Returns the
+/// jobs read and the id of each planned run (`None` where its `fire_key` existed).
+pub(super) async fn plan_write_commit<DB: Dialect>(
+    mut tx: Transaction<'static, DB>,
+    jobs: Vec<Job>,
+    plan: &mut (dyn FnMut(Vec<Job>) -> RoundPlan + Send),
+) -> StoreResult<(usize, Vec<Option<LogId>>)> {
     let job_count = jobs.len();
     let decided = plan(jobs);
     let inserted = insert_keyed::<DB>(&mut tx, &decided.new_runs, new_run_insert::<DB>, 0).await?;
