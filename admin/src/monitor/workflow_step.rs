@@ -46,8 +46,12 @@ pub async fn advance(
         skip,
         finished,
     } = next_step(&run.graph, &run.states());
+    let generation = run.generation;
     for key in skip {
-        if store.skip_workflow_node(run_id, &key, now_ms).await? {
+        if store
+            .skip_workflow_node(run_id, generation, &key, now_ms)
+            .await?
+        {
             advanced.skipped.push(key);
         }
     }
@@ -63,22 +67,25 @@ pub async fn advance(
         let Some(job) = job else {
             // Deleted since the run started: the node cannot run.
             tracing::warn!(run_id, node = %key, "workflow node's job not found; skipped");
-            if store.skip_workflow_node(run_id, &key, now_ms).await? {
+            if store
+                .skip_workflow_node(run_id, generation, &key, now_ms)
+                .await?
+            {
                 advanced.skipped.push(key);
             }
             continue;
         };
         let results = parent_results(store, &run, &key).await?;
-        let new_run = node_run(job, &run.params, &results, now_ms, node);
+        let new_run = node_run(job, &run, &results, now_ms, node);
         if let Some(log_id) = store
-            .start_workflow_node(run_id, &key, &new_run, now_ms)
+            .start_workflow_node(run_id, generation, &key, &new_run, now_ms)
             .await?
         {
             advanced.started.push((key, log_id));
         }
     }
     if let Some(status) = finished
-        && store.finish_workflow_run(run_id, status, now_ms).await?
+        && (store.finish_workflow_run(run_id, status, Some(generation), now_ms)).await?
     {
         advanced.finished = Some(status);
     }
@@ -130,24 +137,27 @@ pub fn node_params(base: &str, results: &[(String, String)]) -> String {
     params
 }
 
-/// A node's run: its job's, with the run's params when it has some, and its parents' results.
+/// A node's run: its job's, with the workflow run's params when it has some, and its parents'
+/// results; traced under the workflow run's span (its `traceparent` is what the run's `fire`
+/// span continues).
 fn node_run(
     job: &Arc<Job>,
-    params: &str,
+    workflow_run: &WorkflowRun,
     results: &[(String, String)],
     now_ms: i64,
     node: &NodeIdentity,
 ) -> NewRun {
     let run = policy::child_run(job, now_ms, node);
-    let base = if params.is_empty() {
+    let base = if workflow_run.params.is_empty() {
         run.params.as_str()
     } else {
-        params
+        workflow_run.params.as_str()
     };
     let params = node_params(base, results);
     NewRun {
         params,
         trigger_type: TriggerType::Workflow,
+        trace_id: workflow_run.traceparent.clone(),
         ..run
     }
 }
@@ -231,6 +241,7 @@ mod tests {
                 graph: workflow,
                 params: "from the run".into(),
                 created_ms: 1,
+                traceparent: String::new(),
             };
             let run_id = store.insert_workflow_run(&new_run).await.expect("run");
 
