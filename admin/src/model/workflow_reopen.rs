@@ -83,10 +83,21 @@ pub fn plan_reopen(
         }
         WorkflowRunStatus::Running | WorkflowRunStatus::Failed => {}
     }
-    let state = run.states().get(key).copied();
+    let states = run.states();
+    let state = states.get(key).copied();
     let node = format!("node '{key}' of workflow run {id}");
+    // A waiting node whose parents are all final is about to start (just retried, say).
+    let starting = state.is_none()
+        && (run.graph.edges.iter())
+            .filter(|edge| edge.to == key)
+            .all(|edge| {
+                states
+                    .get(&edge.from)
+                    .is_some_and(|parent| parent.is_final())
+            });
     let allowed = match (action, state) {
         (NodeAction::Retry, Some(NodeState::Failed)) => Ok(()),
+        (_, None) if starting => Err(format!("{node} is starting")),
         (NodeAction::Skip, Some(NodeState::Failed) | None) => Ok(()),
         (_, Some(NodeState::Running)) => Err(format!("{node} is RUNNING")),
         (_, Some(NodeState::Succeeded)) => Err(format!("{node} has SUCCEEDED")),
@@ -279,5 +290,11 @@ mod tests {
         );
         let waiting = plan_reopen(&running, "c", NodeAction::Skip, "u", 1).expect("plan");
         assert_eq!(waiting.expected, None);
+        // Retried a moment ago: no row, every parent final.
+        let retried = run(WorkflowRunStatus::Running, &[]);
+        assert_eq!(
+            refusal(plan_reopen(&retried, "a", NodeAction::Retry, "u", 1)),
+            "node 'a' of workflow run 5 is starting: only a FAILED node can be retried"
+        );
     }
 }

@@ -97,7 +97,8 @@ pub async fn advance(
 pub const RESULT_LIMIT: usize = 1024;
 
 /// `(parent key, result message)` of node `key`'s parents that ended with a result, in the
-/// graph's edge order.
+/// graph's edge order. A parent a user skipped passes nothing (its run's message, if it ran
+/// and failed, is not a result).
 async fn parent_results(
     store: &Store,
     run: &WorkflowRun,
@@ -106,6 +107,7 @@ async fn parent_results(
     let mut results = Vec::new();
     for edge in run.graph.edges.iter().filter(|edge| edge.to == key) {
         let parent = run.nodes.iter().find(|node| node.key == edge.from);
+        let parent = parent.filter(|parent| parent.state != NodeState::SkippedByUser);
         let Some(parent) = parent.filter(|parent| parent.log_id.0 > 0) else {
             continue;
         };
