@@ -8,12 +8,14 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
+use axum::http::Uri;
 use axum::response::Response;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
+use super::super::csrf::Fields;
 use super::super::frame::{self, Nav};
-use super::super::html::{self, Markup, markup};
+use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
 use super::super::shared::{Shared, request};
@@ -72,8 +74,11 @@ pub async fn detail(
     State(console): State<Shared>,
     viewer: Viewer,
     Path(id): Path<i64>,
+    uri: Uri,
 ) -> Response {
     let lang = viewer.lang;
+    // The outcome of a button pressed here (`workflow_actions`).
+    let notice = Fields::from_query(uri.query()).get("notice").to_string();
     let api = console.api();
     let workflow = match api
         .get_workflow(request(&viewer.caller, pb::GetWorkflowRequest { id }))
@@ -105,7 +110,7 @@ pub async fn detail(
         None => None,
     };
     let operate = viewer.can_operate(workflow.group_id);
-    let mut body = Markup::new();
+    let mut body = html::notice(Tone::Ok, &notice);
     if operate {
         body.push(markup!(
             "<form method=\"post\" action=\"/workflows/{}/start\" data-confirm=\"{}\">{}\
