@@ -77,7 +77,7 @@ async fn workflow_for_the_buttons(
     client: &mut xjob_proto::pb::job_admin_client::JobAdminClient<tonic::transport::Channel>,
     group_id: i64,
 ) -> anyhow::Result<i64> {
-    let mut job = |name: &str, handler: &str, params: &str| pb::Job {
+    let job = |name: &str, handler: &str, params: &str| pb::Job {
         group_id,
         name: name.into(),
         handler: handler.into(),
