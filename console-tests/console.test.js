@@ -22,6 +22,7 @@ const adminUser = need('XJOB_ADMIN_USER');
 const adminPassword = need('XJOB_ADMIN_PASSWORD');
 const groupId = need('XJOB_GROUP_ID');
 const releaseDir = need('XJOB_RELEASE_DIR');
+const workflowId = need('XJOB_WORKFLOW_ID');
 const TIMEOUT = 30000;
 
 function need(name) {
@@ -607,6 +608,55 @@ step('a calendar a job uses is not deleted; once unused it is', async (page) => 
   const notice = await page.textContent('.notice.ok');
   check(/Calendar console-freeze deleted/.test(notice), `deleted notice: ${notice}`);
   check(!(await page.$('#calendar-console-freeze')), 'the calendar is gone from the list');
+});
+
+step('a workflow run is started, followed live, retried and skipped from its page', async (page) => {
+  await visit(page, `${base}/workflows/${workflowId}`);
+  check(/has not run yet/.test(await page.textContent('#latest-run')), 'no run yet');
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#start-workflow')]);
+  const started = await page.textContent('.notice.ok');
+  check(/Started run \d+/.test(started), `start notice: ${started}`);
+  // h holds: the run is RUNNING, the region live, Cancel offered.
+  await page.waitForSelector('#workflow-live[data-live] #node-h[data-state="RUNNING"]',
+    { timeout: TIMEOUT });
+  check(await page.$('#cancel-workflow-run'), 'a running run can be cancelled');
+  await shot(page, 'workflow-running');
+  // Released, h succeeds and f fails: the page shows it without a reload.
+  fs.writeFileSync(path.join(releaseDir, 'workflow-hold'), 'released');
+  await page.waitForSelector('#node-f[data-state="FAILED"]', { timeout: TIMEOUT });
+  await page.waitForSelector('#retry-f', { timeout: TIMEOUT });
+  check(!(await page.$('#cancel-workflow-run')), 'no cancel once the run failed');
+  check(!(await page.$('#retry-e')), 'e was skipped below f: no retry for it');
+  const firstRun = await page.textContent('#workflow-node-f a');
+  // Retry f: a new run of its job, which fails again (its handler fails first attempts).
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#retry-f')]);
+  check(/Node f retried/.test(await page.textContent('.notice.ok')), 'retry notice');
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    await visit(page, `${base}/workflows/${workflowId}`);
+    const run = await page.textContent('#workflow-node-f td:nth-child(4)');
+    const failed = await page.$('#node-f[data-state="FAILED"]');
+    if (failed && run !== firstRun && await page.$('#skip-f')) { break; }
+    check(Date.now() < deadline, `f was not retried: ${run} (first ${firstRun})`);
+    await page.waitForTimeout(500);
+  }
+  // Skip f: e runs, the run succeeds, f names who skipped it.
+  dialogs.answers.push('accept');
+  await Promise.all([page.waitForNavigation(), page.click('#skip-f')]);
+  check(/Node f skipped/.test(await page.textContent('.notice.ok')), 'skip notice');
+  for (;;) {
+    await visit(page, `${base}/workflows/${workflowId}`);
+    if (/SUCCEEDED/.test(await page.textContent('#latest-run'))) { break; }
+    check(Date.now() < deadline + TIMEOUT, 'the run did not succeed after the skip');
+    await page.waitForTimeout(500);
+  }
+  check(await page.$('#node-e[data-state="SUCCEEDED"]'), 'e ran after f was skipped');
+  const skippedBy = await page.textContent('#workflow-node-f');
+  check(new RegExp(`by ${adminUser}`).test(skippedBy), `who skipped f: ${skippedBy}`);
+  check(!(await page.$('#workflow-live[data-live]')), 'a finished run is not refreshed');
+  await shot(page, 'workflow-skipped');
 });
 
 step('a backfill starts from the job page, shows its progress and is cancelled', async (page) => {

@@ -246,6 +246,24 @@ pub fn record_lost(trace_id: &str, log_id: crate::model::LogId, reason: &str) {
     span.end();
 }
 
+/// Opens the `workflow_run` span of a workflow run about to start: the root of the run's trace
+/// and the parent of every node's `fire` span (the run row keeps its [`traceparent`], so a
+/// node started by any admin joins it). The caller ends it once the run is written; `None`
+/// when tracing is off.
+pub fn workflow_run_span(workflow_id: i64, name: &str) -> Option<opentelemetry_sdk::trace::Span> {
+    use opentelemetry::KeyValue;
+    use opentelemetry::trace::Tracer;
+    let tracer = tracer()?;
+    let span = tracer
+        .span_builder("workflow_run")
+        .with_attributes(vec![
+            KeyValue::new("xjob.workflow_id", workflow_id),
+            KeyValue::new("xjob.workflow_name", name.to_string()),
+        ])
+        .start_with_context(tracer, &opentelemetry::Context::new());
+    Some(span)
+}
+
 /// A run that ended before any dispatch, as its `fire` span names it.
 #[derive(Debug, Clone, Copy)]
 pub struct UnsentRun {

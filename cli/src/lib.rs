@@ -55,7 +55,8 @@ pub enum Command {
     Calendars(Noun<calendars::CalendarsCommand>),
     /// Users of the admin: list, set-role, reset-password, change-password.
     Users(Noun<users::UsersCommand>),
-    /// Workflows (graphs of jobs): list, show, create, update, delete; start, runs, run, cancel.
+    /// Workflows (graphs of jobs): list, show, create, update, delete; start, runs, run, cancel,
+    /// retry-node, skip-node.
     Workflows(Noun<workflows::WorkflowsCommand>),
     /// Executors with a live session, with their handlers and running runs.
     Executors {

@@ -1,4 +1,4 @@
-//! `xjob workflows start|runs|run|cancel`: runs of a workflow. `run` shows each node's state,
+//! `xjob workflows start|runs|run|cancel|retry-node|skip-node`: runs of a workflow. `run` shows each node's state,
 //! its run (log id) and the result message its handler returned.
 
 use serde::Serialize;
@@ -33,6 +33,8 @@ pub struct NodeRunView {
     pub started_ms: i64,
     pub ended_ms: i64,
     pub result: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub skipped_by: String,
 }
 
 impl From<&pb::WorkflowRun> for RunView {
@@ -66,6 +68,7 @@ impl From<&pb::WorkflowRunNode> for NodeRunView {
             started_ms: node.started_ms,
             ended_ms: node.ended_ms,
             result: node.result.clone(),
+            skipped_by: node.skipped_by.clone(),
         }
     }
 }
@@ -136,10 +139,47 @@ pub async fn cancel(client: &mut Client, out: Output, id: i64, yes: bool) -> Res
     )
 }
 
+pub async fn retry_node(
+    client: &mut Client,
+    out: Output,
+    id: i64,
+    node: String,
+) -> Result<(), CliError> {
+    let request = pb::RetryWorkflowNodeRequest {
+        id,
+        node: node.clone(),
+    };
+    client.retry_workflow_node(request).await?;
+    out.done(
+        &serde_json::json!({ "workflow_run_id": id, "retried_node": node }),
+        &format!("Retrying node {node} of workflow run {id} (xjob workflows run {id})"),
+    )
+}
+
+pub async fn skip_node(
+    client: &mut Client,
+    out: Output,
+    id: i64,
+    node: String,
+) -> Result<(), CliError> {
+    let request = pb::SkipWorkflowNodeRequest {
+        id,
+        node: node.clone(),
+    };
+    client.skip_workflow_node(request).await?;
+    out.done(
+        &serde_json::json!({ "workflow_run_id": id, "skipped_node": node }),
+        &format!("Skipped node {node} of workflow run {id}; its children go on"),
+    )
+}
+
 fn details(run: &RunView) -> Details {
     let nodes: Vec<String> = (run.nodes.iter())
         .map(|node| {
             let mut line = format!("{} {}", node.key, node.state);
+            if !node.skipped_by.is_empty() {
+                line.push_str(&format!(" by {}", node.skipped_by));
+            }
             if node.log_id > 0 {
                 line.push_str(&format!(" (log {}", node.log_id));
                 if !node.result.is_empty() {

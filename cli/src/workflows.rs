@@ -67,6 +67,20 @@ pub enum WorkflowsCommand {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Retries a FAILED node of a workflow run: a new run of its job starts, and when it
+    /// succeeds the workflow run goes on from there.
+    RetryNode {
+        run_id: i64,
+        /// The node's key.
+        node: String,
+    },
+    /// Skips a FAILED or waiting node of a workflow run: it does not run, and its children
+    /// take it as a success.
+    SkipNode {
+        run_id: i64,
+        /// The node's key.
+        node: String,
+    },
 }
 
 /// A workflow as the file holds it and as JSON output shows it. Conditions and fan-ins are the
@@ -285,6 +299,12 @@ pub async fn run(
         WorkflowsCommand::Run { run_id } => workflow_runs::show(&mut client, out, run_id).await,
         WorkflowsCommand::Cancel { run_id, yes } => {
             workflow_runs::cancel(&mut client, out, run_id, yes).await
+        }
+        WorkflowsCommand::RetryNode { run_id, node } => {
+            workflow_runs::retry_node(&mut client, out, run_id, node).await
+        }
+        WorkflowsCommand::SkipNode { run_id, node } => {
+            workflow_runs::skip_node(&mut client, out, run_id, node).await
         }
     }
 }

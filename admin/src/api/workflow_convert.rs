@@ -125,6 +125,12 @@ pub fn workflow_run_to_pb(
                     run_status: log
                         .map(|log| crate::wire::run_status_to_pb(log.status) as i32)
                         .unwrap_or(0),
+                    skipped_by: (stored.filter(|node| node.state == NodeState::SkippedByUser))
+                        .map(|node| node.skipped_by.clone())
+                        .unwrap_or_default(),
+                    skipped_ms: (stored.filter(|node| node.state == NodeState::SkippedByUser))
+                        .map(|node| node.updated_ms)
+                        .unwrap_or(0),
                 }
             })
             .collect()
@@ -163,7 +169,7 @@ fn node_state_to_pb(state: NodeState) -> pb::WorkflowNodeState {
         NodeState::Running => pb::WorkflowNodeState::Running,
         NodeState::Succeeded => pb::WorkflowNodeState::Succeeded,
         NodeState::Failed => pb::WorkflowNodeState::Failed,
-        NodeState::Skipped => pb::WorkflowNodeState::Skipped,
+        NodeState::Skipped | NodeState::SkippedByUser => pb::WorkflowNodeState::Skipped,
     }
 }
 

@@ -115,6 +115,22 @@ fn router(console: Shared) -> Router {
         )
         .route("/workflows", get(pages::workflows::list))
         .route("/workflows/{id}", get(pages::workflows::detail))
+        .route(
+            "/workflows/{id}/start",
+            post(pages::workflow_actions::start),
+        )
+        .route(
+            "/workflow-runs/{id}/cancel",
+            post(pages::workflow_actions::cancel),
+        )
+        .route(
+            "/workflow-runs/{id}/nodes/{key}/retry",
+            post(pages::workflow_actions::retry_node),
+        )
+        .route(
+            "/workflow-runs/{id}/nodes/{key}/skip",
+            post(pages::workflow_actions::skip_node),
+        )
         .route("/calendars", get(pages::calendars::list))
         .route(
             "/calendars/new",

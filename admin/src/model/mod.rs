@@ -29,6 +29,7 @@ pub mod partition;
 pub mod user;
 pub mod validate;
 pub mod workflow;
+pub mod workflow_reopen;
 pub mod workflow_run;
 pub mod zone;
 

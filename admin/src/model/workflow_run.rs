@@ -16,6 +16,9 @@ pub enum NodeState {
     Failed,
     /// It can no longer run: its in-edges' conditions cannot hold, or the run was cancelled.
     Skipped,
+    /// A user skipped it (SkipWorkflowNode): it does not run, and its children take it as a
+    /// success once it is reached (all its parents are final).
+    SkippedByUser,
 }
 
 impl NodeState {
@@ -24,6 +27,7 @@ impl NodeState {
         NodeState::Succeeded,
         NodeState::Failed,
         NodeState::Skipped,
+        NodeState::SkippedByUser,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +36,7 @@ impl NodeState {
             NodeState::Succeeded => "SUCCEEDED",
             NodeState::Failed => "FAILED",
             NodeState::Skipped => "SKIPPED",
+            NodeState::SkippedByUser => "SKIPPED_BY_USER",
         }
     }
 
@@ -95,17 +100,46 @@ pub struct Step {
 }
 
 /// Whether an edge's condition holds for a parent that ended `parent`. A skipped parent
-/// satisfies no condition: its branch did not happen.
+/// satisfies no condition: its branch did not happen. A parent a user skipped counts as a
+/// success (ON_SUCCESS and ALWAYS hold, ON_FAILURE does not): skipping is how a user lets the
+/// run go on past a node.
 fn holds(condition: EdgeCondition, parent: NodeState) -> bool {
     matches!(
         (condition, parent),
-        (EdgeCondition::OnSuccess, NodeState::Succeeded)
-            | (EdgeCondition::OnFailure, NodeState::Failed)
-            | (
-                EdgeCondition::Always,
-                NodeState::Succeeded | NodeState::Failed
-            )
+        (
+            EdgeCondition::OnSuccess | EdgeCondition::Always,
+            NodeState::Succeeded | NodeState::SkippedByUser
+        ) | (EdgeCondition::OnFailure, NodeState::Failed)
+            | (EdgeCondition::Always, NodeState::Failed)
     )
+}
+
+/// Whether node `key` has been reached: every node above it is final. A node a user skipped
+/// before its turn holds its children back until then, as if it had run in its place.
+fn reached(workflow: &Workflow, now: &HashMap<&str, NodeState>, key: &str) -> bool {
+    let mut pending = vec![key];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(current) = pending.pop() {
+        for edge in workflow.edges.iter().filter(|edge| edge.to == current) {
+            let parent = edge.from.as_str();
+            if !now.get(parent).is_some_and(|state| state.is_final()) {
+                return false;
+            }
+            if seen.insert(parent) {
+                pending.push(parent);
+            }
+        }
+    }
+    true
+}
+
+/// A parent's state as its children see it: a node skipped by a user before it was reached
+/// is not final for them yet.
+fn as_parent(workflow: &Workflow, now: &HashMap<&str, NodeState>, key: &str) -> Option<NodeState> {
+    match now.get(key).copied() {
+        Some(NodeState::SkippedByUser) if !reached(workflow, now, key) => None,
+        state => state,
+    }
 }
 
 /// The next step of a run of `workflow` whose nodes stand at `states` (a missing key is
@@ -126,7 +160,7 @@ pub fn next_step(workflow: &Workflow, states: &HashMap<String, NodeState>) -> St
             }
             let in_edges: Vec<_> = (workflow.edges.iter())
                 .filter(|edge| edge.to == node.key)
-                .map(|edge| (edge.condition, now.get(edge.from.as_str()).copied()))
+                .map(|edge| (edge.condition, as_parent(workflow, &now, &edge.from)))
                 .collect();
             let parents_final = in_edges
                 .iter()
@@ -304,6 +338,9 @@ pub struct NewWorkflowRun {
     pub graph: Workflow,
     pub params: String,
     pub created_ms: i64,
+    /// W3C `traceparent` of the run's `workflow_run` span, which every node's `fire` span
+    /// hangs under; empty when tracing is off.
+    pub traceparent: String,
 }
 
 /// One node of a run that started or was skipped.
@@ -314,6 +351,8 @@ pub struct WorkflowRunNode {
     /// The node's current run (0 for a skipped node).
     pub log_id: crate::model::LogId,
     pub updated_ms: i64,
+    /// Who skipped it (SKIPPED_BY_USER); empty otherwise.
+    pub skipped_by: String,
 }
 
 /// A stored workflow run with the nodes that started or were skipped, by key.
@@ -326,6 +365,11 @@ pub struct WorkflowRun {
     pub params: String,
     pub created_ms: i64,
     pub finished_ms: i64,
+    /// Bumped by every retry or skip of a node: an advance that read an older one writes
+    /// nothing (its decisions were made on states that changed under it).
+    pub generation: i64,
+    /// The run span's `traceparent` (see [`NewWorkflowRun::traceparent`]).
+    pub traceparent: String,
     pub nodes: Vec<WorkflowRunNode>,
 }
 

@@ -46,8 +46,12 @@ pub async fn advance(
         skip,
         finished,
     } = next_step(&run.graph, &run.states());
+    let generation = run.generation;
     for key in skip {
-        if store.skip_workflow_node(run_id, &key, now_ms).await? {
+        if store
+            .skip_workflow_node(run_id, generation, &key, now_ms)
+            .await?
+        {
             advanced.skipped.push(key);
         }
     }
@@ -63,22 +67,25 @@ pub async fn advance(
         let Some(job) = job else {
             // Deleted since the run started: the node cannot run.
             tracing::warn!(run_id, node = %key, "workflow node's job not found; skipped");
-            if store.skip_workflow_node(run_id, &key, now_ms).await? {
+            if store
+                .skip_workflow_node(run_id, generation, &key, now_ms)
+                .await?
+            {
                 advanced.skipped.push(key);
             }
             continue;
         };
         let results = parent_results(store, &run, &key).await?;
-        let new_run = node_run(job, &run.params, &results, now_ms, node);
+        let new_run = node_run(job, &run, &results, now_ms, node);
         if let Some(log_id) = store
-            .start_workflow_node(run_id, &key, &new_run, now_ms)
+            .start_workflow_node(run_id, generation, &key, &new_run, now_ms)
             .await?
         {
             advanced.started.push((key, log_id));
         }
     }
     if let Some(status) = finished
-        && store.finish_workflow_run(run_id, status, now_ms).await?
+        && (store.finish_workflow_run(run_id, status, Some(generation), now_ms)).await?
     {
         advanced.finished = Some(status);
     }
@@ -90,7 +97,8 @@ pub async fn advance(
 pub const RESULT_LIMIT: usize = 1024;
 
 /// `(parent key, result message)` of node `key`'s parents that ended with a result, in the
-/// graph's edge order.
+/// graph's edge order. A parent a user skipped passes nothing (its run's message, if it ran
+/// and failed, is not a result).
 async fn parent_results(
     store: &Store,
     run: &WorkflowRun,
@@ -99,6 +107,7 @@ async fn parent_results(
     let mut results = Vec::new();
     for edge in run.graph.edges.iter().filter(|edge| edge.to == key) {
         let parent = run.nodes.iter().find(|node| node.key == edge.from);
+        let parent = parent.filter(|parent| parent.state != NodeState::SkippedByUser);
         let Some(parent) = parent.filter(|parent| parent.log_id.0 > 0) else {
             continue;
         };
@@ -130,24 +139,27 @@ pub fn node_params(base: &str, results: &[(String, String)]) -> String {
     params
 }
 
-/// A node's run: its job's, with the run's params when it has some, and its parents' results.
+/// A node's run: its job's, with the workflow run's params when it has some, and its parents'
+/// results; traced under the workflow run's span (its `traceparent` is what the run's `fire`
+/// span continues).
 fn node_run(
     job: &Arc<Job>,
-    params: &str,
+    workflow_run: &WorkflowRun,
     results: &[(String, String)],
     now_ms: i64,
     node: &NodeIdentity,
 ) -> NewRun {
     let run = policy::child_run(job, now_ms, node);
-    let base = if params.is_empty() {
+    let base = if workflow_run.params.is_empty() {
         run.params.as_str()
     } else {
-        params
+        workflow_run.params.as_str()
     };
     let params = node_params(base, results);
     NewRun {
         params,
         trigger_type: TriggerType::Workflow,
+        trace_id: workflow_run.traceparent.clone(),
         ..run
     }
 }
@@ -231,6 +243,7 @@ mod tests {
                 graph: workflow,
                 params: "from the run".into(),
                 created_ms: 1,
+                traceparent: String::new(),
             };
             let run_id = store.insert_workflow_run(&new_run).await.expect("run");
 

@@ -21,6 +21,7 @@ mod overlap;
 mod partitions;
 mod recovery;
 mod schedule;
+mod workflow_reopen;
 mod workflow_runs;
 mod workflows;
 

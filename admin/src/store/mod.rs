@@ -328,14 +328,20 @@ shared! {
     // ---- workflow runs (a node starts once: its (run, node) key is written with its run)
     /// Writes a RUNNING workflow run, no node started yet; returns its id.
     fn insert_workflow_run(&self, run: &crate::model::workflow_run::NewWorkflowRun) -> StoreResult<i64> => workflow_runs;
-    /// Starts a node with its run, once; `None` when the node started (or was skipped) before.
-    fn start_workflow_node(&self, run_id: i64, key: &str, new_run: &NewRun, now_ms: i64) -> StoreResult<Option<LogId>> => workflow_runs;
-    /// Marks a waiting node SKIPPED; false when it has started or been skipped before.
-    fn skip_workflow_node(&self, run_id: i64, key: &str, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// Starts a node with its run, once; `None` when the node started (or was skipped) before,
+    /// or the run is no longer RUNNING at `generation`.
+    fn start_workflow_node(&self, run_id: i64, generation: i64, key: &str, new_run: &NewRun, now_ms: i64) -> StoreResult<Option<LogId>> => workflow_runs;
+    /// Marks a waiting node SKIPPED; false when it has started or been skipped before, or the
+    /// run is no longer RUNNING at `generation`.
+    fn skip_workflow_node(&self, run_id: i64, generation: i64, key: &str, now_ms: i64) -> StoreResult<bool> => workflow_runs;
     /// Records the end of the node running `log_id`; false when it is not running it any more.
     fn finish_workflow_node(&self, run_id: i64, log_id: LogId, state: crate::model::workflow_run::NodeState, now_ms: i64) -> StoreResult<bool> => workflow_runs;
-    /// Ends a RUNNING workflow run; false when it ended before.
-    fn finish_workflow_run(&self, run_id: i64, status: crate::model::workflow_run::WorkflowRunStatus, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// Ends a RUNNING workflow run; false when it ended before (or, given one, the run moved
+    /// past `generation`).
+    fn finish_workflow_run(&self, run_id: i64, status: crate::model::workflow_run::WorkflowRunStatus, generation: Option<i64>, now_ms: i64) -> StoreResult<bool> => workflow_runs;
+    /// Retries or skips a node of a RUNNING or FAILED run as planned, once; false when the
+    /// node or the run moved on since the plan was read.
+    fn reopen_workflow_node(&self, reopen: &crate::model::workflow_reopen::Reopen) -> StoreResult<bool> => workflow_runs;
     /// A workflow run with its started and skipped nodes.
     fn get_workflow_run(&self, run_id: i64) -> StoreResult<Option<crate::model::workflow_run::WorkflowRun>> => workflow_runs;
     /// A workflow's runs, newest first, with their nodes.

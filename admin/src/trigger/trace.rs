@@ -18,7 +18,8 @@ pub(super) struct FireTrace {
 impl FireTrace {
     /// Opens the `fire` span of a claimed run; `None` when tracing is off. A fire that follows
     /// another run (a retry, a child job: the row holds that run's trace id) links to its trace;
-    /// one that carries a caller's `traceparent` (TriggerJob) is part of the caller's trace.
+    /// one that carries a caller's `traceparent` (TriggerJob) is part of the caller's trace,
+    /// and a workflow node's run (every attempt) hangs under its workflow run's span.
     pub(super) fn start(fire: &Fire) -> Option<FireTrace> {
         let tracer = telemetry::tracer()?;
         let mut attributes = vec![
@@ -38,13 +39,22 @@ impl FireTrace {
             .span_builder("fire")
             .with_kind(SpanKind::Internal)
             .with_attributes(attributes);
-        let parent = match telemetry::parse_traceparent(&fire.trace_from) {
-            Some(caller) => Context::new().with_remote_span_context(caller),
-            None => {
+        // A workflow node's retry: its failed attempt was in the workflow run's trace, whose root
+        // is the `workflow_run` span; every attempt of a node hangs under it.
+        let workflow_root = (fire.trigger_type == TriggerType::Workflow)
+            .then(|| telemetry::trace_of_row(&fire.trace_from))
+            .flatten();
+        let parent = match (
+            telemetry::parse_traceparent(&fire.trace_from),
+            workflow_root,
+        ) {
+            (Some(caller), _) => Context::new().with_remote_span_context(caller),
+            (None, Some(root)) => Context::new().with_remote_span_context(root),
+            (None, None) => {
                 if let Some(earlier) = telemetry::trace_of_row(&fire.trace_from) {
                     let relation = match fire.trigger_type {
                         TriggerType::Retry => "previous attempt",
-                        TriggerType::Parent | TriggerType::Workflow => "parent run",
+                        TriggerType::Parent => "parent run",
                         _ => "earlier run",
                     };
                     builder = builder.with_links(vec![Link::new(

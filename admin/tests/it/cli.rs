@@ -1210,9 +1210,10 @@ async fn connection_options_go_before_or_after_the_verb() -> anyhow::Result<()> 
     Ok(())
 }
 
-/// `xjob workflows start|runs|run|cancel`: a two-node workflow runs to SUCCEEDED, its run shows
-/// each node's state and result; a run of a long node is cancelled, and cancelling it again
-/// is refused.
+/// `xjob workflows start|runs|run|cancel|retry-node|skip-node`: a two-node workflow runs to
+/// SUCCEEDED, its run shows each node's state and result; a run of a long node is cancelled,
+/// and cancelling it again, or retrying its node, is refused; so are a skip in a succeeded run
+/// and an unknown node.
 #[tokio::test]
 async fn workflow_runs_from_the_command_line() -> anyhow::Result<()> {
     let data_dir = tempfile::tempdir()?;
@@ -1278,6 +1279,19 @@ async fn workflow_runs_from_the_command_line() -> anyhow::Result<()> {
         listed.code == 0 && listed.stdout.contains("SUCCEEDED"),
         "{listed:?}"
     );
+    let succeeded = xjob(url, &["workflows", "skip-node", &run, "b"]).await?;
+    assert!(
+        succeeded.code == 1
+            && (succeeded.stderr)
+                .contains(&format!("workflow run {run} succeeded; nothing to skip")),
+        "{succeeded:?}"
+    );
+    let unknown = xjob(url, &["workflows", "retry-node", &run, "zz"]).await?;
+    assert!(
+        unknown.code != 0
+            && (unknown.stderr).contains(&format!("workflow run {run} has no node 'zz'")),
+        "{unknown:?}"
+    );
 
     let slow = data_dir.path().join("slow.json");
     std::fs::write(
@@ -1311,6 +1325,14 @@ async fn workflow_runs_from_the_command_line() -> anyhow::Result<()> {
                 .stderr
                 .contains(&format!("workflow run {run} has ended")),
         "{again:?}"
+    );
+    let retry = xjob(url, &["workflows", "retry-node", &run, "s"]).await?;
+    assert!(
+        retry.code == 1
+            && (retry.stderr).contains(&format!(
+                "workflow run {run} was cancelled; start a new run instead"
+            )),
+        "{retry:?}"
     );
     executor.shutdown().await;
     admin.process_mut().kill_now()?;

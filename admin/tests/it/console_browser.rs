@@ -71,6 +71,62 @@ async fn echo(ctx: JobContext) -> JobResult {
     )))
 }
 
+/// The workflow whose page's buttons the browser presses: h (held until the file
+/// `workflow-hold` is released) → f (fails: a node run is a first attempt) → e (echo).
+async fn workflow_for_the_buttons(
+    client: &mut xjob_proto::pb::job_admin_client::JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+) -> anyhow::Result<i64> {
+    let job = |name: &str, handler: &str, params: &str| pb::Job {
+        group_id,
+        name: name.into(),
+        handler: handler.into(),
+        params: params.into(),
+        schedule_type: pb::ScheduleType::None as i32,
+        route_strategy: pb::RouteStrategy::First as i32,
+        block_strategy: pb::BlockStrategy::SerialExecution as i32,
+        misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        glue_type: pb::GlueType::Bean as i32,
+        ..Default::default()
+    };
+    let mut ids = Vec::new();
+    for (name, handler, params) in [
+        ("workflow hold", "hold", "workflow-hold"),
+        ("workflow flaky", "flaky", ""),
+        ("workflow echo", "echo", ""),
+    ] {
+        let request = pb::CreateJobRequest {
+            job: Some(job(name, handler, params)),
+        };
+        let created = client.create_job(request).await?.into_inner().job;
+        ids.push(created.map(|job| job.id).unwrap_or_default());
+    }
+    let node = |key: &str, job_id: i64| pb::WorkflowNode {
+        key: key.into(),
+        job_id,
+        fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+    };
+    let edge = |from: &str, to: &str| pb::WorkflowEdge {
+        from: from.into(),
+        to: to.into(),
+        condition: pb::WorkflowEdgeCondition::OnSuccess as i32,
+    };
+    let workflow = pb::Workflow {
+        group_id,
+        name: "console buttons".into(),
+        nodes: vec![node("h", ids[0]), node("f", ids[1]), node("e", ids[2])],
+        edges: vec![edge("h", "f"), edge("f", "e")],
+        ..Default::default()
+    };
+    let request = pb::CreateWorkflowRequest {
+        workflow: Some(workflow),
+    };
+    let created = client.create_workflow(request).await?.into_inner().workflow;
+    created
+        .map(|workflow| workflow.id)
+        .ok_or_else(|| anyhow::anyhow!("CreateWorkflow returned no workflow"))
+}
+
 /// Fails a fire's first attempt, succeeds on the retry (the run page's attempt history).
 async fn flaky(ctx: JobContext) -> JobResult {
     if ctx.attempt() == 0 {
@@ -207,6 +263,8 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
         .map(|group| group.id)
         .unwrap_or_default();
 
+    let workflow_id = workflow_for_the_buttons(&mut client, group_id).await?;
+
     // No users yet on a loopback admin: no login, a banner saying so.
     let (head, _) = wait_until(Duration::from_secs(10), "the console to answer", || async {
         http_get(http_port, "/", "").await.ok()
@@ -270,6 +328,7 @@ async fn the_console_works_in_a_real_browser() -> anyhow::Result<()> {
             .env("XJOB_ADMIN_PASSWORD", ADMIN_PASSWORD)
             .env("XJOB_GROUP_ID", group_id.to_string())
             .env("XJOB_RELEASE_DIR", &release_dir)
+            .env("XJOB_WORKFLOW_ID", workflow_id.to_string())
             .kill_on_drop(true)
             .output(),
     )

@@ -37,6 +37,7 @@ struct Fixture {
 }
 
 /// An HTTP answer: the status code, the headers and the body.
+#[derive(Debug)]
 struct Answer {
     code: u16,
     head: String,
@@ -1652,7 +1653,8 @@ async fn the_job_page_starts_a_backfill_and_shows_its_progress() -> anyhow::Resu
 }
 
 /// A workflow's page draws its graph as SVG, each node coloured by its state in the latest
-/// run, with a table of the nodes' runs; in English and in Chinese.
+/// run, with a table of the nodes' runs and the buttons that apply (start, retry, skip); a
+/// skip pressed lets the run go on; in English and in Chinese.
 #[tokio::test]
 async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow::Result<()> {
     let mut fx = Fixture::start().await?;
@@ -1736,6 +1738,79 @@ async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow
     ] {
         assert!(page.body.contains(part), "{part}: {:.4000}", page.body);
     }
+    // The buttons of a failed run: start, retry and skip a; nothing for skipped b, no cancel.
+    for part in [
+        "id=\"start-workflow\"",
+        &format!("action=\"/workflow-runs/{run_id}/nodes/a/retry\""),
+        "id=\"retry-a\"",
+        "id=\"skip-a\"",
+        "<div id=\"workflow-live\">",
+    ] {
+        assert!(page.body.contains(part), "{part}: {:.6000}", page.body);
+    }
+    for absent in [
+        "id=\"retry-b\"",
+        "id=\"skip-b\"",
+        "id=\"cancel-workflow-run\"",
+    ] {
+        assert!(!page.body.contains(absent), "{absent}: {:.6000}", page.body);
+    }
+    // Skipping a lets b run (and fail again: no executor), so the run fails on b this time.
+    let skipped = fx
+        .post(&format!("/workflow-runs/{run_id}/nodes/a/skip"), &[])
+        .await?;
+    assert_eq!(skipped.code, 303, "{skipped:?}");
+    wait_until(
+        Duration::from_secs(20),
+        "b to fail after a was skipped",
+        || {
+            let mut client = client.clone();
+            async move {
+                let run = client
+                    .get_workflow_run(pb::GetWorkflowRunRequest { id: run_id })
+                    .await
+                    .ok()?
+                    .into_inner()
+                    .run?;
+                let b = run.nodes.iter().find(|node| node.key == "b")?;
+                (run.state == pb::WorkflowRunState::Failed as i32
+                    && b.state == pb::WorkflowNodeState::Failed as i32)
+                    .then_some(())
+            }
+        },
+    )
+    .await?;
+    let page = fx.get(&format!("/workflows/{id}")).await?;
+    for part in [
+        "<g class=\"node\" id=\"node-a\" data-state=\"SKIPPED\"",
+        "<g class=\"node\" id=\"node-b\" data-state=\"FAILED\"",
+        "id=\"retry-b\"",
+        "<span class=\"muted\">by ",
+    ] {
+        assert!(page.body.contains(part), "{part}: {:.6000}", page.body);
+    }
+    // A skip that does not apply answers the API's reason.
+    let again = fx
+        .post(&format!("/workflow-runs/{run_id}/nodes/a/skip"), &[])
+        .await?;
+    assert_eq!(again.code, 409, "{again:?}");
+    assert!(
+        again.body.contains("was skipped by a user"),
+        "{:.3000}",
+        again.body
+    );
+    let started = fx.post(&format!("/workflows/{id}/start"), &[]).await?;
+    assert_eq!(started.code, 303, "{started:?}");
+    let listed = fx
+        .client
+        .list_workflow_runs(pb::ListWorkflowRunsRequest {
+            workflow_id: id,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    assert_eq!(listed.runs.len(), 2, "the button started a second run");
+
     let chinese = format!("{}; xjob_lang=zh", fx.cookie);
     let zh = http(
         fx.http_port,
@@ -1746,6 +1821,7 @@ async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow
     )
     .await?;
     assert!(zh.body.contains("最近一次运行"), "{:.3000}", zh.body);
+    assert!(zh.body.contains("启动一次运行"), "{:.3000}", zh.body);
     assert!(!zh.body.contains("Latest run"), "{:.3000}", zh.body);
     let zh_list = http(fx.http_port, "GET", "/workflows", &chinese, "").await?;
     assert!(zh_list.body.contains("工作流"), "{:.3000}", zh_list.body);

@@ -243,6 +243,93 @@ async fn final_logs(
     .await
 }
 
+/// Runs workflow a → b, each node a `flaky` job, with params `retry`: node a fails its first
+/// attempt and its job retries it. Returns the node runs (a's two attempts, then b's) and the
+/// workflow run's id.
+async fn workflow_run(
+    client: &mut JobAdminClient<tonic::transport::Channel>,
+    group_id: i64,
+) -> anyhow::Result<(Vec<pb::Log>, i64)> {
+    let (a, b) = (
+        create_job(client, group_id, Vec::new()).await?,
+        create_job(client, group_id, Vec::new()).await?,
+    );
+    let node = |key: &str, job_id| pb::WorkflowNode {
+        key: key.into(),
+        job_id,
+        fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+    };
+    let workflow = pb::Workflow {
+        group_id,
+        name: "traced workflow".into(),
+        nodes: vec![node("a", a), node("b", b)],
+        edges: vec![pb::WorkflowEdge {
+            from: "a".into(),
+            to: "b".into(),
+            condition: pb::WorkflowEdgeCondition::OnSuccess as i32,
+        }],
+        ..Default::default()
+    };
+    let created = client
+        .create_workflow(pb::CreateWorkflowRequest {
+            workflow: Some(workflow),
+        })
+        .await?
+        .into_inner()
+        .workflow
+        .ok_or_else(|| anyhow::anyhow!("no workflow"))?;
+    let run_id = client
+        .start_workflow(pb::StartWorkflowRequest {
+            workflow_id: created.id,
+            params: "retry".into(),
+        })
+        .await?
+        .into_inner()
+        .workflow_run_id;
+    let mut runs = final_logs(client, a, 2).await?;
+    runs.sort_by_key(|log| log.attempt);
+    runs.extend(final_logs(client, b, 1).await?);
+    Ok((runs, run_id))
+}
+
+/// Every node run of the workflow run (both attempts of a, then b) is in one trace, its `fire`
+/// span a child of the one `workflow_run` span at the trace's root.
+async fn assert_workflow_trace(
+    jaeger: &Jaeger,
+    node_runs: &[pb::Log],
+    workflow_run_id: i64,
+) -> anyhow::Result<()> {
+    let trace_id = &node_runs[0].trace_id;
+    assert_eq!(trace_id.len(), 32, "{node_runs:#?}");
+    for log in node_runs {
+        assert_eq!(
+            &log.trace_id, trace_id,
+            "one trace per workflow run: {node_runs:#?}"
+        );
+    }
+    // The workflow run span, and a `fire` → ... → `complete` chain per node run.
+    let spans = trace_spans(jaeger, trace_id, 1 + 6 * node_runs.len()).await?;
+    eprintln!("trace of workflow run {workflow_run_id}:\n{}", tree(&spans));
+    let root = span(&spans, "workflow_run");
+    assert_eq!(root.parent, None, "{root:#?}");
+    assert_eq!(
+        root.tags
+            .get("xjob.workflow_run_id")
+            .and_then(serde_json::Value::as_i64),
+        Some(workflow_run_id),
+        "{root:#?}"
+    );
+    let fires: Vec<&JaegerSpan> = spans.iter().filter(|span| span.name == "fire").collect();
+    assert_eq!(fires.len(), node_runs.len(), "{spans:#?}");
+    for fire in fires {
+        assert!(
+            (fire.parent.as_deref()).is_some_and(|parent| same_id(parent, &root.span_id)),
+            "each node run's fire span hangs under the workflow run's: {fire:#?} {root:#?}"
+        );
+    }
+    Ok(())
+}
+
 /// Renders a trace as an indented tree (printed for docs/observability.md).
 fn tree(spans: &[JaegerSpan]) -> String {
     fn walk(spans: &[JaegerSpan], node: &JaegerSpan, depth: usize, out: &mut String) {
@@ -397,6 +484,8 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
         .content;
     // A run that never reaches an executor (a planned fire of a job stopped meanwhile).
     let skipped = skipped_by_stop(&mut client, group).await?;
+    // A workflow run a → b whose node a fails its first attempt and is retried.
+    let (node_runs, workflow_run_id) = workflow_run(&mut client, group).await?;
 
     // Graceful stops flush what the batch exporters still hold.
     executor.shutdown().await;
@@ -557,6 +646,7 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
             .and_then(serde_json::Value::as_str),
         Some("skipped")
     );
+    assert_workflow_trace(&jaeger, &node_runs, workflow_run_id).await?;
     eprintln!("Jaeger trace test took {:?}", started.elapsed());
     Ok(())
 }

@@ -7708,7 +7708,11 @@ type WorkflowRunNode struct {
 	// The handler's result message (what its children receive; see docs/scheduling.md).
 	Result string `protobuf:"bytes,7,opt,name=result,proto3" json:"result,omitempty"`
 	// Its run's status (UNSPECIFIED when it never started).
-	RunStatus     RunStatus `protobuf:"varint,8,opt,name=run_status,json=runStatus,proto3,enum=xjob.v1.RunStatus" json:"run_status,omitempty"`
+	RunStatus RunStatus `protobuf:"varint,8,opt,name=run_status,json=runStatus,proto3,enum=xjob.v1.RunStatus" json:"run_status,omitempty"`
+	// Who skipped it and when (epoch ms), when a user did (SkipWorkflowNode); empty and 0
+	// otherwise. Its state is then SKIPPED.
+	SkippedBy     string `protobuf:"bytes,9,opt,name=skipped_by,json=skippedBy,proto3" json:"skipped_by,omitempty"`
+	SkippedMs     int64  `protobuf:"varint,10,opt,name=skipped_ms,json=skippedMs,proto3" json:"skipped_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7797,6 +7801,20 @@ func (x *WorkflowRunNode) GetRunStatus() RunStatus {
 		return x.RunStatus
 	}
 	return RunStatus_RUN_STATUS_UNSPECIFIED
+}
+
+func (x *WorkflowRunNode) GetSkippedBy() string {
+	if x != nil {
+		return x.SkippedBy
+	}
+	return ""
+}
+
+func (x *WorkflowRunNode) GetSkippedMs() int64 {
+	if x != nil {
+		return x.SkippedMs
+	}
+	return 0
 }
 
 type WorkflowRun struct {
@@ -8306,6 +8324,204 @@ func (x *CancelWorkflowRunResponse) GetKilled() int32 {
 	return 0
 }
 
+type RetryWorkflowNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflow run.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The node's key.
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWorkflowNodeRequest) Reset() {
+	*x = RetryWorkflowNodeRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWorkflowNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWorkflowNodeRequest) ProtoMessage() {}
+
+func (x *RetryWorkflowNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWorkflowNodeRequest.ProtoReflect.Descriptor instead.
+func (*RetryWorkflowNodeRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *RetryWorkflowNodeRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RetryWorkflowNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type RetryWorkflowNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run as it stands after the retry was recorded (the node waits for its new run, which
+	// the admin starts at once).
+	Run           *WorkflowRun `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWorkflowNodeResponse) Reset() {
+	*x = RetryWorkflowNodeResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[130]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWorkflowNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWorkflowNodeResponse) ProtoMessage() {}
+
+func (x *RetryWorkflowNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[130]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWorkflowNodeResponse.ProtoReflect.Descriptor instead.
+func (*RetryWorkflowNodeResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{130}
+}
+
+func (x *RetryWorkflowNodeResponse) GetRun() *WorkflowRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+type SkipWorkflowNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflow run.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The node's key.
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkipWorkflowNodeRequest) Reset() {
+	*x = SkipWorkflowNodeRequest{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[131]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipWorkflowNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipWorkflowNodeRequest) ProtoMessage() {}
+
+func (x *SkipWorkflowNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[131]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipWorkflowNodeRequest.ProtoReflect.Descriptor instead.
+func (*SkipWorkflowNodeRequest) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{131}
+}
+
+func (x *SkipWorkflowNodeRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SkipWorkflowNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type SkipWorkflowNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *WorkflowRun           `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkipWorkflowNodeResponse) Reset() {
+	*x = SkipWorkflowNodeResponse{}
+	mi := &file_xjob_v1_admin_proto_msgTypes[132]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipWorkflowNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipWorkflowNodeResponse) ProtoMessage() {}
+
+func (x *SkipWorkflowNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_admin_proto_msgTypes[132]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipWorkflowNodeResponse.ProtoReflect.Descriptor instead.
+func (*SkipWorkflowNodeResponse) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_admin_proto_rawDescGZIP(), []int{132}
+}
+
+func (x *SkipWorkflowNodeResponse) GetRun() *WorkflowRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_xjob_v1_admin_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_admin_proto_rawDesc = "" +
@@ -8795,7 +9011,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"'\n" +
 	"\x15DeleteWorkflowRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x18\n" +
-	"\x16DeleteWorkflowResponse\"\x88\x02\n" +
+	"\x16DeleteWorkflowResponse\"\xc6\x02\n" +
 	"\x0fWorkflowRunNode\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x120\n" +
@@ -8806,7 +9022,12 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\bended_ms\x18\x06 \x01(\x03R\aendedMs\x12\x16\n" +
 	"\x06result\x18\a \x01(\tR\x06result\x121\n" +
 	"\n" +
-	"run_status\x18\b \x01(\x0e2\x12.xjob.v1.RunStatusR\trunStatus\"\xbf\x02\n" +
+	"run_status\x18\b \x01(\x0e2\x12.xjob.v1.RunStatusR\trunStatus\x12\x1d\n" +
+	"\n" +
+	"skipped_by\x18\t \x01(\tR\tskippedBy\x12\x1d\n" +
+	"\n" +
+	"skipped_ms\x18\n" +
+	" \x01(\x03R\tskippedMs\"\xbf\x02\n" +
 	"\vWorkflowRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\x03R\n" +
@@ -8843,7 +9064,17 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"[\n" +
 	"\x19CancelWorkflowRunResponse\x12&\n" +
 	"\x03run\x18\x01 \x01(\v2\x14.xjob.v1.WorkflowRunR\x03run\x12\x16\n" +
-	"\x06killed\x18\x02 \x01(\x05R\x06killed*W\n" +
+	"\x06killed\x18\x02 \x01(\x05R\x06killed\">\n" +
+	"\x18RetryWorkflowNodeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"C\n" +
+	"\x19RetryWorkflowNodeResponse\x12&\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.xjob.v1.WorkflowRunR\x03run\"=\n" +
+	"\x17SkipWorkflowNodeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"B\n" +
+	"\x18SkipWorkflowNodeResponse\x12&\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.xjob.v1.WorkflowRunR\x03run*W\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12JOB_STATUS_STOPPED\x10\x01\x12\x16\n" +
@@ -8909,7 +9140,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x1bWORKFLOW_NODE_STATE_RUNNING\x10\x02\x12!\n" +
 	"\x1dWORKFLOW_NODE_STATE_SUCCEEDED\x10\x03\x12\x1e\n" +
 	"\x1aWORKFLOW_NODE_STATE_FAILED\x10\x04\x12\x1f\n" +
-	"\x1bWORKFLOW_NODE_STATE_SKIPPED\x10\x052\x88 \n" +
+	"\x1bWORKFLOW_NODE_STATE_SKIPPED\x10\x052\xbd!\n" +
 	"\bJobAdmin\x12H\n" +
 	"\vCreateGroup\x12\x1b.xjob.v1.CreateGroupRequest\x1a\x1c.xjob.v1.CreateGroupResponse\x12H\n" +
 	"\vUpdateGroup\x12\x1b.xjob.v1.UpdateGroupRequest\x1a\x1c.xjob.v1.UpdateGroupResponse\x12H\n" +
@@ -8973,7 +9204,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rStartWorkflow\x12\x1d.xjob.v1.StartWorkflowRequest\x1a\x1e.xjob.v1.StartWorkflowResponse\x12Q\n" +
 	"\x0eGetWorkflowRun\x12\x1e.xjob.v1.GetWorkflowRunRequest\x1a\x1f.xjob.v1.GetWorkflowRunResponse\x12W\n" +
 	"\x10ListWorkflowRuns\x12 .xjob.v1.ListWorkflowRunsRequest\x1a!.xjob.v1.ListWorkflowRunsResponse\x12Z\n" +
-	"\x11CancelWorkflowRun\x12!.xjob.v1.CancelWorkflowRunRequest\x1a\".xjob.v1.CancelWorkflowRunResponseb\x06proto3"
+	"\x11CancelWorkflowRun\x12!.xjob.v1.CancelWorkflowRunRequest\x1a\".xjob.v1.CancelWorkflowRunResponse\x12Z\n" +
+	"\x11RetryWorkflowNode\x12!.xjob.v1.RetryWorkflowNodeRequest\x1a\".xjob.v1.RetryWorkflowNodeResponse\x12W\n" +
+	"\x10SkipWorkflowNode\x12 .xjob.v1.SkipWorkflowNodeRequest\x1a!.xjob.v1.SkipWorkflowNodeResponseb\x06proto3"
 
 var (
 	file_xjob_v1_admin_proto_rawDescOnce sync.Once
@@ -8988,7 +9221,7 @@ func file_xjob_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
+var file_xjob_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 133)
 var file_xjob_v1_admin_proto_goTypes = []any{
 	(JobStatus)(0),                    // 0: xjob.v1.JobStatus
 	(CatchUpMode)(0),                  // 1: xjob.v1.CatchUpMode
@@ -9131,31 +9364,35 @@ var file_xjob_v1_admin_proto_goTypes = []any{
 	(*ListWorkflowRunsResponse)(nil),  // 138: xjob.v1.ListWorkflowRunsResponse
 	(*CancelWorkflowRunRequest)(nil),  // 139: xjob.v1.CancelWorkflowRunRequest
 	(*CancelWorkflowRunResponse)(nil), // 140: xjob.v1.CancelWorkflowRunResponse
-	(AddressType)(0),                  // 141: xjob.v1.AddressType
-	(ScheduleType)(0),                 // 142: xjob.v1.ScheduleType
-	(MisfireStrategy)(0),              // 143: xjob.v1.MisfireStrategy
-	(RouteStrategy)(0),                // 144: xjob.v1.RouteStrategy
-	(BlockStrategy)(0),                // 145: xjob.v1.BlockStrategy
-	(GlueType)(0),                     // 146: xjob.v1.GlueType
-	(RunStatus)(0),                    // 147: xjob.v1.RunStatus
-	(TriggerType)(0),                  // 148: xjob.v1.TriggerType
+	(*RetryWorkflowNodeRequest)(nil),  // 141: xjob.v1.RetryWorkflowNodeRequest
+	(*RetryWorkflowNodeResponse)(nil), // 142: xjob.v1.RetryWorkflowNodeResponse
+	(*SkipWorkflowNodeRequest)(nil),   // 143: xjob.v1.SkipWorkflowNodeRequest
+	(*SkipWorkflowNodeResponse)(nil),  // 144: xjob.v1.SkipWorkflowNodeResponse
+	(AddressType)(0),                  // 145: xjob.v1.AddressType
+	(ScheduleType)(0),                 // 146: xjob.v1.ScheduleType
+	(MisfireStrategy)(0),              // 147: xjob.v1.MisfireStrategy
+	(RouteStrategy)(0),                // 148: xjob.v1.RouteStrategy
+	(BlockStrategy)(0),                // 149: xjob.v1.BlockStrategy
+	(GlueType)(0),                     // 150: xjob.v1.GlueType
+	(RunStatus)(0),                    // 151: xjob.v1.RunStatus
+	(TriggerType)(0),                  // 152: xjob.v1.TriggerType
 }
 var file_xjob_v1_admin_proto_depIdxs = []int32{
-	141, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
-	142, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
-	143, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	144, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
-	145, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
+	145, // 0: xjob.v1.Group.address_type:type_name -> xjob.v1.AddressType
+	146, // 1: xjob.v1.Job.schedule_type:type_name -> xjob.v1.ScheduleType
+	147, // 2: xjob.v1.Job.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	148, // 3: xjob.v1.Job.route_strategy:type_name -> xjob.v1.RouteStrategy
+	149, // 4: xjob.v1.Job.block_strategy:type_name -> xjob.v1.BlockStrategy
 	13,  // 5: xjob.v1.Job.retry_backoff:type_name -> xjob.v1.RetryBackoff
-	146, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
+	150, // 6: xjob.v1.Job.glue_type:type_name -> xjob.v1.GlueType
 	0,   // 7: xjob.v1.Job.status:type_name -> xjob.v1.JobStatus
 	1,   // 8: xjob.v1.Job.catch_up_mode:type_name -> xjob.v1.CatchUpMode
 	4,   // 9: xjob.v1.Job.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 10: xjob.v1.Job.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 11: xjob.v1.Job.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
 	7,   // 12: xjob.v1.Job.overlap_policy:type_name -> xjob.v1.OverlapPolicy
-	147, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
-	148, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
+	151, // 13: xjob.v1.Log.status:type_name -> xjob.v1.RunStatus
+	152, // 14: xjob.v1.Log.trigger_type:type_name -> xjob.v1.TriggerType
 	12,  // 15: xjob.v1.CreateGroupRequest.group:type_name -> xjob.v1.Group
 	12,  // 16: xjob.v1.CreateGroupResponse.group:type_name -> xjob.v1.Group
 	12,  // 17: xjob.v1.UpdateGroupRequest.group:type_name -> xjob.v1.Group
@@ -9167,7 +9404,7 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	14,  // 23: xjob.v1.UpdateJobRequest.job:type_name -> xjob.v1.Job
 	14,  // 24: xjob.v1.UpdateJobResponse.job:type_name -> xjob.v1.Job
 	14,  // 25: xjob.v1.GetJobResponse.job:type_name -> xjob.v1.Job
-	146, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
+	150, // 26: xjob.v1.GlueVersion.glue_type:type_name -> xjob.v1.GlueType
 	14,  // 27: xjob.v1.UpdateGlueResponse.job:type_name -> xjob.v1.Job
 	34,  // 28: xjob.v1.ListGlueVersionsResponse.versions:type_name -> xjob.v1.GlueVersion
 	34,  // 29: xjob.v1.GetGlueVersionResponse.version:type_name -> xjob.v1.GlueVersion
@@ -9175,11 +9412,11 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	14,  // 31: xjob.v1.ListJobsResponse.jobs:type_name -> xjob.v1.Job
 	14,  // 32: xjob.v1.StartJobResponse.job:type_name -> xjob.v1.Job
 	14,  // 33: xjob.v1.StopJobResponse.job:type_name -> xjob.v1.Job
-	142, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
+	146, // 34: xjob.v1.PreviewScheduleRequest.schedule_type:type_name -> xjob.v1.ScheduleType
 	4,   // 35: xjob.v1.PreviewScheduleRequest.calendar_mode:type_name -> xjob.v1.CalendarMode
 	5,   // 36: xjob.v1.PreviewScheduleRequest.dst_gap_policy:type_name -> xjob.v1.DstGapPolicy
 	6,   // 37: xjob.v1.PreviewScheduleRequest.dst_overlap_policy:type_name -> xjob.v1.DstOverlapPolicy
-	147, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
+	151, // 38: xjob.v1.ListLogsRequest.status:type_name -> xjob.v1.RunStatus
 	15,  // 39: xjob.v1.ListLogsResponse.logs:type_name -> xjob.v1.Log
 	15,  // 40: xjob.v1.GetLogResponse.log:type_name -> xjob.v1.Log
 	2,   // 41: xjob.v1.ClearLogsRequest.mode:type_name -> xjob.v1.ClearLogsMode
@@ -9219,128 +9456,134 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	120, // 75: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
 	120, // 76: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
 	11,  // 77: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
-	147, // 78: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
+	151, // 78: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
 	10,  // 79: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
 	131, // 80: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
 	119, // 81: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
 	132, // 82: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
 	132, // 83: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
 	132, // 84: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
-	16,  // 85: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	18,  // 86: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	20,  // 87: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	22,  // 88: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	24,  // 89: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	26,  // 90: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	28,  // 91: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	30,  // 92: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	32,  // 93: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	41,  // 94: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	43,  // 95: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	45,  // 96: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	47,  // 97: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	35,  // 98: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	37,  // 99: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	39,  // 100: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	49,  // 101: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	51,  // 102: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	53,  // 103: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	55,  // 104: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	57,  // 105: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	59,  // 106: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	62,  // 107: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	64,  // 108: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	71,  // 109: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	73,  // 110: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	75,  // 111: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	77,  // 112: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	79,  // 113: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	81,  // 114: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	83,  // 115: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	85,  // 116: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	87,  // 117: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	89,  // 118: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	91,  // 119: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	93,  // 120: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	96,  // 121: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	99,  // 122: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	101, // 123: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	103, // 124: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	105, // 125: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	108, // 126: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	110, // 127: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	112, // 128: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	114, // 129: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	116, // 130: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	121, // 131: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
-	123, // 132: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
-	125, // 133: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
-	127, // 134: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
-	129, // 135: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
-	133, // 136: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
-	135, // 137: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
-	137, // 138: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
-	139, // 139: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
-	17,  // 140: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	19,  // 141: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	21,  // 142: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	23,  // 143: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	25,  // 144: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	27,  // 145: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	29,  // 146: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	31,  // 147: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	33,  // 148: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	42,  // 149: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	44,  // 150: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	46,  // 151: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	48,  // 152: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	36,  // 153: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	38,  // 154: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	40,  // 155: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	50,  // 156: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	52,  // 157: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	54,  // 158: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	56,  // 159: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	58,  // 160: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	60,  // 161: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	63,  // 162: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	66,  // 163: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	72,  // 164: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	74,  // 165: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	76,  // 166: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	78,  // 167: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	80,  // 168: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	82,  // 169: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	84,  // 170: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	86,  // 171: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	88,  // 172: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	90,  // 173: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	92,  // 174: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	94,  // 175: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	97,  // 176: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	100, // 177: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	102, // 178: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	104, // 179: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	106, // 180: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	109, // 181: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	111, // 182: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	113, // 183: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	115, // 184: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	117, // 185: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	122, // 186: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
-	124, // 187: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
-	126, // 188: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
-	128, // 189: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
-	130, // 190: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
-	134, // 191: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
-	136, // 192: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
-	138, // 193: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
-	140, // 194: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
-	140, // [140:195] is the sub-list for method output_type
-	85,  // [85:140] is the sub-list for method input_type
-	85,  // [85:85] is the sub-list for extension type_name
-	85,  // [85:85] is the sub-list for extension extendee
-	0,   // [0:85] is the sub-list for field type_name
+	132, // 85: xjob.v1.RetryWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 86: xjob.v1.SkipWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	16,  // 87: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	18,  // 88: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	20,  // 89: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	22,  // 90: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	24,  // 91: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	26,  // 92: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	28,  // 93: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	30,  // 94: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	32,  // 95: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	41,  // 96: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	43,  // 97: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	45,  // 98: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	47,  // 99: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	35,  // 100: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	37,  // 101: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	39,  // 102: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	49,  // 103: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	51,  // 104: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	53,  // 105: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	55,  // 106: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	57,  // 107: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	59,  // 108: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	62,  // 109: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	64,  // 110: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	71,  // 111: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	73,  // 112: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	75,  // 113: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	77,  // 114: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	79,  // 115: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	81,  // 116: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	83,  // 117: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	85,  // 118: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	87,  // 119: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	89,  // 120: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	91,  // 121: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	93,  // 122: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	96,  // 123: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	99,  // 124: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	101, // 125: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	103, // 126: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	105, // 127: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	108, // 128: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	110, // 129: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	112, // 130: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	114, // 131: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	116, // 132: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	121, // 133: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	123, // 134: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	125, // 135: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	127, // 136: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	129, // 137: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	133, // 138: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
+	135, // 139: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
+	137, // 140: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
+	139, // 141: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
+	141, // 142: xjob.v1.JobAdmin.RetryWorkflowNode:input_type -> xjob.v1.RetryWorkflowNodeRequest
+	143, // 143: xjob.v1.JobAdmin.SkipWorkflowNode:input_type -> xjob.v1.SkipWorkflowNodeRequest
+	17,  // 144: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	19,  // 145: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	21,  // 146: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	23,  // 147: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	25,  // 148: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	27,  // 149: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	29,  // 150: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	31,  // 151: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	33,  // 152: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	42,  // 153: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	44,  // 154: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	46,  // 155: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	48,  // 156: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	36,  // 157: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	38,  // 158: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	40,  // 159: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	50,  // 160: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	52,  // 161: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	54,  // 162: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	56,  // 163: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	58,  // 164: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	60,  // 165: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	63,  // 166: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	66,  // 167: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	72,  // 168: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	74,  // 169: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	76,  // 170: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	78,  // 171: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	80,  // 172: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	82,  // 173: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	84,  // 174: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	86,  // 175: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	88,  // 176: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	90,  // 177: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	92,  // 178: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	94,  // 179: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	97,  // 180: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	100, // 181: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	102, // 182: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	104, // 183: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	106, // 184: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	109, // 185: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	111, // 186: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	113, // 187: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	115, // 188: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	117, // 189: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	122, // 190: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	124, // 191: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	126, // 192: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	128, // 193: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	130, // 194: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	134, // 195: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
+	136, // 196: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
+	138, // 197: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
+	140, // 198: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
+	142, // 199: xjob.v1.JobAdmin.RetryWorkflowNode:output_type -> xjob.v1.RetryWorkflowNodeResponse
+	144, // 200: xjob.v1.JobAdmin.SkipWorkflowNode:output_type -> xjob.v1.SkipWorkflowNodeResponse
+	144, // [144:201] is the sub-list for method output_type
+	87,  // [87:144] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }
@@ -9356,7 +9599,7 @@ func file_xjob_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_admin_proto_rawDesc), len(file_xjob_v1_admin_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   129,
+			NumMessages:   133,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -78,6 +78,8 @@ const (
 	JobAdmin_GetWorkflowRun_FullMethodName    = "/xjob.v1.JobAdmin/GetWorkflowRun"
 	JobAdmin_ListWorkflowRuns_FullMethodName  = "/xjob.v1.JobAdmin/ListWorkflowRuns"
 	JobAdmin_CancelWorkflowRun_FullMethodName = "/xjob.v1.JobAdmin/CancelWorkflowRun"
+	JobAdmin_RetryWorkflowNode_FullMethodName = "/xjob.v1.JobAdmin/RetryWorkflowNode"
+	JobAdmin_SkipWorkflowNode_FullMethodName  = "/xjob.v1.JobAdmin/SkipWorkflowNode"
 )
 
 // JobAdminClient is the client API for JobAdmin service.
@@ -203,6 +205,15 @@ type JobAdminClient interface {
 	// Ends a RUNNING run as CANCELLED: no node starts any more, running nodes' runs are killed.
 	// FAILED_PRECONDITION when the run has ended.
 	CancelWorkflowRun(ctx context.Context, in *CancelWorkflowRunRequest, opts ...grpc.CallOption) (*CancelWorkflowRunResponse, error)
+	// ---- a user's hand on one node of a workflow run (docs/scheduling.md, "Retry or skip a
+	// node"). Both need jobs.operate in the workflow's group; NOT_FOUND for an unknown run or
+	// node; FAILED_PRECONDITION, naming the node's state, when the action does not apply, or
+	// when the run was cancelled or succeeded.
+	// Starts a FAILED node again with a new run of its job; the nodes skipped below it wait
+	// again and a FAILED run is RUNNING again. Of two racing retries, one starts a run.
+	RetryWorkflowNode(ctx context.Context, in *RetryWorkflowNodeRequest, opts ...grpc.CallOption) (*RetryWorkflowNodeResponse, error)
+	// Marks a FAILED or waiting node SKIPPED (by the caller); its children take it as a success.
+	SkipWorkflowNode(ctx context.Context, in *SkipWorkflowNodeRequest, opts ...grpc.CallOption) (*SkipWorkflowNodeResponse, error)
 }
 
 type jobAdminClient struct {
@@ -763,6 +774,26 @@ func (c *jobAdminClient) CancelWorkflowRun(ctx context.Context, in *CancelWorkfl
 	return out, nil
 }
 
+func (c *jobAdminClient) RetryWorkflowNode(ctx context.Context, in *RetryWorkflowNodeRequest, opts ...grpc.CallOption) (*RetryWorkflowNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RetryWorkflowNodeResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_RetryWorkflowNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobAdminClient) SkipWorkflowNode(ctx context.Context, in *SkipWorkflowNodeRequest, opts ...grpc.CallOption) (*SkipWorkflowNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SkipWorkflowNodeResponse)
+	err := c.cc.Invoke(ctx, JobAdmin_SkipWorkflowNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobAdminServer is the server API for JobAdmin service.
 // All implementations must embed UnimplementedJobAdminServer
 // for forward compatibility.
@@ -886,6 +917,15 @@ type JobAdminServer interface {
 	// Ends a RUNNING run as CANCELLED: no node starts any more, running nodes' runs are killed.
 	// FAILED_PRECONDITION when the run has ended.
 	CancelWorkflowRun(context.Context, *CancelWorkflowRunRequest) (*CancelWorkflowRunResponse, error)
+	// ---- a user's hand on one node of a workflow run (docs/scheduling.md, "Retry or skip a
+	// node"). Both need jobs.operate in the workflow's group; NOT_FOUND for an unknown run or
+	// node; FAILED_PRECONDITION, naming the node's state, when the action does not apply, or
+	// when the run was cancelled or succeeded.
+	// Starts a FAILED node again with a new run of its job; the nodes skipped below it wait
+	// again and a FAILED run is RUNNING again. Of two racing retries, one starts a run.
+	RetryWorkflowNode(context.Context, *RetryWorkflowNodeRequest) (*RetryWorkflowNodeResponse, error)
+	// Marks a FAILED or waiting node SKIPPED (by the caller); its children take it as a success.
+	SkipWorkflowNode(context.Context, *SkipWorkflowNodeRequest) (*SkipWorkflowNodeResponse, error)
 	mustEmbedUnimplementedJobAdminServer()
 }
 
@@ -1060,6 +1100,12 @@ func (UnimplementedJobAdminServer) ListWorkflowRuns(context.Context, *ListWorkfl
 }
 func (UnimplementedJobAdminServer) CancelWorkflowRun(context.Context, *CancelWorkflowRunRequest) (*CancelWorkflowRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelWorkflowRun not implemented")
+}
+func (UnimplementedJobAdminServer) RetryWorkflowNode(context.Context, *RetryWorkflowNodeRequest) (*RetryWorkflowNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RetryWorkflowNode not implemented")
+}
+func (UnimplementedJobAdminServer) SkipWorkflowNode(context.Context, *SkipWorkflowNodeRequest) (*SkipWorkflowNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SkipWorkflowNode not implemented")
 }
 func (UnimplementedJobAdminServer) mustEmbedUnimplementedJobAdminServer() {}
 func (UnimplementedJobAdminServer) testEmbeddedByValue()                  {}
@@ -2072,6 +2118,42 @@ func _JobAdmin_CancelWorkflowRun_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobAdmin_RetryWorkflowNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RetryWorkflowNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).RetryWorkflowNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_RetryWorkflowNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).RetryWorkflowNode(ctx, req.(*RetryWorkflowNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobAdmin_SkipWorkflowNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SkipWorkflowNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobAdminServer).SkipWorkflowNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobAdmin_SkipWorkflowNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobAdminServer).SkipWorkflowNode(ctx, req.(*SkipWorkflowNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobAdmin_ServiceDesc is the grpc.ServiceDesc for JobAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2298,6 +2380,14 @@ var JobAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelWorkflowRun",
 			Handler:    _JobAdmin_CancelWorkflowRun_Handler,
+		},
+		{
+			MethodName: "RetryWorkflowNode",
+			Handler:    _JobAdmin_RetryWorkflowNode_Handler,
+		},
+		{
+			MethodName: "SkipWorkflowNode",
+			Handler:    _JobAdmin_SkipWorkflowNode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

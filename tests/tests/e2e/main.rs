@@ -26,5 +26,6 @@ mod schedule_types;
 mod session_dispatch;
 mod tls;
 mod users;
+mod workflow_nodes;
 mod workflow_runs;
 mod workflows;

@@ -14,18 +14,18 @@ use xjob_proto::pb;
 use xjob_tests::{HandlerFuture, TestCluster, held_handler, wait_until};
 
 const APP: &str = "workflow-run-app";
-const DEADLINE: Duration = Duration::from_secs(20);
+pub(super) const DEADLINE: Duration = Duration::from_secs(20);
 
 /// One run the `step` handler served.
 #[derive(Debug, Clone)]
-struct Seen {
-    job_id: i64,
-    params: String,
+pub(super) struct Seen {
+    pub(super) job_id: i64,
+    pub(super) params: String,
     started_ms: i64,
     finished_ms: i64,
 }
 
-type SeenRuns = Arc<Mutex<Vec<Seen>>>;
+pub(super) type SeenRuns = Arc<Mutex<Vec<Seen>>>;
 
 /// Fails when its params' first line is `fail`; else succeeds with `result of <first line>`.
 /// Records every run before it answers.
@@ -61,7 +61,7 @@ fn step_handler(seen: SeenRuns) -> impl Fn(JobContext) -> HandlerFuture + Send +
     }
 }
 
-fn node(key: &str, job_id: i64) -> pb::WorkflowNode {
+pub(super) fn node(key: &str, job_id: i64) -> pb::WorkflowNode {
     pb::WorkflowNode {
         key: key.to_string(),
         job_id,
@@ -69,7 +69,7 @@ fn node(key: &str, job_id: i64) -> pb::WorkflowNode {
     }
 }
 
-fn edge(from: &str, to: &str, condition: pb::WorkflowEdgeCondition) -> pb::WorkflowEdge {
+pub(super) fn edge(from: &str, to: &str, condition: pb::WorkflowEdgeCondition) -> pb::WorkflowEdge {
     pb::WorkflowEdge {
         from: from.to_string(),
         to: to.to_string(),
@@ -77,14 +77,14 @@ fn edge(from: &str, to: &str, condition: pb::WorkflowEdgeCondition) -> pb::Workf
     }
 }
 
-struct Setup {
-    cluster: TestCluster,
-    group_id: i64,
-    seen: SeenRuns,
-    gate: Arc<Semaphore>,
+pub(super) struct Setup {
+    pub(super) cluster: TestCluster,
+    pub(super) group_id: i64,
+    pub(super) seen: SeenRuns,
+    pub(super) gate: Arc<Semaphore>,
 }
 
-async fn setup() -> anyhow::Result<Setup> {
+pub(super) async fn setup() -> anyhow::Result<Setup> {
     let mut cluster = TestCluster::builder()
         .configure(|config| config.followup_interval = Duration::from_millis(50))
         .start()
@@ -106,7 +106,7 @@ async fn setup() -> anyhow::Result<Setup> {
 }
 
 /// A job of the `step` handler whose params are `params`; returns its id.
-async fn step_job(setup: &Setup, params: &str) -> anyhow::Result<i64> {
+pub(super) async fn step_job(setup: &Setup, params: &str) -> anyhow::Result<i64> {
     let job = pb::Job {
         name: format!("step {params}"),
         params: params.to_string(),
@@ -115,7 +115,7 @@ async fn step_job(setup: &Setup, params: &str) -> anyhow::Result<i64> {
     Ok(setup.cluster.create_job(job).await?.id)
 }
 
-async fn save(
+pub(super) async fn save(
     setup: &Setup,
     name: &str,
     nodes: Vec<pb::WorkflowNode>,
@@ -136,7 +136,7 @@ async fn save(
     Ok(created.ok_or_else(|| anyhow::anyhow!("no workflow"))?.id)
 }
 
-async fn start(setup: &Setup, workflow_id: i64) -> anyhow::Result<i64> {
+pub(super) async fn start(setup: &Setup, workflow_id: i64) -> anyhow::Result<i64> {
     let request = pb::StartWorkflowRequest {
         workflow_id,
         params: String::new(),
@@ -145,7 +145,7 @@ async fn start(setup: &Setup, workflow_id: i64) -> anyhow::Result<i64> {
     Ok(started.into_inner().workflow_run_id)
 }
 
-async fn get_run(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
+pub(super) async fn get_run(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
     let request = pb::GetWorkflowRunRequest { id };
     let run = setup.cluster.client().get_workflow_run(request).await?;
     run.into_inner()
@@ -154,7 +154,7 @@ async fn get_run(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
 }
 
 /// Waits until the run is no longer RUNNING; returns it.
-async fn wait_ended(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
+pub(super) async fn wait_ended(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
     let ended = wait_until(DEADLINE, "the workflow run to end", || async {
         let run = get_run(setup, id).await.ok()?;
         (run.state != pb::WorkflowRunState::Running as i32).then_some(run)
@@ -170,12 +170,12 @@ async fn wait_ended(setup: &Setup, id: i64) -> anyhow::Result<pb::WorkflowRun> {
     ended
 }
 
-fn node_of<'a>(run: &'a pb::WorkflowRun, key: &str) -> &'a pb::WorkflowRunNode {
+pub(super) fn node_of<'a>(run: &'a pb::WorkflowRun, key: &str) -> &'a pb::WorkflowRunNode {
     let found = run.nodes.iter().find(|node| node.key == key);
     found.unwrap_or_else(|| panic!("node {key} in {run:?}"))
 }
 
-fn runs_of(seen: &SeenRuns, job_id: i64) -> Vec<Seen> {
+pub(super) fn runs_of(seen: &SeenRuns, job_id: i64) -> Vec<Seen> {
     let seen = seen.lock().map(|seen| seen.clone()).unwrap_or_default();
     seen.into_iter()
         .filter(|run| run.job_id == job_id)

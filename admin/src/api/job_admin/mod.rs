@@ -38,6 +38,7 @@ mod summaries;
 mod users;
 use ids::{group_object, group_scope, job_ids, job_object};
 use summaries::{group_summary, job_summary, short, trigger_summary};
+mod workflow_nodes;
 mod workflow_runs;
 mod workflows;
 mod write_locks;
@@ -485,5 +486,19 @@ impl JobAdmin for JobAdminService {
         r: Request<pb::CancelWorkflowRunRequest>,
     ) -> RpcResult<pb::CancelWorkflowRunResponse> {
         self.cancel_workflow_run_rpc(r).await
+    }
+
+    async fn retry_workflow_node(
+        &self,
+        r: Request<pb::RetryWorkflowNodeRequest>,
+    ) -> RpcResult<pb::RetryWorkflowNodeResponse> {
+        self.retry_workflow_node_rpc(r).await
+    }
+
+    async fn skip_workflow_node(
+        &self,
+        r: Request<pb::SkipWorkflowNodeRequest>,
+    ) -> RpcResult<pb::SkipWorkflowNodeResponse> {
+        self.skip_workflow_node_rpc(r).await
     }
 }

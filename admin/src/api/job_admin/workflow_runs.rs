@@ -21,13 +21,17 @@ use crate::store::writer_gate::api_write;
 /// results).
 const MAX_PARAMS_BYTES: usize = 64 * 1024;
 
-fn run_object(id: i64) -> String {
+pub(super) fn run_object(id: i64) -> String {
     format!("workflow_run:{id}")
 }
 
 impl JobAdminService {
     /// Workflow run `id`, if the caller may read its group; else `NOT_FOUND` as for none.
-    async fn visible_workflow_run(&self, caller: &Caller, id: i64) -> Result<WorkflowRun, Error> {
+    pub(super) async fn visible_workflow_run(
+        &self,
+        caller: &Caller,
+        id: i64,
+    ) -> Result<WorkflowRun, Error> {
         match self.store().get_workflow_run(id).await? {
             Some(run) if caller.may_read(run.graph.group_id) => Ok(run),
             _ => Err(Error::NotFound(format!("workflow run {id} not found"))),
@@ -35,7 +39,10 @@ impl JobAdminService {
     }
 
     /// The runs of a workflow run's started nodes, by log id.
-    async fn node_logs(&self, run: &WorkflowRun) -> Result<HashMap<LogId, RunLog>, Error> {
+    pub(super) async fn node_logs(
+        &self,
+        run: &WorkflowRun,
+    ) -> Result<HashMap<LogId, RunLog>, Error> {
         let mut logs = HashMap::new();
         for node in run.nodes.iter().filter(|node| node.log_id.0 > 0) {
             if let Some(log) = self.store().get_log(node.log_id).await? {
@@ -69,14 +76,29 @@ impl JobAdminService {
         for job in jobs.values() {
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
+        // The run's span: every node's run is traced under it (the row keeps its context).
+        use opentelemetry::trace::Span;
+        let mut span = crate::telemetry::workflow_run_span(workflow_id.0, &workflow.name);
+        let traceparent = (span.as_ref())
+            .map(|span| crate::telemetry::traceparent(span.span_context()))
+            .unwrap_or_default();
         let new_run = NewWorkflowRun {
             graph: workflow,
             params: request.params,
             created_ms: self.ctx.clock.now_ms(),
+            traceparent,
         };
-        let run_id = api_write(self.store().insert_workflow_run(&new_run))
-            .await
-            .map_err(Error::from)?;
+        let inserted = api_write(self.store().insert_workflow_run(&new_run)).await;
+        if let Some(span) = span.as_mut() {
+            if let Ok(run_id) = &inserted {
+                span.set_attribute(opentelemetry::KeyValue::new(
+                    "xjob.workflow_run_id",
+                    *run_id,
+                ));
+            }
+            span.end();
+        }
+        let run_id = inserted.map_err(Error::from)?;
         // The follow-up loop advances it: its roots become PENDING runs due at once, which
         // the same round sends. Should this admin die first, any admin's periodic advance of
         // the RUNNING runs starts them.
@@ -149,7 +171,7 @@ impl JobAdminService {
         let now = self.ctx.clock.now_ms();
         let cancel = self
             .store()
-            .finish_workflow_run(id, WorkflowRunStatus::Cancelled, now);
+            .finish_workflow_run(id, WorkflowRunStatus::Cancelled, None, now);
         if !api_write(cancel).await.map_err(Error::from)? {
             let message = format!("workflow run {id} has ended");
             return Err(Error::FailedPrecondition(message).into());

@@ -295,7 +295,7 @@ pub const EN: &[(&str, &str)] = &[
     ("workflows.title", "Workflows"),
     (
         "workflows.intro",
-        "Graphs of jobs; each shows the states of its latest run. Start and cancel runs with the command line or the API.",
+        "Graphs of jobs; each shows the states of its latest run, live while it runs. Start and cancel runs, and retry or skip a node, here, with the command line or with the API.",
     ),
     ("workflows.none", "No workflows yet."),
     ("workflows.nodes", "nodes"),
@@ -308,6 +308,38 @@ pub const EN: &[(&str, &str)] = &[
     ("workflows.state", "State"),
     ("workflows.run", "Run"),
     ("workflows.result", "Result"),
+    ("workflows.start", "Start a run"),
+    ("workflows.start_confirm", "Start a run of this workflow?"),
+    ("workflows.started", "Started run {}."),
+    ("workflows.cancel", "Cancel the run"),
+    (
+        "workflows.cancel_confirm",
+        "Cancel run {}? Its running nodes are killed.",
+    ),
+    (
+        "workflows.cancelled",
+        "Cancelled run {} ({} node run(s) killed).",
+    ),
+    ("workflows.actions", "Actions"),
+    ("workflows.retry_node", "Retry"),
+    (
+        "workflows.retry_confirm",
+        "Retry node {}? A new run of its job starts.",
+    ),
+    (
+        "workflows.node_retried",
+        "Node {} retried: a new run of its job starts.",
+    ),
+    ("workflows.skip_node", "Skip"),
+    (
+        "workflows.skip_confirm",
+        "Skip node {}? Its children take it as a success.",
+    ),
+    (
+        "workflows.node_skipped",
+        "Node {} skipped: its children go on.",
+    ),
+    ("workflows.skipped_by", "by {}"),
     ("calendars.title", "Calendars"),
     (
         "calendars.intro",

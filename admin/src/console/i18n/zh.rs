@@ -259,7 +259,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("workflows.title", "工作流"),
     (
         "workflows.intro",
-        "由任务组成的图；每个工作流显示其最近一次运行的状态。运行的启动与取消请用命令行或 API。",
+        "由任务组成的图；每个工作流显示其最近一次运行的状态，运行期间实时刷新。可在此处、命令行或 API 启动与取消运行，重试或跳过节点。",
     ),
     ("workflows.none", "还没有工作流。"),
     ("workflows.nodes", "个节点"),
@@ -272,6 +272,38 @@ pub const ZH: &[(&str, &str)] = &[
     ("workflows.state", "状态"),
     ("workflows.run", "运行"),
     ("workflows.result", "结果"),
+    ("workflows.start", "启动一次运行"),
+    ("workflows.start_confirm", "启动这个工作流的一次运行？"),
+    ("workflows.started", "已启动运行 {}。"),
+    ("workflows.cancel", "取消运行"),
+    (
+        "workflows.cancel_confirm",
+        "取消运行 {}？正在运行的节点会被终止。",
+    ),
+    (
+        "workflows.cancelled",
+        "已取消运行 {}（终止了 {} 个节点运行）。",
+    ),
+    ("workflows.actions", "操作"),
+    ("workflows.retry_node", "重试"),
+    (
+        "workflows.retry_confirm",
+        "重试节点 {}？会启动其任务的一次新运行。",
+    ),
+    (
+        "workflows.node_retried",
+        "节点 {} 已重试：其任务的一次新运行即将启动。",
+    ),
+    ("workflows.skip_node", "跳过"),
+    (
+        "workflows.skip_confirm",
+        "跳过节点 {}？其子节点将视其为成功。",
+    ),
+    (
+        "workflows.node_skipped",
+        "节点 {} 已跳过：其子节点继续运行。",
+    ),
+    ("workflows.skipped_by", "由 {} 跳过"),
     ("calendars.title", "日历"),
     (
         "calendars.intro",

@@ -1,18 +1,22 @@
 //! Workflows: the list, and one workflow's graph drawn as server-rendered SVG with each node
-//! coloured by its state in the latest run (no script: a reload shows the newest states).
+//! coloured by its state in the latest run, refreshed in place while that run goes on
+//! (`live.js`; without it a reload shows the newest states). Viewers who may operate the
+//! workflow's group get its buttons (`workflow_actions`).
 //! Nodes are laid out in columns by their longest path from a root, so every edge points
 //! right; edges on failure are dashed, edges that always hold dotted.
 
 use std::collections::HashMap;
 
 use axum::extract::State;
+use axum::http::Uri;
 use axum::response::Response;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
+use super::super::csrf::Fields;
 use super::super::frame::{self, Nav};
-use super::super::html::{self, Markup, markup};
-use super::super::i18n::{Lang, t};
+use super::super::html::{self, Markup, Tone, markup};
+use super::super::i18n::{Lang, t, tf};
 use super::super::session::Viewer;
 use super::super::shared::{Shared, request};
 use super::{Path, status_page};
@@ -70,8 +74,11 @@ pub async fn detail(
     State(console): State<Shared>,
     viewer: Viewer,
     Path(id): Path<i64>,
+    uri: Uri,
 ) -> Response {
     let lang = viewer.lang;
+    // The outcome of a button pressed here (`workflow_actions`).
+    let notice = Fields::from_query(uri.query()).get("notice").to_string();
     let api = console.api();
     let workflow = match api
         .get_workflow(request(&viewer.caller, pb::GetWorkflowRequest { id }))
@@ -102,7 +109,28 @@ pub async fn detail(
         }
         None => None,
     };
-    let mut body = Markup::new();
+    let operate = viewer.can_operate(workflow.group_id);
+    let mut body = html::notice(Tone::Ok, &notice);
+    if operate {
+        body.push(markup!(
+            "<form method=\"post\" action=\"/workflows/{}/start\" data-confirm=\"{}\">{}\
+             <button id=\"start-workflow\">{}</button></form>",
+            id,
+            t(lang, "workflows.start_confirm"),
+            frame::csrf_field(&viewer),
+            t(lang, "workflows.start"),
+        ));
+    }
+    let running = run
+        .as_ref()
+        .is_some_and(|run| run.state == pb::WorkflowRunState::Running as i32);
+    // Live (live.js refreshes it in place) while the run goes on; a finished run's region
+    // comes back without the mark, which ends the refreshing.
+    body.push(if running {
+        Markup::literal("<div id=\"workflow-live\" data-live>")
+    } else {
+        Markup::literal("<div id=\"workflow-live\">")
+    });
     match &run {
         Some(run) => body.push(markup!(
             "<p id=\"latest-run\">{} {} {}</p>",
@@ -115,6 +143,16 @@ pub async fn detail(
             t(lang, "workflows.no_runs")
         )),
     }
+    if let Some(run) = run.as_ref().filter(|_| running && operate) {
+        body.push(markup!(
+            "<form method=\"post\" action=\"/workflow-runs/{}/cancel\" data-confirm=\"{}\">{}\
+             <button class=\"danger\" id=\"cancel-workflow-run\">{}</button></form>",
+            run.id,
+            tf(lang, "workflows.cancel_confirm", &[&run.id]),
+            frame::csrf_field(&viewer),
+            t(lang, "workflows.cancel"),
+        ));
+    }
     let states: HashMap<&str, &pb::WorkflowRunNode> = run
         .as_ref()
         .map(|run| {
@@ -125,7 +163,20 @@ pub async fn detail(
         })
         .unwrap_or_default();
     body.push(graph_svg(lang, &workflow, &states));
-    body.push(node_table(lang, &workflow, &states));
+    // Retry and skip apply to a run that is going on or failed (the API says why otherwise).
+    let actions = run
+        .as_ref()
+        .filter(|run| {
+            operate
+                && (run.state == pb::WorkflowRunState::Running as i32
+                    || run.state == pb::WorkflowRunState::Failed as i32)
+        })
+        .map(|run| NodeActions {
+            viewer: &viewer,
+            run_id: run.id,
+        });
+    body.push(node_table(lang, &workflow, &states, actions));
+    body.push(Markup::literal("</div>"));
     frame::page(Some(&viewer), &workflow.name, Nav::Workflows, body)
 }
 
@@ -259,10 +310,55 @@ fn graph_svg(
     svg
 }
 
+/// Who may press a node's Retry and Skip buttons, on which run.
+struct NodeActions<'a> {
+    viewer: &'a Viewer,
+    run_id: i64,
+}
+
+/// A node's Retry (FAILED) and Skip (FAILED or waiting) forms.
+fn node_buttons(lang: Lang, actions: &NodeActions, key: &str, state: &str) -> Markup {
+    let mut buttons = Markup::new();
+    let forms = [
+        (
+            "retry",
+            "workflows.retry_node",
+            "workflows.retry_confirm",
+            state == "FAILED",
+        ),
+        (
+            "skip",
+            "workflows.skip_node",
+            "workflows.skip_confirm",
+            state == "FAILED" || state == "WAITING",
+        ),
+    ];
+    for (action, label, confirm, shown) in forms {
+        if !shown {
+            continue;
+        }
+        buttons.push(markup!(
+            "<form class=\"inline\" method=\"post\" action=\"/workflow-runs/{}/nodes/{}/{}\" \
+             data-confirm=\"{}\">{}<button class=\"small secondary\" id=\"{}-{}\">{}</button>\
+             </form>",
+            actions.run_id,
+            key,
+            action,
+            tf(lang, confirm, &[&key]),
+            frame::csrf_field(actions.viewer),
+            action,
+            key,
+            t(lang, label),
+        ));
+    }
+    buttons
+}
+
 fn node_table(
     lang: Lang,
     workflow: &pb::Workflow,
     states: &HashMap<&str, &pb::WorkflowRunNode>,
+    actions: Option<NodeActions>,
 ) -> Markup {
     let mut rows = Markup::new();
     for node in &workflow.nodes {
@@ -281,27 +377,52 @@ fn node_table(
         let result = run_node
             .map(|run_node| run_node.result.clone())
             .unwrap_or_default();
+        let mut state_cell = if state.is_empty() {
+            Markup::literal("-")
+        } else {
+            html::badge(&state)
+        };
+        if let Some(by) = run_node
+            .map(|node| &node.skipped_by)
+            .filter(|by| !by.is_empty())
+        {
+            state_cell.push(markup!(
+                " <span class=\"muted\">{}</span>",
+                tf(lang, "workflows.skipped_by", &[by])
+            ));
+        }
+        let buttons = match &actions {
+            Some(actions) => markup!(
+                "<td>{}</td>",
+                node_buttons(lang, actions, &node.key, &state)
+            ),
+            None => Markup::new(),
+        };
         rows.push(markup!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr id=\"workflow-node-{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
+            node.key,
             node.key,
             node.job_id,
-            if state.is_empty() {
-                Markup::literal("-")
-            } else {
-                html::badge(&state)
-            },
+            state_cell,
             run,
             result,
+            buttons,
         ));
     }
+    let actions_head = if actions.is_some() {
+        markup!("<th>{}</th>", t(lang, "workflows.actions"))
+    } else {
+        Markup::new()
+    };
     markup!(
         "<table id=\"workflow-nodes\"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th>\
-         <th>{}</th></tr></thead><tbody>{}</tbody></table>",
+         <th>{}</th>{}</tr></thead><tbody>{}</tbody></table>",
         t(lang, "workflows.node"),
         t(lang, "workflows.job"),
         t(lang, "workflows.state"),
         t(lang, "workflows.run"),
         t(lang, "workflows.result"),
+        actions_head,
         rows,
     )
 }

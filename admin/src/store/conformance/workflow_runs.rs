@@ -41,6 +41,7 @@ async fn workflow_runs_list_find_their_nodes_and_follow_retries() {
             graph: workflow.clone(),
             params: String::new(),
             created_ms,
+            traceparent: String::new(),
         };
         let first = store.insert_workflow_run(&new_run(1)).await.expect("run");
         let second = store.insert_workflow_run(&new_run(2)).await.expect("run");
@@ -63,7 +64,7 @@ async fn workflow_runs_list_find_their_nodes_and_follow_retries() {
         );
         assert!(
             (store
-                .finish_workflow_run(second, WorkflowRunStatus::Cancelled, 3)
+                .finish_workflow_run(second, WorkflowRunStatus::Cancelled, None, 3)
                 .await)
                 .expect("finish"),
             "{backend}"
@@ -77,7 +78,7 @@ async fn workflow_runs_list_find_their_nodes_and_follow_retries() {
             ..manual_run(&job, RunStatus::Pending)
         };
         let attempt = store
-            .start_workflow_node(first, "a", &node_run, 4)
+            .start_workflow_node(first, 0, "a", &node_run, 4)
             .await
             .expect("start")
             .expect("started once");

@@ -93,11 +93,12 @@ async fn a_workflow_node_starts_once_even_when_started_together() {
             graph: workflow.clone(),
             params: "p".to_string(),
             created_ms: 10,
+            traceparent: String::new(),
         };
         let run_id = store.insert_workflow_run(&new_run).await.expect("run");
         let node_run = manual_run(&job, RunStatus::Pending);
 
-        let start = || store.start_workflow_node(run_id, "a", &node_run, 11);
+        let start = || store.start_workflow_node(run_id, 0, "a", &node_run, 11);
         let (first, second, third) = tokio::join!(start(), start(), start());
         let started: Vec<LogId> = [first, second, third]
             .into_iter()
@@ -109,17 +110,19 @@ async fn a_workflow_node_starts_once_even_when_started_together() {
             1,
             "{backend}: one run written"
         );
-        let again = store.start_workflow_node(run_id, "a", &node_run, 12).await;
+        let again = store
+            .start_workflow_node(run_id, 0, "a", &node_run, 12)
+            .await;
         assert_eq!(again.expect("start"), None, "{backend}");
         assert!(
             !store
-                .skip_workflow_node(run_id, "a", 12)
+                .skip_workflow_node(run_id, 0, "a", 12)
                 .await
                 .expect("skip")
         );
         assert!(
             store
-                .skip_workflow_node(run_id, "e", 12)
+                .skip_workflow_node(run_id, 0, "e", 12)
                 .await
                 .expect("skip")
         );
@@ -159,9 +162,9 @@ async fn a_workflow_node_starts_once_even_when_started_together() {
             ],
             "{backend}"
         );
-        let ended = store.finish_workflow_run(run_id, WorkflowRunStatus::Succeeded, 20);
+        let ended = store.finish_workflow_run(run_id, WorkflowRunStatus::Succeeded, None, 20);
         assert!(ended.await.expect("end"), "{backend}");
-        let ended = store.finish_workflow_run(run_id, WorkflowRunStatus::Failed, 21);
+        let ended = store.finish_workflow_run(run_id, WorkflowRunStatus::Failed, None, 21);
         assert!(!ended.await.expect("end"), "{backend}: ended once");
         let run = store
             .get_workflow_run(run_id)

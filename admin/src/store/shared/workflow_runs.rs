@@ -5,6 +5,7 @@
 use super::inserts::insert_all;
 use super::logs::new_run_insert;
 use super::workflows::{graph_from_json, graph_json};
+use crate::model::workflow_reopen::Reopen;
 use crate::model::workflow_run::{
     NewWorkflowRun, NodeState, WorkflowRun, WorkflowRunNode, WorkflowRunStatus,
 };
@@ -20,7 +21,7 @@ pub async fn insert_workflow_run<DB: Dialect>(
 ) -> StoreResult<i64> {
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
-         created_ms) VALUES (",
+         created_ms, traceparent) VALUES (",
     )
     .bind(run.graph.id.0)
     .push(", ")
@@ -33,20 +34,28 @@ pub async fn insert_workflow_run<DB: Dialect>(
     .bind(graph_json(&run.graph)?)
     .push(", ")
     .bind(run.created_ms)
+    .push(", ")
+    .bind(run.traceparent.as_str())
     .push(")");
     super::insert_returning_id(&mut *db.write().await?, insert).await
 }
 
 /// Starts node `key` of run `run_id` with `new_run`, once: the node's row (RUNNING) and its run
-/// are written together, or nothing when the node has a row already (`None`).
+/// are written together, or nothing when the node has a row already, or when the run is no
+/// longer RUNNING at `generation` (a user retried or skipped a node since it was read) (`None`).
 pub async fn start_workflow_node<DB: Dialect>(
     db: Pools<'_, DB>,
     run_id: i64,
+    generation: i64,
     key: &str,
     new_run: &NewRun,
     now_ms: i64,
 ) -> StoreResult<Option<LogId>> {
     let mut tx = db.begin().await?;
+    if !lock_running_at::<DB>(&mut tx, run_id, generation).await? {
+        tx.rollback().await.map_err(map_error)?;
+        return Ok(None);
+    }
     let claimed = insert_node::<DB>(&mut tx, run_id, key, NodeState::Running, now_ms).await;
     match claimed {
         Ok(()) => {}
@@ -75,14 +84,20 @@ pub async fn start_workflow_node<DB: Dialect>(
     Ok(Some(log_id))
 }
 
-/// Marks waiting node `key` SKIPPED; false when it has a row already.
+/// Marks waiting node `key` SKIPPED; false when it has a row already, or when the run is no
+/// longer RUNNING at `generation`.
 pub async fn skip_workflow_node<DB: Dialect>(
     db: Pools<'_, DB>,
     run_id: i64,
+    generation: i64,
     key: &str,
     now_ms: i64,
 ) -> StoreResult<bool> {
     let mut tx = db.begin().await?;
+    if !lock_running_at::<DB>(&mut tx, run_id, generation).await? {
+        tx.rollback().await.map_err(map_error)?;
+        return Ok(false);
+    }
     match insert_node::<DB>(&mut tx, run_id, key, NodeState::Skipped, now_ms).await {
         Ok(()) => {
             commit(tx).await?;
@@ -94,6 +109,28 @@ pub async fn skip_workflow_node<DB: Dialect>(
         }
         Err(error) => Err(error),
     }
+}
+
+/// Locks run `run_id`'s row (SQLite: its single writer does) and tells whether it is RUNNING
+/// at `generation`. Retries and skips take the same lock, so an advance that read the run
+/// before one of them writes nothing after it.
+async fn lock_running_at<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: i64,
+    generation: i64,
+) -> StoreResult<bool> {
+    let row = Sql::<DB>::new("SELECT status, generation FROM xjob_workflow_run WHERE id = ")
+        .bind(run_id)
+        .push(DB::FOR_UPDATE)
+        .fetch_optional(conn)
+        .await?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let row = Cols::<DB>(&row);
+    let status = row.parse("status", WorkflowRunStatus::parse)?;
+    let current: i64 = row.get("generation")?;
+    Ok(status == WorkflowRunStatus::Running && current == generation)
 }
 
 async fn insert_node<DB: Dialect>(
@@ -141,24 +178,131 @@ pub async fn finish_workflow_node<DB: Dialect>(
     Ok(updated == 1)
 }
 
-/// Ends a RUNNING workflow run with `status`; false when it ended before.
+/// Ends a RUNNING workflow run with `status`; false when it ended before, or, given a
+/// `generation` (the advance's), when a user retried or skipped a node since it was read.
 pub async fn finish_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
     run_id: i64,
     status: WorkflowRunStatus,
+    generation: Option<i64>,
     now_ms: i64,
 ) -> StoreResult<bool> {
-    let updated = Sql::<DB>::new("UPDATE xjob_workflow_run SET status = ")
+    let mut update = Sql::<DB>::new("UPDATE xjob_workflow_run SET status = ")
         .bind(status.as_str())
         .push(", finished_ms = ")
         .bind(now_ms)
         .push(" WHERE id = ")
         .bind(run_id)
         .push(" AND status = ")
-        .bind(WorkflowRunStatus::Running.as_str())
-        .affected(&mut *db.write().await?)
-        .await?;
+        .bind(WorkflowRunStatus::Running.as_str());
+    if let Some(generation) = generation {
+        update = update.push(" AND generation = ").bind(generation);
+    }
+    let updated = update.affected(&mut *db.write().await?).await?;
     Ok(updated == 1)
+}
+
+/// Writes a retry or a skip of a node (`model::workflow_reopen`) in one transaction under the
+/// run's lock: only while the run is RUNNING or FAILED and the node still stands at
+/// `reopen.expected`; false (nothing written) otherwise, e.g. for the second of two racing
+/// retries. The run becomes RUNNING at the next generation.
+pub async fn reopen_workflow_node<DB: Dialect>(
+    db: Pools<'_, DB>,
+    reopen: &Reopen,
+) -> StoreResult<bool> {
+    let mut tx = db.begin().await?;
+    let written = reopen_in::<DB>(&mut tx, reopen).await?;
+    if written {
+        commit(tx).await?;
+    } else {
+        tx.rollback().await.map_err(map_error)?;
+    }
+    Ok(written)
+}
+
+async fn reopen_in<DB: Dialect>(conn: &mut DB::Connection, reopen: &Reopen) -> StoreResult<bool> {
+    let run_id = reopen.run_id;
+    let run = Sql::<DB>::new("SELECT status FROM xjob_workflow_run WHERE id = ")
+        .bind(run_id)
+        .push(DB::FOR_UPDATE)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(run) = run else {
+        return Ok(false);
+    };
+    let status = Cols::<DB>(&run).parse("status", WorkflowRunStatus::parse)?;
+    if !matches!(
+        status,
+        WorkflowRunStatus::Running | WorkflowRunStatus::Failed
+    ) {
+        return Ok(false);
+    }
+    let node_changed = match (reopen.expected, reopen.becomes) {
+        (None, Some(state)) => {
+            match insert_node::<DB>(conn, run_id, &reopen.key, state, reopen.now_ms).await {
+                Ok(()) => true,
+                Err(StoreError::Conflict(_)) => false,
+                Err(error) => return Err(error),
+            }
+        }
+        (Some(expected), None) => {
+            let deleted = Sql::<DB>::new("DELETE FROM xjob_workflow_node WHERE run_id = ")
+                .bind(run_id)
+                .push(" AND node_key = ")
+                .bind(reopen.key.as_str())
+                .push(" AND state = ")
+                .bind(expected.as_str())
+                .affected(&mut *conn)
+                .await?;
+            deleted == 1
+        }
+        (Some(expected), Some(state)) => {
+            let updated = Sql::<DB>::new("UPDATE xjob_workflow_node SET state = ")
+                .bind(state.as_str())
+                .push(", updated_ms = ")
+                .bind(reopen.now_ms)
+                .push(" WHERE run_id = ")
+                .bind(run_id)
+                .push(" AND node_key = ")
+                .bind(reopen.key.as_str())
+                .push(" AND state = ")
+                .bind(expected.as_str())
+                .affected(&mut *conn)
+                .await?;
+            updated == 1
+        }
+        (None, None) => false,
+    };
+    if !node_changed {
+        return Ok(false);
+    }
+    if reopen.becomes.is_some() {
+        Sql::<DB>::new("UPDATE xjob_workflow_node SET skipped_by = ")
+            .bind(reopen.by.as_str())
+            .push(" WHERE run_id = ")
+            .bind(run_id)
+            .push(" AND node_key = ")
+            .bind(reopen.key.as_str())
+            .execute(&mut *conn)
+            .await?;
+    }
+    for key in &reopen.reset {
+        Sql::<DB>::new("DELETE FROM xjob_workflow_node WHERE run_id = ")
+            .bind(run_id)
+            .push(" AND node_key = ")
+            .bind(key.as_str())
+            .push(" AND state = ")
+            .bind(NodeState::Skipped.as_str())
+            .execute(&mut *conn)
+            .await?;
+    }
+    Sql::<DB>::new("UPDATE xjob_workflow_run SET status = ")
+        .bind(WorkflowRunStatus::Running.as_str())
+        .push(", finished_ms = 0, generation = generation + 1 WHERE id = ")
+        .bind(run_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(true)
 }
 
 /// A run with its nodes (by key).
@@ -168,8 +312,8 @@ pub async fn get_workflow_run<DB: Dialect>(
 ) -> StoreResult<Option<WorkflowRun>> {
     let mut conn = db.read().await?;
     let row = Sql::<DB>::new(
-        "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms \
-         FROM xjob_workflow_run WHERE id = ",
+        "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms, \
+         generation, traceparent FROM xjob_workflow_run WHERE id = ",
     )
     .bind(run_id)
     .fetch_optional(&mut conn)
@@ -189,7 +333,8 @@ pub async fn get_workflow_run<DB: Dialect>(
         updated_ms: 0,
     };
     let node_rows = Sql::<DB>::new(
-        "SELECT node_key, state, log_id, updated_ms FROM xjob_workflow_node WHERE run_id = ",
+        "SELECT node_key, state, log_id, updated_ms, skipped_by FROM xjob_workflow_node \
+         WHERE run_id = ",
     )
     .bind(run_id)
     .push(" ORDER BY node_key")
@@ -203,6 +348,7 @@ pub async fn get_workflow_run<DB: Dialect>(
             state: node_row.parse("state", NodeState::parse)?,
             log_id: node_row.get("log_id")?,
             updated_ms: node_row.get("updated_ms")?,
+            skipped_by: node_row.get("skipped_by")?,
         });
     }
     Ok(Some(WorkflowRun {
@@ -212,6 +358,8 @@ pub async fn get_workflow_run<DB: Dialect>(
         params: row.get("params")?,
         created_ms: row.get("created_ms")?,
         finished_ms: row.get("finished_ms")?,
+        generation: row.get("generation")?,
+        traceparent: row.get("traceparent")?,
         nodes: run_nodes,
     }))
 }
