@@ -30,6 +30,7 @@ pub mod user;
 pub mod validate;
 pub mod workflow;
 pub mod workflow_run;
+pub mod workflow_schedule;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;

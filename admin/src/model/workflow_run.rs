@@ -304,6 +304,10 @@ pub struct NewWorkflowRun {
     pub graph: Workflow,
     pub params: String,
     pub created_ms: i64,
+    /// MANUAL for StartWorkflow; CRON or MISFIRE for an occurrence of its schedule.
+    pub trigger_type: crate::model::TriggerType,
+    /// The occurrence a scheduled run stands for (unique with the workflow); 0 = none.
+    pub scheduled_at_ms: i64,
 }
 
 /// One node of a run that started or was skipped.
@@ -327,6 +331,10 @@ pub struct WorkflowRun {
     pub created_ms: i64,
     pub finished_ms: i64,
     pub nodes: Vec<WorkflowRunNode>,
+    /// Why it started (see `NewWorkflowRun`).
+    pub trigger_type: crate::model::TriggerType,
+    /// The occurrence it stands for; 0 for a StartWorkflow run.
+    pub scheduled_at_ms: i64,
 }
 
 impl WorkflowRun {

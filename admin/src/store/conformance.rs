@@ -22,6 +22,7 @@ mod partitions;
 mod recovery;
 mod schedule;
 mod workflow_runs;
+mod workflow_schedule;
 mod workflows;
 
 use std::sync::Arc;

@@ -69,10 +69,18 @@ impl JobAdminService {
         for job in jobs.values() {
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
+        // Params given replace the workflow's own; none given, its own (which may be none).
+        let params = if request.params.is_empty() {
+            workflow.params.clone()
+        } else {
+            request.params
+        };
         let new_run = NewWorkflowRun {
             graph: workflow,
-            params: request.params,
+            params,
             created_ms: self.ctx.clock.now_ms(),
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
         };
         let run_id = api_write(self.store().insert_workflow_run(&new_run))
             .await
