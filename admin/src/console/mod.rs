@@ -115,6 +115,10 @@ fn router(console: Shared) -> Router {
         )
         .route("/workflows", get(pages::workflows::list))
         .route("/workflows/{id}", get(pages::workflows::detail))
+        .route(
+            "/workflows/{id}/schedule",
+            get(pages::workflow_schedule::edit_form).post(pages::workflow_schedule::update),
+        )
         .route("/calendars", get(pages::calendars::list))
         .route(
             "/calendars/new",

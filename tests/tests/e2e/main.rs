@@ -27,4 +27,5 @@ mod session_dispatch;
 mod tls;
 mod users;
 mod workflow_runs;
+mod workflow_schedules;
 mod workflows;

@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod login;
 pub mod runs;
 pub mod users;
+pub mod workflow_schedule;
 pub mod workflows;
 
 use std::collections::HashMap;

@@ -6,12 +6,14 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
+use axum::http::Uri;
 use axum::response::Response;
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_server::JobAdmin;
 
+use super::super::csrf::Fields;
 use super::super::frame::{self, Nav};
-use super::super::html::{self, Markup, markup};
+use super::super::html::{self, Markup, Tone, markup};
 use super::super::i18n::{Lang, t};
 use super::super::session::Viewer;
 use super::super::shared::{Shared, request};
@@ -70,6 +72,7 @@ pub async fn detail(
     State(console): State<Shared>,
     viewer: Viewer,
     Path(id): Path<i64>,
+    uri: Uri,
 ) -> Response {
     let lang = viewer.lang;
     let api = console.api();
@@ -124,6 +127,10 @@ pub async fn detail(
                 .collect()
         })
         .unwrap_or_default();
+    let next = super::workflow_schedule::next_runs(&console, &viewer, &workflow).await;
+    let notice = Fields::from_query(uri.query());
+    body.push(html::notice(Tone::Ok, notice.get("notice")));
+    body.push(super::workflow_schedule::card(lang, &workflow, &next));
     body.push(graph_svg(lang, &workflow, &states));
     body.push(node_table(lang, &workflow, &states));
     frame::page(Some(&viewer), &workflow.name, Nav::Workflows, body)
