@@ -13,11 +13,6 @@ use super::next_fire::{interval_seconds, next_fire_after};
 use super::validate::{Refusal, check_params_size, resolve_time_zone, validate_schedule};
 use super::{DstPolicy, MisfireStrategy, ScheduleType, TriggerType};
 
-/// How late an occurrence may be found and still start as planned. Later than that it was
-/// missed (no admin was up to start it) and the misfire strategy decides. The loop looks every
-/// second, so a live admin finds an occurrence within about a second.
-pub const WORKFLOW_MISFIRE_THRESHOLD_MS: i64 = 5_000;
-
 /// The most bytes of a workflow's (or a workflow run's) params.
 pub const MAX_WORKFLOW_PARAMS_BYTES: usize = 64 * 1024;
 
@@ -104,20 +99,23 @@ pub struct DueOccurrence {
 }
 
 /// The decision for a due occurrence at `now_ms`, or `None` when nothing is due yet. An
-/// occurrence found within the misfire threshold starts a CRON run for it; the next
+/// occurrence found at most `threshold_ms` late (the admin's `misfire_threshold`, as for jobs;
+/// the loop looks every second, so a live admin finds one within about a second) starts a CRON
+/// run for it; the next
 /// occurrence follows it (a later one already past is found on the next look). One found later
 /// was missed: every missed occurrence up to now is passed over at once, and FIRE_ONCE_NOW
 /// starts one MISFIRE run for them (keyed by the first missed one), DO_NOTHING none.
 pub fn due_occurrence(
     schedule: &WorkflowSchedule,
     default_tz: Tz,
+    threshold_ms: i64,
     now_ms: i64,
 ) -> Option<DueOccurrence> {
     let due = schedule.next_fire_ms;
     if schedule.schedule_type == ScheduleType::None || due <= 0 || due > now_ms {
         return None;
     }
-    if now_ms - due <= WORKFLOW_MISFIRE_THRESHOLD_MS {
+    if now_ms - due <= threshold_ms {
         return Some(DueOccurrence {
             start: Some((due, TriggerType::Cron)),
             next_fire_ms: schedule.next_after(default_tz, due),
@@ -165,8 +163,11 @@ mod tests {
     #[test]
     fn an_occurrence_found_in_time_starts_one_run_and_the_next_follows_it() {
         let schedule = every("2", MisfireStrategy::DoNothing, T0);
-        assert_eq!(due_occurrence(&schedule, chrono_tz::UTC, T0 - 1), None);
-        let due = due_occurrence(&schedule, chrono_tz::UTC, T0 + 300).expect("due");
+        assert_eq!(
+            due_occurrence(&schedule, chrono_tz::UTC, 5_000, T0 - 1),
+            None
+        );
+        let due = due_occurrence(&schedule, chrono_tz::UTC, 5_000, T0 + 300).expect("due");
         assert_eq!(due.start, Some((T0, TriggerType::Cron)));
         assert_eq!(due.next_fire_ms, T0 + 2_000);
     }
@@ -175,11 +176,11 @@ mod tests {
     fn a_missed_occurrence_follows_the_misfire_strategy() {
         let late = T0 + 60_500;
         let dropped = every("2", MisfireStrategy::DoNothing, T0);
-        let due = due_occurrence(&dropped, chrono_tz::UTC, late).expect("due");
+        let due = due_occurrence(&dropped, chrono_tz::UTC, 5_000, late).expect("due");
         assert_eq!(due.start, None);
         assert_eq!(due.next_fire_ms, T0 + 62_000, "the next one after now");
         let once = every("2", MisfireStrategy::FireOnceNow, T0);
-        let due = due_occurrence(&once, chrono_tz::UTC, late).expect("due");
+        let due = due_occurrence(&once, chrono_tz::UTC, 5_000, late).expect("due");
         assert_eq!(due.start, Some((T0, TriggerType::Misfire)));
         assert_eq!(due.next_fire_ms, T0 + 62_000);
     }

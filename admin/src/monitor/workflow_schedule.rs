@@ -67,7 +67,8 @@ pub async fn tick(ctx: &AdminContext) -> Result<usize, Error> {
 /// Claims the workflow's due occurrence; true when this admin started a run for it.
 async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool, Error> {
     let default_zone = ctx.config.default_time_zone();
-    let Some(due) = due_occurrence(&workflow.schedule, default_zone, now) else {
+    let threshold_ms = i64::try_from(ctx.config.misfire_threshold.as_millis()).unwrap_or(i64::MAX);
+    let Some(due) = due_occurrence(&workflow.schedule, default_zone, threshold_ms, now) else {
         return Ok(false);
     };
     let run = due.start.map(|(at, trigger_type)| NewWorkflowRun {

@@ -7180,8 +7180,8 @@ type Workflow struct {
 	// IANA zone the cron is read in; empty = the admin's zone.
 	TimeZone string `protobuf:"bytes,22,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
 	// What an occurrence missed while no admin could start it (all were down) does when an admin
-	// finds it more than 5 s late: DO_NOTHING (or UNSPECIFIED) drops it, FIRE_ONCE_NOW starts one
-	// run at once for everything missed.
+	// finds it later than the misfire threshold (5 s by default): DO_NOTHING (or UNSPECIFIED)
+	// drops it, FIRE_ONCE_NOW starts one run at once for everything missed.
 	MisfireStrategy MisfireStrategy `protobuf:"varint,23,opt,name=misfire_strategy,json=misfireStrategy,proto3,enum=xjob.v1.MisfireStrategy" json:"misfire_strategy,omitempty"`
 	// The params of runs started without any (scheduled runs, StartWorkflow with empty params);
 	// empty = each node's job's own params. At most 64 KiB.
