@@ -1,7 +1,8 @@
 //! Workflow schedules on a real admin and executor: a two-node workflow A → B on an every-2-s
 //! schedule starts one run per occurrence by itself (marked CRON, with the occurrence it stands
 //! for and the workflow's params), and each run runs A, then B; a bad cron or zone is refused
-//! naming the field, and the workflow's preview lists its next occurrences.
+//! naming the field, and the workflow's preview lists its next occurrences; occurrences missed
+//! while the admin is down follow the workflow's misfire strategy.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -226,5 +227,117 @@ async fn bad_workflow_schedules_are_refused_and_previews_list_occurrences() -> a
     };
     let status = client.preview_schedule(preview).await.expect_err("refused");
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    Ok(())
+}
+
+/// The admin is down across several occurrences: a FIRE_ONCE_NOW workflow gets one MISFIRE run
+/// for the gap (standing for the first missed occurrence) and a DO_NOTHING one none; both then
+/// go on with scheduled runs on their phase.
+#[tokio::test]
+async fn occurrences_missed_while_the_admin_is_down_follow_the_misfire_strategy()
+-> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder().start().await?;
+    let group_id = cluster.create_group(APP).await?;
+    // No executor: the node runs fail, which changes nothing about when runs start.
+    let job = TestCluster::job(group_id, "record", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let mut ids = Vec::new();
+    for misfire in [
+        pb::MisfireStrategy::FireOnceNow,
+        pb::MisfireStrategy::DoNothing,
+    ] {
+        let workflow = pb::Workflow {
+            misfire_strategy: misfire as i32,
+            ..chain(group_id, job_id, job_id)
+        };
+        let request = pb::CreateWorkflowRequest {
+            workflow: Some(workflow),
+        };
+        let created = cluster
+            .client()
+            .create_workflow(request)
+            .await?
+            .into_inner();
+        ids.push(created.workflow.map(|w| w.id).unwrap_or_default());
+    }
+    let runs_of = |client: pb::job_admin_client::JobAdminClient<tonic::transport::Channel>,
+                   workflow_id: i64| async move {
+        let mut client = client;
+        let list = pb::ListWorkflowRunsRequest {
+            workflow_id,
+            page_size: 1000,
+            page_token: String::new(),
+        };
+        let runs = client
+            .list_workflow_runs(list)
+            .await
+            .ok()?
+            .into_inner()
+            .runs;
+        Some(runs)
+    };
+    // Both have started a scheduled run before the admin goes.
+    for id in &ids {
+        wait_until(Duration::from_secs(20), "a first scheduled run", || {
+            let client = cluster.client();
+            async move { runs_of(client, *id).await.filter(|runs| !runs.is_empty()) }
+        })
+        .await?;
+    }
+    let down_from = now_ms();
+    cluster.restart_admin_after(Duration::from_secs(9)).await?;
+    let up_from = now_ms();
+
+    // Each goes on: a run scheduled after the restart.
+    let mut after = Vec::new();
+    for id in &ids {
+        let runs = wait_until(Duration::from_secs(20), "a run after the restart", || {
+            let client = cluster.client();
+            async move {
+                let runs = runs_of(client, *id).await?;
+                let later = runs.iter().any(|run| {
+                    run.trigger_type == pb::TriggerType::Cron as i32
+                        && run.scheduled_at_ms >= up_from
+                });
+                later.then_some(runs)
+            }
+        })
+        .await?;
+        after.push(runs);
+    }
+    let times_of = |runs: &[pb::WorkflowRun], trigger: pb::TriggerType| -> Vec<i64> {
+        let mut times: Vec<i64> = (runs.iter())
+            .filter(|run| run.trigger_type == trigger as i32)
+            .map(|run| run.scheduled_at_ms)
+            .collect();
+        times.sort_unstable();
+        times
+    };
+    for (runs, misfires) in after.iter().zip([1, 0]) {
+        let cron = times_of(runs, pb::TriggerType::Cron);
+        // On the schedule's phase throughout, and with a hole where the admin was down: the
+        // missed occurrences were not started late as scheduled runs.
+        assert!(
+            cron.iter().all(|at| (at - cron[0]) % 2_000 == 0),
+            "{cron:?}"
+        );
+        let (before, resumed) = (cron.windows(2))
+            .map(|pair| (pair[0], pair[1]))
+            .max_by_key(|(from, to)| to - from)
+            .unwrap_or_default();
+        assert!(
+            resumed - before >= 6_000,
+            "a gap over the downtime ({down_from}..{up_from}): {cron:?}"
+        );
+        let misfired = times_of(runs, pb::TriggerType::Misfire);
+        assert_eq!(misfired.len(), misfires, "{runs:?}");
+        if let Some(first_missed) = misfired.first() {
+            assert_eq!(
+                *first_missed,
+                before + 2_000,
+                "the one run stands for the first missed occurrence: {cron:?}"
+            );
+        }
+    }
     Ok(())
 }
