@@ -530,6 +530,10 @@ async fn spawn(
     ));
     loops.spawn(crate::monitor::run_lost_monitor(Arc::clone(&ctx), cancel()));
     loops.spawn(crate::monitor::run_backfills(Arc::clone(&ctx), cancel()));
+    loops.spawn(crate::monitor::run_workflow_schedules(
+        Arc::clone(&ctx),
+        cancel(),
+    ));
     loops.spawn(crate::maintenance::report::run_report_refresh(
         ctx.store.clone(),
         Arc::clone(&config),

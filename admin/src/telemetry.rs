@@ -264,6 +264,32 @@ pub fn workflow_run_span(workflow_id: i64, name: &str) -> Option<opentelemetry_s
     Some(span)
 }
 
+/// A started `workflow_run` span with its W3C `traceparent` for the run's row, so every node's
+/// `fire` span hangs under it, whichever admin starts the node. `(None, "")` when tracing is off.
+pub fn open_workflow_run_span(
+    workflow_id: i64,
+    name: &str,
+) -> (Option<opentelemetry_sdk::trace::Span>, String) {
+    use opentelemetry::trace::Span;
+    let span = workflow_run_span(workflow_id, name);
+    let traceparent = span
+        .as_ref()
+        .map(|span| traceparent(span.span_context()))
+        .unwrap_or_default();
+    (span, traceparent)
+}
+
+/// Ends a span of [`open_workflow_run_span`], naming the run once its row was written.
+pub fn close_workflow_run_span(span: Option<opentelemetry_sdk::trace::Span>, run_id: Option<i64>) {
+    use opentelemetry::trace::Span;
+    if let Some(mut span) = span {
+        if let Some(run_id) = run_id {
+            span.set_attribute(opentelemetry::KeyValue::new("xjob.workflow_run_id", run_id));
+        }
+        span.end();
+    }
+}
+
 /// A run that ended before any dispatch, as its `fire` span names it.
 #[derive(Debug, Clone, Copy)]
 pub struct UnsentRun {

@@ -34,6 +34,7 @@ mod runs;
 mod users;
 mod view;
 mod workflow_runs;
+mod workflow_schedule;
 mod workflows;
 
 use clap::{Args, Subcommand};

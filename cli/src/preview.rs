@@ -89,6 +89,7 @@ pub async fn run(args: PreviewArgs, out: Output, mut client: Client) -> Result<(
         calendar_mode: args.calendar_mode,
         dst_gap_policy: args.dst_gap.unwrap_or(0),
         dst_overlap_policy: args.dst_overlap.unwrap_or(0),
+        workflow_id: 0,
     };
     let preview = client.preview_schedule(request).await?.into_inner();
     let fires: Vec<Fire> = preview

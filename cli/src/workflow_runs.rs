@@ -19,6 +19,10 @@ pub struct RunView {
     pub params: String,
     pub created_ms: i64,
     pub finished_ms: i64,
+    /// MANUAL (started), CRON (an occurrence of the schedule) or MISFIRE.
+    pub trigger_type: String,
+    /// The occurrence a scheduled run stands for; 0 for a started one.
+    pub scheduled_at_ms: i64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeRunView>,
 }
@@ -48,6 +52,8 @@ impl From<&pb::WorkflowRun> for RunView {
             params: run.params.clone(),
             created_ms: run.created_ms,
             finished_ms: run.finished_ms,
+            trigger_type: super::view::trigger_type(run.trigger_type),
+            scheduled_at_ms: run.scheduled_at_ms,
             nodes: run.nodes.iter().map(NodeRunView::from).collect(),
         }
     }
@@ -104,11 +110,12 @@ pub async fn list(client: &mut Client, out: Output, workflow_id: i64) -> Result<
     let views: Vec<RunView> = runs.iter().map(RunView::from).collect();
     let empty = format!("No runs. Start one with: xjob workflows start {workflow_id}");
     out.list(&views, &empty, |runs| {
-        let mut table = Table::new(&["RUN", "STATE", "STARTED", "FINISHED"]);
+        let mut table = Table::new(&["RUN", "STATE", "TRIGGER", "STARTED", "FINISHED"]);
         for run in runs {
             table.row(vec![
                 run.id.to_string(),
                 run.state.clone(),
+                trigger_text(run),
                 render::time(run.created_ms),
                 render::time(run.finished_ms),
             ]);
@@ -195,9 +202,21 @@ fn details(run: &RunView) -> Details {
         .add("run", run.id.to_string())
         .add("workflow", run.workflow_id.to_string())
         .add("state", run.state.clone())
+        .add("trigger", trigger_text(run))
         .add("params", render::or_dash(&run.params))
         .add("started", render::time(run.created_ms))
         .add("finished", render::time(run.finished_ms))
         .add("nodes", nodes.join("; "));
     details
+}
+
+/// "manual", or "cron (2027-01-01 02:00:00)": why the run started and, when scheduled, the
+/// occurrence it stands for.
+fn trigger_text(run: &RunView) -> String {
+    let kind = run.trigger_type.to_lowercase();
+    if run.scheduled_at_ms > 0 {
+        format!("{kind} ({})", render::time(run.scheduled_at_ms))
+    } else {
+        kind
+    }
 }

@@ -18,7 +18,9 @@ use super::error::CliError;
 use super::group_names::resolve_group;
 use super::prompt::confirm;
 use super::render::{self, Details, Output, Table};
+use super::view;
 use super::workflow_runs;
+use super::workflow_schedule::{self, ScheduleFlags};
 
 #[derive(Subcommand)]
 pub enum WorkflowsCommand {
@@ -31,16 +33,28 @@ pub enum WorkflowsCommand {
     /// Shows a workflow with its nodes and edges.
     #[command(alias = "get")]
     Show { id: i64 },
-    /// Creates a workflow from a JSON file ("-" = stdin).
+    /// Creates a workflow from a JSON file ("-" = stdin); schedule flags replace the file's.
     Create {
         #[arg(long, short = 'f')]
         file: PathBuf,
+        #[command(flatten)]
+        schedule: ScheduleFlags,
     },
-    /// Replaces a workflow's group, name and graph with those of a JSON file.
+    /// Replaces a workflow with a JSON file's; without --file, changes only the schedule
+    /// flags given.
     Update {
         id: i64,
         #[arg(long, short = 'f')]
-        file: PathBuf,
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        schedule: ScheduleFlags,
+    },
+    /// The next times the workflow's schedule starts a run.
+    Preview {
+        id: i64,
+        /// How many times (at most 100).
+        #[arg(short = 'n', long, default_value_t = 5)]
+        count: i32,
     },
     /// Deletes a workflow.
     Delete {
@@ -97,6 +111,28 @@ pub struct WorkflowView {
     pub edges: Vec<EdgeView>,
     #[serde(default, skip_deserializing)]
     pub updated_ms: i64,
+    /// NONE, CRON or FIX_RATE.
+    #[serde(default = "no_schedule")]
+    pub schedule_type: String,
+    #[serde(default)]
+    pub schedule_conf: String,
+    #[serde(default)]
+    pub time_zone: String,
+    /// DO_NOTHING or FIRE_ONCE_NOW.
+    #[serde(default = "do_nothing")]
+    pub misfire_strategy: String,
+    #[serde(default)]
+    pub params: String,
+    #[serde(default, skip_deserializing)]
+    pub next_fire_ms: i64,
+}
+
+fn no_schedule() -> String {
+    "NONE".to_string()
+}
+
+fn do_nothing() -> String {
+    "DO_NOTHING".to_string()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -155,6 +191,12 @@ impl From<&pb::Workflow> for WorkflowView {
                 })
                 .collect(),
             updated_ms: workflow.updated_ms,
+            schedule_type: view::schedule_type(workflow.schedule_type),
+            schedule_conf: workflow.schedule_conf.clone(),
+            time_zone: workflow.time_zone.clone(),
+            misfire_strategy: view::misfire_strategy(workflow.misfire_strategy),
+            params: workflow.params.clone(),
+            next_fire_ms: workflow.next_fire_ms,
         }
     }
 }
@@ -198,6 +240,16 @@ impl WorkflowView {
                 condition: condition as i32,
             });
         }
+        let schedule_type = match self.schedule_type.as_str() {
+            "" | "UNSPECIFIED" => pb::ScheduleType::None as i32,
+            name => view::parse_schedule_type(name)
+                .map_err(|error| CliError::Usage(format!("schedule_type: {error}")))?,
+        };
+        let misfire_strategy = match self.misfire_strategy.as_str() {
+            "" | "UNSPECIFIED" => pb::MisfireStrategy::DoNothing as i32,
+            name => view::parse_misfire_strategy(name)
+                .map_err(|error| CliError::Usage(format!("misfire_strategy: {error}")))?,
+        };
         Ok(pb::Workflow {
             id,
             group_id: self.group_id,
@@ -205,6 +257,12 @@ impl WorkflowView {
             nodes,
             edges,
             updated_ms: 0,
+            schedule_type,
+            schedule_conf: self.schedule_conf.clone(),
+            time_zone: self.time_zone.clone(),
+            misfire_strategy,
+            params: self.params.clone(),
+            next_fire_ms: 0,
         })
     }
 }
@@ -258,8 +316,9 @@ pub async fn run(
             let workflow = get(&mut client, id).await?;
             out.object(&WorkflowView::from(&workflow), details)
         }
-        WorkflowsCommand::Create { file } => {
-            let workflow = read_file(&file)?.to_pb(0)?;
+        WorkflowsCommand::Create { file, schedule } => {
+            let mut workflow = read_file(&file)?.to_pb(0)?;
+            schedule.apply(&mut workflow);
             let request = pb::CreateWorkflowRequest {
                 workflow: Some(workflow),
             };
@@ -269,8 +328,12 @@ pub async fn run(
             let sentence = format!("Created workflow {} '{}'", created.id, created.name);
             out.done(&WorkflowView::from(&created), &sentence)
         }
-        WorkflowsCommand::Update { id, file } => {
-            let workflow = read_file(&file)?.to_pb(id)?;
+        WorkflowsCommand::Update { id, file, schedule } => {
+            let mut workflow = match file {
+                Some(file) => read_file(&file)?.to_pb(id)?,
+                None => get(&mut client, id).await?,
+            };
+            schedule.apply(&mut workflow);
             let request = pb::UpdateWorkflowRequest {
                 workflow: Some(workflow),
             };
@@ -294,6 +357,9 @@ pub async fn run(
         }
         WorkflowsCommand::Start { id, params } => {
             workflow_runs::start(&mut client, out, id, params).await
+        }
+        WorkflowsCommand::Preview { id, count } => {
+            workflow_schedule::preview(&mut client, out, id, count).await
         }
         WorkflowsCommand::Runs { id } => workflow_runs::list(&mut client, out, id).await,
         WorkflowsCommand::Run { run_id } => workflow_runs::show(&mut client, out, run_id).await,
@@ -332,6 +398,17 @@ fn details(workflow: &WorkflowView) -> Details {
         .add("name", workflow.name.clone())
         .add("nodes", nodes.join(", "))
         .add("edges", render::or_dash(&edges.join(", ")))
+        .add(
+            "schedule",
+            workflow_schedule::schedule_text(&workflow.schedule_type, &workflow.schedule_conf),
+        )
+        .add("time zone", render::or_dash(&workflow.time_zone))
+        .add(
+            "misfire",
+            workflow.misfire_strategy.to_lowercase().replace('_', "-"),
+        )
+        .add("params", render::or_dash(&workflow.params))
+        .add("next run", render::time(workflow.next_fire_ms))
         .add("updated", render::time(workflow.updated_ms));
     details
 }

@@ -5,10 +5,15 @@ use xjob_proto::pb;
 
 use crate::error::Error;
 use crate::model::workflow_run::{NodeState, WorkflowRun, WorkflowRunStatus};
+use crate::model::workflow_schedule::WorkflowSchedule;
 use crate::model::{
     EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
 };
-use crate::model::{LogId, RunLog};
+use crate::model::{LogId, MisfireStrategy, RunLog, ScheduleType};
+use crate::wire::{
+    misfire_strategy_to_pb, pb_misfire_strategy, pb_schedule_type, schedule_type_to_pb,
+    trigger_type_to_pb,
+};
 
 /// A workflow off the wire; `updated_ms` is left for the handler to set.
 pub fn workflow_from_pb(workflow: pb::Workflow) -> Result<Workflow, Error> {
@@ -29,6 +34,13 @@ pub fn workflow_from_pb(workflow: pb::Workflow) -> Result<Workflow, Error> {
             condition: condition_from_pb(edge.condition, &field)?,
         });
     }
+    let schedule = WorkflowSchedule {
+        schedule_type: schedule_type_from_wire(workflow.schedule_type)?,
+        schedule_conf: workflow.schedule_conf.trim().to_string(),
+        time_zone: workflow.time_zone.trim().to_string(),
+        misfire: misfire_from_wire(workflow.misfire_strategy)?,
+        next_fire_ms: 0,
+    };
     Ok(Workflow {
         id: WorkflowId(workflow.id),
         group_id: GroupId(workflow.group_id),
@@ -36,7 +48,33 @@ pub fn workflow_from_pb(workflow: pb::Workflow) -> Result<Workflow, Error> {
         nodes,
         edges,
         updated_ms: 0,
+        schedule,
+        params: workflow.params,
     })
+}
+
+/// UNSPECIFIED reads as NONE (a workflow saved by a client that knows no schedules).
+fn schedule_type_from_wire(value: i32) -> Result<ScheduleType, Error> {
+    match pb::ScheduleType::try_from(value) {
+        Ok(pb::ScheduleType::Unspecified) => Ok(ScheduleType::None),
+        Ok(_) => pb_schedule_type(value, "workflow.schedule_type"),
+        Err(_) => Err(Error::invalid(
+            "workflow.schedule_type",
+            format!("unknown value {value}"),
+        )),
+    }
+}
+
+/// UNSPECIFIED reads as DO_NOTHING.
+fn misfire_from_wire(value: i32) -> Result<MisfireStrategy, Error> {
+    match pb::MisfireStrategy::try_from(value) {
+        Ok(pb::MisfireStrategy::Unspecified) => Ok(MisfireStrategy::DoNothing),
+        Ok(_) => pb_misfire_strategy(value, "workflow.misfire_strategy"),
+        Err(_) => Err(Error::invalid(
+            "workflow.misfire_strategy",
+            format!("unknown value {value}"),
+        )),
+    }
 }
 
 pub fn workflow_to_pb(workflow: Workflow) -> pb::Workflow {
@@ -59,6 +97,12 @@ pub fn workflow_to_pb(workflow: Workflow) -> pb::Workflow {
             })
             .collect(),
         updated_ms: workflow.updated_ms,
+        schedule_type: schedule_type_to_pb(workflow.schedule.schedule_type) as i32,
+        schedule_conf: workflow.schedule.schedule_conf,
+        time_zone: workflow.schedule.time_zone,
+        misfire_strategy: misfire_strategy_to_pb(workflow.schedule.misfire) as i32,
+        params: workflow.params,
+        next_fire_ms: workflow.schedule.next_fire_ms,
     }
 }
 
@@ -152,6 +196,8 @@ pub fn workflow_run_to_pb(
         finished_ms: run.finished_ms,
         nodes,
         edges,
+        trigger_type: trigger_type_to_pb(run.trigger_type) as i32,
+        scheduled_at_ms: run.scheduled_at_ms,
     }
 }
 
@@ -194,6 +240,12 @@ mod tests {
                 condition: pb::WorkflowEdgeCondition::OnFailure as i32,
             }],
             updated_ms: 0,
+            schedule_type: pb::ScheduleType::Cron as i32,
+            schedule_conf: "0/2 * * * * ?".into(),
+            time_zone: "Europe/Berlin".into(),
+            misfire_strategy: pb::MisfireStrategy::FireOnceNow as i32,
+            params: "p".into(),
+            next_fire_ms: 0,
         };
         let model = workflow_from_pb(wire.clone()).expect("converts");
         assert_eq!(workflow_to_pb(model), wire);

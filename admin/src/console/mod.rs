@@ -131,6 +131,10 @@ fn router(console: Shared) -> Router {
             "/workflow-runs/{id}/nodes/{key}/skip",
             post(pages::workflow_actions::skip_node),
         )
+        .route(
+            "/workflows/{id}/schedule",
+            get(pages::workflow_schedule::edit_form).post(pages::workflow_schedule::update),
+        )
         .route("/calendars", get(pages::calendars::list))
         .route(
             "/calendars/new",

@@ -31,6 +31,7 @@ pub mod validate;
 pub mod workflow;
 pub mod workflow_reopen;
 pub mod workflow_run;
+pub mod workflow_schedule;
 pub mod zone;
 
 pub use alarm_status::AlarmStatus;

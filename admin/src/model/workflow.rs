@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::validate::{Refusal, find_child_cycle};
+use crate::model::workflow_schedule::WorkflowSchedule;
 use crate::model::{GroupId, JobId};
 
 /// Most nodes one workflow holds: the graph is checked and stored whole, and every run keeps a
@@ -115,6 +116,10 @@ pub struct Workflow {
     pub nodes: Vec<WorkflowNode>,
     pub edges: Vec<WorkflowEdge>,
     pub updated_ms: i64,
+    /// When it starts on its own (`model::workflow_schedule`).
+    pub schedule: WorkflowSchedule,
+    /// The params of runs started without any; empty = each node's job's own.
+    pub params: String,
 }
 
 impl Workflow {
@@ -271,6 +276,8 @@ pub(crate) fn test_workflow(
             })
             .collect(),
         updated_ms: 0,
+        schedule: WorkflowSchedule::default(),
+        params: String::new(),
     }
 }
 
@@ -302,6 +309,8 @@ mod tests {
             nodes: nodes.iter().map(|key| node(key)).collect(),
             edges: edges.iter().map(|(from, to)| edge(from, to)).collect(),
             updated_ms: 0,
+            schedule: WorkflowSchedule::default(),
+            params: String::new(),
         }
     }
 

@@ -173,6 +173,8 @@ mod tests {
             finished_ms: 0,
             generation: 0,
             traceparent: String::new(),
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
             nodes: (states.iter())
                 .map(|(key, state)| WorkflowRunNode {
                     key: key.to_string(),

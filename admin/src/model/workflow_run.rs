@@ -341,6 +341,10 @@ pub struct NewWorkflowRun {
     /// W3C `traceparent` of the run's `workflow_run` span, which every node's `fire` span
     /// hangs under; empty when tracing is off.
     pub traceparent: String,
+    /// MANUAL for StartWorkflow; CRON or MISFIRE for an occurrence of its schedule.
+    pub trigger_type: crate::model::TriggerType,
+    /// The occurrence a scheduled run stands for (unique with the workflow); 0 = none.
+    pub scheduled_at_ms: i64,
 }
 
 /// One node of a run that started or was skipped.
@@ -371,6 +375,10 @@ pub struct WorkflowRun {
     /// The run span's `traceparent` (see [`NewWorkflowRun::traceparent`]).
     pub traceparent: String,
     pub nodes: Vec<WorkflowRunNode>,
+    /// Why it started (see `NewWorkflowRun`).
+    pub trigger_type: crate::model::TriggerType,
+    /// The occurrence it stands for; 0 for a StartWorkflow run.
+    pub scheduled_at_ms: i64,
 }
 
 impl WorkflowRun {

@@ -21,6 +21,7 @@ pub mod notify;
 pub mod policy;
 pub mod stranded;
 pub mod workflow_hook;
+pub mod workflow_schedule;
 pub mod workflow_step;
 
 pub use alarm::{Alarm, AlarmFuture, AlarmedRun, LogAlarm};
@@ -29,3 +30,4 @@ pub use backfill::run_backfills;
 pub use followup::run_followup;
 pub use lost::run_lost_monitor;
 pub use notify::Notifier;
+pub use workflow_schedule::run_workflow_schedules;

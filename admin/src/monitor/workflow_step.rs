@@ -244,6 +244,8 @@ mod tests {
                 params: "from the run".into(),
                 created_ms: 1,
                 traceparent: String::new(),
+                trigger_type: crate::model::TriggerType::Manual,
+                scheduled_at_ms: 0,
             };
             let run_id = store.insert_workflow_run(&new_run).await.expect("run");
 

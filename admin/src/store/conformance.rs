@@ -23,6 +23,7 @@ mod recovery;
 mod schedule;
 mod workflow_reopen;
 mod workflow_runs;
+mod workflow_schedule;
 mod workflows;
 
 use std::sync::Arc;

@@ -318,7 +318,7 @@ shared! {
     // ---- workflows (graphs of jobs)
     /// Inserts a workflow and returns it with its id.
     fn insert_workflow(&self, workflow: &Workflow) -> StoreResult<Workflow> => workflows;
-    /// Replaces a workflow's group, name and graph; false when it does not exist.
+    /// Replaces a workflow's group, name, graph, schedule and params; false when it does not exist.
     fn update_workflow(&self, workflow: &Workflow) -> StoreResult<bool> => workflows;
     /// Deletes a workflow; false when it did not exist.
     fn delete_workflow(&self, id: WorkflowId) -> StoreResult<bool> => workflows;
@@ -350,6 +350,12 @@ shared! {
     fn running_workflow_runs(&self, limit: i64) -> StoreResult<Vec<i64>> => workflow_runs;
     /// `(log id, run id, node key)` of the RUNNING workflow nodes running one of `log_ids`.
     fn running_workflow_nodes(&self, log_ids: &[LogId]) -> StoreResult<Vec<(LogId, i64, String)>> => workflow_runs;
+    // ---- workflow schedules (each occurrence starts one run: its (workflow, time) key)
+    /// Scheduled workflows whose next occurrence is at or before `now_ms`, soonest first.
+    fn due_workflows(&self, now_ms: i64, limit: i64) -> StoreResult<Vec<Workflow>> => workflow_schedule;
+    /// Moves a workflow's next occurrence from `due_ms` to `next_ms` with the occurrence's run;
+    /// `None` when another claim came first.
+    fn claim_workflow_occurrence(&self, workflow_id: i64, due_ms: i64, next_ms: i64, run: Option<&crate::model::workflow_run::NewWorkflowRun>) -> StoreResult<Option<i64>> => workflow_schedule;
     // ---- XXL-JOB import (`xjob import-xxl-job`)
     /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
     fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, JobId)>> => xxl_import;

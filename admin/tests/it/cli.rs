@@ -1338,3 +1338,100 @@ async fn workflow_runs_from_the_command_line() -> anyhow::Result<()> {
     admin.process_mut().kill_now()?;
     Ok(())
 }
+
+/// `xjob workflows create|update|show|preview` with schedule flags: a cron schedule in a zone
+/// with its misfire policy and params is saved and shown, its preview lists the next runs, a bad
+/// cron or zone is refused naming the field, and `--schedule-type none` takes it off.
+#[tokio::test]
+async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let mut admin = AdminProcess::spawn(admin_spec(data_dir.path(), port, "")?)?;
+    let url = admin.spec.url();
+    let url = url.as_str();
+    wait_serving(url, None).await?;
+    let group = id_of(&xjob_json(url, &["groups", "create", "--app-name", APP]).await?)?;
+    let args = [
+        "jobs",
+        "create",
+        "--group",
+        APP,
+        "--name",
+        "n",
+        "--handler",
+        "quick",
+    ];
+    let job = id_of(&xjob_json(url, &args).await?)?;
+    let file = data_dir.path().join("nightly.json");
+    std::fs::write(
+        &file,
+        format!(
+            "{{\"group_id\": {group}, \"name\": \"nightly\", \
+             \"nodes\": [{{\"key\": \"a\", \"job_id\": {job}}}]}}"
+        ),
+    )?;
+    let file = file.display().to_string();
+    let create = [
+        "workflows",
+        "create",
+        "--file",
+        &file,
+        "--cron",
+        "0 30 2 * * ?",
+        "--tz",
+        "Asia/Tokyo",
+        "--misfire",
+        "fire-once-now",
+        "--params",
+        "day=today",
+    ];
+    let created = xjob_json(url, &create).await?;
+    assert_eq!(created["schedule_type"], "CRON", "{created}");
+    assert_eq!(created["schedule_conf"], "0 30 2 * * ?", "{created}");
+    assert_eq!(created["time_zone"], "Asia/Tokyo", "{created}");
+    assert_eq!(created["misfire_strategy"], "FIRE_ONCE_NOW", "{created}");
+    assert_eq!(created["params"], "day=today", "{created}");
+    let next = created["next_fire_ms"].as_i64().unwrap_or_default();
+    // 02:30 in Tokyo (UTC+9) is 17:30 UTC.
+    assert_eq!(next.rem_euclid(86_400_000), 63_000_000, "{created}");
+    let id = id_of(&created)?.to_string();
+
+    let shown = xjob(url, &["workflows", "show", &id]).await?;
+    assert!(
+        shown.code == 0
+            && shown.stdout.contains("cron 0 30 2 * * ?")
+            && shown.stdout.contains("Asia/Tokyo")
+            && shown.stdout.contains("fire-once-now"),
+        "{shown:?}"
+    );
+    let preview = xjob_json(url, &["workflows", "preview", &id, "-n", "3"]).await?;
+    let times: Vec<i64> = (preview.as_array().into_iter().flatten())
+        .filter_map(|time| time["fire_time_ms"].as_i64())
+        .collect();
+    assert_eq!(times, [next, next + 86_400_000, next + 2 * 86_400_000]);
+
+    let bad_cron = xjob(url, &["workflows", "update", &id, "--cron", "often"]).await?;
+    assert!(
+        bad_cron.code != 0
+            && (bad_cron.stderr).contains("workflow.schedule_conf: invalid cron 'often'"),
+        "{bad_cron:?}"
+    );
+    let bad_zone = xjob(url, &["workflows", "update", &id, "--tz", "Mars/Base"]).await?;
+    assert!(
+        bad_zone.code != 0
+            && (bad_zone.stderr).contains("workflow.time_zone: unknown time zone 'Mars/Base'"),
+        "{bad_zone:?}"
+    );
+    let off = ["workflows", "update", &id, "--schedule-type", "none"];
+    let off = xjob_json(url, &off).await?;
+    assert_eq!(off["schedule_type"], "NONE", "{off}");
+    assert_eq!(off["next_fire_ms"], 0, "{off}");
+    assert_eq!(off["params"], "day=today", "the rest is kept: {off}");
+    let none = xjob(url, &["workflows", "preview", &id]).await?;
+    assert!(
+        none.code != 0 && none.stderr.contains("has no schedule"),
+        "{none:?}"
+    );
+    admin.process_mut().kill_now()?;
+    Ok(())
+}

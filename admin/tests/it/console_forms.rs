@@ -1828,3 +1828,93 @@ async fn a_workflow_page_draws_its_graph_with_the_latest_runs_states() -> anyhow
     fx.admin.process_mut().kill_now()?;
     Ok(())
 }
+
+/// A workflow's schedule is edited in the console: a bad cron comes back under its field, a good
+/// one is saved (the rest of the workflow kept) and the workflow's page lists its next runs; in
+/// Chinese the card is translated.
+#[tokio::test]
+async fn a_workflow_schedule_is_edited_and_its_next_runs_shown() -> anyhow::Result<()> {
+    let mut fx = Fixture::start().await?;
+    let group = fx.group_id.to_string();
+    let created = fx.post("/jobs/new", &fx.job_form(&group, &[])).await?;
+    let job_id = created_job_id(&created).ok_or_else(|| anyhow::anyhow!("not created"))?;
+    let workflow = pb::Workflow {
+        group_id: fx.group_id,
+        name: "scheduled-graph".into(),
+        nodes: vec![pb::WorkflowNode {
+            key: "a".into(),
+            job_id,
+            fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+        }],
+        ..Default::default()
+    };
+    let request = pb::CreateWorkflowRequest {
+        workflow: Some(workflow),
+    };
+    let created = fx.client.create_workflow(request).await?.into_inner();
+    let id = created.workflow.map(|w| w.id).unwrap_or_default();
+    let page = fx.get(&format!("/workflows/{id}")).await?;
+    assert!(
+        page.body.contains("No schedule") && !page.body.contains("id=\"next-runs\""),
+        "{:.4000}",
+        page.body
+    );
+    let form = fx.get(&format!("/workflows/{id}/schedule")).await?;
+    assert_eq!(form.code, 200);
+    assert!(
+        form.body.contains("id=\"schedule-form\""),
+        "{:.3000}",
+        form.body
+    );
+
+    let path = format!("/workflows/{id}/schedule");
+    let fields = |conf: &'static str| {
+        vec![
+            ("schedule_type", "CRON"),
+            ("schedule_conf", conf),
+            ("time_zone", "Asia/Tokyo"),
+            ("misfire_strategy", "FIRE_ONCE_NOW"),
+            ("params", "day=today"),
+        ]
+    };
+    let refused = fx.post(&path, &fields("daily")).await?;
+    assert_eq!(refused.code, 400, "{:.3000}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("id=\"err-schedule_conf\" role=\"alert\""),
+        "{:.4000}",
+        refused.body
+    );
+    let saved = fx.post(&path, &fields("0 30 2 * * ?")).await?;
+    assert_eq!(saved.code, 303, "{:.3000}", saved.body);
+    let stored = fx
+        .client
+        .get_workflow(pb::GetWorkflowRequest { id })
+        .await?
+        .into_inner()
+        .workflow
+        .unwrap_or_default();
+    assert_eq!(stored.schedule_conf, "0 30 2 * * ?");
+    assert_eq!(stored.time_zone, "Asia/Tokyo");
+    assert_eq!(stored.params, "day=today");
+    assert_eq!(stored.nodes.len(), 1, "the graph is kept");
+    let page = fx.get(&format!("/workflows/{id}")).await?;
+    let runs = page.body.matches("<li>").count();
+    assert!(
+        page.body.contains("Cron 0 30 2 * * ?") && page.body.contains("id=\"next-runs\""),
+        "{:.4000}",
+        page.body
+    );
+    assert!(runs >= 5, "five next runs listed: {:.4000}", page.body);
+    let zh = http_with(
+        fx.http_port,
+        "GET",
+        &format!("/workflows/{id}"),
+        &[("Cookie", &format!("{}; xjob_lang=zh", fx.cookie))],
+        "",
+    )
+    .await?;
+    assert!(zh.body.contains("接下来的运行"), "{:.3000}", zh.body);
+    Ok(())
+}

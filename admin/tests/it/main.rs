@@ -21,4 +21,5 @@ mod process;
 mod retention_size;
 mod tls_reload;
 mod tracing;
+mod workflow_schedules;
 mod xxl_import;

@@ -3065,8 +3065,12 @@ type PreviewScheduleRequest struct {
 	// The job's daylight-saving policy for a CRON schedule (see Job); UNSPECIFIED = the default.
 	DstGapPolicy     DstGapPolicy     `protobuf:"varint,35,opt,name=dst_gap_policy,json=dstGapPolicy,proto3,enum=xjob.v1.DstGapPolicy" json:"dst_gap_policy,omitempty"`
 	DstOverlapPolicy DstOverlapPolicy `protobuf:"varint,36,opt,name=dst_overlap_policy,json=dstOverlapPolicy,proto3,enum=xjob.v1.DstOverlapPolicy" json:"dst_overlap_policy,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A saved workflow whose schedule to preview (its type, conf and zone replace the fields
+	// above); 0 = the fields above. NOT_FOUND when the caller cannot read it, FAILED_PRECONDITION
+	// when it has no schedule.
+	WorkflowId    int64 `protobuf:"varint,40,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleRequest) Reset() {
@@ -3174,6 +3178,13 @@ func (x *PreviewScheduleRequest) GetDstOverlapPolicy() DstOverlapPolicy {
 		return x.DstOverlapPolicy
 	}
 	return DstOverlapPolicy_DST_OVERLAP_POLICY_UNSPECIFIED
+}
+
+func (x *PreviewScheduleRequest) GetWorkflowId() int64 {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return 0
 }
 
 type PreviewScheduleResponse struct {
@@ -7158,7 +7169,25 @@ type Workflow struct {
 	// At most 1000; no cycle.
 	Edges []*WorkflowEdge `protobuf:"bytes,5,rep,name=edges,proto3" json:"edges,omitempty"`
 	// Last change, epoch ms (output only).
-	UpdatedMs     int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	UpdatedMs int64 `protobuf:"varint,6,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	// ---- the workflow's own schedule (docs/scheduling.md, "Workflow schedules"). Each
+	// occurrence starts one workflow run, once across admins.
+	// NONE (or UNSPECIFIED): started by StartWorkflow only. CRON (Quartz, with seconds) or
+	// FIX_RATE; FIX_DELAY is refused (a workflow has no single end to count from).
+	ScheduleType ScheduleType `protobuf:"varint,20,opt,name=schedule_type,json=scheduleType,proto3,enum=xjob.v1.ScheduleType" json:"schedule_type,omitempty"`
+	// Cron expression, or seconds for FIX_RATE; empty for NONE.
+	ScheduleConf string `protobuf:"bytes,21,opt,name=schedule_conf,json=scheduleConf,proto3" json:"schedule_conf,omitempty"`
+	// IANA zone the cron is read in; empty = the admin's zone.
+	TimeZone string `protobuf:"bytes,22,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// What an occurrence missed while no admin could start it (all were down) does when an admin
+	// finds it later than the misfire threshold (5 s by default): DO_NOTHING (or UNSPECIFIED)
+	// drops it, FIRE_ONCE_NOW starts one run at once for everything missed.
+	MisfireStrategy MisfireStrategy `protobuf:"varint,23,opt,name=misfire_strategy,json=misfireStrategy,proto3,enum=xjob.v1.MisfireStrategy" json:"misfire_strategy,omitempty"`
+	// The params of runs started without any (scheduled runs, StartWorkflow with empty params);
+	// empty = each node's job's own params. At most 64 KiB.
+	Params string `protobuf:"bytes,24,opt,name=params,proto3" json:"params,omitempty"`
+	// Output only: the next occurrence, epoch ms; 0 when the workflow has no schedule.
+	NextFireMs    int64 `protobuf:"varint,25,opt,name=next_fire_ms,json=nextFireMs,proto3" json:"next_fire_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7231,6 +7260,48 @@ func (x *Workflow) GetEdges() []*WorkflowEdge {
 func (x *Workflow) GetUpdatedMs() int64 {
 	if x != nil {
 		return x.UpdatedMs
+	}
+	return 0
+}
+
+func (x *Workflow) GetScheduleType() ScheduleType {
+	if x != nil {
+		return x.ScheduleType
+	}
+	return ScheduleType_SCHEDULE_TYPE_UNSPECIFIED
+}
+
+func (x *Workflow) GetScheduleConf() string {
+	if x != nil {
+		return x.ScheduleConf
+	}
+	return ""
+}
+
+func (x *Workflow) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Workflow) GetMisfireStrategy() MisfireStrategy {
+	if x != nil {
+		return x.MisfireStrategy
+	}
+	return MisfireStrategy_MISFIRE_STRATEGY_UNSPECIFIED
+}
+
+func (x *Workflow) GetParams() string {
+	if x != nil {
+		return x.Params
+	}
+	return ""
+}
+
+func (x *Workflow) GetNextFireMs() int64 {
+	if x != nil {
+		return x.NextFireMs
 	}
 	return 0
 }
@@ -7830,7 +7901,12 @@ type WorkflowRun struct {
 	// In graph order; left empty by ListWorkflowRuns.
 	Nodes []*WorkflowRunNode `protobuf:"bytes,8,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// The graph's edges as the run follows them; left empty by ListWorkflowRuns.
-	Edges         []*WorkflowEdge `protobuf:"bytes,9,rep,name=edges,proto3" json:"edges,omitempty"`
+	Edges []*WorkflowEdge `protobuf:"bytes,9,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Why the run started: MANUAL (StartWorkflow), CRON (an occurrence of the workflow's
+	// schedule) or MISFIRE (FIRE_ONCE_NOW after occurrences were missed).
+	TriggerType TriggerType `protobuf:"varint,20,opt,name=trigger_type,json=triggerType,proto3,enum=xjob.v1.TriggerType" json:"trigger_type,omitempty"`
+	// The occurrence a scheduled run stands for, epoch ms; 0 for a StartWorkflow run.
+	ScheduledAtMs int64 `protobuf:"varint,21,opt,name=scheduled_at_ms,json=scheduledAtMs,proto3" json:"scheduled_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7928,10 +8004,25 @@ func (x *WorkflowRun) GetEdges() []*WorkflowEdge {
 	return nil
 }
 
+func (x *WorkflowRun) GetTriggerType() TriggerType {
+	if x != nil {
+		return x.TriggerType
+	}
+	return TriggerType_TRIGGER_TYPE_UNSPECIFIED
+}
+
+func (x *WorkflowRun) GetScheduledAtMs() int64 {
+	if x != nil {
+		return x.ScheduledAtMs
+	}
+	return 0
+}
+
 type StartWorkflowRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId int64                  `protobuf:"varint,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
-	// Each node's executor params; empty = each node's job's own params.
+	// Each node's executor params; empty = the workflow's params, and when it has none each
+	// node's job's own params.
 	Params        string `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -8705,7 +8796,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\taddresses\x18\x03 \x03(\tR\taddressesB\t\n" +
 	"\a_params\"-\n" +
 	"\x12TriggerJobResponse\x12\x17\n" +
-	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xde\x03\n" +
+	"\alog_ids\x18\x01 \x03(\x03R\x06logIds\"\xff\x03\n" +
 	"\x16PreviewScheduleRequest\x12:\n" +
 	"\rschedule_type\x18\x01 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
 	"\rschedule_conf\x18\x02 \x01(\tR\fscheduleConf\x12\x1b\n" +
@@ -8717,7 +8808,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\bcalendar\x18! \x01(\tR\bcalendar\x12:\n" +
 	"\rcalendar_mode\x18\" \x01(\x0e2\x15.xjob.v1.CalendarModeR\fcalendarMode\x12;\n" +
 	"\x0edst_gap_policy\x18# \x01(\x0e2\x15.xjob.v1.DstGapPolicyR\fdstGapPolicy\x12G\n" +
-	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\"\x8c\x01\n" +
+	"\x12dst_overlap_policy\x18$ \x01(\x0e2\x19.xjob.v1.DstOverlapPolicyR\x10dstOverlapPolicy\x12\x1f\n" +
+	"\vworkflow_id\x18( \x01(\x03R\n" +
+	"workflowId\"\x8c\x01\n" +
 	"\x17PreviewScheduleResponse\x12\"\n" +
 	"\rfire_times_ms\x18\x01 \x03(\x03R\vfireTimesMs\x12*\n" +
 	"\x11dispatch_times_ms\x18\x02 \x03(\x03R\x0fdispatchTimesMs\x12!\n" +
@@ -8980,7 +9073,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\fWorkflowEdge\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12<\n" +
-	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xc2\x01\n" +
+	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xbf\x03\n" +
 	"\bWorkflow\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -8988,7 +9081,14 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.xjob.v1.WorkflowNodeR\x05nodes\x12+\n" +
 	"\x05edges\x18\x05 \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\x12\x1d\n" +
 	"\n" +
-	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\"F\n" +
+	"updated_ms\x18\x06 \x01(\x03R\tupdatedMs\x12:\n" +
+	"\rschedule_type\x18\x14 \x01(\x0e2\x15.xjob.v1.ScheduleTypeR\fscheduleType\x12#\n" +
+	"\rschedule_conf\x18\x15 \x01(\tR\fscheduleConf\x12\x1b\n" +
+	"\ttime_zone\x18\x16 \x01(\tR\btimeZone\x12C\n" +
+	"\x10misfire_strategy\x18\x17 \x01(\x0e2\x18.xjob.v1.MisfireStrategyR\x0fmisfireStrategy\x12\x16\n" +
+	"\x06params\x18\x18 \x01(\tR\x06params\x12 \n" +
+	"\fnext_fire_ms\x18\x19 \x01(\x03R\n" +
+	"nextFireMs\"F\n" +
 	"\x15CreateWorkflowRequest\x12-\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
 	"\x16CreateWorkflowResponse\x12-\n" +
@@ -9027,7 +9127,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"skipped_by\x18\t \x01(\tR\tskippedBy\x12\x1d\n" +
 	"\n" +
 	"skipped_ms\x18\n" +
-	" \x01(\x03R\tskippedMs\"\xbf\x02\n" +
+	" \x01(\x03R\tskippedMs\"\xa0\x03\n" +
 	"\vWorkflowRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\x03R\n" +
@@ -9040,7 +9140,9 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\vfinished_ms\x18\a \x01(\x03R\n" +
 	"finishedMs\x12.\n" +
 	"\x05nodes\x18\b \x03(\v2\x18.xjob.v1.WorkflowRunNodeR\x05nodes\x12+\n" +
-	"\x05edges\x18\t \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\"O\n" +
+	"\x05edges\x18\t \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\x127\n" +
+	"\ftrigger_type\x18\x14 \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\x12&\n" +
+	"\x0fscheduled_at_ms\x18\x15 \x01(\x03R\rscheduledAtMs\"O\n" +
 	"\x14StartWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\x03R\n" +
 	"workflowId\x12\x16\n" +
@@ -9449,141 +9551,144 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	8,   // 68: xjob.v1.WorkflowEdge.condition:type_name -> xjob.v1.WorkflowEdgeCondition
 	118, // 69: xjob.v1.Workflow.nodes:type_name -> xjob.v1.WorkflowNode
 	119, // 70: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
-	120, // 71: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	120, // 72: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 73: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	120, // 74: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 75: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 76: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
-	11,  // 77: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
-	151, // 78: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
-	10,  // 79: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
-	131, // 80: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
-	119, // 81: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
-	132, // 82: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 83: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
-	132, // 84: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 85: xjob.v1.RetryWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 86: xjob.v1.SkipWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
-	16,  // 87: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	18,  // 88: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	20,  // 89: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	22,  // 90: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	24,  // 91: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	26,  // 92: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	28,  // 93: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	30,  // 94: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	32,  // 95: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	41,  // 96: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	43,  // 97: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	45,  // 98: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	47,  // 99: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	35,  // 100: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	37,  // 101: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	39,  // 102: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	49,  // 103: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	51,  // 104: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	53,  // 105: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	55,  // 106: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	57,  // 107: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	59,  // 108: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	62,  // 109: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	64,  // 110: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	71,  // 111: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	73,  // 112: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	75,  // 113: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	77,  // 114: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	79,  // 115: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	81,  // 116: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	83,  // 117: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	85,  // 118: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	87,  // 119: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	89,  // 120: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	91,  // 121: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	93,  // 122: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	96,  // 123: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	99,  // 124: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	101, // 125: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	103, // 126: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	105, // 127: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	108, // 128: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	110, // 129: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	112, // 130: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	114, // 131: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	116, // 132: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	121, // 133: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
-	123, // 134: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
-	125, // 135: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
-	127, // 136: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
-	129, // 137: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
-	133, // 138: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
-	135, // 139: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
-	137, // 140: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
-	139, // 141: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
-	141, // 142: xjob.v1.JobAdmin.RetryWorkflowNode:input_type -> xjob.v1.RetryWorkflowNodeRequest
-	143, // 143: xjob.v1.JobAdmin.SkipWorkflowNode:input_type -> xjob.v1.SkipWorkflowNodeRequest
-	17,  // 144: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	19,  // 145: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	21,  // 146: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	23,  // 147: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	25,  // 148: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	27,  // 149: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	29,  // 150: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	31,  // 151: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	33,  // 152: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	42,  // 153: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	44,  // 154: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	46,  // 155: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	48,  // 156: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	36,  // 157: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	38,  // 158: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	40,  // 159: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	50,  // 160: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	52,  // 161: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	54,  // 162: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	56,  // 163: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	58,  // 164: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	60,  // 165: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	63,  // 166: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	66,  // 167: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	72,  // 168: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	74,  // 169: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	76,  // 170: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	78,  // 171: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	80,  // 172: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	82,  // 173: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	84,  // 174: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	86,  // 175: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	88,  // 176: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	90,  // 177: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	92,  // 178: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	94,  // 179: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	97,  // 180: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	100, // 181: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	102, // 182: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	104, // 183: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	106, // 184: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	109, // 185: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	111, // 186: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	113, // 187: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	115, // 188: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	117, // 189: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	122, // 190: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
-	124, // 191: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
-	126, // 192: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
-	128, // 193: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
-	130, // 194: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
-	134, // 195: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
-	136, // 196: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
-	138, // 197: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
-	140, // 198: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
-	142, // 199: xjob.v1.JobAdmin.RetryWorkflowNode:output_type -> xjob.v1.RetryWorkflowNodeResponse
-	144, // 200: xjob.v1.JobAdmin.SkipWorkflowNode:output_type -> xjob.v1.SkipWorkflowNodeResponse
-	144, // [144:201] is the sub-list for method output_type
-	87,  // [87:144] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	146, // 71: xjob.v1.Workflow.schedule_type:type_name -> xjob.v1.ScheduleType
+	147, // 72: xjob.v1.Workflow.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
+	120, // 73: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 74: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 75: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 76: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 77: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 78: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
+	11,  // 79: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
+	151, // 80: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
+	10,  // 81: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
+	131, // 82: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
+	119, // 83: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
+	152, // 84: xjob.v1.WorkflowRun.trigger_type:type_name -> xjob.v1.TriggerType
+	132, // 85: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 86: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
+	132, // 87: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 88: xjob.v1.RetryWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 89: xjob.v1.SkipWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	16,  // 90: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	18,  // 91: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	20,  // 92: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	22,  // 93: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	24,  // 94: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	26,  // 95: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	28,  // 96: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	30,  // 97: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	32,  // 98: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	41,  // 99: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	43,  // 100: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	45,  // 101: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	47,  // 102: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	35,  // 103: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	37,  // 104: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	39,  // 105: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	49,  // 106: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	51,  // 107: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	53,  // 108: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	55,  // 109: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	57,  // 110: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	59,  // 111: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	62,  // 112: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	64,  // 113: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	71,  // 114: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	73,  // 115: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	75,  // 116: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	77,  // 117: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	79,  // 118: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	81,  // 119: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	83,  // 120: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	85,  // 121: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	87,  // 122: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	89,  // 123: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	91,  // 124: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	93,  // 125: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	96,  // 126: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	99,  // 127: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	101, // 128: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	103, // 129: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	105, // 130: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	108, // 131: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	110, // 132: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	112, // 133: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	114, // 134: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	116, // 135: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	121, // 136: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	123, // 137: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	125, // 138: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	127, // 139: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	129, // 140: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	133, // 141: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
+	135, // 142: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
+	137, // 143: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
+	139, // 144: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
+	141, // 145: xjob.v1.JobAdmin.RetryWorkflowNode:input_type -> xjob.v1.RetryWorkflowNodeRequest
+	143, // 146: xjob.v1.JobAdmin.SkipWorkflowNode:input_type -> xjob.v1.SkipWorkflowNodeRequest
+	17,  // 147: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	19,  // 148: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	21,  // 149: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	23,  // 150: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	25,  // 151: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	27,  // 152: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	29,  // 153: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	31,  // 154: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	33,  // 155: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	42,  // 156: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	44,  // 157: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	46,  // 158: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	48,  // 159: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	36,  // 160: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	38,  // 161: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	40,  // 162: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	50,  // 163: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	52,  // 164: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	54,  // 165: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	56,  // 166: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	58,  // 167: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	60,  // 168: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	63,  // 169: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	66,  // 170: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	72,  // 171: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	74,  // 172: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	76,  // 173: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	78,  // 174: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	80,  // 175: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	82,  // 176: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	84,  // 177: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	86,  // 178: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	88,  // 179: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	90,  // 180: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	92,  // 181: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	94,  // 182: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	97,  // 183: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	100, // 184: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	102, // 185: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	104, // 186: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	106, // 187: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	109, // 188: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	111, // 189: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	113, // 190: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	115, // 191: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	117, // 192: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	122, // 193: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	124, // 194: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	126, // 195: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	128, // 196: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	130, // 197: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	134, // 198: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
+	136, // 199: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
+	138, // 200: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
+	140, // 201: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
+	142, // 202: xjob.v1.JobAdmin.RetryWorkflowNode:output_type -> xjob.v1.RetryWorkflowNodeResponse
+	144, // 203: xjob.v1.JobAdmin.SkipWorkflowNode:output_type -> xjob.v1.SkipWorkflowNodeResponse
+	147, // [147:204] is the sub-list for method output_type
+	90,  // [90:147] is the sub-list for method input_type
+	90,  // [90:90] is the sub-list for extension type_name
+	90,  // [90:90] is the sub-list for extension extendee
+	0,   // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }

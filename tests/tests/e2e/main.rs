@@ -28,4 +28,5 @@ mod tls;
 mod users;
 mod workflow_nodes;
 mod workflow_runs;
+mod workflow_schedules;
 mod workflows;

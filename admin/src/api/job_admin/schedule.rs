@@ -18,7 +18,8 @@ use crate::model::next_fire::next_fire_after;
 use crate::model::validate::validate_calendar_name;
 use crate::model::validate::{resolve_time_zone, validate_schedule};
 use crate::model::validate::{validate_dst, validate_jitter};
-use crate::model::{JobId, TriggerType};
+use crate::model::{JobId, ScheduleType, TriggerType};
+use crate::wire::schedule_type_to_pb;
 use tonic::Request;
 
 impl JobAdminService {
@@ -107,6 +108,19 @@ impl JobAdminService {
     ) -> RpcResult<pb::PreviewScheduleResponse> {
         let caller = self.caller(&request).await?;
         caller.require(Permission::Read, Scope::Any)?;
-        reply(self.preview(request.into_inner()).await)
+        let mut request = request.into_inner();
+        if request.workflow_id != 0 {
+            let id = crate::model::WorkflowId(request.workflow_id);
+            let workflow = self.visible_workflow(&caller, id).await?;
+            let schedule = workflow.schedule;
+            if schedule.schedule_type == ScheduleType::None {
+                let message = format!("workflow {id} has no schedule");
+                return Err(Error::FailedPrecondition(message).into());
+            }
+            request.schedule_type = schedule_type_to_pb(schedule.schedule_type) as i32;
+            request.schedule_conf = schedule.schedule_conf;
+            request.time_zone = schedule.time_zone;
+        }
+        reply(self.preview(request).await)
     }
 }

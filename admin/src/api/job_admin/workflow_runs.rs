@@ -77,27 +77,24 @@ impl JobAdminService {
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
         // The run's span: every node's run is traced under it (the row keeps its context).
-        use opentelemetry::trace::Span;
-        let mut span = crate::telemetry::workflow_run_span(workflow_id.0, &workflow.name);
-        let traceparent = (span.as_ref())
-            .map(|span| crate::telemetry::traceparent(span.span_context()))
-            .unwrap_or_default();
+        let (span, traceparent) =
+            crate::telemetry::open_workflow_run_span(workflow_id.0, &workflow.name);
+        // Params given replace the workflow's own; none given, its own (which may be none).
+        let params = if request.params.is_empty() {
+            workflow.params.clone()
+        } else {
+            request.params
+        };
         let new_run = NewWorkflowRun {
             graph: workflow,
-            params: request.params,
+            params,
             created_ms: self.ctx.clock.now_ms(),
             traceparent,
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
         };
         let inserted = api_write(self.store().insert_workflow_run(&new_run)).await;
-        if let Some(span) = span.as_mut() {
-            if let Ok(run_id) = &inserted {
-                span.set_attribute(opentelemetry::KeyValue::new(
-                    "xjob.workflow_run_id",
-                    *run_id,
-                ));
-            }
-            span.end();
-        }
+        crate::telemetry::close_workflow_run_span(span, inserted.as_ref().ok().copied());
         let run_id = inserted.map_err(Error::from)?;
         // The follow-up loop advances it: its roots become PENDING runs due at once, which
         // the same round sends. Should this admin die first, any admin's periodic advance of

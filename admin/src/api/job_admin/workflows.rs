@@ -10,7 +10,8 @@ use crate::api::convert::{Page, required};
 use crate::api::workflow_convert::{workflow_from_pb, workflow_to_pb};
 use crate::auth::{Caller, Permission, Scope};
 use crate::error::Error;
-use crate::model::{Workflow, WorkflowId, validate_workflow};
+use crate::model::workflow_schedule::validate_workflow_schedule;
+use crate::model::{ScheduleType, Workflow, WorkflowId, validate_workflow};
 use crate::store::writer_gate::api_write;
 
 pub(super) fn workflow_object(id: WorkflowId) -> String {
@@ -41,11 +42,23 @@ impl JobAdminService {
         }
     }
 
+    /// A saved schedule's first occurrence after now; 0 without a schedule.
+    fn first_occurrence(&self, workflow: &Workflow) -> i64 {
+        if workflow.schedule.schedule_type == ScheduleType::None {
+            return 0;
+        }
+        let default_zone = self.limits().default_time_zone;
+        (workflow.schedule).next_after(default_zone, self.ctx.clock.now_ms())
+    }
+
     /// The pure rules, then the group and every node's job: a missing job (or one in a group
     /// the caller cannot read) is `NOT_FOUND` naming the node; a job the caller may not run is
     /// `PERMISSION_DENIED`.
     async fn check_workflow(&self, caller: &Caller, workflow: &Workflow) -> Result<(), Status> {
         validate_workflow(workflow).map_err(Error::from)?;
+        let default_zone = self.limits().default_time_zone;
+        validate_workflow_schedule(&workflow.schedule, &workflow.params, default_zone)
+            .map_err(Error::from)?;
         if self
             .store()
             .get_group(workflow.group_id)
@@ -84,6 +97,7 @@ impl JobAdminService {
         self.check_workflow(&caller, &workflow).await?;
         workflow.name = workflow.name.trim().to_string();
         workflow.updated_ms = self.ctx.clock.now_ms();
+        workflow.schedule.next_fire_ms = self.first_occurrence(&workflow);
         let created = api_write(self.store().insert_workflow(&workflow))
             .await
             .map_err(Error::from)?;
@@ -114,6 +128,13 @@ impl JobAdminService {
         self.check_workflow(&caller, &workflow).await?;
         workflow.name = workflow.name.trim().to_string();
         workflow.updated_ms = self.ctx.clock.now_ms();
+        // Same times: the next occurrence stays (a FIX_RATE schedule does not restart on a
+        // rename); changed: it counts from now.
+        workflow.schedule.next_fire_ms = if current.schedule.same_times(&workflow.schedule) {
+            current.schedule.next_fire_ms
+        } else {
+            self.first_occurrence(&workflow)
+        };
         let updated = api_write(self.store().update_workflow(&workflow))
             .await
             .map_err(Error::from)?;

@@ -10,6 +10,7 @@ pub mod login;
 pub mod runs;
 pub mod users;
 pub mod workflow_actions;
+pub mod workflow_schedule;
 pub mod workflows;
 
 use std::collections::HashMap;

@@ -162,6 +162,10 @@ pub async fn detail(
                 .collect()
         })
         .unwrap_or_default();
+    let next = super::workflow_schedule::next_runs(&console, &viewer, &workflow).await;
+    let notice = Fields::from_query(uri.query());
+    body.push(html::notice(Tone::Ok, notice.get("notice")));
+    body.push(super::workflow_schedule::card(lang, &workflow, &next));
     body.push(graph_svg(lang, &workflow, &states));
     // Retry and skip apply to a run that is going on or failed (the API says why otherwise).
     let actions = run

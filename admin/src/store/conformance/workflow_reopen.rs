@@ -53,6 +53,8 @@ async fn a_retry_or_skip_is_written_once_and_fences_off_older_advances() {
             params: String::new(),
             created_ms: 1,
             traceparent: TRACEPARENT.to_string(),
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
         };
         let run_id = store.insert_workflow_run(&new_run).await.expect("run");
         let run = run_of(&store, run_id).await;

@@ -25,6 +25,8 @@ fn chain(group_id: GroupId, job_id: JobId) -> Workflow {
             condition: EdgeCondition::OnSuccess,
         }],
         updated_ms: 1,
+        schedule: Default::default(),
+        params: String::new(),
     }
 }
 
@@ -42,6 +44,8 @@ async fn workflow_runs_list_find_their_nodes_and_follow_retries() {
             params: String::new(),
             created_ms,
             traceparent: String::new(),
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
         };
         let first = store.insert_workflow_run(&new_run(1)).await.expect("run");
         let second = store.insert_workflow_run(&new_run(2)).await.expect("run");

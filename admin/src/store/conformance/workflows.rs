@@ -94,6 +94,8 @@ async fn a_workflow_node_starts_once_even_when_started_together() {
             params: "p".to_string(),
             created_ms: 10,
             traceparent: String::new(),
+            trigger_type: crate::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
         };
         let run_id = store.insert_workflow_run(&new_run).await.expect("run");
         let node_run = manual_run(&job, RunStatus::Pending);

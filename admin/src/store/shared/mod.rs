@@ -23,6 +23,7 @@ pub mod report;
 pub mod rows;
 pub mod schedule;
 pub mod workflow_runs;
+pub mod workflow_schedule;
 pub mod workflows;
 pub mod xxl_import;
 

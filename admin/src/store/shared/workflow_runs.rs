@@ -9,7 +9,7 @@ use crate::model::workflow_reopen::Reopen;
 use crate::model::workflow_run::{
     NewWorkflowRun, NodeState, WorkflowRun, WorkflowRunNode, WorkflowRunStatus,
 };
-use crate::model::{GroupId, LogId, NewRun, Workflow, WorkflowId};
+use crate::model::{GroupId, LogId, NewRun, TriggerType, Workflow, WorkflowId};
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql, commit, map_error};
 use crate::store::{StoreError, StoreResult};
@@ -19,9 +19,16 @@ pub async fn insert_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
     run: &NewWorkflowRun,
 ) -> StoreResult<i64> {
+    let insert = run_insert::<DB>(run)?;
+    super::insert_returning_id(&mut *db.write().await?, insert).await
+}
+
+/// The insert of a new RUNNING workflow run; a scheduled one carries its occurrence, whose
+/// unique key with the workflow refuses a second run of it (`StoreError::Conflict`).
+pub(super) fn run_insert<'q, DB: Dialect>(run: &'q NewWorkflowRun) -> StoreResult<Sql<'q, DB>> {
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
-         created_ms, traceparent) VALUES (",
+         created_ms, traceparent, trigger_type, scheduled_at_ms) VALUES (",
     )
     .bind(run.graph.id.0)
     .push(", ")
@@ -36,8 +43,16 @@ pub async fn insert_workflow_run<DB: Dialect>(
     .bind(run.created_ms)
     .push(", ")
     .bind(run.traceparent.as_str())
-    .push(")");
-    super::insert_returning_id(&mut *db.write().await?, insert).await
+    .push(", ")
+    .bind(run.trigger_type.as_str())
+    .push(", ");
+    // No occurrence is NULL, not 0: NULLs never collide in the unique key.
+    let insert = if run.scheduled_at_ms > 0 {
+        insert.bind(run.scheduled_at_ms)
+    } else {
+        insert.push("NULL")
+    };
+    Ok(insert.push(")"))
 }
 
 /// Starts node `key` of run `run_id` with `new_run`, once: the node's row (RUNNING) and its run
@@ -313,7 +328,8 @@ pub async fn get_workflow_run<DB: Dialect>(
     let mut conn = db.read().await?;
     let row = Sql::<DB>::new(
         "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms, \
-         generation, traceparent FROM xjob_workflow_run WHERE id = ",
+         generation, traceparent, trigger_type, COALESCE(scheduled_at_ms, 0) AS scheduled_at_ms \
+         FROM xjob_workflow_run WHERE id = ",
     )
     .bind(run_id)
     .fetch_optional(&mut conn)
@@ -331,6 +347,8 @@ pub async fn get_workflow_run<DB: Dialect>(
         nodes,
         edges,
         updated_ms: 0,
+        schedule: Default::default(),
+        params: String::new(),
     };
     let node_rows = Sql::<DB>::new(
         "SELECT node_key, state, log_id, updated_ms, skipped_by FROM xjob_workflow_node \
@@ -361,6 +379,8 @@ pub async fn get_workflow_run<DB: Dialect>(
         generation: row.get("generation")?,
         traceparent: row.get("traceparent")?,
         nodes: run_nodes,
+        trigger_type: row.parse("trigger_type", TriggerType::parse)?,
+        scheduled_at_ms: row.get("scheduled_at_ms")?,
     }))
 }
 

@@ -2,14 +2,19 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::workflow_schedule::WorkflowSchedule;
 use crate::model::{
-    EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
+    EdgeCondition, FanIn, GroupId, JobId, MisfireStrategy, ScheduleType, Workflow, WorkflowEdge,
+    WorkflowId, WorkflowNode,
 };
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
 use crate::store::{StoreError, StoreResult};
 
-const SELECT_WORKFLOW: &str = "SELECT id, group_id, name, graph, updated_ms FROM xjob_workflow";
+// params is NULL-able on MySQL (a MEDIUMTEXT column added later cannot have a default there).
+pub(super) const SELECT_WORKFLOW: &str = "SELECT id, group_id, name, graph, updated_ms, schedule_type, \
+     schedule_conf, time_zone, misfire_strategy, COALESCE(params, '') AS params, next_fire_ms \
+     FROM xjob_workflow";
 
 /// The stored shape of a graph: the model's, with plain ids and enum names, so the model's
 /// types stay free of a storage format.
@@ -82,7 +87,7 @@ pub(super) fn graph_from_json(text: &str) -> StoreResult<(Vec<WorkflowNode>, Vec
     Ok((nodes, edges))
 }
 
-fn workflow_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Workflow> {
+pub(super) fn workflow_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Workflow> {
     let row = Cols::<DB>(row);
     let graph: String = row.get("graph")?;
     let (nodes, edges) = graph_from_json(&graph)?;
@@ -93,6 +98,14 @@ fn workflow_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Workflow> {
         nodes,
         edges,
         updated_ms: row.get("updated_ms")?,
+        schedule: WorkflowSchedule {
+            schedule_type: row.parse("schedule_type", ScheduleType::parse)?,
+            schedule_conf: row.get("schedule_conf")?,
+            time_zone: row.get("time_zone")?,
+            misfire: row.parse("misfire_strategy", MisfireStrategy::parse)?,
+            next_fire_ms: row.get("next_fire_ms")?,
+        },
+        params: row.get("params")?,
     })
 }
 
@@ -101,16 +114,31 @@ pub async fn insert_workflow<DB: Dialect>(
     db: Pools<'_, DB>,
     workflow: &Workflow,
 ) -> StoreResult<Workflow> {
-    let insert =
-        Sql::<DB>::new("INSERT INTO xjob_workflow (group_id, name, graph, updated_ms) VALUES (")
-            .bind(workflow.group_id.0)
-            .push(", ")
-            .bind(workflow.name.as_str())
-            .push(", ")
-            .bind(graph_json(workflow)?)
-            .push(", ")
-            .bind(workflow.updated_ms)
-            .push(")");
+    let schedule = &workflow.schedule;
+    let insert = Sql::<DB>::new(
+        "INSERT INTO xjob_workflow (group_id, name, graph, updated_ms, schedule_type, \
+         schedule_conf, time_zone, misfire_strategy, params, next_fire_ms) VALUES (",
+    )
+    .bind(workflow.group_id.0)
+    .push(", ")
+    .bind(workflow.name.as_str())
+    .push(", ")
+    .bind(graph_json(workflow)?)
+    .push(", ")
+    .bind(workflow.updated_ms)
+    .push(", ")
+    .bind(schedule.schedule_type.as_str())
+    .push(", ")
+    .bind(schedule.schedule_conf.as_str())
+    .push(", ")
+    .bind(schedule.time_zone.as_str())
+    .push(", ")
+    .bind(schedule.misfire.as_str())
+    .push(", ")
+    .bind(workflow.params.as_str())
+    .push(", ")
+    .bind(schedule.next_fire_ms)
+    .push(")");
     let id = WorkflowId(super::insert_returning_id(&mut *db.write().await?, insert).await?);
     Ok(Workflow {
         id,
@@ -118,7 +146,7 @@ pub async fn insert_workflow<DB: Dialect>(
     })
 }
 
-/// Replaces a workflow's group, name and graph; false when it does not exist.
+/// Replaces a workflow's group, name, graph, schedule and params; false when it does not exist.
 pub async fn update_workflow<DB: Dialect>(
     db: Pools<'_, DB>,
     workflow: &Workflow,
@@ -132,6 +160,18 @@ pub async fn update_workflow<DB: Dialect>(
         .bind(graph_json(workflow)?)
         .push(", updated_ms = ")
         .bind(workflow.updated_ms)
+        .push(", schedule_type = ")
+        .bind(workflow.schedule.schedule_type.as_str())
+        .push(", schedule_conf = ")
+        .bind(workflow.schedule.schedule_conf.as_str())
+        .push(", time_zone = ")
+        .bind(workflow.schedule.time_zone.as_str())
+        .push(", misfire_strategy = ")
+        .bind(workflow.schedule.misfire.as_str())
+        .push(", params = ")
+        .bind(workflow.params.as_str())
+        .push(", next_fire_ms = ")
+        .bind(workflow.schedule.next_fire_ms)
         .push(" WHERE id = ")
         .bind(workflow.id.0)
         .affected(&mut *db.write().await?)

@@ -743,6 +743,7 @@ pub async fn preview(State(console): State<Shared>, viewer: Viewer, uri: Uri) ->
                     query.get("dst_overlap")
                 ))
                 .map_or(0, |value| value as i32),
+                workflow_id: 0,
             },
         ))
         .await;
