@@ -253,7 +253,11 @@ async fn create_workflows(
             continue;
         };
         let group_id = group_ids.get(&draft.xxl_group_id).copied().ok_or_else(|| {
-            anyhow::anyhow!("internal: group {} of workflow '{}'", draft.xxl_group_id, item.name)
+            anyhow::anyhow!(
+                "internal: group {} of workflow '{}'",
+                draft.xxl_group_id,
+                item.name
+            )
         })?;
         let workflow = draft
             .resolve(&item.name, group_id, |id| job_ids.get(&id).copied(), now_ms)

@@ -20,10 +20,10 @@ use std::fmt::Write as _;
 
 use super::mapping::parse_child_ids;
 use super::plan::{Existing, JobAction, JobItem};
+use crate::model::WorkflowNode;
 use crate::model::validate::{find_child_cycle, short_prefix};
 use crate::model::workflow::{MAX_WORKFLOW_NAME_BYTES, MAX_WORKFLOW_NODES};
 use crate::model::{EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId};
-use crate::model::WorkflowNode;
 use crate::store::xxl_source::XxlJobRow;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -321,7 +321,10 @@ pub fn render(items: &[WorkflowItem], out: &mut String) {
                 "exists  workflow '{name}' from job {root} -> xjob workflow {id} (left as it is)"
             ),
             WorkflowAction::KeepLinks => {
-                format!("links   chain of jobs {} kept as child links", chain.join(","))
+                format!(
+                    "links   chain of jobs {} kept as child links",
+                    chain.join(",")
+                )
             }
         };
         let _ = writeln!(out, "  {line}");
@@ -468,12 +471,7 @@ mod tests {
         let items = plan.workflows.as_ref().expect("workflows planned");
         assert_eq!(
             edges(&items[0]),
-            [
-                "job-1>job-2",
-                "job-1>job-3",
-                "job-2>job-4",
-                "job-3>job-4-2"
-            ]
+            ["job-1>job-2", "job-1>job-3", "job-2>job-4", "job-3>job-4-2"]
         );
         let roots: Vec<Option<i64>> = items.iter().map(|item| item.root).collect();
         assert_eq!(roots, [Some(1), Some(5), Some(6)]);
