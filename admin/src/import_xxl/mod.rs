@@ -17,6 +17,8 @@
 pub mod mapping;
 pub mod plan;
 pub mod workflows;
+#[cfg(test)]
+mod workflows_tests;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;

@@ -12,10 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::mapping::{MapOptions, map_glue_versions, map_group, map_job};
-use super::workflows::{self, WorkflowItem};
+use super::workflows::{self, Found, Imported, WorkflowItem};
 use crate::model::validate::{find_child_cycle, short_prefix};
 use crate::model::{GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus, WorkflowId};
-use crate::store::xxl_source::{XxlGlueRow, XxlSnapshot};
+use crate::store::xxl_source::{XxlGlueRow, XxlJobRow, XxlSnapshot};
 
 /// What xjob already holds that the plan depends on.
 #[derive(Debug, Clone, Default)]
@@ -347,7 +347,7 @@ pub fn build(
     skip_unresolved_children(&mut jobs);
     skip_cycles(&mut jobs);
     let workflows = (options.children_as_workflows)
-        .then(|| workflows::plan(&snapshot.jobs, &mut jobs, existing));
+        .then(|| plan_workflows(&snapshot.jobs, &mut jobs, existing));
     let order = creation_order(&jobs);
     Plan {
         source: source.to_string(),
@@ -357,6 +357,44 @@ pub fn build(
         order,
         workflows,
     }
+}
+
+/// `--children-as-workflows`: the workflows, and the jobs whose child links become their
+/// edges created without those links.
+fn plan_workflows(
+    rows: &[XxlJobRow],
+    jobs: &mut [JobItem],
+    existing: &Existing,
+) -> Vec<WorkflowItem> {
+    let imported: HashMap<i64, Imported> = (jobs.iter())
+        .map(|item| {
+            let imported = match item.action {
+                JobAction::Create(_) => Imported::Create,
+                JobAction::Exists(id) => Imported::Exists(id),
+                JobAction::Skip => Imported::Skip,
+            };
+            (item.xxl_id, imported)
+        })
+        .collect();
+    let found = Found {
+        linked: &existing.linked,
+        workflows_by_name: &existing.workflows_by_name,
+    };
+    let (items, as_edges) = workflows::plan(rows, &imported, found);
+    for item in jobs.iter_mut() {
+        if let JobAction::Create(new) = &mut item.action
+            && as_edges.contains(&item.xxl_id)
+            && !new.xxl_children.is_empty()
+        {
+            let links: Vec<String> = new.xxl_children.iter().map(i64::to_string).collect();
+            item.notes.push(format!(
+                "its child links to {} become workflow edges (--children-as-workflows)",
+                links.join(",")
+            ));
+            new.xxl_children.clear();
+        }
+    }
+    items
 }
 
 /// Children of each job to create, by XXL-JOB id.
