@@ -39,6 +39,13 @@ const START_EVERY: Duration = Duration::from_secs(2);
 /// How long one admin gets to answer a start before the next is asked.
 const TRY_FOR: Duration = Duration::from_secs(3);
 
+/// A workflow to create: its name, its nodes (key, handler) and edges (from, to, condition).
+type Graph<'a> = (
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    &'a [(&'a str, &'a str, pb::WorkflowEdgeCondition)],
+);
+
 /// The workflows the campaign created, and their jobs.
 #[derive(Debug, Clone, Default)]
 pub struct Setup {
@@ -74,7 +81,7 @@ pub async fn create(
         ("check", "load", pb::WorkflowEdgeCondition::OnSuccess),
         ("check", "alert", pb::WorkflowEdgeCondition::OnFailure),
     ];
-    let graphs: [(&str, &[(&str, &str)], &[_]); 2] = [
+    let graphs: [Graph<'_>; 2] = [
         ("campaign-diamond", &diamond, &diamond_edges),
         ("campaign-branch", &branch, &branch_edges),
     ];
