@@ -242,14 +242,18 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     };
     let workflow_runs = workflows::runs(&store, &workflow_setup).await?;
     store.close().await;
+    let kills_ms: Vec<i64> = (timeline.iter())
+        .filter(|happened| {
+            matches!(
+                happened.fault.kind,
+                FaultKind::KillAdmin | FaultKind::KillExecutor
+            )
+        })
+        .map(|happened| happened.injected_ms)
+        .collect();
     let workflow_verdict = options.workflows.then(|| {
-        workflows::check(
-            &workflow_setup,
-            &workflow_runs,
-            &workflow_records,
-            &rows,
-            &starts,
-        )
+        let seen = (workflow_records.as_slice(), rows.as_slice());
+        workflows::check(&workflow_setup, &workflow_runs, seen, &starts, &kills_ms)
     });
     let backfill_verdict = backfill_end.map(|end| {
         let planned: Vec<i64> = (backfill_range.0..=backfill_range.1)

@@ -212,6 +212,8 @@ pub struct Verdict {
     pub cancelled: u64,
     pub node_runs: u64,
     pub skipped_nodes: u64,
+    /// Runs under way (written, not yet ended) when an admin or an executor was killed (-9).
+    pub through_kills: u64,
     pub unfinished: u64,
     pub duplicated: u64,
     pub out_of_order: u64,
@@ -243,17 +245,30 @@ fn edge_holds(condition: EdgeCondition, state: NodeState) -> bool {
 }
 
 /// The verdict over every run of the workflows; `rows` and `records` may hold other jobs'.
+/// `kills_ms`: when admins or executors were killed (-9).
 pub fn check(
     setup: &Setup,
     runs: &[WorkflowRun],
-    records: &[Record],
-    rows: &[LogRow],
+    (records, rows): (&[Record], &[LogRow]),
     starts: &Starts,
+    kills_ms: &[i64],
 ) -> Verdict {
     let mut verdict = Verdict {
         starts_asked: starts.asked.load(Ordering::Relaxed),
         starts_answered: starts.answered.load(Ordering::Relaxed),
         runs: runs.len() as u64,
+        through_kills: (runs.iter())
+            .filter(|run| {
+                let end = if run.finished_ms > 0 {
+                    run.finished_ms
+                } else {
+                    i64::MAX
+                };
+                kills_ms
+                    .iter()
+                    .any(|at| (run.created_ms..=end).contains(at))
+            })
+            .count() as u64,
         ..Verdict::default()
     };
     let rows_by_id: HashMap<i64, &LogRow> = (rows.iter())
@@ -379,8 +394,8 @@ fn check_run(
 pub fn text(verdict: &Verdict) -> String {
     let mut text = format!(
         "workflows: {} starts asked, {} answered; {} runs ({} succeeded, {} failed, {} \
-         cancelled), {} node runs, {} nodes skipped; unfinished {}, duplicated {}, out of order \
-         {}, lost {}\n",
+         cancelled), {} node runs, {} nodes skipped, {} runs under way at a kill -9; unfinished \
+         {}, duplicated {}, out of order {}, lost {}\n",
         verdict.starts_asked,
         verdict.starts_answered,
         verdict.runs,
@@ -389,6 +404,7 @@ pub fn text(verdict: &Verdict) -> String {
         verdict.cancelled,
         verdict.node_runs,
         verdict.skipped_nodes,
+        verdict.through_kills,
         verdict.unfinished,
         verdict.duplicated,
         verdict.out_of_order,
@@ -497,9 +513,9 @@ mod tests {
         check(
             &setup(),
             std::slice::from_ref(run),
-            records,
-            rows,
+            (records, rows),
             &Starts::default(),
+            &[],
         )
     }
 
@@ -510,6 +526,17 @@ mod tests {
         assert!(!verdict.failed_campaign(), "{verdict:?}");
         assert_eq!((verdict.node_runs, verdict.skipped_nodes), (3, 1));
         assert_eq!(verdict.failed, 1);
+        let during = check(
+            &setup(),
+            std::slice::from_ref(&run),
+            (&records, &rows),
+            &Starts::default(),
+            &[1, 5],
+        );
+        assert_eq!(
+            during.through_kills, 1,
+            "a kill at 1 ms, the run from 0 to 1 ms"
+        );
     }
 
     #[test]
