@@ -126,6 +126,27 @@ pub async fn create_job(
         .ok_or_else(|| anyhow::anyhow!("no job returned"))
 }
 
+/// Creates one job (not started, no retries) on the executors' handler `handler`; returns its
+/// id.
+pub async fn create_handler_job(
+    client: &mut JobAdminClient<Channel>,
+    group_id: i64,
+    name: &str,
+    handler: &str,
+) -> anyhow::Result<i64> {
+    let job = pb::Job {
+        handler: handler.into(),
+        ..bench_job(group_id, name.into(), "* * * * * ?".into())
+    };
+    client
+        .create_job(pb::CreateJobRequest { job: Some(job) })
+        .await?
+        .into_inner()
+        .job
+        .map(|job| job.id)
+        .ok_or_else(|| anyhow::anyhow!("no job returned"))
+}
+
 /// Creates one job (not started, no retries) on the executors' `slow` handler with `params`,
 /// under an overlap policy; returns its id.
 pub async fn create_slow_job(

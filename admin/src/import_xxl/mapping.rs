@@ -31,6 +31,8 @@ pub struct MapOptions {
     /// Import running jobs stopped too (started later with `StartJob`, once XXL-JOB's admin no
     /// longer schedules them and their executors are online).
     pub import_stopped: bool,
+    /// Make each tree of child links a workflow instead of child links (`import_xxl::workflows`).
+    pub children_as_workflows: bool,
     pub now_ms: i64,
 }
 
@@ -382,6 +384,7 @@ mod tests {
             },
             time_zone: String::new(),
             import_stopped: false,
+            children_as_workflows: false,
             now_ms: 1_700_000_000_000,
         }
     }

@@ -16,13 +16,16 @@
 
 pub mod mapping;
 pub mod plan;
+pub mod workflows;
+#[cfg(test)]
+mod workflows_tests;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use crate::config::Config;
 use crate::model::validate::JobLimits;
-use crate::model::{GroupId, JobId};
+use crate::model::{GroupId, JobId, WorkflowId};
 use crate::store::{Store, XxlJobImport, xxl_source};
 use mapping::MapOptions;
 use plan::{Existing, GroupAction, JobAction, Plan};
@@ -47,6 +50,10 @@ pub struct ImportArgs {
     /// are online under xjob and XXL-JOB's admin no longer schedules them.
     #[arg(long)]
     pub import_stopped: bool,
+    /// Make each tree of child links a workflow named after its root job, instead of child
+    /// links on the jobs; the root job keeps its schedule, which then starts it alone.
+    #[arg(long)]
+    pub children_as_workflows: bool,
 }
 
 /// Runs the import against the configured xjob database; returns the process exit status:
@@ -80,6 +87,7 @@ async fn plan_and_apply(
         },
         time_zone: args.job_time_zone.clone().unwrap_or_default(),
         import_stopped: args.import_stopped,
+        children_as_workflows: args.children_as_workflows,
         now_ms: crate::model::now_ms(),
     };
     let existing = read_existing(store, source, snapshot).await?;
@@ -121,12 +129,34 @@ async fn read_existing(
         store.xxl_imported_jobs(source).await?.into_iter().collect();
     let ids: Vec<JobId> = imported.values().copied().collect();
     let missing: HashSet<JobId> = store.missing_job_ids(&ids).await?.into_iter().collect();
-    let present = ids.into_iter().filter(|id| !missing.contains(id)).collect();
+    let present: HashSet<JobId> = ids.into_iter().filter(|id| !missing.contains(id)).collect();
+    let present_ids: Vec<JobId> = present.iter().copied().collect();
+    let linked = (store.get_jobs(&present_ids).await?.into_iter())
+        .filter(|(_, job)| !job.child_job_ids.is_empty())
+        .map(|(id, _)| id)
+        .collect();
     Ok(Existing {
         groups_by_app,
         imported,
         present,
+        linked,
+        workflows_by_name: workflows_by_name(store).await?,
     })
+}
+
+/// Every xjob workflow by name, a page at a time.
+async fn workflows_by_name(store: &Store) -> anyhow::Result<HashMap<String, WorkflowId>> {
+    const PAGE: i64 = 500;
+    let mut by_name = HashMap::new();
+    for page in 0.. {
+        let found = store.list_workflows(None, page * PAGE, PAGE).await?;
+        let last = (found.len() as i64) < PAGE;
+        by_name.extend(found.into_iter().map(|w| (w.name, w.id)));
+        if last {
+            break;
+        }
+    }
+    Ok(by_name)
 }
 
 /// Writes the plan: groups, then jobs children first, each resolved to xjob ids.
@@ -195,12 +225,52 @@ async fn apply(
         )?;
         job_ids.insert(item.xxl_id, created.id);
     }
+    let made = create_workflows(store, plan, &group_ids, &job_ids, now_ms, out).await?;
     let (groups, jobs) = (plan.group_tally(), plan.job_tally());
-    writeln!(
+    write!(
         out,
         "done: created {} groups and {} jobs; {} groups and {} jobs were there already; \
          skipped {} groups and {} jobs",
         groups.create, jobs.create, groups.exists, jobs.exists, groups.skip, jobs.skip
     )?;
+    if plan.workflows.is_some() {
+        write!(out, "; created {made} workflows")?;
+    }
+    writeln!(out)?;
     Ok(())
+}
+
+/// Saves the planned workflows (their jobs are written by then); returns how many.
+async fn create_workflows(
+    store: &Store,
+    plan: &Plan,
+    group_ids: &HashMap<i64, GroupId>,
+    job_ids: &HashMap<i64, JobId>,
+    now_ms: i64,
+    out: &mut impl Write,
+) -> anyhow::Result<usize> {
+    let mut made = 0;
+    for item in plan.workflows.iter().flatten() {
+        let workflows::WorkflowAction::Create(draft) = &item.action else {
+            continue;
+        };
+        let group_id = group_ids.get(&draft.xxl_group_id).copied().ok_or_else(|| {
+            anyhow::anyhow!(
+                "internal: group {} of workflow '{}'",
+                draft.xxl_group_id,
+                item.name
+            )
+        })?;
+        let workflow = draft
+            .resolve(&item.name, group_id, |id| job_ids.get(&id).copied(), now_ms)
+            .map_err(|error| anyhow::anyhow!("internal: workflow '{}': {error}", item.name))?;
+        let created = store.insert_workflow(&workflow).await?;
+        writeln!(
+            out,
+            "created workflow '{}' -> xjob workflow {}",
+            item.name, created.id
+        )?;
+        made += 1;
+    }
+    Ok(made)
 }

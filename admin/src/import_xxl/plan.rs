@@ -12,9 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::mapping::{MapOptions, map_glue_versions, map_group, map_job};
+use super::workflows::{self, Found, Imported, WorkflowItem};
 use crate::model::validate::{find_child_cycle, short_prefix};
-use crate::model::{GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus};
-use crate::store::xxl_source::{XxlGlueRow, XxlSnapshot};
+use crate::model::{GlueType, GlueVersion, Group, GroupId, Job, JobId, JobStatus, WorkflowId};
+use crate::store::xxl_source::{XxlGlueRow, XxlJobRow, XxlSnapshot};
 
 /// What xjob already holds that the plan depends on.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +26,10 @@ pub struct Existing {
     pub imported: HashMap<i64, JobId>,
     /// Which xjob jobs of `imported` still exist.
     pub present: HashSet<JobId>,
+    /// Which of `present` have child links in xjob.
+    pub linked: HashSet<JobId>,
+    /// xjob workflows by name (`--children-as-workflows` matches its own by name).
+    pub workflows_by_name: HashMap<String, WorkflowId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +93,8 @@ pub struct Plan {
     pub jobs: Vec<JobItem>,
     /// Indexes into `jobs` of the jobs to create, children before parents.
     pub order: Vec<usize>,
+    /// With `--children-as-workflows`: the workflows made of child links (else `None`).
+    pub workflows: Option<Vec<WorkflowItem>>,
 }
 
 /// Counts of one kind of item.
@@ -175,13 +182,25 @@ impl Plan {
             let _ = writeln!(out, "  {what}");
             write_details(&mut out, &item.reasons, &item.notes);
         }
+        if let Some(items) = &self.workflows {
+            workflows::render(items, &mut out);
+        }
         let (groups, jobs) = (self.group_tally(), self.job_tally());
-        let _ = writeln!(
+        let _ = write!(
             out,
             "plan: groups {} to create, {} existing, {} skipped; jobs {} to create, {} existing, \
              {} skipped",
             groups.create, groups.exists, groups.skip, jobs.create, jobs.exists, jobs.skip
         );
+        if let Some(items) = &self.workflows {
+            let (create, exists, links) = workflows::tally(items);
+            let _ = write!(
+                out,
+                "; workflows {create} to create, {exists} existing, {links} chains kept as child \
+                 links"
+            );
+        }
+        let _ = writeln!(out);
         out
     }
 }
@@ -327,6 +346,8 @@ pub fn build(
         .collect();
     skip_unresolved_children(&mut jobs);
     skip_cycles(&mut jobs);
+    let workflows = (options.children_as_workflows)
+        .then(|| plan_workflows(&snapshot.jobs, &mut jobs, existing));
     let order = creation_order(&jobs);
     Plan {
         source: source.to_string(),
@@ -334,7 +355,46 @@ pub fn build(
         groups,
         jobs,
         order,
+        workflows,
     }
+}
+
+/// `--children-as-workflows`: the workflows, and the jobs whose child links become their
+/// edges created without those links.
+fn plan_workflows(
+    rows: &[XxlJobRow],
+    jobs: &mut [JobItem],
+    existing: &Existing,
+) -> Vec<WorkflowItem> {
+    let imported: HashMap<i64, Imported> = (jobs.iter())
+        .map(|item| {
+            let imported = match item.action {
+                JobAction::Create(_) => Imported::Create,
+                JobAction::Exists(id) => Imported::Exists(id),
+                JobAction::Skip => Imported::Skip,
+            };
+            (item.xxl_id, imported)
+        })
+        .collect();
+    let found = Found {
+        linked: &existing.linked,
+        workflows_by_name: &existing.workflows_by_name,
+    };
+    let (items, as_edges) = workflows::plan(rows, &imported, found);
+    for item in jobs.iter_mut() {
+        if let JobAction::Create(new) = &mut item.action
+            && as_edges.contains(&item.xxl_id)
+            && !new.xxl_children.is_empty()
+        {
+            let links: Vec<String> = new.xxl_children.iter().map(i64::to_string).collect();
+            item.notes.push(format!(
+                "its child links to {} become workflow edges (--children-as-workflows)",
+                links.join(",")
+            ));
+            new.xxl_children.clear();
+        }
+    }
+    items
 }
 
 /// Children of each job to create, by XXL-JOB id.
@@ -468,6 +528,7 @@ mod tests {
             },
             time_zone: String::new(),
             import_stopped: false,
+            children_as_workflows: false,
             now_ms: 1_700_000_000_000,
         }
     }
@@ -583,6 +644,7 @@ mod tests {
             groups_by_app: HashMap::from([("app-one".to_string(), GroupId(40))]),
             imported: HashMap::from([(1, JobId(100)), (2, JobId(101))]),
             present: HashSet::from([JobId(100)]),
+            ..Existing::default()
         };
         let plan = build(
             &snapshot(vec![job(1, ""), job(2, "1")]),

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, MySqlConnection};
 use xjob_admin::model::{
-    AddressType, BlockStrategy, GlueType, Job, JobStatus, MisfireStrategy, RouteStrategy,
-    ScheduleType,
+    AddressType, BlockStrategy, EdgeCondition, GlueType, Job, JobStatus, MisfireStrategy,
+    RouteStrategy, ScheduleType,
 };
 use xjob_admin::store::{JobFilter, Store};
 use xjob_proto::pb;
@@ -1024,5 +1024,156 @@ fn an_unreachable_or_non_mysql_source_is_named_at_once() -> anyhow::Result<()> {
     let (code, stderr) = import_error("postgres://xjob:pw@127.0.0.1:5432/xxl_job")?;
     assert_ne!(code, 0);
     assert!(stderr.contains("is not a MySQL URL"), "{stderr}");
+    Ok(())
+}
+
+/// `--children-as-workflows` on a dump with a chain (1 -> 2 -> 3), a fan-out tree (10 -> 11,
+/// 12; 11 -> 13), a cycle below a root (20 -> 21, 23; 21 -> 22 -> 21) and a job with no link
+/// (30): the dry run lists the workflows and writes none; the import saves one workflow per
+/// tree, over the imported jobs, which keep no child links; the root keeps its schedule; the
+/// cycle is named and its chain imported as child links; a second import creates nothing.
+#[tokio::test]
+async fn imports_child_chains_as_workflows_once() -> anyhow::Result<()> {
+    let Some(base_url) = common::cluster::env_or_skip("XJOB_TEST_MYSQL_URL", "MariaDB") else {
+        return Ok(());
+    };
+    let database = XxlDatabase::create(&base_url, Layout::V3).await?;
+    let url = database.url();
+    let outcome = tokio::spawn(async move {
+        fill_chains(&url).await?;
+        check_chains_as_workflows(&url).await
+    })
+    .await;
+    database.drop_database().await;
+    finish(outcome)
+}
+
+async fn fill_chains(url: &str) -> anyhow::Result<()> {
+    let mut conn = MySqlConnection::connect(url).await?;
+    conn.execute(
+        "INSERT INTO xxl_job_group (id, app_name, title, address_type, address_list) \
+         VALUES (1, 'chain-executor', 'Chains', 0, NULL)",
+    )
+    .await?;
+    let jobs: [(i64, &str, &str, bool); 12] = [
+        (1, "nightly export", "2", true),
+        (2, "compress", "3", false),
+        (3, "upload", "", false),
+        (10, "fan out", "11,12,", true),
+        (11, "left", "13", false),
+        (12, "right", "", false),
+        (13, "left leaf", "", false),
+        (20, "cyclic root", "21,23", false),
+        (21, "ping", "22", false),
+        (22, "pong", "21", false),
+        (23, "beside the cycle", "", false),
+        (30, "alone", "", true),
+    ];
+    for (id, desc, children, running) in jobs {
+        sqlx::query(
+            "INSERT INTO xxl_job_info (id, job_group, job_desc, schedule_type, schedule_conf, \
+             misfire_strategy, executor_route_strategy, executor_handler, \
+             executor_block_strategy, glue_type, child_jobid, trigger_status) \
+             VALUES (?, 1, ?, 'CRON', '0 0 3 * * ?', 'DO_NOTHING', 'FIRST', 'demoJobHandler', \
+             'SERIAL_EXECUTION', 'BEAN', ?, ?)",
+        )
+        .bind(id)
+        .bind(desc)
+        .bind(children)
+        .bind(i32::from(running))
+        .execute(&mut conn)
+        .await?;
+    }
+    conn.close().await?;
+    Ok(())
+}
+
+async fn check_chains_as_workflows(from: &str) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let flags = ["--children-as-workflows"];
+    let (code, plan) = import(from, dir.path(), &["--children-as-workflows", "--dry-run"])?;
+    assert_eq!(code, 2, "the jobs on the cycle are skipped: exit status 2");
+    let chain = entry(&plan, "create  workflow 'nightly export (XXL-JOB job 1)'");
+    assert!(
+        chain.contains("from job 1: 3 nodes, 2 edges (job-1 -> job-2, job-2 -> job-3)"),
+        "{plan}"
+    );
+    assert!(chain.contains("job 1 keeps its schedule"), "{chain}");
+    assert!(
+        plan.contains(
+            "create  workflow 'fan out (XXL-JOB job 10)' from job 10: 4 nodes, 3 edges \
+             (job-10 -> job-11, job-10 -> job-12, job-11 -> job-13)"
+        ),
+        "{plan}"
+    );
+    let cycle = entry(&plan, "links   chain of jobs 20,21,22,23");
+    assert!(cycle.contains("cycle 21 -> 22 -> 21"), "{plan}");
+    assert!(
+        entry(&plan, "create  job 1 ").contains("child links to 2 become workflow edges"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("workflows 2 to create, 0 existing, 1 chains kept as child links"),
+        "{plan}"
+    );
+    let store = xjob_store(dir.path()).await?;
+    assert!(
+        store.list_workflows(None, 0, 10).await?.is_empty(),
+        "dry run"
+    );
+    store.close().await;
+
+    let (code, out) = import(from, dir.path(), &flags)?;
+    assert_eq!(code, 2);
+    assert!(out.contains("created 2 workflows"), "{out}");
+    let store = xjob_store(dir.path()).await?;
+    let jobs = all_jobs(&store).await?;
+    let id = |name: &str| by_name(&jobs, name).map(|job| job.id);
+    let workflows = store.list_workflows(None, 0, 10).await?;
+    assert_eq!(workflows.len(), 2, "{workflows:?}");
+    let nightly = &workflows[0];
+    assert_eq!(nightly.name, "nightly export (XXL-JOB job 1)");
+    assert_eq!(nightly.group_id, by_name(&jobs, "upload")?.group_id);
+    let node_jobs: Vec<_> = nightly.nodes.iter().map(|node| node.job_id).collect();
+    assert_eq!(
+        node_jobs,
+        [id("nightly export")?, id("compress")?, id("upload")?]
+    );
+    assert!(
+        (nightly.edges.iter()).all(|edge| edge.condition == EdgeCondition::OnSuccess),
+        "{nightly:?}"
+    );
+    assert_eq!(workflows[1].nodes.len(), 4);
+    for name in ["nightly export", "compress", "fan out", "left"] {
+        assert!(by_name(&jobs, name)?.child_job_ids.is_empty(), "{name}");
+    }
+    let root = by_name(&jobs, "nightly export")?;
+    assert_eq!(
+        root.status,
+        JobStatus::Running,
+        "the root keeps its schedule"
+    );
+    assert_eq!(root.schedule_conf, "0 0 3 * * ?");
+    // The cycle's chain: as without the option, the jobs on the cycle and their parent are
+    // skipped, the rest is imported.
+    assert!(by_name(&jobs, "beside the cycle").is_ok());
+    for name in ["cyclic root", "ping", "pong"] {
+        assert!(by_name(&jobs, name).is_err(), "{name} is skipped");
+    }
+    store.close().await;
+
+    let (code, again) = import(from, dir.path(), &flags)?;
+    assert_eq!(code, 2);
+    assert!(
+        again.contains(
+            "exists  workflow 'nightly export (XXL-JOB job 1)' from job 1 -> xjob workflow"
+        ),
+        "{again}"
+    );
+    assert!(again.contains("created 0 groups and 0 jobs"), "{again}");
+    assert!(again.contains("created 0 workflows"), "{again}");
+    let store = xjob_store(dir.path()).await?;
+    assert_eq!(store.list_workflows(None, 0, 10).await?.len(), 2);
+    store.close().await;
     Ok(())
 }

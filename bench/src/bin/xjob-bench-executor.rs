@@ -16,6 +16,9 @@
 //! and a restarted executor appends to the same file. `XJOB_BENCH_ADVERTISE` sets the address
 //! the admins dial (the campaign's fault proxy in front of the executor).
 //!
+//! A third handler, `fail`, records its start like `noop` and fails (the campaign's
+//! workflows' error branch).
+//!
 //! A second handler, `slow`, stands for work that takes a while (the campaign's overlap
 //! policy jobs): its parameters `STEP_MS:D1,D2,…` make the occurrence at `scheduled_at_ms`
 //! take `D[(scheduled_at_ms / STEP_MS) % len]` milliseconds (cut short when the run is killed).
@@ -27,7 +30,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use xjob_executor::{Executor, JobContext, JobOutput, JobResult};
+use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 
 type Records = Arc<Mutex<Vec<(i64, i64, i64)>>>;
 
@@ -155,6 +158,11 @@ async fn main() -> anyhow::Result<()> {
             JobResult::Ok(JobOutput::default())
         }
     };
+    let fail_recording = recorder.clone();
+    let fail = move |ctx: JobContext| {
+        fail_recording.record(ctx.job_id(), ctx.scheduled_at_ms(), now_ms());
+        async { JobResult::Err(JobError::new("the campaign's failing step")) }
+    };
     let log_dir = run_log_root().join(format!("xjob-bench-executor-{}", std::process::id()));
     let mut builder = Executor::builder()
         .app_name("xjob-bench")
@@ -162,7 +170,8 @@ async fn main() -> anyhow::Result<()> {
         .bind(bind.clone())
         .log_dir(&log_dir)
         .handler("noop", handler)
-        .handler("slow", slow);
+        .handler("slow", slow)
+        .handler("fail", fail);
     if let Ok(advertised) = std::env::var("XJOB_BENCH_ADVERTISE") {
         builder = builder.advertise_address(advertised);
     }

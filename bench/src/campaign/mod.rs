@@ -12,6 +12,7 @@
 //! - `checker`: the verdict per occurrence;
 //! - `backfill`: the backfill run under the same faults, and its verdict;
 //! - `overlap`: jobs under overlap policies whose runs outlast their period, and their verdict;
+//! - `workflows`: workflows started again and again under the faults, and their verdict;
 //! - `report`: the timeline, the table, the JSON line.
 
 pub mod backfill;
@@ -24,6 +25,7 @@ pub mod overlap;
 pub mod plan;
 pub mod proxy;
 pub mod report;
+pub mod workflows;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -153,6 +155,7 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     // Never started: it runs only what its backfill creates.
     let backfill_job = grpc::create_job(&mut client, group_id, "backfill", "* * * * * ?").await?;
     let overlap_jobs = overlap::create(&mut client, group_id, options.overlap).await?;
+    let workflow_setup = workflows::create(&mut client, group_id, options.workflows).await?;
     let mut started: Vec<i64> = job_ids.clone();
     started.extend(overlap_jobs.iter().map(|job| job.id));
     let first_fire_ms = grpc::start_jobs(&client, &started).await?;
@@ -186,6 +189,12 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Started until the faults stop, so the last runs end within the settle time and drain.
+    let (starts, starter) = workflows::start_repeatedly(
+        urls.clone(),
+        workflow_setup.workflow_ids.clone(),
+        window_end_ms - options.settle as i64 * 1000,
+    );
     let mut timeline = Vec::new();
     for fault in faults {
         crate::disrupt::sleep_until_ms(window_start_ms + fault.at.as_millis() as i64).await;
@@ -193,6 +202,7 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         timeline.push(inject::inject(&mut cluster, fault).await);
     }
     sleep_until_ms(window_end_ms + args.drain as i64 * 1000, "window and drain").await;
+    starter.abort();
     let most_waiting = watcher.stop();
     cluster.stop_processes()?;
 
@@ -211,7 +221,15 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         },
     );
     // The overlap jobs' runs are not the every-second jobs' (they would be off their schedule).
-    records.retain(|record| !overlap_jobs.iter().any(|job| job.id == record.0));
+    let workflow_records: Vec<_> = (records.iter())
+        .filter(|record| workflow_setup.job_ids.contains(&record.0))
+        .copied()
+        .collect();
+    // Nor are the workflows' nodes' runs (checked on their own above).
+    records.retain(|record| {
+        !overlap_jobs.iter().any(|job| job.id == record.0)
+            && !workflow_setup.job_ids.contains(&record.0)
+    });
     let backfill_end = match backfill_id {
         Some(id) => Some(
             store
@@ -222,7 +240,21 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let workflow_runs = workflows::runs(&store, &workflow_setup).await?;
     store.close().await;
+    let kills_ms: Vec<i64> = (timeline.iter())
+        .filter(|happened| {
+            matches!(
+                happened.fault.kind,
+                FaultKind::KillAdmin | FaultKind::KillExecutor
+            )
+        })
+        .map(|happened| happened.injected_ms)
+        .collect();
+    let workflow_verdict = options.workflows.then(|| {
+        let seen = (workflow_records.as_slice(), rows.as_slice());
+        workflows::check(&workflow_setup, &workflow_runs, seen, &starts, &kills_ms)
+    });
     let backfill_verdict = backfill_end.map(|end| {
         let planned: Vec<i64> = (backfill_range.0..=backfill_range.1)
             .step_by(1000)
@@ -243,7 +275,12 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         &rows,
         MISFIRE_THRESHOLD_MS,
     );
-    let verdicts = (verdict, backfill_verdict, overlap_verdicts);
+    let verdicts = (
+        verdict,
+        backfill_verdict,
+        overlap_verdicts,
+        workflow_verdict,
+    );
     finish(args, plan, seed, &timeline, verdicts, window_start_ms)
 }
 
@@ -253,10 +290,11 @@ fn finish(
     plan: &Plan,
     seed: u64,
     timeline: &[inject::Happened],
-    (verdict, backfill, overlap): (
+    (verdict, backfill, overlap, workflows): (
         checker::Verdict,
         Option<backfill::Verdict>,
         Vec<overlap::Verdict>,
+        Option<workflows::Verdict>,
     ),
     window_start_ms: i64,
 ) -> anyhow::Result<()> {
@@ -271,7 +309,13 @@ fn finish(
     if !overlap.is_empty() {
         eprint!("{}", overlap::text(&overlap));
     }
+    if let Some(workflows) = &workflows {
+        eprint!("{}", workflows::text(workflows));
+    }
     let failed = verdict.failed_campaign()
+        || workflows
+            .as_ref()
+            .is_some_and(workflows::Verdict::failed_campaign)
         || backfill
             .as_ref()
             .is_some_and(backfill::Verdict::failed_campaign)
@@ -290,6 +334,7 @@ fn finish(
         verdict,
         backfill,
         overlap,
+        workflows,
         misfire_threshold_ms: MISFIRE_THRESHOLD_MS,
         commit: crate::processes::git_commit(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))),
     };
@@ -310,10 +355,15 @@ fn finish(
         .filter(|verdict| verdict.failed_campaign())
         .map(|verdict| verdict.policy.as_str())
         .collect();
+    let workflows_failed = line
+        .workflows
+        .as_ref()
+        .is_some_and(workflows::Verdict::failed_campaign);
     anyhow::ensure!(
         !failed,
         "campaign with seed {seed}: {} occurrences lost, {} duplicated; backfill: {} lost, {} \
-         duplicated; overlap policies failed: {overlap_failed:?} (timeline and tables above)",
+         duplicated; overlap policies failed: {overlap_failed:?}; workflows failed: \
+         {workflows_failed} (timeline and tables above)",
         line.verdict.lost,
         line.verdict.duplicated,
         backfill_lost,

@@ -31,4 +31,8 @@ pub struct Options {
     /// faults; 0 for none.
     #[arg(long, default_value_t = 2)]
     pub overlap: usize,
+    /// Campaign: start a diamond workflow and one with a failing step and its error branch,
+    /// in turn every 2 s during the window, under the same faults (false: none).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub workflows: bool,
 }

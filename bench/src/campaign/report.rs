@@ -27,6 +27,8 @@ pub struct CampaignLine {
     pub backfill: Option<super::backfill::Verdict>,
     /// The overlap policies' verdicts, one per policy (none with `--overlap 0`).
     pub overlap: Vec<super::overlap::Verdict>,
+    /// The workflows' verdict (none with `--workflows false`).
+    pub workflows: Option<super::workflows::Verdict>,
     pub misfire_threshold_ms: i64,
     pub commit: String,
 }

@@ -1,0 +1,215 @@
+//! Tests of `--children-as-workflows` through the whole plan (`plan::build`), in a file of
+//! their own: `workflows` sits below `plan`, which calls it.
+
+use std::collections::{HashMap, HashSet};
+
+use super::mapping::MapOptions;
+use super::plan::{Existing, JobAction, Plan, build};
+use super::workflows::{WorkflowAction, WorkflowDraft, WorkflowItem, workflow_name};
+use crate::model::validate::JobLimits;
+use crate::model::workflow::MAX_WORKFLOW_NAME_BYTES;
+use crate::model::{EdgeCondition, GroupId, JobId, WorkflowId};
+use crate::store::xxl_source::XxlJobRow;
+use crate::store::xxl_source::{XxlGroupRow, XxlSnapshot};
+
+fn job(id: i64, children: &str) -> XxlJobRow {
+    XxlJobRow {
+        id,
+        job_group: 1,
+        job_desc: format!("job {id}"),
+        schedule_type: "FIX_RATE".into(),
+        schedule_conf: "60".into(),
+        executor_route_strategy: "FIRST".into(),
+        executor_handler: "h".into(),
+        glue_type: "BEAN".into(),
+        child_jobid: children.into(),
+        ..XxlJobRow::default()
+    }
+}
+
+fn plan_of(jobs: Vec<XxlJobRow>, existing: &Existing) -> Plan {
+    let snapshot = XxlSnapshot {
+        layout: "test".into(),
+        groups: vec![XxlGroupRow {
+            id: 1,
+            app_name: "app-one".into(),
+            title: "app-one".into(),
+            address_type: 0,
+            address_list: String::new(),
+            access_token: String::new(),
+        }],
+        jobs,
+        glue_versions: Vec::new(),
+        max_log_id: 0,
+    };
+    let options = MapOptions {
+        limits: JobLimits {
+            max_params_bytes: 1024,
+            default_time_zone: chrono_tz::UTC,
+        },
+        time_zone: String::new(),
+        import_stopped: false,
+        children_as_workflows: true,
+        now_ms: 1_700_000_000_000,
+    };
+    build(&snapshot, existing, &options, "h:3306/x")
+}
+
+fn edges(item: &WorkflowItem) -> Vec<String> {
+    match &item.action {
+        WorkflowAction::Create(draft) => (draft.edges.iter())
+            .map(|(from, to)| format!("{from}>{to}"))
+            .collect(),
+        other => panic!("not created: {other:?} {:?}", item.reasons),
+    }
+}
+
+fn children(plan: &Plan, xxl_id: i64) -> Vec<i64> {
+    let item = plan.jobs.iter().find(|item| item.xxl_id == xxl_id);
+    match item.map(|item| &item.action) {
+        Some(JobAction::Create(new)) => new.xxl_children.clone(),
+        other => panic!("job {xxl_id} is not created: {other:?}"),
+    }
+}
+
+#[test]
+fn a_chain_and_a_fan_out_become_one_workflow_each_without_child_links() {
+    // Chain 1 -> 2 -> 3; tree 10 -> {11, 12}, 11 -> 13; job 20 has no link.
+    let rows = vec![
+        job(1, "2"),
+        job(2, "3"),
+        job(3, ""),
+        job(10, "11,12"),
+        job(11, "13"),
+        job(12, ""),
+        job(13, ""),
+        job(20, ""),
+    ];
+    let plan = plan_of(rows, &Existing::default());
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items[0].name, "job 1 (XXL-JOB job 1)");
+    assert_eq!(edges(&items[0]), ["job-1>job-2", "job-2>job-3"]);
+    assert_eq!(
+        edges(&items[1]),
+        ["job-10>job-11", "job-10>job-12", "job-11>job-13"]
+    );
+    for id in [1, 2, 10, 11] {
+        assert!(children(&plan, id).is_empty(), "job {id} keeps child links");
+    }
+    let text = plan.render();
+    assert!(
+        text.contains("create  workflow 'job 1 (XXL-JOB job 1)' from job 1: 3 nodes"),
+        "{text}"
+    );
+    assert!(text.contains("workflows 2 to create, 0 existing, 0 chains"));
+}
+
+#[test]
+fn a_job_reached_by_two_paths_is_one_node_per_path_and_shared_children_go_in_both() {
+    // Diamond 1 -> {2, 3} -> 4; roots 5 and 6 share child 7.
+    let rows = vec![
+        job(1, "2,3"),
+        job(2, "4"),
+        job(3, "4"),
+        job(4, ""),
+        job(5, "7"),
+        job(6, "7"),
+        job(7, ""),
+    ];
+    let plan = plan_of(rows, &Existing::default());
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    assert_eq!(
+        edges(&items[0]),
+        ["job-1>job-2", "job-1>job-3", "job-2>job-4", "job-3>job-4-2"]
+    );
+    let roots: Vec<Option<i64>> = items.iter().map(|item| item.root).collect();
+    assert_eq!(roots, [Some(1), Some(5), Some(6)]);
+    assert_eq!(edges(&items[1]), ["job-5>job-7"]);
+    assert_eq!(edges(&items[2]), ["job-6>job-7"]);
+}
+
+#[test]
+fn a_cycle_keeps_its_chain_as_child_links_and_names_the_cycle() {
+    // 1 -> 2 -> 3 -> 2 (a cycle below root 1), 1 -> 4; beside it a clean chain 8 -> 9.
+    let rows = vec![
+        job(1, "2,4"),
+        job(2, "3"),
+        job(3, "2"),
+        job(4, ""),
+        job(8, "9"),
+        job(9, ""),
+    ];
+    let plan = plan_of(rows, &Existing::default());
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items[0].action, WorkflowAction::KeepLinks);
+    assert_eq!(items[0].chain, [1, 2, 3, 4]);
+    assert!(
+        items[0].reasons[0].contains("cycle 2 -> 3 -> 2"),
+        "{:?}",
+        items[0].reasons
+    );
+    assert_eq!(edges(&items[1]), ["job-8>job-9"]);
+    let text = plan.render();
+    assert!(
+        text.contains("links   chain of jobs 1,2,3,4 kept as child links"),
+        "{text}"
+    );
+    assert!(text.contains("1 chains kept as child links"), "{text}");
+}
+
+#[test]
+fn a_second_import_finds_its_workflows_and_spares_jobs_with_child_links() {
+    let rows = || vec![job(1, "2"), job(2, ""), job(5, "6"), job(6, "")];
+    let existing = Existing {
+        imported: HashMap::from([
+            (1, JobId(101)),
+            (2, JobId(102)),
+            (5, JobId(105)),
+            (6, JobId(106)),
+        ]),
+        present: HashSet::from([JobId(101), JobId(102), JobId(105), JobId(106)]),
+        linked: HashSet::from([JobId(105)]),
+        workflows_by_name: HashMap::from([("job 1 (XXL-JOB job 1)".into(), WorkflowId(7))]),
+        ..Existing::default()
+    };
+    let plan = plan_of(rows(), &existing);
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    assert_eq!(items[0].action, WorkflowAction::Exists(WorkflowId(7)));
+    assert_eq!(items[1].action, WorkflowAction::KeepLinks);
+    assert!(items[1].reasons[0].contains("xjob job 105 with its child links"));
+    // Without the workflow of job 1, and its jobs without links, it is made again.
+    let existing = Existing {
+        workflows_by_name: HashMap::new(),
+        ..existing
+    };
+    let plan = plan_of(rows(), &existing);
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    assert_eq!(edges(&items[0]), ["job-1>job-2"]);
+}
+
+#[test]
+fn a_draft_resolves_to_a_valid_workflow_and_long_names_are_cut() {
+    let draft = WorkflowDraft {
+        xxl_group_id: 1,
+        nodes: vec![("job-1".into(), 1), ("job-2".into(), 2)],
+        edges: vec![("job-1".into(), "job-2".into())],
+    };
+    let ids = HashMap::from([(1, JobId(11)), (2, JobId(12))]);
+    let workflow = draft
+        .resolve("w", GroupId(3), |id| ids.get(&id).copied(), 5)
+        .expect("valid");
+    assert_eq!(workflow.nodes[1].job_id, JobId(12));
+    assert_eq!(workflow.edges[0].condition, EdgeCondition::OnSuccess);
+    assert!(
+        draft
+            .resolve("w", GroupId(3), |_| None, 5)
+            .unwrap_err()
+            .contains("job 1 unresolved")
+    );
+    let mut row = job(42, "");
+    row.job_desc = "é".repeat(300);
+    let name = workflow_name(&row);
+    assert!(name.len() <= MAX_WORKFLOW_NAME_BYTES && name.ends_with("(XXL-JOB job 42)"));
+}
