@@ -94,6 +94,10 @@ impl WorkflowDraft {
             nodes,
             edges,
             updated_ms: now_ms,
+            // The root job keeps XXL-JOB's schedule (see the migrating guide): the workflow
+            // is started by hand or given a schedule after the import.
+            schedule: Default::default(),
+            params: String::new(),
         };
         crate::model::workflow::validate_workflow(&workflow)
             .map_err(|refusal| refusal.to_string())?;

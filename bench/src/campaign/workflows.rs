@@ -453,6 +453,8 @@ mod tests {
                 edge("check", "alert", EdgeCondition::OnFailure),
             ],
             updated_ms: 0,
+            schedule: Default::default(),
+            params: String::new(),
         }
     }
 
@@ -469,6 +471,7 @@ mod tests {
             state,
             log_id: LogId(log_id),
             updated_ms: 0,
+            skipped_by: String::new(),
         }
     }
 
@@ -494,6 +497,10 @@ mod tests {
             params: String::new(),
             created_ms: 0,
             finished_ms: 1,
+            generation: 0,
+            traceparent: String::new(),
+            trigger_type: xjob_admin::model::TriggerType::Manual,
+            scheduled_at_ms: 0,
             nodes: vec![
                 node("extract", NodeState::Succeeded, 10),
                 node("check", NodeState::Failed, 11),
