@@ -13,6 +13,9 @@ use xjob_admin::Config;
 /// mimalloc returns freed pages to the system shortly after they are freed; glibc's `malloc`
 /// kept the memory of each second's burst of runs in per-thread arenas (docs/benchmarks.md,
 /// *Admin memory*). Only the `xjob` binary sets it: the library leaves the choice to its user.
+/// The `mimalloc` feature (on by default) is off in a build with `--no-default-features`, which
+/// allocates with glibc's `malloc`: the comparison the allocator has to keep earning.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
