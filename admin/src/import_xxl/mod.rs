@@ -51,7 +51,8 @@ pub struct ImportArgs {
     #[arg(long)]
     pub import_stopped: bool,
     /// Make each tree of child links a workflow named after its root job, instead of child
-    /// links on the jobs; the root job keeps its schedule, which then starts it alone.
+    /// links on the jobs; the root job's CRON or FIX_RATE schedule moves to the workflow, so
+    /// each time runs the whole chain, and the root is created without one.
     #[arg(long)]
     pub children_as_workflows: bool,
 }
@@ -105,7 +106,8 @@ async fn plan_and_apply(
     if args.dry_run {
         writeln!(stdout, "dry run: nothing was written")?;
     } else {
-        apply(store, &plan, &existing, source, options.now_ms, &mut stdout).await?;
+        let at = (options.now_ms, options.limits.default_time_zone);
+        apply(store, &plan, &existing, source, at, &mut stdout).await?;
         store.raise_log_ids_past(snapshot.max_log_id).await?;
     }
     stdout.flush()?;
@@ -165,7 +167,7 @@ async fn apply(
     plan: &Plan,
     existing: &Existing,
     source: &str,
-    now_ms: i64,
+    (now_ms, default_tz): (i64, chrono_tz::Tz),
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let mut group_ids: HashMap<i64, GroupId> = HashMap::new();
@@ -225,7 +227,8 @@ async fn apply(
         )?;
         job_ids.insert(item.xxl_id, created.id);
     }
-    let made = create_workflows(store, plan, &group_ids, &job_ids, now_ms, out).await?;
+    let at = (now_ms, default_tz);
+    let made = create_workflows(store, plan, &group_ids, &job_ids, at, out).await?;
     let (groups, jobs) = (plan.group_tally(), plan.job_tally());
     write!(
         out,
@@ -246,7 +249,7 @@ async fn create_workflows(
     plan: &Plan,
     group_ids: &HashMap<i64, GroupId>,
     job_ids: &HashMap<i64, JobId>,
-    now_ms: i64,
+    (now_ms, default_tz): (i64, chrono_tz::Tz),
     out: &mut impl Write,
 ) -> anyhow::Result<usize> {
     let mut made = 0;
@@ -262,7 +265,13 @@ async fn create_workflows(
             )
         })?;
         let workflow = draft
-            .resolve(&item.name, group_id, |id| job_ids.get(&id).copied(), now_ms)
+            .resolve(
+                &item.name,
+                group_id,
+                |id| job_ids.get(&id).copied(),
+                now_ms,
+                default_tz,
+            )
             .map_err(|error| anyhow::anyhow!("internal: workflow '{}': {error}", item.name))?;
         let created = store.insert_workflow(&workflow).await?;
         writeln!(

@@ -380,7 +380,10 @@ fn plan_workflows(
         linked: &existing.linked,
         workflows_by_name: &existing.workflows_by_name,
     };
-    let (items, as_edges) = workflows::plan(rows, &imported, found);
+    let (mut items, as_edges) = workflows::plan(rows, &imported, found);
+    for item in &mut items {
+        move_root_schedule(item, jobs);
+    }
     for item in jobs.iter_mut() {
         if let JobAction::Create(new) = &mut item.action
             && as_edges.contains(&item.xxl_id)
@@ -395,6 +398,40 @@ fn plan_workflows(
         }
     }
     items
+}
+
+/// Gives a workflow to create its root's schedule (`workflows::take_root_schedule`); the
+/// workflow's and the root's notes say where the schedule went.
+fn move_root_schedule(item: &mut WorkflowItem, jobs: &mut [JobItem]) {
+    let (workflows::WorkflowAction::Create(draft), Some(root)) = (&mut item.action, item.root)
+    else {
+        return;
+    };
+    let Some(job) = jobs.iter_mut().find(|job| job.xxl_id == root) else {
+        return;
+    };
+    let note = match &mut job.action {
+        JobAction::Create(new) => match workflows::take_root_schedule(draft, &mut new.job) {
+            Ok(()) => {
+                job.notes.push(format!(
+                    "its schedule moves to workflow '{}' (--children-as-workflows); it is \
+                     created without one",
+                    short_prefix(&item.name)
+                ));
+                format!(
+                    "job {root}'s schedule moves to the workflow, so each time runs the whole \
+                     chain; job {root} is created without a schedule (stopped, it can still be \
+                     triggered alone)"
+                )
+            }
+            Err(why) => format!("job {root} keeps its schedule: {why}"),
+        },
+        _ => format!(
+            "job {root} was imported before and keeps its schedule, which starts it alone; \
+             start the workflow to run the chain, or move the schedule to it by hand"
+        ),
+    };
+    item.notes.push(note);
 }
 
 /// Children of each job to create, by XXL-JOB id.

@@ -7,6 +7,15 @@
 //! unfolded: such a job becomes one node per path (`job-7`, `job-7-2`), which keeps the number
 //! of runs XXL-JOB had. Every edge is `ON_SUCCESS`, XXL-JOB's only condition.
 //!
+//! In XXL-JOB a fire of the root's schedule runs the whole tree, so the root's CRON or FIX_RATE
+//! schedule (zone and misfire strategy too) moves onto the workflow and the root is created
+//! without one (stopped, as xjob keeps every job without a schedule; it can still be triggered
+//! alone). The workflow keeps no params of its own: XXL-JOB starts each child with the child's
+//! params, and a node without workflow params gets its job's. The schedule stays on the root,
+//! and the plan says why, when workflows cannot hold it (FIX_DELAY), when there is none, when
+//! the root is created stopped (a workflow has no stopped state, it would fire at once) or when
+//! the root was imported before.
+//!
 //! The choice is made per connected set of linked jobs (a "chain"): either all of its links
 //! become workflows, or all stay child links. A chain stays as child links, with the reason in
 //! the plan, when its links form a cycle (XXL-JOB allows them, xjob refuses them in both forms,
@@ -19,10 +28,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::mapping::parse_child_ids;
-use crate::model::WorkflowNode;
+use chrono_tz::Tz;
+
 use crate::model::validate::{find_child_cycle, short_prefix};
 use crate::model::workflow::{MAX_WORKFLOW_NAME_BYTES, MAX_WORKFLOW_NODES};
+use crate::model::workflow_schedule::{WorkflowSchedule, validate_workflow_schedule};
 use crate::model::{EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId};
+use crate::model::{Job, JobStatus, ScheduleType, WorkflowNode};
 use crate::store::xxl_source::XxlJobRow;
 
 /// What the plan does with a job, as far as workflows care.
@@ -60,16 +72,20 @@ pub struct WorkflowDraft {
     pub nodes: Vec<(String, i64)>,
     /// (parent key, child key).
     pub edges: Vec<(String, String)>,
+    /// The root job's schedule when it moves here (see [`take_root_schedule`]), else NONE.
+    pub schedule: WorkflowSchedule,
 }
 
 impl WorkflowDraft {
-    /// The workflow, once its group and jobs have xjob ids (`None` for one still unknown).
+    /// The workflow, once its group and jobs have xjob ids (`None` for one still unknown), with
+    /// its schedule's first time after `now_ms` (read in `default_tz` when it names no zone).
     pub fn resolve(
         &self,
         name: &str,
         group_id: GroupId,
         job_id: impl Fn(i64) -> Option<JobId>,
         now_ms: i64,
+        default_tz: Tz,
     ) -> Result<Workflow, String> {
         let mut nodes = Vec::with_capacity(self.nodes.len());
         for (key, xxl_id) in &self.nodes {
@@ -87,20 +103,24 @@ impl WorkflowDraft {
                 condition: EdgeCondition::OnSuccess,
             })
             .collect();
-        let workflow = Workflow {
+        let mut workflow = Workflow {
             id: WorkflowId(0),
             group_id,
             name: name.to_string(),
             nodes,
             edges,
             updated_ms: now_ms,
-            // The root job keeps XXL-JOB's schedule (see the migrating guide): the workflow
-            // is started by hand or given a schedule after the import.
-            schedule: Default::default(),
+            schedule: self.schedule.clone(),
+            // Each node runs with its own job's params, as each XXL-JOB child did.
             params: String::new(),
         };
         crate::model::workflow::validate_workflow(&workflow)
             .map_err(|refusal| refusal.to_string())?;
+        validate_workflow_schedule(&workflow.schedule, &workflow.params, default_tz)
+            .map_err(|refusal| refusal.to_string())?;
+        if workflow.schedule.schedule_type != ScheduleType::None {
+            workflow.schedule.next_fire_ms = workflow.schedule.next_after(default_tz, now_ms);
+        }
         Ok(workflow)
     }
 }
@@ -114,6 +134,47 @@ pub struct WorkflowItem {
     pub chain: Vec<i64>,
     pub action: WorkflowAction,
     pub reasons: Vec<String>,
+    /// What happens to the root's schedule.
+    pub notes: Vec<String>,
+}
+
+/// Moves `root`'s schedule onto `draft` and leaves the root without one (stopped: it runs
+/// only when triggered or as the workflow's node). `Err` says why the schedule stays on the
+/// root; nothing is changed then.
+pub fn take_root_schedule(draft: &mut WorkflowDraft, root: &mut Job) -> Result<(), String> {
+    match root.schedule_type {
+        ScheduleType::Cron | ScheduleType::FixRate => {}
+        ScheduleType::FixDelay => {
+            return Err(
+                "its schedule is FIX_DELAY, which a workflow cannot have (a run has no \
+                        single end to count from); it keeps it and starts alone, start the \
+                        workflow to run the chain"
+                    .into(),
+            );
+        }
+        ScheduleType::None => {
+            return Err("it has no schedule; start the workflow to run the chain".into());
+        }
+    }
+    if root.status != JobStatus::Running {
+        return Err(
+            "it is created stopped, so it keeps its schedule and the workflow gets \
+                    none (a workflow with a schedule fires at once); give the workflow the \
+                    schedule when the chain should run"
+                .into(),
+        );
+    }
+    draft.schedule = WorkflowSchedule {
+        schedule_type: root.schedule_type,
+        schedule_conf: std::mem::take(&mut root.schedule_conf),
+        time_zone: root.time_zone.clone(),
+        misfire: root.misfire_strategy,
+        next_fire_ms: 0,
+    };
+    root.schedule_type = ScheduleType::None;
+    root.status = JobStatus::Stopped;
+    root.trigger_next_ms = 0;
+    Ok(())
 }
 
 /// The workflow named after `row`, the root: its description and XXL-JOB id (two XXL-JOB jobs
@@ -196,6 +257,7 @@ fn unfold(root: i64, graph: &BTreeMap<i64, Vec<i64>>) -> Option<WorkflowDraft> {
         xxl_group_id: 0,
         nodes: vec![(root_key.clone(), root)],
         edges: Vec::new(),
+        schedule: WorkflowSchedule::default(),
     };
     // Breadth-first, so keys number the shallower paths first; the graph is acyclic here.
     let mut queue = std::collections::VecDeque::from([(root_key, root)]);
@@ -290,6 +352,7 @@ pub fn plan(
                 chain,
                 action: WorkflowAction::KeepLinks,
                 reasons: vec![reason],
+                notes: Vec::new(),
             });
             continue;
         }
@@ -306,6 +369,7 @@ pub fn plan(
                 chain: chain.clone(),
                 action,
                 reasons: Vec::new(),
+                notes: Vec::new(),
             });
         }
         as_edges.extend(chain);
@@ -322,13 +386,14 @@ pub fn render(items: &[WorkflowItem], out: &mut String) {
         let root = item.root.map_or_else(|| "-".into(), |id| id.to_string());
         let line = match &item.action {
             WorkflowAction::Create(draft) => format!(
-                "create  workflow '{name}' from job {root}: {} nodes, {} edges ({})",
+                "create  workflow '{name}' from job {root}: {} nodes, {} edges ({}), {}",
                 draft.nodes.len(),
                 draft.edges.len(),
                 (draft.edges.iter())
                     .map(|(from, to)| format!("{from} -> {to}"))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                describe_schedule(&draft.schedule)
             ),
             WorkflowAction::Exists(id) => format!(
                 "exists  workflow '{name}' from job {root} -> xjob workflow {id} (left as it is)"
@@ -344,14 +409,25 @@ pub fn render(items: &[WorkflowItem], out: &mut String) {
         for reason in &item.reasons {
             let _ = writeln!(out, "          reason: {reason}");
         }
-        if let (WorkflowAction::Create(_), Some(_)) = (&item.action, item.root) {
-            let _ = writeln!(
-                out,
-                "          note: job {root} keeps its schedule and now starts alone; start the \
-                 workflow to run the chain (xjob workflows start)"
-            );
+        for note in &item.notes {
+            let _ = writeln!(out, "          note: {note}");
         }
     }
+}
+
+/// `schedule CRON '0 0 3 * * ?' zone Europe/Berlin misfire DO_NOTHING`, or `no schedule`.
+fn describe_schedule(schedule: &WorkflowSchedule) -> String {
+    if schedule.schedule_type == ScheduleType::None {
+        return "no schedule".into();
+    }
+    let zone = match schedule.time_zone.as_str() {
+        "" => "the admin's",
+        zone => zone,
+    };
+    format!(
+        "schedule {} '{}' zone {zone} misfire {}",
+        schedule.schedule_type, schedule.schedule_conf, schedule.misfire
+    )
 }
 
 /// Counts: (to create, existing, chains kept as child links).

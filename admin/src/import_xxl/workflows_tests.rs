@@ -8,7 +8,9 @@ use super::plan::{Existing, JobAction, Plan, build};
 use super::workflows::{WorkflowAction, WorkflowDraft, WorkflowItem, workflow_name};
 use crate::model::validate::JobLimits;
 use crate::model::workflow::MAX_WORKFLOW_NAME_BYTES;
-use crate::model::{EdgeCondition, GroupId, JobId, WorkflowId};
+use crate::model::{
+    EdgeCondition, GroupId, JobId, JobStatus, MisfireStrategy, ScheduleType, WorkflowId,
+};
 use crate::store::xxl_source::XxlJobRow;
 use crate::store::xxl_source::{XxlGroupRow, XxlSnapshot};
 
@@ -195,16 +197,23 @@ fn a_draft_resolves_to_a_valid_workflow_and_long_names_are_cut() {
         xxl_group_id: 1,
         nodes: vec![("job-1".into(), 1), ("job-2".into(), 2)],
         edges: vec![("job-1".into(), "job-2".into())],
+        schedule: Default::default(),
     };
     let ids = HashMap::from([(1, JobId(11)), (2, JobId(12))]);
     let workflow = draft
-        .resolve("w", GroupId(3), |id| ids.get(&id).copied(), 5)
+        .resolve(
+            "w",
+            GroupId(3),
+            |id| ids.get(&id).copied(),
+            5,
+            chrono_tz::UTC,
+        )
         .expect("valid");
     assert_eq!(workflow.nodes[1].job_id, JobId(12));
     assert_eq!(workflow.edges[0].condition, EdgeCondition::OnSuccess);
     assert!(
         draft
-            .resolve("w", GroupId(3), |_| None, 5)
+            .resolve("w", GroupId(3), |_| None, 5, chrono_tz::UTC)
             .unwrap_err()
             .contains("job 1 unresolved")
     );
@@ -212,4 +221,120 @@ fn a_draft_resolves_to_a_valid_workflow_and_long_names_are_cut() {
     row.job_desc = "é".repeat(300);
     let name = workflow_name(&row);
     assert!(name.len() <= MAX_WORKFLOW_NAME_BYTES && name.ends_with("(XXL-JOB job 42)"));
+}
+
+fn created_job(plan: &Plan, xxl_id: i64) -> &crate::model::Job {
+    let item = plan.jobs.iter().find(|item| item.xxl_id == xxl_id);
+    match item.map(|item| &item.action) {
+        Some(JobAction::Create(new)) => &new.job,
+        other => panic!("job {xxl_id} is not created: {other:?}"),
+    }
+}
+
+fn draft(item: &WorkflowItem) -> &WorkflowDraft {
+    match &item.action {
+        WorkflowAction::Create(draft) => draft,
+        other => panic!("not created: {other:?}"),
+    }
+}
+
+#[test]
+fn a_running_cron_root_gives_its_schedule_to_the_workflow_and_runs_alone_only_by_hand() {
+    // Running root 1 (cron, Berlin, FIRE_ONCE_NOW) -> 2 -> 3; the children have schedules of
+    // their own in XXL-JOB too, which they keep.
+    let mut root = job(1, "2");
+    root.trigger_status = 1;
+    root.schedule_type = "CRON".into();
+    root.schedule_conf = "0 0 3 * * ?".into();
+    root.misfire_strategy = "FIRE_ONCE_NOW".into();
+    root.executor_param = "day=today".into();
+    let mut child = job(2, "3");
+    child.trigger_status = 1;
+    let plan = plan_of(vec![root, child, job(3, "")], &Existing::default());
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    let schedule = &draft(&items[0]).schedule;
+    assert_eq!(schedule.schedule_type, ScheduleType::Cron);
+    assert_eq!(schedule.schedule_conf, "0 0 3 * * ?");
+    assert_eq!(schedule.misfire, MisfireStrategy::FireOnceNow);
+    assert_eq!(schedule.time_zone, "", "the admin's zone, as the job had");
+    let root = created_job(&plan, 1);
+    assert_eq!(root.schedule_type, ScheduleType::None);
+    assert_eq!(root.status, JobStatus::Stopped);
+    assert_eq!(root.trigger_next_ms, 0);
+    assert_eq!(
+        root.params, "day=today",
+        "the root keeps its params for its node"
+    );
+    let child = created_job(&plan, 2);
+    assert_eq!(
+        (child.schedule_type, child.status),
+        (ScheduleType::FixRate, JobStatus::Running),
+        "only the root's schedule moves"
+    );
+    let text = plan.render();
+    assert!(
+        text.contains(
+            "2 edges (job-1 -> job-2, job-2 -> job-3), schedule CRON '0 0 3 * * ?' zone the \
+             admin's misfire FIRE_ONCE_NOW"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("job 1's schedule moves to the workflow"),
+        "{text}"
+    );
+    // Resolved, the workflow has its first time and no params of its own.
+    let ids = HashMap::from([(1, JobId(11)), (2, JobId(12)), (3, JobId(13))]);
+    let now_ms = 1_700_000_000_000; // 2023-11-14 22:13:20 UTC
+    let workflow = draft(&items[0])
+        .resolve(
+            "w",
+            GroupId(1),
+            |id| ids.get(&id).copied(),
+            now_ms,
+            chrono_tz::UTC,
+        )
+        .expect("valid");
+    assert_eq!(
+        workflow.schedule.next_fire_ms, 1_700_017_200_000,
+        "03:00 next day"
+    );
+    assert_eq!(workflow.params, "");
+}
+
+#[test]
+fn a_fix_delay_stopped_or_unscheduled_root_keeps_its_schedule_and_the_plan_says_why() {
+    let mut delay = job(1, "2");
+    delay.trigger_status = 1;
+    delay.schedule_type = "FIX_DELAY".into();
+    let mut none = job(5, "6");
+    none.schedule_type = "NONE".into();
+    none.schedule_conf = String::new();
+    // job(8) is stopped in XXL-JOB (trigger_status 0): imported stopped.
+    let rows = vec![delay, job(2, ""), none, job(6, ""), job(8, "9"), job(9, "")];
+    let plan = plan_of(rows, &Existing::default());
+    let items = plan.workflows.as_ref().expect("workflows planned");
+    for item in items {
+        assert_eq!(draft(item).schedule.schedule_type, ScheduleType::None);
+    }
+    let root = created_job(&plan, 1);
+    assert_eq!(
+        (root.schedule_type, root.status),
+        (ScheduleType::FixDelay, JobStatus::Running)
+    );
+    assert_eq!(created_job(&plan, 8).schedule_type, ScheduleType::FixRate);
+    let text = plan.render();
+    assert!(text.contains("job-1 -> job-2), no schedule"), "{text}");
+    assert!(
+        text.contains("job 1 keeps its schedule: its schedule is FIX_DELAY"),
+        "{text}"
+    );
+    assert!(
+        text.contains("job 5 keeps its schedule: it has no schedule"),
+        "{text}"
+    );
+    assert!(
+        text.contains("job 8 keeps its schedule: it is created stopped"),
+        "{text}"
+    );
 }
