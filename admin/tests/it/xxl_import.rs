@@ -1029,9 +1029,11 @@ fn an_unreachable_or_non_mysql_source_is_named_at_once() -> anyhow::Result<()> {
 
 /// `--children-as-workflows` on a dump with a chain (1 -> 2 -> 3), a fan-out tree (10 -> 11,
 /// 12; 11 -> 13), a cycle below a root (20 -> 21, 23; 21 -> 22 -> 21) and a job with no link
-/// (30): the dry run lists the workflows and writes none; the import saves one workflow per
-/// tree, over the imported jobs, which keep no child links; the root keeps its schedule; the
-/// cycle is named and its chain imported as child links; a second import creates nothing.
+/// (30): the dry run lists the workflows, with the schedule each gets, and writes none; the
+/// import saves one workflow per tree, over the imported jobs, which keep no child links; a
+/// running root's cron moves to its workflow (with its first time) and the root is created
+/// without a schedule; the cycle is named and its chain imported as child links; a second
+/// import creates nothing.
 #[tokio::test]
 async fn imports_child_chains_as_workflows_once() -> anyhow::Result<()> {
     let Some(base_url) = common::cluster::env_or_skip("XJOB_TEST_MYSQL_URL", "MariaDB") else {
@@ -1098,11 +1100,18 @@ async fn check_chains_as_workflows(from: &str) -> anyhow::Result<()> {
         chain.contains("from job 1: 3 nodes, 2 edges (job-1 -> job-2, job-2 -> job-3)"),
         "{plan}"
     );
-    assert!(chain.contains("job 1 keeps its schedule"), "{chain}");
+    assert!(
+        chain.contains("schedule CRON '0 0 3 * * ?' zone the admin's misfire DO_NOTHING"),
+        "{chain}"
+    );
+    assert!(
+        chain.contains("job 1's schedule moves to the workflow"),
+        "{chain}"
+    );
     assert!(
         plan.contains(
             "create  workflow 'fan out (XXL-JOB job 10)' from job 10: 4 nodes, 3 edges \
-             (job-10 -> job-11, job-10 -> job-12, job-11 -> job-13)"
+             (job-10 -> job-11, job-10 -> job-12, job-11 -> job-13), schedule CRON"
         ),
         "{plan}"
     );
@@ -1147,13 +1156,27 @@ async fn check_chains_as_workflows(from: &str) -> anyhow::Result<()> {
     for name in ["nightly export", "compress", "fan out", "left"] {
         assert!(by_name(&jobs, name)?.child_job_ids.is_empty(), "{name}");
     }
+    // The root's cron is the workflow's: each 03:00 runs the chain, as in XXL-JOB.
+    assert_eq!(nightly.schedule.schedule_type, ScheduleType::Cron);
+    assert_eq!(nightly.schedule.schedule_conf, "0 0 3 * * ?");
+    assert_eq!(nightly.schedule.misfire, MisfireStrategy::DoNothing);
+    assert!(nightly.schedule.next_fire_ms > 0, "{nightly:?}");
+    assert!(
+        nightly.params.is_empty(),
+        "each node runs with its job's params"
+    );
     let root = by_name(&jobs, "nightly export")?;
     assert_eq!(
-        root.status,
-        JobStatus::Running,
-        "the root keeps its schedule"
+        (root.schedule_type, root.status, root.trigger_next_ms),
+        (ScheduleType::None, JobStatus::Stopped, 0),
+        "the root no longer fires alone"
     );
-    assert_eq!(root.schedule_conf, "0 0 3 * * ?");
+    let alone = by_name(&jobs, "alone")?;
+    assert_eq!(
+        (alone.schedule_type, alone.status),
+        (ScheduleType::Cron, JobStatus::Running),
+        "a job with no link keeps its schedule"
+    );
     // The cycle's chain: as without the option, the jobs on the cycle and their parent are
     // skipped, the rest is imported.
     assert!(by_name(&jobs, "beside the cycle").is_ok());
