@@ -147,8 +147,8 @@ pub fn take_root_schedule(draft: &mut WorkflowDraft, root: &mut Job) -> Result<(
         ScheduleType::FixDelay => {
             return Err(
                 "its schedule is FIX_DELAY, which a workflow cannot have (a run has no \
-                        single end to count from); it keeps it and starts alone, start the \
-                        workflow to run the chain"
+                 single end to count from), so a fire starts it alone; start the workflow to \
+                 run the chain"
                     .into(),
             );
         }
@@ -158,9 +158,9 @@ pub fn take_root_schedule(draft: &mut WorkflowDraft, root: &mut Job) -> Result<(
     }
     if root.status != JobStatus::Running {
         return Err(
-            "it is created stopped, so it keeps its schedule and the workflow gets \
-                    none (a workflow with a schedule fires at once); give the workflow the \
-                    schedule when the chain should run"
+            "it is created stopped and a workflow has no stopped state (its schedule would \
+             fire at once), so the workflow gets none; move the schedule to the workflow when \
+             the chain should run"
                 .into(),
         );
     }
