@@ -40,41 +40,57 @@ const HELD_BACK_FIRE: &str = "status = 'PENDING' AND trigger_type IN ('CRON', 'M
 
 /// The job's runs older than `before` that are still going, oldest first: RUNNING (with their
 /// executor) or a fire of the schedule held back PENDING (no executor); and its WAITING runs.
+///
+/// One statement, so one snapshot: rows move between these sets while the trigger looks
+/// (a release turns WAITING into RUNNING, a claim PENDING into RUNNING, a park RUNNING into
+/// WAITING), and separate reads could each miss the row that moved between them. That is how
+/// a fire of a BUFFER_ONE job was once sent beside the waiting run being released.
 pub async fn overlap_state<DB: Dialect>(
     db: Pools<'_, DB>,
     job_id: JobId,
     before: LogId,
 ) -> StoreResult<Overlap> {
     let mut conn = db.read().await?;
-    // SQLite: the partial index of RUNNING rows (a small set), not the job's whole history.
-    let running = Sql::<DB>::new(format!(
-        "SELECT id, executor_address FROM xjob_log WHERE {} = ",
-        unindexed::<DB>("job_id")
-    ))
-    .bind(job_id.0)
-    .push(" AND status = 'RUNNING' AND id < ")
-    .bind(before.0)
-    .push(" ORDER BY id LIMIT ")
-    .bind(MOST_LISTED)
-    .fetch_all(&mut conn)
-    .await?
-    .iter()
-    .map(|row| {
+    // Each branch keeps its own plan (SQLite: the partial indexes of RUNNING and PENDING
+    // rows, a small set, not the job's whole history); a derived table lets each have its
+    // own ORDER BY and LIMIT in all three dialects.
+    let select = "SELECT id, executor_address, status FROM (SELECT id, executor_address, status \
+                  FROM xjob_log WHERE ";
+    let job = unindexed::<DB>("job_id");
+    let rows = Sql::<DB>::new(format!("{select}{job} = "))
+        .bind(job_id.0)
+        .push(" AND status = 'RUNNING' AND id < ")
+        .bind(before.0)
+        .push(" ORDER BY id LIMIT ")
+        .bind(MOST_LISTED)
+        .push(&format!(") going UNION ALL {select}{job} = "))
+        .bind(job_id.0)
+        .push(&format!(" AND {HELD_BACK_FIRE} AND id < "))
+        .bind(before.0)
+        .push(" ORDER BY id LIMIT ")
+        .bind(MOST_LISTED)
+        .push(&format!(") held UNION ALL {select}job_id = "))
+        .bind(job_id.0)
+        .push(" AND status = 'WAITING' ORDER BY id LIMIT ")
+        .bind(MOST_LISTED)
+        .push(") waiting")
+        .fetch_all(&mut conn)
+        .await?;
+    let mut running = Vec::new();
+    let mut waiting = Vec::new();
+    for row in &rows {
         let cols = Cols::<DB>(row);
-        Ok((
-            cols.get::<LogId>("id")?,
-            cols.get::<String>("executor_address")?,
-        ))
-    })
-    .collect::<StoreResult<Vec<_>>>()?;
-    let held = held_back_before::<DB>(&mut conn, job_id, before, MOST_LISTED).await?;
-    let mut running: Vec<(LogId, String)> = running
-        .into_iter()
-        .chain(held.into_iter().map(|id| (id, String::new())))
-        .collect();
+        let id = cols.get::<LogId>("id")?;
+        match cols.get::<String>("status")?.as_str() {
+            "WAITING" => waiting.push(id),
+            "RUNNING" => running.push((id, cols.get::<String>("executor_address")?)),
+            // A held-back fire has no executor yet.
+            _ => running.push((id, String::new())),
+        }
+    }
     running.sort_by_key(|(id, _)| id.0);
     running.truncate(MOST_LISTED as usize);
-    let waiting = waiting_ids::<DB>(&mut conn, job_id, MOST_LISTED).await?;
+    waiting.sort_by_key(|id| id.0);
     Ok(Overlap { running, waiting })
 }
 
