@@ -15,14 +15,24 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracer, SdkTracerProvider};
 use xjob_proto::traceparent::Traceparent;
 
+mod workflow_run;
+pub use workflow_run::{WorkflowRunTrace, traceparent_of};
+
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
 pub const DEFAULT_SERVICE_NAME: &str = "xjob-admin";
 
 static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+/// A tracer with the admin's sampler and ids that exports nothing: asked for a sampling
+/// decision ahead of a span that may never exist ([`WorkflowRunTrace::plan`]).
+static PROBE: OnceLock<SdkTracer> = OnceLock::new();
 
 /// The admin's tracer, when traces are exported.
 pub fn tracer() -> Option<&'static SdkTracer> {
     TRACER.get()
+}
+
+fn probe_tracer() -> Option<&'static SdkTracer> {
+    PROBE.get()
 }
 
 /// The exporting half of tracing, kept by `main` to flush spans at shutdown.
@@ -43,6 +53,11 @@ impl Telemetry {
         if TRACER.set(tracer).is_err() {
             anyhow::bail!("tracing was started twice");
         }
+        // No processor: its spans go nowhere. The sampler comes from the same variables.
+        let probe = SdkTracerProvider::builder()
+            .with_id_generator(RootSpanIds::default())
+            .build();
+        let _ = PROBE.set(probe.tracer("xjob-admin-probe"));
         Ok(Telemetry {
             provider: Some(provider),
         })
@@ -131,6 +146,9 @@ thread_local! {
 
 impl IdGenerator for RootSpanIds {
     fn new_trace_id(&self) -> TraceId {
+        if let Some(planned) = workflow_run::take_next_root_trace_id() {
+            return planned;
+        }
         let high = self.random.new_trace_id().to_bytes();
         let low = LAST_SPAN_ID.with(std::cell::Cell::get);
         if low == [0; 8] {
@@ -143,7 +161,8 @@ impl IdGenerator for RootSpanIds {
     }
 
     fn new_span_id(&self) -> SpanId {
-        let span_id = self.random.new_span_id();
+        let span_id =
+            workflow_run::next_root_span_id().unwrap_or_else(|| self.random.new_span_id());
         LAST_SPAN_ID.with(|last| last.set(span_id.to_bytes()));
         span_id
     }
@@ -244,50 +263,6 @@ pub fn record_lost(trace_id: &str, log_id: crate::model::LogId, reason: &str) {
         .start_with_context(tracer, &parent);
     span.set_status(Status::error(reason.to_string()));
     span.end();
-}
-
-/// Opens the `workflow_run` span of a workflow run about to start: the root of the run's trace
-/// and the parent of every node's `fire` span (the run row keeps its [`traceparent`], so a
-/// node started by any admin joins it). The caller ends it once the run is written; `None`
-/// when tracing is off.
-pub fn workflow_run_span(workflow_id: i64, name: &str) -> Option<opentelemetry_sdk::trace::Span> {
-    use opentelemetry::KeyValue;
-    use opentelemetry::trace::Tracer;
-    let tracer = tracer()?;
-    let span = tracer
-        .span_builder("workflow_run")
-        .with_attributes(vec![
-            KeyValue::new("xjob.workflow_id", workflow_id),
-            KeyValue::new("xjob.workflow_name", name.to_string()),
-        ])
-        .start_with_context(tracer, &opentelemetry::Context::new());
-    Some(span)
-}
-
-/// A started `workflow_run` span with its W3C `traceparent` for the run's row, so every node's
-/// `fire` span hangs under it, whichever admin starts the node. `(None, "")` when tracing is off.
-pub fn open_workflow_run_span(
-    workflow_id: i64,
-    name: &str,
-) -> (Option<opentelemetry_sdk::trace::Span>, String) {
-    use opentelemetry::trace::Span;
-    let span = workflow_run_span(workflow_id, name);
-    let traceparent = span
-        .as_ref()
-        .map(|span| traceparent(span.span_context()))
-        .unwrap_or_default();
-    (span, traceparent)
-}
-
-/// Ends a span of [`open_workflow_run_span`], naming the run once its row was written.
-pub fn close_workflow_run_span(span: Option<opentelemetry_sdk::trace::Span>, run_id: Option<i64>) {
-    use opentelemetry::trace::Span;
-    if let Some(mut span) = span {
-        if let Some(run_id) = run_id {
-            span.set_attribute(opentelemetry::KeyValue::new("xjob.workflow_run_id", run_id));
-        }
-        span.end();
-    }
 }
 
 /// A run that ended before any dispatch, as its `fire` span names it.
@@ -401,6 +376,26 @@ mod tests {
             assert_eq!(child.span_context().trace_id(), context.trace_id());
             assert_ne!(child.span_context().span_id(), context.span_id());
         }
+    }
+
+    #[test]
+    fn a_planned_root_span_takes_the_planned_ids_once() {
+        use opentelemetry::trace::{Span, Tracer};
+        let provider = SdkTracerProvider::builder()
+            .with_id_generator(RootSpanIds::default())
+            .build();
+        let tracer = provider.tracer("test");
+        let ids = (
+            SpanId::from_hex("00f067aa0ba902b7").expect("hex"),
+            TraceId::from_hex("4bf92f3577b34da600f067aa0ba902b7").expect("hex"),
+        );
+        let span = workflow_run::start_root_with(&tracer, ids, tracer.span_builder("workflow_run"));
+        assert_eq!(span.span_context().span_id(), ids.0);
+        assert_eq!(span.span_context().trace_id(), ids.1);
+        // The next span draws its own again.
+        let next = tracer.start("fire");
+        assert_ne!(next.span_context().trace_id(), ids.1);
+        assert_ne!(next.span_context().span_id(), ids.0);
     }
 
     #[test]

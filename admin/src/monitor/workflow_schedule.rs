@@ -71,16 +71,16 @@ async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool,
     let Some(due) = due_occurrence(&workflow.schedule, default_zone, threshold_ms, now) else {
         return Ok(false);
     };
-    // A scheduled run is traced like a started one: one span its nodes' runs hang under.
-    let (span, traceparent) = match due.start {
-        Some(_) => crate::telemetry::open_workflow_run_span(workflow.id.0, &workflow.name),
-        None => (None, String::new()),
-    };
+    // A scheduled run is traced like a started one: one span its nodes' runs hang under. Only
+    // planned here: the span exists once this admin's claim wrote the run (every admin tries).
+    let trace = due
+        .start
+        .and_then(|_| crate::telemetry::WorkflowRunTrace::plan(workflow.id.0, &workflow.name));
     let run = due.start.map(|(at, trigger_type)| NewWorkflowRun {
         graph: workflow.clone(),
         params: workflow.params.clone(),
         created_ms: now,
-        traceparent,
+        traceparent: crate::telemetry::traceparent_of(trace.as_ref()),
         trigger_type,
         scheduled_at_ms: at,
     });
@@ -92,12 +92,12 @@ async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool,
             due.next_fire_ms,
             run.as_ref(),
         )
-        .await;
-    // A run another admin had is not this span's: it ends unnamed (and unsampled in effect).
-    crate::telemetry::close_workflow_run_span(span, claimed.as_ref().ok().copied().flatten());
-    let claimed = claimed?;
+        .await?;
     match (claimed, due.start) {
         (Some(run_id), Some((at, trigger_type))) => {
+            if let Some(trace) = trace {
+                trace.record(run_id);
+            }
             tracing::info!(workflow_id = workflow.id.0, run_id, scheduled_at_ms = at,
                 trigger = %trigger_type, "started a scheduled workflow run");
             Ok(true)
