@@ -61,6 +61,8 @@ pub enum WorkflowRunStatus {
     /// Some node failed (even one whose failure branch ran).
     Failed,
     Cancelled,
+    /// A scheduled occurrence not run: an earlier run was going (overlap policy SKIP).
+    Skipped,
 }
 
 impl WorkflowRunStatus {
@@ -69,6 +71,7 @@ impl WorkflowRunStatus {
         WorkflowRunStatus::Succeeded,
         WorkflowRunStatus::Failed,
         WorkflowRunStatus::Cancelled,
+        WorkflowRunStatus::Skipped,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +80,7 @@ impl WorkflowRunStatus {
             WorkflowRunStatus::Succeeded => "SUCCEEDED",
             WorkflowRunStatus::Failed => "FAILED",
             WorkflowRunStatus::Cancelled => "CANCELLED",
+            WorkflowRunStatus::Skipped => "SKIPPED",
         }
     }
 
@@ -379,6 +383,8 @@ pub struct WorkflowRun {
     pub trigger_type: crate::model::TriggerType,
     /// The occurrence it stands for; 0 for a StartWorkflow run.
     pub scheduled_at_ms: i64,
+    /// Why it was SKIPPED, or CANCELLED by a later occurrence; empty otherwise.
+    pub reason: String,
 }
 
 impl WorkflowRun {

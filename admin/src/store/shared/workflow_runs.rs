@@ -19,28 +19,40 @@ pub async fn insert_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
     run: &NewWorkflowRun,
 ) -> StoreResult<i64> {
-    let insert = run_insert::<DB>(run)?;
+    let insert = run_insert::<DB>(run, None)?;
     super::insert_returning_id(&mut *db.write().await?, insert).await
 }
 
-/// The insert of a new RUNNING workflow run; a scheduled one carries its occurrence, whose
-/// unique key with the workflow refuses a second run of it (`StoreError::Conflict`).
-pub(super) fn run_insert<'q, DB: Dialect>(run: &'q NewWorkflowRun) -> StoreResult<Sql<'q, DB>> {
+/// The insert of a new RUNNING workflow run, or with `skipped` (the reason) of a SKIPPED one,
+/// ended as it is written; a scheduled one carries its occurrence, whose unique key with the
+/// workflow refuses a second run of it (`StoreError::Conflict`).
+pub(super) fn run_insert<'q, DB: Dialect>(
+    run: &'q NewWorkflowRun,
+    skipped: Option<&'q str>,
+) -> StoreResult<Sql<'q, DB>> {
+    let (status, finished_ms) = match skipped {
+        Some(_) => (WorkflowRunStatus::Skipped, run.created_ms),
+        None => (WorkflowRunStatus::Running, 0),
+    };
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
-         created_ms, traceparent, trigger_type, scheduled_at_ms) VALUES (",
+         created_ms, finished_ms, reason, traceparent, trigger_type, scheduled_at_ms) VALUES (",
     )
     .bind(run.graph.id.0)
     .push(", ")
     .bind(run.graph.group_id.0)
     .push(", ")
-    .bind(WorkflowRunStatus::Running.as_str())
+    .bind(status.as_str())
     .push(", ")
     .bind(run.params.as_str())
     .push(", ")
     .bind(graph_json(&run.graph)?)
     .push(", ")
     .bind(run.created_ms)
+    .push(", ")
+    .bind(finished_ms)
+    .push(", ")
+    .bind(skipped.unwrap_or_default())
     .push(", ")
     .bind(run.traceparent.as_str())
     .push(", ")
@@ -328,8 +340,8 @@ pub async fn get_workflow_run<DB: Dialect>(
     let mut conn = db.read().await?;
     let row = Sql::<DB>::new(
         "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms, \
-         generation, traceparent, trigger_type, COALESCE(scheduled_at_ms, 0) AS scheduled_at_ms \
-         FROM xjob_workflow_run WHERE id = ",
+         generation, traceparent, trigger_type, COALESCE(scheduled_at_ms, 0) AS scheduled_at_ms, \
+         reason FROM xjob_workflow_run WHERE id = ",
     )
     .bind(run_id)
     .fetch_optional(&mut conn)
@@ -381,6 +393,7 @@ pub async fn get_workflow_run<DB: Dialect>(
         nodes: run_nodes,
         trigger_type: row.parse("trigger_type", TriggerType::parse)?,
         scheduled_at_ms: row.get("scheduled_at_ms")?,
+        reason: row.get("reason")?,
     }))
 }
 
