@@ -35,8 +35,8 @@ pub struct ScheduleFlags {
     /// Params of runs started without any (scheduled runs; `start` without --params).
     #[arg(long)]
     params: Option<String>,
-    /// What an occurrence does while an earlier scheduled run still goes: allow-all, skip or
-    /// cancel-other.
+    /// What an occurrence does while an earlier scheduled run still goes: allow-all, skip,
+    /// buffer-one, buffer-all or cancel-other.
     #[arg(long, visible_alias = "overlap", value_name = "POLICY", value_parser = view::parse_overlap_policy)]
     overlap_policy: Option<i32>,
 }

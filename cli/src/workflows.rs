@@ -125,7 +125,7 @@ pub struct WorkflowView {
     pub params: String,
     #[serde(default, skip_deserializing)]
     pub next_fire_ms: i64,
-    /// ALLOW_ALL, SKIP or CANCEL_OTHER.
+    /// ALLOW_ALL, SKIP, BUFFER_ONE, BUFFER_ALL or CANCEL_OTHER.
     #[serde(default = "allow_all")]
     pub overlap_policy: String,
 }

@@ -79,21 +79,9 @@ fn misfire_from_wire(value: i32) -> Result<MisfireStrategy, Error> {
     }
 }
 
-/// UNSPECIFIED reads as ALLOW_ALL. The buffering policies wait for the step loop to start
-/// a waiting occurrence, which workflows do not have yet: refused rather than run as another.
+/// UNSPECIFIED reads as ALLOW_ALL.
 fn overlap_from_wire(value: i32) -> Result<OverlapPolicy, Error> {
-    let policy = overlap_policy_from_pb(value, "workflow")?;
-    match policy {
-        OverlapPolicy::BufferOne | OverlapPolicy::BufferAll => Err(Error::invalid(
-            "workflow.overlap_policy",
-            format!(
-                "{} is not supported for workflow schedules yet (ALLOW_ALL, SKIP and \
-                 CANCEL_OTHER are)",
-                policy.as_str()
-            ),
-        )),
-        _ => Ok(policy),
-    }
+    overlap_policy_from_pb(value, "workflow")
 }
 
 pub fn workflow_to_pb(workflow: Workflow) -> pb::Workflow {
@@ -229,6 +217,7 @@ fn run_state_to_pb(status: WorkflowRunStatus) -> pb::WorkflowRunState {
         WorkflowRunStatus::Failed => pb::WorkflowRunState::Failed,
         WorkflowRunStatus::Cancelled => pb::WorkflowRunState::Cancelled,
         WorkflowRunStatus::Skipped => pb::WorkflowRunState::Skipped,
+        WorkflowRunStatus::Waiting => pb::WorkflowRunState::Waiting,
     }
 }
 
@@ -272,11 +261,11 @@ mod tests {
         };
         let model = workflow_from_pb(wire.clone()).expect("converts");
         assert_eq!(workflow_to_pb(model), wire);
-        let mut buffered = wire.clone();
-        buffered.overlap_policy = pb::OverlapPolicy::BufferOne as i32;
-        let error = workflow_from_pb(buffered).expect_err("refused");
+        let mut odd = wire.clone();
+        odd.overlap_policy = 9;
+        let error = workflow_from_pb(odd).expect_err("refused");
         assert!(
-            (error.to_string()).starts_with("workflow.overlap_policy: BUFFER_ONE is not supported"),
+            (error.to_string()).starts_with("workflow.overlap_policy: unknown value 9"),
             "{error}"
         );
         let mut unknown = wire;

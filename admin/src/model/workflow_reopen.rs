@@ -80,6 +80,11 @@ pub fn plan_reopen(
                 "workflow run {id} was skipped (it never ran); start a new run instead"
             ));
         }
+        WorkflowRunStatus::Waiting => {
+            return refuse(format!(
+                "workflow run {id} is waiting for the runs before it; its nodes have not started"
+            ));
+        }
         WorkflowRunStatus::Succeeded => {
             return refuse(format!(
                 "workflow run {id} succeeded; nothing to {}",

@@ -61,8 +61,11 @@ pub enum WorkflowRunStatus {
     /// Some node failed (even one whose failure branch ran).
     Failed,
     Cancelled,
-    /// A scheduled occurrence not run: an earlier run was going (overlap policy SKIP).
+    /// A scheduled occurrence not run: an earlier run was going (overlap policy SKIP, or
+    /// BUFFER_ONE with one waiting already).
     Skipped,
+    /// A scheduled occurrence held back until the runs before it end (BUFFER_ONE, BUFFER_ALL).
+    Waiting,
 }
 
 impl WorkflowRunStatus {
@@ -72,6 +75,7 @@ impl WorkflowRunStatus {
         WorkflowRunStatus::Failed,
         WorkflowRunStatus::Cancelled,
         WorkflowRunStatus::Skipped,
+        WorkflowRunStatus::Waiting,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +85,7 @@ impl WorkflowRunStatus {
             WorkflowRunStatus::Failed => "FAILED",
             WorkflowRunStatus::Cancelled => "CANCELLED",
             WorkflowRunStatus::Skipped => "SKIPPED",
+            WorkflowRunStatus::Waiting => "WAITING",
         }
     }
 

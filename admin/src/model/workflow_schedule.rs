@@ -40,13 +40,21 @@ pub enum OccurrenceClaim {
     /// Run `run_id` started; `cancelled` are the earlier scheduled runs it ended CANCELLED
     /// (overlap policy CANCEL_OTHER), whose node runs are still to be killed.
     Started { run_id: i64, cancelled: Vec<i64> },
-    /// Run `run_id` was written SKIPPED (overlap policy SKIP): run `running` was going.
+    /// Run `run_id` was written SKIPPED (overlap policy SKIP, or BUFFER_ONE with one waiting
+    /// already): run `running` was going.
     Skipped { run_id: i64, running: i64 },
+    /// Run `run_id` was written WAITING (BUFFER_ONE, BUFFER_ALL) behind run `behind`.
+    Waiting { run_id: i64, behind: i64 },
 }
 
 /// The reason a SKIPPED occurrence's run records.
 pub fn skip_reason(running: i64) -> String {
     format!("scheduled run {running} of this workflow was still running (overlap policy SKIP)")
+}
+
+/// The reason an occurrence skipped because one waits already (BUFFER_ONE) records.
+pub fn buffer_full_reason(waiting: i64) -> String {
+    format!("scheduled run {waiting} of this workflow already waits (overlap policy BUFFER_ONE)")
 }
 
 /// The reason an earlier run cancelled by an occurrence records.

@@ -5,9 +5,10 @@
 //! every second: store.due_workflows(now)
 //!   for each: model::workflow_schedule::due_occurrence ─▶ (occurrence to start?, next time)
 //!     ─▶ store.claim_workflow_occurrence (move next time + write the run, one transaction)
-//!        (the overlap policy decided inside: start it, write it SKIPPED, or cancel the runs
-//!        going and start it)
+//!        (the overlap policy decided inside: start it, write it SKIPPED or WAITING, or cancel
+//!        the runs going and start it)
 //!     ─▶ a run written: wake the workflow advance, which starts its roots
+//!   then: store.start_waiting_workflow_runs (a WAITING run whose predecessors ended starts)
 //! ```
 //!
 //! Why a loop on every admin, and not the job scan: workflows are few and fire at most once a
@@ -60,6 +61,13 @@ pub async fn tick(ctx: &AdminContext) -> Result<usize, Error> {
         if fire(ctx, &workflow, now).await? {
             started += 1;
         }
+    }
+    // Occurrences their overlap policy held back (BUFFER_ONE, BUFFER_ALL) start once the runs
+    // before them ended. Looked at here, on every admin each second, rather than where a run
+    // ends: an admin that dies between ending a run and starting the next leaves nothing stuck.
+    for run_id in ctx.store.start_waiting_workflow_runs(BATCH).await? {
+        tracing::info!(run_id, "started a waiting scheduled workflow run");
+        started += 1;
     }
     if started > 0 {
         ctx.workflow_wake.notify_one();
@@ -123,6 +131,19 @@ async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool,
                 kill_node_runs(ctx, earlier).await;
             }
             Ok(true)
+        }
+        OccurrenceClaim::Waiting { run_id, behind } => {
+            if let Some(trace) = trace {
+                trace.record(run_id);
+            }
+            tracing::info!(
+                workflow_id,
+                run_id,
+                behind,
+                scheduled_at_ms = at,
+                "overlap policy BUFFER: the occurrence waits for the runs before it"
+            );
+            Ok(false)
         }
         OccurrenceClaim::Skipped { run_id, running } => {
             if let Some(trace) = trace {

@@ -335,7 +335,7 @@ fn check_run(
         WorkflowRunStatus::Cancelled => verdict.cancelled += 1,
         // An occurrence its overlap policy skipped never starts a node (the campaign's runs
         // are started by hand, so none is expected): counted as not run, nothing to check.
-        WorkflowRunStatus::Skipped => {
+        WorkflowRunStatus::Skipped | WorkflowRunStatus::Waiting => {
             verdict.cancelled += 1;
             return;
         }

@@ -602,6 +602,9 @@ const (
 	WorkflowRunState_WORKFLOW_RUN_STATE_CANCELLED WorkflowRunState = 4
 	// A scheduled occurrence not run: its overlap policy (SKIP) found an earlier run going.
 	WorkflowRunState_WORKFLOW_RUN_STATE_SKIPPED WorkflowRunState = 5
+	// A scheduled occurrence held back by its overlap policy (BUFFER_ONE, BUFFER_ALL) until the
+	// scheduled runs before it have ended; then it becomes RUNNING.
+	WorkflowRunState_WORKFLOW_RUN_STATE_WAITING WorkflowRunState = 6
 )
 
 // Enum value maps for WorkflowRunState.
@@ -613,6 +616,7 @@ var (
 		3: "WORKFLOW_RUN_STATE_FAILED",
 		4: "WORKFLOW_RUN_STATE_CANCELLED",
 		5: "WORKFLOW_RUN_STATE_SKIPPED",
+		6: "WORKFLOW_RUN_STATE_WAITING",
 	}
 	WorkflowRunState_value = map[string]int32{
 		"WORKFLOW_RUN_STATE_UNSPECIFIED": 0,
@@ -621,6 +625,7 @@ var (
 		"WORKFLOW_RUN_STATE_FAILED":      3,
 		"WORKFLOW_RUN_STATE_CANCELLED":   4,
 		"WORKFLOW_RUN_STATE_SKIPPED":     5,
+		"WORKFLOW_RUN_STATE_WAITING":     6,
 	}
 )
 
@@ -7195,8 +7200,10 @@ type Workflow struct {
 	// What an occurrence does while an earlier scheduled run of the workflow is still RUNNING:
 	// ALLOW_ALL (or UNSPECIFIED) starts it anyway; SKIP records it as a SKIPPED run whose reason
 	// names the run still going; CANCEL_OTHER cancels the running runs (as CancelWorkflowRun),
-	// then starts it. BUFFER_ONE and BUFFER_ALL are refused for now. Runs started by
-	// StartWorkflow neither count nor are counted.
+	// then starts it; BUFFER_ONE writes it WAITING, started when the runs before it have ended
+	// (at most one waits: later ones are SKIPPED); BUFFER_ALL writes every such occurrence
+	// WAITING, started one after the other, oldest first. Runs started by StartWorkflow neither
+	// count nor are counted.
 	OverlapPolicy OverlapPolicy `protobuf:"varint,26,opt,name=overlap_policy,json=overlapPolicy,proto3,enum=xjob.v1.OverlapPolicy" json:"overlap_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -9258,14 +9265,15 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rWorkflowFanIn\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_ALL_SUCCESS\x10\x01\x12\x1f\n" +
-	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x02*\xd9\x01\n" +
+	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x02*\xf9\x01\n" +
 	"\x10WorkflowRunState\x12\"\n" +
 	"\x1eWORKFLOW_RUN_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aWORKFLOW_RUN_STATE_RUNNING\x10\x01\x12 \n" +
 	"\x1cWORKFLOW_RUN_STATE_SUCCEEDED\x10\x02\x12\x1d\n" +
 	"\x19WORKFLOW_RUN_STATE_FAILED\x10\x03\x12 \n" +
 	"\x1cWORKFLOW_RUN_STATE_CANCELLED\x10\x04\x12\x1e\n" +
-	"\x1aWORKFLOW_RUN_STATE_SKIPPED\x10\x05*\xde\x01\n" +
+	"\x1aWORKFLOW_RUN_STATE_SKIPPED\x10\x05\x12\x1e\n" +
+	"\x1aWORKFLOW_RUN_STATE_WAITING\x10\x06*\xde\x01\n" +
 	"\x11WorkflowNodeState\x12#\n" +
 	"\x1fWORKFLOW_NODE_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bWORKFLOW_NODE_STATE_WAITING\x10\x01\x12\x1f\n" +

@@ -28,10 +28,12 @@ const MISFIRES: [(&str, pb::MisfireStrategy); 2] = [
     ("FIRE_ONCE_NOW", pb::MisfireStrategy::FireOnceNow),
 ];
 
-/// The overlap policies a workflow schedule takes (the buffering ones are not offered yet).
-const OVERLAPS: [(&str, pb::OverlapPolicy); 3] = [
+/// The overlap policies a workflow schedule takes.
+const OVERLAPS: [(&str, pb::OverlapPolicy); 5] = [
     ("ALLOW_ALL", pb::OverlapPolicy::AllowAll),
     ("SKIP", pb::OverlapPolicy::Skip),
+    ("BUFFER_ONE", pb::OverlapPolicy::BufferOne),
+    ("BUFFER_ALL", pb::OverlapPolicy::BufferAll),
     ("CANCEL_OTHER", pb::OverlapPolicy::CancelOther),
 ];
 

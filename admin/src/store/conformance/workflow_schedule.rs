@@ -251,6 +251,85 @@ async fn the_claim_decides_the_overlap_policy_against_running_scheduled_runs() {
         assert_eq!(now.status, WorkflowRunStatus::Running, "{backend}");
         assert!(now.reason.is_empty(), "{backend}");
 
+        // BUFFER_ONE: one occurrence waits, the next is skipped naming it; the waiting one
+        // starts once the running one ended, once even when two admins look together.
+        let one = store.insert_workflow(&with(OverlapPolicy::BufferOne)).await;
+        let one = one.expect("insert");
+        let (first, _) = started(claim_at(&store, &one, 10_000).await);
+        let Some(OccurrenceClaim::Waiting {
+            run_id: waits,
+            behind,
+        }) = claim_at(&store, &one, 12_000).await
+        else {
+            panic!("{backend}: the second occurrence waits");
+        };
+        assert_eq!(behind, first, "{backend}");
+        let Some(OccurrenceClaim::Skipped { run_id, running }) =
+            claim_at(&store, &one, 14_000).await
+        else {
+            panic!("{backend}: the third is skipped");
+        };
+        assert_eq!(running, waits, "{backend}");
+        let third = store
+            .get_workflow_run(run_id)
+            .await
+            .expect("get")
+            .expect("there");
+        assert!(
+            third.reason.contains(&format!(
+                "scheduled run {waits} of this workflow already waits"
+            )),
+            "{backend}: {}",
+            third.reason
+        );
+        let early = store.start_waiting_workflow_runs(10).await.expect("start");
+        assert!(early.is_empty(), "{backend}: the first still runs");
+        let ended = store.finish_workflow_run(first, WorkflowRunStatus::Failed, None, 15_000);
+        assert!(ended.await.expect("finish"), "{backend}");
+        let (mine, theirs) = tokio::join!(
+            store.start_waiting_workflow_runs(10),
+            other.start_waiting_workflow_runs(10),
+        );
+        let mut both = mine.expect("start");
+        both.extend(theirs.expect("start"));
+        assert_eq!(both, [waits], "{backend}: started once");
+        let now = store
+            .get_workflow_run(waits)
+            .await
+            .expect("get")
+            .expect("there");
+        assert_eq!(now.status, WorkflowRunStatus::Running, "{backend}");
+
+        // BUFFER_ALL: every occurrence waits, and they start one after the other, in order.
+        let all = store.insert_workflow(&with(OverlapPolicy::BufferAll)).await;
+        let all = all.expect("insert");
+        let (first, _) = started(claim_at(&store, &all, 10_000).await);
+        let mut queue = Vec::new();
+        for at in [12_000, 14_000] {
+            let Some(OccurrenceClaim::Waiting { run_id, behind }) =
+                claim_at(&store, &all, at).await
+            else {
+                panic!("{backend}: {at} waits");
+            };
+            assert_eq!(behind, *queue.last().unwrap_or(&first), "{backend}");
+            queue.push(run_id);
+        }
+        for (ending, next) in [(first, queue[0]), (queue[0], queue[1])] {
+            let ended = store.finish_workflow_run(ending, WorkflowRunStatus::Succeeded, None, 1);
+            assert!(ended.await.expect("finish"), "{backend}");
+            let started_now = store.start_waiting_workflow_runs(10).await.expect("start");
+            assert_eq!(started_now, [next], "{backend}: the oldest waiting starts");
+            let again = other.start_waiting_workflow_runs(10).await.expect("start");
+            assert!(again.is_empty(), "{backend}: one at a time");
+        }
+        // A waiting run can be cancelled by a user.
+        let Some(OccurrenceClaim::Waiting { run_id, .. }) = claim_at(&store, &all, 16_000).await
+        else {
+            panic!("{backend}: 16 000 waits");
+        };
+        let cancel = store.finish_workflow_run(run_id, WorkflowRunStatus::Cancelled, None, 2);
+        assert!(cancel.await.expect("cancel"), "{backend}");
+
         // ALLOW_ALL: runs pile up as before.
         let allow = store.insert_workflow(&with(OverlapPolicy::AllowAll)).await;
         let allow = allow.expect("insert");

@@ -23,16 +23,18 @@ pub async fn insert_workflow_run<DB: Dialect>(
     super::insert_returning_id(&mut *db.write().await?, insert).await
 }
 
-/// The insert of a new RUNNING workflow run, or with `skipped` (the reason) of a SKIPPED one,
-/// ended as it is written; a scheduled one carries its occurrence, whose unique key with the
-/// workflow refuses a second run of it (`StoreError::Conflict`).
+/// The insert of a new RUNNING workflow run, or with `held` (a status and its reason) of a
+/// SKIPPED one (ended as it is written) or a WAITING one; a scheduled one carries its
+/// occurrence, whose unique key with the workflow refuses a second run of it
+/// (`StoreError::Conflict`).
 pub(super) fn run_insert<'q, DB: Dialect>(
     run: &'q NewWorkflowRun,
-    skipped: Option<&'q str>,
+    held: Option<(WorkflowRunStatus, &'q str)>,
 ) -> StoreResult<Sql<'q, DB>> {
-    let (status, finished_ms) = match skipped {
-        Some(_) => (WorkflowRunStatus::Skipped, run.created_ms),
-        None => (WorkflowRunStatus::Running, 0),
+    let (status, reason) = held.unwrap_or((WorkflowRunStatus::Running, ""));
+    let finished_ms = match status {
+        WorkflowRunStatus::Skipped => run.created_ms,
+        _ => 0,
     };
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
@@ -52,7 +54,7 @@ pub(super) fn run_insert<'q, DB: Dialect>(
     .push(", ")
     .bind(finished_ms)
     .push(", ")
-    .bind(skipped.unwrap_or_default())
+    .bind(reason)
     .push(", ")
     .bind(run.traceparent.as_str())
     .push(", ")
@@ -205,7 +207,8 @@ pub async fn finish_workflow_node<DB: Dialect>(
     Ok(updated == 1)
 }
 
-/// Ends a RUNNING workflow run with `status`; false when it ended before, or, given a
+/// Ends a RUNNING workflow run with `status` (CANCELLED also a WAITING one); false when it
+/// ended before, or, given a
 /// `generation` (the advance's), when a user retried or skipped a node since it was read.
 pub async fn finish_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
@@ -220,8 +223,15 @@ pub async fn finish_workflow_run<DB: Dialect>(
         .bind(now_ms)
         .push(" WHERE id = ")
         .bind(run_id)
-        .push(" AND status = ")
-        .bind(WorkflowRunStatus::Running.as_str());
+        .push(" AND status IN (")
+        .bind(WorkflowRunStatus::Running.as_str())
+        .push(", ");
+    // A run still waiting for its turn (overlap policy BUFFER_*) can be cancelled, nothing else.
+    update = match status {
+        WorkflowRunStatus::Cancelled => update.bind(WorkflowRunStatus::Waiting.as_str()),
+        _ => update.bind(WorkflowRunStatus::Running.as_str()),
+    }
+    .push(")");
     if let Some(generation) = generation {
         update = update.push(" AND generation = ").bind(generation);
     }
