@@ -1424,11 +1424,13 @@ async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
         "{bad_cron:?}"
     );
     let buffered = ["workflows", "update", &id, "--overlap-policy", "buffer-one"];
-    let buffered = xjob(url, &buffered).await?;
+    let buffered = xjob_json(url, &buffered).await?;
+    assert_eq!(buffered["overlap_policy"], "BUFFER_ONE", "{buffered}");
+    let bad = ["workflows", "update", &id, "--overlap-policy", "queue"];
+    let bad = xjob(url, &bad).await?;
     assert!(
-        buffered.code != 0
-            && (buffered.stderr).contains("workflow.overlap_policy: BUFFER_ONE is not supported"),
-        "{buffered:?}"
+        bad.code != 0 && bad.stderr.contains("'queue' is not one of"),
+        "{bad:?}"
     );
     let cancel = ["workflows", "update", &id, "--overlap", "cancel-other"];
     let cancel = xjob_json(url, &cancel).await?;

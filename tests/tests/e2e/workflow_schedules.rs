@@ -423,11 +423,14 @@ async fn runs_until(
         workflow: Some(off),
     };
     cluster.client().update_workflow(request).await?;
-    let running = pb::WorkflowRunState::Running as i32;
+    let going = [
+        pb::WorkflowRunState::Running as i32,
+        pb::WorkflowRunState::Waiting as i32,
+    ];
     let mut runs = wait_until(Duration::from_secs(30), "the runs to end", || async {
         list_runs()
             .await
-            .filter(|runs| runs.iter().all(|run| run.state != running))
+            .filter(|runs| runs.iter().all(|run| !going.contains(&run.state)))
     })
     .await?;
     runs.sort_by_key(|run| run.id);
@@ -543,5 +546,72 @@ async fn skip_and_cancel_other_decide_occurrences_while_a_run_is_going() -> anyh
         }),
         "a run was cut short: {runs:#?}"
     );
+    Ok(())
+}
+
+/// BUFFER_ONE on a real admin and executor, with a node slower than the schedule: an occurrence
+/// that finds a run going waits and starts right after it (its node never overlaps the one
+/// before), and one that finds a run waiting already is SKIPPED naming it.
+#[tokio::test]
+async fn buffer_one_runs_the_next_occurrence_after_the_run_going() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.followup_interval = Duration::from_millis(50))
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("slow", slow);
+    cluster.start_executor(executor).await?;
+    let job = TestCluster::job(group_id, "slow", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let buffered = every_second(&cluster, group_id, job_id, pb::OverlapPolicy::BufferOne).await?;
+    let runs = runs_until(
+        &cluster,
+        &buffered,
+        "three runs that ran and a skip",
+        |runs| {
+            let done = in_state(runs, pb::WorkflowRunState::Succeeded).len();
+            done >= 3 && !in_state(runs, pb::WorkflowRunState::Skipped).is_empty()
+        },
+    )
+    .await?;
+    let ran = in_state(&runs, pb::WorkflowRunState::Succeeded);
+    let skipped = in_state(&runs, pb::WorkflowRunState::Skipped);
+    assert_eq!(ran.len() + skipped.len(), runs.len(), "{runs:#?}");
+    let mut client = cluster.client();
+    let mut nodes = Vec::new();
+    for run in &ran {
+        let request = pb::GetWorkflowRunRequest { id: run.id };
+        let full = client.get_workflow_run(request).await?.into_inner().run;
+        let full = full.ok_or_else(|| anyhow::anyhow!("no run {}", run.id))?;
+        let log_id = full
+            .nodes
+            .first()
+            .map(|node| node.log_id)
+            .unwrap_or_default();
+        nodes.push(cluster.get_log(log_id).await?);
+    }
+    for pair in nodes.windows(2) {
+        assert!(
+            pair[1].trigger_time_ms >= pair[0].handle_time_ms,
+            "a buffered run's node starts after the one before ended: {pair:#?}"
+        );
+    }
+    assert!(
+        ran.windows(2)
+            .any(|pair| pair[1].created_ms < pair[0].finished_ms),
+        "some occurrence waited for the run going: {ran:#?}"
+    );
+    for skip in &skipped {
+        let named = ran.iter().any(|run| {
+            run.id < skip.id
+                && skip.reason
+                    == format!(
+                        "scheduled run {} of this workflow already waits (overlap policy \
+                         BUFFER_ONE)",
+                        run.id
+                    )
+        });
+        assert!(named, "the skip names the run waiting: {skip:?}");
+    }
     Ok(())
 }
