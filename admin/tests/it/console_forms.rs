@@ -1930,7 +1930,10 @@ async fn a_workflow_schedule_is_edited_and_its_next_runs_shown() -> anyhow::Resu
     .await?;
     assert!(
         zh_form.body.contains("上一次运行未结束时")
-            && zh_form.body.contains("<option value=\"SKIP\" selected"),
+            && zh_form.body.contains("<option value=\"SKIP\" selected")
+            && zh_form
+                .body
+                .contains("<option value=\"BUFFER_ONE\">buffer-one</option>"),
         "{:.4000}",
         zh_form.body
     );
