@@ -8,21 +8,34 @@
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` and `_ARG`.
 
 use std::sync::OnceLock;
+use std::time::SystemTime;
 
-use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState, TracerProvider};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanId, TraceFlags, TraceId, TraceState, Tracer as _, TracerProvider,
+};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracer, SdkTracerProvider};
 use xjob_proto::traceparent::Traceparent;
 
+mod planned_ids;
+
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
 pub const DEFAULT_SERVICE_NAME: &str = "xjob-admin";
 
 static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+/// A tracer with the admin's sampler and ids that exports nothing: asked for a sampling
+/// decision ahead of a span that may never exist ([`WorkflowRunTrace::plan`]).
+static PROBE: OnceLock<SdkTracer> = OnceLock::new();
 
 /// The admin's tracer, when traces are exported.
 pub fn tracer() -> Option<&'static SdkTracer> {
     TRACER.get()
+}
+
+fn probe_tracer() -> Option<&'static SdkTracer> {
+    PROBE.get()
 }
 
 /// The exporting half of tracing, kept by `main` to flush spans at shutdown.
@@ -43,6 +56,11 @@ impl Telemetry {
         if TRACER.set(tracer).is_err() {
             anyhow::bail!("tracing was started twice");
         }
+        // No processor: its spans go nowhere. The sampler comes from the same variables.
+        let probe = SdkTracerProvider::builder()
+            .with_id_generator(RootSpanIds::default())
+            .build();
+        let _ = PROBE.set(probe.tracer("xjob-admin-probe"));
         Ok(Telemetry {
             provider: Some(provider),
         })
@@ -131,6 +149,9 @@ thread_local! {
 
 impl IdGenerator for RootSpanIds {
     fn new_trace_id(&self) -> TraceId {
+        if let Some(planned) = planned_ids::take_next_root_trace_id() {
+            return planned;
+        }
         let high = self.random.new_trace_id().to_bytes();
         let low = LAST_SPAN_ID.with(std::cell::Cell::get);
         if low == [0; 8] {
@@ -143,7 +164,7 @@ impl IdGenerator for RootSpanIds {
     }
 
     fn new_span_id(&self) -> SpanId {
-        let span_id = self.random.new_span_id();
+        let span_id = planned_ids::next_root_span_id().unwrap_or_else(|| self.random.new_span_id());
         LAST_SPAN_ID.with(|last| last.set(span_id.to_bytes()));
         span_id
     }
@@ -246,48 +267,97 @@ pub fn record_lost(trace_id: &str, log_id: crate::model::LogId, reason: &str) {
     span.end();
 }
 
-/// Opens the `workflow_run` span of a workflow run about to start: the root of the run's trace
-/// and the parent of every node's `fire` span (the run row keeps its [`traceparent`], so a
-/// node started by any admin joins it). The caller ends it once the run is written; `None`
-/// when tracing is off.
-pub fn workflow_run_span(workflow_id: i64, name: &str) -> Option<opentelemetry_sdk::trace::Span> {
-    use opentelemetry::KeyValue;
-    use opentelemetry::trace::Tracer;
-    let tracer = tracer()?;
-    let span = tracer
-        .span_builder("workflow_run")
-        .with_attributes(vec![
-            KeyValue::new("xjob.workflow_id", workflow_id),
-            KeyValue::new("xjob.workflow_name", name.to_string()),
-        ])
-        .start_with_context(tracer, &opentelemetry::Context::new());
-    Some(span)
-}
+// ---- the `workflow_run` span
+//
+// The root of a workflow run's trace and the parent of every node's `fire` span (the run row
+// keeps its `traceparent`, so a node started by any admin joins it).
+//
+// Its context must be in the run row, and the row is written by the claim that decides whether
+// this admin starts the run at all: with a schedule, every admin tries each occurrence and one
+// wins. Opening the span before the claim would leave every losing admin an empty span to
+// export. So the trace is *planned* first (ids drawn, sampling decided, `traceparent` made) and
+// the span is built with exactly those ids only once the run row exists
+// ([`WorkflowRunTrace::record`]); a lost claim drops the plan and exports nothing.
 
-/// A started `workflow_run` span with its W3C `traceparent` for the run's row, so every node's
-/// `fire` span hangs under it, whichever admin starts the node. `(None, "")` when tracing is off.
-pub fn open_workflow_run_span(
+/// A workflow run's trace, planned before its run row is written.
+#[derive(Debug)]
+pub struct WorkflowRunTrace {
+    ids: (SpanId, TraceId),
+    planned_at: SystemTime,
+    traceparent: String,
     workflow_id: i64,
-    name: &str,
-) -> (Option<opentelemetry_sdk::trace::Span>, String) {
-    use opentelemetry::trace::Span;
-    let span = workflow_run_span(workflow_id, name);
-    let traceparent = span
-        .as_ref()
-        .map(|span| traceparent(span.span_context()))
-        .unwrap_or_default();
-    (span, traceparent)
+    name: String,
 }
 
-/// Ends a span of [`open_workflow_run_span`], naming the run once its row was written.
-pub fn close_workflow_run_span(span: Option<opentelemetry_sdk::trace::Span>, run_id: Option<i64>) {
-    use opentelemetry::trace::Span;
-    if let Some(mut span) = span {
-        if let Some(run_id) = run_id {
-            span.set_attribute(opentelemetry::KeyValue::new("xjob.workflow_run_id", run_id));
-        }
+impl WorkflowRunTrace {
+    /// Plans the trace of a run of workflow `workflow_id` about to be written; `None` when
+    /// tracing is off. The span id is the trace id's low half, like every root span's
+    /// (`RootSpanIds`): a node's retry finds its workflow run's span from the trace id alone.
+    pub fn plan(workflow_id: i64, name: &str) -> Option<WorkflowRunTrace> {
+        let tracer = tracer()?;
+        let random = RandomIdGenerator::default();
+        let span_id = random.new_span_id();
+        let mut bytes = random.new_trace_id().to_bytes();
+        bytes[8..].copy_from_slice(&span_id.to_bytes());
+        let ids = (span_id, TraceId::from_bytes(bytes));
+        // The sampler decides on the trace id (every sampler the standard variables name
+        // does): asking it now, through a tracer that exports nothing, gives the decision the
+        // real span gets later with the same ids.
+        let probe = probe_tracer().unwrap_or(tracer);
+        let sampled =
+            planned_ids::start_root_with(probe, ids, span_builder(tracer, workflow_id, name))
+                .span_context()
+                .is_sampled();
+        let flags = if sampled {
+            TraceFlags::SAMPLED
+        } else {
+            TraceFlags::default()
+        };
+        let context = SpanContext::new(ids.1, ids.0, flags, false, TraceState::default());
+        Some(WorkflowRunTrace {
+            ids,
+            planned_at: SystemTime::now(),
+            traceparent: traceparent(&context),
+            workflow_id,
+            name: name.to_string(),
+        })
+    }
+
+    /// The W3C `traceparent` the run row keeps.
+    pub fn traceparent(&self) -> &str {
+        &self.traceparent
+    }
+
+    /// The run was written as run `run_id`: its `workflow_run` span, from the plan to now,
+    /// with the planned ids.
+    pub fn record(self, run_id: i64) {
+        let Some(tracer) = tracer() else {
+            return;
+        };
+        let builder =
+            span_builder(tracer, self.workflow_id, &self.name).with_start_time(self.planned_at);
+        let mut span = planned_ids::start_root_with(tracer, self.ids, builder);
+        span.set_attribute(KeyValue::new("xjob.workflow_run_id", run_id));
         span.end();
     }
+}
+
+/// The `traceparent` of a planned trace, empty without one (tracing off).
+pub fn traceparent_of(trace: Option<&WorkflowRunTrace>) -> String {
+    trace
+        .map(|trace| trace.traceparent.clone())
+        .unwrap_or_default()
+}
+
+fn span_builder(
+    tracer: &SdkTracer,
+    workflow_id: i64,
+    name: &str,
+) -> opentelemetry::trace::SpanBuilder {
+    tracer.span_builder("workflow_run").with_attributes(vec![
+        KeyValue::new("xjob.workflow_id", workflow_id),
+        KeyValue::new("xjob.workflow_name", name.to_string()),
+    ])
 }
 
 /// A run that ended before any dispatch, as its `fire` span names it.
@@ -401,6 +471,26 @@ mod tests {
             assert_eq!(child.span_context().trace_id(), context.trace_id());
             assert_ne!(child.span_context().span_id(), context.span_id());
         }
+    }
+
+    #[test]
+    fn a_planned_root_span_takes_the_planned_ids_once() {
+        use opentelemetry::trace::{Span, Tracer};
+        let provider = SdkTracerProvider::builder()
+            .with_id_generator(RootSpanIds::default())
+            .build();
+        let tracer = provider.tracer("test");
+        let ids = (
+            SpanId::from_hex("00f067aa0ba902b7").expect("hex"),
+            TraceId::from_hex("4bf92f3577b34da600f067aa0ba902b7").expect("hex"),
+        );
+        let span = planned_ids::start_root_with(&tracer, ids, tracer.span_builder("workflow_run"));
+        assert_eq!(span.span_context().span_id(), ids.0);
+        assert_eq!(span.span_context().trace_id(), ids.1);
+        // The next span draws its own again.
+        let next = tracer.start("fire");
+        assert_ne!(next.span_context().trace_id(), ids.1);
+        assert_ne!(next.span_context().span_id(), ids.0);
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct RunView {
     pub trigger_type: String,
     /// The occurrence a scheduled run stands for; 0 for a started one.
     pub scheduled_at_ms: i64,
+    /// Why it was SKIPPED, or CANCELLED by a later occurrence (overlap policy).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeRunView>,
 }
@@ -54,6 +57,7 @@ impl From<&pb::WorkflowRun> for RunView {
             finished_ms: run.finished_ms,
             trigger_type: super::view::trigger_type(run.trigger_type),
             scheduled_at_ms: run.scheduled_at_ms,
+            reason: run.reason.clone(),
             nodes: run.nodes.iter().map(NodeRunView::from).collect(),
         }
     }
@@ -203,6 +207,7 @@ fn details(run: &RunView) -> Details {
         .add("workflow", run.workflow_id.to_string())
         .add("state", run.state.clone())
         .add("trigger", trigger_text(run))
+        .add("reason", render::or_dash(&run.reason))
         .add("params", render::or_dash(&run.params))
         .add("started", render::time(run.created_ms))
         .add("finished", render::time(run.finished_ms))

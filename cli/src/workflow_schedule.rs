@@ -35,6 +35,10 @@ pub struct ScheduleFlags {
     /// Params of runs started without any (scheduled runs; `start` without --params).
     #[arg(long)]
     params: Option<String>,
+    /// What an occurrence does while an earlier scheduled run still goes: allow-all, skip,
+    /// buffer-one, buffer-all or cancel-other.
+    #[arg(long, visible_alias = "overlap", value_name = "POLICY", value_parser = view::parse_overlap_policy)]
+    overlap_policy: Option<i32>,
 }
 
 impl ScheduleFlags {
@@ -63,6 +67,9 @@ impl ScheduleFlags {
             workflow.misfire_strategy = misfire;
         }
         set(&mut workflow.params, self.params);
+        if let Some(overlap) = self.overlap_policy {
+            workflow.overlap_policy = overlap;
+        }
     }
 }
 

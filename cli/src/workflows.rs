@@ -125,6 +125,13 @@ pub struct WorkflowView {
     pub params: String,
     #[serde(default, skip_deserializing)]
     pub next_fire_ms: i64,
+    /// ALLOW_ALL, SKIP, BUFFER_ONE, BUFFER_ALL or CANCEL_OTHER.
+    #[serde(default = "allow_all")]
+    pub overlap_policy: String,
+}
+
+fn allow_all() -> String {
+    "ALLOW_ALL".to_string()
 }
 
 fn no_schedule() -> String {
@@ -197,6 +204,7 @@ impl From<&pb::Workflow> for WorkflowView {
             misfire_strategy: view::misfire_strategy(workflow.misfire_strategy),
             params: workflow.params.clone(),
             next_fire_ms: workflow.next_fire_ms,
+            overlap_policy: view::overlap_policy(workflow.overlap_policy),
         }
     }
 }
@@ -250,6 +258,11 @@ impl WorkflowView {
             name => view::parse_misfire_strategy(name)
                 .map_err(|error| CliError::Usage(format!("misfire_strategy: {error}")))?,
         };
+        let overlap_policy = match self.overlap_policy.as_str() {
+            "" | "UNSPECIFIED" => pb::OverlapPolicy::AllowAll as i32,
+            name => view::parse_overlap_policy(name)
+                .map_err(|error| CliError::Usage(format!("overlap_policy: {error}")))?,
+        };
         Ok(pb::Workflow {
             id,
             group_id: self.group_id,
@@ -263,6 +276,7 @@ impl WorkflowView {
             misfire_strategy,
             params: self.params.clone(),
             next_fire_ms: 0,
+            overlap_policy,
         })
     }
 }
@@ -406,6 +420,10 @@ fn details(workflow: &WorkflowView) -> Details {
         .add(
             "misfire",
             workflow.misfire_strategy.to_lowercase().replace('_', "-"),
+        )
+        .add(
+            "overlap",
+            workflow.overlap_policy.to_lowercase().replace('_', "-"),
         )
         .add("params", render::or_dash(&workflow.params))
         .add("next run", render::time(workflow.next_fire_ms))

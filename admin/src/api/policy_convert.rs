@@ -53,7 +53,7 @@ pub fn overlap_policy_to_pb(policy: OverlapPolicy) -> pb::OverlapPolicy {
 
 /// UNSPECIFIED is ALLOW_ALL (today's behaviour), so a client that never heard of overlap
 /// policies need not set one.
-fn overlap_policy_from_pb(value: i32, prefix: &str) -> Result<OverlapPolicy, Error> {
+pub fn overlap_policy_from_pb(value: i32, prefix: &str) -> Result<OverlapPolicy, Error> {
     match pb::OverlapPolicy::try_from(value) {
         Ok(pb::OverlapPolicy::Unspecified | pb::OverlapPolicy::AllowAll) => {
             Ok(OverlapPolicy::AllowAll)

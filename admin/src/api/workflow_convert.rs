@@ -3,13 +3,14 @@
 
 use xjob_proto::pb;
 
+use crate::api::policy_convert::{overlap_policy_from_pb, overlap_policy_to_pb};
 use crate::error::Error;
 use crate::model::workflow_run::{NodeState, WorkflowRun, WorkflowRunStatus};
 use crate::model::workflow_schedule::WorkflowSchedule;
 use crate::model::{
     EdgeCondition, FanIn, GroupId, JobId, Workflow, WorkflowEdge, WorkflowId, WorkflowNode,
 };
-use crate::model::{LogId, MisfireStrategy, RunLog, ScheduleType};
+use crate::model::{LogId, MisfireStrategy, OverlapPolicy, RunLog, ScheduleType};
 use crate::wire::{
     misfire_strategy_to_pb, pb_misfire_strategy, pb_schedule_type, schedule_type_to_pb,
     trigger_type_to_pb,
@@ -40,6 +41,7 @@ pub fn workflow_from_pb(workflow: pb::Workflow) -> Result<Workflow, Error> {
         time_zone: workflow.time_zone.trim().to_string(),
         misfire: misfire_from_wire(workflow.misfire_strategy)?,
         next_fire_ms: 0,
+        overlap: overlap_from_wire(workflow.overlap_policy)?,
     };
     Ok(Workflow {
         id: WorkflowId(workflow.id),
@@ -77,6 +79,11 @@ fn misfire_from_wire(value: i32) -> Result<MisfireStrategy, Error> {
     }
 }
 
+/// UNSPECIFIED reads as ALLOW_ALL.
+fn overlap_from_wire(value: i32) -> Result<OverlapPolicy, Error> {
+    overlap_policy_from_pb(value, "workflow")
+}
+
 pub fn workflow_to_pb(workflow: Workflow) -> pb::Workflow {
     pb::Workflow {
         id: workflow.id.0,
@@ -103,6 +110,7 @@ pub fn workflow_to_pb(workflow: Workflow) -> pb::Workflow {
         misfire_strategy: misfire_strategy_to_pb(workflow.schedule.misfire) as i32,
         params: workflow.params,
         next_fire_ms: workflow.schedule.next_fire_ms,
+        overlap_policy: overlap_policy_to_pb(workflow.schedule.overlap) as i32,
     }
 }
 
@@ -198,6 +206,7 @@ pub fn workflow_run_to_pb(
         edges,
         trigger_type: trigger_type_to_pb(run.trigger_type) as i32,
         scheduled_at_ms: run.scheduled_at_ms,
+        reason: run.reason,
     }
 }
 
@@ -207,6 +216,8 @@ fn run_state_to_pb(status: WorkflowRunStatus) -> pb::WorkflowRunState {
         WorkflowRunStatus::Succeeded => pb::WorkflowRunState::Succeeded,
         WorkflowRunStatus::Failed => pb::WorkflowRunState::Failed,
         WorkflowRunStatus::Cancelled => pb::WorkflowRunState::Cancelled,
+        WorkflowRunStatus::Skipped => pb::WorkflowRunState::Skipped,
+        WorkflowRunStatus::Waiting => pb::WorkflowRunState::Waiting,
     }
 }
 
@@ -246,9 +257,17 @@ mod tests {
             misfire_strategy: pb::MisfireStrategy::FireOnceNow as i32,
             params: "p".into(),
             next_fire_ms: 0,
+            overlap_policy: pb::OverlapPolicy::CancelOther as i32,
         };
         let model = workflow_from_pb(wire.clone()).expect("converts");
         assert_eq!(workflow_to_pb(model), wire);
+        let mut odd = wire.clone();
+        odd.overlap_policy = 9;
+        let error = workflow_from_pb(odd).expect_err("refused");
+        assert!(
+            (error.to_string()).starts_with("workflow.overlap_policy: unknown value 9"),
+            "{error}"
+        );
         let mut unknown = wire;
         unknown.edges[0].condition = 42;
         let error = workflow_from_pb(unknown).expect_err("refused");

@@ -170,6 +170,7 @@ pub fn take_root_schedule(draft: &mut WorkflowDraft, root: &mut Job) -> Result<(
         time_zone: root.time_zone.clone(),
         misfire: root.misfire_strategy,
         next_fire_ms: 0,
+        overlap: Default::default(),
     };
     root.schedule_type = ScheduleType::None;
     root.status = JobStatus::Stopped;

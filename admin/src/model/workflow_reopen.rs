@@ -75,6 +75,16 @@ pub fn plan_reopen(
                 "workflow run {id} was cancelled; start a new run instead"
             ));
         }
+        WorkflowRunStatus::Skipped => {
+            return refuse(format!(
+                "workflow run {id} was skipped (it never ran); start a new run instead"
+            ));
+        }
+        WorkflowRunStatus::Waiting => {
+            return refuse(format!(
+                "workflow run {id} is waiting for the runs before it; its nodes have not started"
+            ));
+        }
         WorkflowRunStatus::Succeeded => {
             return refuse(format!(
                 "workflow run {id} succeeded; nothing to {}",
@@ -175,6 +185,7 @@ mod tests {
             traceparent: String::new(),
             trigger_type: crate::model::TriggerType::Manual,
             scheduled_at_ms: 0,
+            reason: String::new(),
             nodes: (states.iter())
                 .map(|(key, state)| WorkflowRunNode {
                     key: key.to_string(),

@@ -61,6 +61,11 @@ pub enum WorkflowRunStatus {
     /// Some node failed (even one whose failure branch ran).
     Failed,
     Cancelled,
+    /// A scheduled occurrence not run: an earlier run was going (overlap policy SKIP, or
+    /// BUFFER_ONE with one waiting already).
+    Skipped,
+    /// A scheduled occurrence held back until the runs before it end (BUFFER_ONE, BUFFER_ALL).
+    Waiting,
 }
 
 impl WorkflowRunStatus {
@@ -69,6 +74,8 @@ impl WorkflowRunStatus {
         WorkflowRunStatus::Succeeded,
         WorkflowRunStatus::Failed,
         WorkflowRunStatus::Cancelled,
+        WorkflowRunStatus::Skipped,
+        WorkflowRunStatus::Waiting,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +84,8 @@ impl WorkflowRunStatus {
             WorkflowRunStatus::Succeeded => "SUCCEEDED",
             WorkflowRunStatus::Failed => "FAILED",
             WorkflowRunStatus::Cancelled => "CANCELLED",
+            WorkflowRunStatus::Skipped => "SKIPPED",
+            WorkflowRunStatus::Waiting => "WAITING",
         }
     }
 
@@ -379,6 +388,8 @@ pub struct WorkflowRun {
     pub trigger_type: crate::model::TriggerType,
     /// The occurrence it stands for; 0 for a StartWorkflow run.
     pub scheduled_at_ms: i64,
+    /// Why it was SKIPPED, or CANCELLED by a later occurrence; empty otherwise.
+    pub reason: String,
 }
 
 impl WorkflowRun {

@@ -11,7 +11,7 @@ use chrono_tz::Tz;
 
 use super::next_fire::{interval_seconds, next_fire_after};
 use super::validate::{Refusal, check_params_size, resolve_time_zone, validate_schedule};
-use super::{DstPolicy, MisfireStrategy, ScheduleType, TriggerType};
+use super::{DstPolicy, MisfireStrategy, OverlapPolicy, ScheduleType, TriggerType};
 
 /// The most bytes of a workflow's (or a workflow run's) params.
 pub const MAX_WORKFLOW_PARAMS_BYTES: usize = 64 * 1024;
@@ -27,6 +27,42 @@ pub struct WorkflowSchedule {
     /// The next occurrence to start, epoch ms; 0 = none (no schedule, or a cron with no
     /// future time).
     pub next_fire_ms: i64,
+    /// What an occurrence does while an earlier scheduled run is still RUNNING (decided in
+    /// the claim's transaction, `store::shared::workflow_schedule`).
+    pub overlap: OverlapPolicy,
+}
+
+/// What an admin's won claim of a due occurrence wrote (`store.claim_workflow_occurrence`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OccurrenceClaim {
+    /// A missed occurrence dropped (DO_NOTHING): the schedule moved on, no run.
+    Dropped,
+    /// Run `run_id` started; `cancelled` are the earlier scheduled runs it ended CANCELLED
+    /// (overlap policy CANCEL_OTHER), whose node runs are still to be killed.
+    Started { run_id: i64, cancelled: Vec<i64> },
+    /// Run `run_id` was written SKIPPED (overlap policy SKIP, or BUFFER_ONE with one waiting
+    /// already): run `running` was going.
+    Skipped { run_id: i64, running: i64 },
+    /// Run `run_id` was written WAITING (BUFFER_ONE, BUFFER_ALL) behind run `behind`.
+    Waiting { run_id: i64, behind: i64 },
+}
+
+/// The reason a SKIPPED occurrence's run records.
+pub fn skip_reason(running: i64) -> String {
+    format!("scheduled run {running} of this workflow was still running (overlap policy SKIP)")
+}
+
+/// The reason an occurrence skipped because one waits already (BUFFER_ONE) records.
+pub fn buffer_full_reason(waiting: i64) -> String {
+    format!("scheduled run {waiting} of this workflow already waits (overlap policy BUFFER_ONE)")
+}
+
+/// The reason an earlier run cancelled by an occurrence records.
+pub fn cancel_reason(run_id: i64, scheduled_at_ms: i64) -> String {
+    format!(
+        "cancelled by scheduled run {run_id} (occurrence at {scheduled_at_ms} ms; overlap \
+         policy CANCEL_OTHER)"
+    )
 }
 
 impl Default for WorkflowSchedule {
@@ -37,6 +73,7 @@ impl Default for WorkflowSchedule {
             time_zone: String::new(),
             misfire: MisfireStrategy::DoNothing,
             next_fire_ms: 0,
+            overlap: OverlapPolicy::AllowAll,
         }
     }
 }
@@ -157,6 +194,7 @@ mod tests {
             time_zone: String::new(),
             misfire,
             next_fire_ms,
+            overlap: OverlapPolicy::AllowAll,
         }
     }
 

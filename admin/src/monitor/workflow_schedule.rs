@@ -5,7 +5,10 @@
 //! every second: store.due_workflows(now)
 //!   for each: model::workflow_schedule::due_occurrence ─▶ (occurrence to start?, next time)
 //!     ─▶ store.claim_workflow_occurrence (move next time + write the run, one transaction)
+//!        (the overlap policy decided inside: start it, write it SKIPPED or WAITING, or cancel
+//!        the runs going and start it)
 //!     ─▶ a run written: wake the workflow advance, which starts its roots
+//!   then: store.start_waiting_workflow_runs (a WAITING run whose predecessors ended starts)
 //! ```
 //!
 //! Why a loop on every admin, and not the job scan: workflows are few and fire at most once a
@@ -26,9 +29,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::AdminContext;
 use crate::error::Error;
+use crate::model::RunStatus;
 use crate::model::Workflow;
-use crate::model::workflow_run::NewWorkflowRun;
-use crate::model::workflow_schedule::due_occurrence;
+use crate::model::workflow_run::{NewWorkflowRun, NodeState};
+use crate::model::workflow_schedule::{OccurrenceClaim, due_occurrence};
 
 /// How often the loop looks for due occurrences.
 const TICK: Duration = Duration::from_secs(1);
@@ -58,6 +62,13 @@ pub async fn tick(ctx: &AdminContext) -> Result<usize, Error> {
             started += 1;
         }
     }
+    // Occurrences their overlap policy held back (BUFFER_ONE, BUFFER_ALL) start once the runs
+    // before them ended. Looked at here, on every admin each second, rather than where a run
+    // ends: an admin that dies between ending a run and starting the next leaves nothing stuck.
+    for run_id in ctx.store.start_waiting_workflow_runs(BATCH).await? {
+        tracing::info!(run_id, "started a waiting scheduled workflow run");
+        started += 1;
+    }
     if started > 0 {
         ctx.workflow_wake.notify_one();
     }
@@ -71,16 +82,16 @@ async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool,
     let Some(due) = due_occurrence(&workflow.schedule, default_zone, threshold_ms, now) else {
         return Ok(false);
     };
-    // A scheduled run is traced like a started one: one span its nodes' runs hang under.
-    let (span, traceparent) = match due.start {
-        Some(_) => crate::telemetry::open_workflow_run_span(workflow.id.0, &workflow.name),
-        None => (None, String::new()),
-    };
+    // A scheduled run is traced like a started one: one span its nodes' runs hang under. Only
+    // planned here: the span exists once this admin's claim wrote the run (every admin tries).
+    let trace = due
+        .start
+        .and_then(|_| crate::telemetry::WorkflowRunTrace::plan(workflow.id.0, &workflow.name));
     let run = due.start.map(|(at, trigger_type)| NewWorkflowRun {
         graph: workflow.clone(),
         params: workflow.params.clone(),
         created_ms: now,
-        traceparent,
+        traceparent: crate::telemetry::traceparent_of(trace.as_ref()),
         trigger_type,
         scheduled_at_ms: at,
     });
@@ -92,25 +103,105 @@ async fn fire(ctx: &AdminContext, workflow: &Workflow, now: i64) -> Result<bool,
             due.next_fire_ms,
             run.as_ref(),
         )
-        .await;
-    // A run another admin had is not this span's: it ends unnamed (and unsampled in effect).
-    crate::telemetry::close_workflow_run_span(span, claimed.as_ref().ok().copied().flatten());
-    let claimed = claimed?;
-    match (claimed, due.start) {
-        (Some(run_id), Some((at, trigger_type))) => {
-            tracing::info!(workflow_id = workflow.id.0, run_id, scheduled_at_ms = at,
-                trigger = %trigger_type, "started a scheduled workflow run");
+        .await?;
+    let Some(claimed) = claimed else {
+        // Another admin (or an earlier round) had it.
+        return Ok(false);
+    };
+    let workflow_id = workflow.id.0;
+    let at = due.start.map(|(at, _)| at).unwrap_or_default();
+    match claimed {
+        OccurrenceClaim::Started { run_id, cancelled } => {
+            if let Some(trace) = trace {
+                trace.record(run_id);
+            }
+            tracing::info!(
+                workflow_id,
+                run_id,
+                scheduled_at_ms = at,
+                "started a scheduled workflow run"
+            );
+            for earlier in cancelled {
+                tracing::info!(
+                    workflow_id,
+                    run_id = earlier,
+                    by = run_id,
+                    "overlap policy CANCEL_OTHER: cancelled the earlier scheduled run"
+                );
+                kill_node_runs(ctx, earlier).await;
+            }
             Ok(true)
         }
-        (Some(_), None) => {
+        OccurrenceClaim::Waiting { run_id, behind } => {
+            if let Some(trace) = trace {
+                trace.record(run_id);
+            }
             tracing::info!(
-                workflow_id = workflow.id.0,
+                workflow_id,
+                run_id,
+                behind,
+                scheduled_at_ms = at,
+                "overlap policy BUFFER: the occurrence waits for the runs before it"
+            );
+            Ok(false)
+        }
+        OccurrenceClaim::Skipped { run_id, running } => {
+            if let Some(trace) = trace {
+                trace.record(run_id);
+            }
+            tracing::info!(
+                workflow_id,
+                run_id,
+                running,
+                scheduled_at_ms = at,
+                "overlap policy SKIP: the occurrence was recorded as a skipped run"
+            );
+            Ok(false)
+        }
+        OccurrenceClaim::Dropped => {
+            tracing::info!(
+                workflow_id,
                 missed_ms = workflow.schedule.next_fire_ms,
                 "a workflow occurrence was missed while no admin ran; dropped (DO_NOTHING)"
             );
             Ok(false)
         }
-        // Another admin (or an earlier round) had it.
-        (None, _) => Ok(false),
+    }
+}
+
+/// Kills the running node runs of a workflow run the claim ended CANCELLED, as
+/// CancelWorkflowRun does. Best effort: a node run not sent yet, or whose kill fails, ends on
+/// its own, and its end changes nothing in the cancelled run. Should this admin die before,
+/// the node runs also just end on their own.
+async fn kill_node_runs(ctx: &AdminContext, run_id: i64) {
+    let run = match ctx.store.get_workflow_run(run_id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return,
+        Err(error) => {
+            tracing::warn!(run_id, %error, "reading a cancelled workflow run failed");
+            return;
+        }
+    };
+    let token = match ctx.store.get_group(run.graph.group_id).await {
+        Ok(group) => group.map(|group| group.access_token).unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let running = (run.nodes.iter()).filter(|node| node.state == NodeState::Running);
+    for node in running {
+        let Ok(Some(log)) = ctx.store.get_log(node.log_id).await else {
+            continue;
+        };
+        if log.status != RunStatus::Running || log.executor_address.is_empty() {
+            continue;
+        }
+        let kill = ctx
+            .executors
+            .kill(&log.executor_address, &token, log.job_id, log.id);
+        match kill.await {
+            Ok((killed, message)) => tracing::info!(run_id, log_id = log.id.0, killed, %message,
+                "overlap policy CANCEL_OTHER: killed a node run of the cancelled run"),
+            Err(error) => tracing::warn!(run_id, log_id = log.id.0, %error,
+                "overlap policy CANCEL_OTHER: killing a node run failed"),
+        }
     }
 }

@@ -355,7 +355,10 @@ shared! {
     fn due_workflows(&self, now_ms: i64, limit: i64) -> StoreResult<Vec<Workflow>> => workflow_schedule;
     /// Moves a workflow's next occurrence from `due_ms` to `next_ms` with the occurrence's run;
     /// `None` when another claim came first.
-    fn claim_workflow_occurrence(&self, workflow_id: i64, due_ms: i64, next_ms: i64, run: Option<&crate::model::workflow_run::NewWorkflowRun>) -> StoreResult<Option<i64>> => workflow_schedule;
+    fn claim_workflow_occurrence(&self, workflow_id: i64, due_ms: i64, next_ms: i64, run: Option<&crate::model::workflow_run::NewWorkflowRun>) -> StoreResult<Option<crate::model::workflow_schedule::OccurrenceClaim>> => workflow_schedule;
+    /// Starts the oldest WAITING scheduled run of each workflow (at most `limit`) with no
+    /// scheduled run RUNNING; the ids started.
+    fn start_waiting_workflow_runs(&self, limit: i64) -> StoreResult<Vec<i64>> => workflow_schedule;
     // ---- XXL-JOB import (`xjob import-xxl-job`)
     /// `(XXL-JOB job id, xjob job id)` of every job imported from `source`.
     fn xxl_imported_jobs(&self, source: &str) -> StoreResult<Vec<(i64, JobId)>> => xxl_import;

@@ -1382,6 +1382,8 @@ async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
         "Asia/Tokyo",
         "--misfire",
         "fire-once-now",
+        "--overlap-policy",
+        "skip",
         "--params",
         "day=today",
     ];
@@ -1391,6 +1393,7 @@ async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
     assert_eq!(created["time_zone"], "Asia/Tokyo", "{created}");
     assert_eq!(created["misfire_strategy"], "FIRE_ONCE_NOW", "{created}");
     assert_eq!(created["params"], "day=today", "{created}");
+    assert_eq!(created["overlap_policy"], "SKIP", "{created}");
     let next = created["next_fire_ms"].as_i64().unwrap_or_default();
     // 02:30 in Tokyo (UTC+9) is 17:30 UTC.
     assert_eq!(next.rem_euclid(86_400_000), 63_000_000, "{created}");
@@ -1401,7 +1404,11 @@ async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
         shown.code == 0
             && shown.stdout.contains("cron 0 30 2 * * ?")
             && shown.stdout.contains("Asia/Tokyo")
-            && shown.stdout.contains("fire-once-now"),
+            && shown.stdout.contains("fire-once-now")
+            && shown
+                .stdout
+                .lines()
+                .any(|line| line.starts_with("overlap") && line.ends_with("skip")),
         "{shown:?}"
     );
     let preview = xjob_json(url, &["workflows", "preview", &id, "-n", "3"]).await?;
@@ -1416,6 +1423,18 @@ async fn workflow_schedules_from_the_command_line() -> anyhow::Result<()> {
             && (bad_cron.stderr).contains("workflow.schedule_conf: invalid cron 'often'"),
         "{bad_cron:?}"
     );
+    let buffered = ["workflows", "update", &id, "--overlap-policy", "buffer-one"];
+    let buffered = xjob_json(url, &buffered).await?;
+    assert_eq!(buffered["overlap_policy"], "BUFFER_ONE", "{buffered}");
+    let bad = ["workflows", "update", &id, "--overlap-policy", "queue"];
+    let bad = xjob(url, &bad).await?;
+    assert!(
+        bad.code != 0 && bad.stderr.contains("'queue' is not one of"),
+        "{bad:?}"
+    );
+    let cancel = ["workflows", "update", &id, "--overlap", "cancel-other"];
+    let cancel = xjob_json(url, &cancel).await?;
+    assert_eq!(cancel["overlap_policy"], "CANCEL_OTHER", "{cancel}");
     let bad_zone = xjob(url, &["workflows", "update", &id, "--tz", "Mars/Base"]).await?;
     assert!(
         bad_zone.code != 0

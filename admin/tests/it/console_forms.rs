@@ -1874,6 +1874,7 @@ async fn a_workflow_schedule_is_edited_and_its_next_runs_shown() -> anyhow::Resu
             ("schedule_conf", conf),
             ("time_zone", "Asia/Tokyo"),
             ("misfire_strategy", "FIRE_ONCE_NOW"),
+            ("overlap_policy", "SKIP"),
             ("params", "day=today"),
         ]
     };
@@ -1898,11 +1899,14 @@ async fn a_workflow_schedule_is_edited_and_its_next_runs_shown() -> anyhow::Resu
     assert_eq!(stored.schedule_conf, "0 30 2 * * ?");
     assert_eq!(stored.time_zone, "Asia/Tokyo");
     assert_eq!(stored.params, "day=today");
+    assert_eq!(stored.overlap_policy, pb::OverlapPolicy::Skip as i32);
     assert_eq!(stored.nodes.len(), 1, "the graph is kept");
     let page = fx.get(&format!("/workflows/{id}")).await?;
     let runs = page.body.matches("<li>").count();
     assert!(
-        page.body.contains("Cron 0 30 2 * * ?") && page.body.contains("id=\"next-runs\""),
+        page.body.contains("Cron 0 30 2 * * ?")
+            && page.body.contains("id=\"next-runs\"")
+            && page.body.contains("fire-once-now · skip"),
         "{:.4000}",
         page.body
     );
@@ -1916,5 +1920,22 @@ async fn a_workflow_schedule_is_edited_and_its_next_runs_shown() -> anyhow::Resu
     )
     .await?;
     assert!(zh.body.contains("接下来的运行"), "{:.3000}", zh.body);
+    let zh_form = http_with(
+        fx.http_port,
+        "GET",
+        &path,
+        &[("Cookie", &format!("{}; xjob_lang=zh", fx.cookie))],
+        "",
+    )
+    .await?;
+    assert!(
+        zh_form.body.contains("上一次运行未结束时")
+            && zh_form.body.contains("<option value=\"SKIP\" selected")
+            && zh_form
+                .body
+                .contains("<option value=\"BUFFER_ONE\">buffer-one</option>"),
+        "{:.4000}",
+        zh_form.body
+    );
     Ok(())
 }

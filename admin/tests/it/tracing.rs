@@ -9,6 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common::ONE_AT_A_TIME;
+use crate::common::cluster::{Cluster, Database, Timing};
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 use xjob_proto::pb;
 use xjob_proto::pb::job_admin_client::JobAdminClient;
@@ -648,5 +650,197 @@ async fn every_run_is_one_trace_across_admin_and_executor_in_jaeger() -> anyhow:
     );
     assert_workflow_trace(&jaeger, &node_runs, workflow_run_id).await?;
     eprintln!("Jaeger trace test took {:?}", started.elapsed());
+    Ok(())
+}
+
+/// Two admins on one SQLite file both try each occurrence of every-second workflow schedules;
+/// one claim wins. Only the winner's run is traced: Jaeger holds exactly one `workflow_run`
+/// span per workflow run in the store (a losing admin exports none, not even an empty one),
+/// named by its run id, with the run's node `fire` span as its child.
+///
+/// To make the admins contend for the same occurrences (their one-second ticks have their own
+/// phases), both are frozen with SIGSTOP past an occurrence and resumed together: each then
+/// ticks at once and tries the same due workflows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_admins_trace_each_scheduled_workflow_run_once() -> anyhow::Result<()> {
+    let jaeger_binary = match jaeger::binary() {
+        Ok(binary) => binary,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            anyhow::bail!("the Jaeger test cannot run in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the Jaeger workflow schedule test: {reason}");
+            return Ok(());
+        }
+    };
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let started = Instant::now();
+    let dir = tempfile::tempdir()?;
+    let jaeger = Jaeger::start(&jaeger_binary, dir.path()).await?;
+    let extra = format!("otlp_endpoint = \"{}\"\n", jaeger.otlp_endpoint);
+    let database = Database::sqlite()?.ok_or_else(|| anyhow::anyhow!("no SQLite"))?;
+    let mut cluster = Cluster::start_configured(database, 2, 1, Timing::default(), &extra).await?;
+    let outcome = scheduled_workflow_traces(&mut cluster, &jaeger, started).await;
+    cluster.finish(outcome).await
+}
+
+async fn scheduled_workflow_traces(
+    cluster: &mut Cluster,
+    jaeger: &Jaeger,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let mut client = cluster.client().await?;
+    let mut workflows = Vec::new();
+    for index in 0..4 {
+        let job = pb::Job {
+            group_id: cluster.group_id,
+            name: format!("node {index}"),
+            schedule_type: pb::ScheduleType::None as i32,
+            route_strategy: pb::RouteStrategy::First as i32,
+            handler: "record".into(),
+            block_strategy: pb::BlockStrategy::SerialExecution as i32,
+            glue_type: pb::GlueType::Bean as i32,
+            misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+            ..Default::default()
+        };
+        let job = client.create_job(pb::CreateJobRequest { job: Some(job) });
+        let job_id = job
+            .await?
+            .into_inner()
+            .job
+            .map(|job| job.id)
+            .unwrap_or_default();
+        let workflow = pb::Workflow {
+            group_id: cluster.group_id,
+            name: format!("every second {index}"),
+            nodes: vec![pb::WorkflowNode {
+                key: "a".into(),
+                job_id,
+                fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+            }],
+            schedule_type: pb::ScheduleType::FixRate as i32,
+            schedule_conf: "1".into(),
+            ..Default::default()
+        };
+        let request = pb::CreateWorkflowRequest {
+            workflow: Some(workflow),
+        };
+        let created = client.create_workflow(request).await?.into_inner().workflow;
+        workflows.push(created.ok_or_else(|| anyhow::anyhow!("no workflow"))?);
+    }
+    // Freeze both admins past an occurrence (under the node lease and the misfire threshold),
+    // then resume them together, a few times.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        for admin in &mut cluster.admins {
+            admin.pause()?;
+        }
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        for admin in &mut cluster.admins {
+            admin.resume()?;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for workflow in &workflows {
+        let mut off = workflow.clone();
+        off.schedule_type = pb::ScheduleType::None as i32;
+        let request = pb::UpdateWorkflowRequest {
+            workflow: Some(off),
+        };
+        client.update_workflow(request).await?;
+    }
+    let mut runs = Vec::new();
+    for workflow in &workflows {
+        let list = pb::ListWorkflowRunsRequest {
+            workflow_id: workflow.id,
+            page_size: 1000,
+            page_token: String::new(),
+        };
+        let ended = wait_until(Duration::from_secs(30), "every run to end", || {
+            let (mut client, list) = (client.clone(), list.clone());
+            async move {
+                let runs = client
+                    .list_workflow_runs(list)
+                    .await
+                    .ok()?
+                    .into_inner()
+                    .runs;
+                let running = pb::WorkflowRunState::Running as i32;
+                runs.iter().all(|run| run.state != running).then_some(runs)
+            }
+        })
+        .await?;
+        runs.extend(ended);
+    }
+    anyhow::ensure!(runs.len() >= 8, "too few scheduled runs: {runs:#?}");
+    // Graceful stops flush the spans the batch exporters hold.
+    for admin in &mut cluster.admins {
+        admin.process_mut().ask_to_exit()?;
+    }
+    for admin in &mut cluster.admins {
+        admin
+            .process_mut()
+            .wait_exit(Instant::now() + Duration::from_secs(15))?;
+    }
+
+    let since_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .saturating_sub(started.elapsed() + Duration::from_secs(60))
+        .as_micros();
+    let query = format!("service=xjob-admin&operation=workflow_run&limit=10000&start={since_us}");
+    let ours = |span: &JaegerSpan| {
+        let workflow_id = span
+            .tags
+            .get("xjob.workflow_id")
+            .and_then(serde_json::Value::as_i64);
+        span.name == "workflow_run" && workflows.iter().any(|w| Some(w.id) == workflow_id)
+    };
+    // The admins exited, so every span was received; wait only for Jaeger to show them all.
+    let spans = wait_until(
+        Duration::from_secs(30),
+        &format!("{} workflow_run spans in Jaeger", runs.len()),
+        || async {
+            let spans = jaeger.search(&query).await.ok()?;
+            (spans.iter().filter(|span| ours(span)).count() >= runs.len()).then_some(spans)
+        },
+    )
+    .await?;
+    let roots: Vec<&JaegerSpan> = spans.iter().filter(|span| ours(span)).collect();
+    let empty = roots
+        .iter()
+        .filter(|span| !span.tags.contains_key("xjob.workflow_run_id"))
+        .count();
+    assert_eq!(
+        (roots.len(), empty),
+        (runs.len(), 0),
+        "one workflow_run span per run, none empty (an admin that lost the claim exports none)"
+    );
+    let mut named: Vec<i64> = roots
+        .iter()
+        .filter_map(|span| span.tags.get("xjob.workflow_run_id")?.as_i64())
+        .collect();
+    let mut run_ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+    named.sort_unstable();
+    run_ids.sort_unstable();
+    assert_eq!(named, run_ids, "each run's span names it");
+    for root in roots {
+        assert_eq!(root.parent, None, "{root:#?}");
+        let children = spans
+            .iter()
+            .filter(|span| {
+                span.name == "fire"
+                    && span.trace_id == root.trace_id
+                    && span
+                        .parent
+                        .as_deref()
+                        .is_some_and(|p| same_id(p, &root.span_id))
+            })
+            .count();
+        assert_eq!(
+            children, 1,
+            "the run's node fire span hangs under it: {root:#?}"
+        );
+    }
+    eprintln!("{} scheduled workflow runs, one span each", runs.len());
     Ok(())
 }

@@ -333,6 +333,12 @@ fn check_run(
         WorkflowRunStatus::Succeeded => verdict.succeeded += 1,
         WorkflowRunStatus::Failed => verdict.failed += 1,
         WorkflowRunStatus::Cancelled => verdict.cancelled += 1,
+        // An occurrence its overlap policy skipped never starts a node (the campaign's runs
+        // are started by hand, so none is expected): counted as not run, nothing to check.
+        WorkflowRunStatus::Skipped | WorkflowRunStatus::Waiting => {
+            verdict.cancelled += 1;
+            return;
+        }
     }
     let nodes: HashMap<&str, _> = (run.nodes.iter())
         .map(|node| (node.key.as_str(), node))
@@ -501,6 +507,7 @@ mod tests {
             traceparent: String::new(),
             trigger_type: xjob_admin::model::TriggerType::Manual,
             scheduled_at_ms: 0,
+            reason: String::new(),
             nodes: vec![
                 node("extract", NodeState::Succeeded, 10),
                 node("check", NodeState::Failed, 11),

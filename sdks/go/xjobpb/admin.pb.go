@@ -600,6 +600,11 @@ const (
 	// Some node failed (even when its failure branch ran).
 	WorkflowRunState_WORKFLOW_RUN_STATE_FAILED    WorkflowRunState = 3
 	WorkflowRunState_WORKFLOW_RUN_STATE_CANCELLED WorkflowRunState = 4
+	// A scheduled occurrence not run: its overlap policy (SKIP) found an earlier run going.
+	WorkflowRunState_WORKFLOW_RUN_STATE_SKIPPED WorkflowRunState = 5
+	// A scheduled occurrence held back by its overlap policy (BUFFER_ONE, BUFFER_ALL) until the
+	// scheduled runs before it have ended; then it becomes RUNNING.
+	WorkflowRunState_WORKFLOW_RUN_STATE_WAITING WorkflowRunState = 6
 )
 
 // Enum value maps for WorkflowRunState.
@@ -610,6 +615,8 @@ var (
 		2: "WORKFLOW_RUN_STATE_SUCCEEDED",
 		3: "WORKFLOW_RUN_STATE_FAILED",
 		4: "WORKFLOW_RUN_STATE_CANCELLED",
+		5: "WORKFLOW_RUN_STATE_SKIPPED",
+		6: "WORKFLOW_RUN_STATE_WAITING",
 	}
 	WorkflowRunState_value = map[string]int32{
 		"WORKFLOW_RUN_STATE_UNSPECIFIED": 0,
@@ -617,6 +624,8 @@ var (
 		"WORKFLOW_RUN_STATE_SUCCEEDED":   2,
 		"WORKFLOW_RUN_STATE_FAILED":      3,
 		"WORKFLOW_RUN_STATE_CANCELLED":   4,
+		"WORKFLOW_RUN_STATE_SKIPPED":     5,
+		"WORKFLOW_RUN_STATE_WAITING":     6,
 	}
 )
 
@@ -7187,7 +7196,15 @@ type Workflow struct {
 	// empty = each node's job's own params. At most 64 KiB.
 	Params string `protobuf:"bytes,24,opt,name=params,proto3" json:"params,omitempty"`
 	// Output only: the next occurrence, epoch ms; 0 when the workflow has no schedule.
-	NextFireMs    int64 `protobuf:"varint,25,opt,name=next_fire_ms,json=nextFireMs,proto3" json:"next_fire_ms,omitempty"`
+	NextFireMs int64 `protobuf:"varint,25,opt,name=next_fire_ms,json=nextFireMs,proto3" json:"next_fire_ms,omitempty"`
+	// What an occurrence does while an earlier scheduled run of the workflow is still RUNNING:
+	// ALLOW_ALL (or UNSPECIFIED) starts it anyway; SKIP records it as a SKIPPED run whose reason
+	// names the run still going; CANCEL_OTHER cancels the running runs (as CancelWorkflowRun),
+	// then starts it; BUFFER_ONE writes it WAITING, started when the runs before it have ended
+	// (at most one waits: later ones are SKIPPED); BUFFER_ALL writes every such occurrence
+	// WAITING, started one after the other, oldest first. Runs started by StartWorkflow neither
+	// count nor are counted.
+	OverlapPolicy OverlapPolicy `protobuf:"varint,26,opt,name=overlap_policy,json=overlapPolicy,proto3,enum=xjob.v1.OverlapPolicy" json:"overlap_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7304,6 +7321,13 @@ func (x *Workflow) GetNextFireMs() int64 {
 		return x.NextFireMs
 	}
 	return 0
+}
+
+func (x *Workflow) GetOverlapPolicy() OverlapPolicy {
+	if x != nil {
+		return x.OverlapPolicy
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
 }
 
 type CreateWorkflowRequest struct {
@@ -7907,6 +7931,9 @@ type WorkflowRun struct {
 	TriggerType TriggerType `protobuf:"varint,20,opt,name=trigger_type,json=triggerType,proto3,enum=xjob.v1.TriggerType" json:"trigger_type,omitempty"`
 	// The occurrence a scheduled run stands for, epoch ms; 0 for a StartWorkflow run.
 	ScheduledAtMs int64 `protobuf:"varint,21,opt,name=scheduled_at_ms,json=scheduledAtMs,proto3" json:"scheduled_at_ms,omitempty"`
+	// Why a run was SKIPPED, or CANCELLED by a later occurrence (overlap policy CANCEL_OTHER);
+	// empty otherwise.
+	Reason        string `protobuf:"bytes,22,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8016,6 +8043,13 @@ func (x *WorkflowRun) GetScheduledAtMs() int64 {
 		return x.ScheduledAtMs
 	}
 	return 0
+}
+
+func (x *WorkflowRun) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type StartWorkflowRequest struct {
@@ -9073,7 +9107,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\fWorkflowEdge\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12<\n" +
-	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xbf\x03\n" +
+	"\tcondition\x18\x03 \x01(\x0e2\x1e.xjob.v1.WorkflowEdgeConditionR\tcondition\"\xfe\x03\n" +
 	"\bWorkflow\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bgroup_id\x18\x02 \x01(\x03R\agroupId\x12\x12\n" +
@@ -9088,7 +9122,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x10misfire_strategy\x18\x17 \x01(\x0e2\x18.xjob.v1.MisfireStrategyR\x0fmisfireStrategy\x12\x16\n" +
 	"\x06params\x18\x18 \x01(\tR\x06params\x12 \n" +
 	"\fnext_fire_ms\x18\x19 \x01(\x03R\n" +
-	"nextFireMs\"F\n" +
+	"nextFireMs\x12=\n" +
+	"\x0eoverlap_policy\x18\x1a \x01(\x0e2\x16.xjob.v1.OverlapPolicyR\roverlapPolicy\"F\n" +
 	"\x15CreateWorkflowRequest\x12-\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x11.xjob.v1.WorkflowR\bworkflow\"G\n" +
 	"\x16CreateWorkflowResponse\x12-\n" +
@@ -9127,7 +9162,7 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"skipped_by\x18\t \x01(\tR\tskippedBy\x12\x1d\n" +
 	"\n" +
 	"skipped_ms\x18\n" +
-	" \x01(\x03R\tskippedMs\"\xa0\x03\n" +
+	" \x01(\x03R\tskippedMs\"\xb8\x03\n" +
 	"\vWorkflowRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\x03R\n" +
@@ -9142,7 +9177,8 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\x05nodes\x18\b \x03(\v2\x18.xjob.v1.WorkflowRunNodeR\x05nodes\x12+\n" +
 	"\x05edges\x18\t \x03(\v2\x15.xjob.v1.WorkflowEdgeR\x05edges\x127\n" +
 	"\ftrigger_type\x18\x14 \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\x12&\n" +
-	"\x0fscheduled_at_ms\x18\x15 \x01(\x03R\rscheduledAtMs\"O\n" +
+	"\x0fscheduled_at_ms\x18\x15 \x01(\x03R\rscheduledAtMs\x12\x16\n" +
+	"\x06reason\x18\x16 \x01(\tR\x06reason\"O\n" +
 	"\x14StartWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\x03R\n" +
 	"workflowId\x12\x16\n" +
@@ -9229,13 +9265,15 @@ const file_xjob_v1_admin_proto_rawDesc = "" +
 	"\rWorkflowFanIn\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bWORKFLOW_FAN_IN_ALL_SUCCESS\x10\x01\x12\x1f\n" +
-	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x02*\xb9\x01\n" +
+	"\x1bWORKFLOW_FAN_IN_ANY_SUCCESS\x10\x02*\xf9\x01\n" +
 	"\x10WorkflowRunState\x12\"\n" +
 	"\x1eWORKFLOW_RUN_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aWORKFLOW_RUN_STATE_RUNNING\x10\x01\x12 \n" +
 	"\x1cWORKFLOW_RUN_STATE_SUCCEEDED\x10\x02\x12\x1d\n" +
 	"\x19WORKFLOW_RUN_STATE_FAILED\x10\x03\x12 \n" +
-	"\x1cWORKFLOW_RUN_STATE_CANCELLED\x10\x04*\xde\x01\n" +
+	"\x1cWORKFLOW_RUN_STATE_CANCELLED\x10\x04\x12\x1e\n" +
+	"\x1aWORKFLOW_RUN_STATE_SKIPPED\x10\x05\x12\x1e\n" +
+	"\x1aWORKFLOW_RUN_STATE_WAITING\x10\x06*\xde\x01\n" +
 	"\x11WorkflowNodeState\x12#\n" +
 	"\x1fWORKFLOW_NODE_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bWORKFLOW_NODE_STATE_WAITING\x10\x01\x12\x1f\n" +
@@ -9553,142 +9591,143 @@ var file_xjob_v1_admin_proto_depIdxs = []int32{
 	119, // 70: xjob.v1.Workflow.edges:type_name -> xjob.v1.WorkflowEdge
 	146, // 71: xjob.v1.Workflow.schedule_type:type_name -> xjob.v1.ScheduleType
 	147, // 72: xjob.v1.Workflow.misfire_strategy:type_name -> xjob.v1.MisfireStrategy
-	120, // 73: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	120, // 74: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 75: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
-	120, // 76: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 77: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
-	120, // 78: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
-	11,  // 79: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
-	151, // 80: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
-	10,  // 81: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
-	131, // 82: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
-	119, // 83: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
-	152, // 84: xjob.v1.WorkflowRun.trigger_type:type_name -> xjob.v1.TriggerType
-	132, // 85: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 86: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
-	132, // 87: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 88: xjob.v1.RetryWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
-	132, // 89: xjob.v1.SkipWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
-	16,  // 90: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
-	18,  // 91: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
-	20,  // 92: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
-	22,  // 93: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
-	24,  // 94: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
-	26,  // 95: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
-	28,  // 96: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
-	30,  // 97: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
-	32,  // 98: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
-	41,  // 99: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
-	43,  // 100: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
-	45,  // 101: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
-	47,  // 102: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
-	35,  // 103: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
-	37,  // 104: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
-	39,  // 105: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
-	49,  // 106: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
-	51,  // 107: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
-	53,  // 108: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
-	55,  // 109: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
-	57,  // 110: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
-	59,  // 111: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
-	62,  // 112: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
-	64,  // 113: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
-	71,  // 114: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
-	73,  // 115: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
-	75,  // 116: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
-	77,  // 117: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
-	79,  // 118: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
-	81,  // 119: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
-	83,  // 120: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
-	85,  // 121: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
-	87,  // 122: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
-	89,  // 123: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
-	91,  // 124: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
-	93,  // 125: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
-	96,  // 126: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
-	99,  // 127: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
-	101, // 128: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
-	103, // 129: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
-	105, // 130: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
-	108, // 131: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
-	110, // 132: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
-	112, // 133: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
-	114, // 134: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
-	116, // 135: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
-	121, // 136: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
-	123, // 137: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
-	125, // 138: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
-	127, // 139: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
-	129, // 140: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
-	133, // 141: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
-	135, // 142: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
-	137, // 143: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
-	139, // 144: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
-	141, // 145: xjob.v1.JobAdmin.RetryWorkflowNode:input_type -> xjob.v1.RetryWorkflowNodeRequest
-	143, // 146: xjob.v1.JobAdmin.SkipWorkflowNode:input_type -> xjob.v1.SkipWorkflowNodeRequest
-	17,  // 147: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
-	19,  // 148: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
-	21,  // 149: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
-	23,  // 150: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
-	25,  // 151: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
-	27,  // 152: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
-	29,  // 153: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
-	31,  // 154: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
-	33,  // 155: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
-	42,  // 156: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
-	44,  // 157: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
-	46,  // 158: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
-	48,  // 159: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
-	36,  // 160: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
-	38,  // 161: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
-	40,  // 162: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
-	50,  // 163: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
-	52,  // 164: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
-	54,  // 165: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
-	56,  // 166: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
-	58,  // 167: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
-	60,  // 168: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
-	63,  // 169: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
-	66,  // 170: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
-	72,  // 171: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
-	74,  // 172: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
-	76,  // 173: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
-	78,  // 174: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
-	80,  // 175: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
-	82,  // 176: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
-	84,  // 177: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
-	86,  // 178: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
-	88,  // 179: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
-	90,  // 180: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
-	92,  // 181: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
-	94,  // 182: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
-	97,  // 183: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
-	100, // 184: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
-	102, // 185: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
-	104, // 186: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
-	106, // 187: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
-	109, // 188: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
-	111, // 189: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
-	113, // 190: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
-	115, // 191: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
-	117, // 192: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
-	122, // 193: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
-	124, // 194: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
-	126, // 195: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
-	128, // 196: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
-	130, // 197: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
-	134, // 198: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
-	136, // 199: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
-	138, // 200: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
-	140, // 201: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
-	142, // 202: xjob.v1.JobAdmin.RetryWorkflowNode:output_type -> xjob.v1.RetryWorkflowNodeResponse
-	144, // 203: xjob.v1.JobAdmin.SkipWorkflowNode:output_type -> xjob.v1.SkipWorkflowNodeResponse
-	147, // [147:204] is the sub-list for method output_type
-	90,  // [90:147] is the sub-list for method input_type
-	90,  // [90:90] is the sub-list for extension type_name
-	90,  // [90:90] is the sub-list for extension extendee
-	0,   // [0:90] is the sub-list for field type_name
+	7,   // 73: xjob.v1.Workflow.overlap_policy:type_name -> xjob.v1.OverlapPolicy
+	120, // 74: xjob.v1.CreateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 75: xjob.v1.CreateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 76: xjob.v1.UpdateWorkflowRequest.workflow:type_name -> xjob.v1.Workflow
+	120, // 77: xjob.v1.UpdateWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 78: xjob.v1.GetWorkflowResponse.workflow:type_name -> xjob.v1.Workflow
+	120, // 79: xjob.v1.ListWorkflowsResponse.workflows:type_name -> xjob.v1.Workflow
+	11,  // 80: xjob.v1.WorkflowRunNode.state:type_name -> xjob.v1.WorkflowNodeState
+	151, // 81: xjob.v1.WorkflowRunNode.run_status:type_name -> xjob.v1.RunStatus
+	10,  // 82: xjob.v1.WorkflowRun.state:type_name -> xjob.v1.WorkflowRunState
+	131, // 83: xjob.v1.WorkflowRun.nodes:type_name -> xjob.v1.WorkflowRunNode
+	119, // 84: xjob.v1.WorkflowRun.edges:type_name -> xjob.v1.WorkflowEdge
+	152, // 85: xjob.v1.WorkflowRun.trigger_type:type_name -> xjob.v1.TriggerType
+	132, // 86: xjob.v1.GetWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 87: xjob.v1.ListWorkflowRunsResponse.runs:type_name -> xjob.v1.WorkflowRun
+	132, // 88: xjob.v1.CancelWorkflowRunResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 89: xjob.v1.RetryWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	132, // 90: xjob.v1.SkipWorkflowNodeResponse.run:type_name -> xjob.v1.WorkflowRun
+	16,  // 91: xjob.v1.JobAdmin.CreateGroup:input_type -> xjob.v1.CreateGroupRequest
+	18,  // 92: xjob.v1.JobAdmin.UpdateGroup:input_type -> xjob.v1.UpdateGroupRequest
+	20,  // 93: xjob.v1.JobAdmin.DeleteGroup:input_type -> xjob.v1.DeleteGroupRequest
+	22,  // 94: xjob.v1.JobAdmin.GetGroup:input_type -> xjob.v1.GetGroupRequest
+	24,  // 95: xjob.v1.JobAdmin.ListGroups:input_type -> xjob.v1.ListGroupsRequest
+	26,  // 96: xjob.v1.JobAdmin.CreateJob:input_type -> xjob.v1.CreateJobRequest
+	28,  // 97: xjob.v1.JobAdmin.UpdateJob:input_type -> xjob.v1.UpdateJobRequest
+	30,  // 98: xjob.v1.JobAdmin.DeleteJob:input_type -> xjob.v1.DeleteJobRequest
+	32,  // 99: xjob.v1.JobAdmin.GetJob:input_type -> xjob.v1.GetJobRequest
+	41,  // 100: xjob.v1.JobAdmin.ListJobs:input_type -> xjob.v1.ListJobsRequest
+	43,  // 101: xjob.v1.JobAdmin.StartJob:input_type -> xjob.v1.StartJobRequest
+	45,  // 102: xjob.v1.JobAdmin.StopJob:input_type -> xjob.v1.StopJobRequest
+	47,  // 103: xjob.v1.JobAdmin.TriggerJob:input_type -> xjob.v1.TriggerJobRequest
+	35,  // 104: xjob.v1.JobAdmin.UpdateGlue:input_type -> xjob.v1.UpdateGlueRequest
+	37,  // 105: xjob.v1.JobAdmin.ListGlueVersions:input_type -> xjob.v1.ListGlueVersionsRequest
+	39,  // 106: xjob.v1.JobAdmin.GetGlueVersion:input_type -> xjob.v1.GetGlueVersionRequest
+	49,  // 107: xjob.v1.JobAdmin.PreviewSchedule:input_type -> xjob.v1.PreviewScheduleRequest
+	51,  // 108: xjob.v1.JobAdmin.ListLogs:input_type -> xjob.v1.ListLogsRequest
+	53,  // 109: xjob.v1.JobAdmin.GetLog:input_type -> xjob.v1.GetLogRequest
+	55,  // 110: xjob.v1.JobAdmin.KillRun:input_type -> xjob.v1.KillRunRequest
+	57,  // 111: xjob.v1.JobAdmin.ReadRunLog:input_type -> xjob.v1.ReadRunLogRequest
+	59,  // 112: xjob.v1.JobAdmin.ClearLogs:input_type -> xjob.v1.ClearLogsRequest
+	62,  // 113: xjob.v1.JobAdmin.ListExecutors:input_type -> xjob.v1.ListExecutorsRequest
+	64,  // 114: xjob.v1.JobAdmin.GetDashboard:input_type -> xjob.v1.GetDashboardRequest
+	71,  // 115: xjob.v1.JobAdmin.CreateUser:input_type -> xjob.v1.CreateUserRequest
+	73,  // 116: xjob.v1.JobAdmin.ListUsers:input_type -> xjob.v1.ListUsersRequest
+	75,  // 117: xjob.v1.JobAdmin.DeleteUser:input_type -> xjob.v1.DeleteUserRequest
+	77,  // 118: xjob.v1.JobAdmin.CreateToken:input_type -> xjob.v1.CreateTokenRequest
+	79,  // 119: xjob.v1.JobAdmin.ListTokens:input_type -> xjob.v1.ListTokensRequest
+	81,  // 120: xjob.v1.JobAdmin.RevokeToken:input_type -> xjob.v1.RevokeTokenRequest
+	83,  // 121: xjob.v1.JobAdmin.SetUserRole:input_type -> xjob.v1.SetUserRoleRequest
+	85,  // 122: xjob.v1.JobAdmin.ChangePassword:input_type -> xjob.v1.ChangePasswordRequest
+	87,  // 123: xjob.v1.JobAdmin.ResetPassword:input_type -> xjob.v1.ResetPasswordRequest
+	89,  // 124: xjob.v1.JobAdmin.GrantGroup:input_type -> xjob.v1.GrantGroupRequest
+	91,  // 125: xjob.v1.JobAdmin.RevokeGroup:input_type -> xjob.v1.RevokeGroupRequest
+	93,  // 126: xjob.v1.JobAdmin.WhoAmI:input_type -> xjob.v1.WhoAmIRequest
+	96,  // 127: xjob.v1.JobAdmin.ListAudit:input_type -> xjob.v1.ListAuditRequest
+	99,  // 128: xjob.v1.JobAdmin.BackfillJob:input_type -> xjob.v1.BackfillJobRequest
+	101, // 129: xjob.v1.JobAdmin.GetBackfill:input_type -> xjob.v1.GetBackfillRequest
+	103, // 130: xjob.v1.JobAdmin.ListBackfills:input_type -> xjob.v1.ListBackfillsRequest
+	105, // 131: xjob.v1.JobAdmin.CancelBackfill:input_type -> xjob.v1.CancelBackfillRequest
+	108, // 132: xjob.v1.JobAdmin.CreateCalendar:input_type -> xjob.v1.CreateCalendarRequest
+	110, // 133: xjob.v1.JobAdmin.UpdateCalendar:input_type -> xjob.v1.UpdateCalendarRequest
+	112, // 134: xjob.v1.JobAdmin.DeleteCalendar:input_type -> xjob.v1.DeleteCalendarRequest
+	114, // 135: xjob.v1.JobAdmin.GetCalendar:input_type -> xjob.v1.GetCalendarRequest
+	116, // 136: xjob.v1.JobAdmin.ListCalendars:input_type -> xjob.v1.ListCalendarsRequest
+	121, // 137: xjob.v1.JobAdmin.CreateWorkflow:input_type -> xjob.v1.CreateWorkflowRequest
+	123, // 138: xjob.v1.JobAdmin.UpdateWorkflow:input_type -> xjob.v1.UpdateWorkflowRequest
+	125, // 139: xjob.v1.JobAdmin.GetWorkflow:input_type -> xjob.v1.GetWorkflowRequest
+	127, // 140: xjob.v1.JobAdmin.ListWorkflows:input_type -> xjob.v1.ListWorkflowsRequest
+	129, // 141: xjob.v1.JobAdmin.DeleteWorkflow:input_type -> xjob.v1.DeleteWorkflowRequest
+	133, // 142: xjob.v1.JobAdmin.StartWorkflow:input_type -> xjob.v1.StartWorkflowRequest
+	135, // 143: xjob.v1.JobAdmin.GetWorkflowRun:input_type -> xjob.v1.GetWorkflowRunRequest
+	137, // 144: xjob.v1.JobAdmin.ListWorkflowRuns:input_type -> xjob.v1.ListWorkflowRunsRequest
+	139, // 145: xjob.v1.JobAdmin.CancelWorkflowRun:input_type -> xjob.v1.CancelWorkflowRunRequest
+	141, // 146: xjob.v1.JobAdmin.RetryWorkflowNode:input_type -> xjob.v1.RetryWorkflowNodeRequest
+	143, // 147: xjob.v1.JobAdmin.SkipWorkflowNode:input_type -> xjob.v1.SkipWorkflowNodeRequest
+	17,  // 148: xjob.v1.JobAdmin.CreateGroup:output_type -> xjob.v1.CreateGroupResponse
+	19,  // 149: xjob.v1.JobAdmin.UpdateGroup:output_type -> xjob.v1.UpdateGroupResponse
+	21,  // 150: xjob.v1.JobAdmin.DeleteGroup:output_type -> xjob.v1.DeleteGroupResponse
+	23,  // 151: xjob.v1.JobAdmin.GetGroup:output_type -> xjob.v1.GetGroupResponse
+	25,  // 152: xjob.v1.JobAdmin.ListGroups:output_type -> xjob.v1.ListGroupsResponse
+	27,  // 153: xjob.v1.JobAdmin.CreateJob:output_type -> xjob.v1.CreateJobResponse
+	29,  // 154: xjob.v1.JobAdmin.UpdateJob:output_type -> xjob.v1.UpdateJobResponse
+	31,  // 155: xjob.v1.JobAdmin.DeleteJob:output_type -> xjob.v1.DeleteJobResponse
+	33,  // 156: xjob.v1.JobAdmin.GetJob:output_type -> xjob.v1.GetJobResponse
+	42,  // 157: xjob.v1.JobAdmin.ListJobs:output_type -> xjob.v1.ListJobsResponse
+	44,  // 158: xjob.v1.JobAdmin.StartJob:output_type -> xjob.v1.StartJobResponse
+	46,  // 159: xjob.v1.JobAdmin.StopJob:output_type -> xjob.v1.StopJobResponse
+	48,  // 160: xjob.v1.JobAdmin.TriggerJob:output_type -> xjob.v1.TriggerJobResponse
+	36,  // 161: xjob.v1.JobAdmin.UpdateGlue:output_type -> xjob.v1.UpdateGlueResponse
+	38,  // 162: xjob.v1.JobAdmin.ListGlueVersions:output_type -> xjob.v1.ListGlueVersionsResponse
+	40,  // 163: xjob.v1.JobAdmin.GetGlueVersion:output_type -> xjob.v1.GetGlueVersionResponse
+	50,  // 164: xjob.v1.JobAdmin.PreviewSchedule:output_type -> xjob.v1.PreviewScheduleResponse
+	52,  // 165: xjob.v1.JobAdmin.ListLogs:output_type -> xjob.v1.ListLogsResponse
+	54,  // 166: xjob.v1.JobAdmin.GetLog:output_type -> xjob.v1.GetLogResponse
+	56,  // 167: xjob.v1.JobAdmin.KillRun:output_type -> xjob.v1.KillRunResponse
+	58,  // 168: xjob.v1.JobAdmin.ReadRunLog:output_type -> xjob.v1.ReadRunLogResponse
+	60,  // 169: xjob.v1.JobAdmin.ClearLogs:output_type -> xjob.v1.ClearLogsResponse
+	63,  // 170: xjob.v1.JobAdmin.ListExecutors:output_type -> xjob.v1.ListExecutorsResponse
+	66,  // 171: xjob.v1.JobAdmin.GetDashboard:output_type -> xjob.v1.GetDashboardResponse
+	72,  // 172: xjob.v1.JobAdmin.CreateUser:output_type -> xjob.v1.CreateUserResponse
+	74,  // 173: xjob.v1.JobAdmin.ListUsers:output_type -> xjob.v1.ListUsersResponse
+	76,  // 174: xjob.v1.JobAdmin.DeleteUser:output_type -> xjob.v1.DeleteUserResponse
+	78,  // 175: xjob.v1.JobAdmin.CreateToken:output_type -> xjob.v1.CreateTokenResponse
+	80,  // 176: xjob.v1.JobAdmin.ListTokens:output_type -> xjob.v1.ListTokensResponse
+	82,  // 177: xjob.v1.JobAdmin.RevokeToken:output_type -> xjob.v1.RevokeTokenResponse
+	84,  // 178: xjob.v1.JobAdmin.SetUserRole:output_type -> xjob.v1.SetUserRoleResponse
+	86,  // 179: xjob.v1.JobAdmin.ChangePassword:output_type -> xjob.v1.ChangePasswordResponse
+	88,  // 180: xjob.v1.JobAdmin.ResetPassword:output_type -> xjob.v1.ResetPasswordResponse
+	90,  // 181: xjob.v1.JobAdmin.GrantGroup:output_type -> xjob.v1.GrantGroupResponse
+	92,  // 182: xjob.v1.JobAdmin.RevokeGroup:output_type -> xjob.v1.RevokeGroupResponse
+	94,  // 183: xjob.v1.JobAdmin.WhoAmI:output_type -> xjob.v1.WhoAmIResponse
+	97,  // 184: xjob.v1.JobAdmin.ListAudit:output_type -> xjob.v1.ListAuditResponse
+	100, // 185: xjob.v1.JobAdmin.BackfillJob:output_type -> xjob.v1.BackfillJobResponse
+	102, // 186: xjob.v1.JobAdmin.GetBackfill:output_type -> xjob.v1.GetBackfillResponse
+	104, // 187: xjob.v1.JobAdmin.ListBackfills:output_type -> xjob.v1.ListBackfillsResponse
+	106, // 188: xjob.v1.JobAdmin.CancelBackfill:output_type -> xjob.v1.CancelBackfillResponse
+	109, // 189: xjob.v1.JobAdmin.CreateCalendar:output_type -> xjob.v1.CreateCalendarResponse
+	111, // 190: xjob.v1.JobAdmin.UpdateCalendar:output_type -> xjob.v1.UpdateCalendarResponse
+	113, // 191: xjob.v1.JobAdmin.DeleteCalendar:output_type -> xjob.v1.DeleteCalendarResponse
+	115, // 192: xjob.v1.JobAdmin.GetCalendar:output_type -> xjob.v1.GetCalendarResponse
+	117, // 193: xjob.v1.JobAdmin.ListCalendars:output_type -> xjob.v1.ListCalendarsResponse
+	122, // 194: xjob.v1.JobAdmin.CreateWorkflow:output_type -> xjob.v1.CreateWorkflowResponse
+	124, // 195: xjob.v1.JobAdmin.UpdateWorkflow:output_type -> xjob.v1.UpdateWorkflowResponse
+	126, // 196: xjob.v1.JobAdmin.GetWorkflow:output_type -> xjob.v1.GetWorkflowResponse
+	128, // 197: xjob.v1.JobAdmin.ListWorkflows:output_type -> xjob.v1.ListWorkflowsResponse
+	130, // 198: xjob.v1.JobAdmin.DeleteWorkflow:output_type -> xjob.v1.DeleteWorkflowResponse
+	134, // 199: xjob.v1.JobAdmin.StartWorkflow:output_type -> xjob.v1.StartWorkflowResponse
+	136, // 200: xjob.v1.JobAdmin.GetWorkflowRun:output_type -> xjob.v1.GetWorkflowRunResponse
+	138, // 201: xjob.v1.JobAdmin.ListWorkflowRuns:output_type -> xjob.v1.ListWorkflowRunsResponse
+	140, // 202: xjob.v1.JobAdmin.CancelWorkflowRun:output_type -> xjob.v1.CancelWorkflowRunResponse
+	142, // 203: xjob.v1.JobAdmin.RetryWorkflowNode:output_type -> xjob.v1.RetryWorkflowNodeResponse
+	144, // 204: xjob.v1.JobAdmin.SkipWorkflowNode:output_type -> xjob.v1.SkipWorkflowNodeResponse
+	148, // [148:205] is the sub-list for method output_type
+	91,  // [91:148] is the sub-list for method input_type
+	91,  // [91:91] is the sub-list for extension type_name
+	91,  // [91:91] is the sub-list for extension extendee
+	0,   // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_admin_proto_init() }

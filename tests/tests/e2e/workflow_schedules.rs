@@ -341,3 +341,277 @@ async fn occurrences_missed_while_the_admin_is_down_follow_the_misfire_strategy(
     }
     Ok(())
 }
+
+/// A node that takes 2.5 s: a workflow on an every-second schedule always finds its previous
+/// scheduled run going.
+fn slow(ctx: JobContext) -> HandlerFuture {
+    let _ = ctx;
+    Box::pin(async move {
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        Ok(JobOutput::message("slow done"))
+    })
+}
+
+/// A one-node workflow of `job_id` every second under `overlap`.
+async fn every_second(
+    cluster: &TestCluster,
+    group_id: i64,
+    job_id: i64,
+    overlap: pb::OverlapPolicy,
+) -> anyhow::Result<pb::Workflow> {
+    let workflow = pb::Workflow {
+        group_id,
+        name: format!("overlap {}", overlap.as_str_name()),
+        nodes: vec![pb::WorkflowNode {
+            key: "slow".to_string(),
+            job_id,
+            fan_in: pb::WorkflowFanIn::AllSuccess as i32,
+        }],
+        schedule_type: pb::ScheduleType::FixRate as i32,
+        schedule_conf: "1".to_string(),
+        overlap_policy: overlap as i32,
+        ..Default::default()
+    };
+    let request = pb::CreateWorkflowRequest {
+        workflow: Some(workflow),
+    };
+    let created = cluster
+        .client()
+        .create_workflow(request)
+        .await?
+        .into_inner();
+    let created = created.workflow.ok_or_else(|| anyhow::anyhow!("none"))?;
+    assert_eq!(created.overlap_policy, overlap as i32, "{created:?}");
+    Ok(created)
+}
+
+/// Waits until `enough` holds of the workflow's runs, then takes the schedule off and waits for
+/// the runs going to end; returns every run, oldest first.
+async fn runs_until(
+    cluster: &TestCluster,
+    workflow: &pb::Workflow,
+    what: &str,
+    enough: impl Fn(&[pb::WorkflowRun]) -> bool,
+) -> anyhow::Result<Vec<pb::WorkflowRun>> {
+    let list = pb::ListWorkflowRunsRequest {
+        workflow_id: workflow.id,
+        page_size: 1000,
+        page_token: String::new(),
+    };
+    let list_runs = || {
+        let (mut client, list) = (cluster.client(), list.clone());
+        async move {
+            Some(
+                client
+                    .list_workflow_runs(list)
+                    .await
+                    .ok()?
+                    .into_inner()
+                    .runs,
+            )
+        }
+    };
+    wait_until(Duration::from_secs(40), what, || async {
+        list_runs().await.filter(|runs| enough(runs))
+    })
+    .await?;
+    let off = pb::Workflow {
+        schedule_type: pb::ScheduleType::None as i32,
+        ..workflow.clone()
+    };
+    let request = pb::UpdateWorkflowRequest {
+        workflow: Some(off),
+    };
+    cluster.client().update_workflow(request).await?;
+    let going = [
+        pb::WorkflowRunState::Running as i32,
+        pb::WorkflowRunState::Waiting as i32,
+    ];
+    let mut runs = wait_until(Duration::from_secs(30), "the runs to end", || async {
+        list_runs()
+            .await
+            .filter(|runs| runs.iter().all(|run| !going.contains(&run.state)))
+    })
+    .await?;
+    runs.sort_by_key(|run| run.id);
+    Ok(runs)
+}
+
+fn in_state(runs: &[pb::WorkflowRun], state: pb::WorkflowRunState) -> Vec<&pb::WorkflowRun> {
+    (runs.iter())
+        .filter(|run| run.state == state as i32)
+        .collect()
+}
+
+/// Overlap policies on a real admin and executor, with a node slower than the schedule: under
+/// SKIP the occurrences that find a run going are SKIPPED runs naming it (no node started), and
+/// the runs that ran never overlapped; under CANCEL_OTHER each occurrence cancels the run going
+/// (its reason names the new run, its node run is killed on the executor) and starts.
+#[tokio::test]
+async fn skip_and_cancel_other_decide_occurrences_while_a_run_is_going() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.followup_interval = Duration::from_millis(50))
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("slow", slow);
+    cluster.start_executor(executor).await?;
+    let job = TestCluster::job(group_id, "slow", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+
+    let skip = every_second(&cluster, group_id, job_id, pb::OverlapPolicy::Skip).await?;
+    let runs = runs_until(&cluster, &skip, "two runs that ran and skips", |runs| {
+        let done = in_state(runs, pb::WorkflowRunState::Succeeded).len();
+        done >= 2 && in_state(runs, pb::WorkflowRunState::Skipped).len() >= 2
+    })
+    .await?;
+    let ran = in_state(&runs, pb::WorkflowRunState::Succeeded);
+    assert_eq!(
+        ran.len() + in_state(&runs, pb::WorkflowRunState::Skipped).len(),
+        runs.len(),
+        "{runs:#?}"
+    );
+    for pair in ran.windows(2) {
+        // A run's created_ms is its admin round's start, which may precede the end it then
+        // reads by a few ms; an overlap would start 1.5 s before the end (2.5 s node, 1 s
+        // schedule).
+        assert!(
+            pair[1].created_ms >= pair[0].finished_ms - 500,
+            "runs never overlap under SKIP: {pair:#?}"
+        );
+    }
+    let mut client = cluster.client();
+    for skipped in in_state(&runs, pb::WorkflowRunState::Skipped) {
+        let going = ran.iter().find(|run| {
+            skipped.reason
+                == format!(
+                    "scheduled run {} of this workflow was still running (overlap policy SKIP)",
+                    run.id
+                )
+        });
+        let going = going.ok_or_else(|| anyhow::anyhow!("names no run that ran: {skipped:?}"))?;
+        assert!(
+            going.created_ms <= skipped.created_ms && skipped.created_ms <= going.finished_ms,
+            "the run named was going: {going:?} {skipped:?}"
+        );
+        assert_eq!(skipped.finished_ms, skipped.created_ms, "{skipped:?}");
+        let request = pb::GetWorkflowRunRequest { id: skipped.id };
+        let full = client.get_workflow_run(request).await?.into_inner().run;
+        let full = full.ok_or_else(|| anyhow::anyhow!("no run {}", skipped.id))?;
+        assert!(
+            full.nodes.iter().all(|node| node.log_id == 0),
+            "a skipped occurrence starts no node: {full:?}"
+        );
+    }
+
+    let cancel = every_second(&cluster, group_id, job_id, pb::OverlapPolicy::CancelOther).await?;
+    let runs = runs_until(&cluster, &cancel, "two cancelled runs", |runs| {
+        in_state(runs, pb::WorkflowRunState::Cancelled).len() >= 2
+    })
+    .await?;
+    for cancelled in in_state(&runs, pb::WorkflowRunState::Cancelled) {
+        let by = runs.iter().find(|run| {
+            run.id > cancelled.id
+                && cancelled
+                    .reason
+                    .starts_with(&format!("cancelled by scheduled run {} ", run.id))
+        });
+        assert!(by.is_some(), "the reason names a later run: {cancelled:?}");
+        let request = pb::GetWorkflowRunRequest { id: cancelled.id };
+        let full = client.get_workflow_run(request).await?.into_inner().run;
+        let full = full.ok_or_else(|| anyhow::anyhow!("no run {}", cancelled.id))?;
+        let log_id = full
+            .nodes
+            .first()
+            .map(|node| node.log_id)
+            .unwrap_or_default();
+        if log_id == 0 {
+            continue; // cancelled before its node started
+        }
+        let log = wait_until(Duration::from_secs(10), "the node run to end", || async {
+            let log = cluster.get_log(log_id).await.ok()?;
+            (log.status != pb::RunStatus::Running as i32).then_some(log)
+        })
+        .await?;
+        assert!(
+            log.status == pb::RunStatus::Killed as i32
+                || log.status == pb::RunStatus::Success as i32,
+            "a cancelled run's node run is killed (or had ended): {log:?}"
+        );
+    }
+    assert!(
+        runs.iter().any(|run| {
+            run.state == pb::WorkflowRunState::Cancelled as i32
+                && run.finished_ms - run.created_ms < 2_500
+        }),
+        "a run was cut short: {runs:#?}"
+    );
+    Ok(())
+}
+
+/// BUFFER_ONE on a real admin and executor, with a node slower than the schedule: an occurrence
+/// that finds a run going waits and starts right after it (its node never overlaps the one
+/// before), and one that finds a run waiting already is SKIPPED naming it.
+#[tokio::test]
+async fn buffer_one_runs_the_next_occurrence_after_the_run_going() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.followup_interval = Duration::from_millis(50))
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("slow", slow);
+    cluster.start_executor(executor).await?;
+    let job = TestCluster::job(group_id, "slow", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let buffered = every_second(&cluster, group_id, job_id, pb::OverlapPolicy::BufferOne).await?;
+    let runs = runs_until(
+        &cluster,
+        &buffered,
+        "three runs that ran and a skip",
+        |runs| {
+            let done = in_state(runs, pb::WorkflowRunState::Succeeded).len();
+            done >= 3 && !in_state(runs, pb::WorkflowRunState::Skipped).is_empty()
+        },
+    )
+    .await?;
+    let ran = in_state(&runs, pb::WorkflowRunState::Succeeded);
+    let skipped = in_state(&runs, pb::WorkflowRunState::Skipped);
+    assert_eq!(ran.len() + skipped.len(), runs.len(), "{runs:#?}");
+    let mut client = cluster.client();
+    let mut nodes = Vec::new();
+    for run in &ran {
+        let request = pb::GetWorkflowRunRequest { id: run.id };
+        let full = client.get_workflow_run(request).await?.into_inner().run;
+        let full = full.ok_or_else(|| anyhow::anyhow!("no run {}", run.id))?;
+        let log_id = full
+            .nodes
+            .first()
+            .map(|node| node.log_id)
+            .unwrap_or_default();
+        nodes.push(cluster.get_log(log_id).await?);
+    }
+    for pair in nodes.windows(2) {
+        assert!(
+            pair[1].trigger_time_ms >= pair[0].handle_time_ms,
+            "a buffered run's node starts after the one before ended: {pair:#?}"
+        );
+    }
+    assert!(
+        ran.windows(2)
+            .any(|pair| pair[1].created_ms < pair[0].finished_ms),
+        "some occurrence waited for the run going: {ran:#?}"
+    );
+    for skip in &skipped {
+        let named = ran.iter().any(|run| {
+            run.id < skip.id
+                && skip.reason
+                    == format!(
+                        "scheduled run {} of this workflow already waits (overlap policy \
+                         BUFFER_ONE)",
+                        run.id
+                    )
+        });
+        assert!(named, "the skip names the run waiting: {skip:?}");
+    }
+    Ok(())
+}

@@ -77,8 +77,7 @@ impl JobAdminService {
             caller.require(Permission::Operate, Scope::Group(job.group_id))?;
         }
         // The run's span: every node's run is traced under it (the row keeps its context).
-        let (span, traceparent) =
-            crate::telemetry::open_workflow_run_span(workflow_id.0, &workflow.name);
+        let trace = crate::telemetry::WorkflowRunTrace::plan(workflow_id.0, &workflow.name);
         // Params given replace the workflow's own; none given, its own (which may be none).
         let params = if request.params.is_empty() {
             workflow.params.clone()
@@ -89,13 +88,15 @@ impl JobAdminService {
             graph: workflow,
             params,
             created_ms: self.ctx.clock.now_ms(),
-            traceparent,
+            traceparent: crate::telemetry::traceparent_of(trace.as_ref()),
             trigger_type: crate::model::TriggerType::Manual,
             scheduled_at_ms: 0,
         };
         let inserted = api_write(self.store().insert_workflow_run(&new_run)).await;
-        crate::telemetry::close_workflow_run_span(span, inserted.as_ref().ok().copied());
         let run_id = inserted.map_err(Error::from)?;
+        if let Some(trace) = trace {
+            trace.record(run_id);
+        }
         // The follow-up loop advances it: its roots become PENDING runs due at once, which
         // the same round sends. Should this admin die first, any admin's periodic advance of
         // the RUNNING runs starts them.

@@ -367,6 +367,11 @@ pub const EN: &[(&str, &str)] = &[
         "workflows.misfire_hint",
         "When no admin was running at a run's time: do-nothing drops it, fire-once-now starts one run at once.",
     ),
+    ("workflows.overlap", "While a run is going"),
+    (
+        "workflows.overlap_hint",
+        "When a scheduled run's time comes and an earlier scheduled run is still going: allow-all starts it anyway, skip records it as skipped, buffer-one lets it wait (one at most) and starts it when the earlier run ends, buffer-all lets every one wait and starts them in order, cancel-other cancels the earlier run and starts it.",
+    ),
     ("workflows.params", "Params"),
     (
         "workflows.params_hint",

@@ -331,6 +331,11 @@ pub const ZH: &[(&str, &str)] = &[
         "workflows.misfire_hint",
         "运行时间到时没有调度中心在运行：do-nothing 丢弃，fire-once-now 立即启动一次。",
     ),
+    ("workflows.overlap", "上一次运行未结束时"),
+    (
+        "workflows.overlap_hint",
+        "到了定时运行的时间而上一次定时运行仍在进行：allow-all 照常启动，skip 记为已跳过，buffer-one 让它等待（最多一个）并在上一次运行结束后启动，buffer-all 让每一个都等待并依次启动，cancel-other 取消上一次运行后启动。",
+    ),
     ("workflows.params", "参数"),
     (
         "workflows.params_hint",

@@ -1,6 +1,6 @@
 //! A workflow's schedule in the console: the card on the workflow's page (the schedule and the
 //! next times it starts a run) and its editor (kind, expression, zone, misfire strategy,
-//! default params), saved through UpdateWorkflow with the rest of the workflow unchanged.
+//! overlap policy, default params), saved through UpdateWorkflow with the rest of the workflow unchanged.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -27,6 +27,20 @@ const MISFIRES: [(&str, pb::MisfireStrategy); 2] = [
     ("DO_NOTHING", pb::MisfireStrategy::DoNothing),
     ("FIRE_ONCE_NOW", pb::MisfireStrategy::FireOnceNow),
 ];
+
+/// The overlap policies a workflow schedule takes.
+const OVERLAPS: [(&str, pb::OverlapPolicy); 5] = [
+    ("ALLOW_ALL", pb::OverlapPolicy::AllowAll),
+    ("SKIP", pb::OverlapPolicy::Skip),
+    ("BUFFER_ONE", pb::OverlapPolicy::BufferOne),
+    ("BUFFER_ALL", pb::OverlapPolicy::BufferAll),
+    ("CANCEL_OTHER", pb::OverlapPolicy::CancelOther),
+];
+
+fn overlap_name(value: i32) -> &'static str {
+    let found = OVERLAPS.iter().find(|(_, policy)| *policy as i32 == value);
+    found.map_or("ALLOW_ALL", |(name, _)| name)
+}
 
 fn kind_name(value: i32) -> &'static str {
     let found = KINDS.iter().find(|(_, kind)| *kind as i32 == value);
@@ -68,12 +82,15 @@ pub fn card(lang: Lang, workflow: &pb::Workflow, next: &[i64]) -> Markup {
     };
     markup!(
         "<section class=\"card\" id=\"workflow-schedule\"><h2>{}</h2>\
-         <p id=\"schedule-summary\">{} · {} · {}</p>{}\
+         <p id=\"schedule-summary\">{} · {} · {} · {}</p>{}\
          <p><a href=\"/workflows/{}/schedule\" id=\"edit-schedule\">{}</a></p></section>",
         t(lang, "workflows.schedule"),
         summary,
         zone,
         misfire_name(workflow.misfire_strategy)
+            .to_lowercase()
+            .replace('_', "-"),
+        overlap_name(workflow.overlap_policy)
             .to_lowercase()
             .replace('_', "-"),
         list,
@@ -142,6 +159,7 @@ fn editor(
     };
     let kinds = choices(&KINDS.map(|(name, _)| name));
     let misfires = choices(&MISFIRES.map(|(name, _)| name));
+    let overlaps = choices(&OVERLAPS.map(|(name, _)| name));
     let fields = [
         html::field(
             t(lang, "workflows.schedule_type"),
@@ -174,6 +192,17 @@ fn editor(
             ),
             err("misfire_strategy"),
             markup!("{}", t(lang, "workflows.misfire_hint")),
+        ),
+        html::field(
+            t(lang, "workflows.overlap"),
+            "overlap_policy",
+            html::select(
+                "overlap_policy",
+                &overlaps,
+                overlap_name(workflow.overlap_policy),
+            ),
+            err("overlap_policy"),
+            markup!("{}", t(lang, "workflows.overlap_hint")),
         ),
         html::field(
             t(lang, "workflows.params"),
@@ -211,6 +240,9 @@ fn apply(fields: &Fields, workflow: &mut pb::Workflow) {
     let misfire = (MISFIRES.iter()).find(|(name, _)| *name == fields.get("misfire_strategy"));
     workflow.misfire_strategy =
         misfire.map_or(pb::MisfireStrategy::DoNothing, |(_, misfire)| *misfire) as i32;
+    let overlap = (OVERLAPS.iter()).find(|(name, _)| *name == fields.get("overlap_policy"));
+    workflow.overlap_policy =
+        overlap.map_or(pb::OverlapPolicy::AllowAll, |(_, policy)| *policy) as i32;
     workflow.params = fields.get("params").to_string();
 }
 

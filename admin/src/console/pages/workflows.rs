@@ -133,10 +133,11 @@ pub async fn detail(
     });
     match &run {
         Some(run) => body.push(markup!(
-            "<p id=\"latest-run\">{} {} {}</p>",
+            "<p id=\"latest-run\">{} {} {} {}</p>",
             t(lang, "workflows.latest_run"),
             run.id,
             html::badge(&state_label(run_state_name(run.state))),
+            run.reason,
         )),
         None => body.push(markup!(
             "<p class=\"empty\" id=\"latest-run\">{}</p>",

@@ -19,28 +19,42 @@ pub async fn insert_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
     run: &NewWorkflowRun,
 ) -> StoreResult<i64> {
-    let insert = run_insert::<DB>(run)?;
+    let insert = run_insert::<DB>(run, None)?;
     super::insert_returning_id(&mut *db.write().await?, insert).await
 }
 
-/// The insert of a new RUNNING workflow run; a scheduled one carries its occurrence, whose
-/// unique key with the workflow refuses a second run of it (`StoreError::Conflict`).
-pub(super) fn run_insert<'q, DB: Dialect>(run: &'q NewWorkflowRun) -> StoreResult<Sql<'q, DB>> {
+/// The insert of a new RUNNING workflow run, or with `held` (a status and its reason) of a
+/// SKIPPED one (ended as it is written) or a WAITING one; a scheduled one carries its
+/// occurrence, whose unique key with the workflow refuses a second run of it
+/// (`StoreError::Conflict`).
+pub(super) fn run_insert<'q, DB: Dialect>(
+    run: &'q NewWorkflowRun,
+    held: Option<(WorkflowRunStatus, &'q str)>,
+) -> StoreResult<Sql<'q, DB>> {
+    let (status, reason) = held.unwrap_or((WorkflowRunStatus::Running, ""));
+    let finished_ms = match status {
+        WorkflowRunStatus::Skipped => run.created_ms,
+        _ => 0,
+    };
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow_run (workflow_id, group_id, status, params, graph, \
-         created_ms, traceparent, trigger_type, scheduled_at_ms) VALUES (",
+         created_ms, finished_ms, reason, traceparent, trigger_type, scheduled_at_ms) VALUES (",
     )
     .bind(run.graph.id.0)
     .push(", ")
     .bind(run.graph.group_id.0)
     .push(", ")
-    .bind(WorkflowRunStatus::Running.as_str())
+    .bind(status.as_str())
     .push(", ")
     .bind(run.params.as_str())
     .push(", ")
     .bind(graph_json(&run.graph)?)
     .push(", ")
     .bind(run.created_ms)
+    .push(", ")
+    .bind(finished_ms)
+    .push(", ")
+    .bind(reason)
     .push(", ")
     .bind(run.traceparent.as_str())
     .push(", ")
@@ -193,7 +207,8 @@ pub async fn finish_workflow_node<DB: Dialect>(
     Ok(updated == 1)
 }
 
-/// Ends a RUNNING workflow run with `status`; false when it ended before, or, given a
+/// Ends a RUNNING workflow run with `status` (CANCELLED also a WAITING one); false when it
+/// ended before, or, given a
 /// `generation` (the advance's), when a user retried or skipped a node since it was read.
 pub async fn finish_workflow_run<DB: Dialect>(
     db: Pools<'_, DB>,
@@ -208,8 +223,15 @@ pub async fn finish_workflow_run<DB: Dialect>(
         .bind(now_ms)
         .push(" WHERE id = ")
         .bind(run_id)
-        .push(" AND status = ")
-        .bind(WorkflowRunStatus::Running.as_str());
+        .push(" AND status IN (")
+        .bind(WorkflowRunStatus::Running.as_str())
+        .push(", ");
+    // A run still waiting for its turn (overlap policy BUFFER_*) can be cancelled, nothing else.
+    update = match status {
+        WorkflowRunStatus::Cancelled => update.bind(WorkflowRunStatus::Waiting.as_str()),
+        _ => update.bind(WorkflowRunStatus::Running.as_str()),
+    }
+    .push(")");
     if let Some(generation) = generation {
         update = update.push(" AND generation = ").bind(generation);
     }
@@ -328,8 +350,8 @@ pub async fn get_workflow_run<DB: Dialect>(
     let mut conn = db.read().await?;
     let row = Sql::<DB>::new(
         "SELECT id, workflow_id, group_id, status, params, graph, created_ms, finished_ms, \
-         generation, traceparent, trigger_type, COALESCE(scheduled_at_ms, 0) AS scheduled_at_ms \
-         FROM xjob_workflow_run WHERE id = ",
+         generation, traceparent, trigger_type, COALESCE(scheduled_at_ms, 0) AS scheduled_at_ms, \
+         reason FROM xjob_workflow_run WHERE id = ",
     )
     .bind(run_id)
     .fetch_optional(&mut conn)
@@ -381,6 +403,7 @@ pub async fn get_workflow_run<DB: Dialect>(
         nodes: run_nodes,
         trigger_type: row.parse("trigger_type", TriggerType::parse)?,
         scheduled_at_ms: row.get("scheduled_at_ms")?,
+        reason: row.get("reason")?,
     }))
 }
 

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::workflow_schedule::WorkflowSchedule;
 use crate::model::{
-    EdgeCondition, FanIn, GroupId, JobId, MisfireStrategy, ScheduleType, Workflow, WorkflowEdge,
-    WorkflowId, WorkflowNode,
+    EdgeCondition, FanIn, GroupId, JobId, MisfireStrategy, OverlapPolicy, ScheduleType, Workflow,
+    WorkflowEdge, WorkflowId, WorkflowNode,
 };
 use crate::store::dialect::Dialect;
 use crate::store::sql::{Cols, Pools, Sql};
@@ -13,8 +13,8 @@ use crate::store::{StoreError, StoreResult};
 
 // params is NULL-able on MySQL (a MEDIUMTEXT column added later cannot have a default there).
 pub(super) const SELECT_WORKFLOW: &str = "SELECT id, group_id, name, graph, updated_ms, schedule_type, \
-     schedule_conf, time_zone, misfire_strategy, COALESCE(params, '') AS params, next_fire_ms \
-     FROM xjob_workflow";
+     schedule_conf, time_zone, misfire_strategy, COALESCE(params, '') AS params, next_fire_ms, \
+     overlap_policy FROM xjob_workflow";
 
 /// The stored shape of a graph: the model's, with plain ids and enum names, so the model's
 /// types stay free of a storage format.
@@ -104,6 +104,7 @@ pub(super) fn workflow_from_row<DB: Dialect>(row: &DB::Row) -> StoreResult<Workf
             time_zone: row.get("time_zone")?,
             misfire: row.parse("misfire_strategy", MisfireStrategy::parse)?,
             next_fire_ms: row.get("next_fire_ms")?,
+            overlap: row.parse("overlap_policy", OverlapPolicy::parse)?,
         },
         params: row.get("params")?,
     })
@@ -117,7 +118,7 @@ pub async fn insert_workflow<DB: Dialect>(
     let schedule = &workflow.schedule;
     let insert = Sql::<DB>::new(
         "INSERT INTO xjob_workflow (group_id, name, graph, updated_ms, schedule_type, \
-         schedule_conf, time_zone, misfire_strategy, params, next_fire_ms) VALUES (",
+         schedule_conf, time_zone, misfire_strategy, params, next_fire_ms, overlap_policy) VALUES (",
     )
     .bind(workflow.group_id.0)
     .push(", ")
@@ -138,6 +139,8 @@ pub async fn insert_workflow<DB: Dialect>(
     .bind(workflow.params.as_str())
     .push(", ")
     .bind(schedule.next_fire_ms)
+    .push(", ")
+    .bind(schedule.overlap.as_str())
     .push(")");
     let id = WorkflowId(super::insert_returning_id(&mut *db.write().await?, insert).await?);
     Ok(Workflow {
@@ -172,6 +175,8 @@ pub async fn update_workflow<DB: Dialect>(
         .bind(workflow.params.as_str())
         .push(", next_fire_ms = ")
         .bind(workflow.schedule.next_fire_ms)
+        .push(", overlap_policy = ")
+        .bind(workflow.schedule.overlap.as_str())
         .push(" WHERE id = ")
         .bind(workflow.id.0)
         .affected(&mut *db.write().await?)
