@@ -72,9 +72,11 @@ async fn workflows_are_saved_checked_listed_and_deleted() -> anyhow::Result<()> 
         id: created.id,
         name: "nightly".to_string(),
         updated_ms: created.updated_ms,
-        // No schedule given reads back as none, with the default misfire strategy.
+        // No schedule given reads back as none, with the default misfire strategy and overlap
+        // policy.
         schedule_type: pb::ScheduleType::None as i32,
         misfire_strategy: pb::MisfireStrategy::DoNothing as i32,
+        overlap_policy: pb::OverlapPolicy::AllowAll as i32,
         ..diamond(group_id, job_id)
     };
     assert_eq!(created, expected);
