@@ -173,8 +173,14 @@ pub async fn rows(store: &Store, group_id: i64, jobs: &[Job]) -> anyhow::Result<
                     .map(|row| Row {
                         id: row.id.0,
                         how: format!(
-                            "{:?} claimed {} by {}",
-                            row.trigger_type, row.trigger_time_ms, row.owner_node
+                            "{:?} claimed {} by {}/{}, sent to '{}', handled {} ({:?})",
+                            row.trigger_type,
+                            row.trigger_time_ms,
+                            row.owner_node,
+                            row.epoch,
+                            row.executor_address,
+                            row.handle_time_ms,
+                            row.trigger_msg,
                         ),
                         job_id: row.job_id.0,
                         scheduled_at_ms: row.scheduled_at_ms,
@@ -353,10 +359,15 @@ fn check_job(verdict: &mut Verdict, job: &Job, window: (i64, i64), seen: &Seen) 
                 .count();
             if started.max(dispatched) > 1 {
                 verdict.duplicated += 1;
+                let starts: Vec<i64> = runs
+                    .iter()
+                    .filter(|run| run.scheduled_at_ms == at)
+                    .map(|run| run.start_ms)
+                    .collect();
                 verdict.example(format!(
-                    "job {} at {at}: {started} run(s), rows {:?}",
+                    "job {} at {at}: {started} run(s) starting at {starts:?}, rows {}",
                     job.id,
-                    rows.iter().map(|row| row.status).collect::<Vec<_>>()
+                    describe(rows)
                 ));
             }
         } else {
@@ -411,12 +422,7 @@ fn one_at_a_time(
     let rows = |at: i64| -> String {
         rows_of
             .get(&at)
-            .map(|rows| {
-                rows.iter()
-                    .map(|row| format!("row {} {:?} {}", row.id, row.status, row.how))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
+            .map(|rows| describe(rows))
             .unwrap_or_default()
     };
     for (index, run) in runs.iter().enumerate() {
@@ -444,12 +450,26 @@ fn one_at_a_time(
             if pair[1].scheduled_at_ms < pair[0].scheduled_at_ms {
                 verdict.out_of_order += 1;
                 verdict.example(format!(
-                    "job {}: run of {} started after the run of {}",
-                    job.id, pair[1].scheduled_at_ms, pair[0].scheduled_at_ms
+                    "job {}: run of {} started at {} after the run of {} started at {} ({} / {})",
+                    job.id,
+                    pair[1].scheduled_at_ms,
+                    pair[1].start_ms,
+                    pair[0].scheduled_at_ms,
+                    pair[0].start_ms,
+                    rows(pair[1].scheduled_at_ms),
+                    rows(pair[0].scheduled_at_ms)
                 ));
             }
         }
     }
+}
+
+/// The rows of one occurrence as the examples show them: id, status and how each came about.
+fn describe(rows: &[&Row]) -> String {
+    rows.iter()
+        .map(|row| format!("row {} {:?} {}", row.id, row.status, row.how))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The table's lines for the overlap jobs.

@@ -7,7 +7,7 @@ use super::rows::{LOG_COLUMNS, run_from_row};
 use crate::model::{LogId, NodeIdentity, RunLog};
 use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
-use crate::store::sql::{Pools, Sql};
+use crate::store::sql::{Pools, Sql, commit};
 
 /// Who counts as gone: this node's epochs before `epoch` (`own_epochs` is `<`, or `<=` to
 /// include the current one) and every other node whose lease lapsed before `now_ms`.
@@ -49,6 +49,44 @@ impl<'q> GoneOwner<'q> {
             own_epochs,
             now_ms,
             listed,
+            others_claimed_before_ms: None,
+        })
+    }
+
+    /// Like `new`, for a take-over that a renewal of the owner's lease must not overtake: the
+    /// lapsed nodes are listed with a shared lock on their rows, held by `tx` until it ends.
+    /// A renewal (`renew_node`, an update of the row) then waits until the take-over has
+    /// committed, and a renewal that committed first keeps its node out of the list (a locking
+    /// read sees the newest row). Why: an owner whose lease lapsed sends its claimed runs once
+    /// it has renewed and read them still its own (`Trigger::send_allowed`). Judged on a list
+    /// read before the update, or on a subquery's snapshot while the update waited for a row
+    /// lock, a renewal could land in between: the owner read the run still its own and sent
+    /// it, and the take-over then took it as well (sent twice, or recorded SKIPPED although
+    /// it ran). SQLite has one writer: its single update cannot interleave with a renewal.
+    async fn locking_lapsed<DB: Dialect>(
+        tx: &mut DB::Connection,
+        node_id: &'q str,
+        epoch: i64,
+        own_epochs: &'static str,
+        now_ms: i64,
+    ) -> StoreResult<GoneOwner<'q>> {
+        if DB::SINGLE_WRITER {
+            return GoneOwner::new::<DB>(tx, node_id, epoch, own_epochs, now_ms).await;
+        }
+        let nodes = Sql::<DB>::new("SELECT node_id FROM xjob_node WHERE lease_until_ms < ")
+            .bind(now_ms)
+            .push(" AND node_id <> ")
+            .bind(node_id)
+            .push(" ORDER BY node_id")
+            .push(DB::FOR_SHARE)
+            .fetch_column::<String>(tx)
+            .await?;
+        Ok(GoneOwner {
+            node_id,
+            epoch,
+            own_epochs,
+            now_ms,
+            listed: Some(nodes),
             others_claimed_before_ms: None,
         })
     }
@@ -196,7 +234,9 @@ pub async fn adopt_stale_followups<DB: Dialect>(
 /// trigger time `now_ms`. Fenced like a claim: the condition is re-checked on the row, so of two
 /// admins taking over the same run only the first changes it (the second no longer sees a gone
 /// owner), and a result that landed meanwhile (status no longer RUNNING) wins. Owners are
-/// judged gone by `lease_now_ms` (the database's clock, `database_now_ms`).
+/// judged gone by `lease_now_ms` (the database's clock, `database_now_ms`), on their rows
+/// locked for the whole take-over (`GoneOwner::locking_lapsed`): an owner that renews its
+/// lease meanwhile either keeps its runs or finds them taken once its renewal is through.
 pub async fn adopt_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[LogId],
@@ -206,8 +246,10 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
 ) -> StoreResult<Vec<RunLog>> {
     let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
-    let mut conn = db.write().await?;
-    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", lease_now_ms).await?;
+    let mut tx = db.begin().await?;
+    let conn: &mut DB::Connection = &mut tx;
+    let gone =
+        GoneOwner::locking_lapsed::<DB>(&mut *conn, node_id, epoch, "<", lease_now_ms).await?;
     let mut adopted = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let set = |sql: &mut Sql<'q, DB>| {
@@ -228,11 +270,12 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
             gone.push(sql);
         };
         let (_, rows) =
-            update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
+            update_logs::<DB>(&mut *conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
         for row in &rows {
             adopted.push(run_from_row::<DB>(row)?);
         }
     }
+    commit(tx).await?;
     Ok(adopted)
 }
 
@@ -343,3 +386,7 @@ pub fn sqlite_texts_for_plans() -> [String; 3] {
         stranded,
     ]
 }
+
+#[cfg(test)]
+#[path = "adoption_race_tests.rs"]
+mod race_tests;
