@@ -454,7 +454,7 @@ shared! {
     fn overlap_state(&self, job_id: JobId, before: LogId) -> StoreResult<Overlap> => overlap;
     /// Turns this node's claimed, unsent run WAITING with `message`, unless the job already
     /// has `max_waiting` waiting runs (0 = no bound).
-    fn park_run(&self, log_id: LogId, job_id: JobId, node: &NodeIdentity, max_waiting: i64, message: &str) -> StoreResult<Parked> => overlap;
+    fn park_run(&self, log_id: LogId, job_id: JobId, node: &NodeIdentity, claimed_at_ms: i64, max_waiting: i64, message: &str) -> StoreResult<Parked> => overlap;
     /// Releases the oldest WAITING run of each job (at most `limit` jobs) with no RUNNING run
     /// left, as this node's claimed, unsent run; returns them to send.
     fn release_waiting(&self, node: &NodeIdentity, now_ms: i64, limit: i64) -> StoreResult<Vec<RunLog>> => overlap;

@@ -85,8 +85,14 @@ impl Trigger {
             0
         };
         let parked = until_answered(&self.tasks, 1, || {
-            self.store
-                .park_run(fire.log_id, fire.job.id, &self.node, max_waiting, message)
+            self.store.park_run(
+                fire.log_id,
+                fire.job.id,
+                &self.node,
+                claimed.trigger_time_ms,
+                max_waiting,
+                message,
+            )
         })
         .await;
         match parked {

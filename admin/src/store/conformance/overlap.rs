@@ -51,11 +51,25 @@ async fn fires_park_waiting_up_to_the_bound_and_only_while_this_node_holds_them_
         let first = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
         let second = insert_running(&store, fire(&job, 3_000, "n1", 1), 3_000).await;
         let third = insert_running(&store, fire(&job, 4_000, "n1", 1), 4_000).await;
+        // The trigger time each claim wrote.
+        let claimed_at = |log_id| match log_id {
+            id if id == first => 2_000,
+            id if id == second => 3_000,
+            id if id == third => 4_000,
+            _ => 1_000,
+        };
         let park = |log_id, node: NodeIdentity, max_waiting| {
             let store = store.clone();
             async move {
                 store
-                    .park_run(log_id, job.id, &node, max_waiting, "waiting for run 1")
+                    .park_run(
+                        log_id,
+                        job.id,
+                        &node,
+                        claimed_at(log_id),
+                        max_waiting,
+                        "waiting for run 1",
+                    )
                     .await
                     .expect("park")
             }
@@ -102,12 +116,14 @@ async fn waiting_runs_are_released_oldest_first_once_nothing_runs_and_once_only_
         let mut waiting = Vec::new();
         for at in [2_000, 3_000, 4_000] {
             let id = insert_running(&store, fire(&job, at, "n1", 1), at).await;
-            let parked = store.park_run(id, job.id, &n1(), 0, "wait").await;
+            let parked = store.park_run(id, job.id, &n1(), at, 0, "wait").await;
             assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
             waiting.push(id);
         }
         let lone = insert_running(&store, fire(&quiet, 2_000, "n1", 1), 2_000).await;
-        let parked = store.park_run(lone, quiet.id, &n1(), 0, "wait").await;
+        let parked = store
+            .park_run(lone, quiet.id, &n1(), 2_000, 0, "wait")
+            .await;
         assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
         let releaser = NodeIdentity::new("n2", 5);
 
@@ -176,7 +192,7 @@ async fn a_fire_of_the_schedule_held_back_pending_goes_before_the_later_ones() {
             },
             "{backend}: the held-back fire is going, though nothing runs"
         );
-        let parked = store.park_run(later, job.id, &n1(), 0, "wait").await;
+        let parked = store.park_run(later, job.id, &n1(), 2_000, 0, "wait").await;
         assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
         let releaser = NodeIdentity::new("n2", 5);
         assert!(
@@ -202,13 +218,43 @@ async fn a_fire_of_the_schedule_held_back_pending_goes_before_the_later_ones() {
             },
             "{backend}"
         );
-        let parked = store.park_run(held, job.id, &n1(), 0, "wait").await;
+        let parked = store.park_run(held, job.id, &n1(), 4_000, 0, "wait").await;
         assert_eq!(parked.expect("park"), Parked::Waiting, "{backend}");
         let released = store
             .release_waiting(&releaser, 5_000, 10)
             .await
             .expect("release");
         assert_eq!(ids_of(&released), vec![held], "{backend}: oldest first");
+        store.close().await;
+    }
+}
+
+/// A park whose first try committed but whose answer was lost is tried again. If this same
+/// node released the run meanwhile (it is sending it), the second try must not park it again:
+/// it would run now and once more when released again.
+#[tokio::test]
+async fn a_park_tried_again_after_the_run_was_released_leaves_it_running() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let running = insert_running(&store, fire(&job, 1_000, "n1", 1), 1_000).await;
+        dispatched_to(&store, running, "http://e:1").await;
+        let later = insert_running(&store, fire(&job, 2_000, "n1", 1), 2_000).await;
+        let node = n1();
+        let park = || store.park_run(later, job.id, &node, 2_000, 0, "wait");
+        assert_eq!(park().await.expect("park"), Parked::Waiting, "{backend}");
+        finish(&store, running, RunStatus::Success, 3_000).await;
+        let released = store
+            .release_waiting(&n1(), 4_000, 10)
+            .await
+            .expect("release");
+        assert_eq!(ids_of(&released), vec![later], "{backend}");
+        assert_eq!(
+            park().await.expect("park"),
+            Parked::Gone,
+            "{backend}: the released run is not parked again"
+        );
+        let run = store.get_log(later).await.expect("log").expect("run");
+        assert_eq!(run.status, RunStatus::Running, "{backend}");
         store.close().await;
     }
 }

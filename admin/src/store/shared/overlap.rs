@@ -140,12 +140,16 @@ async fn lock_job<DB: Dialect>(conn: &mut DB::Connection, job_id: JobId) -> Stor
 }
 
 /// Turns this node's claimed, unsent run `log_id` of `job_id` WAITING with `message`, unless
-/// the job already has `max_waiting` waiting runs (0 = no bound).
+/// the job already has `max_waiting` waiting runs (0 = no bound). `claimed_at_ms` is the
+/// trigger time its claim wrote: a release (`release_waiting`) writes another, so a park
+/// retried after its first try did commit (the answer lost with the connection) cannot park
+/// the run again once this same node has released it and is sending it; it ran twice.
 pub async fn park_run<DB: Dialect>(
     db: Pools<'_, DB>,
     log_id: LogId,
     job_id: JobId,
     node: &NodeIdentity,
+    claimed_at_ms: i64,
     max_waiting: i64,
     message: &str,
 ) -> StoreResult<Parked> {
@@ -167,6 +171,8 @@ pub async fn park_run<DB: Dialect>(
         .bind(node.node_id.clone())
         .push(" AND epoch = ")
         .bind(node.epoch)
+        .push(" AND trigger_time_ms = ")
+        .bind(claimed_at_ms)
         .affected(&mut tx)
         .await?;
     commit(tx).await?;
@@ -203,20 +209,21 @@ pub async fn release_waiting<DB: Dialect>(
         .collect::<StoreResult<Vec<_>>>()?
     };
     let mut released = Vec::new();
-    for (job_id, head) in heads {
-        if let Some(run) = release_one::<DB>(db, job_id, head, node, now_ms).await? {
+    for (job_id, _) in heads {
+        if let Some(run) = release_one::<DB>(db, job_id, node, now_ms).await? {
             released.push(run);
         }
     }
     Ok(released)
 }
 
-/// Releases `head`, the oldest WAITING run of `job_id` when it was read, if the job has no
-/// RUNNING run and `head` still waits (another admin may have released it meanwhile).
+/// Releases the oldest WAITING run of `job_id` if the job has no RUNNING run. The oldest is
+/// read under the job's lock, not taken from the heads read before it: an older fire may have
+/// been parked since (one held back by an outage and judged late), and releasing the head
+/// read earlier started a later occurrence before that earlier one.
 async fn release_one<DB: Dialect>(
     db: Pools<'_, DB>,
     job_id: JobId,
-    head: LogId,
     node: &NodeIdentity,
     now_ms: i64,
 ) -> StoreResult<Option<RunLog>> {
@@ -224,6 +231,10 @@ async fn release_one<DB: Dialect>(
     if !lock_job::<DB>(&mut tx, job_id).await? {
         return Ok(None);
     }
+    let Some(&head) = waiting_ids::<DB>(&mut tx, job_id, 1).await?.first() else {
+        // Released by another admin meanwhile, or cancelled.
+        return Ok(None);
+    };
     let busy = Sql::<DB>::new(format!(
         "SELECT id FROM xjob_log WHERE {} = ",
         unindexed::<DB>("job_id")
