@@ -615,3 +615,87 @@ async fn buffer_one_runs_the_next_occurrence_after_the_run_going() -> anyhow::Re
     }
     Ok(())
 }
+
+/// BUFFER_ALL on a real admin and executor, with a node slower than the schedule: every
+/// occurrence gets a run (one each, none SKIPPED, several waiting at once), and the runs go one
+/// at a time in occurrence order, each node started after the run before it ended.
+#[tokio::test]
+async fn buffer_all_runs_every_occurrence_in_order_one_at_a_time() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::builder()
+        .configure(|config| config.followup_interval = Duration::from_millis(50))
+        .start()
+        .await?;
+    let group_id = cluster.create_group(APP).await?;
+    let executor = cluster.executor(APP).handler("slow", slow);
+    cluster.start_executor(executor).await?;
+    let job = TestCluster::job(group_id, "slow", pb::ScheduleType::None, "");
+    let job_id = cluster.create_job(job).await?.id;
+    let buffered = every_second(&cluster, group_id, job_id, pb::OverlapPolicy::BufferAll).await?;
+    // Four occurrences (about 4 s) while each run takes 2.5 s: two or more wait at once. The
+    // schedule then goes off, and the waiting runs drain one by one (about 3 s each).
+    let mut runs = runs_until(&cluster, &buffered, "four occurrences", |runs| {
+        runs.len() >= 4
+    })
+    .await?;
+    runs.sort_by_key(|run| run.scheduled_at_ms);
+    assert_eq!(
+        in_state(&runs, pb::WorkflowRunState::Succeeded).len(),
+        runs.len(),
+        "every occurrence ran, none SKIPPED: {runs:#?}"
+    );
+    assert_eq!(runs[0].scheduled_at_ms, buffered.next_fire_ms, "{runs:#?}");
+    for pair in runs.windows(2) {
+        assert_eq!(
+            pair[1].scheduled_at_ms - pair[0].scheduled_at_ms,
+            1_000,
+            "one run per occurrence, none missing: {runs:#?}"
+        );
+        assert!(pair[0].id < pair[1].id, "written in occurrence order");
+    }
+    assert!(
+        runs.iter()
+            .all(|run| run.trigger_type == pb::TriggerType::Cron as i32),
+        "{runs:#?}"
+    );
+    // Occurrences came faster than runs ended, so two waited at once behind a run going
+    // (BUFFER_ONE would have skipped the second).
+    assert!(
+        (runs.windows(3)).any(|three| three[2].created_ms < three[0].finished_ms),
+        "two occurrences waited at once: {runs:#?}"
+    );
+
+    // Each run's one node ran once, after the previous run had ended: one at a time, in order.
+    let mut client = cluster.client();
+    let mut node_logs = Vec::new();
+    let mut previous: Option<&pb::WorkflowRun> = None;
+    for run in &runs {
+        let request = pb::GetWorkflowRunRequest { id: run.id };
+        let full = client.get_workflow_run(request).await?.into_inner().run;
+        let full = full.ok_or_else(|| anyhow::anyhow!("no run {}", run.id))?;
+        let [node] = full.nodes.as_slice() else {
+            anyhow::bail!("one node: {full:?}");
+        };
+        assert_eq!(node.run_status, pb::RunStatus::Success as i32, "{full:?}");
+        if let Some(before) = previous {
+            assert!(
+                node.started_ms >= before.finished_ms,
+                "run {} started its node before run {} ended: {full:?} {before:?}",
+                run.id,
+                before.id
+            );
+        }
+        assert!(run.finished_ms >= node.ended_ms, "{full:?}");
+        node_logs.push(node.log_id);
+        previous = Some(run);
+    }
+    let mut logs: Vec<i64> = cluster
+        .logs(job_id)
+        .await?
+        .iter()
+        .map(|log| log.id)
+        .collect();
+    logs.sort_unstable();
+    node_logs.sort_unstable();
+    assert_eq!(logs, node_logs, "one node run per workflow run, no other");
+    Ok(())
+}
