@@ -256,8 +256,8 @@ impl std::str::FromStr for TlsClientAuth {
     }
 }
 
-/// The longest send-ahead lead: well inside the shortest `pre_read` (1 s is the floor, but
-/// the ring only holds what the scan planned), and long enough for any burst.
+/// The longest send-ahead lead: long enough for any burst, and well inside the default
+/// `pre_read` (5 s), since a run can leave only once the scan has planned it.
 const MAX_SEND_AHEAD_MS: u64 = 3000;
 
 impl Default for Config {
@@ -500,10 +500,7 @@ impl Config {
             return Err(invalid("max_unsent_runs", "must be at least 1"));
         }
         if self.send_ahead_ms > MAX_SEND_AHEAD_MS {
-            return Err(invalid(
-                "send_ahead_ms",
-                "must be at most 3000 (the scan plans only `pre_read` ahead)",
-            ));
+            return Err(invalid("send_ahead_ms", "must be at most 3000"));
         }
         if self.xxl_job_compat_lease <= XXL_JOB_REGISTRY_INTERVAL {
             return Err(invalid(
