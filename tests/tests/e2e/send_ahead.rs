@@ -139,6 +139,33 @@ async fn a_kill_inside_the_lead_cancels_the_held_run() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn an_edit_inside_the_lead_cancels_the_held_run() -> anyhow::Result<()> {
+    let spans = RunSpans::default();
+    let (cluster, job_id) = every_second(2000, &spans).await?;
+    cluster.start_job(job_id).await?;
+    let log_id = a_held_run(&cluster, job_id, 800).await?;
+    let mut job = cluster
+        .client()
+        .get_job(pb::GetJobRequest { id: job_id })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| anyhow::anyhow!("job {job_id} not found"))?;
+    job.params = "edited".to_string();
+    cluster
+        .client()
+        .update_job(pb::UpdateJobRequest { job: Some(job) })
+        .await?;
+    assert_cancelled(&cluster, &spans, job_id, log_id).await?;
+    cluster
+        .client()
+        .stop_job(pb::StopJobRequest { id: job_id })
+        .await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn with_send_ahead_each_occurrence_runs_exactly_once() -> anyhow::Result<()> {
     let spans = RunSpans::default();
     let (cluster, job_id) = every_second(1000, &spans).await?;
