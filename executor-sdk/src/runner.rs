@@ -153,7 +153,7 @@ impl RecentRuns {
 struct State {
     jobs: HashMap<i64, JobSlot>,
     /// Runs sent ahead, waiting for their start.
-    held: hold::Held,
+    held: hold::Held<QueuedRun>,
     /// Log ids queued or running here.
     active_log_ids: HashSet<i64>,
     recent: RecentRuns,
@@ -377,7 +377,8 @@ impl Runner {
     /// Holds a run sent ahead until its start; starts the hold task with the first one.
     fn hold(&self, mut state: MutexGuard<'_, State>, run: QueuedRun) {
         state.active_log_ids.insert(run.request.log_id);
-        state.held.insert(run.request.start_at_ms, run);
+        let (start_at_ms, log_id) = (run.request.start_at_ms, run.request.log_id);
+        state.held.insert(start_at_ms, log_id, run);
         let start_task = !std::mem::replace(&mut state.held.task_started, true);
         drop(state);
         if start_task {
@@ -420,7 +421,7 @@ impl Runner {
         let reason = StopReason::killed("killed by admin");
         let (dropped, stopped) = self.shared.lock().stop_job(job_id, &reason);
         self.shared.report_dropped(dropped, &reason);
-        let held = self.take_held(|held| held.take_job(job_id));
+        let held = self.take_held(|held| held.take_where(|run| run.request.job_id == job_id));
         let cancelled = held.len();
         self.report_cancelled(held, "killed by admin");
         stopped + cancelled > 0
@@ -445,7 +446,7 @@ impl Runner {
     /// Takes held runs out and forgets them as active.
     fn take_held(
         &self,
-        take: impl FnOnce(&mut hold::Held) -> Vec<QueuedRun>,
+        take: impl FnOnce(&mut hold::Held<QueuedRun>) -> Vec<QueuedRun>,
     ) -> Vec<pb::RunRequest> {
         let mut state = self.shared.lock();
         let runs = take(&mut state.held);

@@ -177,6 +177,29 @@ mod tests {
     }
 
     #[test]
+    fn only_sessions_that_can_hold_runs_get_an_offset() {
+        let clocks = ExecutorClocks::default();
+        // Never opened: the executor did not declare it can hold runs.
+        assert!(!clocks.add("http://a:1", "e1", sample(5, 2)));
+        assert_eq!(clocks.offset_ms("http://a:1"), None);
+        clocks.open("http://a:1", "e1");
+        let mut wants_more = true;
+        for _ in 0..MIN_SAMPLES {
+            wants_more = clocks.add("http://a:1", "e1", sample(5, 2));
+        }
+        assert!(!wants_more);
+        assert_eq!(clocks.offset_ms("http://a:1"), Some(5));
+        // A newer session of the address starts unknown; the old one's end leaves it alone.
+        clocks.open("http://a:1", "e2");
+        assert_eq!(clocks.offset_ms("http://a:1"), None);
+        assert!(!clocks.add("http://a:1", "e1", sample(5, 2)));
+        clocks.close("http://a:1", "e1");
+        assert!(clocks.add("http://a:1", "e2", sample(7, 2)));
+        clocks.close("http://a:1", "e2");
+        assert_eq!(clocks.offset_ms("http://a:1"), None);
+    }
+
+    #[test]
     fn slow_round_trips_agree_widely_but_are_too_loose_to_use() {
         let mut estimate = OffsetEstimate::default();
         for offset in [0, 150, -150, 80] {

@@ -31,6 +31,7 @@ mod retry;
 pub mod route;
 mod send;
 mod send_ahead;
+mod sent_ahead;
 mod trace;
 
 use std::sync::Arc;
@@ -136,7 +137,7 @@ pub struct Trigger {
     /// (`send_ahead`); 0 sends every run at its instant.
     send_ahead_ms: i64,
     /// The runs sent ahead whose start is still to come, for `cancel_held`.
-    sent_ahead: send_ahead::SentAhead,
+    sent_ahead: sent_ahead::SentAhead,
 }
 
 /// What the trigger is built from (besides the config).

@@ -16,63 +16,10 @@
 //! judges any run of a dead executor (never sent twice).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
+use super::sent_ahead::HeldRun;
 use super::{Claimed, Target, Trigger};
-use crate::model::{Fire, GroupId, JobId, LogId, RouteStrategy};
-
-/// A run this admin sent ahead, remembered until its start so a change of its job can cancel
-/// it on the executor.
-#[derive(Clone, Debug)]
-struct HeldRun {
-    log_id: LogId,
-    address: String,
-    token: String,
-    /// Its scheduled start, in the admin's clock.
-    start_ms: i64,
-}
-
-/// The runs this admin sent ahead whose start has not come yet, by job.
-#[derive(Debug, Default)]
-pub(super) struct SentAhead {
-    by_job: Mutex<HashMap<JobId, Vec<HeldRun>>>,
-}
-
-impl SentAhead {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Vec<HeldRun>>> {
-        self.by_job
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Remembers a run about to be sent ahead (before it leaves, so a cancel racing the send
-    /// still names it); forgets the job's runs whose start has passed.
-    fn remember(&self, job_id: JobId, run: HeldRun, now_ms: i64) {
-        let mut by_job = self.lock();
-        let runs = by_job.entry(job_id).or_default();
-        runs.retain(|held| held.start_ms > now_ms);
-        runs.push(run);
-    }
-
-    /// Forgets a run the executor did not take.
-    fn forget(&self, job_id: JobId, log_id: LogId) {
-        let mut by_job = self.lock();
-        if let Some(runs) = by_job.get_mut(&job_id) {
-            runs.retain(|held| held.log_id != log_id);
-            if runs.is_empty() {
-                by_job.remove(&job_id);
-            }
-        }
-    }
-
-    /// Takes the job's runs whose start is still to come.
-    fn take(&self, job_id: JobId, now_ms: i64) -> Vec<HeldRun> {
-        let runs = self.lock().remove(&job_id).unwrap_or_default();
-        runs.into_iter()
-            .filter(|held| held.start_ms > now_ms)
-            .collect()
-    }
-}
+use crate::model::{Fire, GroupId, JobId, RouteStrategy};
 
 /// When a routed run is to start on its executor.
 pub(super) enum StartAt {

@@ -14,33 +14,34 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::QueuedRun;
-
 /// Longest the hold task sleeps without looking at the wall clock again.
 pub(super) const MAX_NAP: Duration = Duration::from_millis(250);
 
-/// The held runs, by start (executor clock, ms) then log id.
-#[derive(Default)]
-pub(super) struct Held {
-    runs: BTreeMap<(i64, i64), QueuedRun>,
+/// The held runs (`R`: what the runner queues), by start (executor clock, ms) then log id.
+pub(super) struct Held<R> {
+    runs: BTreeMap<(i64, i64), R>,
     /// Whether the hold task was started (it is started with the first held run).
     pub(super) task_started: bool,
 }
 
-impl Held {
-    pub(super) fn insert(&mut self, start_at_ms: i64, run: QueuedRun) {
-        self.runs.insert((start_at_ms, run.request.log_id), run);
+impl<R> Default for Held<R> {
+    fn default() -> Self {
+        Self {
+            runs: BTreeMap::new(),
+            task_started: false,
+        }
+    }
+}
+
+impl<R> Held<R> {
+    pub(super) fn insert(&mut self, start_at_ms: i64, log_id: i64, run: R) {
+        self.runs.insert((start_at_ms, log_id), run);
     }
 
     /// Takes the earliest run if its start is at or before `now_ms`.
-    pub(super) fn take_next_due(&mut self, now_ms: i64) -> Option<QueuedRun> {
+    pub(super) fn take_next_due(&mut self, now_ms: i64) -> Option<R> {
         let entry = self.runs.first_entry()?;
         (entry.key().0 <= now_ms).then(|| entry.remove())
-    }
-
-    #[cfg(test)]
-    fn take_due(&mut self, now_ms: i64) -> Vec<QueuedRun> {
-        std::iter::from_fn(|| self.take_next_due(now_ms)).collect()
     }
 
     /// How long until the earliest start, at most [`MAX_NAP`].
@@ -51,22 +52,14 @@ impl Held {
         until_next.min(MAX_NAP)
     }
 
-    /// Takes the held runs of a job.
-    pub(super) fn take_job(&mut self, job_id: i64) -> Vec<QueuedRun> {
-        self.take_where(|run| run.request.job_id == job_id)
-    }
-
     /// Takes the held run with this log id, if held.
-    pub(super) fn take_log(&mut self, log_id: i64) -> Option<QueuedRun> {
-        self.take_where(|run| run.request.log_id == log_id).pop()
+    pub(super) fn take_log(&mut self, log_id: i64) -> Option<R> {
+        let key = *self.runs.keys().find(|(_, held)| *held == log_id)?;
+        self.runs.remove(&key)
     }
 
-    /// Takes every held run.
-    pub(super) fn take_all(&mut self) -> Vec<QueuedRun> {
-        std::mem::take(&mut self.runs).into_values().collect()
-    }
-
-    fn take_where(&mut self, matches: impl Fn(&QueuedRun) -> bool) -> Vec<QueuedRun> {
+    /// Takes the held runs `matches` picks (a job's), earliest first.
+    pub(super) fn take_where(&mut self, matches: impl Fn(&R) -> bool) -> Vec<R> {
         let keys: Vec<(i64, i64)> = self
             .runs
             .iter()
@@ -78,6 +71,11 @@ impl Held {
             .collect()
     }
 
+    /// Takes every held run.
+    pub(super) fn take_all(&mut self) -> Vec<R> {
+        std::mem::take(&mut self.runs).into_values().collect()
+    }
+
     pub(super) fn log_ids(&self) -> impl Iterator<Item = i64> + '_ {
         self.runs.keys().map(|(_, log_id)| *log_id)
     }
@@ -85,49 +83,44 @@ impl Held {
 
 #[cfg(test)]
 mod tests {
-    use xjob_proto::pb;
-
     use super::*;
 
-    fn run(job_id: i64, log_id: i64) -> QueuedRun {
-        QueuedRun {
-            request: pb::RunRequest {
-                job_id,
-                log_id,
-                ..Default::default()
-            },
-            handler: crate::handler::boxed_handler(|_ctx| async {
-                Ok(crate::handler::JobOutput::message(""))
-            }),
+    /// A held run here is its (job id, log id).
+    fn held_of(runs: &[(i64, i64, i64)]) -> Held<(i64, i64)> {
+        let mut held = Held::default();
+        for &(start, job_id, log_id) in runs {
+            held.insert(start, log_id, (job_id, log_id));
         }
+        held
     }
 
-    fn log_ids(runs: &[QueuedRun]) -> Vec<i64> {
-        runs.iter().map(|run| run.request.log_id).collect()
+    fn take_due(held: &mut Held<(i64, i64)>, now_ms: i64) -> Vec<i64> {
+        std::iter::from_fn(|| held.take_next_due(now_ms))
+            .map(|(_, log_id)| log_id)
+            .collect()
     }
 
     #[test]
     fn runs_come_out_when_due_earliest_first() {
-        let mut held = Held::default();
-        held.insert(2_000, run(1, 3));
-        held.insert(1_000, run(1, 2));
-        held.insert(1_000, run(2, 1));
-        assert!(held.take_due(999).is_empty());
+        let mut held = held_of(&[(2_000, 1, 3), (1_000, 1, 2), (1_000, 2, 1)]);
+        assert!(take_due(&mut held, 999).is_empty());
         assert_eq!(held.nap(999), Duration::from_millis(1));
-        assert_eq!(log_ids(&held.take_due(1_000)), vec![1, 2]);
+        assert_eq!(take_due(&mut held, 1_000), vec![1, 2]);
         assert_eq!(held.nap(1_000), MAX_NAP);
-        assert_eq!(log_ids(&held.take_due(5_000)), vec![3]);
+        assert_eq!(take_due(&mut held, 5_000), vec![3]);
     }
 
     #[test]
     fn a_job_or_one_log_id_is_taken_out_before_its_start() {
-        let mut held = Held::default();
-        held.insert(1_000, run(1, 1));
-        held.insert(1_000, run(2, 2));
-        held.insert(2_000, run(1, 3));
-        assert_eq!(log_ids(&held.take_job(1)), vec![1, 3]);
+        let mut held = held_of(&[(1_000, 1, 1), (1_000, 2, 2), (2_000, 1, 3)]);
+        let job_1: Vec<i64> = held
+            .take_where(|(job_id, _)| *job_id == 1)
+            .into_iter()
+            .map(|(_, log_id)| log_id)
+            .collect();
+        assert_eq!(job_1, vec![1, 3]);
         assert!(held.take_log(1).is_none());
-        assert_eq!(held.take_log(2).map(|run| run.request.log_id), Some(2));
-        assert!(held.take_due(i64::MAX - 1).is_empty());
+        assert_eq!(held.take_log(2), Some((2, 2)));
+        assert!(take_due(&mut held, i64::MAX).is_empty());
     }
 }
