@@ -241,6 +241,10 @@ impl Trigger {
         if !self.send_allowed(fire.log_id).await {
             return None;
         }
+        // Before the pool slot: a run that can no longer go ahead waits without holding one.
+        if !self.wait_unless_ahead(fire, target).await {
+            return None;
+        }
         // The fire span covers the pool wait too, so a full pool shows in the trace.
         let trace = trace::FireTrace::start(fire);
         let log_span = trace::log_span(trace.as_ref(), fire);

@@ -27,8 +27,9 @@ pub(super) enum StartAt {
     Now,
     /// Held on the executor until this instant of its clock.
     Held { start_at_ms: i64 },
-    /// The executor's offset became unknown after the run was planned to go ahead: it waits
-    /// for its instant here and is then sent to start at once.
+    /// The executor's offset became unknown between `wait_unless_ahead` and routing (a narrow
+    /// race): the run waits for its instant here, holding its pool slot, and is then sent to
+    /// start at once.
     WaitHere { instant_ms: i64 },
 }
 
@@ -58,6 +59,26 @@ impl Trigger {
                 .addresses
                 .iter()
                 .all(|address| self.registry.clocks.offset_ms(address).is_some())
+    }
+
+    /// A run planned to go ahead whose target can no longer hold it (an executor left, or its
+    /// clock offset became unknown, since the claim) waits here for its instant, to be sent
+    /// then as with the lead off. Returns at once in every other case. False at shutdown: the
+    /// run stays claimed and unsent, for whoever takes this node's runs over.
+    pub(super) async fn wait_unless_ahead(&self, fire: &Fire, target: &Target) -> bool {
+        let wait_ms = fire.scheduled_at_ms - self.now_ms();
+        if self.send_ahead_ms == 0
+            || wait_ms <= 0
+            || fire.is_backfill()
+            || self.can_send_ahead(fire, target)
+        {
+            return true;
+        }
+        let wait = std::time::Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0));
+        tokio::select! {
+            _ = self.tasks.stopping().cancelled() => false,
+            _ = tokio::time::sleep(wait) => true,
+        }
     }
 
     /// When the run routed to `address` starts. Only a run sent before its instant carries a
