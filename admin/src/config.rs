@@ -84,6 +84,10 @@ pub struct Config {
     /// Scheduled fires beyond it are skipped at once with the reason, like a misfire, instead
     /// of queueing behind a backlog that would only grow.
     pub max_unsent_runs: usize,
+    /// Send ahead: how many milliseconds before its time a scheduled run may be sent to an
+    /// executor that can hold it (it declared so, and its clock offset is known and stable);
+    /// the executor starts it on its own timer. 0 (the default) sends every run at its instant.
+    pub send_ahead_ms: u64,
     /// How often finished runs are followed up (retries, alarms, child jobs, FIX_DELAY).
     #[serde(with = "duration_text")]
     pub followup_interval: Duration,
@@ -252,6 +256,10 @@ impl std::str::FromStr for TlsClientAuth {
     }
 }
 
+/// The longest send-ahead lead: long enough for any burst, and well inside the default
+/// `pre_read` (5 s), since a run can leave only once the scan has planned it.
+const MAX_SEND_AHEAD_MS: u64 = 3000;
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -277,6 +285,7 @@ impl Default for Config {
             slow_pool_size: 64,
             pool_wait: Duration::from_secs(1),
             max_unsent_runs: 20_000,
+            send_ahead_ms: 0,
             followup_interval: Duration::from_millis(200),
             report_interval: Duration::from_secs(60),
             retention_interval: Duration::from_secs(3600),
@@ -489,6 +498,9 @@ impl Config {
         }
         if self.max_unsent_runs == 0 {
             return Err(invalid("max_unsent_runs", "must be at least 1"));
+        }
+        if self.send_ahead_ms > MAX_SEND_AHEAD_MS {
+            return Err(invalid("send_ahead_ms", "must be at most 3000"));
         }
         if self.xxl_job_compat_lease <= XXL_JOB_REGISTRY_INTERVAL {
             return Err(invalid(

@@ -16,6 +16,8 @@ pub struct Timing {
     pub node_lease: Option<Duration>,
     /// `max_unsent_runs` (admission control), when not the admin's default.
     pub max_unsent_runs: Option<usize>,
+    /// `send_ahead_ms`, when not the admin's default (0: every run sent at its instant).
+    pub send_ahead_ms: Option<u64>,
     /// `log_retention` and `retention_interval` (off: the admin's defaults).
     pub retention: Option<(Duration, Duration)>,
     /// The admins run without their liveness locks (`liveness_locks = false`): a dead admin is
@@ -43,6 +45,9 @@ impl Timing {
         }
         if let Some(bound) = self.max_unsent_runs {
             toml.push_str(&format!("max_unsent_runs = {bound}\n"));
+        }
+        if let Some(lead_ms) = self.send_ahead_ms {
+            toml.push_str(&format!("send_ahead_ms = {lead_ms}\n"));
         }
         if let Some((retention, interval)) = self.retention {
             toml.push_str(&format!(

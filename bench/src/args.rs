@@ -119,6 +119,10 @@ pub(crate) struct Args {
     /// The admins' `max_unsent_runs` (admission control; default: the admin's).
     #[arg(long)]
     pub(crate) max_unsent_runs: Option<usize>,
+    /// The admins' `send_ahead_ms`: runs leave up to this many milliseconds before their time
+    /// and the executors start them on their own timers (default: the admin's, off).
+    #[arg(long)]
+    pub(crate) send_ahead_ms: Option<u64>,
     /// Exit with an error when any fire was lost (missed and not recorded as a misfire),
     /// duplicated or off the grid (CI smoke run).
     #[arg(long)]

@@ -122,6 +122,7 @@ pub(crate) fn plan(args: &Args) -> anyhow::Result<Plan> {
         timing: Timing {
             node_lease: node_lease_ms.map(Duration::from_millis),
             max_unsent_runs: args.max_unsent_runs,
+            send_ahead_ms: args.send_ahead_ms,
             no_liveness_locks: args.no_liveness_locks,
             retention: args.log_retention_s.map(|retention| {
                 (

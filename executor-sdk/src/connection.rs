@@ -151,6 +151,8 @@ impl Session<'_> {
             labels: self.announcement.labels.clone(),
             capacity: 0,
             dispatch_mode: dispatch_mode as i32,
+            // The runner holds runs sent ahead and starts them on its own timer.
+            can_hold_runs: true,
         };
         // The receiver is alive here, so the first message is always queued.
         let _ = outbound_tx
@@ -236,6 +238,10 @@ impl Session<'_> {
                                 "admin sent a session call to a dialed executor; ignored"),
                         }
                     }
+                    Ok(Some(pb::AdminMessage { kind: Some(AdminKind::ClockProbe(probe)) })) => {
+                        // Never waits: a probe left unanswered only delays the offset estimate.
+                        let _ = outbound_tx.try_send(clock_echo(&probe));
+                    }
                     Ok(Some(_)) => {}
                     Ok(None) => {
                         tracing::warn!(admin = %admin, "session ended by admin");
@@ -292,6 +298,17 @@ fn is_refusal(code: tonic::Code) -> bool {
             | tonic::Code::InvalidArgument
             | tonic::Code::FailedPrecondition
     )
+}
+
+/// The answer to a clock probe: when it arrived and when it is answered, in this executor's
+/// clock (the one held runs start by), so the admin can estimate the offset.
+fn clock_echo(probe: &pb::ClockProbe) -> pb::ExecutorMessage {
+    let received_ms = crate::runner::execution::now_ms();
+    executor_message(ExecutorKind::ClockEcho(pb::ClockEcho {
+        admin_sent_ms: probe.admin_sent_ms,
+        executor_received_ms: received_ms,
+        executor_sent_ms: crate::runner::execution::now_ms(),
+    }))
 }
 
 fn executor_message(kind: ExecutorKind) -> pb::ExecutorMessage {

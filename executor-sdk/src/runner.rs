@@ -12,6 +12,9 @@
 //! polls the handler itself (no task per run) and catches its panic as a FAILED result, so a
 //! panic never kills the queue.
 //! A job task ends after `idle_timeout` without work, and its slot goes with it.
+//!
+//! A run sent ahead (`start_at_ms` in the future) is accepted at once and held until its start
+//! by one timer task for all held runs (`hold`), then queued as if it had just arrived.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -149,6 +152,8 @@ impl RecentRuns {
 #[derive(Default)]
 struct State {
     jobs: HashMap<i64, JobSlot>,
+    /// Runs sent ahead, waiting for their start.
+    held: hold::Held<QueuedRun>,
     /// Log ids queued or running here.
     active_log_ids: HashSet<i64>,
     recent: RecentRuns,
@@ -190,6 +195,8 @@ struct Shared {
     config: RunnerConfig,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+    /// Wakes the hold task: a run was held that may start before what it waits for.
+    hold_wake: Notify,
 }
 
 impl Shared {
@@ -268,6 +275,7 @@ impl Runner {
                 config,
                 tracker: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                hold_wake: Notify::new(),
             }),
         }
     }
@@ -290,7 +298,7 @@ impl Runner {
         request: pb::RunRequest,
         run_trace: &mut Option<opentelemetry::Context>,
     ) -> Result<(), Refusal> {
-        let (job_id, log_id) = (request.job_id, request.log_id);
+        let log_id = request.log_id;
         let mut state = self.shared.lock();
         if state.closed {
             return Err(Refusal::ShuttingDown);
@@ -299,6 +307,27 @@ impl Runner {
             return Err(Refusal::Duplicate { log_id });
         }
         let handler = self.shared.handler_for(&request)?;
+        if request.start_at_ms > execution::now_ms() {
+            self.shared
+                .results
+                .traces()
+                .accepted(log_id, run_trace.take());
+            self.hold(state, QueuedRun { request, handler });
+            return Ok(());
+        }
+        self.place(state, QueuedRun { request, handler }, run_trace)
+    }
+
+    /// Queues a run on its job's slot, applying its block strategy; the slot's task is started
+    /// if it has none. Consumes the lock: runs dropped by COVER_EARLY are reported after it.
+    fn place(
+        &self,
+        mut state: MutexGuard<'_, State>,
+        run: QueuedRun,
+        run_trace: &mut Option<opentelemetry::Context>,
+    ) -> Result<(), Refusal> {
+        let QueuedRun { request, handler } = run;
+        let (job_id, log_id) = (request.job_id, request.log_id);
         let strategy = pb::BlockStrategy::try_from(request.block_strategy)
             .unwrap_or(pb::BlockStrategy::Unspecified);
         let busy = state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);
@@ -345,13 +374,97 @@ impl Runner {
         Ok(())
     }
 
-    /// Stops every running and queued run of a job (each reported KILLED); returns whether
-    /// anything was stopped.
+    /// Holds a run sent ahead until its start; starts the hold task with the first one.
+    fn hold(&self, mut state: MutexGuard<'_, State>, run: QueuedRun) {
+        state.active_log_ids.insert(run.request.log_id);
+        let (start_at_ms, log_id) = (run.request.start_at_ms, run.request.log_id);
+        state.held.insert(start_at_ms, log_id, run);
+        let start_task = !std::mem::replace(&mut state.held.task_started, true);
+        drop(state);
+        if start_task {
+            self.shared.tracker.spawn(hold_loop(self.clone()));
+        }
+        self.shared.hold_wake.notify_one();
+    }
+
+    /// Queues the held runs whose start has come, as if they had just arrived. A block
+    /// strategy that refuses one now (DISCARD_LATER) reports it FAILED: the admin recorded it
+    /// as accepted when it was sent.
+    fn release_due(&self, now_ms: i64) {
+        loop {
+            // Taken and queued under one lock: a kill in between would find it nowhere.
+            let mut state = self.shared.lock();
+            let Some(run) = state.held.take_next_due(now_ms) else {
+                return;
+            };
+            let (log_id, log_date_ms) = (run.request.log_id, run.request.log_date_ms);
+            // Still counted active: the duplicate check passed when it was held; its span was
+            // registered then.
+            if let Err(refusal) = self.place(state, run, &mut None) {
+                let mut state = self.shared.lock();
+                state.retire(log_id);
+                drop(state);
+                let reason = StopReason::refused(format!("at its start: {refusal}"));
+                let request = pb::RunRequest {
+                    log_id,
+                    log_date_ms,
+                    ..Default::default()
+                };
+                self.shared.report_dropped(vec![request], &reason);
+            }
+        }
+    }
+
+    /// Stops every running, queued and held run of a job (each reported KILLED); returns
+    /// whether anything was stopped.
     pub(crate) fn kill_job(&self, job_id: i64) -> bool {
         let reason = StopReason::killed("killed by admin");
         let (dropped, stopped) = self.shared.lock().stop_job(job_id, &reason);
         self.shared.report_dropped(dropped, &reason);
-        stopped > 0
+        let held = self.take_held(|held| held.take_where(|run| run.request.job_id == job_id));
+        let cancelled = held.len();
+        self.report_cancelled(held, "killed by admin");
+        stopped + cancelled > 0
+    }
+
+    /// Cancels run `log_id` if it is held (it never starts; KILLED). A run that is not here
+    /// yet is remembered as done, so if it arrives after the cancel (the two raced) it is
+    /// refused as a duplicate. Returns whether a held run was cancelled.
+    pub(crate) fn cancel_held(&self, log_id: i64) -> bool {
+        let held = self.take_held(|held| held.take_log(log_id).into_iter().collect());
+        if held.is_empty() {
+            let mut state = self.shared.lock();
+            if !state.active_log_ids.contains(&log_id) {
+                state.recent.insert(log_id, Instant::now());
+            }
+            return false;
+        }
+        self.report_cancelled(held, "its job was stopped, edited or deleted");
+        true
+    }
+
+    /// Takes held runs out and forgets them as active.
+    fn take_held(
+        &self,
+        take: impl FnOnce(&mut hold::Held<QueuedRun>) -> Vec<QueuedRun>,
+    ) -> Vec<pb::RunRequest> {
+        let mut state = self.shared.lock();
+        let runs = take(&mut state.held);
+        runs.into_iter()
+            .map(|run| {
+                state.retire(run.request.log_id);
+                run.request
+            })
+            .collect()
+    }
+
+    /// Reports held runs that never start: KILLED, "cancelled before start".
+    fn report_cancelled(&self, held: Vec<pb::RunRequest>, why: &str) {
+        if held.is_empty() {
+            return;
+        }
+        let reason = StopReason::killed(format!("cancelled before start: {why}"));
+        self.shared.report_dropped(held, &reason);
     }
 
     /// Returns whether the job has a running or queued run here.
@@ -381,6 +494,7 @@ impl Runner {
                     .into_iter()
                     .chain(slot.queue.iter().map(|queued| queued.request.log_id))
             })
+            .chain(state.held.log_ids())
             .collect();
         log_ids.sort_unstable();
         log_ids
@@ -420,6 +534,17 @@ impl Runner {
                 }
                 dropped.extend(queued);
             }
+            // Held runs never start: reported as queued ones are.
+            let held: Vec<pb::RunRequest> = state
+                .held
+                .take_all()
+                .into_iter()
+                .map(|run| run.request)
+                .collect();
+            for request in &held {
+                state.retire(request.log_id);
+            }
+            dropped.extend(held);
             dropped
         };
         self.shared.report_dropped(dropped, &reason);
@@ -449,8 +574,25 @@ impl Runner {
             slot.task_abort.abort();
         }
         state.active_log_ids.clear();
+        state.held.take_all();
         self.shared.shutdown.cancel();
         self.shared.tracker.close();
+    }
+}
+
+/// The hold task: queues held runs as their start comes, sleeping until the earliest (at most
+/// `hold::MAX_NAP`, to follow a step of the wall clock); ends at shutdown.
+async fn hold_loop(runner: Runner) {
+    let shared = Arc::clone(&runner.shared);
+    loop {
+        let now_ms = execution::now_ms();
+        runner.release_due(now_ms);
+        let nap = shared.lock().held.nap(execution::now_ms());
+        tokio::select! {
+            () = shared.hold_wake.notified() => {}
+            () = shared.shutdown.cancelled() => return,
+            () = tokio::time::sleep(nap) => {}
+        }
     }
 }
 
@@ -514,5 +656,6 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
 }
 
 pub(crate) mod execution;
+mod hold;
 #[cfg(test)]
 mod tests;

@@ -125,7 +125,23 @@ impl ExecutorService for ExecutorServer {
         request: Request<pb::KillRequest>,
     ) -> Result<Response<pb::KillResponse>, Status> {
         self.check_alive()?;
-        let pb::KillRequest { job_id, log_id } = request.into_inner();
+        let pb::KillRequest {
+            job_id,
+            log_id,
+            held_only,
+        } = request.into_inner();
+        if held_only {
+            let killed = self.runner.cancel_held(log_id);
+            if killed {
+                tracing::info!(job_id, log_id, "held run cancelled by admin");
+            }
+            let message = if killed {
+                String::new()
+            } else {
+                format!("log {log_id} is not held here")
+            };
+            return Ok(Response::new(pb::KillResponse { killed, message }));
+        }
         let response = if self.runner.kill_job(job_id) {
             tracing::info!(job_id, log_id, "job killed by admin");
             pb::KillResponse {

@@ -85,3 +85,16 @@ fn xxl_job_compat_is_off_by_default_and_its_lease_outlasts_the_registry_interval
         .expect_err("30 s is XXL-JOB's registry interval");
     assert_eq!(error.field, "xxl_job_compat_lease");
 }
+
+#[test]
+fn send_ahead_is_off_by_default_and_bounded() {
+    assert_eq!(Config::default().send_ahead_ms, 0);
+    let config = Config::from_toml("send_ahead_ms = 1000\n")
+        .and_then(Config::validate)
+        .expect("a 1 s lead is valid");
+    assert_eq!(config.send_ahead_ms, 1000);
+    let error = Config::from_toml("send_ahead_ms = 3001\n")
+        .and_then(Config::validate)
+        .expect_err("past the bound");
+    assert_eq!(error.field, "send_ahead_ms");
+}

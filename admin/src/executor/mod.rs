@@ -230,7 +230,37 @@ impl ExecutorClient {
         let request = pb::KillRequest {
             job_id: job.0,
             log_id: log.0,
+            held_only: false,
         };
+        let response = self.send_kill(address, token, request).await?;
+        Ok((response.killed, response.message))
+    }
+
+    /// Cancels run `log` of `job` if its executor still holds it (sent ahead, not started):
+    /// it never starts and reports KILLED. A run that started is left alone. Returns whether
+    /// the executor cancelled it. Only executors that declared they can hold runs get this.
+    pub async fn cancel_held(
+        &self,
+        address: &str,
+        token: &str,
+        job: JobId,
+        log: LogId,
+    ) -> Result<bool, Error> {
+        let request = pb::KillRequest {
+            job_id: job.0,
+            log_id: log.0,
+            held_only: true,
+        };
+        Ok(self.send_kill(address, token, request).await?.killed)
+    }
+
+    /// One `Kill` call, down the executor's session or over its dialed channel.
+    async fn send_kill(
+        &self,
+        address: &str,
+        token: &str,
+        request: pb::KillRequest,
+    ) -> Result<pb::KillResponse, Error> {
         let response = if let Some(line) = self.session_line(address) {
             let line = line.map_err(|status| Error::executor(address, status))?;
             session::kill(&line, request, self.request_timeout)
@@ -243,7 +273,7 @@ impl ExecutorClient {
                 .map_err(|status| Error::executor(address, status))?
                 .into_inner()
         };
-        Ok((response.killed, response.message))
+        Ok(response)
     }
 
     /// Reads a run's log file from `from_line` (the file is named by the run's trigger day).

@@ -21,6 +21,7 @@
 //! ([`Registry::removals`]); the executor client follows it to drop its cached connection.
 
 pub mod cert_binding;
+pub mod clock_offset;
 pub mod leases;
 pub mod limits;
 pub mod refresh;
@@ -72,6 +73,8 @@ pub struct Registry {
     removals: broadcast::Sender<String>,
     /// This admin's sessions in session dispatch, by address: where their calls go.
     pub session_lines: session_calls::SessionLines,
+    /// Clock offsets of this admin's sessions that can hold runs sent ahead.
+    pub clocks: clock_offset::ExecutorClocks,
 }
 
 impl Default for Registry {
@@ -81,6 +84,7 @@ impl Default for Registry {
             peers: RwLock::default(),
             removals: broadcast::channel(REMOVALS_BACKLOG).0,
             session_lines: Default::default(),
+            clocks: Default::default(),
         }
     }
 }

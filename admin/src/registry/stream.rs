@@ -88,6 +88,7 @@ pub async fn serve_session(
         return;
     }
     let dispatch_mode = session_dispatch_mode(&register);
+    let can_hold_runs = register.can_hold_runs;
     let info = executor_info(&ctx, register);
     if let Err(status) = check_address_owner(&ctx, &info, peer_ip) {
         let peer = peer_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
@@ -120,9 +121,18 @@ pub async fn serve_session(
         })),
     };
     if outbound.send(Ok(registered)).await.is_ok() {
+        if can_hold_runs {
+            ctx.registry.clocks.open(&info.address, &executor_id);
+            send_clock_probe(&ctx, &outbound);
+        }
         let line_ref = line_opt.as_deref();
+        let session = Session {
+            info: &info,
+            line_opt: line_ref,
+            can_hold_runs,
+        };
         tokio::select! {
-            _ = session_loop(&ctx, &mut inbound, &outbound, &info, line_ref, &cancel) => {}
+            _ = session_loop(&ctx, &mut inbound, &outbound, session, &cancel) => {}
             _ = superseded.cancelled() => {
                 tracing::info!(app = %info.app_name, address = %info.address,
                     executor_id = %info.executor_id,
@@ -140,6 +150,7 @@ pub async fn serve_session(
         ctx.registry.session_lines.close(&info.address, line);
         line.end();
     }
+    ctx.registry.clocks.close(&info.address, &executor_id);
     lock_superseded(&ctx).remove(&executor_id);
     lock_peers(&ctx).remove(&executor_id);
     lock_tokens(&ctx).remove(&executor_id);
@@ -516,14 +527,26 @@ async fn close(ctx: &RegistryContext, info: &ExecutorInfo) {
     }
 }
 
+/// What the session loop knows of its executor.
+struct Session<'a> {
+    info: &'a ExecutorInfo,
+    line_opt: Option<&'a SessionLine>,
+    /// It declared it can hold runs sent ahead: its clock is probed.
+    can_hold_runs: bool,
+}
+
 async fn session_loop(
     ctx: &RegistryContext,
     inbound: &mut Streaming<pb::ExecutorMessage>,
     outbound: &Outbound,
-    info: &ExecutorInfo,
-    line_opt: Option<&SessionLine>,
+    session: Session<'_>,
     cancel: &CancellationToken,
 ) {
+    let Session {
+        info,
+        line_opt,
+        can_hold_runs,
+    } = session;
     let per_second = ctx.config.session_message_rate;
     let mut rate = super::limits::MessageRate::new(per_second);
     loop {
@@ -562,7 +585,18 @@ async fn session_loop(
             return;
         }
         match kind {
-            Some(Kind::Heartbeat(heartbeat)) => heartbeat_received(ctx, info, heartbeat).await,
+            Some(Kind::Heartbeat(heartbeat)) => {
+                heartbeat_received(ctx, info, heartbeat).await;
+                // The offset is refreshed with every heartbeat.
+                if can_hold_runs {
+                    send_clock_probe(ctx, outbound);
+                }
+            }
+            Some(Kind::ClockEcho(echo)) => {
+                if can_hold_runs && clock_echo_received(ctx, info, &echo) {
+                    send_clock_probe(ctx, outbound);
+                }
+            }
             Some(Kind::Deregister(_)) => {
                 let reply = pb::admin_message::Kind::Deregistered(pb::Deregistered {});
                 let _ = outbound
@@ -588,6 +622,37 @@ async fn session_loop(
             }
         }
     }
+}
+
+/// Sends a clock probe; never waits: a probe that finds the stream's buffer full is skipped
+/// (the next heartbeat sends another).
+fn send_clock_probe(ctx: &RegistryContext, outbound: &Outbound) {
+    let probe = pb::ClockProbe {
+        admin_sent_ms: ctx.clock.now_ms(),
+    };
+    let message = pb::AdminMessage {
+        kind: Some(pb::admin_message::Kind::ClockProbe(probe)),
+    };
+    let _ = outbound.try_send(Ok(message));
+}
+
+/// Adds the echo's sample to the executor's offset estimate; returns whether the estimate
+/// wants another sample at once (just registered, or its clock moved).
+fn clock_echo_received(ctx: &RegistryContext, info: &ExecutorInfo, echo: &pb::ClockEcho) -> bool {
+    let sample = super::clock_offset::ClockSample::from_times(
+        echo.admin_sent_ms,
+        echo.executor_received_ms,
+        echo.executor_sent_ms,
+        ctx.clock.now_ms(),
+    );
+    let Some(sample) = sample else {
+        tracing::debug!(app = %info.app_name, address = %info.address,
+            "clock echo with impossible times dropped");
+        return false;
+    };
+    ctx.registry
+        .clocks
+        .add(&info.address, &info.executor_id, sample)
 }
 
 async fn heartbeat_received(ctx: &RegistryContext, info: &ExecutorInfo, heartbeat: pb::Heartbeat) {

@@ -9,6 +9,7 @@ use super::codes::{TRIGGER_ACCEPTED, TRIGGER_FAILED, TRIGGER_UNKNOWN};
 use super::pool::PoolKind;
 use super::request::run_request;
 use super::route::{self, Probe, ProbeVerdict, RouteError};
+use super::send_ahead::StartAt;
 use super::trace::{DispatchTrace, FireTrace};
 use super::{Claimed, Target, Trigger};
 use crate::executor::Idleness;
@@ -74,21 +75,43 @@ impl Trigger {
             "route {}{}, {pool} pool",
             fire.job.route_strategy, routed.note
         );
-        // Lateness of the schedule's own fires: a retry waits for its backoff on purpose.
+        let start_at_ms = match self.start_at(fire, &address) {
+            StartAt::Now => 0,
+            StartAt::Held { start_at_ms } => {
+                self.remember_held(fire, &address, &target.group.access_token);
+                start_at_ms
+            }
+            StartAt::WaitHere { instant_ms } => {
+                let wait_ms = u64::try_from(instant_ms - self.now_ms()).unwrap_or(0);
+                tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+                0
+            }
+        };
+        // Lateness of the schedule's own fires: a retry waits for its backoff on purpose. A run
+        // sent ahead leaves early on purpose: it is not late.
         if fire.is_of_schedule() && fire.attempt == 0 {
-            crate::metrics::observe_lateness(self.now_ms() - fire.scheduled_at_ms);
+            crate::metrics::observe_lateness((self.now_ms() - fire.scheduled_at_ms).max(0));
         }
-        let request = run_request(fire, claimed.trigger_time_ms, traceparent);
+        let request = run_request(fire, claimed.trigger_time_ms, traceparent, start_at_ms);
         let answer = self
             .executors
             .run(&address, &target.group.access_token, request)
             .await;
+        let taken = matches!(&answer, Ok(response) if response.accepted)
+            || matches!(&answer, Err(status) if maybe_delivered(status));
+        if start_at_ms != 0 && !taken {
+            self.forget_held(fire);
+        }
         let record = match answer {
             Ok(response) if response.accepted => DispatchRecord {
                 log_id: fire.log_id,
                 outcome: DispatchOutcome::Accepted,
                 trigger_code: TRIGGER_ACCEPTED,
-                trigger_msg: format!("{route}: accepted by {address}{}", routed.transcript),
+                trigger_msg: format!(
+                    "{route}: accepted by {address}{}{}",
+                    held_note(start_at_ms),
+                    routed.transcript
+                ),
                 executor_address: address,
                 finished_ms: self.now_ms(),
                 trace_id: String::new(),
@@ -133,7 +156,9 @@ impl Trigger {
             // A retry's instant is its first attempt's: its backoff is no latency; a backfill
             // run stands for a time it was never meant to be sent at.
             if fire.attempt == 0 && !fire.is_backfill() {
-                crate::metrics::observe_dispatch_latency(record.finished_ms - fire.scheduled_at_ms);
+                crate::metrics::observe_dispatch_latency(
+                    (record.finished_ms - fire.scheduled_at_ms).max(0),
+                );
             }
         }
         record
@@ -312,4 +337,12 @@ impl Trigger {
             trace_id: String::new(),
         }
     }
+}
+
+/// Said on the row of a run sent ahead, so its early dispatch reads as intended.
+fn held_note(start_at_ms: i64) -> String {
+    if start_at_ms == 0 {
+        return String::new();
+    }
+    format!(" (sent ahead: held there until its instant, {start_at_ms} in the executor's clock)")
 }

@@ -30,6 +30,8 @@ mod request;
 mod retry;
 pub mod route;
 mod send;
+mod send_ahead;
+mod sent_ahead;
 mod trace;
 
 use std::sync::Arc;
@@ -131,6 +133,11 @@ pub struct Trigger {
     lease_until_ms: std::sync::atomic::AtomicI64,
     lease_base: Instant,
     node_lease: Duration,
+    /// How long before its instant a run may leave for an executor that can hold it
+    /// (`send_ahead`); 0 sends every run at its instant.
+    send_ahead_ms: i64,
+    /// The runs sent ahead whose start is still to come, for `cancel_held`.
+    sent_ahead: sent_ahead::SentAhead,
 }
 
 /// What the trigger is built from (besides the config).
@@ -175,6 +182,8 @@ impl Trigger {
             lease_until_ms: std::sync::atomic::AtomicI64::new(config.node_lease.as_millis() as i64),
             lease_base: parts.lease_start,
             node_lease: config.node_lease,
+            send_ahead_ms: i64::try_from(config.send_ahead_ms).unwrap_or(0),
+            sent_ahead: Default::default(),
         }
     }
 
@@ -183,9 +192,10 @@ impl Trigger {
     }
 
     /// How long before its second a second of `fires` scheduled fires should be handed over,
-    /// for its claim to be done as the second starts (`claim_pace`).
+    /// for its claim to be done as the second starts (`claim_pace`), or, sending ahead, as
+    /// its runs may start to leave.
     pub fn claim_lead_ms(&self, fires: usize) -> i64 {
-        self.claim_pace.lead_ms(fires)
+        self.claim_pace.lead_ms(fires) + self.send_ahead_ms
     }
 
     /// Takes the held accepted outcomes of these runs, for the result write to fold in

@@ -6,11 +6,13 @@ use crate::model::Fire;
 use crate::wire::{block_strategy_to_pb, glue_type_to_pb, trigger_type_to_pb};
 
 /// The `RunRequest` for `fire`, claimed at `trigger_time_ms` (the executor files the run's log
-/// under that day); `traceparent` is the dispatch span's, empty when not traced.
+/// under that day); `traceparent` is the dispatch span's, empty when not traced; `start_at_ms`
+/// the executor-clock start of a run sent ahead (0: start at once).
 pub(super) fn run_request(
     fire: &Fire,
     trigger_time_ms: i64,
     traceparent: String,
+    start_at_ms: i64,
 ) -> pb::RunRequest {
     let job = &fire.job;
     pb::RunRequest {
@@ -34,5 +36,6 @@ pub(super) fn run_request(
         attempt: fire.attempt,
         trigger_type: trigger_type_to_pb(fire.trigger_type) as i32,
         traceparent,
+        start_at_ms,
     }
 }

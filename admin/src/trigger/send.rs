@@ -18,7 +18,8 @@ use crate::store::{DispatchOutcome, DispatchRecord};
 
 impl Trigger {
     /// Spawns the fires already due now; the others wait, in a tracked task (shutdown waits for
-    /// it), for their scheduled instant, earliest first.
+    /// it), for their time to leave, earliest first: their scheduled instant, or with
+    /// send-ahead that much before it (`send_ahead`).
     pub(super) fn send_when_due(
         self: &Arc<Self>,
         claimed: Vec<Claimed>,
@@ -26,20 +27,24 @@ impl Trigger {
     ) {
         let now = self.now_ms();
         // A backfill's run is due at once: its instant is the occurrence it stands for.
-        let (due, mut early): (Vec<Claimed>, Vec<Claimed>) = claimed
-            .into_iter()
-            .partition(|claimed| claimed.fire.scheduled_at_ms <= now || claimed.fire.is_backfill());
+        let (due, early): (Vec<Claimed>, Vec<Claimed>) = claimed.into_iter().partition(|claimed| {
+            claimed.fire.is_backfill() || self.send_at_ms(claimed, &targets) <= now
+        });
         let targets = Arc::new(targets);
         self.spawn_fires(due, &targets);
         if early.is_empty() {
             return;
         }
-        early.sort_by_key(|claimed| claimed.fire.scheduled_at_ms);
+        let mut early: Vec<(i64, Claimed)> = early
+            .into_iter()
+            .map(|claimed| (self.send_at_ms(&claimed, &targets), claimed))
+            .collect();
+        early.sort_by_key(|(send_at, _)| *send_at);
         let this = Arc::clone(self);
         self.tasks.spawn(async move {
             let mut early = early.into_iter().peekable();
-            while let Some(first) = early.peek() {
-                let instant = first.fire.scheduled_at_ms;
+            while let Some((instant, _)) = early.peek() {
+                let instant = *instant;
                 let wait_ms = u64::try_from(instant - this.now_ms()).unwrap_or(0);
                 // At shutdown the early fires stay claimed and unsent, like a lapsed one above:
                 // whoever takes this node's runs over sends them.
@@ -48,9 +53,7 @@ impl Trigger {
                     _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
                 }
                 let mut batch = Vec::new();
-                while let Some(claimed) =
-                    early.next_if(|claimed| claimed.fire.scheduled_at_ms == instant)
-                {
+                while let Some((_, claimed)) = early.next_if(|(send_at, _)| *send_at == instant) {
                     batch.push(claimed);
                 }
                 this.spawn_fires(batch, &targets);
@@ -236,6 +239,10 @@ impl Trigger {
     ) -> Option<DispatchRecord> {
         let fire = &claimed.fire;
         if !self.send_allowed(fire.log_id).await {
+            return None;
+        }
+        // Before the pool slot: a run that can no longer go ahead waits without holding one.
+        if !self.wait_unless_ahead(fire, target).await {
             return None;
         }
         // The fire span covers the pool wait too, so a full pool shows in the trace.

@@ -46,6 +46,15 @@ impl StopReason {
         }
     }
 
+    /// A held run whose start came but whose job's block strategy refused it then.
+    pub(crate) fn refused(message: impl Into<String>) -> Self {
+        Self {
+            status: pb::RunStatus::Failed,
+            code: CODE_FAILED,
+            message: message.into(),
+        }
+    }
+
     fn timeout(timeout_ms: i64) -> Self {
         Self {
             status: pb::RunStatus::Timeout,

@@ -541,3 +541,78 @@ async fn run_log_has_start_handler_and_end_lines() {
     );
     assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=logged"));
 }
+
+/// A run sent ahead, `ahead_ms` before its start (wall clock: held runs start by it).
+fn held_request(job_id: i64, log_id: i64, ahead_ms: i64) -> pb::RunRequest {
+    pb::RunRequest {
+        start_at_ms: now_ms() + ahead_ms,
+        ..run_request(job_id, log_id, "ok:done")
+    }
+}
+
+// Real time: the hold timer reads the wall clock, which paused time does not move.
+#[tokio::test]
+async fn a_held_run_starts_at_its_start_and_is_listed_meanwhile() {
+    let mut harness = Harness::new();
+    let request = held_request(1, 1, 300);
+    let start_at_ms = request.start_at_ms;
+    harness.runner.submit(request).expect("accepted");
+    assert_eq!(harness.runner.running_log_ids(), vec![1]);
+    assert_eq!(
+        harness.runner.submit(held_request(1, 1, 300)),
+        Err(Refusal::Duplicate { log_id: 1 })
+    );
+    assert_eq!(harness.next_event().await, Event::Started(1));
+    assert!(
+        now_ms() >= start_at_ms,
+        "started {} ms early",
+        start_at_ms - now_ms()
+    );
+    assert_result(
+        &harness.next_result().await,
+        1,
+        pb::RunStatus::Success,
+        200,
+        "done",
+    );
+}
+
+#[tokio::test]
+async fn a_kill_or_a_held_only_cancel_keeps_a_held_run_from_starting() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(held_request(1, 1, 60_000))
+        .expect("accepted");
+    harness
+        .runner
+        .submit(held_request(2, 2, 60_000))
+        .expect("accepted");
+    assert!(harness.runner.kill_job(1));
+    let killed = harness.next_result().await;
+    assert_eq!(
+        (killed.log_id, killed.status),
+        (1, pb::RunStatus::Killed as i32)
+    );
+    assert!(
+        killed.message.starts_with("cancelled before start"),
+        "{killed:?}"
+    );
+    assert!(harness.runner.cancel_held(2));
+    let cancelled = harness.next_result().await;
+    assert_eq!(
+        (cancelled.log_id, cancelled.status),
+        (2, pb::RunStatus::Killed as i32)
+    );
+    assert!(harness.runner.running_log_ids().is_empty());
+    // A cancel that overtook its run: the run is refused when it comes.
+    assert!(!harness.runner.cancel_held(3));
+    assert_eq!(
+        harness.runner.submit(held_request(3, 3, 60_000)),
+        Err(Refusal::Duplicate { log_id: 3 })
+    );
+    assert!(
+        harness.events_rx.try_recv().is_err(),
+        "a cancelled handler ran"
+    );
+}

@@ -252,6 +252,7 @@ async fn kill_stops_a_running_command_and_its_children() {
     let kill = pb::KillRequest {
         job_id: 51,
         log_id: 511,
+        held_only: false,
     };
     let killed = client.kill(kill).await.expect("kill").into_inner();
     assert!(killed.killed, "{killed:?}");

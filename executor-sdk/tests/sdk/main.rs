@@ -96,8 +96,9 @@ impl Registry for FakeAdmin {
                         let _ = outbound_tx.send(Ok(reply)).await;
                         break;
                     }
-                    // This fake admin sends no session calls, so no reply comes.
-                    Some(ExecutorKind::Reply(_)) | None => {}
+                    // This fake admin sends no session calls nor clock probes, so no reply or
+                    // echo comes.
+                    Some(ExecutorKind::Reply(_) | ExecutorKind::ClockEcho(_)) | None => {}
                 }
             }
             let _ = events_tx.send(AdminEvent::SessionEnded { deregistered });
@@ -322,6 +323,7 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
         .kill(pb::KillRequest {
             job_id: 1,
             log_id: 11,
+            held_only: false,
         })
         .await
         .expect("kill")
@@ -342,6 +344,7 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
         .kill(pb::KillRequest {
             job_id: 1,
             log_id: 11,
+            held_only: false,
         })
         .await
         .expect("kill")

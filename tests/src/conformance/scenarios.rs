@@ -699,6 +699,7 @@ async fn direct_calls(world: &mut World) -> anyhow::Result<()> {
     let kill = pb::KillRequest {
         job_id: job,
         log_id: long_run.log_id,
+        held_only: false,
     };
     let killed = client.kill(with_token(kill)?).await?.into_inner();
     anyhow::ensure!(killed.killed, "Kill of a running job: {killed:?}");

@@ -66,7 +66,11 @@ async fn wrong_or_missing_token_is_rejected_by_the_executor_service() -> anyhow:
             .await
             .expect_err("runs need the token too");
         assert_eq!(refused.code(), tonic::Code::Unauthenticated);
-        let kill = pb::KillRequest { job_id, log_id };
+        let kill = pb::KillRequest {
+            job_id,
+            log_id,
+            held_only: false,
+        };
         let refused = executor_client
             .kill(with_token(kill, token)?)
             .await

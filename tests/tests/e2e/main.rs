@@ -23,6 +23,7 @@ mod retries;
 mod routes;
 mod schedule_policies;
 mod schedule_types;
+mod send_ahead;
 mod session_dispatch;
 mod tls;
 mod users;

@@ -207,6 +207,8 @@ impl JobAdminService {
         if !self.store().update_job(&updated).await? {
             return Err(Error::NotFound(format!("job {} not found", updated.id)));
         }
+        // A run already sent ahead carries the job as it was: it does not start.
+        self.ctx.trigger.cancel_held(updated.id).await;
         if reschedule {
             self.write_schedule(&updated).await?;
             self.skip_planned_fires(updated.id, "rescheduled").await?;
@@ -219,6 +221,7 @@ impl JobAdminService {
         if !self.store().delete_job(id).await? {
             return Err(Error::NotFound(format!("job {id} not found")));
         }
+        self.ctx.trigger.cancel_held(id).await;
         Ok(())
     }
 
@@ -283,6 +286,8 @@ impl JobAdminService {
         };
         self.write_schedule(&stopped).await?;
         self.skip_planned_fires(stopped.id, "stopped").await?;
+        // Runs sent ahead and still held on their executors never start either.
+        self.ctx.trigger.cancel_held(stopped.id).await;
         Ok(stopped)
     }
 }

@@ -1,0 +1,126 @@
+//! Runs sent ahead (`RunRequest.start_at_ms` > 0): accepted at once, held in one ordered map,
+//! and started by one timer task when their start comes in this executor's clock.
+//!
+//! ```text
+//! submit, start_at_ms in the future ─▶ Held{(start, log id) → run} ─▶ hold task wakes at the
+//!   earliest start ─▶ the run is queued as if it had just arrived (block strategy applied then)
+//! Kill(job) ─▶ the job's held runs never start (KILLED, "cancelled before start")
+//! Kill(held_only, log id) ─▶ that run never starts; not here yet: its id is refused later
+//! ```
+//! Held runs are in the heartbeats' running log ids, so the admin counts them as alive. The
+//! task re-reads the wall clock at least every [`MAX_NAP`]: a step of the clock moves the
+//! starts with it within that bound, as the admin's offset estimate follows it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Longest the hold task sleeps without looking at the wall clock again.
+pub(super) const MAX_NAP: Duration = Duration::from_millis(250);
+
+/// The held runs (`R`: what the runner queues), by start (executor clock, ms) then log id.
+pub(super) struct Held<R> {
+    runs: BTreeMap<(i64, i64), R>,
+    /// Whether the hold task was started (it is started with the first held run).
+    pub(super) task_started: bool,
+}
+
+impl<R> Default for Held<R> {
+    fn default() -> Self {
+        Self {
+            runs: BTreeMap::new(),
+            task_started: false,
+        }
+    }
+}
+
+impl<R> Held<R> {
+    pub(super) fn insert(&mut self, start_at_ms: i64, log_id: i64, run: R) {
+        self.runs.insert((start_at_ms, log_id), run);
+    }
+
+    /// Takes the earliest run if its start is at or before `now_ms`.
+    pub(super) fn take_next_due(&mut self, now_ms: i64) -> Option<R> {
+        let entry = self.runs.first_entry()?;
+        (entry.key().0 <= now_ms).then(|| entry.remove())
+    }
+
+    /// How long until the earliest start, at most [`MAX_NAP`].
+    pub(super) fn nap(&self, now_ms: i64) -> Duration {
+        let until_next = self.runs.keys().next().map_or(MAX_NAP, |(start, _)| {
+            Duration::from_millis(u64::try_from(start - now_ms).unwrap_or(0))
+        });
+        until_next.min(MAX_NAP)
+    }
+
+    /// Takes the held run with this log id, if held.
+    pub(super) fn take_log(&mut self, log_id: i64) -> Option<R> {
+        let key = *self.runs.keys().find(|(_, held)| *held == log_id)?;
+        self.runs.remove(&key)
+    }
+
+    /// Takes the held runs `matches` picks (a job's), earliest first.
+    pub(super) fn take_where(&mut self, matches: impl Fn(&R) -> bool) -> Vec<R> {
+        let keys: Vec<(i64, i64)> = self
+            .runs
+            .iter()
+            .filter(|(_, run)| matches(run))
+            .map(|(key, _)| *key)
+            .collect();
+        keys.iter()
+            .filter_map(|key| self.runs.remove(key))
+            .collect()
+    }
+
+    /// Takes every held run.
+    pub(super) fn take_all(&mut self) -> Vec<R> {
+        std::mem::take(&mut self.runs).into_values().collect()
+    }
+
+    pub(super) fn log_ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.runs.keys().map(|(_, log_id)| *log_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A held run here is its (job id, log id).
+    fn held_of(runs: &[(i64, i64, i64)]) -> Held<(i64, i64)> {
+        let mut held = Held::default();
+        for &(start, job_id, log_id) in runs {
+            held.insert(start, log_id, (job_id, log_id));
+        }
+        held
+    }
+
+    fn take_due(held: &mut Held<(i64, i64)>, now_ms: i64) -> Vec<i64> {
+        std::iter::from_fn(|| held.take_next_due(now_ms))
+            .map(|(_, log_id)| log_id)
+            .collect()
+    }
+
+    #[test]
+    fn runs_come_out_when_due_earliest_first() {
+        let mut held = held_of(&[(2_000, 1, 3), (1_000, 1, 2), (1_000, 2, 1)]);
+        assert!(take_due(&mut held, 999).is_empty());
+        assert_eq!(held.nap(999), Duration::from_millis(1));
+        assert_eq!(take_due(&mut held, 1_000), vec![1, 2]);
+        assert_eq!(held.nap(1_000), MAX_NAP);
+        assert_eq!(take_due(&mut held, 5_000), vec![3]);
+    }
+
+    #[test]
+    fn a_job_or_one_log_id_is_taken_out_before_its_start() {
+        let mut held = held_of(&[(1_000, 1, 1), (1_000, 2, 2), (2_000, 1, 3)]);
+        let job_1: Vec<i64> = held
+            .take_where(|(job_id, _)| *job_id == 1)
+            .into_iter()
+            .map(|(_, log_id)| log_id)
+            .collect();
+        assert_eq!(job_1, vec![1, 3]);
+        assert!(held.take_log(1).is_none());
+        assert_eq!(held.take_log(2), Some((2, 2)));
+        assert!(take_due(&mut held, i64::MAX).is_empty());
+    }
+}
