@@ -220,7 +220,11 @@ type RunRequest struct {
 	// W3C trace context (`00-<trace id>-<span id>-<flags>`) of the admin's dispatch span, when the
 	// run is traced: the executor's run span continues that trace. Per run, so each run of a
 	// RunBatch keeps its own trace. Empty when the admin does not trace.
-	Traceparent   string `protobuf:"bytes,16,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,16,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Send ahead: when > 0, the instant to start the run at, in the executor's own clock
+	// (milliseconds since the epoch). The executor accepts the run now, holds it and starts it
+	// then. Sent only to executors that declared `Register.can_hold_runs`; 0 = start at once.
+	StartAtMs     int64 `protobuf:"varint,17,opt,name=start_at_ms,json=startAtMs,proto3" json:"start_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -365,6 +369,13 @@ func (x *RunRequest) GetTraceparent() string {
 		return x.Traceparent
 	}
 	return ""
+}
+
+func (x *RunRequest) GetStartAtMs() int64 {
+	if x != nil {
+		return x.StartAtMs
+	}
+	return 0
 }
 
 type RunResponse struct {
@@ -512,8 +523,12 @@ func (x *RunBatchResponse) GetResults() []*RunResponse {
 type KillRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	JobId int64                  `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	// The run the admin asked to kill; all runs of job_id are stopped.
-	LogId         int64 `protobuf:"varint,2,opt,name=log_id,json=logId,proto3" json:"log_id,omitempty"`
+	// The run the admin asked to kill; all runs of job_id are stopped (held ones included).
+	LogId int64 `protobuf:"varint,2,opt,name=log_id,json=logId,proto3" json:"log_id,omitempty"`
+	// Cancels only the run log_id if it is held (sent ahead, not started yet): it never starts
+	// and reports KILLED; a run already started is left alone. Sent when the job is stopped,
+	// edited or deleted inside the send-ahead lead, and only to executors that can hold runs.
+	HeldOnly      bool `protobuf:"varint,3,opt,name=held_only,json=heldOnly,proto3" json:"held_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -560,6 +575,13 @@ func (x *KillRequest) GetLogId() int64 {
 		return x.LogId
 	}
 	return 0
+}
+
+func (x *KillRequest) GetHeldOnly() bool {
+	if x != nil {
+		return x.HeldOnly
+	}
+	return false
 }
 
 type KillResponse struct {
@@ -756,7 +778,7 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\">\n" +
 	"\x10IdleBeatResponse\x12\x12\n" +
 	"\x04idle\x18\x01 \x01(\bR\x04idle\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc2\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe2\x04\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x15\n" +
@@ -779,17 +801,19 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\x0fscheduled_at_ms\x18\r \x01(\x03R\rscheduledAtMs\x12\x18\n" +
 	"\aattempt\x18\x0e \x01(\x05R\aattempt\x127\n" +
 	"\ftrigger_type\x18\x0f \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\x12 \n" +
-	"\vtraceparent\x18\x10 \x01(\tR\vtraceparent\"C\n" +
+	"\vtraceparent\x18\x10 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\vstart_at_ms\x18\x11 \x01(\x03R\tstartAtMs\"C\n" +
 	"\vRunResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\":\n" +
 	"\x0fRunBatchRequest\x12'\n" +
 	"\x04runs\x18\x01 \x03(\v2\x13.xjob.v1.RunRequestR\x04runs\"B\n" +
 	"\x10RunBatchResponse\x12.\n" +
-	"\aresults\x18\x01 \x03(\v2\x14.xjob.v1.RunResponseR\aresults\";\n" +
+	"\aresults\x18\x01 \x03(\v2\x14.xjob.v1.RunResponseR\aresults\"X\n" +
 	"\vKillRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x15\n" +
-	"\x06log_id\x18\x02 \x01(\x03R\x05logId\"@\n" +
+	"\x06log_id\x18\x02 \x01(\x03R\x05logId\x12\x1b\n" +
+	"\theld_only\x18\x03 \x01(\bR\bheldOnly\"@\n" +
 	"\fKillResponse\x12\x16\n" +
 	"\x06killed\x18\x01 \x01(\bR\x06killed\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"d\n" +

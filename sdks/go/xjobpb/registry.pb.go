@@ -86,6 +86,7 @@ type ExecutorMessage struct {
 	//	*ExecutorMessage_Heartbeat
 	//	*ExecutorMessage_Deregister
 	//	*ExecutorMessage_Reply
+	//	*ExecutorMessage_ClockEcho
 	Kind          isExecutorMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -164,6 +165,15 @@ func (x *ExecutorMessage) GetReply() *SessionReply {
 	return nil
 }
 
+func (x *ExecutorMessage) GetClockEcho() *ClockEcho {
+	if x != nil {
+		if x, ok := x.Kind.(*ExecutorMessage_ClockEcho); ok {
+			return x.ClockEcho
+		}
+	}
+	return nil
+}
+
 type isExecutorMessage_Kind interface {
 	isExecutorMessage_Kind()
 }
@@ -185,6 +195,11 @@ type ExecutorMessage_Reply struct {
 	Reply *SessionReply `protobuf:"bytes,4,opt,name=reply,proto3,oneof"`
 }
 
+type ExecutorMessage_ClockEcho struct {
+	// Answers a ClockProbe (executors that declared can_hold_runs).
+	ClockEcho *ClockEcho `protobuf:"bytes,5,opt,name=clock_echo,json=clockEcho,proto3,oneof"`
+}
+
 func (*ExecutorMessage_Register) isExecutorMessage_Kind() {}
 
 func (*ExecutorMessage_Heartbeat) isExecutorMessage_Kind() {}
@@ -193,6 +208,8 @@ func (*ExecutorMessage_Deregister) isExecutorMessage_Kind() {}
 
 func (*ExecutorMessage_Reply) isExecutorMessage_Kind() {}
 
+func (*ExecutorMessage_ClockEcho) isExecutorMessage_Kind() {}
+
 type AdminMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -200,6 +217,7 @@ type AdminMessage struct {
 	//	*AdminMessage_Registered
 	//	*AdminMessage_Deregistered
 	//	*AdminMessage_Call
+	//	*AdminMessage_ClockProbe
 	Kind          isAdminMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -269,6 +287,15 @@ func (x *AdminMessage) GetCall() *SessionCall {
 	return nil
 }
 
+func (x *AdminMessage) GetClockProbe() *ClockProbe {
+	if x != nil {
+		if x, ok := x.Kind.(*AdminMessage_ClockProbe); ok {
+			return x.ClockProbe
+		}
+	}
+	return nil
+}
+
 type isAdminMessage_Kind interface {
 	isAdminMessage_Kind()
 }
@@ -288,11 +315,128 @@ type AdminMessage_Call struct {
 	Call *SessionCall `protobuf:"bytes,3,opt,name=call,proto3,oneof"`
 }
 
+type AdminMessage_ClockProbe struct {
+	// Asks for the executor's clock, to estimate its offset (sent only to executors that
+	// declared can_hold_runs); answered with a ClockEcho.
+	ClockProbe *ClockProbe `protobuf:"bytes,4,opt,name=clock_probe,json=clockProbe,proto3,oneof"`
+}
+
 func (*AdminMessage_Registered) isAdminMessage_Kind() {}
 
 func (*AdminMessage_Deregistered) isAdminMessage_Kind() {}
 
 func (*AdminMessage_Call) isAdminMessage_Kind() {}
+
+func (*AdminMessage_ClockProbe) isAdminMessage_Kind() {}
+
+// One clock sample, as NTP takes it: the admin's send time goes out, the executor stamps when
+// it received the probe and when it answered, and the admin notes when the echo came back.
+type ClockProbe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The admin's clock when it sent the probe (milliseconds since the epoch).
+	AdminSentMs   int64 `protobuf:"varint,1,opt,name=admin_sent_ms,json=adminSentMs,proto3" json:"admin_sent_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockProbe) Reset() {
+	*x = ClockProbe{}
+	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockProbe) ProtoMessage() {}
+
+func (x *ClockProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockProbe.ProtoReflect.Descriptor instead.
+func (*ClockProbe) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClockProbe) GetAdminSentMs() int64 {
+	if x != nil {
+		return x.AdminSentMs
+	}
+	return 0
+}
+
+type ClockEcho struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Copied from the probe.
+	AdminSentMs int64 `protobuf:"varint,1,opt,name=admin_sent_ms,json=adminSentMs,proto3" json:"admin_sent_ms,omitempty"`
+	// The executor's clock when the probe arrived, and when it sent this echo.
+	ExecutorReceivedMs int64 `protobuf:"varint,2,opt,name=executor_received_ms,json=executorReceivedMs,proto3" json:"executor_received_ms,omitempty"`
+	ExecutorSentMs     int64 `protobuf:"varint,3,opt,name=executor_sent_ms,json=executorSentMs,proto3" json:"executor_sent_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ClockEcho) Reset() {
+	*x = ClockEcho{}
+	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockEcho) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockEcho) ProtoMessage() {}
+
+func (x *ClockEcho) ProtoReflect() protoreflect.Message {
+	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockEcho.ProtoReflect.Descriptor instead.
+func (*ClockEcho) Descriptor() ([]byte, []int) {
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ClockEcho) GetAdminSentMs() int64 {
+	if x != nil {
+		return x.AdminSentMs
+	}
+	return 0
+}
+
+func (x *ClockEcho) GetExecutorReceivedMs() int64 {
+	if x != nil {
+		return x.ExecutorReceivedMs
+	}
+	return 0
+}
+
+func (x *ClockEcho) GetExecutorSentMs() int64 {
+	if x != nil {
+		return x.ExecutorSentMs
+	}
+	return 0
+}
 
 // One ExecutorService call on the session stream.
 type SessionCall struct {
@@ -315,7 +459,7 @@ type SessionCall struct {
 
 func (x *SessionCall) Reset() {
 	*x = SessionCall{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	mi := &file_xjob_v1_registry_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +471,7 @@ func (x *SessionCall) String() string {
 func (*SessionCall) ProtoMessage() {}
 
 func (x *SessionCall) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[2]
+	mi := &file_xjob_v1_registry_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +484,7 @@ func (x *SessionCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCall.ProtoReflect.Descriptor instead.
 func (*SessionCall) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionCall) GetCallId() uint64 {
@@ -462,7 +606,7 @@ type SessionReply struct {
 
 func (x *SessionReply) Reset() {
 	*x = SessionReply{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	mi := &file_xjob_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +618,7 @@ func (x *SessionReply) String() string {
 func (*SessionReply) ProtoMessage() {}
 
 func (x *SessionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[3]
+	mi := &file_xjob_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +631,7 @@ func (x *SessionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionReply.ProtoReflect.Descriptor instead.
 func (*SessionReply) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionReply) GetCallId() uint64 {
@@ -609,7 +753,7 @@ type SessionError struct {
 
 func (x *SessionError) Reset() {
 	*x = SessionError{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	mi := &file_xjob_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +765,7 @@ func (x *SessionError) String() string {
 func (*SessionError) ProtoMessage() {}
 
 func (x *SessionError) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[4]
+	mi := &file_xjob_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +778,7 @@ func (x *SessionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionError.ProtoReflect.Descriptor instead.
 func (*SessionError) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionError) GetCode() int32 {
@@ -667,14 +811,18 @@ type Register struct {
 	Capacity uint32 `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	// The dispatch mode the executor asks for: unset or DIAL is the admin dialing `address`;
 	// SESSION sends every call down this stream (the address is then session://NAME).
-	DispatchMode  DispatchMode `protobuf:"varint,7,opt,name=dispatch_mode,json=dispatchMode,proto3,enum=xjob.v1.DispatchMode" json:"dispatch_mode,omitempty"`
+	DispatchMode DispatchMode `protobuf:"varint,7,opt,name=dispatch_mode,json=dispatchMode,proto3,enum=xjob.v1.DispatchMode" json:"dispatch_mode,omitempty"`
+	// The executor can hold a run sent ahead (`RunRequest.start_at_ms`) and start it on its own
+	// timer, answers ClockProbe with ClockEcho and honours `KillRequest.held_only`. Executors
+	// that leave it false get every run at its instant, as before.
+	CanHoldRuns   bool `protobuf:"varint,8,opt,name=can_hold_runs,json=canHoldRuns,proto3" json:"can_hold_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Register) Reset() {
 	*x = Register{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[5]
+	mi := &file_xjob_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +834,7 @@ func (x *Register) String() string {
 func (*Register) ProtoMessage() {}
 
 func (x *Register) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[5]
+	mi := &file_xjob_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +847,7 @@ func (x *Register) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Register.ProtoReflect.Descriptor instead.
 func (*Register) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Register) GetAppName() string {
@@ -751,6 +899,13 @@ func (x *Register) GetDispatchMode() DispatchMode {
 	return DispatchMode_DISPATCH_MODE_UNSPECIFIED
 }
 
+func (x *Register) GetCanHoldRuns() bool {
+	if x != nil {
+		return x.CanHoldRuns
+	}
+	return false
+}
+
 type Registered struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique per session.
@@ -766,7 +921,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[6]
+	mi := &file_xjob_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +933,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[6]
+	mi := &file_xjob_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +946,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Registered) GetExecutorId() string {
@@ -824,8 +979,8 @@ func (x *Registered) GetDispatchMode() DispatchMode {
 
 type Heartbeat struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Log ids running or queued on this executor now, so the admin can tell a live run from a
-	// lost one.
+	// Log ids running, queued or held (sent ahead, not started) on this executor now, so the
+	// admin can tell a live run from a lost one.
 	RunningLogIds []int64 `protobuf:"varint,1,rep,packed,name=running_log_ids,json=runningLogIds,proto3" json:"running_log_ids,omitempty"`
 	// Runs queued behind running ones.
 	Queued        uint32 `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
@@ -835,7 +990,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[7]
+	mi := &file_xjob_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1002,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[7]
+	mi := &file_xjob_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1015,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Heartbeat) GetRunningLogIds() []int64 {
@@ -885,7 +1040,7 @@ type Deregister struct {
 
 func (x *Deregister) Reset() {
 	*x = Deregister{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[8]
+	mi := &file_xjob_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1052,7 @@ func (x *Deregister) String() string {
 func (*Deregister) ProtoMessage() {}
 
 func (x *Deregister) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[8]
+	mi := &file_xjob_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1065,7 @@ func (x *Deregister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deregister.ProtoReflect.Descriptor instead.
 func (*Deregister) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 type Deregistered struct {
@@ -921,7 +1076,7 @@ type Deregistered struct {
 
 func (x *Deregistered) Reset() {
 	*x = Deregistered{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[9]
+	mi := &file_xjob_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1088,7 @@ func (x *Deregistered) String() string {
 func (*Deregistered) ProtoMessage() {}
 
 func (x *Deregistered) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[9]
+	mi := &file_xjob_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1101,7 @@ func (x *Deregistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deregistered.ProtoReflect.Descriptor instead.
 func (*Deregistered) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 type CallbackRequest struct {
@@ -958,7 +1113,7 @@ type CallbackRequest struct {
 
 func (x *CallbackRequest) Reset() {
 	*x = CallbackRequest{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[10]
+	mi := &file_xjob_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1125,7 @@ func (x *CallbackRequest) String() string {
 func (*CallbackRequest) ProtoMessage() {}
 
 func (x *CallbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[10]
+	mi := &file_xjob_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1138,7 @@ func (x *CallbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackRequest.ProtoReflect.Descriptor instead.
 func (*CallbackRequest) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallbackRequest) GetResults() []*RunResult {
@@ -1013,7 +1168,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[11]
+	mi := &file_xjob_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1180,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[11]
+	mi := &file_xjob_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1193,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunResult) GetLogId() int64 {
@@ -1111,7 +1266,7 @@ type CallbackResponse struct {
 
 func (x *CallbackResponse) Reset() {
 	*x = CallbackResponse{}
-	mi := &file_xjob_v1_registry_proto_msgTypes[12]
+	mi := &file_xjob_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1278,7 @@ func (x *CallbackResponse) String() string {
 func (*CallbackResponse) ProtoMessage() {}
 
 func (x *CallbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_xjob_v1_registry_proto_msgTypes[12]
+	mi := &file_xjob_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1291,7 @@ func (x *CallbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackResponse.ProtoReflect.Descriptor instead.
 func (*CallbackResponse) Descriptor() ([]byte, []int) {
-	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_xjob_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CallbackResponse) GetAcceptedLogIds() []int64 {
@@ -1157,22 +1312,33 @@ var File_xjob_v1_registry_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\x16xjob/v1/registry.proto\x12\axjob.v1\x1a\x14xjob/v1/common.proto\x1a\x16xjob/v1/executor.proto\"\xe4\x01\n" +
+	"\x16xjob/v1/registry.proto\x12\axjob.v1\x1a\x14xjob/v1/common.proto\x1a\x16xjob/v1/executor.proto\"\x99\x02\n" +
 	"\x0fExecutorMessage\x12/\n" +
 	"\bregister\x18\x01 \x01(\v2\x11.xjob.v1.RegisterH\x00R\bregister\x122\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x12.xjob.v1.HeartbeatH\x00R\theartbeat\x125\n" +
 	"\n" +
 	"deregister\x18\x03 \x01(\v2\x13.xjob.v1.DeregisterH\x00R\n" +
 	"deregister\x12-\n" +
-	"\x05reply\x18\x04 \x01(\v2\x15.xjob.v1.SessionReplyH\x00R\x05replyB\x06\n" +
-	"\x04kind\"\xb6\x01\n" +
+	"\x05reply\x18\x04 \x01(\v2\x15.xjob.v1.SessionReplyH\x00R\x05reply\x123\n" +
+	"\n" +
+	"clock_echo\x18\x05 \x01(\v2\x12.xjob.v1.ClockEchoH\x00R\tclockEchoB\x06\n" +
+	"\x04kind\"\xee\x01\n" +
 	"\fAdminMessage\x125\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x13.xjob.v1.RegisteredH\x00R\n" +
 	"registered\x12;\n" +
 	"\fderegistered\x18\x02 \x01(\v2\x15.xjob.v1.DeregisteredH\x00R\fderegistered\x12*\n" +
-	"\x04call\x18\x03 \x01(\v2\x14.xjob.v1.SessionCallH\x00R\x04callB\x06\n" +
-	"\x04kind\"\xc2\x02\n" +
+	"\x04call\x18\x03 \x01(\v2\x14.xjob.v1.SessionCallH\x00R\x04call\x126\n" +
+	"\vclock_probe\x18\x04 \x01(\v2\x13.xjob.v1.ClockProbeH\x00R\n" +
+	"clockProbeB\x06\n" +
+	"\x04kind\"0\n" +
+	"\n" +
+	"ClockProbe\x12\"\n" +
+	"\radmin_sent_ms\x18\x01 \x01(\x03R\vadminSentMs\"\x8b\x01\n" +
+	"\tClockEcho\x12\"\n" +
+	"\radmin_sent_ms\x18\x01 \x01(\x03R\vadminSentMs\x120\n" +
+	"\x14executor_received_ms\x18\x02 \x01(\x03R\x12executorReceivedMs\x12(\n" +
+	"\x10executor_sent_ms\x18\x03 \x01(\x03R\x0eexecutorSentMs\"\xc2\x02\n" +
 	"\vSessionCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x1f\n" +
 	"\vdeadline_ms\x18\x02 \x01(\x03R\n" +
@@ -1195,7 +1361,7 @@ const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\bresponse\"<\n" +
 	"\fSessionError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd0\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf4\x02\n" +
 	"\bRegister\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
@@ -1203,7 +1369,8 @@ const file_xjob_v1_registry_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\x125\n" +
 	"\x06labels\x18\x05 \x03(\v2\x1d.xjob.v1.Register.LabelsEntryR\x06labels\x12\x1a\n" +
 	"\bcapacity\x18\x06 \x01(\rR\bcapacity\x12:\n" +
-	"\rdispatch_mode\x18\a \x01(\x0e2\x15.xjob.v1.DispatchModeR\fdispatchMode\x1a9\n" +
+	"\rdispatch_mode\x18\a \x01(\x0e2\x15.xjob.v1.DispatchModeR\fdispatchMode\x12\"\n" +
+	"\rcan_hold_runs\x18\b \x01(\bR\vcanHoldRuns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x01\n" +
@@ -1255,68 +1422,72 @@ func file_xjob_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_xjob_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_xjob_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_xjob_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_xjob_v1_registry_proto_goTypes = []any{
 	(DispatchMode)(0),        // 0: xjob.v1.DispatchMode
 	(*ExecutorMessage)(nil),  // 1: xjob.v1.ExecutorMessage
 	(*AdminMessage)(nil),     // 2: xjob.v1.AdminMessage
-	(*SessionCall)(nil),      // 3: xjob.v1.SessionCall
-	(*SessionReply)(nil),     // 4: xjob.v1.SessionReply
-	(*SessionError)(nil),     // 5: xjob.v1.SessionError
-	(*Register)(nil),         // 6: xjob.v1.Register
-	(*Registered)(nil),       // 7: xjob.v1.Registered
-	(*Heartbeat)(nil),        // 8: xjob.v1.Heartbeat
-	(*Deregister)(nil),       // 9: xjob.v1.Deregister
-	(*Deregistered)(nil),     // 10: xjob.v1.Deregistered
-	(*CallbackRequest)(nil),  // 11: xjob.v1.CallbackRequest
-	(*RunResult)(nil),        // 12: xjob.v1.RunResult
-	(*CallbackResponse)(nil), // 13: xjob.v1.CallbackResponse
-	nil,                      // 14: xjob.v1.Register.LabelsEntry
-	(*BeatRequest)(nil),      // 15: xjob.v1.BeatRequest
-	(*IdleBeatRequest)(nil),  // 16: xjob.v1.IdleBeatRequest
-	(*RunRequest)(nil),       // 17: xjob.v1.RunRequest
-	(*KillRequest)(nil),      // 18: xjob.v1.KillRequest
-	(*ReadLogRequest)(nil),   // 19: xjob.v1.ReadLogRequest
-	(*BeatResponse)(nil),     // 20: xjob.v1.BeatResponse
-	(*IdleBeatResponse)(nil), // 21: xjob.v1.IdleBeatResponse
-	(*RunResponse)(nil),      // 22: xjob.v1.RunResponse
-	(*KillResponse)(nil),     // 23: xjob.v1.KillResponse
-	(*ReadLogResponse)(nil),  // 24: xjob.v1.ReadLogResponse
-	(RunStatus)(0),           // 25: xjob.v1.RunStatus
+	(*ClockProbe)(nil),       // 3: xjob.v1.ClockProbe
+	(*ClockEcho)(nil),        // 4: xjob.v1.ClockEcho
+	(*SessionCall)(nil),      // 5: xjob.v1.SessionCall
+	(*SessionReply)(nil),     // 6: xjob.v1.SessionReply
+	(*SessionError)(nil),     // 7: xjob.v1.SessionError
+	(*Register)(nil),         // 8: xjob.v1.Register
+	(*Registered)(nil),       // 9: xjob.v1.Registered
+	(*Heartbeat)(nil),        // 10: xjob.v1.Heartbeat
+	(*Deregister)(nil),       // 11: xjob.v1.Deregister
+	(*Deregistered)(nil),     // 12: xjob.v1.Deregistered
+	(*CallbackRequest)(nil),  // 13: xjob.v1.CallbackRequest
+	(*RunResult)(nil),        // 14: xjob.v1.RunResult
+	(*CallbackResponse)(nil), // 15: xjob.v1.CallbackResponse
+	nil,                      // 16: xjob.v1.Register.LabelsEntry
+	(*BeatRequest)(nil),      // 17: xjob.v1.BeatRequest
+	(*IdleBeatRequest)(nil),  // 18: xjob.v1.IdleBeatRequest
+	(*RunRequest)(nil),       // 19: xjob.v1.RunRequest
+	(*KillRequest)(nil),      // 20: xjob.v1.KillRequest
+	(*ReadLogRequest)(nil),   // 21: xjob.v1.ReadLogRequest
+	(*BeatResponse)(nil),     // 22: xjob.v1.BeatResponse
+	(*IdleBeatResponse)(nil), // 23: xjob.v1.IdleBeatResponse
+	(*RunResponse)(nil),      // 24: xjob.v1.RunResponse
+	(*KillResponse)(nil),     // 25: xjob.v1.KillResponse
+	(*ReadLogResponse)(nil),  // 26: xjob.v1.ReadLogResponse
+	(RunStatus)(0),           // 27: xjob.v1.RunStatus
 }
 var file_xjob_v1_registry_proto_depIdxs = []int32{
-	6,  // 0: xjob.v1.ExecutorMessage.register:type_name -> xjob.v1.Register
-	8,  // 1: xjob.v1.ExecutorMessage.heartbeat:type_name -> xjob.v1.Heartbeat
-	9,  // 2: xjob.v1.ExecutorMessage.deregister:type_name -> xjob.v1.Deregister
-	4,  // 3: xjob.v1.ExecutorMessage.reply:type_name -> xjob.v1.SessionReply
-	7,  // 4: xjob.v1.AdminMessage.registered:type_name -> xjob.v1.Registered
-	10, // 5: xjob.v1.AdminMessage.deregistered:type_name -> xjob.v1.Deregistered
-	3,  // 6: xjob.v1.AdminMessage.call:type_name -> xjob.v1.SessionCall
-	15, // 7: xjob.v1.SessionCall.beat:type_name -> xjob.v1.BeatRequest
-	16, // 8: xjob.v1.SessionCall.idle_beat:type_name -> xjob.v1.IdleBeatRequest
-	17, // 9: xjob.v1.SessionCall.run:type_name -> xjob.v1.RunRequest
-	18, // 10: xjob.v1.SessionCall.kill:type_name -> xjob.v1.KillRequest
-	19, // 11: xjob.v1.SessionCall.read_log:type_name -> xjob.v1.ReadLogRequest
-	20, // 12: xjob.v1.SessionReply.beat:type_name -> xjob.v1.BeatResponse
-	21, // 13: xjob.v1.SessionReply.idle_beat:type_name -> xjob.v1.IdleBeatResponse
-	22, // 14: xjob.v1.SessionReply.run:type_name -> xjob.v1.RunResponse
-	23, // 15: xjob.v1.SessionReply.kill:type_name -> xjob.v1.KillResponse
-	24, // 16: xjob.v1.SessionReply.read_log:type_name -> xjob.v1.ReadLogResponse
-	5,  // 17: xjob.v1.SessionReply.error:type_name -> xjob.v1.SessionError
-	14, // 18: xjob.v1.Register.labels:type_name -> xjob.v1.Register.LabelsEntry
-	0,  // 19: xjob.v1.Register.dispatch_mode:type_name -> xjob.v1.DispatchMode
-	0,  // 20: xjob.v1.Registered.dispatch_mode:type_name -> xjob.v1.DispatchMode
-	12, // 21: xjob.v1.CallbackRequest.results:type_name -> xjob.v1.RunResult
-	25, // 22: xjob.v1.RunResult.status:type_name -> xjob.v1.RunStatus
-	1,  // 23: xjob.v1.Registry.Session:input_type -> xjob.v1.ExecutorMessage
-	11, // 24: xjob.v1.Registry.Callback:input_type -> xjob.v1.CallbackRequest
-	2,  // 25: xjob.v1.Registry.Session:output_type -> xjob.v1.AdminMessage
-	13, // 26: xjob.v1.Registry.Callback:output_type -> xjob.v1.CallbackResponse
-	25, // [25:27] is the sub-list for method output_type
-	23, // [23:25] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	8,  // 0: xjob.v1.ExecutorMessage.register:type_name -> xjob.v1.Register
+	10, // 1: xjob.v1.ExecutorMessage.heartbeat:type_name -> xjob.v1.Heartbeat
+	11, // 2: xjob.v1.ExecutorMessage.deregister:type_name -> xjob.v1.Deregister
+	6,  // 3: xjob.v1.ExecutorMessage.reply:type_name -> xjob.v1.SessionReply
+	4,  // 4: xjob.v1.ExecutorMessage.clock_echo:type_name -> xjob.v1.ClockEcho
+	9,  // 5: xjob.v1.AdminMessage.registered:type_name -> xjob.v1.Registered
+	12, // 6: xjob.v1.AdminMessage.deregistered:type_name -> xjob.v1.Deregistered
+	5,  // 7: xjob.v1.AdminMessage.call:type_name -> xjob.v1.SessionCall
+	3,  // 8: xjob.v1.AdminMessage.clock_probe:type_name -> xjob.v1.ClockProbe
+	17, // 9: xjob.v1.SessionCall.beat:type_name -> xjob.v1.BeatRequest
+	18, // 10: xjob.v1.SessionCall.idle_beat:type_name -> xjob.v1.IdleBeatRequest
+	19, // 11: xjob.v1.SessionCall.run:type_name -> xjob.v1.RunRequest
+	20, // 12: xjob.v1.SessionCall.kill:type_name -> xjob.v1.KillRequest
+	21, // 13: xjob.v1.SessionCall.read_log:type_name -> xjob.v1.ReadLogRequest
+	22, // 14: xjob.v1.SessionReply.beat:type_name -> xjob.v1.BeatResponse
+	23, // 15: xjob.v1.SessionReply.idle_beat:type_name -> xjob.v1.IdleBeatResponse
+	24, // 16: xjob.v1.SessionReply.run:type_name -> xjob.v1.RunResponse
+	25, // 17: xjob.v1.SessionReply.kill:type_name -> xjob.v1.KillResponse
+	26, // 18: xjob.v1.SessionReply.read_log:type_name -> xjob.v1.ReadLogResponse
+	7,  // 19: xjob.v1.SessionReply.error:type_name -> xjob.v1.SessionError
+	16, // 20: xjob.v1.Register.labels:type_name -> xjob.v1.Register.LabelsEntry
+	0,  // 21: xjob.v1.Register.dispatch_mode:type_name -> xjob.v1.DispatchMode
+	0,  // 22: xjob.v1.Registered.dispatch_mode:type_name -> xjob.v1.DispatchMode
+	14, // 23: xjob.v1.CallbackRequest.results:type_name -> xjob.v1.RunResult
+	27, // 24: xjob.v1.RunResult.status:type_name -> xjob.v1.RunStatus
+	1,  // 25: xjob.v1.Registry.Session:input_type -> xjob.v1.ExecutorMessage
+	13, // 26: xjob.v1.Registry.Callback:input_type -> xjob.v1.CallbackRequest
+	2,  // 27: xjob.v1.Registry.Session:output_type -> xjob.v1.AdminMessage
+	15, // 28: xjob.v1.Registry.Callback:output_type -> xjob.v1.CallbackResponse
+	27, // [27:29] is the sub-list for method output_type
+	25, // [25:27] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_xjob_v1_registry_proto_init() }
@@ -1331,20 +1502,22 @@ func file_xjob_v1_registry_proto_init() {
 		(*ExecutorMessage_Heartbeat)(nil),
 		(*ExecutorMessage_Deregister)(nil),
 		(*ExecutorMessage_Reply)(nil),
+		(*ExecutorMessage_ClockEcho)(nil),
 	}
 	file_xjob_v1_registry_proto_msgTypes[1].OneofWrappers = []any{
 		(*AdminMessage_Registered)(nil),
 		(*AdminMessage_Deregistered)(nil),
 		(*AdminMessage_Call)(nil),
+		(*AdminMessage_ClockProbe)(nil),
 	}
-	file_xjob_v1_registry_proto_msgTypes[2].OneofWrappers = []any{
+	file_xjob_v1_registry_proto_msgTypes[4].OneofWrappers = []any{
 		(*SessionCall_Beat)(nil),
 		(*SessionCall_IdleBeat)(nil),
 		(*SessionCall_Run)(nil),
 		(*SessionCall_Kill)(nil),
 		(*SessionCall_ReadLog)(nil),
 	}
-	file_xjob_v1_registry_proto_msgTypes[3].OneofWrappers = []any{
+	file_xjob_v1_registry_proto_msgTypes[5].OneofWrappers = []any{
 		(*SessionReply_Beat)(nil),
 		(*SessionReply_IdleBeat)(nil),
 		(*SessionReply_Run)(nil),
@@ -1358,7 +1531,7 @@ func file_xjob_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_xjob_v1_registry_proto_rawDesc), len(file_xjob_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
