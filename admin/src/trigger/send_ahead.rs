@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use super::sent_ahead::HeldRun;
 use super::{Claimed, Target, Trigger};
-use crate::model::{Fire, GroupId, JobId, RouteStrategy};
+use crate::model::{Fire, GroupId, JobId, OverlapPolicy, RouteStrategy};
 
 /// When a routed run is to start on its executor.
 pub(super) enum StartAt {
@@ -51,9 +51,13 @@ impl Trigger {
 
     /// Whether wherever the route picks, the run can be held there: every address is a
     /// session of this admin that declared it can hold runs and whose clock offset is known
-    /// and stable. BUSYOVER asks whether the job is idle now, which says nothing of its start.
+    /// and stable. BUSYOVER asks whether the job is idle now, which says nothing of its start;
+    /// an overlap policy other than ALLOW_ALL judges the job's earlier runs when the fire
+    /// leaves, and a lead early it would skip or park a fire for a run that ends before the
+    /// fire's instant.
     fn can_send_ahead(&self, fire: &Fire, target: &Target) -> bool {
         fire.job.route_strategy != RouteStrategy::Busyover
+            && fire.job.policy.overlap_policy == OverlapPolicy::AllowAll
             && !target.addresses.is_empty()
             && target
                 .addresses

@@ -228,3 +228,53 @@ async fn with_send_ahead_each_occurrence_runs_exactly_once() -> anyhow::Result<(
     cluster.shutdown().await;
     Ok(())
 }
+
+/// A job with an overlap policy other than ALLOW_ALL is judged when its fire leaves: a lead
+/// early, a run ending just before the instant would skip or park the fire. So its runs go at
+/// their instant while a plain job beside it, on the same executor, is sent ahead.
+#[tokio::test]
+async fn a_job_with_an_overlap_policy_is_not_sent_ahead() -> anyhow::Result<()> {
+    let spans = RunSpans::default();
+    let (cluster, plain_id) = every_second(1000, &spans).await?;
+    let group_id = cluster
+        .client()
+        .get_job(pb::GetJobRequest { id: plain_id })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| anyhow::anyhow!("job {plain_id} not found"))?
+        .group_id;
+    let skip = pb::Job {
+        name: "every second, SKIP".to_string(),
+        overlap_policy: pb::OverlapPolicy::Skip as i32,
+        ..TestCluster::job(group_id, HANDLER, pb::ScheduleType::Cron, "* * * * * ?")
+    };
+    let skip_id = cluster.create_job(skip).await?.id;
+    cluster.start_job(plain_id).await?;
+    cluster.start_job(skip_id).await?;
+    // The plain job's runs go ahead once the executor's offset is known...
+    a_held_run(&cluster, plain_id, 300).await?;
+    // ...and from then on the SKIP job's runs still leave at their instant.
+    let since = now_ms();
+    let logs = wait_until(
+        DEADLINE,
+        "three runs of the SKIP job after that",
+        || async {
+            let logs = cluster.logs(skip_id).await.ok()?;
+            let after: Vec<pb::Log> = logs
+                .into_iter()
+                .filter(|log| log.scheduled_at_ms > since && !log.executor_address.is_empty())
+                .collect();
+            (after.len() >= 3).then_some(after)
+        },
+    )
+    .await?;
+    for log in &logs {
+        assert!(!log.trigger_msg.contains(SENT_AHEAD), "{log:?}");
+    }
+    for id in [plain_id, skip_id] {
+        cluster.client().stop_job(pb::StopJobRequest { id }).await?;
+    }
+    cluster.shutdown().await;
+    Ok(())
+}
