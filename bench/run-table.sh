@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the results table in docs/benchmarks.md, one after the other, and
 # prints the table. Needs a quiet machine: anything else using the CPU shows up as lateness.
-#   bench/run-table.sh [RESULTS_FILE]      (default: bench-table.jsonl; appended to)
+#   bench/run-table.sh [RESULTS_FILE]          (default: bench-table.jsonl; appended to)
+#   bench/run-table.sh --round4 [RESULTS_FILE] (the engine round's targets only, about 30 minutes)
 # Takes about an hour: W1 at 100 / 1 000 / 10 000 jobs on SQLite, PostgreSQL and MariaDB
 # (10 s warm-up, 60 s window), W3-short (300 jobs, 5 minutes) and W4 (10 000 jobs at second 0
 # of each minute, two bursts) on each, F1 (3 admins, 5 kills of the lock holder, default
 # node lease) on each, and the memory run: 100 000 jobs every 60 s on SQLite (W2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+round4=false
+if [ "${1:-}" = --round4 ]; then
+  round4=true
+  shift
+fi
 results=${1:-bench-table.jsonl}
 cargo build --release --quiet -p xjob-admin -p xjob-bench --bins
 bench=${CARGO_TARGET_DIR:-target}/release/xjob-bench
@@ -16,6 +22,26 @@ run() {
   echo "== xjob-bench $*" >&2
   "$bench" --results "$results" "$@" >/dev/null
 }
+
+# The engine round's targets: 10 000 fires/s with runs sent 1 s ahead, W3 the same way, the
+# scale-out of 1-3 admins capped at 0.1 core each under 6 000 fires/s, and 10 kills of F1.
+round4_runs() {
+  for database in sqlite postgres mariadb; do
+    run --workload w1 --jobs 10000 --warmup 10 --duration 60 --drain 5 --database "$database" \
+      --send-ahead-ms 1000
+  done
+  for database in postgres mariadb; do
+    run --workload s1 --database "$database" --jobs 12000 --period 2 --warmup 5 --duration 20 \
+      --drain 5 --admin-cpu 0.1
+  done
+  run --workload f1 --database postgres --duration 120 --kills 10
+  run --workload w3 --warmup 10 --duration 300 --drain 5 --database sqlite --send-ahead-ms 1000
+}
+
+if $round4; then
+  round4_runs
+  exit 0
+fi
 
 for database in sqlite postgres mariadb; do
   for jobs in 100 1000 10000; do
