@@ -2,6 +2,11 @@
 
 use super::{GroupId, JobId, LogId, RunStatus, TriggerType};
 
+/// What the trigger message of a run sent ahead says (send-ahead: it left before its instant,
+/// its executor holds it until then). The row is how any admin, not only the one that sent it,
+/// finds the runs an executor may still hold, to cancel them when their job changes.
+pub const SENT_AHEAD_NOTE: &str = "sent ahead: held there until its instant";
+
 /// A run as stored in `xjob_log`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunLog {

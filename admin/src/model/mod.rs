@@ -51,7 +51,7 @@ pub use glue::{GlueEdit, GlueVersion};
 pub use group::Group;
 pub use ids::{GroupId, JobId, LogId};
 pub use job::{Job, JobStatus, RetryBackoff, SchedulePolicy};
-pub use log::{LogFilter, NewRun, RunLog};
+pub use log::{LogFilter, NewRun, RunLog, SENT_AHEAD_NOTE};
 pub use misfire::{LateRun, skipped_as_misfire};
 pub use node::NodeIdentity;
 pub use order::{JOB_SORT_KEYS, LOG_SORT_KEYS, ListOrder};

@@ -503,6 +503,9 @@ shared! {
     /// (occurrence, log id) of each created run, in occurrence order.
     fn backfill_runs(&self, id: i64) -> StoreResult<Vec<(i64, LogId)>> => backfills;
     fn get_log(&self, id: LogId) -> StoreResult<Option<RunLog>> => logs;
+    /// The job's RUNNING runs recorded as sent ahead (`model::SENT_AHEAD_NOTE`) to an executor
+    /// that took them, whose instant is after `after_ms`: those an executor may still hold.
+    fn held_runs(&self, job_id: JobId, after_ms: i64) -> StoreResult<Vec<RunLog>> => logs;
     /// Ids among `ids` that name no run (never written, or deleted since).
     fn missing_log_ids(&self, ids: &[LogId]) -> StoreResult<Vec<LogId>> => logs;
     fn list_logs(&self, filter: &LogFilter) -> StoreResult<Vec<RunLog>> => logs;

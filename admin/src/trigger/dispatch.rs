@@ -14,8 +14,18 @@ use super::trace::{DispatchTrace, FireTrace};
 use super::{Claimed, Target, Trigger};
 use crate::executor::Idleness;
 use crate::metrics::Dispatch;
-use crate::model::{Fire, LogId, RouteStrategy};
+use crate::model::{Fire, LogId, RouteStrategy, SENT_AHEAD_NOTE};
 use crate::store::{DispatchOutcome, DispatchRecord};
+
+/// What became of a run routed in a pool slot.
+pub(super) enum Dispatched {
+    /// It was sent (or failed before): its record.
+    Record(DispatchRecord),
+    /// Nothing was sent: the executor the route picked can no longer hold it (its clock offset
+    /// became unknown since the run was judged able to go ahead). The run gives its pool slot
+    /// back, waits for its instant, and is routed again then.
+    AtInstant { instant_ms: i64 },
+}
 
 /// Where a run goes and what the route has to say about it.
 struct Routed {
@@ -28,18 +38,26 @@ struct Routed {
 
 impl Trigger {
     /// Routes and sends one claimed run that holds a pool slot; never fails, the outcome is the
-    /// record.
+    /// record (or, for a run planned to go ahead that its executor can no longer hold, the
+    /// instant to wait for first).
     pub(super) async fn dispatch_one(
         &self,
         claimed: &Claimed,
         target: &Target,
         pool: PoolKind,
         trace: Option<&FireTrace>,
-    ) -> DispatchRecord {
+    ) -> Dispatched {
         let fire = &claimed.fire;
         let routed = match self.choose_address(fire, target).await {
             Ok(routed) => routed,
-            Err(message) => return self.failed_record(fire.log_id, message, ""),
+            Err(message) => {
+                return Dispatched::Record(self.failed_record(fire.log_id, message, ""));
+            }
+        };
+        let start_at_ms = match self.start_at(fire, &routed.address) {
+            StartAt::Now => 0,
+            StartAt::Held { start_at_ms } => start_at_ms,
+            StartAt::WaitHere { instant_ms } => return Dispatched::AtInstant { instant_ms },
         };
         let dispatch_trace = trace.and_then(|trace| {
             trace.dispatch(
@@ -53,14 +71,17 @@ impl Trigger {
             .as_ref()
             .map(DispatchTrace::traceparent)
             .unwrap_or_default();
-        let record = self.send(claimed, target, pool, routed, traceparent).await;
+        let record = self
+            .send(claimed, target, pool, routed, traceparent, start_at_ms)
+            .await;
         if let Some(dispatch_trace) = dispatch_trace {
             dispatch_trace.end(&record);
         }
-        record
+        Dispatched::Record(record)
     }
 
-    /// Sends the routed run and classifies the answer.
+    /// Sends the routed run (to start at `start_at_ms` in its executor's clock, 0: at once) and
+    /// classifies the answer.
     async fn send(
         &self,
         claimed: &Claimed,
@@ -68,6 +89,7 @@ impl Trigger {
         pool: PoolKind,
         routed: Routed,
         traceparent: String,
+        start_at_ms: i64,
     ) -> DispatchRecord {
         let fire = &claimed.fire;
         let address = routed.address;
@@ -75,18 +97,9 @@ impl Trigger {
             "route {}{}, {pool} pool",
             fire.job.route_strategy, routed.note
         );
-        let start_at_ms = match self.start_at(fire, &address) {
-            StartAt::Now => 0,
-            StartAt::Held { start_at_ms } => {
-                self.remember_held(fire, &address, &target.group.access_token);
-                start_at_ms
-            }
-            StartAt::WaitHere { instant_ms } => {
-                let wait_ms = u64::try_from(instant_ms - self.now_ms()).unwrap_or(0);
-                tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
-                0
-            }
-        };
+        if start_at_ms != 0 {
+            self.remember_held(fire, &address, &target.group.access_token);
+        }
         // Lateness of the schedule's own fires: a retry waits for its backoff on purpose. A run
         // sent ahead leaves early on purpose: it is not late.
         if fire.is_of_schedule() && fire.attempt == 0 {
@@ -131,9 +144,10 @@ impl Trigger {
                 trigger_code: TRIGGER_UNKNOWN,
                 trigger_msg: format!(
                     "{route}: dispatch to {address} ended with {}: {}; the run may have been \
-                     delivered{}",
+                     delivered{}{}",
                     status.code(),
                     status.message(),
+                    held_note(start_at_ms),
                     routed.transcript
                 ),
                 executor_address: address,
@@ -339,10 +353,11 @@ impl Trigger {
     }
 }
 
-/// Said on the row of a run sent ahead, so its early dispatch reads as intended.
+/// Said on the row of a run sent ahead, so its early dispatch reads as intended. It is also
+/// how any admin finds the runs an executor may still hold (`Store::held_runs`).
 fn held_note(start_at_ms: i64) -> String {
     if start_at_ms == 0 {
         return String::new();
     }
-    format!(" (sent ahead: held there until its instant, {start_at_ms} in the executor's clock)")
+    format!(" ({SENT_AHEAD_NOTE}, {start_at_ms} in the executor's clock)")
 }

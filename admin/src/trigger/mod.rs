@@ -31,6 +31,8 @@ mod retry;
 pub mod route;
 mod send;
 mod send_ahead;
+#[cfg(test)]
+mod send_ahead_tests;
 mod sent_ahead;
 mod trace;
 
@@ -52,6 +54,7 @@ use admission::{Admission, Slot};
 use pool::{PoolSettings, TriggerPools};
 pub use recorder::Outcome;
 use retry::until_answered;
+pub use sent_ahead::RecordedHeld;
 
 /// What enters the trigger: fires, in the shape their caller holds them.
 #[derive(Debug)]

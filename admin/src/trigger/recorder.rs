@@ -7,9 +7,11 @@
 //! run's result usually arrives meanwhile, and the result write (`callback::apply_results`)
 //! then takes the outcome out of [`HeldOutcomes`] and writes both in one row update, instead of
 //! two updates of the same row (on PostgreSQL two row versions, two sets of index entries).
-//! Outcomes still held after [`HOLD`] are written here as before. Holding changes nothing for
-//! a crash: an outcome in this queue was never durable before it was written either (a run
-//! claimed but never recorded is found by the lost-run monitor, `monitor::stranded`).
+//! Outcomes still held after [`HOLD`] are written here as before. The outcome of a run sent
+//! ahead is never held (its result comes at its instant at the earliest). Holding changes
+//! nothing for a crash: an outcome in this queue was never durable before it was written
+//! either (a run claimed but never recorded is found by the lost-run monitor,
+//! `monitor::stranded`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -22,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::lifecycle::Tasks;
-use crate::model::LogId;
+use crate::model::{LogId, SENT_AHEAD_NOTE};
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -179,7 +181,10 @@ pub async fn run_recorder(
         let Some(first) = first else { break };
         let mut next = Some(first);
         while let Some(outcome) = next.take() {
-            if outcome.record.outcome == DispatchOutcome::Accepted && !cancel.is_cancelled() {
+            if outcome.record.outcome == DispatchOutcome::Accepted
+                && !cancel.is_cancelled()
+                && !sent_ahead(&outcome.record)
+            {
                 let log_id = outcome.record.log_id;
                 match held.hold(outcome.record) {
                     None => {
@@ -215,6 +220,14 @@ pub async fn run_recorder(
     if !rest.is_empty() {
         write_with_retry(&store, &rest, &health, &cancel).await;
     }
+}
+
+/// Whether the outcome is of a run sent ahead: its result cannot come before its instant, so
+/// holding the outcome saves no write, and its row is what tells every admin that the run may
+/// be held on its executor (a stop or an edit through any admin cancels it from there). It is
+/// written at once.
+fn sent_ahead(record: &DispatchRecord) -> bool {
+    record.trigger_msg.contains(SENT_AHEAD_NOTE)
 }
 
 /// The task writing held outcomes that fell due.

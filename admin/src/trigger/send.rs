@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use super::dispatch::Dispatched;
 use super::recorder::Outcome;
 use super::retry::until_answered;
 use super::{Claimed, Target, Trigger, trace};
@@ -231,7 +232,8 @@ impl Trigger {
     }
 
     /// Waits for a pool slot (bounded), then dispatches; a full pool makes an `overloaded:`
-    /// failure. The dispatch time feeds the fast/slow decision.
+    /// failure. The dispatch time feeds the fast/slow decision. `None` at shutdown, or when
+    /// another admin took the run over: it stays claimed and unsent, for whoever takes it.
     pub(super) async fn dispatch_in_pool(
         &self,
         claimed: &Claimed,
@@ -249,38 +251,52 @@ impl Trigger {
         let trace = trace::FireTrace::start(fire);
         let log_span = trace::log_span(trace.as_ref(), fire);
         let mut record = async {
-            match self.pools.acquire(fire.job_id(), self.now_ms()).await {
-                Ok(permit) => match self.too_late_to_send(claimed) {
-                    // An overloaded admin degrades: its late fires become misfires, not late runs.
-                    Some(late_ms) => self.skipped_as_late(fire.log_id, late_ms),
-                    None => {
-                        let started = Instant::now();
-                        let record = self
-                            .dispatch_one(claimed, target, permit.pool, trace.as_ref())
-                            .await;
+            loop {
+                let permit = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
+                    Ok(permit) => permit,
+                    Err(overloaded) => {
+                        tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
+                            pool = %overloaded.pool,
+                            "trigger pool overloaded; run recorded as failed");
+                        return Some(self.failed_record_as(
+                            Dispatch::Overloaded,
+                            fire.log_id,
+                            overloaded.to_string(),
+                            "",
+                        ));
+                    }
+                };
+                // An overloaded admin degrades: its late fires become misfires, not late runs.
+                if let Some(late_ms) = self.too_late_to_send(claimed) {
+                    return Some(self.skipped_as_late(fire.log_id, late_ms));
+                }
+                let started = Instant::now();
+                let instant_ms = match self
+                    .dispatch_one(claimed, target, permit.pool, trace.as_ref())
+                    .await
+                {
+                    Dispatched::Record(record) => {
                         self.pools.record_dispatch_time(
                             fire.job_id(),
                             started.elapsed(),
                             self.now_ms(),
                         );
-                        drop(permit);
-                        record
+                        return Some(record);
                     }
-                },
-                Err(overloaded) => {
-                    tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
-                        pool = %overloaded.pool, "trigger pool overloaded; run recorded as failed");
-                    self.failed_record_as(
-                        Dispatch::Overloaded,
-                        fire.log_id,
-                        overloaded.to_string(),
-                        "",
-                    )
+                    Dispatched::AtInstant { instant_ms } => instant_ms,
+                };
+                // Its executor can no longer hold it (a narrow race with the check above): the
+                // slot goes back while the run waits for its instant, then the run takes a slot
+                // and is routed again, to start at once.
+                drop(permit);
+                if !self.wait_for_instant(instant_ms).await || !self.send_allowed(fire.log_id).await
+                {
+                    return None;
                 }
             }
         }
         .instrument(log_span)
-        .await;
+        .await?;
         if let Some(trace) = trace {
             trace.end(&mut record);
         }

@@ -8,8 +8,10 @@
 //!   ─▶ every address of the target can hold runs, offset known and stable? (`registry::clock_offset`)
 //!        yes ─▶ send at scheduled − send_ahead_ms with start_at_ms = scheduled + offset
 //!        no  ─▶ send at the scheduled instant, start_at_ms = 0 (as with the lead off)
-//! stop / edit / delete of the job ─▶ cancel_held: KillRequest{held_only} to each executor
-//!   holding one of its runs ─▶ the run never starts, its row says KILLED "cancelled before start"
+//! stop / edit / delete of the job, through any admin ─▶ cancel_held: the runs this admin sent
+//!   ahead (in memory) and those any admin recorded sent ahead (the rows) ─▶ KillRequest{held_only}
+//!   to each executor holding one ─▶ the run never starts, its row says KILLED "cancelled before
+//!   start"
 //! ```
 //! A held run is in the executor's heartbeats like a queued one, so the lost-run monitor
 //! treats it as alive; if the executor dies the heartbeats stop and the monitor judges it as it
@@ -17,9 +19,15 @@
 
 use std::collections::HashMap;
 
-use super::sent_ahead::HeldRun;
+use super::sent_ahead::{HeldRun, RecordedHeld};
 use super::{Claimed, Target, Trigger};
-use crate::model::{Fire, GroupId, JobId, OverlapPolicy, RouteStrategy};
+use crate::model::{Fire, GroupId, JobId, OverlapPolicy, RouteStrategy, RunLog};
+
+/// How long after its instant (on this admin's clock) a run recorded sent ahead is still
+/// cancelled: the admin that sent it judged the instant by its own clock, which may run a
+/// little behind this one. A cancel of a run that has started changes nothing: the executor
+/// drops only runs it still holds.
+const CLOCK_SLACK_MS: i64 = 1_000;
 
 /// When a routed run is to start on its executor.
 pub(super) enum StartAt {
@@ -28,8 +36,9 @@ pub(super) enum StartAt {
     /// Held on the executor until this instant of its clock.
     Held { start_at_ms: i64 },
     /// The executor's offset became unknown between `wait_unless_ahead` and routing (a narrow
-    /// race): the run waits for its instant here, holding its pool slot, and is then sent to
-    /// start at once.
+    /// race): nothing is sent; the run gives its pool slot back, waits for its instant (ending
+    /// at shutdown, the run staying claimed and unsent), and is routed again then, to start at
+    /// once (`dispatch_in_pool`).
     WaitHere { instant_ms: i64 },
 }
 
@@ -55,7 +64,7 @@ impl Trigger {
     /// an overlap policy other than ALLOW_ALL judges the job's earlier runs when the fire
     /// leaves, and a lead early it would skip or park a fire for a run that ends before the
     /// fire's instant.
-    fn can_send_ahead(&self, fire: &Fire, target: &Target) -> bool {
+    pub(super) fn can_send_ahead(&self, fire: &Fire, target: &Target) -> bool {
         fire.job.route_strategy != RouteStrategy::Busyover
             && fire.job.policy.overlap_policy == OverlapPolicy::AllowAll
             && !target.addresses.is_empty()
@@ -78,10 +87,23 @@ impl Trigger {
         {
             return true;
         }
-        let wait = std::time::Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0));
-        tokio::select! {
-            _ = self.tasks.stopping().cancelled() => false,
-            _ = tokio::time::sleep(wait) => true,
+        self.wait_for_instant(fire.scheduled_at_ms).await
+    }
+
+    /// Waits, holding no pool slot, until `instant_ms` (this admin's clock). False when the
+    /// admin began to stop first: the caller leaves its run claimed and unsent, as every
+    /// dispatch waiting at shutdown does, for whoever takes this node's runs over.
+    pub(super) async fn wait_for_instant(&self, instant_ms: i64) -> bool {
+        loop {
+            let wait_ms = instant_ms - self.now_ms();
+            if wait_ms <= 0 {
+                return true;
+            }
+            let wait = std::time::Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0));
+            tokio::select! {
+                _ = self.tasks.stopping().cancelled() => return false,
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
     }
 
@@ -116,14 +138,70 @@ impl Trigger {
         self.sent_ahead.forget(fire.job_id(), fire.log_id);
     }
 
-    /// The job was stopped, edited or deleted: its runs this admin sent ahead and that have
-    /// not started are cancelled on their executors (each reports KILLED, "cancelled before
-    /// start"). Returns how many executors confirmed a cancel. An executor that cannot be
-    /// reached is logged: its run then starts as sent (the lead is short, and the change was
-    /// made after the run left).
+    /// The job's runs the database records as sent ahead (by any admin) and maybe still held
+    /// on their executors: RUNNING, accepted by an executor, instant still to come. Read
+    /// before a delete, which takes the rows with the job. A database error is logged and
+    /// reads as none: the runs this admin sent are still cancelled from its own list.
+    pub async fn recorded_held(&self, job_id: JobId) -> RecordedHeld {
+        let after_ms = self.now_ms() - CLOCK_SLACK_MS;
+        let runs = match self.store.held_runs(job_id, after_ms).await {
+            Ok(runs) => runs,
+            Err(error) => {
+                tracing::warn!(%error, %job_id, "reading the runs sent ahead of a changed job \
+                    failed; only those this admin sent are cancelled");
+                return RecordedHeld::default();
+            }
+        };
+        if runs.is_empty() {
+            return RecordedHeld::default();
+        }
+        let group_ids: Vec<GroupId> = runs.iter().map(|run| run.group_id).collect();
+        let groups = match self.store.get_groups(&group_ids).await {
+            Ok(groups) => groups,
+            Err(error) => {
+                tracing::warn!(%error, %job_id, "reading the groups of runs sent ahead failed; \
+                    cancelling them with the cluster's executor token");
+                HashMap::new()
+            }
+        };
+        let held = |run: RunLog| HeldRun {
+            log_id: run.id,
+            token: groups
+                .get(&run.group_id)
+                .map(|group| group.access_token.clone())
+                .unwrap_or_default(),
+            address: run.executor_address,
+            start_ms: run.scheduled_at_ms,
+        };
+        RecordedHeld {
+            runs: runs.into_iter().map(held).collect(),
+        }
+    }
+
+    /// The job was stopped, edited or deleted: its runs sent ahead that have not started are
+    /// cancelled on their executors (each reports KILLED, "cancelled before start"), whichever
+    /// admin sent them (see [`Trigger::cancel_held_recorded`]).
     pub async fn cancel_held(&self, job_id: JobId) -> usize {
+        let recorded = self.recorded_held(job_id).await;
+        self.cancel_held_recorded(job_id, recorded).await
+    }
+
+    /// Cancels the job's runs sent ahead: those this admin remembers sending (its own list,
+    /// which also names a run whose dispatch is not recorded yet) and `recorded`, the rows of
+    /// runs any admin sent (`recorded_held`), each once. The cancel reaches an executor the
+    /// way `KillRun` does, by the address on the row, so it works whichever admin sent the run
+    /// and whether that admin still lives. Returns how many executors confirmed a cancel. An
+    /// executor that cannot be reached is logged: its run then starts as sent (the lead is
+    /// short, and the change was made after the run left).
+    pub async fn cancel_held_recorded(&self, job_id: JobId, recorded: RecordedHeld) -> usize {
+        let mut runs = self.sent_ahead.take(job_id, self.now_ms());
+        for run in recorded.runs {
+            if !runs.iter().any(|held| held.log_id == run.log_id) {
+                runs.push(run);
+            }
+        }
         let mut cancelled = 0;
-        for held in self.sent_ahead.take(job_id, self.now_ms()) {
+        for held in runs {
             let answer = self
                 .executors
                 .cancel_held(&held.address, &held.token, job_id, held.log_id)

@@ -1,5 +1,7 @@
 //! The runs this admin sent ahead whose start has not come yet, by job: what a stop, edit or
-//! delete of the job cancels on the executors (`send_ahead`).
+//! delete of the job through this admin cancels on the executors at once, even a run whose
+//! dispatch is not recorded yet (`send_ahead`). The rows record the rest, whoever sent them
+//! ([`RecordedHeld`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,6 +17,14 @@ pub(super) struct HeldRun {
     pub(super) token: String,
     /// Its scheduled start, in the admin's clock.
     pub(super) start_ms: i64,
+}
+
+/// A job's runs the database records as sent ahead and maybe still held, read by
+/// `Trigger::recorded_held` (before a delete takes the rows) and cancelled by
+/// `Trigger::cancel_held_recorded`.
+#[derive(Debug, Default)]
+pub struct RecordedHeld {
+    pub(super) runs: Vec<HeldRun>,
 }
 
 /// The runs this admin sent ahead whose start has not come yet, by job.

@@ -1,7 +1,8 @@
 //! Send ahead (`send_ahead_ms`): a job firing every second on one SDK executor, whose clock
 //! offset the admin measures over its session. A run sent ahead is held by the executor and
 //! starts at its instant, not on arrival; a stop or kill inside the lead cancels it (its
-//! handler never runs, its row says so); with the lead on, each occurrence runs exactly once.
+//! handler never runs, its row says so), through the admin that sent it or another one; with
+//! the lead on, each occurrence runs exactly once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -162,6 +163,55 @@ async fn an_edit_inside_the_lead_cancels_the_held_run() -> anyhow::Result<()> {
         .stop_job(pb::StopJobRequest { id: job_id })
         .await?;
     cluster.shutdown().await;
+    Ok(())
+}
+
+/// Two admins on one database: the executor's session, and so every run sent ahead, is on
+/// the first; the job is stopped through the second, which never sent anything. The rows say
+/// which runs went ahead and to which executor, and the second admin reaches it at that
+/// address as `KillRun` does: the held run is cancelled all the same.
+#[tokio::test]
+async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
+    let spans = RunSpans::default();
+    let shared = tempfile::tempdir()?;
+    let database_url = format!("sqlite://{}", shared.path().join("xjob.db").display());
+    let mut sender = TestCluster::builder()
+        .configure({
+            let database_url = database_url.clone();
+            move |config| {
+                config.database_url = database_url;
+                config.node_id = "sender".into();
+                config.send_ahead_ms = 2000;
+            }
+        })
+        .start()
+        .await?;
+    // It plans no fire while the sender lives: it looks 1 s ahead, and the sender's rounds
+    // plan every fire 5 s ahead.
+    let other = TestCluster::builder()
+        .configure(move |config| {
+            config.database_url = database_url;
+            config.node_id = "other".into();
+            config.pre_read = Duration::from_secs(1);
+        })
+        .start()
+        .await?;
+    let group_id = sender.create_group(APP).await?;
+    let builder = sender
+        .executor(APP)
+        .handler(HANDLER, sleeping_handler(Arc::clone(&spans), 0));
+    sender.start_executor(builder).await?;
+    let job = TestCluster::job(group_id, HANDLER, pb::ScheduleType::Cron, "* * * * * ?");
+    let job_id = sender.create_job(job).await?.id;
+    sender.start_job(job_id).await?;
+    let log_id = a_held_run(&sender, job_id, 800).await?;
+    other
+        .client()
+        .stop_job(pb::StopJobRequest { id: job_id })
+        .await?;
+    assert_cancelled(&sender, &spans, job_id, log_id).await?;
+    other.shutdown().await;
+    sender.shutdown().await;
     Ok(())
 }
 

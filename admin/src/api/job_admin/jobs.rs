@@ -218,10 +218,13 @@ impl JobAdminService {
     }
 
     pub(super) async fn delete_job_checked(&self, id: JobId) -> Result<(), Error> {
+        // The delete takes the job's rows, which say which of its runs were sent ahead: they
+        // are read first, and cancelled once the job is gone.
+        let held = self.ctx.trigger.recorded_held(id).await;
         if !self.store().delete_job(id).await? {
             return Err(Error::NotFound(format!("job {id} not found")));
         }
-        self.ctx.trigger.cancel_held(id).await;
+        self.ctx.trigger.cancel_held_recorded(id, held).await;
         Ok(())
     }
 
@@ -286,7 +289,8 @@ impl JobAdminService {
         };
         self.write_schedule(&stopped).await?;
         self.skip_planned_fires(stopped.id, "stopped").await?;
-        // Runs sent ahead and still held on their executors never start either.
+        // Runs sent ahead and still held on their executors never start either, whichever
+        // admin sent them.
         self.ctx.trigger.cancel_held(stopped.id).await;
         Ok(stopped)
     }

@@ -374,6 +374,71 @@ async fn a_result_write_folds_in_the_accepted_dispatch_outcome() {
     }
 }
 
+/// Any admin finds the runs of a changed job that an executor may still hold from the rows
+/// alone, whoever sent them: RUNNING, recorded sent ahead, accepted by an executor, instant
+/// still to come.
+#[tokio::test]
+async fn runs_recorded_sent_ahead_and_not_started_are_found_by_job() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let group = new_group(&store).await;
+        let job = new_job(&store, group.id, ScheduleType::Cron).await;
+        let other_job = new_job(&store, group.id, ScheduleType::Cron).await;
+        let ahead = format!(
+            "route FIRST, fast pool: accepted by http://a:1 ({}, 12000 in the executor's clock)",
+            crate::model::SENT_AHEAD_NOTE
+        );
+        let accepted = |log_id, trigger_msg: &str| DispatchRecord {
+            log_id,
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: trigger_msg.to_string(),
+            executor_address: "http://a:1".into(),
+            finished_ms: 9_000,
+            trace_id: String::new(),
+        };
+        let held = insert_running(&store, fire(&job, 12_000, "n1", 1), 9_000).await;
+        // Sent by another admin: its row says so just the same.
+        let held_elsewhere = insert_running(&store, fire(&job, 13_000, "n2", 4), 9_000).await;
+        // Its instant passed: it started, or is about to.
+        let started = insert_running(&store, fire(&job, 10_000, "n1", 1), 9_000).await;
+        // Sent at its instant: nothing held, and its executor may not hold runs at all.
+        let at_instant = insert_running(&store, fire(&job, 14_000, "n1", 1), 9_000).await;
+        // Claimed, its dispatch not recorded: no executor to ask.
+        let _unrecorded = insert_running(&store, fire(&job, 15_000, "n1", 1), 9_000).await;
+        // Held, then cancelled.
+        let ended = insert_running(&store, fire(&job, 16_000, "n1", 1), 9_000).await;
+        let of_other_job = insert_running(&store, fire(&other_job, 12_000, "n1", 1), 9_000).await;
+        store
+            .record_dispatches(&[
+                accepted(held, &ahead),
+                accepted(held_elsewhere, &ahead),
+                accepted(started, &ahead),
+                accepted(at_instant, "route FIRST, fast pool: accepted by http://a:1"),
+                accepted(ended, &ahead),
+                accepted(of_other_job, &ahead),
+            ])
+            .await
+            .expect("record");
+        finish(&store, ended, RunStatus::Killed, 9_500).await;
+        let found = store.held_runs(job.id, 10_000).await.expect("held runs");
+        assert_eq!(ids_of(&found), vec![held, held_elsewhere], "{backend}");
+        assert_eq!(
+            (found[0].executor_address.as_str(), found[0].group_id),
+            ("http://a:1", group.id),
+            "{backend}"
+        );
+        assert!(
+            store
+                .held_runs(other_job.id, 12_000)
+                .await
+                .expect("none")
+                .is_empty(),
+            "{backend}: only instants after the bound"
+        );
+        store.close().await;
+    }
+}
+
 /// Inserts and claims shard 0 of a broadcast fire at `scheduled_at_ms`; returns its id.
 async fn claimed_broadcast(store: &Store, job: &Job, scheduled_at_ms: i64) -> LogId {
     insert_running(

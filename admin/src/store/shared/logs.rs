@@ -2,9 +2,10 @@
 //! outcomes and executor results differ in shape per dialect (`json_each`,
 //! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
 
+use super::claims::unindexed;
 use super::raw_ids;
 use super::rows::{LOG_COLUMNS, run_from_row};
-use crate::model::{LogFilter, LogId, NewRun, RunLog};
+use crate::model::{JobId, LogFilter, LogId, NewRun, RunLog, SENT_AHEAD_NOTE};
 use crate::store::dialect::Dialect;
 use crate::store::error::StoreResult;
 use crate::store::sql::{Pools, Sql, commit};
@@ -103,6 +104,39 @@ pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: LogId) -> StoreResult<O
         .fetch_optional(&mut *db.read().await?)
         .await?;
     row.as_ref().map(run_from_row::<DB>).transpose()
+}
+
+/// Most runs [`held_runs`] returns: a job's runs sent ahead and not started are those of at
+/// most the send-ahead lead (3 s at most), a few for the busiest job.
+const MOST_HELD: i64 = 1000;
+
+/// The job's runs recorded as sent ahead (`SENT_AHEAD_NOTE` in their trigger message) and
+/// accepted by an executor (an address is recorded), still RUNNING, whose instant is after
+/// `after_ms`: those an executor may still hold. Oldest first. On SQLite through the partial
+/// index of RUNNING rows (a small set), not the job's whole history (see `sqlite/plans.rs`).
+pub fn held_runs_query<'q, DB: Dialect>(job_id: JobId, after_ms: i64) -> Sql<'q, DB> {
+    Sql::<DB>::new(format!(
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE {} = ",
+        unindexed::<DB>("job_id")
+    ))
+    .bind(job_id.0)
+    .push(" AND status = 'RUNNING' AND executor_address <> '' AND scheduled_at_ms > ")
+    .bind(after_ms)
+    .push(" AND trigger_msg LIKE ")
+    .bind(format!("%{SENT_AHEAD_NOTE}%"))
+    .push(" ORDER BY id LIMIT ")
+    .bind(MOST_HELD)
+}
+
+pub async fn held_runs<DB: Dialect>(
+    db: Pools<'_, DB>,
+    job_id: JobId,
+    after_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let rows = held_runs_query::<DB>(job_id, after_ms)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
 }
 
 pub async fn list_logs<DB: Dialect>(

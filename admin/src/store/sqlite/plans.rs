@@ -11,6 +11,7 @@ use super::jobs::SCHEDULE_UPDATES;
 use super::monitor::claim_followups_sql;
 use crate::store::shared::adoption::sqlite_texts_for_plans;
 use crate::store::shared::claims::claim_sql_for_plans;
+use crate::store::shared::logs::held_runs_query;
 use crate::store::shared::monitor::{due_delayed_runs_query, running_runs_query};
 
 async fn plan_of(store: &SqliteStore, sql: &str) -> String {
@@ -51,6 +52,12 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
             "ix_log_running",
         ),
         (stranded_dispatches, "ix_log_running"),
+        (
+            held_runs_query::<sqlx::Sqlite>(crate::model::JobId(7), 0)
+                .text()
+                .to_string(),
+            "ix_log_running",
+        ),
         (claim_followups_sql(), "ix_log_followup_due"),
         (adopt_stale_followups, "ix_log_followup_claimed"),
     ];
