@@ -24,22 +24,48 @@ struct GoneOwner<'q> {
     others_claimed_before_ms: Option<i64>,
 }
 
+/// How `GoneOwner::new` reads the lapsed nodes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lapsed {
+    /// As any read does (listed only where the dialect names them as a list).
+    Read,
+    /// For a take-over that a renewal of the owner's lease must not overtake: listed with a
+    /// shared lock on their rows, held by the transaction until it ends. A renewal
+    /// (`renew_node`, an update of the row) then waits until the take-over has committed, and
+    /// a renewal that committed first keeps its node out of the list (a locking read sees the
+    /// newest row). Why: an owner whose lease lapsed sends its claimed runs once it has
+    /// renewed and read them still its own (`Trigger::send_allowed`). Judged on a list read
+    /// before the update, or on a subquery's snapshot while the update waited for a row lock,
+    /// a renewal could land in between: the owner read the run still its own and sent it, and
+    /// the take-over then took it as well (sent twice, or recorded SKIPPED although it ran).
+    /// SQLite has one writer: its single update cannot interleave with a renewal, so there
+    /// this reads as `Read` does.
+    Locked,
+}
+
 impl<'q> GoneOwner<'q> {
+    /// The owners gone for `node_id` in `epoch`, judged by `now_ms`; the lapsed nodes read as
+    /// `lapsed` says (one query, locking or not).
     async fn new<DB: Dialect>(
         conn: &mut DB::Connection,
         node_id: &'q str,
         epoch: i64,
         own_epochs: &'static str,
         now_ms: i64,
+        lapsed: Lapsed,
     ) -> StoreResult<GoneOwner<'q>> {
-        let listed = if DB::GONE_NODES_AS_LIST {
-            let nodes = Sql::<DB>::new("SELECT node_id FROM xjob_node WHERE lease_until_ms < ")
-                .bind(now_ms)
-                .push(" AND node_id <> ")
-                .bind(node_id)
-                .fetch_column::<String>(conn)
-                .await?;
-            Some(nodes)
+        let locked = lapsed == Lapsed::Locked && !DB::SINGLE_WRITER;
+        let listed = if locked || DB::GONE_NODES_AS_LIST {
+            let mut select =
+                Sql::<DB>::new("SELECT node_id FROM xjob_node WHERE lease_until_ms < ");
+            select.bind_mut(now_ms);
+            select.push_mut(" AND node_id <> ");
+            select.bind_mut(node_id);
+            if locked {
+                select.push_mut(" ORDER BY node_id");
+                select.push_mut(DB::FOR_SHARE);
+            }
+            Some(select.fetch_column::<String>(conn).await?)
         } else {
             None
         };
@@ -49,44 +75,6 @@ impl<'q> GoneOwner<'q> {
             own_epochs,
             now_ms,
             listed,
-            others_claimed_before_ms: None,
-        })
-    }
-
-    /// Like `new`, for a take-over that a renewal of the owner's lease must not overtake: the
-    /// lapsed nodes are listed with a shared lock on their rows, held by `tx` until it ends.
-    /// A renewal (`renew_node`, an update of the row) then waits until the take-over has
-    /// committed, and a renewal that committed first keeps its node out of the list (a locking
-    /// read sees the newest row). Why: an owner whose lease lapsed sends its claimed runs once
-    /// it has renewed and read them still its own (`Trigger::send_allowed`). Judged on a list
-    /// read before the update, or on a subquery's snapshot while the update waited for a row
-    /// lock, a renewal could land in between: the owner read the run still its own and sent
-    /// it, and the take-over then took it as well (sent twice, or recorded SKIPPED although
-    /// it ran). SQLite has one writer: its single update cannot interleave with a renewal.
-    async fn locking_lapsed<DB: Dialect>(
-        tx: &mut DB::Connection,
-        node_id: &'q str,
-        epoch: i64,
-        own_epochs: &'static str,
-        now_ms: i64,
-    ) -> StoreResult<GoneOwner<'q>> {
-        if DB::SINGLE_WRITER {
-            return GoneOwner::new::<DB>(tx, node_id, epoch, own_epochs, now_ms).await;
-        }
-        let nodes = Sql::<DB>::new("SELECT node_id FROM xjob_node WHERE lease_until_ms < ")
-            .bind(now_ms)
-            .push(" AND node_id <> ")
-            .bind(node_id)
-            .push(" ORDER BY node_id")
-            .push(DB::FOR_SHARE)
-            .fetch_column::<String>(tx)
-            .await?;
-        Ok(GoneOwner {
-            node_id,
-            epoch,
-            own_epochs,
-            now_ms,
-            listed: Some(nodes),
             others_claimed_before_ms: None,
         })
     }
@@ -147,7 +135,8 @@ async fn adopt<'q, DB: Dialect>(
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let mut conn = db.write().await?;
-    let gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, own_epochs, now_ms).await?;
+    let gone =
+        GoneOwner::new::<DB>(&mut conn, node_id, epoch, own_epochs, now_ms, Lapsed::Read).await?;
     let set = |sql: &mut Sql<'q, DB>| {
         sql.push_mut("owner_node = ");
         sql.bind_mut(node_id);
@@ -235,7 +224,7 @@ pub async fn adopt_stale_followups<DB: Dialect>(
 /// admins taking over the same run only the first changes it (the second no longer sees a gone
 /// owner), and a result that landed meanwhile (status no longer RUNNING) wins. Owners are
 /// judged gone by `lease_now_ms` (the database's clock, `database_now_ms`), on their rows
-/// locked for the whole take-over (`GoneOwner::locking_lapsed`): an owner that renews its
+/// locked for the whole take-over (`Lapsed::Locked`): an owner that renews its
 /// lease meanwhile either keeps its runs or finds them taken once its renewal is through.
 pub async fn adopt_stranded<'q, DB: Dialect>(
     db: Pools<'_, DB>,
@@ -248,8 +237,15 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut tx = db.begin().await?;
     let conn: &mut DB::Connection = &mut tx;
-    let gone =
-        GoneOwner::locking_lapsed::<DB>(&mut *conn, node_id, epoch, "<", lease_now_ms).await?;
+    let gone = GoneOwner::new::<DB>(
+        &mut *conn,
+        node_id,
+        epoch,
+        "<",
+        lease_now_ms,
+        Lapsed::Locked,
+    )
+    .await?;
     let mut adopted = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let set = |sql: &mut Sql<'q, DB>| {
@@ -339,7 +335,8 @@ pub async fn stranded_dispatches<DB: Dialect>(
 ) -> StoreResult<Vec<RunLog>> {
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.read().await?;
-    let mut gone = GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms).await?;
+    let mut gone =
+        GoneOwner::new::<DB>(&mut conn, node_id, epoch, "<", now_ms, Lapsed::Read).await?;
     gone.others_claimed_before_ms = Some(claimed_before_ms);
     let rows = stranded_dispatches_query::<DB>(&GoneOwnerArgs(gone))
         .fetch_all(&mut conn)

@@ -192,24 +192,20 @@ pub async fn release_waiting<DB: Dialect>(
     now_ms: i64,
     limit: i64,
 ) -> StoreResult<Vec<RunLog>> {
-    let heads = {
+    // The jobs with a waiting run, the job of the oldest one first; which run is a job's
+    // oldest, `release_one` reads under the job's lock.
+    let jobs = {
         let mut conn = db.read().await?;
         Sql::<DB>::new(
-            "SELECT job_id, MIN(id) AS id FROM xjob_log WHERE status = 'WAITING' \
+            "SELECT job_id FROM xjob_log WHERE status = 'WAITING' \
              GROUP BY job_id ORDER BY MIN(id) LIMIT ",
         )
         .bind(limit)
-        .fetch_all(&mut conn)
+        .fetch_column::<JobId>(&mut conn)
         .await?
-        .iter()
-        .map(|row| {
-            let cols = Cols::<DB>(row);
-            Ok((JobId(cols.get::<i64>("job_id")?), cols.get::<LogId>("id")?))
-        })
-        .collect::<StoreResult<Vec<_>>>()?
     };
     let mut released = Vec::new();
-    for (job_id, _) in heads {
+    for job_id in jobs {
         if let Some(run) = release_one::<DB>(db, job_id, node, now_ms).await? {
             released.push(run);
         }
@@ -218,9 +214,9 @@ pub async fn release_waiting<DB: Dialect>(
 }
 
 /// Releases the oldest WAITING run of `job_id` if the job has no RUNNING run. The oldest is
-/// read under the job's lock, not taken from the heads read before it: an older fire may have
-/// been parked since (one held back by an outage and judged late), and releasing the head
-/// read earlier started a later occurrence before that earlier one.
+/// read under the job's lock, not before it (`release_waiting` lists only jobs): an older
+/// fire may have been parked since (one held back by an outage and judged late), and
+/// releasing an oldest read earlier started a later occurrence before that earlier one.
 async fn release_one<DB: Dialect>(
     db: Pools<'_, DB>,
     job_id: JobId,
