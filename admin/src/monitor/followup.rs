@@ -318,6 +318,7 @@ impl Followup {
     /// over like any other.
     async fn release_waiting(&self) -> Result<(), StoreError> {
         let now = self.ctx.clock.now_ms();
+        let claimed_at = self.ctx.trigger.lease_mark();
         let runs = self
             .ctx
             .store
@@ -326,6 +327,8 @@ impl Followup {
         if runs.is_empty() {
             return Ok(());
         }
+        let ids: Vec<i64> = runs.iter().map(|run| run.id.0).collect();
+        tracing::debug!(?ids, "released waiting runs");
         let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         let jobs = self.ctx.store.get_jobs(&job_ids).await?;
         // A job deleted meanwhile took its runs with it.
@@ -336,6 +339,7 @@ impl Followup {
         let released = Fires::Released {
             fires,
             trigger_time_ms: now,
+            claimed_at,
         };
         if let Err(error) = self.ctx.trigger.dispatch(released).await {
             // Only at shutdown: the runs stay claimed and unsent, for whoever takes them over.

@@ -61,6 +61,7 @@ pub fn fate_of(
 pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
     let ids: Vec<LogId> = runs.iter().map(|run| run.id).collect();
+    let claimed_at = ctx.trigger.lease_mark();
     let adopted = ctx
         .store
         .adopt_stranded(&ids, &ctx.node, now, lease_now_ms)
@@ -68,6 +69,8 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> R
     if adopted.is_empty() {
         return Ok(());
     }
+    tracing::debug!(ids = ?adopted.iter().map(|run| run.id.0).collect::<Vec<_>>(),
+        "took over stranded runs");
     // From here the rows are this live node's: nobody else sends or judges them, so every
     // write below is retried until it lands.
     let job_ids: Vec<JobId> = adopted.iter().map(|run| run.job_id).collect();
@@ -119,6 +122,7 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> R
             .dispatch(Fires::Adopted {
                 fires,
                 trigger_time_ms: now,
+                claimed_at,
             })
             .await?;
     }

@@ -31,6 +31,7 @@ impl Trigger {
         let group_ids: Vec<GroupId> = fires.iter().map(Fire::group_id).collect();
         // The trigger time recorded is when the runs leave, not the (earlier) claim.
         let trigger_time_ms = self.now_ms().max(earliest);
+        let claimed_at = self.lease_mark();
         let (claimed, groups) = tokio::join!(
             // Ahead of background writes: a late claim is a late fire (`store::writer_gate`).
             urgent_write(
@@ -50,6 +51,7 @@ impl Trigger {
                 trigger_time_ms,
                 slot: Some(Arc::new(slot)),
                 released: false,
+                claimed_at,
             })
             .collect();
         self.claim_pace.observe(offered, started.elapsed());
@@ -59,6 +61,7 @@ impl Trigger {
         };
         tracing::debug!(
             offered,
+            ids = ?claimed.iter().map(|claimed| claimed.fire.log_id.0).collect::<Vec<_>>(),
             runs = claimed.len(),
             claim_ms = started.elapsed().as_millis() as u64,
             "dispatching written fires"
@@ -108,6 +111,7 @@ impl Trigger {
         if log_ids.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
+        let claimed_at = self.lease_mark();
         let runs = self
             .store
             .claim_runs(log_ids, &self.node, self.now_ms())
@@ -123,6 +127,7 @@ impl Trigger {
                     trigger_time_ms: run.trigger_time_ms,
                     slot: self.admission.force(1).pop().map(Arc::new),
                     released: false,
+                    claimed_at,
                 }),
                 None => {
                     let reason = format!("job {} no longer exists", run.job_id);
@@ -142,6 +147,7 @@ impl Trigger {
     ) -> Result<Vec<LogId>, Error> {
         let row = fire.row(&self.node, RunStatus::Pending, "");
         let ids = self.store.insert_runs(std::slice::from_ref(&row)).await?;
+        let claimed_at = self.lease_mark();
         let runs = self
             .store
             .claim_runs(&ids, &self.node, self.now_ms())
@@ -153,6 +159,7 @@ impl Trigger {
                 trigger_time_ms: run.trigger_time_ms,
                 slot: None,
                 released: false,
+                claimed_at,
             })
             .collect();
         let groups = self.store.get_groups(&[fire.group_id()]).await?;

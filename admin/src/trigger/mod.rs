@@ -23,6 +23,8 @@ mod claim;
 pub mod claim_pace;
 mod codes;
 mod dispatch;
+#[cfg(test)]
+mod lease_tests;
 mod overlap;
 pub mod pool;
 pub mod recorder;
@@ -78,6 +80,8 @@ pub enum Fires {
     Adopted {
         fires: Vec<Fire>,
         trigger_time_ms: i64,
+        /// Taken before the take-over's write (`Trigger::lease_mark`).
+        claimed_at: LeaseMark,
     },
     /// Runs this node took from WAITING once their job had nothing running
     /// (`Store::release_waiting`: RUNNING, unsent): sent now, not judged by the overlap policy
@@ -85,8 +89,17 @@ pub enum Fires {
     Released {
         fires: Vec<Fire>,
         trigger_time_ms: i64,
+        /// Taken before the release's write (`Trigger::lease_mark`).
+        claimed_at: LeaseMark,
     },
 }
+
+/// How many lapses of this node's lease had ended (`Trigger::lease_mark`) when a write made
+/// runs this node's: a lapse that ended after it may have let another admin take them over
+/// before they were sent (`Trigger::send_allowed`). A count, not a time, so that "after" never
+/// depends on a clock's resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LeaseMark(u64);
 
 /// A fire this node claimed: it is RUNNING and nobody else sends it.
 #[derive(Debug, Clone)]
@@ -98,6 +111,8 @@ struct Claimed {
     slot: Option<Arc<Slot>>,
     /// Released from WAITING (`Fires::Released`).
     released: bool,
+    /// Taken before the write that made it this node's.
+    claimed_at: LeaseMark,
 }
 
 /// The group a claimed fire goes to and the addresses it is routed over, taken once per batch
@@ -134,6 +149,10 @@ pub struct Trigger {
     /// judges the lease by its own clock, and a step of this admin's wall clock must not make
     /// it believe a lapsed lease still holds.
     lease_until_ms: std::sync::atomic::AtomicI64,
+    /// How many lapses of the lease have ended (renewals that found it lapsed). A run claimed
+    /// before one ended may have been taken over during it, though the lease holds again
+    /// when the run is sent.
+    lapses_ended: std::sync::atomic::AtomicU64,
     lease_base: Instant,
     node_lease: Duration,
     /// How long before its instant a run may leave for an executor that can hold it
@@ -183,6 +202,7 @@ impl Trigger {
             claim_pace: claim_pace::ClaimPace::default(),
             misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
             lease_until_ms: std::sync::atomic::AtomicI64::new(config.node_lease.as_millis() as i64),
+            lapses_ended: std::sync::atomic::AtomicU64::new(0),
             lease_base: parts.lease_start,
             node_lease: config.node_lease,
             send_ahead_ms: i64::try_from(config.send_ahead_ms).unwrap_or(0),
@@ -231,39 +251,71 @@ impl Trigger {
         self.lease_base.elapsed().as_millis() as i64
     }
 
-    /// The recovery loop renewed this node's lease, in a renewal that started at `started`:
-    /// the lease holds one whole lease from then.
-    pub fn lease_renewed(&self, started: Instant) {
-        let since_base = started.saturating_duration_since(self.lease_base);
-        let until_ms = (since_base + self.node_lease).as_millis() as i64;
-        let before = self
-            .lease_until_ms
-            .fetch_max(until_ms, std::sync::atomic::Ordering::AcqRel);
-        crate::metrics::node_lease(before.max(until_ms) - self.lease_clock_ms());
+    /// Taken before a write that makes runs this node's (a claim, a take-over, a release),
+    /// and carried with those runs to their send.
+    pub fn lease_mark(&self) -> LeaseMark {
+        LeaseMark(self.lapses_ended.load(std::sync::atomic::Ordering::SeqCst))
     }
 
-    /// Whether a claimed run may be sent. While this node's lease holds, yes. Past it (the
-    /// admin stalled, or the database was away), another admin may have taken the run over
-    /// as stranded: wait for the lease to be renewed, then send only if the row is still this
-    /// node's, unsent (a taken-over run is the adopter's to send and record).
-    async fn send_allowed(&self, log_id: LogId) -> bool {
-        let lapsed = || {
-            self.lease_clock_ms()
-                >= self
-                    .lease_until_ms
-                    .load(std::sync::atomic::Ordering::Acquire)
-        };
-        if !lapsed() {
-            return true;
+    /// The recovery loop renewed this node's lease, in a renewal that started at `started`:
+    /// the lease holds one whole lease from then. A renewal that lands after the lease lapsed
+    /// ends a lapse: that is noted before the lease is extended, so whoever sees the lease
+    /// holding again also sees that it lapsed (`send_allowed`).
+    pub fn lease_renewed(&self, started: Instant) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let since_base = started.saturating_duration_since(self.lease_base);
+        let until_ms = (since_base + self.node_lease).as_millis() as i64;
+        let now_ms = self.lease_clock_ms();
+        if now_ms >= self.lease_until_ms.load(SeqCst) {
+            self.lapses_ended.fetch_add(1, SeqCst);
         }
-        while lapsed() {
+        let before = self.lease_until_ms.fetch_max(until_ms, SeqCst);
+        crate::metrics::node_lease(before.max(until_ms) - now_ms);
+    }
+
+    /// Whether the lease is lapsed, or so near its end that a run sent now might still be on
+    /// its way when another admin, finding the lease lapsed, takes the run over: a quarter of
+    /// a lease (the renewal comes every third of one, so a healthy lease never gets there).
+    fn lease_short(&self) -> bool {
+        let margin_ms = (self.node_lease / 4).as_millis() as i64;
+        self.lease_clock_ms() + margin_ms
+            >= self
+                .lease_until_ms
+                .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the lease holds now, with a margin, and has held since `since`.
+    fn lease_held_since(&self, since: LeaseMark) -> bool {
+        // The lease first, the lapse after: `lease_renewed` notes a lapse before it extends
+        // the lease, so a lease seen holding comes with every lapse it ended.
+        let short = self.lease_short();
+        // A lapse counted before the mark was over before the write that followed it: the
+        // renewal that ended it had committed, and another admin judges the lease under that
+        // write's row lock.
+        !short && self.lease_mark() == since
+    }
+
+    /// Whether a run this node made its own after `since` may be sent: `Some` with the mark
+    /// it is known this node's since, `None` when not. While the lease holds, and has held
+    /// since then, yes. Otherwise (the admin stalled, or the database was away) another admin
+    /// may have taken the run over as stranded, during the lapse or while it lasts: wait for
+    /// the lease to be renewed, then send only if the row is still this node's and unsent (a
+    /// taken-over run is the adopter's to send and record). A lease that holds again is not
+    /// enough: a run claimed before a lapse may have been taken over during it.
+    async fn send_allowed(&self, log_id: LogId, since: LeaseMark) -> Option<LeaseMark> {
+        if self.lease_held_since(since) {
+            return Some(since);
+        }
+        while self.lease_short() {
             // At shutdown the run stays claimed and unsent: whoever takes this node's runs
             // over after it stops sends it.
             tokio::select! {
-                _ = self.tasks.stopping().cancelled() => return false,
+                _ = self.tasks.stopping().cancelled() => return None,
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
+        // Taken before the read: what the read finds holds from here on.
+        let mark = self.lease_mark();
         let owned = until_answered(&self.tasks, 1, || {
             self.store
                 .owned_unsent_runs(std::slice::from_ref(&log_id), &self.node)
@@ -273,8 +325,9 @@ impl Trigger {
         if owned.is_empty() {
             tracing::warn!(%log_id, "this admin's lease lapsed and another admin took over the \
                 claimed run; not sending it");
+            return None;
         }
-        !owned.is_empty()
+        Some(mark)
     }
 
     /// THE way into the trigger. Claims the fires (only rows still PENDING and owned by this
@@ -305,11 +358,19 @@ impl Trigger {
             Fires::Adopted {
                 fires,
                 trigger_time_ms,
-            } => self.send_held(fires, trigger_time_ms, false).await,
+                claimed_at,
+            } => {
+                self.send_held(fires, trigger_time_ms, claimed_at, false)
+                    .await
+            }
             Fires::Released {
                 fires,
                 trigger_time_ms,
-            } => self.send_held(fires, trigger_time_ms, true).await,
+                claimed_at,
+            } => {
+                self.send_held(fires, trigger_time_ms, claimed_at, true)
+                    .await
+            }
         }
     }
 
@@ -318,6 +379,7 @@ impl Trigger {
         self: &Arc<Self>,
         fires: Vec<Fire>,
         trigger_time_ms: i64,
+        claimed_at: LeaseMark,
         released: bool,
     ) -> Result<Vec<LogId>, Error> {
         let slots = self.admission.force(fires.len());
@@ -329,6 +391,7 @@ impl Trigger {
                 trigger_time_ms,
                 slot: Some(Arc::new(slot)),
                 released,
+                claimed_at,
             })
             .collect();
         let targets = self.load_targets_until_answered(&claimed, &[]).await?;

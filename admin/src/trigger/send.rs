@@ -214,6 +214,8 @@ impl Trigger {
                     trigger_time_ms: run.trigger_time_ms,
                     slot: None,
                     released: claimed.released,
+                    // Written as this node's while the fire was: they share its history.
+                    claimed_at: claimed.claimed_at,
                 })
                 .collect()),
             Ok(_) => {
@@ -240,9 +242,7 @@ impl Trigger {
         target: &Target,
     ) -> Option<DispatchRecord> {
         let fire = &claimed.fire;
-        if !self.send_allowed(fire.log_id).await {
-            return None;
-        }
+        let mut owned_since = self.send_allowed(fire.log_id, claimed.claimed_at).await?;
         // Before the pool slot: a run that can no longer go ahead waits without holding one.
         if !self.wait_unless_ahead(fire, target).await {
             return None;
@@ -266,6 +266,12 @@ impl Trigger {
                         ));
                     }
                 };
+                // The pool wait may have outlasted the lease: judged again, without the slot.
+                if !self.lease_held_since(owned_since) {
+                    drop(permit);
+                    owned_since = self.send_allowed(fire.log_id, owned_since).await?;
+                    continue;
+                }
                 // An overloaded admin degrades: its late fires become misfires, not late runs.
                 if let Some(late_ms) = self.too_late_to_send(claimed) {
                     return Some(self.skipped_as_late(fire.log_id, late_ms));
@@ -276,6 +282,9 @@ impl Trigger {
                     .await
                 {
                     Dispatched::Record(record) => {
+                        tracing::debug!(log_id = %fire.log_id, job_id = %fire.job_id(),
+                            address = %record.executor_address, outcome = ?record.outcome,
+                            released = claimed.released, "run dispatched");
                         self.pools.record_dispatch_time(
                             fire.job_id(),
                             started.elapsed(),
@@ -289,10 +298,10 @@ impl Trigger {
                 // slot goes back while the run waits for its instant, then the run takes a slot
                 // and is routed again, to start at once.
                 drop(permit);
-                if !self.wait_for_instant(instant_ms).await || !self.send_allowed(fire.log_id).await
-                {
+                if !self.wait_for_instant(instant_ms).await {
                     return None;
                 }
+                owned_since = self.send_allowed(fire.log_id, owned_since).await?;
             }
         }
         .instrument(log_span)

@@ -104,6 +104,7 @@ async fn setup(in_ms: i64) -> Setup {
         trigger_time_ms: clock.now_ms(),
         slot: None,
         released: false,
+        claimed_at: trigger.lease_mark(),
     };
     let target = Target {
         group: Arc::new(group),

@@ -1,5 +1,6 @@
 //! The benchmark's remote executor: a no-op handler whose first statement records
-//! `(job_id, scheduled_at_ms, start_ms)`. Records stay in memory and are written to the file
+//! `(job_id, scheduled_at_ms, start_ms)` and the run's log id (a fourth field that readers of
+//! the three figures skip; the campaign shows it for an occurrence run twice). Records stay in memory and are written to the file
 //! named on the command line when the process gets SIGTERM or Ctrl-C, so recording costs
 //! nothing measurable during the window.
 //!
@@ -32,7 +33,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use xjob_executor::{Executor, JobContext, JobError, JobOutput, JobResult};
 
-type Records = Arc<Mutex<Vec<(i64, i64, i64)>>>;
+type Records = Arc<Mutex<Vec<(i64, i64, i64, i64)>>>;
 
 /// Where each handler start goes: memory (written at exit) or straight to the file.
 #[derive(Clone)]
@@ -56,16 +57,17 @@ impl Recorder {
         Ok(Recorder::Each(Arc::new(Mutex::new(file))))
     }
 
-    fn record(&self, job_id: i64, scheduled_at_ms: i64, start_ms: i64) {
+    fn record(&self, ctx: &JobContext, start_ms: i64) {
+        let (job_id, scheduled_at_ms, log_id) = (ctx.job_id(), ctx.scheduled_at_ms(), ctx.log_id());
         match self {
             Recorder::AtExit(records) => {
                 if let Ok(mut records) = records.lock() {
-                    records.push((job_id, scheduled_at_ms, start_ms));
+                    records.push((job_id, scheduled_at_ms, start_ms, log_id));
                 }
             }
             Recorder::Each(file) => {
                 // One write per line: a kill between two records loses neither.
-                let line = format!("{job_id} {scheduled_at_ms} {start_ms}\n");
+                let line = format!("{job_id} {scheduled_at_ms} {start_ms} {log_id}\n");
                 if let Ok(mut file) = file.lock()
                     && let Err(error) = file.write_all(line.as_bytes())
                 {
@@ -120,8 +122,8 @@ fn write_records(path: &str, records: &Records) -> std::io::Result<()> {
         .lock()
         .map_err(|_| std::io::Error::other("records lock poisoned"))?;
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for (job_id, scheduled_at_ms, start_ms) in records.iter() {
-        writeln!(file, "{job_id} {scheduled_at_ms} {start_ms}")?;
+    for (job_id, scheduled_at_ms, start_ms, log_id) in records.iter() {
+        writeln!(file, "{job_id} {scheduled_at_ms} {start_ms} {log_id}")?;
     }
     file.flush()
 }
@@ -140,7 +142,7 @@ async fn main() -> anyhow::Result<()> {
     let recording = recorder.clone();
     let handler = move |ctx: JobContext| {
         let start_ms = now_ms();
-        recording.record(ctx.job_id(), ctx.scheduled_at_ms(), start_ms);
+        recording.record(&ctx, start_ms);
         async { JobResult::Ok(JobOutput::default()) }
     };
     let slow_recording = recorder.clone();
@@ -148,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
         let recording = slow_recording.clone();
         async move {
             let (job_id, scheduled_at_ms) = (ctx.job_id(), ctx.scheduled_at_ms());
-            recording.record(job_id, scheduled_at_ms, now_ms());
+            recording.record(&ctx, now_ms());
             let length = slow_length(ctx.params(), scheduled_at_ms);
             tokio::select! {
                 _ = tokio::time::sleep(length) => {}
@@ -160,7 +162,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let fail_recording = recorder.clone();
     let fail = move |ctx: JobContext| {
-        fail_recording.record(ctx.job_id(), ctx.scheduled_at_ms(), now_ms());
+        fail_recording.record(&ctx, now_ms());
         async { JobResult::Err(JobError::new("the campaign's failing step")) }
     };
     let log_dir = run_log_root().join(format!("xjob-bench-executor-{}", std::process::id()));

@@ -24,6 +24,8 @@ use std::time::Duration;
 use serde::Serialize;
 use xjob_admin::model::{Backfill, BackfillState, RunStatus};
 
+use super::overlap::Row;
+use super::starts::Start;
 use crate::failover::LogRow;
 use crate::grpc;
 use crate::metrics::Record;
@@ -95,6 +97,9 @@ pub struct Verdict {
     pub lost_examples: Vec<i64>,
     #[serde(skip)]
     pub duplicated_examples: Vec<i64>,
+    /// For each duplicated example, its rows and its handler starts: how it came about.
+    #[serde(skip)]
+    pub duplicated_details: Vec<String>,
 }
 
 impl Verdict {
@@ -217,13 +222,54 @@ pub fn text(verdict: &Verdict, window_start_ms: i64) -> String {
             at(*scheduled)
         ));
     }
-    for scheduled in &verdict.duplicated_examples {
+    for (index, scheduled) in verdict.duplicated_examples.iter().enumerate() {
         text.push_str(&format!(
             "  duplicated: backfill occurrence at {:.1} s\n",
             at(*scheduled)
         ));
+        if let Some(details) = verdict.duplicated_details.get(index) {
+            text.push_str(details);
+        }
     }
     text
+}
+
+/// Adds to `verdict` how each duplicated example came about: the occurrence's rows (as
+/// `rows` describes them) and the handler starts of it, times relative to the window.
+pub fn explain_duplicates(
+    verdict: &mut Verdict,
+    job_id: i64,
+    rows: &[Row],
+    starts: &[Start],
+    window_start_ms: i64,
+) {
+    let at = |ms: i64| (ms - window_start_ms) as f64 / 1000.0;
+    verdict.duplicated_details = (verdict.duplicated_examples.iter())
+        .map(|&scheduled| {
+            let mut text = String::new();
+            for row in rows
+                .iter()
+                .filter(|row| row.job_id == job_id && row.scheduled_at_ms == scheduled)
+            {
+                text.push_str(&format!(
+                    "    row {} {:?} {}\n",
+                    row.id, row.status, row.how
+                ));
+            }
+            for start in starts
+                .iter()
+                .filter(|start| start.job_id == job_id && start.scheduled_at_ms == scheduled)
+            {
+                text.push_str(&format!(
+                    "    started by executor-{} at {:.3} s, log id {}\n",
+                    start.executor,
+                    at(start.start_ms),
+                    start.log_id
+                ));
+            }
+            text
+        })
+        .collect();
 }
 
 #[cfg(test)]
@@ -337,5 +383,43 @@ mod tests {
         assert!(!verdict.failed_campaign());
         let text = text(&verdict, T0);
         assert!(text.contains("backfill (DONE, 2 of 2 created)"), "{text}");
+    }
+
+    #[test]
+    fn a_duplicated_occurrence_is_shown_with_its_rows_and_its_starts() {
+        let mut verdict = Verdict {
+            duplicated_examples: vec![T0],
+            ..Verdict::default()
+        };
+        let rows = vec![super::Row {
+            id: 77,
+            job_id: JOB,
+            scheduled_at_ms: T0,
+            status: RunStatus::Success,
+            reason: String::new(),
+            how: "claimed by b/3".into(),
+        }];
+        let start = |executor, log_id| Start {
+            executor,
+            job_id: JOB,
+            scheduled_at_ms: T0,
+            start_ms: T0 + 1500,
+            log_id,
+        };
+        let starts = vec![start(0, 77), start(1, 78)];
+        explain_duplicates(&mut verdict, JOB, &rows, &starts, T0);
+        let details = &verdict.duplicated_details[0];
+        assert!(
+            details.contains("row 77 Success claimed by b/3"),
+            "{details}"
+        );
+        assert!(
+            details.contains("executor-0 at 1.500 s, log id 77"),
+            "{details}"
+        );
+        assert!(
+            details.contains("executor-1 at 1.500 s, log id 78"),
+            "{details}"
+        );
     }
 }

@@ -25,6 +25,7 @@ pub mod overlap;
 pub mod plan;
 pub mod proxy;
 pub mod report;
+pub mod starts;
 pub mod workflows;
 
 use std::net::SocketAddr;
@@ -209,7 +210,10 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     let mut records = read_records(scratch.path(), plan.executors)?;
     let ends = overlap::read_ends(scratch.path(), plan.executors)?;
     let rows = crate::disrupt::all_rows(&store, group_id).await?;
-    let overlap_rows = overlap::rows(&store, group_id, &overlap_jobs).await?;
+    let overlap_job_ids: Vec<i64> = overlap_jobs.iter().map(|job| job.id).collect();
+    let overlap_rows = overlap::rows(&store, group_id, &overlap_job_ids).await?;
+    let backfill_rows = overlap::rows(&store, group_id, &[backfill_job]).await?;
+    let all_starts = starts::read_starts(scratch.path(), plan.executors)?;
     let overlap_verdicts = overlap::check(
         &overlap_jobs,
         (window_start_ms, window_end_ms),
@@ -220,6 +224,15 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
             most_waiting: &most_waiting,
         },
     );
+    if overlap_verdicts
+        .iter()
+        .any(overlap::Verdict::failed_campaign)
+    {
+        eprint!(
+            "overlap jobs' occurrences started more than once:\n{}",
+            starts::twice_started(&all_starts, &overlap_job_ids, window_start_ms)
+        );
+    }
     // The overlap jobs' runs are not the every-second jobs' (they would be off their schedule).
     let workflow_records: Vec<_> = (records.iter())
         .filter(|record| workflow_setup.job_ids.contains(&record.0))
@@ -259,13 +272,21 @@ pub async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         let planned: Vec<i64> = (backfill_range.0..=backfill_range.1)
             .step_by(1000)
             .collect();
-        backfill::check(
+        let mut verdict = backfill::check(
             backfill_job,
             &planned,
             backfill::End::from(&end),
             &records,
             &rows,
-        )
+        );
+        backfill::explain_duplicates(
+            &mut verdict,
+            backfill_job,
+            &backfill_rows,
+            &all_starts,
+            window_start_ms,
+        );
+        verdict
     });
     let grid = PeriodicGrid::new(&job_ids, 1, |_| 0);
     let verdict = checker::check(

@@ -148,24 +148,23 @@ pub struct Row {
     pub how: String,
 }
 
-/// Every row of the jobs.
-pub async fn rows(store: &Store, group_id: i64, jobs: &[Job]) -> anyhow::Result<Vec<Row>> {
+/// Every row of the jobs, with how each came about.
+pub async fn rows(store: &Store, group_id: i64, job_ids: &[i64]) -> anyhow::Result<Vec<Row>> {
     const PAGE: i64 = 5_000;
     let mut rows = Vec::new();
-    for job in jobs {
+    for &job_id in job_ids {
         let mut offset = 0;
         loop {
             let filter = LogFilter {
                 group_id: Some(GroupId(group_id)),
-                job_id: Some(JobId(job.id)),
+                job_id: Some(JobId(job_id)),
                 offset,
                 limit: PAGE,
                 ..LogFilter::default()
             };
-            let page = store
-                .list_logs(&filter)
-                .await
-                .map_err(|error| anyhow::anyhow!("cannot read the overlap jobs' rows: {error}"))?;
+            let page = store.list_logs(&filter).await.map_err(|error| {
+                anyhow::anyhow!("cannot read the rows of job {job_id}: {error}")
+            })?;
             let full = page.len() as i64 == PAGE;
             rows.extend(
                 page.iter()
@@ -173,7 +172,7 @@ pub async fn rows(store: &Store, group_id: i64, jobs: &[Job]) -> anyhow::Result<
                     .map(|row| Row {
                         id: row.id.0,
                         how: format!(
-                            "{:?} claimed {} by {}/{}, sent to '{}', handled {} ({:?})",
+                            "{:?} claimed {} by {}/{}, sent to '{}', handled {} ({:?}; {:?})",
                             row.trigger_type,
                             row.trigger_time_ms,
                             row.owner_node,
@@ -181,6 +180,7 @@ pub async fn rows(store: &Store, group_id: i64, jobs: &[Job]) -> anyhow::Result<
                             row.executor_address,
                             row.handle_time_ms,
                             row.trigger_msg,
+                            row.handle_msg,
                         ),
                         job_id: row.job_id.0,
                         scheduled_at_ms: row.scheduled_at_ms,
