@@ -7,11 +7,17 @@
 //! visible to readers as soon as the call returns. The file itself is created by the first line
 //! a run writes (`RunLog::lazy`): creating files is the slowest step before a handler starts, so
 //! the runner queues its start line and the handler is not kept waiting for the file system.
+//! The lines a run leaves when it ends (its end line, and the start line of a run whose handler
+//! logged nothing) are written by a background thread ([`writer`]), so creating files never
+//! delays the runs that start next; until then `ReadLog` serves them from memory. A graceful
+//! shutdown writes them all; a process killed outright can lose those of its last moments.
+
+mod writer;
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Local, NaiveDate, TimeZone};
@@ -25,15 +31,19 @@ pub(crate) const MAX_BYTES_PER_READ: usize = 1 << 20;
 /// Date folder format, as XXL-JOB.
 const DATE_DIR_FORMAT: &str = "%Y-%m-%d";
 
-/// The root of the run log files.
+/// The root of the run log files, and the writer of the lines runs leave when they end.
 #[derive(Clone, Debug)]
 pub(crate) struct JobLogStore {
     root: PathBuf,
+    writer: Arc<writer::LogWriter>,
 }
 
 impl JobLogStore {
     pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            writer: Arc::default(),
+        }
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -70,6 +80,20 @@ impl JobLogStore {
         RunLog::lazy(self.path_for(log_id, log_date_ms), header)
     }
 
+    /// Appends `line` to `log` off the caller's thread, after every line appended before it.
+    /// Until the writer has written it, [`read`](Self::read) returns it from memory.
+    pub(crate) fn append_later(&self, log: &Arc<RunLog>, line: &str) {
+        log.push_pending(&format_line(Local::now(), line));
+        // Registered after the line is pending: the writer unregisters only a written log.
+        self.writer.register(log);
+        self.writer.submit(Arc::clone(log));
+    }
+
+    /// Writes every line handed to [`append_later`](Self::append_later) now (at shutdown).
+    pub(crate) fn flush(&self) {
+        self.writer.flush();
+    }
+
     /// Reads lines `[from_line, ..]` of a run's file, at most [`MAX_LINES_PER_READ`] lines and
     /// [`MAX_BYTES_PER_READ`] bytes. `run_active` says whether the run is still queued or running
     /// here: only a finished run can be at its end, and only its last line may lack a newline.
@@ -82,7 +106,12 @@ impl JobLogStore {
     ) -> pb::ReadLogResponse {
         let from_line = from_line.max(1);
         let path = self.path_for(log_id, log_date_ms);
-        match read_lines(&path, from_line as usize, !run_active) {
+        let read = match self.writer.unwritten(&path) {
+            Some(log) => log.read_lines(from_line as usize, !run_active),
+            None => File::open(&path)
+                .and_then(|file| read_lines(BufReader::new(file), from_line as usize, !run_active)),
+        };
+        match read {
             Ok(chunk) => pb::ReadLogResponse {
                 from_line,
                 to_line: from_line - 1 + i32::try_from(chunk.line_count).unwrap_or(i32::MAX),
@@ -140,29 +169,73 @@ impl RunLog {
     /// Appends `"yyyy-MM-dd HH:mm:ss.SSS line\n"`; failures are logged, never raised.
     pub(crate) fn append(&self, line: &str) {
         let text = format_line(Local::now(), line);
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.lock();
         if let Err(error) = state.write(&self.path, &text) {
             tracing::warn!(path = %self.path.display(), %error, "failed to append to run log");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues formatted lines after the pending ones, for [`write_pending`](Self::write_pending).
+    fn push_pending(&self, text: &str) {
+        self.lock().pending.push_str(text);
+    }
+
+    /// Writes the pending lines, creating the file if needed (the log writer's work).
+    fn write_pending(&self) {
+        if let Err(error) = self.lock().write(&self.path, "") {
+            tracing::warn!(path = %self.path.display(), %error, "failed to write run log");
+        }
+    }
+
+    fn is_written(&self) -> bool {
+        self.lock().pending.is_empty()
+    }
+
+    /// Reads like [`JobLogStore::read`] the file followed by the pending lines, as they will
+    /// be once written.
+    fn read_lines(&self, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
+        let state = self.lock();
+        let pending = state.pending.as_bytes();
+        match File::open(&self.path) {
+            Ok(file) => read_lines(
+                BufReader::new(file.chain(pending)),
+                from_line,
+                include_unterminated,
+            ),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                read_lines(pending, from_line, include_unterminated)
+            }
+            Err(error) => Err(error),
         }
     }
 }
 
 impl LogState {
+    /// Writes the pending lines then `text` (either may be empty), opening the file if needed.
     fn write(&mut self, path: &Path, text: &str) -> io::Result<()> {
-        if let Some(file) = self.file_opt.as_mut() {
-            return file.write_all(text.as_bytes());
+        if self.pending.is_empty() {
+            if let Some(file) = self.file_opt.as_mut() {
+                return file.write_all(text.as_bytes());
+            }
+            if text.is_empty() {
+                return Ok(());
+            }
         }
-        let mut file = open_append(path)?;
-        // The waiting header and this line leave in one write: a run whose handler logs
-        // nothing costs one open and one write (its start and end lines).
+        let file = match &mut self.file_opt {
+            Some(file) => file,
+            slot @ None => slot.insert(open_append(path)?),
+        };
+        // The pending lines and this one leave in one write: a run whose handler logs nothing
+        // costs one open and one write (its start and end lines).
         let mut first = std::mem::take(&mut self.pending);
         first.push_str(text);
-        let written = file.write_all(first.as_bytes());
-        self.file_opt = Some(file);
-        written
+        file.write_all(first.as_bytes())
     }
 }
 
@@ -215,8 +288,11 @@ struct LogChunk {
     reached_end: bool,
 }
 
-fn read_lines(path: &Path, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
-    let mut reader = BufReader::new(File::open(path)?);
+fn read_lines(
+    mut reader: impl BufRead,
+    from_line: usize,
+    include_unterminated: bool,
+) -> io::Result<LogChunk> {
     let mut line = Vec::new();
     let mut content = Vec::new();
     let mut line_number = 0usize;
@@ -355,6 +431,106 @@ mod tests {
         let again = store.create(4, 0).expect("recreate date folder");
         again.append("line");
         assert_eq!(store.read(4, 0, 1, false).to_line, 1);
+    }
+
+    /// Every read a client can make of run 3's log: from each line, active or not.
+    fn all_reads(store: &JobLogStore) -> Vec<pb::ReadLogResponse> {
+        (1..=5)
+            .flat_map(|from| [true, false].map(|active| store.read(3, 0, from, active)))
+            .collect()
+    }
+
+    fn file_lines(log: &RunLog) -> Vec<String> {
+        let content = std::fs::read_to_string(log.path()).expect("read log file");
+        content.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn lines_waiting_for_the_writer_are_read_from_memory_as_they_will_be_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        // A run whose handler logged nothing: its start and end lines are both in memory.
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        log.push_pending(&format_line(Local::now(), "end"));
+        store.writer.register(&log);
+        let before = all_reads(&store);
+        assert!(!log.path().exists(), "not written yet");
+        let first = &before[1];
+        assert_eq!((first.from_line, first.to_line, first.is_end), (1, 2, true));
+        let lines: Vec<&str> = first.content.lines().collect();
+        assert!(lines.len() == 2 && lines[0].ends_with(" start") && lines[1].ends_with(" end"));
+        store.flush();
+        assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
+        assert_eq!(file_lines(&log).join("\n") + "\n", first.content);
+        assert_eq!(all_reads(&store), before, "same reads once written");
+    }
+
+    #[test]
+    fn an_end_line_after_handler_lines_keeps_its_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        log.append("handler line");
+        log.push_pending(&format_line(Local::now(), "end"));
+        store.writer.register(&log);
+        // A handler that outlived its run: its line goes after the end line.
+        log.append("late line");
+        let before = all_reads(&store);
+        let all = &before[1];
+        assert_eq!((all.to_line, all.is_end), (4, true));
+        store.flush();
+        let lines = file_lines(&log);
+        let suffixes = [" start", " handler line", " end", " late line"];
+        assert_eq!(lines.len(), suffixes.len());
+        for (line, suffix) in lines.iter().zip(suffixes) {
+            assert!(
+                line.ends_with(suffix),
+                "{line:?} should end with {suffix:?}"
+            );
+        }
+        assert_eq!(all_reads(&store), before);
+    }
+
+    #[test]
+    fn the_writer_writes_lines_appended_later_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        store.append_later(&log, "end 1");
+        store.append_later(&log, "end 2");
+        // Whether or not the writer got to it yet, a read sees all three lines.
+        let read = store.read(3, 0, 1, false);
+        assert_eq!((read.to_line, read.is_end), (3, true));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while store.writer.unwritten(log.path()).is_some() {
+            assert!(std::time::Instant::now() < deadline, "writer never wrote");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let lines = file_lines(&log);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].ends_with(" end 1") && lines[2].ends_with(" end 2"));
+        assert_eq!(store.read(3, 0, 1, false), read);
+    }
+
+    #[test]
+    fn flush_writes_every_pending_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let logs: Vec<Arc<RunLog>> = (1..=200)
+            .map(|log_id| {
+                // As queued for the writer, which has not got to them: only the flush writes.
+                let log = Arc::new(store.lazy(log_id, 0, "start"));
+                log.push_pending(&format_line(Local::now(), "end"));
+                store.writer.register(&log);
+                log
+            })
+            .collect();
+        store.flush();
+        for log in &logs {
+            assert!(store.writer.unwritten(log.path()).is_none());
+            let lines = file_lines(log);
+            assert!(lines.len() == 2 && lines[1].ends_with(" end"), "{lines:?}");
+        }
     }
 
     #[test]

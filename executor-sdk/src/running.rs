@@ -2,7 +2,8 @@
 //! callbacks, log cleanup) and owns their ordered stop.
 //!
 //! Graceful `shutdown`: Deregister → runner stops accepting, waits for handlers up to the grace,
-//! kills the rest → callbacks flushed (or spooled) → server stopped. `crash` aborts everything
+//! kills the rest → callbacks flushed (or spooled) → server stopped → run log lines still in
+//! memory written. `crash` aborts everything
 //! at once, without Deregister or callbacks, as a killed process would.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -46,6 +47,7 @@ pub struct RunningExecutor {
     local_addr: SocketAddr,
     metrics_addr_opt: Option<SocketAddr>,
     runner: Runner,
+    joblog: JobLogStore,
     session_rx: watch::Receiver<SessionState>,
     shutdown_grace: Duration,
     callback_flush_timeout: Duration,
@@ -207,6 +209,7 @@ impl RunningExecutor {
             local_addr,
             metrics_addr_opt,
             runner,
+            joblog,
             session_rx,
             shutdown_grace: settings.shutdown_grace,
             callback_flush_timeout: settings.callback_flush_timeout,
@@ -299,6 +302,9 @@ impl RunningExecutor {
         join_bounded("callback", self.callback_task, flush_bound).await;
         self.stop_server.cancel();
         join_bounded("server", self.server_task, SERVER_STOP_BOUND).await;
+        // The last runs' start and end lines may still wait for the log writer.
+        let joblog = self.joblog.clone();
+        let _ = tokio::task::spawn_blocking(move || joblog.flush()).await;
         self.stop_cleanup.cancel();
         if let Some(cleanup_task) = self.cleanup_task_opt {
             cleanup_task.abort();

@@ -20,7 +20,7 @@ use xjob_proto::pb;
 
 use crate::context::JobContext;
 use crate::handler::{HandlerFn, JobResult};
-use crate::joblog::{JobLogStore, RunLog};
+use crate::joblog::JobLogStore;
 
 /// Handle codes kept from XXL-JOB.
 const CODE_SUCCESS: i32 = 200;
@@ -130,11 +130,7 @@ pub(crate) async fn execute_run(
     let (log_id, log_date_ms, timeout_ms) =
         (request.log_id, request.log_date_ms, request.timeout_ms);
     // The start line waits in memory; the file appears with the first line written after it.
-    let log_opt = Some(Arc::new(joblog.lazy(
-        log_id,
-        log_date_ms,
-        &start_line(&request),
-    )));
+    let log = Arc::new(joblog.lazy(log_id, log_date_ms, &start_line(&request)));
     let span = tracing::info_span!("handler", job_id = request.job_id, log_id);
     if let Some(trace) = &handler_trace {
         // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
@@ -144,7 +140,7 @@ pub(crate) async fn execute_run(
     }
     let context = JobContext::new(
         request,
-        log_opt.clone(),
+        Some(Arc::clone(&log)),
         stop.token.child_token(),
         kill_grace,
         handler_trace,
@@ -187,8 +183,9 @@ pub(crate) async fn execute_run(
         u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
     ));
     let result = run_result(log_id, log_date_ms, (status, code, &message), started_at_ms);
-    append_opt(
-        &log_opt,
+    // Written by the log writer: creating the file here would delay the next runs' starts.
+    joblog.append_later(
+        &log,
         &format!(
             "run end: status={} code={code} message={}",
             status.as_str_name(),
@@ -252,12 +249,6 @@ fn start_line(request: &pb::RunRequest) -> String {
         request.attempt,
         request.timeout_ms,
     )
-}
-
-fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
-    if let Some(log) = log_opt {
-        log.append(line);
-    }
 }
 
 /// The result of run `log_id`: `outcome` is its status, handle code and message.

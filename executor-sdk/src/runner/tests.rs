@@ -71,6 +71,7 @@ struct Harness {
     runner: Runner,
     results_rx: mpsc::UnboundedReceiver<pb::RunResult>,
     events_rx: mpsc::UnboundedReceiver<Event>,
+    joblog: JobLogStore,
     _log_dir: tempfile::TempDir,
 }
 
@@ -85,9 +86,10 @@ impl Harness {
             idle_timeout: Duration::from_secs(90),
             kill_grace: KILL_GRACE,
         };
+        let joblog = JobLogStore::new(log_dir.path());
         let runner = Runner::new(
             handlers,
-            JobLogStore::new(log_dir.path()),
+            joblog.clone(),
             ResultsSender::new(results_tx, Unreported::default(), Arc::default()),
             config,
         );
@@ -95,6 +97,7 @@ impl Harness {
             runner,
             results_rx,
             events_rx,
+            joblog,
             _log_dir: log_dir,
         }
     }
@@ -529,10 +532,16 @@ async fn shutdown_kills_queued_runs_and_runs_that_outlive_the_grace() {
 async fn run_log_has_start_handler_and_end_lines() {
     let mut harness = Harness::new();
     let request = run_request(1, 5, "ok:logged");
-    let path = JobLogStore::new(harness._log_dir.path()).path_for(5, request.log_date_ms);
+    let log_date_ms = request.log_date_ms;
+    let path = harness.joblog.path_for(5, log_date_ms);
     harness.runner.submit(request).expect("accepted");
     harness.next_result().await;
+    // Read as `ReadLog` does: the end line may still wait for the log writer.
+    let read = harness.joblog.read(5, log_date_ms, 1, false);
+    assert!(read.is_end);
+    harness.joblog.flush();
     let text = std::fs::read_to_string(path).expect("log file");
+    assert_eq!(read.content, text, "the file holds what was read");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
