@@ -3,8 +3,8 @@
 //!
 //! Graceful `shutdown`: Deregister → runner stops accepting, waits for handlers up to the grace,
 //! kills the rest → callbacks flushed (or spooled) → server stopped → run log lines still in
-//! memory written. `crash` aborts everything
-//! at once, without Deregister or callbacks, as a killed process would.
+//! memory written. `crash` aborts everything at once, without Deregister or callbacks, as a
+//! killed process would.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
