@@ -9,8 +9,10 @@
 //! the runner queues its start line and the handler is not kept waiting for the file system.
 //! The lines a run leaves when it ends (its end line, and the start line of a run whose handler
 //! logged nothing) are written by a background thread ([`writer`]), so creating files never
-//! delays the runs that start next; until then `ReadLog` serves them from memory. A graceful
-//! shutdown writes them all; a process killed outright can lose those of its last moments.
+//! delays the runs that start next. The run's result follows its lines through that thread: it
+//! is reported only once they are in the file. A `ReadLog` of lines still waiting writes them
+//! first. A graceful shutdown writes them all; a process killed outright loses those still
+//! waiting together with their results.
 
 mod writer;
 
@@ -80,18 +82,48 @@ impl JobLogStore {
         RunLog::lazy(self.path_for(log_id, log_date_ms), header)
     }
 
-    /// Appends `line` to `log` off the caller's thread, after every line appended before it.
-    /// Until the writer has written it, [`read`](Self::read) returns it from memory.
-    pub(crate) fn append_later(&self, log: &Arc<RunLog>, line: &str) {
+    /// A store whose writer has no thread: lines handed to
+    /// [`append_later`](Self::append_later) are written on the caller's thread (tests whose
+    /// clock is paused cannot wait for another thread).
+    #[cfg(test)]
+    pub(crate) fn inline(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            writer: Arc::new(writer::LogWriter::inline()),
+        }
+    }
+
+    /// Appends `line` to `log` off the caller's thread, after every line appended before it,
+    /// then calls `then` (after the lines are in the file, or failed to be written).
+    pub(crate) fn append_later(
+        &self,
+        log: &Arc<RunLog>,
+        line: &str,
+        then: impl FnOnce() + Send + 'static,
+    ) {
         log.push_pending(&format_line(Local::now(), line));
         // Registered after the line is pending: the writer unregisters only a written log.
         self.writer.register(log);
-        self.writer.submit(Arc::clone(log));
+        self.writer.submit(Arc::clone(log), Box::new(then));
     }
 
-    /// Writes every line handed to [`append_later`](Self::append_later) now (at shutdown).
-    pub(crate) fn flush(&self) {
-        self.writer.flush();
+    /// Waits until every line handed to [`append_later`](Self::append_later) is written and
+    /// what came with it done (at shutdown).
+    pub(crate) async fn drain(&self) {
+        self.writer.drain().await;
+    }
+
+    /// Drops the lines still queued for the writer, neither written nor followed by what came
+    /// with them, as a killed process would (`RunningExecutor::crash`).
+    #[cfg_attr(not(any(test, feature = "test-crash")), allow(dead_code))]
+    pub(crate) fn abandon(&self) {
+        self.writer.abandon();
+    }
+
+    /// The writer's test hook.
+    #[cfg(test)]
+    pub(crate) fn writer_gate(&self) -> &writer::gate::Gate {
+        &self.writer.gate
     }
 
     /// Reads lines `[from_line, ..]` of a run's file, at most [`MAX_LINES_PER_READ`] lines and
@@ -106,7 +138,14 @@ impl JobLogStore {
     ) -> pb::ReadLogResponse {
         let from_line = from_line.max(1);
         let path = self.path_for(log_id, log_date_ms);
-        let read = match self.writer.unwritten(&path) {
+        // Lines still waiting for the writer are written now: a read that says the run is over
+        // (the admin's probe of a stranded run) is answered from the file, which a kill cannot
+        // take back. Only if that write failed are they read from memory.
+        let unwritten = self.writer.unwritten(&path).and_then(|log| {
+            self.writer.write_now(&log);
+            self.writer.unwritten(&path)
+        });
+        let read = match unwritten {
             Some(log) => log.read_lines(from_line as usize, !run_active),
             None => File::open(&path)
                 .and_then(|file| read_lines(BufReader::new(file), from_line as usize, !run_active)),
@@ -445,24 +484,30 @@ mod tests {
         content.lines().map(str::to_owned).collect()
     }
 
+    /// A log as the runner leaves it for the writer (its lines pending, registered), which the
+    /// writer has not got to.
+    fn queued_for_the_writer(store: &JobLogStore, log: &Arc<RunLog>, line: &str) {
+        log.push_pending(&format_line(Local::now(), line));
+        store.writer.register(log);
+    }
+
     #[test]
-    fn lines_waiting_for_the_writer_are_read_from_memory_as_they_will_be_written() {
+    fn a_read_writes_the_lines_waiting_for_the_writer_before_answering() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = JobLogStore::new(dir.path());
         // A run whose handler logged nothing: its start and end lines are both in memory.
         let log = Arc::new(store.lazy(3, 0, "start"));
-        log.push_pending(&format_line(Local::now(), "end"));
-        store.writer.register(&log);
-        let before = all_reads(&store);
+        queued_for_the_writer(&store, &log, "end");
         assert!(!log.path().exists(), "not written yet");
-        let first = &before[1];
+        let first = store.read(3, 0, 1, false);
+        // The read says the run is over (the probe's "ran it"): the file holds it already, so
+        // a kill of the process right after cannot make the run look never seen.
         assert_eq!((first.from_line, first.to_line, first.is_end), (1, 2, true));
+        assert_eq!(file_lines(&log).join("\n") + "\n", first.content);
+        assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
         let lines: Vec<&str> = first.content.lines().collect();
         assert!(lines.len() == 2 && lines[0].ends_with(" start") && lines[1].ends_with(" end"));
-        store.flush();
-        assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
-        assert_eq!(file_lines(&log).join("\n") + "\n", first.content);
-        assert_eq!(all_reads(&store), before, "same reads once written");
+        assert_eq!(all_reads(&store)[1], first, "same read from the file");
     }
 
     #[test]
@@ -471,14 +516,12 @@ mod tests {
         let store = JobLogStore::new(dir.path());
         let log = Arc::new(store.lazy(3, 0, "start"));
         log.append("handler line");
-        log.push_pending(&format_line(Local::now(), "end"));
-        store.writer.register(&log);
+        queued_for_the_writer(&store, &log, "end");
         // A handler that outlived its run: its line goes after the end line.
         log.append("late line");
         let before = all_reads(&store);
         let all = &before[1];
         assert_eq!((all.to_line, all.is_end), (4, true));
-        store.flush();
         let lines = file_lines(&log);
         let suffixes = [" start", " handler line", " end", " late line"];
         assert_eq!(lines.len(), suffixes.len());
@@ -491,46 +534,97 @@ mod tests {
         assert_eq!(all_reads(&store), before);
     }
 
-    #[test]
-    fn the_writer_writes_lines_appended_later_in_order() {
+    /// Hands `log` to the writer with `line`; what follows reads the file as it is then and
+    /// sends it on `seen_tx`.
+    fn append_and_watch(
+        store: &JobLogStore,
+        log: &Arc<RunLog>,
+        line: &str,
+        seen_tx: &std::sync::mpsc::Sender<String>,
+    ) {
+        let (path, seen_tx) = (log.path().to_path_buf(), seen_tx.clone());
+        store.append_later(log, line, move || {
+            let content = std::fs::read_to_string(path).unwrap_or_default();
+            let _ = seen_tx.send(content);
+        });
+    }
+
+    #[tokio::test]
+    async fn the_writer_writes_lines_in_order_before_what_follows_them() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = JobLogStore::new(dir.path());
         let log = Arc::new(store.lazy(3, 0, "start"));
-        store.append_later(&log, "end 1");
-        store.append_later(&log, "end 2");
-        // Whether or not the writer got to it yet, a read sees all three lines.
-        let read = store.read(3, 0, 1, false);
-        assert_eq!((read.to_line, read.is_end), (3, true));
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while store.writer.unwritten(log.path()).is_some() {
-            assert!(std::time::Instant::now() < deadline, "writer never wrote");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        append_and_watch(&store, &log, "end 1", &seen_tx);
+        append_and_watch(&store, &log, "end 2", &seen_tx);
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        let seen: Vec<String> = seen_rx.try_iter().collect();
+        assert_eq!(seen.len(), 2, "each line's follow-up ran once: {seen:?}");
+        // The writer may find both lines pending when it takes the first log: each follow-up
+        // must see at least its own line.
+        assert!(
+            seen[0].lines().any(|line| line.ends_with(" end 1")),
+            "{seen:?}"
+        );
+        assert!(
+            seen[1].lines().any(|line| line.ends_with(" end 2")),
+            "{seen:?}"
+        );
         let lines = file_lines(&log);
         assert_eq!(lines.len(), 3);
-        assert!(lines[1].ends_with(" end 1") && lines[2].ends_with(" end 2"));
-        assert_eq!(store.read(3, 0, 1, false), read);
+        assert!(lines[0].ends_with(" start"));
+        assert!(store.writer.unwritten(log.path()).is_none());
     }
 
-    #[test]
-    fn flush_writes_every_pending_log() {
+    #[tokio::test]
+    async fn drain_waits_for_every_log_handed_over() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = JobLogStore::new(dir.path());
+        let gate = store.writer_gate();
+        gate.pause();
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
         let logs: Vec<Arc<RunLog>> = (1..=200)
             .map(|log_id| {
-                // As queued for the writer, which has not got to them: only the flush writes.
                 let log = Arc::new(store.lazy(log_id, 0, "start"));
-                log.push_pending(&format_line(Local::now(), "end"));
-                store.writer.register(&log);
+                append_and_watch(&store, &log, "end", &seen_tx);
                 log
             })
             .collect();
-        store.flush();
+        assert!(
+            seen_rx.try_recv().is_err(),
+            "the paused writer wrote nothing"
+        );
+        gate.resume();
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        assert_eq!(seen_rx.try_iter().count(), logs.len());
         for log in &logs {
             assert!(store.writer.unwritten(log.path()).is_none());
             let lines = file_lines(log);
             assert!(lines.len() == 2 && lines[1].ends_with(" end"), "{lines:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_writer_neither_writes_nor_reports_what_waits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let gate = store.writer_gate();
+        gate.pause();
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        let log = Arc::new(store.lazy(1, 0, "start"));
+        append_and_watch(&store, &log, "end", &seen_tx);
+        // The process dies (kill -9) while the writer is behind.
+        store.abandon();
+        gate.resume();
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        assert!(seen_rx.try_recv().is_err(), "nothing reported");
+        assert!(!log.path().exists(), "nothing written");
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! callbacks, log cleanup) and owns their ordered stop.
 //!
 //! Graceful `shutdown`: Deregister → runner stops accepting, waits for handlers up to the grace,
-//! kills the rest → callbacks flushed (or spooled) → server stopped → run log lines still in
-//! memory written. `crash` aborts everything at once, without Deregister or callbacks, as a
-//! killed process would.
+//! kills the rest → the log writer writes the last runs' lines and hands their results over →
+//! callbacks flushed (or spooled) → server stopped. `crash` aborts everything at once, without
+//! Deregister or callbacks, and drops what waits for the log writer, as a killed process would.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -297,14 +297,20 @@ impl RunningExecutor {
         self.deregister.cancel();
         join_bounded("connection", self.connection_task, DEREGISTER_BOUND).await;
         self.runner.shutdown(self.shutdown_grace).await;
+        // The last runs' results follow their log lines through the log writer: all of them
+        // reach the callback task before it flushes.
+        let drain_bound = self.callback_flush_timeout + Duration::from_secs(2);
+        if tokio::time::timeout(drain_bound, self.joblog.drain())
+            .await
+            .is_err()
+        {
+            tracing::warn!(bound = ?drain_bound, "run log writer did not catch up in time");
+        }
         self.flush_callbacks.cancel();
         let flush_bound = self.callback_flush_timeout + Duration::from_secs(2);
         join_bounded("callback", self.callback_task, flush_bound).await;
         self.stop_server.cancel();
         join_bounded("server", self.server_task, SERVER_STOP_BOUND).await;
-        // The last runs' start and end lines may still wait for the log writer.
-        let joblog = self.joblog.clone();
-        let _ = tokio::task::spawn_blocking(move || joblog.flush()).await;
         self.stop_cleanup.cancel();
         if let Some(cleanup_task) = self.cleanup_task_opt {
             cleanup_task.abort();
@@ -323,6 +329,8 @@ impl RunningExecutor {
         tracing::warn!(address = %self.address, "executor crashing on purpose");
         self.crashed.store(true, Ordering::SeqCst);
         self.runner.abort_all();
+        // The lines (and results) still waiting for the log writer die with the process.
+        self.joblog.abandon();
         self.connection_task.abort();
         self.health_task.abort();
         self.callback_task.abort();

@@ -1,7 +1,7 @@
 //! One run, start to result: prepare the run log with its start line, call the handler
 //! (polled inside the job task, a panic caught as FAILED), race it against the timeout and the
-//! stop signal, and on timeout/kill give it `kill_grace` to return before dropping it. Writes
-//! the end line and builds the `RunResult`.
+//! stop signal, and on timeout/kill give it `kill_grace` to return before dropping it. Builds
+//! the `RunResult` and the end line, which the runner hands to the log writer together.
 //!
 //! The handler is not spawned as a task of its own: a task per run was a measurable share of a
 //! short run's CPU, and dropping the handler's future ends it as surely as aborting its task.
@@ -20,7 +20,7 @@ use xjob_proto::pb;
 
 use crate::context::JobContext;
 use crate::handler::{HandlerFn, JobResult};
-use crate::joblog::JobLogStore;
+use crate::joblog::{JobLogStore, RunLog};
 
 /// Handle codes kept from XXL-JOB.
 const CODE_SUCCESS: i32 = 200;
@@ -114,7 +114,8 @@ enum RunWake {
     TimedOut,
 }
 
-/// Runs one run to its result: log file, start line, handler task, timeout/kill, end line.
+/// Runs one run to its result: log file, start line, handler task, timeout/kill; the end line
+/// is left to the caller.
 pub(crate) async fn execute_run(
     joblog: &JobLogStore,
     kill_grace: Duration,
@@ -122,7 +123,7 @@ pub(crate) async fn execute_run(
     handler: HandlerFn,
     stop: &StopSignal,
     handler_trace: Option<opentelemetry::Context>,
-) -> pb::RunResult {
+) -> Ended {
     let started_at_ms = now_ms();
     crate::metrics::run_started();
     // What the result needs once the request has moved into the handler's context (moved, not
@@ -183,16 +184,24 @@ pub(crate) async fn execute_run(
         u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
     ));
     let result = run_result(log_id, log_date_ms, (status, code, &message), started_at_ms);
-    // Written by the log writer: creating the file here would delay the next runs' starts.
-    joblog.append_later(
-        &log,
-        &format!(
-            "run end: status={} code={code} message={}",
-            status.as_str_name(),
-            result.message
-        ),
+    let end_line = format!(
+        "run end: status={} code={code} message={}",
+        status.as_str_name(),
+        result.message
     );
-    result
+    Ended {
+        result,
+        log,
+        end_line,
+    }
+}
+
+/// A run that ended: its result, to report once its log holds `end_line` (`Runner` hands both
+/// to the log writer).
+pub(crate) struct Ended {
+    pub(crate) result: pb::RunResult,
+    pub(crate) log: Arc<RunLog>,
+    pub(crate) end_line: String,
 }
 
 /// Gives a cancelled handler `grace` to return; past it, the handler is dropped by the caller.
