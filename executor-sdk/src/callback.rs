@@ -106,6 +106,12 @@ impl ResultsSender {
         &self.traces
     }
 
+    /// Counts run `log_id` as unreported (listed in heartbeats) before its result is sent: the
+    /// runner's log writer sends it once the run's log is written.
+    pub(crate) fn expect(&self, log_id: i64) {
+        self.unreported.insert(log_id);
+    }
+
     /// Queues a result for the admins; false when the callback task is gone (the executor
     /// crashed or stopped: nothing is left to report to). Ends the run's spans and opens its
     /// `callback` span, whose context the result carries.

@@ -7,11 +7,19 @@
 //! visible to readers as soon as the call returns. The file itself is created by the first line
 //! a run writes (`RunLog::lazy`): creating files is the slowest step before a handler starts, so
 //! the runner queues its start line and the handler is not kept waiting for the file system.
+//! The lines a run leaves when it ends (its end line, and the start line of a run whose handler
+//! logged nothing) are written by a background thread ([`writer`]), so creating files never
+//! delays the runs that start next. The run's result follows its lines through that thread: it
+//! is reported only once they are in the file. A `ReadLog` of lines still waiting writes them
+//! first. A graceful shutdown writes them all; a process killed outright loses those still
+//! waiting together with their results.
+
+mod writer;
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Local, NaiveDate, TimeZone};
@@ -25,15 +33,19 @@ pub(crate) const MAX_BYTES_PER_READ: usize = 1 << 20;
 /// Date folder format, as XXL-JOB.
 const DATE_DIR_FORMAT: &str = "%Y-%m-%d";
 
-/// The root of the run log files.
+/// The root of the run log files, and the writer of the lines runs leave when they end.
 #[derive(Clone, Debug)]
 pub(crate) struct JobLogStore {
     root: PathBuf,
+    writer: Arc<writer::LogWriter>,
 }
 
 impl JobLogStore {
     pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            writer: Arc::default(),
+        }
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -70,6 +82,50 @@ impl JobLogStore {
         RunLog::lazy(self.path_for(log_id, log_date_ms), header)
     }
 
+    /// A store whose writer has no thread: lines handed to
+    /// [`append_later`](Self::append_later) are written on the caller's thread (tests whose
+    /// clock is paused cannot wait for another thread).
+    #[cfg(test)]
+    pub(crate) fn inline(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            writer: Arc::new(writer::LogWriter::inline()),
+        }
+    }
+
+    /// Appends `line` to `log` off the caller's thread, after every line appended before it,
+    /// then calls `then` (after the lines are in the file, or failed to be written).
+    pub(crate) fn append_later(
+        &self,
+        log: &Arc<RunLog>,
+        line: &str,
+        then: impl FnOnce() + Send + 'static,
+    ) {
+        log.push_pending(&format_line(Local::now(), line));
+        // Registered after the line is pending: the writer unregisters only a written log.
+        self.writer.register(log);
+        self.writer.submit(Arc::clone(log), Box::new(then));
+    }
+
+    /// Waits until every line handed to [`append_later`](Self::append_later) is written and
+    /// what came with it done (at shutdown).
+    pub(crate) async fn drain(&self) {
+        self.writer.drain().await;
+    }
+
+    /// Drops the lines still queued for the writer, neither written nor followed by what came
+    /// with them, as a killed process would (`RunningExecutor::crash`).
+    #[cfg_attr(not(any(test, feature = "test-crash")), allow(dead_code))]
+    pub(crate) fn abandon(&self) {
+        self.writer.abandon();
+    }
+
+    /// The writer's test hook.
+    #[cfg(test)]
+    pub(crate) fn writer_gate(&self) -> &writer::gate::Gate {
+        &self.writer.gate
+    }
+
     /// Reads lines `[from_line, ..]` of a run's file, at most [`MAX_LINES_PER_READ`] lines and
     /// [`MAX_BYTES_PER_READ`] bytes. `run_active` says whether the run is still queued or running
     /// here: only a finished run can be at its end, and only its last line may lack a newline.
@@ -82,7 +138,19 @@ impl JobLogStore {
     ) -> pb::ReadLogResponse {
         let from_line = from_line.max(1);
         let path = self.path_for(log_id, log_date_ms);
-        match read_lines(&path, from_line as usize, !run_active) {
+        // Lines still waiting for the writer are written now: a read that says the run is over
+        // (the admin's probe of a stranded run) is answered from the file, which a kill cannot
+        // take back. Only if that write failed are they read from memory.
+        let unwritten = self.writer.unwritten(&path).and_then(|log| {
+            self.writer.write_now(&log);
+            self.writer.unwritten(&path)
+        });
+        let read = match unwritten {
+            Some(log) => log.read_lines(from_line as usize, !run_active),
+            None => File::open(&path)
+                .and_then(|file| read_lines(BufReader::new(file), from_line as usize, !run_active)),
+        };
+        match read {
             Ok(chunk) => pb::ReadLogResponse {
                 from_line,
                 to_line: from_line - 1 + i32::try_from(chunk.line_count).unwrap_or(i32::MAX),
@@ -140,29 +208,73 @@ impl RunLog {
     /// Appends `"yyyy-MM-dd HH:mm:ss.SSS line\n"`; failures are logged, never raised.
     pub(crate) fn append(&self, line: &str) {
         let text = format_line(Local::now(), line);
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.lock();
         if let Err(error) = state.write(&self.path, &text) {
             tracing::warn!(path = %self.path.display(), %error, "failed to append to run log");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues formatted lines after the pending ones, for [`write_pending`](Self::write_pending).
+    fn push_pending(&self, text: &str) {
+        self.lock().pending.push_str(text);
+    }
+
+    /// Writes the pending lines, creating the file if needed (the log writer's work).
+    fn write_pending(&self) {
+        if let Err(error) = self.lock().write(&self.path, "") {
+            tracing::warn!(path = %self.path.display(), %error, "failed to write run log");
+        }
+    }
+
+    fn is_written(&self) -> bool {
+        self.lock().pending.is_empty()
+    }
+
+    /// Reads like [`JobLogStore::read`] the file followed by the pending lines, as they will
+    /// be once written.
+    fn read_lines(&self, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
+        let state = self.lock();
+        let pending = state.pending.as_bytes();
+        match File::open(&self.path) {
+            Ok(file) => read_lines(
+                BufReader::new(file.chain(pending)),
+                from_line,
+                include_unterminated,
+            ),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                read_lines(pending, from_line, include_unterminated)
+            }
+            Err(error) => Err(error),
         }
     }
 }
 
 impl LogState {
+    /// Writes the pending lines then `text` (either may be empty), opening the file if needed.
     fn write(&mut self, path: &Path, text: &str) -> io::Result<()> {
-        if let Some(file) = self.file_opt.as_mut() {
-            return file.write_all(text.as_bytes());
+        if self.pending.is_empty() {
+            if let Some(file) = self.file_opt.as_mut() {
+                return file.write_all(text.as_bytes());
+            }
+            if text.is_empty() {
+                return Ok(());
+            }
         }
-        let mut file = open_append(path)?;
-        // The waiting header and this line leave in one write: a run whose handler logs
-        // nothing costs one open and one write (its start and end lines).
+        let file = match &mut self.file_opt {
+            Some(file) => file,
+            slot @ None => slot.insert(open_append(path)?),
+        };
+        // The pending lines and this one leave in one write: a run whose handler logs nothing
+        // costs one open and one write (its start and end lines).
         let mut first = std::mem::take(&mut self.pending);
         first.push_str(text);
-        let written = file.write_all(first.as_bytes());
-        self.file_opt = Some(file);
-        written
+        file.write_all(first.as_bytes())
     }
 }
 
@@ -215,8 +327,11 @@ struct LogChunk {
     reached_end: bool,
 }
 
-fn read_lines(path: &Path, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
-    let mut reader = BufReader::new(File::open(path)?);
+fn read_lines(
+    mut reader: impl BufRead,
+    from_line: usize,
+    include_unterminated: bool,
+) -> io::Result<LogChunk> {
     let mut line = Vec::new();
     let mut content = Vec::new();
     let mut line_number = 0usize;
@@ -355,6 +470,161 @@ mod tests {
         let again = store.create(4, 0).expect("recreate date folder");
         again.append("line");
         assert_eq!(store.read(4, 0, 1, false).to_line, 1);
+    }
+
+    /// Every read a client can make of run 3's log: from each line, active or not.
+    fn all_reads(store: &JobLogStore) -> Vec<pb::ReadLogResponse> {
+        (1..=5)
+            .flat_map(|from| [true, false].map(|active| store.read(3, 0, from, active)))
+            .collect()
+    }
+
+    fn file_lines(log: &RunLog) -> Vec<String> {
+        let content = std::fs::read_to_string(log.path()).expect("read log file");
+        content.lines().map(str::to_owned).collect()
+    }
+
+    /// A log as the runner leaves it for the writer (its lines pending, registered), which the
+    /// writer has not got to.
+    fn queued_for_the_writer(store: &JobLogStore, log: &Arc<RunLog>, line: &str) {
+        log.push_pending(&format_line(Local::now(), line));
+        store.writer.register(log);
+    }
+
+    #[test]
+    fn a_read_writes_the_lines_waiting_for_the_writer_before_answering() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        // A run whose handler logged nothing: its start and end lines are both in memory.
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        queued_for_the_writer(&store, &log, "end");
+        assert!(!log.path().exists(), "not written yet");
+        let first = store.read(3, 0, 1, false);
+        // The read says the run is over (the probe's "ran it"): the file holds it already, so
+        // a kill of the process right after cannot make the run look never seen.
+        assert_eq!((first.from_line, first.to_line, first.is_end), (1, 2, true));
+        assert_eq!(file_lines(&log).join("\n") + "\n", first.content);
+        assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
+        let lines: Vec<&str> = first.content.lines().collect();
+        assert!(lines.len() == 2 && lines[0].ends_with(" start") && lines[1].ends_with(" end"));
+        assert_eq!(all_reads(&store)[1], first, "same read from the file");
+    }
+
+    #[test]
+    fn an_end_line_after_handler_lines_keeps_its_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        log.append("handler line");
+        queued_for_the_writer(&store, &log, "end");
+        // A handler that outlived its run: its line goes after the end line.
+        log.append("late line");
+        let before = all_reads(&store);
+        let all = &before[1];
+        assert_eq!((all.to_line, all.is_end), (4, true));
+        let lines = file_lines(&log);
+        let suffixes = [" start", " handler line", " end", " late line"];
+        assert_eq!(lines.len(), suffixes.len());
+        for (line, suffix) in lines.iter().zip(suffixes) {
+            assert!(
+                line.ends_with(suffix),
+                "{line:?} should end with {suffix:?}"
+            );
+        }
+        assert_eq!(all_reads(&store), before);
+    }
+
+    /// Hands `log` to the writer with `line`; what follows reads the file as it is then and
+    /// sends it on `seen_tx`.
+    fn append_and_watch(
+        store: &JobLogStore,
+        log: &Arc<RunLog>,
+        line: &str,
+        seen_tx: &std::sync::mpsc::Sender<String>,
+    ) {
+        let (path, seen_tx) = (log.path().to_path_buf(), seen_tx.clone());
+        store.append_later(log, line, move || {
+            let content = std::fs::read_to_string(path).unwrap_or_default();
+            let _ = seen_tx.send(content);
+        });
+    }
+
+    #[tokio::test]
+    async fn the_writer_writes_lines_in_order_before_what_follows_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        append_and_watch(&store, &log, "end 1", &seen_tx);
+        append_and_watch(&store, &log, "end 2", &seen_tx);
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        let seen: Vec<String> = seen_rx.try_iter().collect();
+        assert_eq!(seen.len(), 2, "each line's follow-up ran once: {seen:?}");
+        // The writer may find both lines pending when it takes the first log: each follow-up
+        // must see at least its own line.
+        assert!(
+            seen[0].lines().any(|line| line.ends_with(" end 1")),
+            "{seen:?}"
+        );
+        assert!(
+            seen[1].lines().any(|line| line.ends_with(" end 2")),
+            "{seen:?}"
+        );
+        let lines = file_lines(&log);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].ends_with(" start"));
+        assert!(store.writer.unwritten(log.path()).is_none());
+    }
+
+    #[tokio::test]
+    async fn drain_waits_for_every_log_handed_over() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let gate = store.writer_gate();
+        gate.pause();
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        let logs: Vec<Arc<RunLog>> = (1..=200)
+            .map(|log_id| {
+                let log = Arc::new(store.lazy(log_id, 0, "start"));
+                append_and_watch(&store, &log, "end", &seen_tx);
+                log
+            })
+            .collect();
+        assert!(
+            seen_rx.try_recv().is_err(),
+            "the paused writer wrote nothing"
+        );
+        gate.resume();
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        assert_eq!(seen_rx.try_iter().count(), logs.len());
+        for log in &logs {
+            assert!(store.writer.unwritten(log.path()).is_none());
+            let lines = file_lines(log);
+            assert!(lines.len() == 2 && lines[1].ends_with(" end"), "{lines:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_writer_neither_writes_nor_reports_what_waits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::new(dir.path());
+        let gate = store.writer_gate();
+        gate.pause();
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        let log = Arc::new(store.lazy(1, 0, "start"));
+        append_and_watch(&store, &log, "end", &seen_tx);
+        // The process dies (kill -9) while the writer is behind.
+        store.abandon();
+        gate.resume();
+        tokio::time::timeout(Duration::from_secs(10), store.drain())
+            .await
+            .expect("the writer drains within 10 s");
+        assert!(seen_rx.try_recv().is_err(), "nothing reported");
+        assert!(!log.path().exists(), "nothing written");
     }
 
     #[test]

@@ -620,7 +620,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
             let log_id = run.request.log_id;
             let kill_grace = shared.config.kill_grace;
             let handler_trace = shared.results.traces().handler_span(log_id);
-            let result = execute_run(
+            let ended = execute_run(
                 &shared.joblog,
                 kill_grace,
                 run.request,
@@ -629,6 +629,9 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 handler_trace,
             )
             .await;
+            // Listed in heartbeats as unreported from before it stops being active, so no
+            // heartbeat leaves it out while the log writer holds its result.
+            shared.results.expect(log_id);
             {
                 let mut state = shared.lock();
                 if let Some(slot) = state.jobs.get_mut(&job_id) {
@@ -636,7 +639,20 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 }
                 state.retire(log_id);
             }
-            shared.results.send(result);
+            // The result is reported once the end line (and the start line of a handler that
+            // logged nothing) is in the file: an admin that heard of the run finds its log on
+            // disk whatever happens to this process after. Written off this task, which starts
+            // the job's next run.
+            let execution::Ended {
+                result,
+                log,
+                end_line,
+            } = ended;
+            let reporter = Arc::clone(&shared);
+            shared.joblog.append_later(&log, &end_line, move || {
+                // A closed channel means the executor crashed or stopped: nothing to report to.
+                reporter.results.send(result);
+            });
             continue;
         }
         let may_end = tokio::select! {

@@ -2,8 +2,9 @@
 //! callbacks, log cleanup) and owns their ordered stop.
 //!
 //! Graceful `shutdown`: Deregister → runner stops accepting, waits for handlers up to the grace,
-//! kills the rest → callbacks flushed (or spooled) → server stopped. `crash` aborts everything
-//! at once, without Deregister or callbacks, as a killed process would.
+//! kills the rest → the log writer writes the last runs' lines and hands their results over →
+//! callbacks flushed (or spooled) → server stopped. `crash` aborts everything at once, without
+//! Deregister or callbacks, and drops what waits for the log writer, as a killed process would.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub struct RunningExecutor {
     local_addr: SocketAddr,
     metrics_addr_opt: Option<SocketAddr>,
     runner: Runner,
+    joblog: JobLogStore,
     session_rx: watch::Receiver<SessionState>,
     shutdown_grace: Duration,
     callback_flush_timeout: Duration,
@@ -207,6 +209,7 @@ impl RunningExecutor {
             local_addr,
             metrics_addr_opt,
             runner,
+            joblog,
             session_rx,
             shutdown_grace: settings.shutdown_grace,
             callback_flush_timeout: settings.callback_flush_timeout,
@@ -294,6 +297,15 @@ impl RunningExecutor {
         self.deregister.cancel();
         join_bounded("connection", self.connection_task, DEREGISTER_BOUND).await;
         self.runner.shutdown(self.shutdown_grace).await;
+        // The last runs' results follow their log lines through the log writer: all of them
+        // reach the callback task before it flushes.
+        let drain_bound = self.callback_flush_timeout + Duration::from_secs(2);
+        if tokio::time::timeout(drain_bound, self.joblog.drain())
+            .await
+            .is_err()
+        {
+            tracing::warn!(bound = ?drain_bound, "run log writer did not catch up in time");
+        }
         self.flush_callbacks.cancel();
         let flush_bound = self.callback_flush_timeout + Duration::from_secs(2);
         join_bounded("callback", self.callback_task, flush_bound).await;
@@ -317,6 +329,8 @@ impl RunningExecutor {
         tracing::warn!(address = %self.address, "executor crashing on purpose");
         self.crashed.store(true, Ordering::SeqCst);
         self.runner.abort_all();
+        // The lines (and results) still waiting for the log writer die with the process.
+        self.joblog.abandon();
         self.connection_task.abort();
         self.health_task.abort();
         self.callback_task.abort();

@@ -1,7 +1,7 @@
 //! One run, start to result: prepare the run log with its start line, call the handler
 //! (polled inside the job task, a panic caught as FAILED), race it against the timeout and the
-//! stop signal, and on timeout/kill give it `kill_grace` to return before dropping it. Writes
-//! the end line and builds the `RunResult`.
+//! stop signal, and on timeout/kill give it `kill_grace` to return before dropping it. Builds
+//! the `RunResult` and the end line, which the runner hands to the log writer together.
 //!
 //! The handler is not spawned as a task of its own: a task per run was a measurable share of a
 //! short run's CPU, and dropping the handler's future ends it as surely as aborting its task.
@@ -114,7 +114,8 @@ enum RunWake {
     TimedOut,
 }
 
-/// Runs one run to its result: log file, start line, handler task, timeout/kill, end line.
+/// Runs one run to its result: log file, start line, handler task, timeout/kill; the end line
+/// is left to the caller.
 pub(crate) async fn execute_run(
     joblog: &JobLogStore,
     kill_grace: Duration,
@@ -122,7 +123,7 @@ pub(crate) async fn execute_run(
     handler: HandlerFn,
     stop: &StopSignal,
     handler_trace: Option<opentelemetry::Context>,
-) -> pb::RunResult {
+) -> Ended {
     let started_at_ms = now_ms();
     crate::metrics::run_started();
     // What the result needs once the request has moved into the handler's context (moved, not
@@ -130,11 +131,7 @@ pub(crate) async fn execute_run(
     let (log_id, log_date_ms, timeout_ms) =
         (request.log_id, request.log_date_ms, request.timeout_ms);
     // The start line waits in memory; the file appears with the first line written after it.
-    let log_opt = Some(Arc::new(joblog.lazy(
-        log_id,
-        log_date_ms,
-        &start_line(&request),
-    )));
+    let log = Arc::new(joblog.lazy(log_id, log_date_ms, &start_line(&request)));
     let span = tracing::info_span!("handler", job_id = request.job_id, log_id);
     if let Some(trace) = &handler_trace {
         // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
@@ -144,7 +141,7 @@ pub(crate) async fn execute_run(
     }
     let context = JobContext::new(
         request,
-        log_opt.clone(),
+        Some(Arc::clone(&log)),
         stop.token.child_token(),
         kill_grace,
         handler_trace,
@@ -187,15 +184,24 @@ pub(crate) async fn execute_run(
         u64::try_from(now_ms() - started_at_ms).unwrap_or(0),
     ));
     let result = run_result(log_id, log_date_ms, (status, code, &message), started_at_ms);
-    append_opt(
-        &log_opt,
-        &format!(
-            "run end: status={} code={code} message={}",
-            status.as_str_name(),
-            result.message
-        ),
+    let end_line = format!(
+        "run end: status={} code={code} message={}",
+        status.as_str_name(),
+        result.message
     );
-    result
+    Ended {
+        result,
+        log,
+        end_line,
+    }
+}
+
+/// A run that ended: its result, to report once its log holds `end_line` (`Runner` hands both
+/// to the log writer).
+pub(crate) struct Ended {
+    pub(crate) result: pb::RunResult,
+    pub(crate) log: Arc<RunLog>,
+    pub(crate) end_line: String,
 }
 
 /// Gives a cancelled handler `grace` to return; past it, the handler is dropped by the caller.
@@ -252,12 +258,6 @@ fn start_line(request: &pb::RunRequest) -> String {
         request.attempt,
         request.timeout_ms,
     )
-}
-
-fn append_opt(log_opt: &Option<Arc<RunLog>>, line: &str) {
-    if let Some(log) = log_opt {
-        log.append(line);
-    }
 }
 
 /// The result of run `log_id`: `outcome` is its status, handle code and message.

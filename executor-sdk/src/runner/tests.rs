@@ -71,11 +71,19 @@ struct Harness {
     runner: Runner,
     results_rx: mpsc::UnboundedReceiver<pb::RunResult>,
     events_rx: mpsc::UnboundedReceiver<Event>,
+    joblog: JobLogStore,
+    unreported: Unreported,
     _log_dir: tempfile::TempDir,
 }
 
 impl Harness {
+    /// Its run logs are written inline: the clock of these tests is paused, and a test whose
+    /// clock is paused cannot wait for the log writer's thread.
     fn new() -> Self {
+        Self::with_joblog(|root| JobLogStore::inline(root))
+    }
+
+    fn with_joblog(make_joblog: impl FnOnce(&std::path::Path) -> JobLogStore) -> Self {
         let log_dir = tempfile::tempdir().expect("tempdir");
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -85,16 +93,20 @@ impl Harness {
             idle_timeout: Duration::from_secs(90),
             kill_grace: KILL_GRACE,
         };
+        let joblog = make_joblog(log_dir.path());
+        let unreported = Unreported::default();
         let runner = Runner::new(
             handlers,
-            JobLogStore::new(log_dir.path()),
-            ResultsSender::new(results_tx, Unreported::default(), Arc::default()),
+            joblog.clone(),
+            ResultsSender::new(results_tx, unreported.clone(), Arc::default()),
             config,
         );
         Self {
             runner,
             results_rx,
             events_rx,
+            joblog,
+            unreported,
             _log_dir: log_dir,
         }
     }
@@ -529,10 +541,15 @@ async fn shutdown_kills_queued_runs_and_runs_that_outlive_the_grace() {
 async fn run_log_has_start_handler_and_end_lines() {
     let mut harness = Harness::new();
     let request = run_request(1, 5, "ok:logged");
-    let path = JobLogStore::new(harness._log_dir.path()).path_for(5, request.log_date_ms);
+    let log_date_ms = request.log_date_ms;
+    let path = harness.joblog.path_for(5, log_date_ms);
     harness.runner.submit(request).expect("accepted");
     harness.next_result().await;
+    // The result follows the end line: the file holds it by then.
     let text = std::fs::read_to_string(path).expect("log file");
+    let read = harness.joblog.read(5, log_date_ms, 1, false);
+    assert!(read.is_end);
+    assert_eq!(read.content, text, "ReadLog returns the file");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
@@ -540,6 +557,72 @@ async fn run_log_has_start_handler_and_end_lines() {
             .contains("run start: job_id=1 log_id=5 handler=scripted params=ok:logged shard=0/1")
     );
     assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=logged"));
+}
+
+/// A run's result waits for the log writer: no admin hears of a run before its log is in the
+/// file, and a kill while the writer is behind loses the result with the lines (the run then
+/// looks as if the kill had come while it ran). Real log writer thread, real files, real clock.
+#[tokio::test]
+async fn a_result_is_reported_only_once_its_log_is_on_disk() {
+    let mut harness = Harness::with_joblog(|root| JobLogStore::new(root));
+    let joblog = harness.joblog.clone();
+    let gate = joblog.writer_gate();
+    gate.pause();
+    let mut submissions = gate.submissions();
+    let first = run_request(1, 5, "ok:first");
+    let second = run_request(1, 6, "ok:second");
+    let (first_path, second_path) = (
+        joblog.path_for(5, first.log_date_ms),
+        joblog.path_for(6, second.log_date_ms),
+    );
+    harness.runner.submit(first).expect("accepted");
+    harness.runner.submit(second).expect("accepted");
+    // One job, so the second run starts only once the job task is done with the first.
+    for expected in [Event::Started(5), Event::Gone(5), Event::Started(6)] {
+        assert_eq!(harness.next_event().await, expected);
+    }
+    let handed_over =
+        tokio::time::timeout(Duration::from_secs(60), submissions.wait_for(|n| *n >= 2));
+    drop(
+        handed_over
+            .await
+            .expect("both logs handed over within 60 s")
+            .expect("gate open"),
+    );
+    assert!(
+        harness.results_rx.try_recv().is_err(),
+        "no result while the writer holds the run's lines"
+    );
+    assert!(
+        !first_path.exists() && !second_path.exists(),
+        "nothing written yet"
+    );
+    // Over here, and still listed in heartbeats until a result is accepted.
+    assert!(!harness.runner.is_log_active(5) && !harness.runner.is_log_active(6));
+    let mut unreported = harness.unreported.log_ids();
+    unreported.sort_unstable();
+    assert_eq!(unreported, vec![5, 6]);
+
+    gate.permit(1);
+    let result = harness.next_result().await;
+    assert_result(&result, 5, pb::RunStatus::Success, 200, "first");
+    let text = std::fs::read_to_string(&first_path).expect("log file when its result came");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=first"));
+
+    // A crash (kill -9) while the writer holds the second run's lines.
+    joblog.abandon();
+    gate.resume();
+    tokio::time::timeout(Duration::from_secs(60), joblog.drain())
+        .await
+        .expect("the writer drains within 60 s");
+    assert!(
+        harness.results_rx.try_recv().is_err(),
+        "the second run's result died with its lines"
+    );
+    assert!(!second_path.exists());
+    harness.runner.shutdown(Duration::from_secs(1)).await;
 }
 
 /// A run sent ahead, `ahead_ms` before its start (wall clock: held runs start by it).
