@@ -440,7 +440,10 @@ async fn spawn(
             .map_err(|error| Error::internal(format!("reflection setup: {error}"), error))?;
     let recorder = lifecycle.stage(Stage::Recorder);
     recorder.spawn(crate::trigger::recorder::run_recorder(
-        ctx.store.clone(),
+        crate::trigger::recorder::OutcomeStore {
+            store: ctx.store.clone(),
+            node: ctx.node.clone(),
+        },
         records_rx,
         held_outcomes,
         Arc::clone(&ctx.health),

@@ -37,7 +37,7 @@ const DATE_DIR_FORMAT: &str = "%Y-%m-%d";
 #[derive(Clone, Debug)]
 pub(crate) struct JobLogStore {
     root: PathBuf,
-    writer: Arc<writer::LogWriter>,
+    writer: Arc<writer::LogWriter<RunLog>>,
 }
 
 impl JobLogStore {
@@ -225,17 +225,6 @@ impl RunLog {
         self.lock().pending.push_str(text);
     }
 
-    /// Writes the pending lines, creating the file if needed (the log writer's work).
-    fn write_pending(&self) {
-        if let Err(error) = self.lock().write(&self.path, "") {
-            tracing::warn!(path = %self.path.display(), %error, "failed to write run log");
-        }
-    }
-
-    fn is_written(&self) -> bool {
-        self.lock().pending.is_empty()
-    }
-
     /// Reads like [`JobLogStore::read`] the file followed by the pending lines, as they will
     /// be once written.
     fn read_lines(&self, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
@@ -252,6 +241,23 @@ impl RunLog {
             }
             Err(error) => Err(error),
         }
+    }
+}
+
+impl writer::PendingLines for RunLog {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the pending lines, creating the file if needed (the log writer's work).
+    fn write_pending(&self) {
+        if let Err(error) = self.lock().write(&self.path, "") {
+            tracing::warn!(path = %self.path.display(), %error, "failed to write run log");
+        }
+    }
+
+    fn is_written(&self) -> bool {
+        self.lock().pending.is_empty()
     }
 }
 

@@ -569,8 +569,10 @@ delegate! {
     fn raise_log_ids_past(&self, past: i64) -> StoreResult<()>;
 
     // ---- logs (the batched writes differ per dialect)
-    /// Records dispatch outcomes in one transaction.
-    fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()>;
+    /// Records dispatch outcomes of `node`'s runs in one transaction. A FAILED or SKIPPED
+    /// outcome (the run was not sent) is written only on a run `node` (and its epoch) still
+    /// owns: one another admin took over meanwhile, and may have sent, is that admin's.
+    fn record_dispatches(&self, node: &NodeIdentity, records: &[DispatchRecord]) -> StoreResult<()>;
     /// Applies executor results to runs not yet final; returns the ids of the runs this call
     /// finished (rows that were PENDING or RUNNING); a repeated or late result changes nothing.
     /// A run that becomes SUCCESS is marked as needing no follow-up (`alarm_status` 1) when its

@@ -168,7 +168,7 @@ impl Trigger {
         for claimed in claimed {
             records.extend(self.fire(claimed, &targets).await);
         }
-        self.store.record_dispatches(&records).await?;
+        self.store.record_dispatches(&self.node, &records).await?;
         if records.is_empty() {
             return Ok(ids);
         }

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::lifecycle::Tasks;
-use crate::model::{LogId, SENT_AHEAD_NOTE};
+use crate::model::{LogId, NodeIdentity, SENT_AHEAD_NOTE};
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -129,10 +129,18 @@ impl HeldOutcomes {
     }
 }
 
+/// Where the outcomes go: this node's runs in the store (an outcome of a run not sent is
+/// written only while the run is still this node's, `Store::record_dispatches`).
+#[derive(Clone)]
+pub struct OutcomeStore {
+    pub store: Store,
+    pub node: NodeIdentity,
+}
+
 /// Runs until the channel closes (every sender dropped) or its stage (`tasks`, the recorder's)
 /// is told to stop and the queue is empty; outcomes still held are written before it returns.
 pub async fn run_recorder(
-    store: Store,
+    store: OutcomeStore,
     mut records_rx: mpsc::UnboundedReceiver<Outcome>,
     held: HeldOutcomes,
     health: Arc<Health>,
@@ -258,7 +266,7 @@ async fn sleep_until_opt(at: Option<Instant>) {
 }
 
 async fn write_with_retry(
-    store: &Store,
+    store: &OutcomeStore,
     batch: &[DispatchRecord],
     health: &Health,
     cancel: &CancellationToken,
@@ -269,7 +277,7 @@ async fn write_with_retry(
     let mut delay = Duration::from_millis(50);
     let mut failures: u32 = 0;
     loop {
-        match store.record_dispatches(batch).await {
+        match store.store.record_dispatches(&store.node, batch).await {
             Ok(()) => {
                 health.succeeded(Loop::Recorder);
                 return;
@@ -331,6 +339,10 @@ mod tests {
         let admission = super::super::admission::Admission::new(10);
         let (records_tx, records_rx) = mpsc::unbounded_channel();
         let tasks = Tasks::default();
+        let store = OutcomeStore {
+            store,
+            node: crate::model::NodeIdentity::new("n1", 1),
+        };
         let recorder = tokio::spawn(run_recorder(
             store,
             records_rx,

@@ -18,36 +18,44 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use super::RunLog;
+/// A run's log as the writer sees it: lines that may wait in memory for its file. The run
+/// log (`joblog::RunLog`) is one; the writer names no type of the file above it.
+pub(super) trait PendingLines: Send + Sync + 'static {
+    fn path(&self) -> &Path;
+    /// Writes the waiting lines, creating the file if need be.
+    fn write_pending(&self);
+    /// Whether no line waits any more.
+    fn is_written(&self) -> bool;
+}
 
 /// Logs whose lines wait in memory, by file path.
-type Unwritten = Arc<Mutex<HashMap<PathBuf, Arc<RunLog>>>>;
+type Unwritten<L> = Arc<Mutex<HashMap<PathBuf, Arc<L>>>>;
 
 /// What to do once a log's lines are written (or failed to be): report the run's result.
 pub(super) type Then = Box<dyn FnOnce() + Send>;
 
-enum Job {
+enum Job<L> {
     Write {
-        log: Arc<RunLog>,
+        log: Arc<L>,
         then: Then,
     },
     /// Answered once every job queued before it is done.
     Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
-#[derive(Debug, Default)]
-pub(super) struct LogWriter {
-    unwritten: Unwritten,
+#[derive(Debug)]
+pub(super) struct LogWriter<L> {
+    unwritten: Unwritten<L>,
     /// Started by the first log handed over; `None` if the thread could not be started (the
     /// lines are then written by the caller).
-    sender: OnceLock<Option<Sender<Job>>>,
+    sender: OnceLock<Option<Sender<Job<L>>>>,
     /// Set by a simulated crash: what is queued is dropped, neither written nor reported.
     abandoned: Arc<AtomicBool>,
     #[cfg(test)]
     pub(super) gate: Arc<gate::Gate>,
 }
 
-impl std::fmt::Debug for Job {
+impl<L: PendingLines> std::fmt::Debug for Job<L> {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Write { log, .. } => write!(formatter, "Write({})", log.path().display()),
@@ -56,7 +64,19 @@ impl std::fmt::Debug for Job {
     }
 }
 
-impl LogWriter {
+impl<L> Default for LogWriter<L> {
+    fn default() -> Self {
+        Self {
+            unwritten: Arc::default(),
+            sender: OnceLock::new(),
+            abandoned: Arc::default(),
+            #[cfg(test)]
+            gate: Arc::default(),
+        }
+    }
+}
+
+impl<L: PendingLines> LogWriter<L> {
     /// A writer without a thread: every log is written on the caller's thread (tests whose
     /// clock is paused cannot wait for another thread).
     #[cfg(test)]
@@ -67,13 +87,13 @@ impl LogWriter {
     }
 
     /// Registers `log`, whose pending lines are readable from now on.
-    pub(super) fn register(&self, log: &Arc<RunLog>) {
+    pub(super) fn register(&self, log: &Arc<L>) {
         lock(&self.unwritten).insert(log.path().to_path_buf(), Arc::clone(log));
     }
 
     /// Queues a registered `log` for writing, then `then`; its lines reach the file in the
     /// order appended, and `then` runs after they did.
-    pub(super) fn submit(&self, log: Arc<RunLog>, then: Then) {
+    pub(super) fn submit(&self, log: Arc<L>, then: Then) {
         if self.abandoned.load(Ordering::SeqCst) {
             return;
         }
@@ -94,12 +114,12 @@ impl LogWriter {
     }
 
     /// The registered log of `path`, if its lines are not all written yet.
-    pub(super) fn unwritten(&self, path: &Path) -> Option<Arc<RunLog>> {
+    pub(super) fn unwritten(&self, path: &Path) -> Option<Arc<L>> {
         lock(&self.unwritten).get(path).cloned()
     }
 
     /// Writes `log` now, on the caller's thread (a reader that must answer from the file).
-    pub(super) fn write_now(&self, log: &Arc<RunLog>) {
+    pub(super) fn write_now(&self, log: &Arc<L>) {
         write_and_forget(&self.unwritten, log);
     }
 
@@ -119,8 +139,8 @@ impl LogWriter {
         self.abandoned.store(true, Ordering::SeqCst);
     }
 
-    fn start(&self) -> Option<Sender<Job>> {
-        let (sender, receiver) = mpsc::channel::<Job>();
+    fn start(&self) -> Option<Sender<Job<L>>> {
+        let (sender, receiver) = mpsc::channel::<Job<L>>();
         let unwritten = Arc::clone(&self.unwritten);
         let abandoned = Arc::clone(&self.abandoned);
         #[cfg(test)]
@@ -157,7 +177,7 @@ impl LogWriter {
 
 /// Writes the pending lines of `log`, then unregisters it unless a line came in meanwhile:
 /// from then on readers find them all in the file.
-fn write_and_forget(unwritten: &Unwritten, log: &Arc<RunLog>) {
+fn write_and_forget<L: PendingLines>(unwritten: &Unwritten<L>, log: &Arc<L>) {
     log.write_pending();
     let mut unwritten = lock(unwritten);
     let registered = unwritten

@@ -70,15 +70,18 @@ fn with_children(log_id: LogId, child: &Job) -> FollowupWrite {
 /// Records that run `log_id` reached the executor at `address`.
 pub(super) async fn dispatched_to(store: &Store, log_id: LogId, address: &str) {
     store
-        .record_dispatches(&[DispatchRecord {
-            log_id,
-            outcome: DispatchOutcome::Accepted,
-            trigger_code: 200,
-            trigger_msg: "accepted".into(),
-            executor_address: address.to_string(),
-            finished_ms: 0,
-            trace_id: String::new(),
-        }])
+        .record_dispatches(
+            &NodeIdentity::new("n1", 1),
+            &[DispatchRecord {
+                log_id,
+                outcome: DispatchOutcome::Accepted,
+                trigger_code: 200,
+                trigger_msg: "accepted".into(),
+                executor_address: address.to_string(),
+                finished_ms: 0,
+                trace_id: String::new(),
+            }],
+        )
         .await
         .expect("dispatch recorded");
 }

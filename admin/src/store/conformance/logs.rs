@@ -41,7 +41,10 @@ async fn dispatch_outcomes_and_results_never_overwrite_a_final_state() {
             finished_ms: 1_050,
             trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
         };
-        store.record_dispatches(&[accepted]).await.expect("record");
+        store
+            .record_dispatches(&NodeIdentity::new("n1", 1), &[accepted])
+            .await
+            .expect("record");
         let failed_late = RunCompletion {
             status: RunStatus::Failed,
             handle_code: 500,
@@ -175,6 +178,46 @@ async fn runs_are_listed_newest_first_with_every_filter() {
     }
 }
 
+/// An admin that decided not to send a run (a pool full, an overlap policy, no executor)
+/// writes that outcome late, after another admin took the run over (its lease had lapsed)
+/// and sent it: the late outcome must leave the run to the admin that owns it now.
+#[tokio::test]
+async fn failed_and_skipped_dispatches_of_a_run_taken_over_leave_it_alone() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let taken = insert_running(&store, fire(&job, 1_000, "n2", 3), 1_000).await;
+        let earlier_epoch = insert_running(&store, fire(&job, 2_000, "n1", 2), 2_000).await;
+        let record = |log_id, outcome| DispatchRecord {
+            log_id,
+            outcome,
+            trigger_code: 500,
+            trigger_msg: format!("{outcome:?}"),
+            executor_address: String::new(),
+            finished_ms: 4_000,
+            trace_id: String::new(),
+        };
+        store
+            .record_dispatches(
+                &NodeIdentity::new("n1", 1),
+                &[
+                    record(taken, DispatchOutcome::Skipped),
+                    record(earlier_epoch, DispatchOutcome::Failed),
+                ],
+            )
+            .await
+            .expect("record");
+        for id in [taken, earlier_epoch] {
+            let run = store.get_log(id).await.expect("get").expect("run");
+            assert_eq!(
+                (run.status, run.trigger_msg.as_str()),
+                (RunStatus::Running, ""),
+                "{backend}: run {id} is another owner's"
+            );
+        }
+        store.close().await;
+    }
+}
+
 #[tokio::test]
 async fn failed_and_skipped_dispatches_end_only_open_runs() {
     for (backend, store, _dir) in fresh_stores().await {
@@ -193,11 +236,14 @@ async fn failed_and_skipped_dispatches_end_only_open_runs() {
             trace_id: String::new(),
         };
         store
-            .record_dispatches(&[
-                record(done, DispatchOutcome::Failed),
-                record(refused, DispatchOutcome::Failed),
-                record(stopped, DispatchOutcome::Skipped),
-            ])
+            .record_dispatches(
+                &NodeIdentity::new("n1", 1),
+                &[
+                    record(done, DispatchOutcome::Failed),
+                    record(refused, DispatchOutcome::Failed),
+                    record(stopped, DispatchOutcome::Skipped),
+                ],
+            )
             .await
             .expect("record");
         let run = |id| {
@@ -409,14 +455,17 @@ async fn runs_recorded_sent_ahead_and_not_started_are_found_by_job() {
         let ended = insert_running(&store, fire(&job, 16_000, "n1", 1), 9_000).await;
         let of_other_job = insert_running(&store, fire(&other_job, 12_000, "n1", 1), 9_000).await;
         store
-            .record_dispatches(&[
-                accepted(held, &ahead),
-                accepted(held_elsewhere, &ahead),
-                accepted(started, &ahead),
-                accepted(at_instant, "route FIRST, fast pool: accepted by http://a:1"),
-                accepted(ended, &ahead),
-                accepted(of_other_job, &ahead),
-            ])
+            .record_dispatches(
+                &NodeIdentity::new("n1", 1),
+                &[
+                    accepted(held, &ahead),
+                    accepted(held_elsewhere, &ahead),
+                    accepted(started, &ahead),
+                    accepted(at_instant, "route FIRST, fast pool: accepted by http://a:1"),
+                    accepted(ended, &ahead),
+                    accepted(of_other_job, &ahead),
+                ],
+            )
             .await
             .expect("record");
         finish(&store, ended, RunStatus::Killed, 9_500).await;
@@ -719,11 +768,14 @@ async fn batches_lock_only_their_runs_never_the_job_row_and_keep_text_exactly() 
         };
         tokio::time::timeout(
             deadline,
-            store.record_dispatches(&[
-                outcome(runs[3], DispatchOutcome::Skipped),
-                outcome(runs[2], DispatchOutcome::Failed),
-                outcome(runs[0], DispatchOutcome::Accepted),
-            ]),
+            store.record_dispatches(
+                &NodeIdentity::new("n1", 1),
+                &[
+                    outcome(runs[3], DispatchOutcome::Skipped),
+                    outcome(runs[2], DispatchOutcome::Failed),
+                    outcome(runs[0], DispatchOutcome::Accepted),
+                ],
+            ),
         )
         .await
         .unwrap_or_else(|_| panic!("{backend}: dispatches waited for a lock"))

@@ -41,7 +41,10 @@ async fn run_with(
                 finished_ms: trigger_ms,
                 trace_id: String::new(),
             };
-            store.record_dispatches(&[skip]).await.expect("skip");
+            store
+                .record_dispatches(&NodeIdentity::new("n1", 1), &[skip])
+                .await
+                .expect("skip");
         }
         final_status => finish(store, id, final_status, trigger_ms + 1).await,
     }

@@ -169,15 +169,18 @@ async fn only_own_unsent_claims_go_back_to_pending() {
             .expect("claim");
         assert_eq!(claimed.len(), 3, "{backend}");
         store
-            .record_dispatches(&[DispatchRecord {
-                log_id: ids[1],
-                outcome: DispatchOutcome::Accepted,
-                trigger_code: 200,
-                trigger_msg: "accepted".into(),
-                executor_address: "http://127.0.0.1:1".into(),
-                finished_ms: 0,
-                trace_id: String::new(),
-            }])
+            .record_dispatches(
+                &NodeIdentity::new("n1", epoch),
+                &[DispatchRecord {
+                    log_id: ids[1],
+                    outcome: DispatchOutcome::Accepted,
+                    trigger_code: 200,
+                    trigger_msg: "accepted".into(),
+                    executor_address: "http://127.0.0.1:1".into(),
+                    finished_ms: 0,
+                    trace_id: String::new(),
+                }],
+            )
             .await
             .expect("sent");
 
@@ -362,7 +365,10 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
             finished_ms: 5_000,
             trace_id: String::new(),
         };
-        store.record_dispatches(&[sent]).await.expect("record");
+        store
+            .record_dispatches(&NodeIdentity::new("n1", 1), &[sent])
+            .await
+            .expect("record");
         store
             .mark_lost(dead_ids[1], "gone", 5_000)
             .await

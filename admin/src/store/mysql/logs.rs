@@ -1,7 +1,7 @@
 //! Run logs: inserts for manual triggers, dispatch outcomes, executor results, queries.
 
 use super::{MySqlStore, map_error};
-use crate::model::LogId;
+use crate::model::{LogId, NodeIdentity};
 use crate::store::shared::logs::in_id_order;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, batch_json};
 
@@ -41,7 +41,8 @@ const RECORD_FAILED: &str = concat!(
     dispatch_rows!(),
     " SET l.status = 'FAILED', l.trigger_code = r.code, l.trigger_msg = r.msg, \
      l.executor_address = r.address, l.handle_time_ms = r.`time`, l.trace_id = r.trace \
-     WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING')"
+     WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING') \
+     AND l.owner_node = ? AND l.epoch = ?"
 );
 
 /// Not dispatched on purpose (the job was stopped after the fire was planned).
@@ -49,7 +50,8 @@ const RECORD_SKIPPED: &str = concat!(
     "UPDATE ",
     dispatch_rows!(),
     " SET l.status = 'SKIPPED', l.trigger_msg = r.msg, l.trace_id = r.trace \
-     WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING')"
+     WHERE l.handle_code = 0 AND l.status IN ('PENDING', 'RUNNING') \
+     AND l.owner_node = ? AND l.epoch = ?"
 );
 
 /// Locks the runs of a batch of results (a JSON array of ids, ascending) that are not final
@@ -94,7 +96,11 @@ const JSON_BYTES_PER_ROW: usize = 160;
 
 impl MySqlStore {
     /// One UPDATE per outcome kind present (per chunk), the rows passed as one JSON parameter.
-    pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
+    pub async fn record_dispatches(
+        &self,
+        node: &NodeIdentity,
+        records: &[DispatchRecord],
+    ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         for (outcome, sql) in [
             (DispatchOutcome::Accepted, RECORD_ACCEPTED),
@@ -111,11 +117,11 @@ impl MySqlStore {
                     + json_len(&record.trace_id)
             };
             for chunk in statement_chunks(&of_kind, text_len) {
-                sqlx::query(sql)
-                    .bind(batch_json::dispatches(chunk))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_error)?;
+                let mut query = sqlx::query(sql).bind(batch_json::dispatches(chunk));
+                if outcome != DispatchOutcome::Accepted {
+                    query = query.bind(node.node_id.as_str()).bind(node.epoch);
+                }
+                query.execute(&mut *tx).await.map_err(map_error)?;
             }
         }
         tx.commit().await.map_err(map_error)
@@ -356,7 +362,10 @@ mod tests {
                 trace_id: String::new(),
             })
             .collect();
-        store.record_dispatches(&records).await.expect("dispatches");
+        store
+            .record_dispatches(&crate::model::NodeIdentity::new("n1", 1), &records)
+            .await
+            .expect("dispatches");
         let completions: Vec<RunCompletion> = ids
             .iter()
             .rev()

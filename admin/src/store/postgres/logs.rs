@@ -4,7 +4,7 @@
 //! locks in, so a batch never deadlocks with another admin's claim or adoption.
 
 use super::{PgStore, map_error};
-use crate::model::LogId;
+use crate::model::{LogId, NodeIdentity};
 use crate::store::shared::logs::in_id_order;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult, batch_json};
 
@@ -32,23 +32,26 @@ const RECORD_ACCEPTED: &str = concat!(
        SELECT id FROM xjob_log WHERE id = ANY($2) ORDER BY id FOR UPDATE)"
 );
 
-/// Not delivered: FAILED, unless a result arrived first.
+/// Not delivered: FAILED, unless a result arrived first, or another admin took the run over.
 const RECORD_FAILED: &str = concat!(
     "UPDATE xjob_log l SET status = 'FAILED', trigger_code = r.code, trigger_msg = r.msg, \
      executor_address = r.address, handle_time_ms = r.\"time\", trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) AND handle_code = 0 \
-       AND status IN ('PENDING', 'RUNNING') ORDER BY id FOR UPDATE)"
+       AND status IN ('PENDING', 'RUNNING') AND owner_node = $3 AND epoch = $4 \
+       ORDER BY id FOR UPDATE)"
 );
 
-/// Not dispatched on purpose (the job was stopped after the fire was planned).
+/// Not dispatched on purpose (the job was stopped after the fire was planned), unless another
+/// admin took the run over.
 const RECORD_SKIPPED: &str = concat!(
     "UPDATE xjob_log l SET status = 'SKIPPED', trigger_msg = r.msg, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE l.id = r.id AND l.id IN ( \
        SELECT id FROM xjob_log WHERE id = ANY($2) AND handle_code = 0 \
-       AND status IN ('PENDING', 'RUNNING') ORDER BY id FOR UPDATE)"
+       AND status IN ('PENDING', 'RUNNING') AND owner_node = $3 AND epoch = $4 \
+       ORDER BY id FOR UPDATE)"
 );
 
 /// Results (`batch_json::completions`, each run once, with the accepted dispatch outcome of
@@ -79,7 +82,11 @@ const COMPLETE_RUNS: &str = "UPDATE xjob_log l SET status = r.status, handle_cod
 
 impl PgStore {
     /// One UPDATE per outcome kind present (per chunk), the rows passed as one JSON parameter.
-    pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
+    pub async fn record_dispatches(
+        &self,
+        node: &NodeIdentity,
+        records: &[DispatchRecord],
+    ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(map_error)?;
         for (outcome, sql) in [
             (DispatchOutcome::Accepted, RECORD_ACCEPTED),
@@ -92,12 +99,13 @@ impl PgStore {
             );
             for chunk in of_kind.chunks(batch_json::ROWS_PER_STATEMENT) {
                 let ids: Vec<i64> = chunk.iter().map(|record| record.log_id.0).collect();
-                sqlx::query(sql)
+                let mut query = sqlx::query(sql)
                     .bind(batch_json::dispatches(chunk))
-                    .bind(ids)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_error)?;
+                    .bind(ids);
+                if outcome != DispatchOutcome::Accepted {
+                    query = query.bind(node.node_id.as_str()).bind(node.epoch);
+                }
+                query.execute(&mut *tx).await.map_err(map_error)?;
             }
         }
         tx.commit().await.map_err(map_error)

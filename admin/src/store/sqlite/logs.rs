@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{SqliteStore, map_error};
-use crate::model::LogId;
+use crate::model::{LogId, NodeIdentity};
 use crate::store::batch_json;
 use crate::store::{DispatchOutcome, DispatchRecord, RunCompletion, StoreResult};
 
@@ -30,21 +30,24 @@ const RECORD_ACCEPTED: &str = concat!(
     " WHERE xjob_log.id = r.id"
 );
 
-/// Not delivered: FAILED, unless a result arrived first.
+/// Not delivered: FAILED, unless a result arrived first, or another admin took the run over.
 const RECORD_FAILED: &str = concat!(
     "UPDATE xjob_log SET status = 'FAILED', trigger_code = r.code, trigger_msg = r.msg, \
      executor_address = r.address, handle_time_ms = r.time, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
-     AND +xjob_log.status IN ('PENDING', 'RUNNING')"
+     AND +xjob_log.status IN ('PENDING', 'RUNNING') \
+     AND +xjob_log.owner_node = ? AND +xjob_log.epoch = ?"
 );
 
-/// Not dispatched on purpose (the job was stopped after the fire was planned).
+/// Not dispatched on purpose (the job was stopped after the fire was planned), unless another
+/// admin took the run over.
 const RECORD_SKIPPED: &str = concat!(
     "UPDATE xjob_log SET status = 'SKIPPED', trigger_msg = r.msg, trace_id = r.trace FROM ",
     dispatch_rows!(),
     " WHERE xjob_log.id = r.id AND +xjob_log.handle_code = 0 \
-     AND +xjob_log.status IN ('PENDING', 'RUNNING')"
+     AND +xjob_log.status IN ('PENDING', 'RUNNING') \
+     AND +xjob_log.owner_node = ? AND +xjob_log.epoch = ?"
 );
 
 /// Results (`batch_json::completions`) applied to runs not final yet. A success whose job has
@@ -71,7 +74,11 @@ const COMPLETE_RUNS: &str = "UPDATE xjob_log SET status = r.status, handle_code 
 
 impl SqliteStore {
     /// One UPDATE per outcome kind present, the rows passed as one JSON parameter.
-    pub async fn record_dispatches(&self, records: &[DispatchRecord]) -> StoreResult<()> {
+    pub async fn record_dispatches(
+        &self,
+        node: &NodeIdentity,
+        records: &[DispatchRecord],
+    ) -> StoreResult<()> {
         let mut tx = self.pools().begin().await?;
         for (outcome, sql) in [
             (DispatchOutcome::Accepted, RECORD_ACCEPTED),
@@ -83,11 +90,11 @@ impl SqliteStore {
                 .filter(|record| record.outcome == outcome)
                 .collect();
             for chunk in of_kind.chunks(batch_json::ROWS_PER_STATEMENT) {
-                sqlx::query(sql)
-                    .bind(batch_json::dispatches(chunk))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_error)?;
+                let mut query = sqlx::query(sql).bind(batch_json::dispatches(chunk));
+                if outcome != DispatchOutcome::Accepted {
+                    query = query.bind(node.node_id.as_str()).bind(node.epoch);
+                }
+                query.execute(&mut *tx).await.map_err(map_error)?;
             }
         }
         tx.commit().await.map_err(map_error)
