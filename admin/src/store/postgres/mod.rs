@@ -225,4 +225,52 @@ mod tests {
         assert_eq!(timeout, IDLE_IN_TRANSACTION_TIMEOUT);
         store.close().await;
     }
+
+    /// The day counts' statements can read the day's rows through the trigger-time index,
+    /// which is partial (`trigger_time_ms > 0`): a generic plan (what a prepared statement gets
+    /// once it has run a few times) only uses it when the statement states that condition
+    /// itself. Sequential scans are priced out, so any plan the index allows is chosen.
+    #[tokio::test]
+    async fn the_day_counts_can_read_through_the_trigger_time_index() {
+        use crate::store::shared::report::{day_counts_by_job_query, day_counts_query};
+        let Some(server) = test_server_url() else {
+            return;
+        };
+        let url = create_scratch_database(&server).await.expect("scratch db");
+        let store = PgStore::connect(&url).await.expect("store");
+        let mut conn = store.pool.acquire().await.expect("connection");
+        for setting in [
+            "SET enable_seqscan = off",
+            "SET plan_cache_mode = force_generic_plan",
+        ] {
+            sqlx::raw_sql(setting)
+                .execute(&mut *conn)
+                .await
+                .expect("setting");
+        }
+        let statements = [
+            day_counts_query::<sqlx::Postgres>(1, 2).text().to_string(),
+            day_counts_by_job_query::<sqlx::Postgres>(1, 2)
+                .text()
+                .to_string(),
+        ];
+        for (index, text) in statements.iter().enumerate() {
+            sqlx::raw_sql(&format!("PREPARE day_{index} (BIGINT, BIGINT) AS {text}"))
+                .execute(&mut *conn)
+                .await
+                .expect("prepare");
+            let plan: Vec<String> =
+                sqlx::query_scalar(&format!("EXPLAIN EXECUTE day_{index} (1, 2)"))
+                    .fetch_all(&mut *conn)
+                    .await
+                    .expect("plan");
+            let plan = plan.join("\n");
+            assert!(
+                plan.contains("ix_log_trigger_time") && !plan.contains("Seq Scan"),
+                "{text}\n{plan}"
+            );
+        }
+        drop(conn);
+        store.close().await;
+    }
 }

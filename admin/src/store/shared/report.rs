@@ -73,23 +73,30 @@ pub async fn count_log_day<DB: Dialect>(
     day_start_ms: i64,
     day_end_ms: i64,
 ) -> StoreResult<DayCounts> {
-    let row = Sql::<DB>::new(format!(
+    let row = day_counts_query::<DB>(day_start_ms, day_end_ms)
+        .fetch_one(&mut *db.read().await?)
+        .await?;
+    day_counts::<DB>(&row, day_start_ms)
+}
+
+/// [`count_log_day`]'s statement (PostgreSQL's plan test reads it too).
+pub fn day_counts_query<'q, DB: Dialect>(day_start_ms: i64, day_end_ms: i64) -> Sql<'q, DB> {
+    Sql::<DB>::new(format!(
         "SELECT {} FROM xjob_log WHERE trigger_time_ms >= ",
         day_columns()
     ))
     .bind(day_start_ms)
     .push(" AND trigger_time_ms < ")
     .bind(day_end_ms)
-    .fetch_one(&mut *db.read().await?)
-    .await?;
-    day_counts::<DB>(&row, day_start_ms)
+    .push(TRIGGERED)
 }
 
 /// [`count_log_day`]'s counts per job, in one statement (one snapshot of the rows on every
 /// backend), so sums over the jobs and the jobs' own counts never disagree.
 ///
-/// It reads the day's rows through `ix_log_trigger_time` and groups them in a temporary tree;
-/// no other index pays for itself. Measured on SQLite with 7 days of 33,000 runs over 1,000
+/// It reads the day's rows through `ix_log_trigger_time` (a B-tree on SQLite and MySQL, a
+/// block-range index on PostgreSQL) and groups them in a temporary tree; no other index pays
+/// for itself. Measured on SQLite with 7 days of 33,000 runs over 1,000
 /// jobs (CPU per call, warm cache): 37 ms as is, 22 ms for the day's totals alone (the
 /// grouping is the rest); an index on (trigger_time_ms, group_id, job_id) is not chosen by
 /// the planner; (group_id, job_id, trigger_time_ms) makes it 39 ms; a covering index over
@@ -100,17 +107,9 @@ pub async fn count_log_day_by_job<DB: Dialect>(
     day_start_ms: i64,
     day_end_ms: i64,
 ) -> StoreResult<Vec<JobDayCounts>> {
-    let rows = Sql::<DB>::new(format!(
-        "SELECT group_id, job_id, {}, COALESCE(MAX(CASE WHEN {FAILED} THEN trigger_time_ms END), 0) \
-         AS last_failed_ms FROM xjob_log WHERE trigger_time_ms >= ",
-        day_columns()
-    ))
-    .bind(day_start_ms)
-    .push(" AND trigger_time_ms < ")
-    .bind(day_end_ms)
-    .push(" GROUP BY group_id, job_id")
-    .fetch_all(&mut *db.read().await?)
-    .await?;
+    let rows = day_counts_by_job_query::<DB>(day_start_ms, day_end_ms)
+        .fetch_all(&mut *db.read().await?)
+        .await?;
     rows.iter()
         .map(|row| {
             let cols = Cols::<DB>(row);
@@ -123,6 +122,25 @@ pub async fn count_log_day_by_job<DB: Dialect>(
         })
         .collect()
 }
+
+/// [`count_log_day_by_job`]'s statement (PostgreSQL's plan test reads it too).
+pub fn day_counts_by_job_query<'q, DB: Dialect>(day_start_ms: i64, day_end_ms: i64) -> Sql<'q, DB> {
+    Sql::<DB>::new(format!(
+        "SELECT group_id, job_id, {}, COALESCE(MAX(CASE WHEN {FAILED} THEN trigger_time_ms END), 0) \
+         AS last_failed_ms FROM xjob_log WHERE trigger_time_ms >= ",
+        day_columns()
+    ))
+    .bind(day_start_ms)
+    .push(" AND trigger_time_ms < ")
+    .bind(day_end_ms)
+    .push(TRIGGERED)
+    .push(" GROUP BY group_id, job_id")
+}
+
+/// Always true of a day's rows (`day_start_ms` > 0), and the condition of PostgreSQL's partial
+/// trigger-time index, which its planner uses only when the query states it (a bound parameter
+/// proves nothing in a generic plan).
+const TRIGGERED: &str = " AND trigger_time_ms > 0";
 
 /// The statuses counted as failed: every final one but SUCCESS and SKIPPED.
 const FAILED: &str = "status NOT IN ('PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'SKIPPED')";
