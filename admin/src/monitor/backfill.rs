@@ -144,6 +144,10 @@ async fn advance(ctx: &AdminContext, backfill: &Backfill) -> Result<(), Error> {
         runs = ids.len(),
         "starting backfill runs"
     );
-    ctx.trigger.dispatch(Fires::Stored(ids)).await?;
+    let stored = Fires::Stored {
+        log_ids: ids,
+        trigger_time_ms: ctx.clock.now_ms(),
+    };
+    ctx.trigger.dispatch(stored).await?;
     Ok(())
 }

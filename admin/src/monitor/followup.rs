@@ -74,7 +74,8 @@ struct Followup {
     /// Due runs whose claim failed: it may have gone through all the same (the answer was
     /// lost), leaving them RUNNING and unsent, where `due_delayed_runs` no longer finds them.
     /// The next round puts those back to PENDING first.
-    uncertain_claims: std::sync::Mutex<Vec<LogId>>,
+    /// With the trigger time each claim wrote (`Store::unclaim_unsent_runs`).
+    uncertain_claims: std::sync::Mutex<Vec<(i64, Vec<LogId>)>>,
     /// When the earliest-finished run this round handled had finished (`i64::MAX`: none), for
     /// the lag metric.
     oldest_handled_ms: std::sync::atomic::AtomicI64,
@@ -304,10 +305,15 @@ impl Followup {
         if due.is_empty() {
             return Ok(());
         }
-        if let Err(error) = self.ctx.trigger.dispatch(Fires::Stored(due.clone())).await {
+        let trigger_time_ms = self.ctx.clock.now_ms();
+        let stored = Fires::Stored {
+            log_ids: due.clone(),
+            trigger_time_ms,
+        };
+        if let Err(error) = self.ctx.trigger.dispatch(stored).await {
             // The rows come back in the next round (put back to PENDING first if need be).
             tracing::warn!(%error, "dispatching due retries and child runs failed");
-            self.uncertain().extend(due);
+            self.uncertain().push((trigger_time_ms, due));
         }
         Ok(())
     }
@@ -351,19 +357,21 @@ impl Followup {
     /// Puts the unsent runs of failed claims back to PENDING (see `uncertain_claims`); they
     /// stay listed until that write succeeds.
     async fn release_uncertain_claims(&self) -> Result<(), StoreError> {
-        let ids = std::mem::take(&mut *self.uncertain());
-        if ids.is_empty() {
-            return Ok(());
-        }
+        let claims = std::mem::take(&mut *self.uncertain());
         let node = &self.ctx.node;
-        let released = self.ctx.store.unclaim_unsent_runs(&ids, node).await;
-        if released.is_err() {
-            self.uncertain().extend(ids);
+        for (index, (claim_time_ms, ids)) in claims.iter().enumerate() {
+            let released = (self.ctx.store)
+                .unclaim_unsent_runs(ids, node, &[*claim_time_ms])
+                .await;
+            if let Err(error) = released {
+                self.uncertain().extend(claims[index..].iter().cloned());
+                return Err(error);
+            }
         }
-        released.map(|_| ())
+        Ok(())
     }
 
-    fn uncertain(&self) -> std::sync::MutexGuard<'_, Vec<LogId>> {
+    fn uncertain(&self) -> std::sync::MutexGuard<'_, Vec<(i64, Vec<LogId>)>> {
         // A Vec of ids stays consistent whatever panicked while it was locked.
         self.uncertain_claims
             .lock()

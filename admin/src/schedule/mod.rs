@@ -38,7 +38,7 @@ use crate::lifecycle::Tasks;
 use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog, SharedClock};
 use crate::store::Store;
 use crate::store::writer_gate::urgent_write;
-use crate::trigger::{Fires, Trigger};
+use crate::trigger::{Fires, Trigger, claim_time_ms};
 pub use ring::{Ring, Timed};
 pub use scan::run_scan;
 
@@ -121,12 +121,17 @@ impl Scheduler {
             let ids: Vec<i64> = fires.iter().map(|fire| fire.log_id.0).collect();
             // Kept for a retry should the claim fail (a clone of each fire costs about what
             // rebuilding its run from the plan did before).
-            match this.trigger.dispatch(Fires::Written(fires.clone())).await {
+            let trigger_time_ms = claim_time_ms(&fires, this.clock.now_ms());
+            let written = Fires::Written {
+                fires: fires.clone(),
+                trigger_time_ms,
+            };
+            match this.trigger.dispatch(written).await {
                 Ok(_) => this.health.succeeded(Loop::Claim),
                 Err(error) => {
                     this.health.failed(Loop::Claim, &crate::health::with_causes(&error));
                     tracing::warn!(%error, fires = count, "claiming scheduled fires failed; retrying");
-                    this.retry_unclaimed(fires).await;
+                    this.retry_unclaimed(fires, vec![trigger_time_ms]).await;
                 }
             }
             // Claimed (or no longer this node's PENDING fires): a copy adopted back later can
@@ -143,7 +148,8 @@ impl Scheduler {
     /// monitor of its own takes a run it claimed (`monitor::lost`). At shutdown it stops: the
     /// fires stay this node's, PENDING or claimed and unsent, and whoever takes this node's
     /// runs over once it has stopped fires them (`monitor::stranded`, the recovery scan).
-    async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>) {
+    /// `claim_times_ms`: the trigger times the failed claims wrote, or would have.
+    async fn retry_unclaimed(self: &Arc<Self>, mut fires: Vec<Fire>, mut claim_times_ms: Vec<i64>) {
         let threshold = self.config.misfire_threshold.as_millis() as i64;
         let mut delay = Duration::from_millis(200);
         while !fires.is_empty() {
@@ -159,10 +165,17 @@ impl Scheduler {
             // The failed claim may have committed all the same (the connection dropped as it
             // answered), or some of its chunks may have: such rows are RUNNING and ours but
             // were never sent, and nothing else would ever send them. Nothing else in this process
-            // holds them (`in_hand`: one copy of a fire per admin), so they go back to PENDING
-            // and are claimed (or skipped) below.
+            // holds these fires (`in_hand`: one copy of a fire per admin), so they go back to
+            // PENDING and are claimed (or skipped) below. Their rows alone, by the trigger time
+            // the failed claims wrote: meanwhile another admin may have taken such a fire over
+            // and parked it WAITING, and this admin released it and sent it (its address not
+            // recorded yet); put back to PENDING, it would be claimed and sent a second time.
             let ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
-            if let Err(error) = self.store.unclaim_unsent_runs(&ids, &self.node).await {
+            let unclaimed = self
+                .store
+                .unclaim_unsent_runs(&ids, &self.node, &claim_times_ms)
+                .await;
+            if let Err(error) = unclaimed {
                 self.health
                     .failed(Loop::Claim, &crate::health::with_causes(&error));
                 tracing::debug!(%error, "database still unavailable for unclaimed fires");
@@ -191,7 +204,13 @@ impl Scheduler {
                     crate::telemetry::record_unsent(fire.into(), "skipped", reason);
                 }
             }
-            match self.trigger.dispatch(Fires::Written(due.clone())).await {
+            let trigger_time_ms = claim_time_ms(&due, self.clock.now_ms());
+            claim_times_ms.push(trigger_time_ms);
+            let written = Fires::Written {
+                fires: due.clone(),
+                trigger_time_ms,
+            };
+            match self.trigger.dispatch(written).await {
                 Ok(_) => {
                     self.health.succeeded(Loop::Claim);
                     return;
@@ -449,7 +468,12 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
         }
     }
     if !jobless.is_empty()
-        && let Err(error) = scheduler.trigger.dispatch(Fires::Stored(jobless)).await
+        && let Err(error) = (scheduler.trigger)
+            .dispatch(Fires::Stored {
+                log_ids: jobless,
+                trigger_time_ms: now,
+            })
+            .await
     {
         tracing::warn!(%error, "claiming adopted fires of deleted jobs failed");
     }

@@ -427,9 +427,11 @@ shared! {
     /// already (the scan's own fires).
     fn claim_run_ids(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<LogId>> => claims;
     /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
-    /// back to PENDING; returns how many. For a claim whose answer was lost (the connection
-    /// dropped as it committed): the caller knows it sent none of them.
-    fn unclaim_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<u64> => claims;
+    /// back to PENDING; returns how many. For claims whose answer was lost (the connection
+    /// dropped as it committed): the caller knows it sent none of them. Only rows carrying one
+    /// of those claims' trigger times (`claim_times_ms`) are theirs: a run this node made its
+    /// own since by another way (released, taken over) may be on its way to an executor.
+    fn unclaim_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity, claim_times_ms: &[i64]) -> StoreResult<u64> => claims;
     /// Ids among `ids` still RUNNING, unsent and owned by this node/epoch.
     fn owned_unsent_runs(&self, ids: &[LogId], node: &NodeIdentity) -> StoreResult<Vec<LogId>> => claims;
     /// Marks PENDING runs skipped with a reason (misfire at recovery).

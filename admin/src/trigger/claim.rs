@@ -20,17 +20,16 @@ impl Trigger {
     pub(super) async fn claim_written(
         &self,
         fires: Vec<Fire>,
+        trigger_time_ms: i64,
     ) -> Result<(Vec<Claimed>, HashMap<GroupId, Target>), Error> {
         let started = Instant::now();
         let offered = fires.len();
         let (fires, slots) = self.admit(fires).await?;
-        let Some(earliest) = fires.iter().map(|fire| fire.scheduled_at_ms).min() else {
+        if fires.is_empty() {
             return Ok((Vec::new(), HashMap::new()));
-        };
+        }
         let log_ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
         let group_ids: Vec<GroupId> = fires.iter().map(Fire::group_id).collect();
-        // The trigger time recorded is when the runs leave, not the (earlier) claim.
-        let trigger_time_ms = self.now_ms().max(earliest);
         let claimed_at = self.lease_mark();
         let (claimed, groups) = tokio::join!(
             // Ahead of background writes: a late claim is a late fire (`store::writer_gate`).
@@ -107,6 +106,7 @@ impl Trigger {
     pub(super) async fn claim_stored(
         &self,
         log_ids: &[LogId],
+        trigger_time_ms: i64,
     ) -> Result<(Vec<Claimed>, Vec<DispatchRecord>), Error> {
         if log_ids.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -114,7 +114,7 @@ impl Trigger {
         let claimed_at = self.lease_mark();
         let runs = self
             .store
-            .claim_runs(log_ids, &self.node, self.now_ms())
+            .claim_runs(log_ids, &self.node, trigger_time_ms)
             .await?;
         let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         let jobs = self.load_jobs_until_answered(&job_ids).await?;

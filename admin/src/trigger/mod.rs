@@ -63,11 +63,20 @@ pub use sent_ahead::RecordedHeld;
 pub enum Fires {
     /// Fires whose PENDING rows this node owns and whose job is in hand (the scan's, and those
     /// adopted by recovery): the claim returns ids only, and each run is the fire it was written
-    /// as. Each is sent at its scheduled instant, not before.
-    Written(Vec<Fire>),
+    /// as. Each is sent at its scheduled instant, not before. `trigger_time_ms` is what the
+    /// claim writes on the rows (`claim_time_ms`): a caller whose claim failed puts back to
+    /// PENDING only rows carrying it (`Store::unclaim_unsent_runs`).
+    Written {
+        fires: Vec<Fire>,
+        trigger_time_ms: i64,
+    },
     /// PENDING rows of this node known by id only (retries and child runs whose time came):
-    /// the claim reads them back and their jobs are read with one query.
-    Stored(Vec<LogId>),
+    /// the claim reads them back and their jobs are read with one query. `trigger_time_ms` as
+    /// for `Written`.
+    Stored {
+        log_ids: Vec<LogId>,
+        trigger_time_ms: i64,
+    },
     /// A run asked for now (TriggerJob): its row is written, claimed and sent, and `dispatch`
     /// returns once its outcome is recorded. `addresses`, when not empty, replace the group's.
     Requested {
@@ -92,6 +101,13 @@ pub enum Fires {
         /// Taken before the release's write (`Trigger::lease_mark`).
         claimed_at: LeaseMark,
     },
+}
+
+/// The trigger time a claim of `fires` at `now_ms` writes: when the runs leave, not the
+/// (earlier) claim.
+pub fn claim_time_ms(fires: &[Fire], now_ms: i64) -> i64 {
+    let earliest = fires.iter().map(|fire| fire.scheduled_at_ms).min();
+    earliest.map_or(now_ms, |earliest| now_ms.max(earliest))
 }
 
 /// How many lapses of this node's lease had ended (`Trigger::lease_mark`) when a write made
@@ -338,14 +354,20 @@ impl Trigger {
     /// its outcome written, with every log id of the fire (one per shard of a broadcast).
     pub async fn dispatch(self: &Arc<Self>, fires: Fires) -> Result<Vec<LogId>, Error> {
         match fires {
-            Fires::Written(fires) => {
-                let (claimed, targets) = self.claim_written(fires).await?;
+            Fires::Written {
+                fires,
+                trigger_time_ms,
+            } => {
+                let (claimed, targets) = self.claim_written(fires, trigger_time_ms).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();
                 self.send_when_due(claimed, targets);
                 Ok(ids)
             }
-            Fires::Stored(log_ids) => {
-                let (claimed, ended) = self.claim_stored(&log_ids).await?;
+            Fires::Stored {
+                log_ids,
+                trigger_time_ms,
+            } => {
+                let (claimed, ended) = self.claim_stored(&log_ids, trigger_time_ms).await?;
                 for record in ended {
                     self.to_recorder(Outcome { record, slot: None });
                 }

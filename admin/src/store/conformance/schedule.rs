@@ -148,7 +148,9 @@ async fn claims_are_fenced_by_owner_and_epoch_and_orphans_are_adopted() {
 }
 
 /// A claim whose answer was lost leaves its rows RUNNING and unsent; only those of the
-/// claiming node and epoch go back to PENDING, never a sent or finished run.
+/// claiming node and epoch, with the trigger time that claim wrote, go back to PENDING: never
+/// a sent or finished run, nor one this node made its own since in another way (released from
+/// WAITING, taken over), which may be on its way to an executor already.
 #[tokio::test]
 async fn only_own_unsent_claims_go_back_to_pending() {
     for (backend, store, _dir) in fresh_stores().await {
@@ -160,14 +162,21 @@ async fn only_own_unsent_claims_go_back_to_pending() {
                 fire(&job, 5_000, "n1", epoch),
                 fire(&job, 6_000, "n1", epoch),
                 fire(&job, 7_000, "n1", epoch),
+                fire(&job, 8_000, "n1", epoch),
             ])
             .await
             .expect("runs");
         let claimed = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_000)
+            .claim_run_ids(&ids[..3], &NodeIdentity::new("n1", epoch), 5_000)
             .await
             .expect("claim");
         assert_eq!(claimed.len(), 3, "{backend}");
+        // Made this node's at another time (as a release from WAITING does), not yet recorded.
+        let other = store
+            .claim_run_ids(&ids[3..], &NodeIdentity::new("n1", epoch), 9_000)
+            .await
+            .expect("claim");
+        assert_eq!(other, vec![ids[3]], "{backend}");
         store
             .record_dispatches(
                 &NodeIdentity::new("n1", epoch),
@@ -186,16 +195,26 @@ async fn only_own_unsent_claims_go_back_to_pending() {
 
         for (node, wrong_epoch) in [("n2", epoch), ("n1", epoch + 1)] {
             let unclaimed = store
-                .unclaim_unsent_runs(&ids, &NodeIdentity::new(node, wrong_epoch))
+                .unclaim_unsent_runs(&ids, &NodeIdentity::new(node, wrong_epoch), &[5_000])
                 .await
                 .expect("unclaim");
             assert_eq!(unclaimed, 0, "{backend}: {node}/{wrong_epoch} owns none");
         }
-        let unclaimed = store
-            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch))
+        let none = store
+            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch), &[])
             .await
             .expect("unclaim");
-        assert_eq!(unclaimed, 2, "{backend}: the sent run stays RUNNING");
+        assert_eq!(none, 0, "{backend}: no lost claim, nothing to put back");
+        let unclaimed = store
+            .unclaim_unsent_runs(&ids, &NodeIdentity::new("n1", epoch), &[4_000, 5_000])
+            .await
+            .expect("unclaim");
+        assert_eq!(
+            unclaimed, 2,
+            "{backend}: the sent run and the run made this node's at 9 s stay RUNNING"
+        );
+        let kept = store.get_log(ids[3]).await.expect("get").expect("run");
+        assert_eq!(kept.status, RunStatus::Running, "{backend}");
         let mut again = store
             .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 5_100)
             .await

@@ -290,12 +290,20 @@ pub async fn finish_followups<'q, DB: Dialect>(
 }
 
 /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address, no
-/// result) back to PENDING, for a claim whose answer was lost; returns how many.
+/// result) back to PENDING, for claims whose answer was lost; returns how many. Only rows
+/// whose trigger time is one those claims wrote (`claim_times_ms`) are the lost claims': a run
+/// this node made its own since by another way (released from WAITING, taken over as
+/// stranded) has its own trigger time, and may be on its way to an executor already, its
+/// address not yet recorded.
 pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
     db: Pools<'_, DB>,
     ids: &[LogId],
     node: &'q NodeIdentity,
+    claim_times_ms: &[i64],
 ) -> StoreResult<u64> {
+    if claim_times_ms.is_empty() {
+        return Ok(0);
+    }
     let ids = raw_ids(ids);
     let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
@@ -313,6 +321,8 @@ pub async fn unclaim_unsent_runs<'q, DB: Dialect>(
             sql.bind_mut(node_id);
             sql.push_mut(" AND epoch = ");
             sql.bind_mut(epoch);
+            sql.push_mut(&format!(" AND {}", unindexed::<DB>("trigger_time_ms")));
+            DB::push_id_list(sql, claim_times_ms);
         };
         let (count, _) = update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, None).await?;
         unclaimed += count;
