@@ -110,7 +110,8 @@ pub(crate) fn job(group_id: GroupId, next_ms: i64) -> Job {
 /// The workflows the store and the workflow tests save.
 pub(crate) use crate::model::workflow::test_workflow as workflow;
 
-fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
+/// A PENDING schedule fire of `job` at `scheduled_at_ms`, owned by `node` and `epoch`.
+pub(crate) fn fire(job: &Job, scheduled_at_ms: i64, node: &str, epoch: i64) -> NewRun {
     NewRun {
         job_id: job.id,
         group_id: job.group_id,

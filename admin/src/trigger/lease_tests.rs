@@ -13,10 +13,10 @@ use super::{LeaseMark, Trigger, TriggerParts};
 use crate::config::Config;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
-use crate::model::{LogId, NewRun, NodeIdentity, RunStatus, TriggerType, system_clock};
+use crate::model::{LogId, NewRun, NodeIdentity, RunStatus, system_clock};
 use crate::registry::Registry;
 use crate::store::Store;
-use crate::store::conformance::{group, job};
+use crate::store::conformance::{fire, group, job};
 
 struct Setup {
     trigger: Arc<Trigger>,
@@ -36,22 +36,8 @@ async fn setup() -> Setup {
     let epoch = store.register_node("owner", 0, 1_000).await.expect("node");
     let owner = NodeIdentity::new("owner", epoch);
     let run = NewRun {
-        job_id: job.id,
-        group_id: job.group_id,
-        fire_key: Some(NewRun::fire_key(job.id, 2_000, 0, 0)),
         status: RunStatus::Running,
-        trigger_type: TriggerType::Cron,
-        scheduled_at_ms: 2_000,
-        handler: job.handler.clone(),
-        params: String::new(),
-        shard_index: 0,
-        shard_total: 1,
-        attempt: 0,
-        trigger_msg: String::new(),
-        owner_node: owner.node_id.clone(),
-        epoch: owner.epoch,
-        dispatch_at_ms: 0,
-        trace_id: String::new(),
+        ..fire(&job, 2_000, &owner.node_id, owner.epoch)
     };
     let run = store.insert_runs(&[run]).await.expect("run")[0];
     let mut config = Config::for_tests(dir.path().to_path_buf());
