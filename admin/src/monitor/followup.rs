@@ -333,8 +333,8 @@ impl Followup {
         if runs.is_empty() {
             return Ok(());
         }
-        let ids: Vec<i64> = runs.iter().map(|run| run.id.0).collect();
-        tracing::debug!(?ids, "released waiting runs");
+        tracing::debug!(ids = ?runs.iter().map(|run| run.id.0).collect::<Vec<_>>(),
+            "released waiting runs");
         let job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         let jobs = self.ctx.store.get_jobs(&job_ids).await?;
         // A job deleted meanwhile took its runs with it.

@@ -446,8 +446,8 @@ async fn recover_runs(scheduler: &Arc<Scheduler>, runs: Vec<RunLog>) {
             (Recovery::Dispatch, None) => jobless.push(run.id),
         }
     }
-    let ids: Vec<i64> = runs.iter().map(|run| run.id.0).collect();
-    tracing::debug!(?ids, "adopted pending fires");
+    tracing::debug!(ids = ?runs.iter().map(|run| run.id.0).collect::<Vec<_>>(),
+        "adopted pending fires");
     tracing::info!(
         adopted = runs.len(),
         skipped = skipped.len(),
