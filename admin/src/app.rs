@@ -498,9 +498,16 @@ async fn spawn(
         cancel(),
     ));
     if config.liveness_locks {
+        let (dead_tx, dead_rx) = tokio::sync::mpsc::unbounded_channel();
         loops.spawn(crate::schedule::liveness::run_liveness(
             Arc::clone(&scheduler),
             node_lock,
+            dead_tx,
+            cancel(),
+        ));
+        loops.spawn(crate::monitor::stranded::run_fenced_takeovers(
+            Arc::clone(&ctx),
+            dead_rx,
             cancel(),
         ));
     }

@@ -156,6 +156,7 @@ impl JobLogStore {
                 to_line: from_line - 1 + i32::try_from(chunk.line_count).unwrap_or(i32::MAX),
                 content: chunk.content,
                 is_end: !run_active && chunk.reached_end,
+                fenced: false,
             },
             Err(error) => {
                 let content = if error.kind() == io::ErrorKind::NotFound {
@@ -168,6 +169,7 @@ impl JobLogStore {
                     to_line: from_line - 1,
                     content,
                     is_end: !run_active,
+                    fenced: false,
                 }
             }
         }

@@ -52,11 +52,26 @@ pub(crate) struct RunnerConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
     ShuttingDown,
-    Duplicate { log_id: i64 },
-    GlueDisabled { glue_type: String },
-    GlueUnsupported { glue_type: String },
-    HandlerNotFound { handler: String },
-    DiscardLater { job_id: i64 },
+    Duplicate {
+        log_id: i64,
+    },
+    /// Another admin took the run over from its sender and fenced the sender here
+    /// (`fence`).
+    Fenced {
+        log_id: i64,
+    },
+    GlueDisabled {
+        glue_type: String,
+    },
+    GlueUnsupported {
+        glue_type: String,
+    },
+    HandlerNotFound {
+        handler: String,
+    },
+    DiscardLater {
+        job_id: i64,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -66,6 +81,10 @@ impl fmt::Display for Refusal {
             Self::Duplicate { log_id } => write!(
                 formatter,
                 "duplicate run: log_id {log_id} already queued or running"
+            ),
+            Self::Fenced { log_id } => write!(
+                formatter,
+                "fenced run: another admin took log_id {log_id} over from its sender"
             ),
             Self::GlueDisabled { glue_type } => write!(
                 formatter,
@@ -157,6 +176,8 @@ struct State {
     /// Log ids queued or running here.
     active_log_ids: HashSet<i64>,
     recent: RecentRuns,
+    /// Log ids refused from a sender another admin took them over from.
+    fences: fence::Fences,
     closed: bool,
 }
 
@@ -305,6 +326,9 @@ impl Runner {
         }
         if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, Instant::now()) {
             return Err(Refusal::Duplicate { log_id });
+        }
+        if state.fences.refuses(&request) {
+            return Err(Refusal::Fenced { log_id });
         }
         let handler = self.shared.handler_for(&request)?;
         if request.start_at_ms > execution::now_ms() {
@@ -474,6 +498,21 @@ impl Runner {
             .jobs
             .get(&job_id)
             .is_some_and(JobSlot::is_busy)
+    }
+
+    /// Fences `log_id` against `node` at `epoch` and earlier (see `fence`) unless this executor
+    /// holds the run or finished it lately; true when it fenced. Under the runner's lock, as
+    /// `submit` checks it: a run either arrived before (not fenced, and the caller reads its
+    /// log) or is refused after. A run finished longer ago has its log file, which the caller
+    /// reads as well.
+    pub(crate) fn fence(&self, log_id: i64, node: &str, epoch: i64) -> bool {
+        let mut state = self.shared.lock();
+        let now = Instant::now();
+        if state.active_log_ids.contains(&log_id) || state.recent.contains(log_id, now) {
+            return false;
+        }
+        state.fences.insert(log_id, node, epoch, now);
+        true
     }
 
     /// Returns whether the run is queued or running here.
@@ -672,6 +711,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
 }
 
 pub(crate) mod execution;
+mod fence;
 mod hold;
 #[cfg(test)]
 mod tests;

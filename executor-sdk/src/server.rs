@@ -52,6 +52,7 @@ impl ExecutorServer {
                 pb::RunResponse {
                     accepted: true,
                     message: String::new(),
+                    fenced: false,
                 }
             }
             Err(refusal) => {
@@ -59,6 +60,7 @@ impl ExecutorServer {
                 pb::RunResponse {
                     accepted: false,
                     message: refusal.to_string(),
+                    fenced: matches!(refusal, crate::runner::Refusal::Fenced { .. }),
                 }
             }
         }
@@ -166,11 +168,16 @@ impl ExecutorService for ExecutorServer {
             log_id,
             log_date_ms,
             from_line,
+            fence_node,
+            fence_epoch,
         } = request.into_inner();
+        // Fenced before the log is read: a run that arrives after the fence is refused, one
+        // that arrived before shows in the read.
+        let fenced = !fence_node.is_empty() && self.runner.fence(log_id, &fence_node, fence_epoch);
         // Asked before reading: a run that is over has written its last line already.
         let run_active = self.runner.is_log_active(log_id);
         let joblog = self.joblog.clone();
-        let response = tokio::task::spawn_blocking(move || {
+        let mut response = tokio::task::spawn_blocking(move || {
             joblog.read(log_id, log_date_ms, from_line, run_active)
         })
         .await
@@ -178,6 +185,15 @@ impl ExecutorService for ExecutorServer {
             tracing::error!(log_id, %error, "log read task failed");
             Status::internal("log read failed")
         })?;
+        if fenced {
+            tracing::info!(
+                log_id,
+                fence_node,
+                fence_epoch,
+                "fenced a run another admin takes over from its sender"
+            );
+        }
+        response.fenced = fenced;
         Ok(Response::new(response))
     }
 }

@@ -309,6 +309,7 @@ mod tests {
         pb::RunResponse {
             accepted: run.log_id % 2 == 0,
             message: run.log_id.to_string(),
+            fenced: false,
         }
     }
 

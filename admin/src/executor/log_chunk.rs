@@ -8,4 +8,7 @@ pub struct RunLogChunk {
     pub to_line: i32,
     pub content: String,
     pub is_end: bool,
+    /// The executor never received the run and now refuses it from the node a fencing read
+    /// named (`ExecutorClient::read_log_fencing`); false from executors that do not fence.
+    pub fenced: bool,
 }

@@ -22,7 +22,7 @@ use xjob_proto::pb::executor_service_client::ExecutorServiceClient;
 
 use crate::error::Error;
 use crate::model::ExecutorInfo;
-use crate::model::{JobId, LogId};
+use crate::model::{JobId, LogId, NodeIdentity};
 use crate::registry::Registry;
 use batcher::RunBatcher;
 use bearer::authorized;
@@ -285,6 +285,34 @@ impl ExecutorClient {
         log_date_ms: i64,
         from_line: i32,
     ) -> Result<RunLogChunk, Error> {
+        self.read_log_fenced(address, token, log, log_date_ms, from_line, None)
+            .await
+    }
+
+    /// Reads a run's log from its first line, as the stranded-run probe does, and asks the
+    /// executor to refuse the run from `fence` (node and epoch) from now on if it never
+    /// received it (`RunLogChunk::fenced` says it did). XXL-JOB executors do not fence.
+    pub async fn read_log_fencing(
+        &self,
+        address: &str,
+        token: &str,
+        log: LogId,
+        log_date_ms: i64,
+        fence: &NodeIdentity,
+    ) -> Result<RunLogChunk, Error> {
+        self.read_log_fenced(address, token, log, log_date_ms, 1, Some(fence))
+            .await
+    }
+
+    async fn read_log_fenced(
+        &self,
+        address: &str,
+        token: &str,
+        log: LogId,
+        log_date_ms: i64,
+        from_line: i32,
+        fence: Option<&NodeIdentity>,
+    ) -> Result<RunLogChunk, Error> {
         if let Some(executor) = self.xxl_executor(address) {
             let target = xxl_target(&executor, self.token(token));
             return self
@@ -297,6 +325,8 @@ impl ExecutorClient {
             log_id: log.0,
             log_date_ms,
             from_line,
+            fence_node: fence.map(|node| node.node_id.clone()).unwrap_or_default(),
+            fence_epoch: fence.map_or(0, |node| node.epoch),
         };
         let response = if let Some(line) = self.session_line(address) {
             let line = line.map_err(|status| Error::executor(address, status))?;
@@ -315,6 +345,7 @@ impl ExecutorClient {
             to_line: response.to_line,
             content: response.content,
             is_end: response.is_end,
+            fenced: response.fenced,
         })
     }
 

@@ -185,6 +185,7 @@ impl XxlClient {
         Ok(pb::RunResponse {
             accepted: answer.ok(),
             message: answer.message(),
+            ..Default::default()
         })
     }
 
@@ -268,6 +269,7 @@ impl XxlClient {
             to_line: result.to_line_num,
             content: result.log_content.unwrap_or_default(),
             is_end: result.is_end.or(result.end).unwrap_or(false),
+            fenced: false,
         })
     }
 

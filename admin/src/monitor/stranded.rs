@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::context::AdminContext;
 use crate::error::Error;
-use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, RunLog};
+use crate::model::{Fire, Job, JobId, LogId, MisfireStrategy, NodeIdentity, RunLog};
 use crate::trigger::Fires;
 
 /// The reason recorded on a stranded run too late for its DO_NOTHING job.
@@ -55,21 +55,35 @@ pub fn fate_of(
     }
 }
 
+/// What gives this admin the right to take stranded runs over.
+#[derive(Debug, Clone, Copy)]
+pub enum TakeOver<'a> {
+    /// Their owner's lease lapsed by `lease_now_ms`, the database's clock
+    /// (`Store::database_now_ms`) the leases are judged by: `Store::adopt_stranded`.
+    LeaseLapsed { lease_now_ms: i64 },
+    /// Their owner's liveness lock was released, and every executor that could have received
+    /// them never did and now refuses them from that owner: `Store::adopt_fenced`.
+    Fenced { owner: &'a NodeIdentity },
+}
+
 /// Takes over `runs` (stranded, received by no executor) and sends them, or records them
-/// skipped by the misfire rules. `lease_now_ms` is the database's clock the owners' leases are
-/// judged by (`Store::database_now_ms`); this admin's clock only dates the new dispatch.
-pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> Result<(), Error> {
+/// skipped by the misfire rules; this admin's clock only dates the new dispatch.
+pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, how: TakeOver<'_>) -> Result<(), Error> {
     let now = ctx.clock.now_ms();
     let ids: Vec<LogId> = runs.iter().map(|run| run.id).collect();
     let claimed_at = ctx.trigger.lease_mark();
-    let adopted = ctx
-        .store
-        .adopt_stranded(&ids, &ctx.node, now, lease_now_ms)
-        .await?;
+    let adopted = match how {
+        TakeOver::LeaseLapsed { lease_now_ms } => {
+            ctx.store
+                .adopt_stranded(&ids, &ctx.node, now, lease_now_ms)
+                .await?
+        }
+        TakeOver::Fenced { owner } => ctx.store.adopt_fenced(&ids, owner, &ctx.node, now).await?,
+    };
     if adopted.is_empty() {
         return Ok(());
     }
-    tracing::debug!(ids = ?adopted.iter().map(|run| run.id.0).collect::<Vec<_>>(),
+    tracing::debug!(ids = ?adopted.iter().map(|run| run.id.0).collect::<Vec<_>>(), ?how,
         "took over stranded runs");
     // From here the rows are this live node's: nobody else sends or judges them, so every
     // write below is retried until it lands.
@@ -127,6 +141,82 @@ pub async fn send(ctx: &AdminContext, runs: Vec<RunLog>, lease_now_ms: i64) -> R
             .await?;
     }
     Ok(())
+}
+
+/// Runs a fencing probe asks about, then takes over, at a time: the first of a dead admin's
+/// runs leave after one batch's probes rather than after all of them.
+const FENCED_BATCH: i64 = 200;
+
+/// How often the runs of one dead admin are tried again while it is reported dead (runs an
+/// executor could not be asked about, or held by an executor that was slow to answer).
+const FENCED_RETRY: Duration = Duration::from_secs(1);
+
+/// Takes over the runs `dead` claimed and never sent: an admin whose liveness lock was
+/// released (`schedule::liveness`), so it died, or lost its database session and must not be
+/// trusted to still send them. Its lease may hold for seconds yet; rather than wait for it,
+/// every executor that could have received each run is asked with a fencing probe
+/// (`ExecutorClient::read_log_fencing`). A run that all of them never received, and now refuse
+/// from `dead`, is taken over and sent (oldest first, a batch at a time). A run any of them
+/// may hold, or that one could not be asked about, stays `dead`'s: the lost-run monitor judges
+/// it once the lease lapsed, as before.
+pub async fn take_over_from_dead(ctx: &AdminContext, dead: &NodeIdentity) -> Result<(), Error> {
+    let mut skip = std::collections::HashSet::new();
+    loop {
+        let runs: Vec<RunLog> = ctx
+            .store
+            .claimed_unsent_of(dead, FENCED_BATCH + skip.len() as i64)
+            .await?
+            .into_iter()
+            .filter(|run| !skip.contains(&run.id))
+            .collect();
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let probes = super::lost::probe_fencing(ctx, &runs, dead).await?;
+        let sessions = ctx.registry.list("");
+        let fenced_only = super::lost::StrandedProbes {
+            never_sent: probes.fenced,
+            ..Default::default()
+        };
+        let (fenced, left) = super::lost::split_never_sent(runs, &sessions, &fenced_only);
+        skip.extend(left.iter().map(|run| run.id));
+        if fenced.is_empty() {
+            // Every run left may be held somewhere: the lease path judges those.
+            return Ok(());
+        }
+        tracing::info!(dead = %dead.node_id, epoch = dead.epoch, runs = fenced.len(),
+            "fenced the runs an admin whose liveness lock was released claimed; taking them over");
+        send(ctx, fenced, TakeOver::Fenced { owner: dead }).await?;
+    }
+}
+
+/// Takes over the claimed runs of the admins the liveness watch reports dead, as reported
+/// (`take_over_from_dead`). A dead admin is reported on every watch while its lock stays free,
+/// so each is tried at most once per `FENCED_RETRY`.
+pub async fn run_fenced_takeovers(
+    ctx: Arc<AdminContext>,
+    mut dead_rx: tokio::sync::mpsc::UnboundedReceiver<NodeIdentity>,
+    cancel: tokio_util::sync::CancellationToken,
+) {
+    let mut tried: Vec<(NodeIdentity, std::time::Instant)> = Vec::new();
+    loop {
+        let dead = tokio::select! {
+            _ = cancel.cancelled() => return,
+            dead = dead_rx.recv() => match dead {
+                Some(dead) => dead,
+                None => return,
+            },
+        };
+        tried.retain(|(_, at)| at.elapsed() < FENCED_RETRY);
+        if tried.iter().any(|(node, _)| *node == dead) {
+            continue;
+        }
+        tried.push((dead.clone(), std::time::Instant::now()));
+        if let Err(error) = take_over_from_dead(&ctx, &dead).await {
+            tracing::warn!(%error, dead = %dead.node_id,
+                "taking over the claimed runs of a dead admin failed; its lease will free them");
+        }
+    }
 }
 
 /// Retries a database call with a growing pause until it answers, or until the admin shuts

@@ -9,10 +9,11 @@
 //!   PENDING fire is claimed only by its current `(node, epoch)`, so even a node judged dead by
 //!   mistake (alive, but its lock connection dropped: a database restart, a network cut) only
 //!   loses the right to dispatch those fires; none is lost and none runs twice.
-//! - Runs a dead admin claimed but had not sent yet, and its follow-up claims, still wait for
-//!   its lease: taking those over is safe only once the owner can no longer send them, which
-//!   only the lease guarantees (the owner checks its own lease before each send; a lost lock
-//!   connection does not stop a live owner from sending).
+//! - Runs a dead admin claimed but had not sent yet are taken over without waiting for its
+//!   lease only through the executors' fence (`monitor::stranded::take_over_from_dead`): a lost
+//!   lock connection does not stop a live owner from sending, so each executor that could have
+//!   received such a run first refuses it from that owner; the rest wait for the lease. Its
+//!   follow-up claims still wait for its lease.
 //! - A stalled admin (`SIGSTOP`, a frozen VM) keeps its session and so its lock: the lease
 //!   remains the guard against it, as before.
 //! - A node whose lock was never seen held in its current epoch (an older admin that takes no
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::{Scheduler, recover_runs};
@@ -73,17 +75,20 @@ pub async fn acquire_at_start(store: &Store, node_id: &str) -> Option<NodeLock> 
     }
 }
 
-/// The watch loop: keeps this node's lock and adopts the PENDING fires of nodes found dead.
+/// The watch loop: keeps this node's lock, adopts the PENDING fires of nodes found dead and
+/// reports each such node on `dead_tx` (on every watch while its lock stays free), for its
+/// claimed runs to be taken over through the executors' fence (`monitor::stranded`).
 pub async fn run_liveness(
     scheduler: Arc<Scheduler>,
     mut own: Option<NodeLock>,
+    dead_tx: UnboundedSender<NodeIdentity>,
     cancel: CancellationToken,
 ) {
     let mut seen = SeenHeld::default();
     let mut next_acquire = Instant::now();
     loop {
         own = keep_own_lock(&scheduler, own, &mut next_acquire).await;
-        if let Err(error) = watch_peers(&scheduler, &mut seen).await {
+        if let Err(error) = watch_peers(&scheduler, &mut seen, &dead_tx).await {
             tracing::debug!(%error, "checking the other admins' liveness locks failed");
         }
         tokio::select! {
@@ -160,6 +165,7 @@ impl SeenHeld {
 async fn watch_peers(
     scheduler: &Arc<Scheduler>,
     seen: &mut SeenHeld,
+    dead_tx: &UnboundedSender<NodeIdentity>,
 ) -> crate::store::StoreResult<()> {
     let store = &scheduler.store;
     let node = &scheduler.node;
@@ -189,6 +195,9 @@ async fn watch_peers(
                 "took over the planned fires of an admin whose liveness lock was released");
             recover_runs(scheduler, runs).await;
         }
+        // The runs it claimed and did not send: taken over elsewhere (a closed channel means
+        // the admin is stopping).
+        let _ = dead_tx.send(dead);
     }
     Ok(())
 }

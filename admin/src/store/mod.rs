@@ -478,6 +478,15 @@ shared! {
     /// address, owner's lease lapsed by `lease_now_ms`, the database's clock); the owner becomes
     /// this node/epoch, the trigger time `now_ms`.
     fn adopt_stranded(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64, lease_now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// RUNNING runs with no address (claimed, dispatch never recorded) owned by `dead` at its
+    /// epoch or an earlier one: a node whose liveness lock was released, whose runs survivors
+    /// take over through the executors' fence (`monitor::stranded`), oldest first.
+    fn claimed_unsent_of(&self, dead: &NodeIdentity, limit: i64) -> StoreResult<Vec<RunLog>> => adoption;
+    /// Takes over runs among `ids` still RUNNING, with no address and owned by `dead` (at its
+    /// epoch or earlier), which every executor that could hold them fenced against `dead`:
+    /// the owner becomes this node/epoch, the trigger time `now_ms`. No lease is judged: a
+    /// late send by `dead` is refused by the executors.
+    fn adopt_fenced(&self, ids: &[LogId], dead: &NodeIdentity, node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => adoption;
     /// Marks stranded runs this node took over and will not send SKIPPED with `reason`.
     fn skip_adopted_stranded(&self, ids: &[LogId], node: &NodeIdentity, reason: &str, now_ms: i64) -> StoreResult<u64> => adoption;
     // ---- logs

@@ -12,6 +12,8 @@ use super::route::{self, Probe, ProbeVerdict, RouteError};
 use super::send_ahead::StartAt;
 use super::trace::{DispatchTrace, FireTrace};
 use super::{Claimed, Target, Trigger};
+use std::sync::Arc;
+
 use crate::executor::Idleness;
 use crate::metrics::Dispatch;
 use crate::model::{Fire, LogId, RouteStrategy, SENT_AHEAD_NOTE};
@@ -25,6 +27,11 @@ pub(super) enum Dispatched {
     /// became unknown since the run was judged able to go ahead). The run gives its pool slot
     /// back, waits for its instant, and is routed again then.
     AtInstant { instant_ms: i64 },
+    /// The executor refused it as fenced: another admin found this one's liveness lock
+    /// released, fenced this admin for the run and takes it over. Nothing is recorded (a
+    /// FAILED written now could land before that admin's take-over and end the run unrun);
+    /// `watch_taken_over` makes sure the take-over happened.
+    TakenOver,
 }
 
 /// Where a run goes and what the route has to say about it.
@@ -71,13 +78,13 @@ impl Trigger {
             .as_ref()
             .map(DispatchTrace::traceparent)
             .unwrap_or_default();
-        let record = self
+        let dispatched = self
             .send(claimed, target, pool, routed, traceparent, start_at_ms)
             .await;
-        if let Some(dispatch_trace) = dispatch_trace {
-            dispatch_trace.end(&record);
+        if let (Some(dispatch_trace), Dispatched::Record(record)) = (dispatch_trace, &dispatched) {
+            dispatch_trace.end(record);
         }
-        Dispatched::Record(record)
+        dispatched
     }
 
     /// Sends the routed run (to start at `start_at_ms` in its executor's clock, 0: at once) and
@@ -90,7 +97,7 @@ impl Trigger {
         routed: Routed,
         traceparent: String,
         start_at_ms: i64,
-    ) -> DispatchRecord {
+    ) -> Dispatched {
         let fire = &claimed.fire;
         let address = routed.address;
         let route = format!(
@@ -105,7 +112,13 @@ impl Trigger {
         if fire.is_of_schedule() && fire.attempt == 0 {
             crate::metrics::observe_lateness((self.now_ms() - fire.scheduled_at_ms).max(0));
         }
-        let request = run_request(fire, claimed.trigger_time_ms, traceparent, start_at_ms);
+        let request = run_request(
+            fire,
+            &self.node,
+            claimed.trigger_time_ms,
+            traceparent,
+            start_at_ms,
+        );
         let answer = self
             .executors
             .run(&address, &target.group.access_token, request)
@@ -114,6 +127,12 @@ impl Trigger {
             || matches!(&answer, Err(status) if maybe_delivered(status));
         if start_at_ms != 0 && !taken {
             self.forget_held(fire);
+        }
+        if matches!(&answer, Ok(response) if response.fenced) {
+            tracing::warn!(log_id = %fire.log_id, %address, "the executor refused the run as \
+                fenced: another admin found this one's liveness lock released and takes it over");
+            self.watch_taken_over(fire.log_id, address);
+            return Dispatched::TakenOver;
         }
         let record = match answer {
             Ok(response) if response.accepted => DispatchRecord {
@@ -175,7 +194,54 @@ impl Trigger {
                 );
             }
         }
-        record
+        Dispatched::Record(record)
+    }
+
+    /// After an executor refused a run as fenced: the admin that fenced it normally takes it
+    /// over within a second. Should it not have (it failed or died in between, and this
+    /// admin's lock is held again, so nobody reports this admin dead any more), the run would
+    /// stay RUNNING and unsent for good; a lease later it is recorded FAILED instead, with the
+    /// reason, so the job's retry policy and alarms see it. Written fenced like every dispatch
+    /// outcome: a run taken over meanwhile is left alone.
+    fn watch_taken_over(&self, log_id: LogId, address: String) {
+        let store = self.store.clone();
+        let node = self.node.clone();
+        let clock = Arc::clone(&self.clock);
+        let recorder = self.recorder_tx.clone();
+        let wait = self.node_lease;
+        let stopping = self.tasks.stopping().clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                _ = stopping.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            let ids = [log_id];
+            let Ok(still_ours) = store.owned_unsent_runs(&ids, &node).await else {
+                return;
+            };
+            if still_ours.is_empty() {
+                return;
+            }
+            tracing::warn!(%log_id, "a run fenced away from this admin was not taken over");
+            crate::metrics::dispatched(Dispatch::Refused, 1);
+            crate::metrics::recorder_backlog().inc();
+            let record = DispatchRecord {
+                log_id,
+                outcome: DispatchOutcome::Failed,
+                trigger_code: TRIGGER_FAILED,
+                trigger_msg: format!(
+                    "executor {address} refused the run as fenced (another admin took it over \
+                     from this one), and that admin did not take it over"
+                ),
+                executor_address: address,
+                finished_ms: clock.now_ms(),
+                trace_id: String::new(),
+            };
+            let outcome = super::recorder::Outcome { record, slot: None };
+            if recorder.send(outcome).is_err() {
+                crate::metrics::recorder_backlog().dec();
+            }
+        });
     }
 
     /// Applies the job's route strategy to the fire's address list; the error is the trigger

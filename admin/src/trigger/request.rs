@@ -2,14 +2,16 @@
 
 use xjob_proto::pb;
 
-use crate::model::Fire;
+use crate::model::{Fire, NodeIdentity};
 use crate::wire::{block_strategy_to_pb, glue_type_to_pb, trigger_type_to_pb};
 
 /// The `RunRequest` for `fire`, claimed at `trigger_time_ms` (the executor files the run's log
 /// under that day); `traceparent` is the dispatch span's, empty when not traced; `start_at_ms`
-/// the executor-clock start of a run sent ahead (0: start at once).
+/// the executor-clock start of a run sent ahead (0: start at once); `sender` this admin (an
+/// executor refuses a run from a sender another admin fenced it against).
 pub(super) fn run_request(
     fire: &Fire,
+    sender: &NodeIdentity,
     trigger_time_ms: i64,
     traceparent: String,
     start_at_ms: i64,
@@ -37,5 +39,7 @@ pub(super) fn run_request(
         trigger_type: trigger_type_to_pb(fire.trigger_type) as i32,
         traceparent,
         start_at_ms,
+        sender_node: sender.node_id.clone(),
+        sender_epoch: sender.epoch,
     }
 }

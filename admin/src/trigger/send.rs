@@ -293,6 +293,8 @@ impl Trigger {
                         return Some(record);
                     }
                     Dispatched::AtInstant { instant_ms } => instant_ms,
+                    // Another admin sends it: it stays claimed and unsent, for that admin.
+                    Dispatched::TakenOver => return None,
                 };
                 // Its executor can no longer hold it (a narrow race with the check above): the
                 // slot goes back while the run waits for its instant, then the run takes a slot

@@ -185,6 +185,102 @@ async fn takeover_before_the_lease(database: Database) -> anyhow::Result<()> {
     cluster.finish(outcome).await
 }
 
+/// Two admins, 50 jobs every second (DO_NOTHING, no retries), the default 10 s node lease.
+/// Three times an admin is SIGKILLed late in a second, between claiming the coming second's
+/// fires and sending them, and restarted only 7 s later, past the misfire threshold (5 s). The
+/// survivor finds its liveness lock released, has every executor fence those claimed runs
+/// against the dead admin, takes them over and sends them: every fire runs exactly once. Before
+/// the fence they waited for the victim's lease or its restart, and were recorded as misfires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claimed_runs_of_a_killed_admin_are_sent_through_the_fence_sqlite() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::sqlite()? else {
+        return Ok(());
+    };
+    claimed_runs_sent_through_the_fence(database).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claimed_runs_of_a_killed_admin_are_sent_through_the_fence_postgres() -> anyhow::Result<()>
+{
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::postgres().await? else {
+        return Ok(());
+    };
+    claimed_runs_sent_through_the_fence(database).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claimed_runs_of_a_killed_admin_are_sent_through_the_fence_mariadb() -> anyhow::Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(database) = Database::mariadb().await? else {
+        return Ok(());
+    };
+    claimed_runs_sent_through_the_fence(database).await
+}
+
+async fn claimed_runs_sent_through_the_fence(database: Database) -> anyhow::Result<()> {
+    const KILLS: usize = 3;
+    let label = database.label;
+    let timing = Timing {
+        node_lease: Duration::from_secs(10),
+        executor_lease: Duration::from_secs(30),
+        ..Timing::default()
+    };
+    let mut cluster = Cluster::start(database, 2, 2, timing).await?;
+    cluster.retries = 0;
+    let outcome = async {
+        cluster
+            .create_jobs(50, pb::MisfireStrategy::DoNothing)
+            .await?;
+        let start_ms = cluster.window_from_now(6_000, 0).start_ms;
+        cluster.wait_until_ms(start_ms).await?;
+        for round in 0..KILLS {
+            // Inside the claim's lead: the ring claims a second's fires 200 ms before it and
+            // sends them at the second.
+            let second = ceil_second(now_ms() + fastrand::i64(2_000..3_000));
+            cluster
+                .wait_until_ms(second - fastrand::i64(30..150))
+                .await?;
+            let victim = round % 2;
+            cluster.admins[victim].kill_9()?;
+            eprintln!(
+                "kill {}: {} ms before a second",
+                round + 1,
+                second - now_ms()
+            );
+            tokio::time::sleep(Duration::from_secs(7)).await;
+            cluster.admins[victim].restart()?;
+            common::connect(&cluster.admins[victim].spec.url()).await?;
+        }
+        let window = Window {
+            start_ms,
+            end_ms: ceil_second(now_ms()) + 2_000,
+        };
+        cluster.wait_past(&window).await?;
+        let ledger = cluster.settled_ledger(&window).await?;
+        ledger.print(&format!("{KILLS} kills between claim and send on {label}"));
+        let mut fenced = Vec::new();
+        for index in 1..=cluster.admins.len() {
+            let log =
+                std::fs::read_to_string(cluster.dir.path().join(format!("admin-{index}.log")))?;
+            fenced.extend(
+                log.lines()
+                    .filter(|line| line.contains("taking them over"))
+                    .map(str::to_string),
+            );
+        }
+        eprintln!("{} fenced take-overs: {fenced:?}", fenced.len());
+        anyhow::ensure!(
+            !fenced.is_empty(),
+            "{label}: no claimed run was taken over through the fence"
+        );
+        ledger.assert_exactly_once()
+    }
+    .await;
+    cluster.finish(outcome).await
+}
+
 /// Issue 11, item 3: one admin, 50 jobs every second without retries, SIGKILLed ten times at
 /// random moments late in a second (where the ring has claimed the coming second's fires and
 /// not yet sent them) and restarted each time; on SQLite, then on PostgreSQL when

@@ -49,6 +49,7 @@ pub(super) async fn read_whole_log(
         log_id,
         log_date_ms: now_ms(),
         from_line: 1,
+        ..Default::default()
     };
     let response = client
         .read_log(request)

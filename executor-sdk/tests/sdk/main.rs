@@ -306,6 +306,7 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
         log_id: 11,
         log_date_ms,
         from_line: 1,
+        ..Default::default()
     };
     let log = client.read_log(read).await.expect("read log").into_inner();
     assert_eq!(
@@ -358,6 +359,7 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
         log_id: 11,
         log_date_ms,
         from_line: 3,
+        ..Default::default()
     };
     let rest = client.read_log(rest).await.expect("read log").into_inner();
     assert_eq!(
@@ -374,6 +376,7 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
         log_id: 999,
         log_date_ms,
         from_line: 0,
+        ..Default::default()
     };
     let missing = client
         .read_log(missing)
@@ -383,6 +386,96 @@ async fn loopback_beat_run_idle_beat_kill_and_read_log_without_an_admin() {
     assert!(missing.is_end && missing.content.starts_with("log file not found: "));
     assert_eq!((missing.from_line, missing.to_line), (1, 0));
 
+    executor.shutdown().await;
+}
+
+/// A fencing read (`ReadLog` with `fence_node`) of a run this executor never received makes it
+/// refuse that run from the fenced admin node at that epoch or earlier, and from a sender that
+/// names no node, while the admin that fenced it (or the node at a later epoch) can send it.
+/// A run it has already received is not fenced: the read answers with its log as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_run_is_refused_from_the_fenced_admin_only() {
+    let log_dir = tempfile::tempdir().expect("tempdir");
+    let (builder, mut started_rx) = test_executor(vec![unused_address().await], log_dir.path());
+    let executor = builder.start().await.expect("start");
+    let mut client = client(executor.address()).await;
+    let log_date_ms = now_ms();
+    let fencing_read = |log_id: i64| pb::ReadLogRequest {
+        log_id,
+        log_date_ms,
+        from_line: 1,
+        fence_node: "admin-a".into(),
+        fence_epoch: 3,
+    };
+    let sent_by = |log_id: i64, node: &str, epoch: i64| pb::RunRequest {
+        sender_node: node.into(),
+        sender_epoch: epoch,
+        log_date_ms,
+        ..run_request(log_id, log_id, "waitCancel", "")
+    };
+
+    let never_seen = client
+        .read_log(fencing_read(21))
+        .await
+        .expect("read log")
+        .into_inner();
+    assert!(
+        never_seen.fenced && never_seen.is_end && never_seen.to_line == 0,
+        "{never_seen:?}"
+    );
+    for (node, epoch) in [("admin-a", 3), ("admin-a", 2), ("", 0)] {
+        let refused = client
+            .run(sent_by(21, node, epoch))
+            .await
+            .expect("run")
+            .into_inner();
+        assert!(
+            !refused.accepted && refused.fenced,
+            "{node}/{epoch}: {refused:?}"
+        );
+        assert_eq!(
+            refused.message,
+            "fenced run: another admin took log_id 21 over from its sender"
+        );
+    }
+    let taken_over = client
+        .run(sent_by(21, "admin-b", 1))
+        .await
+        .expect("run")
+        .into_inner();
+    assert!(taken_over.accepted && !taken_over.fenced, "{taken_over:?}");
+    let restarted = client
+        .run(sent_by(22, "admin-a", 4))
+        .await
+        .expect("run")
+        .into_inner();
+    assert!(restarted.accepted, "not fenced: {restarted:?}");
+    let mut started = Vec::new();
+    for _ in 0..2 {
+        let log_id = tokio::time::timeout(DEADLINE, started_rx.recv())
+            .await
+            .expect("handler started");
+        started.extend(log_id);
+    }
+    started.sort_unstable();
+    assert_eq!(started, [21, 22]);
+
+    // Received already: the read answers with its log and fences nothing.
+    let received = client
+        .read_log(fencing_read(22))
+        .await
+        .expect("read log")
+        .into_inner();
+    assert!(!received.fenced, "{received:?}");
+    assert!(received.to_line >= 1, "{received:?}");
+    for job_id in [21, 22] {
+        let kill = pb::KillRequest {
+            job_id,
+            log_id: job_id,
+            held_only: false,
+        };
+        client.kill(kill).await.expect("kill");
+    }
     executor.shutdown().await;
 }
 
@@ -554,6 +647,7 @@ async fn unsent_results_are_spooled_at_shutdown_and_resent_by_the_next_start() {
                 log_id: 71,
                 log_date_ms: now_ms(),
                 from_line: 1,
+                ..Default::default()
             };
             client
                 .read_log(read)

@@ -224,7 +224,12 @@ type RunRequest struct {
 	// Send ahead: when > 0, the instant to start the run at, in the executor's own clock
 	// (milliseconds since the epoch). The executor accepts the run now, holds it and starts it
 	// then. Sent only to executors that declared `Register.can_hold_runs`; 0 = start at once.
-	StartAtMs     int64 `protobuf:"varint,17,opt,name=start_at_ms,json=startAtMs,proto3" json:"start_at_ms,omitempty"`
+	StartAtMs int64 `protobuf:"varint,17,opt,name=start_at_ms,json=startAtMs,proto3" json:"start_at_ms,omitempty"`
+	// The admin node that sent the run and its epoch (the run's owner in the admin's database).
+	// An executor refuses a run from a node and epoch it was asked to fence for that log id
+	// (ReadLogRequest.fence_node); empty from admins that predate the fence.
+	SenderNode    string `protobuf:"bytes,18,opt,name=sender_node,json=senderNode,proto3" json:"sender_node,omitempty"`
+	SenderEpoch   int64  `protobuf:"varint,19,opt,name=sender_epoch,json=senderEpoch,proto3" json:"sender_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -378,11 +383,28 @@ func (x *RunRequest) GetStartAtMs() int64 {
 	return 0
 }
 
+func (x *RunRequest) GetSenderNode() string {
+	if x != nil {
+		return x.SenderNode
+	}
+	return ""
+}
+
+func (x *RunRequest) GetSenderEpoch() int64 {
+	if x != nil {
+		return x.SenderEpoch
+	}
+	return 0
+}
+
 type RunResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	// Why the run was refused (unknown handler, discard-later, duplicate log id).
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Refused because another admin fenced this sender for the run (ReadLogRequest.fence_node):
+	// that admin took the run over and sends it itself, so the sender records nothing.
+	Fenced        bool `protobuf:"varint,3,opt,name=fenced,proto3" json:"fenced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -429,6 +451,13 @@ func (x *RunResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *RunResponse) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
 }
 
 type RunBatchRequest struct {
@@ -641,7 +670,14 @@ type ReadLogRequest struct {
 	LogId     int64                  `protobuf:"varint,1,opt,name=log_id,json=logId,proto3" json:"log_id,omitempty"`
 	LogDateMs int64                  `protobuf:"varint,2,opt,name=log_date_ms,json=logDateMs,proto3" json:"log_date_ms,omitempty"`
 	// 1-based first line to return.
-	FromLine      int32 `protobuf:"varint,3,opt,name=from_line,json=fromLine,proto3" json:"from_line,omitempty"`
+	FromLine int32 `protobuf:"varint,3,opt,name=from_line,json=fromLine,proto3" json:"from_line,omitempty"`
+	// Fencing probe, sent by an admin taking over a run another admin claimed and may not have
+	// sent (its liveness lock was released). When set and this executor never received the run,
+	// it refuses the run from now on when it comes from fence_node at fence_epoch or an earlier
+	// epoch (or names no sender), and answers fenced = true. An executor that does not fence
+	// leaves fenced false, and the admin waits for that node's lease instead.
+	FenceNode     string `protobuf:"bytes,4,opt,name=fence_node,json=fenceNode,proto3" json:"fence_node,omitempty"`
+	FenceEpoch    int64  `protobuf:"varint,5,opt,name=fence_epoch,json=fenceEpoch,proto3" json:"fence_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,6 +733,20 @@ func (x *ReadLogRequest) GetFromLine() int32 {
 	return 0
 }
 
+func (x *ReadLogRequest) GetFenceNode() string {
+	if x != nil {
+		return x.FenceNode
+	}
+	return ""
+}
+
+func (x *ReadLogRequest) GetFenceEpoch() int64 {
+	if x != nil {
+		return x.FenceEpoch
+	}
+	return 0
+}
+
 type ReadLogResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	FromLine int32                  `protobuf:"varint,1,opt,name=from_line,json=fromLine,proto3" json:"from_line,omitempty"`
@@ -704,7 +754,10 @@ type ReadLogResponse struct {
 	ToLine  int32  `protobuf:"varint,2,opt,name=to_line,json=toLine,proto3" json:"to_line,omitempty"`
 	Content string `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
 	// True when the run has finished and every line was returned.
-	IsEnd         bool `protobuf:"varint,4,opt,name=is_end,json=isEnd,proto3" json:"is_end,omitempty"`
+	IsEnd bool `protobuf:"varint,4,opt,name=is_end,json=isEnd,proto3" json:"is_end,omitempty"`
+	// The run was never received here and is now refused from the fenced node
+	// (ReadLogRequest.fence_node).
+	Fenced        bool `protobuf:"varint,5,opt,name=fenced,proto3" json:"fenced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -767,6 +820,13 @@ func (x *ReadLogResponse) GetIsEnd() bool {
 	return false
 }
 
+func (x *ReadLogResponse) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
+}
+
 var File_xjob_v1_executor_proto protoreflect.FileDescriptor
 
 const file_xjob_v1_executor_proto_rawDesc = "" +
@@ -778,7 +838,7 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\">\n" +
 	"\x10IdleBeatResponse\x12\x12\n" +
 	"\x04idle\x18\x01 \x01(\bR\x04idle\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe2\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa6\x05\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x03R\x05jobId\x12\x15\n" +
@@ -802,10 +862,14 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\aattempt\x18\x0e \x01(\x05R\aattempt\x127\n" +
 	"\ftrigger_type\x18\x0f \x01(\x0e2\x14.xjob.v1.TriggerTypeR\vtriggerType\x12 \n" +
 	"\vtraceparent\x18\x10 \x01(\tR\vtraceparent\x12\x1e\n" +
-	"\vstart_at_ms\x18\x11 \x01(\x03R\tstartAtMs\"C\n" +
+	"\vstart_at_ms\x18\x11 \x01(\x03R\tstartAtMs\x12\x1f\n" +
+	"\vsender_node\x18\x12 \x01(\tR\n" +
+	"senderNode\x12!\n" +
+	"\fsender_epoch\x18\x13 \x01(\x03R\vsenderEpoch\"[\n" +
 	"\vRunResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\":\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
+	"\x06fenced\x18\x03 \x01(\bR\x06fenced\":\n" +
 	"\x0fRunBatchRequest\x12'\n" +
 	"\x04runs\x18\x01 \x03(\v2\x13.xjob.v1.RunRequestR\x04runs\"B\n" +
 	"\x10RunBatchResponse\x12.\n" +
@@ -816,16 +880,21 @@ const file_xjob_v1_executor_proto_rawDesc = "" +
 	"\theld_only\x18\x03 \x01(\bR\bheldOnly\"@\n" +
 	"\fKillResponse\x12\x16\n" +
 	"\x06killed\x18\x01 \x01(\bR\x06killed\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"d\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa4\x01\n" +
 	"\x0eReadLogRequest\x12\x15\n" +
 	"\x06log_id\x18\x01 \x01(\x03R\x05logId\x12\x1e\n" +
 	"\vlog_date_ms\x18\x02 \x01(\x03R\tlogDateMs\x12\x1b\n" +
-	"\tfrom_line\x18\x03 \x01(\x05R\bfromLine\"x\n" +
+	"\tfrom_line\x18\x03 \x01(\x05R\bfromLine\x12\x1d\n" +
+	"\n" +
+	"fence_node\x18\x04 \x01(\tR\tfenceNode\x12\x1f\n" +
+	"\vfence_epoch\x18\x05 \x01(\x03R\n" +
+	"fenceEpoch\"\x90\x01\n" +
 	"\x0fReadLogResponse\x12\x1b\n" +
 	"\tfrom_line\x18\x01 \x01(\x05R\bfromLine\x12\x17\n" +
 	"\ato_line\x18\x02 \x01(\x05R\x06toLine\x12\x18\n" +
 	"\acontent\x18\x03 \x01(\tR\acontent\x12\x15\n" +
-	"\x06is_end\x18\x04 \x01(\bR\x05isEnd2\xed\x02\n" +
+	"\x06is_end\x18\x04 \x01(\bR\x05isEnd\x12\x16\n" +
+	"\x06fenced\x18\x05 \x01(\bR\x06fenced2\xed\x02\n" +
 	"\x0fExecutorService\x123\n" +
 	"\x04Beat\x12\x14.xjob.v1.BeatRequest\x1a\x15.xjob.v1.BeatResponse\x12?\n" +
 	"\bIdleBeat\x12\x18.xjob.v1.IdleBeatRequest\x1a\x19.xjob.v1.IdleBeatResponse\x120\n" +

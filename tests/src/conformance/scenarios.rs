@@ -656,6 +656,7 @@ async fn direct_calls(world: &mut World) -> anyhow::Result<()> {
         log_id,
         log_date_ms: long_run.log_date_ms,
         from_line,
+        ..Default::default()
     };
     wait_until(
         RUN_BOUND,

@@ -47,6 +47,7 @@ async fn wrong_or_missing_token_is_rejected_by_the_executor_service() -> anyhow:
         log_id,
         log_date_ms: finished.trigger_time_ms,
         from_line: 1,
+        ..Default::default()
     };
     for token in [None, Some("wrong-token")] {
         let refused = executor_client

@@ -196,6 +196,7 @@ impl pb::executor_service_server::ExecutorService for SlowLogExecutor {
         Ok(tonic::Response::new(pb::RunResponse {
             accepted: true,
             message: String::new(),
+            ..Default::default()
         }))
     }
 

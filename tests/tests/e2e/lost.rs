@@ -310,6 +310,7 @@ impl ExecutorService for FakeExecutor {
         Ok(tonic::Response::new(pb::RunResponse {
             accepted: true,
             message: String::new(),
+            ..Default::default()
         }))
     }
 
@@ -341,6 +342,7 @@ impl ExecutorService for FakeExecutor {
             to_line: from_line - 1,
             content: String::new(),
             is_end: true,
+            fenced: false,
         }))
     }
 }

@@ -37,6 +37,10 @@ pub struct StrandedProbes {
     /// Stranded runs every executor that may have received them says it never did: their
     /// admin died between claiming and sending them, and they are sent now.
     pub never_sent: HashSet<LogId>,
+    /// Of those, the runs every such executor also fenced against their owner (a fencing
+    /// probe): the owner can no longer start them anywhere asked, so they are sent now even
+    /// though its lease still holds.
+    pub fenced: HashSet<LogId>,
 }
 
 /// What the lost-run monitor remembers between checks.
@@ -269,7 +273,7 @@ pub enum Confirmation {
 pub fn confirm(sighting: Sighting, missing_ms: i64, params: LostParams) -> Confirmation {
     match sighting {
         Sighting::MayHold => Confirmation::Held,
-        Sighting::NeverSaw => Confirmation::Lost,
+        Sighting::NeverSaw | Sighting::Fenced => Confirmation::Lost,
         Sighting::Ran if missing_ms > params.absence_grace_ms => Confirmation::Lost,
         Sighting::Ran => Confirmation::Over,
     }
@@ -303,6 +307,9 @@ pub enum Sighting {
     /// Not running there and no run log: it never received the run (the SDK writes a log line
     /// for every run it accepts, if only the end line or "run not started").
     NeverSaw,
+    /// Never received it, as `NeverSaw`, and refuses it from now on from the node the probe
+    /// fenced (`ExecutorClient::read_log_fencing`).
+    Fenced,
 }
 
 impl Sighting {
@@ -311,6 +318,7 @@ impl Sighting {
         match answer {
             Ok(chunk) if !chunk.is_end => Sighting::MayHold,
             Ok(chunk) if chunk.to_line >= chunk.from_line => Sighting::Ran,
+            Ok(chunk) if chunk.fenced => Sighting::Fenced,
             Ok(_) => Sighting::NeverSaw,
             Err(()) => Sighting::MayHold,
         }
@@ -334,12 +342,14 @@ pub fn sort_answers(
         if elsewhere_done {
             probes.absent.insert(log_id);
         }
-        if !said.is_empty()
-            && said
-                .iter()
-                .all(|(_, sighting)| *sighting == Sighting::NeverSaw)
-        {
+        let all = |test: fn(Sighting) -> bool| {
+            !said.is_empty() && said.iter().all(|(_, sighting)| test(*sighting))
+        };
+        if all(|sighting| matches!(sighting, Sighting::NeverSaw | Sighting::Fenced)) {
             probes.never_sent.insert(log_id);
+        }
+        if all(|sighting| sighting == Sighting::Fenced) {
+            probes.fenced.insert(log_id);
         }
     }
     probes

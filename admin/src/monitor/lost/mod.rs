@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::AdminContext;
 use crate::error::Error;
 use crate::health::Loop;
-use crate::model::{AddressType, GroupId, LogId, RunLog};
+use crate::model::{AddressType, ExecutorInfo, GroupId, LogId, NodeIdentity, RunLog};
 use judge::normalize;
 
 pub use judge::{
@@ -130,11 +130,14 @@ async fn check_once(
     let elsewhere = if stranded.is_empty() {
         StrandedProbes::default()
     } else {
-        probe_stranded(ctx, &stranded, &held_elsewhere).await?
+        probe_stranded(ctx, &stranded, &held_elsewhere, Fencing::No).await?
     };
     let (never_sent, stranded) = split_never_sent(stranded, &sessions, &elsewhere);
     if !never_sent.is_empty() {
-        super::stranded::send(ctx, never_sent, lease_now).await?;
+        let how = super::stranded::TakeOver::LeaseLapsed {
+            lease_now_ms: lease_now,
+        };
+        super::stranded::send(ctx, never_sent, how).await?;
     }
     let judgement = judge.judge(&runs, view, now, params);
     let mut verdicts = judgement.lost;
@@ -236,12 +239,20 @@ const PROBES_IN_FLIGHT: usize = 64;
 /// the run): for an AUTO group every live executor of its app (this admin's sessions, the other
 /// admins' rows, and the routes restored at start for executors still reconnecting), for a
 /// MANUAL group its typed addresses too. An executor that cannot be asked in time may hold the
-/// run, so no run is judged, or sent again, on missing evidence.
+/// run, so no run is judged, or sent again, on missing evidence. A fencing probe
+/// (`Fencing::Against`) also asks the executors of the app's recent registry rows, and each
+/// executor that never received a run refuses it from that node from then on
+/// (`Sighting::Fenced`).
 async fn probe_stranded(
     ctx: &AdminContext,
     stranded: &[RunLog],
     held_elsewhere: &HashSet<String>,
+    fencing: Fencing<'_>,
 ) -> Result<StrandedProbes, Error> {
+    let (fence, recent_rows) = match fencing {
+        Fencing::No => (None, Vec::new()),
+        Fencing::Against { owner, rows } => (Some(owner), rows),
+    };
     let group_ids: Vec<GroupId> = stranded.iter().map(|run| run.group_id).collect();
     let groups = ctx.store.get_groups(&group_ids).await?;
     let deadline = ctx.config.executor_timeout;
@@ -262,19 +273,39 @@ async fn probe_stranded(
         if group.address_type == AddressType::Manual {
             addresses.extend(group.addresses.iter().map(|a| normalize(a).to_string()));
         }
+        addresses.extend(
+            recent_rows
+                .iter()
+                .filter(|row| row.app_name == group.app_name)
+                .map(|row| normalize(&row.address).to_string()),
+        );
         addresses.sort();
         addresses.dedup();
         let executors = Arc::clone(&ctx.executors);
         let in_flight = Arc::clone(&in_flight);
         let token = group.access_token.clone();
         let (log_id, log_date_ms) = (run.id, run.trigger_time_ms);
+        let fence = fence.cloned();
         probes.spawn(async move {
             let mut said = Vec::with_capacity(addresses.len());
             for address in addresses {
                 let Ok(_permit) = in_flight.acquire().await else {
                     break;
                 };
-                let read = executors.read_log(&address, &token, log_id, log_date_ms, 1);
+                let read = async {
+                    match &fence {
+                        Some(fence) => {
+                            executors
+                                .read_log_fencing(&address, &token, log_id, log_date_ms, fence)
+                                .await
+                        }
+                        None => {
+                            executors
+                                .read_log(&address, &token, log_id, log_date_ms, 1)
+                                .await
+                        }
+                    }
+                };
                 let sighting = match tokio::time::timeout(deadline, read).await {
                     Ok(Ok(chunk)) => Sighting::of(Ok(&chunk)),
                     _ => Sighting::of(Err(())),
@@ -291,6 +322,36 @@ async fn probe_stranded(
         }
     }
     Ok(sort_answers(&answers, held_elsewhere))
+}
+
+/// Asks every executor that may have received each of `runs` (claimed by `owner`, never
+/// recorded as sent) whether it did, fencing it against `owner` where it never did
+/// (`StrandedProbes::fenced`).
+pub(super) async fn probe_fencing(
+    ctx: &AdminContext,
+    runs: &[RunLog],
+    owner: &NodeIdentity,
+) -> Result<StrandedProbes, Error> {
+    // Besides this admin's view of the registry (which a failed refresh can leave short), every
+    // executor with a registry row renewed within an executor lease: the owner may have routed
+    // to any executor it saw live, and one left out would never be fenced.
+    let lease_ms = ctx.config.executor_lease.as_millis() as i64;
+    let rows = ctx
+        .store
+        .list_live_registry(ctx.clock.now_ms() - lease_ms)
+        .await?;
+    let fencing = Fencing::Against { owner, rows };
+    probe_stranded(ctx, runs, &HashSet::new(), fencing).await
+}
+
+/// Whether a stranded-run probe fences, and whom.
+enum Fencing<'a> {
+    No,
+    /// Fences the runs against `owner`, asking the executors of `rows` too.
+    Against {
+        owner: &'a NodeIdentity,
+        rows: Vec<ExecutorInfo>,
+    },
 }
 
 /// The AUTO groups among those of `runs` (read with one query).

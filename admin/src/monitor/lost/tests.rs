@@ -292,6 +292,7 @@ fn chunk(to_line: i32, is_end: bool) -> RunLogChunk {
         to_line,
         content: String::new(),
         is_end,
+        fenced: false,
     }
 }
 
@@ -302,6 +303,32 @@ fn an_executor_never_saw_a_run_only_if_it_neither_holds_it_nor_logged_it() {
     assert_eq!(Sighting::of(Ok(&chunk(2, true))), Sighting::Ran);
     assert_eq!(Sighting::of(Ok(&chunk(0, true))), Sighting::NeverSaw);
     assert_eq!(Sighting::of(Err(())), Sighting::MayHold);
+    let fenced = |to_line, is_end| RunLogChunk {
+        fenced: true,
+        ..chunk(to_line, is_end)
+    };
+    assert_eq!(Sighting::of(Ok(&fenced(0, true))), Sighting::Fenced);
+    // A log or a run in progress wins over a fence flag.
+    assert_eq!(Sighting::of(Ok(&fenced(2, true))), Sighting::Ran);
+    assert_eq!(Sighting::of(Ok(&fenced(0, false))), Sighting::MayHold);
+}
+
+#[test]
+fn a_run_is_taken_over_through_the_fence_only_when_every_candidate_fenced_it() {
+    let other = "http://127.0.0.1:9002".to_string();
+    let said = |first: Sighting, second: Sighting| {
+        vec![(ADDRESS.to_string(), first), (other.clone(), second)]
+    };
+    let mut answers: HashMap<LogId, Answers> = HashMap::new();
+    answers.insert(LogId(1), said(Sighting::Fenced, Sighting::Fenced));
+    // An executor that does not fence answers "never saw it" only: not enough.
+    answers.insert(LogId(2), said(Sighting::Fenced, Sighting::NeverSaw));
+    answers.insert(LogId(3), said(Sighting::Fenced, Sighting::MayHold));
+    answers.insert(LogId(4), said(Sighting::Ran, Sighting::Fenced));
+    answers.insert(LogId(5), vec![]);
+    let probes = sort_answers(&answers, &HashSet::new());
+    assert_eq!(probes.fenced, [LogId(1)].into());
+    assert_eq!(probes.never_sent, [LogId(1), LogId(2)].into());
 }
 
 #[test]

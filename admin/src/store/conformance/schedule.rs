@@ -433,6 +433,97 @@ async fn stranded_runs_are_taken_over_once_and_only_from_gone_owners() {
     }
 }
 
+/// Runs a node claimed and never sent, taken over through the executors' fence while its
+/// lease still holds: `claimed_unsent_of` lists exactly its RUNNING, unsent runs at its epoch
+/// or earlier (not a later epoch's, not a sent or finished one, not another node's), oldest
+/// first and bounded; two admins adopting them at once get each exactly once, and a run
+/// recorded as sent meanwhile stays with its owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claimed_runs_of_a_fenced_owner_are_listed_and_taken_over_once() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        for node in ["dead", "a", "b", "other"] {
+            // Every lease holds: the fence, not the lease, lets the others take over.
+            store.register_node(node, 0, 100_000).await.expect("node");
+        }
+        let running = |second: i64, node: &str, epoch: i64| NewRun {
+            status: RunStatus::Running,
+            ..fire(&job, 10_000 + second * 1_000, node, epoch)
+        };
+        let mut runs: Vec<NewRun> = (0..30).map(|second| running(second, "dead", 2)).collect();
+        runs.push(running(30, "dead", 1));
+        runs.push(running(31, "dead", 3));
+        runs.push(running(32, "other", 2));
+        runs.push(NewRun {
+            status: RunStatus::Pending,
+            ..fire(&job, 50_000, "dead", 2)
+        });
+        let ids = store.insert_runs(&runs).await.expect("runs");
+        let (dead_ids, older, later, others, pending) =
+            (&ids[..30], ids[30], ids[31], ids[32], ids[33]);
+        let sent = DispatchRecord {
+            log_id: dead_ids[0],
+            outcome: DispatchOutcome::Accepted,
+            trigger_code: 200,
+            trigger_msg: "accepted".into(),
+            executor_address: "http://127.0.0.1:1".into(),
+            finished_ms: 5_000,
+            trace_id: String::new(),
+        };
+        let dead = NodeIdentity::new("dead", 2);
+        store
+            .record_dispatches(&dead, &[sent])
+            .await
+            .expect("record");
+        store
+            .mark_lost(dead_ids[1], "gone", 5_000)
+            .await
+            .expect("mark");
+
+        let listed = ids_of(&store.claimed_unsent_of(&dead, 100).await.expect("list"));
+        let mut expected: Vec<LogId> = dead_ids[2..].to_vec();
+        expected.push(older);
+        expected.sort_unstable();
+        assert_eq!(listed, expected, "{backend}: its unsent runs, oldest first");
+        for excluded in [later, others, pending, dead_ids[0], dead_ids[1]] {
+            assert!(
+                !listed.contains(&excluded),
+                "{backend}: {excluded:?} listed"
+            );
+        }
+        let first_five = ids_of(&store.claimed_unsent_of(&dead, 5).await.expect("list"));
+        assert_eq!(first_five, expected[..5].to_vec(), "{backend}: bounded");
+
+        let (node_a, node_b) = (NodeIdentity::new("a", 1), NodeIdentity::new("b", 1));
+        let (by_a, by_b) = tokio::join!(
+            store.adopt_fenced(&ids, &dead, &node_a, 6_000),
+            store.adopt_fenced(&ids, &dead, &node_b, 6_000),
+        );
+        let (by_a, by_b) = (by_a.expect("adopt a"), by_b.expect("adopt b"));
+        let mut taken = ids_of(&by_a);
+        taken.extend(ids_of(&by_b));
+        taken.sort_unstable();
+        assert_eq!(taken, expected, "{backend}: each taken once, nothing else");
+        assert!(
+            by_a.iter()
+                .chain(&by_b)
+                .all(|run| run.trigger_time_ms == 6_000
+                    && run.status == RunStatus::Running
+                    && run.executor_address.is_empty()),
+            "{backend}: taken with the new trigger time, still unsent"
+        );
+        assert!(
+            store
+                .claimed_unsent_of(&dead, 100)
+                .await
+                .expect("list")
+                .is_empty(),
+            "{backend}: nothing left to the fenced owner"
+        );
+        store.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stalled_owner_and_an_adopter_together_never_both_get_a_fire() {
     for (backend, store, _dir) in fresh_stores().await {

@@ -275,6 +275,80 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
     Ok(adopted)
 }
 
+/// The owner condition of runs claimed by `dead` at its epoch or an earlier one.
+fn push_owned_by<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, dead: &'q NodeIdentity) {
+    sql.push_mut(" AND owner_node = ");
+    sql.bind_mut(dead.node_id.as_str());
+    sql.push_mut(" AND epoch <= ");
+    sql.bind_mut(dead.epoch);
+}
+
+/// The text of `claimed_unsent_of`'s read.
+fn claimed_unsent_query<'q, DB: Dialect>(dead: &'q NodeIdentity, limit: i64) -> Sql<'q, DB> {
+    let mut select = Sql::<DB>::new(format!(
+        "SELECT {LOG_COLUMNS} FROM xjob_log WHERE status = 'RUNNING' AND executor_address = ''"
+    ));
+    push_owned_by(&mut select, dead);
+    select.push_mut(" ORDER BY id LIMIT ");
+    select.bind_mut(limit);
+    select
+}
+
+/// RUNNING runs with no address claimed by `dead` (epochs up to its own), oldest first.
+pub async fn claimed_unsent_of<DB: Dialect>(
+    db: Pools<'_, DB>,
+    dead: &NodeIdentity,
+    limit: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let mut conn = db.read().await?;
+    let rows = claimed_unsent_query::<DB>(dead, limit)
+        .fetch_all(&mut conn)
+        .await?;
+    rows.iter().map(run_from_row::<DB>).collect()
+}
+
+/// Takes over runs among `ids` that `dead` claimed and never sent, once the executors fenced
+/// them against it: a conditional write (still RUNNING, no address, still `dead`'s), so of two
+/// admins taking over the same run only the first changes it, a result that landed meanwhile
+/// wins, and a run `dead` recorded as sent stays its.
+pub async fn adopt_fenced<'q, DB: Dialect>(
+    db: Pools<'_, DB>,
+    ids: &[LogId],
+    dead: &'q NodeIdentity,
+    node: &'q NodeIdentity,
+    now_ms: i64,
+) -> StoreResult<Vec<RunLog>> {
+    let ids = raw_ids(ids);
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
+    let mut conn = db.write().await?;
+    let mut adopted = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
+        let set = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("owner_node = ");
+            sql.bind_mut(node_id);
+            sql.push_mut(", epoch = ");
+            sql.bind_mut(epoch);
+            sql.push_mut(", trigger_time_ms = ");
+            sql.bind_mut(now_ms);
+        };
+        let filter = |sql: &mut Sql<'q, DB>| {
+            sql.push_mut("id");
+            DB::push_id_list(sql, chunk);
+            sql.push_mut(&format!(
+                " AND {} = 'RUNNING' AND executor_address = ''",
+                unindexed::<DB>("status")
+            ));
+            push_owned_by(sql, dead);
+        };
+        let (_, rows) =
+            update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
+        for row in &rows {
+            adopted.push(run_from_row::<DB>(row)?);
+        }
+    }
+    Ok(adopted)
+}
+
 /// Marks stranded runs this node took over (`adopt_stranded`) and will not send as SKIPPED
 /// with a reason (a misfire, or a job that is gone); only rows still RUNNING, unsent and owned
 /// by this node/epoch change.
@@ -344,10 +418,10 @@ pub async fn stranded_dispatches<DB: Dialect>(
     rows.iter().map(run_from_row::<DB>).collect()
 }
 
-/// The SQLite texts of the adoption statements and the stranded-dispatch read, for its plan
-/// test.
+/// The SQLite texts of the adoption statements, the stranded-dispatch read and the read of a
+/// fenced owner's claimed runs, for its plan test.
 #[cfg(test)]
-pub fn sqlite_texts_for_plans() -> [String; 3] {
+pub fn sqlite_texts_for_plans() -> [String; 4] {
     use sqlx::Sqlite;
     let gone = |own_epochs| GoneOwner {
         node_id: "n1",
@@ -377,10 +451,13 @@ pub fn sqlite_texts_for_plans() -> [String; 3] {
     }))
     .text()
     .to_string();
+    let dead = NodeIdentity::new("n2", 1);
+    let claimed_unsent = claimed_unsent_query::<Sqlite>(&dead, 10).text().to_string();
     [
         adoption("status = 'PENDING'", "<"),
         adoption("alarm_status = -1", "<="),
         stranded,
+        claimed_unsent,
     ]
 }
 

@@ -36,6 +36,7 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
         adopt_orphan_runs,
         adopt_stale_followups,
         stranded_dispatches,
+        claimed_unsent_of,
     ] = sqlite_texts_for_plans();
     let expected = [
         (claim_sql_for_plans("id"), by_id),
@@ -52,6 +53,7 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
             "ix_log_running",
         ),
         (stranded_dispatches, "ix_log_running"),
+        (claimed_unsent_of, "ix_log_running"),
         (
             held_runs_query::<sqlx::Sqlite>(crate::model::JobId(7), 0)
                 .text()
