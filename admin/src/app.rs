@@ -505,7 +505,7 @@ async fn spawn(
             dead_tx,
             cancel(),
         ));
-        loops.spawn(crate::monitor::stranded::run_fenced_takeovers(
+        loops.spawn(crate::monitor::fenced::run_fenced_takeovers(
             Arc::clone(&ctx),
             dead_rx,
             cancel(),

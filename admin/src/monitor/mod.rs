@@ -9,12 +9,15 @@
 //! lost (every heartbeat_interval / 2)
 //!   RUNNING runs ─▶ LostJudge (heartbeat lists, live sessions) ─▶ LOST ─▶ followup retries it
 //!   stranded runs (claimed by a dead admin, never sent; no executor saw them) ─▶ stranded::send
+//! fenced (an admin whose liveness lock was released, as the liveness watch reports it)
+//!   its claimed, unsent runs ─▶ every candidate executor fences them ─▶ stranded::send
 //! ```
 //! The decisions are pure (`policy`, `lost::LostJudge`); the loops only read, call and write.
 
 pub mod alarm;
 pub mod alarm_queue;
 pub mod backfill;
+pub mod fenced;
 pub mod followup;
 pub mod lost;
 pub mod notify;

@@ -327,7 +327,7 @@ async fn probe_stranded(
 /// Asks every executor that may have received each of `runs` (claimed by `owner`, never
 /// recorded as sent) whether it did, fencing it against `owner` where it never did
 /// (`StrandedProbes::fenced`).
-pub(super) async fn probe_fencing(
+pub(in crate::monitor) async fn probe_fencing(
     ctx: &AdminContext,
     runs: &[RunLog],
     owner: &NodeIdentity,
