@@ -44,6 +44,12 @@ const FENCED_RETRY: Duration = Duration::from_secs(1);
 /// may hold, or that one could not be asked about, stays `dead`'s: the lost-run monitor judges
 /// it once the lease lapsed, as before.
 pub async fn take_over_from_dead(ctx: &AdminContext, dead: &NodeIdentity) -> Result<(), Error> {
+    // Reported a moment ago; a node whose lock is held again (it took it back after losing its
+    // connection, or a new process of it started) sends its runs itself.
+    let node_ids = [dead.node_id.clone()];
+    if ctx.store.node_locks_held(&node_ids).await?.contains(&true) {
+        return Ok(());
+    }
     let mut skip = HashSet::new();
     loop {
         let runs: Vec<RunLog> = ctx

@@ -10,7 +10,7 @@
 //!   mistake (alive, but its lock connection dropped: a database restart, a network cut) only
 //!   loses the right to dispatch those fires; none is lost and none runs twice.
 //! - Runs a dead admin claimed but had not sent yet are taken over without waiting for its
-//!   lease only through the executors' fence (`monitor::stranded::take_over_from_dead`): a lost
+//!   lease only through the executors' fence (`monitor::fenced`): a lost
 //!   lock connection does not stop a live owner from sending, so each executor that could have
 //!   received such a run first refuses it from that owner; the rest wait for the lease. Its
 //!   follow-up claims still wait for its lease.
@@ -44,6 +44,10 @@ pub const WATCH_PERIOD: Duration = Duration::from_millis(150);
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often a lost own lock is taken again.
 const REACQUIRE_EVERY: Duration = Duration::from_secs(1);
+/// How long this node's own lock must have been held before it reports dead peers for their
+/// claimed runs to be fenced: longer than a live peer needs to take its lock again after a
+/// database restart (`REACQUIRE_EVERY` and a watch period).
+const OWN_LOCK_STEADY: Duration = Duration::from_secs(2);
 /// How long a start waits for its lock (another admin may be checking it at that instant, or
 /// the previous process of this node id is still exiting).
 const ACQUIRE_AT_START: Duration = Duration::from_secs(2);
@@ -76,8 +80,9 @@ pub async fn acquire_at_start(store: &Store, node_id: &str) -> Option<NodeLock> 
 }
 
 /// The watch loop: keeps this node's lock, adopts the PENDING fires of nodes found dead and
-/// reports each such node on `dead_tx` (on every watch while its lock stays free), for its
-/// claimed runs to be taken over through the executors' fence (`monitor::stranded`).
+/// reports each such node on `dead_tx` (on every watch while its lock stays free, once this
+/// node's own lock has held for `OWN_LOCK_STEADY`), for its claimed runs to be taken over
+/// through the executors' fence (`monitor::fenced`).
 pub async fn run_liveness(
     scheduler: Arc<Scheduler>,
     mut own: Option<NodeLock>,
@@ -86,9 +91,19 @@ pub async fn run_liveness(
 ) {
     let mut seen = SeenHeld::default();
     let mut next_acquire = Instant::now();
+    let mut own_held_since = own.as_ref().map(|_| Instant::now());
     loop {
         own = keep_own_lock(&scheduler, own, &mut next_acquire).await;
-        if let Err(error) = watch_peers(&scheduler, &mut seen, &dead_tx).await {
+        own_held_since = match (&own, own_held_since) {
+            (None, _) => None,
+            (Some(_), since) => Some(since.unwrap_or_else(Instant::now)),
+        };
+        // After a database restart every admin's lock is gone, the live ones' for a moment
+        // only: an admin that lost its own lock lately reports nobody, so that a peer still
+        // taking its lock again is not fenced. A dead one stays free.
+        let reporting = own_held_since.is_some_and(|since| since.elapsed() >= OWN_LOCK_STEADY);
+        let report = reporting.then_some(&dead_tx);
+        if let Err(error) = watch_peers(&scheduler, &mut seen, report).await {
             tracing::debug!(%error, "checking the other admins' liveness locks failed");
         }
         tokio::select! {
@@ -165,7 +180,7 @@ impl SeenHeld {
 async fn watch_peers(
     scheduler: &Arc<Scheduler>,
     seen: &mut SeenHeld,
-    dead_tx: &UnboundedSender<NodeIdentity>,
+    report: Option<&UnboundedSender<NodeIdentity>>,
 ) -> crate::store::StoreResult<()> {
     let store = &scheduler.store;
     let node = &scheduler.node;
@@ -197,7 +212,9 @@ async fn watch_peers(
         }
         // The runs it claimed and did not send: taken over elsewhere (a closed channel means
         // the admin is stopping).
-        let _ = dead_tx.send(dead);
+        if let Some(report) = report {
+            let _ = report.send(dead);
+        }
     }
     Ok(())
 }

@@ -130,7 +130,7 @@ async fn check_once(
     let elsewhere = if stranded.is_empty() {
         StrandedProbes::default()
     } else {
-        probe_stranded(ctx, &stranded, &held_elsewhere, Fencing::No).await?
+        probe_stranded(ctx, &stranded, &held_elsewhere, Asking::default()).await?
     };
     let (never_sent, stranded) = split_never_sent(stranded, &sessions, &elsewhere);
     if !never_sent.is_empty() {
@@ -239,20 +239,18 @@ const PROBES_IN_FLIGHT: usize = 64;
 /// the run): for an AUTO group every live executor of its app (this admin's sessions, the other
 /// admins' rows, and the routes restored at start for executors still reconnecting), for a
 /// MANUAL group its typed addresses too. An executor that cannot be asked in time may hold the
-/// run, so no run is judged, or sent again, on missing evidence. A fencing probe
-/// (`Fencing::Against`) also asks the executors of the app's recent registry rows, and each
-/// executor that never received a run refuses it from that node from then on
-/// (`Sighting::Fenced`).
+/// run, so no run is judged, or sent again, on missing evidence. `asking` may add the
+/// executors of the app's recent registry rows, and fence the runs (`Sighting::Fenced`).
 async fn probe_stranded(
     ctx: &AdminContext,
     stranded: &[RunLog],
     held_elsewhere: &HashSet<String>,
-    fencing: Fencing<'_>,
+    asking: Asking<'_>,
 ) -> Result<StrandedProbes, Error> {
-    let (fence, recent_rows) = match fencing {
-        Fencing::No => (None, Vec::new()),
-        Fencing::Against { owner, rows } => (Some(owner), rows),
-    };
+    let Asking {
+        fence,
+        rows: recent_rows,
+    } = asking;
     let group_ids: Vec<GroupId> = stranded.iter().map(|run| run.group_id).collect();
     let groups = ctx.store.get_groups(&group_ids).await?;
     let deadline = ctx.config.executor_timeout;
@@ -340,18 +338,37 @@ pub(in crate::monitor) async fn probe_fencing(
         .store
         .list_live_registry(ctx.clock.now_ms() - lease_ms)
         .await?;
-    let fencing = Fencing::Against { owner, rows };
-    probe_stranded(ctx, runs, &HashSet::new(), fencing).await
+    // First without fencing: a fence set on some executors only (another could not be asked,
+    // or may hold the run) would make the owner's own send refused there while the run is not
+    // taken over, if the owner is alive after all. Only runs every candidate never saw are
+    // fenced.
+    let looking = Asking {
+        fence: None,
+        rows: &rows,
+    };
+    let looked = probe_stranded(ctx, runs, &HashSet::new(), looking).await?;
+    let never_seen: Vec<RunLog> = runs
+        .iter()
+        .filter(|run| looked.never_sent.contains(&run.id))
+        .cloned()
+        .collect();
+    if never_seen.is_empty() {
+        return Ok(StrandedProbes::default());
+    }
+    let fencing = Asking {
+        fence: Some(owner),
+        rows: &rows,
+    };
+    probe_stranded(ctx, &never_seen, &HashSet::new(), fencing).await
 }
 
-/// Whether a stranded-run probe fences, and whom.
-enum Fencing<'a> {
-    No,
-    /// Fences the runs against `owner`, asking the executors of `rows` too.
-    Against {
-        owner: &'a NodeIdentity,
-        rows: Vec<ExecutorInfo>,
-    },
+/// Whom a stranded-run probe asks besides the app's live executors, and whether it fences.
+#[derive(Default, Clone, Copy)]
+struct Asking<'a> {
+    /// Fences each run against this node where it was never received.
+    fence: Option<&'a NodeIdentity>,
+    /// Registry rows whose executors of the run's app are asked too.
+    rows: &'a [ExecutorInfo],
 }
 
 /// The AUTO groups among those of `runs` (read with one query).
