@@ -154,19 +154,28 @@ async fn wait_adopted(store: &Store, node: &str, watched: &[i64], lease: Duratio
         .ok()
 }
 
-/// The PENDING rows of the group: fires planned and not yet dispatched.
+/// The fires of the group planned and not yet dispatched: PENDING rows, and RUNNING rows with
+/// no address (claimed, about to be sent: the coming second, late in a second).
 async fn planned_rows(store: &Store, group_id: i64) -> anyhow::Result<Vec<LogRow>> {
-    let filter = LogFilter {
-        group_id: Some(GroupId(group_id)),
-        status: Some(RunStatus::Pending),
-        limit: 1_000_000,
-        ..LogFilter::default()
-    };
-    let rows = store
-        .list_logs(&filter)
-        .await
-        .map_err(|error| anyhow::anyhow!("cannot read the planned fires: {error}"))?;
-    Ok(rows.iter().map(LogRow::from).collect())
+    let mut planned = Vec::new();
+    for status in [RunStatus::Pending, RunStatus::Running] {
+        let filter = LogFilter {
+            group_id: Some(GroupId(group_id)),
+            status: Some(status),
+            limit: 1_000_000,
+            ..LogFilter::default()
+        };
+        let rows = store
+            .list_logs(&filter)
+            .await
+            .map_err(|error| anyhow::anyhow!("cannot read the planned fires: {error}"))?;
+        planned.extend(
+            rows.iter()
+                .filter(|row| row.executor_address.is_empty())
+                .map(LogRow::from),
+        );
+    }
+    Ok(planned)
 }
 
 /// Every log row of the group, read in pages once the admins have stopped writing.

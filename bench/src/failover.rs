@@ -58,16 +58,18 @@ impl From<&RunLog> for LogRow {
 pub struct Disruption {
     pub node: String,
     pub at_ms: i64,
-    /// Ids of the PENDING rows the victim owned just before.
+    /// Ids of the rows the victim owned and had not dispatched just before (PENDING, or
+    /// claimed and unsent).
     pub planned: HashSet<i64>,
 }
 
-/// The admin owning the most planned (PENDING) fires (the schedule lock's holder): its index
-/// in `nodes` and the ids it owns; None when nobody owns any.
+/// The admin owning the most planned fires (PENDING, or RUNNING rows the caller read without
+/// an address: claimed, not sent yet): its index in `nodes` and the ids it owns; None when
+/// nobody owns any.
 pub fn busiest_node(pending: &[LogRow], nodes: &[&str]) -> Option<(usize, HashSet<i64>)> {
     let planned = pending
         .iter()
-        .filter(|row| row.status == RunStatus::Pending)
+        .filter(|row| matches!(row.status, RunStatus::Pending | RunStatus::Running))
         .map(|row| (row.owner_node.as_str(), row.id));
     busiest_owner(planned, nodes)
 }

@@ -572,8 +572,9 @@ pub(crate) fn read_records(dir: &Path, executors: usize) -> anyhow::Result<Vec<R
     Ok(records)
 }
 
-const TAKEOVER_DEF: &str = "kill/stop of the admin owning the most PENDING fires -> first \
-                            dispatch (claim time on the row) by another admin of one of those fires";
+const TAKEOVER_DEF: &str = "kill/stop of the admin owning the most undispatched fires (PENDING, \
+                            or claimed with no address) -> first dispatch (claim time on the row) \
+                            by another admin of one of those fires";
 const ADOPTED_DELAY_DEF: &str = "per kill/stop, the latest dispatch (trigger time) by another \
                                  admin of a fire the victim had planned, minus its scheduled time";
 const RECOVERY_DEF: &str = "database start returned -> first handler start after it";
