@@ -101,8 +101,7 @@ pub async fn run_liveness(
         // After a database restart every admin's lock is gone, the live ones' for a moment
         // only: an admin that lost its own lock lately reports nobody, so that a peer still
         // taking its lock again is not fenced. A dead one stays free.
-        let reporting = own_held_since.is_some_and(|since| since.elapsed() >= OWN_LOCK_STEADY);
-        let report = reporting.then_some(&dead_tx);
+        let report = reports_dead_peers(own_held_since, Instant::now()).then_some(&dead_tx);
         if let Err(error) = watch_peers(&scheduler, &mut seen, report).await {
             tracing::debug!(%error, "checking the other admins' liveness locks failed");
         }
@@ -150,6 +149,13 @@ async fn keep_own_lock(
             None
         }
     }
+}
+
+/// Whether dead peers are reported for their claimed runs to be fenced: only once this node's
+/// own lock, held since `own_held_since` (`None`: not held now), has held for
+/// `OWN_LOCK_STEADY`.
+fn reports_dead_peers(own_held_since: Option<Instant>, now: Instant) -> bool {
+    own_held_since.is_some_and(|since| now.saturating_duration_since(since) >= OWN_LOCK_STEADY)
 }
 
 /// Per node, the epoch in which its lock was seen held: only for that epoch does a free lock
@@ -222,6 +228,20 @@ async fn watch_peers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dead_peers_are_reported_only_once_the_own_lock_held_longer_than_a_peer_takes_to_retake_its_own()
+     {
+        assert!(OWN_LOCK_STEADY > REACQUIRE_EVERY + WATCH_PERIOD);
+        let now = Instant::now();
+        assert!(!reports_dead_peers(None, now), "own lock lost");
+        assert!(!reports_dead_peers(Some(now), now), "just taken again");
+        assert!(!reports_dead_peers(
+            Some(now - OWN_LOCK_STEADY + Duration::from_millis(1)),
+            now
+        ));
+        assert!(reports_dead_peers(Some(now - OWN_LOCK_STEADY), now));
+    }
 
     #[test]
     fn a_free_lock_means_death_only_after_it_was_seen_held_in_the_same_epoch() {
