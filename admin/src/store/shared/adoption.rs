@@ -246,31 +246,8 @@ pub async fn adopt_stranded<'q, DB: Dialect>(
         Lapsed::Locked,
     )
     .await?;
-    let mut adopted = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
-        let set = |sql: &mut Sql<'q, DB>| {
-            sql.push_mut("owner_node = ");
-            sql.bind_mut(node_id);
-            sql.push_mut(", epoch = ");
-            sql.bind_mut(epoch);
-            sql.push_mut(", trigger_time_ms = ");
-            sql.bind_mut(now_ms);
-        };
-        let filter = |sql: &mut Sql<'q, DB>| {
-            sql.push_mut("id");
-            DB::push_id_list(sql, chunk);
-            sql.push_mut(&format!(
-                " AND {} = 'RUNNING' AND executor_address = ''",
-                unindexed::<DB>("status")
-            ));
-            gone.push(sql);
-        };
-        let (_, rows) =
-            update_logs::<DB>(&mut *conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
-        for row in &rows {
-            adopted.push(run_from_row::<DB>(row)?);
-        }
-    }
+    let owner = |sql: &mut Sql<'q, DB>| gone.push(sql);
+    let adopted = take_unsent::<DB>(&mut *conn, &ids, node, now_ms, &owner).await?;
     commit(tx).await?;
     Ok(adopted)
 }
@@ -319,9 +296,23 @@ pub async fn adopt_fenced<'q, DB: Dialect>(
     now_ms: i64,
 ) -> StoreResult<Vec<RunLog>> {
     let ids = raw_ids(ids);
-    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
     let mut conn = db.write().await?;
-    let mut adopted = Vec::with_capacity(ids.len());
+    let owner = |sql: &mut Sql<'q, DB>| push_owned_by(sql, dead);
+    take_unsent::<DB>(&mut conn, &ids, node, now_ms, &owner).await
+}
+
+/// The update every take-over of unsent runs makes: of `ids`, the rows still RUNNING with no
+/// address and owned as `owner` says (an SQL condition starting with ` AND`) become this
+/// node/epoch's, with the trigger time `now_ms`; returns them.
+async fn take_unsent<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    ids: &[i64],
+    node: &'q NodeIdentity,
+    now_ms: i64,
+    owner: &(dyn Fn(&mut Sql<'q, DB>) + Sync),
+) -> StoreResult<Vec<RunLog>> {
+    let (node_id, epoch) = (node.node_id.as_str(), node.epoch);
+    let mut taken = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
         let set = |sql: &mut Sql<'q, DB>| {
             sql.push_mut("owner_node = ");
@@ -338,15 +329,15 @@ pub async fn adopt_fenced<'q, DB: Dialect>(
                 " AND {} = 'RUNNING' AND executor_address = ''",
                 unindexed::<DB>("status")
             ));
-            push_owned_by(sql, dead);
+            owner(sql);
         };
         let (_, rows) =
-            update_logs::<DB>(&mut conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
+            update_logs::<DB>(&mut *conn, &set, &filter, Lock::Wait, Some(LOG_COLUMNS)).await?;
         for row in &rows {
-            adopted.push(run_from_row::<DB>(row)?);
+            taken.push(run_from_row::<DB>(row)?);
         }
     }
-    Ok(adopted)
+    Ok(taken)
 }
 
 /// Marks stranded runs this node took over (`adopt_stranded`) and will not send as SKIPPED
