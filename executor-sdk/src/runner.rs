@@ -168,6 +168,12 @@ impl RecentRuns {
     }
 }
 
+/// Runs a COVER_EARLY placement dropped from their job's queue, and why.
+struct Displaced {
+    dropped: Vec<pb::RunRequest>,
+    reason: StopReason,
+}
+
 #[derive(Default)]
 struct State {
     jobs: HashMap<i64, JobSlot>,
@@ -350,21 +356,41 @@ impl Runner {
         run: QueuedRun,
         run_trace: &mut Option<opentelemetry::Context>,
     ) -> Result<(), Refusal> {
+        let displaced = self.place_locked(&mut state, run, run_trace)?;
+        drop(state);
+        if let Some(displaced) = displaced {
+            self.shared
+                .report_dropped(displaced.dropped, &displaced.reason);
+        }
+        Ok(())
+    }
+
+    /// `place` under a lock the caller keeps: what COVER_EARLY dropped is returned, to report
+    /// once the lock is released.
+    fn place_locked(
+        &self,
+        state: &mut State,
+        run: QueuedRun,
+        run_trace: &mut Option<opentelemetry::Context>,
+    ) -> Result<Option<Displaced>, Refusal> {
         let QueuedRun { request, handler } = run;
         let (job_id, log_id) = (request.job_id, request.log_id);
         let strategy = pb::BlockStrategy::try_from(request.block_strategy)
             .unwrap_or(pb::BlockStrategy::Unspecified);
         let busy = state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);
-        let mut dropped = Vec::new();
-        let cover_reason = StopReason::killed(format!(
-            "block strategy COVER_EARLY: replaced by log {log_id}"
-        ));
+        let mut displaced = None;
         match strategy {
             pb::BlockStrategy::DiscardLater if busy => {
                 return Err(Refusal::DiscardLater { job_id });
             }
             pb::BlockStrategy::CoverEarly if busy => {
-                (dropped, _) = state.stop_job(job_id, &cover_reason);
+                // Built only here: a message per placed run was a measurable share of a
+                // second's burst of starts.
+                let reason = StopReason::killed(format!(
+                    "block strategy COVER_EARLY: replaced by log {log_id}"
+                ));
+                let (dropped, _) = state.stop_job(job_id, &reason);
+                displaced = Some(Displaced { dropped, reason });
             }
             _ => {}
         }
@@ -393,9 +419,7 @@ impl Runner {
         slot.queue.push_back(QueuedRun { request, handler });
         crate::metrics::queued().inc();
         slot.wake.notify_one();
-        drop(state);
-        self.shared.report_dropped(dropped, &cover_reason);
-        Ok(())
+        Ok(displaced)
     }
 
     /// Holds a run sent ahead until its start; starts the hold task with the first one.
@@ -415,27 +439,37 @@ impl Runner {
     /// strategy that refuses one now (DISCARD_LATER) reports it FAILED: the admin recorded it
     /// as accepted when it was sent.
     fn release_due(&self, now_ms: i64) {
-        loop {
-            // Taken and queued under one lock: a kill in between would find it nowhere.
+        let mut displaced = Vec::new();
+        let mut refused = Vec::new();
+        {
+            // Taken and queued under one lock, all of a second's runs at once: a kill in
+            // between would find a run nowhere, and a lock per run let the job tasks that
+            // start them contend with the release for it.
             let mut state = self.shared.lock();
-            let Some(run) = state.held.take_next_due(now_ms) else {
-                return;
-            };
-            let (log_id, log_date_ms) = (run.request.log_id, run.request.log_date_ms);
-            // Still counted active: the duplicate check passed when it was held; its span was
-            // registered then.
-            if let Err(refusal) = self.place(state, run, &mut None) {
-                let mut state = self.shared.lock();
-                state.retire(log_id);
-                drop(state);
-                let reason = StopReason::refused(format!("at its start: {refusal}"));
-                let request = pb::RunRequest {
-                    log_id,
-                    log_date_ms,
-                    ..Default::default()
-                };
-                self.shared.report_dropped(vec![request], &reason);
+            while let Some(run) = state.held.take_next_due(now_ms) {
+                let (log_id, log_date_ms) = (run.request.log_id, run.request.log_date_ms);
+                // Still counted active: the duplicate check passed when it was held; its span
+                // was registered then.
+                match self.place_locked(&mut state, run, &mut None) {
+                    Ok(dropped) => displaced.extend(dropped),
+                    Err(refusal) => {
+                        state.retire(log_id);
+                        refused.push((log_id, log_date_ms, refusal));
+                    }
+                }
             }
+        }
+        for Displaced { dropped, reason } in displaced {
+            self.shared.report_dropped(dropped, &reason);
+        }
+        for (log_id, log_date_ms, refusal) in refused {
+            let reason = StopReason::refused(format!("at its start: {refusal}"));
+            let request = pb::RunRequest {
+                log_id,
+                log_date_ms,
+                ..Default::default()
+            };
+            self.shared.report_dropped(vec![request], &reason);
         }
     }
 
@@ -626,7 +660,7 @@ async fn hold_loop(runner: Runner) {
     loop {
         let now_ms = execution::now_ms();
         runner.release_due(now_ms);
-        let nap = shared.lock().held.nap(execution::now_ms());
+        let nap = shared.lock().held.nap(execution::now_us());
         tokio::select! {
             () = shared.hold_wake.notified() => {}
             () = shared.shutdown.cancelled() => return,
@@ -668,6 +702,10 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 handler_trace,
             )
             .await;
+            // The rest of this run's bookkeeping waits until the runs woken with it have
+            // started: at a second's burst of held runs every start on a worker thread
+            // otherwise waited for the results of the runs before it.
+            tokio::task::yield_now().await;
             // Listed in heartbeats as unreported from before it stops being active, so no
             // heartbeat leaves it out while the log writer holds its result.
             shared.results.expect(log_id);

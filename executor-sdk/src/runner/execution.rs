@@ -298,6 +298,11 @@ pub(crate) fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// Returns the wall clock in epoch microseconds.
+pub(crate) fn now_us() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

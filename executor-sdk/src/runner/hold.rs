@@ -44,10 +44,13 @@ impl<R> Held<R> {
         (entry.key().0 <= now_ms).then(|| entry.remove())
     }
 
-    /// How long until the earliest start, at most [`MAX_NAP`].
-    pub(super) fn nap(&self, now_ms: i64) -> Duration {
+    /// How long from `now_us` (epoch microseconds) until the earliest start, at most
+    /// [`MAX_NAP`]. Counted in microseconds: from a whole millisecond, a nap woke the task up
+    /// to a millisecond after the start, and every run of the second as late.
+    pub(super) fn nap(&self, now_us: i64) -> Duration {
         let until_next = self.runs.keys().next().map_or(MAX_NAP, |(start, _)| {
-            Duration::from_millis(u64::try_from(start - now_ms).unwrap_or(0))
+            let start_us = start.saturating_mul(1_000);
+            Duration::from_micros(u64::try_from(start_us - now_us).unwrap_or(0))
         });
         until_next.min(MAX_NAP)
     }
@@ -104,9 +107,11 @@ mod tests {
     fn runs_come_out_when_due_earliest_first() {
         let mut held = held_of(&[(2_000, 1, 3), (1_000, 1, 2), (1_000, 2, 1)]);
         assert!(take_due(&mut held, 999).is_empty());
-        assert_eq!(held.nap(999), Duration::from_millis(1));
+        assert_eq!(held.nap(999_000), Duration::from_millis(1));
+        assert_eq!(held.nap(999_700), Duration::from_micros(300));
+        assert_eq!(held.nap(1_000_500), Duration::ZERO);
         assert_eq!(take_due(&mut held, 1_000), vec![1, 2]);
-        assert_eq!(held.nap(1_000), MAX_NAP);
+        assert_eq!(held.nap(1_000_000), MAX_NAP);
         assert_eq!(take_due(&mut held, 5_000), vec![3]);
     }
 

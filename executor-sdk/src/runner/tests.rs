@@ -84,11 +84,19 @@ impl Harness {
     }
 
     fn with_joblog(make_joblog: impl FnOnce(&std::path::Path) -> JobLogStore) -> Self {
+        Self::with_handler(make_joblog, scripted_handler)
+    }
+
+    /// A harness whose handler "scripted" is `make_handler`'s, given the events' sender.
+    fn with_handler(
+        make_joblog: impl FnOnce(&std::path::Path) -> JobLogStore,
+        make_handler: impl FnOnce(mpsc::UnboundedSender<Event>) -> HandlerFn,
+    ) -> Self {
         let log_dir = tempfile::tempdir().expect("tempdir");
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let mut handlers = HandlerRegistry::default();
-        assert!(handlers.insert("scripted".to_owned(), scripted_handler(events_tx)));
+        assert!(handlers.insert("scripted".to_owned(), make_handler(events_tx)));
         let config = RunnerConfig {
             idle_timeout: Duration::from_secs(90),
             kill_grace: KILL_GRACE,
@@ -698,4 +706,61 @@ async fn a_kill_or_a_held_only_cancel_keeps_a_held_run_from_starting() {
         harness.events_rx.try_recv().is_err(),
         "a cancelled handler ran"
     );
+}
+
+/// Held runs due at the same start all start before the first of them is written up (retired,
+/// its result handed on): at a second's burst a start waits for the other starts only. On this
+/// test's single-threaded runtime, without the job task's yield after the handler, the second
+/// run started only once the first was retired.
+#[tokio::test]
+async fn held_runs_due_together_all_start_before_any_is_written_up() {
+    const BURST: [i64; 3] = [1, 2, 3];
+    let runner_slot: Arc<std::sync::OnceLock<Runner>> = Arc::default();
+    let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
+    let probe = {
+        let runner_slot = Arc::clone(&runner_slot);
+        move |_events_tx| {
+            boxed_handler(move |context: JobContext| {
+                let runner_slot = Arc::clone(&runner_slot);
+                let seen_tx = seen_tx.clone();
+                async move {
+                    // The runs of the burst still active as this one starts.
+                    let runner = runner_slot.get().expect("runner set before any run");
+                    let active: Vec<i64> = BURST
+                        .into_iter()
+                        .filter(|log_id| runner.is_log_active(*log_id))
+                        .collect();
+                    let _ = seen_tx.send((context.log_id(), active));
+                    Ok(JobOutput::default())
+                }
+            })
+        }
+    };
+    let mut harness = Harness::with_handler(|root| JobLogStore::inline(root), probe);
+    assert!(runner_slot.set(harness.runner.clone()).is_ok());
+    let start_at_ms = now_ms() + 200;
+    for log_id in BURST {
+        let request = pb::RunRequest {
+            start_at_ms,
+            ..run_request(log_id, log_id, "")
+        };
+        harness.runner.submit(request).expect("accepted");
+    }
+    for _ in BURST {
+        let (log_id, active) = tokio::time::timeout(Duration::from_secs(60), seen_rx.recv())
+            .await
+            .expect("a start within 60 s")
+            .expect("probe channel open");
+        assert_eq!(
+            active,
+            BURST.to_vec(),
+            "run {log_id} started after a run of its burst was written up"
+        );
+    }
+    for _ in BURST {
+        assert_eq!(
+            harness.next_result().await.status,
+            pb::RunStatus::Success as i32
+        );
+    }
 }
