@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! scan (each second, under the schedule lock)
-//!   read jobs due before now + pre_read ─▶ plan::plan_job ─▶ Fires + PENDING rows + next times
+//!   read jobs due before now + read-ahead ─▶ plan::plan_job (through now + pre_read)
+//!     ─▶ Fires + PENDING rows + next times
 //!   commit ─▶ each Fire gets its row's id ─▶ due now: Trigger::dispatch   later: Ring::push
 //! ring (200 ms before each second) ─▶ Ring::drain_due ─▶ Trigger::dispatch(Fires::Written)
 //! recovery (each node-lease third) ─▶ renew lease; adopt PENDING rows of dead nodes / old epochs

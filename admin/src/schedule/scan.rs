@@ -34,7 +34,7 @@ pub async fn run_scan(scheduler: Arc<Scheduler>, cancel: CancellationToken) {
             Ok(round) => {
                 failures = 0;
                 scheduler.health.succeeded(Loop::Scan);
-                let idle_period = idle_period(round.partitioned, scheduler.config.pre_read);
+                let idle_period = idle_period(round.partitioned, read_ahead(&scheduler.config));
                 pause_after_round(started, clock.now_ms(), round.jobs_read, idle_period)
             }
             Err(error) => {
@@ -79,20 +79,43 @@ struct RoundDone {
     partitioned: bool,
 }
 
-/// How long the scan may sleep after a round that found no job due.
+/// How far ahead a round reads jobs (their next fire within this of now), where `pre_read` is
+/// how far ahead it plans them.
 ///
-/// Under one global lock (SQLite) any round plans every job, so an idle admin may sleep the
-/// whole `pre_read` window: the admin that saves a job wakes its own scan, and that round plans
-/// it. With partitions only the owner plans a job, and neither signal crosses admins: a job
-/// saved through another admin, and a partition released at a join, wait for the owner's next
-/// round. A second bounds that wait, well inside the window the previous owner planned ahead
-/// (`pre_read`), so a moved partition's fires go on without a gap and a new job's first fire
-/// is planned within a second; the cost is one small round a second per admin.
-fn idle_period(partitioned: bool, pre_read: Duration) -> Duration {
+/// A job read has every fire up to `pre_read` planned and its row written once. Reading every
+/// job due within the whole `pre_read` would read and rewrite a job firing every second at
+/// every round, one job-row write per fire; reading it only once its next fire comes within
+/// this shorter distance plans a few seconds of its fires at a time (a job firing every second
+/// is read every third round or so, at the default `pre_read`), and reads fewer job rows per
+/// round. Rounds come a second apart, so a job's first fire planned by a round is at least
+/// this, less a second, ahead: that has to leave the ring its lead before the second (the
+/// claim's, at most `MAX_LEAD_MS`, plus `send_ahead_ms`) and a second more for the round itself.
+/// Never more than `pre_read`, never less than half of it.
+pub(super) fn read_ahead(config: &crate::config::Config) -> Duration {
+    let pre_read = config.pre_read;
+    let needed_ms = (config.send_ahead_ms as i64)
+        .saturating_add(crate::trigger::claim_pace::MAX_LEAD_MS)
+        .saturating_add(2 * 1000);
+    let needed = Duration::from_millis(u64::try_from(needed_ms).unwrap_or(u64::MAX));
+    needed.max(pre_read / 2).min(pre_read)
+}
+
+/// How long the scan may sleep after a round that found no job due within `read_ahead`.
+///
+/// Under one global lock (SQLite) any round plans every job, so an idle admin may sleep
+/// almost the whole read-ahead distance: the admin that saves a job wakes its own scan, and
+/// that round plans it. A second less (in whole seconds, to keep the rounds' half-second
+/// phase) leaves the first fire found after the sleep as far ahead as a busy round's. With partitions only the owner plans a job, and neither signal crosses
+/// admins: a job saved through another admin, and a partition released at a join, wait for the
+/// owner's next round. A second bounds that wait, well inside the window the previous owner
+/// planned ahead (`pre_read`), so a moved partition's fires go on without a gap and a new job's
+/// first fire is planned within a second; the cost is one small round a second per admin.
+fn idle_period(partitioned: bool, read_ahead: Duration) -> Duration {
+    let second = Duration::from_secs(1);
     if partitioned {
-        pre_read.min(Duration::from_secs(1))
+        read_ahead.min(second)
     } else {
-        pre_read
+        Duration::from_secs(read_ahead.as_secs().saturating_sub(1).max(1))
     }
 }
 
@@ -195,23 +218,18 @@ async fn scan_chunk(
         }
         round
     };
-    let window_end_ms = now + params.window_ms;
+    // Jobs are read by the shorter read-ahead and planned through the whole window.
+    let read_end_ms = now + read_ahead(&scheduler.config).as_millis() as i64;
     let store = &scheduler.store;
     let (found, run_ids) = match partitions {
         None => {
             store
-                .run_schedule_round(window_end_ms, limit, &mut plan_round)
+                .run_schedule_round(read_end_ms, limit, &mut plan_round)
                 .await?
         }
         Some(owned) => {
             store
-                .run_partition_round(
-                    &scheduler.node,
-                    owned,
-                    window_end_ms,
-                    limit,
-                    &mut plan_round,
-                )
+                .run_partition_round(&scheduler.node, owned, read_end_ms, limit, &mut plan_round)
                 .await?
         }
     };
@@ -301,7 +319,16 @@ mod tests {
     #[test]
     fn a_partitioned_admin_idles_a_second_at_most_so_moved_partitions_leave_no_gap() {
         let pre_read = Duration::from_secs(5);
-        assert_eq!(idle_period(false, pre_read), pre_read);
+        // Unpartitioned, a second less than the read-ahead, in whole seconds.
+        assert_eq!(idle_period(false, pre_read), Duration::from_secs(4));
+        assert_eq!(
+            idle_period(false, Duration::from_millis(3_300)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            idle_period(false, Duration::from_millis(1_500)),
+            Duration::from_secs(1)
+        );
         let partitioned = idle_period(true, pre_read);
         assert_eq!(partitioned, Duration::from_secs(1));
         // An empty round then waits for the next half-second mark, as a busy one does.
@@ -312,5 +339,106 @@ mod tests {
         // A shorter window than a second stays the bound.
         let short = Duration::from_millis(400);
         assert_eq!(idle_period(true, short), short);
+    }
+
+    fn config(pre_read_ms: u64, send_ahead_ms: u64) -> crate::config::Config {
+        crate::config::Config {
+            pre_read: Duration::from_millis(pre_read_ms),
+            send_ahead_ms,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_read_ahead_leaves_the_ring_its_lead_and_stays_inside_the_window() {
+        // 800 ms of claim lead, the send-ahead lead and two seconds for the rounds.
+        assert_eq!(read_ahead(&config(5_000, 0)), Duration::from_millis(2_800));
+        assert_eq!(
+            read_ahead(&config(5_000, 500)),
+            Duration::from_millis(3_300)
+        );
+        // Never past the window, never under half of it.
+        assert_eq!(read_ahead(&config(5_000, 3_000)), Duration::from_secs(5));
+        assert_eq!(read_ahead(&config(2_000, 0)), Duration::from_secs(2));
+        assert_eq!(read_ahead(&config(60_000, 0)), Duration::from_secs(30));
+    }
+
+    /// Rounds a second apart at the half-second phase, reading a job as the store does (its next
+    /// fire within the read-ahead) and planning it through the window; returns the rounds that
+    /// read it and, for each planned fire, how far ahead of its round it was planned.
+    fn simulate_rounds(config: &crate::config::Config, period_s: u32) -> (usize, Vec<(i64, i64)>) {
+        use crate::model::{GroupId, JobId, JobStatus, ScheduleType};
+        const T0: i64 = 1_700_000_000_000;
+        let mut job = Job {
+            id: JobId(1),
+            schedule_type: ScheduleType::FixRate,
+            schedule_conf: period_s.to_string(),
+            status: JobStatus::Running,
+            trigger_next_ms: T0,
+            ..Job::new(GroupId(1), "every second")
+        };
+        let read_ahead_ms = read_ahead(config).as_millis() as i64;
+        let (mut reads, mut planned) = (0, Vec::new());
+        for round in 0..120 {
+            let now = T0 - 5_500 + round * 1_000;
+            if job.trigger_next_ms > now + read_ahead_ms {
+                continue;
+            }
+            reads += 1;
+            let params = ScanParams {
+                now_ms: now,
+                window_ms: config.pre_read.as_millis() as i64,
+                misfire_threshold_ms: config.misfire_threshold.as_millis() as i64,
+                default_tz: chrono_tz::UTC,
+                node_id: "n".into(),
+                epoch: 1,
+                calendars: Arc::default(),
+            };
+            let plan = plan_job(&job, &params);
+            for run in &plan.runs {
+                assert_eq!(run.status, crate::model::RunStatus::Pending, "{run:?}");
+                planned.push((run.scheduled_at_ms, run.scheduled_at_ms - now));
+            }
+            job.trigger_next_ms = plan.update.trigger_next_ms;
+            job.trigger_last_ms = plan.update.trigger_last_ms;
+        }
+        (reads, planned)
+    }
+
+    #[test]
+    fn a_job_firing_every_second_is_read_once_per_several_fires_and_each_fire_planned_once() {
+        for send_ahead_ms in [0, 500, 1_000] {
+            let config = config(5_000, send_ahead_ms);
+            let (reads, planned) = simulate_rounds(&config, 1);
+            let times: Vec<i64> = planned.iter().map(|(at, _)| *at).collect();
+            let first = times[0];
+            let every_second: Vec<i64> =
+                (0..times.len() as i64).map(|k| first + k * 1_000).collect();
+            assert_eq!(times, every_second, "each second planned once, in order");
+            assert!(times.len() >= 115, "{} fires planned", times.len());
+            // Read at every round (one job-row write per fire) before the read-ahead.
+            assert!(
+                reads * 2 <= times.len(),
+                "lead {send_ahead_ms}: {reads} reads for {} fires",
+                times.len()
+            );
+            // Each fire reaches the ring with its claim and send-ahead lead and a second to spare.
+            let least_ahead = planned.iter().map(|(_, ahead)| *ahead).min().unwrap_or(0);
+            let lead = crate::trigger::claim_pace::MAX_LEAD_MS + send_ahead_ms as i64;
+            assert!(
+                least_ahead >= lead + 1_000,
+                "lead {send_ahead_ms}: a fire planned only {least_ahead} ms ahead"
+            );
+        }
+    }
+
+    #[test]
+    fn a_job_firing_less_often_than_the_window_is_read_once_per_fire_as_before() {
+        let (reads, planned) = simulate_rounds(&config(5_000, 500), 10);
+        assert_eq!(reads, planned.len());
+        assert!(
+            planned.iter().all(|(_, ahead)| *ahead >= 2_300),
+            "{planned:?}"
+        );
     }
 }
