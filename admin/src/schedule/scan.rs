@@ -105,11 +105,12 @@ pub(super) fn read_ahead(config: &crate::config::Config) -> Duration {
 /// Under one global lock (SQLite) any round plans every job, so an idle admin may sleep
 /// almost the whole read-ahead distance: the admin that saves a job wakes its own scan, and
 /// that round plans it. A second less (in whole seconds, to keep the rounds' half-second
-/// phase) leaves the first fire found after the sleep as far ahead as a busy round's. With partitions only the owner plans a job, and neither signal crosses
-/// admins: a job saved through another admin, and a partition released at a join, wait for the
-/// owner's next round. A second bounds that wait, well inside the window the previous owner
-/// planned ahead (`pre_read`), so a moved partition's fires go on without a gap and a new job's
-/// first fire is planned within a second; the cost is one small round a second per admin.
+/// phase) leaves the first fire found after the sleep as far ahead as a busy round's. With
+/// partitions only the owner plans a job, and neither signal crosses admins: a job saved
+/// through another admin, and a partition released at a join, wait for the owner's next round.
+/// A second bounds that wait, well inside the window the previous owner planned ahead
+/// (`pre_read`), so a moved partition's fires go on without a gap and a new job's first fire
+/// is planned within a second; the cost is one small round a second per admin.
 fn idle_period(partitioned: bool, read_ahead: Duration) -> Duration {
     let second = Duration::from_secs(1);
     if partitioned {
