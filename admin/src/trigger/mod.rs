@@ -35,6 +35,8 @@ mod send;
 mod send_ahead;
 #[cfg(test)]
 mod send_ahead_tests;
+#[cfg(test)]
+mod send_tests;
 mod sent_ahead;
 mod trace;
 

@@ -69,18 +69,27 @@ impl Trigger {
         targets: &Arc<HashMap<GroupId, Target>>,
     ) {
         for claimed in claimed {
-            let this = Arc::clone(self);
-            let targets = Arc::clone(targets);
-            self.tasks.spawn(async move {
-                // The slot goes with the first record (a broadcast fire's shard 0) and is freed
-                // once the recorder has written it.
-                let mut slot = claimed.slot.clone();
-                for record in this.fire(claimed, &targets).await {
-                    this.to_recorder(Outcome {
-                        record,
-                        slot: slot.take(),
-                    });
-                }
+            self.tasks
+                .spawn(Arc::clone(self).dispatch_task(claimed, Arc::clone(targets)));
+        }
+    }
+
+    /// The task that takes one claimed fire to its records. A second's burst spawns all of its
+    /// tasks at once and most wait for a pool slot, so the task is kept small: the larger steps
+    /// (`overlap`, `broadcast_shards`, `send_allowed`, `dispatch_one`) are boxed, allocated only
+    /// once a task reaches them.
+    pub(super) async fn dispatch_task(
+        self: Arc<Self>,
+        claimed: Claimed,
+        targets: Arc<HashMap<GroupId, Target>>,
+    ) {
+        // The slot goes with the first record (a broadcast fire's shard 0) and is freed once
+        // the recorder has written it.
+        let mut slot = claimed.slot.clone();
+        for record in self.fire(claimed, &targets).await {
+            self.to_recorder(Outcome {
+                record,
+                slot: slot.take(),
             });
         }
     }
@@ -96,7 +105,8 @@ impl Trigger {
             Ok(target) => target,
             Err(record) => return vec![traced_unsent(&claimed.fire, record)],
         };
-        if let Some(ended) = self.overlap(&claimed, &target).await {
+        // Boxed, as the larger steps below are: a waiting task stays small (`dispatch_task`).
+        if let Some(ended) = Box::pin(self.overlap(&claimed, &target)).await {
             let fire = &claimed.fire;
             return ended
                 .into_iter()
@@ -105,7 +115,7 @@ impl Trigger {
         }
         // Kept only for its span if the shard rows cannot be written (no copy when not tracing).
         let traced_fire = crate::telemetry::tracer().map(|_| claimed.fire.clone());
-        let shards = match self.broadcast_shards(claimed, &target).await {
+        let shards = match Box::pin(self.broadcast_shards(claimed, &target)).await {
             Ok(shards) => shards,
             Err(record) => {
                 return vec![match &traced_fire {
@@ -242,7 +252,7 @@ impl Trigger {
         target: &Target,
     ) -> Option<DispatchRecord> {
         let fire = &claimed.fire;
-        let mut owned_since = self.send_allowed(fire.log_id, claimed.claimed_at).await?;
+        let mut owned_since = Box::pin(self.send_allowed(fire.log_id, claimed.claimed_at)).await?;
         // Before the pool slot: a run that can no longer go ahead waits without holding one.
         if !self.wait_unless_ahead(fire, target).await {
             return None;
@@ -269,7 +279,7 @@ impl Trigger {
                 // The pool wait may have outlasted the lease: judged again, without the slot.
                 if !self.lease_held_since(owned_since) {
                     drop(permit);
-                    owned_since = self.send_allowed(fire.log_id, owned_since).await?;
+                    owned_since = Box::pin(self.send_allowed(fire.log_id, owned_since)).await?;
                     continue;
                 }
                 // An overloaded admin degrades: its late fires become misfires, not late runs.
@@ -277,25 +287,25 @@ impl Trigger {
                     return Some(self.skipped_as_late(fire.log_id, late_ms));
                 }
                 let started = Instant::now();
-                let instant_ms = match self
-                    .dispatch_one(claimed, target, permit.pool, trace.as_ref())
-                    .await
-                {
-                    Dispatched::Record(record) => {
-                        tracing::debug!(log_id = %fire.log_id, job_id = %fire.job_id(),
+                let instant_ms =
+                    match Box::pin(self.dispatch_one(claimed, target, permit.pool, trace.as_ref()))
+                        .await
+                    {
+                        Dispatched::Record(record) => {
+                            tracing::debug!(log_id = %fire.log_id, job_id = %fire.job_id(),
                             address = %record.executor_address, outcome = ?record.outcome,
                             released = claimed.released, "run dispatched");
-                        self.pools.record_dispatch_time(
-                            fire.job_id(),
-                            started.elapsed(),
-                            self.now_ms(),
-                        );
-                        return Some(record);
-                    }
-                    Dispatched::AtInstant { instant_ms } => instant_ms,
-                    // Another admin sends it: it stays claimed and unsent, for that admin.
-                    Dispatched::TakenOver => return None,
-                };
+                            self.pools.record_dispatch_time(
+                                fire.job_id(),
+                                started.elapsed(),
+                                self.now_ms(),
+                            );
+                            return Some(record);
+                        }
+                        Dispatched::AtInstant { instant_ms } => instant_ms,
+                        // Another admin sends it: it stays claimed and unsent, for that admin.
+                        Dispatched::TakenOver => return None,
+                    };
                 // Its executor can no longer hold it (a narrow race with the check above): the
                 // slot goes back while the run waits for its instant, then the run takes a slot
                 // and is routed again, to start at once.
@@ -303,7 +313,7 @@ impl Trigger {
                 if !self.wait_for_instant(instant_ms).await {
                     return None;
                 }
-                owned_since = self.send_allowed(fire.log_id, owned_since).await?;
+                owned_since = Box::pin(self.send_allowed(fire.log_id, owned_since)).await?;
             }
         }
         .instrument(log_span)

@@ -28,20 +28,20 @@ use crate::store::{DispatchOutcome, DispatchRecord, Store};
 const EXECUTOR_ID: &str = "executor-1";
 const LEAD_MS: u64 = 1_000;
 
-struct Setup {
-    trigger: Arc<Trigger>,
+pub(super) struct Setup {
+    pub(super) trigger: Arc<Trigger>,
     registry: Arc<Registry>,
-    tasks: Tasks,
-    claimed: Claimed,
-    target: Target,
+    pub(super) tasks: Tasks,
+    pub(super) claimed: Claimed,
+    pub(super) target: Target,
     address: String,
-    store: Store,
+    pub(super) store: Store,
     _dir: tempfile::TempDir,
 }
 
 /// A trigger sending runs `LEAD_MS` ahead, with one fast pool slot, and a claimed run of a
 /// job whose one address (nobody listens there) has a known clock offset, due in `in_ms`.
-async fn setup(in_ms: i64) -> Setup {
+pub(super) async fn setup(in_ms: i64) -> Setup {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::connect(&format!(
         "sqlite://{}",
