@@ -22,6 +22,10 @@ const SLOW_DISPATCH: Duration = Duration::from_millis(500);
 /// More slow dispatches than this within the current minute move the job to the slow pool.
 const SLOW_DISPATCHES_ALLOWED: u32 = 10;
 const MINUTE_MS: i64 = 60_000;
+/// At most one warning about full pools per this period: an overloaded admin fails runs by the
+/// thousand a second, and a line for each would cost it CPU it lacks and bury its log. Every
+/// run still has its row and is counted in the metrics.
+const OVERLOAD_WARNING_PERIOD: Duration = Duration::from_secs(1);
 
 /// Which pool a dispatch ran in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +101,7 @@ pub struct TriggerPools {
     fast: Arc<Semaphore>,
     slow: Arc<Semaphore>,
     slow_counts: Mutex<SlowCounts>,
+    overload_warnings: Mutex<OverloadWarnings>,
 }
 
 impl TriggerPools {
@@ -105,6 +110,7 @@ impl TriggerPools {
             fast: Arc::new(Semaphore::new(settings.fast_size.max(1))),
             slow: Arc::new(Semaphore::new(settings.slow_size.max(1))),
             slow_counts: Mutex::new(SlowCounts::default()),
+            overload_warnings: Mutex::new(OverloadWarnings::default()),
             settings,
         }
     }
@@ -116,6 +122,18 @@ impl TriggerPools {
         } else {
             PoolKind::Fast
         }
+    }
+
+    /// Counts a run failed for a full pool; `Some(runs)` when a warning is due, for the runs
+    /// failed so since the last one (this one included): the first at once, then at most one
+    /// per `OVERLOAD_WARNING_PERIOD`.
+    pub fn overload_to_warn(&self, now: std::time::Instant) -> Option<u64> {
+        // A panic while holding the lock leaves a count that is still usable.
+        let mut warnings = self
+            .overload_warnings
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        warnings.note(now)
     }
 
     /// Waits up to the configured bound for a slot in the job's pool.
@@ -186,6 +204,27 @@ impl SlowCounts {
         if elapsed > SLOW_DISPATCH {
             *self.counts.entry(job_id).or_default() += 1;
         }
+    }
+}
+
+/// Runs failed for a full pool since the last warning, and when that was.
+#[derive(Debug, Default)]
+struct OverloadWarnings {
+    last: Option<std::time::Instant>,
+    unwarned: u64,
+}
+
+impl OverloadWarnings {
+    fn note(&mut self, now: std::time::Instant) -> Option<u64> {
+        self.unwarned += 1;
+        let due = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) >= OVERLOAD_WARNING_PERIOD);
+        if !due {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.unwarned))
     }
 }
 
@@ -310,5 +349,29 @@ mod tests {
             .await
             .expect("fast slot");
         assert_eq!(fast_permit.pool, PoolKind::Fast);
+    }
+
+    #[test]
+    fn a_full_pool_is_warned_about_once_a_second_with_the_runs_it_failed() {
+        let pools = TriggerPools::new(PoolSettings {
+            fast_size: 1,
+            slow_size: 1,
+            wait: Duration::from_millis(1),
+        });
+        let start = std::time::Instant::now();
+        assert_eq!(pools.overload_to_warn(start), Some(1), "the first at once");
+        for ms in 1..1_000 {
+            let now = start + Duration::from_millis(ms);
+            assert_eq!(pools.overload_to_warn(now), None, "{ms} ms after the first");
+        }
+        let second = start + OVERLOAD_WARNING_PERIOD;
+        assert_eq!(
+            pools.overload_to_warn(second),
+            Some(1_000),
+            "the 999 unwarned and this one"
+        );
+        assert_eq!(pools.overload_to_warn(second), None);
+        let later = second + 10 * OVERLOAD_WARNING_PERIOD;
+        assert_eq!(pools.overload_to_warn(later), Some(2));
     }
 }

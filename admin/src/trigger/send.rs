@@ -265,9 +265,12 @@ impl Trigger {
                 let permit = match self.pools.acquire(fire.job_id(), self.now_ms()).await {
                     Ok(permit) => permit,
                     Err(overloaded) => {
-                        tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
-                            pool = %overloaded.pool,
-                            "trigger pool overloaded; run recorded as failed");
+                        if let Some(runs) = self.pools.overload_to_warn(Instant::now()) {
+                            tracing::warn!(job_id = %fire.job_id(), log_id = %fire.log_id,
+                                pool = %overloaded.pool, runs,
+                                "trigger pool overloaded; runs recorded as failed (this one \
+                                and those since the last such warning, at most one a second)");
+                        }
                         return Some(self.failed_record_as(
                             Dispatch::Overloaded,
                             fire.log_id,
