@@ -2,7 +2,7 @@
 //! and memory read from `/proc`. Starting, signalling and stopping them is the tests' own
 //! `xjob_testkit::process` (children killed when dropped, so nothing outlives the run).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -158,18 +158,6 @@ pub fn machine() -> (usize, String) {
         })
         .unwrap_or_else(|| "unknown".to_string());
     (cores, model)
-}
-
-/// The git commit of the working tree, if any.
-pub fn git_commit(dir: &Path) -> String {
-    Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(dir)
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .map(|text| text.trim().to_string())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -625,7 +625,7 @@ fn json_line(
         node_lease_ms: plan.timing.node_lease().as_millis(),
         failover: failover.map(|failover| failover_line(args, figures, failover)),
         version: env!("CARGO_PKG_VERSION"),
-        commit: processes::git_commit(Path::new(env!("CARGO_MANIFEST_DIR"))),
+        commit: env!("XJOB_BENCH_COMMIT").to_string(),
         cores,
         cpu: model,
     };

@@ -45,7 +45,7 @@ pub(crate) async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         on_time_fps: Vec::new(),
         throttled_periods: Vec::new(),
         scale_ratio: None,
-        commit: crate::processes::git_commit(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))),
+        commit: env!("XJOB_BENCH_COMMIT").to_string(),
     };
     for admins in 1..=plan.admins {
         eprintln!(
