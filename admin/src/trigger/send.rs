@@ -296,8 +296,8 @@ impl Trigger {
                     {
                         Dispatched::Record(record) => {
                             tracing::debug!(log_id = %fire.log_id, job_id = %fire.job_id(),
-                            address = %record.executor_address, outcome = ?record.outcome,
-                            released = claimed.released, "run dispatched");
+                                address = %record.executor_address, outcome = ?record.outcome,
+                                released = claimed.released, "run dispatched");
                             self.pools.record_dispatch_time(
                                 fire.job_id(),
                                 started.elapsed(),
