@@ -18,6 +18,8 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
 /// A boxed, sendable future (what sqlx's executors return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A statement's rows as they come (sqlx's own stream type, named without a new dependency).
+pub type BoxStream<'a, T> = Pin<Box<dyn tokio_stream::Stream<Item = T> + Send + 'a>>;
 
 /// Outcome of a statement that returns no rows.
 #[derive(Debug, Clone, Copy, Default)]
@@ -88,6 +90,12 @@ pub trait Driver:
         sql: &'e str,
         args: Self::Arguments<'q>,
     ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>>;
+    /// Runs a statement and hands its rows over one at a time, as the database sends them.
+    fn fetch<'e, 'q: 'e>(
+        conn: &'e mut Self::Connection,
+        sql: &'e str,
+        args: Self::Arguments<'q>,
+    ) -> BoxStream<'e, Result<Self::Row, sqlx::Error>>;
     /// Runs a statement and returns its first row, if any.
     fn fetch_optional<'e, 'q: 'e>(
         conn: &'e mut Self::Connection,
@@ -111,6 +119,14 @@ macro_rules! runners {
             args: Self::Arguments<'q>,
         ) -> BoxFuture<'e, Result<Vec<Self::Row>, sqlx::Error>> {
             Box::pin(sqlx::query_with::<$db, _>(sql, args).fetch_all(conn))
+        }
+
+        fn fetch<'e, 'q: 'e>(
+            conn: &'e mut Self::Connection,
+            sql: &'e str,
+            args: Self::Arguments<'q>,
+        ) -> $crate::store::driver::BoxStream<'e, Result<Self::Row, sqlx::Error>> {
+            sqlx::query_with::<$db, _>(sql, args).fetch(conn)
         }
 
         fn fetch_optional<'e, 'q: 'e>(

@@ -79,6 +79,24 @@ impl<'q, DB: Driver> Sql<'q, DB> {
         DB::fetch_all(conn, &text, args).await.map_err(map_error)
     }
 
+    /// Each row made into a `T` by `convert` as it arrives, so a large result is never held
+    /// whole in the driver's row form: on SQLite each column value of a fetched row is an
+    /// allocation of its own, several times the size of the value it holds.
+    pub async fn fetch_map<T>(
+        self,
+        conn: &mut DB::Connection,
+        convert: impl Fn(&DB::Row) -> StoreResult<T>,
+    ) -> StoreResult<Vec<T>> {
+        use tokio_stream::StreamExt;
+        let (text, args) = self.checked()?;
+        let mut rows = DB::fetch(conn, &text, args);
+        let mut converted = Vec::new();
+        while let Some(row) = rows.next().await {
+            converted.push(convert(&row.map_err(map_error)?)?);
+        }
+        Ok(converted)
+    }
+
     pub async fn fetch_optional(self, conn: &mut DB::Connection) -> StoreResult<Option<DB::Row>> {
         let (text, args) = self.checked()?;
         DB::fetch_optional(conn, &text, args)

@@ -53,6 +53,28 @@ async fn delayed_runs_come_due_for_their_owner_and_epoch_only() {
     }
 }
 
+/// The lost-run check reads its runs row by row; every row comes through, in id order, up to
+/// the limit (more rows than a driver sends before its reader takes them).
+#[tokio::test]
+async fn running_runs_are_read_whole_and_in_order_past_a_driver_buffer() {
+    for (backend, store, _dir) in fresh_stores().await {
+        let job = new_job(&store, new_group(&store).await.id, ScheduleType::Cron).await;
+        let mut ids = Vec::new();
+        for second in 1..=150 {
+            let id = insert_running(&store, fire(&job, second * 1_000, "n1", 1), second).await;
+            dispatched_to(&store, id, &format!("http://e:{second}")).await;
+            ids.push(id);
+        }
+        let running = store.running_runs(1_000).await.expect("running");
+        assert_eq!(ids_of(&running), ids, "{backend}");
+        assert_eq!(running[149].executor_address, "http://e:150", "{backend}");
+        assert_eq!(running[149].params, job.params, "{backend}");
+        let first = store.running_runs(120).await.expect("running");
+        assert_eq!(ids_of(&first), ids[..120].to_vec(), "{backend}");
+        store.close().await;
+    }
+}
+
 #[tokio::test]
 async fn running_runs_that_reached_an_executor_are_marked_lost_once() {
     for (backend, store, _dir) in fresh_stores().await {

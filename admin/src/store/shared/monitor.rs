@@ -50,11 +50,13 @@ pub fn running_runs_query<'q, DB: Dialect>(limit: i64) -> Sql<'q, DB> {
     .bind(limit.max(0))
 }
 
+/// Read row by row: the lost-run check reads up to 10 000 of them every few seconds, and as
+/// one `fetch_all` on SQLite they were the admin's largest transient heap at 3 000 fires/s
+/// (docs/benchmarks.md, *Huge pages off*).
 pub async fn running_runs<DB: Dialect>(db: Pools<'_, DB>, limit: i64) -> StoreResult<Vec<RunLog>> {
-    let rows = running_runs_query::<DB>(limit)
-        .fetch_all(&mut *db.read().await?)
-        .await?;
-    rows.iter().map(run_from_row::<DB>).collect()
+    running_runs_query::<DB>(limit)
+        .fetch_map(&mut *db.read().await?, run_from_row::<DB>)
+        .await
 }
 
 /// Conditional on RUNNING: a result that landed meanwhile wins (the servers re-check the
