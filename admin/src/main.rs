@@ -13,8 +13,8 @@ use xjob_admin::Config;
 /// mimalloc returns freed pages to the system shortly after they are freed; glibc's `malloc`
 /// kept the memory of each second's burst of runs in per-thread arenas (docs/benchmarks.md,
 /// *Admin memory*). It is built without transparent huge pages (`no_thp`, workspace Cargo.toml),
-/// which kept a third more memory resident (docs/benchmarks.md, *Huge pages off*). Only the
-/// `xjob` binary sets it: the library leaves the choice to its user.
+/// with which it held a third (SQLite) to 60 % (PostgreSQL) more memory (docs/benchmarks.md,
+/// *Huge pages off*). Only the `xjob` binary sets it: the library leaves the choice to its user.
 /// The `mimalloc` feature (on by default) is off in a build with `--no-default-features`, which
 /// allocates with glibc's `malloc`: the comparison the allocator has to keep earning.
 #[cfg(feature = "mimalloc")]

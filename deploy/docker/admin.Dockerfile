@@ -20,8 +20,8 @@ USER 10001:10001
 WORKDIR /var/lib/xjob
 # Listen on every interface inside the container; SQLite (when no XJOB_DATABASE_URL is given)
 # lives in the data dir, which should be a volume. No transparent huge pages for the admin's
-# allocator even where the host's kernel hands them out unasked: they kept a third more memory
-# (docs/operations.md, *Memory and huge pages*).
+# allocator even where the host's kernel hands them out unasked: with them the admin held a third to
+# 60 % more memory (docs/operations.md, *Memory and huge pages*).
 ENV XJOB_LISTEN=0.0.0.0:8080 \
     XJOB_DATA_DIR=/var/lib/xjob \
     MIMALLOC_ALLOW_THP=0
