@@ -49,7 +49,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
-use crate::model::{Fire, Group, LogId, SharedClock, UnwrittenFire};
+use crate::model::{Fire, Group, LogId, RunLog, RunStatus, SharedClock, UnwrittenFire};
 // Named here too for the store's conformance suite, which reaches it through the trigger.
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
@@ -248,10 +248,26 @@ impl Trigger {
         self.held.take(log_ids)
     }
 
+    /// `run` as its row will read once its held outcome is written: a run this admin sent
+    /// (ahead, most often) whose row is still RUNNING without an address gets the executor,
+    /// trigger code and message the recorder holds for it (`recorder::HeldOutcomes`).
+    pub fn with_held_outcome(&self, mut run: RunLog) -> RunLog {
+        if run.status != RunStatus::Running || !run.executor_address.is_empty() {
+            return run;
+        }
+        if let Some(record) = self.held.peek(run.id) {
+            run.executor_address = record.executor_address;
+            run.trigger_code = record.trigger_code;
+            run.trigger_msg = record.trigger_msg;
+            run.trace_id = record.trace_id;
+        }
+        run
+    }
+
     /// Hands taken outcomes the result write did not write back to the recorder.
     pub fn unfolded(&self, records: Vec<DispatchRecord>) {
         for record in records {
-            self.to_recorder(Outcome { record, slot: None });
+            self.to_recorder(Outcome::of(record));
         }
     }
 
@@ -371,7 +387,7 @@ impl Trigger {
             } => {
                 let (claimed, ended) = self.claim_stored(&log_ids, trigger_time_ms).await?;
                 for record in ended {
-                    self.to_recorder(Outcome { record, slot: None });
+                    self.to_recorder(Outcome::of(record));
                 }
                 let targets = self.load_targets_until_answered(&claimed, &[]).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();

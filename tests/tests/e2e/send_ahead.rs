@@ -166,13 +166,20 @@ async fn an_edit_inside_the_lead_cancels_the_held_run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Two admins on one database: the executor's session, and so every run sent ahead, is on
-/// the first; the job is stopped through the second, which never sent anything. The rows say
-/// which runs went ahead and to which executor, and the second admin reaches it at that
-/// address as `KillRun` does: the held run is cancelled all the same.
-#[tokio::test]
-async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
-    let spans = RunSpans::default();
+/// Two admins on one database file, a job of theirs firing every second, and one of its runs
+/// held on the executor.
+struct TwoAdmins {
+    /// The executor's session, and so every run sent ahead, is on this admin.
+    sender: TestCluster,
+    /// Never sends anything.
+    other: TestCluster,
+    job_id: i64,
+    held_log_id: i64,
+    /// Holds the shared database file until both admins are shut down.
+    _database: tempfile::TempDir,
+}
+
+async fn two_admins_and_a_held_run(spans: &RunSpans) -> anyhow::Result<TwoAdmins> {
     let shared = tempfile::tempdir()?;
     let database_url = format!("sqlite://{}", shared.path().join("xjob.db").display());
     let mut sender = TestCluster::builder()
@@ -199,17 +206,68 @@ async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<(
     let group_id = sender.create_group(APP).await?;
     let builder = sender
         .executor(APP)
-        .handler(HANDLER, sleeping_handler(Arc::clone(&spans), 0));
+        .handler(HANDLER, sleeping_handler(Arc::clone(spans), 0));
     sender.start_executor(builder).await?;
     let job = TestCluster::job(group_id, HANDLER, pb::ScheduleType::Cron, "* * * * * ?");
     let job_id = sender.create_job(job).await?.id;
     sender.start_job(job_id).await?;
-    let log_id = a_held_run(&sender, job_id, 800).await?;
+    let held_log_id = a_held_run(&sender, job_id, 800).await?;
+    Ok(TwoAdmins {
+        sender,
+        other,
+        job_id,
+        held_log_id,
+        _database: shared,
+    })
+}
+
+/// The job is stopped through the admin that never sent anything: it finds the held run from
+/// the rows (its executor on the row, or, while the sender holds the outcome for the result,
+/// any executor of the group) and reaches it as `KillRun` does: cancelled all the same.
+#[tokio::test]
+async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
+    let spans = RunSpans::default();
+    let TwoAdmins {
+        sender,
+        other,
+        job_id,
+        held_log_id: log_id,
+        _database,
+    } = two_admins_and_a_held_run(&spans).await?;
     other
         .client()
         .stop_job(pb::StopJobRequest { id: job_id })
         .await?;
     assert_cancelled(&sender, &spans, job_id, log_id).await?;
+    other.shutdown().await;
+    sender.shutdown().await;
+    Ok(())
+}
+
+/// `KillRun` through the admin that did not send the run, while the row does not name its
+/// executor yet (the sender holds the dispatch outcome until the run reports): the run is
+/// cancelled before its start all the same.
+#[tokio::test]
+async fn a_kill_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
+    let spans = RunSpans::default();
+    let TwoAdmins {
+        sender,
+        other,
+        job_id,
+        held_log_id: log_id,
+        _database,
+    } = two_admins_and_a_held_run(&spans).await?;
+    let killed = other
+        .client()
+        .kill_run(pb::KillRunRequest { log_id })
+        .await?
+        .into_inner();
+    assert!(killed.killed, "{killed:?}");
+    assert_cancelled(&sender, &spans, job_id, log_id).await?;
+    other
+        .client()
+        .stop_job(pb::StopJobRequest { id: job_id })
+        .await?;
     other.shutdown().await;
     sender.shutdown().await;
     Ok(())

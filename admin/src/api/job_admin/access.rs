@@ -186,6 +186,7 @@ impl JobAdminService {
 
     pub(super) async fn load_log(&self, id: LogId) -> Result<RunLog, Error> {
         let run = self.store().get_log(id).await?;
-        run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))
+        let run = run.ok_or_else(|| Error::NotFound(format!("log {id} not found")))?;
+        Ok(self.ctx.trigger.with_held_outcome(run))
     }
 }

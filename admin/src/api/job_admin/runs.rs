@@ -17,7 +17,9 @@ use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::line_ends::to_lf;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
-use crate::model::{GroupId, JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
+use crate::model::{
+    GroupId, JobId, LogFilter, LogId, RunLog, RunStatus, TriggerType, UnwrittenFire,
+};
 use crate::store::writer_gate::api_write;
 use crate::trigger::Fires;
 use tonic::Request;
@@ -84,7 +86,10 @@ impl JobAdminService {
         };
         Ok(pb::ListLogsResponse {
             next_page_token: page.next_token(logs.len()),
-            logs: logs.into_iter().map(log_to_pb).collect(),
+            logs: logs
+                .into_iter()
+                .map(|run| log_to_pb(self.ctx.trigger.with_held_outcome(run)))
+                .collect(),
             total_size,
             total_capped,
         })
@@ -102,9 +107,7 @@ impl JobAdminService {
             )));
         }
         if run.executor_address.is_empty() {
-            return Err(Error::FailedPrecondition(format!(
-                "log {log_id} has no executor"
-            )));
+            return self.kill_unrecorded(&run).await;
         }
         self.load_job(run.job_id).await?;
         let token = self.group_token(run.group_id).await?;
@@ -114,6 +117,23 @@ impl JobAdminService {
             .kill(&run.executor_address, &token, run.job_id, run.id)
             .await?;
         Ok(pb::KillRunResponse { killed, message })
+    }
+
+    /// Kills a RUNNING run whose row names no executor yet: one sent ahead by another admin
+    /// (whose recorder holds its outcome for its result) is cancelled on whichever executor of
+    /// its group holds it; a run not sent yet has nothing to kill.
+    async fn kill_unrecorded(&self, run: &RunLog) -> Result<pb::KillRunResponse, Error> {
+        let cancelled = self.ctx.trigger.cancel_unrecorded(run).await?;
+        if cancelled == 0 {
+            return Err(Error::FailedPrecondition(format!(
+                "log {} has no executor",
+                run.id
+            )));
+        }
+        Ok(pb::KillRunResponse {
+            killed: true,
+            message: format!("run {} cancelled before start on its executor", run.id),
+        })
     }
 
     /// The access token of a run's group (none when the group is gone).
@@ -133,14 +153,22 @@ impl JobAdminService {
         let run = self.load_log(LogId(request.log_id)).await?;
         let from_line = request.from_line.max(1);
         if run.executor_address.is_empty() {
+            // RUNNING without an address: not sent yet, or sent by another admin that has not
+            // written where (it holds the outcome for the result); the log is there once the
+            // run reports.
+            let content = if run.status == RunStatus::Running {
+                format!("run {} has not reported from an executor yet", run.id)
+            } else {
+                format!(
+                    "run {} never reached an executor: {}",
+                    run.id, run.trigger_msg
+                )
+            };
             return Ok(pb::ReadRunLogResponse {
                 from_line,
                 to_line: from_line - 1,
-                content: format!(
-                    "run {} never reached an executor: {}",
-                    run.id, run.trigger_msg
-                ),
-                is_end: true,
+                content,
+                is_end: run.status != RunStatus::Running,
             });
         }
         let token = self.group_token(run.group_id).await?;

@@ -188,6 +188,8 @@ impl JobAdminService {
             else {
                 continue;
             };
+            // Where this admin sent it, if the row does not say so yet (`recorder`).
+            let log = self.ctx.trigger.with_held_outcome(log);
             if log.status != RunStatus::Running || log.executor_address.is_empty() {
                 continue;
             }
