@@ -237,7 +237,7 @@ impl Trigger {
                 finished_ms: clock.now_ms(),
                 trace_id: String::new(),
             };
-            let outcome = super::recorder::Outcome::of(record);
+            let outcome = super::recorder::Outcome { record, slot: None };
             if recorder.send(outcome).is_err() {
                 crate::metrics::recorder_backlog().dec();
             }
@@ -419,10 +419,8 @@ impl Trigger {
     }
 }
 
-/// Said on the row of a run sent ahead, so its early dispatch reads as intended. Once the
-/// outcome is written, it is also how any admin finds the runs an executor may still hold
-/// (`Store::held_runs`); before that, the row has no address and any executor of the group
-/// is asked.
+/// Said on the row of a run sent ahead, so its early dispatch reads as intended. It is also
+/// how any admin finds the runs an executor may still hold (`Store::held_runs`).
 fn held_note(start_at_ms: i64) -> String {
     if start_at_ms == 0 {
         return String::new();

@@ -248,9 +248,10 @@ impl Trigger {
         self.held.take(log_ids)
     }
 
-    /// `run` as its row will read once its held outcome is written: a run this admin sent
-    /// (ahead, most often) whose row is still RUNNING without an address gets the executor,
-    /// trigger code and message the recorder holds for it (`recorder::HeldOutcomes`).
+    /// `run` as its row will read once its held outcome is written: a run this admin has just
+    /// sent, whose row is still RUNNING without an address while the recorder holds its
+    /// accepted outcome for the result (up to `recorder::HOLD`), gets the executor, trigger
+    /// code and message held for it.
     pub fn with_held_outcome(&self, mut run: RunLog) -> RunLog {
         if run.status != RunStatus::Running || !run.executor_address.is_empty() {
             return run;
@@ -267,7 +268,7 @@ impl Trigger {
     /// Hands taken outcomes the result write did not write back to the recorder.
     pub fn unfolded(&self, records: Vec<DispatchRecord>) {
         for record in records {
-            self.to_recorder(Outcome::of(record));
+            self.to_recorder(Outcome { record, slot: None });
         }
     }
 
@@ -387,7 +388,7 @@ impl Trigger {
             } => {
                 let (claimed, ended) = self.claim_stored(&log_ids, trigger_time_ms).await?;
                 for record in ended {
-                    self.to_recorder(Outcome::of(record));
+                    self.to_recorder(Outcome { record, slot: None });
                 }
                 let targets = self.load_targets_until_answered(&claimed, &[]).await?;
                 let ids = claimed.iter().map(|claimed| claimed.fire.log_id).collect();

@@ -7,17 +7,13 @@
 //! run's result usually arrives meanwhile, and the result write (`callback::apply_results`)
 //! then takes the outcome out of [`HeldOutcomes`] and writes both in one row update, instead of
 //! two updates of the same row (on PostgreSQL two row versions, two sets of index entries).
-//! Outcomes still held after [`HOLD`] are written here as before. A run sent ahead cannot
-//! report before its instant, so its outcome is held until then plus [`HOLD`]: with the lead
-//! on, that is the write saved on nearly every fire. Holding changes nothing for a crash: an
-//! outcome in this queue was never durable before it was written either (a run claimed but
-//! never recorded is found by the lost-run monitor, `monitor::stranded`, which asks the
-//! executors before it sends anything again). While an outcome is held, its row is RUNNING
-//! without an address: this admin answers for it from [`HeldOutcomes::peek`], and another
-//! admin reaches a run sent ahead through every executor of its group (`send_ahead`).
+//! Outcomes still held after [`HOLD`] are written here as before. The outcome of a run sent
+//! ahead is never held (its result comes at its instant at the earliest). Holding changes
+//! nothing for a crash: an outcome in this queue was never durable before it was written
+//! either (a run claimed but never recorded is found by the lost-run monitor,
+//! `monitor::stranded`).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::lifecycle::Tasks;
-use crate::model::{LogId, NodeIdentity};
+use crate::model::{LogId, NodeIdentity, SENT_AHEAD_NOTE};
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -36,20 +32,6 @@ use crate::store::{DispatchOutcome, DispatchRecord, Store};
 pub struct Outcome {
     pub record: DispatchRecord,
     pub slot: Option<Arc<Slot>>,
-    /// How long until the run's instant, when it was sent ahead of it (zero otherwise): its
-    /// result cannot come sooner, so an accepted outcome is held that much longer.
-    pub start_delay: Duration,
-}
-
-impl Outcome {
-    /// An outcome of a run due now, with no admission slot to free.
-    pub fn of(record: DispatchRecord) -> Self {
-        Self {
-            record,
-            slot: None,
-            start_delay: Duration::ZERO,
-        }
-    }
 }
 
 /// Most records written in one transaction.
@@ -58,8 +40,8 @@ const BATCH: usize = 1000;
 /// The SDK executor reports a result within a few milliseconds of a no-op run (5 ms batching
 /// window); the outcome's trigger code and address show up at most this much later.
 pub const HOLD: Duration = Duration::from_millis(250);
-/// Most outcomes held at once (a bound on memory: about 2.5 s of 10 000 fires/s, so a
-/// second's lead and the hold after it); past it accepted outcomes are written at once.
+/// Most outcomes held at once (a bound on memory: about 2.5 s of 10 000 fires/s); past it
+/// accepted outcomes are written at once.
 const MAX_HELD: usize = 25_000;
 
 /// How long a result that found no held outcome is remembered: its outcome, on its way to the
@@ -130,7 +112,7 @@ impl HeldOutcomes {
     }
 
     /// A copy of the outcome held for `log_id`, if any: where this admin sent a run whose row
-    /// does not say so yet (a kill, a log read, the runs list).
+    /// does not say so yet (a kill, a log read, the runs list; `Trigger::with_held_outcome`).
     pub fn peek(&self, log_id: LogId) -> Option<DispatchRecord> {
         self.lock().outcomes.get(&log_id).cloned()
     }
@@ -173,9 +155,8 @@ pub async fn run_recorder(
     let cancel = tasks.stopping().clone();
     let mut batch = Vec::with_capacity(BATCH);
     let mut slots = Vec::with_capacity(BATCH);
-    // Log ids held, with when each is due to be written here, soonest first (a run sent ahead
-    // is due at its instant plus HOLD, so pushes do not come in due order).
-    let mut due: BinaryHeap<Reverse<(Instant, LogId)>> = BinaryHeap::new();
+    // Log ids held, with when each is due to be written here, oldest first.
+    let mut due: VecDeque<(Instant, LogId)> = VecDeque::new();
     // The write of outcomes that fell due, in flight beside the loop: new outcomes are still
     // taken (and their admission slots freed) while it waits for a busy writer. Run inline,
     // a slow due write held back every slot behind it, and the bound on unsent runs refused
@@ -183,7 +164,7 @@ pub async fn run_recorder(
     let mut due_write: Option<DueWrite> = None;
     loop {
         let next_due = if due_write.is_none() {
-            due.peek().map(|Reverse((at, _))| *at)
+            due.front().map(|(at, _)| *at)
         } else {
             None
         };
@@ -197,8 +178,8 @@ pub async fn run_recorder(
             () = sleep_until_opt(next_due) => {
                 let now = Instant::now();
                 let mut ids = Vec::new();
-                while due.peek().is_some_and(|Reverse((at, _))| *at <= now) {
-                    ids.extend(due.pop().map(|Reverse((_, id))| id));
+                while due.front().is_some_and(|(at, _)| *at <= now) {
+                    ids.extend(due.pop_front().map(|(_, id)| id));
                 }
                 let records = held.take_due(ids);
                 let (store, health, cancel) = (store.clone(), health.clone(), cancel.clone());
@@ -214,14 +195,16 @@ pub async fn run_recorder(
         let Some(first) = first else { break };
         let mut next = Some(first);
         while let Some(outcome) = next.take() {
-            if outcome.record.outcome == DispatchOutcome::Accepted && !cancel.is_cancelled() {
+            if outcome.record.outcome == DispatchOutcome::Accepted
+                && !cancel.is_cancelled()
+                && !sent_ahead(&outcome.record)
+            {
                 let log_id = outcome.record.log_id;
                 match held.hold(outcome.record) {
                     None => {
                         // Held for its run's result: waiting on purpose, not on the database.
                         crate::metrics::recorder_backlog().dec();
-                        let at = Instant::now() + outcome.start_delay + HOLD;
-                        due.push(Reverse((at, log_id)));
+                        due.push_back((Instant::now() + HOLD, log_id));
                     }
                     Some(record) => batch.push(record),
                 }
@@ -247,10 +230,18 @@ pub async fn run_recorder(
     if let Some(write) = due_write.take() {
         finished(write.await);
     }
-    let rest = held.take_due(due.into_iter().map(|Reverse((_, id))| id));
+    let rest = held.take_due(due.into_iter().map(|(_, id)| id));
     if !rest.is_empty() {
         write_with_retry(&store, &rest, &health, &cancel).await;
     }
+}
+
+/// Whether the outcome is of a run sent ahead: its result cannot come before its instant, so
+/// holding the outcome saves no write, and its row is what tells every admin that the run may
+/// be held on its executor (a stop or an edit through any admin cancels it from there). It is
+/// written at once.
+fn sent_ahead(record: &DispatchRecord) -> bool {
+    record.trigger_msg.contains(SENT_AHEAD_NOTE)
 }
 
 /// The task writing held outcomes that fell due.
@@ -372,7 +363,6 @@ mod tests {
                 .send(Outcome {
                     record: accepted(log_id),
                     slot,
-                    start_delay: Duration::ZERO,
                 })
                 .expect("recorder listens");
         };
@@ -407,64 +397,15 @@ mod tests {
             .expect("recorder task");
     }
 
-    /// A run sent ahead cannot report before its instant: its accepted outcome is held past
-    /// [`HOLD`] until then (plus [`HOLD`]), so its result write can still take it; an outcome
-    /// of a run due now is written once [`HOLD`] has passed.
-    #[tokio::test]
-    async fn an_outcome_sent_ahead_is_held_until_its_instant() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("recorder.db").display());
-        let store = Store::connect(&url).await.expect("store opens");
-        let health = Arc::new(Health::new(crate::model::system_clock()));
-        let held = HeldOutcomes::default();
-        let (records_tx, records_rx) = mpsc::unbounded_channel();
-        let tasks = Tasks::default();
-        let outcomes = OutcomeStore {
-            store: store.clone(),
-            node: crate::model::NodeIdentity::new("n1", 1),
-        };
-        let recorder = tokio::spawn(run_recorder(
-            outcomes,
-            records_rx,
-            held.clone(),
-            health,
-            tasks.clone(),
-        ));
-        let send = |log_id: i64, start_delay: Duration| {
-            let outcome = Outcome {
-                record: accepted(log_id),
-                slot: None,
-                start_delay,
-            };
-            records_tx.send(outcome).expect("recorder listens");
-        };
-        send(1, Duration::from_secs(30));
-        send(2, Duration::ZERO);
-        // Run 2 falls due after HOLD; waiting for it (and twice HOLD) shows run 1 outlasted it.
-        let hold_passed = Instant::now() + HOLD * 2;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while held.peek(LogId(2)).is_some() || Instant::now() < hold_passed {
-            assert!(Instant::now() < deadline, "run 2's outcome never fell due");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(
-            held.peek(LogId(1)).is_some(),
-            "the outcome of the run sent ahead is still held past HOLD"
-        );
-        assert_eq!(held.take([LogId(1)]).len(), 1, "its result write takes it");
-        tasks.stopping().cancel();
-        drop(records_tx);
-        tokio::time::timeout(Duration::from_secs(10), recorder)
-            .await
-            .expect("the recorder stops")
-            .expect("recorder task");
-        store.close().await;
-    }
-
     #[test]
     fn an_outcome_held_before_its_result_is_taken_by_the_result_write() {
         let held = HeldOutcomes::default();
         assert!(held.hold(accepted(1)).is_none(), "held");
+        assert_eq!(
+            held.peek(LogId(1)).map(|record| record.log_id),
+            Some(LogId(1)),
+            "seen while held, and left held"
+        );
         let taken = held.take([LogId(1)]);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].log_id, LogId(1));

@@ -86,13 +86,10 @@ impl Trigger {
         // The slot goes with the first record (a broadcast fire's shard 0) and is freed once
         // the recorder has written it.
         let mut slot = claimed.slot.clone();
-        let instant_ms = claimed.fire.scheduled_at_ms;
         for record in self.fire(claimed, &targets).await {
-            let until_instant = u64::try_from(instant_ms - self.now_ms()).unwrap_or(0);
             self.to_recorder(Outcome {
                 record,
                 slot: slot.take(),
-                start_delay: Duration::from_millis(until_instant),
             });
         }
     }

@@ -11,7 +11,7 @@
 //! stop / edit / delete of the job, through any admin ─▶ cancel_held: the runs this admin sent
 //!   ahead (in memory) and the job's RUNNING rows with an instant to come (any admin's)
 //!   ─▶ KillRequest{held_only} to the executor on the row, or to every executor of the group
-//!   while the row names none (the sender holds the outcome for the result, `recorder`)
+//!   while the row names none (its dispatch under way, not written yet)
 //!   ─▶ the run never starts, its row says KILLED "cancelled before start"
 //! ```
 //! A held run is in the executor's heartbeats like a queued one, so the lost-run monitor
@@ -184,7 +184,7 @@ impl Trigger {
     }
 
     /// Where a run read by `recorded_held` may be held: the executor on its row, or, with none
-    /// recorded yet (the admin that sent it holds its outcome for its result, `recorder`), any
+    /// recorded yet (its dispatch under way, or its outcome waiting in the sender's recorder), any
     /// executor of its group. A cancel is by log id and only of a run still held, so asking an
     /// executor that does not hold it changes nothing there.
     pub(super) fn addresses_that_may_hold(
@@ -209,7 +209,7 @@ impl Trigger {
     }
 
     /// `KillRun` of a RUNNING run whose row names no executor (sent ahead by another admin,
-    /// which holds its outcome for its result): cancelled, by log id, on every executor of its
+    /// whose outcome is not written yet): cancelled, by log id, on every executor of its
     /// group that may hold it, if its instant is still to come. Returns how many executors
     /// confirmed; 0 when none held it (not sent yet, or started already).
     pub async fn cancel_unrecorded(&self, run: &RunLog) -> Result<usize, crate::error::Error> {

@@ -120,8 +120,8 @@ impl JobAdminService {
     }
 
     /// Kills a RUNNING run whose row names no executor yet: one sent ahead by another admin
-    /// (whose recorder holds its outcome for its result) is cancelled on whichever executor of
-    /// its group holds it; a run not sent yet has nothing to kill.
+    /// whose dispatch is not written yet is cancelled on whichever executor of its group holds
+    /// it; a run not sent yet has nothing to kill.
     async fn kill_unrecorded(&self, run: &RunLog) -> Result<pb::KillRunResponse, Error> {
         let cancelled = self.ctx.trigger.cancel_unrecorded(run).await?;
         if cancelled == 0 {
@@ -154,8 +154,7 @@ impl JobAdminService {
         let from_line = request.from_line.max(1);
         if run.executor_address.is_empty() {
             // RUNNING without an address: not sent yet, or sent by another admin that has not
-            // written where (it holds the outcome for the result); the log is there once the
-            // run reports.
+            // written where yet; the log is there once the run reports.
             let content = if run.status == RunStatus::Running {
                 format!("run {} has not reported from an executor yet", run.id)
             } else {
