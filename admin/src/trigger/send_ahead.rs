@@ -9,10 +9,9 @@
 //!        yes ─▶ send at scheduled − send_ahead_ms with start_at_ms = scheduled + offset
 //!        no  ─▶ send at the scheduled instant, start_at_ms = 0 (as with the lead off)
 //! stop / edit / delete of the job, through any admin ─▶ cancel_held: the runs this admin sent
-//!   ahead (in memory) and the job's RUNNING rows with an instant to come (any admin's)
-//!   ─▶ KillRequest{held_only} to the executor on the row, or to every executor of the group
-//!   while the row names none (its dispatch under way, not written yet)
-//!   ─▶ the run never starts, its row says KILLED "cancelled before start"
+//!   ahead (in memory) and those any admin recorded sent ahead (the rows) ─▶ KillRequest{held_only}
+//!   to each executor holding one ─▶ the run never starts, its row says KILLED "cancelled before
+//!   start"
 //! ```
 //! A held run is in the executor's heartbeats like a queued one, so the lost-run monitor
 //! treats it as alive; if the executor dies the heartbeats stop and the monitor judges it as it
@@ -22,7 +21,7 @@ use std::collections::HashMap;
 
 use super::sent_ahead::{HeldRun, RecordedHeld};
 use super::{Claimed, Target, Trigger};
-use crate::model::{Fire, GroupId, JobId, LogId, OverlapPolicy, RouteStrategy, RunLog};
+use crate::model::{Fire, GroupId, JobId, OverlapPolicy, RouteStrategy, RunLog};
 
 /// How long after its instant (on this admin's clock) a run recorded sent ahead is still
 /// cancelled: the admin that sent it judged the instant by its own clock, which may run a
@@ -165,76 +164,18 @@ impl Trigger {
                 HashMap::new()
             }
         };
-        let mut held = Vec::with_capacity(runs.len());
-        for run in runs {
-            let group = groups.get(&run.group_id);
-            let token = group
+        let held = |run: RunLog| HeldRun {
+            log_id: run.id,
+            token: groups
+                .get(&run.group_id)
                 .map(|group| group.access_token.clone())
-                .unwrap_or_default();
-            for address in self.addresses_that_may_hold(&run, group) {
-                held.push(HeldRun {
-                    log_id: run.id,
-                    address,
-                    token: token.clone(),
-                    start_ms: run.scheduled_at_ms,
-                });
-            }
-        }
-        RecordedHeld { runs: held }
-    }
-
-    /// Where a run read by `recorded_held` may be held: the executor on its row, or, with none
-    /// recorded yet (its dispatch under way, or its outcome waiting in the sender's recorder), any
-    /// executor of its group. A cancel is by log id and only of a run still held, so asking an
-    /// executor that does not hold it changes nothing there.
-    pub(super) fn addresses_that_may_hold(
-        &self,
-        run: &RunLog,
-        group: Option<&std::sync::Arc<crate::model::Group>>,
-    ) -> Vec<String> {
-        if !run.executor_address.is_empty() {
-            return vec![run.executor_address.clone()];
-        }
-        match group {
-            Some(group) => self
-                .targets(
-                    HashMap::from([(group.id, std::sync::Arc::clone(group))]),
-                    &[],
-                )
-                .remove(&group.id)
-                .map(|target| target.addresses.to_vec())
                 .unwrap_or_default(),
-            None => Vec::new(),
+            address: run.executor_address,
+            start_ms: run.scheduled_at_ms,
+        };
+        RecordedHeld {
+            runs: runs.into_iter().map(held).collect(),
         }
-    }
-
-    /// `KillRun` of a RUNNING run whose row names no executor (sent ahead by another admin,
-    /// whose outcome is not written yet): cancelled, by log id, on every executor of its
-    /// group that may hold it, if its instant is still to come. Returns how many executors
-    /// confirmed; 0 when none held it (not sent yet, or started already).
-    pub async fn cancel_unrecorded(&self, run: &RunLog) -> Result<usize, crate::error::Error> {
-        if run.scheduled_at_ms <= self.now_ms() - CLOCK_SLACK_MS {
-            return Ok(0);
-        }
-        let groups = self.store.get_groups(&[run.group_id]).await?;
-        let group = groups.get(&run.group_id);
-        let token = group
-            .map(|group| group.access_token.clone())
-            .unwrap_or_default();
-        let mut cancelled = 0;
-        for address in self.addresses_that_may_hold(run, group) {
-            let answer = self
-                .executors
-                .cancel_held(&address, &token, run.job_id, run.id)
-                .await;
-            match answer {
-                Ok(true) => cancelled += 1,
-                Ok(false) => {}
-                Err(error) => tracing::warn!(%error, log_id = %run.id, %address,
-                    "cancelling a run that may be held on an executor failed"),
-            }
-        }
-        Ok(cancelled)
     }
 
     /// The job was stopped, edited or deleted: its runs sent ahead that have not started are
@@ -247,17 +188,15 @@ impl Trigger {
 
     /// Cancels the job's runs sent ahead: those this admin remembers sending (its own list,
     /// which also names a run whose dispatch is not recorded yet) and `recorded`, the rows of
-    /// runs any admin sent (`recorded_held`), each at each address once. The cancel reaches an executor the
+    /// runs any admin sent (`recorded_held`), each once. The cancel reaches an executor the
     /// way `KillRun` does, by the address on the row, so it works whichever admin sent the run
     /// and whether that admin still lives. Returns how many executors confirmed a cancel. An
     /// executor that cannot be reached is logged: its run then starts as sent (the lead is
     /// short, and the change was made after the run left).
     pub async fn cancel_held_recorded(&self, job_id: JobId, recorded: RecordedHeld) -> usize {
         let mut runs = self.sent_ahead.take(job_id, self.now_ms());
-        let own: Vec<LogId> = runs.iter().map(|held| held.log_id).collect();
         for run in recorded.runs {
-            // This admin's own list says where it sent a run: asking the others is not needed.
-            if !own.contains(&run.log_id) {
+            if !runs.iter().any(|held| held.log_id == run.log_id) {
                 runs.push(run);
             }
         }

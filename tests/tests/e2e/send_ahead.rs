@@ -221,9 +221,9 @@ async fn two_admins_and_a_held_run(spans: &RunSpans) -> anyhow::Result<TwoAdmins
     })
 }
 
-/// The job is stopped through the admin that never sent anything: it finds the held run from
-/// the rows (its executor on the row, or, while the sender has not written the dispatch yet,
-/// any executor of the group) and reaches it as `KillRun` does: cancelled all the same.
+/// The job is stopped through the admin that never sent anything. The rows say which runs went
+/// ahead and to which executor, and the second admin reaches it at that address as `KillRun`
+/// does: the held run is cancelled all the same.
 #[tokio::test]
 async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
     let spans = RunSpans::default();
@@ -244,9 +244,8 @@ async fn a_stop_through_another_admin_cancels_the_held_run() -> anyhow::Result<(
     Ok(())
 }
 
-/// `KillRun` through the admin that did not send the run reaches the executor the row names
-/// (or, before the dispatch is written, each executor of the group): the run is cancelled
-/// before its start all the same.
+/// `KillRun` through the admin that did not send the run reaches the executor the row names:
+/// the held run is cancelled before its start all the same.
 #[tokio::test]
 async fn a_kill_through_another_admin_cancels_the_held_run() -> anyhow::Result<()> {
     let spans = RunSpans::default();

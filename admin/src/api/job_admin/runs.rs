@@ -17,9 +17,7 @@ use crate::auth::Scope;
 use crate::error::Error;
 use crate::model::line_ends::to_lf;
 use crate::model::validate::{check_params_size, validate_executor_addresses};
-use crate::model::{
-    GroupId, JobId, LogFilter, LogId, RunLog, RunStatus, TriggerType, UnwrittenFire,
-};
+use crate::model::{GroupId, JobId, LogFilter, LogId, RunStatus, TriggerType, UnwrittenFire};
 use crate::store::writer_gate::api_write;
 use crate::trigger::Fires;
 use tonic::Request;
@@ -107,7 +105,9 @@ impl JobAdminService {
             )));
         }
         if run.executor_address.is_empty() {
-            return self.kill_unrecorded(&run).await;
+            return Err(Error::FailedPrecondition(format!(
+                "log {log_id} has no executor"
+            )));
         }
         self.load_job(run.job_id).await?;
         let token = self.group_token(run.group_id).await?;
@@ -117,23 +117,6 @@ impl JobAdminService {
             .kill(&run.executor_address, &token, run.job_id, run.id)
             .await?;
         Ok(pb::KillRunResponse { killed, message })
-    }
-
-    /// Kills a RUNNING run whose row names no executor yet: one sent ahead by another admin
-    /// whose dispatch is not written yet is cancelled on whichever executor of its group holds
-    /// it; a run not sent yet has nothing to kill.
-    async fn kill_unrecorded(&self, run: &RunLog) -> Result<pb::KillRunResponse, Error> {
-        let cancelled = self.ctx.trigger.cancel_unrecorded(run).await?;
-        if cancelled == 0 {
-            return Err(Error::FailedPrecondition(format!(
-                "log {} has no executor",
-                run.id
-            )));
-        }
-        Ok(pb::KillRunResponse {
-            killed: true,
-            message: format!("run {} cancelled before start on its executor", run.id),
-        })
     }
 
     /// The access token of a run's group (none when the group is gone).
@@ -153,21 +136,14 @@ impl JobAdminService {
         let run = self.load_log(LogId(request.log_id)).await?;
         let from_line = request.from_line.max(1);
         if run.executor_address.is_empty() {
-            // RUNNING without an address: not sent yet, or sent by another admin that has not
-            // written where yet; the log is there once the run reports.
-            let content = if run.status == RunStatus::Running {
-                format!("run {} has not reported from an executor yet", run.id)
-            } else {
-                format!(
-                    "run {} never reached an executor: {}",
-                    run.id, run.trigger_msg
-                )
-            };
             return Ok(pb::ReadRunLogResponse {
                 from_line,
                 to_line: from_line - 1,
-                content,
-                is_end: run.status != RunStatus::Running,
+                content: format!(
+                    "run {} never reached an executor: {}",
+                    run.id, run.trigger_msg
+                ),
+                is_end: true,
             });
         }
         let token = self.group_token(run.group_id).await?;

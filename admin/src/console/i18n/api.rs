@@ -239,14 +239,6 @@ const ZH_API: &[(&str, &str)] = &[
         "run {} never reached an executor: {}",
         "运行 {} 没有到达执行器：{}",
     ),
-    (
-        "run {} has not reported from an executor yet",
-        "运行 {} 尚未从执行器返回",
-    ),
-    (
-        "run {} cancelled before start on its executor",
-        "运行 {} 已在执行器上于开始前取消",
-    ),
     // Users and passwords.
     (
         "at least {} characters (or empty for no password login)",

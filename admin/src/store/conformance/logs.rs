@@ -421,9 +421,8 @@ async fn a_result_write_folds_in_the_accepted_dispatch_outcome() {
 }
 
 /// Any admin finds the runs of a changed job that an executor may still hold from the rows
-/// alone, whoever sent them: RUNNING, instant still to come, and either recorded sent ahead to
-/// an executor or with no executor recorded yet (its outcome may be held by the admin that
-/// sent it).
+/// alone, whoever sent them: RUNNING, recorded sent ahead, accepted by an executor, instant
+/// still to come.
 #[tokio::test]
 async fn runs_recorded_sent_ahead_and_not_started_are_found_by_job() {
     for (backend, store, _dir) in fresh_stores().await {
@@ -450,9 +449,8 @@ async fn runs_recorded_sent_ahead_and_not_started_are_found_by_job() {
         let started = insert_running(&store, fire(&job, 10_000, "n1", 1), 9_000).await;
         // Sent at its instant: nothing held, and its executor may not hold runs at all.
         let at_instant = insert_running(&store, fire(&job, 14_000, "n1", 1), 9_000).await;
-        // Claimed, its dispatch not recorded (not sent yet, or its outcome held): any
-        // executor of the group may hold it.
-        let unrecorded = insert_running(&store, fire(&job, 15_000, "n1", 1), 9_000).await;
+        // Claimed, its dispatch not recorded: no executor to ask.
+        let _unrecorded = insert_running(&store, fire(&job, 15_000, "n1", 1), 9_000).await;
         // Held, then cancelled.
         let ended = insert_running(&store, fire(&job, 16_000, "n1", 1), 9_000).await;
         let of_other_job = insert_running(&store, fire(&other_job, 12_000, "n1", 1), 9_000).await;
@@ -472,11 +470,7 @@ async fn runs_recorded_sent_ahead_and_not_started_are_found_by_job() {
             .expect("record");
         finish(&store, ended, RunStatus::Killed, 9_500).await;
         let found = store.held_runs(job.id, 10_000).await.expect("held runs");
-        assert_eq!(
-            ids_of(&found),
-            vec![held, held_elsewhere, unrecorded],
-            "{backend}"
-        );
+        assert_eq!(ids_of(&found), vec![held, held_elsewhere], "{backend}");
         assert_eq!(
             (found[0].executor_address.as_str(), found[0].group_id),
             ("http://a:1", group.id),

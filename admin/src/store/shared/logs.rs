@@ -110,10 +110,9 @@ pub async fn get_log<DB: Dialect>(db: Pools<'_, DB>, id: LogId) -> StoreResult<O
 /// most the send-ahead lead (3 s at most), a few for the busiest job.
 const MOST_HELD: i64 = 1000;
 
-/// The job's RUNNING runs whose instant is after `after_ms` and that an executor may still
-/// hold: those recorded as sent ahead (`SENT_AHEAD_NOTE` in their trigger message, an address
-/// recorded) and those with no address yet (claimed and not sent, or sent with the outcome
-/// still held by the sending admin's recorder). Oldest first. On SQLite through the partial
+/// The job's runs recorded as sent ahead (`SENT_AHEAD_NOTE` in their trigger message) and
+/// accepted by an executor (an address is recorded), still RUNNING, whose instant is after
+/// `after_ms`: those an executor may still hold. Oldest first. On SQLite through the partial
 /// index of RUNNING rows (a small set), not the job's whole history (see `sqlite/plans.rs`).
 pub fn held_runs_query<'q, DB: Dialect>(job_id: JobId, after_ms: i64) -> Sql<'q, DB> {
     Sql::<DB>::new(format!(
@@ -121,11 +120,11 @@ pub fn held_runs_query<'q, DB: Dialect>(job_id: JobId, after_ms: i64) -> Sql<'q,
         unindexed::<DB>("job_id")
     ))
     .bind(job_id.0)
-    .push(" AND status = 'RUNNING' AND scheduled_at_ms > ")
+    .push(" AND status = 'RUNNING' AND executor_address <> '' AND scheduled_at_ms > ")
     .bind(after_ms)
-    .push(" AND (executor_address = '' OR trigger_msg LIKE ")
+    .push(" AND trigger_msg LIKE ")
     .bind(format!("%{SENT_AHEAD_NOTE}%"))
-    .push(") ORDER BY id LIMIT ")
+    .push(" ORDER BY id LIMIT ")
     .bind(MOST_HELD)
 }
 
