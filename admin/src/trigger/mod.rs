@@ -49,7 +49,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::executor::ExecutorClient;
 use crate::lifecycle::Tasks;
-use crate::model::{Fire, Group, LogId, RunLog, RunStatus, SharedClock, UnwrittenFire};
+use crate::model::{Fire, Group, LogId, RunLog, SharedClock, UnwrittenFire};
 // Named here too for the store's conformance suite, which reaches it through the trigger.
 pub(crate) use crate::model::NodeIdentity;
 use crate::registry::Registry;
@@ -248,21 +248,10 @@ impl Trigger {
         self.held.take(log_ids)
     }
 
-    /// `run` as its row will read once its held outcome is written: a run this admin has just
-    /// sent, whose row is still RUNNING without an address while the recorder holds its
-    /// accepted outcome for the result (up to `recorder::HOLD`), gets the executor, trigger
-    /// code and message held for it.
-    pub fn with_held_outcome(&self, mut run: RunLog) -> RunLog {
-        if run.status != RunStatus::Running || !run.executor_address.is_empty() {
-            return run;
-        }
-        if let Some(record) = self.held.peek(run.id) {
-            run.executor_address = record.executor_address;
-            run.trigger_code = record.trigger_code;
-            run.trigger_msg = record.trigger_msg;
-            run.trace_id = record.trace_id;
-        }
-        run
+    /// `run` as its row will read once the outcome the recorder holds for it is written (a
+    /// run this admin has just sent, whose result has not come yet: `recorder::HOLD`).
+    pub fn with_held_outcome(&self, run: RunLog) -> RunLog {
+        self.held.overlay(run)
     }
 
     /// Hands taken outcomes the result write did not write back to the recorder.

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::admission::Slot;
 use crate::health::{Health, Loop};
 use crate::lifecycle::Tasks;
-use crate::model::{LogId, NodeIdentity, SENT_AHEAD_NOTE};
+use crate::model::{LogId, NodeIdentity, RunLog, RunStatus, SENT_AHEAD_NOTE};
 use crate::store::{DispatchOutcome, DispatchRecord, Store};
 
 /// One dispatch outcome to write, with the admission slot of its run.
@@ -111,10 +111,21 @@ impl HeldOutcomes {
         None
     }
 
-    /// A copy of the outcome held for `log_id`, if any: where this admin sent a run whose row
-    /// does not say so yet (a kill, a log read, the runs list; `Trigger::with_held_outcome`).
-    pub fn peek(&self, log_id: LogId) -> Option<DispatchRecord> {
-        self.lock().outcomes.get(&log_id).cloned()
+    /// `run` as its row will read once its held outcome is written: a RUNNING row without an
+    /// address whose accepted outcome is held here gets that outcome's executor, trigger code,
+    /// message and trace (a kill, a log read, the runs list; `Trigger::with_held_outcome`).
+    /// Any other row is returned as it is.
+    pub fn overlay(&self, mut run: RunLog) -> RunLog {
+        if run.status != RunStatus::Running || !run.executor_address.is_empty() {
+            return run;
+        }
+        if let Some(record) = self.lock().outcomes.get(&run.id) {
+            run.executor_address = record.executor_address.clone();
+            run.trigger_code = record.trigger_code;
+            run.trigger_msg = record.trigger_msg.clone();
+            run.trace_id = record.trace_id.clone();
+        }
+        run
     }
 
     /// Takes whatever is still held for `log_ids` (the recorder's due list), without noting
@@ -401,15 +412,67 @@ mod tests {
     fn an_outcome_held_before_its_result_is_taken_by_the_result_write() {
         let held = HeldOutcomes::default();
         assert!(held.hold(accepted(1)).is_none(), "held");
-        assert_eq!(
-            held.peek(LogId(1)).map(|record| record.log_id),
-            Some(LogId(1)),
-            "seen while held, and left held"
-        );
         let taken = held.take([LogId(1)]);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].log_id, LogId(1));
         assert!(held.take_due([LogId(1)]).is_empty(), "taken once only");
+    }
+
+    /// While its outcome is held, a run's row names no executor; read through this admin, it
+    /// reads as it will once written. Rows the outcome does not belong to are left alone.
+    #[test]
+    fn a_running_row_reads_its_held_outcome_until_the_outcome_is_taken() {
+        let held = HeldOutcomes::default();
+        let row = |id: i64, status: RunStatus, address: &str| RunLog {
+            id: LogId(id),
+            job_id: crate::model::JobId(7),
+            group_id: crate::model::GroupId(1),
+            fire_key: None,
+            status,
+            trigger_type: crate::model::TriggerType::Cron,
+            scheduled_at_ms: 0,
+            trigger_time_ms: 0,
+            trigger_code: 0,
+            trigger_msg: String::new(),
+            handle_time_ms: 0,
+            handle_code: 0,
+            handle_msg: String::new(),
+            executor_address: address.to_string(),
+            handler: String::new(),
+            params: String::new(),
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            trace_id: String::new(),
+            owner_node: String::new(),
+            epoch: 0,
+            dispatch_at_ms: 0,
+            alarm_delivery: String::new(),
+        };
+        assert!(held.hold(accepted(1)).is_none(), "held");
+        let seen = held.overlay(row(1, RunStatus::Running, ""));
+        assert_eq!(
+            (seen.executor_address.as_str(), seen.trigger_code),
+            ("http://127.0.0.1:1", 200)
+        );
+        let finished = held.overlay(row(1, RunStatus::Success, ""));
+        assert_eq!(
+            finished.executor_address, "",
+            "a finished row says what it says"
+        );
+        let recorded = held.overlay(row(1, RunStatus::Running, "http://b:2"));
+        assert_eq!(
+            recorded.executor_address, "http://b:2",
+            "a written address stands"
+        );
+        let other = held.overlay(row(2, RunStatus::Running, ""));
+        assert_eq!(other.executor_address, "", "no outcome held for it");
+        assert_eq!(held.take([LogId(1)]).len(), 1, "still held after the reads");
+        let after = held.overlay(row(1, RunStatus::Running, ""));
+        assert_eq!(
+            after.executor_address, "",
+            "taken: the row is read as it is"
+        );
     }
 
     #[test]

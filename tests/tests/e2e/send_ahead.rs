@@ -78,6 +78,29 @@ async fn assert_cancelled(
     Ok(())
 }
 
+/// Kills the held run through `through`, checks through `sender` (the admin whose executor
+/// holds it) that it never started, then stops the job.
+async fn kill_and_expect_cancelled(
+    through: &TestCluster,
+    sender: &TestCluster,
+    spans: &RunSpans,
+    job_id: i64,
+    log_id: i64,
+) -> anyhow::Result<()> {
+    let killed = through
+        .client()
+        .kill_run(pb::KillRunRequest { log_id })
+        .await?
+        .into_inner();
+    assert!(killed.killed, "{killed:?}");
+    assert_cancelled(sender, spans, job_id, log_id).await?;
+    through
+        .client()
+        .stop_job(pb::StopJobRequest { id: job_id })
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_run_sent_ahead_starts_at_its_instant_not_on_arrival() -> anyhow::Result<()> {
     let spans = RunSpans::default();
@@ -124,17 +147,7 @@ async fn a_kill_inside_the_lead_cancels_the_held_run() -> anyhow::Result<()> {
     let (cluster, job_id) = every_second(2000, &spans).await?;
     cluster.start_job(job_id).await?;
     let log_id = a_held_run(&cluster, job_id, 800).await?;
-    let killed = cluster
-        .client()
-        .kill_run(pb::KillRunRequest { log_id })
-        .await?
-        .into_inner();
-    assert!(killed.killed, "{killed:?}");
-    assert_cancelled(&cluster, &spans, job_id, log_id).await?;
-    cluster
-        .client()
-        .stop_job(pb::StopJobRequest { id: job_id })
-        .await?;
+    kill_and_expect_cancelled(&cluster, &cluster, &spans, job_id, log_id).await?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -256,17 +269,7 @@ async fn a_kill_through_another_admin_cancels_the_held_run() -> anyhow::Result<(
         held_log_id: log_id,
         _database,
     } = two_admins_and_a_held_run(&spans).await?;
-    let killed = other
-        .client()
-        .kill_run(pb::KillRunRequest { log_id })
-        .await?
-        .into_inner();
-    assert!(killed.killed, "{killed:?}");
-    assert_cancelled(&sender, &spans, job_id, log_id).await?;
-    other
-        .client()
-        .stop_job(pb::StopJobRequest { id: job_id })
-        .await?;
+    kill_and_expect_cancelled(&other, &sender, &spans, job_id, log_id).await?;
     other.shutdown().await;
     sender.shutdown().await;
     Ok(())
