@@ -13,7 +13,11 @@
 //! is reported only once they are in the file. A `ReadLog` of lines still waiting writes them
 //! first. A graceful shutdown writes them all; a process killed outright loses those still
 //! waiting together with their results.
+//!
+//! A run whose handler logged nothing gets no file of its own: its start and end lines go into
+//! a file shared by the runs of its second ([`quiet`]), where `ReadLog` finds them.
 
+mod quiet;
 mod writer;
 
 use std::fs::{File, OpenOptions};
@@ -33,11 +37,13 @@ pub(crate) const MAX_BYTES_PER_READ: usize = 1 << 20;
 /// Date folder format, as XXL-JOB.
 const DATE_DIR_FORMAT: &str = "%Y-%m-%d";
 
-/// The root of the run log files, and the writer of the lines runs leave when they end.
+/// The root of the run log files, the writer of the lines runs leave when they end, and the
+/// shared files of quiet runs.
 #[derive(Clone, Debug)]
 pub(crate) struct JobLogStore {
     root: PathBuf,
     writer: Arc<writer::LogWriter<RunLog>>,
+    quiet: Arc<quiet::QuietFiles>,
 }
 
 impl JobLogStore {
@@ -45,6 +51,7 @@ impl JobLogStore {
         Self {
             root: root.into(),
             writer: Arc::default(),
+            quiet: Arc::default(),
         }
     }
 
@@ -69,17 +76,26 @@ impl JobLogStore {
         let file = open_append(&path)?;
         Ok(RunLog {
             path,
+            quiet: None,
             state: Mutex::new(LogState {
                 file_opt: Some(file),
                 pending: String::new(),
+                quiet: false,
             }),
         })
     }
 
     /// The log of a run whose file is created by its first line, starting with `first_line`.
+    /// If the handler writes none, the run's lines go to its second's shared file instead.
     pub(crate) fn lazy(&self, log_id: i64, log_date_ms: i64, first_line: &str) -> RunLog {
         let header = format_line(Local::now(), first_line);
-        RunLog::lazy(self.path_for(log_id, log_date_ms), header)
+        let mut log = RunLog::lazy(self.path_for(log_id, log_date_ms), header);
+        log.quiet = Some(QuietRun {
+            files: Arc::clone(&self.quiet),
+            log_id,
+            log_date_ms,
+        });
+        log
     }
 
     /// A store whose writer has no thread: lines handed to
@@ -90,7 +106,25 @@ impl JobLogStore {
         Self {
             root: root.into(),
             writer: Arc::new(writer::LogWriter::inline()),
+            quiet: Arc::default(),
         }
+    }
+
+    /// The lines of a run as they are on disk (its own file, or its second's shared file),
+    /// without writing what still waits for the writer.
+    #[cfg(test)]
+    pub(crate) fn on_disk(&self, log_id: i64, log_date_ms: i64) -> Option<String> {
+        let path = self.path_for(log_id, log_date_ms);
+        let lines = match std::fs::read(&path) {
+            Ok(lines) => Some(lines),
+            Err(_) => quiet::find(&Self::quiet_path(&path, log_date_ms), log_id).ok()?,
+        };
+        lines.map(|lines| String::from_utf8_lossy(&lines).into_owned())
+    }
+
+    /// The shared file of quiet runs filed with the run whose own file would be `run_path`.
+    fn quiet_path(run_path: &Path, log_date_ms: i64) -> PathBuf {
+        quiet::path_in(run_path.parent().unwrap_or(run_path), log_date_ms)
     }
 
     /// Appends `line` to `log` off the caller's thread, after every line appended before it,
@@ -147,8 +181,8 @@ impl JobLogStore {
         });
         let read = match unwritten {
             Some(log) => log.read_lines(from_line as usize, !run_active),
-            None => File::open(&path)
-                .and_then(|file| read_lines(BufReader::new(file), from_line as usize, !run_active)),
+            None => Self::read_written(log_id, log_date_ms, &path)
+                .and_then(|reader| read_lines(reader, from_line as usize, !run_active)),
         };
         match read {
             Ok(chunk) => pb::ReadLogResponse {
@@ -174,13 +208,39 @@ impl JobLogStore {
             }
         }
     }
+
+    /// A reader of a run's written lines: its own file, or its record in its second's shared
+    /// file. When neither holds them, the error of opening its own file (`NotFound`).
+    fn read_written(log_id: i64, log_date_ms: i64, path: &Path) -> io::Result<Box<dyn BufRead>> {
+        let not_own = match File::open(path) {
+            Ok(file) => return Ok(Box::new(BufReader::new(file))),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => error,
+            Err(error) => return Err(error),
+        };
+        match quiet::find(&Self::quiet_path(path, log_date_ms), log_id) {
+            Ok(Some(lines)) => Ok(Box::new(io::Cursor::new(lines))),
+            Ok(None) => Err(not_own),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Err(not_own),
+            Err(error) => Err(error),
+        }
+    }
 }
 
 /// The log file of one run; shared by the runner and the handler's `JobContext`.
 #[derive(Debug)]
 pub(crate) struct RunLog {
     path: PathBuf,
+    /// Where the lines go if the file was never created by the time the run ends.
+    quiet: Option<QuietRun>,
     state: Mutex<LogState>,
+}
+
+/// A run whose lines may end up in its second's shared file.
+#[derive(Debug)]
+struct QuietRun {
+    files: Arc<quiet::QuietFiles>,
+    log_id: i64,
+    log_date_ms: i64,
 }
 
 /// The file once opened, and the lines waiting for it to exist.
@@ -188,6 +248,9 @@ pub(crate) struct RunLog {
 struct LogState {
     file_opt: Option<File>,
     pending: String,
+    /// The run ended without a line of its handler's, so its lines went to its second's shared
+    /// file: any later line follows them there.
+    quiet: bool,
 }
 
 impl RunLog {
@@ -196,9 +259,11 @@ impl RunLog {
     pub(crate) fn lazy(path: PathBuf, header: String) -> RunLog {
         RunLog {
             path,
+            quiet: None,
             state: Mutex::new(LogState {
                 file_opt: None,
                 pending: header,
+                quiet: false,
             }),
         }
     }
@@ -210,9 +275,26 @@ impl RunLog {
     /// Appends `"yyyy-MM-dd HH:mm:ss.SSS line\n"`; failures are logged, never raised.
     pub(crate) fn append(&self, line: &str) {
         let text = format_line(Local::now(), line);
-        let mut state = self.lock();
-        if let Err(error) = state.write(&self.path, &text) {
+        if let Err(error) = self.write_lines(&text) {
             tracing::warn!(path = %self.path.display(), %error, "failed to append to run log");
+        }
+    }
+
+    /// Writes the pending lines then `text` (empty from the log writer, once the run ended):
+    /// to the run's own file, created by the first write, unless the run ended before its
+    /// handler wrote a line; then to its second's shared file.
+    fn write_lines(&self, text: &str) -> io::Result<()> {
+        let mut state = self.lock();
+        let ended_quiet = text.is_empty() && !state.pending.is_empty();
+        match &self.quiet {
+            Some(quiet) if state.file_opt.is_none() && (state.quiet || ended_quiet) => {
+                let mut lines = std::mem::take(&mut state.pending);
+                lines.push_str(text);
+                state.quiet = true;
+                let path = JobLogStore::quiet_path(&self.path, quiet.log_date_ms);
+                quiet.files.append(&path, quiet.log_id, &lines)
+            }
+            _ => state.write(&self.path, text),
         }
     }
 
@@ -251,9 +333,9 @@ impl writer::PendingLines for RunLog {
         &self.path
     }
 
-    /// Writes the pending lines, creating the file if needed (the log writer's work).
+    /// Writes the pending lines, once the run ended (the log writer's work).
     fn write_pending(&self) {
-        if let Err(error) = self.lock().write(&self.path, "") {
+        if let Err(error) = self.write_lines("") {
             tracing::warn!(path = %self.path.display(), %error, "failed to write run log");
         }
     }
@@ -487,8 +569,9 @@ mod tests {
             .collect()
     }
 
-    fn file_lines(log: &RunLog) -> Vec<String> {
-        let content = std::fs::read_to_string(log.path()).expect("read log file");
+    /// The lines of run `log_id` (filed at instant 0) on disk: its own file or its record.
+    fn written_lines(store: &JobLogStore, log_id: i64) -> Vec<String> {
+        let content = store.on_disk(log_id, 0).expect("the run's lines on disk");
         content.lines().map(str::to_owned).collect()
     }
 
@@ -511,7 +594,11 @@ mod tests {
         // The read says the run is over (the probe's "ran it"): the file holds it already, so
         // a kill of the process right after cannot make the run look never seen.
         assert_eq!((first.from_line, first.to_line, first.is_end), (1, 2, true));
-        assert_eq!(file_lines(&log).join("\n") + "\n", first.content);
+        assert_eq!(written_lines(&store, 3).join("\n") + "\n", first.content);
+        assert!(
+            !log.path().exists(),
+            "a run that logged nothing has no file of its own"
+        );
         assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
         let lines: Vec<&str> = first.content.lines().collect();
         assert!(lines.len() == 2 && lines[0].ends_with(" start") && lines[1].ends_with(" end"));
@@ -530,7 +617,11 @@ mod tests {
         let before = all_reads(&store);
         let all = &before[1];
         assert_eq!((all.to_line, all.is_end), (4, true));
-        let lines = file_lines(&log);
+        let lines = written_lines(&store, 3);
+        assert!(
+            log.path().exists(),
+            "a run that logged has a file of its own"
+        );
         let suffixes = [" start", " handler line", " end", " late line"];
         assert_eq!(lines.len(), suffixes.len());
         for (line, suffix) in lines.iter().zip(suffixes) {
@@ -546,13 +637,13 @@ mod tests {
     /// sends it on `seen_tx`.
     fn append_and_watch(
         store: &JobLogStore,
-        log: &Arc<RunLog>,
+        (log_id, log): (i64, &Arc<RunLog>),
         line: &str,
         seen_tx: &std::sync::mpsc::Sender<String>,
     ) {
-        let (path, seen_tx) = (log.path().to_path_buf(), seen_tx.clone());
+        let (on_disk, seen_tx) = (store.clone(), seen_tx.clone());
         store.append_later(log, line, move || {
-            let content = std::fs::read_to_string(path).unwrap_or_default();
+            let content = on_disk.on_disk(log_id, 0).unwrap_or_default();
             let _ = seen_tx.send(content);
         });
     }
@@ -563,8 +654,8 @@ mod tests {
         let store = JobLogStore::new(dir.path());
         let log = Arc::new(store.lazy(3, 0, "start"));
         let (seen_tx, seen_rx) = std::sync::mpsc::channel();
-        append_and_watch(&store, &log, "end 1", &seen_tx);
-        append_and_watch(&store, &log, "end 2", &seen_tx);
+        append_and_watch(&store, (3, &log), "end 1", &seen_tx);
+        append_and_watch(&store, (3, &log), "end 2", &seen_tx);
         tokio::time::timeout(Duration::from_secs(10), store.drain())
             .await
             .expect("the writer drains within 10 s");
@@ -580,7 +671,7 @@ mod tests {
             seen[1].lines().any(|line| line.ends_with(" end 2")),
             "{seen:?}"
         );
-        let lines = file_lines(&log);
+        let lines = written_lines(&store, 3);
         assert_eq!(lines.len(), 3);
         assert!(lines[0].ends_with(" start"));
         assert!(store.writer.unwritten(log.path()).is_none());
@@ -593,11 +684,11 @@ mod tests {
         let gate = store.writer_gate();
         gate.pause();
         let (seen_tx, seen_rx) = std::sync::mpsc::channel();
-        let logs: Vec<Arc<RunLog>> = (1..=200)
+        let logs: Vec<(i64, Arc<RunLog>)> = (1..=200)
             .map(|log_id| {
                 let log = Arc::new(store.lazy(log_id, 0, "start"));
-                append_and_watch(&store, &log, "end", &seen_tx);
-                log
+                append_and_watch(&store, (log_id, &log), "end", &seen_tx);
+                (log_id, log)
             })
             .collect();
         assert!(
@@ -609,9 +700,9 @@ mod tests {
             .await
             .expect("the writer drains within 10 s");
         assert_eq!(seen_rx.try_iter().count(), logs.len());
-        for log in &logs {
+        for (log_id, log) in &logs {
             assert!(store.writer.unwritten(log.path()).is_none());
-            let lines = file_lines(log);
+            let lines = written_lines(&store, *log_id);
             assert!(lines.len() == 2 && lines[1].ends_with(" end"), "{lines:?}");
         }
     }
@@ -624,7 +715,7 @@ mod tests {
         gate.pause();
         let (seen_tx, seen_rx) = std::sync::mpsc::channel();
         let log = Arc::new(store.lazy(1, 0, "start"));
-        append_and_watch(&store, &log, "end", &seen_tx);
+        append_and_watch(&store, (1, &log), "end", &seen_tx);
         // The process dies (kill -9) while the writer is behind.
         store.abandon();
         gate.resume();
@@ -632,7 +723,75 @@ mod tests {
             .await
             .expect("the writer drains within 10 s");
         assert!(seen_rx.try_recv().is_err(), "nothing reported");
-        assert!(!log.path().exists(), "nothing written");
+        assert_eq!(store.on_disk(1, 0), None, "nothing written");
+    }
+
+    #[test]
+    fn runs_that_logged_nothing_share_their_seconds_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::inline(dir.path());
+        let second_ms = 1_700_000_000_000;
+        // Two runs filed in one second, one in the next; none of their handlers wrote a line.
+        for (log_id, log_date_ms) in [(1, second_ms), (2, second_ms + 999), (3, second_ms + 1_000)]
+        {
+            let log = Arc::new(store.lazy(log_id, log_date_ms, &format!("start {log_id}")));
+            store.append_later(&log, &format!("end {log_id}"), || {});
+            assert!(!log.path().exists(), "run {log_id} has no file of its own");
+        }
+        let date_dir = store.path_for(1, second_ms);
+        let date_dir = date_dir.parent().expect("date folder");
+        let mut files: Vec<String> = std::fs::read_dir(date_dir)
+            .expect("date folder")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "one shared file per second: {files:?}");
+        for (log_id, log_date_ms) in [(1, second_ms), (2, second_ms + 999), (3, second_ms + 1_000)]
+        {
+            let read = store.read(log_id, log_date_ms, 1, false);
+            let lines: Vec<&str> = read.content.lines().collect();
+            assert_eq!((read.to_line, read.is_end), (2, true), "{read:?}");
+            assert!(lines[0].ends_with(&format!(" start {log_id}")), "{lines:?}");
+            assert!(lines[1].ends_with(&format!(" end {log_id}")), "{lines:?}");
+            assert_eq!(
+                store.read(log_id, log_date_ms, 2, false).content,
+                format!("{}\n", lines[1])
+            );
+        }
+        // A run the shared file does not hold reads as a missing file, as before.
+        let unknown = store.read(4, second_ms, 1, false);
+        assert_eq!(unknown.to_line, 0);
+        assert!(
+            unknown.content.starts_with("log file not found: "),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn a_line_written_after_a_quiet_run_ended_follows_its_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::inline(dir.path());
+        let log = Arc::new(store.lazy(3, 0, "start"));
+        store.append_later(&log, "end", || {});
+        // A handler that outlived its run, having logged nothing during it.
+        log.append("late line");
+        assert!(!log.path().exists(), "still no file of its own");
+        let lines = written_lines(&store, 3);
+        let suffixes = [" start", " end", " late line"];
+        assert_eq!(lines.len(), suffixes.len(), "{lines:?}");
+        for (line, suffix) in lines.iter().zip(suffixes) {
+            assert!(
+                line.ends_with(suffix),
+                "{line:?} should end with {suffix:?}"
+            );
+        }
+        assert_eq!(store.read(3, 0, 1, false).to_line, 3);
     }
 
     #[test]

@@ -550,14 +550,17 @@ async fn run_log_has_start_handler_and_end_lines() {
     let mut harness = Harness::new();
     let request = run_request(1, 5, "ok:logged");
     let log_date_ms = request.log_date_ms;
-    let path = harness.joblog.path_for(5, log_date_ms);
     harness.runner.submit(request).expect("accepted");
     harness.next_result().await;
-    // The result follows the end line: the file holds it by then.
-    let text = std::fs::read_to_string(path).expect("log file");
+    // The result follows the end line: the disk holds it by then (a handler that logged
+    // nothing: in its second's shared file).
+    let text = harness
+        .joblog
+        .on_disk(5, log_date_ms)
+        .expect("lines on disk");
     let read = harness.joblog.read(5, log_date_ms, 1, false);
     assert!(read.is_end);
-    assert_eq!(read.content, text, "ReadLog returns the file");
+    assert_eq!(read.content, text, "ReadLog returns what is on disk");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
@@ -579,10 +582,7 @@ async fn a_result_is_reported_only_once_its_log_is_on_disk() {
     let mut submissions = gate.submissions();
     let first = run_request(1, 5, "ok:first");
     let second = run_request(1, 6, "ok:second");
-    let (first_path, second_path) = (
-        joblog.path_for(5, first.log_date_ms),
-        joblog.path_for(6, second.log_date_ms),
-    );
+    let (first_date_ms, second_date_ms) = (first.log_date_ms, second.log_date_ms);
     harness.runner.submit(first).expect("accepted");
     harness.runner.submit(second).expect("accepted");
     // One job, so the second run starts only once the job task is done with the first.
@@ -602,7 +602,7 @@ async fn a_result_is_reported_only_once_its_log_is_on_disk() {
         "no result while the writer holds the run's lines"
     );
     assert!(
-        !first_path.exists() && !second_path.exists(),
+        joblog.on_disk(5, first_date_ms).is_none() && joblog.on_disk(6, second_date_ms).is_none(),
         "nothing written yet"
     );
     // Over here, and still listed in heartbeats until a result is accepted.
@@ -614,7 +614,9 @@ async fn a_result_is_reported_only_once_its_log_is_on_disk() {
     gate.permit(1);
     let result = harness.next_result().await;
     assert_result(&result, 5, pb::RunStatus::Success, 200, "first");
-    let text = std::fs::read_to_string(&first_path).expect("log file when its result came");
+    let text = joblog
+        .on_disk(5, first_date_ms)
+        .expect("lines on disk when its result came");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[1].contains("run end: status=RUN_STATUS_SUCCESS code=200 message=first"));
@@ -629,7 +631,7 @@ async fn a_result_is_reported_only_once_its_log_is_on_disk() {
         harness.results_rx.try_recv().is_err(),
         "the second run's result died with its lines"
     );
-    assert!(!second_path.exists());
+    assert_eq!(joblog.on_disk(6, second_date_ms), None);
     harness.runner.shutdown(Duration::from_secs(1)).await;
 }
 

@@ -104,15 +104,48 @@ pub async fn callback_batch_split(world: &mut World) -> anyhow::Result<()> {
     expect_status(&log, pb::RunStatus::Success, 200)
 }
 
-/// Whether the run's log file (`{log_dir}/{date}/{log_id}.log`, in every SDK) has its end line.
+/// Whether the run's log has its end line: its own file `{log_dir}/{date}/{log_id}.log` (every
+/// SDK), or, for a run that logged nothing on the Rust SDK, its record in the shared file of
+/// its second, `{date}/runs-{HHmmss}.log` (records `{log_id} {byte length}\n{lines}`).
 fn run_ended(log_dir: &Path, log_id: i64) -> bool {
     let Ok(days) = std::fs::read_dir(log_dir) else {
         return false;
     };
     days.flatten().any(|day| {
-        std::fs::read_to_string(day.path().join(format!("{log_id}.log")))
-            .is_ok_and(|content| content.contains("run end:"))
+        let own = std::fs::read_to_string(day.path().join(format!("{log_id}.log")));
+        if own.is_ok_and(|content| content.contains("run end:")) {
+            return true;
+        }
+        let Ok(files) = std::fs::read_dir(day.path()) else {
+            return false;
+        };
+        files.flatten().any(|file| {
+            let name = file.file_name().to_string_lossy().into_owned();
+            name.starts_with("runs-")
+                && std::fs::read(file.path()).is_ok_and(|bytes| shared_record_ended(&bytes, log_id))
+        })
     })
+}
+
+/// Whether a shared file of quiet runs holds a whole record of `log_id` with its end line.
+fn shared_record_ended(mut bytes: &[u8], log_id: i64) -> bool {
+    while let Some(newline) = bytes.iter().position(|byte| *byte == b'\n') {
+        let header = String::from_utf8_lossy(&bytes[..newline]).into_owned();
+        let Some((id, length)) = header.split_once(' ') else {
+            return false;
+        };
+        let (Ok(id), Ok(length)) = (id.parse::<i64>(), length.parse::<usize>()) else {
+            return false;
+        };
+        let Some(record) = bytes.get(newline + 1..newline + 1 + length) else {
+            return false;
+        };
+        if id == log_id && String::from_utf8_lossy(record).contains("run end:") {
+            return true;
+        }
+        bytes = &bytes[newline + 1 + length..];
+    }
+    false
 }
 
 /// The admin stopped with SIGSTOP until dropped (SIGCONT), so a failing scenario never leaves
