@@ -80,7 +80,7 @@ impl JobLogStore {
             state: Mutex::new(LogState {
                 file_opt: Some(file),
                 pending: String::new(),
-                quiet: false,
+                went_quiet: false,
             }),
         })
     }
@@ -250,7 +250,7 @@ struct LogState {
     pending: String,
     /// The run ended without a line of its handler's, so its lines went to its second's shared
     /// file: any later line follows them there.
-    quiet: bool,
+    went_quiet: bool,
 }
 
 impl RunLog {
@@ -263,7 +263,7 @@ impl RunLog {
             state: Mutex::new(LogState {
                 file_opt: None,
                 pending: header,
-                quiet: false,
+                went_quiet: false,
             }),
         }
     }
@@ -287,10 +287,10 @@ impl RunLog {
         let mut state = self.lock();
         let ended_quiet = text.is_empty() && !state.pending.is_empty();
         match &self.quiet {
-            Some(quiet) if state.file_opt.is_none() && (state.quiet || ended_quiet) => {
+            Some(quiet) if state.file_opt.is_none() && (state.went_quiet || ended_quiet) => {
                 let mut lines = std::mem::take(&mut state.pending);
                 lines.push_str(text);
-                state.quiet = true;
+                state.went_quiet = true;
                 let path = JobLogStore::quiet_path(&self.path, quiet.log_date_ms);
                 quiet.files.append(&path, quiet.log_id, &lines)
             }
