@@ -17,15 +17,17 @@
 //! A run whose handler logged nothing gets no file of its own: its start and end lines go into
 //! a file shared by the runs of its second ([`quiet`]), where `ReadLog` finds them.
 
+mod append;
 mod quiet;
 mod writer;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use append::open_append;
 use chrono::{DateTime, Local, NaiveDate, TimeZone};
 use tokio_util::sync::CancellationToken;
 use xjob_proto::pb;
@@ -365,21 +367,6 @@ impl LogState {
         let mut first = std::mem::take(&mut self.pending);
         first.push_str(text);
         file.write_all(first.as_bytes())
-    }
-}
-
-/// Opens a run's file for append, creating it. The date folder is made only when the open
-/// says it is missing: checking for it first would cost two more system calls on every run.
-fn open_append(path: &Path) -> io::Result<File> {
-    let open = || OpenOptions::new().create(true).append(true).open(path);
-    match open() {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            open()
-        }
-        opened => opened,
     }
 }
 

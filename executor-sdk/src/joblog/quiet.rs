@@ -62,7 +62,7 @@ impl QuietFiles {
         let index = match open.iter().position(|(open_path, _)| open_path == path) {
             Some(index) => index,
             None => {
-                let file = super::open_append(path)?;
+                let file = super::append::open_append(path)?;
                 if open.len() == OPEN_FILES {
                     open.remove(0);
                 }
