@@ -2,9 +2,9 @@
 //! copy the WAL into the database file.
 //!
 //! SQLite's automatic checkpoint runs on the connection whose commit crossed 1 000 WAL pages: the
-//! writer. At 5 000 fires/s that was 5 % of the admin's CPU and a pause of the writer, with its
-//! `fsync`s, every few hundred milliseconds, while the claims of the next second queued behind
-//! it. Here the writer has automatic checkpoints off and this task checkpoints every
+//! writer. At 5 000 fires/s that was 5 % of the admin's CPU, and a pause of the writer, with its
+//! `fsync`s, each time a commit took the WAL past that size, while the claims of the next second
+//! queued behind it. Here the writer has automatic checkpoints off and this task checkpoints every
 //! [`PERIOD`]. A `PASSIVE` checkpoint runs beside the writer in WAL mode: it copies the frames
 //! no reader still needs and never blocks a write.
 
