@@ -120,8 +120,9 @@ async fn a_full_disk_stops_serving_and_firing_resumes_when_space_returns() -> an
 
         let filled_at = Instant::now();
         let (filler, filled) = disk.fill()?;
-        // SQLite keeps writing into the space its WAL file already has until a checkpoint
-        // needs the database file to grow: the first failed write comes some seconds later.
+        // SQLite keeps writing into the space its WAL file already has; the checkpoint cannot
+        // grow the database file, so the WAL cannot start over, and the first failed write
+        // comes when it needs to grow, some seconds later.
         let url = cluster.admins[0].spec.url();
         wait_until(
             Duration::from_secs(60),
