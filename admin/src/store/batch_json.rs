@@ -1,13 +1,14 @@
-//! Rows of a batched write as one JSON array parameter: every backend unpacks it in SQL
-//! (`json_each`, `jsonb_to_recordset`, `JSON_TABLE`), so a batch is one statement whose text
-//! never changes and stays prepared, instead of one statement per row.
+//! Rows of a batched write as one JSON array parameter: PostgreSQL and MySQL/MariaDB unpack it
+//! in SQL (`jsonb_to_recordset`, `JSON_TABLE`), so a batch is one statement whose text never
+//! changes and stays prepared, instead of one statement per row. SQLite binds the rows as a
+//! `VALUES` list instead (`sqlite::batch_values`), and takes only id lists as JSON here.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
-use super::{DispatchRecord, JobScheduleUpdate, RunCompletion};
-use crate::model::{JobStatus, LogId, RunStatus};
+use super::{DispatchRecord, RunCompletion};
+use crate::model::{LogId, RunStatus};
 
 /// Most rows one batched statement carries.
 pub const ROWS_PER_STATEMENT: usize = 1000;
@@ -100,23 +101,6 @@ pub fn ids(ids: &[i64]) -> String {
     }
     text.push(']');
     text
-}
-
-/// `[{"id", "last", "next", "status"}, …]` for the schedule round's job updates; `status` is
-/// the `trigger_status` column's value.
-pub fn schedule_updates(chunk: &[JobScheduleUpdate]) -> String {
-    let rows: Vec<_> = chunk
-        .iter()
-        .map(|update| {
-            json!({
-                "id": update.job_id.0,
-                "last": update.trigger_last_ms,
-                "next": update.trigger_next_ms,
-                "status": i64::from(update.status == JobStatus::Running),
-            })
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
 }
 
 /// The completions with each log id once, the first report winning (an executor may resend a

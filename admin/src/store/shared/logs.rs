@@ -1,5 +1,5 @@
 //! Run logs: inserts for manual triggers and retries, queries. The batched writes of dispatch
-//! outcomes and executor results differ in shape per dialect (`json_each`,
+//! outcomes and executor results differ in shape per dialect (bound `VALUES` lists,
 //! `jsonb_to_recordset`, `JSON_TABLE`) and stay in each backend's `logs.rs`.
 
 use super::claims::unindexed;

@@ -9,6 +9,7 @@
 //! connection makes those writes queue in the pool and run back to back. Readers never block
 //! on the writer in WAL mode. Busy waits remain only between processes sharing the file.
 
+mod batch_values;
 #[cfg(test)]
 mod broadcast;
 mod checkpoint;
@@ -51,6 +52,9 @@ pub struct SqliteStore {
 
 /// The size a checkpoint truncates the WAL file back to (`journal_size_limit`).
 const WAL_SIZE_LIMIT_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Prepared statements the writer connection keeps.
+const WRITER_STATEMENTS_CACHED: usize = 250;
 
 /// Read connections per admin for the background loops and the trigger path.
 const READ_CONNECTIONS: u32 = 4;
@@ -96,7 +100,11 @@ impl SqliteStore {
             // changed, so it can be undone alone). Past 64 KiB SQLite spills that journal to a
             // temporary file; kept in memory, a 5 000-row claim makes no file writes for it.
             // Only the writer: the readers' large sorts keep spilling to disk.
-            .pragma("temp_store", "memory");
+            .pragma("temp_store", "memory")
+            // Each batched write has a text per batch size (`batch_values`), about 30 in all
+            // beside the writer's other statements; sqlx's default cache holds 100, and a
+            // statement evicted from it is compiled again on its next use.
+            .statement_cache_capacity(WRITER_STATEMENTS_CACHED);
         let file = database_file(&options);
         // A file's WAL is checkpointed by a connection of its own (`checkpoint`); an in-memory
         // database has no WAL.
