@@ -14,10 +14,13 @@ use sqlx::Sqlite;
 use sqlx::query::Query;
 use sqlx::sqlite::SqliteArguments;
 
-use crate::store::batch_json::ROWS_PER_STATEMENT;
+/// Most rows one statement carries; a larger batch takes several. A prepared statement grows
+/// with its rows, and the writer keeps every text it ran: with 1 000-row texts beside these,
+/// the set took about 4.5 MB instead of 1.6 for no fewer rows written per second.
+pub(super) const ROWS_PER_STATEMENT: usize = 256;
 
 /// The row counts a statement is written for; the last is the most a batch holds.
-const SIZES: [usize; 6] = [1, 4, 16, 64, 256, ROWS_PER_STATEMENT];
+const SIZES: [usize; 5] = [1, 4, 16, 64, ROWS_PER_STATEMENT];
 
 /// A statement ready for its rows' parameters.
 pub(super) type SqliteQuery<'q> = Query<'q, Sqlite, SqliteArguments<'q>>;
@@ -106,6 +109,7 @@ mod tests {
         assert_eq!(STATEMENT.text_for(64).1, 64);
         assert_eq!(STATEMENT.text_for(65).1, 256);
         assert_eq!(STATEMENT.text_for(ROWS_PER_STATEMENT).1, ROWS_PER_STATEMENT);
+        assert_eq!(SIZES.last(), Some(&ROWS_PER_STATEMENT));
         assert_eq!(
             STATEMENT.text_for(2).0,
             "WITH r(id, name) AS (VALUES (?, ?), (?, ?), (?, ?), (?, ?)) \

@@ -1,9 +1,8 @@
 //! Job definitions and their scheduling state.
 
-use super::batch_values::BatchStatement;
+use super::batch_values::{BatchStatement, ROWS_PER_STATEMENT};
 use super::map_error;
 use crate::model::JobStatus;
-use crate::store::batch_json::ROWS_PER_STATEMENT;
 use crate::store::{JobScheduleUpdate, StoreResult};
 
 /// The schedule round's next fire times, one row per job: XXL-JOB's batched update. Looked

@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::batch_values::{BatchStatement, SqliteQuery};
+use super::batch_values::{BatchStatement, ROWS_PER_STATEMENT, SqliteQuery};
 use super::{SqliteStore, map_error};
 use crate::model::{LogId, NodeIdentity};
 use crate::store::batch_json;
@@ -125,7 +125,7 @@ impl SqliteStore {
                 .iter()
                 .filter(|record| record.outcome == outcome)
                 .collect();
-            for chunk in of_kind.chunks(batch_json::ROWS_PER_STATEMENT) {
+            for chunk in of_kind.chunks(ROWS_PER_STATEMENT) {
                 let mut query = bind_dispatches(statement, chunk);
                 if outcome != DispatchOutcome::Accepted {
                     query = query.bind(node.node_id.as_str()).bind(node.epoch);
@@ -145,7 +145,7 @@ impl SqliteStore {
         let completions = batch_json::first_completion_per_run(completions);
         let mut tx = self.pools().begin().await?;
         let mut finished = Vec::with_capacity(completions.len());
-        for chunk in completions.chunks(batch_json::ROWS_PER_STATEMENT) {
+        for chunk in completions.chunks(ROWS_PER_STATEMENT) {
             let rows = bind_completions(chunk, &folded)
                 .fetch_all(&mut *tx)
                 .await
@@ -176,7 +176,7 @@ mod tests {
             &RECORD_SKIPPED,
             &COMPLETE_RUNS,
         ] {
-            for rows in [1, batch_json::ROWS_PER_STATEMENT] {
+            for rows in [1, ROWS_PER_STATEMENT] {
                 let (text, _) = statement.text_for(rows);
                 let explain = format!("EXPLAIN QUERY PLAN {text}");
                 let mut query = sqlx::query(&explain);

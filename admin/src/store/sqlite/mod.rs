@@ -101,8 +101,8 @@ impl SqliteStore {
             // temporary file; kept in memory, a 5 000-row claim makes no file writes for it.
             // Only the writer: the readers' large sorts keep spilling to disk.
             .pragma("temp_store", "memory")
-            // Each batched write has a text per batch size (`batch_values`), about 30 in all
-            // beside the writer's other statements; sqlx's default cache holds 100, and a
+            // Each batched write has a text per batch size (`batch_values`), 25 in all beside
+            // the writer's other statements; sqlx's default cache holds 100, and a
             // statement evicted from it is compiled again on its next use.
             .statement_cache_capacity(WRITER_STATEMENTS_CACHED);
         let file = database_file(&options);

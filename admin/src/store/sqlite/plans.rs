@@ -41,7 +41,7 @@ async fn hot_statements_look_rows_up_by_id_or_through_their_partial_index() {
     let expected = [
         (claim_sql_for_plans("id"), by_id),
         (SCHEDULE_UPDATES.text_for(1).0.to_string(), by_id),
-        (SCHEDULE_UPDATES.text_for(1000).0.to_string(), by_id),
+        (SCHEDULE_UPDATES.text_for(256).0.to_string(), by_id),
         (adopt_orphan_runs, "ix_log_pending"),
         (
             due_delayed_runs_query::<sqlx::Sqlite>("n1", 1, 0, 10)
