@@ -10,7 +10,8 @@ use serde_json::json;
 use super::{DispatchRecord, RunCompletion};
 use crate::model::{LogId, RunStatus};
 
-/// Most rows one batched statement carries.
+/// Most rows one batched statement carries on PostgreSQL and MySQL/MariaDB (SQLite's own limit
+/// is `sqlite::batch_values::ROWS_PER_STATEMENT`).
 pub const ROWS_PER_STATEMENT: usize = 1000;
 
 /// Accepted dispatch outcomes folded into the result write, by log id (see

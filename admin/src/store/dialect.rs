@@ -70,8 +70,8 @@ pub trait Dialect: Driver {
     }
 
     /// Writes the schedule round's next fire times in batches, guarded by `trigger_status = 1`
-    /// so a job stopped while the round ran stays stopped (each backend's `jobs.rs`: a JSON
-    /// array through `json_each`, parallel arrays through `UNNEST`, `CASE id WHEN … END`).
+    /// so a job stopped while the round ran stays stopped (each backend's `jobs.rs`: a bound
+    /// `VALUES` list, parallel arrays through `UNNEST`, `CASE id WHEN … END`).
     fn write_schedule_updates<'c>(
         conn: &'c mut Self::Connection,
         updates: &'c [JobScheduleUpdate],

@@ -45,6 +45,10 @@ impl BatchStatement {
     /// The statement for `rows` rows (at most `ROWS_PER_STATEMENT`) and how many rows its text
     /// holds: bind the rows' columns in order, then `pad`, then the body's own parameters.
     pub(super) fn text_for(&'static self, rows: usize) -> (&'static str, usize) {
+        debug_assert!(
+            rows <= ROWS_PER_STATEMENT,
+            "a batch of {rows} rows needs several statements"
+        );
         let index = SIZES
             .iter()
             .position(|&size| size >= rows)
