@@ -15,7 +15,7 @@
 //! ([`Unreported`]): the admin would otherwise take a run that ended while it could not persist
 //! results (a database outage) for a lost one, and its retry would run the fire a second time.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -28,6 +28,7 @@ use xjob_proto::pb;
 
 use crate::admins::{AdminClient, Admins};
 use crate::backoff::Backoff;
+use crate::id_hash::IdSet;
 use crate::runner::execution::{cut_message, now_ms};
 use crate::telemetry::RunTraces;
 
@@ -55,7 +56,7 @@ pub(crate) struct CallbackConfig {
 /// Log ids of finished runs whose result no admin has accepted yet; shared with the heartbeat.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Unreported {
-    log_ids: Arc<Mutex<HashSet<i64>>>,
+    log_ids: Arc<Mutex<IdSet>>,
 }
 
 impl Unreported {
@@ -68,11 +69,11 @@ impl Unreported {
         self.lock().insert(log_id);
     }
 
-    fn remove_all(&self, log_ids: &HashSet<i64>) {
+    fn remove_all(&self, log_ids: &IdSet) {
         self.lock().retain(|log_id| !log_ids.contains(log_id));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<i64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, IdSet> {
         // Single inserts and removals: a poisoned set is still consistent.
         self.log_ids.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -125,14 +126,14 @@ impl ResultsSender {
 
 struct SpoolFile {
     path: PathBuf,
-    remaining_log_ids: HashSet<i64>,
+    remaining_log_ids: IdSet,
 }
 
 /// Results not yet accepted by an admin, and the spool files holding some of them.
 #[derive(Default)]
 struct Backlog {
     pending: VecDeque<pb::RunResult>,
-    spooled_log_ids: HashSet<i64>,
+    spooled_log_ids: IdSet,
     spool_files: Vec<SpoolFile>,
     spool_sequence: u64,
     unreported: Unreported,
@@ -187,7 +188,7 @@ impl Backlog {
     /// Removes accepted results; the unaccepted rest of the batch moves to the back, so a result
     /// an admin keeps refusing cannot block the ones behind it. Returns whether all were accepted.
     fn settle(&mut self, batch_len: usize, accepted_log_ids: &[i64]) -> bool {
-        let accepted: HashSet<i64> = accepted_log_ids.iter().copied().collect();
+        let accepted: IdSet = accepted_log_ids.iter().copied().collect();
         let batch: Vec<pb::RunResult> = self.pending.drain(..batch_len).collect();
         let mut all_accepted = true;
         for result in batch {
@@ -232,7 +233,7 @@ impl Backlog {
             self.spool_sequence
         );
         let path = spool_dir.join(name);
-        let log_ids: HashSet<i64> = results.iter().map(|result| result.log_id).collect();
+        let log_ids: IdSet = results.iter().map(|result| result.log_id).collect();
         let bytes = pb::CallbackRequest { results }.encode_to_vec();
         // Write then rename, so a crash never leaves a half-written file to load.
         let temporary = path.with_extension("tmp");

@@ -55,6 +55,7 @@ mod error;
 mod glue;
 mod handler;
 mod handler_registry;
+mod id_hash;
 mod joblog;
 pub mod metrics;
 mod runner;

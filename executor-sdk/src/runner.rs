@@ -16,8 +16,8 @@
 //! A run sent ahead (`start_at_ms` in the future) is accepted at once and held until its start
 //! by one timer task for all held runs (`hold`), then queued as if it had just arrived.
 
+use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -32,6 +32,7 @@ use xjob_proto::pb;
 use crate::callback::ResultsSender;
 use crate::handler::HandlerFn;
 use crate::handler_registry::HandlerRegistry;
+use crate::id_hash::{IdMap, IdSet};
 use crate::joblog::JobLogStore;
 use execution::{StopReason, StopSignal, execute_run, run_result};
 
@@ -136,7 +137,7 @@ impl JobSlot {
 #[derive(Default)]
 struct RecentRuns {
     order: VecDeque<(Instant, i64)>,
-    ids: HashSet<i64>,
+    ids: IdSet,
 }
 
 impl RecentRuns {
@@ -176,11 +177,11 @@ struct Displaced {
 
 #[derive(Default)]
 struct State {
-    jobs: HashMap<i64, JobSlot>,
+    jobs: IdMap<JobSlot>,
     /// Runs sent ahead, waiting for their start.
     held: hold::Held<QueuedRun>,
     /// Log ids queued or running here.
-    active_log_ids: HashSet<i64>,
+    active_log_ids: IdSet,
     recent: RecentRuns,
     /// Log ids refused from a sender another admin took them over from.
     fences: fence::Fences,
