@@ -18,6 +18,7 @@
 //! a file shared by the runs of its second ([`quiet`]), where `ReadLog` finds them.
 
 mod append;
+mod pending_starts;
 mod quiet;
 mod writer;
 
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 use append::open_append;
 use chrono::{DateTime, Local, NaiveDate, TimeZone};
+pub(crate) use pending_starts::StartTicket;
 use tokio_util::sync::CancellationToken;
 use xjob_proto::pb;
 
@@ -143,6 +145,12 @@ impl JobLogStore {
         self.writer.submit(Arc::clone(log), Box::new(then));
     }
 
+    /// Counts a run queued to start now until the ticket is dropped: the writer waits for
+    /// such runs to start before it writes (see [`pending_starts`]).
+    pub(crate) fn start_ticket(&self) -> StartTicket {
+        self.writer.starts.ticket()
+    }
+
     /// Waits until every line handed to [`append_later`](Self::append_later) is written and
     /// what came with it done (at shutdown).
     pub(crate) async fn drain(&self) {
@@ -154,6 +162,25 @@ impl JobLogStore {
     #[cfg_attr(not(any(test, feature = "test-crash")), allow(dead_code))]
     pub(crate) fn abandon(&self) {
         self.writer.abandon();
+    }
+
+    /// A store whose writer waits up to `bound` for pending starts (see [`start_ticket`]).
+    ///
+    /// [`start_ticket`]: Self::start_ticket
+    #[cfg(test)]
+    pub(crate) fn with_hold_back(root: impl Into<PathBuf>, bound: Duration) -> Self {
+        let mut writer = writer::LogWriter::default();
+        writer.hold_back_bound = bound;
+        Self {
+            writer: Arc::new(writer),
+            ..Self::new(root)
+        }
+    }
+
+    /// How many times the writer began to wait for pending starts (a test hook).
+    #[cfg(test)]
+    pub(crate) fn writer_waits_for_starts(&self) -> usize {
+        self.writer.starts.waits()
     }
 
     /// The writer's test hook.

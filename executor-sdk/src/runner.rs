@@ -33,7 +33,7 @@ use crate::callback::ResultsSender;
 use crate::handler::HandlerFn;
 use crate::handler_registry::HandlerRegistry;
 use crate::id_hash::{IdMap, IdSet};
-use crate::joblog::JobLogStore;
+use crate::joblog::{JobLogStore, StartTicket};
 use execution::{StopReason, StopSignal, execute_run, run_result};
 
 const RECENT_RUN_TTL: Duration = Duration::from_secs(10 * 60);
@@ -111,6 +111,19 @@ impl fmt::Display for Refusal {
 struct QueuedRun {
     request: pb::RunRequest,
     handler: HandlerFn,
+    /// Out while the run is queued on an idle job, to start at once: the log writer waits for
+    /// it (`joblog::pending_starts`). Dropped when the run starts, or with the run.
+    start_ticket: Option<StartTicket>,
+}
+
+impl QueuedRun {
+    fn new(request: pb::RunRequest, handler: HandlerFn) -> Self {
+        Self {
+            request,
+            handler,
+            start_ticket: None,
+        }
+    }
 }
 
 struct RunningRun {
@@ -343,10 +356,10 @@ impl Runner {
                 .results
                 .traces()
                 .accepted(log_id, run_trace.take());
-            self.hold(state, QueuedRun { request, handler });
+            self.hold(state, QueuedRun::new(request, handler));
             return Ok(());
         }
-        self.place(state, QueuedRun { request, handler }, run_trace)
+        self.place(state, QueuedRun::new(request, handler), run_trace)
     }
 
     /// Queues a run on its job's slot, applying its block strategy; the slot's task is started
@@ -374,7 +387,9 @@ impl Runner {
         run: QueuedRun,
         run_trace: &mut Option<opentelemetry::Context>,
     ) -> Result<Option<Displaced>, Refusal> {
-        let QueuedRun { request, handler } = run;
+        let QueuedRun {
+            request, handler, ..
+        } = run;
         let (job_id, log_id) = (request.job_id, request.log_id);
         let strategy = pb::BlockStrategy::try_from(request.block_strategy)
             .unwrap_or(pb::BlockStrategy::Unspecified);
@@ -396,6 +411,7 @@ impl Runner {
             _ => {}
         }
         state.active_log_ids.insert(log_id);
+        let starts_now = !state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);
         let slot = match state.jobs.entry(job_id) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
@@ -417,7 +433,12 @@ impl Runner {
             .results
             .traces()
             .accepted(log_id, run_trace.take());
-        slot.queue.push_back(QueuedRun { request, handler });
+        let start_ticket = starts_now.then(|| self.shared.joblog.start_ticket());
+        slot.queue.push_back(QueuedRun {
+            request,
+            handler,
+            start_ticket,
+        });
         crate::metrics::queued().inc();
         slot.wake.notify_one();
         Ok(displaced)
@@ -691,14 +712,21 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
             })
         };
         if let Some((run, stop)) = next_opt {
-            let log_id = run.request.log_id;
+            let QueuedRun {
+                request,
+                handler,
+                start_ticket,
+            } = run;
+            // Started: the log writer need not wait for it any more.
+            drop(start_ticket);
+            let log_id = request.log_id;
             let kill_grace = shared.config.kill_grace;
             let handler_trace = shared.results.traces().handler_span(log_id);
             let ended = execute_run(
                 &shared.joblog,
                 kill_grace,
-                run.request,
-                run.handler,
+                request,
+                handler,
                 &stop,
                 handler_trace,
             )

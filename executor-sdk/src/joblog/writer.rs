@@ -11,12 +11,18 @@
 //! A log handed to the writer is registered in `unwritten` until its lines are in its file:
 //! `JobLogStore::read` writes such a log at once, on the reader's thread
 //! ([`LogWriter::write_now`]), so a read that says a run is over was answered from the file.
+//!
+//! The thread gives way to runs about to start ([`PendingStarts`]): before each log it waits
+//! (boundedly) until the runs queued to start now have started.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
+
+use super::pending_starts::{HoldBack, MAX_HOLD_BACK, PendingStarts};
 
 /// A run's log as the writer sees it: lines that may wait in memory for its file. The run
 /// log (`joblog::RunLog`) is one; the writer names no type of the file above it.
@@ -51,6 +57,10 @@ pub(super) struct LogWriter<L> {
     sender: OnceLock<Option<Sender<Job<L>>>>,
     /// Set by a simulated crash: what is queued is dropped, neither written nor reported.
     abandoned: Arc<AtomicBool>,
+    /// Runs queued to start now: the thread waits for them before each log.
+    pub(super) starts: Arc<PendingStarts>,
+    /// Longest the thread waits for them at a time.
+    pub(super) hold_back_bound: Duration,
     #[cfg(test)]
     pub(super) gate: Arc<gate::Gate>,
 }
@@ -70,6 +80,8 @@ impl<L> Default for LogWriter<L> {
             unwritten: Arc::default(),
             sender: OnceLock::new(),
             abandoned: Arc::default(),
+            starts: Arc::default(),
+            hold_back_bound: MAX_HOLD_BACK,
             #[cfg(test)]
             gate: Arc::default(),
         }
@@ -143,17 +155,21 @@ impl<L: PendingLines> LogWriter<L> {
         let (sender, receiver) = mpsc::channel::<Job<L>>();
         let unwritten = Arc::clone(&self.unwritten);
         let abandoned = Arc::clone(&self.abandoned);
+        let starts = Arc::clone(&self.starts);
+        let hold_back_bound = self.hold_back_bound;
         #[cfg(test)]
         let gate = Arc::clone(&self.gate);
         // Ends when the store (and so the sender) is dropped, after writing what it holds.
         let spawned = std::thread::Builder::new()
             .name("xjob-log-writer".to_owned())
             .spawn(move || {
+                let mut hold_back = HoldBack::default();
                 for job in receiver {
                     #[cfg(test)]
                     gate.pass();
                     match job {
                         Job::Write { log, then } => {
+                            starts.wait_for_starts(hold_back_bound, &mut hold_back);
                             if !abandoned.load(Ordering::SeqCst) {
                                 write_and_forget(&unwritten, &log);
                                 then();

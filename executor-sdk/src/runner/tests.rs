@@ -766,3 +766,57 @@ async fn held_runs_due_together_all_start_before_any_is_written_up() {
         );
     }
 }
+
+/// The log writer gives way to runs queued to start: the lines of a run that ended wait until
+/// a run queued on an idle job has started (at a second's burst the writer otherwise took a
+/// core from the starts). Real writer thread and files; this test's runtime has one thread, so
+/// the queued run cannot start while the test blocks it.
+#[tokio::test]
+async fn the_log_writer_waits_for_a_queued_run_to_start() {
+    let long = Duration::from_secs(60);
+    let mut harness = Harness::with_joblog(|root| JobLogStore::with_hold_back(root, long));
+    let joblog = harness.joblog.clone();
+    let gate = joblog.writer_gate();
+    gate.pause();
+    let mut submissions = gate.submissions();
+    let ended = run_request(1, 7, "ok:ended");
+    let ended_date_ms = ended.log_date_ms;
+    harness.runner.submit(ended).expect("accepted");
+    let handed_over = tokio::time::timeout(long, submissions.wait_for(|n| *n >= 1));
+    drop(
+        handed_over
+            .await
+            .expect("its log handed over within 60 s")
+            .expect("gate open"),
+    );
+    // Queued on another (idle) job; it starts once this task yields.
+    harness
+        .runner
+        .submit(run_request(2, 8, "ok:queued"))
+        .expect("accepted");
+    gate.resume();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while joblog.writer_waits_for_starts() == 0 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert_eq!(joblog.writer_waits_for_starts(), 1, "the writer waits");
+    assert!(
+        harness.results_rx.try_recv().is_err(),
+        "no result while the queued run has not started"
+    );
+    assert_eq!(
+        joblog.on_disk(7, ended_date_ms),
+        None,
+        "nothing written yet"
+    );
+
+    assert_eq!(harness.next_event().await, Event::Started(7));
+    assert_eq!(harness.next_event().await, Event::Gone(7));
+    assert_eq!(harness.next_event().await, Event::Started(8));
+    let mut results = [harness.next_result().await, harness.next_result().await];
+    results.sort_by_key(|result| result.log_id);
+    assert_result(&results[0], 7, pb::RunStatus::Success, 200, "ended");
+    assert_result(&results[1], 8, pb::RunStatus::Success, 200, "queued");
+    assert!(joblog.on_disk(7, ended_date_ms).is_some(), "written");
+    harness.runner.shutdown(Duration::from_secs(1)).await;
+}
