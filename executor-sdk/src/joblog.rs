@@ -691,6 +691,48 @@ mod tests {
         assert!(store.writer.unwritten(log.path()).is_none());
     }
 
+    /// The writer waits for pending starts once per batch, not before each log: runs that
+    /// keep arriving would otherwise hold it back log by log. Here the writer waits for one
+    /// run to start; the first log's follow-up then queues another (it takes a ticket and
+    /// keeps it), and the second log, queued with the first, is written all the same.
+    #[test]
+    fn the_writer_waits_for_starts_once_per_batch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = JobLogStore::with_hold_back(dir.path(), Duration::from_secs(60));
+        let gate = store.writer_gate();
+        gate.pause();
+        let (first, second) = (
+            Arc::new(store.lazy(1, 0, "start")),
+            Arc::new(store.lazy(2, 0, "start")),
+        );
+        let (kept_tx, kept_rx) = std::sync::mpsc::channel();
+        let later_store = store.clone();
+        store.append_later(&first, "end", move || {
+            let _ = kept_tx.send(later_store.start_ticket());
+        });
+        let (written_tx, written_rx) = std::sync::mpsc::channel();
+        store.append_later(&second, "end", move || {
+            let _ = written_tx.send(());
+        });
+        let starting = store.start_ticket();
+        gate.resume();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while store.writer_waits_for_starts() == 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert_eq!(store.writer_waits_for_starts(), 1, "the writer waits");
+        drop(starting);
+        let kept = kept_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the first log written once the run started");
+        written_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the second log written without a second wait");
+        assert_eq!(store.writer_waits_for_starts(), 1);
+        assert_eq!(written_lines(&store, 2).len(), 2, "its start and end lines");
+        drop(kept);
+    }
+
     #[tokio::test]
     async fn drain_waits_for_every_log_handed_over() {
         let dir = tempfile::tempdir().expect("tempdir");

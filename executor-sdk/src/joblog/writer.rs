@@ -12,8 +12,9 @@
 //! `JobLogStore::read` writes such a log at once, on the reader's thread
 //! ([`LogWriter::write_now`]), so a read that says a run is over was answered from the file.
 //!
-//! The thread gives way to runs about to start ([`PendingStarts`]): before each log it waits
-//! (boundedly) until the runs queued to start now have started.
+//! The thread gives way to runs about to start ([`PendingStarts`]): woken by a log, it waits
+//! (boundedly) until the runs queued to start now have started, then writes all that is
+//! queued by then.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -164,20 +165,31 @@ impl<L: PendingLines> LogWriter<L> {
             .name("xjob-log-writer".to_owned())
             .spawn(move || {
                 let mut hold_back = HoldBack::default();
-                for job in receiver {
-                    #[cfg(test)]
-                    gate.pass();
-                    match job {
-                        Job::Write { log, then } => {
-                            starts.wait_for_starts(hold_back_bound, &mut hold_back);
-                            if !abandoned.load(Ordering::SeqCst) {
-                                write_and_forget(&unwritten, &log);
-                                then();
+                // Waits for the starts once per batch, then writes everything queued by then:
+                // a wait before every log would let runs that keep arriving hold the writer
+                // back log by log, and it would fall ever further behind.
+                while let Ok(first) = receiver.recv() {
+                    let mut waited = false;
+                    let mut next = Some(first);
+                    while let Some(job) = next {
+                        #[cfg(test)]
+                        gate.pass();
+                        match job {
+                            Job::Write { log, then } => {
+                                if !waited {
+                                    starts.wait_for_starts(hold_back_bound, &mut hold_back);
+                                    waited = true;
+                                }
+                                if !abandoned.load(Ordering::SeqCst) {
+                                    write_and_forget(&unwritten, &log);
+                                    then();
+                                }
+                            }
+                            Job::Barrier(done_tx) => {
+                                let _ = done_tx.send(());
                             }
                         }
-                        Job::Barrier(done_tx) => {
-                            let _ = done_tx.send(());
-                        }
+                        next = receiver.try_recv().ok();
                     }
                 }
             });
