@@ -411,7 +411,6 @@ impl Runner {
             _ => {}
         }
         state.active_log_ids.insert(log_id);
-        let starts_now = !state.jobs.get(&job_id).is_some_and(JobSlot::is_busy);
         let slot = match state.jobs.entry(job_id) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
@@ -433,7 +432,8 @@ impl Runner {
             .results
             .traces()
             .accepted(log_id, run_trace.take());
-        let start_ticket = starts_now.then(|| self.shared.joblog.start_ticket());
+        // An idle slot starts the run at once (a new slot is idle); behind a busy one it waits.
+        let start_ticket = (!slot.is_busy()).then(|| self.shared.joblog.start_ticket());
         slot.queue.push_back(QueuedRun {
             request,
             handler,

@@ -5,7 +5,8 @@
 //! takes a core's worth of CPU from those starts (about a third of the executor's CPU in the
 //! burst, measured): every start waits longer. So the runner takes a [`StartTicket`] for each
 //! run it queues on an idle job (one that starts it at once) and drops it when the run starts
-//! (or is dropped unstarted); the writer waits while any ticket is out. Results are reported
+//! (or is dropped unstarted); the writer, woken by a log, waits while any ticket is out, then
+//! writes all that is queued by then (`writer`). Results are reported
 //! after their lines are written, so they wait too: a few tens of milliseconds, once a second.
 //!
 //! The wait is bounded: a run that does not start soon (an overloaded runtime) holds the writer
