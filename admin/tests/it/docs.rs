@@ -818,9 +818,15 @@ async fn start_demo_admin(env: &BlockEnv) -> ChildProcess {
     let admin = ChildProcess::spawn_with_stdout("docs-admin", &mut command, log.into())
         .expect("xjob serve --demo starts");
     let url = format!("http://127.0.0.1:{}", env.grpc_port);
-    let mut client = xjob_testkit::connect_admin(&url, Duration::from_secs(60))
-        .await
-        .expect("the docs' admin serves");
+    // On failure the admin's own log says why: one way is a port that another test of this
+    // binary took between its picking here and the admin's bind.
+    let mut client = match xjob_testkit::connect_admin(&url, Duration::from_secs(60)).await {
+        Ok(client) => client,
+        Err(error) => panic!(
+            "the docs' admin serves: {error:#}\nadmin log:\n{}",
+            xjob_testkit::admin::tail(&env.dir.join("admin.log"), 30)
+        ),
+    };
     wait_until(
         Duration::from_secs(60),
         "the demo executor to register",
