@@ -698,13 +698,21 @@ impl BlockEnv {
             }
             _ => false,
         };
-        BlockEnv {
-            grpc_port: free_port().expect("port"),
-            http_port: free_port().expect("port"),
+        let mut env = BlockEnv {
+            grpc_port: 0,
+            http_port: 0,
             dir: dir.to_path_buf(),
             bin_dir,
             has_grpcurl,
-        }
+        };
+        env.pick_ports();
+        env
+    }
+
+    /// Two loopback ports free a moment ago, for the admin's gRPC and HTTP listeners.
+    fn pick_ports(&mut self) {
+        self.grpc_port = free_port().expect("port");
+        self.http_port = free_port().expect("port");
     }
 
     /// The block as it runs here: the documented ports replaced by this admin's.
@@ -800,8 +808,36 @@ async fn run_block(block: &Block, expected: Option<&Block>, env: &BlockEnv) -> R
     Ok(())
 }
 
-/// `xjob serve --demo` on the env's ports, once its demo executor is online.
-async fn start_demo_admin(env: &BlockEnv) -> ChildProcess {
+/// `xjob serve --demo` on the env's ports, once its demo executor is online. The ports were
+/// free when picked, but another test of this binary can bind one before the admin does: an
+/// admin that exits before it serves is started again on new ports (its log is printed).
+async fn start_demo_admin(env: &mut BlockEnv) -> ChildProcess {
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        let mut admin = spawn_demo_admin(env);
+        let url = format!("http://127.0.0.1:{}", env.grpc_port);
+        match wait_serving(&mut admin, &url).await {
+            Ok(client) => {
+                wait_for_demo_executor(client).await;
+                return admin;
+            }
+            Err(AdminStart::Exited) if attempt < ATTEMPTS => {
+                eprintln!(
+                    "the docs' admin exited before serving (attempt {attempt}); new ports\n{}",
+                    xjob_testkit::admin::tail(&env.dir.join("admin.log"), 30)
+                );
+                env.pick_ports();
+            }
+            Err(failure) => panic!(
+                "the docs' admin serves: {failure:?}\nadmin log:\n{}",
+                xjob_testkit::admin::tail(&env.dir.join("admin.log"), 30)
+            ),
+        }
+    }
+    unreachable!("the last attempt returns or panics")
+}
+
+fn spawn_demo_admin(env: &BlockEnv) -> ChildProcess {
     let log = std::fs::File::create(env.dir.join("admin.log")).expect("admin log");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_xjob"));
     command
@@ -815,18 +851,35 @@ async fn start_demo_admin(env: &BlockEnv) -> ChildProcess {
         .env("NO_COLOR", "1")
         .env("RUST_LOG", "warn")
         .stderr(log.try_clone().expect("log"));
-    let admin = ChildProcess::spawn_with_stdout("docs-admin", &mut command, log.into())
-        .expect("xjob serve --demo starts");
-    let url = format!("http://127.0.0.1:{}", env.grpc_port);
-    // On failure the admin's own log says why: one way is a port that another test of this
-    // binary took between its picking here and the admin's bind.
-    let mut client = match xjob_testkit::connect_admin(&url, Duration::from_secs(60)).await {
-        Ok(client) => client,
-        Err(error) => panic!(
-            "the docs' admin serves: {error:#}\nadmin log:\n{}",
-            xjob_testkit::admin::tail(&env.dir.join("admin.log"), 30)
-        ),
-    };
+    ChildProcess::spawn_with_stdout("docs-admin", &mut command, log.into())
+        .expect("xjob serve --demo starts")
+}
+
+type AdminClient = pb::job_admin_client::JobAdminClient<tonic::transport::Channel>;
+
+#[derive(Debug)]
+enum AdminStart {
+    /// The process ended before it answered (a port taken, a bad flag).
+    Exited,
+    /// Still running, never answered within the bound.
+    NeverServed,
+}
+
+/// A client once the admin answers, or why it never did.
+async fn wait_serving(admin: &mut ChildProcess, url: &str) -> Result<AdminClient, AdminStart> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
+        if let Ok(client) = xjob_testkit::connect_admin(url, Duration::from_secs(1)).await {
+            return Ok(client);
+        }
+        if !admin.is_running() {
+            return Err(AdminStart::Exited);
+        }
+    }
+    Err(AdminStart::NeverServed)
+}
+
+async fn wait_for_demo_executor(client: AdminClient) {
     wait_until(
         Duration::from_secs(60),
         "the demo executor to register",
@@ -844,8 +897,6 @@ async fn start_demo_admin(env: &BlockEnv) -> ChildProcess {
     )
     .await
     .expect("demo executor online");
-    let _ = &mut client;
-    admin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -861,8 +912,8 @@ async fn runnable_blocks_run_against_a_real_admin() {
         }
         ran_files += 1;
         let dir = tempfile::tempdir().expect("temp dir");
-        let env = BlockEnv::new(dir.path());
-        let admin = start_demo_admin(&env).await;
+        let mut env = BlockEnv::new(dir.path());
+        let admin = start_demo_admin(&mut env).await;
         let found = run_blocks(&file, &text, &env).await;
         drop(admin);
         if !found.is_empty() {
