@@ -13,8 +13,10 @@
 //! panic never kills the queue.
 //! A job task ends after `idle_timeout` without work, and its slot goes with it.
 //!
-//! A run sent ahead (`start_at_ms` in the future) is accepted at once and held until its start
-//! by one timer task for all held runs (`hold`), then queued as if it had just arrived.
+//! A run sent ahead (`start_at_ms` in the future) is accepted at once and held by one timer
+//! task for all held runs (`hold`). Shortly before its start (`hold::START_EARLY`) it is queued
+//! on its job if the job is idle, and its job task waits for the start on a timer of its own;
+//! on a busy job it stays held until its start and is queued then as if it had just arrived.
 
 use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
@@ -114,6 +116,9 @@ struct QueuedRun {
     /// Out while the run is queued on an idle job, to start at once: the log writer waits for
     /// it (`joblog::pending_starts`). Dropped when the run starts, or with the run.
     start_ticket: Option<StartTicket>,
+    /// A held run queued before its start: the start (executor clock, epoch ms) its job task
+    /// waits for.
+    start_gate: Option<i64>,
 }
 
 impl QueuedRun {
@@ -122,6 +127,7 @@ impl QueuedRun {
             request,
             handler,
             start_ticket: None,
+            start_gate: None,
         }
     }
 }
@@ -129,6 +135,9 @@ impl QueuedRun {
 struct RunningRun {
     log_id: i64,
     stop: Arc<StopSignal>,
+    /// Taken from its queue before its start, waiting for it: still held as far as the admin
+    /// knows, so a held-only cancel stops it.
+    waits_for_start: bool,
 }
 
 struct JobSlot {
@@ -182,6 +191,14 @@ impl RecentRuns {
     }
 }
 
+/// A held run queued before its start, found by a held-only cancel.
+enum EarlyRun {
+    /// Still in its job's queue: taken out.
+    Queued(Box<pb::RunRequest>),
+    /// Taken by its job task, which waits for its start: stopped before it.
+    Stopped,
+}
+
 /// Runs a COVER_EARLY placement dropped from their job's queue, and why.
 struct Displaced {
     dropped: Vec<pb::RunRequest>,
@@ -225,6 +242,29 @@ impl State {
             self.retire(request.log_id);
         }
         (dropped, stopped)
+    }
+
+    /// Stops run `log_id` if it was queued before its start and has not started.
+    fn stop_waiting(&mut self, log_id: i64, reason: &StopReason) -> Option<EarlyRun> {
+        for slot in self.jobs.values_mut() {
+            if let Some(running) = &slot.running_opt
+                && running.log_id == log_id
+            {
+                let stopped =
+                    running.waits_for_start && running.stop.stop_before_start(reason.clone());
+                return stopped.then_some(EarlyRun::Stopped);
+            }
+            let queued = slot
+                .queue
+                .iter()
+                .position(|queued| queued.request.log_id == log_id && queued.start_gate.is_some());
+            if let Some(position) = queued {
+                let run = slot.queue.remove(position)?;
+                crate::metrics::queued().dec();
+                return Some(EarlyRun::Queued(Box::new(run.request)));
+            }
+        }
+        None
     }
 }
 
@@ -388,7 +428,10 @@ impl Runner {
         run_trace: &mut Option<opentelemetry::Context>,
     ) -> Result<Option<Displaced>, Refusal> {
         let QueuedRun {
-            request, handler, ..
+            request,
+            handler,
+            start_gate,
+            ..
         } = run;
         let (job_id, log_id) = (request.job_id, request.log_id);
         let strategy = pb::BlockStrategy::try_from(request.block_strategy)
@@ -438,6 +481,7 @@ impl Runner {
             request,
             handler,
             start_ticket,
+            start_gate,
         });
         crate::metrics::queued().inc();
         slot.wake.notify_one();
@@ -457,18 +501,36 @@ impl Runner {
         self.shared.hold_wake.notify_one();
     }
 
-    /// Queues the held runs whose start has come, as if they had just arrived. A block
-    /// strategy that refuses one now (DISCARD_LATER) reports it FAILED: the admin recorded it
-    /// as accepted when it was sent.
+    /// Queues the held runs whose start has come, as if they had just arrived, and those of
+    /// idle jobs whose start is less than `hold::START_EARLY` away, to wait for it in their job
+    /// task (a run of a busy job stays held until its start: its block strategy applies then).
+    /// A block strategy that refuses a run at its start (DISCARD_LATER) reports it FAILED: the
+    /// admin recorded it as accepted when it was sent.
     fn release_due(&self, now_ms: i64) {
         let mut displaced = Vec::new();
         let mut refused = Vec::new();
+        let early_ms = i64::try_from(hold::START_EARLY.as_millis()).unwrap_or(0);
         {
             // Taken and queued under one lock, all of a second's runs at once: a kill in
             // between would find a run nowhere, and a lock per run let the job tasks that
             // start them contend with the release for it.
             let mut state = self.shared.lock();
-            while let Some(run) = state.held.take_next_due(now_ms) {
+            for key in state.held.keys_until(now_ms.saturating_add(early_ms)) {
+                let (start_at_ms, _) = key;
+                let early = start_at_ms > now_ms;
+                let job_busy = |state: &State, run: &QueuedRun| {
+                    let job_id = run.request.job_id;
+                    state.jobs.get(&job_id).is_some_and(JobSlot::is_busy)
+                };
+                if early && state.held.get(&key).is_none_or(|run| job_busy(&state, run)) {
+                    continue;
+                }
+                let Some(mut run) = state.held.remove(&key) else {
+                    continue;
+                };
+                if early {
+                    run.start_gate = Some(start_at_ms);
+                }
                 let (log_id, log_date_ms) = (run.request.log_id, run.request.log_date_ms);
                 // Still counted active: the duplicate check passed when it was held; its span
                 // was registered then.
@@ -511,16 +573,30 @@ impl Runner {
     /// yet is remembered as done, so if it arrives after the cancel (the two raced) it is
     /// refused as a duplicate. Returns whether a held run was cancelled.
     pub(crate) fn cancel_held(&self, log_id: i64) -> bool {
+        const WHY: &str = "its job was stopped, edited or deleted";
         let held = self.take_held(|held| held.take_log(log_id).into_iter().collect());
-        if held.is_empty() {
-            let mut state = self.shared.lock();
-            if !state.active_log_ids.contains(&log_id) {
-                state.recent.insert(log_id, Instant::now());
-            }
+        if !held.is_empty() {
+            self.report_cancelled(held, WHY);
+            return true;
+        }
+        let mut state = self.shared.lock();
+        if !state.active_log_ids.contains(&log_id) {
+            state.recent.insert(log_id, Instant::now());
             return false;
         }
-        self.report_cancelled(held, "its job was stopped, edited or deleted");
-        true
+        // Queued shortly before its start: not started yet, so still held for the admin.
+        let reason = StopReason::killed(format!("cancelled before start: {WHY}"));
+        match state.stop_waiting(log_id, &reason) {
+            Some(EarlyRun::Queued(request)) => {
+                state.retire(log_id);
+                drop(state);
+                self.shared.report_dropped(vec![*request], &reason);
+                true
+            }
+            // Its job task reports it, not started.
+            Some(EarlyRun::Stopped) => true,
+            None => false,
+        }
     }
 
     /// Takes held runs out and forgets them as active.
@@ -707,6 +783,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 slot.running_opt = Some(RunningRun {
                     log_id,
                     stop: stop_for_slot,
+                    waits_for_start: run.start_gate.is_some(),
                 });
                 (run, stop)
             })
@@ -716,7 +793,16 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 request,
                 handler,
                 start_ticket,
+                start_gate,
             } = run;
+            if let Some(start_at_ms) = start_gate {
+                wait_for_start(&shared, &stop, start_at_ms).await;
+            }
+            if let Err(reason) = stop.start() {
+                drop(start_ticket);
+                report_not_started(&shared, job_id, request, &reason);
+                continue;
+            }
             // Started: the log writer need not wait for it any more.
             drop(start_ticket);
             let log_id = request.log_id;
@@ -775,6 +861,39 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
             }
         }
     }
+}
+
+/// Waits for the start of a run queued before it (see `hold::START_EARLY`), on this task's own
+/// timer: a second's runs start without taking the runner's lock. Ends early when the run is
+/// stopped or the executor shuts down. The wait is short, so a step of the wall clock during it
+/// is not followed (the hold task follows steps while runs are held).
+async fn wait_for_start(shared: &Shared, stop: &StopSignal, start_at_ms: i64) {
+    let until_start = start_at_ms
+        .saturating_mul(1_000)
+        .saturating_sub(execution::now_us());
+    let Ok(until_start) = u64::try_from(until_start) else {
+        return;
+    };
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_micros(until_start)) => {}
+        () = stop.stopped() => {}
+        () = shared.shutdown.cancelled() => {
+            stop.stop(StopReason::killed("executor is shutting down"));
+        }
+    }
+}
+
+/// A run taken from its queue and stopped before its handler started: its slot is free again
+/// and it is reported as a dropped run is.
+fn report_not_started(shared: &Shared, job_id: i64, request: pb::RunRequest, reason: &StopReason) {
+    {
+        let mut state = shared.lock();
+        if let Some(slot) = state.jobs.get_mut(&job_id) {
+            slot.running_opt = None;
+        }
+        state.retire(request.log_id);
+    }
+    shared.report_dropped(vec![request], reason);
 }
 
 pub(crate) mod execution;

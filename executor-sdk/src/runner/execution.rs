@@ -64,26 +64,62 @@ impl StopReason {
     }
 }
 
-/// Stops one running run: the first reason wins, then the token is cancelled.
+/// Stops one run taken from its queue: the first reason wins, then the token is cancelled.
+/// Whether its handler has started is kept under the same lock, so a stop meant only for a run
+/// that has not started (a held-only cancel) and the start cannot both win.
 #[derive(Debug, Default)]
 pub(crate) struct StopSignal {
     token: CancellationToken,
-    reason: Mutex<Option<StopReason>>,
+    state: Mutex<StopState>,
+}
+
+#[derive(Debug, Default)]
+struct StopState {
+    reason: Option<StopReason>,
+    started: bool,
 }
 
 impl StopSignal {
+    fn state(&self) -> std::sync::MutexGuard<'_, StopState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn stop(&self, reason: StopReason) {
-        let mut reason_opt = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
-        reason_opt.get_or_insert(reason);
-        drop(reason_opt);
+        self.state().reason.get_or_insert(reason);
         self.token.cancel();
     }
 
+    /// Stops the run unless its handler has started; returns whether it is stopped unstarted.
+    pub(crate) fn stop_before_start(&self, reason: StopReason) -> bool {
+        let mut state = self.state();
+        if state.started {
+            return false;
+        }
+        state.reason.get_or_insert(reason);
+        drop(state);
+        self.token.cancel();
+        true
+    }
+
+    /// Marks the run started, or says why it must not start (it was stopped first).
+    pub(crate) fn start(&self) -> Result<(), StopReason> {
+        let mut state = self.state();
+        match &state.reason {
+            Some(reason) => Err(reason.clone()),
+            None => {
+                state.started = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Completes once the run is stopped.
+    pub(crate) async fn stopped(&self) {
+        self.token.cancelled().await;
+    }
+
     fn reason(&self) -> Option<StopReason> {
-        self.reason
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.state().reason.clone()
     }
 }
 

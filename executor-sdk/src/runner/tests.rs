@@ -820,3 +820,129 @@ async fn the_log_writer_waits_for_a_queued_run_to_start() {
     assert!(joblog.on_disk(7, ended_date_ms).is_some(), "written");
     harness.runner.shutdown(Duration::from_secs(1)).await;
 }
+
+/// A held run whose start is `start_at_ms` (several runs can share one start).
+fn held_request_at(job_id: i64, log_id: i64, params: &str, start_at_ms: i64) -> pb::RunRequest {
+    pb::RunRequest {
+        start_at_ms,
+        ..run_request(job_id, log_id, params)
+    }
+}
+
+fn held_log_ids(runner: &Runner) -> Vec<i64> {
+    runner.shared.lock().held.log_ids().collect()
+}
+
+/// Whether the job task of `job_id` has taken its run from the queue.
+fn job_took_its_run(runner: &Runner, job_id: i64) -> bool {
+    runner
+        .shared
+        .lock()
+        .jobs
+        .get(&job_id)
+        .is_some_and(|slot| slot.running_opt.is_some())
+}
+
+/// A held run of an idle job is queued shortly before its start and waits for it in its job
+/// task: its handler starts at its start, not when it was queued. The release is called here
+/// with a clock 10 ms before the start while the real start is 300 ms away, so a job task
+/// that did not wait would start the handler about 290 ms early.
+#[tokio::test]
+async fn a_held_run_queued_before_its_start_starts_at_its_start() {
+    let (started_tx, mut started_rx) = mpsc::unbounded_channel();
+    let recorder = move |_events_tx| {
+        boxed_handler(move |_context: JobContext| {
+            let started_tx = started_tx.clone();
+            async move {
+                let _ = started_tx.send(now_ms());
+                Ok(JobOutput::default())
+            }
+        })
+    };
+    let mut harness = Harness::with_handler(|root| JobLogStore::inline(root), recorder);
+    let start_at_ms = now_ms() + 300;
+    let request = held_request_at(1, 1, "", start_at_ms);
+    harness.runner.submit(request).expect("accepted");
+    harness.runner.release_due(start_at_ms - 10);
+    assert!(held_log_ids(&harness.runner).is_empty(), "no longer held");
+    assert!(harness.runner.is_job_busy(1), "queued on its job");
+    let started_ms = tokio::time::timeout(Duration::from_secs(60), started_rx.recv())
+        .await
+        .expect("a start within 60 s")
+        .expect("open");
+    assert!(
+        started_ms >= start_at_ms,
+        "started {} ms early",
+        start_at_ms - started_ms
+    );
+    assert_eq!(
+        harness.next_result().await.status,
+        pb::RunStatus::Success as i32
+    );
+}
+
+/// Queued shortly before its start, a run is still held as far as the admin knows: a
+/// held-only cancel or a kill stops it unstarted, whether its job task has taken it from the
+/// queue yet or not. A held run of a busy job is not queued early: it waits for its start, so
+/// its job's block strategy applies then.
+#[tokio::test]
+async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
+    let mut harness = Harness::new();
+    harness
+        .runner
+        .submit(run_request(4, 40, "wait-cancel"))
+        .expect("accepted");
+    assert_eq!(harness.next_event().await, Event::Started(40));
+    let start_at_ms = now_ms() + 60_000;
+    for (job_id, log_id) in [(1, 1), (2, 2), (3, 3), (4, 4)] {
+        let request = held_request_at(job_id, log_id, "ok:ran", start_at_ms);
+        harness.runner.submit(request).expect("accepted");
+    }
+    // This test's runtime has one thread: the job tasks take nothing until it awaits.
+    harness.runner.release_due(start_at_ms - 10);
+    assert_eq!(held_log_ids(&harness.runner), vec![4], "job 4 is busy");
+
+    assert!(harness.runner.cancel_held(1), "cancelled in its queue");
+    let cancelled = harness.next_result().await;
+    assert_eq!(
+        (cancelled.log_id, cancelled.status),
+        (1, pb::RunStatus::Killed as i32)
+    );
+    assert!(
+        cancelled.message.starts_with("cancelled before start"),
+        "{cancelled:?}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(job_took_its_run(&harness.runner, 2) && job_took_its_run(&harness.runner, 3)) {
+        assert!(Instant::now() < deadline, "the job tasks take their runs");
+        tokio::task::yield_now().await;
+    }
+    assert!(harness.runner.cancel_held(2), "cancelled while waiting");
+    let cancelled = harness.next_result().await;
+    assert_eq!(
+        (
+            cancelled.log_id,
+            cancelled.status,
+            cancelled.message.starts_with("cancelled before start")
+        ),
+        (2, pb::RunStatus::Killed as i32, true),
+        "{cancelled:?}"
+    );
+    assert!(harness.runner.kill_job(3), "killed while waiting");
+    assert_result(
+        &harness.next_result().await,
+        3,
+        pb::RunStatus::Killed,
+        500,
+        "killed by admin",
+    );
+    assert!(harness.runner.cancel_held(4), "job 4's run, still held");
+    assert_eq!(harness.next_result().await.log_id, 4);
+    assert_eq!(harness.runner.running_log_ids(), vec![40]);
+    assert!(
+        harness.events_rx.try_recv().is_err(),
+        "a cancelled handler ran"
+    );
+    harness.runner.shutdown(Duration::from_secs(1)).await;
+}
