@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use append::open_append;
-use chrono::{DateTime, Local, NaiveDate, TimeZone};
+use chrono::{DateTime, Local, NaiveDate, TimeZone, Utc};
 pub(crate) use pending_starts::StartTicket;
 use tokio_util::sync::CancellationToken;
 use xjob_proto::pb;
@@ -79,11 +79,12 @@ impl JobLogStore {
         let path = self.path_for(log_id, log_date_ms);
         let file = open_append(&path)?;
         Ok(RunLog {
+            log_id,
             path,
             quiet: None,
             state: Mutex::new(LogState {
                 file_opt: Some(file),
-                pending: String::new(),
+                pending: WaitingLines::default(),
                 went_quiet: false,
             }),
         })
@@ -91,9 +92,15 @@ impl JobLogStore {
 
     /// The log of a run whose file is created by its first line, starting with `first_line`.
     /// If the handler writes none, the run's lines go to its second's shared file instead.
-    pub(crate) fn lazy(&self, log_id: i64, log_date_ms: i64, first_line: &str) -> RunLog {
-        let header = format_line(Local::now(), first_line);
-        let mut log = RunLog::lazy(self.path_for(log_id, log_date_ms), header);
+    pub(crate) fn lazy(
+        &self,
+        log_id: i64,
+        log_date_ms: i64,
+        first_line: impl Into<String>,
+    ) -> RunLog {
+        let mut header = WaitingLines::default();
+        header.push(Utc::now(), first_line.into());
+        let mut log = RunLog::lazy(log_id, self.path_for(log_id, log_date_ms), header);
         log.quiet = Some(QuietRun {
             files: Arc::clone(&self.quiet),
             log_id,
@@ -136,10 +143,10 @@ impl JobLogStore {
     pub(crate) fn append_later(
         &self,
         log: &Arc<RunLog>,
-        line: &str,
+        line: impl Into<String>,
         then: impl FnOnce() + Send + 'static,
     ) {
-        log.push_pending(&format_line(Local::now(), line));
+        log.push_pending(Utc::now(), line.into());
         // Registered after the line is pending: the writer unregisters only a written log.
         self.writer.register(log);
         self.writer.submit(Arc::clone(log), Box::new(then));
@@ -204,9 +211,9 @@ impl JobLogStore {
         // Lines still waiting for the writer are written now: a read that says the run is over
         // (the admin's probe of a stranded run) is answered from the file, which a kill cannot
         // take back. Only if that write failed are they read from memory.
-        let unwritten = self.writer.unwritten(&path).and_then(|log| {
+        let unwritten = self.writer.unwritten(log_id, &path).and_then(|log| {
             self.writer.write_now(&log);
-            self.writer.unwritten(&path)
+            self.writer.unwritten(log_id, &path)
         });
         let read = match unwritten {
             Some(log) => log.read_lines(from_line as usize, !run_active),
@@ -258,6 +265,7 @@ impl JobLogStore {
 /// The log file of one run; shared by the runner and the handler's `JobContext`.
 #[derive(Debug)]
 pub(crate) struct RunLog {
+    log_id: i64,
     path: PathBuf,
     /// Where the lines go if the file was never created by the time the run ends.
     quiet: Option<QuietRun>,
@@ -276,17 +284,17 @@ struct QuietRun {
 #[derive(Debug, Default)]
 struct LogState {
     file_opt: Option<File>,
-    pending: String,
+    pending: WaitingLines,
     /// The run ended without a line of its handler's, so its lines went to its second's shared
     /// file: any later line follows them there.
     went_quiet: bool,
 }
 
 impl RunLog {
-    /// A run log whose file is created by its first write; `header` (already formatted lines)
-    /// goes first.
-    pub(crate) fn lazy(path: PathBuf, header: String) -> RunLog {
+    /// A run log whose file is created by its first write; `header` goes first.
+    fn lazy(log_id: i64, path: PathBuf, header: WaitingLines) -> RunLog {
         RunLog {
+            log_id,
             path,
             quiet: None,
             state: Mutex::new(LogState {
@@ -317,8 +325,7 @@ impl RunLog {
         let ended_quiet = text.is_empty() && !state.pending.is_empty();
         match &self.quiet {
             Some(quiet) if state.file_opt.is_none() && (state.went_quiet || ended_quiet) => {
-                let mut lines = std::mem::take(&mut state.pending);
-                lines.push_str(text);
+                let lines = state.pending.take_formatted(text);
                 state.went_quiet = true;
                 let path = JobLogStore::quiet_path(&self.path, quiet.log_date_ms);
                 quiet.files.append(&path, quiet.log_id, &lines)
@@ -333,16 +340,18 @@ impl RunLog {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queues formatted lines after the pending ones, for [`write_pending`](Self::write_pending).
-    fn push_pending(&self, text: &str) {
-        self.lock().pending.push_str(text);
+    /// Queues a line appended at `at` after the pending ones, for
+    /// [`write_pending`](Self::write_pending).
+    fn push_pending(&self, at: DateTime<Utc>, line: String) {
+        self.lock().pending.push(at, line);
     }
 
     /// Reads like [`JobLogStore::read`] the file followed by the pending lines, as they will
     /// be once written.
     fn read_lines(&self, from_line: usize, include_unterminated: bool) -> io::Result<LogChunk> {
         let state = self.lock();
-        let pending = state.pending.as_bytes();
+        let pending = state.pending.formatted();
+        let pending = pending.as_bytes();
         match File::open(&self.path) {
             Ok(file) => read_lines(
                 BufReader::new(file.chain(pending)),
@@ -358,6 +367,10 @@ impl RunLog {
 }
 
 impl writer::PendingLines for RunLog {
+    fn log_id(&self) -> i64 {
+        self.log_id
+    }
+
     fn path(&self) -> &Path {
         &self.path
     }
@@ -391,9 +404,41 @@ impl LogState {
         };
         // The pending lines and this one leave in one write: a run whose handler logs nothing
         // costs one open and one write (its start and end lines).
-        let mut first = std::mem::take(&mut self.pending);
-        first.push_str(text);
+        let first = self.pending.take_formatted(text);
         file.write_all(first.as_bytes())
+    }
+}
+
+/// Lines that wait in memory for their file, each with the instant it was appended. They are
+/// formatted (the instant in local time) when written, on the log writer's thread: formatting
+/// a run's start line there took a tenth of the runtime's CPU at a second's burst of starts.
+#[derive(Debug, Default)]
+struct WaitingLines(Vec<(DateTime<Utc>, String)>);
+
+impl WaitingLines {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn push(&mut self, at: DateTime<Utc>, line: String) {
+        self.0.push((at, line));
+    }
+
+    /// The lines as they read in the file.
+    fn formatted(&self) -> String {
+        let mut text = String::new();
+        for (at, line) in &self.0 {
+            format_line_into(&mut text, at.with_timezone(&Local), line);
+        }
+        text
+    }
+
+    /// The lines as they read in the file, then `text`; none wait after.
+    fn take_formatted(&mut self, text: &str) -> String {
+        let mut lines = self.formatted();
+        lines.push_str(text);
+        self.0.clear();
+        lines
     }
 }
 
@@ -405,11 +450,18 @@ fn date_dir_name(date: DateTime<Local>) -> String {
 
 /// Formats one log line with its local timestamp, `yyyy-MM-dd HH:mm:ss.SSS line\n`.
 pub(crate) fn format_line(now: DateTime<Local>, line: &str) -> String {
+    let mut text = String::with_capacity(25 + line.len());
+    format_line_into(&mut text, now, line);
+    text
+}
+
+/// [`format_line`] appended to `text`.
+fn format_line_into(text: &mut String, now: DateTime<Local>, line: &str) {
     use chrono::{Datelike, Timelike};
     use std::fmt::Write as _;
     // Written field by field: `DateTime::format` parses its pattern again on every call, a
     // measurable share of a short run's CPU.
-    let mut text = String::with_capacity(25 + line.len());
+    text.reserve(25 + line.len());
     let millis = now.timestamp_subsec_millis().min(999);
     let _ = writeln!(
         text,
@@ -421,7 +473,6 @@ pub(crate) fn format_line(now: DateTime<Local>, line: &str) -> String {
         now.minute(),
         now.second(),
     );
-    text
 }
 
 struct LogChunk {
@@ -589,10 +640,40 @@ mod tests {
         content.lines().map(str::to_owned).collect()
     }
 
+    /// A waiting line is written with the instant it was appended, not the instant the writer
+    /// got to it.
+    #[test]
+    fn waiting_lines_keep_the_instant_they_were_appended() {
+        let appended = Utc
+            .timestamp_millis_opt(1_767_323_045_678)
+            .single()
+            .expect("valid instant");
+        let mut waiting = WaitingLines::default();
+        waiting.push(appended, "run start".to_owned());
+        waiting.push(
+            appended + chrono::Duration::milliseconds(5),
+            "run end".to_owned(),
+        );
+        let expected = format!(
+            "{}{}",
+            format_line(appended.with_timezone(&Local), "run start"),
+            format_line(
+                (appended + chrono::Duration::milliseconds(5)).with_timezone(&Local),
+                "run end"
+            )
+        );
+        assert_eq!(waiting.formatted(), expected);
+        assert_eq!(
+            waiting.take_formatted("next\n"),
+            format!("{expected}next\n")
+        );
+        assert!(waiting.is_empty());
+    }
+
     /// A log as the runner leaves it for the writer (its lines pending, registered), which the
     /// writer has not got to.
     fn queued_for_the_writer(store: &JobLogStore, log: &Arc<RunLog>, line: &str) {
-        log.push_pending(&format_line(Local::now(), line));
+        log.push_pending(Utc::now(), line.to_owned());
         store.writer.register(log);
     }
 
@@ -613,7 +694,10 @@ mod tests {
             !log.path().exists(),
             "a run that logged nothing has no file of its own"
         );
-        assert!(store.writer.unwritten(log.path()).is_none(), "unregistered");
+        assert!(
+            store.writer.unwritten(log.log_id, log.path()).is_none(),
+            "unregistered"
+        );
         let lines: Vec<&str> = first.content.lines().collect();
         assert!(lines.len() == 2 && lines[0].ends_with(" start") && lines[1].ends_with(" end"));
         assert_eq!(all_reads(&store)[1], first, "same read from the file");
@@ -688,7 +772,7 @@ mod tests {
         let lines = written_lines(&store, 3);
         assert_eq!(lines.len(), 3);
         assert!(lines[0].ends_with(" start"));
-        assert!(store.writer.unwritten(log.path()).is_none());
+        assert!(store.writer.unwritten(log.log_id, log.path()).is_none());
     }
 
     /// The writer waits for pending starts once per batch, not before each log: runs that
@@ -757,7 +841,7 @@ mod tests {
             .expect("the writer drains within 10 s");
         assert_eq!(seen_rx.try_iter().count(), logs.len());
         for (log_id, log) in &logs {
-            assert!(store.writer.unwritten(log.path()).is_none());
+            assert!(store.writer.unwritten(log.log_id, log.path()).is_none());
             let lines = written_lines(&store, *log_id);
             assert!(lines.len() == 2 && lines[1].ends_with(" end"), "{lines:?}");
         }
@@ -790,8 +874,8 @@ mod tests {
         // Two runs filed in one second, one in the next; none of their handlers wrote a line.
         for (log_id, log_date_ms) in [(1, second_ms), (2, second_ms + 999), (3, second_ms + 1_000)]
         {
-            let log = Arc::new(store.lazy(log_id, log_date_ms, &format!("start {log_id}")));
-            store.append_later(&log, &format!("end {log_id}"), || {});
+            let log = Arc::new(store.lazy(log_id, log_date_ms, format!("start {log_id}")));
+            store.append_later(&log, format!("end {log_id}"), || {});
             assert!(!log.path().exists(), "run {log_id} has no file of its own");
         }
         let date_dir = store.path_for(1, second_ms);

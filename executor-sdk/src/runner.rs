@@ -795,6 +795,8 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 start_ticket,
                 start_gate,
             } = run;
+            // Built before a run queued early waits: off the second's burst of starts.
+            let start_line = execution::start_line(&request);
             if let Some(start_at_ms) = start_gate {
                 wait_for_start(&shared, &stop, start_at_ms).await;
             }
@@ -812,6 +814,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 &shared.joblog,
                 kill_grace,
                 request,
+                start_line,
                 handler,
                 &stop,
                 handler_trace,
@@ -841,7 +844,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: i64, wake: Arc<Notify>) {
                 end_line,
             } = ended;
             let reporter = Arc::clone(&shared);
-            shared.joblog.append_later(&log, &end_line, move || {
+            shared.joblog.append_later(&log, end_line, move || {
                 // A closed channel means the executor crashed or stopped: nothing to report to.
                 reporter.results.send(result);
             });

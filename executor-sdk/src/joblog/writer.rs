@@ -16,18 +16,20 @@
 //! (boundedly) until the runs queued to start now have started, then writes all that is
 //! queued by then.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::pending_starts::{HoldBack, MAX_HOLD_BACK, PendingStarts};
+use crate::id_hash::IdMap;
 
 /// A run's log as the writer sees it: lines that may wait in memory for its file. The run
 /// log (`joblog::RunLog`) is one; the writer names no type of the file above it.
 pub(super) trait PendingLines: Send + Sync + 'static {
+    /// The run's log id, which names its log among the unwritten ones.
+    fn log_id(&self) -> i64;
     fn path(&self) -> &Path;
     /// Writes the waiting lines, creating the file if need be.
     fn write_pending(&self);
@@ -35,8 +37,9 @@ pub(super) trait PendingLines: Send + Sync + 'static {
     fn is_written(&self) -> bool;
 }
 
-/// Logs whose lines wait in memory, by file path.
-type Unwritten<L> = Arc<Mutex<HashMap<PathBuf, Arc<L>>>>;
+/// Logs whose lines wait in memory, by log id: keyed by path, registering a run hashed its
+/// path's components on the start path of every run.
+type Unwritten<L> = Arc<Mutex<IdMap<Arc<L>>>>;
 
 /// What to do once a log's lines are written (or failed to be): report the run's result.
 pub(super) type Then = Box<dyn FnOnce() + Send>;
@@ -101,7 +104,7 @@ impl<L: PendingLines> LogWriter<L> {
 
     /// Registers `log`, whose pending lines are readable from now on.
     pub(super) fn register(&self, log: &Arc<L>) {
-        lock(&self.unwritten).insert(log.path().to_path_buf(), Arc::clone(log));
+        lock(&self.unwritten).insert(log.log_id(), Arc::clone(log));
     }
 
     /// Queues a registered `log` for writing, then `then`; its lines reach the file in the
@@ -126,9 +129,13 @@ impl<L: PendingLines> LogWriter<L> {
         }
     }
 
-    /// The registered log of `path`, if its lines are not all written yet.
-    pub(super) fn unwritten(&self, path: &Path) -> Option<Arc<L>> {
-        lock(&self.unwritten).get(path).cloned()
+    /// The registered log of run `log_id` at `path`, if its lines are not all written yet.
+    pub(super) fn unwritten(&self, log_id: i64, path: &Path) -> Option<Arc<L>> {
+        let unwritten = lock(&self.unwritten);
+        unwritten
+            .get(&log_id)
+            .filter(|log| log.path() == path)
+            .cloned()
     }
 
     /// Writes `log` now, on the caller's thread (a reader that must answer from the file).
@@ -209,10 +216,10 @@ fn write_and_forget<L: PendingLines>(unwritten: &Unwritten<L>, log: &Arc<L>) {
     log.write_pending();
     let mut unwritten = lock(unwritten);
     let registered = unwritten
-        .get(log.path())
+        .get(&log.log_id())
         .is_some_and(|registered| Arc::ptr_eq(registered, log));
     if registered && log.is_written() {
-        unwritten.remove(log.path());
+        unwritten.remove(&log.log_id());
     }
 }
 

@@ -156,6 +156,7 @@ pub(crate) async fn execute_run(
     joblog: &JobLogStore,
     kill_grace: Duration,
     request: pb::RunRequest,
+    start_line: String,
     handler: HandlerFn,
     stop: &StopSignal,
     handler_trace: Option<opentelemetry::Context>,
@@ -167,7 +168,7 @@ pub(crate) async fn execute_run(
     let (log_id, log_date_ms, timeout_ms) =
         (request.log_id, request.log_date_ms, request.timeout_ms);
     // The start line waits in memory; the file appears with the first line written after it.
-    let log = Arc::new(joblog.lazy(log_id, log_date_ms, &start_line(&request)));
+    let log = Arc::new(joblog.lazy(log_id, log_date_ms, start_line));
     let span = tracing::info_span!("handler", job_id = request.job_id, log_id);
     if let Some(trace) = &handler_trace {
         // A `tracing` subscriber with an OpenTelemetry layer nests the handler's own spans
@@ -276,7 +277,9 @@ fn finished_outcome(joined: Result<JobResult, Panic>) -> (pb::RunStatus, i32, St
     }
 }
 
-fn start_line(request: &pb::RunRequest) -> String {
+/// The run's first log line, `run start: …` (built before a run queued early waits for its
+/// start, off the second's burst of starts).
+pub(crate) fn start_line(request: &pb::RunRequest) -> String {
     let trigger = pb::TriggerType::try_from(request.trigger_type)
         .map_or("TRIGGER_TYPE_UNKNOWN", |trigger| trigger.as_str_name());
     // The run's trace id (from the admin's dispatch span), so a log line leads to its trace.
