@@ -71,6 +71,10 @@ pub(crate) struct Args {
     /// that server (like XJOB_TEST_POSTGRES_CTL of .ci/databases.sh).
     #[arg(long)]
     pub(crate) database_ctl: Option<String>,
+    /// A setting of the server the harness starts, NAME=VALUE (repeatable): `-c NAME=VALUE`
+    /// for PostgreSQL, `--NAME=VALUE` for MariaDB. Unset, each runs with its defaults.
+    #[arg(long = "db-setting", value_parser = crate::database::parse_setting)]
+    pub(crate) db_settings: Vec<String>,
     /// Admin processes sharing the database (default: 1; F*: 3).
     #[arg(long)]
     pub(crate) admins: Option<usize>,

@@ -66,11 +66,12 @@ impl Database {
     }
 
     /// Starts a server of `backend` on a free loopback port.
-    pub fn start(backend: Backend) -> anyhow::Result<Database> {
+    /// `settings` are NAME=VALUE pairs (`parse_setting`) the server starts with.
+    pub fn start(backend: Backend, settings: &[String]) -> anyhow::Result<Database> {
         let server = match backend {
             Backend::Sqlite => anyhow::bail!("SQLite needs no server"),
-            Backend::Postgres => Server::Postgres(Postgres::start()?),
-            Backend::Mariadb => Server::Mariadb(Mariadb::start()?),
+            Backend::Postgres => Server::Postgres(Postgres::start(settings)?),
+            Backend::Mariadb => Server::Mariadb(Mariadb::start(settings)?),
         };
         let (url, ctl) = match &server {
             Server::Postgres(postgres) => (postgres.url(), Some(postgres.ctl_command())),
@@ -161,10 +162,12 @@ impl Database {
 struct Postgres {
     dir: tempfile::TempDir,
     port: u16,
+    /// `-c NAME=VALUE` for each setting asked for.
+    options: String,
 }
 
 impl Postgres {
-    fn start() -> anyhow::Result<Postgres> {
+    fn start(settings: &[String]) -> anyhow::Result<Postgres> {
         let bin = Path::new(POSTGRES_BIN);
         if !bin.join("postgres").exists() {
             anyhow::bail!(
@@ -182,6 +185,10 @@ impl Postgres {
         let postgres = Postgres {
             port: processes::free_port()?,
             dir,
+            options: settings
+                .iter()
+                .map(|setting| format!(" -c {setting}"))
+                .collect(),
         };
         eprintln!("starting postgresql on 127.0.0.1:{}", postgres.port);
         postgres.as_postgres(&format!(
@@ -220,7 +227,7 @@ impl Postgres {
     /// the same server back on the same port; `checkpoint` first makes a `stop` quick.
     fn ctl_script(&self) -> anyhow::Result<String> {
         let dir = shell_path(self.dir.path())?;
-        let port = self.port;
+        let (port, options) = (self.port, &self.options);
         Ok(format!(
             "#!/bin/sh\n\
              # usage: ctl start|stop|restart|checkpoint\n\
@@ -228,7 +235,7 @@ impl Postgres {
                checkpoint) exec psql -h 127.0.0.1 -p {port} -U postgres -q -c CHECKPOINT ;;\n  \
                *) exec su postgres -s /bin/sh -c \"{POSTGRES_BIN}/pg_ctl -D {dir}/data \
                   -l {dir}/log -w -m fast -o '-h 127.0.0.1 -p {port} -k {dir} -c fsync=on \
-                  -c max_connections=300' $1 >/dev/null\" ;;\n\
+                  -c max_connections=300{options}' $1 >/dev/null\" ;;\n\
              esac\n"
         ))
     }
@@ -296,10 +303,12 @@ struct Mariadb {
     process: ChildProcess,
     port: u16,
     dir: tempfile::TempDir,
+    /// `--NAME=VALUE` for each setting asked for, kept for a restart.
+    options: Vec<String>,
 }
 
 impl Mariadb {
-    fn start() -> anyhow::Result<Mariadb> {
+    fn start(settings: &[String]) -> anyhow::Result<Mariadb> {
         let dir = tempfile::Builder::new()
             .prefix("xjob-bench-mariadb.")
             .tempdir()?;
@@ -327,8 +336,17 @@ impl Mariadb {
             );
         }
         let socket = dir.path().join("sock");
-        let process = Mariadb::spawn_server(dir.path(), port)?;
-        let mut mariadb = Mariadb { process, port, dir };
+        let options: Vec<String> = settings
+            .iter()
+            .map(|setting| format!("--{setting}"))
+            .collect();
+        let process = Mariadb::spawn_server(dir.path(), port, &options)?;
+        let mut mariadb = Mariadb {
+            process,
+            port,
+            dir,
+            options,
+        };
         mariadb.wait_ready(&socket)?;
         mariadb.client(
             &socket,
@@ -341,7 +359,7 @@ impl Mariadb {
     }
 
     /// `mariadbd` on `dir`'s data directory and socket, listening on `port`.
-    fn spawn_server(dir: &Path, port: u16) -> anyhow::Result<ChildProcess> {
+    fn spawn_server(dir: &Path, port: u16, options: &[String]) -> anyhow::Result<ChildProcess> {
         // Its start-up notes (open-files limits…) go to a file, not the harness's stderr.
         let stdout = std::fs::File::create(dir.join("stdout"))?;
         let mut command = Command::new(mariadbd_binary());
@@ -353,7 +371,8 @@ impl Mariadb {
             .arg(format!("--port={port}"))
             .arg(format!("--pid-file={}", dir.join("pid").display()))
             .arg("--max-connections=300")
-            .arg(format!("--log-error={}", dir.join("log").display()));
+            .arg(format!("--log-error={}", dir.join("log").display()))
+            .args(options);
         ChildProcess::spawn_with_stdout("mariadbd", &mut command, stdout.into())
     }
 
@@ -367,7 +386,7 @@ impl Mariadb {
                     .wait_exit(Instant::now() + Duration::from_secs(30))
             }
             "start" => {
-                self.process = Mariadb::spawn_server(self.dir.path(), self.port)?;
+                self.process = Mariadb::spawn_server(self.dir.path(), self.port, &self.options)?;
                 let socket = self.dir.path().join("sock");
                 self.wait_ready(&socket)
             }
@@ -427,6 +446,24 @@ fn shell_path(path: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// A server setting of `--db-setting`: NAME=VALUE, both of letters, digits, `_`, `.` and `-`
+/// (it goes into a shell command line).
+pub fn parse_setting(setting: &str) -> Result<String, String> {
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    match setting.split_once('=') {
+        Some((name, value)) if plain(name) && plain(value) => Ok(setting.to_string()),
+        _ => Err(format!(
+            "{setting:?} is not NAME=VALUE (letters, digits, '_', '.', '-'), \
+             e.g. max_wal_size=4GB"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,5 +486,17 @@ mod tests {
         assert!(shell_path(Path::new("/tmp/xjob-bench-pg.Ab12_x")).is_ok());
         assert!(shell_path(Path::new("/tmp/a b")).is_err());
         assert!(shell_path(Path::new("/tmp/$(rm)")).is_err());
+    }
+
+    #[test]
+    fn server_settings_are_plain_name_value_pairs() {
+        assert_eq!(
+            parse_setting("max_wal_size=16GB").as_deref(),
+            Ok("max_wal_size=16GB")
+        );
+        assert!(parse_setting("innodb-buffer-pool-size=1G").is_ok());
+        for refused in ["max_wal_size", "=1GB", "a=", "a=1 b=2", "a=$(rm)", "a='x'"] {
+            assert!(parse_setting(refused).is_err(), "{refused} was taken");
+        }
     }
 }

@@ -18,6 +18,9 @@ pub struct ResultLine {
     pub admins: usize,
     pub executors: usize,
     pub database: String,
+    /// The server settings the run asked for (`--db-setting`); left out when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub db_settings: Vec<String>,
     /// `expected` … `lateness_max_ms`, in the order `Figures` declares them.
     #[serde(flatten)]
     pub figures: Figures,
@@ -138,6 +141,7 @@ mod tests {
             admins: 3,
             executors: 4,
             database: "Postgres".into(),
+            db_settings: Vec::new(),
             figures: Figures {
                 expected: 10,
                 delivered: 9,

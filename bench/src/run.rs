@@ -300,7 +300,7 @@ pub(crate) async fn open_database(
     let database = match (&args.database_url, plan.backend) {
         (Some(url), _) => Database::external(url, args.database_ctl.clone()).await?,
         (None, Backend::Sqlite) => Database::sqlite(scratch),
-        (None, backend) => Database::start(backend)?,
+        (None, backend) => Database::start(backend, &args.db_settings)?,
     };
     anyhow::ensure!(
         args.workload != Workload::F3 || database.ctl.is_some(),
@@ -602,6 +602,7 @@ fn json_line(
         admins: plan.admins,
         executors: plan.executors,
         database: format!("{:?}", plan.backend),
+        db_settings: args.db_settings.clone(),
         figures: Figures {
             throughput_fps: rounded(figures.throughput_fps, 1),
             ..figures.clone()
