@@ -306,6 +306,23 @@ mod tests {
         pages
     }
 
+    /// Copies the whole WAL into the database file (which truncates the file to its pages).
+    /// The store's own checkpointer may be mid-checkpoint, and then this one reports busy and
+    /// copies nothing: it is tried again until it completes.
+    async fn checkpoint_whole_wal(store: &SqliteStore) {
+        for _ in 0..200 {
+            let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&store.writer)
+                .await
+                .expect("checkpoint");
+            if busy == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the WAL checkpoint stayed busy for 2 s");
+    }
+
     /// An API call's read does not queue behind the background loops' reads: with every
     /// background read connection held, a read inside `api_call` still gets a connection,
     /// and a background read waits.
@@ -378,10 +395,7 @@ mod tests {
             }
         }
         let after = pages(&sqlite).await;
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&sqlite.writer)
-            .await
-            .expect("checkpoint");
+        checkpoint_whole_wal(&sqlite).await;
         let file_bytes = std::fs::metadata(dir.path().join("vacuum.db"))
             .expect("file")
             .len();
