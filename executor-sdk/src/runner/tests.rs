@@ -172,6 +172,20 @@ fn assert_result(
     );
 }
 
+/// `result` reports run `log_id` KILLED before its handler started (a kill or a held-only
+/// cancel that came before the run's start).
+fn assert_stopped_before_start(result: &pb::RunResult, log_id: i64) {
+    assert_eq!(
+        (
+            result.log_id,
+            result.status,
+            result.message.starts_with("cancelled before start")
+        ),
+        (log_id, pb::RunStatus::Killed as i32, true),
+        "unexpected result {result:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn serial_runs_execute_one_at_a_time_in_order() {
     let mut harness = Harness::new();
@@ -682,21 +696,9 @@ async fn a_kill_or_a_held_only_cancel_keeps_a_held_run_from_starting() {
         .submit(held_request(2, 2, 60_000))
         .expect("accepted");
     assert!(harness.runner.kill_job(1));
-    let killed = harness.next_result().await;
-    assert_eq!(
-        (killed.log_id, killed.status),
-        (1, pb::RunStatus::Killed as i32)
-    );
-    assert!(
-        killed.message.starts_with("cancelled before start"),
-        "{killed:?}"
-    );
+    assert_stopped_before_start(&harness.next_result().await, 1);
     assert!(harness.runner.cancel_held(2));
-    let cancelled = harness.next_result().await;
-    assert_eq!(
-        (cancelled.log_id, cancelled.status),
-        (2, pb::RunStatus::Killed as i32)
-    );
+    assert_stopped_before_start(&harness.next_result().await, 2);
     assert!(harness.runner.running_log_ids().is_empty());
     // A cancel that overtook its run: the run is refused when it comes.
     assert!(!harness.runner.cancel_held(3));
@@ -903,15 +905,7 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
     assert_eq!(held_log_ids(&harness.runner), vec![4], "job 4 is busy");
 
     assert!(harness.runner.cancel_held(1), "cancelled in its queue");
-    let cancelled = harness.next_result().await;
-    assert_eq!(
-        (cancelled.log_id, cancelled.status),
-        (1, pb::RunStatus::Killed as i32)
-    );
-    assert!(
-        cancelled.message.starts_with("cancelled before start"),
-        "{cancelled:?}"
-    );
+    assert_stopped_before_start(&harness.next_result().await, 1);
 
     let deadline = Instant::now() + Duration::from_secs(10);
     while !(job_took_its_run(&harness.runner, 2) && job_took_its_run(&harness.runner, 3)) {
@@ -919,16 +913,7 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
         tokio::task::yield_now().await;
     }
     assert!(harness.runner.cancel_held(2), "cancelled while waiting");
-    let cancelled = harness.next_result().await;
-    assert_eq!(
-        (
-            cancelled.log_id,
-            cancelled.status,
-            cancelled.message.starts_with("cancelled before start")
-        ),
-        (2, pb::RunStatus::Killed as i32, true),
-        "{cancelled:?}"
-    );
+    assert_stopped_before_start(&harness.next_result().await, 2);
     assert!(harness.runner.kill_job(3), "killed while waiting");
     assert_result(
         &harness.next_result().await,
