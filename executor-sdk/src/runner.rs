@@ -244,27 +244,43 @@ impl State {
         (dropped, stopped)
     }
 
-    /// Stops run `log_id` if it was queued before its start and has not started.
-    fn stop_waiting(&mut self, log_id: i64, reason: &StopReason) -> Option<EarlyRun> {
-        for slot in self.jobs.values_mut() {
-            if let Some(running) = &slot.running_opt
-                && running.log_id == log_id
-            {
-                let stopped =
-                    running.waits_for_start && running.stop.stop_before_start(reason.clone());
-                return stopped.then_some(EarlyRun::Stopped);
-            }
-            let queued = slot
-                .queue
-                .iter()
-                .position(|queued| queued.request.log_id == log_id && queued.start_gate.is_some());
-            if let Some(position) = queued {
-                let run = slot.queue.remove(position)?;
-                crate::metrics::queued().dec();
-                return Some(EarlyRun::Queued(Box::new(run.request)));
-            }
+    /// Stops run `log_id` if it was queued before its start and has not started. Looks in
+    /// the slot of `job_id` (the job the admin names), and through every slot only when that
+    /// one does not have the run (a caller that named no job or another one), so a cancel
+    /// costs one lookup however many jobs this executor runs.
+    fn stop_waiting(&mut self, job_id: i64, log_id: i64, reason: &StopReason) -> Option<EarlyRun> {
+        if let Some(slot) = self.jobs.get_mut(&job_id)
+            && let Some(found) = slot.stop_waiting(log_id, reason)
+        {
+            return found;
         }
-        None
+        self.jobs
+            .values_mut()
+            .find_map(|slot| slot.stop_waiting(log_id, reason))
+            .flatten()
+    }
+}
+
+impl JobSlot {
+    /// `None` when run `log_id` is not this job's; `Some(None)` when it is, but started or
+    /// queued without a start to wait for (not stoppable as unstarted).
+    fn stop_waiting(&mut self, log_id: i64, reason: &StopReason) -> Option<Option<EarlyRun>> {
+        if let Some(running) = &self.running_opt
+            && running.log_id == log_id
+        {
+            let stopped = running.waits_for_start && running.stop.stop_before_start(reason.clone());
+            return Some(stopped.then_some(EarlyRun::Stopped));
+        }
+        let position = self
+            .queue
+            .iter()
+            .position(|queued| queued.request.log_id == log_id)?;
+        if self.queue[position].start_gate.is_none() {
+            return Some(None);
+        }
+        let run = self.queue.remove(position)?;
+        crate::metrics::queued().dec();
+        Some(Some(EarlyRun::Queued(Box::new(run.request))))
     }
 }
 
@@ -572,7 +588,7 @@ impl Runner {
     /// Cancels run `log_id` if it is held (it never starts; KILLED). A run that is not here
     /// yet is remembered as done, so if it arrives after the cancel (the two raced) it is
     /// refused as a duplicate. Returns whether a held run was cancelled.
-    pub(crate) fn cancel_held(&self, log_id: i64) -> bool {
+    pub(crate) fn cancel_held(&self, job_id: i64, log_id: i64) -> bool {
         const WHY: &str = "its job was stopped, edited or deleted";
         let held = self.take_held(|held| held.take_log(log_id).into_iter().collect());
         if !held.is_empty() {
@@ -586,7 +602,7 @@ impl Runner {
         }
         // Queued shortly before its start: not started yet, so still held for the admin.
         let reason = StopReason::killed(format!("cancelled before start: {WHY}"));
-        match state.stop_waiting(log_id, &reason) {
+        match state.stop_waiting(job_id, log_id, &reason) {
             Some(EarlyRun::Queued(request)) => {
                 state.retire(log_id);
                 drop(state);

@@ -133,7 +133,7 @@ impl ExecutorService for ExecutorServer {
             held_only,
         } = request.into_inner();
         if held_only {
-            let killed = self.runner.cancel_held(log_id);
+            let killed = self.runner.cancel_held(job_id, log_id);
             if killed {
                 tracing::info!(job_id, log_id, "held run cancelled by admin");
             }

@@ -697,11 +697,11 @@ async fn a_kill_or_a_held_only_cancel_keeps_a_held_run_from_starting() {
         .expect("accepted");
     assert!(harness.runner.kill_job(1));
     assert_stopped_before_start(&harness.next_result().await, 1);
-    assert!(harness.runner.cancel_held(2));
+    assert!(harness.runner.cancel_held(2, 2));
     assert_stopped_before_start(&harness.next_result().await, 2);
     assert!(harness.runner.running_log_ids().is_empty());
     // A cancel that overtook its run: the run is refused when it comes.
-    assert!(!harness.runner.cancel_held(3));
+    assert!(!harness.runner.cancel_held(3, 3));
     assert_eq!(
         harness.runner.submit(held_request(3, 3, 60_000)),
         Err(Refusal::Duplicate { log_id: 3 })
@@ -904,7 +904,8 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
     harness.runner.release_due(start_at_ms - 10);
     assert_eq!(held_log_ids(&harness.runner), vec![4], "job 4 is busy");
 
-    assert!(harness.runner.cancel_held(1), "cancelled in its queue");
+    // Naming no job (as a hand-made request may): found by looking through every job.
+    assert!(harness.runner.cancel_held(0, 1), "cancelled in its queue");
     assert_stopped_before_start(&harness.next_result().await, 1);
 
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -912,7 +913,7 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
         assert!(Instant::now() < deadline, "the job tasks take their runs");
         tokio::task::yield_now().await;
     }
-    assert!(harness.runner.cancel_held(2), "cancelled while waiting");
+    assert!(harness.runner.cancel_held(2, 2), "cancelled while waiting");
     assert_stopped_before_start(&harness.next_result().await, 2);
     assert!(harness.runner.kill_job(3), "killed while waiting");
     assert_result(
@@ -922,7 +923,7 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
         500,
         "killed by admin",
     );
-    assert!(harness.runner.cancel_held(4), "job 4's run, still held");
+    assert!(harness.runner.cancel_held(4, 4), "job 4's run, still held");
     assert_eq!(harness.next_result().await.log_id, 4);
     assert_eq!(harness.runner.running_log_ids(), vec![40]);
     assert!(
