@@ -34,11 +34,8 @@ pub async fn update_logs<'q, DB: Dialect>(
     lock: Lock,
     returning: Option<&str>,
 ) -> StoreResult<(u64, Vec<DB::Row>)> {
-    let lock = match lock {
-        Lock::Wait => DB::FOR_UPDATE,
-        Lock::SkipLocked => DB::FOR_UPDATE_SKIP_LOCKED,
-    };
     if DB::SINGLE_WRITER || DB::INSERT_RETURNING {
+        let lock = lock.clause::<DB>();
         let mut update = Sql::<DB>::new("UPDATE xjob_log SET ");
         set(&mut update);
         if DB::SINGLE_WRITER {
@@ -63,11 +60,45 @@ pub async fn update_logs<'q, DB: Dialect>(
             None => Ok((update.affected(conn).await?, Vec::new())),
         };
     }
+    let (ids, rows) = lock_then_update::<DB>(conn, set, filter, lock, returning).await?;
+    Ok((ids.len() as u64, rows))
+}
+
+/// [`update_logs`] returning the ids of the rows it changed, in id order. On MySQL those are
+/// the ids its locking read took, so no read-back follows the update.
+pub async fn update_log_ids<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    set: Part<'_, 'q, DB>,
+    filter: Part<'_, 'q, DB>,
+    lock: Lock,
+) -> StoreResult<Vec<i64>> {
+    if DB::SINGLE_WRITER || DB::INSERT_RETURNING {
+        let (_, rows) = update_logs::<DB>(conn, set, filter, lock, Some("id")).await?;
+        return rows
+            .iter()
+            .map(|row| Cols::<DB>(row).get::<i64>("id"))
+            .collect();
+    }
+    let (ids, _) = lock_then_update::<DB>(conn, set, filter, lock, None).await?;
+    Ok(ids)
+}
+
+/// MySQL's form of [`update_logs`]: the locking read of the ids in id order, the update of
+/// exactly those, and, when `read_back` names columns, their read-back, in one transaction.
+/// Every id the read locked is changed: the read saw the newest committed row, which the lock
+/// then keeps as it is until the update.
+async fn lock_then_update<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    set: Part<'_, 'q, DB>,
+    filter: Part<'_, 'q, DB>,
+    lock: Lock,
+    read_back: Option<&str>,
+) -> StoreResult<(Vec<i64>, Vec<DB::Row>)> {
     let mut tx = conn.begin().await.map_err(map_error)?;
     let mut select = Sql::<DB>::new("SELECT id FROM xjob_log WHERE ");
     filter(&mut select);
     select.push_mut(" ORDER BY id");
-    select.push_mut(lock);
+    select.push_mut(lock.clause::<DB>());
     let ids = select.fetch_column::<i64>(&mut tx).await?;
     let mut rows = Vec::new();
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
@@ -76,14 +107,14 @@ pub async fn update_logs<'q, DB: Dialect>(
         update.push_mut(" WHERE id");
         DB::push_id_list(&mut update, chunk);
         update.execute(&mut tx).await?;
-        if let Some(columns) = returning {
+        if let Some(columns) = read_back {
             let mut read = Sql::<DB>::new(format!("SELECT {columns} FROM xjob_log WHERE id"));
             DB::push_id_list(&mut read, chunk);
             rows.extend(read.push(" ORDER BY id").fetch_all(&mut tx).await?);
         }
     }
     tx.commit().await.map_err(map_error)?;
-    Ok((ids.len() as u64, rows))
+    Ok((ids, rows))
 }
 
 /// How `update_logs` treats a row another transaction holds.
@@ -94,6 +125,16 @@ pub enum Lock {
     /// Leave it to that transaction (work queues and adoptions: if that write does not
     /// happen, the next sweep finds the row again).
     SkipLocked,
+}
+
+impl Lock {
+    /// The row-lock clause of the `SELECT` that picks the rows.
+    fn clause<DB: Dialect>(self) -> &'static str {
+        match self {
+            Lock::Wait => DB::FOR_UPDATE,
+            Lock::SkipLocked => DB::FOR_UPDATE_SKIP_LOCKED,
+        }
+    }
 }
 
 /// Rows ordered by their `id` column (RETURNING has no order of its own).
@@ -132,6 +173,14 @@ fn claim_filter<'q, DB: Dialect>(sql: &mut Sql<'q, DB>, ids: &[i64], node_id: &'
     sql.bind_mut(epoch);
 }
 
+/// What a claim writes: RUNNING, trigger time `now_ms` (when the runs leave).
+fn claim_set<'q, DB: Dialect>(now_ms: i64) -> impl Fn(&mut Sql<'q, DB>) + Send + Sync {
+    move |sql: &mut Sql<'q, DB>| {
+        sql.push_mut("status = 'RUNNING', trigger_time_ms = ");
+        sql.bind_mut(now_ms);
+    }
+}
+
 /// The claim of one chunk of ids (RUNNING, trigger time `now_ms`), returning `columns`.
 async fn claim_chunk<'q, DB: Dialect>(
     conn: &mut DB::Connection,
@@ -141,13 +190,23 @@ async fn claim_chunk<'q, DB: Dialect>(
     now_ms: i64,
     columns: &str,
 ) -> StoreResult<Vec<DB::Row>> {
-    let set = move |sql: &mut Sql<'q, DB>| {
-        sql.push_mut("status = 'RUNNING', trigger_time_ms = ");
-        sql.bind_mut(now_ms);
-    };
+    let set = claim_set::<DB>(now_ms);
     let filter = move |sql: &mut Sql<'q, DB>| claim_filter(sql, ids, node_id, epoch);
     let (_, rows) = update_logs::<DB>(conn, &set, &filter, Lock::Wait, Some(columns)).await?;
     Ok(rows)
+}
+
+/// The claim of one chunk of ids, returning the ids it changed.
+async fn claim_chunk_ids<'q, DB: Dialect>(
+    conn: &mut DB::Connection,
+    ids: &[i64],
+    node_id: &'q str,
+    epoch: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<i64>> {
+    let set = claim_set::<DB>(now_ms);
+    let filter = move |sql: &mut Sql<'q, DB>| claim_filter(sql, ids, node_id, epoch);
+    update_log_ids::<DB>(conn, &set, &filter, Lock::Wait).await
 }
 
 /// The claim's statement text for SQLite's plan test.
@@ -190,9 +249,8 @@ pub async fn claim_run_ids<DB: Dialect>(
     let mut conn = db.write().await?;
     let mut claimed = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(DB::IDS_PER_STATEMENT) {
-        for row in claim_chunk::<DB>(&mut conn, chunk, node_id, epoch, now_ms, "id").await? {
-            claimed.push(Cols::<DB>(&row).get::<LogId>("id")?);
-        }
+        let changed = claim_chunk_ids::<DB>(&mut conn, chunk, node_id, epoch, now_ms).await?;
+        claimed.extend(changed.into_iter().map(LogId));
     }
     Ok(claimed)
 }
