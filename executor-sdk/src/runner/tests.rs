@@ -454,11 +454,17 @@ async fn duplicate_log_id_is_refused_while_active_and_recently_finished() {
         harness.runner.submit(run_request(1, 7, "ok:")),
         Err(Refusal::Duplicate { log_id: 7 })
     );
-    tokio::time::advance(RECENT_RUN_TTL + Duration::from_secs(1)).await;
+    tokio::time::advance(RECENT_RUN_TTL - Duration::from_secs(1)).await;
+    assert_eq!(
+        harness.runner.submit(run_request(1, 7, "ok:")),
+        Err(Refusal::Duplicate { log_id: 7 }),
+        "remembered for the ttl"
+    );
+    tokio::time::advance(RECENT_RUN_TTL + Duration::from_secs(2)).await;
     harness
         .runner
         .submit(run_request(1, 7, "ok:again"))
-        .expect("forgotten after the ttl");
+        .expect("forgotten after twice the ttl at most");
     assert_result(
         &harness.next_result().await,
         7,
@@ -931,4 +937,22 @@ async fn a_run_queued_before_its_start_is_cancelled_or_killed_unstarted() {
         "a cancelled handler ran"
     );
     harness.runner.shutdown(Duration::from_secs(1)).await;
+}
+
+/// However fast runs finish, the last `RECENT_RUN_CAP` of them are remembered, and memory stays
+/// bounded: ids older than two generations are forgotten.
+#[test]
+fn recent_runs_keep_the_last_cap_of_ids_and_forget_older_ones() {
+    let now = Instant::now();
+    let mut recent = RecentRuns::default();
+    let cap = RECENT_RUN_CAP as i64;
+    let finished = 2 * cap + 5;
+    for log_id in 0..finished {
+        recent.insert(log_id, now);
+    }
+    for log_id in (finished - cap)..finished {
+        assert!(recent.contains(log_id, now), "{log_id} is among the last");
+    }
+    assert!(!recent.contains(0, now), "the first id is forgotten");
+    assert!(recent.current.len() + recent.previous.len() <= 2 * RECENT_RUN_CAP);
 }
