@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::plan::{ScanParams, plan_job};
-use crate::model::{Job, LogId, NodeIdentity, UnwrittenFire};
+use crate::model::{Job, JobId, LogId, NodeIdentity, UnwrittenFire};
 use crate::store::RoundPlan;
 use crate::store::conformance::{fresh_stores, group, job};
 
@@ -64,20 +64,21 @@ async fn an_id_only_claim_is_fenced_and_the_planned_run_matches_its_row() {
             .map(|id| id.expect("a fresh database has none of the fires"))
             .collect();
         let ids = inserted.clone();
+        let runs: Vec<(LogId, JobId)> = ids.iter().map(|id| (*id, due.id)).collect();
 
         let wrong_epoch = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch + 1), 10_000)
+            .claim_run_ids(&runs, &NodeIdentity::new("n1", epoch + 1), 10_000)
             .await
             .expect("claim");
         assert!(wrong_epoch.is_empty(), "{backend}: fenced by epoch");
         let mut claimed = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 10_000)
+            .claim_run_ids(&runs, &NodeIdentity::new("n1", epoch), 10_000)
             .await
             .expect("claim");
         claimed.sort_unstable();
         assert_eq!(claimed, ids, "{backend}");
         let again = store
-            .claim_run_ids(&ids, &NodeIdentity::new("n1", epoch), 10_001)
+            .claim_run_ids(&runs, &NodeIdentity::new("n1", epoch), 10_001)
             .await
             .expect("claim");
         assert!(again.is_empty(), "{backend}: claimed once");

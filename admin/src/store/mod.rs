@@ -423,9 +423,9 @@ shared! {
     // ---- claims, skips, the end of a follow-up claim
     /// Marks PENDING runs owned by this node/epoch as dispatching; returns those it claimed.
     fn claim_runs(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<RunLog>> => claims;
-    /// `claim_runs` returning only the ids claimed, for callers that hold the rest of each run
-    /// already (the scan's own fires).
-    fn claim_run_ids(&self, ids: &[LogId], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<LogId>> => claims;
+    /// `claim_runs` of runs named with their jobs, returning only the ids claimed, for callers
+    /// that hold the rest of each run already (the scan's own fires).
+    fn claim_run_ids(&self, runs: &[(LogId, JobId)], node: &NodeIdentity, now_ms: i64) -> StoreResult<Vec<LogId>> => claims;
     /// Puts runs among `ids` that this node/epoch claimed but never sent (RUNNING, no address)
     /// back to PENDING; returns how many. For claims whose answer was lost (the connection
     /// dropped as it committed): the caller knows it sent none of them. Only rows carrying one

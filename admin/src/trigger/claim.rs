@@ -28,15 +28,15 @@ impl Trigger {
         if fires.is_empty() {
             return Ok((Vec::new(), HashMap::new()));
         }
-        let log_ids: Vec<LogId> = fires.iter().map(|fire| fire.log_id).collect();
+        let runs: Vec<(LogId, JobId)> = fires
+            .iter()
+            .map(|fire| (fire.log_id, fire.job_id()))
+            .collect();
         let group_ids: Vec<GroupId> = fires.iter().map(Fire::group_id).collect();
         let claimed_at = self.lease_mark();
         let (claimed, groups) = tokio::join!(
             // Ahead of background writes: a late claim is a late fire (`store::writer_gate`).
-            urgent_write(
-                self.store
-                    .claim_run_ids(&log_ids, &self.node, trigger_time_ms)
-            ),
+            urgent_write(self.store.claim_run_ids(&runs, &self.node, trigger_time_ms)),
             self.store.get_groups(&group_ids)
         );
         let claimed_ids: std::collections::HashSet<LogId> = claimed?.into_iter().collect();
